@@ -1,0 +1,189 @@
+package redistest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a redis-server process this test binary started on a free loopback port.
+type Server struct {
+	port   int
+	dir    string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has exited
+	once   sync.Once
+}
+
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+func (s *Server) URL() string  { return "redis://" + s.Addr() + "/0" }
+
+// Client returns a new client of the server, closed when the test ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Close kills the server and removes its directory. Idempotent.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		_ = os.RemoveAll(s.dir)
+	})
+}
+
+// Start starts a private server for one test, stopped when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s, err := start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+var (
+	sharedMu      sync.Mutex
+	sharedServer  *Server
+	sharedCluster *Cluster
+)
+
+// Shared returns the one server of this test process, started on first use.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sharedServer == nil {
+		s, err := start(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharedServer = s
+	}
+	return sharedServer
+}
+
+// Main runs the tests and stops the shared servers: call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	sharedMu.Lock()
+	if sharedServer != nil {
+		sharedServer.Close()
+	}
+	if sharedCluster != nil {
+		sharedCluster.Close()
+	}
+	sharedMu.Unlock()
+	os.Exit(code)
+}
+
+// start launches redis-server with extra flags on a free port, retrying with
+// another port if the one picked was taken meanwhile.
+func start(extra []string) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redistest: redis-server is not on PATH; install it (Debian: apt-get install redis-server)")
+	}
+	var last error
+	for range 5 {
+		s, err := tryStart(bin, extra)
+		if err == nil {
+			return s, nil
+		}
+		last = err
+	}
+	return nil, last
+}
+
+func tryStart(bin string, extra []string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--protected-mode", "no", "--logfile", filepath.Join(dir, "redis.log")}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("redistest: start redis-server: %w", err)
+	}
+	s := &Server{port: port, dir: dir, cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.exited) }()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return s, nil
+		}
+		select {
+		case <-s.exited:
+			log := tail(filepath.Join(dir, "redis.log"))
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("redistest: redis-server on port %d exited at start:\n%s", port, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			log := tail(filepath.Join(dir, "redis.log"))
+			s.Close()
+			return nil, fmt.Errorf("redistest: redis-server on port %d did not answer PING within 10s:\n%s", port, log)
+		}
+		time.Sleep(20 * time.Millisecond) // readiness wait, bounded by the deadline above
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 15 {
+		lines = lines[len(lines)-15:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// Namespace returns a key namespace unique to this test.
+func Namespace(t testing.TB) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	name := unsafeChars.ReplaceAllString(t.Name(), "_")
+	if len(name) > 48 {
+		name = name[len(name)-48:]
+	}
+	return "t-" + name + "-" + hex.EncodeToString(b[:])
+}

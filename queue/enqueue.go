@@ -1,0 +1,76 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// NewJob is one job to enqueue.
+type NewJob struct {
+	ID         string
+	Name       string
+	Envelope   []byte    // EncodeEnvelope output
+	MaxRetries int       // failed runs retried before the job is dead-lettered
+	RunAt      time.Time // zero or not after now: ready at once
+	UniqueKey  string    // with UniqueTTL > 0: identical keys within the TTL enqueue once
+	UniqueTTL  time.Duration
+}
+
+// enqueueChunk bounds one script call; larger batches take several calls.
+const enqueueChunk = 1000
+
+// Enqueue writes jobs of one route and priority, up to enqueueChunk of them in
+// one round trip. holders[i] is "" when jobs[i] was written, and otherwise the
+// id of the job that already holds its id or unique key.
+func (q *Queue) Enqueue(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) (holders []string, err error) {
+	if err := CheckRoute(route); err != nil {
+		return nil, err
+	}
+	if !ValidPriority(priority) {
+		return nil, fmt.Errorf("invalid priority %q: use high, normal or low", priority)
+	}
+	if err := q.registerRoute(ctx, route); err != nil {
+		return nil, err
+	}
+	holders = make([]string, 0, len(jobs))
+	for start := 0; start < len(jobs); start += enqueueChunk {
+		end := min(start+enqueueChunk, len(jobs))
+		h, err := q.enqueueChunk(ctx, route, priority, jobs[start:end], now)
+		if err != nil {
+			return holders, err
+		}
+		holders = append(holders, h...)
+	}
+	return holders, nil
+}
+
+func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) ([]string, error) {
+	k := q.Keys(route)
+	keys := make([]string, 0, 3+2*len(jobs))
+	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats())
+	args := make([]any, 0, 5+6*len(jobs))
+	args = append(args, ms(now), priority, k.WakeChannel(), ScheduleChannel(q.ns), len(jobs))
+	for _, j := range jobs {
+		if j.ID == "" || j.Name == "" || len(j.Envelope) == 0 {
+			return nil, fmt.Errorf("enqueue: job needs an id, a name and an envelope")
+		}
+		job := k.Job(j.ID)
+		unique := job
+		var uttl int64
+		if j.UniqueTTL > 0 && j.UniqueKey != "" {
+			unique, uttl = k.Unique(j.UniqueKey), max(1, durMS(j.UniqueTTL))
+		}
+		var runAt int64
+		if !j.RunAt.IsZero() {
+			runAt = ms(j.RunAt)
+		}
+		keys = append(keys, job, unique)
+		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl)
+	}
+	res, err := q.s.enqueue.Run(ctx, q.rdb, keys, args...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("enqueue to route %s: %w", route, err)
+	}
+	return strs(res), nil
+}

@@ -1,0 +1,132 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Dispatch is one job handed to a worker under a lease.
+type Dispatch struct {
+	ID, Route, Token string
+	Name             string
+	Priority         string
+	Attempts         int // failed runs before this one
+	MaxRetries       int
+	CreatedAt        time.Time
+	Envelope         Envelope
+	// BadEnvelope is set when the stored job cannot be decoded; the job must be
+	// dead-lettered with it (retrying cannot help).
+	BadEnvelope error
+}
+
+// Fetch takes up to n ready jobs of route from the lists of the given
+// priorities (strictly highest first, FIFO within each), leasing them until
+// leaseUntil. Two round trips: the fetch script, then one pipelined read of the
+// job hashes.
+func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
+	k := q.Keys(route)
+	lists := k.Lists(priorities)
+	if len(lists) == 0 || n < 1 {
+		return nil, nil
+	}
+	keys := append([]string{k.Active(), k.Leases()}, lists...)
+	res, err := q.s.fetch.Run(ctx, q.rdb, keys, n, ms(leaseUntil), tokenPrefix(now)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("fetch from route %s: %w", route, err)
+	}
+	return q.load(ctx, route, strs(res))
+}
+
+// FetchTypes is Fetch for a worker that runs only some task names: it reads a
+// window of each list and claims the matching jobs, so the others stay queued
+// for the workers that run them.
+func (q *Queue) FetchTypes(ctx context.Context, route string, priorities, types []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
+	const window = 256
+	k := q.Keys(route)
+	var out []*Dispatch
+	for _, list := range k.Lists(priorities) {
+		if len(out) >= n {
+			break
+		}
+		ids, err := q.rdb.LRange(ctx, list, 0, window-1).Result()
+		if err != nil {
+			return out, err
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		keys := []string{list, k.Active(), k.Leases()}
+		args := []any{n - len(out), ms(leaseUntil), tokenPrefix(now), len(types)}
+		for _, t := range types {
+			args = append(args, t)
+		}
+		for _, id := range ids {
+			keys = append(keys, k.Job(id))
+			args = append(args, id)
+		}
+		res, err := q.s.claim.Run(ctx, q.rdb, keys, args...).Result()
+		if err != nil {
+			return out, fmt.Errorf("claim from route %s: %w", route, err)
+		}
+		got, err := q.load(ctx, route, strs(res))
+		out = append(out, got...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// load reads the hashes of freshly leased jobs (pairs id, token) in one round trip.
+func (q *Queue) load(ctx context.Context, route string, pairs []string) ([]*Dispatch, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	k := q.Keys(route)
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, 0, len(pairs)/2)
+	for i := 0; i < len(pairs); i += 2 {
+		cmds = append(cmds, pipe.HMGet(ctx, k.Job(pairs[i]), "n", "e", "p", "m", "a", "c"))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		// The jobs stay leased to nobody; their leases expire and the reaper recovers them.
+		return nil, fmt.Errorf("read leased jobs of route %s: %w", route, err)
+	}
+	out := make([]*Dispatch, 0, len(cmds))
+	for i, c := range cmds {
+		d := &Dispatch{ID: pairs[2*i], Token: pairs[2*i+1], Route: route}
+		out = append(out, d)
+		v := c.Val()
+		str := func(i int) string { s, _ := v[i].(string); return s }
+		d.Name, d.Priority = str(0), str(2)
+		d.MaxRetries, d.Attempts = atoi(str(3)), atoi(str(4))
+		d.CreatedAt = fromMS(str(5))
+		if v[1] == nil {
+			d.BadEnvelope = fmt.Errorf("job %s has no stored envelope", d.ID)
+		} else {
+			d.Envelope, d.BadEnvelope = DecodeEnvelope([]byte(str(1)))
+		}
+	}
+	return out, nil
+}
+
+// StartedAt returns when the dispatch was leased, read off its token.
+func (d *Dispatch) StartedAt() time.Time { return tokenTime(d.Token) }
+
+func tokenTime(token string) time.Time {
+	for i := 0; i < len(token); i++ {
+		if token[i] == '-' {
+			n, err := strconv.ParseInt(token[:i], 36, 64)
+			if err != nil {
+				return time.Time{}
+			}
+			return time.UnixMilli(n)
+		}
+	}
+	return time.Time{}
+}

@@ -1,0 +1,51 @@
+package queue
+
+import (
+	"crypto/rand"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+var routePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidRoute reports whether route is a legal routing key.
+func ValidRoute(route string) bool { return routePattern.MatchString(route) }
+
+// CheckRoute returns an error naming route when it is not a legal routing key.
+func CheckRoute(route string) error {
+	if !ValidRoute(route) {
+		return fmt.Errorf("invalid route %q: a route is 1-64 characters of A-Z a-z 0-9 _ -", route)
+	}
+	return nil
+}
+
+// NewID returns a fresh job id: a ULID (time-ordered, unique) followed by a dot
+// and the route, so that the id alone locates the job's keys in standalone and
+// cluster mode alike.
+func NewID(route string, now time.Time) string {
+	return ulid.MustNew(ulid.Timestamp(now), rand.Reader).String() + "." + route
+}
+
+// RouteOf returns the route encoded in an id made by NewID.
+func RouteOf(id string) (string, bool) {
+	if len(id) < ulid.EncodedSize+2 || id[ulid.EncodedSize] != '.' {
+		return "", false
+	}
+	if _, err := ulid.ParseStrict(id[:ulid.EncodedSize]); err != nil {
+		return "", false
+	}
+	route := id[ulid.EncodedSize+1:]
+	return route, ValidRoute(route)
+}
+
+// CheckID validates a caller-chosen job id (runtime.WithID).
+func CheckID(id string) error {
+	if id == "" || len(id) > 200 || strings.ContainsAny(id, "{} \t\r\n") {
+		return fmt.Errorf("invalid job id %q: 1-200 characters without spaces or braces", id)
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Statuses a job can be in, derived from where its id is.
+const (
+	StatusPending    = "pending"    // in a ready list
+	StatusScheduled  = "scheduled"  // in the scheduled set (delayed, or waiting to retry)
+	StatusProcessing = "processing" // leased to a worker
+	StatusCompleted  = "completed"  // succeeded; kept as long as its result
+	StatusFailed     = "failed"     // dead-lettered
+)
+
+// JobState is a snapshot of one job.
+type JobState struct {
+	ID, Route, Name, Priority, Status string
+	Attempts, MaxRetries              int
+	Error                             string
+	CreatedAt, StartedAt, FinishedAt  time.Time
+	RunAt                             time.Time // scheduled: when it becomes ready
+	LeaseDeadline                     time.Time // processing: when its lease runs out
+	Envelope                          Envelope
+	BadEnvelope                       error
+	Result                            []byte // the stored result record, if any
+}
+
+// Lookup returns a consistent snapshot of job id (one MULTI/EXEC on the
+// route's slot), or ErrNotFound.
+func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
+	route, err := q.RouteOfJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	k := q.Keys(route)
+	pipe := q.rdb.TxPipeline()
+	h := pipe.HGetAll(ctx, k.Job(id))
+	active := pipe.ZScore(ctx, k.Active(), id)
+	sched := pipe.ZScore(ctx, k.Scheduled(), id)
+	lease := pipe.HGet(ctx, k.Leases(), id)
+	res := pipe.Get(ctx, k.Result(id))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("look up job %s: %w", id, err)
+	}
+	f := h.Val()
+	if len(f) == 0 {
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	s := &JobState{
+		ID: id, Route: route, Name: f["n"], Priority: f["p"], Error: f["err"],
+		Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"]),
+		CreatedAt: fromMS(f["c"]), StartedAt: fromMS(f["st"]), FinishedAt: fromMS(f["f"]),
+	}
+	s.Envelope, s.BadEnvelope = DecodeEnvelope([]byte(f["e"]))
+	if b, err := res.Bytes(); err == nil {
+		s.Result = b
+	}
+	switch {
+	case f["s"] == "d":
+		s.Status = StatusCompleted
+	case f["s"] == "x":
+		s.Status = StatusFailed
+	case active.Err() == nil:
+		s.Status = StatusProcessing
+		s.LeaseDeadline = time.UnixMilli(int64(active.Val()))
+		s.StartedAt = tokenTime(lease.Val())
+	case sched.Err() == nil:
+		s.Status = StatusScheduled
+		s.RunAt = time.UnixMilli(int64(sched.Val()))
+	default:
+		s.Status = StatusPending
+	}
+	return s, nil
+}
+
+// Result returns the stored result record of job id: nil (no error) while the
+// job exists without one, ErrNotFound when neither exists.
+func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
+	route, err := q.RouteOfJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	k := q.Keys(route)
+	pipe := q.rdb.TxPipeline()
+	res := pipe.Get(ctx, k.Result(id))
+	exists := pipe.Exists(ctx, k.Job(id))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read result of job %s: %w", id, err)
+	}
+	if b, err := res.Bytes(); err == nil {
+		return b, nil
+	}
+	if exists.Val() == 0 {
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	return nil, nil
+}
+
+// Depth counts the jobs of one route in each place.
+type Depth struct {
+	Route                   string
+	High, Normal, Low       int64
+	Scheduled, Active, Dead int64
+}
+
+// Depths counts the jobs of each route in one pipelined round trip.
+func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
+	pipe := q.rdb.Pipeline()
+	type cmds struct{ h, n, l, s, a, d *redis.IntCmd }
+	cs := make([]cmds, len(routes))
+	for i, r := range routes {
+		k := q.Keys(r)
+		cs[i] = cmds{
+			pipe.LLen(ctx, k.List(High)), pipe.LLen(ctx, k.List(Normal)), pipe.LLen(ctx, k.List(Low)),
+			pipe.ZCard(ctx, k.Scheduled()), pipe.ZCard(ctx, k.Active()), pipe.ZCard(ctx, k.Dead()),
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("read queue depths: %w", err)
+	}
+	out := make([]Depth, len(routes))
+	for i, c := range cs {
+		out[i] = Depth{routes[i], c.h.Val(), c.n.Val(), c.l.Val(), c.s.Val(), c.a.Val(), c.d.Val()}
+	}
+	return out, nil
+}
+
+// Stats returns the counters of route (enqueued, processed, failed, retried,
+// dead, recovered, replayed).
+func (q *Queue) Stats(ctx context.Context, route string) (map[string]int64, error) {
+	m, err := q.rdb.HGetAll(ctx, q.Keys(route).Stats()).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k] = int64(atoi(v))
+	}
+	return out, nil
+}
+
+// DeadJob is one entry of the dead-letter set.
+type DeadJob struct {
+	ID, Route, Name, Error string
+	Attempts               int
+	DiedAt                 time.Time
+}
+
+// DeadList returns up to limit dead-lettered jobs of route, newest first.
+func (q *Queue) DeadList(ctx context.Context, route string, offset, limit int) ([]DeadJob, error) {
+	k := q.Keys(route)
+	zs, err := q.rdb.ZRevRangeWithScores(ctx, k.Dead(), int64(offset), int64(offset+limit-1)).Result()
+	if err != nil || len(zs) == 0 {
+		return nil, err
+	}
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(zs))
+	for i, z := range zs {
+		cmds[i] = pipe.HMGet(ctx, k.Job(z.Member.(string)), "n", "err", "a")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]DeadJob, len(zs))
+	for i, z := range zs {
+		v := cmds[i].Val()
+		str := func(i int) string { s, _ := v[i].(string); return s }
+		out[i] = DeadJob{ID: z.Member.(string), Route: route, Name: str(0), Error: str(1),
+			Attempts: atoi(str(2)), DiedAt: time.UnixMilli(int64(z.Score))}
+	}
+	return out, nil
+}

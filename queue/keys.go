@@ -1,0 +1,77 @@
+package queue
+
+import "strings"
+
+// Priorities in the strict order a worker drains them.
+const (
+	High   = "high"
+	Normal = "normal"
+	Low    = "low"
+)
+
+// Priorities lists every priority, highest first.
+var Priorities = []string{High, Normal, Low}
+
+// ValidPriority reports whether p names a priority.
+func ValidPriority(p string) bool { return p == High || p == Normal || p == Low }
+
+// Keys builds the names of one route's keys. Every key of a route carries the
+// route as its hash tag ({route}), so a script that touches them all runs on a
+// single Redis Cluster slot.
+type Keys struct {
+	ns    string
+	route string
+	base  string // ns:route:{route}:
+}
+
+// RouteKeys returns the keys of route under namespace ns.
+func RouteKeys(ns, route string) Keys {
+	return Keys{ns: ns, route: route, base: ns + ":route:{" + route + "}:"}
+}
+
+func (k Keys) Route() string               { return k.route }
+func (k Keys) List(priority string) string { return k.base + "queue:" + priority }
+func (k Keys) Job(id string) string        { return k.base + "job:" + id }
+func (k Keys) Result(id string) string     { return k.base + "result:" + id }
+func (k Keys) Unique(key string) string    { return k.base + "unique:" + key }
+func (k Keys) Active() string              { return k.base + "active" }
+func (k Keys) Leases() string              { return k.base + "leases" }
+func (k Keys) Scheduled() string           { return k.base + "scheduled" }
+func (k Keys) Dead() string                { return k.base + "dead" }
+func (k Keys) Stats() string               { return k.base + "stats" }
+
+// Lists returns the ready lists of the given priorities, in drain order.
+func (k Keys) Lists(priorities []string) []string {
+	out := make([]string, 0, len(priorities))
+	for _, p := range Priorities {
+		for _, want := range priorities {
+			if want == p {
+				out = append(out, k.List(p))
+			}
+		}
+	}
+	return out
+}
+
+// WakeChannel is published when a ready list of the route goes from empty to
+// non-empty; idle workers of the route listen on it instead of polling.
+func (k Keys) WakeChannel() string { return k.ns + ":wake:{" + k.route + "}" }
+
+// RoutesKey is the SET of every route a job was ever enqueued to.
+func RoutesKey(ns string) string { return ns + ":routes" }
+
+// ScheduleChannel is published with the run-at (unix ms) of a newly scheduled
+// job, so a promoter sleeping until its next due job can wake earlier.
+func ScheduleChannel(ns string) string { return ns + ":schedule" }
+
+// ResultChannel is the pub/sub channel on which the result record of id is
+// announced; it matches results.Channel.
+func ResultChannel(ns, id string) string { return resultChannelPrefix(ns) + id + "}" }
+
+func resultChannelPrefix(ns string) string { return ns + ":result:{" }
+
+// ValidNamespace reports whether ns can prefix keys: non-empty, without spaces or
+// the braces that would break hash tags.
+func ValidNamespace(ns string) bool {
+	return ns != "" && len(ns) <= 64 && !strings.ContainsAny(ns, "{} \t\r\n")
+}

@@ -1,0 +1,65 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const promoteBatch = 500
+
+// Promote moves the scheduled jobs of route that are due at now to their ready
+// lists, in batches, and returns how many moved.
+func (q *Queue) Promote(ctx context.Context, route string, now time.Time) (int, error) {
+	k := q.Keys(route)
+	total := 0
+	for {
+		ids, err := q.rdb.ZRangeByScore(ctx, k.Scheduled(), &redis.ZRangeBy{
+			Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Count: promoteBatch,
+		}).Result()
+		if err != nil || len(ids) == 0 {
+			return total, err
+		}
+		keys := []string{k.Scheduled(), k.List(High), k.List(Normal), k.List(Low)}
+		args := []any{ms(now), k.WakeChannel()}
+		for _, id := range ids {
+			keys = append(keys, k.Job(id))
+			args = append(args, id)
+		}
+		n, err := q.s.promote.Run(ctx, q.rdb, keys, args...).Int()
+		if err != nil {
+			return total, fmt.Errorf("promote route %s: %w", route, err)
+		}
+		total += n
+		if len(ids) < promoteBatch {
+			return total, nil
+		}
+	}
+}
+
+// NextDue returns the earliest run-at among the scheduled jobs of the routes
+// (one pipelined round trip), and false when none is scheduled.
+func (q *Queue) NextDue(ctx context.Context, routes []string) (time.Time, bool, error) {
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.ZSliceCmd, len(routes))
+	for i, r := range routes {
+		cmds[i] = pipe.ZRangeWithScores(ctx, q.Keys(r).Scheduled(), 0, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return time.Time{}, false, err
+	}
+	var next time.Time
+	found := false
+	for _, c := range cmds {
+		for _, z := range c.Val() {
+			t := time.UnixMilli(int64(z.Score))
+			if !found || t.Before(next) {
+				next, found = t, true
+			}
+		}
+	}
+	return next, found, nil
+}

@@ -1,0 +1,145 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotFound is returned when no job has the id asked for (it never existed,
+// or its record expired).
+var ErrNotFound = errors.New("job not found")
+
+// Queue performs every state transition of jobs under one namespace.
+type Queue struct {
+	rdb    redis.UniversalClient
+	ns     string
+	s      *scripts
+	routes sync.Map // routes this process already added to the routes set
+}
+
+// New returns a Queue over rdb (a *redis.Client or *redis.ClusterClient) with
+// keys under namespace ns.
+func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
+	if !ValidNamespace(ns) {
+		return nil, fmt.Errorf("invalid namespace %q: 1-64 characters without spaces or braces", ns)
+	}
+	return &Queue{rdb: rdb, ns: ns, s: loadScripts()}, nil
+}
+
+// Namespace returns the key prefix of this queue.
+func (q *Queue) Namespace() string { return q.ns }
+
+// Keys returns the keys of route.
+func (q *Queue) Keys(route string) Keys { return RouteKeys(q.ns, route) }
+
+// Client returns the Redis client the queue uses.
+func (q *Queue) Client() redis.UniversalClient { return q.rdb }
+
+// registerRoute adds route to the set of known routes, once per process. It is a
+// separate command because the routes set lives outside every route's slot.
+func (q *Queue) registerRoute(ctx context.Context, route string) error {
+	if _, ok := q.routes.Load(route); ok {
+		return nil
+	}
+	if err := q.rdb.SAdd(ctx, RoutesKey(q.ns), route).Err(); err != nil {
+		return fmt.Errorf("register route %s: %w", route, err)
+	}
+	q.routes.Store(route, true)
+	return nil
+}
+
+// Routes returns every route a job was enqueued to, sorted.
+func (q *Queue) Routes(ctx context.Context) ([]string, error) {
+	rs, err := q.rdb.SMembers(ctx, RoutesKey(q.ns)).Result()
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(rs)
+	return rs, nil
+}
+
+// RouteOfJob finds the route of a job id: read off ids made by NewID, and
+// searched for in every known route (one pipelined round trip) for ids chosen
+// by the caller.
+func (q *Queue) RouteOfJob(ctx context.Context, id string) (string, error) {
+	if r, ok := RouteOf(id); ok {
+		return r, nil
+	}
+	routes, err := q.Routes(ctx)
+	if err != nil {
+		return "", err
+	}
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(routes))
+	for i, r := range routes {
+		k := q.Keys(r)
+		cmds[i] = pipe.Exists(ctx, k.Job(id), k.Result(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return "", err
+	}
+	for i, c := range cmds {
+		if c.Val() > 0 {
+			return routes[i], nil
+		}
+	}
+	return "", ErrNotFound
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func durMS(d time.Duration) int64 { return d.Milliseconds() }
+
+func fromMS(s string) time.Time {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n)
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// tokenPrefix returns a prefix unique to one fetch call; the fetch script
+// appends the job's index to make each dispatch's fencing token.
+func tokenPrefix(now time.Time) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatInt(ms(now), 36) + "-" + hex.EncodeToString(b[:]) + "-"
+}
+
+// strs turns a script's array reply into strings.
+func strs(v any) []string {
+	arr, _ := v.([]any)
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		switch t := x.(type) {
+		case string:
+			out[i] = t
+		case int64:
+			out[i] = strconv.FormatInt(t, 10)
+		}
+	}
+	return out
+}
+
+func ints(v any) []int64 {
+	arr, _ := v.([]any)
+	out := make([]int64, len(arr))
+	for i, x := range arr {
+		out[i], _ = x.(int64)
+	}
+	return out
+}

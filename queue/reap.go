@@ -1,0 +1,73 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Expired is a job whose lease ran out, as the reaper found it.
+type Expired struct {
+	ID         string
+	Name       string
+	Attempts   int // failed runs before the lost one
+	MaxRetries int
+	Envelope   Envelope // zero when it cannot be decoded
+}
+
+// Verdict is what the caller decides for an expired job: when to retry it, and
+// the failure record to store if it dies instead.
+type Verdict struct {
+	RetryAt time.Time
+	Record  []byte
+	TTL     time.Duration
+}
+
+const reapBatch = 100
+
+// Reap recovers up to reapBatch jobs of route whose lease expired at or before
+// now: each counts a failed attempt and is retried or dead-lettered. decide is
+// asked for each; the returned outcomes are per job reaped.
+func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide func(Expired) Verdict) (map[string]Outcome, error) {
+	k := q.Keys(route)
+	ids, err := q.rdb.ZRangeByScore(ctx, k.Active(), &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Count: reapBatch,
+	}).Result()
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, k.Job(id), "n", "a", "m", "e")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read expired jobs of route %s: %w", route, err)
+	}
+	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats()}
+	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns)}
+	for i, id := range ids {
+		v := cmds[i].Val()
+		str := func(i int) string { s, _ := v[i].(string); return s }
+		e := Expired{ID: id, Name: str(0), Attempts: atoi(str(1)), MaxRetries: atoi(str(2))}
+		e.Envelope, _ = DecodeEnvelope([]byte(str(3)))
+		verdict := decide(e)
+		keys = append(keys, k.Job(id), k.Result(id))
+		args = append(args, id, e.Attempts, ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)))
+	}
+	res, err := q.s.reap.Run(ctx, q.rdb, keys, args...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("reap route %s: %w", route, err)
+	}
+	out := make(map[string]Outcome, len(ids))
+	for i, o := range ints(res) {
+		if o != 0 {
+			out[ids[i]] = Outcome(o)
+		}
+	}
+	return out, nil
+}

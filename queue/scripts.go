@@ -1,0 +1,45 @@
+package queue
+
+import (
+	"embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+// scripts holds one Lua script per state transition, each prefixed with the
+// shared checks of scripts/_prelude.lua.
+type scripts struct {
+	enqueue, fetch, claim, ack, fail, requeue, renew, reap, promote, replay, purge *redis.Script
+}
+
+func loadScripts() *scripts {
+	prelude := mustRead("_prelude.lua")
+	load := func(name string) *redis.Script {
+		return redis.NewScript(prelude + "\n" + mustRead(name+".lua"))
+	}
+	return &scripts{
+		enqueue: load("enqueue"),
+		fetch:   load("fetch"),
+		claim:   load("claim"),
+		ack:     load("ack"),
+		fail:    load("fail"),
+		requeue: load("requeue"),
+		renew:   load("renew"),
+		reap:    load("reap"),
+		promote: load("promote"),
+		replay:  load("replay"),
+		purge:   load("purge"),
+	}
+}
+
+func mustRead(name string) string {
+	b, err := scriptFS.ReadFile("scripts/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("queue: embedded script %s: %v", name, err))
+	}
+	return string(b)
+}

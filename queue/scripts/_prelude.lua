@@ -1,0 +1,58 @@
+-- _prelude.lua is prepended to every script of this folder when it is loaded.
+-- It holds the argument checks and the two endings every failure path shares, so
+-- that each transition script validates all of its input before its first write.
+
+local function bn_num(v, what)
+  local n = tonumber(v)
+  if n == nil then
+    error('bananas: ' .. what .. ' must be a number, got ' .. tostring(v))
+  end
+  return n
+end
+
+local function bn_str(v, what)
+  if v == nil or v == false or v == '' then
+    error('bananas: ' .. what .. ' must not be empty')
+  end
+  return v
+end
+
+local bn_prios = { high = 1, normal = 2, low = 3 }
+
+local function bn_prio(v, what)
+  if bn_prios[v] == nil then
+    error('bananas: ' .. what .. ' must be high, normal or low, got ' .. tostring(v))
+  end
+  return bn_prios[v]
+end
+
+-- bn_push appends id to a ready list and reports whether the list was empty,
+-- which is when idle workers must be woken (a non-empty list has a taker already).
+local function bn_push(list, id, front)
+  local n
+  if front then n = redis.call('LPUSH', list, id) else n = redis.call('RPUSH', list, id) end
+  return n == 1
+end
+
+-- bn_settle ends one failed run of a job whose fence the caller has already
+-- checked: either back to the scheduled set for a retry at retry_at, or into the
+-- dead set with its failure record stored and announced. A retry is announced on
+-- the schedule channel so a sleeping promoter wakes for it. Returns 1 (retry) or 2 (dead).
+local function bn_settle(job, scheduled, dead, result, stats, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel)
+  local attempts = tonumber(redis.call('HGET', job, 'a') or '0') + 1
+  local max = tonumber(redis.call('HGET', job, 'm') or '0')
+  redis.call('HINCRBY', stats, 'failed', 1)
+  if force_dead == 0 and attempts <= max then
+    redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'q')
+    redis.call('ZADD', scheduled, retry_at, id)
+    redis.call('HINCRBY', stats, 'retried', 1)
+    redis.call('PUBLISH', sched_channel, tostring(retry_at))
+    return 1
+  end
+  redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'x', 'f', now)
+  redis.call('ZADD', dead, now, id)
+  redis.call('SET', result, record, 'PX', ttl)
+  redis.call('HINCRBY', stats, 'dead', 1)
+  redis.call('PUBLISH', channel, record)
+  return 2
+end

@@ -1,0 +1,72 @@
+-- enqueue.lua: add one or more new jobs of one route, either ready (pushed to the
+-- list of their priority) or scheduled for later. All jobs of one call share a
+-- priority. A job whose id already exists, or whose unique key is held, is not
+-- written; its slot in the reply names the job that holds it.
+--
+-- KEYS[1]  list    route:{r}:queue:<priority>   LIST  ready job ids
+-- KEYS[2]  ZSET    route:{r}:scheduled          id -> run-at ms
+-- KEYS[3]  HASH    route:{r}:stats              counters
+-- KEYS[4+2i]  HASH    route:{r}:job:<id_i>      the job (i = 0..n-1)
+-- KEYS[5+2i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
+-- ARGV[1]  now (unix ms)
+-- ARGV[2]  priority: high|normal|low
+-- ARGV[3]  wake channel (published when the list was empty)
+-- ARGV[4]  schedule channel (published with the earliest run-at when a job is scheduled)
+-- ARGV[5]  n, the number of jobs
+-- ARGV[6+6i .. 11+6i] per job: id, name, envelope (msgpack), max retries, run-at ms (0 = now), unique ttl ms (0 = none)
+-- Returns: an array of n strings: "" for a job written, else the id of the job that already holds its id or unique key.
+local now = bn_num(ARGV[1], 'now')
+local prio = ARGV[2]
+bn_prio(prio, 'priority')
+local n = bn_num(ARGV[5], 'job count')
+if #KEYS ~= 3 + 2 * n or #ARGV ~= 5 + 6 * n then
+  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (3 + 2 * n) .. ' keys and ' .. (5 + 6 * n) .. ' args')
+end
+
+-- Pass 1: validate every job and find duplicates; nothing is written yet.
+local reply = {}
+local seen_id, seen_unique = {}, {}
+for i = 0, n - 1 do
+  local a = 6 + 6 * i
+  local id = bn_str(ARGV[a], 'job id')
+  bn_str(ARGV[a + 1], 'task name')
+  bn_str(ARGV[a + 2], 'envelope')
+  if bn_num(ARGV[a + 3], 'max retries') < 0 then error('bananas: max retries must be >= 0') end
+  bn_num(ARGV[a + 4], 'run-at')
+  local uttl = bn_num(ARGV[a + 5], 'unique ttl')
+  local job, ukey = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
+  local holder = ''
+  if seen_id[id] or redis.call('EXISTS', job) == 1 then
+    holder = id
+  elseif uttl > 0 then
+    holder = seen_unique[ukey] or redis.call('GET', ukey) or ''
+  end
+  if holder == '' then
+    seen_id[id] = true
+    if uttl > 0 then seen_unique[ukey] = id end
+  end
+  reply[i + 1] = holder
+end
+
+-- Pass 2: write the jobs that are new.
+local written, woke, earliest = 0, false, nil
+for i = 0, n - 1 do
+  if reply[i + 1] == '' then
+    local a = 6 + 6 * i
+    local id, run_at, uttl = ARGV[a], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+    local job, ukey = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
+    redis.call('HSET', job, 'n', ARGV[a + 1], 'e', ARGV[a + 2], 'p', prio, 'm', ARGV[a + 3], 'a', 0, 's', 'q', 'c', now)
+    if run_at > now then
+      redis.call('ZADD', KEYS[2], run_at, id)
+      if earliest == nil or run_at < earliest then earliest = run_at end
+    else
+      if bn_push(KEYS[1], id, false) then woke = true end
+    end
+    if uttl > 0 then redis.call('SET', ukey, id, 'PX', uttl) end
+    written = written + 1
+  end
+end
+if written > 0 then redis.call('HINCRBY', KEYS[3], 'enqueued', written) end
+if woke then redis.call('PUBLISH', ARGV[3], '1') end
+if earliest ~= nil then redis.call('PUBLISH', ARGV[4], tostring(earliest)) end
+return reply

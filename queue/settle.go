@@ -1,0 +1,87 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Outcome is what a fail or reap did to a job.
+type Outcome int
+
+const (
+	Stale     Outcome = 0 // the lease was no longer this dispatch's: nothing changed
+	Retrying  Outcome = 1 // scheduled again for a retry
+	DeadEnded Outcome = 2 // moved to the dead-letter set
+	Orphan    Outcome = 3 // the job hash was gone; only the lease was released
+)
+
+// Ack completes d: its result record is stored for ttl and published, and its
+// lease released. It reports false when the lease was lost (nothing changed).
+func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration, now time.Time) (bool, error) {
+	k := q.Keys(d.Route)
+	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Result(d.ID), k.Stats()}
+	n, err := q.s.ack.Run(ctx, q.rdb, keys, d.ID, d.Token, ms(now), record, max(1, durMS(ttl)),
+		ResultChannel(q.ns, d.ID), ms(d.StartedAt())).Int()
+	if err != nil {
+		return false, fmt.Errorf("ack job %s: %w", d.ID, err)
+	}
+	return n == 1, nil
+}
+
+// Failure says how a failed run ends.
+type Failure struct {
+	Message string
+	RetryAt time.Time // when to run again if attempts allow
+	Final   bool      // dead-letter now, whatever the attempts
+	Record  []byte    // the failure record stored if the job dies
+	TTL     time.Duration
+}
+
+// Fail ends a failed run of d: retry at f.RetryAt while attempts allow, else
+// dead-letter with f.Record stored and published.
+func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Outcome, error) {
+	k := q.Keys(d.Route)
+	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats()}
+	final := 0
+	if f.Final {
+		final = 1
+	}
+	n, err := q.s.fail.Run(ctx, q.rdb, keys, d.ID, d.Token, ms(now), f.Message, ms(f.RetryAt), final,
+		f.Record, max(1, durMS(f.TTL)), ResultChannel(q.ns, d.ID), ms(d.StartedAt()), ScheduleChannel(q.ns)).Int()
+	if err != nil {
+		return Stale, fmt.Errorf("fail job %s: %w", d.ID, err)
+	}
+	return Outcome(n), nil
+}
+
+// Requeue hands d back to the front of its ready list without counting an
+// attempt (graceful shutdown). It reports false when the lease was lost.
+func (q *Queue) Requeue(ctx context.Context, d *Dispatch) (bool, error) {
+	k := q.Keys(d.Route)
+	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low)}
+	n, err := q.s.requeue.Run(ctx, q.rdb, keys, d.ID, d.Token, k.WakeChannel()).Int()
+	if err != nil {
+		return false, fmt.Errorf("hand back job %s: %w", d.ID, err)
+	}
+	return n == 1, nil
+}
+
+// Renew extends the leases of running jobs of one route until until, and
+// returns the ids whose lease was lost.
+func (q *Queue) Renew(ctx context.Context, route string, running []*Dispatch, until time.Time) ([]string, error) {
+	if len(running) == 0 {
+		return nil, nil
+	}
+	k := q.Keys(route)
+	args := make([]any, 0, 1+2*len(running))
+	args = append(args, ms(until))
+	for _, d := range running {
+		args = append(args, d.ID, d.Token)
+	}
+	res, err := q.s.renew.Run(ctx, q.rdb, []string{k.Active(), k.Leases()}, args...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("renew leases on route %s: %w", route, err)
+	}
+	return strs(res), nil
+}

@@ -1,0 +1,207 @@
+package results
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// subBuffer is how many undelivered payloads one subscription holds; when it is
+// full the newest payload is dropped (never the receive loop blocked). Waiters
+// need one message; wake-up listeners only need to know that something came.
+const subBuffer = 16
+
+// Listener multiplexes any number of channel subscriptions over one Redis
+// pub/sub connection. Subscribe returns only once Redis confirmed the
+// subscription, so anything published afterwards is delivered.
+type Listener struct {
+	rdb redis.UniversalClient
+
+	mu        sync.Mutex
+	ps        *redis.PubSub
+	channels  map[string]*channelState
+	reconnect chan struct{}
+	closed    bool
+	loopDone  chan struct{}
+}
+
+type channelState struct {
+	subs      map[*Subscription]struct{}
+	confirmed bool
+	waiters   []chan struct{} // closed when the subscription is confirmed
+}
+
+// Subscription receives the payloads published on one channel.
+type Subscription struct {
+	C       <-chan []byte
+	c       chan []byte
+	l       *Listener
+	channel string
+	once    sync.Once
+}
+
+// NewListener returns a listener over rdb; it connects on first Subscribe.
+func NewListener(rdb redis.UniversalClient) *Listener {
+	return &Listener{rdb: rdb, channels: map[string]*channelState{}, reconnect: make(chan struct{})}
+}
+
+// ErrClosed is returned by Subscribe after Close.
+var ErrClosed = errors.New("results: listener closed")
+
+// Subscribe subscribes to channel and returns once Redis confirmed it.
+func (l *Listener) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
+	c := make(chan []byte, subBuffer)
+	s := &Subscription{C: c, c: c, l: l, channel: channel}
+
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if l.ps == nil {
+		l.ps = l.rdb.Subscribe(context.WithoutCancel(ctx))
+		l.loopDone = make(chan struct{})
+		go l.receive(l.ps, l.loopDone)
+	}
+	st := l.channels[channel]
+	fresh := st == nil
+	if fresh {
+		st = &channelState{subs: map[*Subscription]struct{}{}}
+		l.channels[channel] = st
+	}
+	st.subs[s] = struct{}{}
+	if st.confirmed {
+		l.mu.Unlock()
+		return s, nil
+	}
+	confirmed := make(chan struct{})
+	st.waiters = append(st.waiters, confirmed)
+	ps := l.ps
+	l.mu.Unlock()
+
+	if fresh {
+		if err := ps.Subscribe(ctx, channel); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	select {
+	case <-confirmed:
+		return s, nil
+	case <-ctx.Done():
+		s.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// Close ends the subscription; the Redis UNSUBSCRIBE goes out when the last
+// subscriber of its channel closes. Idempotent.
+func (s *Subscription) Close() {
+	s.once.Do(func() { s.l.remove(s) })
+}
+
+func (l *Listener) remove(s *Subscription) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.channels[s.channel]
+	if st == nil {
+		return
+	}
+	delete(st.subs, s)
+	if len(st.subs) == 0 {
+		delete(l.channels, s.channel)
+		if l.ps != nil && !l.closed {
+			_ = l.ps.Unsubscribe(context.Background(), s.channel)
+		}
+	}
+}
+
+// Reconnected returns a channel closed when the connection was re-established
+// (payloads published meanwhile may be lost: re-check stored state).
+func (l *Listener) Reconnected() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reconnect
+}
+
+// receive dispatches everything the connection delivers until it is closed.
+func (l *Listener) receive(ps *redis.PubSub, done chan struct{}) {
+	defer close(done)
+	for {
+		msg, err := ps.Receive(context.Background())
+		if err != nil {
+			l.mu.Lock()
+			closed := l.closed
+			l.mu.Unlock()
+			if closed || errors.Is(err, redis.ErrClosed) {
+				return
+			}
+			// go-redis reconnects and resubscribes on the next Receive.
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				l.confirm(m.Channel)
+			}
+		case *redis.Message:
+			l.deliver(m.Channel, []byte(m.Payload))
+		}
+	}
+}
+
+func (l *Listener) confirm(channel string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.channels[channel]
+	if st == nil {
+		return
+	}
+	if st.confirmed {
+		// A second confirmation of a confirmed channel: go-redis re-subscribed
+		// after a reconnect, and messages may have been lost in between.
+		close(l.reconnect)
+		l.reconnect = make(chan struct{})
+		return
+	}
+	st.confirmed = true
+	for _, w := range st.waiters {
+		close(w)
+	}
+	st.waiters = nil
+}
+
+func (l *Listener) deliver(channel string, payload []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.channels[channel]
+	if st == nil {
+		return
+	}
+	for s := range st.subs {
+		select {
+		case s.c <- payload:
+		default: // full: drop the newest rather than block every other channel
+		}
+	}
+}
+
+// Close closes the pub/sub connection and ends the receive loop.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	ps, done := l.ps, l.loopDone
+	l.mu.Unlock()
+	if ps == nil {
+		return nil
+	}
+	err := ps.Close()
+	<-done
+	return err
+}

@@ -1,0 +1,83 @@
+package results
+
+import (
+	"context"
+	"time"
+)
+
+// Lookup reads the stored record of id: (nil, nil) while there is none yet,
+// and an error (which Wait returns as is) when waiting is pointless, e.g. the
+// job does not exist.
+type Lookup func(ctx context.Context, id string) ([]byte, error)
+
+// Waiter waits for job results over a Listener.
+type Waiter struct {
+	l      *Listener
+	ns     string
+	safety time.Duration
+}
+
+// NewWaiter returns a waiter for namespace ns. safety is how often a waiter
+// re-reads the stored record in case an announcement was lost; 0 means 2s.
+func NewWaiter(l *Listener, ns string, safety time.Duration) *Waiter {
+	if safety <= 0 {
+		safety = 2 * time.Second
+	}
+	return &Waiter{l: l, ns: ns, safety: safety}
+}
+
+// Wait blocks until the record of id is announced or found stored, or ctx
+// ends. It subscribes (confirmed) before it looks the record up, so a record
+// stored before the subscription is found by the lookup and one stored after
+// it is announced to the subscription: none is missed.
+func (w *Waiter) Wait(ctx context.Context, id string, lookup Lookup) (Record, error) {
+	sub, err := w.l.Subscribe(ctx, Channel(w.ns, id))
+	if err != nil {
+		return Record{}, err
+	}
+	defer sub.Close()
+	tick := time.NewTicker(w.safety)
+	defer tick.Stop()
+	for {
+		reconnected := w.l.Reconnected()
+		b, err := lookup(ctx, id)
+		if err != nil {
+			return Record{}, err
+		}
+		if b != nil {
+			return Decode(b)
+		}
+		select {
+		case p := <-sub.C:
+			return Decode(p)
+		case <-tick.C:
+		case <-reconnected:
+		case <-ctx.Done():
+			return Record{}, ctx.Err()
+		}
+	}
+}
+
+// WaitMany waits for every id concurrently over the same listener and returns
+// the records in the order of ids; the first error ends the wait.
+func (w *Waiter) WaitMany(ctx context.Context, ids []string, lookup Lookup) ([]Record, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make([]Record, len(ids))
+	errs := make(chan error, len(ids))
+	for i, id := range ids {
+		go func() {
+			r, err := w.Wait(ctx, id, lookup)
+			out[i] = r
+			errs <- err
+		}()
+	}
+	var first error
+	for range ids {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return out, first
+}

@@ -1,0 +1,142 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/runtime"
+)
+
+func TestBadInput_InvalidRouteIsRefusedByName(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		task := runtime.NewTask[Msg, runtime.None]("routed").With(c)
+		_, err := task.Enqueue(ctxT(t), Msg{}, runtime.Route("gpu pool!"))
+		if err == nil || !strings.Contains(err.Error(), `invalid route "gpu pool!"`) {
+			t.Fatalf("Enqueue with a bad route err = %v; want it to name the route", err)
+		}
+		for _, bad := range []runtime.Option{runtime.WithPriority("urgent"), runtime.MaxRetries(-1), runtime.Timeout(0), runtime.Unique(-time.Second), runtime.WithID("has space")} {
+			if _, err := task.Enqueue(ctxT(t), Msg{}, bad); err == nil {
+				t.Fatalf("Enqueue with a bad option succeeded")
+			}
+		}
+		w := runtime.NewWorker(c, runtime.WorkerOptions{Routes: []string{"ok", "not ok"}})
+		if err := w.Run(ctxT(t)); err == nil || !strings.Contains(err.Error(), `invalid route "not ok"`) {
+			t.Fatalf("Run with a bad route = %v; want it to name the route", err)
+		}
+		if depth, _ := c.Queue().Depths(ctxT(t), []string{"default"}); depth[0].Normal != 0 {
+			t.Fatalf("a refused enqueue wrote %d jobs", depth[0].Normal)
+		}
+	})
+}
+
+func TestBadInput_OversizePayloadSaysSizeAndLimit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		task := runtime.NewTask[Msg, runtime.None]("big").With(c)
+		_, err := task.Enqueue(ctxT(t), Msg{Text: strings.Repeat("x", 2<<20)})
+		if err == nil || !strings.Contains(err.Error(), "args of big is 2.00 MiB") || !strings.Contains(err.Error(), "payload limit of 1 MiB") {
+			t.Fatalf("oversize Enqueue err = %v; want the size and the limit", err)
+		}
+
+		// A result over the limit fails the job for good, saying so.
+		huge := runtime.NewTask[Msg, Reply]("huge").With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		runtime.Handle(w, huge, func(ctx context.Context, m Msg) (Reply, error) {
+			return Reply{Text: strings.Repeat("y", 1<<20)}, nil
+		})
+		startWorker(t, w)
+		_, err = huge.Call(ctxT(t), Msg{})
+		var je *runtime.JobError
+		if !errors.As(err, &je) || !strings.Contains(je.Message, "result of huge is 1.00 MiB") || je.Attempts != 1 {
+			t.Fatalf("oversize result = %v; want a JobError naming size and limit, not retried", err)
+		}
+	})
+}
+
+// A job whose stored envelope is garbage is dead-lettered with a decode error,
+// and the worker goes on with the next job.
+func TestBadInput_CorruptEnvelopeIsDeadLetteredWorkerContinues(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		task := runtime.NewTask[Msg, Reply]("victim").With(c)
+		ctx := ctxT(t)
+		bad, err := task.Enqueue(ctx, Msg{Text: "soon corrupt"}, runtime.Delay(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := c.Queue().Keys("default")
+		if err := c.Redis().HSet(ctx, k.Job(bad), "e", "\xc1 not msgpack").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Redis().ZAdd(ctx, k.Scheduled(), redisZ(bad)).Err(); err != nil { // make it due now
+			t.Fatal(err)
+		}
+		good, _ := task.Enqueue(ctx, Msg{Text: "fine"})
+
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 1}))
+		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
+		startWorker(t, w)
+
+		_, err = task.Await(ctx, bad)
+		var je *runtime.JobError
+		if !errors.As(err, &je) || !strings.Contains(je.Message, "decode envelope") || je.Attempts != 1 {
+			t.Fatalf("Await(corrupt) = %v; want a JobError with the decode error after one attempt", err)
+		}
+		if s := jobStatus(t, c, bad); s != runtime.StatusFailed {
+			t.Fatalf("corrupt job is %s, want failed (dead-lettered)", s)
+		}
+		if got, err := task.Await(ctx, good); err != nil || got.Text != "fine" {
+			t.Fatalf("the next job after a corrupt one = %+v, %v", got, err)
+		}
+	})
+}
+
+func TestBadInput_NoHandlerIsAFailureNotADrop(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		orphan := runtime.NewTask[Msg, runtime.None]("orphan", runtime.MaxRetries(0)).With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		startWorker(t, w)
+		_, err := orphan.Call(ctxT(t), Msg{})
+		var je *runtime.JobError
+		if !errors.As(err, &je) || !strings.Contains(je.Message, `no handler for task "orphan"`) {
+			t.Fatalf("Call without a handler = %v; want a JobError saying so", err)
+		}
+	})
+}
+
+func TestJobTypes_WorkerTakesOnlyItsTypes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		mine := runtime.NewTask[Msg, runtime.None]("mine").With(c)
+		theirs := runtime.NewTask[Msg, runtime.None]("theirs").With(c)
+		ctx := ctxT(t)
+		theirID, _ := theirs.Enqueue(ctx, Msg{})
+		myID, _ := mine.Enqueue(ctx, Msg{})
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{JobTypes: []string{"mine"}}))
+		runtime.Handle(w, mine, func(ctx context.Context, m Msg) (runtime.None, error) { return runtime.None{}, nil })
+		runtime.Handle(w, theirs, func(ctx context.Context, m Msg) (runtime.None, error) { return runtime.None{}, nil })
+		startWorker(t, w)
+		if _, err := mine.Await(ctx, myID); err != nil {
+			t.Fatal(err)
+		}
+		if s := jobStatus(t, c, theirID); s != runtime.StatusPending {
+			t.Fatalf("a job of another type is %s, want left pending", s)
+		}
+	})
+}
+
+func TestConnect_BadURLsAreNamed(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{"localhost:6379", "http://x", "redis+cluster://", "redis+cluster://hostonly"} {
+		if _, err := runtime.Connect(context.Background(), url); err == nil || !strings.Contains(err.Error(), "invalid Redis URL") {
+			t.Fatalf("Connect(%q) err = %v; want an invalid-URL error", url, err)
+		}
+	}
+	if _, err := runtime.Connect(context.Background(), "mem://", runtime.WithNamespace("bad{ns}")); err == nil || !strings.Contains(err.Error(), "namespace") {
+		t.Fatalf("Connect with a bad namespace err = %v", err)
+	}
+}
+
+func redisZ(member string) redis.Z { return redis.Z{Score: 0, Member: member} }

@@ -1,0 +1,149 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+)
+
+// DefaultMaxPayload is the largest args or result accepted unless MaxPayload says otherwise.
+const DefaultMaxPayload = 1 << 20
+
+// Defaults that apply where neither the task nor the enqueue says otherwise.
+const (
+	DefaultMaxRetries = 3
+	DefaultTimeout    = 5 * time.Minute
+	DefaultResultTTL  = time.Hour
+	DefaultFailureTTL = 24 * time.Hour
+)
+
+// Client is a connection to a Bananas deployment: a Redis server (or cluster,
+// or the embedded server) and a key namespace. It is safe for concurrent use;
+// create one per process and Close it at exit.
+type Client struct {
+	rdb        redis.UniversalClient
+	q          *queue.Queue
+	listener   *results.Listener
+	waiter     *results.Waiter
+	maxPayload int
+	maxRetries int
+	embedded   *embeddedServer
+}
+
+// ConnectOption adjusts Connect.
+type ConnectOption func(*connectConfig)
+
+type connectConfig struct {
+	namespace  string
+	maxPayload int
+	maxRetries int
+}
+
+// WithNamespace puts every key under ns instead of $BANANAS_NAMESPACE (or "bananas").
+func WithNamespace(ns string) ConnectOption { return func(c *connectConfig) { c.namespace = ns } }
+
+// MaxPayload sets the largest encoded args or result, in bytes (default 1 MiB).
+func MaxPayload(n int) ConnectOption { return func(c *connectConfig) { c.maxPayload = n } }
+
+// DefaultRetries sets the retries of jobs whose task and enqueue do not say (default 3).
+func DefaultRetries(n int) ConnectOption { return func(c *connectConfig) { c.maxRetries = n } }
+
+// Connect opens a client for url:
+//
+//	redis://[user:pass@]host:port[/db]     a Redis server
+//	rediss://...                           the same over TLS
+//	redis+cluster://[user:pass@]h1:p1,h2:p2 a Redis Cluster (seed nodes)
+//	mem://                                 an embedded in-process server (miniredis)
+//
+// It checks the server answers before it returns.
+func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, error) {
+	cfg := connectConfig{namespace: os.Getenv("BANANAS_NAMESPACE"), maxPayload: DefaultMaxPayload, maxRetries: DefaultMaxRetries}
+	if cfg.namespace == "" {
+		cfg.namespace = "bananas"
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.maxPayload <= 0 {
+		return nil, fmt.Errorf("bananas: MaxPayload must be positive, got %d", cfg.maxPayload)
+	}
+	if cfg.maxRetries < 0 {
+		return nil, fmt.Errorf("bananas: DefaultRetries must be >= 0, got %d", cfg.maxRetries)
+	}
+	rdb, emb, err := dial(url)
+	if err != nil {
+		return nil, err
+	}
+	q, err := queue.New(rdb, cfg.namespace)
+	if err != nil {
+		_ = rdb.Close()
+		emb.close()
+		return nil, fmt.Errorf("bananas: %w", err)
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		emb.close()
+		return nil, fmt.Errorf("bananas: connect %s: %w", redactURL(url), err)
+	}
+	l := results.NewListener(rdb)
+	return &Client{
+		rdb: rdb, q: q, listener: l, waiter: results.NewWaiter(l, cfg.namespace, 0),
+		maxPayload: cfg.maxPayload, maxRetries: cfg.maxRetries, embedded: emb,
+	}, nil
+}
+
+// Close releases the client's connections (and stops the embedded server).
+func (c *Client) Close() error {
+	err := errors.Join(c.listener.Close(), c.rdb.Close())
+	c.embedded.close()
+	return err
+}
+
+// Namespace returns the key prefix the client works under.
+func (c *Client) Namespace() string { return c.q.Namespace() }
+
+// Redis returns the underlying go-redis client (for inspection and tests).
+func (c *Client) Redis() redis.UniversalClient { return c.rdb }
+
+// Queue returns the queue operations the client performs (for tools like the CLI).
+func (c *Client) Queue() *queue.Queue { return c.q }
+
+var defaultClient atomic.Pointer[Client]
+
+// SetDefault makes c the client of every Task not bound by With.
+func SetDefault(c *Client) { defaultClient.Store(c) }
+
+// Default returns the client set by SetDefault, or nil.
+func Default() *Client { return defaultClient.Load() }
+
+// Job returns a snapshot of job id, or an error matching ErrJobNotFound.
+func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
+	s, err := c.q.Lookup(ctx, id)
+	if errors.Is(err, queue.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bananas: %w", err)
+	}
+	info := &JobInfo{
+		ID: s.ID, Name: s.Name, Route: s.Route, Priority: Priority(s.Priority), Status: Status(s.Status),
+		Description: s.Envelope.Description, Attempts: s.Attempts, MaxRetries: s.MaxRetries, Error: s.Error,
+		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
+		CreatedAt: s.CreatedAt, ScheduledAt: s.RunAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+		LeaseDeadline: s.LeaseDeadline, Args: s.Envelope.Args,
+	}
+	if s.Status == queue.StatusCompleted && s.Result != nil {
+		if rec, err := results.Decode(s.Result); err == nil {
+			info.Result = rec.Value
+		}
+	}
+	return info, nil
+}

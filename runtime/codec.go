@@ -1,0 +1,45 @@
+package runtime
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// encode msgpack-encodes v with map keys sorted, so that identical values give
+// identical bytes (unique keys hash the encoded args).
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func decode(b []byte, v any) error { return msgpack.Unmarshal(b, v) }
+
+// checkPayload refuses an encoded value over the client's payload limit with an
+// error that says what it was, its size and the limit.
+func checkPayload(what string, n, limit int) error {
+	if n > limit {
+		return fmt.Errorf("bananas: %s is %s, over the payload limit of %s (raise it with runtime.MaxPayload)",
+			what, byteSize(n), byteSize(limit))
+	}
+	return nil
+}
+
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB (%d bytes)", float64(n)/(1<<20), n)
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB (%d bytes)", float64(n)/(1<<10), n)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
+}

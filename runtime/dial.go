@@ -1,0 +1,108 @@
+package runtime
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// dial turns a connection URL into a go-redis client (and, for mem://, the
+// embedded server it talks to).
+func dial(raw string) (redis.UniversalClient, *embeddedServer, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: want redis://, rediss://, redis+cluster:// or mem://", redactURL(raw))
+	}
+	switch scheme {
+	case "redis", "rediss":
+		opt, err := redis.ParseURL(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", redactURL(raw), err)
+		}
+		return redis.NewClient(opt), nil, nil
+	case "redis+cluster":
+		opt, err := parseClusterURL(rest)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", redactURL(raw), err)
+		}
+		return redis.NewClusterClient(opt), nil, nil
+	case "mem":
+		emb, err := startEmbedded()
+		if err != nil {
+			return nil, nil, err
+		}
+		return redis.NewClient(&redis.Options{Addr: emb.m.Addr()}), emb, nil
+	default:
+		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: unknown scheme %q, want redis, rediss, redis+cluster or mem", redactURL(raw), scheme)
+	}
+}
+
+// parseClusterURL reads "[user:pass@]h1:p1,h2:p2[?...]".
+func parseClusterURL(rest string) (*redis.ClusterOptions, error) {
+	hosts, _, _ := strings.Cut(rest, "?")
+	opt := &redis.ClusterOptions{}
+	if at := strings.LastIndex(hosts, "@"); at >= 0 {
+		u, err := url.Parse("redis://" + hosts[:at+1] + "x")
+		if err != nil {
+			return nil, err
+		}
+		opt.Username = u.User.Username()
+		opt.Password, _ = u.User.Password()
+		hosts = hosts[at+1:]
+	}
+	for _, h := range strings.Split(strings.TrimSuffix(hosts, "/"), ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		if !strings.Contains(h, ":") {
+			return nil, fmt.Errorf("cluster node %q has no port", h)
+		}
+		opt.Addrs = append(opt.Addrs, h)
+	}
+	if len(opt.Addrs) == 0 {
+		return nil, fmt.Errorf("no cluster nodes")
+	}
+	return opt, nil
+}
+
+// redactURL hides a password in a URL shown in an error.
+func redactURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return raw
+	}
+	return scheme + "://" + user + ":***@" + rest[at+1:]
+}
+
+// embeddedServer is the in-process Redis behind mem://. Its key TTLs follow the
+// wall clock (miniredis ClockTTL), so results and unique locks expire as on Redis.
+type embeddedServer struct {
+	m *miniredis.Miniredis
+}
+
+func startEmbedded() (*embeddedServer, error) {
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("bananas: start embedded Redis: %w", err)
+	}
+	return &embeddedServer{m: m}, nil
+}
+
+func (e *embeddedServer) close() {
+	if e != nil {
+		e.m.Close()
+	}
+}

@@ -1,0 +1,71 @@
+// Package runtime is what an application embeds to use Bananas: a Client to
+// enqueue and await typed jobs, the generic Task[A, R] that generated stubs
+// are, and a Worker that runs handlers.
+//
+// # Connecting
+//
+// Connect takes a URL — redis://, rediss://, redis+cluster://h1:p1,h2:p2, or
+// mem:// for an embedded in-process server — and checks the server answers.
+// Keys live under the namespace of $BANANAS_NAMESPACE (default "bananas"), or
+// WithNamespace, so a producer and a worker started with the same environment
+// meet. SetDefault makes a client the one every Task uses unless bound with
+// Task.With.
+//
+// # Tasks
+//
+// A Task[A, R] is a typed handle on one kind of job: A is the arguments, R the
+// result, None where there is none. bananagen declares one per annotated
+// function, with the annotation's keys as defaults:
+//
+//	var ResizeImage = runtime.NewTask[ResizeArgs, ResizeResult]("resize_image", runtime.Route("images"))
+//
+// Enqueue returns a job id; EnqueueMany enqueues a slice in one round trip per
+// thousand jobs; Await blocks until the job finished and returns its typed
+// result or a *JobError; Call is Enqueue then Await. Arguments and results
+// travel as msgpack; either one over the payload limit (1 MiB, MaxPayload) is
+// refused with an error that gives its size and the limit.
+//
+// Enqueue options: Route, WithPriority, Delay, At, MaxRetries, Timeout, Unique,
+// WithID, ResultTTL, Description. An invalid option is an error of the
+// enqueue, naming what is wrong; nothing is written. A duplicate (same WithID,
+// or same args within a Unique window) returns the existing id with an error
+// matching ErrDuplicate.
+//
+// # Job ids and statuses
+//
+// A job id is an opaque string; Client.Job and Await need nothing else, on a
+// single server or a cluster. A job is in exactly one state at a time:
+// StatusPending (ready), StatusScheduled (delayed or waiting to retry),
+// StatusProcessing (leased to a worker), StatusCompleted, StatusFailed
+// (dead-lettered).
+//
+// # Workers
+//
+// NewWorker and the generated Register functions (or Handle) set a worker up;
+// Run works until its context ends. A worker drains its Routes in order of
+// preference and, within a route, high, normal and low priority strictly, FIFO
+// within each. It never sleeps on an empty queue: an enqueue into an empty
+// list publishes a wake-up the worker listens for, with a one-second safety
+// poll behind it.
+//
+// Each running job holds a lease, renewed every Lease/3. If the worker dies
+// the lease runs out and any live worker of the route recovers the job,
+// counting the lost run as a failed attempt. Completion is fenced by a token
+// unique to the dispatch, so a worker that lost its lease changes nothing when
+// it reports late.
+//
+// A failed run is retried after Backoff (2^attempt s plus jitter by default)
+// until MaxRetries retries are spent; then the job is dead-lettered and its
+// failure becomes the result Await returns. A panic is a failure whose message
+// holds the stack; a run past its timeout has its context canceled and fails.
+//
+// When Run's context ends the worker stops fetching, lets running jobs finish
+// for ShutdownTimeout, then hands the rest back to the front of their queues
+// without counting an attempt, and returns.
+//
+// # Embedded server
+//
+// mem:// runs miniredis inside the process: handy for demos, tests and
+// single-binary tools. Everything above works on it, with the TTLs of results
+// following the wall clock.
+package runtime

@@ -1,0 +1,43 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+)
+
+// handler is the non-generic form of a registered task: bytes in, bytes out.
+// Handle builds one from a typed function, so the worker never sees A or R.
+type handler struct {
+	name string
+	run  func(ctx context.Context, args []byte) (result []byte, err error)
+}
+
+// Handle registers fn as the handler of task t on worker w. Generated Register
+// functions call it once per task; registering a name twice is an error
+// reported by Run.
+func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, error)) {
+	w.register(&handler{
+		name: t.name,
+		run: func(ctx context.Context, raw []byte) ([]byte, error) {
+			var args A
+			if err := decode(raw, &args); err != nil {
+				return nil, &decodeError{fmt.Errorf("decode args of %s: %w", t.name, err)}
+			}
+			res, err := fn(ctx, args)
+			if err != nil {
+				return nil, err
+			}
+			out, err := encode(res)
+			if err != nil {
+				return nil, &decodeError{fmt.Errorf("encode result of %s: %w", t.name, err)}
+			}
+			return out, nil
+		},
+	})
+}
+
+// decodeError marks a failure that no retry can fix.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return e.err.Error() }
+func (e *decodeError) Unwrap() error { return e.err }

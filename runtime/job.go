@@ -1,0 +1,94 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Priority orders jobs within a route: every high job is taken before any
+// normal one, every normal before any low.
+type Priority string
+
+const (
+	PriorityHigh   Priority = "high"
+	PriorityNormal Priority = "normal"
+	PriorityLow    Priority = "low"
+)
+
+// Status is where a job is in its life.
+type Status string
+
+const (
+	StatusPending    Status = "pending"    // ready, waiting for a worker
+	StatusScheduled  Status = "scheduled"  // delayed, or waiting for a retry
+	StatusProcessing Status = "processing" // running under a worker's lease
+	StatusCompleted  Status = "completed"  // succeeded; kept as long as its result
+	StatusFailed     Status = "failed"     // dead-lettered after its last attempt
+)
+
+// ErrDuplicate is matched (errors.Is) by the error of an enqueue that found its
+// job already there: same WithID id, or same args within a Unique window. The
+// id returned with it is the existing job's.
+var ErrDuplicate = errors.New("bananas: duplicate job")
+
+// ErrJobNotFound is matched by the error of Job and Await for an id that does
+// not exist (never enqueued, or its record expired).
+var ErrJobNotFound = errors.New("bananas: job not found")
+
+// JobError is the error Await and Call return for a job that failed for good
+// (dead-lettered): its last error message and how many runs failed.
+type JobError struct {
+	ID       string
+	Name     string
+	Message  string
+	Attempts int
+}
+
+func (e *JobError) Error() string {
+	return fmt.Sprintf("bananas: job %s (%s) failed after %d attempt(s): %s", e.ID, e.Name, e.Attempts, e.Message)
+}
+
+// JobInfo is a snapshot of one job, as Client.Job reads it.
+type JobInfo struct {
+	ID          string
+	Name        string
+	Route       string
+	Priority    Priority
+	Status      Status
+	Description string
+	Attempts    int // failed runs so far
+	MaxRetries  int
+	Error       string        // the last failure, if any
+	Timeout     time.Duration // 0: the worker's default
+	CreatedAt   time.Time
+	ScheduledAt time.Time // StatusScheduled: when it becomes ready
+	StartedAt   time.Time // the last (or current) run
+	FinishedAt  time.Time
+	// LeaseDeadline is when the running job's lease ends unless renewed.
+	LeaseDeadline time.Time
+	Args          []byte // msgpack-encoded arguments
+	Result        []byte // StatusCompleted: msgpack-encoded result
+}
+
+// Job describes the run a handler is part of; see CurrentJob.
+type Job struct {
+	ID       string
+	Name     string
+	Route    string
+	Priority Priority
+	Attempt  int // 1 on the first run, 2 on the first retry, ...
+}
+
+type jobKey struct{}
+
+// CurrentJob returns the job whose handler received ctx.
+func CurrentJob(ctx context.Context) (Job, bool) {
+	j, ok := ctx.Value(jobKey{}).(Job)
+	return j, ok
+}
+
+// None stands for a missing argument or result type: a task declared
+// func(ctx) error is a *Task[None, None].
+type None struct{}

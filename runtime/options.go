@@ -1,0 +1,124 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// Option adjusts one enqueue (or, passed to NewTask, every enqueue of a task).
+type Option func(*jobConfig)
+
+type jobConfig struct {
+	route       string
+	priority    Priority
+	runAt       time.Time
+	delay       time.Duration
+	maxRetries  int
+	hasRetries  bool
+	timeout     time.Duration
+	uniqueTTL   time.Duration
+	id          string
+	resultTTL   time.Duration
+	description string
+	errs        []error
+}
+
+func (c *jobConfig) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+// Route sends the job to the routing key route; only workers listening on it take it.
+func Route(route string) Option {
+	return func(c *jobConfig) {
+		if err := queue.CheckRoute(route); err != nil {
+			c.fail("runtime.Route: %v", err)
+		}
+		c.route = route
+	}
+}
+
+// WithPriority sets the job's priority within its route.
+func WithPriority(p Priority) Option {
+	return func(c *jobConfig) {
+		if !queue.ValidPriority(string(p)) {
+			c.fail("runtime.WithPriority: invalid priority %q: use PriorityHigh, PriorityNormal or PriorityLow", p)
+		}
+		c.priority = p
+	}
+}
+
+// Delay makes the job ready d from now.
+func Delay(d time.Duration) Option {
+	return func(c *jobConfig) {
+		if d < 0 {
+			c.fail("runtime.Delay: negative delay %s", d)
+		}
+		c.delay, c.runAt = d, time.Time{}
+	}
+}
+
+// At makes the job ready at t.
+func At(t time.Time) Option {
+	return func(c *jobConfig) { c.runAt, c.delay = t, 0 }
+}
+
+// MaxRetries sets how many failed runs are retried before the job is dead-lettered.
+func MaxRetries(n int) Option {
+	return func(c *jobConfig) {
+		if n < 0 {
+			c.fail("runtime.MaxRetries: negative retries %d", n)
+		}
+		c.maxRetries, c.hasRetries = n, true
+	}
+}
+
+// Timeout bounds one run: its context is canceled and the run fails after d.
+func Timeout(d time.Duration) Option {
+	return func(c *jobConfig) {
+		if d <= 0 {
+			c.fail("runtime.Timeout: timeout must be positive, got %s", d)
+		}
+		c.timeout = d
+	}
+}
+
+// Unique enqueues the job only if no job of the same task with identical args
+// was enqueued to the same route within ttl; otherwise the enqueue returns the
+// existing id and an error matching ErrDuplicate.
+func Unique(ttl time.Duration) Option {
+	return func(c *jobConfig) {
+		if ttl <= 0 {
+			c.fail("runtime.Unique: ttl must be positive, got %s", ttl)
+		}
+		c.uniqueTTL = ttl
+	}
+}
+
+// WithID gives the job a caller-chosen id; enqueueing a second job with the
+// same id to the same route returns ErrDuplicate. Ids chosen by Bananas carry
+// their route; chosen ids are found by searching the known routes.
+func WithID(id string) Option {
+	return func(c *jobConfig) {
+		if err := queue.CheckID(id); err != nil {
+			c.fail("runtime.WithID: %v", err)
+		}
+		c.id = id
+	}
+}
+
+// ResultTTL keeps the job's result (success or failure) for d.
+func ResultTTL(d time.Duration) Option {
+	return func(c *jobConfig) {
+		if d <= 0 {
+			c.fail("runtime.ResultTTL: ttl must be positive, got %s", d)
+		}
+		c.resultTTL = d
+	}
+}
+
+// Description attaches free text to the job, shown by `job` and the dashboard.
+func Description(text string) Option {
+	return func(c *jobConfig) { c.description = text }
+}

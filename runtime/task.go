@@ -1,0 +1,186 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+)
+
+// Task is a typed handle on one kind of job: A is its arguments, R its result
+// (None when there is none). Generated code declares one per annotated
+// function; tests and hand-wired programs may call NewTask themselves.
+type Task[A, R any] struct {
+	name     string
+	defaults []Option
+	client   *Client
+}
+
+// NewTask declares the task with wire name name. defaults apply to every
+// enqueue before the enqueue's own options (annotation keys become defaults).
+func NewTask[A, R any](name string, defaults ...Option) *Task[A, R] {
+	return &Task[A, R]{name: name, defaults: defaults}
+}
+
+// Name returns the task's wire name.
+func (t *Task[A, R]) Name() string { return t.name }
+
+// With returns a copy of the task bound to client c instead of the default client.
+func (t *Task[A, R]) With(c *Client) *Task[A, R] {
+	cp := *t
+	cp.client = c
+	return &cp
+}
+
+func (t *Task[A, R]) clientOrDefault() (*Client, error) {
+	if t.client != nil {
+		return t.client, nil
+	}
+	if c := Default(); c != nil {
+		return c, nil
+	}
+	return nil, fmt.Errorf("bananas: task %s has no client: call runtime.SetDefault or use %s.With(client)", t.name, t.name)
+}
+
+// Enqueue adds one job and returns its id.
+func (t *Task[A, R]) Enqueue(ctx context.Context, args A, opts ...Option) (string, error) {
+	ids, err := t.enqueue(ctx, []A{args}, opts)
+	if len(ids) == 0 {
+		return "", err
+	}
+	return ids[0], err
+}
+
+// EnqueueMany adds one job per element of args in one round trip (per 1,000
+// jobs) and returns their ids in order. With Unique, a duplicate's slot holds
+// the existing job's id and the error matches ErrDuplicate.
+func (t *Task[A, R]) EnqueueMany(ctx context.Context, args []A, opts ...Option) ([]string, error) {
+	return t.enqueue(ctx, args, opts)
+}
+
+func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]string, error) {
+	c, err := t.clientOrDefault()
+	if err != nil {
+		return nil, err
+	}
+	cfg := jobConfig{route: "default", priority: PriorityNormal}
+	for _, o := range t.defaults {
+		o(&cfg)
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if len(cfg.errs) > 0 {
+		return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, errors.Join(cfg.errs...))
+	}
+	if cfg.id != "" && len(args) != 1 {
+		return nil, fmt.Errorf("bananas: enqueue %s: WithID names one job, got %d", t.name, len(args))
+	}
+	now := time.Now()
+	runAt := cfg.runAt
+	if cfg.delay > 0 {
+		runAt = now.Add(cfg.delay)
+	}
+	retries := c.maxRetries
+	if cfg.hasRetries {
+		retries = cfg.maxRetries
+	}
+	jobs := make([]queue.NewJob, len(args))
+	for i, a := range args {
+		raw, err := encode(a)
+		if err != nil {
+			return nil, fmt.Errorf("bananas: enqueue %s: encode args: %w", t.name, err)
+		}
+		if err := checkPayload("args of "+t.name, len(raw), c.maxPayload); err != nil {
+			return nil, err
+		}
+		env, err := queue.EncodeEnvelope(queue.Envelope{
+			Args: raw, Timeout: cfg.timeout.Milliseconds(), Description: cfg.description,
+			ResultTTL: cfg.resultTTL.Milliseconds(), FailureTTL: cfg.resultTTL.Milliseconds(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
+		}
+		id := cfg.id
+		if id == "" {
+			id = queue.NewID(cfg.route, now)
+		}
+		jobs[i] = queue.NewJob{ID: id, Name: t.name, Envelope: env, MaxRetries: retries, RunAt: runAt}
+		if cfg.uniqueTTL > 0 {
+			sum := sha256.Sum256(append([]byte(t.name+"\x00"), raw...))
+			jobs[i].UniqueKey, jobs[i].UniqueTTL = hex.EncodeToString(sum[:16]), cfg.uniqueTTL
+		}
+	}
+	holders, err := c.q.Enqueue(ctx, cfg.route, string(cfg.priority), jobs, now)
+	if err != nil {
+		return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
+	}
+	ids := make([]string, len(jobs))
+	dups := 0
+	for i, h := range holders {
+		ids[i] = jobs[i].ID
+		if h != "" {
+			ids[i] = h
+			dups++
+		}
+	}
+	if dups > 0 {
+		if len(jobs) == 1 {
+			return ids, fmt.Errorf("%w: %s is already enqueued as %s", ErrDuplicate, t.name, ids[0])
+		}
+		return ids, fmt.Errorf("%w: %d of %d %s jobs were already enqueued", ErrDuplicate, dups, len(jobs), t.name)
+	}
+	return ids, nil
+}
+
+// Await blocks until job id finishes and returns its typed result, or a
+// *JobError when it failed for good, or ctx's error.
+func (t *Task[A, R]) Await(ctx context.Context, id string) (R, error) {
+	var zero R
+	c, err := t.clientOrDefault()
+	if err != nil {
+		return zero, err
+	}
+	rec, err := c.waiter.Wait(ctx, id, c.lookupResult)
+	if err != nil {
+		return zero, err
+	}
+	return decodeRecord[R](t.name, rec)
+}
+
+// Call enqueues one job and awaits its result.
+func (t *Task[A, R]) Call(ctx context.Context, args A, opts ...Option) (R, error) {
+	id, err := t.Enqueue(ctx, args, opts...)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return t.Await(ctx, id)
+}
+
+func decodeRecord[R any](name string, rec results.Record) (R, error) {
+	var out R
+	if !rec.OK {
+		return out, &JobError{ID: rec.ID, Name: name, Message: rec.Error, Attempts: rec.Attempts}
+	}
+	if len(rec.Value) > 0 {
+		if err := decode(rec.Value, &out); err != nil {
+			return out, fmt.Errorf("bananas: decode result of %s job %s: %w", name, rec.ID, err)
+		}
+	}
+	return out, nil
+}
+
+// lookupResult is the stored-result fallback of Await.
+func (c *Client) lookupResult(ctx context.Context, id string) ([]byte, error) {
+	b, err := c.q.Result(ctx, id)
+	if errors.Is(err, queue.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
+	}
+	return b, err
+}

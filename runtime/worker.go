@@ -1,0 +1,299 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/scheduler"
+)
+
+// WorkerOptions configures a Worker. A zero field takes its default.
+type WorkerOptions struct {
+	// Routes the worker takes jobs from, in order of preference: a route is
+	// only drained when every route before it is empty. Default ["default"].
+	Routes []string
+	// Priorities the worker takes, always drained high, normal, low. Default all three.
+	Priorities []Priority
+	// JobTypes limits the worker to these task names; jobs of other tasks stay
+	// queued for other workers. Default: every job of its routes.
+	JobTypes []string
+	// Concurrency is how many jobs run at once. Default 10.
+	Concurrency int
+	// Lease is how long a running job is held without renewal; it is renewed
+	// every Lease/3, and a job whose lease runs out is recovered. Default 30s.
+	Lease time.Duration
+	// ShutdownTimeout is how long Run lets running jobs finish after its
+	// context ends before handing them back to their queues. Default 30s.
+	ShutdownTimeout time.Duration
+	// SchedulerOnly runs the promoter and maintenance but no jobs.
+	SchedulerOnly bool
+
+	// JobTimeout bounds a run of a job that sets no timeout. Default 5m.
+	JobTimeout time.Duration
+	// ResultTTL and FailureTTL keep results of jobs that set none. Defaults 1h and 24h.
+	ResultTTL, FailureTTL time.Duration
+	// Backoff is the delay before retry number attempt. Default DefaultBackoff.
+	Backoff func(attempt int) time.Duration
+	// Logger receives one line per job event. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Worker runs the handlers registered on it for jobs of its routes.
+type Worker struct {
+	c        *Client
+	opts     WorkerOptions
+	id       string
+	handlers map[string]*handler
+	regErrs  []error
+	started  atomic.Bool
+
+	sem       chan struct{} // one token per running job
+	slotFreed chan struct{} // signaled when a job releases its slot
+	wake      chan struct{} // signaled when a route's ready list was pushed to
+
+	mu      sync.Mutex
+	running map[*run]struct{}
+	idle    chan struct{} // closed and replaced when running becomes empty
+}
+
+// NewWorker returns a worker over client c. Register handlers (the generated
+// Register functions, or Handle) before Run.
+func NewWorker(c *Client, opts WorkerOptions) *Worker {
+	host, _ := os.Hostname()
+	return &Worker{
+		c: c, opts: opts, handlers: map[string]*handler{},
+		id:      fmt.Sprintf("%s-%d-%s", host, os.Getpid(), queue.NewID("w", time.Now())[20:26]),
+		running: map[*run]struct{}{},
+	}
+}
+
+// ID returns the worker's id (host-pid-random).
+func (w *Worker) ID() string { return w.id }
+
+func (w *Worker) register(h *handler) {
+	if _, dup := w.handlers[h.name]; dup {
+		w.regErrs = append(w.regErrs, fmt.Errorf("task %s is registered twice", h.name))
+		return
+	}
+	w.handlers[h.name] = h
+}
+
+// Tasks returns the names of the registered tasks, sorted.
+func (w *Worker) Tasks() []string {
+	names := make([]string, 0, len(w.handlers))
+	for n := range w.handlers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// withDefaults fills zero fields and checks the rest.
+func (w *Worker) withDefaults() error {
+	o := &w.opts
+	if len(o.Routes) == 0 {
+		o.Routes = []string{"default"}
+	}
+	if len(o.Priorities) == 0 {
+		o.Priorities = []Priority{PriorityHigh, PriorityNormal, PriorityLow}
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 10
+	}
+	if o.Lease == 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = 30 * time.Second
+	}
+	if o.JobTimeout == 0 {
+		o.JobTimeout = DefaultTimeout
+	}
+	if o.ResultTTL == 0 {
+		o.ResultTTL = DefaultResultTTL
+	}
+	if o.FailureTTL == 0 {
+		o.FailureTTL = DefaultFailureTTL
+	}
+	if o.Backoff == nil {
+		o.Backoff = DefaultBackoff
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	errs := slices.Clone(w.regErrs)
+	for _, r := range o.Routes {
+		if err := queue.CheckRoute(r); err != nil {
+			errs = append(errs, fmt.Errorf("WorkerOptions.Routes: %w", err))
+		}
+	}
+	for _, p := range o.Priorities {
+		if !queue.ValidPriority(string(p)) {
+			errs = append(errs, fmt.Errorf("WorkerOptions.Priorities: invalid priority %q: use high, normal or low", p))
+		}
+	}
+	if o.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("WorkerOptions.Concurrency must be positive, got %d", o.Concurrency))
+	}
+	if o.Lease < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("WorkerOptions.Lease must be at least 100ms, got %s", o.Lease))
+	}
+	for name, d := range map[string]time.Duration{"ShutdownTimeout": o.ShutdownTimeout, "JobTimeout": o.JobTimeout, "ResultTTL": o.ResultTTL, "FailureTTL": o.FailureTTL} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("WorkerOptions.%s must be positive, got %s", name, d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (w *Worker) priorities() []string {
+	out := make([]string, len(w.opts.Priorities))
+	for i, p := range w.opts.Priorities {
+		out[i] = string(p)
+	}
+	return out
+}
+
+// Run works jobs until ctx ends, then shuts down gracefully: it stops taking
+// jobs, lets running ones finish for ShutdownTimeout, hands the rest back to
+// their queues without counting an attempt, and returns.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return errors.New("bananas: Worker.Run called twice")
+	}
+	if err := w.withDefaults(); err != nil {
+		return fmt.Errorf("bananas: worker: %w", err)
+	}
+	w.sem = make(chan struct{}, w.opts.Concurrency)
+	w.slotFreed = make(chan struct{}, 1)
+	w.wake = make(chan struct{}, 1)
+	w.idle = make(chan struct{})
+
+	// Background work outlives ctx until the shutdown is over: leases must be
+	// renewed while running jobs finish.
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	defer func() { stopBG(); wg.Wait() }()
+
+	promoterWake := make(chan time.Time, 1)
+	subs, err := w.subscribe(ctx, bg, &wg, promoterWake)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, s := range subs {
+			s.Close()
+		}
+	}()
+
+	p := &scheduler.Promoter{
+		Queue:  w.c.q,
+		Routes: func(context.Context) ([]string, error) { return w.opts.Routes, nil },
+		Wake:   promoterWake,
+		OnError: func(err error) {
+			w.opts.Logger.Warn("bananas: promote due jobs", "err", err)
+		},
+	}
+	w.goLoop(bg, &wg, func(ctx context.Context) { p.Run(ctx) })
+	w.goLoop(bg, &wg, w.renewLoop)
+	w.goLoop(bg, &wg, w.reapLoop)
+	w.goLoop(bg, &wg, w.retentionLoop)
+
+	w.opts.Logger.Info("bananas: worker started", "worker", w.id, "routes", strings.Join(w.opts.Routes, ","),
+		"concurrency", w.opts.Concurrency, "tasks", strings.Join(w.Tasks(), ","))
+	if !w.opts.SchedulerOnly {
+		w.fetchLoop(ctx)
+	}
+	<-ctx.Done()
+	w.shutdown()
+	w.opts.Logger.Info("bananas: worker stopped", "worker", w.id)
+	return nil
+}
+
+func (w *Worker) goLoop(ctx context.Context, wg *sync.WaitGroup, f func(context.Context)) {
+	wg.Add(1)
+	go func() { defer wg.Done(); f(ctx) }()
+}
+
+// subscribe listens, before the first fetch, on the wake channel of every route
+// (so no push after that fetch goes unnoticed) and on the schedule channel.
+func (w *Worker) subscribe(ctx, bg context.Context, wg *sync.WaitGroup, promoterWake chan time.Time) ([]*results.Subscription, error) {
+	var subs []*results.Subscription
+	fail := func(err error) ([]*results.Subscription, error) {
+		for _, s := range subs {
+			s.Close()
+		}
+		return nil, fmt.Errorf("bananas: worker: subscribe: %w", err)
+	}
+	for _, r := range w.opts.Routes {
+		s, err := w.c.listener.Subscribe(ctx, w.c.q.Keys(r).WakeChannel())
+		if err != nil {
+			return fail(err)
+		}
+		subs = append(subs, s)
+		w.goLoop(bg, wg, func(ctx context.Context) {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case _, ok := <-s.C:
+					if !ok {
+						return
+					}
+					signal(w.wake)
+				}
+			}
+		})
+	}
+	s, err := w.c.listener.Subscribe(ctx, queue.ScheduleChannel(w.c.q.Namespace()))
+	if err != nil {
+		return fail(err)
+	}
+	subs = append(subs, s)
+	w.goLoop(bg, wg, func(ctx context.Context) {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case b, ok := <-s.C:
+				if !ok {
+					return
+				}
+				select {
+				case promoterWake <- parseMillis(b):
+				default:
+				}
+			}
+		}
+	})
+	return subs, nil
+}
+
+// signal does a non-blocking send on a 1-buffered channel: a pending signal is enough.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func parseMillis(b []byte) time.Time {
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return time.UnixMilli(n)
+}

@@ -1,0 +1,178 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+)
+
+// run is one dispatched job on this worker.
+type run struct {
+	d      *queue.Dispatch
+	cancel context.CancelCauseFunc
+}
+
+// Causes with which a run's context is canceled when the job is no longer this
+// worker's to finish: whatever the handler returns then is not written.
+var (
+	errLeaseLost = errors.New("bananas: lease lost")
+	errHandedBck = errors.New("bananas: handed back at shutdown")
+)
+
+// settleTimeout bounds the Redis calls that record a run's outcome.
+const settleTimeout = 10 * time.Second
+
+// start runs d in its own goroutine, holding one slot until its handler returns.
+func (w *Worker) start(d *queue.Dispatch) {
+	w.sem <- struct{}{}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	r := &run{d: d, cancel: cancel}
+	w.track(r)
+	go func() {
+		defer func() {
+			cancel(nil)
+			<-w.sem
+			signal(w.slotFreed)
+		}()
+		w.execute(ctx, r)
+	}()
+}
+
+// outcome is what a handler returned.
+type outcome struct {
+	result []byte
+	err    error
+}
+
+// execute runs the handler of r under its timeout and records the outcome. It
+// returns only when the handler has returned, so a slot is never reused while
+// a timed-out handler that ignores its context is still running.
+func (w *Worker) execute(ctx context.Context, r *run) {
+	d := r.d
+	log := w.opts.Logger.With("job", d.ID, "task", d.Name, "route", d.Route, "attempt", d.Attempts+1)
+	if d.BadEnvelope != nil {
+		w.failRun(r, log, fmt.Sprintf("cannot decode job: %v", d.BadEnvelope), true)
+		return
+	}
+	h := w.handlers[d.Name]
+	if h == nil {
+		w.failRun(r, log, fmt.Sprintf("no handler for task %q on worker %s (it handles: %v)", d.Name, w.id, w.Tasks()), false)
+		return
+	}
+	timeout := time.Duration(d.Envelope.Timeout) * time.Millisecond
+	if timeout <= 0 {
+		timeout = w.opts.JobTimeout
+	}
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hctx = context.WithValue(hctx, jobKey{}, Job{ID: d.ID, Name: d.Name, Route: d.Route, Priority: Priority(d.Priority), Attempt: d.Attempts + 1})
+
+	log.Info("bananas: job started")
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{err: fmt.Errorf("panic: %v\n%s", p, debug.Stack())}
+			}
+		}()
+		res, err := h.run(hctx, d.Envelope.Args)
+		done <- outcome{res, err}
+	}()
+
+	var o outcome
+	select {
+	case o = <-done:
+	case <-hctx.Done():
+		if context.Cause(ctx) == nil { // the run's own deadline, not a hand-back or lost lease
+			w.failRun(r, log, fmt.Sprintf("timed out after %s", timeout), false)
+			<-done
+			return
+		}
+		o = <-done
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		log.Info("bananas: job result dropped", "why", cause)
+		return
+	}
+	if o.err != nil {
+		var de *decodeError
+		w.failRun(r, log, o.err.Error(), errors.As(o.err, &de))
+		return
+	}
+	if err := checkPayload("result of "+d.Name, len(o.result), w.c.maxPayload); err != nil {
+		w.failRun(r, log, err.Error(), true)
+		return
+	}
+	w.ackRun(r, log, o.result)
+}
+
+func (w *Worker) ackRun(r *run, log *slog.Logger, result []byte) {
+	defer w.untrack(r)
+	d := r.d
+	now := time.Now()
+	rec, err := results.Encode(results.Record{ID: d.ID, OK: true, Value: result, Attempts: d.Attempts, FinishedAt: now.UnixMilli()})
+	if err != nil {
+		log.Warn("bananas: encode result record", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	ok, err := w.c.q.Ack(ctx, d, rec, ttlOr(d.Envelope.ResultTTL, w.opts.ResultTTL), now)
+	switch {
+	case err != nil:
+		log.Warn("bananas: ack failed; the job will be recovered when its lease expires", "err", err)
+	case !ok:
+		log.Warn("bananas: job finished after its lease was lost; result discarded")
+	default:
+		log.Info("bananas: job succeeded", "took", now.Sub(d.StartedAt()).Round(time.Microsecond))
+	}
+}
+
+// failRun records a failed run: a retry after the backoff while attempts
+// allow, else (or when final) the dead-letter queue.
+func (w *Worker) failRun(r *run, log *slog.Logger, msg string, final bool) {
+	defer w.untrack(r)
+	d := r.d
+	now := time.Now()
+	attempts := d.Attempts + 1
+	delay := w.opts.Backoff(attempts)
+	rec, _ := results.Encode(results.Record{ID: d.ID, OK: false, Error: msg, Attempts: attempts, FinishedAt: now.UnixMilli()})
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	out, err := w.c.q.Fail(ctx, d, queue.Failure{
+		Message: msg, RetryAt: now.Add(delay), Final: final, Record: rec,
+		TTL: ttlOr(d.Envelope.FailureTTL, w.opts.FailureTTL),
+	}, now)
+	switch {
+	case err != nil:
+		log.Warn("bananas: recording a failure failed; the job will be recovered when its lease expires", "err", err, "failure", msg)
+	case out == queue.Retrying:
+		log.Warn("bananas: job failed; retry scheduled", "err", firstLine(msg), "retry_in", delay.Round(time.Millisecond), "retries_left", d.MaxRetries-attempts)
+	case out == queue.DeadEnded:
+		log.Warn("bananas: job failed for good; moved to the dead-letter queue", "err", firstLine(msg), "attempts", attempts)
+	case out == queue.Stale:
+		log.Warn("bananas: job failed after its lease was lost; failure discarded", "err", firstLine(msg))
+	}
+}
+
+func ttlOr(ms int64, def time.Duration) time.Duration {
+	if ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return def
+}
+
+func firstLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,86 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// safetyPoll is how long an idle worker waits for a wake-up before it looks at
+// its queues anyway (a wake-up lost during a reconnect costs at most this).
+const safetyPoll = time.Second
+
+// fetchLoop takes jobs while ctx lasts. It never sleeps on an empty queue: it
+// waits for a wake-up (a push to an empty list of one of its routes), a freed
+// slot, or the safety poll.
+func (w *Worker) fetchLoop(ctx context.Context) {
+	safety := time.NewTimer(safetyPoll)
+	defer safety.Stop()
+	errDelay := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		free := cap(w.sem) - len(w.sem) // only this loop takes slots, so free cannot shrink under us
+		if free == 0 {
+			select {
+			case <-w.slotFreed:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		got, err := w.fetchOnce(ctx, free)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.opts.Logger.Warn("bananas: fetch failed; retrying", "worker", w.id, "err", err, "in", errDelay)
+			sleepCtx(ctx, errDelay)
+			errDelay = min(2*errDelay, 2*time.Second)
+			continue
+		}
+		errDelay = 50 * time.Millisecond
+		if got > 0 {
+			continue
+		}
+		safety.Reset(safetyPoll)
+		select {
+		case <-w.wake:
+		case <-safety.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// fetchOnce takes up to free jobs, routes in order of preference, and starts them.
+func (w *Worker) fetchOnce(ctx context.Context, free int) (int, error) {
+	got := 0
+	for _, route := range w.opts.Routes {
+		if got == free {
+			break
+		}
+		now := time.Now()
+		var ds []*queue.Dispatch
+		var err error
+		if len(w.opts.JobTypes) > 0 {
+			ds, err = w.c.q.FetchTypes(ctx, route, w.priorities(), w.opts.JobTypes, free-got, now.Add(w.opts.Lease), now)
+		} else {
+			ds, err = w.c.q.Fetch(ctx, route, w.priorities(), free-got, now.Add(w.opts.Lease), now)
+		}
+		for _, d := range ds {
+			w.start(d)
+		}
+		got += len(ds)
+		if err != nil {
+			return got, err
+		}
+	}
+	return got, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,86 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// DefaultPromoterSafety is the longest the promoter sleeps when it knows of no
+// due job (a schedule announcement lost in a reconnect costs at most this).
+const DefaultPromoterSafety = time.Second
+
+// Promoter moves scheduled jobs (delayed, or waiting for a retry) to their
+// ready lists when they fall due. It does not poll on a fixed period: it sleeps
+// until the earliest scheduled job of its routes, and wakes earlier when told
+// of a job scheduled sooner (Wake).
+type Promoter struct {
+	Queue *queue.Queue
+	// Routes returns the routes to promote on each pass.
+	Routes func(context.Context) ([]string, error)
+	// Wake delivers the run-at of newly scheduled jobs (optional).
+	Wake <-chan time.Time
+	// Safety bounds a sleep when nothing is due. Default DefaultPromoterSafety.
+	Safety time.Duration
+	// OnError is told of failed passes (optional); the promoter keeps going.
+	OnError func(error)
+}
+
+// Run promotes until ctx ends.
+func (p *Promoter) Run(ctx context.Context) {
+	safety := p.Safety
+	if safety <= 0 {
+		safety = DefaultPromoterSafety
+	}
+	// Go >= 1.23 timers: Reset on a live timer needs no drain.
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	wakeAt := time.Now()
+	for {
+		if !time.Now().Before(wakeAt) {
+			wakeAt = p.pass(ctx, safety)
+		}
+		timer.Reset(time.Until(wakeAt))
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case at := <-p.Wake:
+			if at.Before(wakeAt) {
+				wakeAt = at
+			}
+		}
+	}
+}
+
+// pass promotes every due job and returns when the next pass should run.
+func (p *Promoter) pass(ctx context.Context, safety time.Duration) time.Time {
+	now := time.Now()
+	wakeAt := now.Add(safety)
+	routes, err := p.Routes(ctx)
+	if err != nil {
+		p.report(ctx, err)
+		return wakeAt
+	}
+	for _, r := range routes {
+		if _, err := p.Queue.Promote(ctx, r, now); err != nil {
+			p.report(ctx, err)
+		}
+	}
+	next, ok, err := p.Queue.NextDue(ctx, routes)
+	if err != nil {
+		p.report(ctx, err)
+		return wakeAt
+	}
+	if ok && next.Before(wakeAt) {
+		return next
+	}
+	return wakeAt
+}
+
+func (p *Promoter) report(ctx context.Context, err error) {
+	if p.OnError != nil && ctx.Err() == nil {
+		p.OnError(err)
+	}
+}
