@@ -46,6 +46,10 @@ type WorkerOptions struct {
 	Backoff func(attempt int) time.Duration
 	// Logger receives one line per job event. Default slog.Default().
 	Logger *slog.Logger
+	// SafetyPoll is how long an idle worker (and its promoter) waits for a
+	// wake-up before looking at its queues anyway; it only matters when a
+	// wake-up was lost in a reconnect. Default 1s.
+	SafetyPoll time.Duration
 }
 
 // Worker runs the handlers registered on it for jobs of its routes.
@@ -131,6 +135,9 @@ func (w *Worker) withDefaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.SafetyPoll == 0 {
+		o.SafetyPoll = time.Second
+	}
 	errs := slices.Clone(w.regErrs)
 	for _, r := range o.Routes {
 		if err := queue.CheckRoute(r); err != nil {
@@ -200,6 +207,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		Queue:  w.c.q,
 		Routes: func(context.Context) ([]string, error) { return w.opts.Routes, nil },
 		Wake:   promoterWake,
+		Safety: w.opts.SafetyPoll,
 		OnError: func(err error) {
 			w.opts.Logger.Warn("bananas: promote due jobs", "err", err)
 		},

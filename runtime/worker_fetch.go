@@ -7,15 +7,11 @@ import (
 	"github.com/bananas-go/bananas/queue"
 )
 
-// safetyPoll is how long an idle worker waits for a wake-up before it looks at
-// its queues anyway (a wake-up lost during a reconnect costs at most this).
-const safetyPoll = time.Second
-
 // fetchLoop takes jobs while ctx lasts. It never sleeps on an empty queue: it
 // waits for a wake-up (a push to an empty list of one of its routes), a freed
-// slot, or the safety poll.
+// slot, or the safety poll (WorkerOptions.SafetyPoll).
 func (w *Worker) fetchLoop(ctx context.Context) {
-	safety := time.NewTimer(safetyPoll)
+	safety := time.NewTimer(w.opts.SafetyPoll)
 	defer safety.Stop()
 	errDelay := 50 * time.Millisecond
 	for ctx.Err() == nil {
@@ -41,7 +37,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 		if got > 0 {
 			continue
 		}
-		safety.Reset(safetyPoll)
+		safety.Reset(w.opts.SafetyPoll)
 		select {
 		case <-w.wake:
 		case <-safety.C:

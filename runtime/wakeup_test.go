@@ -1,0 +1,94 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// With the safety poll set to an hour, only the wake-up path can deliver jobs
+// to an idle worker, and only the promoter's sleep-until-due can start a
+// delayed job: both must happen well inside the test's deadline.
+func TestWakeup_IdleWorkerNeedsNoPolling(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		task := runtime.NewTask[Msg, Reply]("wake").With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{SafetyPoll: time.Hour, Routes: []string{"a", "b"}}))
+		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
+		startWorker(t, w)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for i := range 20 {
+			route := []string{"a", "b"}[i%2]
+			if got, err := task.Call(ctx, Msg{Text: route}, runtime.Route(route)); err != nil || got.Text != route {
+				t.Fatalf("call %d on route %s = %+v, %v", i, route, got, err)
+			}
+		}
+		// Scheduled after the promoter went to sleep with nothing due.
+		if got, err := task.Call(ctx, Msg{Text: "later"}, runtime.Route("a"), runtime.Delay(200*time.Millisecond)); err != nil || got.Text != "later" {
+			t.Fatalf("delayed call = %+v, %v", got, err)
+		}
+	})
+}
+
+// A job that runs longer than its lease keeps it by renewal: it is not
+// reaped, not run twice, and completes on its first attempt.
+func TestLease_RenewedWhileRunning(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		task := runtime.NewTask[Msg, Reply]("long").With(c)
+		runs := make(chan struct{}, 4)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Lease: 300 * time.Millisecond}))
+		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
+			runs <- struct{}{}
+			select {
+			case <-time.After(1200 * time.Millisecond): // four leases long
+				return Reply{Text: "done"}, nil
+			case <-ctx.Done():
+				return Reply{}, ctx.Err()
+			}
+		})
+		startWorker(t, w)
+		ctx := ctxT(t)
+		id, _ := task.Enqueue(ctx, Msg{})
+		if got, err := task.Await(ctx, id); err != nil || got.Text != "done" {
+			t.Fatalf("Await = %+v, %v", got, err)
+		}
+		if len(runs) != 1 {
+			t.Fatalf("handler ran %d times, want once", len(runs))
+		}
+		if info, _ := c.Job(ctx, id); info.Attempts != 0 || info.Error != "" {
+			t.Fatalf("Job = %+v; want no failed attempt", info)
+		}
+	})
+}
+
+func TestDLQ_PurgeDeletesDeadJobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		task := runtime.NewTask[Msg, runtime.None]("purged", runtime.MaxRetries(0)).With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		runtime.Handle(w, task, func(ctx context.Context, m Msg) (runtime.None, error) {
+			return runtime.None{}, context.Canceled
+		})
+		startWorker(t, w)
+		ctx := ctxT(t)
+		ids, _ := task.EnqueueMany(ctx, []Msg{{N: 1}, {N: 2}, {N: 3}})
+		for _, id := range ids {
+			if _, err := task.Await(ctx, id); err == nil {
+				t.Fatal("want a JobError")
+			}
+		}
+		// A cutoff before they died keeps them; one after deletes them.
+		if n, err := c.Queue().Purge(ctx, "default", time.Now().Add(-time.Hour)); err != nil || n != 0 {
+			t.Fatalf("Purge(an hour ago) = %d, %v; want 0", n, err)
+		}
+		if n, err := c.Queue().Purge(ctx, "default", time.Now().Add(time.Hour)); err != nil || n != 3 {
+			t.Fatalf("Purge(now) = %d, %v; want 3", n, err)
+		}
+		for _, id := range ids {
+			if _, err := c.Job(ctx, id); err == nil {
+				t.Fatalf("job %s still exists after purge", id)
+			}
+		}
+	})
+}
