@@ -1,0 +1,214 @@
+package results_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/results"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+func eachBackend(t *testing.T, f func(t *testing.T, rdb *redis.Client, real bool)) {
+	t.Helper()
+	t.Parallel()
+	for _, name := range []string{"embedded", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if name == "redis" {
+				f(t, redistest.Start(t).Client(t), true)
+				return
+			}
+			m := miniredis.RunT(t)
+			rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+			t.Cleanup(func() { _ = rdb.Close() })
+			f(t, rdb, false)
+		})
+	}
+}
+
+func rec(t *testing.T, id string) []byte {
+	b, err := results.Encode(results.Record{ID: id, OK: true, Value: []byte(id), FinishedAt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func listener(t *testing.T, rdb *redis.Client) *results.Listener {
+	l := results.NewListener(rdb)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func TestRecord_RoundTripAndGarbage(t *testing.T) {
+	t.Parallel()
+	in := results.Record{ID: "j1", OK: false, Error: "boom", Attempts: 3, FinishedAt: 42}
+	b, err := results.Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := results.Decode(b); err != nil || out.ID != "j1" || out.OK || out.Error != "boom" || out.Attempts != 3 || out.FinishedAt != 42 {
+		t.Fatalf("round trip = %+v, %v", out, err)
+	}
+	if _, err := results.Decode([]byte("\xc1garbage")); err == nil || !strings.Contains(err.Error(), "results: decode record") {
+		t.Fatalf("Decode(garbage) err = %v", err)
+	}
+}
+
+func TestWait_PublishedAfterSubscribe(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb *redis.Client, _ bool) {
+		w := results.NewWaiter(listener(t, rdb), "ns", time.Hour)
+		looked := make(chan struct{})
+		var once sync.Once
+		lookup := func(context.Context, string) ([]byte, error) {
+			once.Do(func() { close(looked) })
+			return nil, nil
+		}
+		go func() {
+			<-looked // subscribed and confirmed by now
+			rdb.Publish(context.Background(), results.Channel("ns", "j1"), rec(t, "j1"))
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r, err := w.Wait(ctx, "j1", lookup)
+		if err != nil || r.ID != "j1" || string(r.Value) != "j1" {
+			t.Fatalf("Wait = %+v, %v", r, err)
+		}
+	})
+}
+
+func TestWait_StoredBeforeSubscribeIsFound(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb *redis.Client, _ bool) {
+		w := results.NewWaiter(listener(t, rdb), "ns", time.Hour)
+		stored := rec(t, "early")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r, err := w.Wait(ctx, "early", func(context.Context, string) ([]byte, error) { return stored, nil })
+		if err != nil || r.ID != "early" {
+			t.Fatalf("Wait = %+v, %v", r, err)
+		}
+	})
+}
+
+func TestWait_ManyWaitersShareOneConnection(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb *redis.Client, real bool) {
+		w := results.NewWaiter(listener(t, rdb), "ns", time.Hour)
+		const n = 200
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("job-%d", i)
+		}
+		var subscribed sync.WaitGroup
+		subscribed.Add(n)
+		var mu sync.Mutex
+		seen := map[string]bool{}
+		lookup := func(_ context.Context, id string) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !seen[id] {
+				seen[id] = true
+				subscribed.Done()
+			}
+			return nil, nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done := make(chan error, 1)
+		var got []results.Record
+		go func() {
+			var err error
+			got, err = w.WaitMany(ctx, ids, lookup)
+			done <- err
+		}()
+		subscribed.Wait()
+		if real {
+			clients, err := rdb.ClientList(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			subConns := 0
+			for _, line := range strings.Split(clients, "\n") {
+				if strings.Contains(line, " sub=") && !strings.Contains(line, " sub=0 ") {
+					subConns++
+				}
+			}
+			if subConns != 1 {
+				t.Fatalf("%d connections hold subscriptions, want 1:\n%s", subConns, clients)
+			}
+		}
+		for _, id := range ids {
+			rdb.Publish(ctx, results.Channel("ns", id), rec(t, id))
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range got {
+			if r.ID != ids[i] {
+				t.Fatalf("record %d is %s, want %s (in the order of ids)", i, r.ID, ids[i])
+			}
+		}
+	})
+}
+
+func TestWait_TwoWaitersOneJob(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb *redis.Client, _ bool) {
+		l := listener(t, rdb)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		a, err := l.Subscribe(ctx, "ch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := l.Subscribe(ctx, "ch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdb.Publish(ctx, "ch", "one")
+		for _, s := range []*results.Subscription{a, b} {
+			select {
+			case p := <-s.C:
+				if string(p) != "one" {
+					t.Fatalf("got %q", p)
+				}
+			case <-ctx.Done():
+				t.Fatal("a subscriber of a shared channel got nothing")
+			}
+		}
+		a.Close()
+		a.Close() // idempotent
+		rdb.Publish(ctx, "ch", "two")
+		select {
+		case p := <-b.C:
+			if string(p) != "two" {
+				t.Fatalf("got %q", p)
+			}
+		case <-ctx.Done():
+			t.Fatal("closing one subscriber broke the other")
+		}
+	})
+}
+
+func TestWait_ContextEndsAndLookupErrors(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb *redis.Client, _ bool) {
+		w := results.NewWaiter(listener(t, rdb), "ns", time.Hour)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := w.Wait(ctx, "never", func(context.Context, string) ([]byte, error) { return nil, nil }); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait past its context = %v", err)
+		}
+		gone := errors.New("no such job")
+		if _, err := w.Wait(context.Background(), "x", func(context.Context, string) ([]byte, error) { return nil, gone }); err != gone {
+			t.Fatalf("Wait with a failing lookup = %v, want the lookup's error as is", err)
+		}
+	})
+}
