@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +13,13 @@ import (
 	"github.com/bananas-go/bananas/runtime"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) {
+	if url := os.Getenv("BANANAS_TEST_WORKER_URL"); url != "" {
+		runWorkerProcess(url, os.Getenv("BANANAS_TEST_WORKER_NS"))
+		return
+	}
+	redistest.Main(m)
+}
 
 // eachBackend runs f as parallel subtests against the embedded server (a
 // private one per test) and a real redis-server (shared, a namespace per test).

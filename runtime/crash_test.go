@@ -1,0 +1,91 @@
+package runtime_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/runtime"
+)
+
+var crashy = runtime.NewTask[Msg, Reply]("crashy")
+
+// runWorkerProcess is the body of the test binary when it is re-executed as a
+// separate worker process: it takes crashy jobs, says so on stdout, and hangs
+// until it is killed.
+func runWorkerProcess(url, ns string) {
+	ctx := context.Background()
+	c, err := runtime.Connect(ctx, url, runtime.WithNamespace(ns))
+	if err != nil {
+		fmt.Println("connect:", err)
+		os.Exit(1)
+	}
+	w := runtime.NewWorker(c, runtime.WorkerOptions{Lease: 500 * time.Millisecond, Logger: quiet()})
+	runtime.Handle(w, crashy, func(ctx context.Context, m Msg) (Reply, error) {
+		fmt.Println("started", m.Text)
+		select {}
+	})
+	_ = w.Run(ctx)
+}
+
+// A real worker process is killed with SIGKILL in the middle of a job; a
+// worker in this process recovers the job once the dead one's lease expires.
+func TestCrash_KilledWorkerProcessJobIsRecovered(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Shared(t)
+	ns := redistest.Namespace(t)
+	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
+	ctx := ctxT(t)
+	task := crashy.With(c)
+	id, err := task.Enqueue(ctx, Msg{Text: "payload"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "BANANAS_TEST_WORKER_URL="+srv.URL(), "BANANAS_TEST_WORKER_NS="+ns)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			line <- s.Text()
+		}
+		close(line)
+	}()
+	if got := recv(t, line, 20*time.Second, "the worker process to start the job"); got != "started payload" {
+		t.Fatalf("worker process said %q", got)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if s := jobStatus(t, c, id); s != runtime.StatusProcessing {
+		t.Fatalf("right after the kill the job is %s, want processing (its lease not yet expired)", s)
+	}
+
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: "recovered " + m.Text}, nil })
+	startWorker(t, w)
+	got, err := task.Await(ctx, id)
+	if err != nil || got.Text != "recovered payload" {
+		t.Fatalf("Await = %+v, %v", got, err)
+	}
+	info, _ := c.Job(ctx, id)
+	if info.Attempts != 1 || !strings.Contains(info.Error, "lease expired") {
+		t.Fatalf("Job = %+v; want the killed run counted as one failed attempt", info)
+	}
+}

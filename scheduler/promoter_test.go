@@ -1,0 +1,93 @@
+package scheduler_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/scheduler"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+func eachBackend(t *testing.T, f func(t *testing.T, q *queue.Queue)) {
+	t.Helper()
+	t.Parallel()
+	for _, name := range []string{"embedded", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var rdb *redis.Client
+			if name == "redis" {
+				rdb = redistest.Shared(t).Client(t)
+			} else {
+				rdb = redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+				t.Cleanup(func() { _ = rdb.Close() })
+			}
+			q, err := queue.New(rdb, redistest.Namespace(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f(t, q)
+		})
+	}
+}
+
+// The promoter sleeps until the earliest due job (here far below its safety
+// period of an hour), and a Wake for an earlier job cuts a longer sleep short.
+func TestPromoter_SleepsUntilDueAndWakesForEarlierJobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		env, _ := queue.EncodeEnvelope(queue.Envelope{Args: []byte{0x90}})
+		enqueueAt := func(route string, at time.Time) string {
+			id := queue.NewID(route, time.Now())
+			if _, err := q.Enqueue(ctx, route, queue.Normal, []queue.NewJob{{ID: id, Name: "t", Envelope: env, RunAt: at}}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		far := enqueueAt("a", time.Now().Add(time.Hour))
+		enqueueAt("b", time.Now().Add(150*time.Millisecond))
+		wake := make(chan time.Time, 1)
+		p := &scheduler.Promoter{
+			Queue:  q,
+			Routes: func(context.Context) ([]string, error) { return []string{"a", "b"}, nil },
+			Wake:   wake,
+			Safety: time.Hour,
+		}
+		go p.Run(ctx)
+		ready := func(route string) int64 {
+			d, err := q.Depths(ctx, []string{route})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d[0].Normal
+		}
+		waitUntil(t, ctx, "the soon job promoted", func() bool { return ready("b") == 1 })
+		// Now the promoter sleeps until the far job, an hour away; a job due
+		// sooner only runs in time because Wake tells the promoter about it.
+		at := time.Now().Add(100 * time.Millisecond)
+		enqueueAt("a", at)
+		wake <- at
+		waitUntil(t, ctx, "the woken-for job promoted", func() bool { return ready("a") == 1 })
+		if s, _ := q.Lookup(ctx, far); s.Status != queue.StatusScheduled {
+			t.Fatalf("the job due in an hour is %s, want still scheduled", s.Status)
+		}
+	})
+}
+
+func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
