@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -14,8 +15,9 @@ import (
 
 // run is one dispatched job on this worker.
 type run struct {
-	d      *queue.Dispatch
-	cancel context.CancelCauseFunc
+	d        *queue.Dispatch
+	cancel   context.CancelCauseFunc
+	settling atomic.Bool // its outcome is being written: a lease found gone is no news
 }
 
 // Causes with which a run's context is canceled when the job is no longer this
@@ -113,6 +115,7 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 }
 
 func (w *Worker) ackRun(r *run, log *slog.Logger, result []byte) {
+	r.settling.Store(true)
 	defer w.untrack(r)
 	d := r.d
 	now := time.Now()
@@ -137,6 +140,7 @@ func (w *Worker) ackRun(r *run, log *slog.Logger, result []byte) {
 // failRun records a failed run: a retry after the backoff while attempts
 // allow, else (or when final) the dead-letter queue.
 func (w *Worker) failRun(r *run, log *slog.Logger, msg string, final bool) {
+	r.settling.Store(true)
 	defer w.untrack(r)
 	d := r.d
 	now := time.Now()

@@ -47,20 +47,25 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 }
 
 // fetchOnce takes up to free jobs, routes in order of preference, and starts them.
+// The Redis calls run under their own timeout, not ctx: a fetch canceled after
+// its script ran would leave jobs leased to nobody, to be reaped later with an
+// attempt counted against them.
 func (w *Worker) fetchOnce(ctx context.Context, free int) (int, error) {
 	got := 0
 	for _, route := range w.opts.Routes {
-		if got == free {
+		if got == free || ctx.Err() != nil {
 			break
 		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 		now := time.Now()
 		var ds []*queue.Dispatch
 		var err error
 		if len(w.opts.JobTypes) > 0 {
-			ds, err = w.c.q.FetchTypes(ctx, route, w.priorities(), w.opts.JobTypes, free-got, now.Add(w.opts.Lease), now)
+			ds, err = w.c.q.FetchTypes(rctx, route, w.priorities(), w.opts.JobTypes, free-got, now.Add(w.opts.Lease), now)
 		} else {
-			ds, err = w.c.q.Fetch(ctx, route, w.priorities(), free-got, now.Add(w.opts.Lease), now)
+			ds, err = w.c.q.Fetch(rctx, route, w.priorities(), free-got, now.Add(w.opts.Lease), now)
 		}
+		cancel()
 		for _, d := range ds {
 			w.start(d)
 		}

@@ -64,7 +64,7 @@ func (w *Worker) renewLoop(ctx context.Context) {
 			}
 			for _, id := range lost {
 				for _, r := range runs {
-					if r.d.ID == id {
+					if r.d.ID == id && !r.settling.Load() {
 						w.opts.Logger.Warn("bananas: lease lost; canceling the run", "job", id)
 						r.cancel(errLeaseLost)
 						w.untrack(r)
