@@ -19,6 +19,12 @@ type Task[A, R any] struct {
 	name     string
 	defaults []Option
 	client   *Client
+
+	// Filled by Describe (generated code).
+	argsType   string
+	fields     []Field
+	result     string
+	decodeJSON func([]byte) (A, error)
 }
 
 // NewTask declares the task with wire name name. defaults apply to every

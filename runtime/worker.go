@@ -58,6 +58,7 @@ type Worker struct {
 	opts     WorkerOptions
 	id       string
 	handlers map[string]*handler
+	cron     []CronEntry
 	regErrs  []error
 	started  atomic.Bool
 

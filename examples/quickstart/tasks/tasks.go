@@ -3,6 +3,8 @@
 // and Register.
 package tasks
 
+//go:generate go run github.com/bananas-go/bananas/bananagen
+
 import (
 	"context"
 	"fmt"

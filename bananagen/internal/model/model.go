@@ -1,0 +1,78 @@
+// Package model is the plain description of what bananagen generates: one
+// Package per directory with tasks, one Task per annotated function. It holds
+// no go/ast or go/types values, so the emitter can be tested from literals.
+package model
+
+import "time"
+
+// Package is one Go package that gets a bananas_gen.go.
+type Package struct {
+	Name  string // package name
+	Path  string // import path
+	Dir   string // directory of its files
+	Tasks []Task // in source order
+}
+
+// Task is one annotated function.
+type Task struct {
+	Func string // the annotated function: sendEmail
+	Stub string // the generated variable: SendEmail
+	Name string // wire name: send_email
+
+	// Annotation values; zero means "not given" (the runtime default applies).
+	Route      string
+	Priority   string
+	Retries    int
+	HasRetries bool
+	Timeout    time.Duration
+	Unique     time.Duration
+	ResultTTL  time.Duration
+
+	Args   *Type // nil: the function takes no arguments (runtime.None)
+	Result *Type // nil: the function returns only an error (runtime.None)
+
+	// ArgsType is the args type as people read it; Fields lists its exported
+	// fields when it is a struct (or a pointer to one).
+	ArgsType string
+	Fields   []Field
+	// ResultType is the result type as people read it.
+	ResultType string
+
+	Cron *Cron // set for //bananas:cron functions
+
+	Directive string // the directive line, quoted in the stub's comment
+}
+
+// Cron is the schedule of a //bananas:cron function.
+type Cron struct {
+	Spec string
+	TZ   string
+}
+
+// Field is one exported field of an args struct.
+type Field struct {
+	Name string
+	JSON string // the JSON key when a json tag renames it
+	Type string
+}
+
+// TypeKind says what a Type is.
+type TypeKind int
+
+const (
+	Named   TypeKind = iota // Path.Name, or a predeclared type when Path is ""
+	Pointer                 // *Elem
+	Slice                   // []Elem
+	Array                   // [Len]Elem
+	Map                     // map[Key]Elem
+)
+
+// Type is a Go type expression to write in generated code.
+type Type struct {
+	Kind TypeKind
+	Path string // Named: import path ("" for predeclared types)
+	Name string // Named: type name
+	Len  int64  // Array
+	Key  *Type  // Map
+	Elem *Type  // Pointer, Slice, Array, Map
+}
