@@ -12,18 +12,23 @@ import (
 // GenFile is the name of the file bananagen writes in each package.
 const GenFile = "bananas_gen.go"
 
-// load type-checks the packages matching patterns from dir. A package's
-// existing bananas_gen.go is replaced by an empty file while loading, so that
-// stale generated code (naming a function since renamed) never stops the
-// generator that would fix it. Errors of the packages themselves stop the run.
+// load type-checks the packages matching patterns from dir. Errors matter
+// only in packages that hold directives (a broken package elsewhere, or one
+// that uses stubs not generated yet, is not ours to judge). Loading is tried as
+// the code stands, then — if a package with directives does not type-check —
+// with its bananas_gen.go replaced by an empty file, so that stale generated
+// code (naming a function since renamed) never stops the generator that would
+// fix it.
 func load(dir string, patterns []string) ([]*packages.Package, error) {
 	if len(patterns) == 0 {
 		patterns = []string{"."}
 	}
-	cfg := &packages.Config{Dir: dir, Mode: packages.NeedName | packages.NeedFiles}
-	shallow, err := packages.Load(cfg, patterns...)
+	shallow, err := packages.Load(&packages.Config{Dir: dir, Mode: packages.NeedName | packages.NeedFiles}, patterns...)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", strings.Join(patterns, " "), err)
+	}
+	if len(shallow) == 0 {
+		return nil, fmt.Errorf("no packages match %s", strings.Join(patterns, " "))
 	}
 	overlay := map[string][]byte{}
 	for _, p := range shallow {
@@ -33,28 +38,47 @@ func load(dir string, patterns []string) ([]*packages.Package, error) {
 			}
 		}
 	}
-	cfg = &packages.Config{
-		Dir:     dir,
-		Mode:    packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo,
-		Overlay: overlay,
-	}
-	pkgs, err := packages.Load(cfg, patterns...)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", strings.Join(patterns, " "), err)
-	}
 	var errs Errors
-	for _, p := range pkgs {
-		for _, e := range p.Errors {
-			errs = append(errs, Error{Pos: position(e.Pos), Msg: e.Msg})
+	for _, ov := range []map[string][]byte{nil, overlay} {
+		if ov != nil && len(ov) == 0 {
+			break
+		}
+		cfg := &packages.Config{
+			Dir:     dir,
+			Mode:    packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo,
+			Overlay: ov,
+		}
+		pkgs, err := packages.Load(cfg, patterns...)
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", strings.Join(patterns, " "), err)
+		}
+		errs = nil
+		for _, p := range pkgs {
+			if !hasDirectives(p) {
+				continue
+			}
+			for _, e := range p.Errors {
+				errs = append(errs, Error{Pos: position(e.Pos), Msg: e.Msg})
+			}
+		}
+		if len(errs) == 0 {
+			return pkgs, nil
 		}
 	}
-	if len(pkgs) == 0 {
-		return nil, fmt.Errorf("no packages match %s", strings.Join(patterns, " "))
+	return nil, errs
+}
+
+// hasDirectives reports whether a hand-written file of p has a //bananas: line.
+func hasDirectives(p *packages.Package) bool {
+	for _, f := range p.Syntax {
+		if filepath.Base(p.Fset.Position(f.Pos()).Filename) == GenFile {
+			continue
+		}
+		if len(findDirectives(f)) > 0 {
+			return true
+		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return pkgs, nil
+	return false
 }
 
 // position parses the "file:line:col" of a packages.Error.
