@@ -13,7 +13,7 @@ var scriptFS embed.FS
 // scripts holds one Lua script per state transition, each prefixed with the
 // shared checks of scripts/_prelude.lua.
 type scripts struct {
-	enqueue, fetch, claim, ack, fail, requeue, renew, reap, promote, replay, purge *redis.Script
+	enqueue, fetch, claim, ack, fail, requeue, renew, reap, promote, replay, purge, cron *redis.Script
 }
 
 func loadScripts() *scripts {
@@ -33,6 +33,7 @@ func loadScripts() *scripts {
 		promote: load("promote"),
 		replay:  load("replay"),
 		purge:   load("purge"),
+		cron:    load("cron"),
 	}
 }
 

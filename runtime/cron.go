@@ -1,30 +1,103 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
+	"time"
 
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
 // CronEntry is a task enqueued on a schedule.
 type CronEntry struct {
-	Name string `json:"name"` // the task's wire name
-	Spec string `json:"spec"` // five cron fields, or a descriptor such as @every 1s
-	TZ   string `json:"tz,omitempty"`
+	Name     string   `json:"name"` // the task's wire name
+	Route    string   `json:"route"`
+	Priority Priority `json:"priority"`
+	Spec     string   `json:"spec"` // five cron fields, or a descriptor such as @every 1s
+	TZ       string   `json:"tz,omitempty"`
+
+	job func(c *Client, tick time.Time) (queue.NewJob, error)
 }
 
 // Schedule registers task t to be enqueued on spec (in time zone tz, "" for
-// UTC) by the worker's scheduler. Generated Register functions call it for
-// //bananas:cron functions. A bad spec or zone is an error of Run.
+// UTC). Generated Register functions call it for //bananas:cron functions.
+// Every worker (and `scheduler` process) runs the schedules registered on it;
+// each tick is enqueued exactly once however many run. A bad spec or zone is
+// an error of Run.
 func Schedule[A, R any](w *Worker, t *Task[A, R], spec, tz string) {
 	if _, _, err := scheduler.ParseSpec(spec, tz); err != nil {
 		w.regErrs = append(w.regErrs, fmt.Errorf("cron entry %s: %w", t.name, err))
 		return
 	}
-	w.cron = append(w.cron, CronEntry{Name: t.name, Spec: spec, TZ: tz})
+	cfg, err := t.config(nil)
+	if err != nil {
+		w.regErrs = append(w.regErrs, fmt.Errorf("cron entry %s: %w", t.name, err))
+		return
+	}
+	w.cron = append(w.cron, CronEntry{
+		Name: t.name, Route: cfg.route, Priority: cfg.priority, Spec: spec, TZ: tz,
+		job: func(c *Client, tick time.Time) (queue.NewJob, error) {
+			var zero A
+			return t.newJob(c, cfg, zero, tick, time.Time{})
+		},
+	})
 }
 
 // CronEntries returns the cron entries registered on w.
 func (w *Worker) CronEntries() []CronEntry {
 	return append([]CronEntry(nil), w.cron...)
+}
+
+// cronRunner turns the registered entries into the scheduler's.
+func (w *Worker) cronRunner() *scheduler.Cron {
+	entries := make([]scheduler.CronEntry, len(w.cron))
+	for i, e := range w.cron {
+		entries[i] = scheduler.CronEntry{
+			Name: e.Name, Route: e.Route, Priority: string(e.Priority), Spec: e.Spec, TZ: e.TZ,
+			Job: func(tick time.Time) (queue.NewJob, error) { return e.job(w.c, tick) },
+		}
+	}
+	return &scheduler.Cron{
+		Queue: w.c.q, Entries: entries,
+		OnFire: func(e scheduler.CronEntry, tick time.Time, id string) {
+			w.opts.Logger.Info("bananas: cron fired", "entry", e.Name, "tick", tick.Format(time.RFC3339), "job", id)
+		},
+		OnError: func(e scheduler.CronEntry, err error) {
+			w.opts.Logger.Warn("bananas: cron fire failed", "entry", e.Name, "err", err)
+		},
+	}
+}
+
+// CronStatus is a cron entry with its state in Redis.
+type CronStatus struct {
+	CronEntry
+	LastRun   time.Time `json:"last_run"`
+	NextRun   time.Time `json:"next_run"`
+	RunCount  int64     `json:"run_count"`
+	LastJob   string    `json:"last_job,omitempty"`
+	LastError string    `json:"last_error,omitempty"`
+}
+
+// CronStatus reads the state of every entry registered on w. The last
+// error is the scheduler's, or else the failure of the entry's last job.
+func (w *Worker) CronStatus(ctx context.Context) ([]CronStatus, error) {
+	out := make([]CronStatus, 0, len(w.cron))
+	for _, e := range w.cron {
+		st, err := w.c.q.CronState(ctx, e.Route, e.Name)
+		if err != nil {
+			return nil, err
+		}
+		cs := CronStatus{CronEntry: e, LastRun: st.LastRun, NextRun: st.NextRun, RunCount: st.RunCount, LastJob: st.LastJob, LastError: st.LastError}
+		if cs.NextRun.IsZero() || cs.NextRun.Before(time.Now()) {
+			cs.NextRun, _ = scheduler.NextRun(e.Spec, e.TZ, time.Now())
+		}
+		if cs.LastError == "" && st.LastJob != "" {
+			if info, err := w.c.Job(ctx, st.LastJob); err == nil && info.Error != "" {
+				cs.LastError = info.Error
+			}
+		}
+		out = append(out, cs)
+	}
+	return out, nil
 }

@@ -69,11 +69,8 @@ func (t *Task[A, R]) EnqueueMany(ctx context.Context, args []A, opts ...Option) 
 	return t.enqueue(ctx, args, opts)
 }
 
-func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]string, error) {
-	c, err := t.clientOrDefault()
-	if err != nil {
-		return nil, err
-	}
+// config applies the task's defaults, then opts.
+func (t *Task[A, R]) config(opts []Option) (jobConfig, error) {
 	cfg := jobConfig{route: "default", priority: PriorityNormal}
 	for _, o := range t.defaults {
 		o(&cfg)
@@ -82,7 +79,52 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 		o(&cfg)
 	}
 	if len(cfg.errs) > 0 {
-		return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, errors.Join(cfg.errs...))
+		return cfg, fmt.Errorf("bananas: enqueue %s: %w", t.name, errors.Join(cfg.errs...))
+	}
+	return cfg, nil
+}
+
+// newJob encodes one job of the task: args checked against the payload limit,
+// the envelope, a fresh id (or the WithID one) and the unique key.
+func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Time) (queue.NewJob, error) {
+	raw, err := encode(args)
+	if err != nil {
+		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: encode args: %w", t.name, err)
+	}
+	if err := checkPayload("args of "+t.name, len(raw), c.maxPayload); err != nil {
+		return queue.NewJob{}, err
+	}
+	env, err := queue.EncodeEnvelope(queue.Envelope{
+		Args: raw, Timeout: cfg.timeout.Milliseconds(), Description: cfg.description,
+		ResultTTL: cfg.resultTTL.Milliseconds(), FailureTTL: cfg.resultTTL.Milliseconds(),
+	})
+	if err != nil {
+		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
+	}
+	id := cfg.id
+	if id == "" {
+		id = queue.NewID(cfg.route, now)
+	}
+	retries := c.maxRetries
+	if cfg.hasRetries {
+		retries = cfg.maxRetries
+	}
+	j := queue.NewJob{ID: id, Name: t.name, Envelope: env, MaxRetries: retries, RunAt: runAt}
+	if cfg.uniqueTTL > 0 {
+		sum := sha256.Sum256(append([]byte(t.name+"\x00"), raw...))
+		j.UniqueKey, j.UniqueTTL = hex.EncodeToString(sum[:16]), cfg.uniqueTTL
+	}
+	return j, nil
+}
+
+func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]string, error) {
+	c, err := t.clientOrDefault()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := t.config(opts)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.id != "" && len(args) != 1 {
 		return nil, fmt.Errorf("bananas: enqueue %s: WithID names one job, got %d", t.name, len(args))
@@ -92,34 +134,10 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 	if cfg.delay > 0 {
 		runAt = now.Add(cfg.delay)
 	}
-	retries := c.maxRetries
-	if cfg.hasRetries {
-		retries = cfg.maxRetries
-	}
 	jobs := make([]queue.NewJob, len(args))
 	for i, a := range args {
-		raw, err := encode(a)
-		if err != nil {
-			return nil, fmt.Errorf("bananas: enqueue %s: encode args: %w", t.name, err)
-		}
-		if err := checkPayload("args of "+t.name, len(raw), c.maxPayload); err != nil {
+		if jobs[i], err = t.newJob(c, cfg, a, now, runAt); err != nil {
 			return nil, err
-		}
-		env, err := queue.EncodeEnvelope(queue.Envelope{
-			Args: raw, Timeout: cfg.timeout.Milliseconds(), Description: cfg.description,
-			ResultTTL: cfg.resultTTL.Milliseconds(), FailureTTL: cfg.resultTTL.Milliseconds(),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
-		}
-		id := cfg.id
-		if id == "" {
-			id = queue.NewID(cfg.route, now)
-		}
-		jobs[i] = queue.NewJob{ID: id, Name: t.name, Envelope: env, MaxRetries: retries, RunAt: runAt}
-		if cfg.uniqueTTL > 0 {
-			sum := sha256.Sum256(append([]byte(t.name+"\x00"), raw...))
-			jobs[i].UniqueKey, jobs[i].UniqueTTL = hex.EncodeToString(sum[:16]), cfg.uniqueTTL
 		}
 	}
 	holders, err := c.q.Enqueue(ctx, cfg.route, string(cfg.priority), jobs, now)

@@ -57,6 +57,7 @@ type Worker struct {
 	c        *Client
 	opts     WorkerOptions
 	id       string
+	mode     string // WORKER_MODE, when started by Main
 	handlers map[string]*handler
 	cron     []CronEntry
 	regErrs  []error
@@ -204,9 +205,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}()
 
+	routes := func(context.Context) ([]string, error) { return w.opts.Routes, nil }
+	if w.opts.SchedulerOnly { // a scheduler promotes for every route there is
+		routes = w.c.q.Routes
+	}
 	p := &scheduler.Promoter{
 		Queue:  w.c.q,
-		Routes: func(context.Context) ([]string, error) { return w.opts.Routes, nil },
+		Routes: routes,
 		Wake:   promoterWake,
 		Safety: w.opts.SafetyPoll,
 		OnError: func(err error) {
@@ -217,6 +222,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.goLoop(bg, &wg, w.renewLoop)
 	w.goLoop(bg, &wg, w.reapLoop)
 	w.goLoop(bg, &wg, w.retentionLoop)
+	w.goLoop(bg, &wg, w.heartbeatLoop)
+	if len(w.cron) > 0 {
+		cr := w.cronRunner()
+		w.goLoop(bg, &wg, func(ctx context.Context) { _ = cr.Run(ctx) })
+	}
 
 	w.opts.Logger.Info("bananas: worker started", "worker", w.id, "routes", strings.Join(w.opts.Routes, ","),
 		"concurrency", w.opts.Concurrency, "tasks", strings.Join(w.Tasks(), ","))

@@ -1,0 +1,41 @@
+-- cron.lua: fire one tick of a cron entry exactly once, however many
+-- schedulers try: compare-and-set on the tick in the entry's state hash, and,
+-- only when this call advanced it, enqueue the tick's job — one atomic step in
+-- the route's slot, so there is no lock that could expire mid-fire.
+--
+-- KEYS[1]  HASH  route:{r}:cron:<name>   tick, last_run, next_run, run_count, last_job, spec, tz
+-- KEYS[2]  LIST  route:{r}:queue:<priority>
+-- KEYS[3]  HASH  route:{r}:stats
+-- KEYS[4]  HASH  route:{r}:job:<id>      the tick's job
+-- ARGV[1]  tick (unix ms): the scheduled time being fired
+-- ARGV[2]  next tick (unix ms)
+-- ARGV[3]  now (unix ms)
+-- ARGV[4]  job id
+-- ARGV[5]  task name
+-- ARGV[6]  envelope (msgpack)
+-- ARGV[7]  priority: high|normal|low
+-- ARGV[8]  max retries
+-- ARGV[9]  wake channel
+-- ARGV[10] spec, ARGV[11] time zone (kept for `cron list`)
+-- Returns: 1 fired (job enqueued), 0 this tick (or a later one) was already fired.
+local tick = bn_num(ARGV[1], 'tick')
+local next_tick = bn_num(ARGV[2], 'next tick')
+local now = bn_num(ARGV[3], 'now')
+local id = bn_str(ARGV[4], 'job id')
+bn_str(ARGV[5], 'task name')
+bn_str(ARGV[6], 'envelope')
+bn_prio(ARGV[7], 'priority')
+if bn_num(ARGV[8], 'max retries') < 0 then error('bananas: max retries must be >= 0') end
+bn_str(ARGV[9], 'wake channel')
+local last = tonumber(redis.call('HGET', KEYS[1], 'tick') or '-1')
+if last >= tick then return 0 end
+if redis.call('EXISTS', KEYS[4]) == 1 then error('bananas: cron job id ' .. id .. ' already exists') end
+
+redis.call('HSET', KEYS[1], 'tick', tick, 'last_run', now, 'next_run', next_tick, 'last_job', id,
+  'spec', ARGV[10], 'tz', ARGV[11])
+redis.call('HINCRBY', KEYS[1], 'run_count', 1)
+redis.call('HDEL', KEYS[1], 'last_error')
+redis.call('HSET', KEYS[4], 'n', ARGV[5], 'e', ARGV[6], 'p', ARGV[7], 'm', ARGV[8], 'a', 0, 's', 'q', 'c', now)
+redis.call('HINCRBY', KEYS[3], 'enqueued', 1)
+if bn_push(KEYS[2], id, false) then redis.call('PUBLISH', ARGV[9], '1') end
+return 1
