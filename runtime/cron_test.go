@@ -20,8 +20,8 @@ type tickRecorder struct {
 }
 
 func (h tickRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (h tickRecorder) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h tickRecorder) WithGroup(string) slog.Handler           { return h }
+func (h tickRecorder) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h tickRecorder) WithGroup(string) slog.Handler            { return h }
 func (h tickRecorder) Handle(_ context.Context, r slog.Record) error {
 	if r.Message != "bananas: cron fired" {
 		return nil
