@@ -147,3 +147,12 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 	}
 	return info, nil
 }
+
+// EmbeddedURL returns the redis:// address of the embedded server behind a
+// mem:// client, so other processes can share it, or "" for other clients.
+func (c *Client) EmbeddedURL() string {
+	if c.embedded == nil {
+		return ""
+	}
+	return "redis://" + c.embedded.m.Addr()
+}

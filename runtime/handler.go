@@ -10,6 +10,12 @@ import (
 type handler struct {
 	name string
 	run  func(ctx context.Context, args []byte) (result []byte, err error)
+
+	// For the command line: the task's description, a JSON enqueue through
+	// its generated decoder, and a typed await.
+	info        func() TaskInfo
+	enqueueJSON func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error)
+	await       func(ctx context.Context, c *Client, id string) (any, error)
 }
 
 // Handle registers fn as the handler of task t on worker w. Generated Register
@@ -18,6 +24,11 @@ type handler struct {
 func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, error)) {
 	w.register(&handler{
 		name: t.name,
+		info: t.Info,
+		enqueueJSON: func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error) {
+			return t.With(c).EnqueueJSON(ctx, data, opts...)
+		},
+		await: func(ctx context.Context, c *Client, id string) (any, error) { return t.With(c).Await(ctx, id) },
 		run: func(ctx context.Context, raw []byte) ([]byte, error) {
 			var args A
 			if err := decode(raw, &args); err != nil {

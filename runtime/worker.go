@@ -269,7 +269,7 @@ func (w *Worker) subscribe(ctx, bg context.Context, wg *sync.WaitGroup, promoter
 					if !ok {
 						return
 					}
-					signal(w.wake)
+					notify(w.wake)
 				}
 			}
 		})
@@ -298,8 +298,8 @@ func (w *Worker) subscribe(ctx, bg context.Context, wg *sync.WaitGroup, promoter
 	return subs, nil
 }
 
-// signal does a non-blocking send on a 1-buffered channel: a pending signal is enough.
-func signal(ch chan struct{}) {
+// notify does a non-blocking send on a 1-buffered channel: a pending signal is enough.
+func notify(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:

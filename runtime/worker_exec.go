@@ -40,7 +40,7 @@ func (w *Worker) start(d *queue.Dispatch) {
 		defer func() {
 			cancel(nil)
 			<-w.sem
-			signal(w.slotFreed)
+			notify(w.slotFreed)
 		}()
 		w.execute(ctx, r)
 	}()

@@ -1,0 +1,328 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// printJSON writes v indented, for programs.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table writes aligned columns, for people.
+func table(w io.Writer, header []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func cmdEnqueue(e *env, args []string) error {
+	fs := e.flags("NAME JSON [--route R] [--priority P] [--delay D] [--wait] [--json]: enqueue a registered task with JSON args")
+	route := fs.String("route", "", "route (default: the task's)")
+	prio := fs.String("priority", "", "high, normal or low (default: the task's)")
+	delay := fs.Duration("delay", 0, "run after this delay")
+	wait := fs.Bool("wait", false, "wait for the result and print it as JSON")
+	timeout := fs.Duration("timeout", 0, "with --wait: give up after this long (0: never)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usageError{fmt.Errorf("want NAME and JSON, got %d argument(s)", len(pos))}
+	}
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	w := e.registry(c, WorkerOptions{})
+	h := w.handlers[pos[0]]
+	if h == nil {
+		return usageError{fmt.Errorf("no task named %q (registered: %s)", pos[0], strings.Join(w.Tasks(), ", "))}
+	}
+	var opts []Option
+	if *route != "" {
+		opts = append(opts, Route(*route))
+	}
+	if *prio != "" {
+		opts = append(opts, WithPriority(Priority(*prio)))
+	}
+	if *delay > 0 {
+		opts = append(opts, Delay(*delay))
+	}
+	id, err := h.enqueueJSON(e.ctx, c, []byte(pos[1]), opts)
+	if err != nil {
+		if errors.Is(err, ErrDuplicate) {
+			return err
+		}
+		return usageError{err}
+	}
+	if !*wait {
+		if *asJSON {
+			return printJSON(e.stdout, map[string]string{"id": id})
+		}
+		fmt.Fprintln(e.stdout, id)
+		return nil
+	}
+	ctx := e.ctx
+	if *timeout > 0 {
+		var cancel func()
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	res, err := h.await(ctx, c, id)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", id, err)
+	}
+	if *asJSON {
+		return printJSON(e.stdout, map[string]any{"id": id, "result": res})
+	}
+	return printJSON(e.stdout, res)
+}
+
+func cmdJob(e *env, args []string) error {
+	fs := e.flags("ID [--json]: show a job")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{errors.New("want one job ID")}
+	}
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	info, err := c.Job(e.ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, info)
+	}
+	rows := [][]string{
+		{"id", info.ID}, {"task", info.Name}, {"route", info.Route}, {"priority", string(info.Priority)},
+		{"status", string(info.Status)}, {"description", orDash(info.Description)},
+		{"attempts", fmt.Sprintf("%d (max retries %d)", info.Attempts, info.MaxRetries)},
+		{"error", orDash(info.Error)}, {"created", stamp(info.CreatedAt)}, {"scheduled", stamp(info.ScheduledAt)},
+		{"started", stamp(info.StartedAt)}, {"finished", stamp(info.FinishedAt)},
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func cmdQueues(e *env, args []string) error {
+	fs := e.flags("[--json]: queue depths per route and priority")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
+	}
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	routes, err := c.q.Routes(e.ctx)
+	if err != nil {
+		return err
+	}
+	depths, err := c.q.Depths(e.ctx, routes)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		out := make([]map[string]any, len(depths))
+		for i, d := range depths {
+			out[i] = map[string]any{"route": d.Route, "high": d.High, "normal": d.Normal, "low": d.Low,
+				"scheduled": d.Scheduled, "active": d.Active, "dead": d.Dead}
+		}
+		return printJSON(e.stdout, out)
+	}
+	rows := make([][]string, len(depths))
+	for i, d := range depths {
+		rows[i] = []string{d.Route, fmt.Sprint(d.High), fmt.Sprint(d.Normal), fmt.Sprint(d.Low), fmt.Sprint(d.Scheduled), fmt.Sprint(d.Active), fmt.Sprint(d.Dead)}
+	}
+	return table(e.stdout, []string{"ROUTE", "HIGH", "NORMAL", "LOW", "SCHEDULED", "ACTIVE", "DEAD"}, rows)
+}
+
+func cmdDLQ(e *env, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" {
+		return usageError{errors.New("want a subcommand: list, replay ID, replay --all or purge")}
+	}
+	if args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(e.stdout, "usage: dlq list [--route R] [--limit N] [--json] | dlq replay ID | dlq replay --all [--route R] | dlq purge [--route R]")
+		return nil
+	}
+	sub, args := args[0], args[1:]
+	fs := e.flags("dlq " + sub + " [flags]")
+	route := fs.String("route", "", "only this route (default: every route)")
+	limit := fs.Int("limit", 100, "list: at most this many per route")
+	all := fs.Bool("all", false, "replay: every dead job")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	routes := []string{*route}
+	if *route == "" {
+		if routes, err = c.q.Routes(e.ctx); err != nil {
+			return err
+		}
+	}
+	switch sub {
+	case "list":
+		var dead []queue.DeadJob
+		for _, r := range routes {
+			d, err := c.q.DeadList(e.ctx, r, 0, *limit)
+			if err != nil {
+				return err
+			}
+			dead = append(dead, d...)
+		}
+		if *asJSON {
+			if dead == nil {
+				dead = []queue.DeadJob{}
+			}
+			return printJSON(e.stdout, dead)
+		}
+		rows := make([][]string, len(dead))
+		for i, d := range dead {
+			rows[i] = []string{d.ID, d.Route, d.Name, fmt.Sprint(d.Attempts), stamp(d.DiedAt), firstLine(d.Error)}
+		}
+		return table(e.stdout, []string{"ID", "ROUTE", "TASK", "ATTEMPTS", "DIED", "ERROR"}, rows)
+	case "replay":
+		switch {
+		case *all && len(pos) == 0:
+			total := 0
+			for _, r := range routes {
+				n, err := c.q.ReplayAll(e.ctx, r)
+				total += n
+				if err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(e.stdout, "replayed %d job(s)\n", total)
+			return nil
+		case !*all && len(pos) == 1:
+			if err := c.q.Replay(e.ctx, pos[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "replayed %s\n", pos[0])
+			return nil
+		}
+		return usageError{errors.New("want replay ID or replay --all")}
+	case "purge":
+		total := 0
+		for _, r := range routes {
+			n, err := c.q.Purge(e.ctx, r, time.Now().Add(100*365*24*time.Hour))
+			total += n
+			if err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(e.stdout, "purged %d job(s)\n", total)
+		return nil
+	}
+	return usageError{fmt.Errorf("unknown dlq subcommand %q: want list, replay or purge", sub)}
+}
+
+func cmdCron(e *env, args []string) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(e.stdout, "usage: cron list [--json]: the registered cron entries and their state")
+		return nil
+	}
+	if len(args) == 0 || args[0] != "list" {
+		return usageError{errors.New("want: cron list")}
+	}
+	fs := e.flags("cron list [--json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	sts, err := e.registry(c, WorkerOptions{}).CronStatus(e.ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if sts == nil {
+			sts = []CronStatus{}
+		}
+		return printJSON(e.stdout, sts)
+	}
+	rows := make([][]string, len(sts))
+	for i, s := range sts {
+		rows[i] = []string{s.Name, s.Spec, orDash(s.TZ), s.Route, stamp(s.LastRun), stamp(s.NextRun), fmt.Sprint(s.RunCount), orDash(firstLine(s.LastError))}
+	}
+	return table(e.stdout, []string{"NAME", "SPEC", "TZ", "ROUTE", "LAST RUN", "NEXT RUN", "RUNS", "LAST ERROR"}, rows)
+}
+
+func cmdWorkers(e *env, args []string) error {
+	fs := e.flags("[--json]: live workers, from their heartbeats")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := e.connect()
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	ws, err := c.Workers(e.ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, ws)
+	}
+	rows := make([][]string, len(ws))
+	for i, w := range ws {
+		rows[i] = []string{w.ID, w.Host, fmt.Sprint(w.PID), orDash(w.Mode), strings.Join(w.Routes, ","), fmt.Sprint(w.Concurrency), fmt.Sprint(w.InFlight), stamp(w.LastBeat)}
+	}
+	return table(e.stdout, []string{"ID", "HOST", "PID", "MODE", "ROUTES", "CONCURRENCY", "IN FLIGHT", "LAST BEAT"}, rows)
+}

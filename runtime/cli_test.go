@@ -1,0 +1,297 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/examples/quickstart/tasks"
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// app runs the application binary's command line in-process, with the
+// quickstart's generated tasks registered, against one namespace.
+type app struct {
+	t   *testing.T
+	env map[string]string
+}
+
+func newApp(t *testing.T) *app {
+	return &app{t: t, env: map[string]string{
+		"REDIS_URL": redistest.Shared(t).URL(), "BANANAS_NAMESPACE": redistest.Namespace(t), "LOG_LEVEL": "error",
+	}}
+}
+
+func (a *app) with(kv ...string) *app {
+	env := map[string]string{}
+	for k, v := range a.env {
+		env[k] = v
+	}
+	for i := 0; i < len(kv); i += 2 {
+		env[kv[i]] = kv[i+1]
+	}
+	return &app{t: a.t, env: env}
+}
+
+func (a *app) run(args ...string) (int, string, string) {
+	a.t.Helper()
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code := runtime.RunCommand(ctx, args, func(k string) string { return a.env[k] }, &out, &errOut, tasks.Register)
+	return code, out.String(), errOut.String()
+}
+
+func (a *app) ok(args ...string) string {
+	a.t.Helper()
+	code, out, errOut := a.run(args...)
+	if code != 0 {
+		a.t.Fatalf("%v exited %d: %s%s", args, code, out, errOut)
+	}
+	return out
+}
+
+// background runs a long-lived command (worker, scheduler) until the test
+// ends or stop is called.
+func (a *app) background(args ...string) (stop func() int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out bytes.Buffer
+	var mu sync.Mutex
+	go func() {
+		code := runtime.RunCommand(ctx, args, func(k string) string { return a.env[k] }, &lockedWriter{&mu, &out}, &lockedWriter{&mu, &out}, tasks.Register)
+		done <- code
+	}()
+	var once sync.Once
+	code := 0
+	stop = func() int {
+		once.Do(func() {
+			cancel()
+			select {
+			case code = <-done:
+			case <-time.After(30 * time.Second):
+				a.t.Errorf("%v did not stop", args)
+			}
+		})
+		return code
+	}
+	a.t.Cleanup(func() { stop() })
+	return stop
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (a *app) status(id string) string {
+	a.t.Helper()
+	var info runtime.JobInfo
+	if err := json.Unmarshal([]byte(a.ok("job", id, "--json")), &info); err != nil {
+		a.t.Fatal(err)
+	}
+	return string(info.Status)
+}
+
+func TestCLI_EnqueueJobQueuesAndWait(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	id := strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body": "a b c"}`))
+	if !strings.HasSuffix(id, ".default") {
+		t.Fatalf("enqueue printed %q, want a job id", id)
+	}
+	if out := a.ok("job", id); !strings.Contains(out, "count_words") || !strings.Contains(out, "pending") {
+		t.Fatalf("job table:\n%s", out)
+	}
+	if out := a.ok("queues"); !strings.Contains(out, "ROUTE") || !strings.Contains(out, "default") {
+		t.Fatalf("queues table:\n%s", out)
+	}
+	var depths []map[string]any
+	if err := json.Unmarshal([]byte(a.ok("queues", "--json")), &depths); err != nil || len(depths) != 1 || depths[0]["low"] != float64(1) {
+		t.Fatalf("queues --json = %v, %v; want one low job on default", depths, err)
+	}
+
+	code, _, errOut := a.run("enqueue", "count_words", `{"Bdy": "typo"}`)
+	if code != 2 || !strings.Contains(errOut, `unknown field "Bdy"`) {
+		t.Fatalf("enqueue with a wrong field = %d %q; want 2 naming the field", code, errOut)
+	}
+	if code, _, errOut := a.run("enqueue", "no_such_task", `{}`); code != 2 || !strings.Contains(errOut, `no task named "no_such_task"`) {
+		t.Fatalf("enqueue of an unknown task = %d %q", code, errOut)
+	}
+
+	a.background("worker")
+	if out := a.ok("enqueue", "count_words", `{"Body": "one two three four"}`, "--wait"); strings.TrimSpace(out) != "4" {
+		t.Fatalf("enqueue --wait printed %q, want the typed result 4", out)
+	}
+	out := a.ok("enqueue", "resize_image", `{"URL": "https://x/a.png", "Width": 10}`, "--route", "default", "--wait", "--json")
+	var got struct {
+		ID     string
+		Result struct{ URL string }
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Result.URL != "https://x/a-10w.png" || got.ID == "" {
+		t.Fatalf("enqueue --wait --json = %q, %v", out, err)
+	}
+	if code, _, errOut := a.run("job", "01JZZZZZZZZZZZZZZZZZZZZZZZ.default"); code != 1 || !strings.Contains(errOut, "job not found") {
+		t.Fatalf("job of an unknown id = %d %q; want 1, not found", code, errOut)
+	}
+}
+
+func TestCLI_DLQListReplayPurge(t *testing.T) {
+	t.Parallel()
+	a := newApp(t).with("WORKER_ROUTING_KEYS", "email")
+	stop := a.background("worker")
+	// send_email refuses an address without @: retries=2, then dead-lettered.
+	code, _, errOut := a.run("enqueue", "send_email", `{"To": "nobody"}`, "--wait")
+	if code != 1 || !strings.Contains(errOut, `invalid recipient "nobody"`) {
+		t.Fatalf("enqueue --wait of a failing job = %d %q; want 1 and the job's error", code, errOut)
+	}
+	stop()
+	out := a.ok("dlq", "list")
+	if !strings.Contains(out, "send_email") || !strings.Contains(out, "invalid recipient") {
+		t.Fatalf("dlq list:\n%s", out)
+	}
+	var dead []map[string]any
+	if err := json.Unmarshal([]byte(a.ok("dlq", "list", "--json")), &dead); err != nil || len(dead) != 1 {
+		t.Fatalf("dlq list --json = %v, %v", dead, err)
+	}
+	id := dead[0]["ID"].(string)
+	if out := a.ok("dlq", "replay", id); !strings.Contains(out, "replayed "+id) {
+		t.Fatalf("dlq replay: %s", out)
+	}
+	if s := a.status(id); s != "pending" {
+		t.Fatalf("replayed job is %s, want pending", s)
+	}
+	// Kill it again by hand so that replay --all and purge have work.
+	a.background("worker")
+	waitFor(t, 20*time.Second, "the replayed job to die again", func() bool { return a.status(id) == "failed" })
+	if out := a.ok("dlq", "replay", "--all"); !strings.Contains(out, "replayed 1 job(s)") {
+		t.Fatalf("dlq replay --all: %s", out)
+	}
+	waitFor(t, 20*time.Second, "the job to die a third time", func() bool { return a.status(id) == "failed" })
+	if out := a.ok("dlq", "purge"); !strings.Contains(out, "purged 1 job(s)") {
+		t.Fatalf("dlq purge: %s", out)
+	}
+	if code, _, _ := a.run("job", id); code != 1 {
+		t.Fatal("a purged job is still there")
+	}
+	if code, _, _ := a.run("dlq", "replay"); code != 2 {
+		t.Fatal("dlq replay without an id is not a usage error")
+	}
+}
+
+func TestCLI_WorkersCronAndHelp(t *testing.T) {
+	t.Parallel()
+	a := newApp(t).with("WORKER_MODE", "thin", "WORKER_ROUTING_KEYS", "images,default")
+	a.background("worker")
+	var ws []runtime.WorkerState
+	waitFor(t, 10*time.Second, "the worker's heartbeat", func() bool {
+		_ = json.Unmarshal([]byte(a.ok("workers", "--json")), &ws)
+		return len(ws) == 1
+	})
+	if w := ws[0]; w.Mode != "thin" || w.Concurrency != 2 || strings.Join(w.Routes, ",") != "images,default" || w.PID == 0 || w.Host == "" {
+		t.Fatalf("workers --json = %+v; want the thin worker with concurrency 2", w)
+	}
+	if out := a.ok("workers"); !strings.Contains(out, "IN FLIGHT") || !strings.Contains(out, "thin") {
+		t.Fatalf("workers table:\n%s", out)
+	}
+	if out := a.ok("cron", "list"); !strings.Contains(out, "NAME") {
+		t.Fatalf("cron list:\n%s", out)
+	}
+	for _, args := range [][]string{{"-h"}, {"worker", "-h"}, {"enqueue", "-h"}, {"job", "-h"}, {"queues", "-h"}, {"dlq", "-h"}, {"cron", "-h"}, {"workers", "-h"}, {"scheduler", "-h"}} {
+		if code, out, _ := a.run(args...); code != 0 || !strings.Contains(out, "usage") {
+			t.Fatalf("%v = %d %q; want 0 and a usage text", args, code, out)
+		}
+	}
+	if code, _, _ := a.run("frobnicate"); code != 2 {
+		t.Fatal("an unknown command is not a usage error")
+	}
+}
+
+func TestConfig_BadEnvironmentExits2NamingTheVariable(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	for _, c := range []struct{ name, value, says string }{
+		{"WORKER_CONCURRENCY", "lots", "WORKER_CONCURRENCY"},
+		{"WORKER_MODE", "turbo", "use thin, default, specialized, job-specialized or scheduler-only"},
+		{"WORKER_PRIORITIES", "high,urgent", "a comma-separated subset of high,normal,low"},
+		{"WORKER_ROUTING_KEYS", "gpu pool", `route "gpu pool"`},
+		{"JOB_TIMEOUT", "soon", "JOB_TIMEOUT"},
+		{"MAX_RETRIES", "-1", "MAX_RETRIES"},
+		{"SHUTDOWN_TIMEOUT", "0s", "SHUTDOWN_TIMEOUT"},
+		{"LEASE_DURATION", "1ms", "LEASE_DURATION"},
+		{"RESULT_TTL_SUCCESS", "x", "RESULT_TTL_SUCCESS"},
+		{"RESULT_TTL_FAILURE", "-1h", "RESULT_TTL_FAILURE"},
+		{"API_PORT", "99999", "API_PORT"},
+		{"LOG_LEVEL", "loud", "LOG_LEVEL"},
+		{"LOG_FORMAT", "xml", "LOG_FORMAT"},
+		{"REDIS_URL", "localhost:6379", "REDIS_URL"},
+		{"BANANAS_NAMESPACE", "a b", "BANANAS_NAMESPACE"},
+	} {
+		code, _, errOut := a.with(c.name, c.value).run("queues")
+		if code != 2 || !strings.Contains(errOut, c.says) {
+			t.Errorf("%s=%s: exit %d, stderr %q; want 2 and %q", c.name, c.value, code, errOut, c.says)
+		}
+	}
+	if code, _, errOut := a.with("WORKER_MODE", "specialized").run("worker"); code != 2 || !strings.Contains(errOut, "needs WORKER_PRIORITIES") {
+		t.Errorf("specialized without priorities = %d %q", code, errOut)
+	}
+	if code, _, errOut := a.with("WORKER_MODE", "job-specialized", "WORKER_JOB_TYPES", "nope").run("worker"); code != 2 || !strings.Contains(errOut, `"nope"`) {
+		t.Errorf("job-specialized with an unknown type = %d %q", code, errOut)
+	}
+	// Flags override the environment.
+	if code, _, errOut := a.with("WORKER_CONCURRENCY", "lots").run("worker", "--concurrency", "3"); code != 2 || !strings.Contains(errOut, "WORKER_CONCURRENCY") {
+		t.Errorf("a bad env var is reported even when a flag would override it: %d %q", code, errOut)
+	}
+	if code, _, errOut := a.run("worker", "--concurrency", "0"); code != 2 || !strings.Contains(errOut, "--concurrency") {
+		t.Errorf("a bad flag = %d %q; want 2 naming it", code, errOut)
+	}
+}
+
+// Each mode takes only what it allows.
+func TestModes_WorkerTakesOnlyWhatItsModeAllows(t *testing.T) {
+	t.Parallel()
+	t.Run("specialized", func(t *testing.T) {
+		t.Parallel()
+		a := newApp(t).with("WORKER_MODE", "specialized", "WORKER_PRIORITIES", "low")
+		low := strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body":"x"}`))                          // low by annotation
+		normal := strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body":"x"}`, "--priority", "normal")) // not this worker's
+		a.background("worker")
+		waitFor(t, 10*time.Second, "the low job to complete", func() bool { return a.status(low) == "completed" })
+		if s := a.status(normal); s != "pending" {
+			t.Fatalf("normal job on a low-only worker is %s", s)
+		}
+	})
+	t.Run("job-specialized", func(t *testing.T) {
+		t.Parallel()
+		a := newApp(t).with("WORKER_MODE", "job-specialized", "WORKER_JOB_TYPES", "resize_image", "WORKER_ROUTING_KEYS", "default")
+		other := strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body":"x"}`))
+		mine := strings.TrimSpace(a.ok("enqueue", "resize_image", `{"URL":"u.png","Width":1}`, "--route", "default"))
+		a.background("worker")
+		waitFor(t, 10*time.Second, "the resize job to complete", func() bool { return a.status(mine) == "completed" })
+		if s := a.status(other); s != "pending" {
+			t.Fatalf("a count_words job on a resize-only worker is %s", s)
+		}
+	})
+	t.Run("scheduler-only", func(t *testing.T) {
+		t.Parallel()
+		a := newApp(t)
+		ready := strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body":"x"}`))
+		later := strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body":"x"}`, "--delay", "200ms"))
+		a.background("scheduler")
+		waitFor(t, 10*time.Second, "the delayed job to be promoted", func() bool { return a.status(later) == "pending" })
+		if s := a.status(ready); s != "pending" {
+			t.Fatalf("a scheduler ran a job: it is %s", s)
+		}
+	})
+}

@@ -1,0 +1,237 @@
+package runtime
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// Worker modes (WORKER_MODE).
+const (
+	ModeThin           = "thin"            // one process does everything: all priorities, low concurrency (2)
+	ModeDefault        = "default"         // the routes and priorities configured, WORKER_CONCURRENCY jobs at once
+	ModeSpecialized    = "specialized"     // only the priorities of WORKER_PRIORITIES (which must be set)
+	ModeJobSpecialized = "job-specialized" // only the task names of WORKER_JOB_TYPES (which must be set)
+	ModeSchedulerOnly  = "scheduler-only"  // cron and the promoter, no jobs
+)
+
+// thinConcurrency is the concurrency of thin mode unless WORKER_CONCURRENCY says otherwise.
+const thinConcurrency = 2
+
+// Config is the process configuration runtime.Main reads from the
+// environment (and flags override).
+type Config struct {
+	RedisURL         string
+	Namespace        string
+	Mode             string
+	Concurrency      int
+	concurrencySet   bool
+	Priorities       []Priority
+	prioritiesSet    bool
+	Routes           []string
+	JobTypes         []string
+	JobTimeout       time.Duration
+	MaxRetries       int
+	ShutdownTimeout  time.Duration
+	Lease            time.Duration
+	ResultTTLSuccess time.Duration
+	ResultTTLFailure time.Duration
+	APIPort          int
+	APIToken         string
+	LogLevel         slog.Level
+	LogFormat        string
+}
+
+// envError names the variable that is wrong and what it accepts.
+func envError(name, value, accepts string) error {
+	return fmt.Errorf("%s=%q is invalid: %s", name, value, accepts)
+}
+
+// LoadConfig reads and validates the environment through getenv. The first
+// bad variable is the error, naming it and the values it accepts.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	c := Config{
+		RedisURL: "redis://localhost:6379", Namespace: "bananas", Mode: ModeDefault, Concurrency: 10,
+		Priorities: []Priority{PriorityHigh, PriorityNormal, PriorityLow}, Routes: []string{"default"},
+		JobTimeout: DefaultTimeout, MaxRetries: DefaultMaxRetries, ShutdownTimeout: 30 * time.Second,
+		Lease: 30 * time.Second, ResultTTLSuccess: DefaultResultTTL, ResultTTLFailure: DefaultFailureTTL,
+		LogLevel: slog.LevelInfo, LogFormat: "text",
+	}
+	for _, v := range configVars {
+		if raw := strings.TrimSpace(getenv(v.name)); raw != "" {
+			if err := v.set(&c, raw); err != nil {
+				return c, err
+			}
+		}
+	}
+	return c, c.check()
+}
+
+// configVar is one environment variable (and the flag that overrides it).
+type configVar struct {
+	name, flag, help string
+	set              func(c *Config, raw string) error
+}
+
+var configVars = []configVar{
+	{"REDIS_URL", "redis-url", "Redis URL: redis://, rediss://, redis+cluster://h1,h2 or mem://", func(c *Config, v string) error {
+		if !strings.Contains(v, "://") {
+			return envError("REDIS_URL", v, "want redis://host:port, rediss://..., redis+cluster://h1:p1,h2:p2 or mem://")
+		}
+		c.RedisURL = v
+		return nil
+	}},
+	{"BANANAS_NAMESPACE", "namespace", "key namespace", func(c *Config, v string) error {
+		if !queue.ValidNamespace(v) {
+			return envError("BANANAS_NAMESPACE", v, "1-64 characters without spaces or braces")
+		}
+		c.Namespace = v
+		return nil
+	}},
+	{"WORKER_MODE", "mode", "thin|default|specialized|job-specialized|scheduler-only", func(c *Config, v string) error {
+		switch v {
+		case ModeThin, ModeDefault, ModeSpecialized, ModeJobSpecialized, ModeSchedulerOnly:
+			c.Mode = v
+			return nil
+		}
+		return envError("WORKER_MODE", v, "use thin, default, specialized, job-specialized or scheduler-only")
+	}},
+	{"WORKER_CONCURRENCY", "concurrency", "jobs run at once", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100000 {
+			return envError("WORKER_CONCURRENCY", v, "a whole number from 1 to 100000")
+		}
+		c.Concurrency, c.concurrencySet = n, true
+		return nil
+	}},
+	{"WORKER_PRIORITIES", "priorities", "comma-separated subset of high,normal,low", func(c *Config, v string) error {
+		var ps []Priority
+		for _, p := range splitList(v) {
+			if !queue.ValidPriority(p) {
+				return envError("WORKER_PRIORITIES", v, "a comma-separated subset of high,normal,low")
+			}
+			ps = append(ps, Priority(p))
+		}
+		if len(ps) == 0 {
+			return envError("WORKER_PRIORITIES", v, "a comma-separated subset of high,normal,low")
+		}
+		c.Priorities, c.prioritiesSet = ps, true
+		return nil
+	}},
+	{"WORKER_ROUTING_KEYS", "routes", "comma-separated routes, in order of preference", func(c *Config, v string) error {
+		rs := splitList(v)
+		for _, r := range rs {
+			if !queue.ValidRoute(r) {
+				return envError("WORKER_ROUTING_KEYS", v, fmt.Sprintf("route %q is not 1-64 of A-Z a-z 0-9 _ -", r))
+			}
+		}
+		if len(rs) == 0 {
+			return envError("WORKER_ROUTING_KEYS", v, "at least one route")
+		}
+		c.Routes = rs
+		return nil
+	}},
+	{"WORKER_JOB_TYPES", "job-types", "comma-separated task names", func(c *Config, v string) error {
+		c.JobTypes = splitList(v)
+		return nil
+	}},
+	{"JOB_TIMEOUT", "job-timeout", "default run timeout", durationVar("JOB_TIMEOUT", func(c *Config, d time.Duration) { c.JobTimeout = d })},
+	{"MAX_RETRIES", "max-retries", "default retries", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return envError("MAX_RETRIES", v, "a whole number >= 0")
+		}
+		c.MaxRetries = n
+		return nil
+	}},
+	{"SHUTDOWN_TIMEOUT", "shutdown-timeout", "grace period for running jobs at shutdown", durationVar("SHUTDOWN_TIMEOUT", func(c *Config, d time.Duration) { c.ShutdownTimeout = d })},
+	{"LEASE_DURATION", "lease", "lease of a running job", durationVar("LEASE_DURATION", func(c *Config, d time.Duration) { c.Lease = d })},
+	{"RESULT_TTL_SUCCESS", "result-ttl-success", "how long results are kept", durationVar("RESULT_TTL_SUCCESS", func(c *Config, d time.Duration) { c.ResultTTLSuccess = d })},
+	{"RESULT_TTL_FAILURE", "result-ttl-failure", "how long failures are kept", durationVar("RESULT_TTL_FAILURE", func(c *Config, d time.Duration) { c.ResultTTLFailure = d })},
+	{"API_PORT", "api-port", "port of the HTTP API", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 65535 {
+			return envError("API_PORT", v, "a port number from 1 to 65535")
+		}
+		c.APIPort = n
+		return nil
+	}},
+	{"API_TOKEN", "api-token", "bearer token of the HTTP API", func(c *Config, v string) error { c.APIToken = v; return nil }},
+	{"LOG_LEVEL", "log-level", "debug|info|warn|error", func(c *Config, v string) error {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			return envError("LOG_LEVEL", v, "use debug, info, warn or error")
+		}
+		return nil
+	}},
+	{"LOG_FORMAT", "log-format", "text|json", func(c *Config, v string) error {
+		if v != "text" && v != "json" {
+			return envError("LOG_FORMAT", v, "use text or json")
+		}
+		c.LogFormat = v
+		return nil
+	}},
+}
+
+func durationVar(name string, set func(*Config, time.Duration)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return envError(name, v, "a positive Go duration such as 30s, 5m or 1h")
+		}
+		set(c, d)
+		return nil
+	}
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// check validates what only makes sense together.
+func (c *Config) check() error {
+	switch c.Mode {
+	case ModeSpecialized:
+		if !c.prioritiesSet {
+			return fmt.Errorf("WORKER_MODE=specialized needs WORKER_PRIORITIES (a subset of high,normal,low)")
+		}
+	case ModeJobSpecialized:
+		if len(c.JobTypes) == 0 {
+			return fmt.Errorf("WORKER_MODE=job-specialized needs WORKER_JOB_TYPES (comma-separated task names)")
+		}
+	}
+	if c.Lease < 100*time.Millisecond {
+		return envError("LEASE_DURATION", c.Lease.String(), "at least 100ms")
+	}
+	return nil
+}
+
+// workerOptions turns the configuration into the options of a worker in its mode.
+func (c *Config) workerOptions(log *slog.Logger) WorkerOptions {
+	o := WorkerOptions{
+		Routes: c.Routes, Priorities: c.Priorities, Concurrency: c.Concurrency, Lease: c.Lease,
+		ShutdownTimeout: c.ShutdownTimeout, JobTimeout: c.JobTimeout,
+		ResultTTL: c.ResultTTLSuccess, FailureTTL: c.ResultTTLFailure, Logger: log,
+	}
+	switch c.Mode {
+	case ModeThin:
+		o.Priorities = []Priority{PriorityHigh, PriorityNormal, PriorityLow}
+		if !c.concurrencySet {
+			o.Concurrency = thinConcurrency
+		}
+	case ModeJobSpecialized:
+		o.JobTypes = c.JobTypes
+	case ModeSchedulerOnly:
+		o.SchedulerOnly = true
+	}
+	return o
+}

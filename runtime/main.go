@@ -1,0 +1,194 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Main is the whole application binary: it reads the configuration from the
+// environment (flags override), registers the packages' tasks, and runs the
+// subcommand of os.Args — worker (the default), scheduler, enqueue, job,
+// queues, dlq, cron list, workers. It exits 0 on success, 1 on failure and
+// 2 on a usage or configuration error; SIGINT and SIGTERM shut a worker down
+// gracefully.
+//
+//	func main() { runtime.Main(tasks.Register, billing.Register) }
+func Main(register ...func(*Worker)) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := RunCommand(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, register...)
+	stop()
+	os.Exit(code)
+}
+
+// Exit statuses of RunCommand.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// usageError is a mistake in the command line or configuration: exit 2.
+type usageError struct{ error }
+
+const mainUsage = `usage: %[1]s [command] [flags]
+
+commands:
+  worker                          run jobs (the default)
+  scheduler                       run cron entries and the promoter, no jobs
+  enqueue NAME JSON [--route R --priority P --delay D --wait]
+                                  enqueue a task with JSON args
+  job ID                          show a job
+  queues                          queue depths per route and priority
+  dlq list | replay ID | replay --all | purge
+                                  the dead-letter queue
+  cron list                       cron entries and their state
+  workers                         live workers, from their heartbeats
+
+Every command takes -h, and --json where it prints. Configuration comes from the
+environment (REDIS_URL, BANANAS_NAMESPACE, WORKER_MODE, WORKER_CONCURRENCY, ...);
+flags of the same name override it (see 'worker -h').
+`
+
+// RunCommand is Main without the process around it: arguments, environment
+// and output are passed in, and the exit status is returned.
+func RunCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, register ...func(*Worker)) int {
+	cmd := "worker"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	if cmd == "help" || (len(args) == 0 && cmd == "-h") {
+		fmt.Fprintf(stdout, mainUsage, "app")
+		return ExitOK
+	}
+	run, ok := commands[cmd]
+	if !ok {
+		fmt.Fprintf(stderr, "unknown command %q\n", cmd)
+		fmt.Fprintf(stderr, mainUsage, "app")
+		return ExitUsage
+	}
+	cfg, err := LoadConfig(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "configuration:", err)
+		return ExitUsage
+	}
+	e := &env{ctx: ctx, cfg: cfg, stdout: stdout, stderr: stderr, register: register, name: cmd}
+	err = run(e, args)
+	var ue usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, ue.error)
+		return ExitUsage
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return ExitFailure
+	}
+}
+
+// env is what every command gets.
+type env struct {
+	ctx            context.Context
+	cfg            Config
+	stdout, stderr io.Writer
+	register       []func(*Worker)
+	name           string
+	client         *Client
+}
+
+func (e *env) logger() *slog.Logger {
+	opts := &slog.HandlerOptions{Level: e.cfg.LogLevel}
+	if e.cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(e.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, opts))
+}
+
+// connect opens the client (once) with the configured URL and namespace.
+func (e *env) connect() (*Client, error) {
+	if e.client != nil {
+		return e.client, nil
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, e.cfg.RedisURL, WithNamespace(e.cfg.Namespace), DefaultRetries(e.cfg.MaxRetries))
+	if err != nil {
+		return nil, err
+	}
+	e.client = c
+	return c, nil
+}
+
+func (e *env) close() {
+	if e.client != nil {
+		_ = e.client.Close()
+	}
+}
+
+// registry builds a worker (not run) holding every registered task.
+func (e *env) registry(c *Client, opts WorkerOptions) *Worker {
+	w := NewWorker(c, opts)
+	for _, r := range e.register {
+		r(w)
+	}
+	return w
+}
+
+// flags returns a flag set for the command whose -h prints usage to stdout.
+func (e *env) flags(usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(e.name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fs.SetOutput(e.stdout)
+		fmt.Fprintf(e.stdout, "usage: %s %s\n", e.name, usage)
+		fs.PrintDefaults()
+		fs.SetOutput(e.stderr)
+	}
+	return fs
+}
+
+// parse parses flags that may come before, between or after positional
+// arguments, and returns the positionals.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+var commands map[string]func(*env, []string) error
+
+func init() {
+	commands = map[string]func(*env, []string) error{
+		"worker":    cmdWorker,
+		"scheduler": cmdScheduler,
+		"enqueue":   cmdEnqueue,
+		"job":       cmdJob,
+		"queues":    cmdQueues,
+		"dlq":       cmdDLQ,
+		"cron":      cmdCron,
+		"workers":   cmdWorkers,
+	}
+}
