@@ -264,7 +264,7 @@ func TestModes_WorkerTakesOnlyWhatItsModeAllows(t *testing.T) {
 	t.Run("specialized", func(t *testing.T) {
 		t.Parallel()
 		a := newApp(t).with("WORKER_MODE", "specialized", "WORKER_PRIORITIES", "low")
-		low := strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body":"x"}`))                          // low by annotation
+		low := strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body":"x"}`))                            // low by annotation
 		normal := strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body":"x"}`, "--priority", "normal")) // not this worker's
 		a.background("worker")
 		waitFor(t, 10*time.Second, "the low job to complete", func() bool { return a.status(low) == "completed" })
