@@ -1,0 +1,259 @@
+// Command bench is the load generator behind `make bench`. It measures
+// Bananas with the scenarios and metric names of the peer harness in
+// shared/bench (asynq), so compare.sh can print both side by side:
+//
+//	REDIS_URL=redis://127.0.0.1:6390/0 go run ./examples/bench   # a server you started
+//	go run ./examples/bench                                      # the embedded server
+//
+// Result lines go to stdout as `bananas <metric>=<value>`; progress, prefixed
+// with #, to stderr. It works in a fresh namespace and deletes it at the end.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/examples/bench/tasks"
+	"github.com/bananas-go/bananas/runtime"
+)
+
+var (
+	n         = flag.Int("n", 50000, "jobs for the enqueue and drain scenarios")
+	producers = flag.Int("producers", 16, "producer goroutines for the enqueue scenario")
+	conc      = flag.Int("concurrency", 64, "worker concurrency")
+	rate      = flag.Int("rate", 1000, "jobs per second in the latency scenario")
+	secs      = flag.Int("secs", 5, "seconds of the latency scenario")
+	calls     = flag.Int("calls", 2000, "sequential Call round trips")
+	delayedN  = flag.Int("delayed", 200, "jobs in the delayed-lateness scenario")
+	batch     = flag.Int("batch", 1000, "jobs per EnqueueMany call")
+)
+
+var payload = tasks.Payload{To: "user@example.com", Subject: "hello", Body: "0123456789012345678901234567890123456789"}
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		url = "mem://"
+		note("REDIS_URL not set: measuring the embedded server (mem://)")
+	}
+	ns := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	c, err := runtime.Connect(ctx, url, runtime.WithNamespace(ns))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	defer cleanup(ctx, c.Redis(), ns)
+	runtime.SetDefault(c)
+
+	// enqueue: n single enqueues from `producers` goroutines; memory per pending job.
+	note("enqueue: %d single enqueues from %d goroutines", *n, *producers)
+	mem0 := usedMemory(ctx, c.Redis())
+	start := time.Now()
+	parallel(*producers, *n, func() {
+		if _, err := tasks.Noop.Enqueue(ctx, payload); err != nil {
+			log.Fatal(err)
+		}
+	})
+	report("enqueue_jobs_per_s", float64(*n)/time.Since(start).Seconds())
+	report("redis_bytes_per_job", float64(usedMemory(ctx, c.Redis())-mem0)/float64(*n))
+
+	// drain: the n pending no-op jobs at concurrency `conc`.
+	note("drain: %d pending jobs at concurrency %d", *n, *conc)
+	var done atomic.Int64
+	finished := make(chan struct{})
+	tasks.OnNoop = func() {
+		if done.Add(1) == int64(*n) {
+			close(finished)
+		}
+	}
+	var mu sync.Mutex
+	var lat, lateness []time.Duration
+	var latPhase atomic.Bool
+	tasks.OnPing = func(sent time.Time) {
+		d := time.Since(sent)
+		if latPhase.Load() {
+			mu.Lock()
+			lat = append(lat, d)
+			mu.Unlock()
+		}
+	}
+	tasks.OnDelayed = func(due time.Time) {
+		d := time.Since(due)
+		mu.Lock()
+		lateness = append(lateness, d)
+		mu.Unlock()
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w := runtime.NewWorker(c, runtime.WorkerOptions{Concurrency: *conc, Logger: quiet})
+	tasks.Register(w)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	start = time.Now()
+	go func() {
+		if err := w.Run(wctx); err != nil {
+			log.Fatal(err)
+		}
+	}()
+	<-finished
+	report("drain_jobs_per_s", float64(*n)/time.Since(start).Seconds())
+
+	// batch enqueue, on the now empty queues.
+	note("enqueue_batch: %d jobs in EnqueueMany calls of %d", *n, *batch)
+	done.Store(0)
+	finished = make(chan struct{})
+	start = time.Now()
+	var wg sync.WaitGroup
+	for off := 0; off < *n; off += *batch * *producers {
+		for p := 0; p < *producers && off+p**batch < *n; p++ {
+			lo := off + p**batch
+			hi := min(lo+*batch, *n)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := tasks.Noop.EnqueueMany(ctx, make([]tasks.Payload, hi-lo)); err != nil {
+					log.Fatal(err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	report("enqueue_batch_jobs_per_s", float64(*n)/time.Since(start).Seconds())
+	waitFor(func() bool { return done.Load() >= int64(*n) }, 60*time.Second)
+
+	// latency: enqueue-to-start at a fixed rate for `secs` seconds.
+	note("latency: %d jobs/s for %ds", *rate, *secs)
+	latPhase.Store(true)
+	sent := paced(*rate, time.Duration(*secs)*time.Second, func() {
+		if _, err := tasks.Ping.Enqueue(ctx, tasks.Stamp{At: time.Now().UnixNano()}); err != nil {
+			log.Print(err)
+		}
+	})
+	waitFor(func() bool { mu.Lock(); defer mu.Unlock(); return len(lat) >= sent }, 10*time.Second)
+	mu.Lock()
+	report("latency_p50_ms", ms(quantile(lat, 0.50)))
+	report("latency_p99_ms", ms(quantile(lat, 0.99)))
+	mu.Unlock()
+
+	// call: enqueue + await round trips, one after another.
+	note("call: %d sequential Call round trips", *calls)
+	rts := make([]time.Duration, 0, *calls)
+	for i := 0; i < *calls; i++ {
+		t0 := time.Now()
+		if _, err := tasks.Echo.Call(ctx, tasks.Stamp{At: int64(i)}); err != nil {
+			log.Fatal(err)
+		}
+		rts = append(rts, time.Since(t0))
+	}
+	report("call_p50_ms", ms(quantile(rts, 0.50)))
+	report("call_p99_ms", ms(quantile(rts, 0.99)))
+
+	// delayed: jobs due in 1s; lateness = start time - due time.
+	note("delayed: %d jobs due in 1s", *delayedN)
+	for i := 0; i < *delayedN; i++ {
+		due := time.Now().Add(time.Second)
+		if _, err := tasks.Delayed.Enqueue(ctx, tasks.Stamp{At: due.UnixNano()}, runtime.At(due)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	waitFor(func() bool { mu.Lock(); defer mu.Unlock(); return len(lateness) >= *delayedN }, 20*time.Second)
+	mu.Lock()
+	report("delay_lateness_p50_ms", ms(quantile(lateness, 0.50)))
+	report("delay_lateness_p99_ms", ms(quantile(lateness, 0.99)))
+	mu.Unlock()
+	stop()
+}
+
+func note(format string, args ...any) { fmt.Fprintf(os.Stderr, "# "+format+"\n", args...) }
+
+func report(metric string, v float64) { fmt.Printf("bananas %s=%.3f\n", metric, v) }
+
+func parallel(workers, total int, f func()) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(total) {
+				f()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// paced calls f perSec times a second (each in its own goroutine) for d and returns the count.
+func paced(perSec int, d time.Duration, f func()) int {
+	interval := time.Second / time.Duration(perSec)
+	start := time.Now()
+	sent := 0
+	for time.Since(start) < d {
+		if w := time.Until(start.Add(time.Duration(sent) * interval)); w > 0 {
+			time.Sleep(w)
+		}
+		go f()
+		sent++
+	}
+	return sent
+}
+
+// waitFor polls cond until it holds or the limit passes.
+func waitFor(cond func() bool, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for !cond() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func usedMemory(ctx context.Context, rdb redis.UniversalClient) int64 {
+	info, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// cleanup deletes the run's namespace (on every master of a cluster).
+func cleanup(ctx context.Context, rdb redis.UniversalClient, ns string) {
+	del := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, ns+":*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+			if len(keys) == 1000 {
+				c.Unlink(ctx, keys...)
+				keys = keys[:0]
+			}
+		}
+		if len(keys) > 0 {
+			c.Unlink(ctx, keys...)
+		}
+		return iter.Err()
+	}
+	switch r := rdb.(type) {
+	case *redis.ClusterClient:
+		_ = r.ForEachMaster(ctx, del)
+	case *redis.Client:
+		_ = del(ctx, r)
+	}
+}

@@ -1,0 +1,47 @@
+// Package tasks holds the benchmark's tasks. The handlers report to hooks the
+// load generator installs, so one binary can measure every scenario.
+package tasks
+
+//go:generate go run github.com/bananas-go/bananas/bananagen
+
+import (
+	"context"
+	"time"
+)
+
+// Payload is the ~90-byte body of the enqueue and drain scenarios (the peer
+// harness sends the same JSON as bytes).
+type Payload struct {
+	To, Subject, Body string
+}
+
+// Stamp carries the time a job was enqueued, or was due.
+type Stamp struct{ At int64 }
+
+// Hooks are called by the handlers; set by the load generator before workers start.
+var (
+	OnNoop    = func() {}
+	OnPing    = func(sent time.Time) {}
+	OnDelayed = func(due time.Time) {}
+)
+
+//bananas:task retries=0
+func noop(ctx context.Context, p Payload) error {
+	OnNoop()
+	return nil
+}
+
+//bananas:task retries=0
+func ping(ctx context.Context, s Stamp) error {
+	OnPing(time.Unix(0, s.At))
+	return nil
+}
+
+//bananas:task retries=0
+func echo(ctx context.Context, s Stamp) (Stamp, error) { return s, nil }
+
+//bananas:task retries=0
+func delayed(ctx context.Context, s Stamp) error {
+	OnDelayed(time.Unix(0, s.At))
+	return nil
+}
