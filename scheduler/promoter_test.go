@@ -25,7 +25,9 @@ func eachBackend(t *testing.T, f func(t *testing.T, q *queue.Queue)) {
 			if name == "redis" {
 				rdb = redistest.Shared(t).Client(t)
 			} else {
-				rdb = redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+				m := miniredis.RunT(t)
+				m.ClockTTL(true) // TTLs follow the wall clock, as behind mem://
+				rdb = redis.NewClient(&redis.Options{Addr: m.Addr()})
 				t.Cleanup(func() { _ = rdb.Close() })
 			}
 			q, err := queue.New(rdb, redistest.Namespace(t))

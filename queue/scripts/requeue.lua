@@ -16,11 +16,12 @@ local token = bn_str(ARGV[2], 'token')
 bn_str(ARGV[3], 'wake channel')
 if redis.call('HGET', KEYS[3], id) ~= token then return 0 end
 local prio = redis.call('HGET', KEYS[1], 'p')
+local list = prio and KEYS[3 + bn_prio(prio, 'stored priority')]
 
 redis.call('ZREM', KEYS[2], id)
 redis.call('HDEL', KEYS[3], id)
-if not prio then return 3 end
-if bn_push(KEYS[3 + bn_prio(prio, 'stored priority')], id, true) then
+if not list then return 3 end
+if bn_push(list, id, true) then
   redis.call('PUBLISH', ARGV[3], '1')
 end
 return 1
