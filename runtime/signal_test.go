@@ -2,10 +2,10 @@ package runtime_test
 
 import (
 	"bytes"
-	"sync"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
