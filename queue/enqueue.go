@@ -24,13 +24,7 @@ const enqueueChunk = 1000
 // one round trip. holders[i] is "" when jobs[i] was written, and otherwise the
 // id of the job that already holds its id or unique key.
 func (q *Queue) Enqueue(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) (holders []string, err error) {
-	if err := CheckRoute(route); err != nil {
-		return nil, err
-	}
-	if !ValidPriority(priority) {
-		return nil, fmt.Errorf("invalid priority %q: use high, normal or low", priority)
-	}
-	if err := q.registerRoute(ctx, route); err != nil {
+	if err := q.checkEnqueue(ctx, route, priority); err != nil {
 		return nil, err
 	}
 	holders = make([]string, 0, len(jobs))
@@ -43,6 +37,29 @@ func (q *Queue) Enqueue(ctx context.Context, route, priority string, jobs []NewJ
 		holders = append(holders, h...)
 	}
 	return holders, nil
+}
+
+// EnqueueOne writes one job. Concurrent calls for the same route and priority
+// are coalesced into one script call (see committer), so many producers cost
+// few round trips. The result is as for Enqueue.
+func (q *Queue) EnqueueOne(ctx context.Context, route, priority string, job NewJob) (holder string, err error) {
+	if err := q.checkEnqueue(ctx, route, priority); err != nil {
+		return "", err
+	}
+	if job.ID == "" || job.Name == "" || len(job.Envelope) == 0 {
+		return "", fmt.Errorf("enqueue: job needs an id, a name and an envelope")
+	}
+	return q.enqs.do(ctx, route+"\x00"+priority, job)
+}
+
+func (q *Queue) checkEnqueue(ctx context.Context, route, priority string) error {
+	if err := CheckRoute(route); err != nil {
+		return err
+	}
+	if !ValidPriority(priority) {
+		return fmt.Errorf("invalid priority %q: use high, normal or low", priority)
+	}
+	return q.registerRoute(ctx, route)
 }
 
 func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) ([]string, error) {

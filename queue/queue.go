@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,9 @@ type Queue struct {
 	ns     string
 	s      *scripts
 	routes sync.Map // routes this process already added to the routes set
+
+	acks *committer[ackReq, bool]   // coalesced acks, by route
+	enqs *committer[NewJob, string] // coalesced single enqueues, by route and priority
 }
 
 // New returns a Queue over rdb (a *redis.Client or *redis.ClusterClient) with
@@ -32,7 +36,13 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 	if !ValidNamespace(ns) {
 		return nil, fmt.Errorf("invalid namespace %q: 1-64 characters without spaces or braces", ns)
 	}
-	return &Queue{rdb: rdb, ns: ns, s: loadScripts()}, nil
+	q := &Queue{rdb: rdb, ns: ns, s: loadScripts()}
+	q.acks = newCommitter(q.ackMany)
+	q.enqs = newCommitter(func(ctx context.Context, group string, jobs []NewJob) ([]string, error) {
+		route, priority, _ := strings.Cut(group, "\x00")
+		return q.enqueueChunk(ctx, route, priority, jobs, time.Now())
+	})
+	return q, nil
 }
 
 // Namespace returns the key prefix of this queue.

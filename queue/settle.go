@@ -18,15 +18,42 @@ const (
 
 // Ack completes d: its result record is stored for ttl and published, and its
 // lease released. It reports false when the lease was lost (nothing changed).
+// Concurrent acks of one route are coalesced into one script call.
 func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration, now time.Time) (bool, error) {
-	k := q.Keys(d.Route)
-	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Result(d.ID), k.Stats()}
-	n, err := q.s.ack.Run(ctx, q.rdb, keys, d.ID, d.Token, ms(now), record, max(1, durMS(ttl)),
-		ResultChannel(q.ns, d.ID), ms(d.StartedAt())).Int()
+	ok, err := q.acks.do(ctx, d.Route, ackReq{d: d, record: record, ttl: ttl})
 	if err != nil {
 		return false, fmt.Errorf("ack job %s: %w", d.ID, err)
 	}
-	return n == 1, nil
+	return ok, nil
+}
+
+type ackReq struct {
+	d      *Dispatch
+	record []byte
+	ttl    time.Duration
+}
+
+// ackMany runs ack.lua for a batch of one route.
+func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
+	k := q.Keys(route)
+	keys := make([]string, 0, 3+2*len(reqs))
+	keys = append(keys, k.Active(), k.Leases(), k.Stats())
+	args := make([]any, 0, 1+6*len(reqs))
+	args = append(args, ms(time.Now()))
+	for _, r := range reqs {
+		keys = append(keys, k.Job(r.d.ID), k.Result(r.d.ID))
+		args = append(args, r.d.ID, r.d.Token, r.record, max(1, durMS(r.ttl)), ResultChannel(q.ns, r.d.ID), ms(r.d.StartedAt()))
+	}
+	res, err := q.s.ack.Run(ctx, q.rdb, keys, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	flags := ints(res)
+	out := make([]bool, len(reqs))
+	for i := range out {
+		out[i] = i < len(flags) && flags[i] == 1
+	}
+	return out, nil
 }
 
 // Failure says how a failed run ends.

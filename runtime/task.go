@@ -140,7 +140,14 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 			return nil, err
 		}
 	}
-	holders, err := c.q.Enqueue(ctx, cfg.route, string(cfg.priority), jobs, now)
+	var holders []string
+	if len(jobs) == 1 { // coalesced with other producers' single enqueues
+		var h string
+		h, err = c.q.EnqueueOne(ctx, cfg.route, string(cfg.priority), jobs[0])
+		holders = []string{h}
+	} else {
+		holders, err = c.q.Enqueue(ctx, cfg.route, string(cfg.priority), jobs, now)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}

@@ -14,6 +14,14 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 	safety := time.NewTimer(w.opts.SafetyPoll)
 	defer safety.Stop()
 	errDelay := 50 * time.Millisecond
+	// When the worker is saturated, a fetch for a single freed slot costs two
+	// round trips for one job; waiting up to gather for a few more slots lets
+	// one fetch take several. An idle worker never waits here.
+	const gather = time.Millisecond
+	minFetch := max(1, cap(w.sem)/8)
+	gatherTimer := time.NewTimer(time.Hour)
+	defer gatherTimer.Stop()
+	gathering := false
 	for ctx.Err() == nil {
 		free := cap(w.sem) - len(w.sem) // only this loop takes slots, so free cannot shrink under us
 		if free == 0 {
@@ -23,6 +31,21 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 			}
 			continue
 		}
+		if free < minFetch {
+			if !gathering {
+				gathering = true
+				gatherTimer.Reset(gather)
+			}
+			select {
+			case <-w.slotFreed:
+				continue
+			case <-gatherTimer.C:
+			case <-ctx.Done():
+				continue
+			}
+		}
+		gatherTimer.Stop()
+		gathering = false
 		got, err := w.fetchOnce(ctx, free)
 		if err != nil {
 			if ctx.Err() != nil {

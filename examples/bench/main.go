@@ -17,6 +17,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,12 +39,23 @@ var (
 	calls     = flag.Int("calls", 2000, "sequential Call round trips")
 	delayedN  = flag.Int("delayed", 200, "jobs in the delayed-lateness scenario")
 	batch     = flag.Int("batch", 1000, "jobs per EnqueueMany call")
+	cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 )
 
 var payload = tasks.Payload{To: "user@example.com", Subject: "hello", Body: "0123456789012345678901234567890123456789"}
 
 func main() {
 	flag.Parse()
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	url := os.Getenv("REDIS_URL")
 	if url == "" {

@@ -1,36 +1,48 @@
--- ack.lua: complete a job successfully: store and announce its result, release
--- its lease, and let the job hash live as long as the result. Fenced: a worker
--- whose lease was lost (reaped, handed back) holds a stale token and changes nothing.
+-- ack.lua: complete jobs of one route successfully: store and announce each
+-- one's result, release its lease, and let its hash live as long as its
+-- result. Several acks travel in one call when workers finish together.
+-- Fenced: an ack whose token is no longer the job's (its lease was reaped or
+-- handed back) changes nothing.
 --
--- KEYS[1]  HASH    route:{r}:job:<id>
--- KEYS[2]  ZSET    route:{r}:active
--- KEYS[3]  HASH    route:{r}:leases
--- KEYS[4]  STRING  route:{r}:result:<id>
--- KEYS[5]  HASH    route:{r}:stats
--- ARGV[1]  id
--- ARGV[2]  fencing token of the dispatch
--- ARGV[3]  now (unix ms)
--- ARGV[4]  result record (opaque bytes, also the pub/sub payload)
--- ARGV[5]  result ttl ms (> 0)
--- ARGV[6]  result channel
--- ARGV[7]  started-at of the run (unix ms)
--- Returns: 1 when the job was completed, 0 when the token is stale (nothing written).
-local id = bn_str(ARGV[1], 'job id')
-local token = bn_str(ARGV[2], 'token')
-local now = bn_num(ARGV[3], 'now')
-local ttl = bn_num(ARGV[5], 'result ttl')
-bn_str(ARGV[6], 'result channel')
-local started = bn_num(ARGV[7], 'started-at')
-if ttl <= 0 then error('bananas: result ttl must be > 0') end
-if redis.call('HGET', KEYS[3], id) ~= token or redis.call('EXISTS', KEYS[1]) == 0 then
-  return 0
+-- KEYS[1]  ZSET  route:{r}:active
+-- KEYS[2]  HASH  route:{r}:leases
+-- KEYS[3]  HASH  route:{r}:stats
+-- KEYS[4+2i]  HASH    route:{r}:job:<id_i>
+-- KEYS[5+2i]  STRING  route:{r}:result:<id_i>
+-- ARGV[1]  now (unix ms)
+-- ARGV[2+6i .. 7+6i] per job: id, fencing token, result record (opaque bytes, also
+--          the pub/sub payload), result ttl ms (> 0), result channel, started-at ms
+-- Returns: an array with, per job, 1 completed or 0 stale token (nothing written).
+local now = bn_num(ARGV[1], 'now')
+local n = (#KEYS - 3) / 2
+if n ~= math.floor(n) or n < 1 or #ARGV ~= 1 + 6 * n then
+  error('bananas: ack needs two keys and six args per job')
+end
+for i = 0, n - 1 do
+  local a = 2 + 6 * i
+  bn_str(ARGV[a], 'job id')
+  bn_str(ARGV[a + 1], 'token')
+  if bn_num(ARGV[a + 3], 'result ttl') <= 0 then error('bananas: result ttl must be > 0') end
+  bn_str(ARGV[a + 4], 'result channel')
+  bn_num(ARGV[a + 5], 'started-at')
 end
 
-redis.call('ZREM', KEYS[2], id)
-redis.call('HDEL', KEYS[3], id)
-redis.call('HSET', KEYS[1], 's', 'd', 'f', now, 'st', started)
-redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('SET', KEYS[4], ARGV[4], 'PX', ttl)
-redis.call('HINCRBY', KEYS[5], 'processed', 1)
-redis.call('PUBLISH', ARGV[6], ARGV[4])
-return 1
+local out, done = {}, 0
+for i = 0, n - 1 do
+  local a = 2 + 6 * i
+  local id, job, result = ARGV[a], KEYS[4 + 2 * i], KEYS[5 + 2 * i]
+  if redis.call('HGET', KEYS[2], id) == ARGV[a + 1] and redis.call('EXISTS', job) == 1 then
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('HDEL', KEYS[2], id)
+    redis.call('HSET', job, 's', 'd', 'f', now, 'st', ARGV[a + 5])
+    redis.call('PEXPIRE', job, ARGV[a + 3])
+    redis.call('SET', result, ARGV[a + 2], 'PX', ARGV[a + 3])
+    redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 2])
+    done = done + 1
+    out[i + 1] = 1
+  else
+    out[i + 1] = 0
+  end
+end
+if done > 0 then redis.call('HINCRBY', KEYS[3], 'processed', done) end
+return out
