@@ -2,12 +2,13 @@ package queue
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// Envelope is the immutable part of a job, stored msgpack-encoded in the "e"
-// field of its hash. What the Lua scripts must read (name, priority, max
+// Envelope is the immutable part of a job, stored msgpack-encoded in the
+// fields e0, e1, ... of its hash (60-byte slices, so the hash stays compact). What the Lua scripts must read (name, priority, max
 // retries, attempts, state) lives in fields of its own, so no script decodes it.
 type Envelope struct {
 	Args        []byte `msgpack:"a"`           // msgpack-encoded task arguments
@@ -31,4 +32,27 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 		return e, fmt.Errorf("decode envelope: %w", err)
 	}
 	return e, nil
+}
+
+// storedEnvelope reassembles the envelope slices of a job hash; it reports
+// false when the hash has none.
+func storedEnvelope(fields map[string]string) ([]byte, bool) {
+	var b []byte
+	for k := 0; ; k++ {
+		part, ok := fields["e"+strconv.Itoa(k)]
+		if !ok {
+			return b, k > 0
+		}
+		b = append(b, part...)
+	}
+}
+
+// decodeStored decodes the envelope of a job hash, with an error when it is
+// missing or not an envelope.
+func decodeStored(id string, fields map[string]string) (Envelope, error) {
+	raw, ok := storedEnvelope(fields)
+	if !ok {
+		return Envelope{}, fmt.Errorf("job %s has no stored envelope", id)
+	}
+	return DecodeEnvelope(raw)
 }

@@ -89,9 +89,9 @@ func (q *Queue) load(ctx context.Context, route string, pairs []string) ([]*Disp
 	}
 	k := q.Keys(route)
 	pipe := q.rdb.Pipeline()
-	cmds := make([]*redis.SliceCmd, 0, len(pairs)/2)
+	cmds := make([]*redis.MapStringStringCmd, 0, len(pairs)/2)
 	for i := 0; i < len(pairs); i += 2 {
-		cmds = append(cmds, pipe.HMGet(ctx, k.Job(pairs[i]), "n", "e", "p", "m", "a", "c"))
+		cmds = append(cmds, pipe.HGetAll(ctx, k.Job(pairs[i])))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		// The jobs stay leased to nobody; their leases expire and the reaper recovers them.
@@ -101,16 +101,11 @@ func (q *Queue) load(ctx context.Context, route string, pairs []string) ([]*Disp
 	for i, c := range cmds {
 		d := &Dispatch{ID: pairs[2*i], Token: pairs[2*i+1], Route: route}
 		out = append(out, d)
-		v := c.Val()
-		str := func(i int) string { s, _ := v[i].(string); return s }
-		d.Name, d.Priority = str(0), str(2)
-		d.MaxRetries, d.Attempts = atoi(str(3)), atoi(str(4))
-		d.CreatedAt = fromMS(str(5))
-		if v[1] == nil {
-			d.BadEnvelope = fmt.Errorf("job %s has no stored envelope", d.ID)
-		} else {
-			d.Envelope, d.BadEnvelope = DecodeEnvelope([]byte(str(1)))
-		}
+		f := c.Val()
+		d.Name, d.Priority = f["n"], f["p"]
+		d.MaxRetries, d.Attempts = atoi(f["m"]), atoi(f["a"])
+		d.CreatedAt = fromMS(f["c"])
+		d.Envelope, d.BadEnvelope = decodeStored(d.ID, f)
 	}
 	return out, nil
 }

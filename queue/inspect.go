@@ -57,7 +57,7 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 		Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"]),
 		CreatedAt: fromMS(f["c"]), StartedAt: fromMS(f["st"]), FinishedAt: fromMS(f["f"]),
 	}
-	s.Envelope, s.BadEnvelope = DecodeEnvelope([]byte(f["e"]))
+	s.Envelope, s.BadEnvelope = decodeStored(id, f)
 	if b, err := res.Bytes(); err == nil {
 		s.Result = b
 	}

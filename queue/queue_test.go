@@ -167,3 +167,33 @@ func TestEnqueueFetch_OneJobInExactlyOnePlace(t *testing.T) {
 		}
 	})
 }
+
+// The envelope is stored in 60-byte slices: any size comes back intact, and a
+// typical job's hash stays compact (listpack) on Redis.
+func TestEnvelope_StoredInSlicesRoundTrips(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		for _, size := range []int{0, 59, 60, 61, 90, 100_000} {
+			args := make([]byte, size)
+			for i := range args {
+				args[i] = byte(i * 7)
+			}
+			e, _ := queue.EncodeEnvelope(queue.Envelope{Args: args, Description: "d"})
+			j := queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: e}
+			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{j}, now); err != nil {
+				t.Fatal(err)
+			}
+			s, err := q.Lookup(ctx, j.ID)
+			if err != nil || s.BadEnvelope != nil || string(s.Envelope.Args) != string(args) || s.Envelope.Description != "d" {
+				t.Fatalf("size %d: lookup = %v, %v; envelope not intact", size, err, s.BadEnvelope)
+			}
+			if size == 90 {
+				enc, err := q.Client().ObjectEncoding(ctx, q.Keys("r").Job(j.ID)).Result()
+				if err == nil && enc != "listpack" {
+					t.Fatalf("a job with 90-byte args is stored as %s, want listpack", enc)
+				}
+			}
+		}
+	})
+}

@@ -41,9 +41,9 @@ func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide fu
 		return nil, err
 	}
 	pipe := q.rdb.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(ids))
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HMGet(ctx, k.Job(id), "n", "a", "m", "e")
+		cmds[i] = pipe.HGetAll(ctx, k.Job(id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read expired jobs of route %s: %w", route, err)
@@ -51,10 +51,9 @@ func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide fu
 	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats()}
 	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns)}
 	for i, id := range ids {
-		v := cmds[i].Val()
-		str := func(i int) string { s, _ := v[i].(string); return s }
-		e := Expired{ID: id, Name: str(0), Attempts: atoi(str(1)), MaxRetries: atoi(str(2))}
-		e.Envelope, _ = DecodeEnvelope([]byte(str(3)))
+		f := cmds[i].Val()
+		e := Expired{ID: id, Name: f["n"], Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"])}
+		e.Envelope, _ = decodeStored(id, f)
 		verdict := decide(e)
 		keys = append(keys, k.Job(id), k.Result(id))
 		args = append(args, id, e.Attempts, ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)))

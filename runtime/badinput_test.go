@@ -68,7 +68,7 @@ func TestBadInput_CorruptEnvelopeIsDeadLetteredWorkerContinues(t *testing.T) {
 			t.Fatal(err)
 		}
 		k := c.Queue().Keys("default")
-		if err := c.Redis().HSet(ctx, k.Job(bad), "e", "\xc1 not msgpack").Err(); err != nil {
+		if err := c.Redis().HSet(ctx, k.Job(bad), "e0", "\xc1 not msgpack").Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Redis().ZAdd(ctx, k.Scheduled(), redisZ(bad)).Err(); err != nil { // make it due now

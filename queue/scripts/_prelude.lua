@@ -56,3 +56,24 @@ local function bn_settle(job, scheduled, dead, result, stats, id, now, msg, retr
   redis.call('PUBLISH', channel, record)
   return 2
 end
+
+-- bn_write_job creates a job hash: its small fields, then the envelope cut into
+-- fields e0, e1, ... of at most 60 bytes. Redis keeps a hash compact (listpack)
+-- only while every value is at most 64 bytes (hash-max-listpack-value); a
+-- whole 100-byte envelope would make every job a full hashtable, about twice
+-- the memory. HSET goes out in slices so a large envelope never overflows the
+-- Lua stack.
+local function bn_write_job(job, small, env)
+  local fields = small
+  local k = 0
+  for off = 1, #env, 60 do
+    fields[#fields + 1] = 'e' .. k
+    fields[#fields + 1] = string.sub(env, off, off + 59)
+    k = k + 1
+    if #fields >= 200 then
+      redis.call('HSET', job, unpack(fields))
+      fields = {}
+    end
+  end
+  if #fields > 0 then redis.call('HSET', job, unpack(fields)) end
+end
