@@ -75,7 +75,7 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	defer cancel()
 	hctx = context.WithValue(hctx, jobKey{}, Job{ID: d.ID, Name: d.Name, Route: d.Route, Priority: Priority(d.Priority), Attempt: d.Attempts + 1})
 
-	log.Info("bananas: job started")
+	log.Debug("bananas: job started")
 	done := make(chan outcome, 1)
 	go func() {
 		defer func() {
@@ -133,7 +133,7 @@ func (w *Worker) ackRun(r *run, log *slog.Logger, result []byte) {
 	case !ok:
 		log.Warn("bananas: job finished after its lease was lost; result discarded")
 	default:
-		log.Info("bananas: job succeeded", "took", now.Sub(d.StartedAt()).Round(time.Microsecond))
+		log.Debug("bananas: job succeeded", "took", now.Sub(d.StartedAt()).Round(time.Microsecond))
 	}
 }
 
