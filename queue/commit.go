@@ -6,20 +6,22 @@ import (
 	"time"
 )
 
-// committer coalesces concurrent calls into one Redis call per group (group
-// commit): the first caller of an idle group flushes at once, alone — no
-// added latency at low load — and callers that arrive while a flush is in
-// flight join the next batch, which goes out as soon as that flush returns.
-// Under load a batch therefore holds every call that arrived during one round
-// trip, and the round trips per call fall with the load.
+// committer coalesces concurrent calls into few Redis calls per group (group
+// commit). A call that finds a free flush slot goes out at once — no added
+// latency at low load — and calls that arrive while every slot is busy join
+// the next batch, which goes out as soon as a slot frees. Under load a batch
+// holds every call that arrived during a round trip, so round trips per call
+// fall as load rises, while a few flushes in flight keep Redis busy while the
+// client handles replies.
 type committer[In, Out any] struct {
-	mu     sync.Mutex
-	groups map[string]*commitGroup[In, Out]
-	flush  func(ctx context.Context, group string, ins []In) ([]Out, error)
+	mu       sync.Mutex
+	groups   map[string]*commitGroup[In, Out]
+	inflight int // flushes in flight per group at most
+	flush    func(ctx context.Context, group string, ins []In) ([]Out, error)
 }
 
 type commitGroup[In, Out any] struct {
-	flushing bool
+	inflight int
 	next     *commitBatch[In, Out]
 }
 
@@ -34,8 +36,8 @@ type commitBatch[In, Out any] struct {
 // none of their contexts can bound it).
 const flushTimeout = 10 * time.Second
 
-func newCommitter[In, Out any](flush func(context.Context, string, []In) ([]Out, error)) *committer[In, Out] {
-	return &committer[In, Out]{groups: map[string]*commitGroup[In, Out]{}, flush: flush}
+func newCommitter[In, Out any](inflight int, flush func(context.Context, string, []In) ([]Out, error)) *committer[In, Out] {
+	return &committer[In, Out]{groups: map[string]*commitGroup[In, Out]{}, inflight: inflight, flush: flush}
 }
 
 // do adds in to the group's next batch and waits for that batch's outcome. If
@@ -53,13 +55,13 @@ func (c *committer[In, Out]) do(ctx context.Context, group string, in In) (Out, 
 	b := g.next
 	idx := len(b.ins)
 	b.ins = append(b.ins, in)
-	lead := !g.flushing
-	g.flushing = true
+	if g.inflight < c.inflight {
+		g.next = nil
+		g.inflight++
+		go c.run(group, g, b)
+	}
 	c.mu.Unlock()
 
-	if lead {
-		go c.run(group, g)
-	}
 	select {
 	case <-b.done:
 		var zero Out
@@ -73,21 +75,20 @@ func (c *committer[In, Out]) do(ctx context.Context, group string, in In) (Out, 
 	}
 }
 
-// run flushes the group's batches until none is waiting.
-func (c *committer[In, Out]) run(group string, g *commitGroup[In, Out]) {
-	for {
-		c.mu.Lock()
-		b := g.next
-		g.next = nil
-		if b == nil {
-			g.flushing = false
-			c.mu.Unlock()
-			return
-		}
-		c.mu.Unlock()
+// run flushes b, then whatever batch gathered meanwhile, until none waits.
+func (c *committer[In, Out]) run(group string, g *commitGroup[In, Out], b *commitBatch[In, Out]) {
+	for b != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 		b.outs, b.err = c.flush(ctx, group, b.ins)
 		cancel()
 		close(b.done)
+
+		c.mu.Lock()
+		b = g.next
+		g.next = nil
+		if b == nil {
+			g.inflight--
+		}
+		c.mu.Unlock()
 	}
 }

@@ -26,8 +26,8 @@
 // The job hash holds n (task name), e0, e1, ... (the msgpack Envelope — args,
 // timeout, result TTLs, description — in 60-byte slices, so that the hash
 // stays a compact listpack: Redis converts a hash with any value over 64 bytes
-// into a hashtable of about twice the size), p (priority), m (max retries), a (failed runs),
-// s (q queued / d done / x dead), c, st, f (created, started, finished, ms) and
+// into a hashtable of about twice the size), p (priority), m (max retries), a (failed runs; absent
+// means 0), s (d done / x dead; absent means queued), c, st, f (created, started, finished, ms) and
 // err (the last failure). Whether a queued job is pending, scheduled or
 // processing is read from the set that holds its id; a job id is in exactly
 // one of the ready lists, scheduled, active or dead at any instant, or in none

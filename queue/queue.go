@@ -37,8 +37,8 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 		return nil, fmt.Errorf("invalid namespace %q: 1-64 characters without spaces or braces", ns)
 	}
 	q := &Queue{rdb: rdb, ns: ns, s: loadScripts()}
-	q.acks = newCommitter(q.ackMany)
-	q.enqs = newCommitter(func(ctx context.Context, group string, jobs []NewJob) ([]string, error) {
+	q.acks = newCommitter(2, q.ackMany)
+	q.enqs = newCommitter(4, func(ctx context.Context, group string, jobs []NewJob) ([]string, error) {
 		route, priority, _ := strings.Cut(group, "\x00")
 		return q.enqueueChunk(ctx, route, priority, jobs, time.Now())
 	})

@@ -55,7 +55,7 @@ for i = 0, n - 1 do
     local a = 6 + 6 * i
     local id, run_at, uttl = ARGV[a], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
     local job, ukey = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
-    bn_write_job(job, {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'a', 0, 's', 'q', 'c', now}, ARGV[a + 2])
+    bn_write_job(job, {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}, ARGV[a + 2])
     if run_at > now then
       redis.call('ZADD', KEYS[2], run_at, id)
       if earliest == nil or run_at < earliest then earliest = run_at end
