@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test demo bench fmt
+.PHONY: test demo bench bench-compare fmt
 
 # The one test command (README, .ci/run): formatting, vet, and every test with
 # the race detector against real redis-server processes the tests start.
@@ -17,6 +17,12 @@ demo:
 # Benchmarks against $$REDIS_URL (the embedded server when unset).
 bench:
 	$(GO) run ./examples/bench
+
+# asynq and make bench side by side on one throwaway Redis; rewrites the
+# table in docs/PERFORMANCE.md. BENCH_PEER is the shared peer harness.
+BENCH_PEER ?= ../shared/bench
+bench-compare:
+	./examples/bench/compare-doc.sh $(BENCH_PEER)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
