@@ -38,11 +38,11 @@ func TestLease_RenewedWhileRunning(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		task := runtime.NewTask[Msg, Reply]("long").With(c)
 		runs := make(chan struct{}, 4)
-		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Lease: 300 * time.Millisecond}))
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Lease: 600 * time.Millisecond}))
 		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
 			runs <- struct{}{}
 			select {
-			case <-time.After(1200 * time.Millisecond): // four leases long
+			case <-time.After(2400 * time.Millisecond): // four leases long
 				return Reply{Text: "done"}, nil
 			case <-ctx.Done():
 				return Reply{}, ctx.Err()
