@@ -19,7 +19,7 @@
 //	<ns>:route:{<r>}:scheduled              ZSET    id -> run-at (ms): delayed jobs and retries
 //	<ns>:route:{<r>}:dead                   ZSET    id -> died-at (ms)
 //	<ns>:route:{<r>}:unique:<hash>          STRING  id holding a unique key, with its TTL
-//	<ns>:route:{<r>}:result:<id>            STRING  result record, with its TTL
+//	<ns>:route:{<r>}:result:<id>            STRING  failure record of a dead job, with its TTL
 //	<ns>:route:{<r>}:stats                  HASH    counters
 //	<ns>:routes                             SET     every route ever used
 //
@@ -28,14 +28,18 @@
 // stays a compact listpack: Redis converts a hash with any value over 64 bytes
 // into a hashtable of about twice the size), p (priority), m (max retries), a (failed runs; absent
 // means 0), s (d done / x dead; absent means queued), c, st, f (created, started, finished, ms) and
-// err (the last failure). Whether a queued job is pending, scheduled or
+// err (the last failure), and r, the result record of a completed job (whose
+// hash then expires with the result's TTL). Whether a queued job is pending, scheduled or
 // processing is read from the set that holds its id; a job id is in exactly
 // one of the ready lists, scheduled, active or dead at any instant, or in none
 // once completed.
 //
-// The result record lives in the route's slot, not under a key of its own
+// Result records live in the route's slot, not under a key of their own
 // slot, so that completing a job, storing its result and announcing it on
-// pub/sub is one atomic, fenced script. Its channel is <ns>:result:{<id>}.
+// pub/sub is one atomic, fenced script. A success's record is a field of the
+// job hash (one key per completed job, one Redis call less per ack); a dead
+// job's failure record has its own key, because the job stays in the
+// dead-letter set for 7 days while its failure is kept for the failure TTL. Its channel is <ns>:result:{<id>}.
 //
 // # Scripts
 //

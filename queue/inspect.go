@@ -58,7 +58,9 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 		CreatedAt: fromMS(f["c"]), StartedAt: fromMS(f["st"]), FinishedAt: fromMS(f["f"]),
 	}
 	s.Envelope, s.BadEnvelope = decodeStored(id, f)
-	if b, err := res.Bytes(); err == nil {
+	if r, ok := f["r"]; ok {
+		s.Result = []byte(r)
+	} else if b, err := res.Bytes(); err == nil {
 		s.Result = b
 	}
 	switch {
@@ -88,12 +90,16 @@ func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
 	}
 	k := q.Keys(route)
 	pipe := q.rdb.TxPipeline()
-	res := pipe.Get(ctx, k.Result(id))
+	res := pipe.Get(ctx, k.Result(id))       // a failure's record
+	inline := pipe.HGet(ctx, k.Job(id), "r") // a success's record
 	exists := pipe.Exists(ctx, k.Job(id))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read result of job %s: %w", id, err)
 	}
 	if b, err := res.Bytes(); err == nil {
+		return b, nil
+	}
+	if b, err := inline.Bytes(); err == nil {
 		return b, nil
 	}
 	if exists.Val() == 0 {

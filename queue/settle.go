@@ -16,8 +16,8 @@ const (
 	Orphan    Outcome = 3 // the job hash was gone; only the lease was released
 )
 
-// Ack completes d: its result record is stored for ttl and published, and its
-// lease released. It reports false when the lease was lost (nothing changed).
+// Ack completes d: its result record is stored in its hash, which now lives
+// for ttl, and published, and its lease released. It reports false when the lease was lost (nothing changed).
 // Concurrent acks of one route are coalesced into one script call.
 func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration, now time.Time) (bool, error) {
 	ok, err := q.acks.do(ctx, d.Route, ackReq{d: d, record: record, ttl: ttl})
@@ -36,12 +36,12 @@ type ackReq struct {
 // ackMany runs ack.lua for a batch of one route.
 func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
 	k := q.Keys(route)
-	keys := make([]string, 0, 3+2*len(reqs))
+	keys := make([]string, 0, 3+len(reqs))
 	keys = append(keys, k.Active(), k.Leases(), k.Stats())
 	args := make([]any, 0, 1+6*len(reqs))
 	args = append(args, ms(time.Now()))
 	for _, r := range reqs {
-		keys = append(keys, k.Job(r.d.ID), k.Result(r.d.ID))
+		keys = append(keys, k.Job(r.d.ID))
 		args = append(args, r.d.ID, r.d.Token, r.record, max(1, durMS(r.ttl)), ResultChannel(q.ns, r.d.ID), ms(r.d.StartedAt()))
 	}
 	res, err := q.s.ack.Run(ctx, q.rdb, keys, args...).Result()

@@ -1,22 +1,21 @@
--- ack.lua: complete jobs of one route successfully: store and announce each
--- one's result, release its lease, and let its hash live as long as its
--- result. Several acks travel in one call when workers finish together.
+-- ack.lua: complete jobs of one route successfully: store each one's result
+-- in its hash (field r) and announce it, release its lease, and let the hash
+-- live as long as the result should. Several acks travel in one call when workers finish together.
 -- Fenced: an ack whose token is no longer the job's (its lease was reaped or
 -- handed back) changes nothing.
 --
 -- KEYS[1]  ZSET  route:{r}:active
 -- KEYS[2]  HASH  route:{r}:leases
 -- KEYS[3]  HASH  route:{r}:stats
--- KEYS[4+2i]  HASH    route:{r}:job:<id_i>
--- KEYS[5+2i]  STRING  route:{r}:result:<id_i>
+-- KEYS[4+i]  HASH  route:{r}:job:<id_i>
 -- ARGV[1]  now (unix ms)
 -- ARGV[2+6i .. 7+6i] per job: id, fencing token, result record (opaque bytes, also
 --          the pub/sub payload), result ttl ms (> 0), result channel, started-at ms
 -- Returns: an array with, per job, 1 completed or 0 stale token (nothing written).
 local now = bn_num(ARGV[1], 'now')
-local n = (#KEYS - 3) / 2
-if n ~= math.floor(n) or n < 1 or #ARGV ~= 1 + 6 * n then
-  error('bananas: ack needs two keys and six args per job')
+local n = #KEYS - 3
+if n < 1 or #ARGV ~= 1 + 6 * n then
+  error('bananas: ack needs one key and six args per job')
 end
 for i = 0, n - 1 do
   local a = 2 + 6 * i
@@ -30,13 +29,12 @@ end
 local out, done = {}, 0
 for i = 0, n - 1 do
   local a = 2 + 6 * i
-  local id, job, result = ARGV[a], KEYS[4 + 2 * i], KEYS[5 + 2 * i]
+  local id, job = ARGV[a], KEYS[4 + i]
   if redis.call('HGET', KEYS[2], id) == ARGV[a + 1] and redis.call('EXISTS', job) == 1 then
     redis.call('ZREM', KEYS[1], id)
     redis.call('HDEL', KEYS[2], id)
-    redis.call('HSET', job, 's', 'd', 'f', now, 'st', ARGV[a + 5])
+    redis.call('HSET', job, 's', 'd', 'f', now, 'st', ARGV[a + 5], 'r', ARGV[a + 2])
     redis.call('PEXPIRE', job, ARGV[a + 3])
-    redis.call('SET', result, ARGV[a + 2], 'PX', ARGV[a + 3])
     redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 2])
     done = done + 1
     out[i + 1] = 1
