@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bananas-go/bananas/internal/redistest"
@@ -15,29 +14,17 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// eachBackend runs f against miniredis (the embedded server) and a real
-// redis-server, each test in its own namespace.
+// eachBackend runs f against the embedded server and a real redis-server,
+// each test in its own namespace.
 func eachBackend(t *testing.T, f func(t *testing.T, q *queue.Queue)) {
 	t.Helper()
-	t.Parallel()
-	for _, name := range []string{"embedded", "redis"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			var rdb *redis.Client
-			if name == "redis" {
-				rdb = redistest.Shared(t).Client(t)
-			} else {
-				m := miniredis.RunT(t)
-				rdb = redis.NewClient(&redis.Options{Addr: m.Addr()})
-				t.Cleanup(func() { _ = rdb.Close() })
-			}
-			q, err := queue.New(rdb, redistest.Namespace(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			f(t, q)
-		})
-	}
+	redistest.EachBackend(t, func(t *testing.T, rdb *redis.Client) {
+		q, err := queue.New(rdb, redistest.Namespace(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(t, q)
+	})
 }
 
 func env(t *testing.T) []byte {
