@@ -40,6 +40,8 @@ var (
 	delayedN  = flag.Int("delayed", 200, "jobs in the delayed-lateness scenario")
 	batch     = flag.Int("batch", 1000, "jobs per EnqueueMany call")
 	cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	role      = flag.String("role", "", "internal: 'worker' runs one worker process of the scaling scenario")
+	scale     = flag.Int("scaling", 0, "instead of the scenarios: drain this many jobs with 1, 2, 4 worker processes at concurrency 1, 16, 64, 256")
 )
 
 var payload = tasks.Payload{To: "user@example.com", Subject: "hello", Body: "0123456789012345678901234567890123456789"}
@@ -61,6 +63,14 @@ func main() {
 	if url == "" {
 		url = "mem://"
 		note("REDIS_URL not set: measuring the embedded server (mem://)")
+	}
+	switch {
+	case *role == "worker":
+		runWorkerChild(url, os.Getenv("BENCH_NS"), *conc)
+		return
+	case *scale > 0:
+		scaling(ctx, url, *scale)
+		return
 	}
 	ns := fmt.Sprintf("b%x", time.Now().UnixNano()%0xfffff) // short: key names count in the memory metric
 	c, err := runtime.Connect(ctx, url, runtime.WithNamespace(ns))
