@@ -10,11 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
 func TestBadInput_InvalidRouteIsRefusedByName(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, runtime.None]("routed").With(c)
+		task := testtasks.Note.With(c)
 		_, err := task.Enqueue(ctxT(t), Msg{}, runtime.Route("gpu pool!"))
 		if err == nil || !strings.Contains(err.Error(), `invalid route "gpu pool!"`) {
 			t.Fatalf("Enqueue with a bad route err = %v; want it to name the route", err)
@@ -36,14 +37,14 @@ func TestBadInput_InvalidRouteIsRefusedByName(t *testing.T) {
 
 func TestBadInput_OversizePayloadSaysSizeAndLimit(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, runtime.None]("big").With(c)
+		task := testtasks.Note.With(c)
 		_, err := task.Enqueue(ctxT(t), Msg{Text: strings.Repeat("x", 2<<20)})
-		if err == nil || !strings.Contains(err.Error(), "args of big is 2.00 MiB") || !strings.Contains(err.Error(), "payload limit of 1 MiB") {
+		if err == nil || !strings.Contains(err.Error(), "args of t_note is 2.00 MiB") || !strings.Contains(err.Error(), "payload limit of 1 MiB") {
 			t.Fatalf("oversize Enqueue err = %v; want the size and the limit", err)
 		}
 
 		// A result over the limit fails the job for good, saying so.
-		huge := runtime.NewTask[Msg, Reply]("huge").With(c)
+		huge := testtasks.Echo.With(c)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 		runtime.Handle(w, huge, func(ctx context.Context, m Msg) (Reply, error) {
 			return Reply{Text: strings.Repeat("y", 1<<20)}, nil
@@ -51,7 +52,7 @@ func TestBadInput_OversizePayloadSaysSizeAndLimit(t *testing.T) {
 		startWorker(t, w)
 		_, err = huge.Call(ctxT(t), Msg{})
 		var je *runtime.JobError
-		if !errors.As(err, &je) || !strings.Contains(je.Message, "result of huge is 1.00 MiB") || je.Attempts != 1 {
+		if !errors.As(err, &je) || !strings.Contains(je.Message, "result of t_echo is 1.00 MiB") || je.Attempts != 1 {
 			t.Fatalf("oversize result = %v; want a JobError naming size and limit, not retried", err)
 		}
 	})
@@ -61,7 +62,7 @@ func TestBadInput_OversizePayloadSaysSizeAndLimit(t *testing.T) {
 // and the worker goes on with the next job.
 func TestBadInput_CorruptEnvelopeIsDeadLetteredWorkerContinues(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, Reply]("victim").With(c)
+		task := testtasks.Echo.With(c)
 		ctx := ctxT(t)
 		bad, err := task.Enqueue(ctx, Msg{Text: "soon corrupt"}, runtime.Delay(time.Hour))
 		if err != nil {
@@ -96,12 +97,12 @@ func TestBadInput_CorruptEnvelopeIsDeadLetteredWorkerContinues(t *testing.T) {
 
 func TestBadInput_NoHandlerIsAFailureNotADrop(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		orphan := runtime.NewTask[Msg, runtime.None]("orphan", runtime.MaxRetries(0)).With(c)
+		orphan := testtasks.Note.With(c)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 		startWorker(t, w)
-		_, err := orphan.Call(ctxT(t), Msg{})
+		_, err := orphan.Call(ctxT(t), Msg{}, runtime.MaxRetries(0))
 		var je *runtime.JobError
-		if !errors.As(err, &je) || !strings.Contains(je.Message, `no handler for task "orphan"`) {
+		if !errors.As(err, &je) || !strings.Contains(je.Message, `no handler for task "t_note"`) {
 			t.Fatalf("Call without a handler = %v; want a JobError saying so", err)
 		}
 	})
@@ -109,12 +110,12 @@ func TestBadInput_NoHandlerIsAFailureNotADrop(t *testing.T) {
 
 func TestJobTypes_WorkerTakesOnlyItsTypes(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		mine := runtime.NewTask[Msg, runtime.None]("mine").With(c)
-		theirs := runtime.NewTask[Msg, runtime.None]("theirs").With(c)
+		mine := testtasks.Note.With(c)
+		theirs := testtasks.OtherNote.With(c)
 		ctx := ctxT(t)
 		theirID, _ := theirs.Enqueue(ctx, Msg{})
 		myID, _ := mine.Enqueue(ctx, Msg{})
-		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{JobTypes: []string{"mine"}}))
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{JobTypes: []string{"t_note"}}))
 		runtime.Handle(w, mine, func(ctx context.Context, m Msg) (runtime.None, error) { return runtime.None{}, nil })
 		runtime.Handle(w, theirs, func(ctx context.Context, m Msg) (runtime.None, error) { return runtime.None{}, nil })
 		startWorker(t, w)

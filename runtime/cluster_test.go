@@ -8,6 +8,7 @@ import (
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
 // The same scripts run on a real three-master Redis Cluster: every key a
@@ -16,8 +17,8 @@ func TestCluster_EveryTransitionAcrossSlots(t *testing.T) {
 	t.Parallel()
 	cl := redistest.SharedCluster(t)
 	c := connect(t, cl.URL())
-	task := runtime.NewTask[Msg, Reply]("clustered").With(c)
-	failing := runtime.NewTask[Msg, runtime.None]("clustered_fail", runtime.MaxRetries(1)).With(c)
+	task := testtasks.Echo.With(c)
+	failing := testtasks.Note.With(c)
 	routes := []string{"r1", "r2", "r3", "r4", "r5", "r6"}
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: routes, Concurrency: 4}))
 	runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
@@ -56,7 +57,7 @@ func TestCluster_EveryTransitionAcrossSlots(t *testing.T) {
 	if _, err := task.Await(ctx, "chosen"); err != nil {
 		t.Fatalf("Await(chosen id) on a cluster: %v", err)
 	}
-	id, _ := failing.Enqueue(ctx, Msg{}, runtime.Route("r5"))
+	id, _ := failing.Enqueue(ctx, Msg{}, runtime.Route("r5"), runtime.MaxRetries(1))
 	var je *runtime.JobError
 	if _, err := failing.Await(ctx, id); !errors.As(err, &je) || je.Attempts != 2 {
 		t.Fatalf("failing Await = %v; want a JobError after 2 attempts", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
 // A producer and a worker started with the same environment meet: Connect
@@ -26,7 +27,7 @@ func TestConnect_NamespaceFromEnvironment(t *testing.T) {
 	if c.Namespace() != ns {
 		t.Fatalf("Namespace() = %q, want %q from BANANAS_NAMESPACE", c.Namespace(), ns)
 	}
-	id, err := runtime.NewTask[Msg, runtime.None]("envns").With(c).Enqueue(ctx, Msg{}, runtime.Description("made by the env test"))
+	id, err := testtasks.Note.With(c).Enqueue(ctx, Msg{}, runtime.Description("made by the env test"))
 	if err != nil {
 		t.Fatal(err)
 	}

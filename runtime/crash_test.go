@@ -12,9 +12,10 @@ import (
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
-var crashy = runtime.NewTask[Msg, Reply]("crashy")
+var crashy = testtasks.Echo
 
 // runWorkerProcess is the body of the test binary when it is re-executed as a
 // separate worker process: it takes crashy jobs, says so on stdout, and hangs

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
@@ -45,7 +46,7 @@ func TestCron_ThreeSchedulersFireEachTickOnce(t *testing.T) {
 	ns := redistest.Namespace(t)
 	var mu sync.Mutex
 	var ticks []string
-	entry := runtime.NewTask[runtime.None, runtime.None]("every_second", runtime.Route("cron"))
+	entry := testtasks.Tick
 	var stops []func()
 	var probe *runtime.Client
 	for range 3 {
@@ -77,11 +78,11 @@ func TestCron_ThreeSchedulersFireEachTickOnce(t *testing.T) {
 			t.Fatalf("ticks %s and %s are not one second apart (a tick was skipped): %v", a, b, ticks)
 		}
 	}
-	depth, err := probe.Queue().Depths(ctx, []string{"cron"})
+	depth, err := probe.Queue().Depths(ctx, []string{"default"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := probe.Queue().CronState(ctx, "cron", "every_second")
+	st, err := probe.Queue().CronState(ctx, "default", "t_tick")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestCron_TimeZoneNextRun(t *testing.T) {
 // A cron entry's jobs run like any job, and its state is readable.
 func TestCron_EntryJobsRunAndStateIsListed(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		entry := runtime.NewTask[runtime.None, runtime.None]("heartbeat_entry")
+		entry := testtasks.Tick
 		ran := make(chan struct{}, 10)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 		runtime.Handle(w, entry, func(ctx context.Context, _ runtime.None) (runtime.None, error) {
@@ -137,7 +138,7 @@ func TestCron_BadSpecIsAnErrorOfRun(t *testing.T) {
 	t.Parallel()
 	c := connect(t, "mem://")
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
-	runtime.Schedule(w, runtime.NewTask[runtime.None, runtime.None]("bad"), "every minute", "")
+	runtime.Schedule(w, testtasks.Tick, "every minute", "")
 	if err := w.Run(ctxT(t)); err == nil {
 		t.Fatal("Run accepted a bad cron spec")
 	}

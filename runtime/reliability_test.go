@@ -9,6 +9,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
 // A worker that takes a job and dies (never acks, never renews) is simulated by
@@ -16,7 +17,7 @@ import (
 // the lease runs out, counting the lost run as a failed attempt.
 func TestCrash_JobRecoveredAfterLease(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, Reply]("survivor").With(c)
+		task := testtasks.Echo.With(c)
 		ctx := ctxT(t)
 		id, err := task.Enqueue(ctx, Msg{Text: "x"})
 		if err != nil {
@@ -55,7 +56,7 @@ func TestCrash_JobRecoveredAfterLease(t *testing.T) {
 // status, not the result of the run that replaced it.
 func TestLateAck_AfterLeaseLostChangesNothing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, Reply]("contested").With(c)
+		task := testtasks.Echo.With(c)
 		ctx := ctxT(t)
 		id, _ := task.Enqueue(ctx, Msg{})
 		now := time.Now()
@@ -91,8 +92,8 @@ func TestLateAck_AfterLeaseLostChangesNothing(t *testing.T) {
 
 func TestShutdown_HandsBackUnfinishedJobsWithoutAnAttempt(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, runtime.None]("stubborn").With(c)
-		quick := runtime.NewTask[Msg, runtime.None]("quick").With(c)
+		task := testtasks.Note.With(c)
+		quick := testtasks.OtherNote.With(c)
 		ctx := ctxT(t)
 		started := make(chan struct{}, 2)
 		release := make(chan struct{})
@@ -136,7 +137,7 @@ func TestShutdown_HandsBackUnfinishedJobsWithoutAnAttempt(t *testing.T) {
 // The result lands before Await subscribes: Await must still find it.
 func TestAwait_ResultStoredBeforeSubscribe(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, Reply]("early").With(c)
+		task := testtasks.Echo.With(c)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text + "!"}, nil })
 		startWorker(t, w)

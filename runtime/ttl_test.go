@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
 // Results are kept 1h after a success and 24h after a failure by default, and
 // for ResultTTL when the enqueue says so.
 func TestResults_KeptForTheirTTL(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		ok := runtime.NewTask[Msg, Reply]("ttl_ok").With(c)
-		bad := runtime.NewTask[Msg, runtime.None]("ttl_bad", runtime.MaxRetries(0)).With(c)
+		ok := testtasks.Echo.With(c)
+		bad := testtasks.Note.With(c)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 		runtime.Handle(w, ok, func(ctx context.Context, m Msg) (Reply, error) { return Reply{}, nil })
 		runtime.Handle(w, bad, func(ctx context.Context, m Msg) (runtime.None, error) { return runtime.None{}, errors.New("no") })
@@ -39,7 +40,7 @@ func TestResults_KeptForTheirTTL(t *testing.T) {
 			t.Fatalf("completed job (and result) TTL = %s, want about 1h", got)
 		}
 
-		id, _ = bad.Enqueue(ctx, Msg{})
+		id, _ = bad.Enqueue(ctx, Msg{}, runtime.MaxRetries(0))
 		if _, err := bad.Await(ctx, id); err == nil {
 			t.Fatal("want a failure")
 		}
@@ -59,7 +60,7 @@ func TestResults_KeptForTheirTTL(t *testing.T) {
 
 func TestPriorities_WorkerTakesOnlyItsPriorities(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, runtime.None]("pp").With(c)
+		task := testtasks.Note.With(c)
 		ctx := ctxT(t)
 		low, _ := task.Enqueue(ctx, Msg{}, runtime.WithPriority(runtime.PriorityLow))
 		high, _ := task.Enqueue(ctx, Msg{}, runtime.WithPriority(runtime.PriorityHigh))

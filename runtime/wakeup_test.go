@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
 // With the safety poll set to an hour, only the wake-up path can deliver jobs
@@ -13,7 +14,7 @@ import (
 // delayed job: both must happen well inside the test's deadline.
 func TestWakeup_IdleWorkerNeedsNoPolling(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, Reply]("wake").With(c)
+		task := testtasks.Echo.With(c)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{SafetyPoll: time.Hour, Routes: []string{"a", "b"}}))
 		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
 		startWorker(t, w)
@@ -36,7 +37,7 @@ func TestWakeup_IdleWorkerNeedsNoPolling(t *testing.T) {
 // reaped, not run twice, and completes on its first attempt.
 func TestLease_RenewedWhileRunning(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, Reply]("long").With(c)
+		task := testtasks.Echo.With(c)
 		runs := make(chan struct{}, 4)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Lease: 600 * time.Millisecond}))
 		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
@@ -65,14 +66,14 @@ func TestLease_RenewedWhileRunning(t *testing.T) {
 
 func TestDLQ_PurgeDeletesDeadJobs(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, runtime.None]("purged", runtime.MaxRetries(0)).With(c)
+		task := testtasks.Note.With(c)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 		runtime.Handle(w, task, func(ctx context.Context, m Msg) (runtime.None, error) {
 			return runtime.None{}, context.Canceled
 		})
 		startWorker(t, w)
 		ctx := ctxT(t)
-		ids, _ := task.EnqueueMany(ctx, []Msg{{N: 1}, {N: 2}, {N: 3}})
+		ids, _ := task.EnqueueMany(ctx, []Msg{{N: 1}, {N: 2}, {N: 3}}, runtime.MaxRetries(0))
 		for _, id := range ids {
 			if _, err := task.Await(ctx, id); err == nil {
 				t.Fatal("want a JobError")

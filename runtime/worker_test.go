@@ -12,18 +12,18 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
-type Msg struct {
-	Text string
-	N    int
-}
-
-type Reply struct{ Text string }
+// The tests' tasks are generated (internal/testtasks); these name their types.
+type (
+	Msg   = testtasks.Msg
+	Reply = testtasks.Reply
+)
 
 func TestEnqueueAwait_TypedResult(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		upper := runtime.NewTask[Msg, Reply]("upper").With(c)
+		upper := testtasks.Echo.With(c)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 		runtime.Handle(w, upper, func(ctx context.Context, m Msg) (Reply, error) {
 			return Reply{Text: strings.Repeat(strings.ToUpper(m.Text), m.N)}, nil
@@ -34,7 +34,7 @@ func TestEnqueueAwait_TypedResult(t *testing.T) {
 		if err != nil || got.Text != "ABAB" {
 			t.Fatalf("Call = %+v, %v; want ABAB", got, err)
 		}
-		ids, err := upper.EnqueueMany(ctxT(t), []Msg{{"x", 1}, {"y", 2}, {"z", 3}})
+		ids, err := upper.EnqueueMany(ctxT(t), []Msg{{Text: "x", N: 1}, {Text: "y", N: 2}, {Text: "z", N: 3}})
 		if err != nil || len(ids) != 3 {
 			t.Fatalf("EnqueueMany = %v, %v", ids, err)
 		}
@@ -45,16 +45,16 @@ func TestEnqueueAwait_TypedResult(t *testing.T) {
 			}
 		}
 		info, err := c.Job(ctxT(t), ids[2])
-		if err != nil || info.Status != runtime.StatusCompleted || info.Name != "upper" || info.Route != "default" ||
+		if err != nil || info.Status != runtime.StatusCompleted || info.Name != "t_echo" || info.Route != "default" ||
 			info.CreatedAt.IsZero() || info.StartedAt.IsZero() || info.FinishedAt.IsZero() {
-			t.Fatalf("Job = %+v, %v; want a completed upper job with its timestamps", info, err)
+			t.Fatalf("Job = %+v, %v; want a completed echo job with its timestamps", info, err)
 		}
 	})
 }
 
 func TestFetch_HighBeforeNormalBeforeLowWithinRoute(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, runtime.None]("prio").With(c)
+		task := testtasks.Note.With(c)
 		ctx := ctxT(t)
 		for i, p := range []runtime.Priority{runtime.PriorityLow, runtime.PriorityNormal, runtime.PriorityHigh, runtime.PriorityLow, runtime.PriorityHigh, runtime.PriorityNormal} {
 			if _, err := task.Enqueue(ctx, Msg{Text: string(p), N: i}, runtime.WithPriority(p)); err != nil {
@@ -87,7 +87,7 @@ func TestFetch_HighBeforeNormalBeforeLowWithinRoute(t *testing.T) {
 
 func TestRouting_WorkerSeesOnlyItsRoutesInPreferenceOrder(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, runtime.None]("routed").With(c)
+		task := testtasks.Note.With(c)
 		ctx := ctxT(t)
 		gpu, _ := task.Enqueue(ctx, Msg{Text: "gpu"}, runtime.Route("gpu"), runtime.WithPriority(runtime.PriorityLow))
 		cpu, _ := task.Enqueue(ctx, Msg{Text: "cpu"}, runtime.Route("cpu"), runtime.WithPriority(runtime.PriorityHigh))
@@ -123,7 +123,7 @@ func TestRouting_WorkerSeesOnlyItsRoutesInPreferenceOrder(t *testing.T) {
 
 func TestRetry_BackoffThenSuccess(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, Reply]("flaky").With(c)
+		task := testtasks.Echo.With(c)
 		var calls atomic.Int32
 		var mu sync.Mutex
 		var asked []int
@@ -171,7 +171,7 @@ func TestDefaultBackoff_GrowsExponentiallyWithJitterAndCap(t *testing.T) {
 
 func TestDeadLetter_ThenReplay(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, Reply]("doomed").With(c)
+		task := testtasks.Echo.With(c)
 		var healed atomic.Bool
 		var runs atomic.Int32
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
@@ -224,7 +224,7 @@ func TestDeadLetter_ThenReplay(t *testing.T) {
 
 func TestDelay_RunsNotBeforeDue(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, runtime.None]("later").With(c)
+		task := testtasks.Note.With(c)
 		started := make(chan time.Time, 1)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 		runtime.Handle(w, task, func(ctx context.Context, m Msg) (runtime.None, error) {
@@ -250,7 +250,7 @@ func TestDelay_RunsNotBeforeDue(t *testing.T) {
 
 func TestUnique_SecondEnqueueReturnsExistingID(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, runtime.None]("uniq").With(c)
+		task := testtasks.Note.With(c)
 		ctx := ctxT(t)
 		first, err := task.Enqueue(ctx, Msg{Text: "a"}, runtime.Unique(time.Minute))
 		if err != nil {
@@ -286,7 +286,7 @@ func TestUnique_SecondEnqueueReturnsExistingID(t *testing.T) {
 
 func TestTimeout_CancelsHandlerAndFails(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, runtime.None]("slow", runtime.Timeout(100*time.Millisecond), runtime.MaxRetries(0)).With(c)
+		task := testtasks.Note.With(c)
 		sawCancel := make(chan error, 1)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 		runtime.Handle(w, task, func(ctx context.Context, m Msg) (runtime.None, error) {
@@ -295,7 +295,7 @@ func TestTimeout_CancelsHandlerAndFails(t *testing.T) {
 			return runtime.None{}, ctx.Err()
 		})
 		startWorker(t, w)
-		_, err := task.Call(ctxT(t), Msg{})
+		_, err := task.Call(ctxT(t), Msg{}, runtime.Timeout(100*time.Millisecond), runtime.MaxRetries(0))
 		var je *runtime.JobError
 		if !errors.As(err, &je) || !strings.Contains(je.Message, "timed out after 100ms") {
 			t.Fatalf("Call = %v; want a JobError saying it timed out after 100ms", err)
@@ -308,8 +308,8 @@ func TestTimeout_CancelsHandlerAndFails(t *testing.T) {
 
 func TestPanic_BecomesFailureWithStack(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := runtime.NewTask[Msg, runtime.None]("panicky", runtime.MaxRetries(0)).With(c)
-		healthy := runtime.NewTask[Msg, Reply]("healthy").With(c)
+		task := testtasks.Note.With(c)
+		healthy := testtasks.Echo.With(c)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 1}))
 		runtime.Handle(w, task, func(ctx context.Context, m Msg) (runtime.None, error) {
 			var m2 map[string]int
@@ -318,7 +318,7 @@ func TestPanic_BecomesFailureWithStack(t *testing.T) {
 		})
 		runtime.Handle(w, healthy, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: "alive"}, nil })
 		startWorker(t, w)
-		_, err := task.Call(ctxT(t), Msg{})
+		_, err := task.Call(ctxT(t), Msg{}, runtime.MaxRetries(0))
 		var je *runtime.JobError
 		if !errors.As(err, &je) || !strings.Contains(je.Message, "panic: assignment to entry in nil map") || !strings.Contains(je.Message, "worker_test.go") {
 			t.Fatalf("Call = %v; want a JobError with the panic and a stack naming the handler's file", err)
