@@ -41,6 +41,7 @@ var (
 	batch     = flag.Int("batch", 1000, "jobs per EnqueueMany call")
 	cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	role      = flag.String("role", "", "internal: 'worker' runs one worker process of the scaling scenario")
+	spikeBase = flag.Int("spike", 0, "instead of the scenarios: latency at this rate, through a 10x spike of 1s, and after")
 	scale     = flag.Int("scaling", 0, "instead of the scenarios: drain this many jobs with 1, 2, 4 worker processes at concurrency 1, 16, 64, 256")
 )
 
@@ -80,6 +81,10 @@ func main() {
 	defer c.Close()
 	defer cleanup(ctx, c.Redis(), ns)
 	runtime.SetDefault(c)
+	if *spikeBase > 0 {
+		spike(ctx, c, *spikeBase)
+		return
+	}
 
 	// enqueue: n single enqueues from `producers` goroutines; memory per pending job.
 	note("enqueue: %d single enqueues from %d goroutines", *n, *producers)
