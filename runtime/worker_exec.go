@@ -57,7 +57,7 @@ type outcome struct {
 // a timed-out handler that ignores its context is still running.
 func (w *Worker) execute(ctx context.Context, r *run) {
 	d := r.d
-	log := w.opts.Logger.With("job", d.ID, "task", d.Name, "route", d.Route, "attempt", d.Attempts+1)
+	log := jobLog{w.opts.Logger, d}
 	if d.BadEnvelope != nil {
 		w.failRun(r, log, fmt.Sprintf("cannot decode job: %v", d.BadEnvelope), true)
 		return
@@ -114,7 +114,7 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	w.ackRun(r, log, o.result)
 }
 
-func (w *Worker) ackRun(r *run, log *slog.Logger, result []byte) {
+func (w *Worker) ackRun(r *run, log jobLog, result []byte) {
 	r.settling.Store(true)
 	defer w.untrack(r)
 	d := r.d
@@ -139,7 +139,7 @@ func (w *Worker) ackRun(r *run, log *slog.Logger, result []byte) {
 
 // failRun records a failed run: a retry after the backoff while attempts
 // allow, else (or when final) the dead-letter queue.
-func (w *Worker) failRun(r *run, log *slog.Logger, msg string, final bool) {
+func (w *Worker) failRun(r *run, log jobLog, msg string, final bool) {
 	r.settling.Store(true)
 	defer w.untrack(r)
 	d := r.d
@@ -164,6 +164,26 @@ func (w *Worker) failRun(r *run, log *slog.Logger, msg string, final bool) {
 		log.Warn("bananas: job failed after its lease was lost; failure discarded", "err", firstLine(msg))
 	}
 }
+
+// jobLog logs one job's events with its attributes. It builds nothing until
+// a line is actually written: a logger.With per job cost more than the job's
+// own bookkeeping when the lines were disabled anyway.
+type jobLog struct {
+	l *slog.Logger
+	d *queue.Dispatch
+}
+
+func (j jobLog) log(level slog.Level, msg string, args ...any) {
+	if !j.l.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := append([]any{"job", j.d.ID, "task", j.d.Name, "route", j.d.Route, "attempt", j.d.Attempts + 1}, args...)
+	j.l.Log(context.Background(), level, msg, attrs...)
+}
+
+func (j jobLog) Debug(msg string, args ...any) { j.log(slog.LevelDebug, msg, args...) }
+func (j jobLog) Info(msg string, args ...any)  { j.log(slog.LevelInfo, msg, args...) }
+func (j jobLog) Warn(msg string, args ...any)  { j.log(slog.LevelWarn, msg, args...) }
 
 func ttlOr(ms int64, def time.Duration) time.Duration {
 	if ms > 0 {
