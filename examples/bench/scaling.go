@@ -72,7 +72,11 @@ func drainWith(ctx context.Context, url string, procs, conc, n int) float64 {
 	start := time.Now()
 	var children []*exec.Cmd
 	for range procs {
-		cmd := exec.Command(os.Args[0], "-role", "worker", "-concurrency", strconv.Itoa(conc))
+		args := []string{"-role", "worker", "-concurrency", strconv.Itoa(conc)}
+		if prof := os.Getenv("BENCH_CHILD_CPUPROFILE"); prof != "" { // profile the (first) worker process
+			args = append(args, "-cpuprofile", prof)
+		}
+		cmd := exec.Command(os.Args[0], args...)
 		cmd.Env = append(os.Environ(), "REDIS_URL="+url, "BENCH_NS="+ns)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
