@@ -190,5 +190,8 @@ func init() {
 		"dlq":       cmdDLQ,
 		"cron":      cmdCron,
 		"workers":   cmdWorkers,
+		"api": func(*env, []string) error {
+			return errors.New("the HTTP API is not built yet (see docs/OPERATIONS.md); worker and scheduler run without it")
+		},
 	}
 }
