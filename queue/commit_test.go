@@ -29,7 +29,7 @@ func TestEnqueueOne_CoalescedCallsEachGetTheirAnswer(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				holders[i], errs[i] = q.EnqueueOne(ctx, "r", queue.Normal, queue.NewJob{ID: ids[i], Name: "t", Envelope: env})
+				holders[i], errs[i] = q.EnqueueOne(ctx, "r", queue.Normal, queue.NewJob{ID: ids[i], Name: "t", Envelope: env, ChosenID: ids[i] == "dup"})
 			}()
 		}
 		wg.Wait()

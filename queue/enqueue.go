@@ -15,6 +15,9 @@ type NewJob struct {
 	RunAt      time.Time // zero or not after now: ready at once
 	UniqueKey  string    // with UniqueTTL > 0: identical keys within the TTL enqueue once
 	UniqueTTL  time.Duration
+	// ChosenID marks an id the caller chose (WithID): the script checks it is
+	// free. Ids from NewID are unique by construction and skip that read.
+	ChosenID bool
 }
 
 // enqueueChunk bounds one script call; larger batches take several calls.
@@ -66,7 +69,7 @@ func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs [
 	k := q.Keys(route)
 	keys := make([]string, 0, 3+2*len(jobs))
 	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats())
-	args := make([]any, 0, 5+6*len(jobs))
+	args := make([]any, 0, 5+7*len(jobs))
 	args = append(args, ms(now), priority, k.WakeChannel(), ScheduleChannel(q.ns), len(jobs))
 	for _, j := range jobs {
 		if j.ID == "" || j.Name == "" || len(j.Envelope) == 0 {
@@ -82,8 +85,12 @@ func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs [
 		if !j.RunAt.IsZero() {
 			runAt = ms(j.RunAt)
 		}
+		check := 0
+		if j.ChosenID {
+			check = 1
+		}
 		keys = append(keys, job, unique)
-		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl)
+		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl, check)
 	}
 	res, err := q.s.enqueue.Run(ctx, q.rdb, keys, args...).Result()
 	if err != nil {

@@ -109,7 +109,7 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 	if cfg.hasRetries {
 		retries = cfg.maxRetries
 	}
-	j := queue.NewJob{ID: id, Name: t.name, Envelope: env, MaxRetries: retries, RunAt: runAt}
+	j := queue.NewJob{ID: id, Name: t.name, Envelope: env, MaxRetries: retries, RunAt: runAt, ChosenID: cfg.id != ""}
 	if cfg.uniqueTTL > 0 {
 		sum := sha256.Sum256(append([]byte(t.name+"\x00"), raw...))
 		j.UniqueKey, j.UniqueTTL = hex.EncodeToString(sum[:16]), cfg.uniqueTTL

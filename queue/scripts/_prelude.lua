@@ -77,3 +77,12 @@ local function bn_write_job(job, small, env)
   end
   if #fields > 0 then redis.call('HSET', job, unpack(fields)) end
 end
+
+-- bn_sliced calls cmd on key with items, at most 200 of them per call: one
+-- call for many members instead of one per member, without overflowing the
+-- Lua stack on a large batch. Keep items in pairs where cmd wants pairs.
+local function bn_sliced(cmd, key, items)
+  for first = 1, #items, 200 do
+    redis.call(cmd, key, unpack(items, first, math.min(first + 199, #items)))
+  end
+end

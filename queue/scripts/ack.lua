@@ -26,21 +26,32 @@ for i = 0, n - 1 do
   bn_num(ARGV[a + 5], 'started-at')
 end
 
-local out, done = {}, 0
+-- The tokens of all the jobs in one read, then the lease releases in one call each.
+local ids = {}
+for i = 0, n - 1 do ids[i + 1] = ARGV[2 + 6 * i] end
+local tokens = {}
+for first = 1, n, 200 do
+  local got = redis.call('HMGET', KEYS[2], unpack(ids, first, math.min(first + 199, n)))
+  for j = 1, #got do tokens[first + j - 1] = got[j] end
+end
+
+local out, done = {}, {}
 for i = 0, n - 1 do
   local a = 2 + 6 * i
   local id, job = ARGV[a], KEYS[4 + i]
-  if redis.call('HGET', KEYS[2], id) == ARGV[a + 1] and redis.call('EXISTS', job) == 1 then
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', KEYS[2], id)
+  if tokens[i + 1] == ARGV[a + 1] and redis.call('EXISTS', job) == 1 then
     redis.call('HSET', job, 's', 'd', 'f', now, 'st', ARGV[a + 5], 'r', ARGV[a + 2])
     redis.call('PEXPIRE', job, ARGV[a + 3])
     redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 2])
-    done = done + 1
+    done[#done + 1] = id
     out[i + 1] = 1
   else
     out[i + 1] = 0
   end
 end
-if done > 0 then redis.call('HINCRBY', KEYS[3], 'processed', done) end
+if #done > 0 then
+  bn_sliced('ZREM', KEYS[1], done)
+  bn_sliced('HDEL', KEYS[2], done)
+  redis.call('HINCRBY', KEYS[3], 'processed', #done)
+end
 return out

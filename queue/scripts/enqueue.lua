@@ -13,30 +13,32 @@
 -- ARGV[3]  wake channel (published when the list was empty)
 -- ARGV[4]  schedule channel (published with the earliest run-at when a job is scheduled)
 -- ARGV[5]  n, the number of jobs
--- ARGV[6+6i .. 11+6i] per job: id, name, envelope (msgpack), max retries, run-at ms (0 = now), unique ttl ms (0 = none)
+-- ARGV[6+7i .. 12+7i] per job: id, name, envelope (msgpack), max retries, run-at ms (0 = now),
+--          unique ttl ms (0 = none), 1 to check the id is free (a caller-chosen id) or 0 (a fresh ULID)
 -- Returns: an array of n strings: "" for a job written, else the id of the job that already holds its id or unique key.
 local now = bn_num(ARGV[1], 'now')
 local prio = ARGV[2]
 bn_prio(prio, 'priority')
 local n = bn_num(ARGV[5], 'job count')
-if #KEYS ~= 3 + 2 * n or #ARGV ~= 5 + 6 * n then
-  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (3 + 2 * n) .. ' keys and ' .. (5 + 6 * n) .. ' args')
+if #KEYS ~= 3 + 2 * n or #ARGV ~= 5 + 7 * n then
+  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (3 + 2 * n) .. ' keys and ' .. (5 + 7 * n) .. ' args')
 end
 
 -- Pass 1: validate every job and find duplicates; nothing is written yet.
 local reply = {}
 local seen_id, seen_unique = {}, {}
 for i = 0, n - 1 do
-  local a = 6 + 6 * i
+  local a = 6 + 7 * i
   local id = bn_str(ARGV[a], 'job id')
   bn_str(ARGV[a + 1], 'task name')
   bn_str(ARGV[a + 2], 'envelope')
   if bn_num(ARGV[a + 3], 'max retries') < 0 then error('bananas: max retries must be >= 0') end
   bn_num(ARGV[a + 4], 'run-at')
   local uttl = bn_num(ARGV[a + 5], 'unique ttl')
+  local check = bn_num(ARGV[a + 6], 'id check flag') == 1
   local job, ukey = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
   local holder = ''
-  if seen_id[id] or redis.call('EXISTS', job) == 1 then
+  if check and (seen_id[id] or redis.call('EXISTS', job) == 1) then
     holder = id
   elseif uttl > 0 then
     holder = seen_unique[ukey] or redis.call('GET', ukey) or ''
@@ -48,25 +50,32 @@ for i = 0, n - 1 do
   reply[i + 1] = holder
 end
 
--- Pass 2: write the jobs that are new.
-local written, woke, earliest = 0, false, nil
+-- Pass 2: write the jobs that are new; the list and set take them in one call each.
+local written, earliest = 0, nil
+local ready, later = {}, {}
 for i = 0, n - 1 do
   if reply[i + 1] == '' then
-    local a = 6 + 6 * i
+    local a = 6 + 7 * i
     local id, run_at, uttl = ARGV[a], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
     local job, ukey = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
     bn_write_job(job, {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}, ARGV[a + 2])
     if run_at > now then
-      redis.call('ZADD', KEYS[2], run_at, id)
+      later[#later + 1] = run_at
+      later[#later + 1] = id
       if earliest == nil or run_at < earliest then earliest = run_at end
     else
-      if bn_push(KEYS[1], id, false) then woke = true end
+      ready[#ready + 1] = id
     end
     if uttl > 0 then redis.call('SET', ukey, id, 'PX', uttl) end
     written = written + 1
   end
 end
+if #ready > 0 then
+  local was_empty = redis.call('LLEN', KEYS[1]) == 0
+  bn_sliced('RPUSH', KEYS[1], ready)
+  if was_empty then redis.call('PUBLISH', ARGV[3], '1') end
+end
+if #later > 0 then bn_sliced('ZADD', KEYS[2], later) end
 if written > 0 then redis.call('HINCRBY', KEYS[3], 'enqueued', written) end
-if woke then redis.call('PUBLISH', ARGV[3], '1') end
 if earliest ~= nil then redis.call('PUBLISH', ARGV[4], tostring(earliest)) end
 return reply

@@ -22,14 +22,19 @@ for k = 3, #KEYS do
   if taken >= want then break end
   local ids = redis.call('LPOP', KEYS[k], want - taken)
   if ids then
+    local scored, tokens = {}, {}
     for _, id in ipairs(ids) do
       taken = taken + 1
       local token = prefix .. taken
-      redis.call('ZADD', KEYS[1], deadline, id)
-      redis.call('HSET', KEYS[2], id, token)
+      scored[#scored + 1] = deadline
+      scored[#scored + 1] = id
+      tokens[#tokens + 1] = id
+      tokens[#tokens + 1] = token
       out[#out + 1] = id
       out[#out + 1] = token
     end
+    bn_sliced('ZADD', KEYS[1], scored)
+    bn_sliced('HSET', KEYS[2], tokens)
   end
 end
 return out
