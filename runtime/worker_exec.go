@@ -76,27 +76,24 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	hctx = context.WithValue(hctx, jobKey{}, Job{ID: d.ID, Name: d.Name, Route: d.Route, Priority: Priority(d.Priority), Attempt: d.Attempts + 1})
 
 	log.Debug("bananas: job started")
-	done := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- outcome{err: fmt.Errorf("panic: %v\n%s", p, debug.Stack())}
-			}
-		}()
-		res, err := h.run(hctx, d.Envelope.Args)
-		done <- outcome{res, err}
-	}()
-
-	var o outcome
-	select {
-	case o = <-done:
-	case <-hctx.Done():
-		if context.Cause(ctx) == nil { // the run's own deadline, not a hand-back or lost lease
+	// The handler runs on this goroutine; a watchdog records the timeout the
+	// moment the deadline passes, whether or not the handler honours its
+	// context. Whichever of the two settles first wins (settled).
+	var settled atomic.Bool
+	stopWatch := context.AfterFunc(hctx, func() {
+		if context.Cause(ctx) == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) && settled.CompareAndSwap(false, true) {
 			w.failRun(r, log, fmt.Sprintf("timed out after %s", timeout), false)
-			<-done
-			return
 		}
-		o = <-done
+	})
+	o := runHandler(hctx, h, d.Envelope.Args)
+	stopWatch()
+	if !settled.CompareAndSwap(false, true) {
+		return // timed out: already recorded
+	}
+	if context.Cause(ctx) == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
+		// The handler returned at its deadline, before the watchdog ran.
+		w.failRun(r, log, fmt.Sprintf("timed out after %s", timeout), false)
+		return
 	}
 	if cause := context.Cause(ctx); cause != nil {
 		log.Info("bananas: job result dropped", "why", cause)
@@ -112,6 +109,17 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 		return
 	}
 	w.ackRun(r, log, o.result)
+}
+
+// runHandler calls the handler, turning a panic into a failure with its stack.
+func runHandler(ctx context.Context, h *handler, args []byte) (o outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			o = outcome{err: fmt.Errorf("panic: %v\n%s", p, debug.Stack())}
+		}
+	}()
+	res, err := h.run(ctx, args)
+	return outcome{res, err}
 }
 
 func (w *Worker) ackRun(r *run, log jobLog, result []byte) {
