@@ -3,20 +3,35 @@ package runtime
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
 
+// encoder is a reusable msgpack encoder writing to its own buffer.
+type encoder struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = msgpack.NewEncoder(&e.buf)
+	e.enc.SetSortMapKeys(true)
+	return e
+}}
+
 // encode msgpack-encodes v with map keys sorted, so that identical values give
-// identical bytes (unique keys hash the encoded args).
+// identical bytes (unique keys hash the encoded args). Encoders are pooled:
+// every enqueue and every result passes through here.
 func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	enc.SetSortMapKeys(true)
-	if err := enc.Encode(v); err != nil {
+	e := encoders.Get().(*encoder)
+	defer encoders.Put(e)
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return bytes.Clone(e.buf.Bytes()), nil
 }
 
 func decode(b []byte, v any) error { return msgpack.Unmarshal(b, v) }
