@@ -53,7 +53,9 @@ func (t *Task[A, R]) clientOrDefault() (*Client, error) {
 	return nil, fmt.Errorf("bananas: task %s has no client: call runtime.SetDefault or use %s.With(client)", t.name, t.name)
 }
 
-// Enqueue adds one job and returns its id.
+// Enqueue adds one job and returns its id. Concurrent enqueues of a route and
+// priority share Redis round trips. If ctx ends while the enqueue is on its
+// way, the error is ctx's and the job may still have been enqueued.
 func (t *Task[A, R]) Enqueue(ctx context.Context, args A, opts ...Option) (string, error) {
 	ids, err := t.enqueue(ctx, []A{args}, opts)
 	if len(ids) == 0 {
