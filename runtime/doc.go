@@ -63,6 +63,23 @@
 // for ShutdownTimeout, then hands the rest back to the front of their queues
 // without counting an attempt, and returns.
 //
+// # Cron
+//
+// Schedule registers a task to be enqueued on a cron spec in a time zone
+// (generated Register functions do it for //bananas:cron functions). Every
+// worker runs the schedules registered on it, and each tick is enqueued
+// exactly once however many do; CronStatus reads last_run, next_run,
+// run_count and last_error.
+//
+// # Main and the command line
+//
+// Main turns an application's main into a worker, a scheduler and an
+// operator CLI: it reads its configuration from the environment (REDIS_URL,
+// BANANAS_NAMESPACE, WORKER_MODE, WORKER_CONCURRENCY, ...; flags override,
+// a bad value exits 2 naming the variable) and runs one of worker,
+// scheduler, enqueue, job, queues, dlq, cron list and workers. RunCommand is
+// the same without the process around it. docs/OPERATIONS.md is the manual.
+//
 // # Embedded server
 //
 // mem:// runs miniredis inside the process: handy for demos, tests and

@@ -1,8 +1,35 @@
-// Package scheduler runs what happens at a time rather than on a push: the
-// promoter that moves delayed and retried jobs to their ready lists when they
-// fall due (Promoter), and, built on it, cron entries that fire exactly once per
-// tick.
+// Package scheduler runs what happens at a time rather than on a push.
 //
-// It knows the queue package and nothing above it: the runtime wires its
-// wake-ups (the schedule channel) in.
+// # The promoter
+//
+// Delayed jobs and retries wait in each route's scheduled set. A Promoter
+// moves them to their ready lists when they fall due. It does not poll on a
+// fixed period: it sleeps until the earliest scheduled job of its routes, and
+// is woken earlier through Wake when a job is scheduled sooner (the runtime
+// feeds Wake from the schedule pub/sub channel). A safety period bounds a
+// sleep when nothing is due, covering a wake-up lost in a reconnect.
+//
+// # Cron
+//
+// A Cron fires cron entries (robfig/cron v3 specs: five fields or
+// descriptors such as @every 1s, in an IANA time zone). Each tick of each
+// entry is enqueued exactly once however many Cron runners run, in however
+// many processes: firing is a compare-and-set on the tick in the entry's state
+// hash, inside the same Lua script that enqueues the tick's job, in the
+// route's slot (queue.FireCron). No lock is held, so none can expire half-way
+// through a fire. Every runner computes the same ticks (the schedule's own
+// times), and a runner that wakes late fires the latest due tick once: ticks
+// missed while no scheduler ran are not back-filled.
+//
+// # The lock
+//
+// Lock is the classic distributed lock — SET NX PX with a random token,
+// released and extended by compare-and-delete / compare-and-expire scripts —
+// for work that cannot be made a single script. Cron deliberately does not
+// use it.
+//
+// # What it must not know
+//
+// scheduler knows the queue package and robfig/cron; it knows nothing of
+// typed tasks, workers or the runtime.
 package scheduler
