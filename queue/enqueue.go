@@ -66,9 +66,12 @@ func (q *Queue) checkEnqueue(ctx context.Context, route, priority string) error 
 }
 
 func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) ([]string, error) {
+	if plain(jobs, now) {
+		return q.enqueuePlain(ctx, route, priority, jobs, now)
+	}
 	k := q.Keys(route)
-	keys := make([]string, 0, 3+2*len(jobs))
-	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats())
+	keys := make([]string, 0, 4+3*len(jobs))
+	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads())
 	args := make([]any, 0, 5+7*len(jobs))
 	args = append(args, ms(now), priority, k.WakeChannel(), ScheduleChannel(q.ns), len(jobs))
 	for _, j := range jobs {
@@ -89,7 +92,7 @@ func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs [
 		if j.ChosenID {
 			check = 1
 		}
-		keys = append(keys, job, unique)
+		keys = append(keys, job, unique, k.Result(j.ID))
 		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl, check)
 	}
 	res, err := q.s.enqueue.Run(ctx, q.rdb, keys, args...).Result()

@@ -3,6 +3,8 @@ package queue
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -55,4 +57,43 @@ func decodeStored(id string, fields map[string]string) (Envelope, error) {
 		return Envelope{}, fmt.Errorf("job %s has no stored envelope", id)
 	}
 	return DecodeEnvelope(raw)
+}
+
+// payload is a light job's payload split into its parts: a job enqueued ready
+// to run keeps "name|priority|max retries|created ms|envelope" in the route's
+// payloads hash instead of a hash of its own (see scripts/_prelude.lua).
+type payload struct {
+	name, priority string
+	maxRetries     int
+	created        time.Time
+	envelope       string
+}
+
+// splitPayload splits p; ok is false when p is not a payload.
+func splitPayload(p string) (out payload, ok bool) {
+	var parts [4]string
+	rest := p
+	for i := range parts {
+		j := strings.IndexByte(rest, '|')
+		if j < 0 {
+			return out, false
+		}
+		parts[i], rest = rest[:j], rest[j+1:]
+	}
+	m, err := strconv.Atoi(parts[2])
+	if err != nil || parts[0] == "" || !ValidPriority(parts[1]) {
+		return out, false
+	}
+	return payload{parts[0], parts[1], m, fromMS(parts[3]), rest}, true
+}
+
+// fill sets d's fields from a light job's payload, or records why it cannot.
+func (d *Dispatch) fillFromPayload(p string) {
+	pl, ok := splitPayload(p)
+	if !ok {
+		d.BadEnvelope = fmt.Errorf("job %s has an unreadable payload", d.ID)
+		return
+	}
+	d.Name, d.Priority, d.MaxRetries, d.CreatedAt = pl.name, pl.priority, pl.maxRetries, pl.created
+	d.Envelope, d.BadEnvelope = DecodeEnvelope([]byte(pl.envelope))
 }

@@ -22,6 +22,8 @@ type Dispatch struct {
 	// BadEnvelope is set when the stored job cannot be decoded; the job must be
 	// dead-lettered with it (retrying cannot help).
 	BadEnvelope error
+	// LastError is the failure of the run before this one, if any.
+	LastError string
 }
 
 // Fetch takes up to n ready jobs of route from the lists of the given
@@ -34,7 +36,7 @@ func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n 
 	if len(lists) == 0 || n < 1 {
 		return nil, nil
 	}
-	keys := append([]string{k.Active(), k.Leases()}, lists...)
+	keys := append([]string{k.Active(), k.Leases(), k.Payloads()}, lists...)
 	res, err := q.s.fetch.Run(ctx, q.rdb, keys, n, ms(leaseUntil), tokenPrefix(now)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("fetch from route %s: %w", route, err)
@@ -60,7 +62,7 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities, types 
 		if len(ids) == 0 {
 			continue
 		}
-		keys := []string{list, k.Active(), k.Leases()}
+		keys := []string{list, k.Active(), k.Leases(), k.Payloads()}
 		args := []any{n - len(out), ms(leaseUntil), tokenPrefix(now), len(types)}
 		for _, t := range types {
 			args = append(args, t)
@@ -82,29 +84,42 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities, types 
 	return out, nil
 }
 
-// load reads the hashes of freshly leased jobs (pairs id, token) in one round trip.
-func (q *Queue) load(ctx context.Context, route string, pairs []string) ([]*Dispatch, error) {
-	if len(pairs) == 0 {
+// load turns the reply of fetch.lua or claim.lua (triples id, token, payload)
+// into dispatches: a light job from its payload, a job with a hash of its own
+// from that hash, all such hashes read in one pipelined round trip.
+func (q *Queue) load(ctx context.Context, route string, triples []string) ([]*Dispatch, error) {
+	if len(triples) == 0 {
 		return nil, nil
 	}
 	k := q.Keys(route)
-	pipe := q.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, 0, len(pairs)/2)
-	for i := 0; i < len(pairs); i += 2 {
-		cmds = append(cmds, pipe.HGetAll(ctx, k.Job(pairs[i])))
+	out := make([]*Dispatch, 0, len(triples)/3)
+	var pipe redis.Pipeliner
+	var heavy []*Dispatch
+	var cmds []*redis.MapStringStringCmd
+	for i := 0; i+2 < len(triples); i += 3 {
+		d := &Dispatch{ID: triples[i], Token: triples[i+1], Route: route}
+		out = append(out, d)
+		if triples[i+2] != "" {
+			d.fillFromPayload(triples[i+2])
+			continue
+		}
+		if pipe == nil {
+			pipe = q.rdb.Pipeline()
+		}
+		heavy = append(heavy, d)
+		cmds = append(cmds, pipe.HGetAll(ctx, k.Job(d.ID)))
+	}
+	if pipe == nil {
+		return out, nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		// The jobs stay leased to nobody; their leases expire and the reaper recovers them.
 		return nil, fmt.Errorf("read leased jobs of route %s: %w", route, err)
 	}
-	out := make([]*Dispatch, 0, len(cmds))
 	for i, c := range cmds {
-		d := &Dispatch{ID: pairs[2*i], Token: pairs[2*i+1], Route: route}
-		out = append(out, d)
-		f := c.Val()
+		d, f := heavy[i], c.Val()
 		d.Name, d.Priority = f["n"], f["p"]
 		d.MaxRetries, d.Attempts = atoi(f["m"]), atoi(f["a"])
-		d.CreatedAt = fromMS(f["c"])
+		d.CreatedAt, d.LastError = fromMS(f["c"]), f["err"]
 		d.Envelope, d.BadEnvelope = decodeStored(d.ID, f)
 	}
 	return out, nil

@@ -41,6 +41,7 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 	k := q.Keys(route)
 	pipe := q.rdb.TxPipeline()
 	h := pipe.HGetAll(ctx, k.Job(id))
+	pay := pipe.HGet(ctx, k.Payloads(), id)
 	active := pipe.ZScore(ctx, k.Active(), id)
 	sched := pipe.ZScore(ctx, k.Scheduled(), id)
 	lease := pipe.HGet(ctx, k.Leases(), id)
@@ -50,7 +51,7 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 	}
 	f := h.Val()
 	if len(f) == 0 {
-		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+		return lookupLight(id, route, pay, active, lease, res)
 	}
 	s := &JobState{
 		ID: id, Route: route, Name: f["n"], Priority: f["p"], Error: f["err"],
@@ -90,22 +91,45 @@ func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
 	}
 	k := q.Keys(route)
 	pipe := q.rdb.TxPipeline()
-	res := pipe.Get(ctx, k.Result(id))       // a failure's record
-	inline := pipe.HGet(ctx, k.Job(id), "r") // a success's record
+	res := pipe.Get(ctx, k.Result(id))
 	exists := pipe.Exists(ctx, k.Job(id))
+	light := pipe.HExists(ctx, k.Payloads(), id)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read result of job %s: %w", id, err)
 	}
 	if b, err := res.Bytes(); err == nil {
 		return b, nil
 	}
-	if b, err := inline.Bytes(); err == nil {
-		return b, nil
-	}
-	if exists.Val() == 0 {
+	if exists.Val() == 0 && !light.Val() {
 		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
 	return nil, nil
+}
+
+// lookupLight describes a job without a hash: a light job waiting or running
+// (its payload), or a finished one (its result record, which the caller
+// decodes: StatusCompleted with Result set).
+func lookupLight(id, route string, pay *redis.StringCmd, active *redis.FloatCmd, lease, res *redis.StringCmd) (*JobState, error) {
+	s := &JobState{ID: id, Route: route}
+	p, err := pay.Result()
+	if err != nil {
+		if b, err := res.Bytes(); err == nil {
+			s.Status, s.Result = StatusCompleted, b
+			return s, nil
+		}
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	d := Dispatch{ID: id}
+	d.fillFromPayload(p)
+	s.Name, s.Priority, s.MaxRetries, s.CreatedAt = d.Name, d.Priority, d.MaxRetries, d.CreatedAt
+	s.Envelope, s.BadEnvelope = d.Envelope, d.BadEnvelope
+	s.Status = StatusPending
+	if active.Err() == nil {
+		s.Status = StatusProcessing
+		s.LeaseDeadline = time.UnixMilli(int64(active.Val()))
+		s.StartedAt = tokenTime(lease.Val())
+	}
+	return s, nil
 }
 
 // Depth counts the jobs of one route in each place.

@@ -40,6 +40,10 @@ func (k Keys) Scheduled() string           { return k.base + "scheduled" }
 func (k Keys) Dead() string                { return k.base + "dead" }
 func (k Keys) Stats() string               { return k.base + "stats" }
 
+// Payloads is the hash of light jobs' payloads (id -> payload): a job enqueued
+// ready to run lives there, not in a hash of its own, until it finishes or fails.
+func (k Keys) Payloads() string { return k.base + "payloads" }
+
 // Lists returns the ready lists of the given priorities, in drain order.
 func (k Keys) Lists(priorities []string) []string {
 	out := make([]string, 0, len(priorities))

@@ -90,15 +90,17 @@ func (q *Queue) RouteOfJob(ctx context.Context, id string) (string, error) {
 	}
 	pipe := q.rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, len(routes))
+	light := make([]*redis.BoolCmd, len(routes))
 	for i, r := range routes {
 		k := q.Keys(r)
 		cmds[i] = pipe.Exists(ctx, k.Job(id), k.Result(id))
+		light[i] = pipe.HExists(ctx, k.Payloads(), id)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return "", err
 	}
 	for i, c := range cmds {
-		if c.Val() > 0 {
+		if c.Val() > 0 || light[i].Val() {
 			return routes[i], nil
 		}
 	}

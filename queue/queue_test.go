@@ -155,8 +155,10 @@ func TestEnqueueFetch_OneJobInExactlyOnePlace(t *testing.T) {
 	})
 }
 
-// The envelope is stored in 60-byte slices: any size comes back intact, and a
-// typical job's hash stays compact (listpack) on Redis.
+// A job's envelope comes back intact at any size whether it is light (ready at
+// once: a payload in the route's payloads hash) or has a hash of its own
+// (delayed: 60-byte slices), and a typical delayed job's hash stays compact
+// (listpack) on Redis.
 func TestEnvelope_StoredInSlicesRoundTrips(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
@@ -164,23 +166,127 @@ func TestEnvelope_StoredInSlicesRoundTrips(t *testing.T) {
 		for _, size := range []int{0, 59, 60, 61, 90, 100_000} {
 			args := make([]byte, size)
 			for i := range args {
-				args[i] = byte(i * 7)
+				args[i] = byte(i * 7) // '|' included: the envelope may hold the separator
 			}
 			e, _ := queue.EncodeEnvelope(queue.Envelope{Args: args, Description: "d"})
-			j := queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: e}
-			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{j}, now); err != nil {
+			ready := queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: e}
+			later := queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: e, RunAt: now.Add(time.Hour)}
+			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{ready, later}, now); err != nil {
 				t.Fatal(err)
 			}
-			s, err := q.Lookup(ctx, j.ID)
-			if err != nil || s.BadEnvelope != nil || string(s.Envelope.Args) != string(args) || s.Envelope.Description != "d" {
-				t.Fatalf("size %d: lookup = %v, %v; envelope not intact", size, err, s.BadEnvelope)
-			}
-			if size == 90 {
-				enc, err := q.Client().ObjectEncoding(ctx, q.Keys("r").Job(j.ID)).Result()
-				if err == nil && enc != "listpack" {
-					t.Fatalf("a job with 90-byte args is stored as %s, want listpack", enc)
+			for _, j := range []queue.NewJob{ready, later} {
+				s, err := q.Lookup(ctx, j.ID)
+				if err != nil || s.BadEnvelope != nil || string(s.Envelope.Args) != string(args) || s.Envelope.Description != "d" || s.Name != "t" {
+					t.Fatalf("size %d: lookup = %+v, %v; envelope not intact", size, s, err)
 				}
 			}
+			ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+			if err != nil || len(ds) != 1 || ds[0].BadEnvelope != nil || string(ds[0].Envelope.Args) != string(args) || ds[0].Name != "t" || ds[0].Priority != queue.Normal {
+				t.Fatalf("size %d: fetch = %+v, %v; want the ready job intact", size, ds, err)
+			}
+			if size == 90 {
+				enc, err := q.Client().ObjectEncoding(ctx, q.Keys("r").Job(later.ID)).Result()
+				if embedded := err != nil && strings.Contains(err.Error(), "unknown subcommand"); !embedded && (err != nil || enc != "listpack") {
+					t.Fatalf("a delayed job with 90-byte args is stored as %q (%v), want listpack", enc, err)
+				}
+			}
+		}
+	})
+}
+
+// A light job lives in exactly one place through its life: the payloads hash
+// while it waits and runs, a hash of its own from its first failure (attempts,
+// error and arguments intact), and only its result record once it succeeds.
+func TestLightJob_FailRetrySucceed(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		k := q.Keys("r")
+		j := job(t, "r")
+		if _, err := q.Enqueue(ctx, "r", queue.High, []queue.NewJob{j}, now); err != nil {
+			t.Fatal(err)
+		}
+		exists := func(key string) bool {
+			n, err := q.Client().Exists(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n == 1
+		}
+		light := func() bool {
+			ok, err := q.Client().HExists(ctx, k.Payloads(), j.ID).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if s, err := q.Lookup(ctx, j.ID); err != nil || s.Status != queue.StatusPending || s.Priority != queue.High || s.MaxRetries != 1 || !light() || exists(k.Job(j.ID)) {
+			t.Fatalf("after enqueue: %+v, %v; want a pending light job", s, err)
+		}
+		ds, err := q.Fetch(ctx, "r", queue.Priorities, 1, now.Add(time.Minute), now)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("fetch = %v, %v", ds, err)
+		}
+		if s, _ := q.Lookup(ctx, j.ID); s.Status != queue.StatusProcessing {
+			t.Fatalf("after fetch: %+v", s)
+		}
+		out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "boom", RetryAt: now, Record: []byte("x"), TTL: time.Minute}, now)
+		if err != nil || out != queue.Retrying {
+			t.Fatalf("fail = %v, %v", out, err)
+		}
+		s, _ := q.Lookup(ctx, j.ID)
+		if s.Status != queue.StatusScheduled || s.Attempts != 1 || s.Error != "boom" || s.Name != "t" || s.Priority != queue.High || string(s.Envelope.Args) != "\x90" || light() || !exists(k.Job(j.ID)) {
+			t.Fatalf("after a failure: %+v; want a scheduled job with its own hash", s)
+		}
+		if n, err := q.Promote(ctx, "r", now.Add(time.Second)); n != 1 || err != nil {
+			t.Fatalf("promote = %d, %v", n, err)
+		}
+		ds, err = q.Fetch(ctx, "r", queue.Priorities, 1, now.Add(time.Minute), now)
+		if err != nil || len(ds) != 1 || ds[0].Attempts != 1 || ds[0].Name != "t" {
+			t.Fatalf("second fetch = %+v, %v", ds, err)
+		}
+		if ok, err := q.Ack(ctx, ds[0], []byte("done"), time.Minute, now); !ok || err != nil {
+			t.Fatalf("ack = %v, %v", ok, err)
+		}
+		s, err = q.Lookup(ctx, j.ID)
+		if err != nil || s.Status != queue.StatusCompleted || string(s.Result) != "done" || exists(k.Job(j.ID)) || light() {
+			t.Fatalf("after success: %+v, %v; want only the result record", s, err)
+		}
+		if b, err := q.Result(ctx, j.ID); err != nil || string(b) != "done" {
+			t.Fatalf("result = %q, %v", b, err)
+		}
+	})
+}
+
+// A caller-chosen id is refused while a job holds it: light and waiting,
+// running, and finished (its record kept).
+func TestChosenID_RefusedInEveryState(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		j := queue.NewJob{ID: "order-7", Name: "t", Envelope: env(t), ChosenID: true}
+		again := func(state string) {
+			t.Helper()
+			h, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{j}, now)
+			if err != nil || len(h) != 1 || h[0] != j.ID {
+				t.Fatalf("%s: second enqueue of %s = %v, %v; want refused", state, j.ID, h, err)
+			}
+		}
+		if h, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{j}, now); err != nil || h[0] != "" {
+			t.Fatalf("first enqueue = %v, %v", h, err)
+		}
+		again("pending")
+		ds, err := q.Fetch(ctx, "r", queue.Priorities, 5, now.Add(time.Minute), now)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("fetch = %v, %v; want exactly one job", ds, err)
+		}
+		again("running")
+		if ok, err := q.Ack(ctx, ds[0], []byte("done"), time.Minute, now); !ok || err != nil {
+			t.Fatalf("ack = %v, %v", ok, err)
+		}
+		again("finished")
+		if d, _ := q.Depths(ctx, []string{"r"}); d[0].Normal != 0 || d[0].Active != 0 {
+			t.Fatalf("refused enqueues left jobs behind: %+v", d[0])
 		}
 	})
 }

@@ -45,15 +45,21 @@ func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide fu
 	for i, id := range ids {
 		cmds[i] = pipe.HGetAll(ctx, k.Job(id))
 	}
+	pays := pipe.HMGet(ctx, k.Payloads(), ids...)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read expired jobs of route %s: %w", route, err)
 	}
-	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats()}
+	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats(), k.Payloads()}
 	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns)}
 	for i, id := range ids {
 		f := cmds[i].Val()
 		e := Expired{ID: id, Name: f["n"], Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"])}
 		e.Envelope, _ = decodeStored(id, f)
+		if p, ok := pays.Val()[i].(string); ok && len(f) == 0 {
+			var d Dispatch
+			d.fillFromPayload(p)
+			e = Expired{ID: id, Name: d.Name, MaxRetries: d.MaxRetries, Envelope: d.Envelope}
+		}
 		verdict := decide(e)
 		keys = append(keys, k.Job(id), k.Result(id))
 		args = append(args, id, e.Attempts, ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)))

@@ -36,13 +36,12 @@ type ackReq struct {
 // ackMany runs ack.lua for a batch of one route.
 func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
 	k := q.Keys(route)
-	keys := make([]string, 0, 3+len(reqs))
-	keys = append(keys, k.Active(), k.Leases(), k.Stats())
-	args := make([]any, 0, 1+6*len(reqs))
-	args = append(args, ms(time.Now()))
+	keys := make([]string, 0, 4+2*len(reqs))
+	keys = append(keys, k.Active(), k.Leases(), k.Stats(), k.Payloads())
+	args := make([]any, 0, 5*len(reqs))
 	for _, r := range reqs {
-		keys = append(keys, k.Job(r.d.ID))
-		args = append(args, r.d.ID, r.d.Token, r.record, max(1, durMS(r.ttl)), ResultChannel(q.ns, r.d.ID), ms(r.d.StartedAt()))
+		keys = append(keys, k.Job(r.d.ID), k.Result(r.d.ID))
+		args = append(args, r.d.ID, r.d.Token, r.record, max(1, durMS(r.ttl)), ResultChannel(q.ns, r.d.ID))
 	}
 	res, err := q.s.ack.Run(ctx, q.rdb, keys, args...).Result()
 	if err != nil {
@@ -69,7 +68,7 @@ type Failure struct {
 // dead-letter with f.Record stored and published.
 func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Outcome, error) {
 	k := q.Keys(d.Route)
-	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats()}
+	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads()}
 	final := 0
 	if f.Final {
 		final = 1
@@ -86,7 +85,7 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 // attempt (graceful shutdown). It reports false when the lease was lost.
 func (q *Queue) Requeue(ctx context.Context, d *Dispatch) (bool, error) {
 	k := q.Keys(d.Route)
-	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low)}
+	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads()}
 	n, err := q.s.requeue.Run(ctx, q.rdb, keys, d.ID, d.Token, k.WakeChannel()).Int()
 	if err != nil {
 		return false, fmt.Errorf("hand back job %s: %w", d.ID, err)

@@ -11,9 +11,15 @@ type Record struct {
 	ID         string `msgpack:"id"`
 	OK         bool   `msgpack:"ok"`
 	Value      []byte `msgpack:"v,omitempty"` // msgpack-encoded handler result (opaque here)
-	Error      string `msgpack:"e,omitempty"` // failure message when !OK
+	Error      string `msgpack:"e,omitempty"` // failure message when !OK; the last failed run's when OK
 	Attempts   int    `msgpack:"a,omitempty"` // failed runs before the final outcome
 	FinishedAt int64  `msgpack:"t"`           // unix milliseconds
+	// What the job was, for a success: a finished job is only its record (its
+	// arguments are not kept), so Job(id) reads these from it.
+	Name      string `msgpack:"n,omitempty"`
+	Priority  string `msgpack:"p,omitempty"`
+	CreatedAt int64  `msgpack:"c,omitempty"` // unix milliseconds
+	StartedAt int64  `msgpack:"s,omitempty"` // unix milliseconds, of the successful run
 }
 
 // Encode encodes r for storage and for its pub/sub announcement.

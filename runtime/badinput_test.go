@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
@@ -59,40 +60,64 @@ func TestBadInput_OversizePayloadSaysSizeAndLimit(t *testing.T) {
 }
 
 // A job whose stored envelope is garbage is dead-lettered with a decode error,
-// and the worker goes on with the next job.
+// and the worker goes on with the next job: a delayed job (its own hash), a
+// light job whose payload holds a corrupt envelope, and a light job whose
+// payload is not one at all.
 func TestBadInput_CorruptEnvelopeIsDeadLetteredWorkerContinues(t *testing.T) {
-	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		task := testtasks.Echo.With(c)
-		ctx := ctxT(t)
-		bad, err := task.Enqueue(ctx, Msg{Text: "soon corrupt"}, runtime.Delay(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := c.Queue().Keys("default")
-		if err := c.Redis().HSet(ctx, k.Job(bad), "e0", "\xc1 not msgpack").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Redis().ZAdd(ctx, k.Scheduled(), redisZ(bad)).Err(); err != nil { // make it due now
-			t.Fatal(err)
-		}
-		good, _ := task.Enqueue(ctx, Msg{Text: "fine"})
+	cases := []struct {
+		name, want string
+		light      bool
+		plant      func(ctx context.Context, c *runtime.Client, k queue.Keys, id string) error
+	}{
+		{"delayed job hash", "decode envelope", false, func(ctx context.Context, c *runtime.Client, k queue.Keys, id string) error {
+			if err := c.Redis().HSet(ctx, k.Job(id), "e0", "\xc1 not msgpack").Err(); err != nil {
+				return err
+			}
+			return c.Redis().ZAdd(ctx, k.Scheduled(), redisZ(id)).Err() // make it due now
+		}},
+		{"light payload envelope", "decode envelope", true, func(ctx context.Context, c *runtime.Client, k queue.Keys, id string) error {
+			return c.Redis().HSet(ctx, k.Payloads(), id, "t_echo|normal|25|0|\xc1 not msgpack").Err()
+		}},
+		{"light payload unreadable", "unreadable payload", true, func(ctx context.Context, c *runtime.Client, k queue.Keys, id string) error {
+			return c.Redis().HSet(ctx, k.Payloads(), id, "garbage").Err()
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, c *runtime.Client) {
+				task := testtasks.Echo.With(c)
+				ctx := ctxT(t)
+				var opts []runtime.Option
+				if !tc.light {
+					opts = append(opts, runtime.Delay(time.Hour))
+				}
+				bad, err := task.Enqueue(ctx, Msg{Text: "soon corrupt"}, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := tc.plant(ctx, c, c.Queue().Keys("default"), bad); err != nil {
+					t.Fatal(err)
+				}
+				good, _ := task.Enqueue(ctx, Msg{Text: "fine"})
 
-		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 1}))
-		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
-		startWorker(t, w)
+				w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 1}))
+				runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
+				startWorker(t, w)
 
-		_, err = task.Await(ctx, bad)
-		var je *runtime.JobError
-		if !errors.As(err, &je) || !strings.Contains(je.Message, "decode envelope") || je.Attempts != 1 {
-			t.Fatalf("Await(corrupt) = %v; want a JobError with the decode error after one attempt", err)
-		}
-		if s := jobStatus(t, c, bad); s != runtime.StatusFailed {
-			t.Fatalf("corrupt job is %s, want failed (dead-lettered)", s)
-		}
-		if got, err := task.Await(ctx, good); err != nil || got.Text != "fine" {
-			t.Fatalf("the next job after a corrupt one = %+v, %v", got, err)
-		}
-	})
+				_, err = task.Await(ctx, bad)
+				var je *runtime.JobError
+				if !errors.As(err, &je) || !strings.Contains(je.Message, tc.want) || je.Attempts != 1 {
+					t.Fatalf("Await(corrupt) = %v; want a JobError with %q after one attempt", err, tc.want)
+				}
+				if s := jobStatus(t, c, bad); s != runtime.StatusFailed {
+					t.Fatalf("corrupt job is %s, want failed (dead-lettered)", s)
+				}
+				if got, err := task.Await(ctx, good); err != nil || got.Text != "fine" {
+					t.Fatalf("the next job after a corrupt one = %+v, %v", got, err)
+				}
+			})
+		})
+	}
 }
 
 func TestBadInput_NoHandlerIsAFailureNotADrop(t *testing.T) {

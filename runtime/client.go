@@ -142,7 +142,13 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 	}
 	if s.Status == queue.StatusCompleted && s.Result != nil {
 		if rec, err := results.Decode(s.Result); err == nil {
-			info.Result = rec.Value
+			// A finished job is its result record; what it was comes from there.
+			info.Result, info.Attempts, info.Error = rec.Value, rec.Attempts, rec.Error
+			info.Name, info.Priority = rec.Name, Priority(rec.Priority)
+			info.CreatedAt, info.StartedAt, info.FinishedAt = fromMS(rec.CreatedAt), fromMS(rec.StartedAt), fromMS(rec.FinishedAt)
+			if !rec.OK {
+				info.Status = StatusFailed
+			}
 		}
 	}
 	return info, nil
@@ -155,4 +161,19 @@ func (c *Client) EmbeddedURL() string {
 		return ""
 	}
 	return "redis://" + c.embedded.m.Addr()
+}
+
+// fromMS and unixMS convert unix milliseconds, with 0 for the zero time.
+func fromMS(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+func unixMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }

@@ -31,7 +31,7 @@ func TestConnect_NamespaceFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := c.Redis().Exists(ctx, ns+":route:{default}:job:"+id).Result(); n != 1 {
+	if ok, _ := c.Redis().HExists(ctx, ns+":route:{default}:payloads", id).Result(); !ok {
 		t.Fatalf("the job is not under the namespace %s", ns)
 	}
 	info, err := c.Job(ctx, id)

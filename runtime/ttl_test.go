@@ -35,8 +35,8 @@ func TestResults_KeptForTheirTTL(t *testing.T) {
 		if _, err := ok.Await(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		// A success's record is kept in the job's hash, which lives as long as it should.
-		if got := ttl(k.Job(id)); !near(got, time.Hour) {
+		// A finished job is its result record, which lives as long as it should.
+		if got := ttl(k.Result(id)); !near(got, time.Hour) {
 			t.Fatalf("completed job (and result) TTL = %s, want about 1h", got)
 		}
 
@@ -52,7 +52,7 @@ func TestResults_KeptForTheirTTL(t *testing.T) {
 		if _, err := ok.Await(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if got := ttl(k.Job(id)); !near(got, 10*time.Minute) {
+		if got := ttl(k.Result(id)); !near(got, 10*time.Minute) {
 			t.Fatalf("ResultTTL(10m) result TTL = %s", got)
 		}
 	})

@@ -127,7 +127,10 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) {
 	defer w.untrack(r)
 	d := r.d
 	now := time.Now()
-	rec, err := results.Encode(results.Record{ID: d.ID, OK: true, Value: result, Attempts: d.Attempts, FinishedAt: now.UnixMilli()})
+	rec, err := results.Encode(results.Record{
+		ID: d.ID, OK: true, Value: result, Attempts: d.Attempts, FinishedAt: now.UnixMilli(), Error: d.LastError,
+		Name: d.Name, Priority: d.Priority, CreatedAt: unixMS(d.CreatedAt), StartedAt: unixMS(d.StartedAt()),
+	})
 	if err != nil {
 		log.Warn("bananas: encode result record", "err", err)
 		return

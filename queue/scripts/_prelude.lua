@@ -86,3 +86,42 @@ local function bn_sliced(cmd, key, items)
     redis.call(cmd, key, unpack(items, first, math.min(first + 199, #items)))
   end
 end
+
+-- A job enqueued ready to run is "light": it has no hash of its own while it
+-- waits and runs. Its id goes in the ready list and its payload in one field
+-- of the route's payloads hash (route:{r}:payloads, id -> payload), which costs
+-- one field instead of a key, a hash and eight fields per job. The payload is
+--   name|priority|max retries|created ms|envelope
+-- (names and priorities never hold '|'; the envelope is last, so it may). A
+-- light job gets a hash (bn_materialize) only when it fails or its lease is
+-- lost; a success leaves just its result record.
+
+-- bn_payload builds the payload of a light job.
+local function bn_payload(name, prio, max, created, env)
+  return name .. '|' .. prio .. '|' .. max .. '|' .. created .. '|' .. env
+end
+
+-- bn_split splits a payload into name, priority, max retries, created and
+-- envelope; nil when it is not one (a value planted by hand).
+local function bn_split(p)
+  local i1 = string.find(p, '|', 1, true)
+  local i2 = i1 and string.find(p, '|', i1 + 1, true)
+  local i3 = i2 and string.find(p, '|', i2 + 1, true)
+  local i4 = i3 and string.find(p, '|', i3 + 1, true)
+  if not i4 then return nil end
+  return string.sub(p, 1, i1 - 1), string.sub(p, i1 + 1, i2 - 1), string.sub(p, i2 + 1, i3 - 1),
+    string.sub(p, i3 + 1, i4 - 1), string.sub(p, i4 + 1)
+end
+
+-- bn_materialize gives a light job its hash, from its payload, and removes the
+-- payload, so that retries, the dead-letter set and replay see one kind of job.
+-- A payload that does not split is kept whole as the envelope (the worker will
+-- report it undecodable) rather than lost.
+local function bn_materialize(job, payloads, id, payload)
+  local name, prio, max, created, env = bn_split(payload)
+  if not name or bn_prios[prio] == nil or tonumber(max) == nil then
+    name, prio, max, created, env = '?', 'normal', '0', '0', payload
+  end
+  redis.call('HDEL', payloads, id)
+  bn_write_job(job, {'n', name, 'p', prio, 'm', max, 'c', created}, env)
+end

@@ -6,19 +6,20 @@
 -- KEYS[1]  LIST  route:{r}:queue:<priority>
 -- KEYS[2]  ZSET  route:{r}:active
 -- KEYS[3]  HASH  route:{r}:leases
--- KEYS[4..3+m]  HASH  route:{r}:job:<id_i>, one per id of ARGV
+-- KEYS[4]  HASH  route:{r}:payloads  id -> payload of light jobs
+-- KEYS[5..4+m]  HASH  route:{r}:job:<id_i>, one per id of ARGV
 -- ARGV[1]  n, the most jobs to take (>= 1)
 -- ARGV[2]  lease deadline (unix ms)
 -- ARGV[3]  token prefix, unique to this call
 -- ARGV[4]  t, the number of type names that follow
 -- ARGV[5..4+t]  type names
--- ARGV[5+t..4+t+m]  the ids, in list order, matching KEYS[4..]
--- Returns: a flat array id1, token1, ... of the jobs taken.
+-- ARGV[5+t..4+t+m]  the ids, in list order, matching KEYS[5..]
+-- Returns: a flat array id1, token1, payload1, ... of the jobs taken, as fetch.lua.
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
 local prefix = bn_str(ARGV[3], 'token prefix')
 local t = bn_num(ARGV[4], 'type count')
-local m = #KEYS - 3
+local m = #KEYS - 4
 if #ARGV ~= 4 + t + m then error('bananas: claim needs one id per job key') end
 local types = {}
 for i = 1, t do types[bn_str(ARGV[4 + i], 'type name')] = true end
@@ -27,7 +28,13 @@ local out, taken = {}, 0
 for i = 1, m do
   if taken >= want then break end
   local id = ARGV[4 + t + i]
-  local name = redis.call('HGET', KEYS[3 + i], 'n')
+  local payload = redis.call('HGET', KEYS[4], id)
+  local name
+  if payload then
+    name = bn_split(payload)
+  else
+    name = redis.call('HGET', KEYS[4 + i], 'n')
+  end
   if name and types[name] and redis.call('LREM', KEYS[1], 1, id) == 1 then
     taken = taken + 1
     local token = prefix .. taken
@@ -35,6 +42,7 @@ for i = 1, m do
     redis.call('HSET', KEYS[3], id, token)
     out[#out + 1] = id
     out[#out + 1] = token
+    out[#out + 1] = payload or ''
   end
 end
 return out

@@ -1,13 +1,16 @@
 -- enqueue.lua: add one or more new jobs of one route, either ready (pushed to the
--- list of their priority) or scheduled for later. All jobs of one call share a
+-- list of their priority, light: payload in the payloads hash, no hash of its
+-- own) or scheduled for later (a job hash). All jobs of one call share a
 -- priority. A job whose id already exists, or whose unique key is held, is not
 -- written; its slot in the reply names the job that holds it.
 --
 -- KEYS[1]  list    route:{r}:queue:<priority>   LIST  ready job ids
 -- KEYS[2]  ZSET    route:{r}:scheduled          id -> run-at ms
 -- KEYS[3]  HASH    route:{r}:stats              counters
--- KEYS[4+2i]  HASH    route:{r}:job:<id_i>      the job (i = 0..n-1)
--- KEYS[5+2i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
+-- KEYS[4]  HASH    route:{r}:payloads           id -> payload of light jobs
+-- KEYS[5+3i]  HASH    route:{r}:job:<id_i>      the job (i = 0..n-1)
+-- KEYS[6+3i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
+-- KEYS[7+3i]  STRING  route:{r}:result:<id_i>   its result record (a finished job still holds its id)
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  priority: high|normal|low
 -- ARGV[3]  wake channel (published when the list was empty)
@@ -20,8 +23,8 @@ local now = bn_num(ARGV[1], 'now')
 local prio = ARGV[2]
 bn_prio(prio, 'priority')
 local n = bn_num(ARGV[5], 'job count')
-if #KEYS ~= 3 + 2 * n or #ARGV ~= 5 + 7 * n then
-  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (3 + 2 * n) .. ' keys and ' .. (5 + 7 * n) .. ' args')
+if #KEYS ~= 4 + 3 * n or #ARGV ~= 5 + 7 * n then
+  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (4 + 3 * n) .. ' keys and ' .. (5 + 7 * n) .. ' args')
 end
 
 -- Pass 1: validate every job and find duplicates; nothing is written yet.
@@ -30,15 +33,15 @@ local seen_id, seen_unique = {}, {}
 for i = 0, n - 1 do
   local a = 6 + 7 * i
   local id = bn_str(ARGV[a], 'job id')
-  bn_str(ARGV[a + 1], 'task name')
+  if string.find(bn_str(ARGV[a + 1], 'task name'), '|', 1, true) then error('bananas: task name must not contain |') end
   bn_str(ARGV[a + 2], 'envelope')
   if bn_num(ARGV[a + 3], 'max retries') < 0 then error('bananas: max retries must be >= 0') end
   bn_num(ARGV[a + 4], 'run-at')
   local uttl = bn_num(ARGV[a + 5], 'unique ttl')
   local check = bn_num(ARGV[a + 6], 'id check flag') == 1
-  local job, ukey = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
+  local job, ukey = KEYS[5 + 3 * i], KEYS[6 + 3 * i]
   local holder = ''
-  if check and (seen_id[id] or redis.call('EXISTS', job) == 1) then
+  if check and (seen_id[id] or redis.call('EXISTS', job, KEYS[7 + 3 * i]) > 0 or redis.call('HEXISTS', KEYS[4], id) == 1) then
     holder = id
   elseif uttl > 0 then
     holder = seen_unique[ukey] or redis.call('GET', ukey) or ''
@@ -50,21 +53,24 @@ for i = 0, n - 1 do
   reply[i + 1] = holder
 end
 
--- Pass 2: write the jobs that are new; the list and set take them in one call each.
+-- Pass 2: write the jobs that are new; the list, the payloads and the set take
+-- them in one call each (per 200).
 local written, earliest = 0, nil
-local ready, later = {}, {}
+local ready, payloads, later = {}, {}, {}
 for i = 0, n - 1 do
   if reply[i + 1] == '' then
     local a = 6 + 7 * i
     local id, run_at, uttl = ARGV[a], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
-    local job, ukey = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
-    bn_write_job(job, {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}, ARGV[a + 2])
+    local ukey = KEYS[6 + 3 * i]
     if run_at > now then
+      bn_write_job(KEYS[5 + 3 * i], {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}, ARGV[a + 2])
       later[#later + 1] = run_at
       later[#later + 1] = id
       if earliest == nil or run_at < earliest then earliest = run_at end
     else
       ready[#ready + 1] = id
+      payloads[#payloads + 1] = id
+      payloads[#payloads + 1] = bn_payload(ARGV[a + 1], prio, ARGV[a + 3], now, ARGV[a + 2])
     end
     if uttl > 0 then redis.call('SET', ukey, id, 'PX', uttl) end
     written = written + 1
@@ -72,6 +78,7 @@ for i = 0, n - 1 do
 end
 if #ready > 0 then
   local was_empty = redis.call('LLEN', KEYS[1]) == 0
+  bn_sliced('HSET', KEYS[4], payloads)
   bn_sliced('RPUSH', KEYS[1], ready)
   if was_empty then redis.call('PUBLISH', ARGV[3], '1') end
 end

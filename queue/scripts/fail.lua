@@ -10,6 +10,7 @@
 -- KEYS[5]  ZSET    route:{r}:dead
 -- KEYS[6]  STRING  route:{r}:result:<id>
 -- KEYS[7]  HASH    route:{r}:stats
+-- KEYS[8]  HASH    route:{r}:payloads  (a light job gets its hash here first)
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  now (unix ms)
@@ -22,7 +23,7 @@
 -- ARGV[10] started-at of the run (unix ms)
 -- ARGV[11] schedule channel
 -- Returns: 0 stale token (nothing written), 1 scheduled for retry, 2 dead-lettered,
---          3 the job hash is gone (lease released, nothing else to do).
+--          3 the job is gone (lease released, nothing else to do).
 local id = bn_str(ARGV[1], 'job id')
 local token = bn_str(ARGV[2], 'token')
 local now = bn_num(ARGV[3], 'now')
@@ -35,9 +36,14 @@ bn_str(ARGV[11], 'schedule channel')
 if ttl <= 0 then error('bananas: failure ttl must be > 0') end
 if redis.call('HGET', KEYS[3], id) ~= token then return 0 end
 local exists = redis.call('EXISTS', KEYS[1]) == 1
+local payload = not exists and redis.call('HGET', KEYS[8], id)
 
 redis.call('ZREM', KEYS[2], id)
 redis.call('HDEL', KEYS[3], id)
-if not exists then return 3 end
+if payload then
+  bn_materialize(KEYS[1], KEYS[8], id, payload)
+elseif not exists then
+  return 3
+end
 redis.call('HSET', KEYS[1], 'st', started)
 return bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11])

@@ -1,37 +1,46 @@
 -- fetch.lua: take up to N ready jobs of one route, strictly in the order of the
 -- lists given (high before normal before low), FIFO within a list, and put each
--- under a lease with a fresh fencing token. The job hashes are not touched here
--- (their keys are unknown until the ids are popped); the caller reads them next.
+-- under a lease with a fresh fencing token. A light job's payload comes back
+-- with it; a job with a hash of its own (delayed, retried, replayed) comes back
+-- with an empty payload and the caller reads its hash next (its key is unknown
+-- until the id is popped).
 --
--- KEYS[1]  ZSET  route:{r}:active   id -> lease deadline ms
--- KEYS[2]  HASH  route:{r}:leases   id -> fencing token of the current dispatch
--- KEYS[3..]  LIST  route:{r}:queue:<priority>, in the order to drain them
+-- KEYS[1]  ZSET  route:{r}:active    id -> lease deadline ms
+-- KEYS[2]  HASH  route:{r}:leases    id -> fencing token of the current dispatch
+-- KEYS[3]  HASH  route:{r}:payloads  id -> payload of light jobs
+-- KEYS[4..]  LIST  route:{r}:queue:<priority>, in the order to drain them
 -- ARGV[1]  n, the most jobs to take (>= 1)
 -- ARGV[2]  lease deadline (unix ms)
 -- ARGV[3]  token prefix, unique to this call; the i-th job's token is prefix .. i
--- Returns: a flat array id1, token1, id2, token2, ... (empty when every list is empty)
+-- Returns: a flat array id1, token1, payload1, id2, ... (empty when every list
+--          is empty); payload is "" for a job with its own hash.
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
 local prefix = bn_str(ARGV[3], 'token prefix')
 if want < 1 then error('bananas: count must be >= 1') end
-if #KEYS < 3 then error('bananas: fetch needs at least one list key') end
+if #KEYS < 4 then error('bananas: fetch needs at least one list key') end
 
 local out = {}
 local taken = 0
-for k = 3, #KEYS do
+for k = 4, #KEYS do
   if taken >= want then break end
   local ids = redis.call('LPOP', KEYS[k], want - taken)
   if ids then
     local scored, tokens = {}, {}
-    for _, id in ipairs(ids) do
-      taken = taken + 1
-      local token = prefix .. taken
-      scored[#scored + 1] = deadline
-      scored[#scored + 1] = id
-      tokens[#tokens + 1] = id
-      tokens[#tokens + 1] = token
-      out[#out + 1] = id
-      out[#out + 1] = token
+    for first = 1, #ids, 200 do
+      local pays = redis.call('HMGET', KEYS[3], unpack(ids, first, math.min(first + 199, #ids)))
+      for j = 1, #pays do
+        local id = ids[first + j - 1]
+        taken = taken + 1
+        local token = prefix .. taken
+        scored[#scored + 1] = deadline
+        scored[#scored + 1] = id
+        tokens[#tokens + 1] = id
+        tokens[#tokens + 1] = token
+        out[#out + 1] = id
+        out[#out + 1] = token
+        out[#out + 1] = pays[j] or ''
+      end
     end
     bn_sliced('ZADD', KEYS[1], scored)
     bn_sliced('HSET', KEYS[2], tokens)

@@ -9,8 +9,9 @@
 -- KEYS[3]  ZSET  route:{r}:scheduled
 -- KEYS[4]  ZSET  route:{r}:dead
 -- KEYS[5]  HASH  route:{r}:stats
--- KEYS[6+2i]  HASH    route:{r}:job:<id_i>
--- KEYS[7+2i]  STRING  route:{r}:result:<id_i>
+-- KEYS[6]  HASH  route:{r}:payloads  (a light job gets its hash here first)
+-- KEYS[7+2i]  HASH    route:{r}:job:<id_i>
+-- KEYS[8+2i]  STRING  route:{r}:result:<id_i>
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  result channel prefix (the channel is prefix .. id .. "}")
 -- ARGV[3]  schedule channel
@@ -19,7 +20,7 @@
 local now = bn_num(ARGV[1], 'now')
 local prefix = bn_str(ARGV[2], 'channel prefix')
 local sched = bn_str(ARGV[3], 'schedule channel')
-local n = (#KEYS - 5) / 2
+local n = (#KEYS - 6) / 2
 if n ~= math.floor(n) or #ARGV ~= 3 + 5 * n then error('bananas: reap needs 2 keys and 5 args per job') end
 for i = 0, n - 1 do
   local a = 4 + 5 * i
@@ -33,18 +34,21 @@ local out = {}
 for i = 0, n - 1 do
   local a = 4 + 5 * i
   local id = ARGV[a]
-  local job, result = KEYS[6 + 2 * i], KEYS[7 + 2 * i]
+  local job, result = KEYS[7 + 2 * i], KEYS[8 + 2 * i]
   local score = redis.call('ZSCORE', KEYS[1], id)
   local deadline = score and tonumber(score) or math.huge
   local outcome = 0
   if deadline <= now then
-    if redis.call('EXISTS', job) == 0 then
+    local exists = redis.call('EXISTS', job) == 1
+    local payload = not exists and redis.call('HGET', KEYS[6], id)
+    if not exists and not payload then
       redis.call('ZREM', KEYS[1], id)
       redis.call('HDEL', KEYS[2], id)
       outcome = 3
-    elseif tonumber(redis.call('HGET', job, 'a') or '0') == tonumber(ARGV[a + 1]) then
+    elseif tonumber(payload and '0' or redis.call('HGET', job, 'a') or '0') == tonumber(ARGV[a + 1]) then
       redis.call('ZREM', KEYS[1], id)
       redis.call('HDEL', KEYS[2], id)
+      if payload then bn_materialize(job, KEYS[6], id, payload) end
       redis.call('HINCRBY', KEYS[5], 'recovered', 1)
       outcome = bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], id, now,
         'lease expired: the worker running it stopped renewing (crashed or lost Redis)',

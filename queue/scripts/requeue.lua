@@ -7,15 +7,23 @@
 -- KEYS[4]  LIST  route:{r}:queue:high
 -- KEYS[5]  LIST  route:{r}:queue:normal
 -- KEYS[6]  LIST  route:{r}:queue:low
+-- KEYS[7]  HASH  route:{r}:payloads
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  wake channel
--- Returns: 1 handed back, 0 stale token (nothing written), 3 the job hash is gone (lease released).
+-- Returns: 1 handed back, 0 stale token (nothing written), 3 the job is gone (lease released).
 local id = bn_str(ARGV[1], 'job id')
 local token = bn_str(ARGV[2], 'token')
 bn_str(ARGV[3], 'wake channel')
 if redis.call('HGET', KEYS[3], id) ~= token then return 0 end
 local prio = redis.call('HGET', KEYS[1], 'p')
+if not prio then
+  local payload = redis.call('HGET', KEYS[7], id)
+  if payload then
+    local _, p = bn_split(payload)
+    prio = bn_prios[p] and p or 'normal'
+  end
+end
 local list = prio and KEYS[3 + bn_prio(prio, 'stored priority')]
 
 redis.call('ZREM', KEYS[2], id)
