@@ -27,7 +27,10 @@ type WorkerOptions struct {
 	// JobTypes limits the worker to these task names; jobs of other tasks stay
 	// queued for other workers. Default: every job of its routes.
 	JobTypes []string
-	// Concurrency is how many jobs run at once. Default 10.
+	// Concurrency is how many handlers run at once. Default 10. A job's slot
+	// is freed when its handler returns; recording its outcome (one coalesced
+	// call to Redis) goes on beside the next jobs, for at most Concurrency
+	// jobs at a time, so a worker holds at most 2×Concurrency leases.
 	Concurrency int
 	// Lease is how long a running job is held without renewal; it is renewed
 	// every Lease/3, and a job whose lease runs out is recovered. Default 30s.
@@ -63,7 +66,8 @@ type Worker struct {
 	regErrs  []error
 	started  atomic.Bool
 
-	sem       chan struct{} // one token per running job
+	sem       chan struct{} // one token per running handler
+	settling  chan struct{} // one token per job whose outcome is being written after its slot was freed
 	slotFreed chan struct{} // signaled when a job releases its slot
 	wake      chan struct{} // signaled when a route's ready list was pushed to
 
@@ -184,6 +188,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("bananas: worker: %w", err)
 	}
 	w.sem = make(chan struct{}, w.opts.Concurrency)
+	w.settling = make(chan struct{}, w.opts.Concurrency)
 	w.slotFreed = make(chan struct{}, 1)
 	w.wake = make(chan struct{}, 1)
 	w.idle = make(chan struct{})

@@ -18,6 +18,7 @@ type run struct {
 	d        *queue.Dispatch
 	cancel   context.CancelCauseFunc
 	settling atomic.Bool // its outcome is being written: a lease found gone is no news
+	freed    bool        // its slot was handed on when the handler returned (see freeSlot)
 }
 
 // Causes with which a run's context is canceled when the job is no longer this
@@ -39,11 +40,32 @@ func (w *Worker) start(d *queue.Dispatch) {
 	go func() {
 		defer func() {
 			cancel(nil)
+			if r.freed {
+				<-w.settling
+				return
+			}
 			<-w.sem
 			notify(w.slotFreed)
 		}()
 		w.execute(ctx, r)
 	}()
+}
+
+// freeSlot hands r's slot to the next job once its handler has returned, so
+// the next fetch does not wait for r's outcome to reach Redis: with fast
+// handlers the ack's round trip, not the handler, would otherwise bound a
+// worker's throughput. r takes a settling token instead (at most Concurrency
+// outcomes in flight); when none is free, r keeps its slot until it is
+// recorded, as before.
+func (w *Worker) freeSlot(r *run) {
+	select {
+	case w.settling <- struct{}{}:
+	default:
+		return
+	}
+	r.freed = true
+	<-w.sem
+	notify(w.slotFreed)
 }
 
 // outcome is what a handler returned.
@@ -87,6 +109,7 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	})
 	o := runHandler(hctx, h, d.Envelope.Args)
 	stopWatch()
+	w.freeSlot(r)
 	if !settled.CompareAndSwap(false, true) {
 		return // timed out: already recorded
 	}
