@@ -16,9 +16,10 @@ import (
 // run is one dispatched job on this worker.
 type run struct {
 	d        *queue.Dispatch
-	cancel   context.CancelCauseFunc
-	settling atomic.Bool // its outcome is being written: a lease found gone is no news
-	freed    bool        // its slot was handed on when the handler returned (see freeSlot)
+	stopCtx  context.CancelFunc    // cancels the handler's context (see cancel)
+	cause    atomic.Pointer[error] // why the run was canceled, if it was
+	settling atomic.Bool           // its outcome is being written: a lease found gone is no news
+	freed    bool                  // its slot was handed on when the handler returned (see freeSlot)
 }
 
 // Causes with which a run's context is canceled when the job is no longer this
@@ -31,15 +32,38 @@ var (
 // settleTimeout bounds the Redis calls that record a run's outcome.
 const settleTimeout = 10 * time.Second
 
+// cancel cancels r's handler context because the job is no longer this
+// worker's to finish (errLeaseLost, errHandedBck); whatever the handler
+// returns then is not written.
+func (r *run) cancel(cause error) {
+	r.cause.CompareAndSwap(nil, &cause)
+	r.stopCtx()
+}
+
+// canceled is the cause given to cancel, or nil.
+func (r *run) canceled() error {
+	if p := r.cause.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // start runs d in its own goroutine, holding one slot until its handler returns.
+// The handler's context is a single timer context under Background (its
+// timeout); cancel stops it with a cause kept on the run, which saves a
+// cancelable parent context and its child registration per job.
 func (w *Worker) start(d *queue.Dispatch) {
 	w.sem <- struct{}{}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	r := &run{d: d, cancel: cancel}
+	timeout := time.Duration(d.Envelope.Timeout) * time.Millisecond
+	if timeout <= 0 {
+		timeout = w.opts.JobTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	r := &run{d: d, stopCtx: cancel}
 	w.track(r)
 	go func() {
 		defer func() {
-			cancel(nil)
+			cancel()
 			if r.freed {
 				<-w.settling
 				return
@@ -47,7 +71,7 @@ func (w *Worker) start(d *queue.Dispatch) {
 			<-w.sem
 			notify(w.slotFreed)
 		}()
-		w.execute(ctx, r)
+		w.execute(ctx, r, timeout)
 	}()
 }
 
@@ -77,7 +101,7 @@ type outcome struct {
 // execute runs the handler of r under its timeout and records the outcome. It
 // returns only when the handler has returned, so a slot is never reused while
 // a timed-out handler that ignores its context is still running.
-func (w *Worker) execute(ctx context.Context, r *run) {
+func (w *Worker) execute(hctx context.Context, r *run, timeout time.Duration) {
 	d := r.d
 	log := jobLog{w.opts.Logger, d}
 	if d.BadEnvelope != nil {
@@ -89,12 +113,6 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 		w.failRun(r, log, fmt.Sprintf("no handler for task %q on worker %s (it handles: %v)", d.Name, w.id, w.Tasks()), false)
 		return
 	}
-	timeout := time.Duration(d.Envelope.Timeout) * time.Millisecond
-	if timeout <= 0 {
-		timeout = w.opts.JobTimeout
-	}
-	hctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	hctx = context.WithValue(hctx, jobKey{}, Job{ID: d.ID, Name: d.Name, Route: d.Route, Priority: Priority(d.Priority), Attempt: d.Attempts + 1})
 
 	log.Debug("bananas: job started")
@@ -103,7 +121,7 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	// context. Whichever of the two settles first wins (settled).
 	var settled atomic.Bool
 	stopWatch := context.AfterFunc(hctx, func() {
-		if context.Cause(ctx) == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) && settled.CompareAndSwap(false, true) {
+		if r.canceled() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) && settled.CompareAndSwap(false, true) {
 			w.failRun(r, log, fmt.Sprintf("timed out after %s", timeout), false)
 		}
 	})
@@ -113,12 +131,12 @@ func (w *Worker) execute(ctx context.Context, r *run) {
 	if !settled.CompareAndSwap(false, true) {
 		return // timed out: already recorded
 	}
-	if context.Cause(ctx) == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
+	if r.canceled() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
 		// The handler returned at its deadline, before the watchdog ran.
 		w.failRun(r, log, fmt.Sprintf("timed out after %s", timeout), false)
 		return
 	}
-	if cause := context.Cause(ctx); cause != nil {
+	if cause := r.canceled(); cause != nil {
 		log.Info("bananas: job result dropped", "why", cause)
 		return
 	}
