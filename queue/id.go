@@ -2,17 +2,28 @@ package queue
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 )
 
-var routePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// ValidRoute reports whether route is a legal routing key.
-func ValidRoute(route string) bool { return routePattern.MatchString(route) }
+// ValidRoute reports whether route is a legal routing key: 1-64 characters of
+// A-Z a-z 0-9 _ - (checked by hand: every enqueue checks its route, and a
+// regexp cost 4% of a producer's CPU).
+func ValidRoute(route string) bool {
+	if len(route) == 0 || len(route) > 64 {
+		return false
+	}
+	for i := 0; i < len(route); i++ {
+		switch c := route[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // CheckRoute returns an error naming route when it is not a legal routing key.
 func CheckRoute(route string) error {

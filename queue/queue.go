@@ -38,7 +38,7 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 	}
 	q := &Queue{rdb: rdb, ns: ns, s: loadScripts()}
 	q.acks = newCommitter(2, q.ackMany)
-	q.enqs = newCommitter(4, func(ctx context.Context, group string, jobs []NewJob) ([]string, error) {
+	q.enqs = newCommitter(1, func(ctx context.Context, group string, jobs []NewJob) ([]string, error) {
 		route, priority, _ := strings.Cut(group, "\x00")
 		return q.enqueueChunk(ctx, route, priority, jobs, time.Now())
 	})

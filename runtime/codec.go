@@ -38,10 +38,10 @@ func decode(b []byte, v any) error { return msgpack.Unmarshal(b, v) }
 
 // checkPayload refuses an encoded value over the client's payload limit with an
 // error that says what it was, its size and the limit.
-func checkPayload(what string, n, limit int) error {
+func checkPayload(what, name string, n, limit int) error {
 	if n > limit {
-		return fmt.Errorf("bananas: %s is %s, over the payload limit of %s (raise it with runtime.MaxPayload)",
-			what, byteSize(n), byteSize(limit))
+		return fmt.Errorf("bananas: %s%s is %s, over the payload limit of %s (raise it with runtime.MaxPayload)",
+			what, name, byteSize(n), byteSize(limit))
 	}
 	return nil
 }

@@ -93,7 +93,7 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 	if err != nil {
 		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: encode args: %w", t.name, err)
 	}
-	if err := checkPayload("args of "+t.name, len(raw), c.maxPayload); err != nil {
+	if err := checkPayload("args of ", t.name, len(raw), c.maxPayload); err != nil {
 		return queue.NewJob{}, err
 	}
 	env, err := queue.EncodeEnvelope(queue.Envelope{

@@ -48,12 +48,12 @@ func (r *run) canceled() error {
 	return nil
 }
 
-// start runs d in its own goroutine, holding one slot until its handler returns.
+// start runs d in its own goroutine, holding the slot fetchLoop reserved for
+// it until its handler returns.
 // The handler's context is a single timer context under Background (its
 // timeout); cancel stops it with a cause kept on the run, which saves a
 // cancelable parent context and its child registration per job.
 func (w *Worker) start(d *queue.Dispatch) {
-	w.sem <- struct{}{}
 	timeout := time.Duration(d.Envelope.Timeout) * time.Millisecond
 	if timeout <= 0 {
 		timeout = w.opts.JobTimeout
@@ -145,7 +145,7 @@ func (w *Worker) execute(hctx context.Context, r *run, timeout time.Duration) {
 		w.failRun(r, log, o.err.Error(), errors.As(o.err, &de))
 		return
 	}
-	if err := checkPayload("result of "+d.Name, len(o.result), w.c.maxPayload); err != nil {
+	if err := checkPayload("result of ", d.Name, len(o.result), w.c.maxPayload); err != nil {
 		w.failRun(r, log, err.Error(), true)
 		return
 	}

@@ -10,7 +10,13 @@ import (
 // fetchLoop takes jobs while ctx lasts. It never sleeps on an empty queue: it
 // waits for a wake-up (a push to an empty list of one of its routes), a freed
 // slot, or the safety poll (WorkerOptions.SafetyPoll).
+//
+// Up to maxFetches fetches are in flight at once, each holding the slots it
+// asked for (reserved before it goes out, the unused ones given back when it
+// returns): with fast handlers a worker would otherwise sit idle for a whole
+// round trip after every batch, its slots free and its next jobs still in Redis.
 func (w *Worker) fetchLoop(ctx context.Context) {
+	const maxFetches = 2
 	safety := time.NewTimer(w.opts.SafetyPoll)
 	defer safety.Stop()
 	errDelay := 50 * time.Millisecond
@@ -22,11 +28,77 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 	gatherTimer := time.NewTimer(time.Hour)
 	defer gatherTimer.Stop()
 	gathering := false
+
+	type fetched struct {
+		asked, got int
+		err        error
+	}
+	done := make(chan fetched, maxFetches)
+	inflight := 0
+	empty := false // the last fetch found the lists drained: wait for a wake-up
+	var retryAt time.Time
+	defer func() { // a fetch in flight starts its jobs; let it finish so shutdown sees them
+		for ; inflight > 0; inflight-- {
+			<-done
+		}
+	}()
+	settle := func(f fetched) {
+		inflight--
+		switch {
+		case f.err != nil:
+			if ctx.Err() == nil {
+				w.opts.Logger.Warn("bananas: fetch failed; retrying", "worker", w.id, "err", f.err, "in", errDelay)
+				retryAt = time.Now().Add(errDelay)
+				errDelay = min(2*errDelay, 2*time.Second)
+			}
+		case f.got < f.asked:
+			errDelay = 50 * time.Millisecond
+			empty = true
+		default:
+			errDelay = 50 * time.Millisecond
+		}
+	}
 	for ctx.Err() == nil {
+		select {
+		case f := <-done:
+			settle(f)
+			continue
+		default:
+		}
+		if wait := time.Until(retryAt); wait > 0 {
+			if inflight == 0 {
+				sleepCtx(ctx, wait)
+			} else {
+				settle(<-done)
+			}
+			continue
+		}
+		if empty {
+			if inflight > 0 {
+				select {
+				case f := <-done:
+					settle(f)
+				case <-w.wake:
+					empty = false
+				case <-ctx.Done():
+				}
+				continue
+			}
+			safety.Reset(w.opts.SafetyPoll)
+			select {
+			case <-w.wake:
+			case <-safety.C:
+			case <-ctx.Done():
+			}
+			empty = false
+			continue
+		}
 		free := cap(w.sem) - len(w.sem) // only this loop takes slots, so free cannot shrink under us
-		if free == 0 {
+		if free == 0 || inflight == maxFetches {
 			select {
 			case <-w.slotFreed:
+			case f := <-done:
+				settle(f)
 			case <-ctx.Done():
 			}
 			continue
@@ -39,6 +111,9 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 			select {
 			case <-w.slotFreed:
 				continue
+			case f := <-done:
+				settle(f)
+				continue
 			case <-gatherTimer.C:
 			case <-ctx.Done():
 				continue
@@ -46,26 +121,20 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 		}
 		gatherTimer.Stop()
 		gathering = false
-		got, err := w.fetchOnce(ctx, free)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
+		for range free {
+			w.sem <- struct{}{} // never blocks: free slots were counted above
+		}
+		inflight++
+		go func() {
+			got, err := w.fetchOnce(ctx, free)
+			for range free - got {
+				<-w.sem
 			}
-			w.opts.Logger.Warn("bananas: fetch failed; retrying", "worker", w.id, "err", err, "in", errDelay)
-			sleepCtx(ctx, errDelay)
-			errDelay = min(2*errDelay, 2*time.Second)
-			continue
-		}
-		errDelay = 50 * time.Millisecond
-		if got > 0 {
-			continue
-		}
-		safety.Reset(w.opts.SafetyPoll)
-		select {
-		case <-w.wake:
-		case <-safety.C:
-		case <-ctx.Done():
-		}
+			if got < free {
+				notify(w.slotFreed)
+			}
+			done <- fetched{free, got, err}
+		}()
 	}
 }
 
@@ -90,7 +159,7 @@ func (w *Worker) fetchOnce(ctx context.Context, free int) (int, error) {
 		}
 		cancel()
 		for _, d := range ds {
-			w.start(d)
+			w.start(d) // its slot was reserved by fetchLoop
 		}
 		got += len(ds)
 		if err != nil {
