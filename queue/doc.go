@@ -13,39 +13,55 @@
 // only ever touches one route — runs on one Redis Cluster slot:
 //
 //	<ns>:route:{<r>}:queue:high|normal|low  LIST    ready job ids, FIFO
-//	<ns>:route:{<r>}:job:<id>               HASH    the job (fields below)
+//	<ns>:route:{<r>}:payloads               HASH    id -> payload of a light job (below)
+//	<ns>:route:{<r>}:job:<id>               HASH    a job with a hash of its own (fields below)
 //	<ns>:route:{<r>}:active                 ZSET    id -> lease deadline (ms)
 //	<ns>:route:{<r>}:leases                 HASH    id -> fencing token of the current dispatch
 //	<ns>:route:{<r>}:scheduled              ZSET    id -> run-at (ms): delayed jobs and retries
 //	<ns>:route:{<r>}:dead                   ZSET    id -> died-at (ms)
 //	<ns>:route:{<r>}:unique:<hash>          STRING  id holding a unique key, with its TTL
-//	<ns>:route:{<r>}:result:<id>            STRING  failure record of a dead job, with its TTL
+//	<ns>:route:{<r>}:result:<id>            STRING  result record of a finished job, with its TTL
 //	<ns>:route:{<r>}:stats                  HASH    counters
 //	<ns>:routes                             SET     every route ever used
 //
-// The job hash holds n (task name), e0, e1, ... (the msgpack Envelope — args,
-// timeout, result TTLs, description — in 60-byte slices, so that the hash
-// stays a compact listpack: Redis converts a hash with any value over 64 bytes
-// into a hashtable of about twice the size), p (priority), m (max retries), a (failed runs; absent
-// means 0), s (d done / x dead; absent means queued), c, st, f (created, started, finished, ms) and
-// err (the last failure), and r, the result record of a completed job (whose
-// hash then expires with the result's TTL). Whether a queued job is pending, scheduled or
-// processing is read from the set that holds its id; a job id is in exactly
-// one of the ready lists, scheduled, active or dead at any instant, or in none
-// once completed.
+// # Light jobs and job hashes
 //
-// Result records live in the route's slot, not under a key of their own
-// slot, so that completing a job, storing its result and announcing it on
-// pub/sub is one atomic, fenced script. A success's record is a field of the
-// job hash (one key per completed job, one Redis call less per ack); a dead
-// job's failure record has its own key, because the job stays in the
-// dead-letter set for 7 days while its failure is kept for the failure TTL. Its channel is <ns>:result:{<id>}.
+// A job enqueued ready to run is light: its id goes in a ready list and its
+// payload — "name|priority|max retries|created ms|envelope" — in one field of
+// the route's payloads hash, where it stays while the job waits and runs. That
+// is one hash field per job instead of a key, a hash and eight fields: about
+// 260 bytes of Redis memory per pending job instead of 320, and an enqueue that
+// needs no script (see enqueuePlain) when its id is fresh and it has no unique
+// key. fetch.lua returns the payload with the id, so a light job costs no
+// second round trip.
+//
+// A job gets a hash of its own when it is scheduled for later (Delay, a retry),
+// and a light job gets one (bn_materialize in scripts/_prelude.lua) the moment
+// it fails or its lease is lost, so retries, the dead-letter set and replay see
+// one kind of job. The hash holds n (task name), e0, e1, ... (the msgpack
+// Envelope — args, timeout, result TTLs, description — in 60-byte slices, so
+// that the hash stays a compact listpack: Redis converts a hash with any value
+// over 64 bytes into a hashtable of about twice the size), p (priority), m (max
+// retries), a (failed runs; absent means 0), s (x dead; absent means waiting or
+// running), c, st, f (created, started, finished, ms) and err (the last
+// failure). Whether a job is pending, scheduled or processing is read from the
+// set that holds its id; a job id is in exactly one of the ready lists,
+// scheduled, active or dead at any instant, or in none once finished.
+//
+// A finished job is its result record: ack.lua stores the record under the
+// result key with the result TTL, announces it on <ns>:result:{<id>} and drops
+// the payload or the hash, in one fenced script. A dead job keeps its hash in
+// the dead-letter set for 7 days while its failure record lives for the
+// failure TTL. Records live in the route's slot so that completing a job,
+// storing its result and announcing it stay one atomic step.
 //
 // # Scripts
 //
 // scripts/*.lua hold one script per transition (enqueue, fetch, claim, ack,
-// fail, requeue, renew, reap, promote, replay, purge), each headed by its
-// KEYS/ARGV/return contract. Every key a script touches is passed in KEYS —
+// fail, requeue, renew, reap, promote, replay, purge, cron), each headed by its
+// KEYS/ARGV/return contract. The one write that is not a script is the plain
+// enqueue: HSET of the payloads and RPUSH of the ids in one MULTI/EXEC, for
+// jobs that nothing in Redis could refuse (enqueue_plain.go). Every key a script touches is passed in KEYS —
 // where the ids are not known in advance (promote, reap, purge) the caller reads
 // them first and the script re-checks each one before it moves it. Every
 // script checks all of its arguments and preconditions before its first write,
