@@ -119,14 +119,19 @@ func (w *Worker) execute(hctx context.Context, r *run, timeout time.Duration) {
 	// The handler runs on this goroutine; a watchdog records the timeout the
 	// moment the deadline passes, whether or not the handler honours its
 	// context. Whichever of the two settles first wins (settled).
+	// The watchdog is a plain timer at the context's deadline rather than
+	// context.AfterFunc, which costs a child registration and a context per
+	// job; it fires just after the context's own timer and waits for it.
 	var settled atomic.Bool
-	stopWatch := context.AfterFunc(hctx, func() {
+	deadline, _ := hctx.Deadline()
+	watch := time.AfterFunc(time.Until(deadline), func() {
+		<-hctx.Done() // due now, if it has not closed already
 		if r.canceled() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) && settled.CompareAndSwap(false, true) {
 			w.failRun(r, log, fmt.Sprintf("timed out after %s", timeout), false)
 		}
 	})
 	o := runHandler(hctx, h, d.Envelope.Args)
-	stopWatch()
+	watch.Stop()
 	w.freeSlot(r)
 	if !settled.CompareAndSwap(false, true) {
 		return // timed out: already recorded
@@ -176,9 +181,10 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) {
 		log.Warn("bananas: encode result record", "err", err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-	defer cancel()
-	ok, err := w.c.q.Ack(ctx, d, rec, ttlOr(d.Envelope.ResultTTL, w.opts.ResultTTL), now)
+	// No timeout of its own: acks are coalesced, and the shared Redis call is
+	// bounded by the committer (10 s, as settleTimeout); a timer and a context
+	// per job here cost more than the rest of the ack.
+	ok, err := w.c.q.Ack(context.Background(), d, rec, ttlOr(d.Envelope.ResultTTL, w.opts.ResultTTL), now)
 	switch {
 	case err != nil:
 		log.Warn("bananas: ack failed; the job will be recovered when its lease expires", "err", err)
