@@ -2,7 +2,6 @@ package queue
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/bananas-go/bananas/internal/mpack"
 )
 
 // Envelope is the immutable part of a job, stored msgpack-encoded in the
@@ -35,21 +36,21 @@ func EncodeEnvelope(e Envelope) ([]byte, error) {
 		}
 	}
 	b := make([]byte, 0, len(e.Args)+len(e.Description)+48)
-	b = append(b, 0x80|byte(n)) // fixmap
-	b = appendStr(b, "a")
-	b = appendBin(b, e.Args)
+	b = mpack.MapHeader(b, n)
+	b = mpack.String(b, "a")
+	b = mpack.Bytes(b, e.Args)
 	for _, f := range [...]struct {
 		key string
 		v   int64
 	}{{"t", e.Timeout}, {"r", e.ResultTTL}, {"f", e.FailureTTL}} {
 		if f.v != 0 {
-			b = appendStr(b, f.key)
-			b = appendInt(b, f.v)
+			b = mpack.String(b, f.key)
+			b = mpack.Int(b, f.v)
 		}
 	}
 	if e.Description != "" {
-		b = appendStr(b, "d")
-		b = appendStr(b, e.Description)
+		b = mpack.String(b, "d")
+		b = mpack.String(b, e.Description)
 	}
 	return b, nil
 }
@@ -104,61 +105,6 @@ func decodeEnvelope(d *msgpack.Decoder, e *Envelope) error {
 		}
 	}
 	return nil
-}
-
-func appendStr(b []byte, s string) []byte {
-	switch n := len(s); {
-	case n < 32:
-		b = append(b, 0xa0|byte(n))
-	case n <= 0xff:
-		b = append(b, 0xd9, byte(n))
-	case n <= 0xffff:
-		b = binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
-	default:
-		b = binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
-	}
-	return append(b, s...)
-}
-
-func appendBin(b []byte, p []byte) []byte {
-	if p == nil {
-		return append(b, 0xc0) // nil, as msgpack.Marshal writes a nil slice
-	}
-	switch n := len(p); {
-	case n <= 0xff:
-		b = append(b, 0xc4, byte(n))
-	case n <= 0xffff:
-		b = binary.BigEndian.AppendUint16(append(b, 0xc5), uint16(n))
-	default:
-		b = binary.BigEndian.AppendUint32(append(b, 0xc6), uint32(n))
-	}
-	return append(b, p...)
-}
-
-// appendInt writes v in the smallest msgpack integer form, as msgpack.Marshal does.
-func appendInt(b []byte, v int64) []byte {
-	switch {
-	case v >= 0 && v <= 0x7f:
-		return append(b, byte(v))
-	case v < 0 && v >= -32:
-		return append(b, byte(v))
-	case v >= 0 && v <= 0xff:
-		return append(b, 0xcc, byte(v))
-	case v >= 0 && v <= 0xffff:
-		return binary.BigEndian.AppendUint16(append(b, 0xcd), uint16(v))
-	case v >= 0 && v <= 0xffffffff:
-		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(v))
-	case v >= 0:
-		return binary.BigEndian.AppendUint64(append(b, 0xcf), uint64(v))
-	case v >= -0x80:
-		return append(b, 0xd0, byte(v))
-	case v >= -0x8000:
-		return binary.BigEndian.AppendUint16(append(b, 0xd1), uint16(v))
-	case v >= -0x80000000:
-		return binary.BigEndian.AppendUint32(append(b, 0xd2), uint32(v))
-	default:
-		return binary.BigEndian.AppendUint64(append(b, 0xd3), uint64(v))
-	}
 }
 
 // storedEnvelope reassembles the envelope slices of a job hash; it reports

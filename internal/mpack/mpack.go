@@ -1,0 +1,85 @@
+// Package mpack appends msgpack values to a byte slice: the few forms Bananas
+// writes on its hot paths (the job envelope at every enqueue, the result record
+// at every ack), where msgpack.Marshal's reflection cost more than the rest of
+// the call. The output is standard msgpack that msgpack.Unmarshal reads; the
+// readers use msgpack.Decoder's primitives.
+package mpack
+
+import "encoding/binary"
+
+// MapHeader appends the header of a map of n entries.
+func MapHeader(b []byte, n int) []byte {
+	switch {
+	case n < 16:
+		return append(b, 0x80|byte(n))
+	case n <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(b, 0xde), uint16(n))
+	default:
+		return binary.BigEndian.AppendUint32(append(b, 0xdf), uint32(n))
+	}
+}
+
+// String appends s as a msgpack str.
+func String(b []byte, s string) []byte {
+	switch n := len(s); {
+	case n < 32:
+		b = append(b, 0xa0|byte(n))
+	case n <= 0xff:
+		b = append(b, 0xd9, byte(n))
+	case n <= 0xffff:
+		b = binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
+	}
+	return append(b, s...)
+}
+
+// Bytes appends p as a msgpack bin, or nil for a nil slice (as Marshal does).
+func Bytes(b []byte, p []byte) []byte {
+	if p == nil {
+		return append(b, 0xc0)
+	}
+	switch n := len(p); {
+	case n <= 0xff:
+		b = append(b, 0xc4, byte(n))
+	case n <= 0xffff:
+		b = binary.BigEndian.AppendUint16(append(b, 0xc5), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, 0xc6), uint32(n))
+	}
+	return append(b, p...)
+}
+
+// Bool appends v.
+func Bool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 0xc3)
+	}
+	return append(b, 0xc2)
+}
+
+// Int appends v in its smallest msgpack integer form.
+func Int(b []byte, v int64) []byte {
+	switch {
+	case v >= 0 && v <= 0x7f:
+		return append(b, byte(v))
+	case v < 0 && v >= -32:
+		return append(b, byte(v))
+	case v >= 0 && v <= 0xff:
+		return append(b, 0xcc, byte(v))
+	case v >= 0 && v <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(b, 0xcd), uint16(v))
+	case v >= 0 && v <= 0xffffffff:
+		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(v))
+	case v >= 0:
+		return binary.BigEndian.AppendUint64(append(b, 0xcf), uint64(v))
+	case v >= -0x80:
+		return append(b, 0xd0, byte(v))
+	case v >= -0x8000:
+		return binary.BigEndian.AppendUint16(append(b, 0xd1), uint16(v))
+	case v >= -0x80000000:
+		return binary.BigEndian.AppendUint32(append(b, 0xd2), uint32(v))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, 0xd3), uint64(v))
+	}
+}
