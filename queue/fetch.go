@@ -24,6 +24,9 @@ type Dispatch struct {
 	BadEnvelope error
 	// LastError is the failure of the run before this one, if any.
 	LastError string
+	// light: the job came with its payload (no hash of its own); ack.lua then
+	// needs no job key for it.
+	light bool
 }
 
 // Fetch takes up to n ready jobs of route from the lists of the given
@@ -37,7 +40,7 @@ func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n 
 		return nil, nil
 	}
 	keys := append([]string{k.Active(), k.Leases(), k.Payloads()}, lists...)
-	res, err := q.s.fetch.Run(ctx, q.rdb, keys, n, ms(leaseUntil), tokenPrefix(now)).Result()
+	res, err := q.s.fetch.Run(ctx, q.rdb, keys, n, ms(leaseUntil), fetchToken(now)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("fetch from route %s: %w", route, err)
 	}
@@ -63,7 +66,7 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities, types 
 			continue
 		}
 		keys := []string{list, k.Active(), k.Leases(), k.Payloads()}
-		args := []any{n - len(out), ms(leaseUntil), tokenPrefix(now), len(types)}
+		args := []any{n - len(out), ms(leaseUntil), fetchToken(now), len(types)}
 		for _, t := range types {
 			args = append(args, t)
 		}
@@ -100,6 +103,7 @@ func (q *Queue) load(ctx context.Context, route string, triples []string) ([]*Di
 		d := &Dispatch{ID: triples[i], Token: triples[i+1], Route: route}
 		out = append(out, d)
 		if triples[i+2] != "" {
+			d.light = true
 			d.fillFromPayload(triples[i+2])
 			continue
 		}

@@ -124,12 +124,12 @@ func atoi(s string) int {
 	return n
 }
 
-// tokenPrefix returns a prefix unique to one fetch call; the fetch script
-// appends the job's index to make each dispatch's fencing token.
-func tokenPrefix(now time.Time) string {
+// fetchToken is the fencing token of one fetch call, shared by the jobs it
+// leases: the time in base 36 (StartedAt reads it back) and 48 random bits.
+func fetchToken(now time.Time) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return strconv.FormatInt(ms(now), 36) + "-" + hex.EncodeToString(b[:]) + "-"
+	return strconv.FormatInt(ms(now), 36) + "-" + hex.EncodeToString(b[:])
 }
 
 // strs turns a script's array reply into strings.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Outcome is what a fail or reap did to a job.
@@ -36,12 +38,24 @@ type ackReq struct {
 // ackMany runs ack.lua for a batch of one route.
 func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
 	k := q.Keys(route)
-	keys := make([]string, 0, 4+2*len(reqs))
+	keys := make([]string, 0, 4+len(reqs))
 	keys = append(keys, k.Active(), k.Leases(), k.Stats(), k.Payloads())
-	args := make([]any, 0, 5*len(reqs))
 	for _, r := range reqs {
-		keys = append(keys, k.Job(r.d.ID), k.Result(r.d.ID))
-		args = append(args, r.d.ID, r.d.Token, r.record, max(1, durMS(r.ttl)), ResultChannel(q.ns, r.d.ID))
+		keys = append(keys, k.Result(r.d.ID))
+	}
+	onlyHeard := 1 // standalone: PUBSUB NUMSUB sees every subscriber
+	if _, cluster := q.rdb.(*redis.ClusterClient); cluster {
+		onlyHeard = 0 // a subscriber may be on another node
+	}
+	args := make([]any, 0, 2+5*len(reqs))
+	args = append(args, resultChannelPrefix(q.ns), onlyHeard)
+	for _, r := range reqs {
+		jk := 0
+		if !r.d.light {
+			keys = append(keys, k.Job(r.d.ID))
+			jk = len(keys) // Lua's 1-based index of the key just added
+		}
+		args = append(args, r.d.ID, r.d.Token, r.record, max(1, durMS(r.ttl)), jk)
 	}
 	res, err := q.s.ack.Run(ctx, q.rdb, keys, args...).Result()
 	if err != nil {

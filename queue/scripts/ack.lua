@@ -9,27 +9,35 @@
 -- KEYS[2]  HASH  route:{r}:leases
 -- KEYS[3]  HASH  route:{r}:stats
 -- KEYS[4]  HASH  route:{r}:payloads
--- KEYS[5+2i]  HASH    route:{r}:job:<id_i>
--- KEYS[6+2i]  STRING  route:{r}:result:<id_i>
--- ARGV[1+5i .. 5+5i] per job: id, fencing token, result record (opaque bytes, also
---          the pub/sub payload), result ttl ms (> 0), result channel
+-- KEYS[4+i]  STRING  route:{r}:result:<id_i>, i = 1..n
+-- KEYS[5+n..]  HASH  route:{r}:job:<id> of the jobs dispatched with a hash of their own
+-- ARGV[1]  result channel prefix (a job's channel is prefix .. id .. "}")
+-- ARGV[2]  1: announce only on channels with a subscriber (standalone Redis,
+--          where PUBSUB NUMSUB sees every subscriber); 0: always (Redis Cluster)
+-- ARGV[3+5(i-1) .. 7+5(i-1)] per job i: id, fencing token, result record (opaque
+--          bytes, also the pub/sub payload), result ttl ms (> 0), and the index in
+--          KEYS of its job hash, or 0 for a light job
 -- Returns: an array with, per job, 1 completed or 0 stale token or job gone (nothing written).
-local n = (#KEYS - 4) / 2
-if n < 1 or n ~= math.floor(n) or #ARGV ~= 5 * n then
-  error('bananas: ack needs two keys and five args per job')
+local prefix = bn_str(ARGV[1], 'channel prefix')
+local only_heard = bn_num(ARGV[2], 'announce flag') == 1
+local n = (#ARGV - 2) / 5
+if n < 1 or n ~= math.floor(n) then
+  error('bananas: ack needs two flags and five args per job')
 end
-local ids = {}
-for i = 0, n - 1 do
-  local a = 1 + 5 * i
-  ids[i + 1] = bn_str(ARGV[a], 'job id')
+local ids, channels = {}, {}
+for i = 1, n do
+  local a = 3 + 5 * (i - 1)
+  ids[i] = bn_str(ARGV[a], 'job id')
   bn_str(ARGV[a + 1], 'token')
   if bn_num(ARGV[a + 3], 'result ttl') <= 0 then error('bananas: result ttl must be > 0') end
-  bn_str(ARGV[a + 4], 'result channel')
+  local jk = bn_num(ARGV[a + 4], 'job key index')
+  if jk ~= 0 and (jk <= 4 + n or jk > #KEYS) then error('bananas: job key index out of range') end
+  channels[i] = prefix .. ids[i] .. '}'
 end
+if #KEYS < 4 + n then error('bananas: ack needs a result key per job') end
 
--- The tokens and payloads of all the jobs in one read each; then, per job, the
--- result; then the releases in one call each.
-local tokens, pays = {}, {}
+-- The tokens and payloads of all the jobs in one read each, and who listens.
+local tokens, pays, heard = {}, {}, {}
 for first = 1, n, 200 do
   local last = math.min(first + 199, n)
   local got = redis.call('HMGET', KEYS[2], unpack(ids, first, last))
@@ -38,27 +46,31 @@ for first = 1, n, 200 do
     tokens[first + j - 1] = got[j]
     pays[first + j - 1] = pay[j]
   end
+  if only_heard then
+    local subs = redis.call('PUBSUB', 'NUMSUB', unpack(channels, first, last))
+    for j = 2, #subs, 2 do heard[first + j / 2 - 1] = tonumber(subs[j]) > 0 end
+  end
 end
 
 local out, done, light, heavy = {}, {}, {}, {}
-for i = 0, n - 1 do
-  local a = 1 + 5 * i
-  local id, job = ids[i + 1], KEYS[5 + 2 * i]
-  out[i + 1] = 0
-  if tokens[i + 1] == ARGV[a + 1] then
+for i = 1, n do
+  local a = 3 + 5 * (i - 1)
+  local jk = tonumber(ARGV[a + 4])
+  out[i] = 0
+  if tokens[i] == ARGV[a + 1] then
     local ok = true
-    if pays[i + 1] then
-      light[#light + 1] = id
-    elseif redis.call('EXISTS', job) == 1 then
-      heavy[#heavy + 1] = job
+    if pays[i] then
+      light[#light + 1] = ids[i]
+    elseif jk ~= 0 and redis.call('EXISTS', KEYS[jk]) == 1 then
+      heavy[#heavy + 1] = KEYS[jk]
     else
       ok = false
     end
     if ok then
-      redis.call('SET', KEYS[6 + 2 * i], ARGV[a + 2], 'PX', ARGV[a + 3])
-      redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 2])
-      done[#done + 1] = id
-      out[i + 1] = 1
+      redis.call('SET', KEYS[4 + i], ARGV[a + 2], 'PX', ARGV[a + 3])
+      if not only_heard or heard[i] then redis.call('PUBLISH', channels[i], ARGV[a + 2]) end
+      done[#done + 1] = ids[i]
+      out[i] = 1
     end
   end
 end

@@ -10,14 +10,14 @@
 -- KEYS[5..4+m]  HASH  route:{r}:job:<id_i>, one per id of ARGV
 -- ARGV[1]  n, the most jobs to take (>= 1)
 -- ARGV[2]  lease deadline (unix ms)
--- ARGV[3]  token prefix, unique to this call
+-- ARGV[3]  fencing token, unique to this call (shared by its jobs, as in fetch.lua)
 -- ARGV[4]  t, the number of type names that follow
 -- ARGV[5..4+t]  type names
 -- ARGV[5+t..4+t+m]  the ids, in list order, matching KEYS[5..]
 -- Returns: a flat array id1, token1, payload1, ... of the jobs taken, as fetch.lua.
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
-local prefix = bn_str(ARGV[3], 'token prefix')
+local token = bn_str(ARGV[3], 'token')
 local t = bn_num(ARGV[4], 'type count')
 local m = #KEYS - 4
 if #ARGV ~= 4 + t + m then error('bananas: claim needs one id per job key') end
@@ -37,7 +37,6 @@ for i = 1, m do
   end
   if name and types[name] and redis.call('LREM', KEYS[1], 1, id) == 1 then
     taken = taken + 1
-    local token = prefix .. taken
     redis.call('ZADD', KEYS[2], deadline, id)
     redis.call('HSET', KEYS[3], id, token)
     out[#out + 1] = id

@@ -11,12 +11,14 @@
 -- KEYS[4..]  LIST  route:{r}:queue:<priority>, in the order to drain them
 -- ARGV[1]  n, the most jobs to take (>= 1)
 -- ARGV[2]  lease deadline (unix ms)
--- ARGV[3]  token prefix, unique to this call; the i-th job's token is prefix .. i
+-- ARGV[3]  fencing token, unique to this call: every job of the call gets it (a
+--          dispatch is a job and the call that leased it; a job is leased again
+--          only by a later call, so one token per call fences as well as one per job)
 -- Returns: a flat array id1, token1, payload1, id2, ... (empty when every list
 --          is empty); payload is "" for a job with its own hash.
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
-local prefix = bn_str(ARGV[3], 'token prefix')
+local token = bn_str(ARGV[3], 'token')
 if want < 1 then error('bananas: count must be >= 1') end
 if #KEYS < 4 then error('bananas: fetch needs at least one list key') end
 
@@ -32,7 +34,6 @@ for k = 4, #KEYS do
       for j = 1, #pays do
         local id = ids[first + j - 1]
         taken = taken + 1
-        local token = prefix .. taken
         scored[#scored + 1] = deadline
         scored[#scored + 1] = id
         tokens[#tokens + 1] = id
