@@ -15,8 +15,9 @@
 //	<ns>:route:{<r>}:queue:high|normal|low  LIST    ready job ids, FIFO
 //	<ns>:route:{<r>}:payloads               HASH    id -> payload of a light job (below)
 //	<ns>:route:{<r>}:job:<id>               HASH    a job with a hash of its own (fields below)
-//	<ns>:route:{<r>}:active                 ZSET    id -> lease deadline (ms)
-//	<ns>:route:{<r>}:leases                 HASH    id -> fencing token of the current dispatch
+//	<ns>:route:{<r>}:active                 ZSET    lease group token -> deadline (ms)
+//	<ns>:route:{<r>}:leases                 HASH    id -> token of the lease group it is leased in
+//	<ns>:route:{<r>}:groups                 HASH    lease group token -> jobs still leased in it
 //	<ns>:route:{<r>}:scheduled              ZSET    id -> run-at (ms): delayed jobs and retries
 //	<ns>:route:{<r>}:dead                   ZSET    id -> died-at (ms)
 //	<ns>:route:{<r>}:unique:<hash>          STRING  id holding a unique key, with its TTL
@@ -68,12 +69,19 @@
 // because Redis does not roll a script back. Scripts take the time as an
 // argument and never call TIME, so that the embedded server and Redis agree.
 //
-// # Fencing
+// # Fencing and lease groups
 //
-// fetch gives each dispatch a fresh token (leases hash). ack, fail and
-// requeue only act when the caller's token is still the job's, so a worker that
-// lost its lease — its job reaped and re-run elsewhere — changes nothing when it
-// finally reports.
+// Each fetch call leases its jobs as one lease group with a fresh token: the
+// leases hash maps each job to the token, the active set holds the token with
+// the group's deadline and the groups hash how many of its jobs are still
+// leased. ack, fail and requeue only act when the caller's token is still the
+// job's, so a worker that lost its lease — its job reaped and re-run elsewhere —
+// changes nothing when it finally reports; each release counts the group down
+// and the last one takes it out of the active set. Renewal extends a group,
+// and the reaper, given the groups whose deadline passed, reaps the jobs still
+// leased in them. One member per fetch call instead of one per job: the active
+// set is small, and a zset of up to 128 members is a listpack, where each insert
+// scans and moves memory (2.4 µs a member measured in a drain).
 //
 // # Ids
 //

@@ -39,7 +39,7 @@ func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n 
 	if len(lists) == 0 || n < 1 {
 		return nil, nil
 	}
-	keys := append([]string{k.Active(), k.Leases(), k.Payloads()}, lists...)
+	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups()}, lists...)
 	res, err := q.s.fetch.Run(ctx, q.rdb, keys, n, ms(leaseUntil), fetchToken(now)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("fetch from route %s: %w", route, err)
@@ -65,7 +65,7 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities, types 
 		if len(ids) == 0 {
 			continue
 		}
-		keys := []string{list, k.Active(), k.Leases(), k.Payloads()}
+		keys := []string{list, k.Active(), k.Leases(), k.Payloads(), k.Groups()}
 		args := []any{n - len(out), ms(leaseUntil), fetchToken(now), len(types)}
 		for _, t := range types {
 			args = append(args, t)

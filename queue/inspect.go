@@ -42,16 +42,24 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 	pipe := q.rdb.TxPipeline()
 	h := pipe.HGetAll(ctx, k.Job(id))
 	pay := pipe.HGet(ctx, k.Payloads(), id)
-	active := pipe.ZScore(ctx, k.Active(), id)
 	sched := pipe.ZScore(ctx, k.Scheduled(), id)
 	lease := pipe.HGet(ctx, k.Leases(), id)
 	res := pipe.Get(ctx, k.Result(id))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("look up job %s: %w", id, err)
 	}
+	// A leased job's deadline is its lease group's (see Keys.Groups): one more
+	// read, only for a job that is running.
+	var deadline time.Time
+	leased := lease.Err() == nil
+	if leased {
+		if score, err := q.rdb.ZScore(ctx, k.Active(), lease.Val()).Result(); err == nil {
+			deadline = time.UnixMilli(int64(score))
+		}
+	}
 	f := h.Val()
 	if len(f) == 0 {
-		return lookupLight(id, route, pay, active, lease, res)
+		return lookupLight(id, route, pay, leased, deadline, lease, res)
 	}
 	s := &JobState{
 		ID: id, Route: route, Name: f["n"], Priority: f["p"], Error: f["err"],
@@ -69,9 +77,9 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 		s.Status = StatusCompleted
 	case f["s"] == "x":
 		s.Status = StatusFailed
-	case active.Err() == nil:
+	case leased:
 		s.Status = StatusProcessing
-		s.LeaseDeadline = time.UnixMilli(int64(active.Val()))
+		s.LeaseDeadline = deadline
 		s.StartedAt = tokenTime(lease.Val())
 	case sched.Err() == nil:
 		s.Status = StatusScheduled
@@ -109,7 +117,7 @@ func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
 // lookupLight describes a job without a hash: a light job waiting or running
 // (its payload), or a finished one (its result record, which the caller
 // decodes: StatusCompleted with Result set).
-func lookupLight(id, route string, pay *redis.StringCmd, active *redis.FloatCmd, lease, res *redis.StringCmd) (*JobState, error) {
+func lookupLight(id, route string, pay *redis.StringCmd, leased bool, deadline time.Time, lease, res *redis.StringCmd) (*JobState, error) {
 	s := &JobState{ID: id, Route: route}
 	p, err := pay.Result()
 	if err != nil {
@@ -124,9 +132,9 @@ func lookupLight(id, route string, pay *redis.StringCmd, active *redis.FloatCmd,
 	s.Name, s.Priority, s.MaxRetries, s.CreatedAt = d.Name, d.Priority, d.MaxRetries, d.CreatedAt
 	s.Envelope, s.BadEnvelope = d.Envelope, d.BadEnvelope
 	s.Status = StatusPending
-	if active.Err() == nil {
+	if leased {
 		s.Status = StatusProcessing
-		s.LeaseDeadline = time.UnixMilli(int64(active.Val()))
+		s.LeaseDeadline = deadline
 		s.StartedAt = tokenTime(lease.Val())
 	}
 	return s, nil
@@ -148,7 +156,7 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 		k := q.Keys(r)
 		cs[i] = cmds{
 			pipe.LLen(ctx, k.List(High)), pipe.LLen(ctx, k.List(Normal)), pipe.LLen(ctx, k.List(Low)),
-			pipe.ZCard(ctx, k.Scheduled()), pipe.ZCard(ctx, k.Active()), pipe.ZCard(ctx, k.Dead()),
+			pipe.ZCard(ctx, k.Scheduled()), pipe.HLen(ctx, k.Leases()), pipe.ZCard(ctx, k.Dead()),
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {

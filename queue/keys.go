@@ -44,6 +44,10 @@ func (k Keys) Stats() string               { return k.base + "stats" }
 // ready to run lives there, not in a hash of its own, until it finishes or fails.
 func (k Keys) Payloads() string { return k.base + "payloads" }
 
+// Groups counts the jobs still leased by each lease group (fetch call):
+// token -> count. The active set holds the groups' deadlines.
+func (k Keys) Groups() string { return k.base + "groups" }
+
 // Lists returns the ready lists of the given priorities, in drain order.
 func (k Keys) Lists(priorities []string) []string {
 	out := make([]string, 0, len(priorities))

@@ -290,3 +290,61 @@ func TestChosenID_RefusedInEveryState(t *testing.T) {
 		}
 	})
 }
+
+// Leases are kept per fetch call (a lease group): a group's deadline covers
+// its jobs, renewal extends it, settling its jobs one by one empties it, and
+// when it expires only the jobs still leased in it are reaped — after which
+// nothing of it is left in the active set or the groups hash.
+func TestLeaseGroups_SettleRenewReap(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		k := q.Keys("r")
+		jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r")}
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+			t.Fatal(err)
+		}
+		until := now.Add(time.Minute)
+		ds, err := q.Fetch(ctx, "r", queue.Priorities, 3, until, now)
+		if err != nil || len(ds) != 3 {
+			t.Fatalf("fetch = %v, %v", ds, err)
+		}
+		if n, _ := q.Client().ZCard(ctx, k.Active()).Result(); n != 1 {
+			t.Fatalf("one fetch call made %d lease groups, want 1", n)
+		}
+		if s, _ := q.Lookup(ctx, ds[2].ID); s.Status != queue.StatusProcessing || s.LeaseDeadline.UnixMilli() != until.UnixMilli() {
+			t.Fatalf("running job: %+v; want processing until %v", s, until)
+		}
+		later := now.Add(2 * time.Minute)
+		if lost, err := q.Renew(ctx, "r", ds, later); err != nil || len(lost) != 0 {
+			t.Fatalf("renew = %v, %v", lost, err)
+		}
+		if s, _ := q.Lookup(ctx, ds[0].ID); s.LeaseDeadline.UnixMilli() != later.UnixMilli() {
+			t.Fatalf("after renewal the lease ends %v, want %v", s.LeaseDeadline, later)
+		}
+		if ok, err := q.Ack(ctx, ds[0], []byte("rec"), time.Minute, now); !ok || err != nil {
+			t.Fatalf("ack = %v, %v", ok, err)
+		}
+		if out, err := q.Fail(ctx, ds[1], queue.Failure{Message: "x", RetryAt: now, Record: []byte("f"), TTL: time.Minute}, now); out != queue.Retrying || err != nil {
+			t.Fatalf("fail = %v, %v", out, err)
+		}
+		// Not expired yet: nothing to reap.
+		if got, err := q.Reap(ctx, "r", now.Add(time.Minute), func(queue.Expired) queue.Verdict {
+			return queue.Verdict{RetryAt: now, TTL: time.Minute}
+		}); err != nil || len(got) != 0 {
+			t.Fatalf("reap before the deadline = %v, %v", got, err)
+		}
+		got, err := q.Reap(ctx, "r", later, func(e queue.Expired) queue.Verdict {
+			return queue.Verdict{RetryAt: later, Record: []byte("lost"), TTL: time.Minute}
+		})
+		if err != nil || len(got) != 1 || got[ds[2].ID] != queue.Retrying {
+			t.Fatalf("reap = %v, %v; want only the third job, scheduled again", got, err)
+		}
+		d, _ := q.Depths(ctx, []string{"r"})
+		active, _ := q.Client().ZCard(ctx, k.Active()).Result()
+		groups, _ := q.Client().HLen(ctx, k.Groups()).Result()
+		if d[0].Active != 0 || d[0].Scheduled != 2 || active != 0 || groups != 0 {
+			t.Fatalf("after reaping: %+v, %d groups active, %d counted; want 2 scheduled and nothing leased", d[0], active, groups)
+		}
+	})
+}

@@ -34,23 +34,53 @@ const reapBatch = 100
 // asked for each; the returned outcomes are per job reaped.
 func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide func(Expired) Verdict) (map[string]Outcome, error) {
 	k := q.Keys(route)
-	ids, err := q.rdb.ZRangeByScore(ctx, k.Active(), &redis.ZRangeBy{
+	tokens, err := q.rdb.ZRangeByScore(ctx, k.Active(), &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Count: reapBatch,
 	}).Result()
-	if err != nil || len(ids) == 0 {
+	if err != nil || len(tokens) == 0 {
 		return nil, err
+	}
+	// The jobs still leased by the expired groups. Only groups whose worker
+	// stopped renewing expire, so this read of every lease of the route is
+	// rare; healthy groups leave the active set when their last job settles.
+	leases, err := q.rdb.HGetAll(ctx, k.Leases()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read leases of route %s: %w", route, err)
+	}
+	held := make(map[string]bool, len(tokens))
+	for _, t := range tokens {
+		held[t] = false
+	}
+	var ids, owners []string
+	for id, t := range leases {
+		if _, ok := held[t]; ok && len(ids) < reapBatch {
+			held[t] = true
+			ids, owners = append(ids, id), append(owners, t)
+		}
+	}
+	var empty []any
+	for _, t := range tokens {
+		if !held[t] {
+			empty = append(empty, t)
+		}
 	}
 	pipe := q.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = pipe.HGetAll(ctx, k.Job(id))
 	}
-	pays := pipe.HMGet(ctx, k.Payloads(), ids...)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("read expired jobs of route %s: %w", route, err)
+	var pays *redis.SliceCmd
+	if len(ids) > 0 {
+		pays = pipe.HMGet(ctx, k.Payloads(), ids...)
 	}
-	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats(), k.Payloads()}
-	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns)}
+	if len(ids) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("read expired jobs of route %s: %w", route, err)
+		}
+	}
+	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats(), k.Payloads(), k.Groups()}
+	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns), len(empty)}
+	args = append(args, empty...)
 	for i, id := range ids {
 		f := cmds[i].Val()
 		e := Expired{ID: id, Name: f["n"], Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"])}
@@ -62,7 +92,7 @@ func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide fu
 		}
 		verdict := decide(e)
 		keys = append(keys, k.Job(id), k.Result(id))
-		args = append(args, id, e.Attempts, ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)))
+		args = append(args, id, owners[i], e.Attempts, ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)))
 	}
 	res, err := q.s.reap.Run(ctx, q.rdb, keys, args...).Result()
 	if err != nil {

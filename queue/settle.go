@@ -39,7 +39,7 @@ type ackReq struct {
 func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
 	k := q.Keys(route)
 	keys := make([]string, 0, 4+len(reqs))
-	keys = append(keys, k.Active(), k.Leases(), k.Stats(), k.Payloads())
+	keys = append(keys, k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups())
 	for _, r := range reqs {
 		keys = append(keys, k.Result(r.d.ID))
 	}
@@ -82,7 +82,7 @@ type Failure struct {
 // dead-letter with f.Record stored and published.
 func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Outcome, error) {
 	k := q.Keys(d.Route)
-	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads()}
+	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups()}
 	final := 0
 	if f.Final {
 		final = 1
@@ -99,7 +99,7 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 // attempt (graceful shutdown). It reports false when the lease was lost.
 func (q *Queue) Requeue(ctx context.Context, d *Dispatch) (bool, error) {
 	k := q.Keys(d.Route)
-	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads()}
+	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads(), k.Groups()}
 	n, err := q.s.requeue.Run(ctx, q.rdb, keys, d.ID, d.Token, k.WakeChannel()).Int()
 	if err != nil {
 		return false, fmt.Errorf("hand back job %s: %w", d.ID, err)

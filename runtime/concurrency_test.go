@@ -28,12 +28,12 @@ func TestWorker_ConcurrencyBoundsHandlersAndLeases(t *testing.T) {
 			}
 		}
 		var running, peak, leases atomic.Int64
-		active := c.Queue().Keys("default").Active()
+		leasesKey := c.Queue().Keys("default").Leases()
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: conc}))
 		runtime.Handle(w, task, func(ctx context.Context, m Msg) (runtime.None, error) {
 			raise(&peak, running.Add(1))
 			defer running.Add(-1)
-			if held, err := c.Redis().ZCard(ctx, active).Result(); err == nil {
+			if held, err := c.Redis().HLen(ctx, leasesKey).Result(); err == nil {
 				raise(&leases, held)
 			}
 			time.Sleep(time.Millisecond) // the work, so that handlers overlap

@@ -125,3 +125,18 @@ local function bn_materialize(job, payloads, id, payload)
   redis.call('HDEL', payloads, id)
   bn_write_job(job, {'n', name, 'p', prio, 'm', max, 'c', created}, env)
 end
+
+-- Leases are kept per fetch call, a lease group: the active set holds each
+-- group's token with its deadline, the groups hash how many of its jobs are
+-- still leased, and the leases hash each leased job's token. One ZADD per
+-- fetch call instead of one member per job (a zset of up to 128 members is a
+-- listpack, where every insert is a scan and a memmove: 2.4 µs a member).
+
+-- bn_release ends count leases of group token: when none is left, the group
+-- leaves the active set.
+local function bn_release(active, groups, token, count)
+  if redis.call('HINCRBY', groups, token, -count) <= 0 then
+    redis.call('HDEL', groups, token)
+    redis.call('ZREM', active, token)
+  end
+end

@@ -9,8 +9,9 @@
 -- KEYS[2]  HASH  route:{r}:leases
 -- KEYS[3]  HASH  route:{r}:stats
 -- KEYS[4]  HASH  route:{r}:payloads
--- KEYS[4+i]  STRING  route:{r}:result:<id_i>, i = 1..n
--- KEYS[5+n..]  HASH  route:{r}:job:<id> of the jobs dispatched with a hash of their own
+-- KEYS[5]  HASH  route:{r}:groups
+-- KEYS[5+i]  STRING  route:{r}:result:<id_i>, i = 1..n
+-- KEYS[6+n..]  HASH  route:{r}:job:<id> of the jobs dispatched with a hash of their own
 -- ARGV[1]  result channel prefix (a job's channel is prefix .. id .. "}")
 -- ARGV[2]  1: announce only on channels with a subscriber (standalone Redis,
 --          where PUBSUB NUMSUB sees every subscriber); 0: always (Redis Cluster)
@@ -31,10 +32,10 @@ for i = 1, n do
   bn_str(ARGV[a + 1], 'token')
   if bn_num(ARGV[a + 3], 'result ttl') <= 0 then error('bananas: result ttl must be > 0') end
   local jk = bn_num(ARGV[a + 4], 'job key index')
-  if jk ~= 0 and (jk <= 4 + n or jk > #KEYS) then error('bananas: job key index out of range') end
+  if jk ~= 0 and (jk <= 5 + n or jk > #KEYS) then error('bananas: job key index out of range') end
   channels[i] = prefix .. ids[i] .. '}'
 end
-if #KEYS < 4 + n then error('bananas: ack needs a result key per job') end
+if #KEYS < 5 + n then error('bananas: ack needs a result key per job') end
 
 -- The tokens and payloads of all the jobs in one read each, and who listens.
 local tokens, pays, heard = {}, {}, {}
@@ -52,7 +53,7 @@ for first = 1, n, 200 do
   end
 end
 
-local out, done, light, heavy = {}, {}, {}, {}
+local out, done, light, heavy, released = {}, {}, {}, {}, {}
 for i = 1, n do
   local a = 3 + 5 * (i - 1)
   local jk = tonumber(ARGV[a + 4])
@@ -67,7 +68,8 @@ for i = 1, n do
       ok = false
     end
     if ok then
-      redis.call('SET', KEYS[4 + i], ARGV[a + 2], 'PX', ARGV[a + 3])
+      redis.call('SET', KEYS[5 + i], ARGV[a + 2], 'PX', ARGV[a + 3])
+      released[tokens[i]] = (released[tokens[i]] or 0) + 1
       if not only_heard or heard[i] then redis.call('PUBLISH', channels[i], ARGV[a + 2]) end
       done[#done + 1] = ids[i]
       out[i] = 1
@@ -75,8 +77,8 @@ for i = 1, n do
   end
 end
 if #done > 0 then
-  bn_sliced('ZREM', KEYS[1], done)
   bn_sliced('HDEL', KEYS[2], done)
+  for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end
   redis.call('HINCRBY', KEYS[3], 'processed', #done)
 end
 if #light > 0 then bn_sliced('HDEL', KEYS[4], light) end

@@ -7,19 +7,20 @@
 -- KEYS[2]  ZSET  route:{r}:active
 -- KEYS[3]  HASH  route:{r}:leases
 -- KEYS[4]  HASH  route:{r}:payloads  id -> payload of light jobs
--- KEYS[5..4+m]  HASH  route:{r}:job:<id_i>, one per id of ARGV
+-- KEYS[5]  HASH  route:{r}:groups    lease group token -> jobs still leased (see fetch.lua)
+-- KEYS[6..5+m]  HASH  route:{r}:job:<id_i>, one per id of ARGV
 -- ARGV[1]  n, the most jobs to take (>= 1)
 -- ARGV[2]  lease deadline (unix ms)
 -- ARGV[3]  fencing token, unique to this call (shared by its jobs, as in fetch.lua)
 -- ARGV[4]  t, the number of type names that follow
 -- ARGV[5..4+t]  type names
--- ARGV[5+t..4+t+m]  the ids, in list order, matching KEYS[5..]
+-- ARGV[5+t..4+t+m]  the ids, in list order, matching KEYS[6..]
 -- Returns: a flat array id1, token1, payload1, ... of the jobs taken, as fetch.lua.
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
 local token = bn_str(ARGV[3], 'token')
 local t = bn_num(ARGV[4], 'type count')
-local m = #KEYS - 4
+local m = #KEYS - 5
 if #ARGV ~= 4 + t + m then error('bananas: claim needs one id per job key') end
 local types = {}
 for i = 1, t do types[bn_str(ARGV[4 + i], 'type name')] = true end
@@ -33,15 +34,18 @@ for i = 1, m do
   if payload then
     name = bn_split(payload)
   else
-    name = redis.call('HGET', KEYS[4 + i], 'n')
+    name = redis.call('HGET', KEYS[5 + i], 'n')
   end
   if name and types[name] and redis.call('LREM', KEYS[1], 1, id) == 1 then
     taken = taken + 1
-    redis.call('ZADD', KEYS[2], deadline, id)
     redis.call('HSET', KEYS[3], id, token)
     out[#out + 1] = id
     out[#out + 1] = token
     out[#out + 1] = payload or ''
   end
+end
+if taken > 0 then
+  redis.call('ZADD', KEYS[2], deadline, token)
+  redis.call('HSET', KEYS[5], token, taken)
 end
 return out

@@ -11,6 +11,7 @@
 -- KEYS[6]  STRING  route:{r}:result:<id>
 -- KEYS[7]  HASH    route:{r}:stats
 -- KEYS[8]  HASH    route:{r}:payloads  (a light job gets its hash here first)
+-- KEYS[9]  HASH    route:{r}:groups
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  now (unix ms)
@@ -38,8 +39,8 @@ if redis.call('HGET', KEYS[3], id) ~= token then return 0 end
 local exists = redis.call('EXISTS', KEYS[1]) == 1
 local payload = not exists and redis.call('HGET', KEYS[8], id)
 
-redis.call('ZREM', KEYS[2], id)
 redis.call('HDEL', KEYS[3], id)
+bn_release(KEYS[2], KEYS[9], token, 1)
 if payload then
   bn_materialize(KEYS[1], KEYS[8], id, payload)
 elseif not exists then

@@ -5,10 +5,11 @@
 -- with an empty payload and the caller reads its hash next (its key is unknown
 -- until the id is popped).
 --
--- KEYS[1]  ZSET  route:{r}:active    id -> lease deadline ms
--- KEYS[2]  HASH  route:{r}:leases    id -> fencing token of the current dispatch
+-- KEYS[1]  ZSET  route:{r}:active    lease group token -> deadline ms
+-- KEYS[2]  HASH  route:{r}:leases    id -> fencing token (lease group) of the current dispatch
 -- KEYS[3]  HASH  route:{r}:payloads  id -> payload of light jobs
--- KEYS[4..]  LIST  route:{r}:queue:<priority>, in the order to drain them
+-- KEYS[4]  HASH  route:{r}:groups    lease group token -> jobs still leased
+-- KEYS[5..]  LIST  route:{r}:queue:<priority>, in the order to drain them
 -- ARGV[1]  n, the most jobs to take (>= 1)
 -- ARGV[2]  lease deadline (unix ms)
 -- ARGV[3]  fencing token, unique to this call: every job of the call gets it (a
@@ -20,22 +21,20 @@ local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
 local token = bn_str(ARGV[3], 'token')
 if want < 1 then error('bananas: count must be >= 1') end
-if #KEYS < 4 then error('bananas: fetch needs at least one list key') end
+if #KEYS < 5 then error('bananas: fetch needs at least one list key') end
 
 local out = {}
 local taken = 0
-for k = 4, #KEYS do
+for k = 5, #KEYS do
   if taken >= want then break end
   local ids = redis.call('LPOP', KEYS[k], want - taken)
   if ids then
-    local scored, tokens = {}, {}
+    local tokens = {}
     for first = 1, #ids, 200 do
       local pays = redis.call('HMGET', KEYS[3], unpack(ids, first, math.min(first + 199, #ids)))
       for j = 1, #pays do
         local id = ids[first + j - 1]
         taken = taken + 1
-        scored[#scored + 1] = deadline
-        scored[#scored + 1] = id
         tokens[#tokens + 1] = id
         tokens[#tokens + 1] = token
         out[#out + 1] = id
@@ -43,8 +42,11 @@ for k = 4, #KEYS do
         out[#out + 1] = pays[j] or ''
       end
     end
-    bn_sliced('ZADD', KEYS[1], scored)
     bn_sliced('HSET', KEYS[2], tokens)
   end
+end
+if taken > 0 then
+  redis.call('ZADD', KEYS[1], deadline, token)
+  redis.call('HSET', KEYS[4], token, taken)
 end
 return out

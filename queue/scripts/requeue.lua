@@ -8,6 +8,7 @@
 -- KEYS[5]  LIST  route:{r}:queue:normal
 -- KEYS[6]  LIST  route:{r}:queue:low
 -- KEYS[7]  HASH  route:{r}:payloads
+-- KEYS[8]  HASH  route:{r}:groups
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  wake channel
@@ -26,8 +27,8 @@ if not prio then
 end
 local list = prio and KEYS[3 + bn_prio(prio, 'stored priority')]
 
-redis.call('ZREM', KEYS[2], id)
 redis.call('HDEL', KEYS[3], id)
+bn_release(KEYS[2], KEYS[8], token, 1)
 if not list then return 3 end
 if bn_push(list, id, true) then
   redis.call('PUBLISH', ARGV[3], '1')
