@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -18,6 +19,11 @@ type NewJob struct {
 	// ChosenID marks an id the caller chose (WithID): the script checks it is
 	// free. Ids from NewID are unique by construction and skip that read.
 	ChosenID bool
+
+	// payload, when set, is the job's light-job payload, built by EnqueueOne
+	// on the caller's goroutine so the coalesced flush, which is serial, has
+	// less to do per job.
+	payload string
 }
 
 // enqueueChunk bounds one script call; larger batches take several calls.
@@ -49,8 +55,11 @@ func (q *Queue) EnqueueOne(ctx context.Context, route, priority string, job NewJ
 	if err := q.checkEnqueue(ctx, route, priority); err != nil {
 		return "", err
 	}
-	if job.ID == "" || job.Name == "" || len(job.Envelope) == 0 {
-		return "", fmt.Errorf("enqueue: job needs an id, a name and an envelope")
+	if err := checkNewJob(&job); err != nil {
+		return "", err
+	}
+	if now := time.Now(); !job.RunAt.After(now) {
+		job.payload = payloadOf(job.Name, priority, job.MaxRetries, strconv.FormatInt(ms(now), 10), job.Envelope)
 	}
 	return q.enqs.do(ctx, route+"\x00"+priority, job)
 }

@@ -47,7 +47,11 @@ func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs [
 		if err := checkNewJob(j); err != nil {
 			return nil, err
 		}
-		pairs = append(pairs, j.ID, payloadOf(j.Name, priority, j.MaxRetries, created, j.Envelope))
+		p := j.payload
+		if p == "" {
+			p = payloadOf(j.Name, priority, j.MaxRetries, created, j.Envelope)
+		}
+		pairs = append(pairs, j.ID, p)
 		ids = append(ids, j.ID)
 	}
 	pipe := q.rdb.TxPipeline()
