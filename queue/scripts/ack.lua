@@ -37,16 +37,14 @@ for i = 1, n do
 end
 if #KEYS < 5 + n then error('bananas: ack needs a result key per job') end
 
--- The tokens and payloads of all the jobs in one read each, and who listens.
-local tokens, pays, heard = {}, {}, {}
+-- The tokens of all the jobs in one read, and who listens. A light job's
+-- payload is not read: while its token is still the job's, the job is leased
+-- and light (only fail and reap, which take the lease, give it a hash).
+local tokens, heard = {}, {}
 for first = 1, n, 200 do
   local last = math.min(first + 199, n)
   local got = redis.call('HMGET', KEYS[2], unpack(ids, first, last))
-  local pay = redis.call('HMGET', KEYS[4], unpack(ids, first, last))
-  for j = 1, #got do
-    tokens[first + j - 1] = got[j]
-    pays[first + j - 1] = pay[j]
-  end
+  for j = 1, #got do tokens[first + j - 1] = got[j] end
   if only_heard then
     local subs = redis.call('PUBSUB', 'NUMSUB', unpack(channels, first, last))
     for j = 2, #subs, 2 do heard[first + j / 2 - 1] = tonumber(subs[j]) > 0 end
@@ -60,9 +58,9 @@ for i = 1, n do
   out[i] = 0
   if tokens[i] == ARGV[a + 1] then
     local ok = true
-    if pays[i] then
+    if jk == 0 then
       light[#light + 1] = ids[i]
-    elseif jk ~= 0 and redis.call('EXISTS', KEYS[jk]) == 1 then
+    elseif redis.call('EXISTS', KEYS[jk]) == 1 then
       heavy[#heavy + 1] = KEYS[jk]
     else
       ok = false
