@@ -31,11 +31,20 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 
 	type fetched struct {
 		asked, got int
+		seen       int // wakes taken before this fetch went out
 		err        error
 	}
 	done := make(chan fetched, maxFetches)
 	inflight := 0
-	empty := false // the last fetch found the lists drained: wait for a wake-up
+	empty := false // a fetch found the lists drained and no wake-up came since: wait for one
+	// wakes counts the wake-ups taken. A fetch that found nothing only proves
+	// the lists empty if no wake-up was taken after it went out: with two
+	// fetches in flight, the older one can come back empty after a wake-up
+	// for a new job was taken, and believing it would lose that wake-up —
+	// the list is no longer empty, so the next push publishes none, and the
+	// worker would sleep until the safety poll (seen: a 950 ms p99 at 1,000
+	// jobs/s before this was fixed).
+	wakes := 0
 	var retryAt time.Time
 	defer func() { // a fetch in flight starts its jobs; let it finish so shutdown sees them
 		for ; inflight > 0; inflight-- {
@@ -53,7 +62,9 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 			}
 		case f.got < f.asked:
 			errDelay = 50 * time.Millisecond
-			empty = true
+			if f.seen == wakes {
+				empty = true
+			}
 		default:
 			errDelay = 50 * time.Millisecond
 		}
@@ -79,6 +90,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 				case f := <-done:
 					settle(f)
 				case <-w.wake:
+					wakes++
 					empty = false
 				case <-ctx.Done():
 				}
@@ -87,6 +99,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 			safety.Reset(w.opts.SafetyPoll)
 			select {
 			case <-w.wake:
+				wakes++
 			case <-safety.C:
 			case <-ctx.Done():
 			}
@@ -125,6 +138,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 			w.sem <- struct{}{} // never blocks: free slots were counted above
 		}
 		inflight++
+		seen := wakes
 		go func() {
 			got, err := w.fetchOnce(ctx, free)
 			for range free - got {
@@ -133,7 +147,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 			if got < free {
 				notify(w.slotFreed)
 			}
-			done <- fetched{free, got, err}
+			done <- fetched{free, got, seen, err}
 		}()
 	}
 }
