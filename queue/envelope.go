@@ -1,11 +1,9 @@
 package queue
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -62,30 +60,7 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 	if len(b) == 0 {
 		return e, fmt.Errorf("decode envelope: empty")
 	}
-	d := decoders.Get().(*msgpack.Decoder)
-	defer decoders.Put(d)
-	d.Reset(bytes.NewReader(b))
-	if err := decodeEnvelope(d, &e); err != nil {
-		return e, fmt.Errorf("decode envelope: %w", err)
-	}
-	return e, nil
-}
-
-var decoders = sync.Pool{New: func() any { return msgpack.NewDecoder(nil) }}
-
-func decodeEnvelope(d *msgpack.Decoder, e *Envelope) error {
-	n, err := d.DecodeMapLen()
-	if err != nil {
-		return err
-	}
-	if n < 0 {
-		return fmt.Errorf("not a map")
-	}
-	for range n {
-		key, err := d.DecodeString()
-		if err != nil {
-			return err
-		}
+	err := mpack.ReadMap(b, func(d *msgpack.Decoder, key string) (err error) {
 		switch key {
 		case "a":
 			e.Args, err = d.DecodeBytes()
@@ -100,11 +75,12 @@ func decodeEnvelope(d *msgpack.Decoder, e *Envelope) error {
 		default:
 			err = d.Skip() // a field from a newer writer
 		}
-		if err != nil {
-			return fmt.Errorf("field %q: %w", key, err)
-		}
+		return err
+	})
+	if err != nil {
+		return e, fmt.Errorf("decode envelope: %w", err)
 	}
-	return nil
+	return e, nil
 }
 
 // storedEnvelope reassembles the envelope slices of a job hash; it reports

@@ -1,9 +1,7 @@
 package results
 
 import (
-	"bytes"
 	"fmt"
-	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -70,33 +68,7 @@ func Encode(r Record) ([]byte, error) {
 // Decode decodes a stored or announced record.
 func Decode(b []byte) (Record, error) {
 	var r Record
-	d := decoders.Get().(*msgpack.Decoder)
-	defer decoders.Put(d)
-	d.Reset(bytes.NewReader(b))
-	if err := decodeRecord(d, &r); err != nil {
-		return r, fmt.Errorf("results: decode record: %w", err)
-	}
-	if r.ID == "" {
-		return r, fmt.Errorf("results: decode record: no job id")
-	}
-	return r, nil
-}
-
-var decoders = sync.Pool{New: func() any { return msgpack.NewDecoder(nil) }}
-
-func decodeRecord(d *msgpack.Decoder, r *Record) error {
-	n, err := d.DecodeMapLen()
-	if err != nil {
-		return err
-	}
-	if n < 0 {
-		return fmt.Errorf("not a map")
-	}
-	for range n {
-		key, err := d.DecodeString()
-		if err != nil {
-			return err
-		}
+	err := mpack.ReadMap(b, func(d *msgpack.Decoder, key string) (err error) {
 		switch key {
 		case "id":
 			r.ID, err = d.DecodeString()
@@ -121,11 +93,15 @@ func decodeRecord(d *msgpack.Decoder, r *Record) error {
 		default:
 			err = d.Skip() // a field from a newer writer
 		}
-		if err != nil {
-			return fmt.Errorf("field %q: %w", key, err)
-		}
+		return err
+	})
+	if err != nil {
+		return r, fmt.Errorf("results: decode record: %w", err)
 	}
-	return nil
+	if r.ID == "" {
+		return r, fmt.Errorf("results: decode record: no job id")
+	}
+	return r, nil
 }
 
 // Channel is the pub/sub channel on which the record of job id is announced.

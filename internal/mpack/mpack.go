@@ -1,8 +1,8 @@
-// Package mpack appends msgpack values to a byte slice: the few forms Bananas
-// writes on its hot paths (the job envelope at every enqueue, the result record
-// at every ack), where msgpack.Marshal's reflection cost more than the rest of
-// the call. The output is standard msgpack that msgpack.Unmarshal reads; the
-// readers use msgpack.Decoder's primitives.
+// Package mpack writes and reads the msgpack maps Bananas handles on its hot
+// paths (the job envelope at every enqueue and fetch, the result record at
+// every ack and Await) by hand, where msgpack's reflection cost more than the
+// rest of the call: append helpers for the few forms written, and ReadMap for
+// reading. The output is standard msgpack that msgpack.Unmarshal reads.
 package mpack
 
 import "encoding/binary"
