@@ -36,6 +36,11 @@ func (q *Queue) Enqueue(ctx context.Context, route, priority string, jobs []NewJ
 	if err := q.checkEnqueue(ctx, route, priority); err != nil {
 		return nil, err
 	}
+	for i := range jobs {
+		if err := checkNewJob(&jobs[i]); err != nil {
+			return nil, err
+		}
+	}
 	holders = make([]string, 0, len(jobs))
 	for start := 0; start < len(jobs); start += enqueueChunk {
 		end := min(start+enqueueChunk, len(jobs))
@@ -49,8 +54,10 @@ func (q *Queue) Enqueue(ctx context.Context, route, priority string, jobs []NewJ
 }
 
 // EnqueueOne writes one job. Concurrent calls for the same route and priority
-// are coalesced into one script call (see committer), so many producers cost
-// few round trips. The result is as for Enqueue.
+// are coalesced into one call to Redis (see committer), so many producers cost
+// few round trips. The result is as for Enqueue. The job is checked here, on
+// the caller's goroutine, so that one bad job never fails the others it would
+// be coalesced with.
 func (q *Queue) EnqueueOne(ctx context.Context, route, priority string, job NewJob) (holder string, err error) {
 	if err := q.checkEnqueue(ctx, route, priority); err != nil {
 		return "", err
@@ -58,7 +65,7 @@ func (q *Queue) EnqueueOne(ctx context.Context, route, priority string, job NewJ
 	if err := checkNewJob(&job); err != nil {
 		return "", err
 	}
-	if now := time.Now(); !job.RunAt.After(now) {
+	if now := time.Now(); isPlain(&job, now) {
 		job.payload = payloadOf(job.Name, priority, job.MaxRetries, strconv.FormatInt(ms(now), 10), job.Envelope)
 	}
 	return q.enqs.do(ctx, route+"\x00"+priority, job)
@@ -74,6 +81,7 @@ func (q *Queue) checkEnqueue(ctx context.Context, route, priority string) error 
 	return q.registerRoute(ctx, route)
 }
 
+// enqueueChunk writes up to enqueueChunk jobs that checkNewJob accepted.
 func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) ([]string, error) {
 	if plain(jobs, now) {
 		return q.enqueuePlain(ctx, route, priority, jobs, now)
@@ -83,10 +91,7 @@ func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs [
 	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads())
 	args := make([]any, 0, 5+7*len(jobs))
 	args = append(args, ms(now), priority, k.WakeChannel(), ScheduleChannel(q.ns), len(jobs))
-	for _, j := range jobs {
-		if j.ID == "" || j.Name == "" || len(j.Envelope) == 0 {
-			return nil, fmt.Errorf("enqueue: job needs an id, a name and an envelope")
-		}
+	for _, j := range jobs { // checked by Enqueue or EnqueueOne (checkNewJob)
 		job := k.Job(j.ID)
 		unique := job
 		var uttl int64

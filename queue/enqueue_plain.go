@@ -27,16 +27,20 @@ import (
 // plain reports whether every job of a chunk can take the plain path.
 func plain(jobs []NewJob, now time.Time) bool {
 	for i := range jobs {
-		j := &jobs[i]
-		if j.ChosenID || (j.UniqueTTL > 0 && j.UniqueKey != "") || j.RunAt.After(now) {
+		if !isPlain(&jobs[i], now) {
 			return false
 		}
 	}
 	return true
 }
 
-// enqueuePlain writes plain jobs (see plain) in one transaction and wakes idle
-// workers when the list was empty before it.
+// isPlain reports whether j is a plain job (see above).
+func isPlain(j *NewJob, now time.Time) bool {
+	return !j.ChosenID && (j.UniqueTTL <= 0 || j.UniqueKey == "") && !j.RunAt.After(now)
+}
+
+// enqueuePlain writes plain jobs (see plain), already checked by checkNewJob,
+// in one transaction and wakes idle workers.
 func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) ([]string, error) {
 	k := q.Keys(route)
 	created := strconv.FormatInt(ms(now), 10)
@@ -44,9 +48,6 @@ func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs [
 	ids := make([]any, 0, len(jobs))
 	for i := range jobs {
 		j := &jobs[i]
-		if err := checkNewJob(j); err != nil {
-			return nil, err
-		}
 		p := j.payload
 		if p == "" {
 			p = payloadOf(j.Name, priority, j.MaxRetries, created, j.Envelope)
@@ -80,7 +81,8 @@ func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs [
 	return make([]string, len(jobs)), nil
 }
 
-// checkNewJob refuses, with the script's words, what enqueue.lua would refuse.
+// checkNewJob refuses, with the script's words, what enqueue.lua would refuse;
+// Enqueue and EnqueueOne call it before anything is sent.
 func checkNewJob(j *NewJob) error {
 	switch {
 	case j.ID == "" || j.Name == "" || len(j.Envelope) == 0:

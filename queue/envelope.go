@@ -134,7 +134,7 @@ func splitPayload(p string) (out payload, ok bool) {
 	return payload{parts[0], parts[1], m, fromMS(parts[3]), rest}, true
 }
 
-// fill sets d's fields from a light job's payload, or records why it cannot.
+// fillFromPayload sets d's fields from a light job's payload, or records why it cannot.
 func (d *Dispatch) fillFromPayload(p string) {
 	pl, ok := splitPayload(p)
 	if !ok {

@@ -117,7 +117,15 @@ func (q *Queue) load(ctx context.Context, route string, triples []string) ([]*Di
 		return out, nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("read leased jobs of route %s: %w", route, err)
+		// The light jobs can run; the others stay leased to nobody until
+		// their lease expires and the reaper recovers them.
+		light := out[:0]
+		for _, d := range out {
+			if d.light {
+				light = append(light, d)
+			}
+		}
+		return light, fmt.Errorf("read leased jobs of route %s: %w", route, err)
 	}
 	for i, c := range cmds {
 		d, f := heavy[i], c.Val()

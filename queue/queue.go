@@ -25,6 +25,9 @@ type Queue struct {
 	ns     string
 	s      *scripts
 	routes sync.Map // routes this process already added to the routes set
+	// cluster: rdb is a Redis Cluster client, where a pub/sub subscriber may
+	// sit on another node than the one a script runs on (see ack.lua).
+	cluster bool
 
 	acks *committer[ackReq, bool]   // coalesced acks, by route
 	enqs *committer[NewJob, string] // coalesced single enqueues, by route and priority
@@ -36,7 +39,8 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 	if !ValidNamespace(ns) {
 		return nil, fmt.Errorf("invalid namespace %q: 1-64 characters without spaces or braces", ns)
 	}
-	q := &Queue{rdb: rdb, ns: ns, s: loadScripts()}
+	_, cluster := rdb.(*redis.ClusterClient)
+	q := &Queue{rdb: rdb, ns: ns, s: loadScripts(), cluster: cluster}
 	q.acks = newCommitter(2, q.ackMany)
 	q.enqs = newCommitter(1, func(ctx context.Context, group string, jobs []NewJob) ([]string, error) {
 		route, priority, _ := strings.Cut(group, "\x00")

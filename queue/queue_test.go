@@ -348,3 +348,47 @@ func TestLeaseGroups_SettleRenewReap(t *testing.T) {
 		}
 	})
 }
+
+// Expired lease groups with more leased jobs than one reap pass takes are
+// reaped over several passes, every job recovered: a group whose jobs all wait
+// for a later pass is not taken for empty and dropped (which would leave its
+// jobs leased to a group no reaper sees again).
+func TestLeaseGroups_ReapOverSeveralPasses(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		until := now.Add(time.Minute)
+		leaseAll := func(n int) {
+			jobs := make([]queue.NewJob, n)
+			for i := range jobs {
+				jobs[i] = job(t, "r")
+			}
+			if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+				t.Fatal(err)
+			}
+			if ds, err := q.Fetch(ctx, "r", queue.Priorities, n, until, now); err != nil || len(ds) != n {
+				t.Fatalf("fetch = %d, %v", len(ds), err)
+			}
+		}
+		leaseAll(1000) // a big group, more than a pass takes
+		leaseAll(1)    // and a small one, whose job the first pass likely skips
+		reaped := 0
+		for pass := 0; pass < 30; pass++ {
+			got, err := q.Reap(ctx, "r", until, func(queue.Expired) queue.Verdict {
+				return queue.Verdict{RetryAt: until, Record: []byte("lost"), TTL: time.Minute}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 {
+				break
+			}
+			reaped += len(got)
+		}
+		d, _ := q.Depths(ctx, []string{"r"})
+		active, _ := q.Client().ZCard(ctx, q.Keys("r").Active()).Result()
+		if reaped != 1001 || d[0].Active != 0 || d[0].Scheduled != 1001 || active != 0 {
+			t.Fatalf("reaped %d, %+v, %d groups active; want all 1001 jobs recovered and nothing leased", reaped, d[0], active)
+		}
+	})
+}

@@ -53,8 +53,14 @@ func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide fu
 	}
 	var ids, owners []string
 	for id, t := range leases {
-		if _, ok := held[t]; ok && len(ids) < reapBatch {
-			held[t] = true
+		if _, ok := held[t]; !ok {
+			continue
+		}
+		// A group with a leased job is not empty, even when its job waits for
+		// the next pass (over reapBatch): dropping it would leave that job
+		// leased to a group no reaper ever sees again.
+		held[t] = true
+		if len(ids) < reapBatch {
 			ids, owners = append(ids, id), append(owners, t)
 		}
 	}
@@ -72,8 +78,6 @@ func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide fu
 	var pays *redis.SliceCmd
 	if len(ids) > 0 {
 		pays = pipe.HMGet(ctx, k.Payloads(), ids...)
-	}
-	if len(ids) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("read expired jobs of route %s: %w", route, err)
 		}

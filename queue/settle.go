@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Outcome is what a fail or reap did to a job.
@@ -38,13 +36,13 @@ type ackReq struct {
 // ackMany runs ack.lua for a batch of one route.
 func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
 	k := q.Keys(route)
-	keys := make([]string, 0, 4+len(reqs))
+	keys := make([]string, 0, 5+2*len(reqs))
 	keys = append(keys, k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups())
 	for _, r := range reqs {
 		keys = append(keys, k.Result(r.d.ID))
 	}
 	onlyHeard := 1 // standalone: PUBSUB NUMSUB sees every subscriber
-	if _, cluster := q.rdb.(*redis.ClusterClient); cluster {
+	if q.cluster {
 		onlyHeard = 0 // a subscriber may be on another node
 	}
 	args := make([]any, 0, 2+5*len(reqs))

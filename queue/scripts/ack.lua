@@ -23,7 +23,7 @@ local prefix = bn_str(ARGV[1], 'channel prefix')
 local only_heard = bn_num(ARGV[2], 'announce flag') == 1
 local n = (#ARGV - 2) / 5
 if n < 1 or n ~= math.floor(n) then
-  error('bananas: ack needs two flags and five args per job')
+  error('bananas: ack needs a channel prefix, an announce flag and five args per job')
 end
 local ids, channels = {}, {}
 for i = 1, n do
