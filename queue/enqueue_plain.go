@@ -73,10 +73,11 @@ func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs [
 	// Otherwise: the push that found the list empty is the one whose length is
 	// its own count; only then can workers be idle waiting (a non-empty list
 	// has a taker).
+	// The jobs are in Redis whatever this PUBLISH does, so its failure is not
+	// the caller's: an error would invite a retry, and a retry a second copy
+	// of each job. A lost wake-up costs at most the workers' safety poll.
 	if !eager && push.Val() == int64(len(jobs)) {
-		if err := q.rdb.Publish(ctx, k.WakeChannel(), "1").Err(); err != nil {
-			return nil, fmt.Errorf("enqueue to route %s: wake workers: %w", route, err)
-		}
+		_ = q.rdb.Publish(ctx, k.WakeChannel(), "1").Err()
 	}
 	return make([]string, len(jobs)), nil
 }
