@@ -11,37 +11,54 @@ import (
 // latency at low load — and calls that arrive while every slot is busy join
 // the next batch, which goes out as soon as a slot frees. Under load a batch
 // holds every call that arrived during a round trip, so round trips per call
-// fall as load rises, while a few flushes in flight keep Redis busy while the
-// client handles replies.
+// fall as load rises.
+//
+// The call that completes a batch flushes it on its own goroutine (it would
+// only wait otherwise): no goroutine is started and woken per batch, and on a
+// small machine every wake-up of an idle thread is CPU that Redis, sharing
+// the cores, does not get.
+//
+// With linger set, a batch also waits for the callers just answered: a flush
+// that carried n calls expects them back (closed-loop producers enqueue again
+// as soon as they are answered), so the next batch goes out when it holds as
+// many calls as the last round, or after linger, whichever comes first.
+// Sixteen producers then share one transaction per round instead of two
+// (one with the first caller back, one with the other fifteen), which halves
+// the round trips and system calls per job. A lone caller (n = 1) never waits,
+// and a batch that linger cut short lowers the expectation to what it held.
 type committer[In, Out any] struct {
 	mu       sync.Mutex
 	groups   map[string]*commitGroup[In, Out]
-	inflight int // flushes in flight per group at most
+	inflight int           // flushes in flight per group at most
+	linger   time.Duration // 0: never wait for more calls (see above)
 	flush    func(ctx context.Context, group string, ins []In) ([]Out, error)
 }
 
 type commitGroup[In, Out any] struct {
 	inflight int
 	next     *commitBatch[In, Out]
+	expect   int // calls the next batch waits for (linger only)
 }
 
 type commitBatch[In, Out any] struct {
-	ins  []In
-	outs []Out
-	err  error
-	done chan struct{}
+	ins   []In
+	outs  []Out
+	err   error
+	done  chan struct{}
+	timer *time.Timer // the linger deadline, once armed
 }
 
 // flushTimeout bounds one coalesced Redis call (it serves many callers, so
 // none of their contexts can bound it).
 const flushTimeout = 10 * time.Second
 
-func newCommitter[In, Out any](inflight int, flush func(context.Context, string, []In) ([]Out, error)) *committer[In, Out] {
-	return &committer[In, Out]{groups: map[string]*commitGroup[In, Out]{}, inflight: inflight, flush: flush}
+func newCommitter[In, Out any](inflight int, linger time.Duration, flush func(context.Context, string, []In) ([]Out, error)) *committer[In, Out] {
+	return &committer[In, Out]{groups: map[string]*commitGroup[In, Out]{}, inflight: inflight, linger: linger, flush: flush}
 }
 
 // do adds in to the group's next batch and waits for that batch's outcome. If
-// ctx ends first the call may still take effect (the batch is on its way).
+// ctx ends first the call may still take effect (the batch is on its way);
+// a call that flushes its batch itself answers only once the flush is over.
 func (c *committer[In, Out]) do(ctx context.Context, group string, in In) (Out, error) {
 	c.mu.Lock()
 	g := c.groups[group]
@@ -55,13 +72,15 @@ func (c *committer[In, Out]) do(ctx context.Context, group string, in In) (Out, 
 	b := g.next
 	idx := len(b.ins)
 	b.ins = append(b.ins, in)
-	if g.inflight < c.inflight {
-		g.next = nil
-		g.inflight++
-		go c.run(group, g, b)
+	lead := c.readyLocked(group, g, b)
+	if lead {
+		c.takeLocked(g, b)
 	}
 	c.mu.Unlock()
 
+	if lead {
+		c.flushBatch(group, g, b)
+	}
 	select {
 	case <-b.done:
 		var zero Out
@@ -75,20 +94,83 @@ func (c *committer[In, Out]) do(ctx context.Context, group string, in In) (Out, 
 	}
 }
 
-// run flushes b, then whatever batch gathered meanwhile, until none waits.
+// readyLocked reports whether b, the group's next batch, may go out now; when
+// it must linger it arms b's deadline.
+func (c *committer[In, Out]) readyLocked(group string, g *commitGroup[In, Out], b *commitBatch[In, Out]) bool {
+	if g.inflight >= c.inflight {
+		return false // the flush that frees a slot takes b
+	}
+	if c.linger <= 0 || len(b.ins) >= g.expect {
+		return true
+	}
+	if b.timer == nil {
+		b.timer = time.AfterFunc(c.linger, func() { c.expire(group, g, b) })
+	}
+	return false
+}
+
+// expire sends b when its linger ends before enough calls joined it.
+func (c *committer[In, Out]) expire(group string, g *commitGroup[In, Out], b *commitBatch[In, Out]) {
+	c.mu.Lock()
+	// A lingering batch is the group's next with a free slot (readyLocked
+	// arms the deadline only then, and only takeLocked fills a slot, with
+	// the next batch), so unless a caller took b meanwhile it goes now.
+	send := g.next == b
+	if send {
+		g.expect = len(b.ins)
+		c.takeLocked(g, b)
+	}
+	c.mu.Unlock()
+	if send {
+		c.run(group, g, b)
+	}
+}
+
+// takeLocked makes b a flush in flight.
+func (c *committer[In, Out]) takeLocked(g *commitGroup[In, Out], b *commitBatch[In, Out]) {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	g.next = nil
+	g.inflight++
+}
+
+// flushBatch flushes b, taken by takeLocked, and hands what gathered meanwhile
+// to a goroutine of its own when it may go out (the caller has its answer).
+func (c *committer[In, Out]) flushBatch(group string, g *commitGroup[In, Out], b *commitBatch[In, Out]) {
+	if nb := c.flushOne(group, g, b); nb != nil {
+		go c.run(group, g, nb)
+	}
+}
+
+// run flushes b, then every batch that is ready when the previous one ends.
 func (c *committer[In, Out]) run(group string, g *commitGroup[In, Out], b *commitBatch[In, Out]) {
 	for b != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-		b.outs, b.err = c.flush(ctx, group, b.ins)
-		cancel()
-		close(b.done)
-
-		c.mu.Lock()
-		b = g.next
-		g.next = nil
-		if b == nil {
-			g.inflight--
-		}
-		c.mu.Unlock()
+		b = c.flushOne(group, g, b)
 	}
+}
+
+// flushOne flushes b and returns the next batch if it is ready to go out
+// (taken, so the caller must flush it), or nil.
+func (c *committer[In, Out]) flushOne(group string, g *commitGroup[In, Out], b *commitBatch[In, Out]) *commitBatch[In, Out] {
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	b.outs, b.err = c.flush(ctx, group, b.ins)
+	cancel()
+	close(b.done)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g.inflight--
+	nb := g.next
+	if nb == nil {
+		g.expect = len(b.ins)
+		return nil
+	}
+	// The callers just answered come back to join those already waiting.
+	g.expect = len(b.ins) + len(nb.ins)
+	if !c.readyLocked(group, g, nb) {
+		return nil
+	}
+	c.takeLocked(g, nb)
+	return nb
 }

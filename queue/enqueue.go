@@ -26,6 +26,13 @@ type NewJob struct {
 	payload string
 }
 
+// enqueueLinger bounds how long a coalesced enqueue waits for the producers
+// answered by the previous flush to come back (see committer). It is a bound
+// on client-side time — a producer's turn between two enqueues — not on a
+// network round trip, and no enqueue waits when the previous flush carried a
+// single call (low load).
+const enqueueLinger = 200 * time.Microsecond
+
 // enqueueChunk bounds one script call; larger batches take several calls.
 const enqueueChunk = 1000
 

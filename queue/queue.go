@@ -41,8 +41,8 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 	}
 	_, cluster := rdb.(*redis.ClusterClient)
 	q := &Queue{rdb: rdb, ns: ns, s: loadScripts(), cluster: cluster}
-	q.acks = newCommitter(2, q.ackMany)
-	q.enqs = newCommitter(1, func(ctx context.Context, group string, jobs []NewJob) ([]string, error) {
+	q.acks = newCommitter(2, 0, q.ackMany)
+	q.enqs = newCommitter(1, enqueueLinger, func(ctx context.Context, group string, jobs []NewJob) ([]string, error) {
 		route, priority, _ := strings.Cut(group, "\x00")
 		return q.enqueueChunk(ctx, route, priority, jobs, time.Now())
 	})

@@ -1,0 +1,194 @@
+package queue
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The committer's batching rules, seen through the batches it hands to flush.
+// (Its use against Redis is covered by the EnqueueOne and ack tests.)
+
+// recorder is a flush that records batch sizes and answers each call with
+// its own input after rtt, standing in for the round trip (without one, the
+// caller that flushes is answered at once and runs ahead of the others).
+type recorder struct {
+	rtt   time.Duration
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (r *recorder) flush(_ context.Context, _ string, ins []int) ([]int, error) {
+	r.mu.Lock()
+	r.sizes = append(r.sizes, len(ins))
+	r.mu.Unlock()
+	time.Sleep(r.rtt)
+	return ins, nil
+}
+
+func (r *recorder) batches() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.sizes...)
+}
+
+// within fails the test if f has not returned by the deadline: a batch that
+// waits for callers who never come would hang here.
+func within(t *testing.T, d time.Duration, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("still waiting after %v: a batch waits for callers who never come", d)
+	}
+}
+
+// A lone caller goes out at once however long the linger: low load gets no
+// added latency.
+func TestCommitter_LoneCallerNeverLingers(t *testing.T) {
+	r := &recorder{}
+	c := newCommitter(1, time.Hour, r.flush)
+	within(t, 10*time.Second, func() {
+		for i := range 50 {
+			out, err := c.do(context.Background(), "g", i)
+			if err != nil || out != i {
+				t.Errorf("call %d: got %d, %v", i, out, err)
+			}
+		}
+	})
+	for i, n := range r.batches() {
+		if n != 1 {
+			t.Fatalf("batch %d held %d calls, want 1 (one caller)", i, n)
+		}
+	}
+}
+
+// Closed-loop producers — each enqueues again as soon as it is answered —
+// share one flush per round once the committer has seen them all, instead of
+// two (the first caller back alone, then the rest). The linger is long, so
+// only the expectation, not the deadline, can keep the rounds whole.
+func TestCommitter_ClosedLoopProducersShareOneFlushPerRound(t *testing.T) {
+	const producers, rounds = 8, 60
+	r := &recorder{rtt: 300 * time.Microsecond}
+	c := newCommitter(1, 100*time.Millisecond, r.flush)
+	within(t, 60*time.Second, func() {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for p := range producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for i := range rounds {
+					in := p*rounds + i
+					if out, err := c.do(context.Background(), "g", in); err != nil || out != in {
+						t.Errorf("producer %d call %d: got %d, %v", p, i, out, err)
+					}
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+	})
+	sizes := r.batches()
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	if total != producers*rounds {
+		t.Fatalf("flushed %d calls, want %d", total, producers*rounds)
+	}
+	// A few flushes to gather everyone at the start, and at the end the ones
+	// whose producers got ahead then; none in between.
+	if len(sizes) > rounds+6 {
+		t.Fatalf("%d flushes for %d rounds of %d producers, want about one per round (batches %v)", len(sizes), rounds, producers, sizes)
+	}
+}
+
+// When a producer stops, the batch that expected it goes out after the
+// linger, and the expectation drops to what came.
+func TestCommitter_LingerEndsWhenCallersDoNotComeBack(t *testing.T) {
+	const producers = 4
+	r := &recorder{rtt: 300 * time.Microsecond}
+	c := newCommitter(1, 2*time.Millisecond, r.flush)
+	within(t, 30*time.Second, func() {
+		var wg sync.WaitGroup
+		for p := range producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				calls := 30
+				if p == 0 {
+					calls = 5 // stops early: the others must not wait for it for ever
+				}
+				for i := range calls {
+					if _, err := c.do(context.Background(), "g", i); err != nil {
+						t.Errorf("producer %d: %v", p, err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	sizes := r.batches()
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	if want := 5 + 3*30; total != want {
+		t.Fatalf("flushed %d calls, want %d (batches %v)", total, want, sizes)
+	}
+}
+
+// Without linger (acks), a batch goes out whenever a slot is free, and
+// calls arriving during a flush go together in the next.
+func TestCommitter_NoLingerFlushesWheneverASlotIsFree(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	flush := func(_ context.Context, _ string, ins []int) ([]int, error) {
+		mu.Lock()
+		sizes = append(sizes, len(ins))
+		first := len(sizes) == 1
+		mu.Unlock()
+		if first {
+			<-release // hold the first flush so the others gather
+		}
+		return ins, nil
+	}
+	c := newCommitter(1, 0, flush)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _, _ = c.do(context.Background(), "g", 0) }()
+	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 })
+	for i := 1; i <= 5; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = c.do(context.Background(), "g", i) }()
+	}
+	waitUntil(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.groups["g"].next != nil && len(c.groups["g"].next.ins) == 5
+	})
+	close(release)
+	within(t, 10*time.Second, wg.Wait)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) != 2 || sizes[1] != 5 {
+		t.Fatalf("batches %v, want [1 5]", sizes)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
