@@ -21,7 +21,8 @@ import (
 // With linger set, a batch also waits for the callers just answered: a flush
 // that carried n calls expects them back (closed-loop producers enqueue again
 // as soon as they are answered), so the next batch goes out when it holds as
-// many calls as the last round, or after linger, whichever comes first.
+// many calls as the last round, or after linger, whichever comes first
+// (rounds of fewer than lingerMin calls do not wait).
 // Sixteen producers then share one transaction per round instead of two
 // (one with the first caller back, one with the other fifteen), which halves
 // the round trips and system calls per job. A lone caller (n = 1) never waits,
@@ -47,6 +48,13 @@ type commitBatch[In, Out any] struct {
 	done  chan struct{}
 	timer *time.Timer // the linger deadline, once armed
 }
+
+// lingerMin is the smallest expectation worth waiting for. Under open-loop
+// load (independent requests that each enqueue once) the callers answered do
+// not come back, and a batch would wait out the linger for them; needing a
+// round of at least four keeps that cost to loads where four enqueues overlap
+// one round trip, far above the paced traffic of a latency-sensitive service.
+const lingerMin = 4
 
 // flushTimeout bounds one coalesced Redis call (it serves many callers, so
 // none of their contexts can bound it).
@@ -100,7 +108,7 @@ func (c *committer[In, Out]) readyLocked(group string, g *commitGroup[In, Out], 
 	if g.inflight >= c.inflight {
 		return false // the flush that frees a slot takes b
 	}
-	if c.linger <= 0 || len(b.ins) >= g.expect {
+	if c.linger <= 0 || len(b.ins) >= g.expect || g.expect < lingerMin {
 		return true
 	}
 	if b.timer == nil {

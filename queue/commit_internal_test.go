@@ -192,3 +192,26 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Rounds of fewer than lingerMin calls never wait: a few independent
+// requests that happen to overlap do not pay the linger when they do not
+// come back. With a linger of an hour, waiting would hang here.
+func TestCommitter_SmallRoundsNeverLinger(t *testing.T) {
+	r := &recorder{rtt: 300 * time.Microsecond}
+	c := newCommitter(1, time.Hour, r.flush)
+	within(t, 30*time.Second, func() {
+		var wg sync.WaitGroup
+		for p := range lingerMin - 1 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 20 + 7*p { // uneven: some producers stop first
+					if _, err := c.do(context.Background(), "g", i); err != nil {
+						t.Errorf("producer %d: %v", p, err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	})
+}
