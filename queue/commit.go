@@ -164,18 +164,23 @@ func (c *committer[In, Out]) flushOne(group string, g *commitGroup[In, Out], b *
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	b.outs, b.err = c.flush(ctx, group, b.ins)
 	cancel()
-	close(b.done)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Count before answering: once b.done is closed, b's callers may rejoin
+	// the next batch and would be counted twice.
 	g.inflight--
 	nb := g.next
+	waiting := 0
+	if nb != nil {
+		waiting = len(nb.ins)
+	}
+	// The callers about to be answered come back to join those waiting.
+	g.expect = len(b.ins) + waiting
+	close(b.done)
 	if nb == nil {
-		g.expect = len(b.ins)
 		return nil
 	}
-	// The callers just answered come back to join those already waiting.
-	g.expect = len(b.ins) + len(nb.ins)
 	if !c.readyLocked(group, g, nb) {
 		return nil
 	}
