@@ -25,8 +25,8 @@ import (
 // (rounds of fewer than lingerMin calls do not wait).
 // Sixteen producers then share one transaction per round instead of two
 // (one with the first caller back, one with the other fifteen), which halves
-// the round trips and system calls per job. A lone caller (n = 1) never waits,
-// and a batch that linger cut short lowers the expectation to what it held.
+// the round trips and system calls per job. A batch that linger cut short
+// lowers the expectation to what it held.
 type committer[In, Out any] struct {
 	mu       sync.Mutex
 	groups   map[string]*commitGroup[In, Out]
@@ -125,8 +125,7 @@ func (c *committer[In, Out]) expire(group string, g *commitGroup[In, Out], b *co
 	// the next batch), so unless a caller took b meanwhile it goes now.
 	send := g.next == b
 	if send {
-		g.expect = len(b.ins)
-		c.takeLocked(g, b)
+		c.takeLocked(g, b) // its flush sets the next expectation from what it held
 	}
 	c.mu.Unlock()
 	if send {

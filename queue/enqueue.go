@@ -29,8 +29,8 @@ type NewJob struct {
 // enqueueLinger bounds how long a coalesced enqueue waits for the producers
 // answered by the previous flush to come back (see committer). It is a bound
 // on client-side time — a producer's turn between two enqueues — not on a
-// network round trip, and no enqueue waits when the previous flush carried a
-// single call (low load).
+// network round trip, and no enqueue waits when the previous round had fewer
+// than lingerMin calls (low load).
 const enqueueLinger = 200 * time.Microsecond
 
 // enqueueChunk bounds one script call; larger batches take several calls.
