@@ -66,7 +66,7 @@ func newCommitter[In, Out any](inflight int, linger time.Duration, flush func(co
 
 // do adds in to the group's next batch and waits for that batch's outcome. If
 // ctx ends first the call may still take effect (the batch is on its way);
-// a call that flushes its batch itself answers only once the flush is over.
+// a call that flushes its batch itself answers with the flush's outcome.
 func (c *committer[In, Out]) do(ctx context.Context, group string, in In) (Out, error) {
 	c.mu.Lock()
 	g := c.groups[group]
@@ -87,19 +87,26 @@ func (c *committer[In, Out]) do(ctx context.Context, group string, in In) (Out, 
 	c.mu.Unlock()
 
 	if lead {
+		// The outcome is known: report it even if ctx ended meanwhile.
 		c.flushBatch(group, g, b)
+		return b.outcome(idx)
 	}
 	select {
 	case <-b.done:
-		var zero Out
-		if b.err != nil {
-			return zero, b.err
-		}
-		return b.outs[idx], nil
+		return b.outcome(idx)
 	case <-ctx.Done():
 		var zero Out
 		return zero, ctx.Err()
 	}
+}
+
+// outcome is call idx's answer once b.done is closed.
+func (b *commitBatch[In, Out]) outcome(idx int) (Out, error) {
+	if b.err != nil {
+		var zero Out
+		return zero, b.err
+	}
+	return b.outs[idx], nil
 }
 
 // readyLocked reports whether b, the group's next batch, may go out now; when
