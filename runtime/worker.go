@@ -66,10 +66,12 @@ type Worker struct {
 	regErrs  []error
 	started  atomic.Bool
 
-	sem       chan struct{} // one token per running handler
-	settling  chan struct{} // one token per job whose outcome is being written after its slot was freed
-	slotFreed chan struct{} // signaled when a job releases its slot
-	wake      chan struct{} // signaled when a route's ready list was pushed to
+	sem       chan struct{}        // one token per running handler
+	settling  chan struct{}        // one token per job whose outcome is being written after its slot was freed
+	slotFreed chan struct{}        // signaled when a job releases its slot
+	wake      chan struct{}        // signaled when a route's ready list was pushed to
+	handoff   chan *queue.Dispatch // a job to a runner waiting for one (see start)
+	stopped   chan struct{}        // closed when Run returns: idle runners exit
 
 	mu      sync.Mutex
 	running map[*run]struct{}
@@ -192,6 +194,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.slotFreed = make(chan struct{}, 1)
 	w.wake = make(chan struct{}, 1)
 	w.idle = make(chan struct{})
+	w.handoff = make(chan *queue.Dispatch)
+	w.stopped = make(chan struct{})
+	defer close(w.stopped)
 
 	// Background work outlives ctx until the shutdown is over: leases must be
 	// renewed while running jobs finish.

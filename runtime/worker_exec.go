@@ -48,12 +48,39 @@ func (r *run) canceled() error {
 	return nil
 }
 
-// start runs d in its own goroutine, holding the slot fetchLoop reserved for
-// it until its handler returns.
+// start runs d on a runner, holding the slot fetchLoop reserved for it until
+// its handler returns. A runner that finished its job waits for the next one
+// (handoff) instead of exiting, so a busy worker does not pay a goroutine per
+// job — its creation, and the stack growth of every handler's first call —
+// and a new runner starts only when none is waiting. Runners are bounded by
+// the jobs that can be running or settling at once (2×Concurrency) and exit
+// when Run returns.
+func (w *Worker) start(d *queue.Dispatch) {
+	select {
+	case w.handoff <- d:
+	default:
+		go w.runner(d)
+	}
+}
+
+// runner runs d, then every job handed to it until the worker stops.
+func (w *Worker) runner(d *queue.Dispatch) {
+	for {
+		w.runJob(d)
+		select {
+		case d = <-w.handoff:
+		case <-w.stopped:
+			return
+		}
+	}
+}
+
+// runJob runs d and gives its slot back (or its settling token, when the
+// slot was handed on early: see freeSlot).
 // The handler's context is a single timer context under Background (its
 // timeout); cancel stops it with a cause kept on the run, which saves a
 // cancelable parent context and its child registration per job.
-func (w *Worker) start(d *queue.Dispatch) {
+func (w *Worker) runJob(d *queue.Dispatch) {
 	timeout := time.Duration(d.Envelope.Timeout) * time.Millisecond
 	if timeout <= 0 {
 		timeout = w.opts.JobTimeout
@@ -61,18 +88,14 @@ func (w *Worker) start(d *queue.Dispatch) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	r := &run{d: d, stopCtx: cancel}
 	w.track(r)
-	go func() {
-		defer func() {
-			cancel()
-			if r.freed {
-				<-w.settling
-				return
-			}
-			<-w.sem
-			notify(w.slotFreed)
-		}()
-		w.execute(ctx, r, timeout)
-	}()
+	w.execute(ctx, r, timeout)
+	cancel()
+	if r.freed {
+		<-w.settling
+		return
+	}
+	<-w.sem
+	notify(w.slotFreed)
 }
 
 // freeSlot hands r's slot to the next job once its handler has returned, so
