@@ -66,12 +66,12 @@ type Worker struct {
 	regErrs  []error
 	started  atomic.Bool
 
-	sem       chan struct{}        // one token per running handler
-	settling  chan struct{}        // one token per job whose outcome is being written after its slot was freed
-	slotFreed chan struct{}        // signaled when a job releases its slot
-	wake      chan struct{}        // signaled when a route's ready list was pushed to
-	handoff   chan *queue.Dispatch // a job to a runner waiting for one (see start)
-	stopped   chan struct{}        // closed when Run returns: idle runners exit
+	sem       chan struct{} // one token per running handler
+	settling  chan struct{} // one token per job whose outcome is being written after its slot was freed
+	slotFreed chan struct{} // signaled when a job releases its slot
+	wake      chan struct{} // signaled when a route's ready list was pushed to
+	handoff   chan *run     // a job to a runner waiting for one (see start)
+	stopped   chan struct{} // closed when Run returns: idle runners exit
 
 	mu      sync.Mutex
 	running map[*run]struct{}
@@ -194,7 +194,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.slotFreed = make(chan struct{}, 1)
 	w.wake = make(chan struct{}, 1)
 	w.idle = make(chan struct{})
-	w.handoff = make(chan *queue.Dispatch)
+	w.handoff = make(chan *run)
 	w.stopped = make(chan struct{})
 	defer close(w.stopped)
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -16,8 +17,11 @@ import (
 // run is one dispatched job on this worker.
 type run struct {
 	d        *queue.Dispatch
-	stopCtx  context.CancelFunc    // cancels the handler's context (see cancel)
+	ctx      *jobCtx               // the handler's context
+	timeout  time.Duration         // the job's timeout, for the failure message
+	group    *timeoutGroup         // the runs fetched with it that share its deadline
 	cause    atomic.Pointer[error] // why the run was canceled, if it was
+	settled  atomic.Bool           // its outcome is decided: by the handler's return or by its timeout, whichever comes first
 	settling atomic.Bool           // its outcome is being written: a lease found gone is no news
 	freed    bool                  // its slot was handed on when the handler returned (see freeSlot)
 }
@@ -37,7 +41,7 @@ const settleTimeout = 10 * time.Second
 // returns then is not written.
 func (r *run) cancel(cause error) {
 	r.cause.CompareAndSwap(nil, &cause)
-	r.stopCtx()
+	r.ctx.cancel(context.Canceled)
 }
 
 // canceled is the cause given to cancel, or nil.
@@ -48,48 +52,94 @@ func (r *run) canceled() error {
 	return nil
 }
 
-// start runs d on a runner, holding the slot fetchLoop reserved for it until
+// startAll starts the jobs of one fetch, each in a slot fetchLoop reserved.
+// Jobs with the same timeout share a deadline and one timer (timeoutGroup);
+// usually that is the whole batch.
+func (w *Worker) startAll(ds []*queue.Dispatch) {
+	if len(ds) == 0 {
+		return
+	}
+	now := time.Now()
+	var groups []*timeoutGroup
+	var timeouts []time.Duration
+	runs := make([]*run, len(ds))
+	for i, d := range ds {
+		timeout := time.Duration(d.Envelope.Timeout) * time.Millisecond
+		if timeout <= 0 {
+			timeout = w.opts.JobTimeout
+		}
+		k := slices.Index(timeouts, timeout)
+		if k < 0 {
+			k = len(groups)
+			timeouts = append(timeouts, timeout)
+			groups = append(groups, &timeoutGroup{})
+		}
+		g := groups[k]
+		job := Job{ID: d.ID, Name: d.Name, Route: d.Route, Priority: Priority(d.Priority), Attempt: d.Attempts + 1}
+		r := &run{d: d, ctx: newJobCtx(now.Add(timeout), job), timeout: timeout, group: g}
+		g.runs = append(g.runs, r)
+		runs[i] = r
+	}
+	for k, g := range groups {
+		g.left.Store(int32(len(g.runs)))
+		g.timer = time.AfterFunc(timeouts[k], func() { w.expire(g) })
+	}
+	for _, r := range runs {
+		w.track(r)
+		w.start(r)
+	}
+}
+
+// expire times out the runs of g whose outcome is not decided yet: their
+// context ends with context.DeadlineExceeded and the timeout is recorded at
+// once, whether or not the handler honours its context.
+func (w *Worker) expire(g *timeoutGroup) {
+	for _, r := range g.runs {
+		if r.settled.Load() {
+			continue
+		}
+		r.ctx.cancel(context.DeadlineExceeded)
+		go func() {
+			if r.canceled() == nil && r.settled.CompareAndSwap(false, true) {
+				w.failRun(r, jobLog{w.opts.Logger, r.d}, fmt.Sprintf("timed out after %s", r.timeout), false)
+			}
+		}()
+	}
+}
+
+// start runs r on a runner, holding the slot fetchLoop reserved for it until
 // its handler returns. A runner that finished its job waits for the next one
 // (handoff) instead of exiting, so a busy worker does not pay a goroutine per
 // job — its creation, and the stack growth of every handler's first call —
 // and a new runner starts only when none is waiting. Runners are bounded by
 // the jobs that can be running or settling at once (2×Concurrency) and exit
 // when Run returns.
-func (w *Worker) start(d *queue.Dispatch) {
+func (w *Worker) start(r *run) {
 	select {
-	case w.handoff <- d:
+	case w.handoff <- r:
 	default:
-		go w.runner(d)
+		go w.runner(r)
 	}
 }
 
-// runner runs d, then every job handed to it until the worker stops.
-func (w *Worker) runner(d *queue.Dispatch) {
+// runner runs r, then every run handed to it until the worker stops.
+func (w *Worker) runner(r *run) {
 	for {
-		w.runJob(d)
+		w.runJob(r)
 		select {
-		case d = <-w.handoff:
+		case r = <-w.handoff:
 		case <-w.stopped:
 			return
 		}
 	}
 }
 
-// runJob runs d and gives its slot back (or its settling token, when the
+// runJob runs r and gives its slot back (or its settling token, when the
 // slot was handed on early: see freeSlot).
-// The handler's context is a single timer context under Background (its
-// timeout); cancel stops it with a cause kept on the run, which saves a
-// cancelable parent context and its child registration per job.
-func (w *Worker) runJob(d *queue.Dispatch) {
-	timeout := time.Duration(d.Envelope.Timeout) * time.Millisecond
-	if timeout <= 0 {
-		timeout = w.opts.JobTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	r := &run{d: d, stopCtx: cancel}
-	w.track(r)
-	w.execute(ctx, r, timeout)
-	cancel()
+func (w *Worker) runJob(r *run) {
+	w.execute(r)
+	r.group.ended()
+	r.ctx.cancel(context.Canceled)
 	if r.freed {
 		<-w.settling
 		return
@@ -123,45 +173,33 @@ type outcome struct {
 
 // execute runs the handler of r under its timeout and records the outcome. It
 // returns only when the handler has returned, so a slot is never reused while
-// a timed-out handler that ignores its context is still running.
-func (w *Worker) execute(hctx context.Context, r *run, timeout time.Duration) {
+// a timed-out handler that ignores its context is still running. The timeout
+// is recorded by expire the moment the deadline passes; whichever of the
+// two settles r first wins (run.settled).
+func (w *Worker) execute(r *run) {
 	d := r.d
 	log := jobLog{w.opts.Logger, d}
 	if d.BadEnvelope != nil {
+		r.settled.Store(true)
 		w.failRun(r, log, fmt.Sprintf("cannot decode job: %v", d.BadEnvelope), true)
 		return
 	}
 	h := w.handlers[d.Name]
 	if h == nil {
+		r.settled.Store(true)
 		w.failRun(r, log, fmt.Sprintf("no handler for task %q on worker %s (it handles: %v)", d.Name, w.id, w.Tasks()), false)
 		return
 	}
-	hctx = context.WithValue(hctx, jobKey{}, Job{ID: d.ID, Name: d.Name, Route: d.Route, Priority: Priority(d.Priority), Attempt: d.Attempts + 1})
 
 	log.Debug("bananas: job started")
-	// The handler runs on this goroutine; a watchdog records the timeout the
-	// moment the deadline passes, whether or not the handler honours its
-	// context. Whichever of the two settles first wins (settled).
-	// The watchdog is a plain timer at the context's deadline rather than
-	// context.AfterFunc, which costs a child registration and a context per
-	// job; it fires just after the context's own timer and waits for it.
-	var settled atomic.Bool
-	deadline, _ := hctx.Deadline()
-	watch := time.AfterFunc(time.Until(deadline), func() {
-		<-hctx.Done() // due now, if it has not closed already
-		if r.canceled() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) && settled.CompareAndSwap(false, true) {
-			w.failRun(r, log, fmt.Sprintf("timed out after %s", timeout), false)
-		}
-	})
-	o := runHandler(hctx, h, d.Envelope.Args)
-	watch.Stop()
+	o := runHandler(r.ctx, h, d.Envelope.Args)
 	w.freeSlot(r)
-	if !settled.CompareAndSwap(false, true) {
+	if !r.settled.CompareAndSwap(false, true) {
 		return // timed out: already recorded
 	}
-	if r.canceled() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
-		// The handler returned at its deadline, before the watchdog ran.
-		w.failRun(r, log, fmt.Sprintf("timed out after %s", timeout), false)
+	if r.canceled() == nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+		// The handler returned at its deadline, before expire recorded it.
+		w.failRun(r, log, fmt.Sprintf("timed out after %s", r.timeout), false)
 		return
 	}
 	if cause := r.canceled(); cause != nil {

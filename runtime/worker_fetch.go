@@ -172,9 +172,7 @@ func (w *Worker) fetchOnce(ctx context.Context, free int) (int, error) {
 			ds, err = w.c.q.Fetch(rctx, route, w.priorities(), free-got, now.Add(w.opts.Lease), now)
 		}
 		cancel()
-		for _, d := range ds {
-			w.start(d) // its slot was reserved by fetchLoop
-		}
+		w.startAll(ds) // their slots were reserved by fetchLoop
 		got += len(ds)
 		if err != nil {
 			return got, err

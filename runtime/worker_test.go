@@ -306,6 +306,58 @@ func TestTimeout_CancelsHandlerAndFails(t *testing.T) {
 	})
 }
 
+// Jobs fetched together share a timer per timeout, not a deadline: each
+// times out at its own, and a context the handler derives from its context
+// ends with it.
+func TestTimeout_JobsFetchedTogetherKeepTheirOwnDeadlines(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		task := testtasks.Note.With(c)
+		ctx := ctxT(t)
+		short, err := task.Enqueue(ctx, Msg{Text: "short"}, runtime.Timeout(150*time.Millisecond), runtime.MaxRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		long, err := task.Enqueue(ctx, Msg{Text: "long"}, runtime.Timeout(20*time.Second), runtime.MaxRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shortEnded, shortDone := make(chan error, 1), make(chan struct{})
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 2}))
+		runtime.Handle(w, task, func(ctx context.Context, m Msg) (runtime.None, error) {
+			if m.Text == "long" {
+				// Outlives the short job's deadline, then succeeds.
+				select {
+				case <-shortDone:
+				case <-ctx.Done():
+					return runtime.None{}, ctx.Err()
+				}
+				return runtime.None{}, nil
+			}
+			child, cancel := context.WithTimeout(ctx, time.Hour)
+			defer cancel()
+			if dl, _ := child.Deadline(); time.Until(dl) > time.Second {
+				return runtime.None{}, fmt.Errorf("derived context's deadline is %s away; want the job's (150ms)", time.Until(dl))
+			}
+			<-child.Done()
+			shortEnded <- child.Err()
+			close(shortDone)
+			return runtime.None{}, child.Err()
+		})
+		startWorker(t, w)
+		if got := recv(t, shortEnded, 10*time.Second, "the short job's derived context to end"); !errors.Is(got, context.DeadlineExceeded) {
+			t.Fatalf("derived context ended with %v, want DeadlineExceeded", got)
+		}
+		_, err = task.Await(ctx, short)
+		var je *runtime.JobError
+		if !errors.As(err, &je) || !strings.Contains(je.Message, "timed out after 150ms") {
+			t.Fatalf("Await(short) = %v; want a JobError saying it timed out after 150ms", err)
+		}
+		if _, err := task.Await(ctx, long); err != nil {
+			t.Fatalf("Await(long) = %v; want success: its 20s deadline is its own", err)
+		}
+	})
+}
+
 func TestPanic_BecomesFailureWithStack(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		task := testtasks.Note.With(c)
