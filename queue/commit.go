@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -170,7 +171,12 @@ func (c *committer[In, Out]) flushOne(group string, g *commitGroup[In, Out], b *
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	b.outs, b.err = c.flush(ctx, group, b.ins)
 	cancel()
+	return c.complete(group, g, b)
+}
 
+// complete answers b's callers with the outcome set on b and returns the next
+// batch if it is ready to go out (taken, so the caller must flush it), or nil.
+func (c *committer[In, Out]) complete(group string, g *commitGroup[In, Out], b *commitBatch[In, Out]) *commitBatch[In, Out] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Count before answering: once b.done is closed, b's callers may rejoin
@@ -192,4 +198,42 @@ func (c *committer[In, Out]) flushOne(group string, g *commitGroup[In, Out], b *
 	}
 	c.takeLocked(g, nb)
 	return nb
+}
+
+// ride takes the group's waiting calls, if any, so that another Redis call
+// about to go out to the same place carries them in its round trip (acks
+// riding on a fetch: see Queue.Fetch). It returns nil when no call waits.
+// The taken batch counts as a flush in flight until finish answers it.
+func (c *committer[In, Out]) ride(group string) *rider[In, Out] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[group]
+	if g == nil || g.next == nil {
+		return nil
+	}
+	b := g.next
+	c.takeLocked(g, b)
+	return &rider[In, Out]{c: c, group: group, g: g, b: b}
+}
+
+// rider is a batch taken by ride.
+type rider[In, Out any] struct {
+	c     *committer[In, Out]
+	group string
+	g     *commitGroup[In, Out]
+	b     *commitBatch[In, Out]
+}
+
+// ins are the calls the rider carries.
+func (r *rider[In, Out]) ins() []In { return r.b.ins }
+
+// finish answers the rider's calls with the outcome of the call that carried them.
+func (r *rider[In, Out]) finish(outs []Out, err error) {
+	r.b.outs, r.b.err = outs, err
+	if len(outs) != len(r.b.ins) && err == nil {
+		r.b.err = fmt.Errorf("bananas: %d answers for %d calls", len(outs), len(r.b.ins))
+	}
+	if nb := r.c.complete(r.group, r.g, r.b); nb != nil {
+		go r.c.run(r.group, r.g, nb)
+	}
 }

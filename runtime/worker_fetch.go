@@ -24,7 +24,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 	// round trips for one job; waiting up to gather for a few more slots lets
 	// one fetch take several. An idle worker never waits here.
 	const gather = time.Millisecond
-	minFetch := max(1, cap(w.sem)/8)
+	minFetch := max(1, cap(w.sem)/4)
 	gatherTimer := time.NewTimer(time.Hour)
 	defer gatherTimer.Stop()
 	gathering := false
