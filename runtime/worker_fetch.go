@@ -46,10 +46,30 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 	// jobs/s before this was fixed).
 	wakes := 0
 	var retryAt time.Time
+	// Fetches run on maxFetches fetchers that live as long as the loop:
+	// a goroutine per fetch would pay its creation and its stack's growth
+	// through go-redis on every round trip.
+	type fetchReq struct{ free, seen int }
+	reqs := make(chan fetchReq)
+	for range maxFetches {
+		go func() {
+			for r := range reqs {
+				got, err := w.fetchOnce(ctx, r.free)
+				for range r.free - got {
+					<-w.sem
+				}
+				if got < r.free {
+					notify(w.slotFreed)
+				}
+				done <- fetched{r.free, got, r.seen, err}
+			}
+		}()
+	}
 	defer func() { // a fetch in flight starts its jobs; let it finish so shutdown sees them
 		for ; inflight > 0; inflight-- {
 			<-done
 		}
+		close(reqs)
 	}()
 	settle := func(f fetched) {
 		inflight--
@@ -138,17 +158,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 			w.sem <- struct{}{} // never blocks: free slots were counted above
 		}
 		inflight++
-		seen := wakes
-		go func() {
-			got, err := w.fetchOnce(ctx, free)
-			for range free - got {
-				<-w.sem
-			}
-			if got < free {
-				notify(w.slotFreed)
-			}
-			done <- fetched{free, got, seen, err}
-		}()
+		reqs <- fetchReq{free, wakes} // a fetcher is idle: fewer than maxFetches are in flight
 	}
 }
 
