@@ -16,16 +16,19 @@ import (
 )
 
 // runners counts the goroutines parked in or running (*Worker).runner.
-func runners() int {
+func runners() int { return goroutinesIn("runtime.(*Worker).runner(") }
+
+// goroutinesIn counts the goroutines with fn on their stack.
+func goroutinesIn(fn string) int {
 	var buf bytes.Buffer
 	_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
-	return strings.Count(buf.String(), "runtime.(*Worker).runner(")
+	return strings.Count(buf.String(), fn)
 }
 
-// A worker reuses its handler goroutines (runners) from job to job; they must
-// neither pile up while it runs nor outlive Run, except a runner still inside
-// a handler that ignored its context past the shutdown timeout, which exits
-// when that handler returns. Not parallel: it counts goroutines of the process.
+// A worker reuses its handler goroutines (runners) from job to job, and its
+// fetchers from fetch to fetch; they must neither pile up while it runs nor
+// outlive Run, except a runner still inside a handler that ignored its
+// context past the shutdown timeout, which exits when that handler returns. Not parallel: it counts goroutines of the process.
 func TestWorker_RunnersAreBoundedAndExitWithRun(t *testing.T) {
 	for _, url := range []string{"mem://", redistest.Shared(t).URL()} {
 		c := connect(t, url)
@@ -61,6 +64,7 @@ func TestWorker_RunnersAreBoundedAndExitWithRun(t *testing.T) {
 		recv(t, stuck, 10*time.Second, "the stuck job to start")
 		stop()
 		waitFor(t, 10*time.Second, "idle runners to exit after Run returned, the stuck one left", func() bool { return runners() == 1 })
+		waitFor(t, 10*time.Second, "the fetchers to exit after Run returned", func() bool { return goroutinesIn("runtime.(*Worker).fetchLoop") == 0 })
 		close(release)
 		waitFor(t, 10*time.Second, "the last runner to exit", func() bool { rt.Gosched(); return runners() == 0 })
 	}
