@@ -35,8 +35,9 @@ type channelState struct {
 
 // Subscription receives the payloads published on one channel.
 type Subscription struct {
-	C       <-chan []byte
+	C       <-chan []byte // nil for a subscription made by SubscribeFunc
 	c       chan []byte
+	f       func([]byte) // SubscribeFunc's callback, or nil
 	l       *Listener
 	channel string
 	once    sync.Once
@@ -53,7 +54,19 @@ var ErrClosed = errors.New("results: listener closed")
 // Subscribe subscribes to channel and returns once Redis confirmed it.
 func (l *Listener) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
 	c := make(chan []byte, subBuffer)
-	s := &Subscription{C: c, c: c, l: l, channel: channel}
+	return l.subscribe(ctx, &Subscription{C: c, c: c, l: l, channel: channel})
+}
+
+// SubscribeFunc is Subscribe for a subscriber that only needs a nudge: f is
+// called with each payload on the listener's receive goroutine, so it must
+// return at once (a non-blocking send, say). It saves a goroutine hand-off
+// per message: a worker's wake-ups are on the path from enqueue to start.
+func (l *Listener) SubscribeFunc(ctx context.Context, channel string, f func(payload []byte)) (*Subscription, error) {
+	return l.subscribe(ctx, &Subscription{f: f, l: l, channel: channel})
+}
+
+func (l *Listener) subscribe(ctx context.Context, s *Subscription) (*Subscription, error) {
+	channel := s.channel
 
 	l.mu.Lock()
 	if l.closed {
@@ -181,6 +194,10 @@ func (l *Listener) deliver(channel string, payload []byte) {
 		return
 	}
 	for s := range st.subs {
+		if s.f != nil {
+			s.f(payload)
+			continue
+		}
 		select {
 		case s.c <- payload:
 		default: // full: drop the newest rather than block every other channel

@@ -212,3 +212,57 @@ func TestWait_ContextEndsAndLookupErrors(t *testing.T) {
 		}
 	})
 }
+
+// A SubscribeFunc callback sees every payload published after it returns, in
+// order, beside a channel subscriber of the same channel; after Close it is
+// not called again.
+func TestSubscribeFunc_CalledPerPayloadUntilClosed(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb *redis.Client, _ bool) {
+		l := listener(t, rdb)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		got := make(chan string, 10)
+		f, err := l.SubscribeFunc(ctx, "ch", func(p []byte) { got <- string(p) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := l.Subscribe(ctx, "ch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"one", "two"} {
+			rdb.Publish(ctx, "ch", p)
+		}
+		for _, want := range []string{"one", "two"} {
+			select {
+			case p := <-got:
+				if p != want {
+					t.Fatalf("callback got %q, want %q", p, want)
+				}
+			case <-ctx.Done():
+				t.Fatalf("callback never got %q", want)
+			}
+		}
+		f.Close()
+		rdb.Publish(ctx, "ch", "three")
+		rdb.Publish(ctx, "ch", "four")
+		for _, want := range []string{"one", "two", "three", "four"} {
+			select {
+			case p := <-c.C:
+				if string(p) != want {
+					t.Fatalf("channel subscriber got %q, want %q", p, want)
+				}
+			case <-ctx.Done():
+				t.Fatalf("channel subscriber never got %q", want)
+			}
+		}
+		// "four" reached the channel subscriber, so the delivery of "three"
+		// (one at a time, on the receive goroutine) is over: a callback still
+		// registered would have run in it.
+		select {
+		case p := <-got:
+			t.Fatalf("callback called after Close with %q", p)
+		default:
+		}
+	})
+}

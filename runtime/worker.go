@@ -205,7 +205,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer func() { stopBG(); wg.Wait() }()
 
 	promoterWake := make(chan time.Time, 1)
-	subs, err := w.subscribe(ctx, bg, &wg, promoterWake)
+	subs, err := w.subscribe(ctx, promoterWake)
 	if err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func (w *Worker) goLoop(ctx context.Context, wg *sync.WaitGroup, f func(context.
 
 // subscribe listens, before the first fetch, on the wake channel of every route
 // (so no push after that fetch goes unnoticed) and on the schedule channel.
-func (w *Worker) subscribe(ctx, bg context.Context, wg *sync.WaitGroup, promoterWake chan time.Time) ([]*results.Subscription, error) {
+func (w *Worker) subscribe(ctx context.Context, promoterWake chan time.Time) ([]*results.Subscription, error) {
 	var subs []*results.Subscription
 	fail := func(err error) ([]*results.Subscription, error) {
 		for _, s := range subs {
@@ -265,46 +265,22 @@ func (w *Worker) subscribe(ctx, bg context.Context, wg *sync.WaitGroup, promoter
 		return nil, fmt.Errorf("bananas: worker: subscribe: %w", err)
 	}
 	for _, r := range w.opts.Routes {
-		s, err := w.c.listener.Subscribe(ctx, w.c.q.Keys(r).WakeChannel())
+		s, err := w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(r).WakeChannel(), func([]byte) { notify(w.wake) })
 		if err != nil {
 			return fail(err)
 		}
 		subs = append(subs, s)
-		w.goLoop(bg, wg, func(ctx context.Context) {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case _, ok := <-s.C:
-					if !ok {
-						return
-					}
-					notify(w.wake)
-				}
-			}
-		})
 	}
-	s, err := w.c.listener.Subscribe(ctx, queue.ScheduleChannel(w.c.q.Namespace()))
+	s, err := w.c.listener.SubscribeFunc(ctx, queue.ScheduleChannel(w.c.q.Namespace()), func(b []byte) {
+		select {
+		case promoterWake <- parseMillis(b):
+		default:
+		}
+	})
 	if err != nil {
 		return fail(err)
 	}
 	subs = append(subs, s)
-	w.goLoop(bg, wg, func(ctx context.Context) {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case b, ok := <-s.C:
-				if !ok {
-					return
-				}
-				select {
-				case promoterWake <- parseMillis(b):
-				default:
-				}
-			}
-		}
-	})
 	return subs, nil
 }
 
