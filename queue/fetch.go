@@ -129,24 +129,26 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities, types 
 	return out, nil
 }
 
-// load turns the reply of fetch.lua or claim.lua (triples id, token, payload)
-// into dispatches: a light job from its payload, a job with a hash of its own
-// from that hash, all such hashes read in one pipelined round trip.
-func (q *Queue) load(ctx context.Context, route string, triples []string) ([]*Dispatch, error) {
-	if len(triples) == 0 {
+// load turns the reply of fetch.lua or claim.lua (the call's token, then id
+// and payload of each job) into dispatches: a light job from its payload, a
+// job with a hash of its own from that hash, all such hashes read in one
+// pipelined round trip.
+func (q *Queue) load(ctx context.Context, route string, reply []string) ([]*Dispatch, error) {
+	if len(reply) < 3 {
 		return nil, nil
 	}
 	k := q.Keys(route)
-	out := make([]*Dispatch, 0, len(triples)/3)
+	token := reply[0]
+	out := make([]*Dispatch, 0, (len(reply)-1)/2)
 	var pipe redis.Pipeliner
 	var heavy []*Dispatch
 	var cmds []*redis.MapStringStringCmd
-	for i := 0; i+2 < len(triples); i += 3 {
-		d := &Dispatch{ID: triples[i], Token: triples[i+1], Route: route}
+	for i := 1; i+1 < len(reply); i += 2 {
+		d := &Dispatch{ID: reply[i], Token: token, Route: route}
 		out = append(out, d)
-		if triples[i+2] != "" {
+		if reply[i+1] != "" {
 			d.light = true
-			d.fillFromPayload(triples[i+2])
+			d.fillFromPayload(reply[i+1])
 			continue
 		}
 		if pipe == nil {

@@ -15,7 +15,8 @@
 -- ARGV[4]  t, the number of type names that follow
 -- ARGV[5..4+t]  type names
 -- ARGV[5+t..4+t+m]  the ids, in list order, matching KEYS[6..]
--- Returns: a flat array id1, token1, payload1, ... of the jobs taken, as fetch.lua.
+-- Returns: a flat array token, id1, payload1, id2, payload2, ... of the jobs
+--          taken (empty when none), as fetch.lua.
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
 local token = bn_str(ARGV[3], 'token')
@@ -25,7 +26,7 @@ if #ARGV ~= 4 + t + m then error('bananas: claim needs one id per job key') end
 local types = {}
 for i = 1, t do types[bn_str(ARGV[4 + i], 'type name')] = true end
 
-local out, taken = {}, 0
+local out, taken = {token}, 0
 for i = 1, m do
   if taken >= want then break end
   local id = ARGV[4 + t + i]
@@ -40,12 +41,12 @@ for i = 1, m do
     taken = taken + 1
     redis.call('HSET', KEYS[3], id, token)
     out[#out + 1] = id
-    out[#out + 1] = token
     out[#out + 1] = payload or ''
   end
 end
 if taken > 0 then
   redis.call('ZADD', KEYS[2], deadline, token)
   redis.call('HSET', KEYS[5], token, taken)
+  return out
 end
-return out
+return {}

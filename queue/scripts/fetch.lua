@@ -15,15 +15,16 @@
 -- ARGV[3]  fencing token, unique to this call: every job of the call gets it (a
 --          dispatch is a job and the call that leased it; a job is leased again
 --          only by a later call, so one token per call fences as well as one per job)
--- Returns: a flat array id1, token1, payload1, id2, ... (empty when every list
---          is empty); payload is "" for a job with its own hash.
+-- Returns: a flat array token, id1, payload1, id2, payload2, ... (empty when
+--          every list is empty): the call's token once, then each job's id and
+--          payload; payload is "" for a job with its own hash.
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
 local token = bn_str(ARGV[3], 'token')
 if want < 1 then error('bananas: count must be >= 1') end
 if #KEYS < 5 then error('bananas: fetch needs at least one list key') end
 
-local out = {}
+local out = {token}
 local taken = 0
 for k = 5, #KEYS do
   if taken >= want then break end
@@ -38,7 +39,6 @@ for k = 5, #KEYS do
         tokens[#tokens + 1] = id
         tokens[#tokens + 1] = token
         out[#out + 1] = id
-        out[#out + 1] = token
         out[#out + 1] = pays[j] or ''
       end
     end
@@ -48,5 +48,6 @@ end
 if taken > 0 then
   redis.call('ZADD', KEYS[1], deadline, token)
   redis.call('HSET', KEYS[4], token, taken)
+  return out
 end
-return out
+return {}
