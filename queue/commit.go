@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -227,12 +226,10 @@ type rider[In, Out any] struct {
 // ins are the calls the rider carries.
 func (r *rider[In, Out]) ins() []In { return r.b.ins }
 
-// finish answers the rider's calls with the outcome of the call that carried them.
+// finish answers the rider's calls with the outcome of the call that carried
+// them: one out per call, as flush returns them, or an error for all.
 func (r *rider[In, Out]) finish(outs []Out, err error) {
 	r.b.outs, r.b.err = outs, err
-	if len(outs) != len(r.b.ins) && err == nil {
-		r.b.err = fmt.Errorf("bananas: %d answers for %d calls", len(outs), len(r.b.ins))
-	}
 	if nb := r.c.complete(r.group, r.g, r.b); nb != nil {
 		go r.c.run(r.group, r.g, nb)
 	}

@@ -16,8 +16,9 @@ const (
 	Orphan    Outcome = 3 // the job hash was gone; only the lease was released
 )
 
-// Ack completes d: its result record is stored in its hash, which now lives
-// for ttl, and published, and its lease released. It reports false when the lease was lost (nothing changed).
+// Ack completes d: its result record is stored under its result key for ttl
+// and published, what the job was is dropped, and its lease released. It
+// reports false when the lease was lost (nothing changed).
 // Concurrent acks of one route are coalesced into one script call, which goes
 // out on its own or with the route's next fetch, whichever comes first.
 func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration, now time.Time) (bool, error) {
