@@ -103,9 +103,10 @@ func (c *jobCtx) AfterFunc(f func()) (stop func() bool) {
 // together, so they share a deadline and one timer, which times out those
 // still running when it fires and is stopped when the last one ends.
 type timeoutGroup struct {
-	timer *time.Timer
-	runs  []*run
-	left  atomic.Int32
+	timeout time.Duration
+	timer   *time.Timer
+	runs    []*run
+	left    atomic.Int32
 }
 
 // ended is called once per run of g when its handler has returned.

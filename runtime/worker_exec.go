@@ -18,8 +18,7 @@ import (
 type run struct {
 	d        *queue.Dispatch
 	ctx      *jobCtx               // the handler's context
-	timeout  time.Duration         // the job's timeout, for the failure message
-	group    *timeoutGroup         // the runs fetched with it that share its deadline
+	group    *timeoutGroup         // the runs fetched with it that share its timeout, and so its deadline
 	cause    atomic.Pointer[error] // why the run was canceled, if it was
 	settled  atomic.Bool           // its outcome is decided: by the handler's return or by its timeout, whichever comes first
 	settling atomic.Bool           // its outcome is being written: a lease found gone is no news
@@ -61,28 +60,26 @@ func (w *Worker) startAll(ds []*queue.Dispatch) {
 	}
 	now := time.Now()
 	var groups []*timeoutGroup
-	var timeouts []time.Duration
 	runs := make([]*run, len(ds))
 	for i, d := range ds {
 		timeout := time.Duration(d.Envelope.Timeout) * time.Millisecond
 		if timeout <= 0 {
 			timeout = w.opts.JobTimeout
 		}
-		k := slices.Index(timeouts, timeout)
+		k := slices.IndexFunc(groups, func(g *timeoutGroup) bool { return g.timeout == timeout })
 		if k < 0 {
 			k = len(groups)
-			timeouts = append(timeouts, timeout)
-			groups = append(groups, &timeoutGroup{})
+			groups = append(groups, &timeoutGroup{timeout: timeout})
 		}
 		g := groups[k]
 		job := Job{ID: d.ID, Name: d.Name, Route: d.Route, Priority: Priority(d.Priority), Attempt: d.Attempts + 1}
-		r := &run{d: d, ctx: newJobCtx(now.Add(timeout), job), timeout: timeout, group: g}
+		r := &run{d: d, ctx: newJobCtx(now.Add(timeout), job), group: g}
 		g.runs = append(g.runs, r)
 		runs[i] = r
 	}
-	for k, g := range groups {
+	for _, g := range groups {
 		g.left.Store(int32(len(g.runs)))
-		g.timer = time.AfterFunc(timeouts[k], func() { w.expire(g) })
+		g.timer = time.AfterFunc(g.timeout, func() { w.expire(g) })
 	}
 	for _, r := range runs {
 		w.track(r)
@@ -101,7 +98,7 @@ func (w *Worker) expire(g *timeoutGroup) {
 		r.ctx.cancel(context.DeadlineExceeded)
 		go func() {
 			if r.canceled() == nil && r.settled.CompareAndSwap(false, true) {
-				w.failRun(r, jobLog{w.opts.Logger, r.d}, fmt.Sprintf("timed out after %s", r.timeout), false)
+				w.failRun(r, jobLog{w.opts.Logger, r.d}, fmt.Sprintf("timed out after %s", g.timeout), false)
 			}
 		}()
 	}
@@ -111,9 +108,10 @@ func (w *Worker) expire(g *timeoutGroup) {
 // its handler returns. A runner that finished its job waits for the next one
 // (handoff) instead of exiting, so a busy worker does not pay a goroutine per
 // job — its creation, and the stack growth of every handler's first call —
-// and a new runner starts only when none is waiting. Runners are bounded by
-// the jobs that can be running or settling at once (2×Concurrency) and exit
-// when Run returns.
+// and a new runner starts only when none is waiting. There is a runner per
+// job running or recording its outcome (2×Concurrency at most) plus those
+// between two jobs, so never more than 4×Concurrency; they exit when Run
+// returns.
 func (w *Worker) start(r *run) {
 	select {
 	case w.handoff <- r:
@@ -199,7 +197,7 @@ func (w *Worker) execute(r *run) {
 	}
 	if r.canceled() == nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
 		// The handler returned at its deadline, before expire recorded it.
-		w.failRun(r, log, fmt.Sprintf("timed out after %s", r.timeout), false)
+		w.failRun(r, log, fmt.Sprintf("timed out after %s", r.group.timeout), false)
 		return
 	}
 	if cause := r.canceled(); cause != nil {
