@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -73,10 +72,14 @@ func (q *Queue) EnqueueOne(ctx context.Context, route, priority string, job NewJ
 		return "", err
 	}
 	if now := time.Now(); isPlain(&job, now) {
-		job.payload = payloadOf(job.Name, priority, job.MaxRetries, strconv.FormatInt(ms(now), 10), job.Envelope)
+		job.payload = payloadOf(job.Name, priority, job.MaxRetries, ms(now), job.Envelope)
 	}
-	return q.enqs.do(ctx, route+"\x00"+priority, job)
+	return q.enqs.do(ctx, enqGroup{route, priority}, job)
 }
+
+// enqGroup is what single enqueues are coalesced by: one flush writes to one
+// ready list.
+type enqGroup struct{ route, priority string }
 
 func (q *Queue) checkEnqueue(ctx context.Context, route, priority string) error {
 	if err := CheckRoute(route); err != nil {

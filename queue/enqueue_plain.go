@@ -43,7 +43,7 @@ func isPlain(j *NewJob, now time.Time) bool {
 // in one transaction and wakes idle workers.
 func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) ([]string, error) {
 	k := q.Keys(route)
-	created := strconv.FormatInt(ms(now), 10)
+	created := ms(now)
 	pairs := make([]any, 0, 2*len(jobs))
 	ids := make([]any, 0, len(jobs))
 	for i := range jobs {
@@ -52,8 +52,9 @@ func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs [
 		if p == "" {
 			p = payloadOf(j.Name, priority, j.MaxRetries, created, j.Envelope)
 		}
-		pairs = append(pairs, j.ID, p)
-		ids = append(ids, j.ID)
+		id := any(j.ID) // boxed once for both commands
+		pairs = append(pairs, id, p)
+		ids = append(ids, id)
 	}
 	pipe := q.rdb.TxPipeline()
 	pipe.HSet(ctx, k.Payloads(), pairs...)
@@ -97,16 +98,19 @@ func checkNewJob(j *NewJob) error {
 }
 
 // payloadOf builds a light job's payload, as bn_payload in scripts/_prelude.lua.
-func payloadOf(name, priority string, maxRetries int, created string, env []byte) string {
+// created is in Unix milliseconds. One allocation: the numbers are formatted
+// on the stack.
+func payloadOf(name, priority string, maxRetries int, created int64, env []byte) string {
+	var num [20]byte
 	var b strings.Builder
-	b.Grow(len(name) + len(priority) + len(created) + len(env) + 8)
+	b.Grow(len(name) + len(priority) + len(env) + 40)
 	b.WriteString(name)
 	b.WriteByte('|')
 	b.WriteString(priority)
 	b.WriteByte('|')
-	b.WriteString(strconv.Itoa(maxRetries))
+	b.Write(strconv.AppendInt(num[:0], int64(maxRetries), 10))
 	b.WriteByte('|')
-	b.WriteString(created)
+	b.Write(strconv.AppendInt(num[:0], created, 10))
 	b.WriteByte('|')
 	b.Write(env)
 	return b.String()

@@ -64,7 +64,7 @@ func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n 
 // pipelined round trip, answers the acks, and returns the fetch's reply. A
 // script the server does not have cached (NOSCRIPT: nothing ran) is run
 // again on its own, which loads it.
-func (q *Queue) fetchWithAcks(ctx context.Context, route string, keys []string, args []any, acks *rider[ackReq, bool]) (any, error) {
+func (q *Queue) fetchWithAcks(ctx context.Context, route string, keys []string, args []any, acks *rider[string, ackReq, bool]) (any, error) {
 	reqs := acks.ins()
 	akeys, aargs := q.ackCall(route, reqs)
 	pipe := q.rdb.Pipeline()

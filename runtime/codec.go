@@ -27,11 +27,21 @@ var encoders = sync.Pool{New: func() any {
 func encode(v any) ([]byte, error) {
 	e := encoders.Get().(*encoder)
 	defer encoders.Put(e)
+	b, err := e.encode(v)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(b), nil
+}
+
+// encode encodes v into e's buffer; the bytes are valid until e goes back to
+// the pool (callers that copy them anyway skip encode's clone).
+func (e *encoder) encode(v any) ([]byte, error) {
 	e.buf.Reset()
 	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.Clone(e.buf.Bytes()), nil
+	return e.buf.Bytes(), nil
 }
 
 func decode(b []byte, v any) error { return msgpack.Unmarshal(b, v) }

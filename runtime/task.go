@@ -57,11 +57,24 @@ func (t *Task[A, R]) clientOrDefault() (*Client, error) {
 // priority share Redis round trips. If ctx ends while the enqueue is on its
 // way, the error is ctx's and the job may still have been enqueued.
 func (t *Task[A, R]) Enqueue(ctx context.Context, args A, opts ...Option) (string, error) {
-	ids, err := t.enqueue(ctx, []A{args}, opts)
-	if len(ids) == 0 {
+	// The one-job path of enqueue, without its slices: every producer's
+	// enqueue passes here.
+	c, cfg, now, runAt, err := t.prepare(opts, 1)
+	if err != nil {
 		return "", err
 	}
-	return ids[0], err
+	job, err := t.newJob(c, cfg, args, now, runAt)
+	if err != nil {
+		return "", err
+	}
+	h, err := c.q.EnqueueOne(ctx, cfg.route, string(cfg.priority), job)
+	if err != nil {
+		return "", fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
+	}
+	if h != "" {
+		return h, fmt.Errorf("%w: %s is already enqueued as %s", ErrDuplicate, t.name, h)
+	}
+	return job.ID, nil
 }
 
 // EnqueueMany adds one job per element of args in one round trip (per 1,000
@@ -89,7 +102,9 @@ func (t *Task[A, R]) config(opts []Option) (jobConfig, error) {
 // newJob encodes one job of the task: args checked against the payload limit,
 // the envelope, a fresh id (or the WithID one) and the unique key.
 func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Time) (queue.NewJob, error) {
-	raw, err := encode(args)
+	e := encoders.Get().(*encoder)
+	defer encoders.Put(e)
+	raw, err := e.encode(args) // copied by EncodeEnvelope, hashed for Unique
 	if err != nil {
 		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: encode args: %w", t.name, err)
 	}
@@ -119,22 +134,31 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 	return j, nil
 }
 
-func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]string, error) {
-	c, err := t.clientOrDefault()
-	if err != nil {
-		return nil, err
+// prepare resolves the client and options of an enqueue of n jobs, and the
+// time it happens at and the jobs' due time.
+func (t *Task[A, R]) prepare(opts []Option, n int) (c *Client, cfg jobConfig, now, runAt time.Time, err error) {
+	if c, err = t.clientOrDefault(); err != nil {
+		return
 	}
-	cfg, err := t.config(opts)
-	if err != nil {
-		return nil, err
+	if cfg, err = t.config(opts); err != nil {
+		return
 	}
-	if cfg.id != "" && len(args) != 1 {
-		return nil, fmt.Errorf("bananas: enqueue %s: WithID names one job, got %d", t.name, len(args))
+	if cfg.id != "" && n != 1 {
+		err = fmt.Errorf("bananas: enqueue %s: WithID names one job, got %d", t.name, n)
+		return
 	}
-	now := time.Now()
-	runAt := cfg.runAt
+	now = time.Now()
+	runAt = cfg.runAt
 	if cfg.delay > 0 {
 		runAt = now.Add(cfg.delay)
+	}
+	return
+}
+
+func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]string, error) {
+	c, cfg, now, runAt, err := t.prepare(opts, len(args))
+	if err != nil {
+		return nil, err
 	}
 	jobs := make([]queue.NewJob, len(args))
 	for i, a := range args {
