@@ -43,6 +43,7 @@ type commitGroup[In, Out any] struct {
 
 type commitBatch[In, Out any] struct {
 	ins   []In
+	cbs   []func(Out, error) // by call: how to answer a caller that does not wait (doAsync); nil for one that does
 	outs  []Out
 	err   error
 	done  chan struct{}
@@ -68,7 +69,37 @@ func newCommitter[K comparable, In, Out any](inflight int, linger time.Duration,
 // ctx ends first the call may still take effect (the batch is on its way);
 // a call that flushes its batch itself answers with the flush's outcome.
 func (c *committer[K, In, Out]) do(ctx context.Context, group K, in In) (Out, error) {
+	g, b, idx, lead := c.join(group, in, nil)
+	if lead {
+		// The outcome is known: report it even if ctx ended meanwhile.
+		c.flushBatch(group, g, b)
+		return b.outcome(idx)
+	}
+	select {
+	case <-b.done:
+		return b.outcome(idx)
+	case <-ctx.Done():
+		var zero Out
+		return zero, ctx.Err()
+	}
+}
+
+// doAsync adds in to the group's next batch like do, but does not wait for
+// the outcome: done is called with it, on the goroutine that completes the
+// batch, which may be this one (when it flushes the batch itself). done must
+// not block.
+func (c *committer[K, In, Out]) doAsync(group K, in In, done func(Out, error)) {
+	if g, b, _, lead := c.join(group, in, done); lead {
+		c.flushBatch(group, g, b)
+	}
+}
+
+// join adds in (and, for doAsync, its done) to the group's next batch and
+// reports its index there, and whether the caller must flush the batch now
+// (it is taken: see takeLocked).
+func (c *committer[K, In, Out]) join(group K, in In, done func(Out, error)) (*commitGroup[In, Out], *commitBatch[In, Out], int, bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	g := c.groups[group]
 	if g == nil {
 		g = &commitGroup[In, Out]{}
@@ -82,23 +113,28 @@ func (c *committer[K, In, Out]) do(ctx context.Context, group K, in In) (Out, er
 	b := g.next
 	idx := len(b.ins)
 	b.ins = append(b.ins, in)
+	if done != nil {
+		if b.cbs == nil {
+			b.cbs = make([]func(Out, error), 0, cap(b.ins))
+		}
+		b.cbs = append(b.cbs, make([]func(Out, error), idx-len(b.cbs))...)
+		b.cbs = append(b.cbs, done)
+	}
 	lead := c.readyLocked(group, g, b)
 	if lead {
 		c.takeLocked(g, b)
 	}
-	c.mu.Unlock()
+	return g, b, idx, lead
+}
 
-	if lead {
-		// The outcome is known: report it even if ctx ended meanwhile.
-		c.flushBatch(group, g, b)
-		return b.outcome(idx)
-	}
-	select {
-	case <-b.done:
-		return b.outcome(idx)
-	case <-ctx.Done():
-		var zero Out
-		return zero, ctx.Err()
+// answer tells b's callers its outcome, set on b: those waiting through
+// done, the others through their callbacks.
+func (b *commitBatch[In, Out]) answer() {
+	close(b.done)
+	for i, cb := range b.cbs {
+		if cb != nil {
+			cb(b.outcome(i))
+		}
 	}
 }
 
@@ -182,7 +218,7 @@ func (c *committer[K, In, Out]) complete(group K, g *commitGroup[In, Out], b *co
 	// callers that another thread runs at once would otherwise find the
 	// lock still held and park on it (seen in execution traces: once per
 	// flush of sixteen enqueues).
-	defer close(b.done)
+	defer b.answer()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Count before answering: once b.done is closed, b's callers may rejoin

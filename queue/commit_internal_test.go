@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -214,4 +215,80 @@ func TestCommitter_SmallRoundsNeverLinger(t *testing.T) {
 		}
 		wg.Wait()
 	})
+}
+
+var errBoom = errors.New("boom")
+
+// Callers that do not wait (doAsync) are answered by the flush that carries
+// them, each with its own outcome, exactly once, alongside callers that wait;
+// a failed flush gives each of them the error. One that finds a free slot
+// flushes itself and has its answer when doAsync returns.
+func TestCommitter_AsyncCallersGetTheirOwnAnswers(t *testing.T) {
+	release := make(chan struct{})
+	var flushes sync.Mutex
+	n := 0
+	flush := func(_ context.Context, _ string, ins []int) ([]int, error) {
+		flushes.Lock()
+		n++
+		k := n
+		flushes.Unlock()
+		switch k {
+		case 1:
+			<-release // hold the first flush so the others gather
+		case 3:
+			return nil, errBoom
+		}
+		outs := make([]int, len(ins))
+		for i, in := range ins {
+			outs[i] = 10 * in
+		}
+		return outs, nil
+	}
+	c := newCommitter(1, 0, flush)
+
+	type answer struct {
+		out int
+		err error
+	}
+	var mu sync.Mutex
+	answers := map[int][]answer{}
+	cb := func(in int) func(int, error) {
+		return func(out int, err error) {
+			mu.Lock()
+			answers[in] = append(answers[in], answer{out, err})
+			mu.Unlock()
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _, _ = c.do(context.Background(), "g", 0) }()
+	waitUntil(t, func() bool { flushes.Lock(); defer flushes.Unlock(); return n == 1 })
+	for i := 1; i <= 4; i++ {
+		c.doAsync("g", i, cb(i)) // gathers behind the held flush: returns at once
+	}
+	var syncOut int
+	var syncErr error
+	wg.Add(1)
+	go func() { defer wg.Done(); syncOut, syncErr = c.do(context.Background(), "g", 5) }()
+	waitUntil(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.groups["g"].next != nil && len(c.groups["g"].next.ins) == 5
+	})
+	close(release)
+	within(t, 10*time.Second, wg.Wait)
+	if syncOut != 50 || syncErr != nil {
+		t.Errorf("waiting caller got %d, %v; want 50, nil", syncOut, syncErr)
+	}
+	c.doAsync("g", 6, cb(6)) // a free slot: flushed here, and failed
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i <= 4; i++ {
+		if a := answers[i]; len(a) != 1 || a[0].out != 10*i || a[0].err != nil {
+			t.Errorf("async caller %d answered %v, want once with %d", i, a, 10*i)
+		}
+	}
+	if a := answers[6]; len(a) != 1 || a[0].err != errBoom {
+		t.Errorf("async caller of a failed flush answered %v, want once with errBoom", a)
+	}
 }

@@ -29,6 +29,15 @@ func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Du
 	return ok, nil
 }
 
+// AckAsync is Ack without the wait: done is called with Ack's answer (the
+// error is the Redis call's, which carried other acks too) once the coalesced
+// call that carries it returns, on the goroutine that made the call: the one
+// flushing the acks, or a fetch they rode on. done must not block. A worker
+// that does not wait for its acks has no goroutine to park and wake per job.
+func (q *Queue) AckAsync(d *Dispatch, record []byte, ttl time.Duration, done func(ok bool, err error)) {
+	q.acks.doAsync(d.Route, ackReq{d: d, record: record, ttl: ttl}, done)
+}
+
 type ackReq struct {
 	d      *Dispatch
 	record []byte

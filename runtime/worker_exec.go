@@ -133,9 +133,18 @@ func (w *Worker) runner(r *run) {
 }
 
 // runJob runs r and gives its slot back (or its settling token, when the
-// slot was handed on early: see freeSlot).
+// slot was handed on early: see freeSlot) once r's outcome is recorded. An
+// ack is not waited for: its callback ends the run, and the runner is free
+// for the next job meanwhile.
 func (w *Worker) runJob(r *run) {
-	w.execute(r)
+	if w.execute(r) {
+		return
+	}
+	w.endRun(r)
+}
+
+// endRun gives back what r held once its outcome is recorded (or dropped).
+func (w *Worker) endRun(r *run) {
 	r.group.ended()
 	r.ctx.cancel(context.Canceled)
 	if r.freed {
@@ -173,47 +182,48 @@ type outcome struct {
 // returns only when the handler has returned, so a slot is never reused while
 // a timed-out handler that ignores its context is still running. The timeout
 // is recorded by expire the moment the deadline passes; whichever of the
-// two settles r first wins (run.settled).
-func (w *Worker) execute(r *run) {
+// two settles r first wins (run.settled). It reports whether the outcome is
+// still on its way (an ack: see ackRun), in which case its callback ends r.
+func (w *Worker) execute(r *run) (pending bool) {
 	d := r.d
 	log := jobLog{w.opts.Logger, d}
 	if d.BadEnvelope != nil {
 		r.settled.Store(true)
 		w.failRun(r, log, fmt.Sprintf("cannot decode job: %v", d.BadEnvelope), true)
-		return
+		return false
 	}
 	h := w.handlers[d.Name]
 	if h == nil {
 		r.settled.Store(true)
 		w.failRun(r, log, fmt.Sprintf("no handler for task %q on worker %s (it handles: %v)", d.Name, w.id, w.Tasks()), false)
-		return
+		return false
 	}
 
 	log.Debug("bananas: job started")
 	o := runHandler(r.ctx, h, d.Envelope.Args)
 	w.freeSlot(r)
 	if !r.settled.CompareAndSwap(false, true) {
-		return // timed out: already recorded
+		return false // timed out: already recorded
 	}
 	if r.canceled() == nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
 		// The handler returned at its deadline, before expire recorded it.
 		w.failRun(r, log, fmt.Sprintf("timed out after %s", r.group.timeout), false)
-		return
+		return false
 	}
 	if cause := r.canceled(); cause != nil {
 		log.Info("bananas: job result dropped", "why", cause)
-		return
+		return false
 	}
 	if o.err != nil {
 		var de *decodeError
 		w.failRun(r, log, o.err.Error(), errors.As(o.err, &de))
-		return
+		return false
 	}
 	if err := checkPayload("result of ", d.Name, len(o.result), w.c.maxPayload); err != nil {
 		w.failRun(r, log, err.Error(), true)
-		return
+		return false
 	}
-	w.ackRun(r, log, o.result)
+	return w.ackRun(r, log, o.result)
 }
 
 // runHandler calls the handler, turning a panic into a failure with its stack.
@@ -227,9 +237,12 @@ func runHandler(ctx context.Context, h *handler, args []byte) (o outcome) {
 	return outcome{res, err}
 }
 
-func (w *Worker) ackRun(r *run, log jobLog, result []byte) {
+// ackRun records r's success. The ack is coalesced with others and not
+// waited for (it reports true: pending): its callback, run by whoever
+// completes the coalesced call, logs the answer, stops renewing r's lease
+// and ends r (endRun).
+func (w *Worker) ackRun(r *run, log jobLog, result []byte) (pending bool) {
 	r.settling.Store(true)
-	defer w.untrack(r)
 	d := r.d
 	now := time.Now()
 	rec, err := results.Encode(results.Record{
@@ -238,20 +251,25 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) {
 	})
 	if err != nil {
 		log.Warn("bananas: encode result record", "err", err)
-		return
+		w.untrack(r)
+		return false
 	}
 	// No timeout of its own: acks are coalesced, and the shared Redis call is
 	// bounded by the committer (10 s, as settleTimeout); a timer and a context
 	// per job here cost more than the rest of the ack.
-	ok, err := w.c.q.Ack(context.Background(), d, rec, ttlOr(d.Envelope.ResultTTL, w.opts.ResultTTL), now)
-	switch {
-	case err != nil:
-		log.Warn("bananas: ack failed; the job will be recovered when its lease expires", "err", err)
-	case !ok:
-		log.Warn("bananas: job finished after its lease was lost; result discarded")
-	default:
-		log.Debug("bananas: job succeeded", "took", now.Sub(d.StartedAt()).Round(time.Microsecond))
-	}
+	w.c.q.AckAsync(d, rec, ttlOr(d.Envelope.ResultTTL, w.opts.ResultTTL), func(ok bool, err error) {
+		switch {
+		case err != nil:
+			log.Warn("bananas: ack failed; the job will be recovered when its lease expires", "err", err)
+		case !ok:
+			log.Warn("bananas: job finished after its lease was lost; result discarded")
+		default:
+			log.Debug("bananas: job succeeded", "took", now.Sub(d.StartedAt()).Round(time.Microsecond))
+		}
+		w.untrack(r)
+		w.endRun(r)
+	})
+	return true
 }
 
 // failRun records a failed run: a retry after the backoff while attempts
