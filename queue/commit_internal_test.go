@@ -169,11 +169,7 @@ func TestCommitter_NoLingerFlushesWheneverASlotIsFree(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, _ = c.do(context.Background(), "g", i) }()
 	}
-	waitUntil(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.groups["g"].next != nil && len(c.groups["g"].next.ins) == 5
-	})
+	waitUntil(t, func() bool { return nextHolds(c, "g", 5) })
 	close(release)
 	within(t, 10*time.Second, wg.Wait)
 	mu.Lock()
@@ -181,6 +177,14 @@ func TestCommitter_NoLingerFlushesWheneverASlotIsFree(t *testing.T) {
 	if len(sizes) != 2 || sizes[1] != 5 {
 		t.Fatalf("batches %v, want [1 5]", sizes)
 	}
+}
+
+// nextHolds reports whether group's next batch holds n calls.
+func nextHolds[In, Out any](c *committer[string, In, Out], group string, n int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[group]
+	return g != nil && g.next != nil && len(g.next.ins) == n
 }
 
 func waitUntil(t *testing.T, cond func() bool) {
@@ -270,11 +274,7 @@ func TestCommitter_AsyncCallersGetTheirOwnAnswers(t *testing.T) {
 	var syncErr error
 	wg.Add(1)
 	go func() { defer wg.Done(); syncOut, syncErr = c.do(context.Background(), "g", 5) }()
-	waitUntil(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.groups["g"].next != nil && len(c.groups["g"].next.ins) == 5
-	})
+	waitUntil(t, func() bool { return nextHolds(c, "g", 5) })
 	close(release)
 	within(t, 10*time.Second, wg.Wait)
 	if syncOut != 50 || syncErr != nil {
