@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"testing"
+	"sync/atomic"
 	"time"
 
 	"github.com/bananas-go/bananas/runtime"
@@ -122,5 +123,33 @@ func TestWakeup_BurstsNeverWaitForTheSafetyPoll(t *testing.T) {
 			}
 			cancel()
 		}
+	})
+}
+
+// A saturated worker takes its next jobs as slots free, never waiting for
+// the safety poll: fetchLoop is woken only when enough slots are free to
+// matter (slotReleased), so a lost wake-up would stall the backlog here for
+// an hour. Handlers of uneven length make slots free one by one and in
+// bunches.
+func TestWakeup_SaturatedWorkerRefillsWithoutTheSafetyPoll(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		task := testtasks.Note.With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{SafetyPoll: time.Hour, Concurrency: 8}))
+		var done atomic.Int64
+		runtime.Handle(w, task, func(ctx context.Context, m Msg) (runtime.None, error) {
+			time.Sleep(time.Duration(m.N%4) * 300 * time.Microsecond)
+			done.Add(1)
+			return runtime.None{}, nil
+		})
+		const jobs = 400
+		msgs := make([]Msg, jobs)
+		for i := range msgs {
+			msgs[i].N = i
+		}
+		if _, err := task.EnqueueMany(ctxT(t), msgs); err != nil {
+			t.Fatal(err)
+		}
+		startWorker(t, w)
+		waitFor(t, 30*time.Second, "every job of the backlog to run", func() bool { return done.Load() == jobs })
 	})
 }

@@ -68,7 +68,9 @@ type Worker struct {
 
 	sem       chan struct{} // one token per running handler
 	settling  chan struct{} // one token per job whose outcome is being written after its slot was freed
-	slotFreed chan struct{} // signaled when a job releases its slot
+	slotFreed chan struct{} // signaled when a job releases its slot and fetchLoop waits for as many free (see slotReleased)
+	held      atomic.Int32  // slots taken (as len(sem), but an atomic: see slotReleased)
+	wantFree  atomic.Int32  // the free slots fetchLoop waits for: fewer do not wake it
 	wake      chan struct{} // signaled when a route's ready list was pushed to
 	handoff   chan *run     // a job to a runner waiting for one (see start)
 	stopped   chan struct{} // closed when Run returns: idle runners exit

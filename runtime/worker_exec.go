@@ -151,8 +151,7 @@ func (w *Worker) endRun(r *run) {
 		<-w.settling
 		return
 	}
-	<-w.sem
-	notify(w.slotFreed)
+	w.slotReleased()
 }
 
 // freeSlot hands r's slot to the next job once its handler has returned, so
@@ -168,8 +167,21 @@ func (w *Worker) freeSlot(r *run) {
 		return
 	}
 	r.freed = true
+	w.slotReleased()
+}
+
+// slotReleased gives back a slot taken from sem and wakes fetchLoop if it
+// waits for as many free slots as there are now (wantFree): with fast
+// handlers a wake per job, each only to count the slots and wait again, was
+// a park and a wake-up per job. fetchLoop stores wantFree before it counts
+// the free slots (held) and parks; this counts after giving the slot back,
+// then loads wantFree. Both are atomics, so one of the two sees the other:
+// no wake-up is lost.
+func (w *Worker) slotReleased() {
 	<-w.sem
-	notify(w.slotFreed)
+	if int32(cap(w.sem))-w.held.Add(-1) >= w.wantFree.Load() {
+		notify(w.slotFreed)
+	}
 }
 
 // outcome is what a handler returned.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -58,6 +59,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 				for range r.free - got {
 					<-w.sem
 				}
+				w.held.Add(int32(got - r.free))
 				if got < r.free {
 					notify(w.slotFreed)
 				}
@@ -126,7 +128,17 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 			empty = false
 			continue
 		}
-		free := cap(w.sem) - len(w.sem) // only this loop takes slots, so free cannot shrink under us
+		// Say what a freed slot must make possible to be worth a wake-up
+		// (see slotReleased) before counting them.
+		switch {
+		case inflight == maxFetches:
+			w.wantFree.Store(math.MaxInt32) // only a fetch's return lets one more go out
+		case gathering:
+			w.wantFree.Store(int32(minFetch))
+		default:
+			w.wantFree.Store(1)
+		}
+		free := cap(w.sem) - int(w.held.Load()) // only this loop takes slots, so free cannot shrink under us
 		if free == 0 || inflight == maxFetches {
 			select {
 			case <-w.slotFreed:
@@ -140,6 +152,10 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 			if !gathering {
 				gathering = true
 				gatherTimer.Reset(gather)
+				w.wantFree.Store(int32(minFetch))
+				if cap(w.sem)-int(w.held.Load()) >= minFetch {
+					continue
+				}
 			}
 			select {
 			case <-w.slotFreed:
@@ -157,6 +173,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 		for range free {
 			w.sem <- struct{}{} // never blocks: free slots were counted above
 		}
+		w.held.Add(int32(free))
 		inflight++
 		reqs <- fetchReq{free, wakes} // a fetcher is idle: fewer than maxFetches are in flight
 	}
