@@ -2,8 +2,8 @@ package runtime_test
 
 import (
 	"context"
-	"testing"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/bananas-go/bananas/runtime"
