@@ -68,13 +68,24 @@ func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any)
 	}
 	args = make([]any, 0, 2+5*len(reqs))
 	args = append(args, resultChannelPrefix(q.ns), onlyHeard)
+	// Acks of one fetch share its token, and most share a TTL: each is boxed
+	// once per call rather than once per job.
+	var tok, ttl any
+	var lastTok string
+	var lastTTL int64
 	for _, r := range reqs {
 		jk := 0
 		if !r.d.light {
 			keys = append(keys, k.Job(r.d.ID))
 			jk = len(keys) // Lua's 1-based index of the key just added
 		}
-		args = append(args, r.d.ID, r.d.Token, r.record, max(1, durMS(r.ttl)), jk)
+		if tok == nil || r.d.Token != lastTok {
+			tok, lastTok = r.d.Token, r.d.Token
+		}
+		if ms := max(1, durMS(r.ttl)); ttl == nil || ms != lastTTL {
+			ttl, lastTTL = ms, ms
+		}
+		args = append(args, r.d.ID, tok, r.record, ttl, jk)
 	}
 	return keys, args
 }

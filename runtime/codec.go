@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/bananas-go/bananas/internal/mpack"
 )
 
 // encoder is a reusable msgpack encoder writing to its own buffer.
@@ -44,7 +46,7 @@ func (e *encoder) encode(v any) ([]byte, error) {
 	return e.buf.Bytes(), nil
 }
 
-func decode(b []byte, v any) error { return msgpack.Unmarshal(b, v) }
+func decode(b []byte, v any) error { return mpack.Unmarshal(b, v) }
 
 // checkPayload refuses an encoded value over the client's payload limit with an
 // error that says what it was, its size and the limit.

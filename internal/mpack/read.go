@@ -8,15 +8,42 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-var decoders = sync.Pool{New: func() any { return msgpack.NewDecoder(nil) }}
+// decoder is a pooled decoder with the reader it reads from, so that reading
+// allocates no reader per value.
+type decoder struct {
+	d *msgpack.Decoder
+	r bytes.Reader
+}
+
+// put returns x to the pool, holding on to nothing it read.
+func (x *decoder) put() {
+	x.r.Reset(nil)
+	x.d.Reset(nil)
+	decoders.Put(x)
+}
+
+var decoders = sync.Pool{New: func() any { return &decoder{d: msgpack.NewDecoder(nil)} }}
+
+// Unmarshal decodes b into v as msgpack.Unmarshal does, with a pooled
+// decoder and reader.
+func Unmarshal(b []byte, v any) error {
+	x := decoders.Get().(*decoder)
+	defer x.put()
+	x.r.Reset(b)
+	x.d.Reset(&x.r)
+	x.d.UsePreallocateValues(true)
+	return x.d.Decode(v)
+}
 
 // ReadMap reads the msgpack map in b with a pooled decoder, calling field for
 // each key to decode its value from d; field must d.Skip() keys it does not
 // know (fields of a newer writer). Errors name the field they happened in.
 func ReadMap(b []byte, field func(d *msgpack.Decoder, key string) error) error {
-	d := decoders.Get().(*msgpack.Decoder)
-	defer decoders.Put(d)
-	d.Reset(bytes.NewReader(b))
+	x := decoders.Get().(*decoder)
+	defer x.put()
+	x.r.Reset(b)
+	d := x.d
+	d.Reset(&x.r)
 	n, err := d.DecodeMapLen()
 	if err != nil {
 		return err
