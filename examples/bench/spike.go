@@ -81,13 +81,22 @@ func spike(ctx context.Context, c *runtime.Client, base int) {
 		p99 := quantile(l, 0.99)
 		phase := ""
 		at := start.Add(from)
-		if !at.Before(spikeStart) && at.Before(spikeEnd) {
+		// A window belongs to the phase its middle falls in: paced's phases
+		// end a little after whole seconds, so a window's start lies just
+		// before the phase change that its jobs are after.
+		mid := at.Add(window / 2)
+		if !mid.Before(spikeStart) && mid.Before(spikeEnd) {
 			phase = " spike"
 		}
 		fmt.Printf("%-12.2f %8d %10.2f %10.2f%s\n", from.Seconds(), len(l), ms(quantile(l, 0.5)), ms(p99), phase)
-		if recovered < 0 && !at.Before(spikeEnd) && p99 <= 2*baseP99 {
-			recovered = at.Sub(spikeEnd)
+		if recovered < 0 && !mid.Before(spikeEnd) && p99 <= 2*baseP99 {
+			recovered = at.Add(window).Sub(spikeEnd) // by the end of this window at the latest
 		}
 	}
-	report("spike_recovery_ms", ms(max(recovered, 0)))
+	if recovered < 0 {
+		note("spike: p99 never came back within 2x the base p99 after the spike")
+		report("spike_recovery_ms", -1)
+		return
+	}
+	report("spike_recovery_ms", ms(recovered))
 }
