@@ -280,6 +280,9 @@ func TestCommitter_AsyncCallersGetTheirOwnAnswers(t *testing.T) {
 	if syncOut != 50 || syncErr != nil {
 		t.Errorf("waiting caller got %d, %v; want 50, nil", syncOut, syncErr)
 	}
+	// The callbacks run after the waiting callers are released, on the
+	// goroutine that flushed their batch.
+	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(answers) == 4 })
 	c.doAsync("g", 6, cb(6)) // a free slot: flushed here, and failed
 	mu.Lock()
 	defer mu.Unlock()
