@@ -66,10 +66,9 @@ type Worker struct {
 	regErrs  []error
 	started  atomic.Bool
 
-	sem       chan struct{} // one token per running handler
 	settling  chan struct{} // one token per job whose outcome is being written after its slot was freed
 	slotFreed chan struct{} // signaled when a job releases its slot and fetchLoop waits for as many free (see slotReleased)
-	held      atomic.Int32  // slots taken (as len(sem), but an atomic: see slotReleased)
+	held      atomic.Int32  // slots taken, one per running handler, at most Concurrency: only fetchLoop takes them (see slotReleased)
 	wantFree  atomic.Int32  // the free slots fetchLoop waits for: fewer do not wake it
 	wake      chan struct{} // signaled when a route's ready list was pushed to
 	handoff   chan *run     // a job to a runner waiting for one (see start)
@@ -191,7 +190,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.withDefaults(); err != nil {
 		return fmt.Errorf("bananas: worker: %w", err)
 	}
-	w.sem = make(chan struct{}, w.opts.Concurrency)
 	w.settling = make(chan struct{}, w.opts.Concurrency)
 	w.slotFreed = make(chan struct{}, 1)
 	w.wake = make(chan struct{}, 1)

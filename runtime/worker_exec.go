@@ -170,16 +170,14 @@ func (w *Worker) freeSlot(r *run) {
 	w.slotReleased()
 }
 
-// slotReleased gives back a slot taken from sem and wakes fetchLoop if it
-// waits for as many free slots as there are now (wantFree): with fast
-// handlers a wake per job, each only to count the slots and wait again, was
-// a park and a wake-up per job. fetchLoop stores wantFree before it counts
-// the free slots (held) and parks; this counts after giving the slot back,
-// then loads wantFree. Both are atomics, so one of the two sees the other:
-// no wake-up is lost.
+// slotReleased gives back a slot and wakes fetchLoop if it waits for as many
+// free slots as there are now (wantFree): with fast handlers a wake per job,
+// each only to count the slots and wait again, was a park and a wake-up per
+// job. fetchLoop stores wantFree before it counts the free slots and parks;
+// this gives the slot back, then loads wantFree. Both are atomics, so one of
+// the two sees the other: no wake-up is lost.
 func (w *Worker) slotReleased() {
-	<-w.sem
-	if int32(cap(w.sem))-w.held.Add(-1) >= w.wantFree.Load() {
+	if int32(w.opts.Concurrency)-w.held.Add(-1) >= w.wantFree.Load() {
 		notify(w.slotFreed)
 	}
 }

@@ -25,7 +25,8 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 	// round trips for one job; waiting up to gather for a few more slots lets
 	// one fetch take several. An idle worker never waits here.
 	const gather = time.Millisecond
-	minFetch := max(1, cap(w.sem)/4)
+	minFetch := max(1, w.opts.Concurrency/4)
+	freeSlots := func() int { return w.opts.Concurrency - int(w.held.Load()) }
 	gatherTimer := time.NewTimer(time.Hour)
 	defer gatherTimer.Stop()
 	gathering := false
@@ -56,10 +57,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 		go func() {
 			for r := range reqs {
 				got, err := w.fetchOnce(ctx, r.free)
-				for range r.free - got {
-					<-w.sem
-				}
-				w.held.Add(int32(got - r.free))
+				w.held.Add(int32(got - r.free)) // the slots it did not fill
 				if got < r.free {
 					notify(w.slotFreed)
 				}
@@ -138,7 +136,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 		default:
 			w.wantFree.Store(1)
 		}
-		free := cap(w.sem) - int(w.held.Load()) // only this loop takes slots, so free cannot shrink under us
+		free := freeSlots() // only this loop takes slots, so free cannot shrink under us
 		if free == 0 || inflight == maxFetches {
 			select {
 			case <-w.slotFreed:
@@ -153,7 +151,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 				gathering = true
 				gatherTimer.Reset(gather)
 				w.wantFree.Store(int32(minFetch))
-				if cap(w.sem)-int(w.held.Load()) >= minFetch {
+				if freeSlots() >= minFetch {
 					continue
 				}
 			}
@@ -170,9 +168,6 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 		}
 		gatherTimer.Stop()
 		gathering = false
-		for range free {
-			w.sem <- struct{}{} // never blocks: free slots were counted above
-		}
 		w.held.Add(int32(free))
 		inflight++
 		reqs <- fetchReq{free, wakes} // a fetcher is idle: fewer than maxFetches are in flight
