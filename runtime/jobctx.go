@@ -101,7 +101,8 @@ func (c *jobCtx) AfterFunc(f func()) (stop func() bool) {
 
 // timeoutGroup is the runs of one fetch that share a timeout: they start
 // together, so they share a deadline and one timer, which times out those
-// still running when it fires and is stopped when the last one ends.
+// whose outcome is not decided when it fires and is stopped when the last
+// one ends (endRun: its outcome recorded or dropped).
 type timeoutGroup struct {
 	timeout time.Duration
 	timer   *time.Timer
@@ -109,7 +110,7 @@ type timeoutGroup struct {
 	left    atomic.Int32
 }
 
-// ended is called once per run of g when its handler has returned.
+// ended is called once per run of g, when the run ends (endRun).
 func (g *timeoutGroup) ended() {
 	if g.left.Add(-1) == 0 {
 		g.timer.Stop()

@@ -156,6 +156,13 @@ func (t *Task[A, R]) prepare(opts []Option, n int) (c *Client, cfg jobConfig, no
 }
 
 func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]string, error) {
+	if len(args) == 1 { // coalesced with other producers' single enqueues
+		id, err := t.Enqueue(ctx, args[0], opts...)
+		if id == "" {
+			return nil, err
+		}
+		return []string{id}, err // err: ErrDuplicate, id the holder's
+	}
 	c, cfg, now, runAt, err := t.prepare(opts, len(args))
 	if err != nil {
 		return nil, err
@@ -166,14 +173,7 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 			return nil, err
 		}
 	}
-	var holders []string
-	if len(jobs) == 1 { // coalesced with other producers' single enqueues
-		var h string
-		h, err = c.q.EnqueueOne(ctx, cfg.route, string(cfg.priority), jobs[0])
-		holders = []string{h}
-	} else {
-		holders, err = c.q.Enqueue(ctx, cfg.route, string(cfg.priority), jobs, now)
-	}
+	holders, err := c.q.Enqueue(ctx, cfg.route, string(cfg.priority), jobs, now)
 	if err != nil {
 		return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
@@ -187,9 +187,6 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 		}
 	}
 	if dups > 0 {
-		if len(jobs) == 1 {
-			return ids, fmt.Errorf("%w: %s is already enqueued as %s", ErrDuplicate, t.name, ids[0])
-		}
 		return ids, fmt.Errorf("%w: %d of %d %s jobs were already enqueued", ErrDuplicate, dups, len(jobs), t.name)
 	}
 	return ids, nil

@@ -109,9 +109,9 @@ func (w *Worker) expire(g *timeoutGroup) {
 // (handoff) instead of exiting, so a busy worker does not pay a goroutine per
 // job — its creation, and the stack growth of every handler's first call —
 // and a new runner starts only when none is waiting. There is a runner per
-// job running or recording its outcome (2×Concurrency at most) plus those
-// between two jobs, so never more than 4×Concurrency; they exit when Run
-// returns.
+// job running or recording a failure (2×Concurrency at most: an ack is not
+// waited for) plus those between two jobs, so never more than
+// 4×Concurrency; they exit when Run returns.
 func (w *Worker) start(r *run) {
 	select {
 	case w.handoff <- r:
@@ -270,7 +270,7 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) (pending bool) {
 	w.c.q.AckAsync(d, rec, ttlOr(d.Envelope.ResultTTL, w.opts.ResultTTL), func(ok bool, err error) {
 		switch {
 		case err != nil:
-			log.Warn("bananas: ack failed; the job will be recovered when its lease expires", "err", err)
+			log.Warn("bananas: ack's outcome unknown (the Redis call failed); if it did not land, the job runs again when its lease expires", "err", err)
 		case !ok:
 			log.Warn("bananas: job finished after its lease was lost; result discarded")
 		default:

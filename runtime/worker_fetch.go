@@ -150,10 +150,7 @@ func (w *Worker) fetchLoop(ctx context.Context) {
 			if !gathering {
 				gathering = true
 				gatherTimer.Reset(gather)
-				w.wantFree.Store(int32(minFetch))
-				if freeSlots() >= minFetch {
-					continue
-				}
+				continue // count again, now waiting for minFetch (wantFree, above)
 			}
 			select {
 			case <-w.slotFreed:
