@@ -77,12 +77,20 @@ func (w *Worker) startAll(ds []*queue.Dispatch) {
 		g.runs = append(g.runs, r)
 		runs[i] = r
 	}
+	// Tracked before any timer is armed: a timer that fires records the
+	// timeout and then untracks the run, and an untrack before the track
+	// would leave the run tracked for good (shutdown waiting on it). The
+	// window was a Fail round trip wide, against a loop of microseconds,
+	// but only this order closes it. Timers are armed before any run
+	// starts: the last run of a group to end stops the group's timer.
+	for _, r := range runs {
+		w.track(r)
+	}
 	for _, g := range groups {
 		g.left.Store(int32(len(g.runs)))
 		g.timer = time.AfterFunc(g.timeout, func() { w.expire(g) })
 	}
 	for _, r := range runs {
-		w.track(r)
 		w.start(r)
 	}
 }
