@@ -272,10 +272,7 @@ func (w *Worker) subscribe(ctx context.Context, promoterWake chan time.Time) ([]
 		subs = append(subs, s)
 	}
 	s, err := w.c.listener.SubscribeFunc(ctx, queue.ScheduleChannel(w.c.q.Namespace()), func(b []byte) {
-		select {
-		case promoterWake <- parseMillis(b):
-		default:
-		}
+		scheduler.OfferWake(promoterWake, parseMillis(b))
 	})
 	if err != nil {
 		return fail(err)

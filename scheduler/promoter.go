@@ -27,6 +27,30 @@ type Promoter struct {
 	OnError func(error)
 }
 
+// OfferWake hands at, the run-at of a newly scheduled job, to a Promoter
+// through its Wake channel (buffered) without blocking. When a run-at is
+// already waiting there, the earlier of the two stays: dropping the new one
+// when the buffer is full would lose an announcement of a job due sooner than
+// the one waiting, and that job would start up to the promoter's safety sleep
+// late. It must be the only sender on ch (the Promoter only receives), so a
+// slot it empties is still free when it sends again.
+func OfferWake(ch chan time.Time, at time.Time) {
+	for {
+		select {
+		case ch <- at:
+			return
+		default:
+		}
+		select {
+		case old := <-ch:
+			if old.Before(at) {
+				at = old
+			}
+		default:
+		}
+	}
+}
+
 // Run promotes until ctx ends.
 func (p *Promoter) Run(ctx context.Context) {
 	safety := p.Safety

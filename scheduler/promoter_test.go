@@ -79,3 +79,28 @@ func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool)
 		}
 	}
 }
+
+// A run-at offered while another waits in the Wake buffer must not be lost
+// when it is the earlier one: the job it announces is due first.
+func TestOfferWake_KeepsTheEarlierRunAt(t *testing.T) {
+	ch := make(chan time.Time, 1)
+	now := time.Now()
+	later, sooner := now.Add(time.Minute), now.Add(time.Second)
+
+	scheduler.OfferWake(ch, later)
+	scheduler.OfferWake(ch, sooner)
+	if got := <-ch; !got.Equal(sooner) {
+		t.Fatalf("wake holds %v, want the sooner run-at %v", got.Sub(now), sooner.Sub(now))
+	}
+
+	scheduler.OfferWake(ch, sooner)
+	scheduler.OfferWake(ch, later)
+	if got := <-ch; !got.Equal(sooner) {
+		t.Fatalf("a later run-at replaced the waiting sooner one: wake holds %v", got.Sub(now))
+	}
+	select {
+	case got := <-ch:
+		t.Fatalf("one wake expected, a second one waits: %v", got.Sub(now))
+	default:
+	}
+}
