@@ -19,7 +19,8 @@ type Promoter struct {
 	Queue *queue.Queue
 	// Routes returns the routes to promote on each pass.
 	Routes func(context.Context) ([]string, error)
-	// Wake delivers the run-at of newly scheduled jobs (optional).
+	// Wake delivers the run-at of newly scheduled jobs (optional); send on it
+	// with OfferWake, which never blocks and never drops the earliest.
 	Wake <-chan time.Time
 	// Safety bounds a sleep when nothing is due. Default DefaultPromoterSafety.
 	Safety time.Duration
