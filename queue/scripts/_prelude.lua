@@ -17,6 +17,36 @@ local function bn_str(v, what)
   return v
 end
 
+-- bn_type reports whether key holds a value of type want ('hash', 'zset',
+-- 'list', 'string') or nothing at all. Scripts check the keys they read before
+-- their first write: a key of the wrong type (written by hand, by a foreign
+-- tool) would otherwise raise WRONGTYPE half-way through, after writes Redis
+-- does not roll back.
+local function bn_type(key, want)
+  local t = redis.call('TYPE', key)
+  if type(t) == 'table' then t = t['ok'] end
+  return t == want or t == 'none'
+end
+
+-- bn_need_type raises, before any write, when key holds another type than want.
+local function bn_need_type(key, want, what)
+  if not bn_type(key, want) then
+    error('bananas: ' .. what .. ' (' .. key .. ') is not a ' .. want)
+  end
+end
+
+-- bn_count adds n to a counter of a stats hash and never raises: a counter
+-- that is not an integer (garbage), or a stats key of another type, is reset
+-- to n. Counters are for metrics; a scrambled one must not fail the
+-- transition it counts, which has already written.
+local function bn_count(stats, field, n)
+  local r = redis.pcall('HINCRBY', stats, field, n)
+  if type(r) == 'table' and r['err'] then
+    if not bn_type(stats, 'hash') then redis.call('DEL', stats) end
+    redis.call('HSET', stats, field, n)
+  end
+end
+
 local bn_prios = { high = 1, normal = 2, low = 3 }
 
 local function bn_prio(v, what)
@@ -41,18 +71,18 @@ end
 local function bn_settle(job, scheduled, dead, result, stats, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel)
   local attempts = tonumber(redis.call('HGET', job, 'a') or '0') + 1
   local max = tonumber(redis.call('HGET', job, 'm') or '0')
-  redis.call('HINCRBY', stats, 'failed', 1)
+  bn_count(stats, 'failed', 1)
   if force_dead == 0 and attempts <= max then
     redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'q')
     redis.call('ZADD', scheduled, retry_at, id)
-    redis.call('HINCRBY', stats, 'retried', 1)
+    bn_count(stats, 'retried', 1)
     redis.call('PUBLISH', sched_channel, tostring(retry_at))
     return 1
   end
   redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'x', 'f', now)
   redis.call('ZADD', dead, now, id)
   redis.call('SET', result, record, 'PX', ttl)
-  redis.call('HINCRBY', stats, 'dead', 1)
+  bn_count(stats, 'dead', 1)
   redis.call('PUBLISH', channel, record)
   return 2
 end

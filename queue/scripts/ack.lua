@@ -77,7 +77,7 @@ end
 if #done > 0 then
   bn_sliced('HDEL', KEYS[2], done)
   for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end
-  redis.call('HINCRBY', KEYS[3], 'processed', #done)
+  bn_count(KEYS[3], 'processed', #done)
 end
 if #light > 0 then bn_sliced('HDEL', KEYS[4], light) end
 for first = 1, #heavy, 200 do

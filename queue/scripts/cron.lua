@@ -36,6 +36,6 @@ redis.call('HSET', KEYS[1], 'tick', tick, 'last_run', now, 'next_run', next_tick
 redis.call('HINCRBY', KEYS[1], 'run_count', 1)
 redis.call('HDEL', KEYS[1], 'last_error')
 bn_write_job(KEYS[4], {'n', ARGV[5], 'p', ARGV[7], 'm', ARGV[8], 'c', now}, ARGV[6])
-redis.call('HINCRBY', KEYS[3], 'enqueued', 1)
+bn_count(KEYS[3], 'enqueued', 1)
 if bn_push(KEYS[2], id, false) then redis.call('PUBLISH', ARGV[9], '1') end
 return 1

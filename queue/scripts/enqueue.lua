@@ -83,6 +83,6 @@ if #ready > 0 then
   if was_empty then redis.call('PUBLISH', ARGV[3], '1') end
 end
 if #later > 0 then bn_sliced('ZADD', KEYS[2], later) end
-if written > 0 then redis.call('HINCRBY', KEYS[3], 'enqueued', written) end
+if written > 0 then bn_count(KEYS[3], 'enqueued', written) end
 if earliest ~= nil then redis.call('PUBLISH', ARGV[4], tostring(earliest)) end
 return reply

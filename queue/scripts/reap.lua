@@ -61,7 +61,7 @@ for i = 0, n - 1 do
       redis.call('HDEL', KEYS[2], id)
       bn_release(KEYS[1], KEYS[7], token, 1)
       if payload then bn_materialize(job, KEYS[6], id, payload) end
-      redis.call('HINCRBY', KEYS[5], 'recovered', 1)
+      bn_count(KEYS[5], 'recovered', 1)
       outcome = bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], id, now,
         'lease expired: the worker running it stopped renewing (crashed or lost Redis)',
         tonumber(ARGV[a + 3]), 0, ARGV[a + 4], tonumber(ARGV[a + 5]), prefix .. id .. '}', sched)

@@ -22,6 +22,6 @@ redis.call('ZREM', KEYS[2], id)
 redis.call('DEL', KEYS[6])
 redis.call('HSET', KEYS[1], 'a', 0, 's', 'q')
 redis.call('HDEL', KEYS[1], 'err', 'f', 'st', 'r')
-redis.call('HINCRBY', KEYS[7], 'replayed', 1)
+bn_count(KEYS[7], 'replayed', 1)
 if bn_push(list, id, false) then redis.call('PUBLISH', ARGV[2], '1') end
 return 1
