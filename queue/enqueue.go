@@ -32,6 +32,12 @@ type NewJob struct {
 // than lingerMin calls (low load).
 const enqueueLinger = 200 * time.Microsecond
 
+// receiptTTL is how long an enqueue call with a caller-chosen id keeps its
+// reply for a retry of the call (see scripts/enqueue.lua): far longer than a
+// client's retries of one command take, or a command held up in a stalled
+// connection is delivered.
+const receiptTTL = 10 * time.Minute
+
 // enqueueChunk bounds one script call; larger batches take several calls.
 const enqueueChunk = 1000
 
@@ -97,10 +103,19 @@ func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs [
 		return q.enqueuePlain(ctx, route, priority, jobs, now)
 	}
 	k := q.Keys(route)
-	keys := make([]string, 0, 4+3*len(jobs))
-	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads())
-	args := make([]any, 0, 5+7*len(jobs))
-	args = append(args, ms(now), priority, k.WakeChannel(), ScheduleChannel(q.ns), len(jobs))
+	// A call with a caller-chosen id keeps a receipt of its reply, so that a
+	// retry of it is told "written" for its own jobs, not "duplicate".
+	receipt, rttl := k.Stats(), int64(0)
+	for i := range jobs {
+		if jobs[i].ChosenID {
+			receipt, rttl = k.Receipt(callToken()), durMS(receiptTTL)
+			break
+		}
+	}
+	keys := make([]string, 0, 5+3*len(jobs))
+	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt)
+	args := make([]any, 0, 6+7*len(jobs))
+	args = append(args, ms(now), priority, k.WakeChannel(), ScheduleChannel(q.ns), len(jobs), rttl)
 	for _, j := range jobs { // checked by Enqueue or EnqueueOne (checkNewJob)
 		job := k.Job(j.ID)
 		unique := job
@@ -119,6 +134,7 @@ func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs [
 		keys = append(keys, job, unique, k.Result(j.ID))
 		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl, check)
 	}
+	// Retry-safe: enqueue.lua answers a second run of this call as the first.
 	res, err := q.s.enqueue.Run(ctx, q.rdb, keys, args...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("enqueue to route %s: %w", route, err)

@@ -10,19 +10,16 @@ import (
 
 // A plain job — a fresh id from NewID, ready at once, no unique key — can meet
 // nothing in Redis that would refuse it: its id is new by construction and no
-// lock applies. Its enqueue needs no script, only the two writes every ready
-// job needs, sent as one MULTI/EXEC so the payload and the list entry appear
-// together (a job is in exactly one place at every instant):
+// lock applies. Its enqueue (scripts/push.lua) needs no per-job check, only
+// the writes every ready job needs: its payload in the payloads hash and its
+// id at the back of the ready list, with the enqueued counter. The caller
+// builds the payloads, so the per-job work is spread over the producers'
+// cores instead of Redis's one.
 //
-//	HSET   route:{r}:payloads id payload ...   the light jobs' payloads
-//	RPUSH  route:{r}:queue:<priority> id ...   ready, FIFO
-//	HINCRBY route:{r}:stats enqueued n
-//
-// A script costs Redis about 3 µs per call before it does anything (the Lua
-// call, the prelude's closures) and 0.3–0.5 µs per string it builds; this
-// path moves the per-job work (checks, building the payload) to the client,
-// where it is spread over the producer's cores. Checks are the same as the
-// script's, done before anything is sent.
+// The script, not a MULTI/EXEC, because a transaction cannot be made
+// harmless to run twice: a client that resends it after a lost reply would
+// push every id a second time and each job would run twice. push.lua looks
+// for the call's last job first and writes nothing when it exists.
 
 // plain reports whether every job of a chunk can take the plain path.
 func plain(jobs []NewJob, now time.Time) bool {
@@ -40,45 +37,32 @@ func isPlain(j *NewJob, now time.Time) bool {
 }
 
 // enqueuePlain writes plain jobs (see plain), already checked by checkNewJob,
-// in one transaction and wakes idle workers.
+// in one script call and wakes idle workers.
 func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) ([]string, error) {
 	k := q.Keys(route)
 	created := ms(now)
-	pairs := make([]any, 0, 2*len(jobs))
-	ids := make([]any, 0, len(jobs))
+	// At low load (a flush of one or two jobs) the wake-up goes in the same
+	// call whether or not the list was empty: it saves the round trip that
+	// would otherwise sit between the enqueue and the job's start, and a
+	// wake-up that finds the jobs already taken costs one empty fetch.
+	eager := 0
+	if len(jobs) <= 2 {
+		eager = 1
+	}
+	args := make([]any, 0, 2+2*len(jobs))
+	args = append(args, k.WakeChannel(), eager)
 	for i := range jobs {
 		j := &jobs[i]
 		p := j.payload
 		if p == "" {
 			p = payloadOf(j.Name, priority, j.MaxRetries, created, j.Envelope)
 		}
-		id := any(j.ID) // boxed once for both commands
-		pairs = append(pairs, id, p)
-		ids = append(ids, id)
+		args = append(args, j.ID, p)
 	}
-	pipe := q.rdb.TxPipeline()
-	pipe.HSet(ctx, k.Payloads(), pairs...)
-	push := pipe.RPush(ctx, k.List(priority), ids...)
-	pipe.HIncrBy(ctx, k.Stats(), "enqueued", int64(len(jobs)))
-	// At low load (a flush of one or two jobs) the wake-up goes in the same
-	// transaction, whether or not the list was empty: it saves the round trip
-	// that would otherwise sit between the enqueue and the job's start, and a
-	// wake-up that finds the jobs already taken costs one empty fetch.
-	eager := len(jobs) <= 2
-	if eager {
-		pipe.Publish(ctx, k.WakeChannel(), "1")
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	last := jobs[len(jobs)-1].ID
+	// Retry-safe: a second run of this call writes nothing (see push.lua).
+	if err := q.s.push.Run(ctx, q.rdb, []string{k.List(priority), k.Stats(), k.Payloads(), k.Job(last), k.Result(last)}, args...).Err(); err != nil {
 		return nil, fmt.Errorf("enqueue to route %s: %w", route, err)
-	}
-	// Otherwise: the push that found the list empty is the one whose length is
-	// its own count; only then can workers be idle waiting (a non-empty list
-	// has a taker).
-	// The jobs are in Redis whatever this PUBLISH does, so its failure is not
-	// the caller's: an error would invite a retry, and a retry a second copy
-	// of each job. A lost wake-up costs at most the workers' safety poll.
-	if !eager && push.Val() == int64(len(jobs)) {
-		_ = q.rdb.Publish(ctx, k.WakeChannel(), "1").Err()
 	}
 	return make([]string, len(jobs)), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,11 @@ type Dispatch struct {
 // trip, pipelined ahead of the fetch: a busy worker fetches right after its
 // handlers return, which is when their acks are queued, so the two share one
 // write and one read on each side instead of two of each.
+//
+// When the call's outcome is unknown (no reply: a timeout, a cut connection)
+// the error is a *LostFetch: jobs may be leased under its token that nobody
+// will run, and the caller hands them back (HandBack). Jobs leased but whose
+// hashes could not be read are handed back here, without counting an attempt.
 func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
 	k := q.Keys(route)
 	lists := k.Lists(priorities)
@@ -46,18 +52,46 @@ func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n 
 		return nil, nil
 	}
 	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups()}, lists...)
-	args := []any{n, ms(leaseUntil), fetchToken(now)}
+	token := fetchToken(now)
+	args := []any{n, ms(leaseUntil), token}
 	var res any
 	var err error
+	// Retry-safe, alone or with the acks riding along (go-redis resends a
+	// whole pipeline): fetch.lua answers a second run of one token with the
+	// jobs the first leased, and ack.lua is fenced by each job's token.
 	if acks := q.acks.ride(route); acks != nil {
 		res, err = q.fetchWithAcks(ctx, route, keys, args, acks)
 	} else {
 		res, err = q.s.fetch.Run(ctx, q.rdb, keys, args...).Result()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("fetch from route %s: %w", route, err)
+		return nil, lostOr(fmt.Errorf("fetch from route %s: %w", route, err), route, token, leaseUntil)
 	}
-	return q.load(ctx, route, strs(res))
+	return q.load(ctx, route, strs(res), leaseUntil)
+}
+
+// LostFetch is the error of a fetch or claim whose outcome is unknown: the
+// script may have leased jobs under Token that the caller never heard of.
+// Nobody would run them, and the reaper would count an attempt against each
+// once the lease ran out; HandBack returns them to their lists instead.
+type LostFetch struct {
+	Route, Token string
+	Until        time.Time // the lease deadline the call asked for
+	Err          error
+}
+
+func (e *LostFetch) Error() string { return e.Err.Error() }
+func (e *LostFetch) Unwrap() error { return e.Err }
+
+// lostOr wraps err in a *LostFetch unless Redis answered it: an error reply
+// means the script ran to an error, and scripts write nothing before their
+// checks pass.
+func lostOr(err error, route, token string, until time.Time) error {
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return err
+	}
+	return &LostFetch{Route: route, Token: token, Until: until, Err: err}
 }
 
 // fetchWithAcks runs ack.lua for the acks riding along and fetch.lua in one
@@ -89,41 +123,50 @@ func isNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
 
-// FetchTypes is Fetch for a worker that runs only some task names: it reads a
-// window of each list and claims the matching jobs, so the others stay queued
-// for the workers that run them.
+// FetchTypes is Fetch for a worker that runs only some task names: it reads
+// each list window by window from its head and claims the matching jobs, so
+// the others stay queued for the workers that run them. It reads on past jobs
+// it does not take, to the end of the list if need be: jobs nobody here runs
+// must not hide the ones behind them.
 func (q *Queue) FetchTypes(ctx context.Context, route string, priorities, types []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
 	const window = 256
 	k := q.Keys(route)
 	var out []*Dispatch
 	for _, list := range k.Lists(priorities) {
-		if len(out) >= n {
-			break
-		}
-		ids, err := q.rdb.LRange(ctx, list, 0, window-1).Result()
-		if err != nil {
-			return out, err
-		}
-		if len(ids) == 0 {
-			continue
-		}
-		keys := []string{list, k.Active(), k.Leases(), k.Payloads(), k.Groups()}
-		args := []any{n - len(out), ms(leaseUntil), fetchToken(now), len(types)}
-		for _, t := range types {
-			args = append(args, t)
-		}
-		for _, id := range ids {
-			keys = append(keys, k.Job(id))
-			args = append(args, id)
-		}
-		res, err := q.s.claim.Run(ctx, q.rdb, keys, args...).Result()
-		if err != nil {
-			return out, fmt.Errorf("claim from route %s: %w", route, err)
-		}
-		got, err := q.load(ctx, route, strs(res))
-		out = append(out, got...)
-		if err != nil {
-			return out, err
+		for start := int64(0); len(out) < n; {
+			ids, err := q.rdb.LRange(ctx, list, start, start+window-1).Result()
+			if err != nil {
+				return out, err
+			}
+			if len(ids) == 0 {
+				break
+			}
+			keys := []string{list, k.Active(), k.Leases(), k.Payloads(), k.Groups()}
+			token := fetchToken(now)
+			args := []any{n - len(out), ms(leaseUntil), token, len(types)}
+			for _, t := range types {
+				args = append(args, t)
+			}
+			for _, id := range ids {
+				keys = append(keys, k.Job(id))
+				args = append(args, id)
+			}
+			// Retry-safe: claim.lua answers a second run of one token with
+			// the jobs the first claimed.
+			res, err := q.s.claim.Run(ctx, q.rdb, keys, args...).Result()
+			if err != nil {
+				return out, lostOr(fmt.Errorf("claim from route %s: %w", route, err), route, token, leaseUntil)
+			}
+			got, err := q.load(ctx, route, strs(res), leaseUntil)
+			out = append(out, got...)
+			if err != nil {
+				return out, err
+			}
+			if len(ids) < window {
+				break
+			}
+			// The claimed ids left the window; the rest of it stays ahead.
+			start += int64(len(ids) - len(got))
 		}
 	}
 	return out, nil
@@ -132,8 +175,11 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities, types 
 // load turns the reply of fetch.lua or claim.lua (the call's token, then id
 // and payload of each job) into dispatches: a light job from its payload, a
 // job with a hash of its own from that hash, all such hashes read in one
-// pipelined round trip.
-func (q *Queue) load(ctx context.Context, route string, reply []string) ([]*Dispatch, error) {
+// pipelined round trip. Entries the script dropped as garbage are reported.
+// Jobs whose hash could not be read are handed back (HandBack) and left out;
+// a job key that holds something else than a hash comes back with
+// BadEnvelope set, to be dead-lettered.
+func (q *Queue) load(ctx context.Context, route string, reply []string, until time.Time) ([]*Dispatch, error) {
 	if len(reply) < 3 {
 		return nil, nil
 	}
@@ -144,6 +190,10 @@ func (q *Queue) load(ctx context.Context, route string, reply []string) ([]*Disp
 	var heavy []*Dispatch
 	var cmds []*redis.MapStringStringCmd
 	for i := 1; i+1 < len(reply); i += 2 {
+		if reply[i] == "" {
+			q.warn("bananas: dropped a ready-list entry that is not a job to run", "route", route, "why", reply[i+1])
+			continue
+		}
 		d := &Dispatch{ID: reply[i], Token: token, Route: route}
 		out = append(out, d)
 		if reply[i+1] != "" {
@@ -160,25 +210,84 @@ func (q *Queue) load(ctx context.Context, route string, reply []string) ([]*Disp
 	if pipe == nil {
 		return out, nil
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		// The light jobs can run; the others stay leased to nobody until
-		// their lease expires and the reaper recovers them.
-		light := out[:0]
-		for _, d := range out {
-			if d.light {
-				light = append(light, d)
-			}
-		}
-		return light, fmt.Errorf("read leased jobs of route %s: %w", route, err)
-	}
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	var unread []*Dispatch
 	for i, c := range cmds {
-		d, f := heavy[i], c.Val()
+		d := heavy[i]
+		if err := c.Err(); err != nil {
+			var reply redis.Error
+			if errors.As(err, &reply) { // e.g. WRONGTYPE: the key is not a job
+				d.BadEnvelope = fmt.Errorf("job %s: its key cannot be read as a job: %w", d.ID, err)
+				continue
+			}
+			unread = append(unread, d)
+			continue
+		}
+		f := c.Val()
 		d.Name, d.Priority = f["n"], f["p"]
 		d.MaxRetries, d.Attempts = atoi(f["m"]), atoi(f["a"])
 		d.CreatedAt, d.LastError = fromMS(f["c"]), f["err"]
 		d.Envelope, d.BadEnvelope = decodeStored(d.ID, f)
 	}
-	return out, nil
+	if len(unread) == 0 {
+		return out, nil
+	}
+	read := out[:0]
+	for _, d := range out {
+		if !slices.Contains(unread, d) {
+			read = append(read, d)
+		}
+	}
+	ids := make([]string, len(unread))
+	for i, d := range unread {
+		ids[i] = d.ID
+	}
+	err := fmt.Errorf("read leased jobs of route %s: %w", route, cmds[slices.Index(heavy, unread[0])].Err())
+	if _, herr := q.handBack(ctx, route, token, ids, until); herr != nil {
+		err = &LostFetch{Route: route, Token: token, Until: until, Err: err}
+	}
+	return read, err
+}
+
+// HandBack returns to the front of their lists, without counting an attempt,
+// the jobs still leased under token (see LostFetch), and marks the token used
+// until until so that a late copy of its fetch takes nothing. It reports how
+// many jobs went back. It reads every lease of the route once, which only a
+// lost fetch makes anyone do. Retry-safe: a second run finds nothing leased
+// under the token.
+func (q *Queue) HandBack(ctx context.Context, route, token string, until time.Time) (int, error) {
+	leases, err := q.rdb.HGetAll(ctx, q.Keys(route).Leases()).Result()
+	if err != nil {
+		return 0, fmt.Errorf("hand back jobs of route %s: %w", route, err)
+	}
+	var ids []string
+	for id, t := range leases {
+		if t == token {
+			ids = append(ids, id)
+		}
+	}
+	// Oldest first, so that they go back in the order they were enqueued
+	// (ULIDs sort by time).
+	slices.Sort(ids)
+	return q.handBack(ctx, route, token, ids, until)
+}
+
+// handBack runs handback.lua for ids leased under token.
+func (q *Queue) handBack(ctx context.Context, route, token string, ids []string, until time.Time) (int, error) {
+	k := q.Keys(route)
+	keys := make([]string, 0, 7+len(ids))
+	keys = append(keys, k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.List(High), k.List(Normal), k.List(Low))
+	args := make([]any, 0, 3+len(ids))
+	args = append(args, token, ms(until), k.WakeChannel())
+	for _, id := range ids {
+		keys = append(keys, k.Job(id))
+		args = append(args, id)
+	}
+	n, err := q.s.handback.Run(ctx, q.rdb, keys, args...).Int()
+	if err != nil {
+		return 0, fmt.Errorf("hand back jobs of route %s: %w", route, err)
+	}
+	return n, nil
 }
 
 // StartedAt returns when the dispatch was leased, read off its token.

@@ -44,6 +44,10 @@ func (k Keys) Stats() string               { return k.base + "stats" }
 // ready to run lives there, not in a hash of its own, until it finishes or fails.
 func (k Keys) Payloads() string { return k.base + "payloads" }
 
+// Receipt holds the reply of one enqueue call that had a caller-chosen id, for
+// a retry of that call to answer from (see scripts/enqueue.lua).
+func (k Keys) Receipt(call string) string { return k.base + "receipt:" + call }
+
 // Groups counts the jobs still leased by each lease group (fetch call):
 // token -> count. The active set holds the groups' deadlines.
 func (k Keys) Groups() string { return k.base + "groups" }

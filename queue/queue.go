@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +28,10 @@ type Queue struct {
 	// cluster: rdb is a Redis Cluster client, where a pub/sub subscriber may
 	// sit on another node than the one a script runs on (see ack.lua).
 	cluster bool
+
+	// warner reports what the queue met and passed over (garbage entries);
+	// it never stops a transition. Set by OnWarning.
+	warner atomic.Pointer[func(msg string, args ...any)]
 
 	acks *committer[string, ackReq, bool]     // coalesced acks, by route
 	enqs *committer[enqGroup, NewJob, string] // coalesced single enqueues, by route and priority
@@ -50,6 +55,16 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 		return q.enqueueChunk(ctx, g.route, g.priority, jobs, time.Now())
 	})
 	return q, nil
+}
+
+// OnWarning sets where the queue reports what it met and passed over, such
+// as a ready-list entry that is not a job (slog.Logger.Warn fits).
+func (q *Queue) OnWarning(f func(msg string, args ...any)) { q.warner.Store(&f) }
+
+func (q *Queue) warn(msg string, args ...any) {
+	if f := q.warner.Load(); f != nil {
+		(*f)(msg, args...)
+	}
 }
 
 // Namespace returns the key prefix of this queue.
@@ -137,6 +152,13 @@ func fetchToken(now time.Time) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return strconv.FormatInt(ms(now), 36) + "-" + hex.EncodeToString(b[:])
+}
+
+// callToken names one call (an enqueue's receipt): 128 random bits.
+func callToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // strs turns a script's array reply into strings.

@@ -13,7 +13,7 @@ var scriptFS embed.FS
 // scripts holds one Lua script per state transition, each prefixed with the
 // shared checks of scripts/_prelude.lua.
 type scripts struct {
-	enqueue, fetch, claim, ack, fail, requeue, renew, reap, promote, replay, purge, cron *redis.Script
+	enqueue, push, fetch, claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge, cron *redis.Script
 }
 
 func loadScripts() *scripts {
@@ -22,18 +22,20 @@ func loadScripts() *scripts {
 		return redis.NewScript(prelude + "\n" + mustRead(name+".lua"))
 	}
 	return &scripts{
-		enqueue: load("enqueue"),
-		fetch:   load("fetch"),
-		claim:   load("claim"),
-		ack:     load("ack"),
-		fail:    load("fail"),
-		requeue: load("requeue"),
-		renew:   load("renew"),
-		reap:    load("reap"),
-		promote: load("promote"),
-		replay:  load("replay"),
-		purge:   load("purge"),
-		cron:    load("cron"),
+		enqueue:  load("enqueue"),
+		push:     load("push"),
+		fetch:    load("fetch"),
+		claim:    load("claim"),
+		ack:      load("ack"),
+		fail:     load("fail"),
+		requeue:  load("requeue"),
+		handback: load("handback"),
+		renew:    load("renew"),
+		reap:     load("reap"),
+		promote:  load("promote"),
+		replay:   load("replay"),
+		purge:    load("purge"),
+		cron:     load("cron"),
 	}
 }
 

@@ -47,6 +47,7 @@ type ackReq struct {
 // ackMany runs ack.lua for a batch of one route.
 func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
 	keys, args := q.ackCall(route, reqs)
+	// Retry-safe: fenced by each job's token, which the first run released.
 	res, err := q.s.ack.Run(ctx, q.rdb, keys, args...).Result()
 	if err != nil {
 		return nil, err
@@ -118,6 +119,7 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 	if f.Final {
 		final = 1
 	}
+	// Retry-safe: fenced by the dispatch's token, which the first run released.
 	n, err := q.s.fail.Run(ctx, q.rdb, keys, d.ID, d.Token, ms(now), f.Message, ms(f.RetryAt), final,
 		f.Record, max(1, durMS(f.TTL)), ResultChannel(q.ns, d.ID), ms(d.StartedAt()), ScheduleChannel(q.ns)).Int()
 	if err != nil {
@@ -131,6 +133,7 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 func (q *Queue) Requeue(ctx context.Context, d *Dispatch) (bool, error) {
 	k := q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads(), k.Groups()}
+	// Retry-safe: fenced by the dispatch's token, which the first run released.
 	n, err := q.s.requeue.Run(ctx, q.rdb, keys, d.ID, d.Token, k.WakeChannel()).Int()
 	if err != nil {
 		return false, fmt.Errorf("hand back job %s: %w", d.ID, err)
@@ -150,6 +153,7 @@ func (q *Queue) Renew(ctx context.Context, route string, running []*Dispatch, un
 	for _, d := range running {
 		args = append(args, d.ID, d.Token)
 	}
+	// Retry-safe: setting a deadline twice sets it once.
 	res, err := q.s.renew.Run(ctx, q.rdb, []string{k.Active(), k.Leases()}, args...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("renew leases on route %s: %w", route, err)

@@ -71,6 +71,7 @@ type Worker struct {
 	held      atomic.Int32  // slots taken, one per running handler, at most Concurrency: only fetchLoop takes them (see slotReleased)
 	wantFree  atomic.Int32  // the free slots fetchLoop waits for: fewer do not wake it
 	wake      chan struct{} // signaled when a route's ready list was pushed to
+	handBacks *handBacks    // fetches whose reply was lost, their jobs to hand back
 	handoff   chan *run     // a job to a runner waiting for one (see start)
 	stopped   chan struct{} // closed when Run returns: idle runners exit
 
@@ -197,6 +198,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.handoff = make(chan *run)
 	w.stopped = make(chan struct{})
 	defer close(w.stopped)
+	w.handBacks = newHandBacks(w.c.q, w.opts.Logger)
+	w.c.q.OnWarning(w.opts.Logger.Warn)
 
 	// Background work outlives ctx until the shutdown is over: leases must be
 	// renewed while running jobs finish.
@@ -230,6 +233,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.goLoop(bg, &wg, func(ctx context.Context) { p.Run(ctx) })
 	w.goLoop(bg, &wg, w.renewLoop)
+	w.goLoop(bg, &wg, w.handBacks.Run)
 	w.goLoop(bg, &wg, w.reapLoop)
 	w.goLoop(bg, &wg, w.retentionLoop)
 	w.goLoop(bg, &wg, w.heartbeatLoop)

@@ -21,7 +21,7 @@ type run struct {
 	group    *timeoutGroup         // the runs fetched with it that share its timeout, and so its deadline
 	cause    atomic.Pointer[error] // why the run was canceled, if it was
 	settled  atomic.Bool           // its outcome is decided: by the handler's return or by its timeout, whichever comes first
-	settling atomic.Bool           // its outcome is being written: a lease found gone is no news
+	settling atomic.Bool           // its outcome is being written, or shutdown handed it back: set once, by whichever comes first
 	freed    bool                  // its slot was handed on when the handler returned (see freeSlot)
 }
 
@@ -260,7 +260,10 @@ func runHandler(ctx context.Context, h *handler, args []byte) (o outcome) {
 // completes the coalesced call, logs the answer, stops renewing r's lease
 // and ends r (endRun).
 func (w *Worker) ackRun(r *run, log jobLog, result []byte) (pending bool) {
-	r.settling.Store(true)
+	if !r.settling.CompareAndSwap(false, true) {
+		log.Info("bananas: job result dropped", "why", errHandedBck)
+		return false
+	}
 	d := r.d
 	now := time.Now()
 	rec, err := results.Encode(results.Record{
@@ -280,7 +283,7 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) (pending bool) {
 		case err != nil:
 			log.Warn("bananas: ack's outcome unknown (the Redis call failed); if it did not land, the job runs again when its lease expires", "err", err)
 		case !ok:
-			log.Warn("bananas: job finished after its lease was lost; result discarded")
+			log.Warn("bananas: job finished but no longer leased to this run (its lease was lost, or a resent ack completed it already); this result not written")
 		default:
 			log.Debug("bananas: job succeeded", "took", now.Sub(d.StartedAt()).Round(time.Microsecond))
 		}
@@ -293,8 +296,11 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) (pending bool) {
 // failRun records a failed run: a retry after the backoff while attempts
 // allow, else (or when final) the dead-letter queue.
 func (w *Worker) failRun(r *run, log jobLog, msg string, final bool) {
-	r.settling.Store(true)
 	defer w.untrack(r)
+	if !r.settling.CompareAndSwap(false, true) {
+		log.Info("bananas: job failure dropped", "why", errHandedBck, "failure", firstLine(msg))
+		return
+	}
 	d := r.d
 	now := time.Now()
 	attempts := d.Attempts + 1

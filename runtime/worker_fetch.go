@@ -193,6 +193,9 @@ func (w *Worker) fetchOnce(ctx context.Context, free int) (int, error) {
 		cancel()
 		w.startAll(ds) // their slots were reserved by fetchLoop
 		got += len(ds)
+		if l, ok := lostFetch(err); ok {
+			w.handBacks.add(l)
+		}
 		if err != nil {
 			return got, err
 		}

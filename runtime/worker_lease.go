@@ -146,8 +146,13 @@ func (w *Worker) retentionLoop(ctx context.Context) {
 }
 
 // shutdown waits up to ShutdownTimeout for running jobs, then hands the rest
-// back to the front of their queues without counting an attempt.
+// back to the front of their queues without counting an attempt. A run whose
+// outcome is already being written (its ack or failure in flight) is not
+// handed back: it is waited for, as the write is bounded by its own timeout.
+// Handing it back could land before its ack, and a job that succeeded would
+// run again.
 func (w *Worker) shutdown() {
+	defer w.handBacks.drain(w.opts.Logger)
 	byRoute, idle := w.snapshot()
 	if len(byRoute) == 0 {
 		return
@@ -159,11 +164,14 @@ func (w *Worker) shutdown() {
 		return
 	case <-t.C:
 	}
-	byRoute, _ = w.snapshot()
+	byRoute, idle = w.snapshot()
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	for _, runs := range byRoute {
 		for _, r := range runs {
+			if !r.settling.CompareAndSwap(false, true) {
+				continue // its outcome is on its way
+			}
 			r.cancel(errHandedBck)
 			ok, err := w.c.q.Requeue(ctx, r.d)
 			w.untrack(r)
@@ -174,5 +182,10 @@ func (w *Worker) shutdown() {
 				w.opts.Logger.Info("bananas: job handed back at shutdown", "job", r.d.ID, "task", r.d.Name)
 			}
 		}
+	}
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		w.opts.Logger.Warn("bananas: outcomes of finished jobs still unwritten at shutdown; they run again when their lease expires")
 	}
 }

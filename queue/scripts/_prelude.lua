@@ -66,11 +66,12 @@ end
 
 -- bn_settle ends one failed run of a job whose fence the caller has already
 -- checked: either back to the scheduled set for a retry at retry_at, or into the
--- dead set with its failure record stored and announced. A retry is announced on
--- the schedule channel so a sleeping promoter wakes for it. Returns 1 (retry) or 2 (dead).
-local function bn_settle(job, scheduled, dead, result, stats, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel)
-  local attempts = tonumber(redis.call('HGET', job, 'a') or '0') + 1
-  local max = tonumber(redis.call('HGET', job, 'm') or '0')
+-- dead set with its failure record stored and announced. prior (failed runs
+-- before this one) and max (max retries) are the job's a and m, read and
+-- checked by the caller before its first write. A retry is announced on the
+-- schedule channel so a sleeping promoter wakes for it. Returns 1 (retry) or 2 (dead).
+local function bn_settle(job, scheduled, dead, result, stats, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel, prior, max)
+  local attempts = prior + 1
   bn_count(stats, 'failed', 1)
   if force_dead == 0 and attempts <= max then
     redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'q')
@@ -145,15 +146,17 @@ end
 
 -- bn_materialize gives a light job its hash, from its payload, and removes the
 -- payload, so that retries, the dead-letter set and replay see one kind of job.
--- A payload that does not split is kept whole as the envelope (the worker will
--- report it undecodable) rather than lost.
+-- A payload that does not split, or whose priority or max retries is garbage,
+-- is kept whole as the envelope (the worker will report it undecodable) rather
+-- than lost. Returns the job's max retries.
 local function bn_materialize(job, payloads, id, payload)
   local name, prio, max, created, env = bn_split(payload)
-  if not name or bn_prios[prio] == nil or tonumber(max) == nil then
+  if not name or bn_prios[prio] == nil or #max > 15 or not string.find(max, '^%d+$') then
     name, prio, max, created, env = '?', 'normal', '0', '0', payload
   end
   redis.call('HDEL', payloads, id)
   bn_write_job(job, {'n', name, 'p', prio, 'm', max, 'c', created}, env)
+  return tonumber(max)
 end
 
 -- Leases are kept per fetch call, a lease group: the active set holds each
@@ -162,11 +165,111 @@ end
 -- fetch call instead of one member per job (a zset of up to 128 members is a
 -- listpack, where every insert is a scan and a memmove: 2.4 µs a member).
 
+-- bn_leased_under returns, as fetch.lua replies, the jobs still leased under
+-- token: what a second call with a used token gets instead of new jobs. It
+-- reads every lease of the route, which only a retried fetch ever does.
+local function bn_leased_under(leases, payloads, token)
+  local all = redis.call('HGETALL', leases)
+  local ids = {}
+  for i = 1, #all, 2 do
+    if all[i + 1] == token then ids[#ids + 1] = all[i] end
+  end
+  local out = {token}
+  for first = 1, #ids, 200 do
+    local pays = redis.call('HMGET', payloads, unpack(ids, first, math.min(first + 199, #ids)))
+    for j = 1, #pays do
+      out[#out + 1] = ids[first + j - 1]
+      out[#out + 1] = pays[j] or ''
+    end
+  end
+  if #out > 1 then return out end
+  return {}
+end
+
 -- bn_release ends count leases of group token: when none is left, the group
 -- leaves the active set.
+--
+-- A count that is not an integer (garbage) is set high instead: the group then
+-- stays in the active set until its deadline passes unrenewed, and the reaper
+-- recovers whatever is still leased in it. Setting it low could take the
+-- group out of the active set while some of its jobs are still leased, and a
+-- lease whose group is not in the active set is never recovered.
 local function bn_release(active, groups, token, count)
-  if redis.call('HINCRBY', groups, token, -count) <= 0 then
+  local left = redis.pcall('HINCRBY', groups, token, -count)
+  if type(left) == 'table' then
+    redis.call('HSET', groups, token, 1000000000)
+  elseif left <= 0 then
     redis.call('HDEL', groups, token)
     redis.call('ZREM', active, token)
   end
+end
+
+-- Garbage in a job ---------------------------------------------------------
+-- Any byte in Redis can be garbage (written by hand, by a foreign tool, by a
+-- bug). A script that meets a job it cannot act on does not raise half-way
+-- (Redis keeps what was written before the error) and does not skip the job
+-- for ever: it checks the job before its first write and, when the job is
+-- garbage, dead-letters it with a reason naming what was wrong, where it stays
+-- visible and can be replayed once repaired.
+
+-- bn_typeof returns the type of key: 'none', 'string', 'hash', ...
+local function bn_typeof(key)
+  local t = redis.call('TYPE', key)
+  if type(t) == 'table' then t = t['ok'] end
+  return t
+end
+
+-- bn_shown quotes a stored value for a reason, cut short: garbage can be long.
+local function bn_shown(v)
+  if #v > 40 then v = string.sub(v, 1, 40) .. '...' end
+  return "'" .. v .. "'"
+end
+
+-- bn_bad_count returns why v, a count read from a job (attempts a, max
+-- retries m), is unusable, or nil when it is a whole number >= 0. Absent is
+-- fine where absent_ok (attempts: absent means 0). Only plain digits pass:
+-- tonumber would also take '1e3', '0x1f', ' 2' or 'inf', which Go reads as 0.
+local function bn_bad_count(v, what, absent_ok)
+  if v == nil or v == false then
+    if absent_ok then return nil end
+    return what .. ' is missing'
+  end
+  if #v > 15 or not string.find(v, '^%d+$') then
+    return what .. ' is not a whole number >= 0: ' .. bn_shown(v)
+  end
+  return nil
+end
+
+-- bn_bad_prio returns why v, a job's priority p, is unusable, or nil.
+local function bn_bad_prio(v)
+  if v == nil or v == false then return 'its priority (field p) is missing' end
+  if bn_prios[v] == nil then
+    return 'its priority (field p) is ' .. bn_shown(v) .. ', not high, normal or low'
+  end
+  return nil
+end
+
+-- bn_bury dead-letters a job for a reason of its own, without counting an
+-- attempt: the reason becomes its error. The caller has taken the job out of
+-- wherever it was; the failure record, where there is one, is the caller's.
+local function bn_bury(job, dead, stats, id, now, reason)
+  redis.call('HSET', job, 'err', reason, 's', 'x', 'f', now)
+  redis.call('ZADD', dead, now, id)
+  bn_count(stats, 'dead', 1)
+end
+
+-- bn_set_aside moves what a job key held when it is not a job hash (a string,
+-- a list, ...) to the job's garbage key, where it is kept for inspection until
+-- the dead-lettered job is purged, and returns the reason. The job key is free
+-- afterwards: a light job's payload can become its hash, or a stub takes its
+-- place (bn_stub).
+local function bn_set_aside(job, garbage, kind)
+  redis.call('RENAME', job, garbage)
+  return 'its job key held a ' .. kind .. ', not a job hash; that value was moved to ' .. garbage
+end
+
+-- bn_stub writes the hash of a job of which nothing usable is left, so that it
+-- can be dead-lettered and seen; replaying it fails at once (no envelope).
+local function bn_stub(job, now)
+  redis.call('HSET', job, 'n', '?', 'p', 'normal', 'm', '0', 'c', now)
 end

@@ -3,7 +3,8 @@
 -- lease, and drop what the job was (a light job's payload, or its hash): a
 -- finished job is its result record. Several acks travel in one call when
 -- workers finish together. Fenced: an ack whose token is no longer the job's
--- (its lease was reaped or handed back) changes nothing.
+-- (its lease was reaped or handed back) changes nothing, and so does a second
+-- run of the same call (a client retry): the first run released the leases.
 --
 -- KEYS[1]  ZSET  route:{r}:active
 -- KEYS[2]  HASH  route:{r}:leases
@@ -18,7 +19,9 @@
 -- ARGV[3+5(i-1) .. 7+5(i-1)] per job i: id, fencing token, result record (opaque
 --          bytes, also the pub/sub payload), result ttl ms (> 0), and the index in
 --          KEYS of its job hash, or 0 for a light job
--- Returns: an array with, per job, 1 completed or 0 stale token or job gone (nothing written).
+-- Returns: an array with, per job, 1 completed or 0 stale token or job gone
+--          (nothing written). A second run of a call answers 0 for the jobs the
+--          first completed: it cannot tell them from jobs whose lease was lost.
 local prefix = bn_str(ARGV[1], 'channel prefix')
 local only_heard = bn_num(ARGV[2], 'announce flag') == 1
 local n = (#ARGV - 2) / 5
@@ -36,6 +39,10 @@ for i = 1, n do
   channels[i] = prefix .. ids[i] .. '}'
 end
 if #KEYS < 5 + n then error('bananas: ack needs a result key per job') end
+bn_need_type(KEYS[1], 'zset', 'active set')
+bn_need_type(KEYS[2], 'hash', 'leases hash')
+bn_need_type(KEYS[4], 'hash', 'payloads hash')
+bn_need_type(KEYS[5], 'hash', 'groups hash')
 
 -- The tokens of all the jobs in one read, and who listens. A light job's
 -- payload is not read: while its token is still the job's, the job is leased

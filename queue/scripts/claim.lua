@@ -1,7 +1,12 @@
 -- claim.lua: the fetch of a worker limited to some job types. It is given a
 -- window of ids read from the head of one ready list and takes, in list order,
 -- those whose task name is one of the types, up to N, each under a fresh lease.
--- An id that left the list since it was read (another worker took it) is skipped.
+-- An id that left the list since it was read (another worker took it) is
+-- skipped, and so is one whose job cannot be read (no payload, no hash, a key
+-- of another type): it is not this worker's to judge.
+--
+-- Idempotent per token, as fetch.lua: a second call with the same token
+-- claims nothing and returns the jobs still leased under it.
 --
 -- KEYS[1]  LIST  route:{r}:queue:<priority>
 -- KEYS[2]  ZSET  route:{r}:active
@@ -25,6 +30,14 @@ local m = #KEYS - 5
 if #ARGV ~= 4 + t + m then error('bananas: claim needs one id per job key') end
 local types = {}
 for i = 1, t do types[bn_str(ARGV[4 + i], 'type name')] = true end
+bn_need_type(KEYS[1], 'list', 'ready list')
+bn_need_type(KEYS[2], 'zset', 'active set')
+bn_need_type(KEYS[3], 'hash', 'leases hash')
+bn_need_type(KEYS[4], 'hash', 'payloads hash')
+bn_need_type(KEYS[5], 'hash', 'groups hash')
+if redis.call('HEXISTS', KEYS[5], token) == 1 then
+  return bn_leased_under(KEYS[3], KEYS[4], token)
+end
 
 local out, taken = {token}, 0
 for i = 1, m do
@@ -34,10 +47,10 @@ for i = 1, m do
   local name
   if payload then
     name = bn_split(payload)
-  else
+  elseif bn_type(KEYS[5 + i], 'hash') then
     name = redis.call('HGET', KEYS[5 + i], 'n')
   end
-  if name and types[name] and redis.call('LREM', KEYS[1], 1, id) == 1 then
+  if name and types[name] and not redis.call('HGET', KEYS[3], id) and redis.call('LREM', KEYS[1], 1, id) == 1 then
     taken = taken + 1
     redis.call('HSET', KEYS[3], id, token)
     out[#out + 1] = id

@@ -4,34 +4,53 @@
 -- priority. A job whose id already exists, or whose unique key is held, is not
 -- written; its slot in the reply names the job that holds it.
 --
+-- Idempotent: a second call with the same arguments (a client retry after the
+-- reply was lost) writes nothing and answers as the first did. A fresh id (from
+-- NewID) that exists can only be this call's own earlier write: it answers
+-- "written" again, and its unique key (held by that same job) is not looked
+-- at. A call with a caller-chosen id cannot tell its own earlier write from
+-- another caller's job of that id, so it leaves a receipt, its reply, for the
+-- receipt TTL, and a second call answers from it.
+--
 -- KEYS[1]  list    route:{r}:queue:<priority>   LIST  ready job ids
 -- KEYS[2]  ZSET    route:{r}:scheduled          id -> run-at ms
 -- KEYS[3]  HASH    route:{r}:stats              counters
 -- KEYS[4]  HASH    route:{r}:payloads           id -> payload of light jobs
--- KEYS[5+3i]  HASH    route:{r}:job:<id_i>      the job (i = 0..n-1)
--- KEYS[6+3i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
--- KEYS[7+3i]  STRING  route:{r}:result:<id_i>   its result record (a finished job still holds its id)
+-- KEYS[5]  STRING  route:{r}:receipt:<call>     this call's reply, or the stats key again when it keeps none
+-- KEYS[6+3i]  HASH    route:{r}:job:<id_i>      the job (i = 0..n-1)
+-- KEYS[7+3i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
+-- KEYS[8+3i]  STRING  route:{r}:result:<id_i>   its result record (a finished job still holds its id)
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  priority: high|normal|low
 -- ARGV[3]  wake channel (published when the list was empty)
 -- ARGV[4]  schedule channel (published with the earliest run-at when a job is scheduled)
 -- ARGV[5]  n, the number of jobs
--- ARGV[6+7i .. 12+7i] per job: id, name, envelope (msgpack), max retries, run-at ms (0 = now),
---          unique ttl ms (0 = none), 1 to check the id is free (a caller-chosen id) or 0 (a fresh ULID)
+-- ARGV[6]  receipt ttl ms: > 0 when a job has a caller-chosen id, else 0 (no receipt)
+-- ARGV[7+7i .. 13+7i] per job: id, name, envelope (msgpack), max retries, run-at ms (0 = now),
+--          unique ttl ms (0 = none), 1 for a caller-chosen id or 0 for a fresh one (NewID)
 -- Returns: an array of n strings: "" for a job written, else the id of the job that already holds its id or unique key.
 local now = bn_num(ARGV[1], 'now')
 local prio = ARGV[2]
 bn_prio(prio, 'priority')
 local n = bn_num(ARGV[5], 'job count')
-if #KEYS ~= 4 + 3 * n or #ARGV ~= 5 + 7 * n then
-  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (4 + 3 * n) .. ' keys and ' .. (5 + 7 * n) .. ' args')
+local receipt_ttl = bn_num(ARGV[6], 'receipt ttl')
+if #KEYS ~= 5 + 3 * n or #ARGV ~= 6 + 7 * n then
+  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (5 + 3 * n) .. ' keys and ' .. (6 + 7 * n) .. ' args')
+end
+bn_need_type(KEYS[1], 'list', 'ready list')
+bn_need_type(KEYS[2], 'zset', 'scheduled set')
+bn_need_type(KEYS[4], 'hash', 'payloads hash')
+if receipt_ttl > 0 then
+  local answered = redis.call('GET', KEYS[5])
+  if answered then return cjson.decode(answered) end
 end
 
 -- Pass 1: validate every job and find duplicates; nothing is written yet.
 local reply = {}
 local seen_id, seen_unique = {}, {}
+local own = {}
 for i = 0, n - 1 do
-  local a = 6 + 7 * i
+  local a = 7 + 7 * i
   local id = bn_str(ARGV[a], 'job id')
   if string.find(bn_str(ARGV[a + 1], 'task name'), '|', 1, true) then error('bananas: task name must not contain |') end
   bn_str(ARGV[a + 2], 'envelope')
@@ -39,14 +58,18 @@ for i = 0, n - 1 do
   bn_num(ARGV[a + 4], 'run-at')
   local uttl = bn_num(ARGV[a + 5], 'unique ttl')
   local check = bn_num(ARGV[a + 6], 'id check flag') == 1
-  local job, ukey = KEYS[5 + 3 * i], KEYS[6 + 3 * i]
+  local job, ukey = KEYS[6 + 3 * i], KEYS[7 + 3 * i]
   local holder = ''
-  if check and (seen_id[id] or redis.call('EXISTS', job, KEYS[7 + 3 * i]) > 0 or redis.call('HEXISTS', KEYS[4], id) == 1) then
+  local exists = seen_id[id] or redis.call('EXISTS', job, KEYS[8 + 3 * i]) > 0 or redis.call('HEXISTS', KEYS[4], id) == 1
+  if exists and not check then
+    own[i] = true -- this call's own earlier write (see above)
+  elseif exists then
     holder = id
   elseif uttl > 0 then
+    if not bn_type(ukey, 'string') then error('bananas: unique key ' .. ukey .. ' is not a string') end
     holder = seen_unique[ukey] or redis.call('GET', ukey) or ''
   end
-  if holder == '' then
+  if holder == '' and not own[i] then
     seen_id[id] = true
     if uttl > 0 then seen_unique[ukey] = id end
   end
@@ -58,12 +81,12 @@ end
 local written, earliest = 0, nil
 local ready, payloads, later = {}, {}, {}
 for i = 0, n - 1 do
-  if reply[i + 1] == '' then
-    local a = 6 + 7 * i
+  if reply[i + 1] == '' and not own[i] then
+    local a = 7 + 7 * i
     local id, run_at, uttl = ARGV[a], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
-    local ukey = KEYS[6 + 3 * i]
+    local ukey = KEYS[7 + 3 * i]
     if run_at > now then
-      bn_write_job(KEYS[5 + 3 * i], {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}, ARGV[a + 2])
+      bn_write_job(KEYS[6 + 3 * i], {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}, ARGV[a + 2])
       later[#later + 1] = run_at
       later[#later + 1] = id
       if earliest == nil or run_at < earliest then earliest = run_at end
@@ -85,4 +108,5 @@ end
 if #later > 0 then bn_sliced('ZADD', KEYS[2], later) end
 if written > 0 then bn_count(KEYS[3], 'enqueued', written) end
 if earliest ~= nil then redis.call('PUBLISH', ARGV[4], tostring(earliest)) end
+if receipt_ttl > 0 then redis.call('SET', KEYS[5], cjson.encode(reply), 'PX', receipt_ttl) end
 return reply

@@ -5,6 +5,18 @@
 -- with an empty payload and the caller reads its hash next (its key is unknown
 -- until the id is popped).
 --
+-- Idempotent per token: a second call with the same token (a client retry
+-- after the reply was lost, or a late copy of the command) takes nothing and
+-- returns the jobs still leased under that token — the first call's result,
+-- less what has settled since. A token whose group is gone (all its jobs
+-- settled, or handed back and its marker expired) is not recognised; the
+-- caller's lease deadline bounds how long that can matter (see handback.lua).
+--
+-- Garbage is dropped, never leased: an empty list entry, and an entry of a
+-- job already leased (a duplicate id in a list, which would run the job twice).
+-- Each comes back as an id "" with the reason as its payload, for the caller
+-- to log.
+--
 -- KEYS[1]  ZSET  route:{r}:active    lease group token -> deadline ms
 -- KEYS[2]  HASH  route:{r}:leases    id -> fencing token (lease group) of the current dispatch
 -- KEYS[3]  HASH  route:{r}:payloads  id -> payload of light jobs
@@ -16,13 +28,23 @@
 --          dispatch is a job and the call that leased it; a job is leased again
 --          only by a later call, so one token per call fences as well as one per job)
 -- Returns: a flat array token, id1, payload1, id2, payload2, ... (empty when
---          every list is empty): the call's token once, then each job's id and
---          payload; payload is "" for a job with its own hash.
+--          nothing was taken or dropped): the call's token once, then each
+--          job's id and payload; payload is "" for a job with its own hash; an
+--          id "" marks a dropped entry, its payload the reason.
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
 local token = bn_str(ARGV[3], 'token')
 if want < 1 then error('bananas: count must be >= 1') end
 if #KEYS < 5 then error('bananas: fetch needs at least one list key') end
+bn_need_type(KEYS[1], 'zset', 'active set')
+bn_need_type(KEYS[2], 'hash', 'leases hash')
+bn_need_type(KEYS[3], 'hash', 'payloads hash')
+bn_need_type(KEYS[4], 'hash', 'groups hash')
+for k = 5, #KEYS do bn_need_type(KEYS[k], 'list', 'ready list') end
+
+if redis.call('HEXISTS', KEYS[4], token) == 1 then
+  return bn_leased_under(KEYS[2], KEYS[3], token)
+end
 
 local out = {token}
 local taken = 0
@@ -30,24 +52,35 @@ for k = 5, #KEYS do
   if taken >= want then break end
   local ids = redis.call('LPOP', KEYS[k], want - taken)
   if ids then
-    local tokens = {}
+    local tokens, seen = {}, {}
     for first = 1, #ids, 200 do
-      local pays = redis.call('HMGET', KEYS[3], unpack(ids, first, math.min(first + 199, #ids)))
+      local last = math.min(first + 199, #ids)
+      local pays = redis.call('HMGET', KEYS[3], unpack(ids, first, last))
+      local held = redis.call('HMGET', KEYS[2], unpack(ids, first, last))
       for j = 1, #pays do
         local id = ids[first + j - 1]
-        taken = taken + 1
-        tokens[#tokens + 1] = id
-        tokens[#tokens + 1] = token
-        out[#out + 1] = id
-        out[#out + 1] = pays[j] or ''
+        if id == '' then
+          out[#out + 1] = ''
+          out[#out + 1] = 'an empty id in ' .. KEYS[k]
+        elseif held[j] or seen[id] then
+          out[#out + 1] = ''
+          out[#out + 1] = 'job ' .. id .. ' is in ' .. KEYS[k] .. ' but already leased'
+        else
+          taken = taken + 1
+          tokens[#tokens + 1] = id
+          tokens[#tokens + 1] = token
+          seen[id] = true
+          out[#out + 1] = id
+          out[#out + 1] = pays[j] or ''
+        end
       end
     end
-    bn_sliced('HSET', KEYS[2], tokens)
+    if #tokens > 0 then bn_sliced('HSET', KEYS[2], tokens) end
   end
 end
 if taken > 0 then
   redis.call('ZADD', KEYS[1], deadline, token)
   redis.call('HSET', KEYS[4], token, taken)
-  return out
 end
+if #out > 1 then return out end
 return {}

@@ -1,0 +1,47 @@
+-- push.lua: enqueue fresh jobs ready to run, the common enqueue: ids from
+-- NewID (unique by construction), no delay, no unique key, so nothing in Redis
+-- can refuse them and no job needs a check of its own. Each becomes a light
+-- job (see _prelude.lua): its payload, built by the caller, in the payloads
+-- hash and its id at the back of the ready list of its priority.
+--
+-- Idempotent: a second call with the same arguments (a client retry after the
+-- reply was lost) writes nothing. Its jobs leave the route in the order they
+-- were pushed, so the call's last job is the last of them to finish; if it is
+-- still anywhere — pending or running (payload), failed (hash) or finished
+-- (result record, kept for its result TTL) — the call already ran.
+--
+-- KEYS[1]  LIST    route:{r}:queue:<priority>
+-- KEYS[2]  HASH    route:{r}:stats
+-- KEYS[3]  HASH    route:{r}:payloads
+-- KEYS[4]  HASH    route:{r}:job:<last id>
+-- KEYS[5]  STRING  route:{r}:result:<last id>
+-- ARGV[1]  wake channel
+-- ARGV[2]  1: publish a wake-up whatever the list held (low load: saves the
+--          caller a round trip); 0: only when the list was empty
+-- ARGV[3..]  pairs id, payload ("name|priority|max retries|created ms|envelope")
+-- Returns: 1 written, 0 already written by an earlier run of this call.
+bn_str(ARGV[1], 'wake channel')
+local eager = bn_num(ARGV[2], 'eager flag') == 1
+local n = (#ARGV - 2) / 2
+if n < 1 or n ~= math.floor(n) then error('bananas: push needs id, payload pairs') end
+local ids = {}
+for i = 1, n do
+  ids[i] = bn_str(ARGV[1 + 2 * i], 'job id')
+  bn_str(ARGV[2 + 2 * i], 'payload')
+end
+bn_need_type(KEYS[1], 'list', 'ready list')
+bn_need_type(KEYS[3], 'hash', 'payloads hash')
+if redis.call('HEXISTS', KEYS[3], ids[n]) == 1 or redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
+  return 0
+end
+
+for first = 3, #ARGV, 400 do
+  redis.call('HSET', KEYS[3], unpack(ARGV, first, math.min(first + 399, #ARGV)))
+end
+local len = 0
+for first = 1, n, 200 do
+  len = redis.call('RPUSH', KEYS[1], unpack(ids, first, math.min(first + 199, n)))
+end
+bn_count(KEYS[2], 'enqueued', n)
+if eager or len == n then redis.call('PUBLISH', ARGV[1], '1') end
+return 1

@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// handBacks returns the jobs of fetches whose outcome is unknown
+// (queue.LostFetch: the reply never came) to their lists, without counting
+// an attempt. Such a fetch may have leased jobs that nobody here will run;
+// left alone, they would wait out their lease and the reaper would count a
+// failed attempt against each — with no retries left, a job would be
+// dead-lettered without ever having run.
+type handBacks struct {
+	q   *queue.Queue
+	log *slog.Logger
+
+	mu      sync.Mutex
+	pending []*queue.LostFetch
+	kick    chan struct{}
+}
+
+func newHandBacks(q *queue.Queue, log *slog.Logger) *handBacks {
+	return &handBacks{q: q, log: log, kick: make(chan struct{}, 1)}
+}
+
+// add records a lost fetch; Run hands its jobs back as soon as Redis answers.
+func (h *handBacks) add(l *queue.LostFetch) {
+	h.mu.Lock()
+	h.pending = append(h.pending, l)
+	h.mu.Unlock()
+	notify(h.kick)
+}
+
+// handBackGiveUp is how long after a lost fetch's lease deadline its hand-back
+// is still tried: by then the reaper has recovered its jobs, and a hand-back
+// finds none leased under the token.
+const handBackGiveUp = 10 * time.Minute
+
+// Run hands back the pending fetches' jobs until ctx ends, retrying with a
+// growing delay while Redis does not answer.
+func (h *handBacks) Run(ctx context.Context) {
+	delay := 50 * time.Millisecond
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.kick:
+		case <-t.C:
+		}
+		if h.try(ctx) {
+			delay = 50 * time.Millisecond
+			continue
+		}
+		t.Reset(delay)
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// try hands back every pending fetch once and reports whether none is left.
+func (h *handBacks) try(ctx context.Context) bool {
+	h.mu.Lock()
+	todo := h.pending
+	h.pending = nil
+	h.mu.Unlock()
+	var left []*queue.LostFetch
+	for _, l := range todo {
+		cctx, cancel := context.WithTimeout(ctx, settleTimeout)
+		n, err := h.q.HandBack(cctx, l.Route, l.Token, l.Until.Add(handBackGiveUp))
+		cancel()
+		switch {
+		case err != nil && time.Now().After(l.Until.Add(handBackGiveUp)):
+			h.log.Warn("bananas: gave up handing back the jobs of a fetch whose reply was lost; the reaper recovers them", "route", l.Route, "err", err)
+		case err != nil:
+			left = append(left, l)
+		case n > 0:
+			h.log.Warn("bananas: handed back jobs of a fetch whose reply was lost; they run next, no attempt counted", "route", l.Route, "jobs", n, "fetch_err", l.Err)
+		}
+	}
+	if len(left) == 0 {
+		return true
+	}
+	h.mu.Lock()
+	h.pending = append(left, h.pending...)
+	h.mu.Unlock()
+	return false
+}
+
+// drain tries the pending hand-backs once more, for a worker that is
+// stopping.
+func (h *handBacks) drain(log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	if !h.try(ctx) {
+		log.Warn("bananas: could not hand back the jobs of a lost fetch at shutdown; the reaper recovers them when their lease expires")
+	}
+}
+
+// lostFetch reports err's lost fetch, if it is one.
+func lostFetch(err error) (*queue.LostFetch, bool) {
+	var l *queue.LostFetch
+	ok := errors.As(err, &l)
+	return l, ok
+}
