@@ -266,8 +266,9 @@ func (q *Queue) HandBack(ctx context.Context, route, token string, until time.Ti
 			ids = append(ids, id)
 		}
 	}
-	// Oldest first, so that they go back in the order they were enqueued
-	// (ULIDs sort by time).
+	// Oldest first: ids from NewID sort by their millisecond. The leases
+	// hash does not keep the fetch's order, so within a millisecond the
+	// order is the ids'.
 	slices.Sort(ids)
 	return q.handBack(ctx, route, token, ids, until)
 }

@@ -1,0 +1,372 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/queue"
+)
+
+// The scripts of the enqueue and fetch paths, run twice with the same
+// arguments as a client that lost the reply does: the second run leaves
+// every key as the first left it.
+func TestScripts_SecondRunOfEnqueueFetchAckChangesNothing(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, q *queue.Queue, h *twice)
+	}{
+		{"push: fresh jobs ready to run", func(t *testing.T, q *queue.Queue, h *twice) {
+			jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r")}
+			h.during(func() {
+				if _, err := q.Enqueue(context.Background(), "r", queue.Normal, jobs, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}},
+		{"enqueue: delayed, chosen id, unique key", func(t *testing.T, q *queue.Queue, h *twice) {
+			now := time.Now()
+			later, chosen, unique := job(t, "r"), job(t, "r"), job(t, "r")
+			later.RunAt = now.Add(time.Hour)
+			chosen.ID, chosen.ChosenID = "order-42", true
+			unique.UniqueKey, unique.UniqueTTL = "k", time.Hour
+			h.during(func() {
+				holders, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{later, chosen, unique}, now)
+				if err != nil || strings.Join(holders, "") != "" {
+					t.Fatalf("enqueue = %q, %v; want every job written", holders, err)
+				}
+			})
+		}},
+		{"fetch: light and heavy jobs, an empty entry, an id already leased", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			leased := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+			jobs := []queue.NewJob{job(t, "r"), job(t, "r")}
+			jobs[1].RunAt = now.Add(time.Millisecond)
+			if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			q.Client().RPush(ctx, q.Keys("r").List(queue.Normal), "", leased.ID)
+			h.during(func() {
+				ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+				if err != nil || len(ds) != 2 {
+					t.Fatalf("fetch = %d jobs, %v; want the 2 jobs, garbage dropped", len(ds), err)
+				}
+			})
+		}},
+		{"claim: the types asked for", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			other := job(t, "r")
+			other.Name = "other"
+			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{other, job(t, "r"), job(t, "r")}, now); err != nil {
+				t.Fatal(err)
+			}
+			h.during(func() {
+				ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now)
+				if err != nil || len(ds) != 2 {
+					t.Fatalf("fetch types = %d jobs, %v; want 2", len(ds), err)
+				}
+			})
+		}},
+		{"ack: light and heavy", func(t *testing.T, q *queue.Queue, h *twice) {
+			now := time.Now()
+			ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
+			h.during(func() {
+				for _, d := range ds {
+					if ok, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute, now); !ok || err != nil {
+						t.Fatalf("ack = %v, %v", ok, err)
+					}
+				}
+			})
+		}},
+		{"handback: a lost fetch's jobs", func(t *testing.T, q *queue.Queue, h *twice) {
+			now := time.Now()
+			ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
+			h.during(func() {
+				if n, err := q.HandBack(context.Background(), "r", ds[0].Token, now.Add(time.Minute)); n != 2 || err != nil {
+					t.Fatalf("hand back = %d, %v; want the 2 jobs of the first fetch", n, err)
+				}
+			})
+		}},
+		{"renew", func(t *testing.T, q *queue.Queue, h *twice) {
+			now := time.Now()
+			ds := leaseLight(t, q, 2, now, now.Add(time.Minute))
+			h.during(func() {
+				if lost, err := q.Renew(context.Background(), "r", ds, now.Add(time.Hour)); len(lost) != 0 || err != nil {
+					t.Fatalf("renew = %v, %v", lost, err)
+				}
+			})
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, q *queue.Queue) {
+				c.run(t, q, hookTwice(t, q))
+			})
+		})
+	}
+}
+
+// A fetch whose command reaches Redis twice (go-redis resent it after the
+// reply was lost) leases the first run's jobs once: the second run takes
+// nothing more and answers with them, and acking them ends the lease group.
+func TestFetch_ResentFetchAnswersWithTheJobsTheFirstLeased(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r"), job(t, "r"), job(t, "r")}
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+			t.Fatal(err)
+		}
+		var armed atomic.Bool
+		twice := &redistest.Twice{Only: func(name string) bool { return armed.Load() && (name == "evalsha" || name == "eval") }}
+		q.Client().AddHook(twice)
+		armed.Store(true)
+		ds, err := q.Fetch(ctx, "r", queue.Priorities, 3, now.Add(time.Minute), now)
+		armed.Store(false)
+		if err != nil || len(ds) != 3 || twice.Runs() != 1 {
+			t.Fatalf("fetch = %d jobs, %v, %d resent; want 3 jobs from a fetch sent twice", len(ds), err, twice.Runs())
+		}
+		k := q.Keys("r")
+		if n, _ := q.Client().LLen(ctx, k.List(queue.Normal)).Result(); n != 2 {
+			t.Fatalf("%d jobs left ready, want 2: the second run must take none", n)
+		}
+		if left, _ := q.Client().HGet(ctx, k.Groups(), ds[0].Token).Result(); left != "3" {
+			t.Fatalf("lease group counts %q jobs, want 3", left)
+		}
+		for _, d := range ds {
+			if ok, err := q.Ack(ctx, d, []byte("ok"), time.Minute, now); !ok || err != nil {
+				t.Fatalf("ack %s = %v, %v", d.ID, ok, err)
+			}
+		}
+		for _, key := range []string{k.Active(), k.Groups(), k.Leases()} {
+			if n, _ := q.Client().Exists(ctx, key).Result(); n != 0 {
+				t.Errorf("%s left after every leased job was acked", key)
+			}
+		}
+	})
+}
+
+// loseReply lets the matching command run and then answers as a connection
+// that died before the reply came back.
+type loseReply struct {
+	match func(redis.Cmder) bool
+	armed atomic.Bool
+	last  []any // the arguments of the last command whose reply it lost
+}
+
+var errReplyLost = errors.New("read tcp: i/o timeout (reply lost)")
+
+func (h *loseReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *loseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil && h.armed.Load() && h.match(cmd) {
+			h.last = cmd.Args()
+			cmd.SetErr(errReplyLost)
+			return errReplyLost
+		}
+		return err
+	}
+}
+func (h *loseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if err == nil && h.armed.Load() && h.match(c) {
+				c.SetErr(errReplyLost)
+				err = errReplyLost
+			}
+		}
+		return err
+	}
+}
+
+// A fetch whose reply was lost leased jobs nobody runs. Handed back, they
+// return to the front of their lists in their order with no attempt counted,
+// and a late copy of that fetch takes nothing.
+func TestHandBack_LostFetchJobsReturnFirstWithoutAnAttempt(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		until := now.Add(time.Minute)
+		jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r"), job(t, "r")}
+		jobs[1].RunAt = now.Add(time.Millisecond) // a job with a hash of its own
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs[1:2], now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{jobs[0], jobs[2], jobs[3]}, now); err != nil {
+			t.Fatal(err)
+		}
+		lose := &loseReply{match: func(c redis.Cmder) bool { return c.Name() == "evalsha" || c.Name() == "eval" }}
+		q.Client().AddHook(lose)
+		lose.armed.Store(true)
+		ds, err := q.Fetch(ctx, "r", queue.Priorities, 3, until, now)
+		lose.armed.Store(false)
+		var lost *queue.LostFetch
+		if !errors.As(err, &lost) || len(ds) != 0 {
+			t.Fatalf("fetch = %d jobs, %v; want a *queue.LostFetch", len(ds), err)
+		}
+		k := q.Keys("r")
+		if n, _ := q.Client().HLen(ctx, k.Leases()).Result(); n != 3 {
+			t.Fatalf("%d jobs leased by the lost fetch, want 3", n)
+		}
+		n, err := q.HandBack(ctx, lost.Route, lost.Token, lost.Until)
+		if n != 3 || err != nil {
+			t.Fatalf("hand back = %d, %v; want 3", n, err)
+		}
+		order, _ := q.Client().LRange(ctx, k.List(queue.Normal), 0, -1).Result()
+		back := map[string]bool{jobs[0].ID: true, jobs[1].ID: true, jobs[2].ID: true}
+		if len(order) != 4 || !back[order[0]] || !back[order[1]] || !back[order[2]] || order[3] != jobs[3].ID {
+			t.Fatalf("ready list = %v; want the 3 handed-back jobs at the front, then %s", order, jobs[3].ID)
+		}
+		if a, _ := q.Client().HGet(ctx, k.Job(jobs[1].ID), "a").Result(); a != "" && a != "0" {
+			t.Fatalf("attempts of a handed-back job = %q, want none counted", a)
+		}
+		// The lost command itself arriving late, or resent: it takes nothing.
+		if got, err := q.Client().Do(ctx, lose.last...).Slice(); len(got) != 0 || err != nil {
+			t.Fatalf("a late copy of the lost fetch = %v, %v; want nothing taken", got, err)
+		}
+		ds, err = q.Fetch(ctx, "r", queue.Priorities, 4, until, now) // the live worker's next fetch takes all four
+		if err != nil || len(ds) != 4 {
+			t.Fatalf("next fetch = %d jobs, %v; want the 4", len(ds), err)
+		}
+		for _, d := range ds {
+			if d.Attempts != 0 {
+				t.Errorf("job %s comes back with %d attempts, want 0", d.ID, d.Attempts)
+			}
+		}
+	})
+}
+
+// An empty entry and the id of a job already leased, found in a ready list,
+// are dropped (neither is a job to run: the second would run a job twice)
+// and each is reported; the jobs around them are fetched.
+func TestFetch_GarbageEntriesAreDroppedAndReported(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		var mu sync.Mutex
+		var warned []string
+		q.OnWarning(func(msg string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			warned = append(warned, fmt.Sprint(msg, args))
+		})
+		leased := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+		good := job(t, "r")
+		k := q.Keys("r")
+		q.Client().RPush(ctx, k.List(queue.Normal), "", leased.ID)
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{good}, now); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+		if err != nil || len(ds) != 1 || ds[0].ID != good.ID {
+			t.Fatalf("fetch = %v, %v; want only %s", ds, err, good.ID)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(warned) != 2 || !strings.Contains(warned[0], "empty id") || !strings.Contains(warned[1], leased.ID+" is in") {
+			t.Fatalf("warnings = %q; want one for the empty entry and one naming %s", warned, leased.ID)
+		}
+		if tok, _ := q.Client().HGet(ctx, k.Leases(), leased.ID).Result(); tok != leased.Token {
+			t.Fatalf("the leased job's lease = %q, want its own %q untouched", tok, leased.Token)
+		}
+	})
+}
+
+// A stats counter that is not a number (scrambled by hand) must not fail an
+// enqueue after its jobs were written: the counter is reset.
+func TestEnqueue_ScrambledCounterIsResetNotAnError(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		k := q.Keys("r")
+		q.Client().HSet(ctx, k.Stats(), "enqueued", "many")
+		now := time.Now()
+		later := job(t, "r")
+		later.RunAt = now.Add(time.Hour)
+		for _, jobs := range [][]queue.NewJob{{job(t, "r")}, {later}} {
+			if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+				t.Fatalf("enqueue with a scrambled counter: %v", err)
+			}
+		}
+		if n, _ := q.Client().HGet(ctx, k.Stats(), "enqueued").Result(); n != "2" {
+			t.Fatalf("enqueued counter = %q, want reset and counting: 2", n)
+		}
+	})
+}
+
+// A worker that runs only some task names reads past the jobs it does not
+// take: 300 jobs of another task at the head of the list do not hide one of
+// its own behind them.
+func TestFetchTypes_JobsNobodyHereTakesDoNotHideTheRest(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		jobs := make([]queue.NewJob, 301)
+		for i := range jobs {
+			jobs[i] = job(t, "r")
+			jobs[i].Name = "other"
+		}
+		jobs[300].Name = "t"
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 5, now.Add(time.Minute), now)
+		if err != nil || len(ds) != 1 || ds[0].ID != jobs[300].ID {
+			t.Fatalf("fetch types = %v, %v; want the one t job behind 300 others", ds, err)
+		}
+	})
+}
+
+// A job hash that cannot be read when it is fetched (the connection died
+// after the fetch) is handed back, not left leased to nobody: the reaper
+// would count an attempt against a job that never ran.
+func TestFetch_JobHashNotReadIsHandedBack(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		heavy := job(t, "r")
+		heavy.RunAt = now.Add(time.Millisecond)
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{heavy}, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		light := job(t, "r")
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{light}, now); err != nil {
+			t.Fatal(err)
+		}
+		lose := &loseReply{match: func(c redis.Cmder) bool { return c.Name() == "hgetall" }}
+		q.Client().AddHook(lose)
+		lose.armed.Store(true)
+		ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+		lose.armed.Store(false)
+		if err == nil || len(ds) != 1 || ds[0].ID != light.ID {
+			t.Fatalf("fetch = %v, %v; want the light job and an error for the unread one", ds, err)
+		}
+		k := q.Keys("r")
+		if head, _ := q.Client().LIndex(ctx, k.List(queue.Normal), 0).Result(); head != heavy.ID {
+			t.Fatalf("ready list head = %q, want the unread job %s handed back", head, heavy.ID)
+		}
+		if tok, _ := q.Client().HGet(ctx, k.Leases(), heavy.ID).Result(); tok != "" {
+			t.Fatalf("the unread job is still leased (%q)", tok)
+		}
+	})
+}
