@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test demo bench bench-compare fmt
+.PHONY: test test-faults demo bench bench-compare fmt
 
 # The one test command (README, .ci/run): formatting, vet, and every test with
 # the race detector against real redis-server processes the tests start.
@@ -9,6 +9,12 @@ test:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+# The network-fault load test: workers reach a real redis-server through a
+# proxy that cuts their connections and then holds them silent past a lease
+# (runtime/faults_test.go, internal/faultproxy). -v prints its figures.
+test-faults:
+	BANANAS_FAULTS=1 $(GO) test -race -count=1 -timeout 5m -v -run '^TestWorker_EveryJobFinishesThroughCutsAndSilentHangs$$' ./runtime/
 
 # The whole thing on the embedded Redis, no server needed.
 demo:

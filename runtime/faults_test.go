@@ -1,0 +1,302 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/internal/faultproxy"
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
+)
+
+// The network faults a worker must come through without losing a job: a cut
+// that drops every connection and refuses new ones, then a hang that keeps
+// every connection open and silent for longer than a lease. During the hang
+// go-redis times out (read_timeout below) and resends the same command on
+// another connection; every copy reaches Redis when the hang ends, each runs,
+// and only the last one's reply is read.
+//
+// The read timeout is chosen so that the hang ends while a resent call is
+// still on its way (4 tries of 3 s outlast 8 s): that call's copies all run,
+// and its caller carries on with one answer. With 1 s, go-redis gives up
+// within the hang and the caller sees an error, which is the easy case.
+const (
+	faultJobs   = 300
+	faultPace   = 50 * time.Millisecond // between two enqueues: the load spans both faults
+	faultLease  = 3 * time.Second
+	faultCut    = 5 * time.Second
+	faultHang   = 8 * time.Second
+	faultDrain  = 15 * time.Second // after the hang, for every job to finish
+	faultURLOpt = "?read_timeout=3s&write_timeout=3s"
+)
+
+// Through a cut and a silent hang longer than the lease, with go-redis
+// resending timed-out commands (its default retries), every job enqueued
+// finishes: none is lost, none dead-lettered, and a job runs more than once
+// only when its lease expired and it was recovered, which counts an attempt.
+func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
+	if os.Getenv("BANANAS_FAULTS") != "1" {
+		t.Skip("network fault load test (20 to 35 s): run with BANANAS_FAULTS=1, or make test-faults")
+	}
+	began := time.Now()
+	srv := redistest.Start(t)
+	px, err := faultproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	ns := redistest.Namespace(t)
+	// Producers and the checks go straight to Redis: the faults are the
+	// workers'. Retries are many so that a job recovered through both faults
+	// is not dead-lettered for running out of them.
+	direct := connect(t, srv.URL(), runtime.WithNamespace(ns), runtime.DefaultRetries(20))
+	task := testtasks.Echo.With(direct)
+
+	led := &ledger{runs: map[string][]int{}}
+	logs := &logCount{n: map[string]int{}}
+	if os.Getenv("BANANAS_TEST_LOG") == "1" {
+		logs.next = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	}
+	for range 2 {
+		c := connect(t, "redis://"+px.Addr()+"/0"+faultURLOpt, runtime.WithNamespace(ns))
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{
+			Lease: faultLease, Concurrency: 8, Logger: slog.New(logs),
+		}))
+		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
+			j, _ := runtime.CurrentJob(ctx)
+			led.record(j.ID, j.Attempt)
+			time.Sleep(3 * time.Millisecond) // the job's work
+			return Reply{Text: m.Text}, nil
+		})
+		startWorker(t, w)
+	}
+
+	var (
+		idsMu sync.Mutex
+		ids   []string
+	)
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		tick := time.NewTicker(faultPace)
+		defer tick.Stop()
+		for i := range faultJobs {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			id, err := task.Enqueue(ctx, Msg{Text: fmt.Sprint(i)})
+			cancel()
+			if err != nil {
+				t.Errorf("enqueue %d (straight to Redis, no fault there): %v", i, err)
+				return
+			}
+			idsMu.Lock()
+			ids = append(ids, id)
+			idsMu.Unlock()
+			<-tick.C
+		}
+	}()
+
+	waitFor(t, 15*time.Second, "the workers to run their first jobs", func() bool { return led.total() >= 20 })
+	cutAt := time.Since(began)
+	px.CutFor(faultCut)
+	time.Sleep(faultCut) // the fault itself
+	ranBefore := led.total()
+	waitFor(t, 15*time.Second, "the workers to run jobs again after the cut", func() bool { return led.total() >= ranBefore+10 })
+	hangAt := time.Since(began)
+	px.Hang()
+	time.Sleep(faultHang) // the fault itself
+	px.Resume()
+	resumedAt := time.Since(began)
+	recv(t, produced, 30*time.Second, "the producer to enqueue every job")
+
+	// Every job finishes: completed, as seen straight from Redis.
+	idsMu.Lock()
+	all := slices.Clone(ids)
+	idsMu.Unlock()
+	ctx := ctxT(t)
+	left := map[string]runtime.Status{}
+	for _, id := range all {
+		left[id] = ""
+	}
+	deadline := time.Now().Add(faultDrain)
+	for len(left) > 0 && time.Now().Before(deadline) {
+		for id := range left {
+			info, err := direct.Job(ctx, id)
+			if err != nil {
+				t.Fatalf("Job(%s): %v", id, err)
+			}
+			if info.Status == runtime.StatusCompleted {
+				delete(left, id)
+			} else {
+				left[id] = info.Status
+			}
+		}
+		if len(left) > 0 {
+			time.Sleep(100 * time.Millisecond) // between two reads of the jobs still out, bounded by deadline
+		}
+	}
+	took := time.Since(began)
+
+	stats, err := direct.Queue().Stats(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, dups, extra := led.figures()
+	t.Logf("cut %s at %s, hang %s at %s, resumed at %s; lease %s, go-redis %s and default retries",
+		faultCut, cutAt.Round(time.Millisecond), faultHang, hangAt.Round(time.Millisecond), resumedAt.Round(time.Millisecond), faultLease, faultURLOpt)
+	t.Logf("jobs %d, runs %d, jobs run more than once %d (extra runs %d), recovered %d, dead %d; worker log: %d lease lost, %d recovered, %d results discarded; took %s",
+		len(all), runs, dups, extra, stats["recovered"], stats["dead"],
+		logs.get("bananas: lease lost; canceling the run"),
+		logs.get("bananas: recovered a job whose lease expired; retry scheduled"),
+		logs.get("bananas: job finished after its lease was lost; result discarded"),
+		took.Round(time.Millisecond))
+
+	if len(left) > 0 {
+		byStatus := map[runtime.Status]int{}
+		neverRan := 0
+		for id, s := range left {
+			byStatus[s]++
+			if led.count(id) == 0 {
+				neverRan++
+			}
+		}
+		t.Errorf("%d of %d jobs not completed %s after the hang ended (%d of them never ran); by status: %v; e.g. %s",
+			len(left), len(all), faultDrain, neverRan, byStatus, slices.Sorted(maps.Keys(left))[0])
+	}
+	if stats["dead"] != 0 {
+		t.Errorf("%d jobs dead-lettered; want none", stats["dead"])
+	}
+	// A second run of a job is only allowed after its lease expired: the
+	// recovery counted a failed attempt, so each run of a job has its own
+	// attempt number, and there are no more extra runs than recoveries.
+	for id, attempts := range led.snapshot() {
+		if len(slices.Compact(slices.Sorted(slices.Values(attempts)))) != len(attempts) {
+			t.Errorf("job %s ran %d times with attempts %v: run again without its lease having expired", id, len(attempts), attempts)
+		}
+	}
+	if int64(extra) > stats["recovered"] {
+		t.Errorf("%d extra runs but only %d jobs recovered after their lease expired", extra, stats["recovered"])
+	}
+}
+
+// ledger records the attempt number of every run of every job.
+type ledger struct {
+	mu   sync.Mutex
+	runs map[string][]int
+	n    int
+}
+
+func (l *ledger) record(id string, attempt int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.runs[id] = append(l.runs[id], attempt)
+	l.n++
+}
+
+func (l *ledger) total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+func (l *ledger) count(id string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.runs[id])
+}
+
+func (l *ledger) snapshot() map[string][]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string][]int, len(l.runs))
+	for id, a := range l.runs {
+		out[id] = slices.Clone(a)
+	}
+	return out
+}
+
+// figures returns the runs, the jobs run more than once and their extra runs.
+func (l *ledger) figures() (runs, dups, extra int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, a := range l.runs {
+		runs += len(a)
+		if len(a) > 1 {
+			dups++
+			extra += len(a) - 1
+		}
+	}
+	return runs, dups, extra
+}
+
+// logCount is a slog handler that counts the workers' lines by message, and
+// passes them on to next when set.
+type logCount struct {
+	mu   sync.Mutex
+	n    map[string]int
+	next slog.Handler
+}
+
+func (h *logCount) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+func (h *logCount) Handle(ctx context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.n[r.Message]++
+	h.mu.Unlock()
+	if h.next != nil {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h *logCount) WithAttrs(as []slog.Attr) slog.Handler {
+	if h.next == nil {
+		return h
+	}
+	return &logCountWith{h, h.next.WithAttrs(as)}
+}
+
+func (h *logCount) WithGroup(g string) slog.Handler {
+	if h.next == nil {
+		return h
+	}
+	return &logCountWith{h, h.next.WithGroup(g)}
+}
+
+func (h *logCount) get(msg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[msg]
+}
+
+// logCountWith counts into its root and passes lines on with its attributes.
+type logCountWith struct {
+	root *logCount
+	next slog.Handler
+}
+
+func (h *logCountWith) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.root.Enabled(ctx, l)
+}
+
+func (h *logCountWith) Handle(ctx context.Context, r slog.Record) error {
+	h.root.mu.Lock()
+	h.root.n[r.Message]++
+	h.root.mu.Unlock()
+	return h.next.Handle(ctx, r)
+}
+
+func (h *logCountWith) WithAttrs(as []slog.Attr) slog.Handler {
+	return &logCountWith{h.root, h.next.WithAttrs(as)}
+}
+
+func (h *logCountWith) WithGroup(g string) slog.Handler {
+	return &logCountWith{h.root, h.next.WithGroup(g)}
+}
