@@ -10,6 +10,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Garbage is where a script sets aside what a job key held when it was not a
+// job hash (a string, a list, ...): the job is dead-lettered as a stub in its
+// place, and the value is kept for inspection until the stub is purged.
+func (k Keys) Garbage(id string) string { return k.base + "garbage:" + id }
+
+// Corrupt is the outcome of a job that was dead-lettered because what Redis
+// held of it was garbage (a field that is not a number, a job key that is not
+// a hash); its error says what was wrong, and the queue's warning names it.
+const Corrupt Outcome = 4
+
 // Expired is a job whose lease ran out, as the reaper found it.
 type Expired struct {
 	ID         string
@@ -27,86 +37,191 @@ type Verdict struct {
 	TTL     time.Duration
 }
 
-const reapBatch = 100
+const (
+	reapBatch = 100 // the most jobs one Reap recovers, and one script call carries
+	reapPage  = 100 // expired lease groups read at a time
+)
 
 // Reap recovers up to reapBatch jobs of route whose lease expired at or before
 // now: each counts a failed attempt and is retried or dead-lettered. decide is
-// asked for each; the returned outcomes are per job reaped.
+// asked for each; the returned outcomes are per job reaped. An entry that is
+// garbage is dealt with on its own (see reap.lua) and reported through the
+// queue's warnings.
+//
+// Expired groups are taken oldest first, a page at a time. Groups left
+// holding jobs the script passed over (a race it lost) are paged past, so a
+// page of groups that cannot be reaped now never hides the newer ones.
 func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide func(Expired) Verdict) (map[string]Outcome, error) {
-	k := q.Keys(route)
-	tokens, err := q.rdb.ZRangeByScore(ctx, k.Active(), &redis.ZRangeBy{
-		Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Count: reapBatch,
-	}).Result()
-	if err != nil || len(tokens) == 0 {
-		return nil, err
+	out := make(map[string]Outcome)
+	offset := int64(0)
+	for len(out) < reapBatch {
+		tokens, err := q.rdb.ZRangeByScore(ctx, q.Keys(route).Active(), &redis.ZRangeBy{
+			Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Offset: offset, Count: reapPage,
+		}).Result()
+		if err != nil {
+			return out, fmt.Errorf("read expired leases of route %s: %w", route, err)
+		}
+		if len(tokens) == 0 {
+			break
+		}
+		before := len(out)
+		kept, dropped, err := q.reapPage(ctx, route, now, tokens, reapBatch-len(out), decide, out)
+		if err != nil {
+			return out, err
+		}
+		if len(tokens) < reapPage {
+			break
+		}
+		if len(out) == before && dropped == 0 {
+			kept = len(tokens) // nothing moved: never read this page again
+		}
+		offset += int64(kept)
 	}
-	// The jobs still leased by the expired groups. Only groups whose worker
-	// stopped renewing expire, so this read of every lease of the route is
-	// rare; healthy groups leave the active set when their last job settles.
+	return out, nil
+}
+
+// reapPage reaps up to budget jobs leased in the expired groups tokens,
+// adding their outcomes to out. It returns how many of the groups still hold
+// a job afterwards (where the next page starts) and how many it found empty
+// (dropped if still expired).
+func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, tokens []string, budget int,
+	decide func(Expired) Verdict, out map[string]Outcome) (kept, dropped int, err error) {
+	k := q.Keys(route)
+	// The jobs still leased by the expired groups, read after the groups: a
+	// group read first has all its leases by then (a fetch writes both at
+	// once), so one found empty here is empty for good. Only groups whose
+	// worker stopped renewing expire, so this read of every lease of the
+	// route is rare.
 	leases, err := q.rdb.HGetAll(ctx, k.Leases()).Result()
 	if err != nil {
-		return nil, fmt.Errorf("read leases of route %s: %w", route, err)
+		return 0, 0, fmt.Errorf("read leases of route %s: %w", route, err)
 	}
-	held := make(map[string]bool, len(tokens))
+	left := make(map[string]int, len(tokens)) // token -> jobs leased in it
 	for _, t := range tokens {
-		held[t] = false
+		left[t] = 0
 	}
 	var ids, owners []string
 	for id, t := range leases {
-		if _, ok := held[t]; !ok {
+		if _, ok := left[t]; !ok {
 			continue
 		}
 		// A group with a leased job is not empty, even when its job waits for
-		// the next pass (over reapBatch): dropping it would leave that job
+		// the next pass (over budget): dropping it would leave that job
 		// leased to a group no reaper ever sees again.
-		held[t] = true
-		if len(ids) < reapBatch {
+		left[t]++
+		if len(ids) < budget {
 			ids, owners = append(ids, id), append(owners, t)
 		}
 	}
 	var empty []any
 	for _, t := range tokens {
-		if !held[t] {
+		if left[t] == 0 {
 			empty = append(empty, t)
 		}
+	}
+	fields, pays, err := q.readExpired(ctx, k, ids)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read expired jobs of route %s: %w", route, err)
+	}
+	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats(), k.Payloads(), k.Groups()}
+	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns), len(empty)}
+	args = append(args, empty...)
+	for i, id := range ids {
+		keys = append(keys, k.Job(id), k.Result(id), k.Garbage(id))
+		if id == "" { // not a job: the script drops its lease, nothing to decide
+			args = append(args, id, owners[i], "", 0, "", 1)
+			continue
+		}
+		f := fields[i]
+		e := Expired{ID: id, Name: f["n"], Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"])}
+		e.Envelope, _ = decodeStored(id, f)
+		if pays[i] != nil && len(f) == 0 {
+			var d Dispatch
+			d.fillFromPayload(*pays[i])
+			e = Expired{ID: id, Name: d.Name, MaxRetries: d.MaxRetries, Envelope: d.Envelope}
+		}
+		verdict := decide(e)
+		args = append(args, id, owners[i], f["a"], ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)))
+	}
+	res, err := q.s.reap.Run(ctx, q.rdb, keys, args...).Result()
+	if err != nil {
+		return 0, 0, fmt.Errorf("reap route %s: %w", route, err)
+	}
+	replies, _ := res.([]any)
+	for i, id := range ids {
+		var o Outcome
+		if i < len(replies) {
+			o = q.reapReply(route, replies[i])
+		}
+		if o != Stale {
+			out[id] = o
+			left[owners[i]]--
+		}
+	}
+	for _, t := range tokens {
+		if left[t] > 0 {
+			kept++
+		}
+	}
+	return kept, len(empty), nil
+}
+
+// readExpired reads the hashes and payloads of the jobs ids in one pipelined
+// round trip. A job key that is not a hash reads as no fields (reap.lua sets
+// it aside); only a failed round trip is an error.
+func (q *Queue) readExpired(ctx context.Context, k Keys, ids []string) ([]map[string]string, []*string, error) {
+	fields := make([]map[string]string, len(ids))
+	pays := make([]*string, len(ids))
+	if len(ids) == 0 {
+		return fields, pays, nil
 	}
 	pipe := q.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = pipe.HGetAll(ctx, k.Job(id))
 	}
-	var pays *redis.SliceCmd
-	if len(ids) > 0 {
-		pays = pipe.HMGet(ctx, k.Payloads(), ids...)
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("read expired jobs of route %s: %w", route, err)
+	hm := pipe.HMGet(ctx, k.Payloads(), ids...)
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && !isReply(err) {
+			return nil, nil, err
+		}
+		fields[i] = c.Val()
+	}
+	if err := hm.Err(); err != nil && !isReply(err) {
+		return nil, nil, err
+	}
+	for i, v := range hm.Val() {
+		if i < len(pays) {
+			if s, ok := v.(string); ok {
+				pays[i] = &s
+			}
 		}
 	}
-	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats(), k.Payloads(), k.Groups()}
-	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns), len(empty)}
-	args = append(args, empty...)
-	for i, id := range ids {
-		f := cmds[i].Val()
-		e := Expired{ID: id, Name: f["n"], Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"])}
-		e.Envelope, _ = decodeStored(id, f)
-		if p, ok := pays.Val()[i].(string); ok && len(f) == 0 {
-			var d Dispatch
-			d.fillFromPayload(p)
-			e = Expired{ID: id, Name: d.Name, MaxRetries: d.MaxRetries, Envelope: d.Envelope}
+	return fields, pays, nil
+}
+
+// reapReply turns one job's reply of reap.lua into its outcome, warning of a
+// bad entry with the script's reason.
+func (q *Queue) reapReply(route string, r any) Outcome {
+	switch v := r.(type) {
+	case int64:
+		return Outcome(v)
+	case []any:
+		if len(v) != 2 {
+			return Stale
 		}
-		verdict := decide(e)
-		keys = append(keys, k.Job(id), k.Result(id))
-		args = append(args, id, owners[i], e.Attempts, ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)))
+		code, _ := v[0].(int64)
+		why, _ := v[1].(string)
+		q.warn("bananas: reaper met a bad entry", "route", route, "why", why)
+		return Outcome(code)
 	}
-	res, err := q.s.reap.Run(ctx, q.rdb, keys, args...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("reap route %s: %w", route, err)
-	}
-	out := make(map[string]Outcome, len(ids))
-	for i, o := range ints(res) {
-		if o != 0 {
-			out[ids[i]] = Outcome(o)
-		}
-	}
-	return out, nil
+	return Stale
+}
+
+// isReply reports whether err is the server's answer (WRONGTYPE, a script's
+// error, a nil reply) rather than a failure to reach the server.
+func isReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }

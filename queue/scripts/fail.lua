@@ -3,6 +3,13 @@
 -- when the failure is final (a decode error, a payload over the limit), it is
 -- dead-lettered and its failure record is stored and announced. Fenced like ack.
 --
+-- A job whose attempts (a) or max retries (m) field is garbage cannot be
+-- counted: it is dead-lettered at once, its error naming the field and the
+-- run's failure, so that it can be repaired and replayed. A job key that is
+-- not a hash raises before any write: the job stays leased, and the reaper,
+-- which can set the value aside, recovers it when its lease expires. Run
+-- twice, the second call finds the lease gone and writes nothing (returns 0).
+--
 -- KEYS[1]  HASH    route:{r}:job:<id>
 -- KEYS[2]  ZSET    route:{r}:active
 -- KEYS[3]  HASH    route:{r}:leases
@@ -23,7 +30,8 @@
 -- ARGV[9]  result channel
 -- ARGV[10] started-at of the run (unix ms)
 -- ARGV[11] schedule channel
--- Returns: 0 stale token (nothing written), 1 scheduled for retry, 2 dead-lettered,
+-- Returns: 0 stale token (nothing written), 1 scheduled for retry, 2 dead-lettered
+--          (also when its a or m field is garbage: its error names the field),
 --          3 the job is gone (lease released, nothing else to do).
 local id = bn_str(ARGV[1], 'job id')
 local token = bn_str(ARGV[2], 'token')
@@ -36,15 +44,36 @@ local started = bn_num(ARGV[10], 'started-at')
 bn_str(ARGV[11], 'schedule channel')
 if ttl <= 0 then error('bananas: failure ttl must be > 0') end
 if redis.call('HGET', KEYS[3], id) ~= token then return 0 end
-local exists = redis.call('EXISTS', KEYS[1]) == 1
+bn_need_type(KEYS[2], 'zset', 'active set')
+bn_need_type(KEYS[4], 'zset', 'scheduled set')
+bn_need_type(KEYS[5], 'zset', 'dead-letter set')
+bn_need_type(KEYS[9], 'hash', 'groups hash')
+local kind = bn_typeof(KEYS[1])
+if kind ~= 'hash' and kind ~= 'none' then
+  error('bananas: job key ' .. KEYS[1] .. ' holds a ' .. kind .. ', not a job hash; the job stays leased for the reaper')
+end
+local exists = kind == 'hash'
 local payload = not exists and redis.call('HGET', KEYS[8], id)
+local prior, max, why = 0, 0, nil
+if exists then
+  local f = redis.call('HMGET', KEYS[1], 'a', 'm')
+  why = bn_bad_count(f[1], 'its attempts (field a)', true) or bn_bad_count(f[2], 'its max retries (field m)', false)
+  if not why then prior, max = tonumber(f[1] or '0'), tonumber(f[2]) end
+end
 
 redis.call('HDEL', KEYS[3], id)
 bn_release(KEYS[2], KEYS[9], token, 1)
 if payload then
-  bn_materialize(KEYS[1], KEYS[8], id, payload)
+  max = bn_materialize(KEYS[1], KEYS[8], id, payload)
 elseif not exists then
   return 3
 end
 redis.call('HSET', KEYS[1], 'st', started)
-return bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11])
+if why then
+  bn_count(KEYS[7], 'failed', 1)
+  bn_bury(KEYS[1], KEYS[5], KEYS[7], id, now, 'dead-lettered without a retry: ' .. why .. '; the run failed with: ' .. ARGV[4])
+  redis.call('SET', KEYS[6], ARGV[7], 'PX', ttl)
+  redis.call('PUBLISH', ARGV[9], ARGV[7])
+  return 2
+end
+return bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11], prior, max)

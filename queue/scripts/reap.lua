@@ -2,9 +2,22 @@
 -- each counts a failed attempt and is retried or dead-lettered like fail.lua.
 -- The caller read the expired lease groups, the jobs still leased in them and
 -- their attempts first; a job is only reaped if its lease is still that group's,
--- the group's deadline is still <= now, and its attempts are unchanged, so a
--- renewal or a completion that won the race is left alone. Expired groups the
--- caller found no leased job in are dropped.
+-- the group's deadline is still <= now, and its attempts field reads as the
+-- caller read it (byte for byte), so a renewal or a completion that won the
+-- race is left alone. Expired groups the caller found no leased job in are
+-- dropped.
+--
+-- A bad entry is handled on its own and never fails the batch, so that one
+-- cannot keep every later crashed job of the route from being recovered:
+--   - an empty id (no job can have it): its lease is dropped;
+--   - a job key that is not a hash: its value is moved to the job's garbage
+--     key; a light job (payload present) then gets its hash and is reaped as
+--     usual, anything else is dead-lettered as a stub hash whose error says so;
+--   - a job whose attempts (a) or max retries (m) is garbage: dead-lettered
+--     without counting, its error naming the field.
+-- Each such entry's reply carries the reason, for the caller to log. Route
+-- keys of the wrong type raise before any write. Run twice, the second call
+-- finds the leases gone or changed and writes nothing.
 --
 -- KEYS[1]  ZSET  route:{r}:active     lease group token -> deadline ms
 -- KEYS[2]  HASH  route:{r}:leases     id -> token
@@ -13,61 +26,105 @@
 -- KEYS[5]  HASH  route:{r}:stats
 -- KEYS[6]  HASH  route:{r}:payloads  (a light job gets its hash here first)
 -- KEYS[7]  HASH  route:{r}:groups    lease group token -> jobs still leased
--- KEYS[8+2i]  HASH    route:{r}:job:<id_i>
--- KEYS[9+2i]  STRING  route:{r}:result:<id_i>
+-- KEYS[8+3i]   HASH    route:{r}:job:<id_i>
+-- KEYS[9+3i]   STRING  route:{r}:result:<id_i>
+-- KEYS[10+3i]  any     route:{r}:garbage:<id_i>  where a job key that is not a hash goes
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  result channel prefix (the channel is prefix .. id .. "}")
 -- ARGV[3]  schedule channel
 -- ARGV[4]  e, the number of empty expired groups that follow
 -- ARGV[5..4+e]  their tokens
--- ARGV[5+e+6i .. 10+e+6i] per job: id, its lease token, attempts read, retry-at ms,
+-- ARGV[5+e+6i .. 10+e+6i] per job: id, its lease token, its attempts field as
+--          read ("" when absent or when the job has no hash), retry-at ms,
 --          failure record, failure ttl ms
--- Returns: an array of per-job outcomes: 0 skipped, 1 retry, 2 dead, 3 orphan lease removed.
+-- Returns: an array with one reply per job: 0 skipped, 1 retry, 2 dead, 3
+--          orphan lease removed; or, for a bad entry, a pair {outcome, reason}
+--          with outcome 3 (lease dropped) or 4 (dead-lettered as garbage).
 local now = bn_num(ARGV[1], 'now')
 local prefix = bn_str(ARGV[2], 'channel prefix')
 local sched = bn_str(ARGV[3], 'schedule channel')
 local e = bn_num(ARGV[4], 'empty group count')
-local n = (#KEYS - 7) / 2
-if n ~= math.floor(n) or #ARGV ~= 4 + e + 6 * n then error('bananas: reap needs 2 keys and 6 args per job') end
-for i = 1, e do bn_str(ARGV[4 + i], 'group token') end
+local n = (#KEYS - 7) / 3
+if n ~= math.floor(n) or #ARGV ~= 4 + e + 6 * n then error('bananas: reap needs 3 keys and 6 args per job') end
 for i = 0, n - 1 do
   local a = 5 + e + 6 * i
-  bn_str(ARGV[a], 'job id')
-  bn_str(ARGV[a + 1], 'token')
-  bn_num(ARGV[a + 2], 'attempts')
   bn_num(ARGV[a + 3], 'retry-at')
   if bn_num(ARGV[a + 5], 'failure ttl') <= 0 then error('bananas: failure ttl must be > 0') end
 end
+bn_need_type(KEYS[1], 'zset', 'active set')
+bn_need_type(KEYS[2], 'hash', 'leases hash')
+bn_need_type(KEYS[3], 'zset', 'scheduled set')
+bn_need_type(KEYS[4], 'zset', 'dead-letter set')
+bn_need_type(KEYS[6], 'hash', 'payloads hash')
+bn_need_type(KEYS[7], 'hash', 'groups hash')
 
 local function expired(token)
   local score = redis.call('ZSCORE', KEYS[1], token)
   return score ~= false and score ~= nil and tonumber(score) <= now
 end
 
+local lost = 'lease expired: the worker running it stopped renewing (crashed or lost Redis)'
+
+-- Every read of a job comes before its writes, and nothing written for one
+-- job can make the reads or writes of the next raise (the route keys' types
+-- are checked above, job keys' types per job), so no job is left half-moved.
 local out = {}
 for i = 0, n - 1 do
   local a = 5 + e + 6 * i
-  local id, token = ARGV[a], ARGV[a + 1]
-  local job, result = KEYS[8 + 2 * i], KEYS[9 + 2 * i]
-  local outcome = 0
+  local id, token, read_a = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+  local retry_at, record, ttl = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
+  local job, result, garbage = KEYS[8 + 3 * i], KEYS[9 + 3 * i], KEYS[10 + 3 * i]
+  local channel = prefix .. id .. '}'
+  local reply = 0
   if redis.call('HGET', KEYS[2], id) == token and expired(token) then
-    local exists = redis.call('EXISTS', job) == 1
-    local payload = not exists and redis.call('HGET', KEYS[6], id)
-    if not exists and not payload then
+    local kind = bn_typeof(job)
+    local payload = kind ~= 'hash' and redis.call('HGET', KEYS[6], id)
+    local fields = kind == 'hash' and redis.call('HMGET', job, 'a', 'm') or {}
+    if id == '' then
       redis.call('HDEL', KEYS[2], id)
       bn_release(KEYS[1], KEYS[7], token, 1)
-      outcome = 3
-    elseif tonumber(payload and '0' or redis.call('HGET', job, 'a') or '0') == tonumber(ARGV[a + 2]) then
+      reply = {3, 'an empty id was leased (no job can have it); its lease was dropped'}
+    elseif kind ~= 'hash' and kind ~= 'none' then
       redis.call('HDEL', KEYS[2], id)
       bn_release(KEYS[1], KEYS[7], token, 1)
-      if payload then bn_materialize(job, KEYS[6], id, payload) end
       bn_count(KEYS[5], 'recovered', 1)
-      outcome = bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], id, now,
-        'lease expired: the worker running it stopped renewing (crashed or lost Redis)',
-        tonumber(ARGV[a + 3]), 0, ARGV[a + 4], tonumber(ARGV[a + 5]), prefix .. id .. '}', sched)
+      local why = bn_set_aside(job, garbage, kind)
+      if payload then
+        local max = bn_materialize(job, KEYS[6], id, payload)
+        reply = {bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], id, now, lost, retry_at, 0, record, ttl, channel, sched, 0, max),
+          'job ' .. id .. ': ' .. why .. '; its payload was kept and it was recovered'}
+      else
+        bn_stub(job, now)
+        bn_count(KEYS[5], 'failed', 1)
+        bn_bury(job, KEYS[4], KEYS[5], id, now, 'dead-lettered: ' .. why)
+        redis.call('SET', result, record, 'PX', ttl)
+        redis.call('PUBLISH', channel, record)
+        reply = {4, 'job ' .. id .. ': ' .. why .. '; dead-lettered as a stub'}
+      end
+    elseif kind == 'none' and not payload then
+      redis.call('HDEL', KEYS[2], id)
+      bn_release(KEYS[1], KEYS[7], token, 1)
+      reply = 3
+    elseif (fields[1] or '') == read_a then
+      local why = kind == 'hash' and (bn_bad_count(fields[1], 'its attempts (field a)', true) or
+        bn_bad_count(fields[2], 'its max retries (field m)', false))
+      redis.call('HDEL', KEYS[2], id)
+      bn_release(KEYS[1], KEYS[7], token, 1)
+      bn_count(KEYS[5], 'recovered', 1)
+      if why then
+        bn_count(KEYS[5], 'failed', 1)
+        bn_bury(job, KEYS[4], KEYS[5], id, now, 'dead-lettered without a retry: ' .. why .. '; ' .. lost)
+        redis.call('SET', result, record, 'PX', ttl)
+        redis.call('PUBLISH', channel, record)
+        reply = {4, 'job ' .. id .. ': ' .. why .. '; dead-lettered'}
+      else
+        local prior, max = tonumber(fields[1] or '0'), tonumber(fields[2])
+        if payload then prior, max = 0, bn_materialize(job, KEYS[6], id, payload) end
+        reply = bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], id, now, lost, retry_at, 0, record, ttl, channel, sched, prior, max)
+      end
     end
   end
-  out[#out + 1] = outcome
+  out[#out + 1] = reply
 end
 -- A group with no leased job left (its count out of step, or its last jobs
 -- reaped above) leaves the active set once expired; no lease can join a group
