@@ -12,7 +12,10 @@ import (
 const promoteBatch = 500
 
 // Promote moves the scheduled jobs of route that are due at now to their ready
-// lists, in batches, and returns how many moved.
+// lists, in batches, and returns how many moved. Every due job leaves the
+// scheduled set: one that cannot run (its priority is garbage, its job key is
+// not a hash) is dead-lettered instead, and an entry without a job dropped,
+// each reported through the queue's warnings (see promote.lua).
 func (q *Queue) Promote(ctx context.Context, route string, now time.Time) (int, error) {
 	k := q.Keys(route)
 	total := 0
@@ -23,17 +26,24 @@ func (q *Queue) Promote(ctx context.Context, route string, now time.Time) (int, 
 		if err != nil || len(ids) == 0 {
 			return total, err
 		}
-		keys := []string{k.Scheduled(), k.List(High), k.List(Normal), k.List(Low)}
+		keys := []string{k.Scheduled(), k.List(High), k.List(Normal), k.List(Low), k.Dead(), k.Stats()}
 		args := []any{ms(now), k.WakeChannel()}
 		for _, id := range ids {
-			keys = append(keys, k.Job(id))
+			keys = append(keys, k.Job(id), k.Garbage(id))
 			args = append(args, id)
 		}
-		n, err := q.s.promote.Run(ctx, q.rdb, keys, args...).Int()
+		res, err := q.s.promote.Run(ctx, q.rdb, keys, args...).Slice()
 		if err != nil {
 			return total, fmt.Errorf("promote route %s: %w", route, err)
 		}
-		total += n
+		if len(res) > 0 {
+			n, _ := res[0].(int64)
+			total += int(n)
+		}
+		for _, r := range res[min(1, len(res)):] {
+			why, _ := r.(string)
+			q.warn("bananas: promoter met a bad entry", "route", route, "why", why)
+		}
 		if len(ids) < promoteBatch {
 			return total, nil
 		}

@@ -2,31 +2,61 @@
 -- has come to the back of the ready list of their priority. The caller read the
 -- due ids first; an id is only moved if it is still scheduled and due now.
 --
+-- Every due id leaves the scheduled set, so none is read again pass after
+-- pass: a job whose priority (p) is missing or garbage is dead-lettered, its
+-- error naming the field; a job key that is not a hash is moved to the job's
+-- garbage key and a stub is dead-lettered in its place; an entry with no job
+-- at all is dropped. Each comes back with its reason, for the caller to log.
+-- Route keys of the wrong type raise before any write. Run twice, the second
+-- call finds the ids gone from the scheduled set and writes nothing.
+--
 -- KEYS[1]  ZSET  route:{r}:scheduled
 -- KEYS[2]  LIST  route:{r}:queue:high
 -- KEYS[3]  LIST  route:{r}:queue:normal
 -- KEYS[4]  LIST  route:{r}:queue:low
--- KEYS[5..]  HASH  route:{r}:job:<id_i>, one per id
+-- KEYS[5]  ZSET  route:{r}:dead
+-- KEYS[6]  HASH  route:{r}:stats
+-- KEYS[7+2i]  HASH  route:{r}:job:<id_i>
+-- KEYS[8+2i]  any   route:{r}:garbage:<id_i>  where a job key that is not a hash goes
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  wake channel
--- ARGV[3..]  the ids, matching KEYS[5..]
--- Returns: the number of jobs moved.
+-- ARGV[3+i]  the ids, matching the key pairs
+-- Returns: an array: the number of jobs moved, then one reason per bad entry
+--          dead-lettered or dropped.
 local now = bn_num(ARGV[1], 'now')
 bn_str(ARGV[2], 'wake channel')
-if #ARGV - 2 ~= #KEYS - 4 then error('bananas: promote needs one id per job key') end
+local n = #ARGV - 2
+if #KEYS ~= 6 + 2 * n then error('bananas: promote needs two keys per id') end
+bn_need_type(KEYS[1], 'zset', 'scheduled set')
+for k = 2, 4 do bn_need_type(KEYS[k], 'list', 'ready list') end
+bn_need_type(KEYS[5], 'zset', 'dead-letter set')
 
-local moved, woke = 0, false
-for i = 5, #KEYS do
-  local id = ARGV[i - 2]
+local moved, woke, reasons = 0, false, {}
+for i = 0, n - 1 do
+  local id, job, garbage = ARGV[3 + i], KEYS[7 + 2 * i], KEYS[8 + 2 * i]
   local at = redis.call('ZSCORE', KEYS[1], id)
   if at and tonumber(at) <= now then
-    local prio = redis.call('HGET', KEYS[i], 'p')
+    local kind = bn_typeof(job)
+    local prio = kind == 'hash' and redis.call('HGET', job, 'p')
+    local why = kind == 'hash' and bn_bad_prio(prio)
     redis.call('ZREM', KEYS[1], id)
-    if prio and bn_prios[prio] then
+    if kind == 'hash' and not why then
       if bn_push(KEYS[1 + bn_prios[prio]], id, false) then woke = true end
       moved = moved + 1
+    elseif kind == 'hash' then
+      bn_bury(job, KEYS[5], KEYS[6], id, now, 'dead-lettered instead of run: ' .. why)
+      reasons[#reasons + 1] = 'job ' .. id .. ': ' .. why .. '; dead-lettered'
+    elseif kind == 'none' then
+      reasons[#reasons + 1] = 'scheduled entry ' .. id .. ' has no job; dropped'
+    else
+      local aside = bn_set_aside(job, garbage, kind)
+      bn_stub(job, now)
+      bn_bury(job, KEYS[5], KEYS[6], id, now, 'dead-lettered instead of run: ' .. aside)
+      reasons[#reasons + 1] = 'job ' .. id .. ': ' .. aside .. '; dead-lettered as a stub'
     end
   end
 end
 if woke then redis.call('PUBLISH', ARGV[2], '1') end
-return moved
+local out = {moved}
+for _, r in ipairs(reasons) do out[#out + 1] = r end
+return out
