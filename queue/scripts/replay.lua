@@ -1,6 +1,14 @@
 -- replay.lua: take a job out of the dead-letter set and make it ready again with
 -- its attempts reset and its failure record removed.
 --
+-- A dead-letter entry whose job is gone is dropped here, in the same atomic
+-- step that finds it gone (a separate removal could take out a job that died
+-- again in between). A job that cannot be made ready — its priority (p)
+-- missing or garbage, its job key not a hash — stays dead, nothing written,
+-- and the reply says why, so it can be repaired and replayed. Route keys of
+-- the wrong type raise before any write. Run twice, the second call finds the
+-- job out of the dead-letter set and writes nothing.
+--
 -- KEYS[1]  HASH    route:{r}:job:<id>
 -- KEYS[2]  ZSET    route:{r}:dead
 -- KEYS[3]  LIST    route:{r}:queue:high
@@ -8,20 +16,32 @@
 -- KEYS[5]  LIST    route:{r}:queue:low
 -- KEYS[6]  STRING  route:{r}:result:<id>
 -- KEYS[7]  HASH    route:{r}:stats
--- ARGV[1]  id
+-- ARGV[1]  id (any string the dead-letter set holds, even "")
 -- ARGV[2]  wake channel
--- Returns: 1 replayed, 0 the job is not in the dead-letter set.
-local id = bn_str(ARGV[1], 'job id')
+-- Returns: a pair {outcome, reason}: {1, ""} replayed, {0, ""} not in the
+--          dead-letter set, {2, reason} an entry without a job, dropped, or
+--          {3, reason} left dead: it cannot be replayed as it is.
+local id = ARGV[1] or ''
 bn_str(ARGV[2], 'wake channel')
-if not redis.call('ZSCORE', KEYS[2], id) then return 0 end
+bn_need_type(KEYS[2], 'zset', 'dead-letter set')
+for k = 3, 5 do bn_need_type(KEYS[k], 'list', 'ready list') end
+if not redis.call('ZSCORE', KEYS[2], id) then return {0, ''} end
+local kind = bn_typeof(KEYS[1])
+if kind == 'none' then
+  redis.call('ZREM', KEYS[2], id)
+  return {2, 'dead-letter entry ' .. id .. ' has no job; dropped'}
+end
+if kind ~= 'hash' then
+  return {3, 'job key ' .. KEYS[1] .. ' holds a ' .. kind .. ', not a job hash; left in the dead-letter set'}
+end
 local prio = redis.call('HGET', KEYS[1], 'p')
-if not prio then return 0 end
-local list = KEYS[2 + bn_prio(prio, 'stored priority')]
+local why = bn_bad_prio(prio)
+if why then return {3, 'job ' .. id .. ': ' .. why .. '; left in the dead-letter set until repaired'} end
 
 redis.call('ZREM', KEYS[2], id)
 redis.call('DEL', KEYS[6])
 redis.call('HSET', KEYS[1], 'a', 0, 's', 'q')
 redis.call('HDEL', KEYS[1], 'err', 'f', 'st', 'r')
 bn_count(KEYS[7], 'replayed', 1)
-if bn_push(list, id, false) then redis.call('PUBLISH', ARGV[2], '1') end
-return 1
+if bn_push(KEYS[2 + bn_prios[prio]], id, false) then redis.call('PUBLISH', ARGV[2], '1') end
+return {1, ''}
