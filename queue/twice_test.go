@@ -1,0 +1,136 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// Every script may run twice with the same arguments: a client that lost the
+// reply retries. The second run must leave every key of the namespace as the
+// first left it. Each case sets a route up with what its script meets (good
+// jobs and garbage alike), then runs the transition with every script call
+// repeated and compared (see twice).
+func TestScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, q *queue.Queue, h *twice)
+	}{
+		{"fail: retry, dead, garbage attempts", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			light := leaseLight(t, q, 2, now, now.Add(time.Minute))
+			heavy := leaseHeavy(t, q, 1, now, now.Add(time.Minute))
+			hset("a", "x")(t, q, heavy[0])
+			h.during(func() {
+				for i, d := range append(light, heavy...) {
+					f := queue.Failure{Message: "boom", RetryAt: now, Final: i == 1, Record: []byte("rec"), TTL: time.Minute}
+					if _, err := q.Fail(ctx, d, f, now); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+		}},
+		{"reap: light, heavy, garbage fields, job key of another type, empty id, empty group", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			until := now.Add(time.Minute)
+			ds := append(leaseLight(t, q, 2, now, until), leaseHeavy(t, q, 4, now, until)...)
+			jobKeyHolds("string")(t, q, ds[1])
+			hset("a", "x")(t, q, ds[3])
+			hdel("m")(t, q, ds[4])
+			emptyIDLeased(t, q, ds[5])
+			k := q.Keys("r")
+			q.Client().ZAdd(ctx, k.Active(), redisZ(until, "empty-group"))
+			q.Client().HSet(ctx, k.Groups(), "empty-group", 2)
+			h.during(func() {
+				if _, err := q.Reap(ctx, "r", until, verdict(until)); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}},
+		{"promote: good, garbage priority, job key of another type, no job", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r"), job(t, "r")}
+			for i := range jobs {
+				jobs[i].RunAt = now.Add(time.Millisecond)
+			}
+			if _, err := q.Enqueue(ctx, "r", queue.High, jobs, now); err != nil {
+				t.Fatal(err)
+			}
+			k := q.Keys("r")
+			q.Client().HSet(ctx, k.Job(jobs[1].ID), "p", "urgent")
+			q.Client().Del(ctx, k.Job(jobs[2].ID))
+			q.Client().Set(ctx, k.Job(jobs[2].ID), "junk", 0)
+			q.Client().Del(ctx, k.Job(jobs[3].ID))
+			h.during(func() {
+				if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}},
+		{"requeue: light and heavy", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			ds := append(leaseLight(t, q, 1, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
+			h.during(func() {
+				for _, d := range ds {
+					if ok, err := q.Requeue(ctx, d); !ok || err != nil {
+						t.Fatalf("requeue = %v, %v", ok, err)
+					}
+				}
+			})
+		}},
+		{"replay: one job, then all with one left dead and one without a job", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			k := q.Keys("r")
+			one, noPrio, orphan, good := deadJob(t, q, now), deadJob(t, q, now), deadJob(t, q, now), deadJob(t, q, now)
+			q.Client().HDel(ctx, k.Job(noPrio), "p")
+			q.Client().Del(ctx, k.Job(orphan))
+			h.during(func() {
+				if err := q.Replay(ctx, one); err != nil {
+					t.Fatal(err)
+				}
+				if n, err := q.ReplayAll(ctx, "r"); n != 1 || err != nil {
+					t.Fatalf("replay all = %d, %v", n, err)
+				}
+			})
+			wantPlace(t, q, "r", good, queue.Normal)
+		}},
+		{"purge: dead jobs, one set aside as garbage", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			deadJob(t, q, now)
+			d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
+			jobKeyHolds("string")(t, q, d)
+			if _, err := q.Reap(ctx, "r", now.Add(time.Minute), verdict(now)); err != nil {
+				t.Fatal(err)
+			}
+			h.during(func() {
+				if n, err := q.Purge(ctx, "r", now.Add(time.Hour)); n != 2 || err != nil {
+					t.Fatalf("purge = %d, %v", n, err)
+				}
+			})
+		}},
+		{"cron: a tick fired", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			tick := time.UnixMilli(time.Now().UnixMilli())
+			h.during(func() {
+				if fired, err := q.FireCron(ctx, cronFire(t, tick), tick); !fired || err != nil {
+					t.Fatalf("fire = %v, %v", fired, err)
+				}
+			})
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, q *queue.Queue) {
+				c.run(t, q, hookTwice(t, q))
+			})
+		})
+	}
+}
