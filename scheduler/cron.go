@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/robfig/cron/v3"
 
 	"github.com/bananas-go/bananas/queue"
@@ -27,20 +29,45 @@ type CronEntry struct {
 // for five-field specs), so every runner computes the same ones. A runner that
 // wakes late fires the latest tick that is due and skips the earlier ones:
 // ticks missed while no scheduler ran are not back-filled.
+//
+// A fire that fails for want of Redis (unreachable, connection lost, reply
+// timed out) is tried again, after a backoff from 100 ms doubling up to 5 s,
+// until it lands or the entry's next tick falls due and supersedes it: a tick
+// whose only scheduler met a network blip is not lost. Trying again is safe
+// however the first try ended, because firing is a compare-and-set on the
+// tick. A fire refused by Redis itself (a script error) or whose job cannot
+// be built is not retried; its error is recorded in the entry's last_error.
 type Cron struct {
 	Queue   *queue.Queue
 	Entries []CronEntry
 	// OnFire is told of every tick this runner fired (optional).
 	OnFire func(e CronEntry, tick time.Time, jobID string)
-	// OnError is told of failed fires (optional); the entry's last_error records them too.
+	// OnError is told of failed fires, each try (optional). The entry's
+	// last_error records those that are not retried.
 	OnError func(e CronEntry, err error)
 }
 
+// The backoff between tries of a fire that failed for want of Redis.
+const (
+	fireRetryFirst = 100 * time.Millisecond
+	fireRetryMax   = 5 * time.Second
+)
+
 type plan struct {
-	e    CronEntry
-	s    cron.Schedule
-	loc  *time.Location
-	next time.Time
+	e     CronEntry
+	s     cron.Schedule
+	loc   *time.Location
+	next  time.Time
+	retry *retry // a tick to fire again, or nil
+}
+
+// retry is a tick whose fire failed for want of Redis, with the job built for
+// it (the same id on every try).
+type retry struct {
+	tick time.Time
+	job  queue.NewJob
+	wait time.Duration // the backoff that led to at
+	at   time.Time
 }
 
 // Run fires entries until ctx ends.
@@ -61,13 +88,13 @@ func (c *Cron) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		earliest := plans[0].next
+		wake := plans[0].due()
 		for _, p := range plans[1:] {
-			if p.next.Before(earliest) {
-				earliest = p.next
+			if d := p.due(); d.Before(wake) {
+				wake = d
 			}
 		}
-		timer.Reset(time.Until(earliest))
+		timer.Reset(time.Until(wake))
 		select {
 		case <-ctx.Done():
 			return nil
@@ -75,33 +102,68 @@ func (c *Cron) Run(ctx context.Context) error {
 		}
 		now := time.Now()
 		for _, p := range plans {
-			if p.next.After(now) {
-				continue
+			switch {
+			case !p.next.After(now):
+				tick := p.next
+				for n := p.s.Next(tick); !n.After(now); n = p.s.Next(n) {
+					tick = n // woke late: the latest due tick, no back-fill
+				}
+				p.next = p.s.Next(tick)
+				p.retry = nil // superseded by a later tick
+				job, err := p.e.Job(tick)
+				if err != nil {
+					c.report(ctx, p, err)
+					continue
+				}
+				c.fire(ctx, p, tick, job, 0)
+			case p.retry != nil && !p.retry.at.After(now):
+				c.fire(ctx, p, p.retry.tick, p.retry.job, p.retry.wait)
 			}
-			tick := p.next
-			for n := p.s.Next(tick); !n.After(now); n = p.s.Next(n) {
-				tick = n // woke late: the latest due tick, no back-fill
-			}
-			p.next = p.s.Next(tick)
-			c.fire(ctx, p, tick, now)
 		}
 	}
 }
 
-func (c *Cron) fire(ctx context.Context, p *plan, tick, now time.Time) {
-	job, err := p.e.Job(tick)
-	if err == nil {
-		var fired bool
-		fired, err = c.Queue.FireCron(ctx, queue.CronFire{
-			Route: p.e.Route, Priority: p.e.Priority, Tick: tick, Next: p.next, Job: job, Spec: p.e.Spec, TZ: p.e.TZ,
-		}, now)
-		if err == nil {
-			if fired && c.OnFire != nil {
-				c.OnFire(p.e, tick, job.ID)
-			}
-			return
-		}
+// due is when p next needs the loop: its next tick, or a retry before it.
+func (p *plan) due() time.Time {
+	if p.retry != nil && p.retry.at.Before(p.next) {
+		return p.retry.at
 	}
+	return p.next
+}
+
+// fire fires tick of p with job; waited is the backoff before this try (0
+// for the first). A failure for want of Redis schedules the next try.
+func (c *Cron) fire(ctx context.Context, p *plan, tick time.Time, job queue.NewJob, waited time.Duration) {
+	p.retry = nil
+	fired, err := c.Queue.FireCron(ctx, queue.CronFire{
+		Route: p.e.Route, Priority: p.e.Priority, Tick: tick, Next: p.next, Job: job, Spec: p.e.Spec, TZ: p.e.TZ,
+	}, time.Now())
+	if err == nil {
+		if fired && c.OnFire != nil {
+			c.OnFire(p.e, tick, job.ID)
+		}
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if !unreachable(err) {
+		c.report(ctx, p, err)
+		return
+	}
+	wait := fireRetryFirst
+	if waited > 0 {
+		wait = min(2*waited, fireRetryMax)
+	}
+	p.retry = &retry{tick: tick, job: job, wait: wait, at: time.Now().Add(wait)}
+	if c.OnError != nil {
+		c.OnError(p.e, err)
+	}
+}
+
+// report records a fire that failed for good in the entry's last_error and
+// tells OnError.
+func (c *Cron) report(ctx context.Context, p *plan, err error) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -109,6 +171,13 @@ func (c *Cron) fire(ctx context.Context, p *plan, tick, now time.Time) {
 	if c.OnError != nil {
 		c.OnError(p.e, err)
 	}
+}
+
+// unreachable reports whether err is a failure to talk to Redis (the call
+// may or may not have run) rather than Redis's own answer.
+func unreachable(err error) bool {
+	var reply redis.Error
+	return !errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed)
 }
 
 // NextRun returns the first tick of spec in tz after t.
