@@ -7,8 +7,9 @@
 -- error naming the field; a job key that is not a hash is moved to the job's
 -- garbage key and a stub is dead-lettered in its place; an entry with no job
 -- at all is dropped. Each comes back with its reason, for the caller to log.
--- Route keys of the wrong type raise before any write. Run twice, the second
--- call finds the ids gone from the scheduled set and writes nothing.
+-- A key of the wrong type that the writes need raises before any write. Run
+-- twice, the second call finds the ids gone from the scheduled set and writes
+-- nothing.
 --
 -- KEYS[1]  ZSET  route:{r}:scheduled
 -- KEYS[2]  LIST  route:{r}:queue:high
@@ -28,35 +29,51 @@ bn_str(ARGV[2], 'wake channel')
 local n = #ARGV - 2
 if #KEYS ~= 6 + 2 * n then error('bananas: promote needs two keys per id') end
 bn_need_type(KEYS[1], 'zset', 'scheduled set')
-for k = 2, 4 do bn_need_type(KEYS[k], 'list', 'ready list') end
-bn_need_type(KEYS[5], 'zset', 'dead-letter set')
 
-local moved, woke, reasons = 0, false, {}
+-- Pass 1, reads only: what to do with each due id, and which keys that
+-- writes; a key of the wrong type among them raises here, before any write,
+-- and one that nothing needs this time (the dead set when no job is bad)
+-- does not hold the others up.
+local plan, needs = {}, {}
 for i = 0, n - 1 do
-  local id, job, garbage = ARGV[3 + i], KEYS[7 + 2 * i], KEYS[8 + 2 * i]
+  local id, job = ARGV[3 + i], KEYS[7 + 2 * i]
   local at = redis.call('ZSCORE', KEYS[1], id)
   if at and tonumber(at) <= now then
     local kind = bn_typeof(job)
-    local prio = kind == 'hash' and redis.call('HGET', job, 'p')
-    local why = kind == 'hash' and bn_bad_prio(prio)
-    redis.call('ZREM', KEYS[1], id)
-    if kind == 'hash' and not why then
-      if bn_push(KEYS[1 + bn_prios[prio]], id, false) then woke = true end
-      moved = moved + 1
-    elseif kind == 'hash' then
-      bn_bury(job, KEYS[5], KEYS[6], id, now, 'dead-lettered instead of run: ' .. why)
-      reasons[#reasons + 1] = 'job ' .. id .. ': ' .. why .. '; dead-lettered'
-    elseif kind == 'none' then
-      reasons[#reasons + 1] = 'scheduled entry ' .. id .. ' has no job; dropped'
-    else
-      local aside = bn_set_aside(job, garbage, kind)
-      bn_stub(job, now)
-      bn_bury(job, KEYS[5], KEYS[6], id, now, 'dead-lettered instead of run: ' .. aside)
-      reasons[#reasons + 1] = 'job ' .. id .. ': ' .. aside .. '; dead-lettered as a stub'
+    local step = {id = id, job = job, garbage = KEYS[8 + 2 * i], kind = kind}
+    if kind == 'hash' then
+      local prio = redis.call('HGET', job, 'p')
+      step.why = bn_bad_prio(prio)
+      if not step.why then step.list = KEYS[1 + bn_prios[prio]] end
     end
+    if step.list then needs[step.list] = 'ready list' elseif kind ~= 'none' then needs[KEYS[5]] = 'dead-letter set' end
+    plan[#plan + 1] = step
+  end
+end
+for key, what in pairs(needs) do
+  bn_need_type(key, what == 'ready list' and 'list' or 'zset', what)
+end
+
+-- Pass 2: every due id leaves the scheduled set.
+local moved, woke, out = 0, false, {0}
+for _, step in ipairs(plan) do
+  local id, job = step.id, step.job
+  redis.call('ZREM', KEYS[1], id)
+  if step.list then
+    if bn_push(step.list, id, false) then woke = true end
+    moved = moved + 1
+  elseif step.why then
+    bn_bury(job, KEYS[5], KEYS[6], id, now, 'dead-lettered instead of run: ' .. step.why)
+    out[#out + 1] = 'job ' .. id .. ': ' .. step.why .. '; dead-lettered'
+  elseif step.kind == 'none' then
+    out[#out + 1] = 'scheduled entry ' .. id .. ' has no job; dropped'
+  else
+    local aside = bn_set_aside(job, step.garbage, step.kind)
+    bn_stub(job, now)
+    bn_bury(job, KEYS[5], KEYS[6], id, now, 'dead-lettered instead of run: ' .. aside)
+    out[#out + 1] = 'job ' .. id .. ': ' .. aside .. '; dead-lettered as a stub'
   end
 end
 if woke then redis.call('PUBLISH', ARGV[2], '1') end
-local out = {moved}
-for _, r in ipairs(reasons) do out[#out + 1] = r end
+out[1] = moved
 return out
