@@ -80,6 +80,22 @@ func emptyIDLeased(t *testing.T, q *queue.Queue, d *queue.Dispatch) string {
 	return ""
 }
 
+// warnings collects what q reports through OnWarning from now on.
+func warnings(q *queue.Queue) func() []string {
+	var mu sync.Mutex
+	var got []string
+	q.OnWarning(func(msg string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, fmt.Sprint(append([]any{msg, " "}, args...)...))
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
 func TestReap_GarbageEntryDoesNotStopTheRest(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -111,6 +127,7 @@ func TestReap_GarbageEntryDoesNotStopTheRest(t *testing.T) {
 				}
 				ds := lease(t, q, 2, now, until) // the victim and a healthy neighbour, one lease group
 				id := c.spoil(t, q, ds[0])
+				warned := warnings(q)
 				got, err := q.Reap(ctx, "r", until, verdict(until))
 				if err != nil {
 					t.Fatalf("reap failed on the bad entry: %v", err)
@@ -120,6 +137,9 @@ func TestReap_GarbageEntryDoesNotStopTheRest(t *testing.T) {
 				}
 				if got[id] != c.want {
 					t.Fatalf("the bad entry's outcome is %v (all: %v), want %v", got[id], got, c.want)
+				}
+				if w := warned(); len(w) != 1 {
+					t.Fatalf("warnings %q; want one, for the bad entry", w)
 				}
 				wantPlace(t, q, "r", id, c.place)
 				wantPlace(t, q, "r", ds[1].ID, "scheduled")
@@ -324,9 +344,13 @@ func TestPromote_DueJobThatCannotRunIsDeadLetteredNotLost(t *testing.T) {
 					t.Fatal(err)
 				}
 				c.spoil(t, q, bad.ID)
+				warned := warnings(q)
 				moved, err := q.Promote(ctx, "r", now.Add(time.Second))
 				if err != nil || moved != 1 {
 					t.Fatalf("promote = %d, %v; want the good job moved", moved, err)
+				}
+				if w := warned(); len(w) != 1 || !strings.Contains(w[0], bad.ID) {
+					t.Fatalf("warnings %q; want one, naming the bad job", w)
 				}
 				wantPlace(t, q, "r", good.ID, queue.Normal)
 				wantPlace(t, q, "r", bad.ID, c.place)
@@ -500,13 +524,7 @@ func TestReplayAll_BadJobStaysDeadAndTheRestAreReplayed(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now()
 		k := q.Keys("r")
-		var mu sync.Mutex
-		var warned []string
-		q.OnWarning(func(msg string, args ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			warned = append(warned, fmt.Sprint(append([]any{msg}, args...)...))
-		})
+		warned := warnings(q)
 		noPrio, orphan, good := deadJob(t, q, now), deadJob(t, q, now), deadJob(t, q, now)
 		q.Client().HDel(ctx, k.Job(noPrio), "p")
 		q.Client().Del(ctx, k.Job(orphan))
@@ -517,10 +535,8 @@ func TestReplayAll_BadJobStaysDeadAndTheRestAreReplayed(t *testing.T) {
 		wantPlace(t, q, "r", good, queue.Normal)
 		wantPlace(t, q, "r", noPrio, "dead")
 		wantPlace(t, q, "r", orphan, "")
-		mu.Lock()
-		defer mu.Unlock()
-		if len(warned) != 2 || !strings.Contains(strings.Join(warned, "\n"), "field p") {
-			t.Fatalf("warnings %q; want one for each bad entry, naming the field", warned)
+		if w := warned(); len(w) != 2 || !strings.Contains(strings.Join(w, "\n"), "field p") {
+			t.Fatalf("warnings %q; want one for each bad entry, naming the field", w)
 		}
 	})
 }
@@ -703,4 +719,72 @@ func TestReplayAll_JobThatDiesAgainMeanwhileStaysDead(t *testing.T) {
 		wantPlace(t, q, "r", x, "dead")
 		wantPlace(t, q, "r", y, queue.Normal)
 	})
+}
+
+// A route key of the wrong type is refused before the first write: the
+// transition fails as a whole, naming the key, and nothing changes.
+func TestScripts_RouteKeyOfWrongTypeRefusedBeforeAnyWrite(t *testing.T) {
+	cases := []struct {
+		name   string
+		key    func(k queue.Keys) string
+		setup  func(t *testing.T, q *queue.Queue, now time.Time) func() error
+		errHas string
+	}{
+		{"reap, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			leaseHeavy(t, q, 2, now, now.Add(time.Minute))
+			return func() error {
+				_, err := q.Reap(context.Background(), "r", now.Add(time.Minute), verdict(now))
+				return err
+			}
+		}, "scheduled set"},
+		{"reap, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			leaseLight(t, q, 2, now, now.Add(time.Minute))
+			return func() error {
+				_, err := q.Reap(context.Background(), "r", now.Add(time.Minute), verdict(now))
+				return err
+			}
+		}, "groups hash"},
+		{"promote of a job to dead-letter, dead-letter set", queue.Keys.Dead, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			good, bad := job(t, "r"), job(t, "r")
+			good.RunAt, bad.RunAt = now.Add(time.Millisecond), now.Add(time.Millisecond)
+			if _, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{good, bad}, now); err != nil {
+				t.Fatal(err)
+			}
+			q.Client().HSet(context.Background(), q.Keys("r").Job(bad.ID), "p", "urgent")
+			return func() error {
+				_, err := q.Promote(context.Background(), "r", now.Add(time.Second))
+				return err
+			}
+		}, "dead-letter set"},
+		{"replay, ready list", func(k queue.Keys) string { return k.List(queue.Normal) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			id := deadJob(t, q, now)
+			return func() error { return q.Replay(context.Background(), id) }
+		}, "ready list"},
+		{"fail, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
+			return func() error {
+				_, err := q.Fail(context.Background(), d, queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now)
+				return err
+			}
+		}, "groups hash"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, q *queue.Queue) {
+				ctx := context.Background()
+				run := c.setup(t, q, time.Now())
+				key := c.key(q.Keys("r"))
+				q.Client().Del(ctx, key)
+				q.Client().Set(ctx, key, "junk", 0)
+				before := snapshot(t, plainClient(t, q), q.Namespace())
+				err := run()
+				if d := diff(before, snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
+					t.Fatalf("the call (err %v) wrote:\n%s", err, d)
+				}
+				if err == nil || !strings.Contains(err.Error(), c.errHas) {
+					t.Fatalf("err = %v; want a refusal naming the %s", err, c.errHas)
+				}
+			})
+		})
+	}
 }
