@@ -55,6 +55,8 @@ func EncodeEnvelope(e Envelope) ([]byte, error) {
 
 // DecodeEnvelope decodes a stored envelope, with an error that says so when the
 // bytes are not one (a job planted by hand, a foreign writer, a corrupt value).
+// Lengths are checked against the bytes present before anything is allocated
+// (mpack.ReadMap), so an Args header claiming gigabytes is that error too.
 func DecodeEnvelope(b []byte) (Envelope, error) {
 	var e Envelope
 	if len(b) == 0 {

@@ -65,7 +65,9 @@ func Encode(r Record) ([]byte, error) {
 	return b, nil
 }
 
-// Decode decodes a stored or announced record.
+// Decode decodes a stored or announced record, refusing one whose lengths
+// claim more than the bytes present before anything is allocated
+// (mpack.ReadMap): records come from Redis and pub/sub.
 func Decode(b []byte) (Record, error) {
 	var r Record
 	err := mpack.ReadMap(b, func(d *msgpack.Decoder, key string) (err error) {

@@ -3,6 +3,11 @@
 // every ack and Await) by hand, where msgpack's reflection cost more than the
 // rest of the call: append helpers for the few forms written, and ReadMap for
 // reading. The output is standard msgpack that msgpack.Unmarshal reads.
+//
+// Reading is bounded: Unmarshal and ReadMap run Check over their bytes before
+// msgpack decodes them, so a header that claims more than the bytes present
+// (a corrupt or hostile job read from Redis) is an error naming where it is,
+// not an allocation of what it claims.
 package mpack
 
 import "encoding/binary"

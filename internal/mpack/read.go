@@ -25,8 +25,12 @@ func (x *decoder) put() {
 var decoders = sync.Pool{New: func() any { return &decoder{d: msgpack.NewDecoder(nil)} }}
 
 // Unmarshal decodes b into v as msgpack.Unmarshal does, with a pooled
-// decoder and reader.
+// decoder and reader, once Check has found b to be one value whose declared
+// lengths fit in it (the decoder allocates what headers declare).
 func Unmarshal(b []byte, v any) error {
+	if err := Check(b); err != nil {
+		return err
+	}
 	x := decoders.Get().(*decoder)
 	defer x.put()
 	x.r.Reset(b)
@@ -37,8 +41,12 @@ func Unmarshal(b []byte, v any) error {
 
 // ReadMap reads the msgpack map in b with a pooled decoder, calling field for
 // each key to decode its value from d; field must d.Skip() keys it does not
-// know (fields of a newer writer). Errors name the field they happened in.
+// know (fields of a newer writer). b is refused unless it passes Check, so
+// field decodes nothing whose declared length runs past b. Errors name the field they happened in.
 func ReadMap(b []byte, field func(d *msgpack.Decoder, key string) error) error {
+	if err := Check(b); err != nil {
+		return err
+	}
 	x := decoders.Get().(*decoder)
 	defer x.put()
 	x.r.Reset(b)
