@@ -77,7 +77,7 @@ func (q *Queue) EnqueueOne(ctx context.Context, route, priority string, job NewJ
 	if err := checkNewJob(&job); err != nil {
 		return "", err
 	}
-	if now := time.Now(); isPlain(&job, now) {
+	if now := q.Now(); isPlain(&job, now) {
 		job.payload = payloadOf(job.Name, priority, job.MaxRetries, ms(now), job.Envelope)
 	}
 	return q.enqs.do(ctx, enqGroup{route, priority}, job)

@@ -33,6 +33,9 @@ type Queue struct {
 	// it never stops a transition. Set by OnWarning.
 	warner atomic.Pointer[func(msg string, args ...any)]
 
+	local  func() time.Time // the host's clock (see clock.go)
+	offset atomic.Int64     // Redis's clock minus the host's, in ns (see SyncClock)
+
 	acks *committer[string, ackReq, bool]     // coalesced acks, by route
 	enqs *committer[enqGroup, NewJob, string] // coalesced single enqueues, by route and priority
 }
@@ -44,7 +47,7 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 		return nil, fmt.Errorf("invalid namespace %q: 1-64 characters without spaces or braces", ns)
 	}
 	_, cluster := rdb.(*redis.ClusterClient)
-	q := &Queue{rdb: rdb, ns: ns, s: loadScripts(), cluster: cluster}
+	q := &Queue{rdb: rdb, ns: ns, s: loadScripts(), cluster: cluster, local: time.Now}
 	// One ack flush in flight per route: acks that finish meanwhile wait,
 	// and most of them go out with the worker's next fetch (see Fetch)
 	// rather than in a round trip of their own. Measured on a drain of 100k
@@ -52,7 +55,7 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 	// two ack flushes in flight.
 	q.acks = newCommitter(1, 0, q.ackMany)
 	q.enqs = newCommitter(1, enqueueLinger, func(ctx context.Context, g enqGroup, jobs []NewJob) ([]string, error) {
-		return q.enqueueChunk(ctx, g.route, g.priority, jobs, time.Now())
+		return q.enqueueChunk(ctx, g.route, g.priority, jobs, q.Now())
 	})
 	return q, nil
 }

@@ -36,6 +36,7 @@ type Client struct {
 	maxPayload int
 	maxRetries int
 	embedded   *embeddedServer
+	stopClock  context.CancelFunc // ends the refresh of the clock offset (queue.ClockSync)
 }
 
 // ConnectOption adjusts Connect.
@@ -45,6 +46,7 @@ type connectConfig struct {
 	namespace  string
 	maxPayload int
 	maxRetries int
+	localClock func() time.Time // the host clock; a skewed one in tests
 }
 
 // WithNamespace puts every key under ns instead of $BANANAS_NAMESPACE (or "bananas").
@@ -88,20 +90,27 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 		emb.close()
 		return nil, fmt.Errorf("bananas: %w", err)
 	}
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	if cfg.localClock != nil {
+		q.UseLocalClock(cfg.localClock)
+	}
+	// The first command doubles as the check that the server answers.
+	if err := q.SyncClock(ctx); err != nil {
 		_ = rdb.Close()
 		emb.close()
 		return nil, fmt.Errorf("bananas: connect %s: %w", redactURL(url), err)
 	}
 	l := results.NewListener(rdb)
+	clockCtx, stopClock := context.WithCancel(context.Background())
+	go (&queue.ClockSync{Queue: q}).Run(clockCtx)
 	return &Client{
 		rdb: rdb, q: q, listener: l, waiter: results.NewWaiter(l, cfg.namespace, 0),
-		maxPayload: cfg.maxPayload, maxRetries: cfg.maxRetries, embedded: emb,
+		maxPayload: cfg.maxPayload, maxRetries: cfg.maxRetries, embedded: emb, stopClock: stopClock,
 	}, nil
 }
 
 // Close releases the client's connections (and stops the embedded server).
 func (c *Client) Close() error {
+	c.stopClock()
 	err := errors.Join(c.listener.Close(), c.rdb.Close())
 	c.embedded.close()
 	return err

@@ -45,13 +45,13 @@ func (w *Worker) inFlight() int {
 // heartbeatLoop records the worker's state every heartbeatEvery (the
 // `workers` command lists them), and removes it when the worker stops.
 func (w *Worker) heartbeatLoop(ctx context.Context) {
-	started := time.Now()
+	started := w.c.q.Now()
 	host, _ := os.Hostname()
 	ns := w.c.q.Namespace()
 	t := time.NewTicker(heartbeatEvery)
 	defer t.Stop()
 	for {
-		now := time.Now()
+		now := w.c.q.Now()
 		st := WorkerState{
 			ID: w.id, Host: host, PID: os.Getpid(), Mode: w.mode, Routes: w.opts.Routes,
 			Priorities: w.priorities(), JobTypes: w.opts.JobTypes, Concurrency: w.opts.Concurrency,
@@ -83,7 +83,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 // Workers lists the live workers of the client's namespace, by id.
 func (c *Client) Workers(ctx context.Context) ([]WorkerState, error) {
 	ns := c.q.Namespace()
-	cutoff := time.Now().Add(-heartbeatTTL).UnixMilli()
+	cutoff := c.q.Now().Add(-heartbeatTTL).UnixMilli()
 	ids, err := c.rdb.ZRangeByScore(ctx, workersKey(ns), &redis.ZRangeBy{Min: strconv.FormatInt(cutoff, 10), Max: "+inf"}).Result()
 	if err != nil {
 		return nil, err

@@ -147,7 +147,7 @@ func (t *Task[A, R]) prepare(opts []Option, n int) (c *Client, cfg jobConfig, no
 		err = fmt.Errorf("bananas: enqueue %s: WithID names one job, got %d", t.name, n)
 		return
 	}
-	now = time.Now()
+	now = c.q.Now()
 	runAt = cfg.runAt
 	if cfg.delay > 0 {
 		runAt = now.Add(cfg.delay)

@@ -200,6 +200,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer close(w.stopped)
 	w.handBacks = newHandBacks(w.c.q, w.opts.Logger)
 	w.c.q.OnWarning(w.opts.Logger.Warn)
+	// Measured again now that there is a logger to warn of a large skew.
+	if err := w.c.q.SyncClock(ctx); err != nil {
+		w.opts.Logger.Warn("bananas: read the Redis server's clock; using the last offset", "err", err)
+	}
 
 	// Background work outlives ctx until the shutdown is over: leases must be
 	// renewed while running jobs finish.
@@ -243,7 +247,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	w.opts.Logger.Info("bananas: worker started", "worker", w.id, "routes", strings.Join(w.opts.Routes, ","),
-		"concurrency", w.opts.Concurrency, "tasks", strings.Join(w.Tasks(), ","))
+		"concurrency", w.opts.Concurrency, "tasks", strings.Join(w.Tasks(), ","), "clock_skew", w.c.q.Skew().Round(time.Millisecond))
 	if !w.opts.SchedulerOnly {
 		w.fetchLoop(ctx)
 	}

@@ -265,7 +265,7 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) (pending bool) {
 		return false
 	}
 	d := r.d
-	now := time.Now()
+	now := w.c.q.Now()
 	rec, err := results.Encode(results.Record{
 		ID: d.ID, OK: true, Value: result, Attempts: d.Attempts, FinishedAt: now.UnixMilli(), Error: d.LastError,
 		Name: d.Name, Priority: d.Priority, CreatedAt: unixMS(d.CreatedAt), StartedAt: unixMS(d.StartedAt()),
@@ -302,7 +302,7 @@ func (w *Worker) failRun(r *run, log jobLog, msg string, final bool) {
 		return
 	}
 	d := r.d
-	now := time.Now()
+	now := w.c.q.Now() // the retry's run-at is judged on Redis's clock
 	attempts := d.Attempts + 1
 	delay := w.opts.Backoff(attempts)
 	rec, _ := results.Encode(results.Record{ID: d.ID, OK: false, Error: msg, Attempts: attempts, FinishedAt: now.UnixMilli()})

@@ -182,7 +182,7 @@ func (w *Worker) fetchOnce(ctx context.Context, free int) (int, error) {
 			break
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-		now := time.Now()
+		now := w.c.q.Now() // leases are judged on Redis's clock
 		var ds []*queue.Dispatch
 		var err error
 		if len(w.opts.JobTypes) > 0 {

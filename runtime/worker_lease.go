@@ -57,7 +57,7 @@ func (w *Worker) renewLoop(ctx context.Context) {
 			for i, r := range runs {
 				ds[i] = r.d
 			}
-			lost, err := w.c.q.Renew(ctx, route, ds, time.Now().Add(w.opts.Lease))
+			lost, err := w.c.q.Renew(ctx, route, ds, w.c.q.Now().Add(w.opts.Lease))
 			if err != nil {
 				w.opts.Logger.Warn("bananas: renew leases", "route", route, "err", err)
 				continue
@@ -98,7 +98,7 @@ func (w *Worker) reapLoop(ctx context.Context) {
 }
 
 func (w *Worker) reap(ctx context.Context, route string) {
-	now := time.Now()
+	now := w.c.q.Now() // leases are judged on Redis's clock
 	const msg = "lease expired: the worker running it stopped renewing (crashed or lost Redis)"
 	out, err := w.c.q.Reap(ctx, route, now, func(e queue.Expired) queue.Verdict {
 		attempts := e.Attempts + 1
@@ -131,7 +131,7 @@ func (w *Worker) retentionLoop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		for _, route := range w.opts.Routes {
-			if n, err := w.c.q.Purge(ctx, route, time.Now().Add(-queue.DeadRetention)); err != nil && ctx.Err() == nil {
+			if n, err := w.c.q.Purge(ctx, route, w.c.q.Now().Add(-queue.DeadRetention)); err != nil && ctx.Err() == nil {
 				w.opts.Logger.Warn("bananas: dead-letter retention", "route", route, "err", err)
 			} else if n > 0 {
 				w.opts.Logger.Info("bananas: deleted expired dead-lettered jobs", "route", route, "count", n)

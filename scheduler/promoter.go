@@ -61,12 +61,13 @@ func (p *Promoter) Run(ctx context.Context) {
 	// Go >= 1.23 timers: Reset on a live timer needs no drain.
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	wakeAt := time.Now()
+	// Run-at times are on Redis's clock (queue.Now), and so is wakeAt.
+	wakeAt := p.Queue.Now()
 	for {
-		if !time.Now().Before(wakeAt) {
+		if !p.Queue.Now().Before(wakeAt) {
 			wakeAt = p.pass(ctx, safety)
 		}
-		timer.Reset(time.Until(wakeAt))
+		timer.Reset(wakeAt.Sub(p.Queue.Now()))
 		select {
 		case <-ctx.Done():
 			return
@@ -81,7 +82,7 @@ func (p *Promoter) Run(ctx context.Context) {
 
 // pass promotes every due job and returns when the next pass should run.
 func (p *Promoter) pass(ctx context.Context, safety time.Duration) time.Time {
-	now := time.Now()
+	now := p.Queue.Now()
 	wakeAt := now.Add(safety)
 	routes, err := p.Routes(ctx)
 	if err != nil {

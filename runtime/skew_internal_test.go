@@ -1,0 +1,98 @@
+package runtime
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+)
+
+// withLocalClock makes the client read a host clock of its own: a skewed one
+// stands for a host whose clock is off.
+func withLocalClock(now func() time.Time) ConnectOption {
+	return func(c *connectConfig) { c.localClock = now }
+}
+
+// A host whose clock runs ahead of the others' by more than the slack
+// between two renewals (here 1.2 s on a 1.5 s lease renewed every 0.5 s)
+// must not reap leases that are being renewed: leases are judged on Redis's
+// clock, not on each host's. Judged on its own clock, its reaper would see
+// every renewed lease as expired for part of each renewal period and rerun
+// the jobs.
+func TestLease_HostClockAheadDoesNotReapRenewedLeases(t *testing.T) {
+	t.Parallel()
+	const lease, skew, work = 1500 * time.Millisecond, 1200 * time.Millisecond, 3 * time.Second
+	url := redistest.Shared(t).URL()
+	ns := redistest.Namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	connectT := func(opts ...ConnectOption) *Client {
+		c, err := Connect(ctx, url, append([]ConnectOption{WithNamespace(ns)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	honest := connectT()
+	ahead := connectT(withLocalClock(func() time.Time { return time.Now().Add(skew) }))
+	if s := ahead.q.Skew(); s > -skew+200*time.Millisecond || s < -skew-200*time.Millisecond {
+		t.Fatalf("measured skew of the host ahead = %s, want about -%s", s, skew)
+	}
+
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	task := NewTask[int, int]("skew_slow")
+	var mu sync.Mutex
+	runs := map[string]int{}
+	w := NewWorker(honest, WorkerOptions{Lease: lease, Concurrency: 4, Logger: quiet, ShutdownTimeout: time.Second})
+	Handle(w, task, func(ctx context.Context, n int) (int, error) {
+		j, _ := CurrentJob(ctx)
+		mu.Lock()
+		runs[j.ID]++
+		mu.Unlock()
+		select {
+		case <-time.After(work): // the job's work, longer than two leases
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		return n, nil
+	})
+	// The host ahead only reaps: it takes no job of its own.
+	reaper := NewWorker(ahead, WorkerOptions{Lease: lease, JobTypes: []string{"nothing"}, Logger: quiet})
+	for _, wk := range []*Worker{w, reaper} {
+		wctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- wk.Run(wctx) }()
+		t.Cleanup(func() { stop(); <-done })
+	}
+
+	ids := make([]string, 4)
+	for i := range ids {
+		id, err := task.With(honest).Enqueue(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	for i, id := range ids {
+		got, err := task.With(honest).Await(ctx, id)
+		if err != nil || got != i {
+			t.Fatalf("Await(%s) = %d, %v; want %d", id, got, err, i)
+		}
+		info, err := honest.Job(ctx, id)
+		if err != nil || info.Attempts != 0 || info.Error != "" {
+			t.Fatalf("Job(%s) = %+v, %v; want no failed attempt (no lease reaped)", id, info, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if runs[id] != 1 {
+			t.Errorf("job %s ran %d times, want once", id, runs[id])
+		}
+	}
+}
