@@ -32,8 +32,10 @@ func (q *Queue) Replay(ctx context.Context, id string) error {
 		return fmt.Errorf("replay job %s: %s", id, why)
 	case code == replayOrphan:
 		return fmt.Errorf("replay job %s: %s: %w", id, why, ErrNotFound)
+	case code == replayAbsent:
+		return fmt.Errorf("replay job %s: not in the dead-letter queue: %w", id, ErrNotFound)
 	}
-	return fmt.Errorf("replay job %s: not in the dead-letter queue: %w", id, ErrNotFound)
+	return fmt.Errorf("replay job %s: replay.lua answered %d", id, code)
 }
 
 // Outcomes of replay.lua.
