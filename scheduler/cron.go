@@ -76,7 +76,9 @@ func (c *Cron) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	now := time.Now()
+	// Ticks are judged on Redis's clock (queue.Now), so that schedulers on
+	// hosts whose clocks differ agree on when a tick is due.
+	now := c.Queue.Now()
 	plans := make([]*plan, 0, len(c.Entries))
 	for _, e := range c.Entries {
 		s, loc, err := ParseSpec(e.Spec, e.TZ)
@@ -94,13 +96,13 @@ func (c *Cron) Run(ctx context.Context) error {
 				wake = d
 			}
 		}
-		timer.Reset(time.Until(wake))
+		timer.Reset(wake.Sub(c.Queue.Now()))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
 		}
-		now := time.Now()
+		now := c.Queue.Now()
 		for _, p := range plans {
 			switch {
 			case !p.next.After(now):
@@ -137,7 +139,7 @@ func (c *Cron) fire(ctx context.Context, p *plan, tick time.Time, job queue.NewJ
 	p.retry = nil
 	fired, err := c.Queue.FireCron(ctx, queue.CronFire{
 		Route: p.e.Route, Priority: p.e.Priority, Tick: tick, Next: p.next, Job: job, Spec: p.e.Spec, TZ: p.e.TZ,
-	}, time.Now())
+	}, c.Queue.Now())
 	if err == nil {
 		if fired && c.OnFire != nil {
 			c.OnFire(p.e, tick, job.ID)
@@ -155,7 +157,7 @@ func (c *Cron) fire(ctx context.Context, p *plan, tick time.Time, job queue.NewJ
 	if waited > 0 {
 		wait = min(2*waited, fireRetryMax)
 	}
-	p.retry = &retry{tick: tick, job: job, wait: wait, at: time.Now().Add(wait)}
+	p.retry = &retry{tick: tick, job: job, wait: wait, at: c.Queue.Now().Add(wait)}
 	if c.OnError != nil {
 		c.OnError(p.e, err)
 	}
