@@ -23,6 +23,8 @@
 //	<ns>:route:{<r>}:unique:<hash>          STRING  id holding a unique key, with its TTL
 //	<ns>:route:{<r>}:result:<id>            STRING  result record of a finished job, with its TTL
 //	<ns>:route:{<r>}:stats                  HASH    counters
+//	<ns>:route:{<r>}:receipt:<call>         STRING  reply of an enqueue call with a chosen id, for its retry (10 min)
+//	<ns>:route:{<r>}:garbage:<id>           any     a job key of the wrong type, set aside when its job is dead-lettered
 //	<ns>:routes                             SET     every route ever used
 //
 // # Light jobs and job hashes
@@ -32,8 +34,8 @@
 // the route's payloads hash, where it stays while the job waits and runs. That
 // is one hash field per job instead of a key, a hash and eight fields: about
 // 260 bytes of Redis memory per pending job instead of 320, and an enqueue that
-// needs no script (see enqueuePlain) when its id is fresh and it has no unique
-// key. fetch.lua returns the payload with the id, so a light job costs no
+// needs no per-job check (push.lua, see enqueuePlain) when its id is fresh and
+// it has no unique key. fetch.lua returns the payload with the id, so a light job costs no
 // second round trip.
 //
 // A job gets a hash of its own when it is scheduled for later (Delay, a retry),
@@ -58,16 +60,28 @@
 //
 // # Scripts
 //
-// scripts/*.lua hold one script per transition (enqueue, fetch, claim, ack,
-// fail, requeue, renew, reap, promote, replay, purge, cron), each headed by its
-// KEYS/ARGV/return contract. The one write that is not a script is the plain
-// enqueue: HSET of the payloads and RPUSH of the ids in one MULTI/EXEC, for
-// jobs that nothing in Redis could refuse (enqueue_plain.go). Every key a script touches is passed in KEYS —
+// scripts/*.lua hold one script per transition (enqueue and push, fetch,
+// claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge,
+// cron), each headed by its KEYS/ARGV/return contract; every state change is
+// one of them. Every key a script touches is passed in KEYS —
 // where the ids are not known in advance (promote, reap, purge) the caller reads
 // them first and the script re-checks each one before it moves it. Every
 // script checks all of its arguments and preconditions before its first write,
-// because Redis does not roll a script back. Scripts take the time as an
-// argument and never call TIME, so that the embedded server and Redis agree.
+// because Redis does not roll a script back — the types of the keys it will
+// write and the fields of a job it reads included: garbage in Redis is
+// skipped, or dead-lettered saying why, never half-written around.
+//
+// Every script is harmless when it runs twice with the same arguments: a reply
+// can be lost after the script ran, and go-redis resends the command (or the
+// whole pipeline). Each script's header says why its second run changes
+// nothing; docs/DESIGN-NOTES.md has the list. A fetch whose reply never came
+// may have leased jobs nobody runs: the caller hands them back (HandBack,
+// LostFetch) without counting an attempt.
+//
+// Scripts take the time as an argument and never call TIME, so that the
+// embedded server and Redis agree; that time is Redis's own, as the host best
+// knows it (Queue.Now: the host's clock plus an offset to TIME, see
+// clock.go), so that leases and run-at times are judged on one clock.
 //
 // # Fencing and lease groups
 //
