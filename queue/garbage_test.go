@@ -767,6 +767,61 @@ func TestScripts_RouteKeyOfWrongTypeRefusedBeforeAnyWrite(t *testing.T) {
 				return err
 			}
 		}, "groups hash"},
+		{"fetch, a ready list after the first", func(k queue.Keys) string { return k.List(queue.Low) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			if _, err := q.Enqueue(context.Background(), "r", queue.High, []queue.NewJob{job(t, "r")}, now); err != nil {
+				t.Fatal(err)
+			}
+			return func() error {
+				_, err := q.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
+				return err
+			}
+		}, "ready list"},
+		{"fetch, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			q.Client().RPush(context.Background(), q.Keys("r").List(queue.Normal), "some-id")
+			return func() error {
+				_, err := q.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
+				return err
+			}
+		}, "payloads hash"},
+		{"claim, leases hash", queue.Keys.Leases, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			if _, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+				t.Fatal(err)
+			}
+			return func() error {
+				_, err := q.FetchTypes(context.Background(), "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now)
+				return err
+			}
+		}, "leases hash"},
+		{"push, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			q.Client().SAdd(context.Background(), queue.RoutesKey(q.Namespace()), "r") // known: only the script may write
+			return func() error {
+				_, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now)
+				return err
+			}
+		}, "payloads hash"},
+		{"enqueue, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			j := job(t, "r")
+			j.RunAt = now.Add(time.Hour)
+			q.Client().SAdd(context.Background(), queue.RoutesKey(q.Namespace()), "r") // known: only the script may write
+			return func() error {
+				_, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{j}, now)
+				return err
+			}
+		}, "scheduled set"},
+		{"ack, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
+			return func() error {
+				_, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute, now)
+				return err
+			}
+		}, "payloads hash"},
+		{"handback, ready list", func(k queue.Keys) string { return k.List(queue.High) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+			return func() error {
+				_, err := q.HandBack(context.Background(), "r", d.Token, now.Add(time.Minute))
+				return err
+			}
+		}, "ready list"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
