@@ -50,6 +50,8 @@ const (
 // dropped or left.
 func (q *Queue) replay(ctx context.Context, k Keys, id string) (int64, string, error) {
 	keys := []string{k.Job(id), k.Dead(), k.List(High), k.List(Normal), k.List(Low), k.Result(id), k.Stats()}
+	// Retry-safe: the job moves only while it is in the dead-letter set (a
+	// second run answers that it is not).
 	res, err := q.s.replay.Run(ctx, q.rdb, keys, id, k.WakeChannel()).Slice()
 	if err != nil {
 		return 0, "", err
@@ -118,6 +120,7 @@ func (q *Queue) Purge(ctx context.Context, route string, cutoff time.Time) (int,
 			keys = append(keys, k.Job(id), k.Result(id), k.Garbage(id))
 			args = append(args, id)
 		}
+		// Retry-safe: each id goes only while it is still dead and old enough.
 		n, err := q.s.purge.Run(ctx, q.rdb, keys, args...).Int()
 		if err != nil {
 			return total, fmt.Errorf("purge route %s: %w", route, err)

@@ -284,6 +284,7 @@ func (q *Queue) handBack(ctx context.Context, route, token string, ids []string,
 		keys = append(keys, k.Job(id))
 		args = append(args, id)
 	}
+	// Retry-safe: fenced by the token, which the first run released.
 	n, err := q.s.handback.Run(ctx, q.rdb, keys, args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("hand back jobs of route %s: %w", route, err)

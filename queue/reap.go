@@ -143,6 +143,8 @@ func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, token
 		verdict := decide(e)
 		args = append(args, id, owners[i], f["a"], ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)))
 	}
+	// Retry-safe: a job is reaped only while its lease, attempts and group
+	// expiry are as read above; the first run changed them.
 	res, err := q.s.reap.Run(ctx, q.rdb, keys, args...).Result()
 	if err != nil {
 		return 0, 0, fmt.Errorf("reap route %s: %w", route, err)
