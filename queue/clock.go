@@ -35,19 +35,38 @@ func (q *Queue) Skew() time.Duration { return time.Duration(q.offset.Load()) }
 // one.
 func (q *Queue) UseLocalClock(now func() time.Time) { q.local = now }
 
+// clockSamples is how many TIME round trips SyncClock takes; the quickest
+// one is used. maxClockRTT bounds the round trip of a sample worth keeping:
+// the offset read off a sample is wrong by up to half its round trip, and a
+// slow one (a stalled connection, go-redis retrying) would be kept for the
+// next 30 s.
+const (
+	clockSamples = 3
+	maxClockRTT  = 200 * time.Millisecond
+)
+
 // SyncClock measures the offset of Redis's clock from the host's: TIME, taken
-// as the middle of the round trip. It warns when the skew is over
-// SkewWarning.
+// as the middle of the quickest of a few round trips. A measurement whose
+// every round trip was slower than maxClockRTT is not kept (unless none was
+// ever kept) and is an error. It warns when the skew is over SkewWarning.
 func (q *Queue) SyncClock(ctx context.Context) error {
-	before := q.local()
-	server, err := q.rdb.Time(ctx).Result()
-	after := q.local()
-	if err != nil {
-		return fmt.Errorf("read the Redis server's clock: %w", err)
+	var skew, rtt time.Duration
+	for i := range clockSamples {
+		before := q.local()
+		server, err := q.rdb.Time(ctx).Result()
+		after := q.local()
+		if err != nil {
+			return fmt.Errorf("read the Redis server's clock: %w", err)
+		}
+		if r := after.Sub(before); i == 0 || r < rtt {
+			skew, rtt = server.Sub(before.Add(r/2)), r
+		}
 	}
-	mid := before.Add(after.Sub(before) / 2)
-	skew := server.Sub(mid)
+	if rtt > maxClockRTT && q.synced.Load() {
+		return fmt.Errorf("read the Redis server's clock: round trips of %s and more, too slow to trust; kept the last offset", rtt.Round(time.Millisecond))
+	}
 	q.offset.Store(int64(skew))
+	q.synced.Store(true)
 	if skew > SkewWarning || skew < -SkewWarning {
 		q.warn("bananas: this host's clock differs from the Redis server's; leases and schedules use the server's", "skew", skew.Round(time.Millisecond))
 	}

@@ -77,21 +77,34 @@ func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n 
 type LostFetch struct {
 	Route, Token string
 	Until        time.Time // the lease deadline the call asked for
-	Err          error
+	// IDs, when set, are the only jobs to hand back: the call's reply came
+	// and its other jobs are running. Nil means every job leased under Token.
+	IDs []string
+	Err error
 }
 
 func (e *LostFetch) Error() string { return e.Err.Error() }
 func (e *LostFetch) Unwrap() error { return e.Err }
 
-// lostOr wraps err in a *LostFetch unless Redis answered it: an error reply
-// means the script ran to an error, and scripts write nothing before their
-// checks pass.
+// lostOr wraps err in a *LostFetch unless it is the script's own refusal
+// (its checks failed, and scripts write nothing before their checks pass).
+// Any other error, an error reply included, leaves the outcome unknown:
+// go-redis answers with its last attempt's error, and an earlier attempt may
+// have run the script and lost its reply (READONLY, LOADING, TRYAGAIN after
+// a timeout are what a failover looks like). Handing back a fetch that never
+// ran finds nothing to hand back.
 func lostOr(err error, route, token string, until time.Time) error {
-	var reply redis.Error
-	if errors.As(err, &reply) {
+	if refused(err) {
 		return err
 	}
 	return &LostFetch{Route: route, Token: token, Until: until, Err: err}
+}
+
+// refused reports whether err is a script's refusal of its arguments or of
+// what it found (every script's own errors start "bananas: ").
+func refused(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && strings.Contains(err.Error(), "bananas: ")
 }
 
 // fetchWithAcks runs ack.lua for the acks riding along and fetch.lua in one
@@ -215,8 +228,7 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 	for i, c := range cmds {
 		d := heavy[i]
 		if err := c.Err(); err != nil {
-			var reply redis.Error
-			if errors.As(err, &reply) { // e.g. WRONGTYPE: the key is not a job
+			if strings.HasPrefix(err.Error(), "WRONGTYPE") { // the key is not a job
 				d.BadEnvelope = fmt.Errorf("job %s: its key cannot be read as a job: %w", d.ID, err)
 				continue
 			}
@@ -242,35 +254,44 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 	for i, d := range unread {
 		ids[i] = d.ID
 	}
-	err := fmt.Errorf("read leased jobs of route %s: %w", route, cmds[slices.Index(heavy, unread[0])].Err())
-	if _, herr := q.handBack(ctx, route, token, ids, until); herr != nil {
-		err = &LostFetch{Route: route, Token: token, Until: until, Err: err}
+	lost := &LostFetch{Route: route, Token: token, Until: until, IDs: ids,
+		Err: fmt.Errorf("read leased jobs of route %s: %w", route, cmds[slices.Index(heavy, unread[0])].Err())}
+	if _, err := q.HandBack(ctx, lost); err != nil {
+		return read, lost // the caller hands them back later: only these
 	}
-	return read, err
+	return read, lost.Err
 }
 
+// handBackMarked is how long past a lost fetch's lease deadline its token
+// stays marked used (see handback.lua): far longer than a command held up in
+// a stalled connection takes to be delivered or dropped.
+const handBackMarked = 10 * time.Minute
+
 // HandBack returns to the front of their lists, without counting an attempt,
-// the jobs still leased under token (see LostFetch), and marks the token used
-// until until so that a late copy of its fetch takes nothing. It reports how
-// many jobs went back. It reads every lease of the route once, which only a
+// the jobs of a lost fetch still leased under its token (l.IDs, or all of
+// them), and marks the token used until handBackMarked past its lease so that
+// a late copy of the fetch takes nothing. It reports how many jobs went back.
+// Finding the token's jobs reads every lease of the route once, which only a
 // lost fetch makes anyone do. Retry-safe: a second run finds nothing leased
 // under the token.
-func (q *Queue) HandBack(ctx context.Context, route, token string, until time.Time) (int, error) {
-	leases, err := q.rdb.HGetAll(ctx, q.Keys(route).Leases()).Result()
-	if err != nil {
-		return 0, fmt.Errorf("hand back jobs of route %s: %w", route, err)
-	}
-	var ids []string
-	for id, t := range leases {
-		if t == token {
-			ids = append(ids, id)
+func (q *Queue) HandBack(ctx context.Context, l *LostFetch) (int, error) {
+	ids := l.IDs
+	if ids == nil {
+		leases, err := q.rdb.HGetAll(ctx, q.Keys(l.Route).Leases()).Result()
+		if err != nil {
+			return 0, fmt.Errorf("hand back jobs of route %s: %w", l.Route, err)
 		}
+		for id, t := range leases {
+			if t == l.Token {
+				ids = append(ids, id)
+			}
+		}
+		// Oldest first: ids from NewID sort by their millisecond. The
+		// leases hash does not keep the fetch's order, so within a
+		// millisecond the order is the ids'.
+		slices.Sort(ids)
 	}
-	// Oldest first: ids from NewID sort by their millisecond. The leases
-	// hash does not keep the fetch's order, so within a millisecond the
-	// order is the ids'.
-	slices.Sort(ids)
-	return q.handBack(ctx, route, token, ids, until)
+	return q.handBack(ctx, l.Route, l.Token, ids, l.Until.Add(handBackMarked))
 }
 
 // handBack runs handback.lua for ids leased under token.

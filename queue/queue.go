@@ -35,6 +35,7 @@ type Queue struct {
 
 	local  func() time.Time // the host's clock (see clock.go)
 	offset atomic.Int64     // Redis's clock minus the host's, in ns (see SyncClock)
+	synced atomic.Bool      // an offset was measured
 
 	acks *committer[string, ackReq, bool]     // coalesced acks, by route
 	enqs *committer[enqGroup, NewJob, string] // coalesced single enqueues, by route and priority

@@ -95,7 +95,7 @@ func TestScripts_SecondRunOfEnqueueFetchAckChangesNothing(t *testing.T) {
 			now := time.Now()
 			ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
 			h.during(func() {
-				if n, err := q.HandBack(context.Background(), "r", ds[0].Token, now.Add(time.Minute)); n != 2 || err != nil {
+				if n, err := q.HandBack(context.Background(), &queue.LostFetch{Route: "r", Token: ds[0].Token, Until: now.Add(time.Minute)}); n != 2 || err != nil {
 					t.Fatalf("hand back = %d, %v; want the 2 jobs of the first fetch", n, err)
 				}
 			})
@@ -226,7 +226,7 @@ func TestHandBack_LostFetchJobsReturnFirstWithoutAnAttempt(t *testing.T) {
 		if n, _ := q.Client().HLen(ctx, k.Leases()).Result(); n != 3 {
 			t.Fatalf("%d jobs leased by the lost fetch, want 3", n)
 		}
-		n, err := q.HandBack(ctx, lost.Route, lost.Token, lost.Until)
+		n, err := q.HandBack(ctx, lost)
 		if n != 3 || err != nil {
 			t.Fatalf("hand back = %d, %v; want 3", n, err)
 		}
@@ -367,6 +367,112 @@ func TestFetch_JobHashNotReadIsHandedBack(t *testing.T) {
 		}
 		if tok, _ := q.Client().HGet(ctx, k.Leases(), heavy.ID).Result(); tok != "" {
 			t.Fatalf("the unread job is still leased (%q)", tok)
+		}
+	})
+}
+
+// When the hashes of some fetched jobs cannot be read and handing them back
+// at once fails too, the lost fetch names just those jobs: the others were
+// returned to run, and handing them back would run them twice.
+func TestFetch_LostReadHandsBackOnlyTheUnreadJobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		heavy := job(t, "r")
+		heavy.RunAt = now.Add(time.Millisecond)
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{heavy}, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		light := job(t, "r")
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{light}, now); err != nil {
+			t.Fatal(err)
+		}
+		var readFailed atomic.Bool // from the job hash's read on, every call is lost
+		lose := &loseReply{match: func(c redis.Cmder) bool {
+			if c.Name() == "hgetall" {
+				readFailed.Store(true)
+			}
+			return readFailed.Load()
+		}}
+		q.Client().AddHook(lose)
+		lose.armed.Store(true)
+		ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+		lose.armed.Store(false)
+		var lost *queue.LostFetch
+		if !errors.As(err, &lost) || len(ds) != 1 || ds[0].ID != light.ID || len(lost.IDs) != 1 || lost.IDs[0] != heavy.ID {
+			t.Fatalf("fetch = %v, %v; want the light job to run and a lost fetch naming only %s", ds, err, heavy.ID)
+		}
+		// The first hand-back ran and lost its reply: this one finds the job
+		// back already, and must take nothing else.
+		if _, err := q.HandBack(ctx, lost); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute, now); !ok || err != nil {
+			t.Fatalf("ack of the running job = %v, %v; want its lease untouched by the hand-back", ok, err)
+		}
+		order, _ := q.Client().LRange(ctx, q.Keys("r").List(queue.Normal), 0, -1).Result()
+		if len(order) != 1 || order[0] != heavy.ID {
+			t.Fatalf("ready list = %v, want only the unread job", order)
+		}
+	})
+}
+
+// The same job can be held twice by one worker: a run whose lease was lost
+// and a newer run under a newer token. Renewal reports the stale dispatch,
+// not the job, so the newer run is not cancelled with it.
+func TestRenew_ReportsTheDispatchWhoseLeaseWasLostNotTheJob(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		old := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+		if n, err := q.HandBack(ctx, &queue.LostFetch{Route: "r", Token: old.Token, Until: now}); n != 1 || err != nil {
+			t.Fatalf("hand back = %d, %v", n, err)
+		}
+		newer := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
+		lost, err := q.Renew(ctx, "r", []*queue.Dispatch{old, newer}, now.Add(time.Hour))
+		if err != nil || len(lost) != 1 || lost[0] != old {
+			t.Fatalf("renew lost = %v, %v; want only the stale dispatch", lost, err)
+		}
+	})
+}
+
+// slowTime delays TIME by d once armed.
+type slowTime struct {
+	d     time.Duration
+	armed atomic.Bool
+}
+
+func (h *slowTime) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *slowTime) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.armed.Load() && cmd.Name() == "time" {
+			time.Sleep(h.d) // a stalled round trip: the fault under test
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *slowTime) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A clock sample whose round trip was slow would put the offset off by half
+// of it; it is refused and the last offset kept.
+func TestSyncClock_SlowSampleIsNotKept(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.SyncClock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		good := q.Skew()
+		slow := &slowTime{d: 600 * time.Millisecond}
+		q.Client().AddHook(slow)
+		slow.armed.Store(true)
+		err := q.SyncClock(ctx)
+		if err == nil || q.Skew() != good {
+			t.Fatalf("sync over 600 ms round trips = %v, skew %s; want refused and %s kept", err, q.Skew(), good)
 		}
 	})
 }

@@ -142,8 +142,9 @@ func (q *Queue) Requeue(ctx context.Context, d *Dispatch) (bool, error) {
 }
 
 // Renew extends the leases of running jobs of one route until until, and
-// returns the ids whose lease was lost.
-func (q *Queue) Renew(ctx context.Context, route string, running []*Dispatch, until time.Time) ([]string, error) {
+// returns the dispatches whose lease was lost (the same job may run again
+// elsewhere, or here, under a newer token: only these lost theirs).
+func (q *Queue) Renew(ctx context.Context, route string, running []*Dispatch, until time.Time) ([]*Dispatch, error) {
 	if len(running) == 0 {
 		return nil, nil
 	}
@@ -158,5 +159,11 @@ func (q *Queue) Renew(ctx context.Context, route string, running []*Dispatch, un
 	if err != nil {
 		return nil, fmt.Errorf("renew leases on route %s: %w", route, err)
 	}
-	return strs(res), nil
+	var lost []*Dispatch
+	for _, i := range ints(res) {
+		if i >= 1 && int(i) <= len(running) {
+			lost = append(lost, running[i-1])
+		}
+	}
+	return lost, nil
 }

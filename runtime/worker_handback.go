@@ -23,6 +23,7 @@ type handBacks struct {
 	mu      sync.Mutex
 	pending []*queue.LostFetch
 	kick    chan struct{}
+	trying  sync.Mutex // one try at a time: drain must see what Run's try puts back
 }
 
 func newHandBacks(q *queue.Queue, log *slog.Logger) *handBacks {
@@ -66,6 +67,8 @@ func (h *handBacks) Run(ctx context.Context) {
 
 // try hands back every pending fetch once and reports whether none is left.
 func (h *handBacks) try(ctx context.Context) bool {
+	h.trying.Lock()
+	defer h.trying.Unlock()
 	h.mu.Lock()
 	todo := h.pending
 	h.pending = nil
@@ -73,10 +76,10 @@ func (h *handBacks) try(ctx context.Context) bool {
 	var left []*queue.LostFetch
 	for _, l := range todo {
 		cctx, cancel := context.WithTimeout(ctx, settleTimeout)
-		n, err := h.q.HandBack(cctx, l.Route, l.Token, l.Until.Add(handBackGiveUp))
+		n, err := h.q.HandBack(cctx, l)
 		cancel()
 		switch {
-		case err != nil && time.Now().After(l.Until.Add(handBackGiveUp)):
+		case err != nil && h.q.Now().After(l.Until.Add(handBackGiveUp)):
 			h.log.Warn("bananas: gave up handing back the jobs of a fetch whose reply was lost; the reaper recovers them", "route", l.Route, "err", err)
 		case err != nil:
 			left = append(left, l)

@@ -62,10 +62,10 @@ func (w *Worker) renewLoop(ctx context.Context) {
 				w.opts.Logger.Warn("bananas: renew leases", "route", route, "err", err)
 				continue
 			}
-			for _, id := range lost {
+			for _, d := range lost {
 				for _, r := range runs {
-					if r.d.ID == id && !r.settling.Load() {
-						w.opts.Logger.Warn("bananas: lease lost; canceling the run", "job", id)
+					if r.d == d && !r.settling.Load() {
+						w.opts.Logger.Warn("bananas: lease lost; canceling the run", "job", d.ID)
 						r.cancel(errLeaseLost)
 						w.untrack(r)
 					}
@@ -165,6 +165,9 @@ func (w *Worker) shutdown() {
 	case <-t.C:
 	}
 	byRoute, idle = w.snapshot()
+	if len(byRoute) == 0 {
+		return // the last runs ended as the grace period did
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	for _, runs := range byRoute {

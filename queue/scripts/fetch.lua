@@ -8,9 +8,10 @@
 -- Idempotent per token: a second call with the same token (a client retry
 -- after the reply was lost, or a late copy of the command) takes nothing and
 -- returns the jobs still leased under that token — the first call's result,
--- less what has settled since. A token whose group is gone (all its jobs
--- settled, or handed back and its marker expired) is not recognised; the
--- caller's lease deadline bounds how long that can matter (see handback.lua).
+-- less what has settled since. A token is recognised only while its group
+-- (or a hand-back's marker, see handback.lua) exists: not once all its jobs
+-- settled, nor when its first run took nothing (docs/DESIGN-NOTES.md, "Every
+-- call may run twice", says what that leaves).
 --
 -- Garbage is dropped, never leased: an empty list entry, and an entry of a
 -- job already leased (a duplicate id in a list, which would run the job twice).

@@ -5,10 +5,10 @@
 -- hash and its id at the back of the ready list of its priority.
 --
 -- Idempotent: a second call with the same arguments (a client retry after the
--- reply was lost) writes nothing. Its jobs leave the route in the order they
--- were pushed, so the call's last job is the last of them to finish; if it is
--- still anywhere — pending or running (payload), failed (hash) or finished
--- (result record, kept for its result TTL) — the call already ran.
+-- reply was lost) writes nothing: if the call's last job is anywhere —
+-- pending or running (payload), failed (hash) or finished (result record,
+-- kept for its result TTL) — the call already ran. The last job is the last
+-- of the call's to leave the ready list, so it is the likeliest still there.
 --
 -- KEYS[1]  LIST    route:{r}:queue:<priority>
 -- KEYS[2]  HASH    route:{r}:stats
