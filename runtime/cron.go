@@ -89,8 +89,8 @@ func (w *Worker) CronStatus(ctx context.Context) ([]CronStatus, error) {
 			return nil, err
 		}
 		cs := CronStatus{CronEntry: e, LastRun: st.LastRun, NextRun: st.NextRun, RunCount: st.RunCount, LastJob: st.LastJob, LastError: st.LastError}
-		if cs.NextRun.IsZero() || cs.NextRun.Before(time.Now()) {
-			cs.NextRun, _ = scheduler.NextRun(e.Spec, e.TZ, time.Now())
+		if now := w.c.q.Now(); cs.NextRun.IsZero() || cs.NextRun.Before(now) {
+			cs.NextRun, _ = scheduler.NextRun(e.Spec, e.TZ, now)
 		}
 		if cs.LastError == "" && st.LastJob != "" {
 			if info, err := w.c.Job(ctx, st.LastJob); err == nil && info.Error != "" {
