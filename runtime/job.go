@@ -37,6 +37,10 @@ var ErrDuplicate = errors.New("bananas: duplicate job")
 // not exist (never enqueued, or its record expired).
 var ErrJobNotFound = errors.New("bananas: job not found")
 
+// ErrWrongTask is matched by the error of Await for an id whose job belongs to
+// another task: its result could not be decoded as this task's.
+var ErrWrongTask = errors.New("bananas: job of another task")
+
 // JobError is the error Await and Call return for a job that failed for good
 // (dead-lettered): its last error message and how many runs failed.
 type JobError struct {

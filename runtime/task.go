@@ -193,32 +193,58 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 }
 
 // Await blocks until job id finishes and returns its typed result, or a
-// *JobError when it failed for good, or ctx's error.
+// *JobError when it failed for good, or ctx's error. An id whose job belongs
+// to another task is refused with an error matching ErrWrongTask that names
+// both tasks.
 func (t *Task[A, R]) Await(ctx context.Context, id string) (R, error) {
 	var zero R
 	c, err := t.clientOrDefault()
 	if err != nil {
 		return zero, err
 	}
+	// A job still pending, running or dead says its task; a finished one
+	// says it in its result record (decodeRecord).
+	if s, err := c.q.Lookup(ctx, id); err == nil && s.Name != "" && s.Name != t.name {
+		return zero, wrongTask(id, s.Name, t.name)
+	}
+	return t.await(ctx, c, id)
+}
+
+func (t *Task[A, R]) await(ctx context.Context, c *Client, id string) (R, error) {
 	rec, err := c.waiter.Wait(ctx, id, c.lookupResult)
 	if err != nil {
+		var zero R
 		return zero, err
 	}
 	return decodeRecord[R](t.name, rec)
 }
 
-// Call enqueues one job and awaits its result.
-func (t *Task[A, R]) Call(ctx context.Context, args A, opts ...Option) (R, error) {
-	id, err := t.Enqueue(ctx, args, opts...)
-	if err != nil {
-		var zero R
-		return zero, err
-	}
-	return t.Await(ctx, id)
+func wrongTask(id, is, want string) error {
+	return fmt.Errorf("%w: job %s is a %s job, not %s: await it with the %s stub", ErrWrongTask, id, is, want, is)
 }
 
+// Call enqueues one job and awaits its result.
+func (t *Task[A, R]) Call(ctx context.Context, args A, opts ...Option) (R, error) {
+	var zero R
+	id, err := t.Enqueue(ctx, args, opts...)
+	if err != nil {
+		return zero, err
+	}
+	c, err := t.clientOrDefault()
+	if err != nil {
+		return zero, err
+	}
+	return t.await(ctx, c, id) // its own job: no need to look its task up
+}
+
+// decodeRecord turns a result record into the task's result, or its
+// failure; a record of another task's job is refused (records written
+// before records named their task name none, and are taken as they are).
 func decodeRecord[R any](name string, rec results.Record) (R, error) {
 	var out R
+	if rec.Name != "" && rec.Name != name {
+		return out, wrongTask(rec.ID, rec.Name, name)
+	}
 	if !rec.OK {
 		return out, &JobError{ID: rec.ID, Name: name, Message: rec.Error, Attempts: rec.Attempts}
 	}

@@ -305,7 +305,7 @@ func (w *Worker) failRun(r *run, log jobLog, msg string, final bool) {
 	now := w.c.q.Now() // the retry's run-at is judged on Redis's clock
 	attempts := d.Attempts + 1
 	delay := w.opts.Backoff(attempts)
-	rec, _ := results.Encode(results.Record{ID: d.ID, OK: false, Error: msg, Attempts: attempts, FinishedAt: now.UnixMilli()})
+	rec, _ := results.Encode(results.Record{ID: d.ID, Name: d.Name, OK: false, Error: msg, Attempts: attempts, FinishedAt: now.UnixMilli()})
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	out, err := w.c.q.Fail(ctx, d, queue.Failure{

@@ -102,7 +102,7 @@ func (w *Worker) reap(ctx context.Context, route string) {
 	const msg = "lease expired: the worker running it stopped renewing (crashed or lost Redis)"
 	out, err := w.c.q.Reap(ctx, route, now, func(e queue.Expired) queue.Verdict {
 		attempts := e.Attempts + 1
-		rec, _ := results.Encode(results.Record{ID: e.ID, OK: false, Error: msg, Attempts: attempts, FinishedAt: now.UnixMilli()})
+		rec, _ := results.Encode(results.Record{ID: e.ID, Name: e.Name, OK: false, Error: msg, Attempts: attempts, FinishedAt: now.UnixMilli()})
 		return queue.Verdict{
 			RetryAt: now.Add(w.opts.Backoff(attempts)), Record: rec,
 			TTL: ttlOr(e.Envelope.FailureTTL, w.opts.FailureTTL),
