@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"fmt"
 	"go/ast"
 	"go/token"
 	"strconv"
@@ -25,18 +26,76 @@ type keyValue struct {
 	valuePos   token.Pos
 }
 
-// findDirectives returns the //bananas: comment lines of a file. They are read
-// from the raw comment list: CommentGroup.Text() drops directive lines.
+// findDirectives returns the //bananas: comment lines of a file, and those
+// that were meant to be one (nearMiss). They are read from the raw comment
+// list: CommentGroup.Text() drops directive lines.
 func findDirectives(f *ast.File) []*ast.Comment {
 	var out []*ast.Comment
 	for _, g := range f.Comments {
 		for _, c := range g.List {
-			if strings.HasPrefix(c.Text, prefix) {
+			if strings.HasPrefix(c.Text, prefix) || nearMiss(c.Text) != "" {
 				out = append(out, c)
 			}
 		}
 	}
 	return out
+}
+
+// nearMiss reports why a comment that is almost a directive is not one —
+// "// bananas:task", "//bananas: task", "//banana:task", "//Bananas:cron" —
+// or "" for any other comment. Go reads only the exact form, so a near miss
+// would otherwise be ignored and the user meet an undefined stub later.
+// Prose is told apart by the word after the colon, which must be close to
+// task or cron.
+func nearMiss(text string) string {
+	body, ok := strings.CutPrefix(text, "//")
+	if !ok {
+		return ""
+	}
+	if rest, exact := strings.CutPrefix(text, prefix); exact {
+		if word := strings.TrimLeft(rest, " \t"); word != rest && directiveWord(word) {
+			return fmt.Sprintf("malformed directive %q: no space after the colon; write //bananas:%s", text, firstWord(word))
+		}
+		return ""
+	}
+	name, after, ok := strings.Cut(strings.TrimLeft(body, " \t"), ":")
+	name = strings.ToLower(strings.TrimSpace(name))
+	if !ok || (name != "bananas" && name != "banana") {
+		return ""
+	}
+	word := strings.TrimLeft(after, " \t")
+	if !directiveWord(word) {
+		return ""
+	}
+	return fmt.Sprintf("malformed directive %q: write //bananas:task or //bananas:cron exactly (\"bananas\" in lower case, no space after // or the colon)", text)
+}
+
+// directiveWord reports whether s starts with a word within two edits of
+// task or cron.
+func directiveWord(s string) bool {
+	w := strings.ToLower(firstWord(s))
+	return editDistance(w, "task") <= 2 || editDistance(w, "cron") <= 2
+}
+
+// editDistance is the Levenshtein distance of a and b (short words).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // parseDirective splits one directive line into its kind, cron spec and

@@ -72,6 +72,10 @@ func parsePackage(p *packages.Package, errs *collector, names map[string]token.P
 		seen := map[*ast.FuncDecl]bool{}
 		for _, g := range f.Comments {
 			for _, c := range g.List {
+				if msg := nearMiss(c.Text); msg != "" {
+					errs.add(c.Pos(), "%s", msg)
+					continue
+				}
 				if !strings.HasPrefix(c.Text, prefix) {
 					continue
 				}
