@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -71,11 +72,21 @@ func (t *Task[A, R]) EnqueueJSON(ctx context.Context, data []byte, opts ...Optio
 	return t.Enqueue(ctx, args, opts...)
 }
 
-// DecodeStrictJSON decodes data into v, refusing unknown fields and trailing
-// data. Empty input and null decode to the zero value. Generated decoders call it.
+// DecodeStrictJSON decodes data into v exactly: an object key must be a
+// field's JSON name as written (encoding/json would also take "url" for URL),
+// unknown keys and trailing data are refused, and so are empty input and null
+// — except for a task that takes no args (None), where they mean nothing. Each
+// error names the field. Generated decoders call it.
 func DecodeStrictJSON(data []byte, v any) error {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil
+	_, none := v.(*None)
+	if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		if none {
+			return nil
+		}
+		if len(trimmed) == 0 {
+			return errors.New("no args given: want a JSON object")
+		}
+		return errors.New("args are null: want a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -95,5 +106,114 @@ func DecodeStrictJSON(data []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("trailing data after the JSON value")
 	}
+	return exactKeys(data, reflect.TypeOf(v), "")
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// exactKeys checks that every object key in data is the JSON name of a field
+// of t as written; data already decoded into a t, so its shape is right.
+func exactKeys(data []byte, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) || bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		return nil // decodes itself (time.Time), or nothing to look into
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(data, &obj); err != nil {
+			return nil
+		}
+		fields := jsonFields(t)
+		for key, raw := range obj {
+			ft, ok := fields[key]
+			if !ok {
+				for name := range fields {
+					if strings.EqualFold(name, key) {
+						return fmt.Errorf("unknown field %q%s: JSON keys match exactly; did you mean %q?", key, at(path), name)
+					}
+				}
+				return fmt.Errorf("unknown field %q%s", key, at(path))
+			}
+			if err := exactKeys(raw, ft, join(path, key)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil // []byte travels as base64
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(data, &items); err != nil {
+			return nil
+		}
+		for i, raw := range items {
+			if err := exactKeys(raw, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(data, &obj); err != nil {
+			return nil
+		}
+		for key, raw := range obj {
+			if err := exactKeys(raw, t.Elem(), fmt.Sprintf("%s[%q]", path, key)); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// jsonFields maps the JSON names of t's fields, as encoding/json names them
+// (tags honoured, "-" skipped, embedded structs' fields promoted), to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" {
+			continue
+		}
+		if f.Anonymous && tag == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for name, typ := range jsonFields(ft) {
+					if _, shadowed := out[name]; !shadowed {
+						out[name] = typ
+					}
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		name := f.Name
+		if tag != "" {
+			name = tag
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func at(path string) string {
+	if path == "" {
+		return ""
+	}
+	return " in " + path
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
