@@ -14,6 +14,7 @@ const (
 	Retrying  Outcome = 1 // scheduled again for a retry
 	DeadEnded Outcome = 2 // moved to the dead-letter set
 	Orphan    Outcome = 3 // the job hash was gone; only the lease was released
+	Snoozed   Outcome = 5 // rescheduled without counting a failure (Failure.Snooze)
 )
 
 // Ack completes d: its result record is stored under its result key for ttl
@@ -106,6 +107,7 @@ type Failure struct {
 	Message string
 	RetryAt time.Time // when to run again if attempts allow
 	Final   bool      // dead-letter now, whatever the attempts
+	Snooze  bool      // reschedule for RetryAt without counting a failure (the handler asked to run later)
 	Record  []byte    // the failure record stored if the job dies
 	TTL     time.Duration
 }
@@ -116,8 +118,11 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 	k := q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups()}
 	final := 0
-	if f.Final {
+	switch {
+	case f.Final:
 		final = 1
+	case f.Snooze:
+		final = 2
 	}
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
 	n, err := q.s.fail.Run(ctx, q.rdb, keys, d.ID, d.Token, ms(now), f.Message, ms(f.RetryAt), final,

@@ -33,6 +33,19 @@ func TestScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) {
 				}
 			})
 		}},
+		{"fail: snoozed, light and heavy", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			ds := append(leaseLight(t, q, 1, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
+			h.during(func() {
+				for _, d := range ds {
+					f := queue.Failure{Message: "later", RetryAt: now.Add(time.Second), Snooze: true, Record: []byte("rec"), TTL: time.Minute}
+					if out, err := q.Fail(ctx, d, f, now); out != queue.Snoozed || err != nil {
+						t.Fatalf("snooze = %v, %v", out, err)
+					}
+				}
+			})
+		}},
 		{"reap: light, heavy, garbage fields, job key of another type, empty id, empty group", func(t *testing.T, q *queue.Queue, h *twice) {
 			ctx := context.Background()
 			now := time.Now()

@@ -41,6 +41,21 @@ var ErrJobNotFound = errors.New("bananas: job not found")
 // another task: its result could not be decoded as this task's.
 var ErrWrongTask = errors.New("bananas: job of another task")
 
+// SkipRetry, returned by a handler (alone or wrapped with %w), ends the job
+// at once in the dead-letter queue, whatever retries it has left: for
+// failures no retry can fix.
+var SkipRetry = errors.New("bananas: skip retry")
+
+// RetryAfter returns an error that, returned by a handler (alone or wrapped
+// with %w), runs the job again after d without counting a failure: its
+// attempts and retries left are as before (a rate limit, a resource not
+// ready yet). d is at least a millisecond.
+func RetryAfter(d time.Duration) error { return &retryAfter{d: d} }
+
+type retryAfter struct{ d time.Duration }
+
+func (e *retryAfter) Error() string { return fmt.Sprintf("bananas: retry after %s", e.d) }
+
 // JobError is the error Await and Call return for a job that failed for good
 // (dead-lettered): its last error message and how many runs failed.
 type JobError struct {

@@ -106,7 +106,7 @@ func (w *Worker) expire(g *timeoutGroup) {
 		r.ctx.cancel(context.DeadlineExceeded)
 		go func() {
 			if r.canceled() == nil && r.settled.CompareAndSwap(false, true) {
-				w.failRun(r, jobLog{w.opts.Logger, r.d}, fmt.Sprintf("timed out after %s", g.timeout), false)
+				w.failRun(r, jobLog{w.opts.Logger, r.d}, fmt.Sprintf("timed out after %s", g.timeout), false, 0)
 			}
 		}()
 	}
@@ -207,13 +207,13 @@ func (w *Worker) execute(r *run) (pending bool) {
 	log := jobLog{w.opts.Logger, d}
 	if d.BadEnvelope != nil {
 		r.settled.Store(true)
-		w.failRun(r, log, fmt.Sprintf("cannot decode job: %v", d.BadEnvelope), true)
+		w.failRun(r, log, fmt.Sprintf("cannot decode job: %v", d.BadEnvelope), true, 0)
 		return false
 	}
 	h := w.handlers[d.Name]
 	if h == nil {
 		r.settled.Store(true)
-		w.failRun(r, log, fmt.Sprintf("no handler for task %q on worker %s (it handles: %v)", d.Name, w.id, w.Tasks()), false)
+		w.failRun(r, log, fmt.Sprintf("no handler for task %q on worker %s (it handles: %v)", d.Name, w.id, w.Tasks()), false, 0)
 		return false
 	}
 
@@ -225,7 +225,7 @@ func (w *Worker) execute(r *run) (pending bool) {
 	}
 	if r.canceled() == nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
 		// The handler returned at its deadline, before expire recorded it.
-		w.failRun(r, log, fmt.Sprintf("timed out after %s", r.group.timeout), false)
+		w.failRun(r, log, fmt.Sprintf("timed out after %s", r.group.timeout), false, 0)
 		return false
 	}
 	if cause := r.canceled(); cause != nil {
@@ -234,11 +234,16 @@ func (w *Worker) execute(r *run) (pending bool) {
 	}
 	if o.err != nil {
 		var de *decodeError
-		w.failRun(r, log, o.err.Error(), errors.As(o.err, &de))
+		var ra *retryAfter
+		if errors.As(o.err, &ra) {
+			w.failRun(r, log, o.err.Error(), false, max(ra.d, time.Millisecond))
+			return false
+		}
+		w.failRun(r, log, o.err.Error(), errors.As(o.err, &de) || errors.Is(o.err, SkipRetry), 0)
 		return false
 	}
 	if err := checkPayload("result of ", d.Name, len(o.result), w.c.maxPayload); err != nil {
-		w.failRun(r, log, err.Error(), true)
+		w.failRun(r, log, err.Error(), true, 0)
 		return false
 	}
 	return w.ackRun(r, log, o.result)
@@ -294,8 +299,9 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) (pending bool) {
 }
 
 // failRun records a failed run: a retry after the backoff while attempts
-// allow, else (or when final) the dead-letter queue.
-func (w *Worker) failRun(r *run, log jobLog, msg string, final bool) {
+// allow, else (or when final) the dead-letter queue. A snooze (RetryAfter)
+// reschedules the job that much later without counting a failure.
+func (w *Worker) failRun(r *run, log jobLog, msg string, final bool, snooze time.Duration) {
 	defer w.untrack(r)
 	if !r.settling.CompareAndSwap(false, true) {
 		log.Info("bananas: job failure dropped", "why", errHandedBck, "failure", firstLine(msg))
@@ -305,16 +311,21 @@ func (w *Worker) failRun(r *run, log jobLog, msg string, final bool) {
 	now := w.c.q.Now() // the retry's run-at is judged on Redis's clock
 	attempts := d.Attempts + 1
 	delay := w.opts.Backoff(attempts)
+	if snooze > 0 {
+		delay = snooze
+	}
 	rec, _ := results.Encode(results.Record{ID: d.ID, Name: d.Name, OK: false, Error: msg, Attempts: attempts, FinishedAt: now.UnixMilli()})
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	out, err := w.c.q.Fail(ctx, d, queue.Failure{
-		Message: msg, RetryAt: now.Add(delay), Final: final, Record: rec,
+		Message: msg, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: rec,
 		TTL: ttlOr(d.Envelope.FailureTTL, w.opts.FailureTTL),
 	}, now)
 	switch {
 	case err != nil:
 		log.Warn("bananas: recording a failure failed; the job will be recovered when its lease expires", "err", err, "failure", msg)
+	case out == queue.Snoozed:
+		log.Info("bananas: job asked to run again later; rescheduled, no failure counted", "retry_in", delay.Round(time.Millisecond))
 	case out == queue.Retrying:
 		log.Warn("bananas: job failed; retry scheduled", "err", firstLine(msg), "retry_in", delay.Round(time.Millisecond), "retries_left", d.MaxRetries-attempts)
 	case out == queue.DeadEnded:

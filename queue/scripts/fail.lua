@@ -24,7 +24,8 @@
 -- ARGV[3]  now (unix ms)
 -- ARGV[4]  error message
 -- ARGV[5]  retry-at (unix ms)
--- ARGV[6]  1 = final, dead-letter whatever the attempts; 0 = retry while attempts allow
+-- ARGV[6]  1 = final, dead-letter whatever the attempts; 0 = retry while attempts allow;
+--          2 = snooze: back to the scheduled set for retry-at, no attempt or failure counted
 -- ARGV[7]  failure record to store if the job dies (opaque bytes)
 -- ARGV[8]  failure result ttl ms (> 0)
 -- ARGV[9]  result channel
@@ -32,12 +33,13 @@
 -- ARGV[11] schedule channel
 -- Returns: 0 stale token (nothing written), 1 scheduled for retry, 2 dead-lettered
 --          (also when its a or m field is garbage: its error names the field),
---          3 the job is gone (lease released, nothing else to do).
+--          3 the job is gone (lease released, nothing else to do), 5 snoozed.
 local id = bn_str(ARGV[1], 'job id')
 local token = bn_str(ARGV[2], 'token')
 local now = bn_num(ARGV[3], 'now')
 local retry_at = bn_num(ARGV[5], 'retry-at')
 local final = bn_num(ARGV[6], 'final flag')
+if final ~= 0 and final ~= 1 and final ~= 2 then error('bananas: final flag must be 0, 1 or 2') end
 local ttl = bn_num(ARGV[8], 'failure ttl')
 bn_str(ARGV[9], 'result channel')
 local started = bn_num(ARGV[10], 'started-at')
@@ -75,5 +77,12 @@ if why then
   redis.call('SET', KEYS[6], ARGV[7], 'PX', ttl)
   redis.call('PUBLISH', ARGV[9], ARGV[7])
   return 2
+end
+if final == 2 then
+  redis.call('HSET', KEYS[1], 's', 'q')
+  redis.call('ZADD', KEYS[4], retry_at, id)
+  bn_count(KEYS[7], 'snoozed', 1)
+  redis.call('PUBLISH', ARGV[11], tostring(retry_at))
+  return 5
 end
 return bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11], prior, max)

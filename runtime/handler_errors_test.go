@@ -1,0 +1,71 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
+)
+
+// A handler error wrapping runtime.SkipRetry dead-letters the job at once,
+// whatever retries it has left.
+func TestHandler_SkipRetryDeadLettersAtOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := testtasks.Echo.With(c)
+		var runs atomic.Int32
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		runtime.Handle(w, task, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+			runs.Add(1)
+			return testtasks.Reply{}, fmt.Errorf("recipient %q does not exist: %w", m.Text, runtime.SkipRetry)
+		})
+		startWorker(t, w)
+		id, err := task.Enqueue(ctx, testtasks.Msg{Text: "nobody"}, runtime.MaxRetries(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var je *runtime.JobError
+		if _, err := task.Await(ctx, id); !errors.As(err, &je) || je.Attempts != 1 {
+			t.Fatalf("Await = %v; want a JobError after 1 attempt", err)
+		}
+		if runs.Load() != 1 || jobStatus(t, c, id) != runtime.StatusFailed {
+			t.Fatalf("%d runs, status %s; want 1 run and dead-lettered", runs.Load(), jobStatus(t, c, id))
+		}
+	})
+}
+
+// A handler error wrapping runtime.RetryAfter runs the job again later
+// without counting a failure: a job with no retries runs a third time and
+// succeeds, with no failed attempt recorded.
+func TestHandler_RetryAfterReschedulesWithoutCountingAFailure(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := testtasks.Echo.With(c)
+		var runs atomic.Int32
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		runtime.Handle(w, task, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+			if runs.Add(1) < 3 {
+				return testtasks.Reply{}, fmt.Errorf("rate limited: %w", runtime.RetryAfter(20*time.Millisecond))
+			}
+			return testtasks.Reply{Text: m.Text}, nil
+		})
+		startWorker(t, w)
+		id, err := task.Enqueue(ctx, testtasks.Msg{Text: "later"}, runtime.MaxRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := task.Await(ctx, id)
+		if err != nil || got.Text != "later" || runs.Load() != 3 {
+			t.Fatalf("Await = %+v, %v after %d runs; want success on the third run", got, err, runs.Load())
+		}
+		info, err := c.Job(ctx, id)
+		if err != nil || info.Attempts != 0 {
+			t.Fatalf("Job = %+v, %v; want no failed attempt counted", info, err)
+		}
+	})
+}
