@@ -32,6 +32,11 @@ var (
 	errHandedBck = errors.New("bananas: handed back at shutdown")
 )
 
+// lateHandler is how long past its timeout a handler may return before the
+// worker says it ignores its context: a handler that honours it returns
+// within a moment of the deadline.
+const lateHandler = 100 * time.Millisecond
+
 // settleTimeout bounds the Redis calls that record a run's outcome.
 const settleTimeout = 10 * time.Second
 
@@ -221,7 +226,13 @@ func (w *Worker) execute(r *run) (pending bool) {
 	o := runHandler(r.ctx, h, d.Envelope.Args)
 	w.freeSlot(r)
 	if !r.settled.CompareAndSwap(false, true) {
-		return false // timed out: already recorded
+		// Timed out, already recorded. Go cannot stop a goroutine: a
+		// handler that ignores its context keeps its slot until it returns.
+		if late := time.Since(r.ctx.deadline); late >= lateHandler {
+			log.Warn("bananas: handler returned long after its timeout, holding its slot meanwhile; handlers must return when their context ends",
+				"timeout", r.group.timeout, "late", late.Round(time.Millisecond))
+		}
+		return false
 	}
 	if r.canceled() == nil && errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
 		// The handler returned at its deadline, before expire recorded it.
