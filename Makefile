@@ -2,9 +2,11 @@ GO ?= go
 
 .PHONY: test test-faults demo bench bench-compare fmt
 
-# The one test command (README, .ci/run): formatting, vet, and every test with
-# the race detector against real redis-server processes the tests start.
+# The one test command (README, .ci/run): what the tests need installed
+# (scripts/test-deps.sh), formatting, vet, and every test with the race
+# detector against real redis-server processes the tests start.
 test:
+	@./scripts/test-deps.sh
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
