@@ -295,3 +295,26 @@ func TestModes_WorkerTakesOnlyWhatItsModeAllows(t *testing.T) {
 		}
 	})
 }
+
+// A bad flag is reported once, in the CLI's words and with where the flags
+// are listed, with exit 2: not the flag package's message, the whole usage
+// and the message again.
+func TestCLI_BadFlagIsReportedOnceInCLIWords(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"enqueue", "t_echo", `{}`, "--delay", "soon"}, "enqueue: --delay soon: not a duration, e.g. 30s, 5m or 1h (enqueue -h lists the flags)\n"},
+		{[]string{"enqueue", "t_echo", `{}`, "--bogus"}, "enqueue: unknown flag --bogus (enqueue -h lists the flags)\n"},
+	} {
+		code, out, errOut := a.run(c.args...)
+		if code != 2 || out != "" || errOut != c.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, nothing on stdout, stderr %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	if code, out, _ := a.run("enqueue", "-h"); code != 0 || !strings.HasPrefix(out, "usage: enqueue") {
+		t.Errorf("enqueue -h: exit %d, %q; want the usage", code, out)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -160,14 +161,23 @@ func (e *env) flags(usage string) *flag.FlagSet {
 
 // parse parses flags that may come before, between or after positional
 // arguments, and returns the positionals.
+//
+// A mistake is returned as one usageError in the CLI's words (the caller
+// prints it once); the flag package would print its own message and the whole
+// usage first. -h prints the usage.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer func() { fs.Usage = usage; fs.SetOutput(out) }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				usage()
 				return nil, err
 			}
-			return nil, usageError{err}
+			return nil, usageError{flagError(fs, err)}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -194,4 +204,24 @@ func init() {
 			return errors.New("the HTTP API is not built yet (see docs/OPERATIONS.md); worker and scheduler run without it")
 		},
 	}
+}
+
+var badFlagValue = regexp.MustCompile(`^invalid value "(.*)" for flag -(\S+): (.*)$`)
+
+// flagError rewords a flag package error as the CLI speaks: --delay soon: not
+// a duration, e.g. 30s, 5m or 1h; and says where the usage is.
+func flagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if m := badFlagValue.FindStringSubmatch(msg); m != nil {
+		why := m[3]
+		if f := fs.Lookup(m[2]); f != nil {
+			if _, ok := f.Value.(flag.Getter).Get().(time.Duration); ok {
+				why = "not a duration, e.g. 30s, 5m or 1h"
+			}
+		}
+		msg = fmt.Sprintf("--%s %s: %s", m[2], m[1], why)
+	} else if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		msg = fmt.Sprintf("unknown flag --%s", name)
+	}
+	return fmt.Errorf("%s (%s -h lists the flags)", msg, fs.Name())
 }
