@@ -96,6 +96,9 @@ func cmdEnqueue(e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
 	}
+	if _, none := res.(None); none {
+		res = nil // a task without a result: null, not an empty object
+	}
 	if *asJSON {
 		return printJSON(e.stdout, map[string]any{"id": id, "result": res})
 	}

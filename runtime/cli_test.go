@@ -318,3 +318,18 @@ func TestCLI_BadFlagIsReportedOnceInCLIWords(t *testing.T) {
 		t.Errorf("enqueue -h: exit %d, %q; want the usage", code, out)
 	}
 }
+
+// enqueue --wait of a task without a result prints null (with --json, a
+// null result), not an empty object.
+func TestCLI_WaitOnATaskWithoutAResultPrintsNull(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.background("worker", "--routes", "email")
+	if out := a.ok("enqueue", "send_email", `{"To": "ana@example.com"}`, "--wait", "--timeout", "20s"); out != "null\n" {
+		t.Fatalf("enqueue --wait printed %q, want null", out)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(a.ok("enqueue", "send_email", `{"To": "bo@example.com"}`, "--wait", "--timeout", "20s", "--json")), &got); err != nil || got["result"] != nil || got["id"] == "" {
+		t.Fatalf("enqueue --wait --json = %v, %v; want an id and a null result", got, err)
+	}
+}
