@@ -325,7 +325,7 @@ func cmdWorkers(e *env, args []string) error {
 	}
 	rows := make([][]string, len(ws))
 	for i, w := range ws {
-		rows[i] = []string{w.ID, w.Host, fmt.Sprint(w.PID), orDash(w.Mode), strings.Join(w.Routes, ","), fmt.Sprint(w.Concurrency), fmt.Sprint(w.InFlight), stamp(w.LastBeat)}
+		rows[i] = []string{w.ID, w.Host, fmt.Sprint(w.PID), orDash(w.Mode), orDash(strings.Join(w.Routes, ",")), fmt.Sprint(w.Concurrency), fmt.Sprint(w.InFlight), stamp(w.LastBeat)}
 	}
 	return table(e.stdout, []string{"ID", "HOST", "PID", "MODE", "ROUTES", "CONCURRENCY", "IN FLIGHT", "LAST BEAT"}, rows)
 }

@@ -333,3 +333,21 @@ func TestCLI_WaitOnATaskWithoutAResultPrintsNull(t *testing.T) {
 		t.Fatalf("enqueue --wait --json = %v, %v; want an id and a null result", got, err)
 	}
 }
+
+// A scheduler-only process is listed by workers as what it is: its mode, and
+// no routes or slots of its own (it runs no jobs).
+func TestCLI_WorkersShowsASchedulerAsOne(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.background("scheduler")
+	var ws []runtime.WorkerState
+	waitFor(t, 10*time.Second, "the scheduler's heartbeat", func() bool {
+		return json.Unmarshal([]byte(a.ok("workers", "--json")), &ws) == nil && len(ws) == 1
+	})
+	if ws[0].Mode != "scheduler-only" || len(ws[0].Routes) != 0 || ws[0].Concurrency != 0 {
+		t.Fatalf("workers --json = %+v; want mode scheduler-only, no routes, no slots", ws[0])
+	}
+	if out := a.ok("workers"); !strings.Contains(out, "scheduler-only") || strings.Contains(out, " default ") {
+		t.Fatalf("workers table:\n%s", out)
+	}
+}

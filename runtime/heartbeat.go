@@ -57,8 +57,8 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 			Priorities: w.priorities(), JobTypes: w.opts.JobTypes, Concurrency: w.opts.Concurrency,
 			InFlight: w.inFlight(), Started: started, LastBeat: now,
 		}
-		if w.opts.SchedulerOnly {
-			st.Concurrency = 0
+		if w.opts.SchedulerOnly { // runs no jobs; promotes every route there is
+			st.Concurrency, st.Routes, st.Priorities, st.Mode = 0, nil, nil, ModeSchedulerOnly
 		}
 		b, _ := json.Marshal(st)
 		pipe := w.c.rdb.Pipeline()
