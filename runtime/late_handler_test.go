@@ -75,3 +75,27 @@ func TestHandler_IgnoringItsTimeoutIsReportedOnceWithItsTask(t *testing.T) {
 		}
 	})
 }
+
+// A worker that registers tasks whose route it does not take says so at
+// start, one line per route, naming the tasks: otherwise their jobs wait in
+// silence for a worker that may not exist.
+func TestWorker_TasksOfRoutesItDoesNotTakeAreReportedAtStart(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		var logs syncBuffer
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"default"}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+		gpu := runtime.NewTask[testtasks.Msg, runtime.None]("t_render", runtime.Route("gpu"))
+		runtime.Handle(w, gpu, func(context.Context, testtasks.Msg) (runtime.None, error) { return runtime.None{}, nil })
+		runtime.Handle(w, testtasks.Echo, func(_ context.Context, m testtasks.Msg) (testtasks.Reply, error) { return testtasks.Reply{}, nil })
+		startWorker(t, w)
+		waitFor(t, 5*time.Second, "the warning", func() bool { return strings.Contains(logs.String(), "does not take") })
+		var lines []string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "does not take") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], "route=gpu") || !strings.Contains(lines[0], "tasks=t_render") {
+			t.Fatalf("warnings %q; want one naming route gpu and task t_render", lines)
+		}
+	})
+}

@@ -249,12 +249,38 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.opts.Logger.Info("bananas: worker started", "worker", w.id, "routes", strings.Join(w.opts.Routes, ","),
 		"concurrency", w.opts.Concurrency, "tasks", strings.Join(w.Tasks(), ","), "clock_skew", w.c.q.Skew().Round(time.Millisecond))
 	if !w.opts.SchedulerOnly {
+		w.warnUntakenRoutes()
 		w.fetchLoop(ctx)
 	}
 	<-ctx.Done()
 	w.shutdown()
 	w.opts.Logger.Info("bananas: worker stopped", "worker", w.id)
 	return nil
+}
+
+// warnUntakenRoutes says, one line per route, which registered tasks enqueue
+// by default to a route this worker does not take: their jobs wait for
+// another worker, and with none they wait for ever.
+func (w *Worker) warnUntakenRoutes() {
+	byRoute := map[string][]string{}
+	for name, h := range w.handlers {
+		if h.info == nil {
+			continue
+		}
+		if r := h.info().Route; !slices.Contains(w.opts.Routes, r) {
+			byRoute[r] = append(byRoute[r], name)
+		}
+	}
+	routes := make([]string, 0, len(byRoute))
+	for r := range byRoute {
+		routes = append(routes, r)
+	}
+	slices.Sort(routes)
+	for _, r := range routes {
+		slices.Sort(byRoute[r])
+		w.opts.Logger.Warn("bananas: tasks registered for a route this worker does not take; their jobs wait for a worker that does",
+			"route", r, "tasks", strings.Join(byRoute[r], ","), "worker_routes", strings.Join(w.opts.Routes, ","))
+	}
 }
 
 func (w *Worker) goLoop(ctx context.Context, wg *sync.WaitGroup, f func(context.Context)) {
