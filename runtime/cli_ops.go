@@ -79,6 +79,17 @@ func cmdEnqueue(e *env, args []string) error {
 		}
 		return usageError{err}
 	}
+	jobRoute := h.info().Route
+	if *route != "" {
+		jobRoute = *route
+	}
+	if takers, err := c.routeTakers(e.ctx); err == nil && takers[jobRoute] == 0 {
+		if *wait && strings.HasPrefix(e.cfg.RedisURL, "mem://") {
+			return fmt.Errorf("job %s cannot finish: REDIS_URL=mem:// is this process's own in-memory server, and no worker runs in this process; "+
+				"use a Redis server that a worker of route %s reaches", id, jobRoute)
+		}
+		fmt.Fprintf(e.stderr, "warning: no live worker takes route %s (from their heartbeats); job %s waits until one does\n", jobRoute, id)
+	}
 	if !*wait {
 		if *asJSON {
 			return printJSON(e.stdout, map[string]string{"id": id})
@@ -169,19 +180,27 @@ func cmdQueues(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	takers, err := c.routeTakers(e.ctx)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		out := make([]map[string]any, len(depths))
 		for i, d := range depths {
 			out[i] = map[string]any{"route": d.Route, "high": d.High, "normal": d.Normal, "low": d.Low,
-				"scheduled": d.Scheduled, "active": d.Active, "dead": d.Dead}
+				"scheduled": d.Scheduled, "active": d.Active, "dead": d.Dead, "workers": takers[d.Route]}
 		}
 		return printJSON(e.stdout, out)
 	}
 	rows := make([][]string, len(depths))
 	for i, d := range depths {
-		rows[i] = []string{d.Route, fmt.Sprint(d.High), fmt.Sprint(d.Normal), fmt.Sprint(d.Low), fmt.Sprint(d.Scheduled), fmt.Sprint(d.Active), fmt.Sprint(d.Dead)}
+		workers := fmt.Sprint(takers[d.Route])
+		if takers[d.Route] == 0 {
+			workers = "none" // its jobs wait for ever: make it stand out
+		}
+		rows[i] = []string{d.Route, fmt.Sprint(d.High), fmt.Sprint(d.Normal), fmt.Sprint(d.Low), fmt.Sprint(d.Scheduled), fmt.Sprint(d.Active), fmt.Sprint(d.Dead), workers}
 	}
-	return table(e.stdout, []string{"ROUTE", "HIGH", "NORMAL", "LOW", "SCHEDULED", "ACTIVE", "DEAD"}, rows)
+	return table(e.stdout, []string{"ROUTE", "HIGH", "NORMAL", "LOW", "SCHEDULED", "ACTIVE", "DEAD", "WORKERS"}, rows)
 }
 
 func cmdDLQ(e *env, args []string) error {

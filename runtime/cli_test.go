@@ -351,3 +351,37 @@ func TestCLI_WorkersShowsASchedulerAsOne(t *testing.T) {
 		t.Fatalf("workers table:\n%s", out)
 	}
 }
+
+// No silent black holes: queues says per route how many live workers take
+// it ("none" stands out), enqueue warns when no live worker takes the job's
+// route, and enqueue --wait on this process's own mem:// server, where no
+// worker can ever run the job, says so instead of hanging.
+func TestCLI_RoutesNoWorkerTakesAreSaidSo(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	code, _, errOut := a.run("enqueue", "count_words", `{"Body": "a b"}`)
+	if code != 0 || !strings.Contains(errOut, "warning: no live worker takes route default") {
+		t.Fatalf("enqueue with no worker: exit %d, stderr %q; want a warning naming the route", code, errOut)
+	}
+	a.background("worker", "--routes", "email")
+	a.ok("enqueue", "send_email", `{"To": "ana@example.com"}`, "--wait", "--timeout", "20s")
+	var qs []map[string]any
+	if err := json.Unmarshal([]byte(a.ok("queues", "--json")), &qs); err != nil {
+		t.Fatal(err)
+	}
+	workers := map[string]any{}
+	for _, q := range qs {
+		workers[q["route"].(string)] = q["workers"]
+	}
+	if workers["email"] != float64(1) || workers["default"] != float64(0) {
+		t.Fatalf("queues --json workers = %v; want email 1, default 0", workers)
+	}
+	if out := a.ok("queues"); !strings.Contains(out, "WORKERS") || !strings.Contains(out, "none") {
+		t.Fatalf("queues table:\n%s", out)
+	}
+
+	code, _, errOut = a.with("REDIS_URL", "mem://").run("enqueue", "count_words", `{"Body": "a"}`, "--wait")
+	if code != 1 || !strings.Contains(errOut, "cannot finish: REDIS_URL=mem:// is this process's own in-memory server") {
+		t.Fatalf("enqueue --wait on mem:// with no worker: exit %d, stderr %q; want it explained", code, errOut)
+	}
+}

@@ -80,6 +80,24 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 	}
 }
 
+// routeTakers counts, per route, the live workers (from their heartbeats)
+// that take its jobs.
+func (c *Client) routeTakers(ctx context.Context) (map[string]int, error) {
+	ws, err := c.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, w := range ws {
+		if w.Concurrency > 0 {
+			for _, r := range w.Routes {
+				out[r]++
+			}
+		}
+	}
+	return out, nil
+}
+
 // Workers lists the live workers of the client's namespace, by id.
 func (c *Client) Workers(ctx context.Context) ([]WorkerState, error) {
 	ns := c.q.Namespace()
