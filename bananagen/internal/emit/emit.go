@@ -6,6 +6,7 @@ package emit
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dave/jennifer/jen"
@@ -106,7 +107,15 @@ func stub(f *jen.File, p model.Package, t model.Task) {
 	f.Commentf("%s enqueues %s, the %s of wire name %q:", t.Stub, t.Func, kind, t.Name)
 	f.Comment("")
 	f.Comment("\t" + t.Directive)
-	f.Var().Id(t.Stub).Op("=").Add(rt("NewTask")).Types(typ(p, t.Args), typ(p, t.Result)).
+	if t.Doc != "" {
+		f.Comment("")
+		for _, line := range strings.Split(t.Doc, "\n") {
+			f.Comment(line)
+		}
+	}
+	// The type is written out so that go doc and editors show what the
+	// stub takes and returns.
+	f.Var().Id(t.Stub).Op("*").Add(rt("Task")).Types(typ(p, t.Args), typ(p, t.Result)).Op("=").Add(rt("NewTask")).Types(typ(p, t.Args), typ(p, t.Result)).
 		Call(wrapArgs(opts)...).Op(".").Line().Id("Describe").Call(
 		jen.Lit(t.ArgsType), fieldList, jen.Lit(t.ResultType), jen.Id(decoderName(t)))
 }

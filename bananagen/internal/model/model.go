@@ -41,6 +41,7 @@ type Task struct {
 	Cron *Cron // set for //bananas:cron functions
 
 	Directive string // the directive line, quoted in the stub's comment
+	Doc       string // the function's doc comment without the directive, carried to the stub ("" when none)
 }
 
 // Cron is the schedule of a //bananas:cron function.

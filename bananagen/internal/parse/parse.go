@@ -130,7 +130,7 @@ func checkTask(p *packages.Package, fd *ast.FuncDecl, d *directive, errs *collec
 		ok = false
 	}
 	fn := fd.Name.Name
-	t := model.Task{Func: fn, Stub: stubName(fn), Name: snake(fn), Directive: d.text}
+	t := model.Task{Func: fn, Stub: stubName(fn), Name: snake(fn), Directive: d.text, Doc: strings.TrimSpace(fd.Doc.Text())}
 
 	if ast.IsExported(fn) {
 		bad(fd.Name.Pos(), "task function %s is exported: unexport it (func %s); callers enqueue through the generated %s stub, the queue is the only way in",

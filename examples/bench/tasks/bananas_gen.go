@@ -10,7 +10,7 @@ import (
 // Noop enqueues noop, the task of wire name "noop":
 //
 //	//bananas:task retries=0
-var Noop = runtime.NewTask[Payload, runtime.None]("noop", runtime.MaxRetries(0)).
+var Noop *runtime.Task[Payload, runtime.None] = runtime.NewTask[Payload, runtime.None]("noop", runtime.MaxRetries(0)).
 	Describe("Payload", []runtime.Field{
 		{Name: "To", Type: "string"},
 		{Name: "Subject", Type: "string"},
@@ -20,7 +20,7 @@ var Noop = runtime.NewTask[Payload, runtime.None]("noop", runtime.MaxRetries(0))
 // Ping enqueues ping, the task of wire name "ping":
 //
 //	//bananas:task retries=0
-var Ping = runtime.NewTask[Stamp, runtime.None]("ping", runtime.MaxRetries(0)).
+var Ping *runtime.Task[Stamp, runtime.None] = runtime.NewTask[Stamp, runtime.None]("ping", runtime.MaxRetries(0)).
 	Describe("Stamp", []runtime.Field{
 		{Name: "At", Type: "int64"},
 	}, "", decodePingArgs)
@@ -28,7 +28,7 @@ var Ping = runtime.NewTask[Stamp, runtime.None]("ping", runtime.MaxRetries(0)).
 // Echo enqueues echo, the task of wire name "echo":
 //
 //	//bananas:task retries=0
-var Echo = runtime.NewTask[Stamp, Stamp]("echo", runtime.MaxRetries(0)).
+var Echo *runtime.Task[Stamp, Stamp] = runtime.NewTask[Stamp, Stamp]("echo", runtime.MaxRetries(0)).
 	Describe("Stamp", []runtime.Field{
 		{Name: "At", Type: "int64"},
 	}, "Stamp", decodeEchoArgs)
@@ -36,7 +36,7 @@ var Echo = runtime.NewTask[Stamp, Stamp]("echo", runtime.MaxRetries(0)).
 // Delayed enqueues delayed, the task of wire name "delayed":
 //
 //	//bananas:task retries=0
-var Delayed = runtime.NewTask[Stamp, runtime.None]("delayed", runtime.MaxRetries(0)).
+var Delayed *runtime.Task[Stamp, runtime.None] = runtime.NewTask[Stamp, runtime.None]("delayed", runtime.MaxRetries(0)).
 	Describe("Stamp", []runtime.Field{
 		{Name: "At", Type: "int64"},
 	}, "", decodeDelayedArgs)

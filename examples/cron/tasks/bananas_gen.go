@@ -10,13 +10,17 @@ import (
 // Tick enqueues tick, the cron entry of wire name "tick":
 //
 //	//bananas:cron "@every 2s"
-var Tick = runtime.NewTask[runtime.None, runtime.None]("tick").
+//
+// tick runs every two seconds.
+var Tick *runtime.Task[runtime.None, runtime.None] = runtime.NewTask[runtime.None, runtime.None]("tick").
 	Describe("", nil, "", decodeTickArgs)
 
 // NightlyReport enqueues nightlyReport, the cron entry of wire name "nightly_report":
 //
 //	//bananas:cron "0 3 * * *" tz=Europe/Berlin route=reports
-var NightlyReport = runtime.NewTask[runtime.None, runtime.None]("nightly_report", runtime.Route("reports")).
+//
+// nightlyReport runs at 03:00 Berlin time.
+var NightlyReport *runtime.Task[runtime.None, runtime.None] = runtime.NewTask[runtime.None, runtime.None]("nightly_report", runtime.Route("reports")).
 	Describe("", nil, "", decodeNightlyReportArgs)
 
 // Register registers every task and cron entry of this package on w.

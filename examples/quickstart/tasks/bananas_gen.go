@@ -11,7 +11,7 @@ import (
 // SendEmail enqueues sendEmail, the task of wire name "send_email":
 //
 //	//bananas:task route=email priority=high retries=2 timeout=10s
-var SendEmail = runtime.NewTask[EmailArgs, runtime.None](
+var SendEmail *runtime.Task[EmailArgs, runtime.None] = runtime.NewTask[EmailArgs, runtime.None](
 	"send_email",
 	runtime.Route("email"),
 	runtime.WithPriority(runtime.PriorityHigh),
@@ -26,7 +26,7 @@ var SendEmail = runtime.NewTask[EmailArgs, runtime.None](
 // ResizeImage enqueues resizeImage, the task of wire name "resize_image":
 //
 //	//bananas:task route=images
-var ResizeImage = runtime.NewTask[ResizeArgs, ResizeResult]("resize_image", runtime.Route("images")).
+var ResizeImage *runtime.Task[ResizeArgs, ResizeResult] = runtime.NewTask[ResizeArgs, ResizeResult]("resize_image", runtime.Route("images")).
 	Describe("ResizeArgs", []runtime.Field{
 		{Name: "URL", Type: "string"},
 		{Name: "Width", Type: "int"},
@@ -35,7 +35,7 @@ var ResizeImage = runtime.NewTask[ResizeArgs, ResizeResult]("resize_image", runt
 // CountWords enqueues countWords, the task of wire name "count_words":
 //
 //	//bananas:task priority=low
-var CountWords = runtime.NewTask[Text, int]("count_words", runtime.WithPriority(runtime.PriorityLow)).
+var CountWords *runtime.Task[Text, int] = runtime.NewTask[Text, int]("count_words", runtime.WithPriority(runtime.PriorityLow)).
 	Describe("Text", []runtime.Field{
 		{Name: "Body", Type: "string"},
 	}, "int", decodeCountWordsArgs)

@@ -7,7 +7,7 @@ import "github.com/bananas-go/bananas/runtime"
 // RenderFrame enqueues renderFrame, the task of wire name "render_frame":
 //
 //	//bananas:task route=gpu
-var RenderFrame = runtime.NewTask[Frame, Ran]("render_frame", runtime.Route("gpu")).
+var RenderFrame *runtime.Task[Frame, Ran] = runtime.NewTask[Frame, Ran]("render_frame", runtime.Route("gpu")).
 	Describe("Frame", []runtime.Field{
 		{Name: "N", Type: "int"},
 	}, "Ran", decodeRenderFrameArgs)
@@ -15,7 +15,7 @@ var RenderFrame = runtime.NewTask[Frame, Ran]("render_frame", runtime.Route("gpu
 // MakeThumbnail enqueues makeThumbnail, the task of wire name "make_thumbnail":
 //
 //	//bananas:task route=cpu priority=high
-var MakeThumbnail = runtime.NewTask[Frame, Ran](
+var MakeThumbnail *runtime.Task[Frame, Ran] = runtime.NewTask[Frame, Ran](
 	"make_thumbnail",
 	runtime.Route("cpu"),
 	runtime.WithPriority(runtime.PriorityHigh),

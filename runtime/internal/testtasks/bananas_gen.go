@@ -10,7 +10,7 @@ import (
 // Echo enqueues echo, the task of wire name "t_echo":
 //
 //	//bananas:task name=t_echo
-var Echo = runtime.NewTask[Msg, Reply]("t_echo").
+var Echo *runtime.Task[Msg, Reply] = runtime.NewTask[Msg, Reply]("t_echo").
 	Describe("Msg", []runtime.Field{
 		{Name: "Text", Type: "string"},
 		{Name: "N", Type: "int"},
@@ -19,7 +19,7 @@ var Echo = runtime.NewTask[Msg, Reply]("t_echo").
 // Other enqueues other, the task of wire name "t_other":
 //
 //	//bananas:task name=t_other
-var Other = runtime.NewTask[Msg, Reply]("t_other").
+var Other *runtime.Task[Msg, Reply] = runtime.NewTask[Msg, Reply]("t_other").
 	Describe("Msg", []runtime.Field{
 		{Name: "Text", Type: "string"},
 		{Name: "N", Type: "int"},
@@ -28,7 +28,7 @@ var Other = runtime.NewTask[Msg, Reply]("t_other").
 // Note enqueues note, the task of wire name "t_note":
 //
 //	//bananas:task name=t_note
-var Note = runtime.NewTask[Msg, runtime.None]("t_note").
+var Note *runtime.Task[Msg, runtime.None] = runtime.NewTask[Msg, runtime.None]("t_note").
 	Describe("Msg", []runtime.Field{
 		{Name: "Text", Type: "string"},
 		{Name: "N", Type: "int"},
@@ -37,7 +37,7 @@ var Note = runtime.NewTask[Msg, runtime.None]("t_note").
 // OtherNote enqueues otherNote, the task of wire name "t_other_note":
 //
 //	//bananas:task name=t_other_note
-var OtherNote = runtime.NewTask[Msg, runtime.None]("t_other_note").
+var OtherNote *runtime.Task[Msg, runtime.None] = runtime.NewTask[Msg, runtime.None]("t_other_note").
 	Describe("Msg", []runtime.Field{
 		{Name: "Text", Type: "string"},
 		{Name: "N", Type: "int"},
@@ -46,7 +46,7 @@ var OtherNote = runtime.NewTask[Msg, runtime.None]("t_other_note").
 // Tick enqueues tick, the task of wire name "t_tick":
 //
 //	//bananas:task name=t_tick
-var Tick = runtime.NewTask[runtime.None, runtime.None]("t_tick").
+var Tick *runtime.Task[runtime.None, runtime.None] = runtime.NewTask[runtime.None, runtime.None]("t_tick").
 	Describe("", nil, "", decodeTickArgs)
 
 // Register registers every task and cron entry of this package on w.
