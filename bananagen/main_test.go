@@ -112,7 +112,7 @@ func TestStaleGeneratedFileDoesNotBlockRegeneration(t *testing.T) {
 		t.Fatalf("regenerate after a rename = %d\n%s", code, out)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "bananas_gen.go"))
-	if !bytes.Contains(b, []byte("var Pong =")) || bytes.Contains(b, []byte("Ping")) {
+	if !bytes.Contains(b, []byte("var Pong *runtime.Task[")) || bytes.Contains(b, []byte("Ping")) {
 		t.Fatalf("regenerated file does not follow the rename:\n%s", b)
 	}
 }
@@ -153,7 +153,7 @@ func v2Sync(ctx context.Context) error { return nil }
 		t.Fatal(out)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "bananas_gen.go"))
-	for _, want := range []string{`("send_email")`, `("resize_http_image")`, `("v2_sync")`, "var SendEmail =", "var ResizeHTTPImage =", "var V2Sync ="} {
+	for _, want := range []string{`("send_email")`, `("resize_http_image")`, `("v2_sync")`, "var SendEmail *runtime.Task[", "var ResizeHTTPImage *runtime.Task[", "var V2Sync *runtime.Task["} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("generated code lacks %s", want)
 		}
