@@ -1,8 +1,10 @@
 // Command bananagen turns Go functions annotated with //bananas:task or
 // //bananas:cron into typed task stubs and a Register function, written to
-// bananas_gen.go beside them. Run it with go generate:
+// bananas_gen.go beside them. Add it to a module as a tool (Go >= 1.24:
+// go get -tool github.com/bananas-go/bananas/bananagen) and run it with go
+// generate:
 //
-//	//go:generate go run github.com/bananas-go/bananas/bananagen
+//	//go:generate go tool bananagen
 //
 // Usage:
 //

@@ -2,7 +2,7 @@
 // load generator installs, so one binary can measure every scenario.
 package tasks
 
-//go:generate go run github.com/bananas-go/bananas/bananagen
+//go:generate go tool bananagen
 
 import (
 	"context"

@@ -1,7 +1,7 @@
 // Package tasks holds the cron example's entries.
 package tasks
 
-//go:generate go run github.com/bananas-go/bananas/bananagen
+//go:generate go tool bananagen
 
 import (
 	"context"

@@ -3,7 +3,7 @@
 // and Register.
 package tasks
 
-//go:generate go run github.com/bananas-go/bananas/bananagen
+//go:generate go tool bananagen
 
 import (
 	"context"

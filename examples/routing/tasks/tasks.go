@@ -2,7 +2,7 @@
 // for the cpu pool. Each reports which pool ran it.
 package tasks
 
-//go:generate go run github.com/bananas-go/bananas/bananagen
+//go:generate go tool bananagen
 
 import (
 	"context"

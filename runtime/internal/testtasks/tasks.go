@@ -6,7 +6,7 @@
 // unique across every package bananagen loads, examples included.
 package testtasks
 
-//go:generate go run github.com/bananas-go/bananas/bananagen
+//go:generate go tool bananagen
 
 import "context"
 
