@@ -212,7 +212,8 @@ func cmdDLQ(e *env, args []string) error {
 		return nil
 	}
 	sub, args := args[0], args[1:]
-	fs := e.flags("dlq " + sub + " [flags]")
+	e.name = "dlq " + sub
+	fs := e.flags("[flags]")
 	route := fs.String("route", "", "only this route (default: every route)")
 	limit := fs.Int("limit", 100, "list: at most this many per route")
 	all := fs.Bool("all", false, "replay: every dead job")

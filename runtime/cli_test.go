@@ -236,6 +236,11 @@ func TestConfig_BadEnvironmentExits2NamingTheVariable(t *testing.T) {
 		{"LOG_LEVEL", "loud", "LOG_LEVEL"},
 		{"LOG_FORMAT", "xml", "LOG_FORMAT"},
 		{"REDIS_URL", "localhost:6379", "REDIS_URL"},
+		{"REDIS_URL", "redis://localhost:99999", "REDIS_URL=\"redis://localhost:99999\" is invalid: address \"localhost:99999\": the port must be a number from 1 to 65535"},
+		{"REDIS_URL", "redis+cluster://", "REDIS_URL=\"redis+cluster://\" is invalid: no cluster nodes"},
+		{"REDIS_URL", "redis+cluster://a:1,b", `cluster node "b" has no port`},
+		{"REDIS_URL", "http://x", `unknown scheme "http"`},
+		{"REDIS_URL", "redis://user:secret@localhost:0", "REDIS_URL=\"redis://user:***@localhost:0\" is invalid"},
 		{"BANANAS_NAMESPACE", "a b", "BANANAS_NAMESPACE"},
 	} {
 		code, _, errOut := a.with(c.name, c.value).run("queues")
@@ -255,6 +260,9 @@ func TestConfig_BadEnvironmentExits2NamingTheVariable(t *testing.T) {
 	}
 	if code, _, errOut := a.run("worker", "--concurrency", "0"); code != 2 || !strings.Contains(errOut, "--concurrency") {
 		t.Errorf("a bad flag = %d %q; want 2 naming it", code, errOut)
+	}
+	if code, out, _ := a.run("dlq", "list", "-h"); code != 0 || !strings.HasPrefix(out, "usage: dlq list ") {
+		t.Errorf("dlq list -h = %d %q; want its usage", code, out)
 	}
 }
 

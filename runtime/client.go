@@ -93,7 +93,11 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	if cfg.localClock != nil {
 		q.UseLocalClock(cfg.localClock)
 	}
-	// The first command doubles as the check that the server answers.
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		emb.close()
+		return nil, fmt.Errorf("bananas: connect %s: %w", redactURL(url), err)
+	}
 	if err := q.SyncClock(ctx); err != nil {
 		_ = rdb.Close()
 		emb.close()

@@ -79,8 +79,8 @@ type configVar struct {
 
 var configVars = []configVar{
 	{"REDIS_URL", "redis-url", "Redis URL: redis://, rediss://, redis+cluster://h1,h2 or mem://", func(c *Config, v string) error {
-		if !strings.Contains(v, "://") {
-			return envError("REDIS_URL", v, "want redis://host:port, rediss://..., redis+cluster://h1:p1,h2:p2 or mem://")
+		if err := checkRedisURL(v); err != nil {
+			return envError("REDIS_URL", redactURL(v), err.Error())
 		}
 		c.RedisURL = v
 		return nil

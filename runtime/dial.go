@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +15,9 @@ import (
 // dial turns a connection URL into a go-redis client (and, for mem://, the
 // embedded server it talks to).
 func dial(raw string) (redis.UniversalClient, *embeddedServer, error) {
+	if err := checkRedisURL(raw); err != nil {
+		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", redactURL(raw), err)
+	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: want redis://, rediss://, redis+cluster:// or mem://", redactURL(raw))
@@ -46,6 +51,50 @@ func dial(raw string) (redis.UniversalClient, *embeddedServer, error) {
 	default:
 		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: unknown scheme %q, want redis, rediss, redis+cluster or mem", redactURL(raw), scheme)
 	}
+}
+
+// checkRedisURL reports what is wrong with a connection URL, without
+// connecting: its scheme, and for servers their host:port.
+func checkRedisURL(raw string) error {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return fmt.Errorf("want redis://host:port, rediss://..., redis+cluster://h1:p1,h2:p2 or mem://")
+	}
+	switch scheme {
+	case "redis", "rediss":
+		opt, err := redis.ParseURL(raw)
+		if err != nil {
+			return err
+		}
+		return checkAddr(opt.Addr)
+	case "redis+cluster":
+		opt, err := parseClusterURL(rest)
+		if err != nil {
+			return err
+		}
+		for _, a := range opt.Addrs {
+			if err := checkAddr(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "mem":
+		return nil
+	default:
+		return fmt.Errorf("unknown scheme %q, want redis, rediss, redis+cluster or mem", scheme)
+	}
+}
+
+// checkAddr checks a host:port: a port from 1 to 65535.
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("address %q: %v", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("address %q: the port must be a number from 1 to 65535", addr)
+	}
+	return nil
 }
 
 // parseClusterURL reads "[user:pass@]h1:p1,h2:p2[?...]".
