@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,6 +67,38 @@ func TestHandler_RetryAfterReschedulesWithoutCountingAFailure(t *testing.T) {
 		info, err := c.Job(ctx, id)
 		if err != nil || info.Attempts != 0 {
 			t.Fatalf("Job = %+v, %v; want no failed attempt counted", info, err)
+		}
+	})
+}
+
+// A duplicate enqueue says what it found: the job holding the unique key or
+// the id, and its status — "already enqueued" would be wrong for a job that
+// completed and still holds its unique window.
+func TestEnqueue_DuplicateSaysWhatItFound(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := testtasks.Echo.With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		testtasks.Register(w)
+		startWorker(t, w)
+		first, err := task.Enqueue(ctx, testtasks.Msg{Text: "once"}, runtime.Unique(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := task.Await(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		id, err := task.Enqueue(ctx, testtasks.Msg{Text: "once"}, runtime.Unique(time.Hour))
+		want := "t_echo job " + first + " (completed) already holds its unique key (identical args within 1h0m0s)"
+		if !errors.Is(err, runtime.ErrDuplicate) || id != first || !strings.Contains(err.Error(), want) {
+			t.Fatalf("second Enqueue = %s, %v; want %s and an error saying %q", id, err, first, want)
+		}
+		if _, err := task.Enqueue(ctx, testtasks.Msg{}, runtime.WithID("fixed"), runtime.Delay(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = task.Enqueue(ctx, testtasks.Msg{}, runtime.WithID("fixed"))
+		if !errors.Is(err, runtime.ErrDuplicate) || !strings.Contains(err.Error(), "t_echo job fixed (scheduled) already holds its id") {
+			t.Fatalf("second WithID Enqueue: %v; want it to name the scheduled holder", err)
 		}
 	})
 }

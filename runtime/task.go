@@ -72,9 +72,26 @@ func (t *Task[A, R]) Enqueue(ctx context.Context, args A, opts ...Option) (strin
 		return "", fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
 	if h != "" {
-		return h, fmt.Errorf("%w: %s is already enqueued as %s", ErrDuplicate, t.name, h)
+		return h, fmt.Errorf("%w: %s", ErrDuplicate, c.holderOf(ctx, t.name, h, cfg))
 	}
 	return job.ID, nil
+}
+
+// holderOf says what a duplicate enqueue found: the job holding the id or
+// the unique key, and its status (a completed job still holds a unique key
+// for the rest of its window, and a chosen id for as long as its record).
+func (c *Client) holderOf(ctx context.Context, name, holder string, cfg jobConfig) string {
+	why := "its id"
+	if cfg.uniqueTTL > 0 && cfg.id == "" {
+		why = fmt.Sprintf("its unique key (identical args within %s)", cfg.uniqueTTL)
+	}
+	status := "status unknown"
+	if info, err := c.Job(ctx, holder); err == nil {
+		status = string(info.Status)
+	} else if errors.Is(err, ErrJobNotFound) {
+		status = "its record has expired"
+	}
+	return fmt.Sprintf("%s job %s (%s) already holds %s", name, holder, status, why)
 }
 
 // EnqueueMany adds one job per element of args in one round trip (per 1,000
