@@ -43,6 +43,14 @@ func (t *Task[A, R]) Describe(argsType string, fields []Field, result string, de
 	return t
 }
 
+// Var records the name of the Go variable that holds the task (generated
+// code calls it), so that messages name what the user wrote, not only the
+// wire name.
+func (t *Task[A, R]) Var(name string) *Task[A, R] {
+	t.varName = name
+	return t
+}
+
 // Info describes the task with its defaults applied.
 func (t *Task[A, R]) Info() TaskInfo {
 	cfg := jobConfig{route: "default", priority: PriorityNormal, maxRetries: DefaultMaxRetries}

@@ -20,7 +20,8 @@ type Task[A, R any] struct {
 	defaults []Option
 	client   *Client
 
-	// Filled by Describe (generated code).
+	// Filled by Describe and Var (generated code).
+	varName    string // the Go variable holding the task, for messages
 	argsType   string
 	fields     []Field
 	result     string
@@ -50,7 +51,11 @@ func (t *Task[A, R]) clientOrDefault() (*Client, error) {
 	if c := Default(); c != nil {
 		return c, nil
 	}
-	return nil, fmt.Errorf("bananas: task %s has no client: call runtime.SetDefault or use %s.With(client)", t.name, t.name)
+	stub := t.varName
+	if stub == "" {
+		stub = "the task's variable"
+	}
+	return nil, fmt.Errorf("bananas: %s (task %s) has no client: call runtime.SetDefault(client) once at start, or use %s.With(client)", stub, t.name, stub)
 }
 
 // Enqueue adds one job and returns its id. Concurrent enqueues of a route and

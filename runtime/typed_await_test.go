@@ -69,3 +69,15 @@ func TestAwait_FailedJobOfAnotherTaskIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// Without a client, a stub says which variable of the user's code has none,
+// and how to give it one — not only the task's wire name.
+func TestTask_WithoutAClientNamesTheStub(t *testing.T) {
+	if runtime.Default() != nil {
+		t.Skip("a default client was set in this test binary (Example)")
+	}
+	_, err := testtasks.Echo.Enqueue(context.Background(), testtasks.Msg{})
+	if err == nil || !strings.Contains(err.Error(), "Echo (task t_echo) has no client") || !strings.Contains(err.Error(), "Echo.With(client)") {
+		t.Fatalf("Enqueue without a client: %v; want it to name the stub Echo", err)
+	}
+}

@@ -117,7 +117,7 @@ func stub(f *jen.File, p model.Package, t model.Task) {
 	// stub takes and returns.
 	f.Var().Id(t.Stub).Op("*").Add(rt("Task")).Types(typ(p, t.Args), typ(p, t.Result)).Op("=").Add(rt("NewTask")).Types(typ(p, t.Args), typ(p, t.Result)).
 		Call(wrapArgs(opts)...).Op(".").Line().Id("Describe").Call(
-		jen.Lit(t.ArgsType), fieldList, jen.Lit(t.ResultType), jen.Id(decoderName(t)))
+		jen.Lit(t.ArgsType), fieldList, jen.Lit(t.ResultType), jen.Id(decoderName(t))).Op(".").Id("Var").Call(jen.Lit(t.Stub))
 }
 
 // wrapArgs puts each argument on its own line when there are options, so

@@ -15,7 +15,7 @@ var Noop *runtime.Task[Payload, runtime.None] = runtime.NewTask[Payload, runtime
 		{Name: "To", Type: "string"},
 		{Name: "Subject", Type: "string"},
 		{Name: "Body", Type: "string"},
-	}, "", decodeNoopArgs)
+	}, "", decodeNoopArgs).Var("Noop")
 
 // Ping enqueues ping, the task of wire name "ping":
 //
@@ -23,7 +23,7 @@ var Noop *runtime.Task[Payload, runtime.None] = runtime.NewTask[Payload, runtime
 var Ping *runtime.Task[Stamp, runtime.None] = runtime.NewTask[Stamp, runtime.None]("ping", runtime.MaxRetries(0)).
 	Describe("Stamp", []runtime.Field{
 		{Name: "At", Type: "int64"},
-	}, "", decodePingArgs)
+	}, "", decodePingArgs).Var("Ping")
 
 // Echo enqueues echo, the task of wire name "echo":
 //
@@ -31,7 +31,7 @@ var Ping *runtime.Task[Stamp, runtime.None] = runtime.NewTask[Stamp, runtime.Non
 var Echo *runtime.Task[Stamp, Stamp] = runtime.NewTask[Stamp, Stamp]("echo", runtime.MaxRetries(0)).
 	Describe("Stamp", []runtime.Field{
 		{Name: "At", Type: "int64"},
-	}, "Stamp", decodeEchoArgs)
+	}, "Stamp", decodeEchoArgs).Var("Echo")
 
 // Delayed enqueues delayed, the task of wire name "delayed":
 //
@@ -39,7 +39,7 @@ var Echo *runtime.Task[Stamp, Stamp] = runtime.NewTask[Stamp, Stamp]("echo", run
 var Delayed *runtime.Task[Stamp, runtime.None] = runtime.NewTask[Stamp, runtime.None]("delayed", runtime.MaxRetries(0)).
 	Describe("Stamp", []runtime.Field{
 		{Name: "At", Type: "int64"},
-	}, "", decodeDelayedArgs)
+	}, "", decodeDelayedArgs).Var("Delayed")
 
 // Register registers every task and cron entry of this package on w.
 func Register(w *runtime.Worker) {

@@ -13,7 +13,7 @@ import (
 //
 // tick runs every two seconds.
 var Tick *runtime.Task[runtime.None, runtime.None] = runtime.NewTask[runtime.None, runtime.None]("tick").
-	Describe("", nil, "", decodeTickArgs)
+	Describe("", nil, "", decodeTickArgs).Var("Tick")
 
 // NightlyReport enqueues nightlyReport, the cron entry of wire name "nightly_report":
 //
@@ -21,7 +21,7 @@ var Tick *runtime.Task[runtime.None, runtime.None] = runtime.NewTask[runtime.Non
 //
 // nightlyReport runs at 03:00 Berlin time.
 var NightlyReport *runtime.Task[runtime.None, runtime.None] = runtime.NewTask[runtime.None, runtime.None]("nightly_report", runtime.Route("reports")).
-	Describe("", nil, "", decodeNightlyReportArgs)
+	Describe("", nil, "", decodeNightlyReportArgs).Var("NightlyReport")
 
 // Register registers every task and cron entry of this package on w.
 func Register(w *runtime.Worker) {

@@ -21,7 +21,7 @@ var SendEmail *runtime.Task[EmailArgs, runtime.None] = runtime.NewTask[EmailArgs
 	Describe("EmailArgs", []runtime.Field{
 		{Name: "To", Type: "string"},
 		{Name: "Subject", Type: "string"},
-	}, "", decodeSendEmailArgs)
+	}, "", decodeSendEmailArgs).Var("SendEmail")
 
 // ResizeImage enqueues resizeImage, the task of wire name "resize_image":
 //
@@ -30,7 +30,7 @@ var ResizeImage *runtime.Task[ResizeArgs, ResizeResult] = runtime.NewTask[Resize
 	Describe("ResizeArgs", []runtime.Field{
 		{Name: "URL", Type: "string"},
 		{Name: "Width", Type: "int"},
-	}, "ResizeResult", decodeResizeImageArgs)
+	}, "ResizeResult", decodeResizeImageArgs).Var("ResizeImage")
 
 // CountWords enqueues countWords, the task of wire name "count_words":
 //
@@ -38,7 +38,7 @@ var ResizeImage *runtime.Task[ResizeArgs, ResizeResult] = runtime.NewTask[Resize
 var CountWords *runtime.Task[Text, int] = runtime.NewTask[Text, int]("count_words", runtime.WithPriority(runtime.PriorityLow)).
 	Describe("Text", []runtime.Field{
 		{Name: "Body", Type: "string"},
-	}, "int", decodeCountWordsArgs)
+	}, "int", decodeCountWordsArgs).Var("CountWords")
 
 // Register registers every task and cron entry of this package on w.
 func Register(w *runtime.Worker) {

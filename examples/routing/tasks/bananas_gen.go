@@ -10,7 +10,7 @@ import "github.com/bananas-go/bananas/runtime"
 var RenderFrame *runtime.Task[Frame, Ran] = runtime.NewTask[Frame, Ran]("render_frame", runtime.Route("gpu")).
 	Describe("Frame", []runtime.Field{
 		{Name: "N", Type: "int"},
-	}, "Ran", decodeRenderFrameArgs)
+	}, "Ran", decodeRenderFrameArgs).Var("RenderFrame")
 
 // MakeThumbnail enqueues makeThumbnail, the task of wire name "make_thumbnail":
 //
@@ -22,7 +22,7 @@ var MakeThumbnail *runtime.Task[Frame, Ran] = runtime.NewTask[Frame, Ran](
 ).
 	Describe("Frame", []runtime.Field{
 		{Name: "N", Type: "int"},
-	}, "Ran", decodeMakeThumbnailArgs)
+	}, "Ran", decodeMakeThumbnailArgs).Var("MakeThumbnail")
 
 // Register registers every task and cron entry of this package on w.
 func Register(w *runtime.Worker) {

@@ -14,7 +14,7 @@ var Echo *runtime.Task[Msg, Reply] = runtime.NewTask[Msg, Reply]("t_echo").
 	Describe("Msg", []runtime.Field{
 		{Name: "Text", Type: "string"},
 		{Name: "N", Type: "int"},
-	}, "Reply", decodeEchoArgs)
+	}, "Reply", decodeEchoArgs).Var("Echo")
 
 // Other enqueues other, the task of wire name "t_other":
 //
@@ -23,7 +23,7 @@ var Other *runtime.Task[Msg, Reply] = runtime.NewTask[Msg, Reply]("t_other").
 	Describe("Msg", []runtime.Field{
 		{Name: "Text", Type: "string"},
 		{Name: "N", Type: "int"},
-	}, "Reply", decodeOtherArgs)
+	}, "Reply", decodeOtherArgs).Var("Other")
 
 // Note enqueues note, the task of wire name "t_note":
 //
@@ -32,7 +32,7 @@ var Note *runtime.Task[Msg, runtime.None] = runtime.NewTask[Msg, runtime.None]("
 	Describe("Msg", []runtime.Field{
 		{Name: "Text", Type: "string"},
 		{Name: "N", Type: "int"},
-	}, "", decodeNoteArgs)
+	}, "", decodeNoteArgs).Var("Note")
 
 // OtherNote enqueues otherNote, the task of wire name "t_other_note":
 //
@@ -41,13 +41,13 @@ var OtherNote *runtime.Task[Msg, runtime.None] = runtime.NewTask[Msg, runtime.No
 	Describe("Msg", []runtime.Field{
 		{Name: "Text", Type: "string"},
 		{Name: "N", Type: "int"},
-	}, "", decodeOtherNoteArgs)
+	}, "", decodeOtherNoteArgs).Var("OtherNote")
 
 // Tick enqueues tick, the task of wire name "t_tick":
 //
 //	//bananas:task name=t_tick
 var Tick *runtime.Task[runtime.None, runtime.None] = runtime.NewTask[runtime.None, runtime.None]("t_tick").
-	Describe("", nil, "", decodeTickArgs)
+	Describe("", nil, "", decodeTickArgs).Var("Tick")
 
 // Register registers every task and cron entry of this package on w.
 func Register(w *runtime.Worker) {
