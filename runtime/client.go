@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,34 @@ type Client struct {
 	maxRetries int
 	embedded   *embeddedServer
 	stopClock  context.CancelFunc // ends the refresh of the clock offset (queue.ClockSync)
+
+	unservedAfter time.Duration // how long Await waits before it checks that a live worker takes the job's route
+}
+
+// defaultUnservedAfter is how long an Await or Call waits before it looks
+// whether any live worker takes its job's route: long enough for a job that
+// is merely queued behind others to start, short enough that a job nobody
+// will ever run is pointed out while someone is looking.
+const defaultUnservedAfter = 10 * time.Second
+
+// warnIfUnserved arms a check, after unservedAfter, that a live worker takes
+// the route of job id, and logs a warning (slog.Default) when none does: an
+// Await on such a job would otherwise wait without a word. It returns the
+// function that disarms it.
+func (c *Client) warnIfUnserved(id string) (stop func()) {
+	route, ok := queue.RouteOf(id)
+	if !ok || c.unservedAfter <= 0 {
+		return func() {}
+	}
+	t := time.AfterFunc(c.unservedAfter, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if takers, err := c.routeTakers(ctx); err == nil && takers[route] == 0 {
+			slog.Default().Warn("bananas: waiting for a job of a route that no live worker takes; it runs when a worker of the route starts",
+				"job", id, "route", route, "waited", c.unservedAfter)
+		}
+	})
+	return func() { t.Stop() }
 }
 
 // ConnectOption adjusts Connect.
@@ -109,6 +138,7 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	return &Client{
 		rdb: rdb, q: q, listener: l, waiter: results.NewWaiter(l, cfg.namespace, 0),
 		maxPayload: cfg.maxPayload, maxRetries: cfg.maxRetries, embedded: emb, stopClock: stopClock,
+		unservedAfter: defaultUnservedAfter,
 	}, nil
 }
 

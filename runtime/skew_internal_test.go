@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -95,4 +96,54 @@ func TestLease_HostClockAheadDoesNotReapRenewedLeases(t *testing.T) {
 			t.Errorf("job %s ran %d times, want once", id, runs[id])
 		}
 	}
+}
+
+// An Await on a job of a route that no live worker takes says so (a warning
+// on slog.Default) once the grace period passes, instead of waiting without a
+// word.
+func TestAwait_JobOfARouteNoWorkerTakesIsPointedOut(t *testing.T) {
+	url := redistest.Shared(t).URL()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, url, WithNamespace(redistest.Namespace(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.unservedAfter = 100 * time.Millisecond
+	var logs lockedBuffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	defer slog.SetDefault(old)
+
+	task := NewTask[int, int]("unserved", Route("nobody_takes_this"))
+	id, err := task.With(c).Enqueue(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, acancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	defer acancel()
+	if _, err := task.With(c).Await(actx, id); err == nil {
+		t.Fatal("Await returned for a job nobody runs")
+	}
+	if out := logs.String(); !strings.Contains(out, "no live worker takes") || !strings.Contains(out, "route=nobody_takes_this") || !strings.Contains(out, id) {
+		t.Fatalf("log %q; want a warning naming the job and its route", out)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -233,6 +233,7 @@ func (t *Task[A, R]) Await(ctx context.Context, id string) (R, error) {
 }
 
 func (t *Task[A, R]) await(ctx context.Context, c *Client, id string) (R, error) {
+	defer c.warnIfUnserved(id)()
 	rec, err := c.waiter.Wait(ctx, id, c.lookupResult)
 	if err != nil {
 		var zero R
