@@ -64,9 +64,15 @@ func cmdEnqueue(e *env, args []string) error {
 	}
 	var opts []Option
 	if *route != "" {
+		if err := queue.CheckRoute(*route); err != nil {
+			return usageError{fmt.Errorf("--route: %w", err)}
+		}
 		opts = append(opts, Route(*route))
 	}
 	if *prio != "" {
+		if !queue.ValidPriority(*prio) {
+			return usageError{fmt.Errorf("--priority %s: use high, normal or low", *prio)}
+		}
 		opts = append(opts, WithPriority(Priority(*prio)))
 	}
 	if *delay > 0 {

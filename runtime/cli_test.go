@@ -316,6 +316,8 @@ func TestCLI_BadFlagIsReportedOnceInCLIWords(t *testing.T) {
 	}{
 		{[]string{"enqueue", "t_echo", `{}`, "--delay", "soon"}, "enqueue: --delay soon: not a duration, e.g. 30s, 5m or 1h (enqueue -h lists the flags)\n"},
 		{[]string{"enqueue", "t_echo", `{}`, "--bogus"}, "enqueue: unknown flag --bogus (enqueue -h lists the flags)\n"},
+		{[]string{"enqueue", "count_words", `{}`, "--priority", "urgent"}, "enqueue: --priority urgent: use high, normal or low\n"},
+		{[]string{"enqueue", "count_words", `{}`, "--route", "a b"}, "enqueue: --route: invalid route \"a b\": a route is 1-64 characters of A-Z a-z 0-9 _ -\n"},
 	} {
 		code, out, errOut := a.run(c.args...)
 		if code != 2 || out != "" || errOut != c.want {
