@@ -141,8 +141,9 @@ func cmdJob(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	view := jobView(info, e.registry(c, WorkerOptions{}).handlers[info.Name])
 	if *asJSON {
-		return printJSON(e.stdout, info)
+		return printJSON(e.stdout, view)
 	}
 	rows := [][]string{
 		{"id", info.ID}, {"task", info.Name}, {"route", info.Route}, {"priority", string(info.Priority)},
@@ -150,6 +151,7 @@ func cmdJob(e *env, args []string) error {
 		{"attempts", fmt.Sprintf("%d (max retries %d)", info.Attempts, info.MaxRetries)},
 		{"error", orDash(info.Error)}, {"created", stamp(info.CreatedAt)}, {"scheduled", stamp(info.ScheduledAt)},
 		{"started", stamp(info.StartedAt)}, {"finished", stamp(info.FinishedAt)},
+		{"args", string(view.Args)}, {"result", string(view.Result)},
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
@@ -250,10 +252,7 @@ func cmdDLQ(e *env, args []string) error {
 			dead = append(dead, d...)
 		}
 		if *asJSON {
-			if dead == nil {
-				dead = []queue.DeadJob{}
-			}
-			return printJSON(e.stdout, dead)
+			return printJSON(e.stdout, views(dead, deadView))
 		}
 		rows := make([][]string, len(dead))
 		for i, d := range dead {
@@ -319,10 +318,7 @@ func cmdCron(e *env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		if sts == nil {
-			sts = []CronStatus{}
-		}
-		return printJSON(e.stdout, sts)
+		return printJSON(e.stdout, views(sts, cronView))
 	}
 	rows := make([][]string, len(sts))
 	for i, s := range sts {
@@ -347,7 +343,7 @@ func cmdWorkers(e *env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return printJSON(e.stdout, ws)
+		return printJSON(e.stdout, views(ws, workerView))
 	}
 	rows := make([][]string, len(ws))
 	for i, w := range ws {

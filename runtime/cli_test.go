@@ -97,11 +97,11 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func (a *app) status(id string) string {
 	a.t.Helper()
-	var info runtime.JobInfo
+	var info struct{ Status string }
 	if err := json.Unmarshal([]byte(a.ok("job", id, "--json")), &info); err != nil {
 		a.t.Fatal(err)
 	}
-	return string(info.Status)
+	return info.Status
 }
 
 func TestCLI_EnqueueJobQueuesAndWait(t *testing.T) {
@@ -165,7 +165,10 @@ func TestCLI_DLQListReplayPurge(t *testing.T) {
 	if err := json.Unmarshal([]byte(a.ok("dlq", "list", "--json")), &dead); err != nil || len(dead) != 1 {
 		t.Fatalf("dlq list --json = %v, %v", dead, err)
 	}
-	id := dead[0]["ID"].(string)
+	id, _ := dead[0]["id"].(string)
+	if id == "" || dead[0]["task"] != "send_email" || dead[0]["died_at"] == nil {
+		t.Fatalf("dlq list --json entry %v; want id, task and died_at", dead[0])
+	}
 	if out := a.ok("dlq", "replay", id); !strings.Contains(out, "replayed "+id) {
 		t.Fatalf("dlq replay: %s", out)
 	}
@@ -393,5 +396,38 @@ func TestCLI_RoutesNoWorkerTakesAreSaidSo(t *testing.T) {
 	code, _, errOut = a.with("REDIS_URL", "mem://").run("enqueue", "count_words", `{"Body": "a"}`, "--wait")
 	if code != 1 || !strings.Contains(errOut, "cannot finish: REDIS_URL=mem:// is this process's own in-memory server") {
 		t.Fatalf("enqueue --wait on mem:// with no worker: exit %d, stderr %q; want it explained", code, errOut)
+	}
+}
+
+// job --json follows the --json convention: snake_case keys, RFC 3339 times
+// or null (never Go's zero time), durations in _ms keys, and args and result
+// as the JSON of their Go types, decoded by the generated code.
+func TestCLI_JobJSONFollowsTheConvention(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	id := strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body": "a b c"}`))
+	out := a.ok("job", id, "--json")
+	if strings.Contains(out, "0001-01-01") {
+		t.Fatalf("job --json shows Go's zero time:\n%s", out)
+	}
+	var job map[string]any
+	if err := json.Unmarshal([]byte(out), &job); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := job["args"].(map[string]any)
+	if job["task"] != "count_words" || job["status"] != "pending" || args["Body"] != "a b c" ||
+		job["started_at"] != nil || job["result"] != nil || job["timeout_ms"] == nil || job["max_retries"] == nil {
+		t.Fatalf("job --json of a pending job = %s", out)
+	}
+	if _, err := time.Parse(time.RFC3339, job["created_at"].(string)); err != nil {
+		t.Fatalf("created_at %v: %v", job["created_at"], err)
+	}
+	if text := a.ok("job", id); !strings.Contains(text, `{"Body":"a b c"}`) {
+		t.Fatalf("job table lacks the args as JSON:\n%s", text)
+	}
+	a.background("worker")
+	waitFor(t, 20*time.Second, "the job to complete", func() bool { return a.status(id) == "completed" })
+	if err := json.Unmarshal([]byte(a.ok("job", id, "--json")), &job); err != nil || job["result"] != float64(3) || job["finished_at"] == nil {
+		t.Fatalf("job --json of the completed job = %v, %v; want result 3 and finished_at", job, err)
 	}
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 )
 
@@ -16,6 +17,8 @@ type handler struct {
 	info        func() TaskInfo
 	enqueueJSON func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error)
 	await       func(ctx context.Context, c *Client, id string) (any, error)
+	// For `job ID`: stored args and result as the JSON of their Go types.
+	argsJSON, resultJSON func(msgpack []byte) (json.RawMessage, error)
 }
 
 // Handle registers fn as the handler of task t on worker w. Generated Register
@@ -29,6 +32,20 @@ func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, 
 			return t.With(c).EnqueueJSON(ctx, data, opts...)
 		},
 		await: func(ctx context.Context, c *Client, id string) (any, error) { return t.With(c).Await(ctx, id) },
+		argsJSON: func(b []byte) (json.RawMessage, error) {
+			var a A
+			if err := decode(b, &a); err != nil {
+				return nil, err
+			}
+			return json.Marshal(a)
+		},
+		resultJSON: func(b []byte) (json.RawMessage, error) {
+			var r R
+			if err := decode(b, &r); err != nil {
+				return nil, err
+			}
+			return json.Marshal(r)
+		},
 		run: func(ctx context.Context, raw []byte) ([]byte, error) {
 			var args A
 			if err := decode(raw, &args); err != nil {
