@@ -121,13 +121,22 @@ func TestAwait_JobOfARouteNoWorkerTakesIsPointedOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	actx, acancel := context.WithTimeout(ctx, 400*time.Millisecond)
-	defer acancel()
-	if _, err := task.With(c).Await(actx, id); err == nil {
-		t.Fatal("Await returned for a job nobody runs")
+	actx, acancel := context.WithCancel(ctx)
+	awaited := make(chan error, 1)
+	go func() { _, err := task.With(c).Await(actx, id); awaited <- err }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "no live worker takes") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning 10 s into an Await with a 100 ms grace; log %q", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if out := logs.String(); !strings.Contains(out, "no live worker takes") || !strings.Contains(out, "route=nobody_takes_this") || !strings.Contains(out, id) {
-		t.Fatalf("log %q; want a warning naming the job and its route", out)
+	acancel()
+	if err := <-awaited; err == nil {
+		t.Fatal("Await returned a result for a job nobody runs")
+	}
+	if out := logs.String(); !strings.Contains(out, "route=nobody_takes_this") || !strings.Contains(out, id) {
+		t.Fatalf("log %q; want the warning to name the job and its route", out)
 	}
 }
 
