@@ -20,6 +20,7 @@ type Envelope struct {
 	ResultTTL   int64  `msgpack:"r,omitempty"` // ms the success record is kept; 0 = default
 	FailureTTL  int64  `msgpack:"f,omitempty"` // ms the failure record is kept; 0 = default
 	Description string `msgpack:"d,omitempty"` // free text shown by `job` and the dashboard
+	Backoff     int64  `msgpack:"b,omitempty"` // ms: the first retry's delay, doubling after; 0 = the worker's Backoff
 }
 
 // EncodeEnvelope encodes e for storage: a msgpack map with the struct's tags
@@ -28,7 +29,7 @@ type Envelope struct {
 // Written by hand because every enqueue pays for it; msgpack.Unmarshal reads it.
 func EncodeEnvelope(e Envelope) ([]byte, error) {
 	n := 1
-	for _, set := range []bool{e.Timeout != 0, e.ResultTTL != 0, e.FailureTTL != 0, e.Description != ""} {
+	for _, set := range []bool{e.Timeout != 0, e.ResultTTL != 0, e.FailureTTL != 0, e.Description != "", e.Backoff != 0} {
 		if set {
 			n++
 		}
@@ -40,7 +41,7 @@ func EncodeEnvelope(e Envelope) ([]byte, error) {
 	for _, f := range [...]struct {
 		key string
 		v   int64
-	}{{"t", e.Timeout}, {"r", e.ResultTTL}, {"f", e.FailureTTL}} {
+	}{{"t", e.Timeout}, {"r", e.ResultTTL}, {"f", e.FailureTTL}, {"b", e.Backoff}} {
 		if f.v != 0 {
 			b = mpack.String(b, f.key)
 			b = mpack.Int(b, f.v)
@@ -74,6 +75,8 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 			e.FailureTTL, err = d.DecodeInt64()
 		case "d":
 			e.Description, err = d.DecodeString()
+		case "b":
+			e.Backoff, err = d.DecodeInt64()
 		default:
 			err = d.Skip() // a field from a newer writer
 		}

@@ -12,13 +12,19 @@ const MaxBackoff = time.Hour
 // retry): 2^attempt seconds, plus up to 25% random jitter so that jobs failing
 // together do not retry together, capped at MaxBackoff.
 func DefaultBackoff(attempt int) time.Duration {
-	if attempt < 1 {
-		attempt = 1
+	return doubling(2*time.Second, attempt)
+}
+
+// doubling is first before retry 1, doubled for each retry after, plus up to
+// 25% jitter, capped at MaxBackoff.
+func doubling(first time.Duration, attempt int) time.Duration {
+	base := first
+	for i := 1; i < attempt && base < MaxBackoff; i++ {
+		base *= 2
 	}
-	if attempt > 20 {
+	if base >= MaxBackoff {
 		return MaxBackoff
 	}
-	base := time.Duration(1<<attempt) * time.Second
 	jitter := time.Duration(rand.Int64N(int64(base)/4 + 1))
 	return min(base+jitter, MaxBackoff)
 }

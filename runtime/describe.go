@@ -29,6 +29,7 @@ type TaskInfo struct {
 	Timeout   time.Duration `json:"timeout,omitempty"` // 0: the worker's default
 	Unique    time.Duration `json:"unique,omitempty"`
 	ResultTTL time.Duration `json:"result_ttl,omitempty"`
+	Backoff   time.Duration `json:"backoff,omitempty"` // the first retry's delay; 0: the worker's Backoff
 	ArgsType  string        `json:"args_type,omitempty"`
 	Args      []Field       `json:"args,omitempty"`
 	Result    string        `json:"result,omitempty"`
@@ -59,7 +60,7 @@ func (t *Task[A, R]) Info() TaskInfo {
 	}
 	return TaskInfo{
 		Name: t.name, Route: cfg.route, Priority: cfg.priority, Retries: cfg.maxRetries,
-		Timeout: cfg.timeout, Unique: cfg.uniqueTTL, ResultTTL: cfg.resultTTL,
+		Timeout: cfg.timeout, Unique: cfg.uniqueTTL, ResultTTL: cfg.resultTTL, Backoff: cfg.backoff,
 		ArgsType: t.argsType, Args: t.fields, Result: t.result,
 	}
 }

@@ -102,3 +102,30 @@ func TestEnqueue_DuplicateSaysWhatItFound(t *testing.T) {
 		}
 	})
 }
+
+// A task's own backoff (RetryBackoff, the annotation's backoff=) sets its
+// first retry's delay in place of the worker's Backoff.
+func TestRetryBackoff_TheTasksOwnDelayBeforeItsFirstRetry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := testtasks.Echo.With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{})) // its own Backoff: 10 ms
+		runtime.Handle(w, task, func(context.Context, testtasks.Msg) (testtasks.Reply, error) {
+			return testtasks.Reply{}, errors.New("not yet")
+		})
+		startWorker(t, w)
+		before := time.Now()
+		id, err := task.Enqueue(ctx, testtasks.Msg{}, runtime.RetryBackoff(10*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the first run to fail", func() bool { return jobStatus(t, c, id) == runtime.StatusScheduled })
+		info, err := c.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wait := info.ScheduledAt.Sub(before); wait < 10*time.Minute-time.Second || wait > 12*time.Minute+31*time.Second {
+			t.Fatalf("retry scheduled %s after the enqueue; want 10 min plus up to 25%% jitter", wait)
+		}
+	})
+}

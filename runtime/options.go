@@ -22,6 +22,7 @@ type jobConfig struct {
 	id          string
 	resultTTL   time.Duration
 	description string
+	backoff     time.Duration
 	errs        []error
 }
 
@@ -71,6 +72,18 @@ func MaxRetries(n int) Option {
 			c.fail("runtime.MaxRetries: negative retries %d", n)
 		}
 		c.maxRetries, c.hasRetries = n, true
+	}
+}
+
+// RetryBackoff sets the job's delay before its first retry, doubling for
+// each retry after (with up to 25% jitter, capped at MaxBackoff), in place of
+// the worker's WorkerOptions.Backoff. The annotation key is backoff=.
+func RetryBackoff(first time.Duration) Option {
+	return func(c *jobConfig) {
+		if first <= 0 {
+			c.fail("runtime.RetryBackoff: the first delay must be positive, got %s", first)
+		}
+		c.backoff = first
 	}
 }
 

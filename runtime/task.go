@@ -136,6 +136,7 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 	env, err := queue.EncodeEnvelope(queue.Envelope{
 		Args: raw, Timeout: cfg.timeout.Milliseconds(), Description: cfg.description,
 		ResultTTL: cfg.resultTTL.Milliseconds(), FailureTTL: cfg.resultTTL.Milliseconds(),
+		Backoff: cfg.backoff.Milliseconds(),
 	})
 	if err != nil {
 		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)

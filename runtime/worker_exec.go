@@ -322,6 +322,9 @@ func (w *Worker) failRun(r *run, log jobLog, msg string, final bool, snooze time
 	now := w.c.q.Now() // the retry's run-at is judged on Redis's clock
 	attempts := d.Attempts + 1
 	delay := w.opts.Backoff(attempts)
+	if d.Envelope.Backoff > 0 { // the task's own (RetryBackoff, backoff=)
+		delay = doubling(time.Duration(d.Envelope.Backoff)*time.Millisecond, attempts)
+	}
 	if snooze > 0 {
 		delay = snooze
 	}

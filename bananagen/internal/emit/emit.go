@@ -79,6 +79,9 @@ func stub(f *jen.File, p model.Package, t model.Task) {
 	if t.HasRetries {
 		opts = append(opts, rt("MaxRetries").Call(jen.Lit(t.Retries)))
 	}
+	if t.Backoff > 0 {
+		opts = append(opts, rt("RetryBackoff").Call(duration(t.Backoff)))
+	}
 	if t.Timeout > 0 {
 		opts = append(opts, rt("Timeout").Call(duration(t.Timeout)))
 	}

@@ -27,6 +27,7 @@ type Task struct {
 	Timeout    time.Duration
 	Unique     time.Duration
 	ResultTTL  time.Duration
+	Backoff    time.Duration // the first retry's delay, doubling after
 
 	Args   *Type // nil: the function takes no arguments (runtime.None)
 	Result *Type // nil: the function returns only an error (runtime.None)

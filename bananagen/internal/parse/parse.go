@@ -217,6 +217,8 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 		t.Unique, ok = dur("unique")
 	case "result_ttl":
 		t.ResultTTL, ok = dur("result_ttl")
+	case "backoff":
+		t.Backoff, ok = dur("backoff")
 	case "tz":
 		if kind != "cron" {
 			bad(kv.pos, "tz is only a //bananas:cron key")
@@ -228,9 +230,9 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 		}
 		t.Cron.TZ = kv.value
 	default:
-		keys := "name, route, priority, retries, timeout, unique, result_ttl"
+		keys := "name, route, priority, retries, backoff, timeout, unique, result_ttl"
 		if kind == "cron" {
-			keys = "name, route, priority, retries, timeout, result_ttl, tz"
+			keys = "name, route, priority, retries, backoff, timeout, result_ttl, tz"
 		}
 		bad(kv.pos, "unknown key %q: the keys of //bananas:%s are %s", kv.key, kind, keys)
 		return false
