@@ -321,10 +321,7 @@ func (w *Worker) failRun(r *run, log jobLog, msg string, final bool, snooze time
 	d := r.d
 	now := w.c.q.Now() // the retry's run-at is judged on Redis's clock
 	attempts := d.Attempts + 1
-	delay := w.opts.Backoff(attempts)
-	if d.Envelope.Backoff > 0 { // the task's own (RetryBackoff, backoff=)
-		delay = doubling(time.Duration(d.Envelope.Backoff)*time.Millisecond, attempts)
-	}
+	delay := w.retryDelay(d.Envelope, attempts)
 	if snooze > 0 {
 		delay = snooze
 	}
@@ -383,4 +380,13 @@ func firstLine(s string) string {
 		}
 	}
 	return s
+}
+
+// retryDelay is the delay before retry number attempt of a job: its task's
+// own backoff (RetryBackoff, backoff=) when it has one, else the worker's.
+func (w *Worker) retryDelay(env queue.Envelope, attempt int) time.Duration {
+	if env.Backoff > 0 {
+		return doubling(time.Duration(env.Backoff)*time.Millisecond, attempt)
+	}
+	return w.opts.Backoff(attempt)
 }

@@ -104,7 +104,7 @@ func (w *Worker) reap(ctx context.Context, route string) {
 		attempts := e.Attempts + 1
 		rec, _ := results.Encode(results.Record{ID: e.ID, Name: e.Name, OK: false, Error: msg, Attempts: attempts, FinishedAt: now.UnixMilli()})
 		return queue.Verdict{
-			RetryAt: now.Add(w.opts.Backoff(attempts)), Record: rec,
+			RetryAt: now.Add(w.retryDelay(e.Envelope, attempts)), Record: rec,
 			TTL: ttlOr(e.Envelope.FailureTTL, w.opts.FailureTTL),
 		}
 	})
