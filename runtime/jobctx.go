@@ -10,9 +10,9 @@ import (
 // jobCtx is the context a handler receives: the job's deadline, the Job
 // (CurrentJob), and cancellation by the worker. It replaces a
 // context.WithTimeout and a context.WithValue per job: the deadline is
-// enforced by one timer per fetched batch (timeoutGroup), not one per job,
-// and on a busy worker the two timers a job used to cost (its context's and
-// the timeout watchdog's) were a tenth of the worker's CPU.
+// enforced by one timer per fetched batch (timeoutGroup), not one per job:
+// two timers per job (a context's and a timeout watchdog's) cost a tenth of a
+// busy worker's CPU.
 //
 // It implements AfterFunc, so contexts a handler derives from it
 // (context.WithTimeout(ctx, ...) around a call) register with it directly, as
