@@ -103,26 +103,6 @@ func cronView(s CronStatus) cronJSON {
 		LastRun: jsonTime(s.LastRun), NextRun: jsonTime(s.NextRun), RunCount: s.RunCount, LastJob: s.LastJob, LastError: s.LastError}
 }
 
-// workerJSON is one entry of `workers --json`.
-type workerJSON struct {
-	ID          string   `json:"id"`
-	Host        string   `json:"host"`
-	PID         int      `json:"pid"`
-	Mode        string   `json:"mode,omitempty"`
-	Routes      []string `json:"routes"`
-	Priorities  []string `json:"priorities"`
-	JobTypes    []string `json:"job_types,omitempty"`
-	Concurrency int      `json:"concurrency"`
-	InFlight    int      `json:"in_flight"`
-	Started     jsonTime `json:"started"`
-	LastBeat    jsonTime `json:"last_beat"`
-}
-
-func workerView(w WorkerState) workerJSON {
-	return workerJSON{ID: w.ID, Host: w.Host, PID: w.PID, Mode: w.Mode, Routes: orEmpty(w.Routes), Priorities: orEmpty(w.Priorities),
-		JobTypes: w.JobTypes, Concurrency: w.Concurrency, InFlight: w.InFlight, Started: jsonTime(w.Started), LastBeat: jsonTime(w.LastBeat)}
-}
-
 // views maps each element of xs through f, into an empty list (not null)
 // when there is none.
 func views[T, V any](xs []T, f func(T) V) []V {
@@ -131,11 +111,4 @@ func views[T, V any](xs []T, f func(T) V) []V {
 		out[i] = f(x)
 	}
 	return out
-}
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

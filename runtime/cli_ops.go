@@ -343,7 +343,7 @@ func cmdWorkers(e *env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return printJSON(e.stdout, views(ws, workerView))
+		return printJSON(e.stdout, ws)
 	}
 	rows := make([][]string, len(ws))
 	for i, w := range ws {

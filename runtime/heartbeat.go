@@ -45,20 +45,20 @@ func (w *Worker) inFlight() int {
 // heartbeatLoop records the worker's state every heartbeatEvery (the
 // `workers` command lists them), and removes it when the worker stops.
 func (w *Worker) heartbeatLoop(ctx context.Context) {
-	started := w.c.q.Now()
+	started := w.c.q.Now().UTC() // UTC: the --json convention (cli_json.go)
 	host, _ := os.Hostname()
 	ns := w.c.q.Namespace()
 	t := time.NewTicker(heartbeatEvery)
 	defer t.Stop()
 	for {
-		now := w.c.q.Now()
+		now := w.c.q.Now().UTC()
 		st := WorkerState{
 			ID: w.id, Host: host, PID: os.Getpid(), Mode: w.mode, Routes: w.opts.Routes,
 			Priorities: w.priorities(), JobTypes: w.opts.JobTypes, Concurrency: w.opts.Concurrency,
 			InFlight: w.inFlight(), Started: started, LastBeat: now,
 		}
 		if w.opts.SchedulerOnly { // runs no jobs; promotes every route there is
-			st.Concurrency, st.Routes, st.Priorities, st.Mode = 0, nil, nil, ModeSchedulerOnly
+			st.Concurrency, st.Routes, st.Priorities, st.Mode = 0, []string{}, []string{}, ModeSchedulerOnly
 		}
 		b, _ := json.Marshal(st)
 		pipe := w.c.rdb.Pipeline()
