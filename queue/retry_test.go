@@ -341,18 +341,7 @@ func TestFetch_JobHashNotReadIsHandedBack(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
 		now := time.Now()
-		heavy := job(t, "r")
-		heavy.RunAt = now.Add(time.Millisecond)
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{heavy}, now); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		light := job(t, "r")
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{light}, now); err != nil {
-			t.Fatal(err)
-		}
+		heavy, light := heavyThenLight(t, q, now)
 		lose := &loseReply{match: func(c redis.Cmder) bool { return c.Name() == "hgetall" }}
 		q.Client().AddHook(lose)
 		lose.armed.Store(true)
@@ -378,18 +367,7 @@ func TestFetch_LostReadHandsBackOnlyTheUnreadJobs(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
 		now := time.Now()
-		heavy := job(t, "r")
-		heavy.RunAt = now.Add(time.Millisecond)
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{heavy}, now); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		light := job(t, "r")
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{light}, now); err != nil {
-			t.Fatal(err)
-		}
+		heavy, light := heavyThenLight(t, q, now)
 		var readFailed atomic.Bool // from the job hash's read on, every call is lost
 		lose := &loseReply{match: func(c redis.Cmder) bool {
 			if c.Name() == "hgetall" {
@@ -475,4 +453,23 @@ func TestSyncClock_SlowSampleIsNotKept(t *testing.T) {
 			t.Fatalf("sync over 600 ms round trips = %v, skew %s; want refused and %s kept", err, q.Skew(), good)
 		}
 	})
+}
+
+// heavyThenLight readies two jobs on route r: one with a hash of its own (a
+// delayed job, promoted) at the head of the list, then a light one.
+func heavyThenLight(t *testing.T, q *queue.Queue, now time.Time) (heavy, light queue.NewJob) {
+	t.Helper()
+	ctx := context.Background()
+	heavy, light = job(t, "r"), job(t, "r")
+	heavy.RunAt = now.Add(time.Millisecond)
+	if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{heavy}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{light}, now); err != nil {
+		t.Fatal(err)
+	}
+	return heavy, light
 }
