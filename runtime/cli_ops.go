@@ -151,13 +151,21 @@ func cmdJob(e *env, args []string) error {
 		{"attempts", fmt.Sprintf("%d (max retries %d)", info.Attempts, info.MaxRetries)},
 		{"error", orDash(info.Error)}, {"created", stamp(info.CreatedAt)}, {"scheduled", stamp(info.ScheduledAt)},
 		{"started", stamp(info.StartedAt)}, {"finished", stamp(info.FinishedAt)},
-		{"args", string(view.Args)}, {"result", string(view.Result)},
+		{"args", jsonOrDash(view.Args)}, {"result", jsonOrDash(view.Result)},
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}
 	return tw.Flush()
+}
+
+// jsonOrDash is a JSON value for a table: "-" for null.
+func jsonOrDash(b json.RawMessage) string {
+	if string(b) == "null" {
+		return "-"
+	}
+	return string(b)
 }
 
 func orDash(s string) string {
