@@ -11,6 +11,11 @@ import (
 	"github.com/bananas-go/bananas/internal/mpack"
 )
 
+// UnknownTask is the task name of a job whose own name could not be read
+// (garbage in Redis): bn_materialize and bn_stub in scripts/_prelude.lua
+// write it.
+const UnknownTask = "?"
+
 // Envelope is the immutable part of a job, stored msgpack-encoded in the
 // fields e0, e1, ... of its hash (60-byte slices, so the hash stays compact). What the Lua scripts must read (name, priority, max
 // retries, attempts, state) lives in fields of its own, so no script decodes it.

@@ -227,7 +227,7 @@ func (t *Task[A, R]) Await(ctx context.Context, id string) (R, error) {
 	}
 	// A job still pending, running or dead says its task; a finished one
 	// says it in its result record (decodeRecord).
-	if s, err := c.q.Lookup(ctx, id); err == nil && s.Name != "" && s.Name != t.name {
+	if s, err := c.q.Lookup(ctx, id); err == nil && ofAnotherTask(s.Name, t.name) {
 		return zero, wrongTask(id, s.Name, t.name)
 	}
 	return t.await(ctx, c, id)
@@ -241,6 +241,14 @@ func (t *Task[A, R]) await(ctx context.Context, c *Client, id string) (R, error)
 		return zero, err
 	}
 	return decodeRecord[R](t.name, rec)
+}
+
+// ofAnotherTask reports whether a job whose stored task name is stored
+// belongs to another task than want. No name (a record from before records
+// named their task) and queue.UnknownTask (a job whose own name could not be
+// read: garbage) belong to nobody in particular.
+func ofAnotherTask(stored, want string) bool {
+	return stored != "" && stored != queue.UnknownTask && stored != want
 }
 
 func wrongTask(id, is, want string) error {
@@ -266,7 +274,7 @@ func (t *Task[A, R]) Call(ctx context.Context, args A, opts ...Option) (R, error
 // before records named their task name none, and are taken as they are).
 func decodeRecord[R any](name string, rec results.Record) (R, error) {
 	var out R
-	if rec.Name != "" && rec.Name != name {
+	if ofAnotherTask(rec.Name, name) {
 		return out, wrongTask(rec.ID, rec.Name, name)
 	}
 	if !rec.OK {
