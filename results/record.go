@@ -16,12 +16,16 @@ type Record struct {
 	Error      string `msgpack:"e,omitempty"` // failure message when !OK; the last failed run's when OK
 	Attempts   int    `msgpack:"a,omitempty"` // failed runs before the final outcome
 	FinishedAt int64  `msgpack:"t"`           // unix milliseconds
-	// What the job was, for a success: a finished job is only its record (its
-	// arguments are not kept), so Job(id) reads these from it.
-	Name      string `msgpack:"n,omitempty"`
-	Priority  string `msgpack:"p,omitempty"`
-	CreatedAt int64  `msgpack:"c,omitempty"` // unix milliseconds
-	StartedAt int64  `msgpack:"s,omitempty"` // unix milliseconds, of the successful run
+	// What the job was: a completed job is only its record (ack drops its
+	// hash), so Job(id) reads these from it, as enqueued.
+	Name        string `msgpack:"n,omitempty"`
+	Priority    string `msgpack:"p,omitempty"`
+	CreatedAt   int64  `msgpack:"c,omitempty"` // unix milliseconds
+	StartedAt   int64  `msgpack:"s,omitempty"` // unix milliseconds, of the successful run
+	Args        []byte `msgpack:"x,omitempty"` // msgpack-encoded task arguments
+	MaxRetries  int    `msgpack:"m,omitempty"`
+	Timeout     int64  `msgpack:"o,omitempty"` // ms as enqueued; 0: the worker's default
+	Description string `msgpack:"d,omitempty"`
 }
 
 // Encode encodes r for storage and for its pub/sub announcement: a msgpack
@@ -31,12 +35,13 @@ type Record struct {
 // reads it, and Decode reads what Marshal wrote.
 func Encode(r Record) ([]byte, error) {
 	n := 3 // id, ok, t
-	for _, set := range []bool{len(r.Value) > 0, r.Error != "", r.Attempts != 0, r.Name != "", r.Priority != "", r.CreatedAt != 0, r.StartedAt != 0} {
+	for _, set := range []bool{len(r.Value) > 0, r.Error != "", r.Attempts != 0, r.Name != "", r.Priority != "", r.CreatedAt != 0, r.StartedAt != 0,
+		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != ""} {
 		if set {
 			n++
 		}
 	}
-	b := make([]byte, 0, 64+len(r.ID)+len(r.Value)+len(r.Error)+len(r.Name))
+	b := make([]byte, 0, 96+len(r.ID)+len(r.Value)+len(r.Error)+len(r.Name)+len(r.Args)+len(r.Description))
 	b = mpack.MapHeader(b, n)
 	b = mpack.String(mpack.String(b, "id"), r.ID)
 	b = mpack.Bool(mpack.String(b, "ok"), r.OK)
@@ -61,6 +66,18 @@ func Encode(r Record) ([]byte, error) {
 	}
 	if r.StartedAt != 0 {
 		b = mpack.Int(mpack.String(b, "s"), r.StartedAt)
+	}
+	if len(r.Args) > 0 {
+		b = mpack.Bytes(mpack.String(b, "x"), r.Args)
+	}
+	if r.MaxRetries != 0 {
+		b = mpack.Int(mpack.String(b, "m"), int64(r.MaxRetries))
+	}
+	if r.Timeout != 0 {
+		b = mpack.Int(mpack.String(b, "o"), r.Timeout)
+	}
+	if r.Description != "" {
+		b = mpack.String(mpack.String(b, "d"), r.Description)
 	}
 	return b, nil
 }
@@ -92,6 +109,14 @@ func Decode(b []byte) (Record, error) {
 			r.CreatedAt, err = d.DecodeInt64()
 		case "s":
 			r.StartedAt, err = d.DecodeInt64()
+		case "x":
+			r.Args, err = d.DecodeBytes()
+		case "m":
+			r.MaxRetries, err = d.DecodeInt()
+		case "o":
+			r.Timeout, err = d.DecodeInt64()
+		case "d":
+			r.Description, err = d.DecodeString()
 		default:
 			err = d.Skip() // a field from a newer writer
 		}

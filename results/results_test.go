@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/results"
@@ -52,13 +54,22 @@ func listener(t *testing.T, rdb *redis.Client) *results.Listener {
 
 func TestRecord_RoundTripAndGarbage(t *testing.T) {
 	t.Parallel()
-	in := results.Record{ID: "j1", OK: false, Error: "boom", Attempts: 3, FinishedAt: 42}
-	b, err := results.Encode(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := results.Decode(b); err != nil || out.ID != "j1" || out.OK || out.Error != "boom" || out.Attempts != 3 || out.FinishedAt != 42 {
-		t.Fatalf("round trip = %+v, %v", out, err)
+	for _, in := range []results.Record{
+		{ID: "j1", OK: false, Error: "boom", Attempts: 3, FinishedAt: 42},
+		{ID: "j2", OK: true, Value: []byte{0x81}, Error: "last", Attempts: 1, FinishedAt: 42, Name: "Thumb", Priority: "high",
+			CreatedAt: 40, StartedAt: 41, Args: []byte{0x82, 0x01}, MaxRetries: 7, Timeout: 30000, Description: "from the test"},
+	} {
+		b, err := results.Encode(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := results.Decode(b); err != nil || !reflect.DeepEqual(out, in) {
+			t.Fatalf("round trip of %+v = %+v, %v", in, out, err)
+		}
+		var viaReflection results.Record // what msgpack.Unmarshal reads must agree
+		if err := msgpack.Unmarshal(b, &viaReflection); err != nil || !reflect.DeepEqual(viaReflection, in) {
+			t.Fatalf("msgpack.Unmarshal of %+v = %+v, %v", in, viaReflection, err)
+		}
 	}
 	if _, err := results.Decode([]byte("\xc1garbage")); err == nil || !strings.Contains(err.Error(), "results: decode record") {
 		t.Fatalf("Decode(garbage) err = %v", err)

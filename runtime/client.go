@@ -189,6 +189,8 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			info.Result, info.Attempts, info.Error = rec.Value, rec.Attempts, rec.Error
 			info.Name, info.Priority = rec.Name, Priority(rec.Priority)
 			info.CreatedAt, info.StartedAt, info.FinishedAt = fromMS(rec.CreatedAt), fromMS(rec.StartedAt), fromMS(rec.FinishedAt)
+			info.Args, info.MaxRetries, info.Description = rec.Args, rec.MaxRetries, rec.Description
+			info.Timeout = time.Duration(rec.Timeout) * time.Millisecond
 			if !rec.OK {
 				info.Status = StatusFailed
 			}

@@ -271,6 +271,15 @@ func runHandler(ctx context.Context, h *handler, args []byte) (o outcome) {
 	return outcome{res, err}
 }
 
+// recordOf starts the record a finished job leaves: what the job was, as
+// enqueued, so that `job ID` shows it after its hash is gone.
+func recordOf(id, name, priority string, created time.Time, maxRetries int, e queue.Envelope) results.Record {
+	return results.Record{
+		ID: id, Name: name, Priority: priority, CreatedAt: unixMS(created),
+		Args: e.Args, MaxRetries: maxRetries, Timeout: e.Timeout, Description: e.Description,
+	}
+}
+
 // ackRun records r's success. The ack is coalesced with others and not
 // waited for (it reports true: pending): its callback, run by whoever
 // completes the coalesced call, logs the answer, stops renewing r's lease
@@ -282,10 +291,10 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) (pending bool) {
 	}
 	d := r.d
 	now := w.c.q.Now()
-	rec, err := results.Encode(results.Record{
-		ID: d.ID, OK: true, Value: result, Attempts: d.Attempts, FinishedAt: now.UnixMilli(), Error: d.LastError,
-		Name: d.Name, Priority: d.Priority, CreatedAt: unixMS(d.CreatedAt), StartedAt: unixMS(d.StartedAt()),
-	})
+	rec := recordOf(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
+	rec.OK, rec.Value, rec.Attempts, rec.FinishedAt, rec.Error = true, result, d.Attempts, now.UnixMilli(), d.LastError
+	rec.StartedAt = unixMS(d.StartedAt())
+	encoded, err := results.Encode(rec)
 	if err != nil {
 		log.Warn("bananas: encode result record", "err", err)
 		w.untrack(r)
@@ -294,7 +303,7 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) (pending bool) {
 	// No timeout of its own: acks are coalesced, and the shared Redis call is
 	// bounded by the committer (10 s, as settleTimeout); a timer and a context
 	// per job here cost more than the rest of the ack.
-	w.c.q.AckAsync(d, rec, ttlOr(d.Envelope.ResultTTL, w.opts.ResultTTL), func(ok bool, err error) {
+	w.c.q.AckAsync(d, encoded, ttlOr(d.Envelope.ResultTTL, w.opts.ResultTTL), func(ok bool, err error) {
 		switch {
 		case err != nil:
 			log.Warn("bananas: ack's outcome unknown (the Redis call failed); if it did not land, the job runs again when its lease expires", "err", err)
@@ -325,11 +334,13 @@ func (w *Worker) failRun(r *run, log jobLog, msg string, final bool, snooze time
 	if snooze > 0 {
 		delay = snooze
 	}
-	rec, _ := results.Encode(results.Record{ID: d.ID, Name: d.Name, OK: false, Error: msg, Attempts: attempts, FinishedAt: now.UnixMilli()})
+	rec := recordOf(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
+	rec.Error, rec.Attempts, rec.FinishedAt = msg, attempts, now.UnixMilli()
+	encoded, _ := results.Encode(rec)
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	out, err := w.c.q.Fail(ctx, d, queue.Failure{
-		Message: msg, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: rec,
+		Message: msg, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: encoded,
 		TTL: ttlOr(d.Envelope.FailureTTL, w.opts.FailureTTL),
 	}, now)
 	switch {

@@ -102,9 +102,11 @@ func (w *Worker) reap(ctx context.Context, route string) {
 	const msg = "lease expired: the worker running it stopped renewing (crashed or lost Redis)"
 	out, err := w.c.q.Reap(ctx, route, now, func(e queue.Expired) queue.Verdict {
 		attempts := e.Attempts + 1
-		rec, _ := results.Encode(results.Record{ID: e.ID, Name: e.Name, OK: false, Error: msg, Attempts: attempts, FinishedAt: now.UnixMilli()})
+		rec := recordOf(e.ID, e.Name, "", time.Time{}, e.MaxRetries, e.Envelope)
+		rec.Error, rec.Attempts, rec.FinishedAt = msg, attempts, now.UnixMilli()
+		encoded, _ := results.Encode(rec)
 		return queue.Verdict{
-			RetryAt: now.Add(w.retryDelay(e.Envelope, attempts)), Record: rec,
+			RetryAt: now.Add(w.retryDelay(e.Envelope, attempts)), Record: encoded,
 			TTL: ttlOr(e.Envelope.FailureTTL, w.opts.FailureTTL),
 		}
 	})
