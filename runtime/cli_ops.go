@@ -149,6 +149,7 @@ func cmdJob(e *env, args []string) error {
 		{"id", info.ID}, {"task", info.Name}, {"route", info.Route}, {"priority", string(info.Priority)},
 		{"status", string(info.Status)}, {"description", orDash(info.Description)},
 		{"attempts", fmt.Sprintf("%d (max retries %d)", info.Attempts, info.MaxRetries)},
+		{"timeout", timeoutText(info.Timeout)},
 		{"error", orDash(info.Error)}, {"created", stamp(info.CreatedAt)}, {"scheduled", stamp(info.ScheduledAt)},
 		{"started", stamp(info.StartedAt)}, {"finished", stamp(info.FinishedAt)},
 		{"args", jsonOrDash(view.Args)}, {"result", jsonOrDash(view.Result)},
@@ -158,6 +159,14 @@ func cmdJob(e *env, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}
 	return tw.Flush()
+}
+
+// timeoutText is a job's timeout as enqueued; 0 takes the worker's.
+func timeoutText(d time.Duration) string {
+	if d == 0 {
+		return "the worker's default"
+	}
+	return d.String()
 }
 
 // jsonOrDash is a JSON value for a table: "-" for null.
@@ -224,7 +233,7 @@ func cmdDLQ(e *env, args []string) error {
 		return usageError{errors.New("want a subcommand: list, replay ID, replay --all or purge")}
 	}
 	if args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(e.stdout, "usage: dlq list [--route R] [--limit N] [--json] | dlq replay ID | dlq replay --all [--route R] | dlq purge [--route R]")
+		fmt.Fprintln(e.stdout, "usage: dlq list [--route R] [--limit N] [--json] | dlq replay ID | dlq replay --all [--route R] | dlq purge [--route R] [--yes]")
 		return nil
 	}
 	sub, args := args[0], args[1:]
@@ -233,6 +242,7 @@ func cmdDLQ(e *env, args []string) error {
 	route := fs.String("route", "", "only this route (default: every route)")
 	limit := fs.Int("limit", 100, "list: at most this many per route")
 	all := fs.Bool("all", false, "replay: every dead job")
+	yes := fs.Bool("yes", false, "purge: do not ask for confirmation on a terminal")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -289,6 +299,24 @@ func cmdDLQ(e *env, args []string) error {
 		}
 		return usageError{errors.New("want replay ID or replay --all")}
 	case "purge":
+		if !*yes && e.terminal {
+			depths, err := c.q.Depths(e.ctx, routes)
+			if err != nil {
+				return err
+			}
+			var dead int64
+			for _, d := range depths {
+				dead += d.Dead
+			}
+			if dead == 0 {
+				fmt.Fprintln(e.stdout, "purged 0 job(s)")
+				return nil
+			}
+			if !e.confirm(fmt.Sprintf("purge %d dead job(s) of route(s) %s for good?", dead, strings.Join(routes, ", "))) {
+				fmt.Fprintln(e.stdout, "nothing purged")
+				return nil
+			}
+		}
 		total := 0
 		for _, r := range routes {
 			n, err := c.q.Purge(e.ctx, r, time.Now().Add(100*365*24*time.Hour))

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +16,7 @@ import (
 	"github.com/bananas-go/bananas/examples/quickstart/tasks"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
 // app runs the application binary's command line in-process, with the
@@ -427,7 +432,77 @@ func TestCLI_JobJSONFollowsTheConvention(t *testing.T) {
 	}
 	a.background("worker")
 	waitFor(t, 20*time.Second, "the job to complete", func() bool { return a.status(id) == "completed" })
+	pending := job
+	job = nil
 	if err := json.Unmarshal([]byte(a.ok("job", id, "--json")), &job); err != nil || job["result"] != float64(3) || job["finished_at"] == nil {
 		t.Fatalf("job --json of the completed job = %v, %v; want result 3 and finished_at", job, err)
+	}
+	args, _ = job["args"].(map[string]any)
+	if args["Body"] != "a b c" || job["max_retries"] != pending["max_retries"] || job["timeout_ms"] != pending["timeout_ms"] ||
+		job["created_at"] != pending["created_at"] {
+		t.Fatalf("job --json of the completed job = %v; want the args, max retries, timeout and creation it was enqueued with (%v)", job, pending)
+	}
+	if text := a.ok("job", id); !strings.Contains(text, `{"Body":"a b c"}`) || !strings.Contains(text, "timeout") {
+		t.Fatalf("job table of the completed job lacks its args or timeout:\n%s", text)
+	}
+}
+
+// dlq purge on a terminal asks before it deletes dead jobs for good: "n" (or
+// anything but yes) keeps them, "y" purges, and --yes does not ask. The
+// binary runs under script(1), which gives it a pseudo-terminal.
+func TestCLI_DLQPurgeOnATerminalAsksFirst(t *testing.T) {
+	t.Parallel()
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) from util-linux is not installed; it gives the CLI a terminal")
+	}
+	bin := filepath.Join(t.TempDir(), "cronapp")
+	if out, err := exec.Command("go", "build", "-o", bin, "../examples/cron").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	a := newApp(t)
+	c := connect(t, a.env["REDIS_URL"], runtime.WithNamespace(a.env["BANANAS_NAMESPACE"]))
+	kill := func() string {
+		t.Helper()
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Logger: quiet()}))
+		runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
+			return runtime.None{}, fmt.Errorf("no: %w", runtime.SkipRetry)
+		})
+		stop := startWorker(t, w)
+		defer stop()
+		id, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "doomed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "the job to be dead-lettered", func() bool { return a.status(id) == "failed" })
+		return id
+	}
+	onTerminal := func(answer string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(scriptBin, "-q", "-e", "-c", strings.Join(append([]string{bin}, args...), " "), "/dev/null")
+		cmd.Env = append(os.Environ(), "REDIS_URL="+a.env["REDIS_URL"], "BANANAS_NAMESPACE="+a.env["BANANAS_NAMESPACE"])
+		cmd.Stdin = strings.NewReader(answer)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v on a terminal: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	id := kill()
+	if out := onTerminal("n\n", "dlq", "purge"); !strings.Contains(out, "purge 1 dead job(s)") || !strings.Contains(out, "nothing purged") {
+		t.Fatalf("dlq purge answered n:\n%s", out)
+	}
+	if s := a.status(id); s != "failed" {
+		t.Fatalf("after answering n the dead job is %q, want it still dead", s)
+	}
+	if out := onTerminal("y\n", "dlq", "purge"); !strings.Contains(out, "purged 1 job(s)") {
+		t.Fatalf("dlq purge answered y:\n%s", out)
+	}
+	if code, _, _ := a.run("job", id); code != 1 {
+		t.Fatalf("job %s is still there after a confirmed purge", id)
+	}
+	id = kill()
+	if out := onTerminal("", "dlq", "purge", "--yes"); strings.Contains(out, "[y/N]") || !strings.Contains(out, "purged 1 job(s)") {
+		t.Fatalf("dlq purge --yes on a terminal:\n%s", out)
 	}
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // Main is the whole application binary: it reads the configuration from the
@@ -49,7 +52,7 @@ commands:
                                   enqueue a task with JSON args
   job ID                          show a job
   queues                          queue depths per route and priority
-  dlq list | replay ID | replay --all | purge
+  dlq list | replay ID | replay --all | purge [--yes]
                                   the dead-letter queue
   cron list                       cron entries and their state
   workers                         live workers, from their heartbeats
@@ -81,7 +84,8 @@ func RunCommand(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintln(stderr, "configuration:", err)
 		return ExitUsage
 	}
-	e := &env{ctx: ctx, cfg: cfg, stdout: stdout, stderr: stderr, register: register, name: cmd}
+	e := &env{ctx: ctx, cfg: cfg, stdout: stdout, stderr: stderr, register: register, name: cmd,
+		stdin: os.Stdin, terminal: term.IsTerminal(int(os.Stdin.Fd()))}
 	err = run(e, args)
 	var ue usageError
 	switch {
@@ -106,6 +110,25 @@ type env struct {
 	register       []func(*Worker)
 	name           string
 	client         *Client
+	// stdin answers confirm's questions when it is a terminal.
+	stdin    io.Reader
+	terminal bool
+}
+
+// confirm asks question on the terminal and reports whether the answer is
+// yes. Off a terminal (a script, a pipe, CI) there is nobody to ask: commands
+// that confirm take that as yes, as their --yes flag does.
+func (e *env) confirm(question string) bool {
+	if !e.terminal {
+		return true
+	}
+	fmt.Fprintf(e.stderr, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
 }
 
 func (e *env) logger() *slog.Logger {
