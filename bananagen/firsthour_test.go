@@ -96,7 +96,9 @@ func main() {
 }
 `)
 	goCmd("mod", "tidy")
-	goCmd("generate", "./...")
+	if out := goCmd("generate", "./..."); strings.Contains(out, "warning") {
+		t.Fatalf("go generate in a module that requires bananas warns:\n%s", out)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "tasks", "bananas_gen.go")); err != nil {
 		t.Fatalf("go generate wrote no bananas_gen.go: %v", err)
 	}

@@ -28,6 +28,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"golang.org/x/mod/semver"
+	"golang.org/x/tools/go/packages"
 
 	"github.com/bananas-go/bananas/bananagen/internal/emit"
 	"github.com/bananas-go/bananas/bananagen/internal/parse"
@@ -102,7 +107,54 @@ func run(dir string, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	if status == 0 && !*check {
+		if msg := runtimeUnresolved(outs); msg != "" {
+			fmt.Fprintln(stderr, msg)
+		}
+	}
 	return status
+}
+
+// runtimeUnresolved says what to run when the module of the generated files
+// cannot resolve the runtime package they import — bananagen run with
+// `go run …@version` in a module that does not require bananas — so that the
+// user meets it here, with the command, rather than at the next build; "" when
+// it resolves or nothing was generated. A warning, not a failure: the files
+// are right, and go generate goes on to the other packages, which need the
+// same one command.
+func runtimeUnresolved(outs []output) string {
+	var generated []string
+	for _, o := range outs {
+		if o.content != nil {
+			generated = append(generated, relative(o.path))
+		}
+	}
+	if len(generated) == 0 {
+		return ""
+	}
+	pkgs, err := packages.Load(&packages.Config{Dir: filepath.Dir(generated[0]), Mode: packages.NeedName}, emit.RuntimePath)
+	if err == nil && len(pkgs) == 1 && len(pkgs[0].Errors) == 0 {
+		return ""
+	}
+	why := "it is not found"
+	if err != nil {
+		why = err.Error()
+	} else if len(pkgs) == 1 && len(pkgs[0].Errors) > 0 {
+		why = pkgs[0].Errors[0].Msg
+	}
+	get := emit.RuntimePath
+	if bi, ok := debug.ReadBuildInfo(); ok && semver.IsValid(bi.Main.Version) {
+		get = bi.Main.Path + "/runtime@" + bi.Main.Version
+	}
+	return fmt.Sprintf("bananagen: warning: wrote %s, which imports %s, but this module cannot build it (%s).\n"+
+		"Add the runtime to the module, then build:\n\tgo get %s", strings.Join(generated, ", "), emit.RuntimePath, firstLine(why), get)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return strings.TrimSuffix(s[:i], "; to add it:")
+	}
+	return s
 }
 
 // generate computes every output in memory, writing nothing.

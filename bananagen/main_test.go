@@ -35,6 +35,22 @@ func bananagen(t *testing.T, dir string, args ...string) (int, string) {
 	return code, stderr.String()
 }
 
+// Generating in a module that cannot build the generated code — it does not
+// require bananas, as after `go run github.com/bananas-go/bananas/bananagen@…`
+// — writes the file and says what to run, instead of leaving the user to meet
+// it at the next build.
+func TestGenerate_ModuleWithoutTheRuntimeSaysWhatToRun(t *testing.T) {
+	t.Parallel()
+	dir := module(t, map[string]string{"p.go": oneTask})
+	code, out := bananagen(t, dir)
+	if code != 0 || !strings.Contains(out, "cannot build it") || !strings.Contains(out, "go get github.com/bananas-go/bananas/runtime") {
+		t.Fatalf("generate in a module without bananas = %d %q; want 0 and the go get to run", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bananas_gen.go")); err != nil {
+		t.Fatalf("the stubs were not written: %v", err)
+	}
+}
+
 func TestCheck_MissingThenFreshThenStale(t *testing.T) {
 	t.Parallel()
 	dir := module(t, map[string]string{"p.go": oneTask})
