@@ -1,6 +1,9 @@
 package queue
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Priorities in the strict order a worker drains them.
 const (
@@ -51,6 +54,24 @@ func (k Keys) Receipt(call string) string { return k.base + "receipt:" + call }
 // Groups counts the jobs still leased by each lease group (fetch call):
 // token -> count. The active set holds the groups' deadlines.
 func (k Keys) Groups() string { return k.base + "groups" }
+
+// Paused exists while the route is paused: fetch and claim take nothing from
+// it, in every process, while enqueue goes on.
+func (k Keys) Paused() string { return k.base + "paused" }
+
+// Cancels is the set of ids of the route's running jobs whose cancellation
+// was asked for: the worker holding one cancels its context and finishes it
+// as canceled (no retry).
+func (k Keys) Cancels() string { return k.base + "cancels" }
+
+// CancelChannel is published with the id of a running job whose cancellation
+// was asked for, so the worker holding it acts at once; Cancels is the record
+// a worker that missed the message finds at its next lease renewal.
+func (k Keys) CancelChannel() string { return k.ns + ":cancel:{" + k.route + "}" }
+
+// History holds the route's per-minute counts and time buckets of the minute
+// starting at unix second minute (a multiple of 60), kept 25 hours.
+func (k Keys) History(minute int64) string { return k.base + "history:" + strconv.FormatInt(minute, 10) }
 
 // Lists returns the ready lists of the given priorities, in drain order.
 func (k Keys) Lists(priorities []string) []string {

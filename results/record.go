@@ -26,6 +26,8 @@ type Record struct {
 	MaxRetries  int    `msgpack:"m,omitempty"`
 	Timeout     int64  `msgpack:"o,omitempty"` // ms as enqueued; 0: the worker's default
 	Description string `msgpack:"d,omitempty"`
+	// Canceled: the job was canceled (runtime.StatusCanceled), not failed; OK is false.
+	Canceled bool `msgpack:"k,omitempty"`
 }
 
 // Encode encodes r for storage and for its pub/sub announcement: a msgpack
@@ -36,7 +38,7 @@ type Record struct {
 func Encode(r Record) ([]byte, error) {
 	n := 3 // id, ok, t
 	for _, set := range []bool{len(r.Value) > 0, r.Error != "", r.Attempts != 0, r.Name != "", r.Priority != "", r.CreatedAt != 0, r.StartedAt != 0,
-		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != ""} {
+		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled} {
 		if set {
 			n++
 		}
@@ -79,6 +81,9 @@ func Encode(r Record) ([]byte, error) {
 	if r.Description != "" {
 		b = mpack.String(mpack.String(b, "d"), r.Description)
 	}
+	if r.Canceled {
+		b = mpack.Bool(mpack.String(b, "k"), true)
+	}
 	return b, nil
 }
 
@@ -117,6 +122,8 @@ func Decode(b []byte) (Record, error) {
 			r.Timeout, err = d.DecodeInt64()
 		case "d":
 			r.Description, err = d.DecodeString()
+		case "k":
+			r.Canceled, err = d.DecodeBool()
 		default:
 			err = d.Skip() // a field from a newer writer
 		}

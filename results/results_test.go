@@ -58,6 +58,7 @@ func TestRecord_RoundTripAndGarbage(t *testing.T) {
 		{ID: "j1", OK: false, Error: "boom", Attempts: 3, FinishedAt: 42},
 		{ID: "j2", OK: true, Value: []byte{0x81}, Error: "last", Attempts: 1, FinishedAt: 42, Name: "Thumb", Priority: "high",
 			CreatedAt: 40, StartedAt: 41, Args: []byte{0x82, 0x01}, MaxRetries: 7, Timeout: 30000, Description: "from the test"},
+		{ID: "j3", Error: "canceled", FinishedAt: 43, Canceled: true},
 	} {
 		b, err := results.Encode(in)
 		if err != nil {
