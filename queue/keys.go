@@ -69,9 +69,10 @@ func (k Keys) Cancels() string { return k.base + "cancels" }
 // a worker that missed the message finds at its next lease renewal.
 func (k Keys) CancelChannel() string { return k.ns + ":cancel:{" + k.route + "}" }
 
-// History holds the route's per-minute counts and time buckets of the minute
-// starting at unix second minute (a multiple of 60), kept 25 hours.
-func (k Keys) History(minute int64) string { return k.base + "history:" + strconv.FormatInt(minute, 10) }
+// History holds the route's per-minute counts and time buckets of the hour
+// starting at unix second hour (a multiple of 3600), kept 25 hours; see
+// history.go for its fields.
+func (k Keys) History(hour int64) string { return k.base + "history:" + strconv.FormatInt(hour, 10) }
 
 // Lists returns the ready lists of the given priorities, in drain order.
 func (k Keys) Lists(priorities []string) []string {

@@ -52,8 +52,8 @@ func decode(b []byte, v any) error { return mpack.Unmarshal(b, v) }
 // error that says what it was, its size and the limit.
 func checkPayload(what, name string, n, limit int) error {
 	if n > limit {
-		return fmt.Errorf("bananas: %s%s is %s, over the payload limit of %s (raise it with runtime.MaxPayload)",
-			what, name, byteSize(n), byteSize(limit))
+		return fmt.Errorf("%w: %s%s is %s, over the payload limit of %s (raise it with runtime.MaxPayload)",
+			ErrPayloadTooLarge, what, name, byteSize(n), byteSize(limit))
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ type Config struct {
 	ResultTTLFailure time.Duration
 	APIPort          int
 	APIToken         string
+	APIReadOnly      bool
 	LogLevel         slog.Level
 	LogFormat        string
 }
@@ -160,7 +161,15 @@ var configVars = []configVar{
 		c.APIPort = n
 		return nil
 	}},
-	{"API_TOKEN", "api-token", "bearer token of the HTTP API", func(c *Config, v string) error { c.APIToken = v; return nil }},
+	{"API_TOKEN", "api-token", "bearer token of the HTTP API (and, when set, it listens on every interface)", func(c *Config, v string) error { c.APIToken = v; return nil }},
+	{"API_READ_ONLY", "api-read-only", "1: the HTTP API serves reads and refuses actions", func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return envError("API_READ_ONLY", v, "use 1 or 0 (true or false)")
+		}
+		c.APIReadOnly = b
+		return nil
+	}},
 	{"LOG_LEVEL", "log-level", "debug|info|warn|error", func(c *Config, v string) error {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return envError("LOG_LEVEL", v, "use debug, info, warn or error")

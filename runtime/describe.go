@@ -76,10 +76,16 @@ func (t *Task[A, R]) EnqueueJSON(ctx context.Context, data []byte, opts ...Optio
 		err = DecodeStrictJSON(data, &args)
 	}
 	if err != nil {
-		return "", fmt.Errorf("bananas: args of %s: %w", t.name, err)
+		return "", fmt.Errorf("bananas: args of %s: %w", t.name, badArgs{err})
 	}
 	return t.Enqueue(ctx, args, opts...)
 }
+
+// badArgs marks an error of the args themselves (it matches ErrBadArgs).
+type badArgs struct{ error }
+
+func (e badArgs) Unwrap() error        { return e.error }
+func (e badArgs) Is(target error) bool { return target == ErrBadArgs }
 
 // DecodeStrictJSON decodes data into v exactly: an object key must be a
 // field's JSON name as written (encoding/json would also take "url" for URL),

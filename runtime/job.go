@@ -26,7 +26,14 @@ const (
 	StatusProcessing Status = "processing" // running under a worker's lease
 	StatusCompleted  Status = "completed"  // succeeded; kept as long as its result
 	StatusFailed     Status = "failed"     // dead-lettered after its last attempt
+	StatusCanceled   Status = "canceled"   // canceled before or while it ran; not retried
 )
+
+// Finished reports whether a job in status s will not run again by itself
+// (a failed job runs again only when replayed).
+func (s Status) Finished() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCanceled
+}
 
 // ErrDuplicate is matched (errors.Is) by the error of an enqueue that found its
 // job already there: same WithID id, or same args within a Unique window. The

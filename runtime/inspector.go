@@ -1,0 +1,178 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// Inspector lists and acts on the jobs, routes, cron entries and workers of a
+// client's namespace. It is the one admin layer: the CLI, the HTTP API and the
+// dashboard all call it, so no listing or action is written twice. Its tasks
+// are those the register functions put on a worker (the generated Register):
+// they decode args and results to JSON and read JSON submissions.
+//
+// Every action is one Redis script that checks before it writes, so an
+// action on a job that moved meanwhile (a delete of a job that started) is an
+// error naming the job's state, never a half-done change.
+type Inspector struct {
+	c   *Client
+	reg *Worker // the registered tasks and cron entries; never run
+}
+
+// NewInspector returns the admin layer of c for the tasks that register
+// (the generated Register functions) put on a worker.
+func NewInspector(c *Client, register ...func(*Worker)) *Inspector {
+	reg := NewWorker(c, WorkerOptions{})
+	for _, r := range register {
+		r(reg)
+	}
+	return &Inspector{c: c, reg: reg}
+}
+
+// Inspector returns the admin layer of w's client with w's tasks.
+func (w *Worker) Inspector() *Inspector { return &Inspector{c: w.c, reg: w} }
+
+// Tasks describes the registered tasks, by name.
+func (in *Inspector) Tasks() []TaskInfo {
+	out := make([]TaskInfo, 0, len(in.reg.handlers))
+	for _, name := range in.reg.Tasks() {
+		info := in.reg.handlers[name].info()
+		for _, e := range in.reg.cron {
+			if e.Name == name {
+				e := e
+				info.Cron = &e
+			}
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// RouteInfo is one route's state: its jobs in each place, whether it is
+// paused, how long its oldest pending job has waited, and how many live
+// workers take it.
+type RouteInfo struct {
+	Route             string
+	High, Normal, Low int64 // pending, by priority
+	Scheduled         int64
+	Active            int64
+	Dead              int64
+	Paused            bool
+	OldestPending     time.Time // created time of the oldest pending job; zero when none
+	Workers           int       // live workers (from heartbeats) that take the route
+}
+
+// Pending is the route's ready jobs of every priority.
+func (r RouteInfo) Pending() int64 { return r.High + r.Normal + r.Low }
+
+// Routes describes every route ever used, by name, in a few pipelined round
+// trips whatever the depth of the queues.
+func (in *Inspector) Routes(ctx context.Context) ([]RouteInfo, error) {
+	routes, err := in.c.q.Routes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(routes)
+	depths, err := in.c.q.Depths(ctx, routes)
+	if err != nil {
+		return nil, err
+	}
+	takers, err := in.c.routeTakers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RouteInfo, len(depths))
+	for i, d := range depths {
+		out[i] = RouteInfo{
+			Route: d.Route, High: d.High, Normal: d.Normal, Low: d.Low, Scheduled: d.Scheduled, Active: d.Active, Dead: d.Dead,
+			Workers: takers[d.Route],
+		}
+	}
+	return out, nil
+}
+
+// Job returns a snapshot of job id, or an error matching ErrJobNotFound.
+func (in *Inspector) Job(ctx context.Context, id string) (*JobInfo, error) { return in.c.Job(ctx, id) }
+
+// JSON renders a job's args and result as the JSON of their Go types,
+// decoded by the task's generated code; null when the task is not
+// registered here or the bytes do not decode.
+func (in *Inspector) JSON(info *JobInfo) (args, result json.RawMessage) {
+	args, result = json.RawMessage("null"), json.RawMessage("null")
+	h := in.reg.handlers[info.Name]
+	if h == nil || h.argsJSON == nil {
+		return
+	}
+	if len(info.Args) > 0 {
+		if b, err := h.argsJSON(info.Args); err == nil {
+			args = b
+		}
+	}
+	if len(info.Result) > 0 {
+		if b, err := h.resultJSON(info.Result); err == nil {
+			result = b
+		}
+	}
+	return
+}
+
+// Enqueue enqueues a job of the task named name with args in JSON, decoded
+// exactly by the task's generated decoder: an unknown field, a key that
+// matches only case-insensitively, a wrong type, empty input or null is an
+// error naming what is wrong (it matches ErrBadArgs).
+func (in *Inspector) Enqueue(ctx context.Context, name string, args []byte, opts ...Option) (string, error) {
+	h := in.reg.handlers[name]
+	if h == nil {
+		return "", fmt.Errorf("%w: no task named %q (registered: %s)", ErrUnknownTask, name, strings.Join(in.reg.Tasks(), ", "))
+	}
+	return h.enqueueJSON(ctx, in.c, args, opts)
+}
+
+// Replay moves dead job id back to its ready list with its attempts reset.
+func (in *Inspector) Replay(ctx context.Context, id string) error {
+	err := in.c.q.Replay(ctx, id)
+	if errors.Is(err, queue.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrJobNotFound, id)
+	}
+	return err
+}
+
+// Workers lists the live workers, from their heartbeats.
+func (in *Inspector) Workers(ctx context.Context) ([]WorkerState, error) { return in.c.Workers(ctx) }
+
+// Cron reads the state of every registered cron entry.
+func (in *Inspector) Cron(ctx context.Context) ([]CronStatus, error) { return in.reg.CronStatus(ctx) }
+
+// routesOr is route alone when it is set, else every route.
+func (in *Inspector) routesOr(ctx context.Context, route string) ([]string, error) {
+	if route != "" {
+		if err := queue.CheckRoute(route); err != nil {
+			return nil, fmt.Errorf("%w: route: %w", ErrBadQuery, err)
+		}
+		return []string{route}, nil
+	}
+	return in.c.q.Routes(ctx)
+}
+
+// Errors of the admin layer, matched with errors.Is.
+var (
+	// ErrUnknownTask: no task of that name is registered in this program.
+	ErrUnknownTask = errors.New("bananas: unknown task")
+	// ErrBadArgs: JSON args that the task's decoder refuses.
+	ErrBadArgs = errors.New("bananas: bad args")
+	// ErrBadQuery: a listing or action parameter that is not valid.
+	ErrBadQuery = errors.New("bananas: bad query")
+	// ErrPayloadTooLarge: args or a result over the payload limit (MaxPayload).
+	ErrPayloadTooLarge = errors.New("bananas: payload too large")
+	// ErrWrongState: the job is not in a state the action applies to (a
+	// delete of a running job); the message names its state.
+	ErrWrongState = errors.New("bananas: job is in the wrong state")
+)
+
