@@ -43,30 +43,18 @@ type jobJSON struct {
 	Result        json.RawMessage `json:"result"`
 }
 
-// jobView is info as --json shows it, its args and result decoded by h (nil
-// when no task of that name is registered in this program: then they are
-// null).
-func jobView(info *JobInfo, h *handler) jobJSON {
+// jobView is info as --json and the API show it, its args and result
+// decoded by the task's generated code (null when no task of that name is
+// registered in this program).
+func (in *Inspector) jobView(info *JobInfo) jobJSON {
 	v := jobJSON{
 		ID: info.ID, Task: info.Name, Route: info.Route, Priority: info.Priority, Status: info.Status,
 		Description: info.Description, Attempts: info.Attempts, MaxRetries: info.MaxRetries,
 		TimeoutMS: info.Timeout.Milliseconds(), Error: info.Error,
 		CreatedAt: jsonTime(info.CreatedAt), ScheduledAt: jsonTime(info.ScheduledAt), StartedAt: jsonTime(info.StartedAt),
 		FinishedAt: jsonTime(info.FinishedAt), LeaseDeadline: jsonTime(info.LeaseDeadline),
-		Args: json.RawMessage("null"), Result: json.RawMessage("null"),
 	}
-	if h != nil && h.argsJSON != nil {
-		if len(info.Args) > 0 {
-			if b, err := h.argsJSON(info.Args); err == nil {
-				v.Args = b
-			}
-		}
-		if len(info.Result) > 0 {
-			if b, err := h.resultJSON(info.Result); err == nil {
-				v.Result = b
-			}
-		}
-	}
+	v.Args, v.Result = in.JSON(info)
 	return v
 }
 
@@ -111,4 +99,61 @@ func views[T, V any](xs []T, f func(T) V) []V {
 		out[i] = f(x)
 	}
 	return out
+}
+
+// routeJSON is one route of `queues --json` and GET /api/v1/queues.
+type routeJSON struct {
+	Route            string   `json:"route"`
+	High             int64    `json:"high"`
+	Normal           int64    `json:"normal"`
+	Low              int64    `json:"low"`
+	Pending          int64    `json:"pending"`
+	Scheduled        int64    `json:"scheduled"`
+	Active           int64    `json:"active"`
+	Dead             int64    `json:"dead"`
+	Paused           bool     `json:"paused"`
+	OldestPendingAt  jsonTime `json:"oldest_pending_at"`
+	OldestPendingAge int64    `json:"oldest_pending_age_ms"`
+	Workers          int      `json:"workers"`
+}
+
+func routeView(r RouteInfo) routeJSON {
+	v := routeJSON{Route: r.Route, High: r.High, Normal: r.Normal, Low: r.Low, Pending: r.Pending(), Scheduled: r.Scheduled,
+		Active: r.Active, Dead: r.Dead, Paused: r.Paused, OldestPendingAt: jsonTime(r.OldestPending), Workers: r.Workers}
+	if !r.OldestPending.IsZero() {
+		v.OldestPendingAge = r.OldestPendingAge.Milliseconds()
+	}
+	return v
+}
+
+// taskJSON is one task of GET /api/v1/tasks: its annotation and its args.
+type taskJSON struct {
+	Name       string    `json:"name"`
+	Route      string    `json:"route"`
+	Priority   Priority  `json:"priority"`
+	MaxRetries int       `json:"max_retries"`
+	TimeoutMS  int64     `json:"timeout_ms"`
+	UniqueMS   int64     `json:"unique_ms,omitempty"`
+	BackoffMS  int64     `json:"backoff_ms,omitempty"`
+	ArgsType   string    `json:"args_type,omitempty"`
+	Args       []Field   `json:"args"`
+	Result     string    `json:"result,omitempty"`
+	Cron       *cronSpec `json:"cron,omitempty"`
+}
+
+type cronSpec struct {
+	Spec string `json:"spec"`
+	TZ   string `json:"tz,omitempty"`
+}
+
+func taskView(t TaskInfo) taskJSON {
+	v := taskJSON{Name: t.Name, Route: t.Route, Priority: t.Priority, MaxRetries: t.Retries, TimeoutMS: t.Timeout.Milliseconds(),
+		UniqueMS: t.Unique.Milliseconds(), BackoffMS: t.Backoff.Milliseconds(), ArgsType: t.ArgsType, Args: t.Args, Result: t.Result}
+	if v.Args == nil {
+		v.Args = []Field{}
+	}
+	if t.Cron != nil {
+		v.Cron = &cronSpec{Spec: t.Cron.Spec, TZ: t.Cron.TZ}
+	}
+	return v
 }

@@ -132,16 +132,16 @@ func cmdJob(e *env, args []string) error {
 	if len(pos) != 1 {
 		return usageError{errors.New("want one job ID")}
 	}
-	c, err := e.connect()
+	in, err := e.inspector()
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	info, err := c.Job(e.ctx, pos[0])
+	info, err := in.Job(e.ctx, pos[0])
 	if err != nil {
 		return err
 	}
-	view := jobView(info, e.registry(c, WorkerOptions{}).handlers[info.Name])
+	view := in.jobView(info)
 	if *asJSON {
 		return printJSON(e.stdout, view)
 	}
@@ -185,47 +185,42 @@ func orDash(s string) string {
 }
 
 func cmdQueues(e *env, args []string) error {
-	fs := e.flags("[--json]: queue depths per route and priority")
+	fs := e.flags("[--json]: jobs per route in each place, whether it is paused, its oldest pending job and the workers that take it")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
 	}
-	c, err := e.connect()
+	in, err := e.inspector()
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	routes, err := c.q.Routes(e.ctx)
-	if err != nil {
-		return err
-	}
-	depths, err := c.q.Depths(e.ctx, routes)
-	if err != nil {
-		return err
-	}
-	takers, err := c.routeTakers(e.ctx)
+	routes, err := in.Routes(e.ctx)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		out := make([]map[string]any, len(depths))
-		for i, d := range depths {
-			out[i] = map[string]any{"route": d.Route, "high": d.High, "normal": d.Normal, "low": d.Low,
-				"scheduled": d.Scheduled, "active": d.Active, "dead": d.Dead, "workers": takers[d.Route]}
-		}
-		return printJSON(e.stdout, out)
+		return printJSON(e.stdout, views(routes, routeView))
 	}
-	rows := make([][]string, len(depths))
-	for i, d := range depths {
-		workers := fmt.Sprint(takers[d.Route])
-		if takers[d.Route] == 0 {
+	rows := make([][]string, len(routes))
+	for i, r := range routes {
+		workers := fmt.Sprint(r.Workers)
+		if r.Workers == 0 {
 			workers = "none" // its jobs wait for ever: make it stand out
 		}
-		rows[i] = []string{d.Route, fmt.Sprint(d.High), fmt.Sprint(d.Normal), fmt.Sprint(d.Low), fmt.Sprint(d.Scheduled), fmt.Sprint(d.Active), fmt.Sprint(d.Dead), workers}
+		state, oldest := "running", "-"
+		if r.Paused {
+			state = "PAUSED"
+		}
+		if !r.OldestPending.IsZero() {
+			oldest = r.OldestPendingAge.Round(time.Second).String()
+		}
+		rows[i] = []string{r.Route, fmt.Sprint(r.High), fmt.Sprint(r.Normal), fmt.Sprint(r.Low), fmt.Sprint(r.Scheduled),
+			fmt.Sprint(r.Active), fmt.Sprint(r.Dead), oldest, state, workers}
 	}
-	return table(e.stdout, []string{"ROUTE", "HIGH", "NORMAL", "LOW", "SCHEDULED", "ACTIVE", "DEAD", "WORKERS"}, rows)
+	return table(e.stdout, []string{"ROUTE", "HIGH", "NORMAL", "LOW", "SCHEDULED", "ACTIVE", "DEAD", "OLDEST", "STATE", "WORKERS"}, rows)
 }
 
 func cmdDLQ(e *env, args []string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 )
 
 // handler is the non-generic form of a registered task: bytes in, bytes out.
@@ -19,15 +20,23 @@ type handler struct {
 	await       func(ctx context.Context, c *Client, id string) (any, error)
 	// For `job ID`: stored args and result as the JSON of their Go types.
 	argsJSON, resultJSON func(msgpack []byte) (json.RawMessage, error)
+	// For the OpenAPI document: the Go types of the args and the result (nil
+	// for None: the task has no result).
+	argsType, resultType reflect.Type
 }
 
 // Handle registers fn as the handler of task t on worker w. Generated Register
 // functions call it once per task; registering a name twice is an error
 // reported by Run.
 func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, error)) {
+	var resultType reflect.Type
+	if _, none := any(*new(R)).(None); !none {
+		resultType = reflect.TypeFor[R]()
+	}
 	w.register(&handler{
-		name: t.name,
-		info: t.Info,
+		name:     t.name,
+		info:     t.Info,
+		argsType: reflect.TypeFor[A](), resultType: resultType,
 		enqueueJSON: func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error) {
 			return t.With(c).EnqueueJSON(ctx, data, opts...)
 		},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -24,6 +25,11 @@ import (
 type Inspector struct {
 	c   *Client
 	reg *Worker // the registered tasks and cron entries; never run
+
+	// The OpenAPI document, built once: the tasks do not change.
+	openapiOnce sync.Once
+	openapiDoc  []byte
+	openapiErr  error
 }
 
 // NewInspector returns the admin layer of c for the tasks that register
@@ -66,7 +72,8 @@ type RouteInfo struct {
 	Dead              int64
 	Paused            bool
 	OldestPending     time.Time // created time of the oldest pending job; zero when none
-	Workers           int       // live workers (from heartbeats) that take the route
+	OldestPendingAge  time.Duration
+	Workers           int // live workers (from heartbeats) that take the route
 }
 
 // Pending is the route's ready jobs of every priority.
@@ -175,4 +182,3 @@ var (
 	// delete of a running job); the message names its state.
 	ErrWrongState = errors.New("bananas: job is in the wrong state")
 )
-

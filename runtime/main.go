@@ -169,6 +169,15 @@ func (e *env) registry(c *Client, opts WorkerOptions) *Worker {
 	return w
 }
 
+// inspector is the admin layer of the command's client and the program's tasks.
+func (e *env) inspector() (*Inspector, error) {
+	c, err := e.connect()
+	if err != nil {
+		return nil, err
+	}
+	return NewInspector(c, e.register...), nil
+}
+
 // flags returns a flag set for the command whose -h prints usage to stdout.
 func (e *env) flags(usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(e.name, flag.ContinueOnError)
