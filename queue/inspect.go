@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -145,28 +146,98 @@ type Depth struct {
 	Route                   string
 	High, Normal, Low       int64
 	Scheduled, Active, Dead int64
+	// OldestPending is when the oldest job at the head of a ready list was
+	// created; zero when none waits.
+	OldestPending time.Time
+	Paused        bool // the route is paused (Keys.Paused)
 }
 
-// Depths counts the jobs of each route in one pipelined round trip.
+// Depths counts the jobs of each route in one pipelined round trip, and one
+// more when the head of a ready list has an id not made by NewID (chosen by
+// the caller), whose created time is then read from the job.
 func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 	pipe := q.rdb.Pipeline()
-	type cmds struct{ h, n, l, s, a, d *redis.IntCmd }
+	type cmds struct {
+		h, n, l, s, a, d, paused *redis.IntCmd
+		heads                    [3]*redis.StringCmd
+	}
 	cs := make([]cmds, len(routes))
 	for i, r := range routes {
 		k := q.Keys(r)
 		cs[i] = cmds{
-			pipe.LLen(ctx, k.List(High)), pipe.LLen(ctx, k.List(Normal)), pipe.LLen(ctx, k.List(Low)),
-			pipe.ZCard(ctx, k.Scheduled()), pipe.HLen(ctx, k.Leases()), pipe.ZCard(ctx, k.Dead()),
+			h: pipe.LLen(ctx, k.List(High)), n: pipe.LLen(ctx, k.List(Normal)), l: pipe.LLen(ctx, k.List(Low)),
+			s: pipe.ZCard(ctx, k.Scheduled()), a: pipe.HLen(ctx, k.Leases()), d: pipe.ZCard(ctx, k.Dead()),
+			paused: pipe.Exists(ctx, k.Paused()),
+		}
+		for j, p := range Priorities {
+			cs[i].heads[j] = pipe.LIndex(ctx, k.List(p), 0)
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("read queue depths: %w", err)
+	done, _ := pipe.Exec(ctx)
+	for _, c := range done {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) { // Nil: an empty list's head
+			return nil, fmt.Errorf("read queue depths: %w", err)
+		}
 	}
 	out := make([]Depth, len(routes))
+	type chosen struct {
+		at       int
+		pay, job *redis.StringCmd
+	}
+	var look []chosen
+	var pipe2 redis.Pipeliner
 	for i, c := range cs {
-		out[i] = Depth{routes[i], c.h.Val(), c.n.Val(), c.l.Val(), c.s.Val(), c.a.Val(), c.d.Val()}
+		out[i] = Depth{Route: routes[i], High: c.h.Val(), Normal: c.n.Val(), Low: c.l.Val(),
+			Scheduled: c.s.Val(), Active: c.a.Val(), Dead: c.d.Val(), Paused: c.paused.Val() > 0}
+		for _, head := range c.heads {
+			id := head.Val()
+			if id == "" {
+				continue
+			}
+			if t, ok := idTime(id); ok {
+				out[i].OldestPending = older(out[i].OldestPending, t)
+				continue
+			}
+			if pipe2 == nil {
+				pipe2 = q.rdb.Pipeline()
+			}
+			k := q.Keys(routes[i])
+			look = append(look, chosen{i, pipe2.HGet(ctx, k.Payloads(), id), pipe2.HGet(ctx, k.Job(id), "c")})
+		}
+	}
+	if pipe2 == nil {
+		return out, nil
+	}
+	_, _ = pipe2.Exec(ctx) // a job gone meanwhile, or garbage, has no time
+	for _, l := range look {
+		t := fromMS(l.job.Val())
+		if p, ok := splitPayload(l.pay.Val()); ok {
+			t = p.created
+		}
+		if !t.IsZero() {
+			out[l.at].OldestPending = older(out[l.at].OldestPending, t)
+		}
 	}
 	return out, nil
+}
+
+// idTime returns the time in an id made by NewID.
+func idTime(id string) (time.Time, bool) {
+	if _, ok := RouteOf(id); !ok {
+		return time.Time{}, false
+	}
+	u, err := ulid.ParseStrict(id[:ulid.EncodedSize])
+	if err != nil {
+		return time.Time{}, false
+	}
+	return ulid.Time(u.Time()), true
+}
+
+func older(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // Stats returns the counters of route (enqueued, processed, failed, retried,

@@ -14,6 +14,8 @@ var scriptFS embed.FS
 // shared checks of scripts/_prelude.lua.
 type scripts struct {
 	enqueue, push, fetch, claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge, cron *redis.Script
+
+	list *redis.Script // read-only: ListJobs (list.lua)
 }
 
 func loadScripts() *scripts {
@@ -36,6 +38,7 @@ func loadScripts() *scripts {
 		replay:   load("replay"),
 		purge:    load("purge"),
 		cron:     load("cron"),
+		list:     load("list"),
 	}
 }
 

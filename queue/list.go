@@ -1,0 +1,433 @@
+package queue
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrBadQuery is wrapped by the error of a listing whose query cannot be
+// served: an unknown state or priority, a cursor ListJobs did not give.
+var ErrBadQuery = errors.New("bad listing query")
+
+// Listing states (ListQuery.State).
+const (
+	ListPending   = "pending"   // in a ready list
+	ListScheduled = "scheduled" // in the scheduled set
+	ListActive    = "active"    // leased (running)
+	ListDead      = "dead"      // in the dead-letter set
+)
+
+// ListQuery asks for one page of jobs of one route in one state.
+type ListQuery struct {
+	Route string
+	State string // ListPending, ListScheduled, ListActive or ListDead
+	// Priority narrows a pending listing to one ready list; "" lists all
+	// three in drain order (high, normal, low).
+	Priority string
+	Task     string // exact task name; "" = any
+	// Text keeps the jobs whose id or last error holds it, ASCII letters
+	// matched in either case; "" = any.
+	Text   string
+	Cursor string // Next of the previous page; "" = the first page
+	Limit  int    // jobs per page: default 50, at most 500
+	// Newest reverses the order. The order is the one the route holds the
+	// jobs in: ready lists head first (the next to run first), scheduled by
+	// run-at, dead by died-at oldest first, active by when their lease was
+	// taken (lease token) then id.
+	Newest bool
+}
+
+// ListedJob is one job of a listing, with what its state holds: a pending
+// light job has no attempts nor error; RunAt is set for scheduled jobs,
+// DiedAt for dead ones, LeaseDeadline for active ones. Description is left
+// out for a job whose stored envelope is over listEnvelopeMax bytes. Problem
+// says why a job could not be read whole (garbage in Redis); its other
+// fields hold what could be read.
+type ListedJob struct {
+	ID, Route, Name, Priority, State string
+	Attempts, MaxRetries             int
+	Error                            string
+	CreatedAt, RunAt, DiedAt         time.Time
+	LeaseDeadline                    time.Time
+	Description                      string
+	Problem                          string
+}
+
+// ListPage is one page of a listing.
+type ListPage struct {
+	Jobs []ListedJob
+	Next string // the cursor of the next page; "" when there is no more
+}
+
+const (
+	listDefault = 50
+	listMax     = 500
+	// listScan is the most entries a call goes through: a filter that
+	// matches little gives a short (even empty) page with a Next rather
+	// than a call that reads the whole route.
+	listScan = 1000
+	// listEnvelopeMax is the largest stored envelope read for a job's
+	// description: the description comes after the arguments.
+	listEnvelopeMax = 2048
+)
+
+// ListJobs returns one page of route's jobs in one state, filtered.
+//
+// Each call goes through at most 1000 entries of the route and reads at most
+// Limit jobs; a page can hold fewer jobs than Limit, none even, and still a
+// Next: ask again with it. Its cost does not grow with the route's depth save
+// where said below.
+//
+// What a cursor guarantees while jobs are pushed, popped and removed between
+// the calls:
+//
+//   - Scheduled and dead (sorted sets): the cursor is the (score, id) of the
+//     last entry gone through, and the next page starts strictly past it in
+//     the set's total order. A job whose run-at (died-at) does not change is
+//     shown exactly once across the pages, whatever else happens; one whose
+//     time changes is shown where it is when the page reaching it is read
+//     (once, twice or not at all).
+//   - Active: the leases are read whole (their count is the route's running
+//     jobs, not its depth) and ordered by (lease token, id); the cursor is
+//     the last pair gone through. A job that stays leased under the same
+//     lease is shown exactly once.
+//   - Pending (ready lists): jobs are pushed at the tail, fetched from the
+//     head and handed back to the head; a task-filtered fetch (claim) takes
+//     them from anywhere. The cursor is the last entry gone through, X, its
+//     position, and the entry after it, A. The next page starts just after
+//     X if X is still waiting in the list, else at A if A is, else at the
+//     list's head (head first) or past that list (Newest). A job that stays
+//     in its list is neither skipped nor shown twice as long as X and A each
+//     stay or are fetched from the head (the way a queue drains). When both
+//     leave otherwise (claimed, deleted, or back in the list after a run),
+//     a head-first listing starts again at the list's head — jobs may show
+//     twice, none is skipped — and a Newest listing ends with that list.
+//     Finding X costs reading 513 entries around its old position when it
+//     moved less than 256 places meanwhile; else one LPOS over the entries
+//     between it and the listing's start (about 25 ns an entry).
+//
+// A job whose data does not read (a payload that does not parse, a job key of
+// the wrong type) is listed with what can be read and Problem set; a job gone
+// between the two reads of a page is left out. A bad State, Priority or
+// Cursor is an error wrapping ErrBadQuery that names it.
+func (q *Queue) ListJobs(ctx context.Context, lq ListQuery) (ListPage, error) {
+	if err := CheckRoute(lq.Route); err != nil {
+		return ListPage{}, fmt.Errorf("%w: route: %w", ErrBadQuery, err)
+	}
+	if lq.Priority != "" && (lq.State != ListPending || !ValidPriority(lq.Priority)) {
+		if lq.State != ListPending {
+			return ListPage{}, fmt.Errorf("%w: priority %q: only a pending listing has one", ErrBadQuery, lq.Priority)
+		}
+		return ListPage{}, fmt.Errorf("%w: priority %q: use high, normal or low", ErrBadQuery, lq.Priority)
+	}
+	switch {
+	case lq.Limit == 0:
+		lq.Limit = listDefault
+	case lq.Limit < 0 || lq.Limit > listMax:
+		return ListPage{}, fmt.Errorf("%w: limit %d: use 1 to %d", ErrBadQuery, lq.Limit, listMax)
+	}
+	cur, err := parseCursor(lq)
+	if err != nil {
+		return ListPage{}, err
+	}
+	switch lq.State {
+	case ListPending:
+		return q.listReady(ctx, lq, cur)
+	case ListScheduled, ListDead:
+		return q.listSorted(ctx, lq, cur)
+	case ListActive:
+		return q.listActive(ctx, lq, cur)
+	}
+	return ListPage{}, fmt.Errorf("%w: state %q: use pending, scheduled, active or dead", ErrBadQuery, lq.State)
+}
+
+// candidate is one entry a window call went through.
+type candidate struct {
+	id    string
+	list  int     // pending: which of the listed lists (1-based)
+	pos   int64   // pending: position in the list, from the listing's start
+	score string  // scheduled, dead: the entry's score; active: its lease token
+	at    float64 // the score read as a number (ms)
+}
+
+// listCursor is a position in a listing. Encoded, its fields are joined by
+// newlines (ids hold no newline, see CheckID) and the whole in base64.
+type listCursor struct {
+	state string
+	// pending: list (a priority), pos, x, a; sorted sets: key (score), x;
+	// active: key (lease token), x.
+	list   string
+	pos    int64
+	key    string
+	x, a   string
+	newest bool
+}
+
+func (c listCursor) encode() string {
+	dir := "f"
+	if c.newest {
+		dir = "n"
+	}
+	s := strings.Join([]string{"1", c.state, dir, c.list, strconv.FormatInt(c.pos, 10), c.key, c.x, c.a}, "\n")
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+// parseCursor reads lq.Cursor, which must come from a listing of the same
+// state, priority and direction.
+func parseCursor(lq ListQuery) (*listCursor, error) {
+	if lq.Cursor == "" {
+		return nil, nil
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("%w: cursor %q: %s", ErrBadQuery, lq.Cursor, why)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(lq.Cursor)
+	if err != nil {
+		return nil, bad("not one ListJobs gave")
+	}
+	f := strings.Split(string(raw), "\n")
+	if len(f) != 8 || f[0] != "1" {
+		return nil, bad("not one ListJobs gave")
+	}
+	c := &listCursor{state: f[1], newest: f[2] == "n", list: f[3], key: f[5], x: f[6], a: f[7]}
+	if c.state != lq.State {
+		return nil, bad(fmt.Sprintf("it continues a %s listing, not a %s one", c.state, lq.State))
+	}
+	if c.newest != lq.Newest {
+		return nil, bad("it continues a listing in the other order")
+	}
+	if c.pos, err = strconv.ParseInt(f[4], 10, 64); err != nil || c.pos < 0 {
+		return nil, bad("not one ListJobs gave")
+	}
+	switch c.state {
+	case ListPending:
+		if !ValidPriority(c.list) || (lq.Priority != "" && c.list != lq.Priority) {
+			return nil, bad("it continues a listing of another priority")
+		}
+	case ListScheduled, ListDead:
+		if _, err := strconv.ParseFloat(c.key, 64); err != nil || c.x == "" {
+			return nil, bad("not one ListJobs gave")
+		}
+	case ListActive:
+		if c.key == "" || c.x == "" {
+			return nil, bad("not one ListJobs gave")
+		}
+	}
+	return c, nil
+}
+
+// listReady lists pending jobs: the window call finds the cursor in its list
+// and reads on, list after list in listing order.
+func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor) (ListPage, error) {
+	k := q.Keys(lq.Route)
+	prios := []string{High, Normal, Low}
+	if lq.Priority != "" {
+		prios = []string{lq.Priority}
+	} else if lq.Newest {
+		prios = []string{Low, Normal, High}
+	}
+	dir := 1
+	if lq.Newest {
+		dir = -1
+	}
+	li, pos, x, a := 1, int64(0), "", ""
+	if cur != nil {
+		for i, p := range prios {
+			if p == cur.list {
+				li = i + 1
+			}
+		}
+		pos, x, a = cur.pos, cur.x, cur.a
+	}
+	keys := []string{k.Payloads(), k.Leases(), k.Scheduled(), k.Dead(), k.Job(x), k.Job(a)}
+	for _, p := range prios {
+		keys = append(keys, k.List(p))
+	}
+	res, err := q.s.list.Run(ctx, q.rdb, keys, "list", dir, listScan, li, pos, x, a).Slice()
+	if err != nil {
+		return ListPage{}, fmt.Errorf("list pending jobs of route %s: %w", lq.Route, err)
+	}
+	// res[0] says whether entries follow; the window holds one more entry
+	// than is gone through, which answers that and is the cursor's A.
+	var cands []candidate
+	for i := 1; i+2 < len(res); i += 3 {
+		n, _ := res[i].(int64)
+		p, _ := res[i+1].(int64)
+		id, _ := res[i+2].(string)
+		cands = append(cands, candidate{id: id, list: int(n), pos: p})
+	}
+	page, went, err := q.describe(ctx, lq, cands, min(len(cands), listScan))
+	if err != nil {
+		return ListPage{}, err
+	}
+	for i := range page.Jobs {
+		page.Jobs[i].State = ListPending
+	}
+	if went < len(cands) {
+		last := cands[went-1]
+		c := listCursor{state: ListPending, newest: lq.Newest, list: prios[last.list-1], pos: last.pos, x: last.id}
+		if went < len(cands) && cands[went].list == last.list {
+			c.a = cands[went].id
+		}
+		page.Next = c.encode()
+	}
+	return page, nil
+}
+
+// listSorted lists scheduled or dead jobs, by score then id.
+func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor) (ListPage, error) {
+	k := q.Keys(lq.Route)
+	set := k.Scheduled()
+	if lq.State == ListDead {
+		set = k.Dead()
+	}
+	dir := 1
+	if lq.Newest {
+		dir = -1
+	}
+	score, id := "", ""
+	if cur != nil {
+		score, id = cur.key, cur.x
+	}
+	res, err := q.s.list.Run(ctx, q.rdb, []string{set}, "zset", dir, listScan, score, id).Slice()
+	if err != nil {
+		return ListPage{}, fmt.Errorf("list %s jobs of route %s: %w", lq.State, lq.Route, err)
+	}
+	var cands []candidate // one more than is gone through: is there more?
+	for i := 1; i+1 < len(res); i += 2 {
+		id, _ := res[i].(string)
+		s, _ := res[i+1].(string)
+		at, _ := strconv.ParseFloat(s, 64)
+		cands = append(cands, candidate{id: id, score: s, at: at})
+	}
+	page, went, err := q.describe(ctx, lq, cands, min(len(cands), listScan))
+	if err != nil {
+		return ListPage{}, err
+	}
+	at := make(map[string]float64, len(cands))
+	for _, c := range cands[:went] {
+		at[c.id] = c.at
+	}
+	for i := range page.Jobs {
+		j := &page.Jobs[i]
+		j.State = lq.State
+		t := time.UnixMilli(int64(at[j.ID]))
+		if lq.State == ListDead {
+			j.DiedAt = t
+		} else {
+			j.RunAt = t
+		}
+	}
+	if went < len(cands) {
+		last := cands[went-1]
+		page.Next = listCursor{state: lq.State, newest: lq.Newest, key: last.score, x: last.id}.encode()
+	}
+	return page, nil
+}
+
+// listActive lists leased jobs by (lease token, id). The leases are read
+// whole: there are as many as jobs running, however deep the route.
+func (q *Queue) listActive(ctx context.Context, lq ListQuery, cur *listCursor) (ListPage, error) {
+	k := q.Keys(lq.Route)
+	leases, err := q.rdb.HGetAll(ctx, k.Leases()).Result()
+	if err != nil && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		return ListPage{}, fmt.Errorf("list active jobs of route %s: %w", lq.Route, err)
+	}
+	all := make([]candidate, 0, len(leases))
+	for id, token := range leases {
+		all = append(all, candidate{id: id, score: token})
+	}
+	before := func(a, b candidate) bool {
+		if a.score != b.score {
+			return a.score < b.score
+		}
+		return a.id < b.id
+	}
+	if lq.Newest {
+		sort.Slice(all, func(i, j int) bool { return before(all[j], all[i]) })
+	} else {
+		sort.Slice(all, func(i, j int) bool { return before(all[i], all[j]) })
+	}
+	start := 0
+	if cur != nil {
+		c := candidate{id: cur.x, score: cur.key}
+		start = sort.Search(len(all), func(i int) bool {
+			if lq.Newest {
+				return before(all[i], c)
+			}
+			return before(c, all[i])
+		})
+	}
+	cands := all[start:min(len(all), start+listScan)]
+	page, went, err := q.describe(ctx, lq, cands, len(cands))
+	if err != nil {
+		return ListPage{}, err
+	}
+	for i := range page.Jobs {
+		page.Jobs[i].State = ListActive
+	}
+	if start+went < len(all) {
+		last := cands[went-1]
+		page.Next = listCursor{state: ListActive, newest: lq.Newest, key: last.score, x: last.id}.encode()
+	}
+	return page, nil
+}
+
+// describe reads the first n candidates (describe mode of list.lua), keeps the
+// ones the filters match, up to lq.Limit, and returns how many candidates it
+// went through.
+func (q *Queue) describe(ctx context.Context, lq ListQuery, cands []candidate, n int) (ListPage, int, error) {
+	page := ListPage{Jobs: []ListedJob{}}
+	if n == 0 {
+		return page, 0, nil
+	}
+	k := q.Keys(lq.Route)
+	keys := make([]string, 0, 3+n)
+	keys = append(keys, k.Payloads(), k.Leases(), k.Active())
+	args := make([]any, 0, 5+2*n)
+	args = append(args, "describe", lq.Limit, lq.Task, strings.ToLower(lq.Text), listEnvelopeMax)
+	for _, c := range cands[:n] {
+		keys = append(keys, k.Job(c.id))
+		token := ""
+		if lq.State == ListActive {
+			token = c.score
+		}
+		args = append(args, c.id, token)
+	}
+	res, err := q.s.list.Run(ctx, q.rdb, keys, args...).Slice()
+	if err != nil {
+		return page, 0, fmt.Errorf("list %s jobs of route %s: %w", lq.State, lq.Route, err)
+	}
+	went := 0
+	if len(res) > 0 {
+		n, _ := res[0].(int64)
+		went = int(n)
+	}
+	for i := 1; i+9 < len(res); i += 10 {
+		v := make([]string, 10)
+		for j := range v {
+			v[j], _ = res[i+j].(string)
+		}
+		j := ListedJob{ID: v[0], Route: lq.Route, Name: v[1], Priority: v[2],
+			MaxRetries: atoi(v[3]), Attempts: atoi(v[4]), Error: v[5], CreatedAt: fromMS(v[6])}
+		if v[7] != "" {
+			if e, err := DecodeEnvelope([]byte(v[7])); err == nil {
+				j.Description = e.Description
+			}
+		}
+		if ms, err := strconv.ParseFloat(v[8], 64); err == nil {
+			j.LeaseDeadline = time.UnixMilli(int64(ms))
+		}
+		if v[9] != "ok" {
+			j.Problem = v[9]
+		}
+		page.Jobs = append(page.Jobs, j)
+	}
+	return page, went, nil
+}
