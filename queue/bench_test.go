@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,4 +119,118 @@ func BenchmarkFetchAck(b *testing.B) {
 	}
 	b.ReportMetric(usec/float64(b.N*64), "redis-us/job")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/job")
+}
+
+// benchDepth is how many pending jobs BenchmarkListJobs lists from:
+// BANANAS_BENCH_DEPTH, default 10,000 so that go test -bench stays quick.
+func benchDepth(b *testing.B) int {
+	n := 10_000
+	if s := os.Getenv("BANANAS_BENCH_DEPTH"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			b.Fatalf("BANANAS_BENCH_DEPTH=%q: want a positive count", s)
+		}
+		n = v
+	}
+	return n
+}
+
+// fillPending writes n light jobs to route r's normal list in pipelined
+// batches, as push.lua leaves them; one in 100 is of task "rare", the rest
+// of task "bulk".
+func fillPending(b *testing.B, q *queue.Queue, rdb *redis.Client, n int) {
+	ctx := context.Background()
+	k := q.Keys("r")
+	env, _ := queue.EncodeEnvelope(queue.Envelope{Args: make([]byte, 80), Description: "bench job"})
+	now := time.Now()
+	for done := 0; done < n; {
+		batch := min(10_000, n-done)
+		ids := make([]any, batch)
+		fields := make([]any, 0, 2*batch)
+		for i := range ids {
+			name := "bulk"
+			if (done+i)%100 == 99 {
+				name = "rare"
+			}
+			id := queue.NewID("r", now)
+			ids[i] = id
+			fields = append(fields, id, name+"|normal|3|"+strconv.FormatInt(now.UnixMilli(), 10)+"|"+string(env))
+		}
+		pipe := rdb.Pipeline()
+		pipe.HSet(ctx, k.Payloads(), fields...)
+		pipe.RPush(ctx, k.List(queue.Normal), ids...)
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+		done += batch
+	}
+}
+
+// BenchmarkListJobs measures a page of 50 pending jobs, unfiltered and
+// filtered by a task one job in 100 has (the page then goes through 1,000
+// entries), at the head of the route and half way down it.
+func BenchmarkListJobs(b *testing.B) {
+	q, rdb := benchQueue(b)
+	ctx := context.Background()
+	n := benchDepth(b)
+	fillPending(b, q, rdb, n)
+	// A cursor half way down: page there with a filter nothing matches,
+	// 1,000 entries a call.
+	deep := queue.ListQuery{Route: "r", State: queue.ListPending, Task: "none"}
+	for gone := 0; gone < n/2; gone += 1000 {
+		p, err := q.ListJobs(ctx, deep)
+		if err != nil {
+			b.Fatal(err)
+		}
+		deep.Cursor = p.Next
+	}
+	b.Logf("%d pending jobs", n)
+	for _, at := range []struct {
+		name   string
+		cursor string
+	}{{"first", ""}, {"deep", deep.Cursor}} {
+		for _, task := range []string{"", "rare"} {
+			name := at.name + "/all"
+			if task != "" {
+				name = at.name + "/task"
+			}
+			b.Run(name, func(b *testing.B) {
+				lq := queue.ListQuery{Route: "r", State: queue.ListPending, Task: task, Cursor: at.cursor}
+				before := redisUsec(b, rdb)
+				for i := 0; i < b.N; i++ {
+					p, err := q.ListJobs(ctx, lq)
+					if err != nil || len(p.Jobs) == 0 || p.Next == "" {
+						b.Fatalf("page = %d jobs, next %q, %v", len(p.Jobs), p.Next, err)
+					}
+				}
+				b.ReportMetric((redisUsec(b, rdb)-before)/float64(b.N), "redis-us/page")
+			})
+		}
+	}
+}
+
+// BenchmarkDepths measures Depths over 50 routes, each with jobs waiting.
+func BenchmarkDepths(b *testing.B) {
+	q, _ := benchQueue(b)
+	ctx := context.Background()
+	env, _ := queue.EncodeEnvelope(queue.Envelope{Args: make([]byte, 80)})
+	routes := make([]string, 50)
+	now := time.Now()
+	for i := range routes {
+		routes[i] = "r" + strconv.Itoa(i)
+		jobs := make([]queue.NewJob, 10)
+		for j := range jobs {
+			jobs[j] = queue.NewJob{ID: queue.NewID(routes[i], now), Name: "t", Envelope: env}
+		}
+		if _, err := q.Enqueue(ctx, routes[i], queue.Priorities[i%3], jobs, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ds, err := q.Depths(ctx, routes)
+		if err != nil || len(ds) != 50 || ds[0].OldestPending.IsZero() {
+			b.Fatalf("depths = %v, %v", ds, err)
+		}
+	}
 }

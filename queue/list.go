@@ -147,6 +147,15 @@ func (q *Queue) ListJobs(ctx context.Context, lq ListQuery) (ListPage, error) {
 	return ListPage{}, fmt.Errorf("%w: state %q: use pending, scheduled, active or dead", ErrBadQuery, lq.State)
 }
 
+// scanOf is how many entries a call goes through: Limit when every entry
+// is kept, listScan when a filter may drop some.
+func scanOf(lq ListQuery) int {
+	if lq.Task == "" && lq.Text == "" {
+		return lq.Limit
+	}
+	return listScan
+}
+
 // candidate is one entry a window call went through.
 type candidate struct {
 	id    string
@@ -249,7 +258,7 @@ func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor) (L
 	for _, p := range prios {
 		keys = append(keys, k.List(p))
 	}
-	res, err := q.s.list.Run(ctx, q.rdb, keys, "list", dir, listScan, li, pos, x, a).Slice()
+	res, err := q.s.list.Run(ctx, q.rdb, keys, "list", dir, scanOf(lq), li, pos, x, a).Slice()
 	if err != nil {
 		return ListPage{}, fmt.Errorf("list pending jobs of route %s: %w", lq.Route, err)
 	}
@@ -262,7 +271,7 @@ func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor) (L
 		id, _ := res[i+2].(string)
 		cands = append(cands, candidate{id: id, list: int(n), pos: p})
 	}
-	page, went, err := q.describe(ctx, lq, cands, min(len(cands), listScan))
+	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scanOf(lq)))
 	if err != nil {
 		return ListPage{}, err
 	}
@@ -295,7 +304,7 @@ func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor) (
 	if cur != nil {
 		score, id = cur.key, cur.x
 	}
-	res, err := q.s.list.Run(ctx, q.rdb, []string{set}, "zset", dir, listScan, score, id).Slice()
+	res, err := q.s.list.Run(ctx, q.rdb, []string{set}, "zset", dir, scanOf(lq), score, id).Slice()
 	if err != nil {
 		return ListPage{}, fmt.Errorf("list %s jobs of route %s: %w", lq.State, lq.Route, err)
 	}
@@ -306,7 +315,7 @@ func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor) (
 		at, _ := strconv.ParseFloat(s, 64)
 		cands = append(cands, candidate{id: id, score: s, at: at})
 	}
-	page, went, err := q.describe(ctx, lq, cands, min(len(cands), listScan))
+	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scanOf(lq)))
 	if err != nil {
 		return ListPage{}, err
 	}
@@ -364,7 +373,7 @@ func (q *Queue) listActive(ctx context.Context, lq ListQuery, cur *listCursor) (
 			return before(c, all[i])
 		})
 	}
-	cands := all[start:min(len(all), start+listScan)]
+	cands := all[start:min(len(all), start+scanOf(lq))]
 	page, went, err := q.describe(ctx, lq, cands, len(cands))
 	if err != nil {
 		return ListPage{}, err
