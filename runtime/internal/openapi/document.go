@@ -256,18 +256,24 @@ func submission(t Task, args any) map[string]any {
 	if d := strings.TrimSpace(t.Doc); d != "" {
 		desc += "\n\n" + d
 	}
+	route := map[string]any{"type": "string", "description": "The route (queue) to enqueue on, instead of the task's default."}
+	if t.Route != "" {
+		route["default"] = t.Route
+	}
+	priority := map[string]any{"$ref": schemas + "Priority", "description": "The priority, instead of the task's default."}
+	if t.Priority != "" {
+		priority["default"] = t.Priority
+	}
 	return map[string]any{
 		"type":                 "object",
 		"description":          desc,
 		"required":             []any{"name", "args"},
 		"additionalProperties": false,
 		"properties": map[string]any{
-			"name": map[string]any{"type": "string", "const": t.Name},
-			"args": args,
-			"route": map[string]any{"type": "string", "default": t.Route,
-				"description": "The route (queue) to enqueue on, instead of the task's default."},
-			"priority": map[string]any{"$ref": schemas + "Priority", "default": t.Priority,
-				"description": "The priority, instead of the task's default."},
+			"name":     map[string]any{"type": "string", "const": t.Name},
+			"args":     args,
+			"route":    route,
+			"priority": priority,
 			"delay": map[string]any{"$ref": schemas + "Duration",
 				"description": `How long to wait before the job is due: a Go duration such as "10s".`},
 		},
@@ -297,7 +303,9 @@ func jobHasTaskArgsResult(g *generator, t reflect.Type) bool {
 func describe(s any, desc string) any {
 	m, ok := s.(map[string]any)
 	if !ok {
-		return map[string]any{"allOf": []any{s}, "description": desc} // a ref
+		// A named type's component: OpenAPI 3.1 lets a description stand
+		// beside the $ref, so the result stays an alias of that type.
+		return map[string]any{"$ref": s, "description": desc}
 	}
 	if _, has := m["description"]; !has {
 		m = maps.Clone(m)

@@ -63,6 +63,9 @@ type Everything struct {
 
 type EmailArgs struct{ To, Subject string }
 
+// None is the args of a task that takes none, as the runtime's.
+type None struct{}
+
 // jobView is what the runtime shows of a job (the Job shape).
 type jobView struct {
 	ID      string          `json:"id"`
@@ -88,6 +91,7 @@ func sampleTasks() []Task {
 		{Name: "make_everything", Route: "default", Priority: "normal", Doc: "Makes everything.",
 			Args: reflect.TypeFor[Everything](), Result: reflect.TypeFor[*Node]()},
 		{Name: "send_email", Route: "email", Priority: "high", Args: reflect.TypeFor[EmailArgs]()},
+		{Name: "tick", Route: "default", Priority: "low", Args: reflect.TypeFor[None](), Result: reflect.TypeFor[Address]()},
 	}
 }
 
@@ -188,6 +192,7 @@ func TestSubmissionFollowingTheArgsSchemaIsAccepted(t *testing.T) {
 		"with every option":    `{"name": "send_email", "args": {"To": "a@b", "Subject": "hi"}, "route": "slow", "priority": "low", "delay": "1h30m"}`,
 		"fractional delay":     `{"name": "send_email", "args": {"To": "a@b"}, "delay": "1.5s"}`,
 		"go names as json key": `{"name": "send_email", "args": {"To": "a@b", "Subject": "hi"}}`,
+		"a task without args":  `{"name": "tick", "args": {}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if ok, errs := submit(t, v, body); !ok {
@@ -331,6 +336,7 @@ func TestJobIsTypedByItsTask(t *testing.T) {
 			"args": {"name": "n"}, "result": {"value": 1, "next": {"value": 2, "next": null}}}`,
 		"pending, result null":      `{"id": "j1", "task": "make_everything", "status": "pending", "created_at": null, "args": {"name": "n"}, "result": null}`,
 		"a task without result":     `{"id": "j1", "task": "send_email", "status": "completed", "created_at": null, "args": {"To": "a"}, "result": null}`,
+		"a named result type":       `{"id": "j1", "task": "tick", "status": "completed", "created_at": null, "args": {}, "result": {"street": "Main"}}`,
 		"another program's task":    `{"id": "j1", "task": "elsewhere", "status": "completed", "created_at": null, "args": null, "result": null}`,
 		"args that did not decode":  `{"id": "j1", "task": "send_email", "status": "failed", "created_at": null, "args": null, "result": null}`,
 		"custom schema of nullTime": `{"id": "j1", "task": "send_email", "status": "failed", "created_at": "2026-11-23T10:00:00.5Z", "args": null, "result": null}`,
@@ -344,6 +350,8 @@ func TestJobIsTypedByItsTask(t *testing.T) {
 	for name, c := range map[string]struct{ body, field string }{
 		"result of the wrong type": {`{"id": "j1", "task": "make_everything", "status": "completed", "created_at": null, "args": null, "result": {"value": "one"}}`, "value"},
 		"another task's args":      {`{"id": "j1", "task": "send_email", "status": "completed", "created_at": null, "args": {"name": "n"}, "result": null}`, "name"},
+		"args for a task of none":  {`{"id": "j1", "task": "tick", "status": "completed", "created_at": null, "args": {"n": 1}, "result": null}`, "n"},
+		"a named result, wrong":    {`{"id": "j1", "task": "tick", "status": "completed", "created_at": null, "args": {}, "result": {"street": 1}}`, "street"},
 		"a result for no result":   {`{"id": "j1", "task": "send_email", "status": "completed", "created_at": null, "args": null, "result": {"value": 1}}`, "result"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -605,4 +613,30 @@ func TestShapeCannotTakeTheDocumentsOwnComponentNames(t *testing.T) {
 	if err == nil {
 		t.Error("a shape named Submission was taken")
 	}
+}
+
+type cronEntry struct {
+	Name    string   `json:"name"`
+	NextRun nullTime `json:"next_run"`
+}
+
+func TestListingAnswersAnArrayOfItsElementShape(t *testing.T) {
+	o := sampleOptions()
+	o.Shapes["CronEntry"] = reflect.TypeFor[cronEntry]()
+	v := newValidator(t, document(t, sampleTasks(), o))
+	respond := func(body string) (bool, string) {
+		req, _ := http.NewRequest(http.MethodGet, "/api/v1/cron", nil)
+		req.Header.Set("Authorization", "Bearer token")
+		res := &http.Response{StatusCode: http.StatusOK, Request: req,
+			Header: http.Header{"Content-Type": []string{"application/json"}},
+			Body:   io.NopCloser(strings.NewReader(body))}
+		ok, errs := v.ValidateHttpResponse(req, res)
+		return ok, describeErrs(errs)
+	}
+	if ok, errs := respond(`[{"name": "nightly", "next_run": "2026-11-24T00:00:00Z"}, {"name": "off", "next_run": null}]`); !ok {
+		t.Fatalf("refused:\n%s", errs)
+	}
+	body := `[{"name": "nightly", "nextRun": null}]`
+	ok, errs := respond(body)
+	refusedNaming(t, ok, errs, body, "nextRun")
 }

@@ -201,7 +201,7 @@ func (g *generator) object(t reflect.Type, path string) (any, error) {
 // quotedSchema is the schema of a field tagged ",string": encoding/json
 // writes its value inside a JSON string.
 func quotedSchema(t reflect.Type) any {
-	s := map[string]any{"type": "string", "description": fmt.Sprintf("A %s, written inside a JSON string (json tag option \"string\").", t)}
+	s := map[string]any{"type": "string", "description": fmt.Sprintf("A value of Go type %s, written inside a JSON string (json tag option \"string\").", t)}
 	if t.Kind() == reflect.Pointer {
 		return nullable(s)
 	}
@@ -476,6 +476,10 @@ func (r resolver) resolve(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {
+			if t, ok := x.(ref); ok && k == "$ref" {
+				out[k] = r.prefix + r.names[t.t] // a $ref with siblings
+				continue
+			}
 			out[k] = r.resolve(x)
 		}
 		return out
