@@ -95,11 +95,15 @@ func (in *Inspector) Routes(ctx context.Context) ([]RouteInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	now := in.c.q.Now()
 	out := make([]RouteInfo, len(depths))
 	for i, d := range depths {
 		out[i] = RouteInfo{
 			Route: d.Route, High: d.High, Normal: d.Normal, Low: d.Low, Scheduled: d.Scheduled, Active: d.Active, Dead: d.Dead,
-			Workers: takers[d.Route],
+			Paused: d.Paused, OldestPending: d.OldestPending, Workers: takers[d.Route],
+		}
+		if !d.OldestPending.IsZero() {
+			out[i].OldestPendingAge = max(now.Sub(d.OldestPending), 0)
 		}
 	}
 	return out, nil
