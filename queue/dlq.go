@@ -2,8 +2,10 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,7 +24,7 @@ func (q *Queue) Replay(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	code, why, err := q.replay(ctx, q.Keys(route), id)
+	code, why, err := q.replay(ctx, q.Keys(route), id, "")
 	switch {
 	case err != nil:
 		return fmt.Errorf("replay job %s: %w", id, err)
@@ -44,15 +46,16 @@ const (
 	replayed     = 1
 	replayOrphan = 2 // an entry without a job: dropped
 	replayUnfit  = 3 // cannot be made ready as stored: left dead
+	replayOther  = 4 // of another task than asked: left dead
 )
 
-// replay runs replay.lua for id: its outcome, and the reason for an entry it
-// dropped or left.
-func (q *Queue) replay(ctx context.Context, k Keys, id string) (int64, string, error) {
+// replay runs replay.lua for id, if it is a job of task ("" any): its
+// outcome, and the reason for an entry it dropped or left.
+func (q *Queue) replay(ctx context.Context, k Keys, id, task string) (int64, string, error) {
 	keys := []string{k.Job(id), k.Dead(), k.List(High), k.List(Normal), k.List(Low), k.Result(id), k.Stats()}
 	// Retry-safe: the job moves only while it is in the dead-letter set (a
 	// second run answers that it is not).
-	res, err := q.s.replay.Run(ctx, q.rdb, keys, id, k.WakeChannel()).Slice()
+	res, err := q.s.replay.Run(ctx, q.rdb, keys, id, k.WakeChannel(), task).Slice()
 	if err != nil {
 		return 0, "", err
 	}
@@ -65,10 +68,19 @@ func (q *Queue) replay(ctx context.Context, k Keys, id string) (int64, string, e
 }
 
 // ReplayAll replays every job of route that was dead-lettered when it started,
-// and returns how many. A job that cannot be replayed as stored stays dead
-// and is reported through the queue's warnings; the others are replayed all
-// the same. Jobs that die again meanwhile are not replayed a second time.
+// and returns how many: ReplayDead for every task.
 func (q *Queue) ReplayAll(ctx context.Context, route string) (int, error) {
+	return q.ReplayDead(ctx, route, "")
+}
+
+// ReplayDead replays the jobs of route of task ("" every task) that were
+// dead-lettered when it started, and returns how many. A job that cannot be
+// replayed as stored stays dead and is reported through the queue's
+// warnings; the others are replayed all the same. Jobs that die again
+// meanwhile are not replayed a second time. It reads the dead-letter set 500
+// entries at a time, and with a task the names of a page in one round trip,
+// so that only the jobs of that task cost a script call each.
+func (q *Queue) ReplayDead(ctx context.Context, route, task string) (int, error) {
 	k := q.Keys(route)
 	newest, err := q.rdb.ZRangeWithScores(ctx, k.Dead(), -1, -1).Result()
 	if err != nil || len(newest) == 0 {
@@ -84,14 +96,21 @@ func (q *Queue) ReplayAll(ctx context.Context, route string) (int, error) {
 		if err != nil || len(ids) == 0 {
 			return total, err
 		}
+		ids, others, err := q.deadOfTask(ctx, k, ids, task)
+		if err != nil {
+			return total, err
+		}
+		left += int64(others)
 		for _, id := range ids {
-			code, why, err := q.replay(ctx, k, id)
+			code, why, err := q.replay(ctx, k, id, task)
 			if err != nil {
 				return total, fmt.Errorf("replay job %s: %w", id, err)
 			}
 			switch code {
 			case replayed:
 				total++
+			case replayOther:
+				left++
 			case replayUnfit:
 				left++
 				q.warn("bananas: a dead-lettered job cannot be replayed", "route", route, "job", id, "why", why)
@@ -102,31 +121,71 @@ func (q *Queue) ReplayAll(ctx context.Context, route string) (int, error) {
 	}
 }
 
+// deadOfTask keeps the ids of dead jobs of task (all of them for ""), their
+// names read in one round trip, and says how many it left out. An id whose
+// name cannot be read (its job gone, its key not a hash) is left out too:
+// replay.lua would leave it for the same reason.
+func (q *Queue) deadOfTask(ctx context.Context, k Keys, ids []string, task string) ([]string, int, error) {
+	if task == "" {
+		return ids, 0, nil
+	}
+	pipe := q.rdb.Pipeline()
+	names := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		names[i] = pipe.HGet(ctx, k.Job(id), "n")
+	}
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	var keep []string
+	for i, c := range names {
+		err := c.Err()
+		switch {
+		case err == nil && c.Val() == task:
+			keep = append(keep, ids[i])
+		case err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "WRONGTYPE"):
+			return nil, 0, fmt.Errorf("read dead jobs of route %s: %w", k.Route(), err)
+		}
+	}
+	return keep, len(ids) - len(keep), nil
+}
+
 // Purge deletes the dead-lettered jobs of route that died at or before cutoff,
-// and returns how many. The retention sweep passes now - DeadRetention.
+// and returns how many: PurgeDead for every task. The retention sweep passes
+// now - DeadRetention.
 func (q *Queue) Purge(ctx context.Context, route string, cutoff time.Time) (int, error) {
+	return q.PurgeDead(ctx, route, "", cutoff)
+}
+
+// PurgeDead deletes the dead-lettered jobs of route of task ("" every task)
+// that died at or before olderThan, and returns how many. It goes through the
+// dead-letter set 500 entries a call, oldest first.
+func (q *Queue) PurgeDead(ctx context.Context, route, task string, olderThan time.Time) (int, error) {
 	k := q.Keys(route)
-	total := 0
+	total, offset := 0, int64(0)
 	for {
+		// The jobs of other tasks stay at the front of what is read: skip them.
 		ids, err := q.rdb.ZRangeByScore(ctx, k.Dead(), &redis.ZRangeBy{
-			Min: "-inf", Max: strconv.FormatInt(ms(cutoff), 10), Count: 500,
+			Min: "-inf", Max: strconv.FormatInt(ms(olderThan), 10), Offset: offset, Count: 500,
 		}).Result()
 		if err != nil || len(ids) == 0 {
 			return total, err
 		}
 		keys := []string{k.Dead()}
-		args := []any{ms(cutoff)}
+		args := []any{ms(olderThan), task}
 		for _, id := range ids {
 			keys = append(keys, k.Job(id), k.Result(id), k.Garbage(id))
 			args = append(args, id)
 		}
 		// Retry-safe: each id goes only while it is still dead and old enough.
-		n, err := q.s.purge.Run(ctx, q.rdb, keys, args...).Int()
+		res, err := q.s.purge.Run(ctx, q.rdb, keys, args...).Int64Slice()
 		if err != nil {
 			return total, fmt.Errorf("purge route %s: %w", route, err)
 		}
-		total += n
-		if n == 0 {
+		if len(res) != 2 {
+			return total, fmt.Errorf("purge route %s: purge.lua replied %v", route, res)
+		}
+		total += int(res[0])
+		offset += res[1]
+		if res[0]+res[1] == 0 { // none of the page was still there: stop rather than go round
 			return total, nil
 		}
 	}

@@ -51,7 +51,7 @@ func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n 
 	if len(lists) == 0 || n < 1 {
 		return nil, nil
 	}
-	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups()}, lists...)
+	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.Paused()}, lists...)
 	token := fetchToken(now)
 	args := []any{n, ms(leaseUntil), token}
 	var res any
@@ -154,7 +154,7 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities, types 
 			if len(ids) == 0 {
 				break
 			}
-			keys := []string{list, k.Active(), k.Leases(), k.Payloads(), k.Groups()}
+			keys := []string{list, k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.Paused()}
 			token := fetchToken(now)
 			args := []any{n - len(out), ms(leaseUntil), token, len(types)}
 			for _, t := range types {
@@ -170,7 +170,11 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities, types 
 			if err != nil {
 				return out, lostOr(fmt.Errorf("claim from route %s: %w", route, err), route, token, leaseUntil)
 			}
-			got, err := q.load(ctx, route, strs(res), leaseUntil)
+			reply := strs(res)
+			if len(reply) == 1 { // the route is paused: nothing here to take
+				return out, nil
+			}
+			got, err := q.load(ctx, route, reply, leaseUntil)
 			out = append(out, got...)
 			if err != nil {
 				return out, err

@@ -397,6 +397,10 @@ func TestDepths_OldestPendingAndPaused(t *testing.T) {
 			t.Fatalf("depth of an idle route = %+v", ds[1])
 		}
 		// Once the chosen-id job is taken, the oldest is the NewID job's time.
+		// A paused route gives no job to fetch: resume it first.
+		if err := q.Resume(ctx, "r"); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := q.Fetch(ctx, "r", []string{queue.Low}, 1, now.Add(time.Minute), now); err != nil {
 			t.Fatal(err)
 		}

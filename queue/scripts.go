@@ -15,6 +15,9 @@ var scriptFS embed.FS
 type scripts struct {
 	enqueue, push, fetch, claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge, cron *redis.Script
 
+	// admin actions (admin.go)
+	pause, resume, remove, canceled, cancels *redis.Script
+
 	list *redis.Script // read-only: ListJobs (list.lua)
 }
 
@@ -39,6 +42,11 @@ func loadScripts() *scripts {
 		purge:    load("purge"),
 		cron:     load("cron"),
 		list:     load("list"),
+		pause:    load("pause"),
+		resume:   load("resume"),
+		remove:   load("remove"),
+		canceled: load("canceled"),
+		cancels:  load("cancels"),
 	}
 }
 

@@ -6,27 +6,30 @@
 -- of another type): it is not this worker's to judge.
 --
 -- Idempotent per token, as fetch.lua: a second call with the same token
--- claims nothing and returns the jobs still leased under it.
+-- claims nothing and returns the jobs still leased under it. A paused route
+-- gives nothing, as in fetch.lua, and answers {""} so that the caller stops
+-- reading the list window by window.
 --
 -- KEYS[1]  LIST  route:{r}:queue:<priority>
 -- KEYS[2]  ZSET  route:{r}:active
 -- KEYS[3]  HASH  route:{r}:leases
 -- KEYS[4]  HASH  route:{r}:payloads  id -> payload of light jobs
 -- KEYS[5]  HASH  route:{r}:groups    lease group token -> jobs still leased (see fetch.lua)
--- KEYS[6..5+m]  HASH  route:{r}:job:<id_i>, one per id of ARGV
+-- KEYS[6]  STRING  route:{r}:paused  exists while the route is paused
+-- KEYS[7..6+m]  HASH  route:{r}:job:<id_i>, one per id of ARGV
 -- ARGV[1]  n, the most jobs to take (>= 1)
 -- ARGV[2]  lease deadline (unix ms)
 -- ARGV[3]  fencing token, unique to this call (shared by its jobs, as in fetch.lua)
 -- ARGV[4]  t, the number of type names that follow
 -- ARGV[5..4+t]  type names
--- ARGV[5+t..4+t+m]  the ids, in list order, matching KEYS[6..]
+-- ARGV[5+t..4+t+m]  the ids, in list order, matching KEYS[7..]
 -- Returns: a flat array token, id1, payload1, id2, payload2, ... of the jobs
---          taken (empty when none), as fetch.lua.
+--          taken (empty when none), as fetch.lua; {""} when the route is paused.
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
 local token = bn_str(ARGV[3], 'token')
 local t = bn_num(ARGV[4], 'type count')
-local m = #KEYS - 5
+local m = #KEYS - 6
 if #ARGV ~= 4 + t + m then error('bananas: claim needs one id per job key') end
 local types = {}
 for i = 1, t do types[bn_str(ARGV[4 + i], 'type name')] = true end
@@ -38,6 +41,7 @@ bn_need_type(KEYS[5], 'hash', 'groups hash')
 if redis.call('HEXISTS', KEYS[5], token) == 1 then
   return bn_leased_under(KEYS[3], KEYS[4], token)
 end
+if redis.call('EXISTS', KEYS[6]) == 1 then return {''} end
 
 local out, taken = {token}, 0
 for i = 1, m do
@@ -47,8 +51,8 @@ for i = 1, m do
   local name
   if payload then
     name = bn_split(payload)
-  elseif bn_type(KEYS[5 + i], 'hash') then
-    name = redis.call('HGET', KEYS[5 + i], 'n')
+  elseif bn_type(KEYS[6 + i], 'hash') then
+    name = redis.call('HGET', KEYS[6 + i], 'n')
   end
   if name and types[name] and not redis.call('HGET', KEYS[3], id) and redis.call('LREM', KEYS[1], 1, id) == 1 then
     taken = taken + 1

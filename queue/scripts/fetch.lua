@@ -13,6 +13,10 @@
 -- settled, nor when its first run took nothing (docs/DESIGN-NOTES.md, "Every
 -- call may run twice", says what that leaves).
 --
+-- A paused route (its paused key exists, of any type: see pause.lua) gives
+-- nothing, checked before any write; a retry of a call that leased before the
+-- pause still answers with its jobs, so they are not left leased unseen.
+--
 -- Garbage is dropped, never leased: an empty list entry, and an entry of a
 -- job already leased (a duplicate id in a list, which would run the job twice).
 -- Each comes back as an id "" with the reason as its payload, for the caller
@@ -22,34 +26,36 @@
 -- KEYS[2]  HASH  route:{r}:leases    id -> fencing token (lease group) of the current dispatch
 -- KEYS[3]  HASH  route:{r}:payloads  id -> payload of light jobs
 -- KEYS[4]  HASH  route:{r}:groups    lease group token -> jobs still leased
--- KEYS[5..]  LIST  route:{r}:queue:<priority>, in the order to drain them
+-- KEYS[5]  STRING  route:{r}:paused  exists while the route is paused
+-- KEYS[6..]  LIST  route:{r}:queue:<priority>, in the order to drain them
 -- ARGV[1]  n, the most jobs to take (>= 1)
 -- ARGV[2]  lease deadline (unix ms)
 -- ARGV[3]  fencing token, unique to this call: every job of the call gets it (a
 --          dispatch is a job and the call that leased it; a job is leased again
 --          only by a later call, so one token per call fences as well as one per job)
 -- Returns: a flat array token, id1, payload1, id2, payload2, ... (empty when
---          nothing was taken or dropped): the call's token once, then each
+--          nothing was taken or dropped, or the route is paused): the call's token once, then each
 --          job's id and payload; payload is "" for a job with its own hash; an
 --          id "" marks a dropped entry, its payload the reason.
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
 local token = bn_str(ARGV[3], 'token')
 if want < 1 then error('bananas: count must be >= 1') end
-if #KEYS < 5 then error('bananas: fetch needs at least one list key') end
+if #KEYS < 6 then error('bananas: fetch needs at least one list key') end
 bn_need_type(KEYS[1], 'zset', 'active set')
 bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[3], 'hash', 'payloads hash')
 bn_need_type(KEYS[4], 'hash', 'groups hash')
-for k = 5, #KEYS do bn_need_type(KEYS[k], 'list', 'ready list') end
+for k = 6, #KEYS do bn_need_type(KEYS[k], 'list', 'ready list') end
 
 if redis.call('HEXISTS', KEYS[4], token) == 1 then
   return bn_leased_under(KEYS[2], KEYS[3], token)
 end
+if redis.call('EXISTS', KEYS[5]) == 1 then return {} end
 
 local out = {token}
 local taken = 0
-for k = 5, #KEYS do
+for k = 6, #KEYS do
   if taken >= want then break end
   local ids = redis.call('LPOP', KEYS[k], want - taken)
   if ids then

@@ -9,6 +9,10 @@
 -- the wrong type raise before any write. Run twice, the second call finds the
 -- job out of the dead-letter set and writes nothing.
 --
+-- Given a task name, only a job of that task (its field n) is replayed;
+-- another is left dead, nothing written, and so is an entry whose job key is
+-- not a hash or is gone: its task cannot be told.
+--
 -- KEYS[1]  HASH    route:{r}:job:<id>
 -- KEYS[2]  ZSET    route:{r}:dead
 -- KEYS[3]  LIST    route:{r}:queue:high
@@ -18,15 +22,19 @@
 -- KEYS[7]  HASH    route:{r}:stats
 -- ARGV[1]  id (any string the dead-letter set holds, even "")
 -- ARGV[2]  wake channel
+-- ARGV[3]  task name to replay only jobs of ("" or absent: any)
 -- Returns: a pair {outcome, reason}: {1, ""} replayed, {0, ""} not in the
 --          dead-letter set, {2, reason} an entry without a job, dropped, or
---          {3, reason} left dead: it cannot be replayed as it is.
+--          {3, reason} left dead: it cannot be replayed as it is, or
+--          {4, ""} left dead: of another task.
 local id = ARGV[1] or ''
 bn_str(ARGV[2], 'wake channel')
+local task = ARGV[3] or ''
 bn_need_type(KEYS[2], 'zset', 'dead-letter set')
 for k = 3, 5 do bn_need_type(KEYS[k], 'list', 'ready list') end
 if not redis.call('ZSCORE', KEYS[2], id) then return {0, ''} end
 local kind = bn_typeof(KEYS[1])
+if task ~= '' and (kind ~= 'hash' or redis.call('HGET', KEYS[1], 'n') ~= task) then return {4, ''} end
 if kind == 'none' then
   redis.call('ZREM', KEYS[2], id)
   return {2, 'dead-letter entry ' .. id .. ' has no job; dropped'}
