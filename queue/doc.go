@@ -25,6 +25,8 @@
 //	<ns>:route:{<r>}:stats                  HASH    counters
 //	<ns>:route:{<r>}:receipt:<call>         STRING  reply of an enqueue call with a chosen id, for its retry (10 min)
 //	<ns>:route:{<r>}:garbage:<id>           any     a job key of the wrong type, set aside when its job is dead-lettered
+//	<ns>:route:{<r>}:paused                 STRING  exists while the route is paused (any type pauses): when it was paused (ms)
+//	<ns>:route:{<r>}:cancels                SET     ids of running jobs whose cancellation was asked for
 //	<ns>:routes                             SET     every route ever used
 //
 // # Light jobs and job hashes
@@ -62,8 +64,9 @@
 //
 // scripts/*.lua hold one script per transition (enqueue and push, fetch,
 // claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge,
-// cron), each headed by its KEYS/ARGV/return contract; every state change is
-// one of them. Every key a script touches is passed in KEYS —
+// cron, and the admin actions pause, resume, remove — delete and cancel —,
+// canceled and cancels), each headed by its KEYS/ARGV/return contract; every
+// state change is one of them. Every key a script touches is passed in KEYS —
 // where the ids are not known in advance (promote, reap, purge) the caller reads
 // them first and the script re-checks each one before it moves it. Every
 // script checks all of its arguments and preconditions before its first write,
@@ -82,6 +85,20 @@
 // embedded server and Redis agree; that time is Redis's own, as the host best
 // knows it (Queue.Now: the host's clock plus an offset to TIME, see
 // clock.go), so that leases and run-at times are judged on one clock.
+//
+// # Pausing and canceling
+//
+// A paused route keeps taking jobs in, and no worker takes one out: fetch.lua
+// and claim.lua look at its paused key, after recognising a retried call's
+// token and before any write. A job that waits can be deleted or canceled at
+// once (remove.lua: out of its list or the scheduled set, a cancel's record
+// stored as its result); a running job is only asked to stop — its id joins
+// the cancels set and the route's cancel channel (<ns>:cancel:{<r>}) carries
+// it — and the worker holding it finishes it with canceled.lua, fenced like
+// ack. A request stands for the run it was made against: cancels.lua, which
+// workers run at each lease renewal to learn of requests they missed, drops
+// those whose job is no longer leased, so a job that ends otherwise leaves no
+// request behind.
 //
 // # Fencing and lease groups
 //

@@ -815,6 +815,34 @@ func TestScripts_RouteKeyOfWrongTypeRefusedBeforeAnyWrite(t *testing.T) {
 				return err
 			}
 		}, "payloads hash"},
+		{"delete, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			light, _, _ := waiting(t, q, now)
+			return func() error { return q.Delete(context.Background(), light) }
+		}, "scheduled set"},
+		{"cancel, cancels set", queue.Keys.Cancels, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+			return func() error {
+				_, err := q.Cancel(context.Background(), d.ID, []byte("canceled"), time.Minute)
+				return err
+			}
+		}, "cancels set"},
+		{"finish canceled, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+			return func() error {
+				_, err := q.FinishCanceled(context.Background(), d, []byte("canceled"), time.Minute)
+				return err
+			}
+		}, "groups hash"},
+		{"cancel requests, leases hash", queue.Keys.Leases, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+			if _, err := q.Cancel(context.Background(), d.ID, []byte("canceled"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			return func() error {
+				_, err := q.CancelRequests(context.Background(), "r", []string{d.ID})
+				return err
+			}
+		}, "leases hash"},
 		{"handback, ready list", func(k queue.Keys) string { return k.List(queue.High) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
 			return func() error {
@@ -842,4 +870,23 @@ func TestScripts_RouteKeyOfWrongTypeRefusedBeforeAnyWrite(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A pending job is found in whichever ready list holds it when its priority
+// (in its hash, or its payload) does not read, and is deleted whole.
+func TestDelete_PendingJobWithGarbagePriorityIsFoundAndDeleted(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		k := q.Keys("r")
+		light, heavy, _ := waiting(t, q, time.Now())
+		q.Client().HSet(ctx, k.Payloads(), light, "t|urgent|1|0|\x81")
+		q.Client().HSet(ctx, k.Job(heavy), "p", "urgent")
+		for _, id := range []string{light, heavy} {
+			if err := q.Delete(ctx, id); err != nil {
+				t.Fatalf("delete of a job with a garbage priority: %v", err)
+			}
+			wantPlace(t, q, "r", id, "")
+			wantNoKeyOf(t, q, id, false)
+		}
+	})
 }

@@ -129,6 +129,89 @@ func TestScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) {
 				}
 			})
 		}},
+		{"pause, a fetch of the paused route, resume", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+				t.Fatal(err)
+			}
+			h.during(func() {
+				if err := q.Pause(ctx, "r"); err != nil {
+					t.Fatal(err)
+				}
+				if ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
+					t.Fatalf("fetch = %d, %v", len(ds), err)
+				}
+				if ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
+					t.Fatalf("typed fetch = %d, %v", len(ds), err)
+				}
+				if err := q.Resume(ctx, "r"); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}},
+		{"delete: light and heavy pending, scheduled", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			light, heavy, scheduled := waiting(t, q, time.Now())
+			h.during(func() {
+				for _, id := range []string{light, heavy, scheduled} {
+					if err := q.Delete(ctx, id); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+		}},
+		{"cancel: light and heavy pending, scheduled, running", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			light, heavy, scheduled := waiting(t, q, now)
+			running := fetchAll(t, q, 2, now, now.Add(time.Minute))
+			h.during(func() {
+				for _, id := range []string{light, heavy, scheduled, running[0].ID, running[1].ID} {
+					if _, err := q.Cancel(ctx, id, []byte("canceled "+id), time.Minute); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+		}},
+		{"finish canceled, light and heavy; cancel requests, one of a run that ended", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
+			for _, d := range ds {
+				if _, err := q.Cancel(ctx, d.ID, []byte("unused"), time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if ok, err := q.Ack(ctx, ds[1], []byte("ok"), time.Minute, now); !ok || err != nil {
+				t.Fatalf("ack = %v, %v", ok, err)
+			}
+			h.during(func() {
+				if got, err := q.CancelRequests(ctx, "r", []string{ds[0].ID, ds[2].ID}); len(got) != 2 || err != nil {
+					t.Fatalf("cancel requests = %v, %v", got, err)
+				}
+				for _, d := range []*queue.Dispatch{ds[0], ds[2]} {
+					if ok, err := q.FinishCanceled(ctx, d, []byte("canceled"), time.Minute); !ok || err != nil {
+						t.Fatalf("finish canceled = %v, %v", ok, err)
+					}
+				}
+			})
+		}},
+		{"replay dead and purge dead of one task", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			deadOf(t, q, "a", now)
+			deadOf(t, q, "b", now)
+			deadOf(t, q, "c", now)
+			h.during(func() {
+				if n, err := q.ReplayDead(ctx, "r", "a"); n != 1 || err != nil {
+					t.Fatalf("replay dead = %d, %v", n, err)
+				}
+				if n, err := q.PurgeDead(ctx, "r", "b", now.Add(time.Hour)); n != 1 || err != nil {
+					t.Fatalf("purge dead = %d, %v", n, err)
+				}
+			})
+		}},
 		{"cron: a tick fired", func(t *testing.T, q *queue.Queue, h *twice) {
 			ctx := context.Background()
 			tick := time.UnixMilli(time.Now().UnixMilli())
