@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -422,5 +423,54 @@ func TestPurgeDead_OnlyTheTaskAskedAndOldEnoughGoPastAPageOfOthers(t *testing.T)
 			t.Fatalf("purge of every task = %d, %v; want the 501 of task b", n, err)
 		}
 		wantPlace(t, q, "r", young, "dead")
+	})
+}
+
+// evalCount counts the script calls a client makes.
+type evalCount struct{ n atomic.Int32 }
+
+func (h *evalCount) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *evalCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *evalCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// A typed fetch reads a list window by window; on a paused route it stops at
+// the first claim instead of reading the whole list for nothing.
+func TestPause_TypedFetchStopsAtTheFirstWindowOfAPausedRoute(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		jobs := make([]queue.NewJob, 600)
+		for i := range jobs {
+			jobs[i] = job(t, "r")
+		}
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Pause(ctx, "r"); err != nil {
+			t.Fatal(err)
+		}
+		// A first call loads claim.lua: a second one is not answered NOSCRIPT.
+		if _, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"other"}, 10, now.Add(time.Minute), now); err != nil {
+			t.Fatal(err)
+		}
+		calls := &evalCount{}
+		q.Client().AddHook(calls)
+		if ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"other"}, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
+			t.Fatalf("typed fetch = %d, %v", len(ds), err)
+		}
+		if n := calls.n.Load(); n != 1 {
+			t.Fatalf("%d claim calls on a paused route, want 1", n)
+		}
 	})
 }
