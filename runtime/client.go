@@ -13,6 +13,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/internal/metrics"
 )
 
 // DefaultMaxPayload is the largest args or result accepted unless MaxPayload says otherwise.
@@ -40,6 +41,8 @@ type Client struct {
 	stopClock  context.CancelFunc // ends the refresh of the clock offset (queue.ClockSync)
 
 	unservedAfter time.Duration // how long Await waits before it checks that a live worker takes the job's route
+
+	metrics *metrics.Set // what MetricsHandler serves: this client's enqueues, its workers' runs, the queues' depths
 }
 
 // defaultUnservedAfter is how long an Await or Call waits before it looks
@@ -138,7 +141,7 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	return &Client{
 		rdb: rdb, q: q, listener: l, waiter: results.NewWaiter(l, cfg.namespace, 0),
 		maxPayload: cfg.maxPayload, maxRetries: cfg.maxRetries, embedded: emb, stopClock: stopClock,
-		unservedAfter: defaultUnservedAfter,
+		unservedAfter: defaultUnservedAfter, metrics: newMetrics(q),
 	}, nil
 }
 

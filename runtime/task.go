@@ -79,6 +79,7 @@ func (t *Task[A, R]) Enqueue(ctx context.Context, args A, opts ...Option) (strin
 	if h != "" {
 		return h, fmt.Errorf("%w: %s", ErrDuplicate, c.holderOf(ctx, t.name, h, cfg))
 	}
+	c.metrics.Enqueued(cfg.route, string(cfg.priority), t.name, 1)
 	return job.ID, nil
 }
 
@@ -209,6 +210,7 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 			dups++
 		}
 	}
+	c.metrics.Enqueued(cfg.route, string(cfg.priority), t.name, len(jobs)-dups)
 	if dups > 0 {
 		return ids, fmt.Errorf("%w: %d of %d %s jobs were already enqueued", ErrDuplicate, dups, len(jobs), t.name)
 	}

@@ -47,6 +47,9 @@ type WorkerOptions struct {
 	ResultTTL, FailureTTL time.Duration
 	// Backoff is the delay before retry number attempt. Default DefaultBackoff.
 	Backoff func(attempt int) time.Duration
+	// Middleware wraps every handler call, Middleware[0] outermost: tracing,
+	// logging, context values (see Middleware).
+	Middleware []Middleware
 	// Logger receives one line per job event. Default slog.Default().
 	Logger *slog.Logger
 	// SafetyPoll is how long an idle worker (and its promoter) waits for a
@@ -65,6 +68,8 @@ type Worker struct {
 	cron     []CronEntry
 	regErrs  []error
 	started  atomic.Bool
+
+	middleware Middleware // WorkerOptions.Middleware composed, nil when none
 
 	settling  chan struct{} // one token per job whose outcome is being written after its slot was freed
 	slotFreed chan struct{} // signaled when a job releases its slot and fetchLoop waits for as many free (see slotReleased)
@@ -162,6 +167,11 @@ func (w *Worker) withDefaults() error {
 	if o.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("WorkerOptions.Concurrency must be positive, got %d", o.Concurrency))
 	}
+	for i, m := range o.Middleware {
+		if m == nil {
+			errs = append(errs, fmt.Errorf("WorkerOptions.Middleware[%d] is nil", i))
+		}
+	}
 	if o.Lease < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("WorkerOptions.Lease must be at least 100ms, got %s", o.Lease))
 	}
@@ -191,6 +201,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.withDefaults(); err != nil {
 		return fmt.Errorf("bananas: worker: %w", err)
 	}
+	w.middleware = chain(w.opts.Middleware)
 	w.settling = make(chan struct{}, w.opts.Concurrency)
 	w.slotFreed = make(chan struct{}, 1)
 	w.wake = make(chan struct{}, 1)
@@ -249,6 +260,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.opts.Logger.Info("bananas: worker started", "worker", w.id, "routes", strings.Join(w.opts.Routes, ","),
 		"concurrency", w.opts.Concurrency, "tasks", strings.Join(w.Tasks(), ","), "clock_skew", w.c.q.Skew().Round(time.Millisecond))
 	if !w.opts.SchedulerOnly {
+		defer w.c.metrics.AddWorker(w.opts.Concurrency, w.inFlight)()
 		w.warnUntakenRoutes()
 		w.fetchLoop(ctx)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/internal/metrics"
 )
 
 // run is one dispatched job on this worker.
@@ -23,6 +24,7 @@ type run struct {
 	settled  atomic.Bool           // its outcome is decided: by the handler's return or by its timeout, whichever comes first
 	settling atomic.Bool           // its outcome is being written, or shutdown handed it back: set once, by whichever comes first
 	freed    bool                  // its slot was handed on when the handler returned (see freeSlot)
+	m        *metrics.Series       // its job's metrics, resolved once at start
 }
 
 // Causes with which a run's context is canceled when the job is no longer this
@@ -78,7 +80,8 @@ func (w *Worker) startAll(ds []*queue.Dispatch) {
 		}
 		g := groups[k]
 		job := Job{ID: d.ID, Name: d.Name, Route: d.Route, Priority: Priority(d.Priority), Attempt: d.Attempts + 1}
-		r := &run{d: d, ctx: newJobCtx(now.Add(timeout), job), group: g}
+		r := &run{d: d, ctx: newJobCtx(now.Add(timeout), job), group: g, m: w.c.metrics.For(d.Route, d.Priority, d.Name)}
+		observeWait(r)
 		g.runs = append(g.runs, r)
 		runs[i] = r
 	}
@@ -223,12 +226,15 @@ func (w *Worker) execute(r *run) (pending bool) {
 	}
 
 	log.Debug("bananas: job started")
-	o := runHandler(r.ctx, h, d.Envelope.Args)
+	began := time.Now()
+	o := runHandler(r.ctx, h, d.Envelope.Args, w.middleware, r.ctx.job)
 	w.freeSlot(r)
+	r.m.Ran(time.Since(began))
 	if !r.settled.CompareAndSwap(false, true) {
 		// Timed out, already recorded. Go cannot stop a goroutine: a
 		// handler that ignores its context keeps its slot until it returns.
 		if late := time.Since(r.ctx.deadline); late >= lateHandler {
+			w.c.metrics.Overran(d.Name)
 			log.Warn("bananas: handler returned long after its timeout, holding its slot meanwhile; handlers must return when their context ends",
 				"timeout", r.group.timeout, "late", late.Round(time.Millisecond))
 		}
@@ -260,15 +266,15 @@ func (w *Worker) execute(r *run) (pending bool) {
 	return w.ackRun(r, log, o.result)
 }
 
-// runHandler calls the handler, turning a panic into a failure with its stack.
-func runHandler(ctx context.Context, h *handler, args []byte) (o outcome) {
+// runHandler calls the handler through the worker's middleware, turning a
+// panic into a failure with its stack.
+func runHandler(ctx context.Context, h *handler, args []byte, mw Middleware, job Job) (o outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			o = outcome{err: fmt.Errorf("panic: %v\n%s", p, debug.Stack())}
 		}
 	}()
-	res, err := h.run(ctx, args)
-	return outcome{res, err}
+	return callHandler(ctx, h, args, mw, job)
 }
 
 // recordOf starts the record a finished job leaves: what the job was, as
@@ -310,6 +316,7 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) (pending bool) {
 		case !ok:
 			log.Warn("bananas: job finished but no longer leased to this run (its lease was lost, or a resent ack completed it already); this result not written")
 		default:
+			r.m.Succeeded()
 			log.Debug("bananas: job succeeded", "took", now.Sub(d.StartedAt()).Round(time.Microsecond))
 		}
 		w.untrack(r)
@@ -343,6 +350,7 @@ func (w *Worker) failRun(r *run, log jobLog, msg string, final bool, snooze time
 		Message: msg, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: encoded,
 		TTL: ttlOr(d.Envelope.FailureTTL, w.opts.FailureTTL),
 	}, now)
+	countFailure(r.m, snooze > 0, out, err)
 	switch {
 	case err != nil:
 		log.Warn("bananas: recording a failure failed; the job will be recovered when its lease expires", "err", err, "failure", msg)
