@@ -3,8 +3,6 @@ package runtime
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/bananas-go/bananas/queue"
 )
 
 // The --json convention of every command (docs/OPERATIONS.md): snake_case
@@ -56,20 +54,6 @@ func (in *Inspector) jobView(info *JobInfo) jobJSON {
 	}
 	v.Args, v.Result = in.JSON(info)
 	return v
-}
-
-// deadJSON is one entry of `dlq list --json`.
-type deadJSON struct {
-	ID       string   `json:"id"`
-	Task     string   `json:"task"`
-	Route    string   `json:"route"`
-	Attempts int      `json:"attempts"`
-	DiedAt   jsonTime `json:"died_at"`
-	Error    string   `json:"error"`
-}
-
-func deadView(d queue.DeadJob) deadJSON {
-	return deadJSON{ID: d.ID, Task: d.Name, Route: d.Route, Attempts: d.Attempts, DiedAt: jsonTime(d.DiedAt), Error: d.Error}
 }
 
 // cronJSON is one entry of `cron list --json`.

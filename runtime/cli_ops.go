@@ -123,7 +123,11 @@ func cmdEnqueue(e *env, args []string) error {
 }
 
 func cmdJob(e *env, args []string) error {
-	fs := e.flags("ID [--json]: show a job")
+	if len(args) > 0 && (args[0] == "cancel" || args[0] == "delete") {
+		e.name = "job " + args[0]
+		return cmdJobAction(e, args[0], args[1:])
+	}
+	fs := e.flags("ID [--json] | cancel ID | delete ID: show, cancel or delete a job")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -224,106 +228,118 @@ func cmdQueues(e *env, args []string) error {
 }
 
 func cmdDLQ(e *env, args []string) error {
+	const usage = "usage: dlq list [--route R] [--task T] [--q TEXT] [--limit N] [--cursor C] [--json] | dlq replay ID | dlq replay --all [--route R] [--task T] | dlq purge [--route R] [--task T] [--older-than D] [--yes]"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" {
 		return usageError{errors.New("want a subcommand: list, replay ID, replay --all or purge")}
 	}
 	if args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(e.stdout, "usage: dlq list [--route R] [--limit N] [--json] | dlq replay ID | dlq replay --all [--route R] | dlq purge [--route R] [--yes]")
+		fmt.Fprintln(e.stdout, usage)
 		return nil
 	}
 	sub, args := args[0], args[1:]
 	e.name = "dlq " + sub
 	fs := e.flags("[flags]")
 	route := fs.String("route", "", "only this route (default: every route)")
-	limit := fs.Int("limit", 100, "list: at most this many per route")
-	all := fs.Bool("all", false, "replay: every dead job")
+	task := fs.String("task", "", "only dead jobs of this task")
+	text := fs.String("q", "", "list: only dead jobs whose id or error holds this text")
+	limit := fs.Int("limit", 100, "list: at most this many (1 to 500)")
+	cursor := fs.String("cursor", "", "list: the next page's cursor, printed after a page")
+	all := fs.Bool("all", false, "replay: every dead job (of --route and --task)")
+	older := fs.Duration("older-than", 0, "purge: only jobs that died longer ago than this")
 	yes := fs.Bool("yes", false, "purge: do not ask for confirmation on a terminal")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	c, err := e.connect()
+	if sub != "list" && sub != "replay" && sub != "purge" {
+		return usageError{fmt.Errorf("unknown dlq subcommand %q: want list, replay or purge", sub)}
+	}
+	in, err := e.inspector()
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	routes := []string{*route}
-	if *route == "" {
-		if routes, err = c.q.Routes(e.ctx); err != nil {
-			return err
+	badQuery := func(err error) error {
+		if errors.Is(err, ErrBadQuery) {
+			return usageError{errors.New(trimBananas(err))}
 		}
+		return err
 	}
 	switch sub {
 	case "list":
-		var dead []queue.DeadJob
-		for _, r := range routes {
-			d, err := c.q.DeadList(e.ctx, r, 0, *limit)
-			if err != nil {
-				return err
-			}
-			dead = append(dead, d...)
+		page, err := in.Jobs(e.ctx, JobQuery{Route: *route, State: StatusFailed, Task: *task, Text: *text, Limit: *limit, Cursor: *cursor})
+		if err != nil {
+			return badQuery(err)
 		}
 		if *asJSON {
-			return printJSON(e.stdout, views(dead, deadView))
+			return printJSON(e.stdout, in.pageView(page))
 		}
-		rows := make([][]string, len(dead))
-		for i, d := range dead {
-			rows[i] = []string{d.ID, d.Route, d.Name, fmt.Sprint(d.Attempts), stamp(d.DiedAt), firstLine(d.Error)}
+		rows := make([][]string, len(page.Jobs))
+		for i, d := range page.Jobs {
+			rows[i] = []string{d.ID, d.Route, d.Name, fmt.Sprint(d.Attempts), stamp(d.FinishedAt), firstLine(d.Error)}
 		}
-		return table(e.stdout, []string{"ID", "ROUTE", "TASK", "ATTEMPTS", "DIED", "ERROR"}, rows)
+		if err := table(e.stdout, []string{"ID", "ROUTE", "TASK", "ATTEMPTS", "DIED", "ERROR"}, rows); err != nil {
+			return err
+		}
+		if page.Next != "" {
+			fmt.Fprintf(e.stdout, "more: --cursor %s\n", page.Next)
+		}
+		return nil
 	case "replay":
 		switch {
 		case *all && len(pos) == 0:
-			total := 0
-			for _, r := range routes {
-				n, err := c.q.ReplayAll(e.ctx, r)
-				total += n
-				if err != nil {
-					return err
-				}
+			n, err := in.ReplayDead(e.ctx, *route, *task)
+			if err != nil {
+				return badQuery(err)
 			}
-			fmt.Fprintf(e.stdout, "replayed %d job(s)\n", total)
+			fmt.Fprintf(e.stdout, "replayed %d job(s)\n", n)
 			return nil
 		case !*all && len(pos) == 1:
-			if err := c.q.Replay(e.ctx, pos[0]); err != nil {
+			if err := in.Replay(e.ctx, pos[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "replayed %s\n", pos[0])
 			return nil
 		}
 		return usageError{errors.New("want replay ID or replay --all")}
-	case "purge":
-		if !*yes && e.terminal {
-			depths, err := c.q.Depths(e.ctx, routes)
-			if err != nil {
-				return err
-			}
-			var dead int64
-			for _, d := range depths {
-				dead += d.Dead
-			}
-			if dead == 0 {
-				fmt.Fprintln(e.stdout, "purged 0 job(s)")
-				return nil
-			}
-			if !e.confirm(fmt.Sprintf("purge %d dead job(s) of route(s) %s for good?", dead, strings.Join(routes, ", "))) {
-				fmt.Fprintln(e.stdout, "nothing purged")
-				return nil
-			}
-		}
-		total := 0
-		for _, r := range routes {
-			n, err := c.q.Purge(e.ctx, r, time.Now().Add(100*365*24*time.Hour))
-			total += n
-			if err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(e.stdout, "purged %d job(s)\n", total)
-		return nil
 	}
-	return usageError{fmt.Errorf("unknown dlq subcommand %q: want list, replay or purge", sub)}
+	if *older < 0 {
+		return usageError{fmt.Errorf("--older-than %s: want a duration >= 0", *older)}
+	}
+	if !*yes && e.terminal {
+		routes, err := in.Routes(e.ctx)
+		if err != nil {
+			return err
+		}
+		var dead int64
+		var names []string
+		for _, r := range routes {
+			if *route == "" || r.Route == *route {
+				dead += r.Dead
+				names = append(names, r.Route)
+			}
+		}
+		if dead == 0 {
+			fmt.Fprintln(e.stdout, "purged 0 job(s)")
+			return nil
+		}
+		what := fmt.Sprintf("%d dead job(s) of route(s) %s", dead, strings.Join(names, ", "))
+		if *task != "" || *older > 0 {
+			what = fmt.Sprintf("the dead jobs%s%s among the %s", map[bool]string{true: " of task " + *task}[*task != ""],
+				map[bool]string{true: " that died over " + older.String() + " ago"}[*older > 0], what)
+		}
+		if !e.confirm("purge " + what + " for good?") {
+			fmt.Fprintln(e.stdout, "nothing purged")
+			return nil
+		}
+	}
+	n, err := in.PurgeDead(e.ctx, *route, *task, *older)
+	if err != nil {
+		return badQuery(err)
+	}
+	fmt.Fprintf(e.stdout, "purged %d job(s)\n", n)
+	return nil
 }
 
 func cmdCron(e *env, args []string) error {

@@ -166,13 +166,17 @@ func TestCLI_DLQListReplayPurge(t *testing.T) {
 	if !strings.Contains(out, "send_email") || !strings.Contains(out, "invalid recipient") {
 		t.Fatalf("dlq list:\n%s", out)
 	}
-	var dead []map[string]any
-	if err := json.Unmarshal([]byte(a.ok("dlq", "list", "--json")), &dead); err != nil || len(dead) != 1 {
-		t.Fatalf("dlq list --json = %v, %v", dead, err)
+	var page struct {
+		Jobs []map[string]any
+		Next string
 	}
+	if err := json.Unmarshal([]byte(a.ok("dlq", "list", "--json")), &page); err != nil || len(page.Jobs) != 1 || page.Next != "" {
+		t.Fatalf("dlq list --json = %+v, %v; want one job and no next page", page, err)
+	}
+	dead := page.Jobs
 	id, _ := dead[0]["id"].(string)
-	if id == "" || dead[0]["task"] != "send_email" || dead[0]["died_at"] == nil {
-		t.Fatalf("dlq list --json entry %v; want id, task and died_at", dead[0])
+	if id == "" || dead[0]["task"] != "send_email" || dead[0]["finished_at"] == nil || dead[0]["status"] != "failed" {
+		t.Fatalf("dlq list --json entry %v; want id, task, status failed and finished_at", dead[0])
 	}
 	if out := a.ok("dlq", "replay", id); !strings.Contains(out, "replayed "+id) {
 		t.Fatalf("dlq replay: %s", out)
@@ -504,5 +508,55 @@ func TestCLI_DLQPurgeOnATerminalAsksFirst(t *testing.T) {
 	id = kill()
 	if out := onTerminal("", "dlq", "purge", "--yes"); strings.Contains(out, "[y/N]") || !strings.Contains(out, "purged 1 job(s)") {
 		t.Fatalf("dlq purge --yes on a terminal:\n%s", out)
+	}
+}
+
+// The admin commands: jobs lists a route's jobs a page at a time, pause
+// stops workers taking a route and resume restarts them, job cancel and job
+// delete act on waiting jobs and refuse others naming their state.
+func TestCLI_JobsPauseResumeCancelDelete(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	if out := a.ok("pause", "default"); !strings.Contains(out, "paused default") {
+		t.Fatalf("pause: %s", out)
+	}
+	a.background("worker")
+	var ids []string
+	for _, body := range []string{"a", "b c", "d e f"} {
+		ids = append(ids, strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body": "`+body+`"}`)))
+	}
+	later := strings.TrimSpace(a.ok("enqueue", "count_words", `{"Body": "x"}`, "--delay", "1h"))
+	if out := a.ok("queues"); !strings.Contains(out, "PAUSED") {
+		t.Fatalf("queues of a paused route:\n%s", out)
+	}
+	out := a.ok("jobs", "--route", "default", "--limit", "2")
+	if !strings.Contains(out, ids[0]) || !strings.Contains(out, ids[1]) || strings.Contains(out, ids[2]) || !strings.Contains(out, "more: --cursor ") {
+		t.Fatalf("jobs --limit 2 on a paused route with 3 pending:\n%s", out)
+	}
+	cursor := strings.TrimSpace(out[strings.Index(out, "more: --cursor ")+len("more: --cursor "):])
+	if out := a.ok("jobs", "--route", "default", "--limit", "2", "--cursor", cursor); !strings.Contains(out, ids[2]) || strings.Contains(out, ids[0]) {
+		t.Fatalf("second page:\n%s", out)
+	}
+	if out := a.ok("jobs", "--state", "scheduled", "--json"); !strings.Contains(out, later) {
+		t.Fatalf("jobs --state scheduled --json:\n%s", out)
+	}
+	if code, _, errOut := a.run("jobs", "--state", "lost"); code != 2 || !strings.Contains(errOut, `state "lost"`) {
+		t.Fatalf("jobs --state lost = %d %q; want 2 naming the state", code, errOut)
+	}
+	if out := a.ok("job", "cancel", ids[0]); !strings.Contains(out, "canceled "+ids[0]) {
+		t.Fatalf("job cancel: %s", out)
+	}
+	if out := a.ok("job", "delete", later); !strings.Contains(out, "deleted "+later) {
+		t.Fatalf("job delete: %s", out)
+	}
+	if s := a.status(ids[0]); s != "canceled" {
+		t.Fatalf("canceled job is %s", s)
+	}
+	a.ok("resume", "default")
+	waitFor(t, 20*time.Second, "the resumed route's jobs to complete", func() bool {
+		return a.status(ids[1]) == "completed" && a.status(ids[2]) == "completed"
+	})
+	if code, _, errOut := a.run("job", "delete", ids[1]); code != 1 || !strings.Contains(errOut, "completed") {
+		t.Fatalf("job delete of a completed job = %d %q; want 1 naming its state", code, errOut)
 	}
 }

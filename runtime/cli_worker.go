@@ -73,10 +73,18 @@ func runWorker(e *env, cfg *Config) error {
 			}
 		}
 	}
-	if cfg.APIPort != 0 {
-		log.Warn("bananas: API_PORT is set but this build has no HTTP API yet; ignoring it", "port", cfg.APIPort)
-	}
 	log.Info("bananas: starting", "mode", cfg.Mode, "redis", redactURL(cfg.RedisURL), "namespace", cfg.Namespace)
+	if cfg.APIPort != 0 {
+		s, err := startAPI(cfg, w.Inspector(), log)
+		if err != nil {
+			return usageError{err}
+		}
+		defer func() {
+			if err := s.Shutdown(); err != nil {
+				log.Warn("bananas: HTTP API shutdown", "err", err)
+			}
+		}()
+	}
 	start := time.Now()
 	err = w.Run(e.ctx)
 	log.Info("bananas: exiting", "ran", time.Since(start).Round(time.Millisecond))

@@ -50,8 +50,13 @@ commands:
   scheduler                       run cron entries and the promoter, no jobs
   enqueue NAME JSON [--route R --priority P --delay D --wait]
                                   enqueue a task with JSON args
-  job ID                          show a job
-  queues                          queue depths per route and priority
+  api                             serve the HTTP API and /metrics (API_PORT, default 8080), no jobs
+  job ID | job cancel ID | job delete ID
+                                  show, cancel or delete a job
+  jobs [--route R --state S --task T --q TEXT]
+                                  list jobs, a page at a time
+  queues                          jobs per route in each place, paused, workers
+  pause ROUTE | resume ROUTE      stop or restart every worker taking a route
   dlq list | replay ID | replay --all | purge [--yes]
                                   the dead-letter queue
   cron list                       cron entries and their state
@@ -232,9 +237,10 @@ func init() {
 		"dlq":       cmdDLQ,
 		"cron":      cmdCron,
 		"workers":   cmdWorkers,
-		"api": func(*env, []string) error {
-			return errors.New("the HTTP API is not built yet (see docs/OPERATIONS.md); worker and scheduler run without it")
-		},
+		"api":       cmdAPI,
+		"jobs":      cmdJobs,
+		"pause":     cmdPause(true),
+		"resume":    cmdPause(false),
 	}
 }
 

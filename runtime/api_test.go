@@ -1,0 +1,300 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
+)
+
+// apiClient talks to an API server under test.
+type apiClient struct {
+	t     *testing.T
+	url   string
+	token string
+}
+
+func serveAPI(t *testing.T, in *runtime.Inspector, o runtime.APIOptions) *apiClient {
+	t.Helper()
+	srv := httptest.NewServer(runtime.APIHandler(in, o))
+	t.Cleanup(srv.Close)
+	return &apiClient{t: t, url: srv.URL, token: o.Token}
+}
+
+// do sends a request and returns the status and the body decoded as JSON
+// (nil when it is not JSON).
+func (a *apiClient) do(method, path string, body string) (int, any) {
+	a.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, a.url+path, rd)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		v = string(raw)
+	}
+	return resp.StatusCode, v
+}
+
+func (a *apiClient) want(status int, method, path, body string) map[string]any {
+	a.t.Helper()
+	got, v := a.do(method, path, body)
+	if got != status {
+		a.t.Fatalf("%s %s %s = %d %v; want %d", method, path, body, got, v, status)
+	}
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// A job submitted over HTTP with JSON args runs on a worker, and its
+// result and details read back as the JSON of their Go types.
+func TestAPI_SubmitThenReadTheJobAndItsResult(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		testtasks.Register(w)
+		startWorker(t, w)
+		a := serveAPI(t, w.Inspector(), runtime.APIOptions{})
+		id, _ := a.want(http.StatusCreated, "POST", "/api/v1/jobs", `{"name":"t_echo","args":{"Text":"hi","N":2},"priority":"high"}`)["id"].(string)
+		if id == "" {
+			t.Fatal("no id in the 201")
+		}
+		res := a.want(http.StatusOK, "GET", "/api/v1/jobs/"+id+"/result?wait=20s", "")
+		if r, _ := res["result"].(map[string]any); r["Text"] != "hi" || res["status"] != "completed" {
+			t.Fatalf("result = %v; want completed with {Text: hi}", res)
+		}
+		job := a.want(http.StatusOK, "GET", "/api/v1/jobs/"+id, "")
+		if args, _ := job["args"].(map[string]any); args["Text"] != "hi" || args["N"] != float64(2) || job["priority"] != "high" || job["task"] != "t_echo" {
+			t.Fatalf("job = %v", job)
+		}
+	})
+}
+
+// Every kind of bad input is a 4xx whose JSON names what is wrong, and
+// nothing is enqueued.
+func TestAPI_BadInputIs4xxNamingTheField(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		a := serveAPI(t, runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{})
+		big := `{"name":"t_echo","args":{"Text":"` + strings.Repeat("x", 2<<20) + `"}}`
+		for _, tc := range []struct {
+			method, path, body string
+			status             int
+			field, says        string
+		}{
+			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":{"Text":"x"},"prio":"high"}`, 400, "prio", "unknown field"},
+			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":{"text":"x"}}`, 400, "args", `"text"`},
+			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":{"N":"two"}}`, 400, "args", "N"},
+			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":null}`, 400, "args", "null"},
+			{"POST", "/api/v1/jobs", `{"name":"t_echo"}`, 400, "args", "no args"},
+			{"POST", "/api/v1/jobs", ``, 400, "", "empty body"},
+			{"POST", "/api/v1/jobs", `{"name":`, 400, "", "JSON"},
+			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":{}} {}`, 400, "", "more than one"},
+			{"POST", "/api/v1/jobs", `{"name":"nope","args":{}}`, 400, "name", "no task named"},
+			{"POST", "/api/v1/jobs", `{"args":{}}`, 400, "name", "name"},
+			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":{},"priority":"urgent"}`, 400, "priority", "high, normal or low"},
+			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":{},"delay":"soon"}`, 400, "delay", "duration"},
+			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":{},"route":"a b"}`, 400, "route", "route"},
+			{"POST", "/api/v1/jobs", big, 413, "", "limit"},
+			{"GET", "/api/v1/jobs?limit=0", "", 400, "limit", "1 to 500"},
+			{"GET", "/api/v1/jobs?state=lost", "", 400, "", "state"},
+			{"GET", "/api/v1/jobs?colour=red", "", 400, "colour", "unknown query parameter"},
+			{"GET", "/api/v1/jobs/nope", "", 404, "", "not found"},
+			{"GET", "/api/v1/jobs/nope/result?wait=forever", "", 400, "wait", "duration"},
+			{"GET", "/api/v1/stats?window=7d", "", 400, "window", "1h or 24h"},
+			{"DELETE", "/api/v1/dlq?older_than=old", "", 400, "older_than", "duration"},
+			{"POST", "/api/v1/routes/a%20b/pause", "", 400, "", "route"},
+			{"GET", "/api/v1/nothing", "", 404, "", "no route"},
+			{"PUT", "/api/v1/jobs", "", 405, "", "does not take PUT"},
+		} {
+			status, v := a.do(tc.method, tc.path, tc.body)
+			m, _ := v.(map[string]any)
+			msg, _ := m["error"].(string)
+			field, _ := m["field"].(string)
+			body := tc.body
+			if len(body) > 80 {
+				body = body[:80] + "…"
+			}
+			if status != tc.status || field != tc.field || !strings.Contains(msg, tc.says) {
+				t.Errorf("%s %s %s = %d %v; want %d, field %q, an error saying %q", tc.method, tc.path, body, status, v, tc.status, tc.field, tc.says)
+			}
+		}
+		if st, v := a.do("GET", "/api/v1/jobs?state=pending", ""); st != 200 || len(v.(map[string]any)["jobs"].([]any)) != 0 {
+			t.Fatalf("after bad submissions: %d %v; want no job", st, v)
+		}
+	})
+}
+
+// With a token every /api call needs it as a bearer token; the probes and
+// /metrics do not.
+func TestAPI_TokenIsRequiredOnEveryAPICall(t *testing.T) {
+	c := connect(t, "mem://")
+	in := runtime.NewInspector(c, testtasks.Register)
+	a := serveAPI(t, in, runtime.APIOptions{Token: "s3cret"})
+	a.want(http.StatusOK, "GET", "/api/v1/tasks", "")
+	for _, token := range []string{"", "s3cre", "s3cret2", "S3CRET"} {
+		a.token = token
+		for _, p := range []string{"/api/v1/tasks", "/api/v1/queues", "/api/v1/openapi.json"} {
+			if st, v := a.do("GET", p, ""); st != http.StatusUnauthorized {
+				t.Errorf("GET %s with token %q = %d %v; want 401", p, token, st, v)
+			}
+		}
+		if st, v := a.do("POST", "/api/v1/jobs", `{"name":"t_echo","args":{"Text":"x"}}`); st != http.StatusUnauthorized {
+			t.Errorf("POST /api/v1/jobs with token %q = %d %v; want 401", token, st, v)
+		}
+	}
+	a.token = ""
+	a.want(http.StatusOK, "GET", "/healthz", "")
+	a.want(http.StatusOK, "GET", "/livez", "")
+	if st, body := a.do("GET", "/metrics", ""); st != http.StatusOK || !strings.Contains(fmt.Sprint(body), "bananas_") {
+		t.Errorf("GET /metrics without a token = %d; want 200 and bananas_ metrics", st)
+	}
+}
+
+// Read-only mode serves reads and refuses every action with 403.
+func TestAPI_ReadOnlyRefusesActions(t *testing.T) {
+	c := connect(t, "mem://")
+	a := serveAPI(t, runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{ReadOnly: true})
+	a.want(http.StatusOK, "GET", "/api/v1/queues", "")
+	for _, r := range [][2]string{
+		{"POST", "/api/v1/jobs"}, {"POST", "/api/v1/jobs/x/cancel"}, {"DELETE", "/api/v1/jobs/x"},
+		{"POST", "/api/v1/routes/default/pause"}, {"POST", "/api/v1/routes/default/resume"},
+		{"POST", "/api/v1/dlq/x/replay"}, {"POST", "/api/v1/dlq/replay"}, {"DELETE", "/api/v1/dlq"},
+	} {
+		if st, v := a.do(r[0], r[1], `{"name":"t_echo","args":{"Text":"x"}}`); st != http.StatusForbidden {
+			t.Errorf("%s %s read-only = %d %v; want 403", r[0], r[1], st, v)
+		}
+	}
+}
+
+// /healthz answers 503 while Redis is unreachable, and /livez still 200.
+func TestAPI_HealthzFailsWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := connect(t, srv.URL())
+	a := serveAPI(t, runtime.NewInspector(c), runtime.APIOptions{})
+	a.want(http.StatusOK, "GET", "/healthz", "")
+	srv.Close()
+	if st, v := a.do("GET", "/healthz", ""); st != http.StatusServiceUnavailable {
+		t.Fatalf("/healthz with Redis down = %d %v; want 503", st, v)
+	}
+	a.want(http.StatusOK, "GET", "/livez", "")
+}
+
+// The actions of the admin layer over HTTP: list, pause (workers stop taking
+// the route), resume, cancel and delete waiting jobs, replay and purge dead
+// ones.
+func TestAPI_ActionsOnRoutesAndJobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		runtime.Handle(w, testtasks.Echo, func(_ context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+			return testtasks.Reply{Text: m.Text}, nil
+		})
+		runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
+			return runtime.None{}, fmt.Errorf("refused: %w", runtime.SkipRetry)
+		})
+		a := serveAPI(t, w.Inspector(), runtime.APIOptions{})
+		a.want(http.StatusOK, "POST", "/api/v1/routes/default/pause", "")
+		startWorker(t, w)
+		var ids []string
+		for i := 0; i < 3; i++ {
+			id, _ := a.want(http.StatusCreated, "POST", "/api/v1/jobs", fmt.Sprintf(`{"name":"t_echo","args":{"Text":"p%d"}}`, i))["id"].(string)
+			ids = append(ids, id)
+		}
+		later, _ := a.want(http.StatusCreated, "POST", "/api/v1/jobs", `{"name":"t_echo","args":{"Text":"later"},"delay":"1h"}`)["id"].(string)
+		queues := func() map[string]any {
+			st, v := a.do("GET", "/api/v1/queues", "")
+			for _, q := range v.([]any) {
+				if m := q.(map[string]any); st == 200 && m["route"] == "default" {
+					return m
+				}
+			}
+			t.Fatalf("no default route in %v", v)
+			return nil
+		}
+		if q := queues(); q["paused"] != true || q["pending"] != float64(3) || q["scheduled"] != float64(1) || q["oldest_pending_at"] == nil {
+			t.Fatalf("paused route = %v; want paused, 3 pending, 1 scheduled, an oldest pending", q)
+		}
+		page := a.want(http.StatusOK, "GET", "/api/v1/jobs?route=default&state=pending&limit=2", "")
+		if jobs := page["jobs"].([]any); len(jobs) != 2 || page["next"] == "" {
+			t.Fatalf("first page = %v; want 2 jobs and a next cursor", page)
+		}
+		a.want(http.StatusOK, "POST", "/api/v1/jobs/"+ids[0]+"/cancel", "")
+		a.want(http.StatusOK, "DELETE", "/api/v1/jobs/"+later, "")
+		if job := a.want(http.StatusOK, "GET", "/api/v1/jobs/"+ids[0], ""); job["status"] != "canceled" {
+			t.Fatalf("canceled job = %v", job)
+		}
+		a.want(http.StatusNotFound, "GET", "/api/v1/jobs/"+later, "")
+		a.want(http.StatusOK, "POST", "/api/v1/routes/default/resume", "")
+		for _, id := range ids[1:] {
+			if res := a.want(http.StatusOK, "GET", "/api/v1/jobs/"+id+"/result?wait=20s", ""); res["status"] != "completed" {
+				t.Fatalf("after resume job %s = %v", id, res)
+			}
+		}
+		dead, _ := a.want(http.StatusCreated, "POST", "/api/v1/jobs", `{"name":"t_note","args":{"Text":"doomed"}}`)["id"].(string)
+		if res := a.want(http.StatusOK, "GET", "/api/v1/jobs/"+dead+"/result?wait=20s", ""); res["status"] != "failed" {
+			t.Fatalf("dead job = %v", res)
+		}
+		if st, v := a.do("DELETE", "/api/v1/jobs/"+dead, ""); st != http.StatusConflict {
+			t.Fatalf("DELETE of a dead job = %d %v; want 409 naming its state", st, v)
+		}
+		dlq := a.want(http.StatusOK, "GET", "/api/v1/dlq?task=t_note&q=refused", "")
+		if jobs := dlq["jobs"].([]any); len(jobs) != 1 || jobs[0].(map[string]any)["id"] != dead {
+			t.Fatalf("dlq filtered by task and error text = %v", dlq)
+		}
+		if n := a.want(http.StatusOK, "DELETE", "/api/v1/dlq?task=t_echo", "")["purged"]; n != float64(0) {
+			t.Fatalf("purge of another task's dead jobs purged %v", n)
+		}
+		if n := a.want(http.StatusOK, "DELETE", "/api/v1/dlq?task=t_note", "")["purged"]; n != float64(1) {
+			t.Fatalf("purge of t_note's dead jobs purged %v, want 1", n)
+		}
+	})
+}
+
+// No submission, however hostile, panics the server or gets a 5xx.
+func FuzzAPI_SubmitNeverFailsTheServer(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"t_echo","args":{"Text":"x","N":1}}`, `{"name":"t_echo","args":{"text":"x"}}`, `{}`, `null`, `[]`,
+		`{"name":"t_echo","args":{"N":1e400}}`, `{"name":"t_echo","args":"\u0000"}`, `{"name":"t_echo","args":{"Text":"x"},"delay":"-1s"}`,
+		`{"name":"t_echo","args":{"Text":"x"},"route":"{}"}`, `{"name":"t_tick"}`, `{"name":"t_echo","args":[[[[[[[[[[]]]]]]]]]]}`,
+	} {
+		f.Add(seed)
+	}
+	c, err := runtime.Connect(context.Background(), "mem://", runtime.WithNamespace(redistest.Namespace(f)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = c.Close() })
+	h := runtime.APIHandler(runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{})
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/jobs", bytes.NewBufferString(body)))
+		if rec.Code >= 500 {
+			t.Fatalf("POST %q = %d %s", body, rec.Code, rec.Body)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+			t.Fatalf("POST %q answered %d with a body that is not JSON: %q", body, rec.Code, rec.Body)
+		}
+	})
+}

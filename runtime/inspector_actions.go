@@ -1,0 +1,257 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+)
+
+// JobQuery selects a page of jobs.
+type JobQuery struct {
+	// Route is the route to list; "" lists every route, one after the other.
+	Route string
+	// State is pending, scheduled, processing or failed (dead-lettered);
+	// "active" and "dead" are taken for the last two.
+	State Status
+	// Priority narrows pending jobs to one priority.
+	Priority Priority
+	// Task is a task name; "" is any.
+	Task string
+	// Text matches jobs whose id or last error holds it, case-insensitively.
+	Text string
+	// Cursor is the Next of the page before; "" is the first page.
+	Cursor string
+	// Limit is the most jobs a page holds (default 50, at most 500). A page
+	// may hold fewer and still have a Next: a filter that matches little
+	// reads a bounded number of jobs per page.
+	Limit int
+	// Newest lists the most recent first instead of the order the route
+	// runs (or killed) them.
+	Newest bool
+}
+
+// JobPage is one page of a listing.
+type JobPage struct {
+	Jobs []JobInfo // without Args and Result: read one job with Job for those
+	Next string    // the cursor of the next page; "" at the end
+}
+
+// queueState is the queue's word for a listing state.
+func queueState(s Status) (string, error) {
+	switch s {
+	case StatusPending, "":
+		return "pending", nil
+	case StatusScheduled:
+		return "scheduled", nil
+	case StatusProcessing, "active":
+		return "active", nil
+	case StatusFailed, "dead":
+		return "dead", nil
+	}
+	return "", fmt.Errorf("%w: state %q: use pending, scheduled, processing or failed", ErrBadQuery, s)
+}
+
+func statusOfState(state string) Status {
+	switch state {
+	case "scheduled":
+		return StatusScheduled
+	case "active":
+		return StatusProcessing
+	case "dead":
+		return StatusFailed
+	}
+	return StatusPending
+}
+
+// Jobs lists one page of jobs. Pages are cursor-based: a job that stays where
+// it is appears once across the pages however many jobs move meanwhile, and a
+// page costs the same at any depth.
+func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
+	state, err := queueState(jq.State)
+	if err != nil {
+		return JobPage{}, err
+	}
+	if jq.Priority != "" && !queue.ValidPriority(string(jq.Priority)) {
+		return JobPage{}, fmt.Errorf("%w: priority %q: use high, normal or low", ErrBadQuery, jq.Priority)
+	}
+	if jq.Limit == 0 {
+		jq.Limit = 50
+	}
+	if jq.Limit < 1 || jq.Limit > 500 {
+		return JobPage{}, fmt.Errorf("%w: limit %d: want 1 to 500", ErrBadQuery, jq.Limit)
+	}
+	routes, err := in.routesOr(ctx, jq.Route)
+	if err != nil {
+		return JobPage{}, err
+	}
+	sort.Strings(routes)
+	if jq.Newest {
+		sort.Sort(sort.Reverse(sort.StringSlice(routes)))
+	}
+	// Across routes the cursor is "route/inner": the route it stopped in and
+	// the queue's cursor within it.
+	start, inner := 0, jq.Cursor
+	if jq.Route == "" && jq.Cursor != "" {
+		r, c, ok := strings.Cut(jq.Cursor, "/")
+		i := sort.SearchStrings(routes, r)
+		if jq.Newest {
+			i = indexOf(routes, r)
+		}
+		if !ok || i < 0 || i >= len(routes) || routes[i] != r {
+			return JobPage{}, fmt.Errorf("%w: cursor %q is not one this listing gave", ErrBadQuery, jq.Cursor)
+		}
+		start, inner = i, c
+	}
+	page := JobPage{Jobs: []JobInfo{}}
+	for i := start; i < len(routes) && len(page.Jobs) < jq.Limit; i++ {
+		got, err := in.c.q.ListJobs(ctx, queue.ListQuery{
+			Route: routes[i], State: state, Priority: string(jq.Priority), Task: jq.Task, Text: jq.Text,
+			Cursor: inner, Limit: jq.Limit - len(page.Jobs), Newest: jq.Newest,
+		})
+		if errors.Is(err, queue.ErrBadQuery) {
+			return JobPage{}, fmt.Errorf("%w: %w", ErrBadQuery, err)
+		}
+		if err != nil {
+			return JobPage{}, err
+		}
+		inner = ""
+		for _, j := range got.Jobs {
+			page.Jobs = append(page.Jobs, JobInfo{
+				ID: j.ID, Name: j.Name, Route: j.Route, Priority: Priority(j.Priority), Status: statusOfState(j.State),
+				Description: j.Description, Attempts: j.Attempts, MaxRetries: j.MaxRetries, Error: j.Error,
+				CreatedAt: j.CreatedAt, ScheduledAt: j.RunAt, FinishedAt: j.DiedAt, LeaseDeadline: j.LeaseDeadline,
+			})
+		}
+		if got.Next != "" {
+			page.Next = got.Next
+			if jq.Route == "" {
+				page.Next = routes[i] + "/" + got.Next
+			}
+			break
+		}
+		if len(page.Jobs) >= jq.Limit && i+1 < len(routes) && jq.Route == "" {
+			page.Next = routes[i+1] + "/"
+		}
+	}
+	return page, nil
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// Delete removes a pending or scheduled job for good; a job in another
+// state is an error matching ErrWrongState that names it.
+func (in *Inspector) Delete(ctx context.Context, id string) error {
+	return adminError(id, in.c.q.Delete(ctx, id))
+}
+
+// Cancel cancels job id: a pending or scheduled job is removed and finishes
+// as canceled at once (StatusCanceled; Await returns an error matching
+// ErrJobCanceled); a running job has its context cancelled on the worker
+// that holds it, which finishes it as canceled, without a retry. The status
+// returned is StatusCanceled, or StatusProcessing while the worker has yet to
+// act. Any other state is an error matching ErrWrongState.
+func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
+	info, err := in.c.Job(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	rec := recordOf(id, info.Name, string(info.Priority), info.CreatedAt, info.MaxRetries,
+		queue.Envelope{Args: info.Args, Timeout: info.Timeout.Milliseconds(), Description: info.Description})
+	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt = "canceled", true, info.Attempts, in.c.q.Now().UnixMilli()
+	encoded, err := results.Encode(rec)
+	if err != nil {
+		return "", err
+	}
+	out, err := in.c.q.Cancel(ctx, id, encoded, DefaultFailureTTL)
+	if err != nil {
+		return "", adminError(id, err)
+	}
+	if out == queue.CancelRequested {
+		return StatusProcessing, nil
+	}
+	return StatusCanceled, nil
+}
+
+// Pause stops every worker, in every process, from taking jobs of route
+// within about a second; enqueues go on. Resume undoes it at once.
+func (in *Inspector) Pause(ctx context.Context, route string) error {
+	if err := queue.CheckRoute(route); err != nil {
+		return fmt.Errorf("%w: route: %w", ErrBadQuery, err)
+	}
+	return in.c.q.Pause(ctx, route)
+}
+
+// Resume lets workers take jobs of route again, at once.
+func (in *Inspector) Resume(ctx context.Context, route string) error {
+	if err := queue.CheckRoute(route); err != nil {
+		return fmt.Errorf("%w: route: %w", ErrBadQuery, err)
+	}
+	return in.c.q.Resume(ctx, route)
+}
+
+// ReplayDead replays the dead jobs of route ("" every route) of task (""
+// every task), and says how many.
+func (in *Inspector) ReplayDead(ctx context.Context, route, task string) (int, error) {
+	routes, err := in.routesOr(ctx, route)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, r := range routes {
+		n, err := in.c.q.ReplayDead(ctx, r, task)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// PurgeDead deletes for good the dead jobs of route ("" every route) of task
+// ("" every task) that died more than olderThan ago (0: all), and says how
+// many.
+func (in *Inspector) PurgeDead(ctx context.Context, route, task string, olderThan time.Duration) (int, error) {
+	routes, err := in.routesOr(ctx, route)
+	if err != nil {
+		return 0, err
+	}
+	cutoff := in.c.q.Now().Add(-olderThan)
+	if olderThan == 0 {
+		cutoff = in.c.q.Now().Add(time.Hour) // every one, even one dying now on a clock a little ahead
+	}
+	total := 0
+	for _, r := range routes {
+		n, err := in.c.q.PurgeDead(ctx, r, task, cutoff)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// adminError turns the queue's refusals into the runtime's errors.
+func adminError(id string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, queue.ErrNotFound):
+		return fmt.Errorf("%w: %s", ErrJobNotFound, id)
+	case errors.Is(err, queue.ErrWrongState):
+		return fmt.Errorf("%w: %w", ErrWrongState, err)
+	}
+	return err
+}
