@@ -194,7 +194,10 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			info.CreatedAt, info.StartedAt, info.FinishedAt = fromMS(rec.CreatedAt), fromMS(rec.StartedAt), fromMS(rec.FinishedAt)
 			info.Args, info.MaxRetries, info.Description = rec.Args, rec.MaxRetries, rec.Description
 			info.Timeout = time.Duration(rec.Timeout) * time.Millisecond
-			if !rec.OK {
+			switch {
+			case rec.Canceled:
+				info.Status = StatusCanceled
+			case !rec.OK:
 				info.Status = StatusFailed
 			}
 		}
