@@ -72,9 +72,11 @@ func (c *Client) QueueDepthMetrics(on bool) {
 
 // observeWait records how long r's job waited for its first run, from its
 // enqueue (a delay included) to the fetch. A retry's wait is its backoff,
-// which the histogram would mistake for a backlog, so only first runs count.
+// which the histogram would mistake for a backlog, so only first runs count;
+// so does a job whose creation time could not be read (garbage), which
+// would otherwise be a wait of decades.
 func observeWait(r *run) {
-	if r.d.Attempts == 0 {
+	if r.d.Attempts == 0 && !r.d.CreatedAt.IsZero() {
 		r.m.Waited(r.d.StartedAt().Sub(r.d.CreatedAt))
 	}
 }

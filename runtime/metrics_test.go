@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
@@ -508,4 +509,36 @@ func TestMiddleware_NilIsRefusedByRun(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "WorkerOptions.Middleware[0] is nil") {
 		t.Fatalf("Run = %v; want the nil middleware named", err)
 	}
+}
+
+// A job whose stored form cannot be read is dead-lettered and counted, but
+// adds no wait: its creation time is unknown, and a wait from the zero time
+// would be decades in the histogram's sum.
+func TestMetrics_AnUnreadableJobAddsNoWait(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		k := c.Queue().Keys("default")
+		if err := c.Redis().HSet(ctx, k.Payloads(), "junk-id", "not a payload").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Redis().RPush(ctx, k.List(queue.Normal), "junk-id").Err(); err != nil {
+			t.Fatal(err)
+		}
+		startWorker(t, runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{})))
+		var s scraped
+		waitFor(t, 10*time.Second, "the unreadable job to be counted dead", func() bool {
+			s = scrapeMetrics(t, c)
+			for _, m := range s.fams["bananas_jobs_dead_total"].GetMetric() {
+				if m.GetCounter().GetValue() == 1 {
+					return true
+				}
+			}
+			return false
+		})
+		for _, m := range s.fams["bananas_job_wait_seconds"].GetMetric() {
+			if h := m.GetHistogram(); h.GetSampleCount() != 0 {
+				t.Errorf("wait observed for the unreadable job: %d samples, sum %vs", h.GetSampleCount(), h.GetSampleSum())
+			}
+		}
+	})
 }
