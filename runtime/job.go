@@ -70,9 +70,22 @@ type JobError struct {
 	Name     string
 	Message  string
 	Attempts int
+	// Canceled: the job did not fail, it was canceled (Inspector.Cancel,
+	// `job cancel`, the API); the error then matches ErrJobCanceled.
+	Canceled bool
 }
 
+// ErrJobCanceled is matched (errors.Is) by the *JobError of a job that was
+// canceled.
+var ErrJobCanceled = errors.New("bananas: job canceled")
+
+// Is makes a canceled job's error match ErrJobCanceled.
+func (e *JobError) Is(target error) bool { return target == ErrJobCanceled && e.Canceled }
+
 func (e *JobError) Error() string {
+	if e.Canceled {
+		return fmt.Sprintf("bananas: job %s (%s) was canceled: %s", e.ID, e.Name, e.Message)
+	}
 	return fmt.Sprintf("bananas: job %s (%s) failed after %d attempt(s): %s", e.ID, e.Name, e.Attempts, e.Message)
 }
 

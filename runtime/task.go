@@ -280,7 +280,7 @@ func decodeRecord[R any](name string, rec results.Record) (R, error) {
 		return out, wrongTask(rec.ID, rec.Name, name)
 	}
 	if !rec.OK {
-		return out, &JobError{ID: rec.ID, Name: name, Message: rec.Error, Attempts: rec.Attempts}
+		return out, &JobError{ID: rec.ID, Name: name, Message: rec.Error, Attempts: rec.Attempts, Canceled: rec.Canceled}
 	}
 	if len(rec.Value) > 0 {
 		if err := decode(rec.Value, &out); err != nil {

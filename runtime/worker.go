@@ -316,6 +316,13 @@ func (w *Worker) subscribe(ctx context.Context, promoterWake chan time.Time) ([]
 			return fail(err)
 		}
 		subs = append(subs, s)
+		// Cancel requests of running jobs: acted on at once here; the
+		// renewals find those this missed (CancelRequests).
+		s, err = w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(r).CancelChannel(), func(id []byte) { w.cancelJob(string(id)) })
+		if err != nil {
+			return fail(err)
+		}
+		subs = append(subs, s)
 	}
 	s, err := w.c.listener.SubscribeFunc(ctx, queue.ScheduleChannel(w.c.q.Namespace()), func(b []byte) {
 		scheduler.OfferWake(promoterWake, parseMillis(b))

@@ -32,6 +32,9 @@ type run struct {
 var (
 	errLeaseLost = errors.New("bananas: lease lost")
 	errHandedBck = errors.New("bananas: handed back at shutdown")
+	// errCanceled: an operator canceled the job (Inspector.Cancel); the
+	// worker records it as canceled at once, without a retry.
+	errCanceled = errors.New("bananas: job canceled")
 )
 
 // lateHandler is how long past its timeout a handler may return before the
@@ -231,8 +234,12 @@ func (w *Worker) execute(r *run) (pending bool) {
 	w.freeSlot(r)
 	r.m.Ran(time.Since(began))
 	if !r.settled.CompareAndSwap(false, true) {
-		// Timed out, already recorded. Go cannot stop a goroutine: a
-		// handler that ignores its context keeps its slot until it returns.
+		// Timed out or canceled, already recorded. Go cannot stop a
+		// goroutine: a handler that ignores its context keeps its slot
+		// until it returns.
+		if r.canceled() == errCanceled {
+			return false
+		}
 		if late := time.Since(r.ctx.deadline); late >= lateHandler {
 			w.c.metrics.Overran(d.Name)
 			log.Warn("bananas: handler returned long after its timeout, holding its slot meanwhile; handlers must return when their context ends",
@@ -246,6 +253,11 @@ func (w *Worker) execute(r *run) (pending bool) {
 		return false
 	}
 	if cause := r.canceled(); cause != nil {
+		if cause == errCanceled {
+			// Canceled as it returned: canceled it is, as the operator saw.
+			w.finishCanceled(r)
+			return false
+		}
 		log.Info("bananas: job result dropped", "why", cause)
 		return false
 	}
@@ -275,6 +287,56 @@ func runHandler(ctx context.Context, h *handler, args []byte, mw Middleware, job
 		}
 	}()
 	return callHandler(ctx, h, args, mw, job)
+}
+
+// cancelJob cancels the runs of job id on this worker, if any: their
+// context ends with errCanceled as its cause, and the job is recorded as
+// canceled at once (finishCanceled), whether or not the handler honours its
+// context — as a timeout is.
+func (w *Worker) cancelJob(id string) {
+	w.mu.Lock()
+	var runs []*run
+	for r := range w.running {
+		if r.d.ID == id {
+			runs = append(runs, r)
+		}
+	}
+	w.mu.Unlock()
+	for _, r := range runs {
+		r.cancel(errCanceled)
+		if r.canceled() == errCanceled && r.settled.CompareAndSwap(false, true) {
+			go w.finishCanceled(r)
+		}
+	}
+}
+
+// finishCanceled records r's job as canceled: its record stored and
+// announced (Await returns an error matching ErrJobCanceled), its lease
+// released, no retry.
+func (w *Worker) finishCanceled(r *run) {
+	defer w.untrack(r)
+	d := r.d
+	log := jobLog{w.opts.Logger, d}
+	if !r.settling.CompareAndSwap(false, true) {
+		log.Info("bananas: job cancel dropped", "why", errHandedBck)
+		return
+	}
+	now := w.c.q.Now()
+	rec := recordOf(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
+	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt, rec.StartedAt = "canceled while running", true, d.Attempts, now.UnixMilli(), unixMS(d.StartedAt())
+	encoded, _ := results.Encode(rec)
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	ok, err := w.c.q.FinishCanceled(ctx, d, encoded, ttlOr(d.Envelope.FailureTTL, w.opts.FailureTTL))
+	switch {
+	case err != nil:
+		log.Warn("bananas: record of a canceled job failed; it runs again when its lease expires", "err", err)
+	case !ok:
+		log.Info("bananas: job cancel dropped", "why", "its lease was lost meanwhile")
+	default:
+		r.m.Canceled()
+		log.Info("bananas: job canceled while running")
+	}
 }
 
 // recordOf starts the record a finished job leaves: what the job was, as

@@ -62,6 +62,7 @@ func (w *Worker) renewLoop(ctx context.Context) {
 				w.opts.Logger.Warn("bananas: renew leases", "route", route, "err", err)
 				continue
 			}
+			w.cancelRequested(ctx, route, runs)
 			for _, d := range lost {
 				for _, r := range runs {
 					if r.d == d && !r.settling.Load() {
@@ -72,6 +73,23 @@ func (w *Worker) renewLoop(ctx context.Context) {
 				}
 			}
 		}
+	}
+}
+
+// cancelRequested cancels the runs of route whose cancellation was asked for
+// while this worker missed the message (a reconnect of its subscription).
+func (w *Worker) cancelRequested(ctx context.Context, route string, runs []*run) {
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.d.ID
+	}
+	asked, err := w.c.q.CancelRequests(ctx, route, ids)
+	if err != nil {
+		w.opts.Logger.Warn("bananas: read cancel requests", "route", route, "err", err)
+		return
+	}
+	for _, id := range asked {
+		w.cancelJob(id)
 	}
 }
 
