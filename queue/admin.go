@@ -116,11 +116,12 @@ func (q *Queue) remove(ctx context.Context, id, mode string, record []byte, ttl 
 		return 0, fmt.Errorf("%s job %s: %w", mode, id, err)
 	}
 	k := q.Keys(route)
+	now := q.Now()
 	keys := []string{k.Job(id), k.Payloads(), k.List(High), k.List(Normal), k.List(Low), k.Scheduled(),
-		k.Leases(), k.Dead(), k.Result(id), k.Stats(), k.Cancels()}
-	args := []any{id, mode, "", 0, "", ""}
+		k.Leases(), k.Dead(), k.Result(id), k.Stats(), k.Cancels(), k.History(HourOf(now))}
+	args := []any{id, mode, "", 0, "", "", ms(now)}
 	if mode == "cancel" {
-		args = []any{id, mode, record, max(1, durMS(ttl)), ResultChannel(q.ns, id), k.CancelChannel()}
+		args = []any{id, mode, record, max(1, durMS(ttl)), ResultChannel(q.ns, id), k.CancelChannel(), ms(now)}
 	}
 	// Retry-safe: a second run finds the job gone (a cancel finds its own
 	// record) or the cancel request already made.
@@ -161,9 +162,10 @@ var stateWords = map[string]string{
 // "canceled". It reports false when the lease was lost (nothing changed).
 func (q *Queue) FinishCanceled(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration) (bool, error) {
 	k := q.Keys(d.Route)
-	keys := []string{k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.Result(d.ID), k.Job(d.ID), k.Cancels()}
+	now := q.Now()
+	keys := []string{k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.Result(d.ID), k.Job(d.ID), k.Cancels(), k.History(HourOf(now))}
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
-	n, err := q.s.canceled.Run(ctx, q.rdb, keys, d.ID, d.Token, record, max(1, durMS(ttl)), ResultChannel(q.ns, d.ID)).Int()
+	n, err := q.s.canceled.Run(ctx, q.rdb, keys, d.ID, d.Token, record, max(1, durMS(ttl)), ResultChannel(q.ns, d.ID), ms(now)).Int()
 	if err != nil {
 		return false, fmt.Errorf("finish canceled job %s: %w", d.ID, err)
 	}

@@ -112,8 +112,8 @@ func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs [
 			break
 		}
 	}
-	keys := make([]string, 0, 5+3*len(jobs))
-	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt)
+	keys := make([]string, 0, 6+3*len(jobs))
+	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt, k.History(HourOf(now)))
 	args := make([]any, 0, 6+7*len(jobs))
 	args = append(args, ms(now), priority, k.WakeChannel(), ScheduleChannel(q.ns), len(jobs), rttl)
 	for _, j := range jobs { // checked by Enqueue or EnqueueOne (checkNewJob)

@@ -49,8 +49,8 @@ func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs [
 	if len(jobs) <= 2 {
 		eager = 1
 	}
-	args := make([]any, 0, 2+2*len(jobs))
-	args = append(args, k.WakeChannel(), eager)
+	args := make([]any, 0, 3+2*len(jobs))
+	args = append(args, k.WakeChannel(), eager, created)
 	for i := range jobs {
 		j := &jobs[i]
 		p := j.payload
@@ -61,7 +61,7 @@ func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs [
 	}
 	last := jobs[len(jobs)-1].ID
 	// Retry-safe: a second run of this call writes nothing (see push.lua).
-	if err := q.s.push.Run(ctx, q.rdb, []string{k.List(priority), k.Stats(), k.Payloads(), k.Job(last), k.Result(last)}, args...).Err(); err != nil {
+	if err := q.s.push.Run(ctx, q.rdb, []string{k.List(priority), k.Stats(), k.Payloads(), k.Job(last), k.Result(last), k.History(HourOf(now))}, args...).Err(); err != nil {
 		return nil, fmt.Errorf("enqueue to route %s: %w", route, err)
 	}
 	return make([]string, len(jobs)), nil

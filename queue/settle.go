@@ -23,7 +23,7 @@ const (
 // Concurrent acks of one route are coalesced into one script call, which goes
 // out on its own or with the route's next fetch, whichever comes first.
 func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration, now time.Time) (bool, error) {
-	ok, err := q.acks.do(ctx, d.Route, ackReq{d: d, record: record, ttl: ttl})
+	ok, err := q.acks.do(ctx, d.Route, ackReq{d: d, record: record, ttl: ttl, finished: q.Now()})
 	if err != nil {
 		return false, fmt.Errorf("ack job %s: %w", d.ID, err)
 	}
@@ -36,13 +36,14 @@ func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Du
 // flushing the acks, or a fetch they rode on. done must not block. A worker
 // that does not wait for its acks has no goroutine to park and wake per job.
 func (q *Queue) AckAsync(d *Dispatch, record []byte, ttl time.Duration, done func(ok bool, err error)) {
-	q.acks.doAsync(d.Route, ackReq{d: d, record: record, ttl: ttl}, done)
+	q.acks.doAsync(d.Route, ackReq{d: d, record: record, ttl: ttl, finished: q.Now()}, done)
 }
 
 type ackReq struct {
-	d      *Dispatch
-	record []byte
-	ttl    time.Duration
+	d        *Dispatch
+	record   []byte
+	ttl      time.Duration
+	finished time.Time // when the handler returned, for the run-time history
 }
 
 // ackMany runs ack.lua for a batch of one route.
@@ -59,8 +60,9 @@ func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]boo
 // ackCall is the keys and arguments of ack.lua for a batch of one route.
 func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any) {
 	k := q.Keys(route)
-	keys = make([]string, 0, 5+2*len(reqs))
-	keys = append(keys, k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups())
+	now := q.Now()
+	keys = make([]string, 0, 6+2*len(reqs))
+	keys = append(keys, k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.History(HourOf(now)))
 	for _, r := range reqs {
 		keys = append(keys, k.Result(r.d.ID))
 	}
@@ -68,8 +70,8 @@ func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any)
 	if q.cluster {
 		onlyHeard = 0 // a subscriber may be on another node
 	}
-	args = make([]any, 0, 2+5*len(reqs))
-	args = append(args, resultChannelPrefix(q.ns), onlyHeard)
+	args = make([]any, 0, 3+7*len(reqs))
+	args = append(args, resultChannelPrefix(q.ns), onlyHeard, ms(now))
 	// Acks of one fetch share its token, and most share a TTL: each is boxed
 	// once per call rather than once per job.
 	var tok, ttl any
@@ -87,7 +89,13 @@ func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any)
 		if ms := max(1, durMS(r.ttl)); ttl == nil || ms != lastTTL {
 			ttl, lastTTL = ms, ms
 		}
-		args = append(args, r.d.ID, tok, r.record, ttl, jk)
+		// The history's time buckets: the wait of a first run (a retry's
+		// wait is its backoff, not a backlog), and the run time.
+		started, wait := r.d.StartedAt(), -1
+		if r.d.Attempts == 0 && !r.d.CreatedAt.IsZero() {
+			wait = HistoryBucket(started.Sub(r.d.CreatedAt))
+		}
+		args = append(args, r.d.ID, tok, r.record, ttl, jk, wait, HistoryBucket(r.finished.Sub(started)))
 	}
 	return keys, args
 }
@@ -116,7 +124,7 @@ type Failure struct {
 // dead-letter with f.Record stored and published.
 func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Outcome, error) {
 	k := q.Keys(d.Route)
-	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups()}
+	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups(), k.History(HourOf(now))}
 	final := 0
 	switch {
 	case f.Final:

@@ -268,6 +268,18 @@ func TestAPI_ActionsOnRoutesAndJobs(t *testing.T) {
 		if n := a.want(http.StatusOK, "DELETE", "/api/v1/dlq?task=t_note", "")["purged"]; n != float64(1) {
 			t.Fatalf("purge of t_note's dead jobs purged %v, want 1", n)
 		}
+		// The per-minute history saw all of it.
+		sum := map[string]float64{}
+		for _, p := range a.want(http.StatusOK, "GET", "/api/v1/stats?window=1h", "")["points"].([]any) {
+			for k, v := range p.(map[string]any) {
+				if n, ok := v.(float64); ok {
+					sum[k] += n
+				}
+			}
+		}
+		if sum["enqueued"] != 5 || sum["processed"] != 2 || sum["canceled"] != 1 || sum["dead"] != 1 || sum["run_p50_ms"] == 0 {
+			t.Fatalf("stats over the hour = %v; want 5 enqueued, 2 processed, 1 canceled, 1 dead and run times", sum)
+		}
 	})
 }
 

@@ -47,6 +47,16 @@ local function bn_count(stats, field, n)
   end
 end
 
+-- bn_history adds n to what (a queue.History* name, or a time bucket w<i>
+-- or t<i>) for the minute of now (unix ms) in history, the route's hash of
+-- that hour (Keys.History, which the caller picks from the same now), kept
+-- 25 hours. Like bn_count it never raises: the history is for charts.
+local function bn_history(history, now, what, n)
+  if n == 0 then return end
+  bn_count(history, (math.floor(now / 60000) % 60) .. ':' .. what, n)
+  redis.call('PEXPIRE', history, 90000000)
+end
+
 local bn_prios = { high = 1, normal = 2, low = 3 }
 
 local function bn_prio(v, what)
@@ -70,13 +80,15 @@ end
 -- before this one) and max (max retries) are the job's a and m, read and
 -- checked by the caller before its first write. A retry is announced on the
 -- schedule channel so a sleeping promoter wakes for it. Returns 1 (retry) or 2 (dead).
-local function bn_settle(job, scheduled, dead, result, stats, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel, prior, max)
+local function bn_settle(job, scheduled, dead, result, stats, history, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel, prior, max)
   local attempts = prior + 1
   bn_count(stats, 'failed', 1)
+  bn_history(history, now, 'f', 1)
   if force_dead == 0 and attempts <= max then
     redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'q')
     redis.call('ZADD', scheduled, retry_at, id)
     bn_count(stats, 'retried', 1)
+    bn_history(history, now, 'r', 1)
     redis.call('PUBLISH', sched_channel, tostring(retry_at))
     return 1
   end
@@ -84,6 +96,7 @@ local function bn_settle(job, scheduled, dead, result, stats, id, now, msg, retr
   redis.call('ZADD', dead, now, id)
   redis.call('SET', result, record, 'PX', ttl)
   bn_count(stats, 'dead', 1)
+  bn_history(history, now, 'd', 1)
   redis.call('PUBLISH', channel, record)
   return 2
 end

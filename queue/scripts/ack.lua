@@ -11,34 +11,40 @@
 -- KEYS[3]  HASH  route:{r}:stats
 -- KEYS[4]  HASH  route:{r}:payloads
 -- KEYS[5]  HASH  route:{r}:groups
--- KEYS[5+i]  STRING  route:{r}:result:<id_i>, i = 1..n
--- KEYS[6+n..]  HASH  route:{r}:job:<id> of the jobs dispatched with a hash of their own
+-- KEYS[6]  HASH  route:{r}:history:<hour of now>
+-- KEYS[6+i]  STRING  route:{r}:result:<id_i>, i = 1..n
+-- KEYS[7+n..]  HASH  route:{r}:job:<id> of the jobs dispatched with a hash of their own
 -- ARGV[1]  result channel prefix (a job's channel is prefix .. id .. "}")
 -- ARGV[2]  1: announce only on channels with a subscriber (standalone Redis,
 --          where PUBSUB NUMSUB sees every subscriber); 0: always (Redis Cluster)
--- ARGV[3+5(i-1) .. 7+5(i-1)] per job i: id, fencing token, result record (opaque
---          bytes, also the pub/sub payload), result ttl ms (> 0), and the index in
---          KEYS of its job hash, or 0 for a light job
+-- ARGV[3]  now (unix ms): the minute the history counts the acks in
+-- ARGV[4+7(i-1) .. 10+7(i-1)] per job i: id, fencing token, result record (opaque
+--          bytes, also the pub/sub payload), result ttl ms (> 0), the index in
+--          KEYS of its job hash or 0 for a light job, its wait's history bucket
+--          (-1: none, a retry) and its run time's
 -- Returns: an array with, per job, 1 completed or 0 stale token or job gone
 --          (nothing written). A second run of a call answers 0 for the jobs the
 --          first completed: it cannot tell them from jobs whose lease was lost.
 local prefix = bn_str(ARGV[1], 'channel prefix')
 local only_heard = bn_num(ARGV[2], 'announce flag') == 1
-local n = (#ARGV - 2) / 5
+local now = bn_num(ARGV[3], 'now')
+local n = (#ARGV - 3) / 7
 if n < 1 or n ~= math.floor(n) then
-  error('bananas: ack needs a channel prefix, an announce flag and five args per job')
+  error('bananas: ack needs a channel prefix, an announce flag, now and seven args per job')
 end
 local ids, channels = {}, {}
 for i = 1, n do
-  local a = 3 + 5 * (i - 1)
+  local a = 4 + 7 * (i - 1)
   ids[i] = bn_str(ARGV[a], 'job id')
   bn_str(ARGV[a + 1], 'token')
   if bn_num(ARGV[a + 3], 'result ttl') <= 0 then error('bananas: result ttl must be > 0') end
   local jk = bn_num(ARGV[a + 4], 'job key index')
-  if jk ~= 0 and (jk <= 5 + n or jk > #KEYS) then error('bananas: job key index out of range') end
+  if jk ~= 0 and (jk <= 6 + n or jk > #KEYS) then error('bananas: job key index out of range') end
+  local w, t = bn_num(ARGV[a + 5], 'wait bucket'), bn_num(ARGV[a + 6], 'run bucket')
+  if w < -1 or w > 27 or t < 0 or t > 27 then error('bananas: history bucket out of range') end
   channels[i] = prefix .. ids[i] .. '}'
 end
-if #KEYS < 5 + n then error('bananas: ack needs a result key per job') end
+if #KEYS < 6 + n then error('bananas: ack needs a result key per job') end
 bn_need_type(KEYS[1], 'zset', 'active set')
 bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[4], 'hash', 'payloads hash')
@@ -58,9 +64,9 @@ for first = 1, n, 200 do
   end
 end
 
-local out, done, light, heavy, released = {}, {}, {}, {}, {}
+local out, done, light, heavy, released, buckets = {}, {}, {}, {}, {}, {}
 for i = 1, n do
-  local a = 3 + 5 * (i - 1)
+  local a = 4 + 7 * (i - 1)
   local jk = tonumber(ARGV[a + 4])
   out[i] = 0
   if tokens[i] == ARGV[a + 1] then
@@ -73,7 +79,9 @@ for i = 1, n do
       ok = false
     end
     if ok then
-      redis.call('SET', KEYS[5 + i], ARGV[a + 2], 'PX', ARGV[a + 3])
+      redis.call('SET', KEYS[6 + i], ARGV[a + 2], 'PX', ARGV[a + 3])
+      if ARGV[a + 5] ~= '-1' then buckets['w' .. ARGV[a + 5]] = (buckets['w' .. ARGV[a + 5]] or 0) + 1 end
+      buckets['t' .. ARGV[a + 6]] = (buckets['t' .. ARGV[a + 6]] or 0) + 1
       released[tokens[i]] = (released[tokens[i]] or 0) + 1
       if not only_heard or heard[i] then redis.call('PUBLISH', channels[i], ARGV[a + 2]) end
       done[#done + 1] = ids[i]
@@ -85,6 +93,8 @@ if #done > 0 then
   bn_sliced('HDEL', KEYS[2], done)
   for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end
   bn_count(KEYS[3], 'processed', #done)
+  bn_history(KEYS[6], now, 'p', #done)
+  for what, count in pairs(buckets) do bn_history(KEYS[6], now, what, count) end
 end
 if #light > 0 then bn_sliced('HDEL', KEYS[4], light) end
 for first = 1, #heavy, 200 do

@@ -15,16 +15,19 @@
 -- KEYS[6]  STRING  route:{r}:result:<id>
 -- KEYS[7]  HASH    route:{r}:job:<id>
 -- KEYS[8]  SET     route:{r}:cancels
+-- KEYS[9]  HASH    route:{r}:history:<hour of now>
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  result record (opaque bytes, also the pub/sub payload)
 -- ARGV[4]  result ttl ms (> 0)
 -- ARGV[5]  result channel
+-- ARGV[6]  now (unix ms): the minute the history counts the cancel in
 -- Returns: 1 finished as canceled, 0 stale token (nothing written).
 local id = bn_str(ARGV[1], 'job id')
 local token = bn_str(ARGV[2], 'token')
 if bn_num(ARGV[4], 'result ttl') <= 0 then error('bananas: result ttl must be > 0') end
 bn_str(ARGV[5], 'result channel')
+local now = bn_num(ARGV[6], 'now')
 bn_need_type(KEYS[1], 'zset', 'active set')
 bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[4], 'hash', 'payloads hash')
@@ -40,4 +43,5 @@ redis.call('HDEL', KEYS[4], id)
 redis.call('DEL', KEYS[7])
 redis.call('SREM', KEYS[8], id)
 bn_count(KEYS[3], 'canceled', 1)
+bn_history(KEYS[9], now, 'c', 1)
 return 1

@@ -17,9 +17,10 @@
 -- KEYS[3]  HASH    route:{r}:stats              counters
 -- KEYS[4]  HASH    route:{r}:payloads           id -> payload of light jobs
 -- KEYS[5]  STRING  route:{r}:receipt:<call>     this call's reply, or the stats key again when it keeps none
--- KEYS[6+3i]  HASH    route:{r}:job:<id_i>      the job (i = 0..n-1)
--- KEYS[7+3i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
--- KEYS[8+3i]  STRING  route:{r}:result:<id_i>   its result record (a finished job still holds its id)
+-- KEYS[6]     HASH    route:{r}:history:<hour of now>
+-- KEYS[7+3i]  HASH    route:{r}:job:<id_i>      the job (i = 0..n-1)
+-- KEYS[8+3i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
+-- KEYS[9+3i]  STRING  route:{r}:result:<id_i>   its result record (a finished job still holds its id)
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  priority: high|normal|low
 -- ARGV[3]  wake channel (published when the list was empty)
@@ -34,8 +35,8 @@ local prio = ARGV[2]
 bn_prio(prio, 'priority')
 local n = bn_num(ARGV[5], 'job count')
 local receipt_ttl = bn_num(ARGV[6], 'receipt ttl')
-if #KEYS ~= 5 + 3 * n or #ARGV ~= 6 + 7 * n then
-  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (5 + 3 * n) .. ' keys and ' .. (6 + 7 * n) .. ' args')
+if #KEYS ~= 6 + 3 * n or #ARGV ~= 6 + 7 * n then
+  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (6 + 3 * n) .. ' keys and ' .. (6 + 7 * n) .. ' args')
 end
 bn_need_type(KEYS[1], 'list', 'ready list')
 bn_need_type(KEYS[2], 'zset', 'scheduled set')
@@ -58,9 +59,9 @@ for i = 0, n - 1 do
   bn_num(ARGV[a + 4], 'run-at')
   local uttl = bn_num(ARGV[a + 5], 'unique ttl')
   local check = bn_num(ARGV[a + 6], 'id check flag') == 1
-  local job, ukey = KEYS[6 + 3 * i], KEYS[7 + 3 * i]
+  local job, ukey = KEYS[7 + 3 * i], KEYS[8 + 3 * i]
   local holder = ''
-  local exists = seen_id[id] or redis.call('EXISTS', job, KEYS[8 + 3 * i]) > 0 or redis.call('HEXISTS', KEYS[4], id) == 1
+  local exists = seen_id[id] or redis.call('EXISTS', job, KEYS[9 + 3 * i]) > 0 or redis.call('HEXISTS', KEYS[4], id) == 1
   if exists and not check then
     own[i] = true -- this call's own earlier write (see above)
   elseif exists then
@@ -84,9 +85,9 @@ for i = 0, n - 1 do
   if reply[i + 1] == '' and not own[i] then
     local a = 7 + 7 * i
     local id, run_at, uttl = ARGV[a], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
-    local ukey = KEYS[7 + 3 * i]
+    local ukey = KEYS[8 + 3 * i]
     if run_at > now then
-      bn_write_job(KEYS[6 + 3 * i], {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}, ARGV[a + 2])
+      bn_write_job(KEYS[7 + 3 * i], {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}, ARGV[a + 2])
       later[#later + 1] = run_at
       later[#later + 1] = id
       if earliest == nil or run_at < earliest then earliest = run_at end
@@ -106,7 +107,10 @@ if #ready > 0 then
   if was_empty then redis.call('PUBLISH', ARGV[3], '1') end
 end
 if #later > 0 then bn_sliced('ZADD', KEYS[2], later) end
-if written > 0 then bn_count(KEYS[3], 'enqueued', written) end
+if written > 0 then
+  bn_count(KEYS[3], 'enqueued', written)
+  bn_history(KEYS[6], now, 'e', written)
+end
 if earliest ~= nil then redis.call('PUBLISH', ARGV[4], tostring(earliest)) end
 if receipt_ttl > 0 then redis.call('SET', KEYS[5], cjson.encode(reply), 'PX', receipt_ttl) end
 return reply

@@ -19,6 +19,7 @@
 -- KEYS[7]  HASH    route:{r}:stats
 -- KEYS[8]  HASH    route:{r}:payloads  (a light job gets its hash here first)
 -- KEYS[9]  HASH    route:{r}:groups
+-- KEYS[10] HASH    route:{r}:history:<hour of now>
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  now (unix ms)
@@ -73,6 +74,8 @@ end
 redis.call('HSET', KEYS[1], 'st', started)
 if why then
   bn_count(KEYS[7], 'failed', 1)
+  bn_history(KEYS[10], now, 'f', 1)
+  bn_history(KEYS[10], now, 'd', 1)
   bn_bury(KEYS[1], KEYS[5], KEYS[7], id, now, 'dead-lettered without a retry: ' .. why .. '; the run failed with: ' .. ARGV[4])
   redis.call('SET', KEYS[6], ARGV[7], 'PX', ttl)
   redis.call('PUBLISH', ARGV[9], ARGV[7])
@@ -85,4 +88,4 @@ if final == 2 then
   redis.call('PUBLISH', ARGV[11], tostring(retry_at))
   return 5
 end
-return bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11], prior, max)
+return bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11], prior, max)

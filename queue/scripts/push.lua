@@ -15,19 +15,22 @@
 -- KEYS[3]  HASH    route:{r}:payloads
 -- KEYS[4]  HASH    route:{r}:job:<last id>
 -- KEYS[5]  STRING  route:{r}:result:<last id>
+-- KEYS[6]  HASH    route:{r}:history:<hour of now>
 -- ARGV[1]  wake channel
 -- ARGV[2]  1: publish a wake-up whatever the list held (low load: saves the
 --          caller a round trip); 0: only when the list was empty
--- ARGV[3..]  pairs id, payload ("name|priority|max retries|created ms|envelope")
+-- ARGV[3]  now (unix ms), the minute the history counts the jobs in
+-- ARGV[4..]  pairs id, payload ("name|priority|max retries|created ms|envelope")
 -- Returns: 1 written, 0 already written by an earlier run of this call.
 bn_str(ARGV[1], 'wake channel')
 local eager = bn_num(ARGV[2], 'eager flag') == 1
-local n = (#ARGV - 2) / 2
+local now = bn_num(ARGV[3], 'now')
+local n = (#ARGV - 3) / 2
 if n < 1 or n ~= math.floor(n) then error('bananas: push needs id, payload pairs') end
 local ids = {}
 for i = 1, n do
-  ids[i] = bn_str(ARGV[1 + 2 * i], 'job id')
-  bn_str(ARGV[2 + 2 * i], 'payload')
+  ids[i] = bn_str(ARGV[2 + 2 * i], 'job id')
+  bn_str(ARGV[3 + 2 * i], 'payload')
 end
 bn_need_type(KEYS[1], 'list', 'ready list')
 bn_need_type(KEYS[3], 'hash', 'payloads hash')
@@ -35,7 +38,7 @@ if redis.call('HEXISTS', KEYS[3], ids[n]) == 1 or redis.call('EXISTS', KEYS[4], 
   return 0
 end
 
-for first = 3, #ARGV, 400 do
+for first = 4, #ARGV, 400 do
   redis.call('HSET', KEYS[3], unpack(ARGV, first, math.min(first + 399, #ARGV)))
 end
 local len = 0
@@ -43,5 +46,6 @@ for first = 1, n, 200 do
   len = redis.call('RPUSH', KEYS[1], unpack(ids, first, math.min(first + 199, n)))
 end
 bn_count(KEYS[2], 'enqueued', n)
+bn_history(KEYS[6], now, 'e', n)
 if eager or len == n then redis.call('PUBLISH', ARGV[1], '1') end
 return 1

@@ -26,9 +26,10 @@
 -- KEYS[5]  HASH  route:{r}:stats
 -- KEYS[6]  HASH  route:{r}:payloads  (a light job gets its hash here first)
 -- KEYS[7]  HASH  route:{r}:groups    lease group token -> jobs still leased
--- KEYS[8+3i]   HASH    route:{r}:job:<id_i>
--- KEYS[9+3i]   STRING  route:{r}:result:<id_i>
--- KEYS[10+3i]  any     route:{r}:garbage:<id_i>  where a job key that is not a hash goes
+-- KEYS[8]  HASH  route:{r}:history:<hour of now>
+-- KEYS[9+3i]   HASH    route:{r}:job:<id_i>
+-- KEYS[10+3i]  STRING  route:{r}:result:<id_i>
+-- KEYS[11+3i]  any     route:{r}:garbage:<id_i>  where a job key that is not a hash goes
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  result channel prefix (the channel is prefix .. id .. "}")
 -- ARGV[3]  schedule channel
@@ -44,7 +45,7 @@ local now = bn_num(ARGV[1], 'now')
 local prefix = bn_str(ARGV[2], 'channel prefix')
 local sched = bn_str(ARGV[3], 'schedule channel')
 local e = bn_num(ARGV[4], 'empty group count')
-local n = (#KEYS - 7) / 3
+local n = (#KEYS - 8) / 3
 if n ~= math.floor(n) or #ARGV ~= 4 + e + 6 * n then error('bananas: reap needs 3 keys and 6 args per job') end
 for i = 0, n - 1 do
   local a = 5 + e + 6 * i
@@ -73,7 +74,7 @@ for i = 0, n - 1 do
   local a = 5 + e + 6 * i
   local id, token, read_a = ARGV[a], ARGV[a + 1], ARGV[a + 2]
   local retry_at, record, ttl = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
-  local job, result, garbage = KEYS[8 + 3 * i], KEYS[9 + 3 * i], KEYS[10 + 3 * i]
+  local job, result, garbage = KEYS[9 + 3 * i], KEYS[10 + 3 * i], KEYS[11 + 3 * i]
   local channel = prefix .. id .. '}'
   local reply = 0
   if redis.call('HGET', KEYS[2], id) == token and expired(token) then
@@ -91,7 +92,7 @@ for i = 0, n - 1 do
       local why = bn_set_aside(job, garbage, kind)
       if payload then
         local max = bn_materialize(job, KEYS[6], id, payload)
-        reply = {bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], id, now, lost, retry_at, 0, record, ttl, channel, sched, 0, max),
+        reply = {bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, 0, max),
           'job ' .. id .. ': ' .. why .. '; its payload was kept and it was recovered'}
       else
         bn_stub(job, now)
@@ -120,7 +121,7 @@ for i = 0, n - 1 do
       else
         local prior, max = tonumber(fields[1] or '0'), tonumber(fields[2])
         if payload then prior, max = 0, bn_materialize(job, KEYS[6], id, payload) end
-        reply = bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], id, now, lost, retry_at, 0, record, ttl, channel, sched, prior, max)
+        reply = bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, prior, max)
       end
     end
   end

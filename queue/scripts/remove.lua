@@ -33,12 +33,14 @@
 -- KEYS[9]   STRING  route:{r}:result:<id>
 -- KEYS[10]  HASH    route:{r}:stats
 -- KEYS[11]  SET     route:{r}:cancels
+-- KEYS[12]  HASH    route:{r}:history:<hour of now>
 -- ARGV[1]  id
 -- ARGV[2]  "delete" or "cancel"
 -- ARGV[3]  cancel: the result record (opaque bytes) to store and announce; delete: ""
 -- ARGV[4]  cancel: result ttl ms (> 0); delete: 0
 -- ARGV[5]  cancel: result channel; delete: ""
 -- ARGV[6]  cancel: the route's cancel channel; delete: ""
+-- ARGV[7]  now (unix ms): the minute the history counts a cancel in
 -- Returns: a pair {outcome, state}: {1, "pending" or "scheduled"} removed (a
 --          cancel's record stored and announced), {1, ""} a cancel already
 --          done by an earlier run of this call, {2, "processing"} a cancel
@@ -47,6 +49,7 @@
 --          "stranded" (a payload or hash in no list), "" no such job.
 local id = bn_str(ARGV[1], 'job id')
 local mode = ARGV[2]
+local now = bn_num(ARGV[7], 'now')
 if mode ~= 'delete' and mode ~= 'cancel' then error('bananas: mode must be delete or cancel, got ' .. tostring(mode)) end
 local cancel = mode == 'cancel'
 if cancel then
@@ -113,6 +116,7 @@ if cancel then
   redis.call('SET', KEYS[9], ARGV[3], 'PX', ARGV[4])
   redis.call('PUBLISH', ARGV[5], ARGV[3])
   bn_count(KEYS[10], 'canceled', 1)
+  bn_history(KEYS[12], now, 'c', 1)
 else
   bn_count(KEYS[10], 'deleted', 1)
 end
