@@ -27,6 +27,7 @@
 //	<ns>:route:{<r>}:garbage:<id>           any     a job key of the wrong type, set aside when its job is dead-lettered
 //	<ns>:route:{<r>}:paused                 STRING  exists while the route is paused (any type pauses): when it was paused (ms)
 //	<ns>:route:{<r>}:cancels                SET     ids of running jobs whose cancellation was asked for
+//	<ns>:route:{<r>}:history:<hour>         HASH    per-minute counts and time buckets of that hour, 25 h (history.go)
 //	<ns>:routes                             SET     every route ever used
 //
 // # Light jobs and job hashes

@@ -159,9 +159,6 @@ func (c *Client) Namespace() string { return c.q.Namespace() }
 // Redis returns the underlying go-redis client (for inspection and tests).
 func (c *Client) Redis() redis.UniversalClient { return c.rdb }
 
-// Queue returns the queue operations the client performs (for tools like the CLI).
-func (c *Client) Queue() *queue.Queue { return c.q }
-
 var defaultClient atomic.Pointer[Client]
 
 // SetDefault makes c the client of every Task not bound by With.

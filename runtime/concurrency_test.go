@@ -28,7 +28,7 @@ func TestWorker_ConcurrencyBoundsHandlersAndLeases(t *testing.T) {
 			}
 		}
 		var running, peak, leases atomic.Int64
-		leasesKey := c.Queue().Keys("default").Leases()
+		leasesKey := runtime.QueueOf(c).Keys("default").Leases()
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: conc}))
 		runtime.Handle(w, task, func(ctx context.Context, m Msg) (runtime.None, error) {
 			raise(&peak, running.Add(1))

@@ -78,11 +78,11 @@ func TestCron_ThreeSchedulersFireEachTickOnce(t *testing.T) {
 			t.Fatalf("ticks %s and %s are not one second apart (a tick was skipped): %v", a, b, ticks)
 		}
 	}
-	depth, err := probe.Queue().Depths(ctx, []string{"default"})
+	depth, err := runtime.QueueOf(probe).Depths(ctx, []string{"default"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := probe.Queue().CronState(ctx, "default", "t_tick")
+	st, err := runtime.QueueOf(probe).CronState(ctx, "default", "t_tick")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
 	}
 	took := time.Since(began)
 
-	stats, err := direct.Queue().Stats(ctx, "default")
+	stats, err := runtime.QueueOf(direct).Stats(ctx, "default")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
 // whereIs says which of the route's structures hold job id, to tell a job
 // leased to nobody from one whose id left every list.
 func whereIs(ctx context.Context, c *runtime.Client, id string) string {
-	k, rdb := c.Queue().Keys("default"), c.Redis()
+	k, rdb := runtime.QueueOf(c).Keys("default"), c.Redis()
 	var out []string
 	for _, p := range []string{"high", "normal", "low"} {
 		if _, err := rdb.LPos(ctx, k.List(p), id, redis.LPosArgs{}).Result(); err == nil {

@@ -323,7 +323,7 @@ func TestMetrics_QueueDepthsAreReadFromRedisWhenScraped(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := c.Redis().Set(ctx, c.Queue().Keys("r1").Paused(), "1", 0).Err(); err != nil {
+		if err := c.Redis().Set(ctx, runtime.QueueOf(c).Keys("r1").Paused(), "1", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		r1 := []string{"route=r1"}
@@ -517,7 +517,7 @@ func TestMiddleware_NilIsRefusedByRun(t *testing.T) {
 func TestMetrics_AnUnreadableJobAddsNoWait(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
-		k := c.Queue().Keys("default")
+		k := runtime.QueueOf(c).Keys("default")
 		if err := c.Redis().HSet(ctx, k.Payloads(), "junk-id", "not a payload").Err(); err != nil {
 			t.Fatal(err)
 		}

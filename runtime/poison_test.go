@@ -198,7 +198,7 @@ func TestWorker_PoisonArgsAreDeadLetteredWithoutExhaustingMemory(t *testing.T) {
 					}
 				}
 				ids[i] = queue.NewID("default", time.Now())
-				if _, err := c.Queue().EnqueueOne(ctx, "default", "normal", queue.NewJob{ID: ids[i], Name: j.task, Envelope: env, MaxRetries: 5}); err != nil {
+				if _, err := runtime.QueueOf(c).EnqueueOne(ctx, "default", "normal", queue.NewJob{ID: ids[i], Name: j.task, Envelope: env, MaxRetries: 5}); err != nil {
 					t.Fatalf("enqueue %s: %v", j.what, err)
 				}
 			}
@@ -230,7 +230,7 @@ func TestWorker_PoisonArgsAreDeadLetteredWithoutExhaustingMemory(t *testing.T) {
 			t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 			maxRSS := func() int64 { return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 } // KiB on Linux
 
-			dead := c.Queue().Keys("default").Dead()
+			dead := runtime.QueueOf(c).Keys("default").Dead()
 			settled := func() bool {
 				for _, id := range ids {
 					if c.Redis().ZScore(ctx, dead, id).Err() != nil {

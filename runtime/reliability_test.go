@@ -24,7 +24,7 @@ func TestCrash_JobRecoveredAfterLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		taken, err := c.Queue().Fetch(ctx, "default", queue.Priorities, 1, now.Add(300*time.Millisecond), now)
+		taken, err := runtime.QueueOf(c).Fetch(ctx, "default", queue.Priorities, 1, now.Add(300*time.Millisecond), now)
 		if err != nil || len(taken) != 1 || taken[0].ID != id {
 			t.Fatalf("the doomed worker's fetch = %v, %v", taken, err)
 		}
@@ -60,7 +60,7 @@ func TestLateAck_AfterLeaseLostChangesNothing(t *testing.T) {
 		ctx := ctxT(t)
 		id, _ := task.Enqueue(ctx, Msg{})
 		now := time.Now()
-		stale, err := c.Queue().Fetch(ctx, "default", queue.Priorities, 1, now.Add(200*time.Millisecond), now)
+		stale, err := runtime.QueueOf(c).Fetch(ctx, "default", queue.Priorities, 1, now.Add(200*time.Millisecond), now)
 		if err != nil || len(stale) != 1 {
 			t.Fatalf("fetch = %v, %v", stale, err)
 		}
@@ -72,11 +72,11 @@ func TestLateAck_AfterLeaseLostChangesNothing(t *testing.T) {
 		}
 		before, _ := c.Job(ctx, id)
 
-		ok, err := c.Queue().Ack(ctx, stale[0], []byte("late result"), time.Hour, time.Now())
+		ok, err := runtime.QueueOf(c).Ack(ctx, stale[0], []byte("late result"), time.Hour, time.Now())
 		if err != nil || ok {
 			t.Fatalf("late Ack = %v, %v; want refused", ok, err)
 		}
-		out, err := c.Queue().Fail(ctx, stale[0], queue.Failure{Message: "late", RetryAt: time.Now(), Record: []byte("x"), TTL: time.Hour}, time.Now())
+		out, err := runtime.QueueOf(c).Fail(ctx, stale[0], queue.Failure{Message: "late", RetryAt: time.Now(), Record: []byte("x"), TTL: time.Hour}, time.Now())
 		if err != nil || out != queue.Stale {
 			t.Fatalf("late Fail = %v, %v; want Stale", out, err)
 		}
@@ -127,7 +127,7 @@ func TestShutdown_HandsBackUnfinishedJobsWithoutAnAttempt(t *testing.T) {
 			t.Fatalf("handed-back job = %+v; want pending with no attempt counted", info)
 		}
 		// It went back to the front of its list: the next worker takes it first.
-		next, err := c.Queue().Fetch(ctx, "default", queue.Priorities, 1, time.Now().Add(time.Minute), time.Now())
+		next, err := runtime.QueueOf(c).Fetch(ctx, "default", queue.Priorities, 1, time.Now().Add(time.Minute), time.Now())
 		if err != nil || len(next) != 1 || next[0].ID != id {
 			t.Fatalf("next fetch = %v, %v; want the handed-back job", next, err)
 		}

@@ -86,7 +86,7 @@ func TestShutdown_RunWhoseAckIsInFlightIsNotHandedBack(t *testing.T) {
 		if s := jobStatus(t, c, id); s != runtime.StatusCompleted {
 			t.Fatalf("status after shutdown = %s, want completed: the ack in flight must land, not a hand-back", s)
 		}
-		depth, err := c.Redis().LLen(ctx, c.Queue().Keys("default").List("normal")).Result()
+		depth, err := c.Redis().LLen(ctx, runtime.QueueOf(c).Keys("default").List("normal")).Result()
 		if err != nil || depth != 0 || runs.Load() != 1 {
 			t.Fatalf("after shutdown: %d jobs ready (%v), %d runs; want the job run once and nothing handed back", depth, err, runs.Load())
 		}

@@ -21,7 +21,7 @@ func TestResults_KeptForTheirTTL(t *testing.T) {
 		runtime.Handle(w, bad, func(ctx context.Context, m Msg) (runtime.None, error) { return runtime.None{}, errors.New("no") })
 		startWorker(t, w)
 		ctx := ctxT(t)
-		k := c.Queue().Keys("default")
+		k := runtime.QueueOf(c).Keys("default")
 		ttl := func(key string) time.Duration {
 			d, err := c.Redis().PTTL(ctx, key).Result()
 			if err != nil {

@@ -84,9 +84,15 @@ func drainWith(ctx context.Context, url string, procs, conc, n int) float64 {
 		}
 		children = append(children, cmd)
 	}
+	in := runtime.NewInspector(c)
 	waitFor(func() bool {
-		st, err := c.Queue().Stats(ctx, "default")
-		return err == nil && st["processed"] >= int64(n)
+		routes, err := in.Routes(ctx)
+		for _, r := range routes {
+			if r.Route == "default" {
+				return err == nil && r.Pending() == 0 && r.Active == 0
+			}
+		}
+		return false
 	}, 120*time.Second)
 	elapsed := time.Since(start)
 	for _, ch := range children {

@@ -1,17 +1,26 @@
 // Command quickstart shows Bananas end to end on the embedded Redis (mem://),
 // with no other process: typed enqueues to two routes and three priorities,
-// workers that take only their routes, a typed result awaited, and a failing
-// job retried with backoff and then dead-lettered.
+// workers that take only their routes, a typed result awaited, a failing
+// job retried with backoff and then dead-lettered, and the HTTP API and
+// Prometheus metrics serving it all.
 //
-//	go run ./examples/quickstart
+//	go run ./examples/quickstart               # the API runs while the demo does
+//	go run ./examples/quickstart -serve 10m    # and stays up 10 minutes after
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -27,7 +36,10 @@ func say(format string, args ...any) {
 	fmt.Printf("%7.3fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 }
 
+var serve = flag.Duration("serve", 0, "keep the HTTP API up this long after the demo (Ctrl-C ends it)")
+
 func main() {
+	flag.Parse()
 	if err := run(); err != nil {
 		log.Fatal(err)
 	}
@@ -42,6 +54,18 @@ func run() error {
 	defer c.Close()
 	runtime.SetDefault(c)
 	say("connected to the embedded Redis (mem://), namespace %q", c.Namespace())
+
+	// The admin layer and the HTTP API over it, on a free loopback port.
+	in := runtime.NewInspector(c, tasks.Register)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	api := &http.Server{Handler: runtime.APIHandler(in, runtime.APIOptions{}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = api.Serve(ln) }()
+	defer api.Close()
+	base := "http://" + ln.Addr().String()
+	say("HTTP API: %s/api/v1/queues  metrics: %s/metrics  OpenAPI: %s/api/v1/openapi.json", base, base, base)
 
 	// Jobs queued before any worker runs, to show the order they are taken in.
 	say("enqueue: 3 count_words (route default, priority low), then 1 send_email (route email, priority high)")
@@ -116,22 +140,82 @@ func run() error {
 		return fmt.Errorf("expected the bad email to fail, got %v", err)
 	}
 	say("result: send_email failed for good: %v", je)
-	dead, err := c.Queue().DeadList(ctx, "email", 0, 10)
+	dead, err := in.Jobs(ctx, runtime.JobQuery{Route: "email", State: runtime.StatusFailed})
 	if err != nil {
 		return err
 	}
-	for _, d := range dead {
+	for _, d := range dead.Jobs {
 		say("dead-letter queue (email): %s %s attempts=%d error=%q", short(d.ID), d.Name, d.Attempts, d.Error)
 	}
 
+	// The same, over HTTP: a submission with JSON args, its result, the queues.
+	body := `{"name":"count_words","args":{"Body":"typed over HTTP too"}}`
+	resp, err := http.Post(base+"/api/v1/jobs", "application/json", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	var created struct{ ID string }
+	err = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("POST /api/v1/jobs: %s, %v", resp.Status, err)
+	}
+	say("POST /api/v1/jobs %s -> %s %s", body, resp.Status, short(created.ID))
+	var job struct {
+		Status string
+		Result any
+	}
+	if err := getJSON(base+"/api/v1/jobs/"+created.ID+"/result?wait=10s", &job); err != nil {
+		return err
+	}
+	say("GET /api/v1/jobs/%s/result -> status %s, result %v", short(created.ID), job.Status, job.Result)
+
 	stop()
 	wg.Wait()
-	depths, _ := c.Queue().Depths(ctx, []string{"default", "email", "images"})
-	for _, d := range depths {
-		say("queues: %-7s ready=%d scheduled=%d active=%d dead=%d", d.Route, d.High+d.Normal+d.Low, d.Scheduled, d.Active, d.Dead)
+	var queues []struct {
+		Route                            string
+		Pending, Scheduled, Active, Dead int
+		Workers                          int
+	}
+	if err := getJSON(base+"/api/v1/queues", &queues); err != nil {
+		return err
+	}
+	for _, q := range queues {
+		say("GET /api/v1/queues: %-7s pending=%d scheduled=%d active=%d dead=%d", q.Route, q.Pending, q.Scheduled, q.Active, q.Dead)
+	}
+	if resp, err := http.Get(base + "/metrics"); err == nil {
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(line, "bananas_jobs_processed_total{") || strings.HasPrefix(line, "bananas_jobs_dead_total{") {
+				say("GET /metrics: %s", line)
+			}
+		}
+	}
+	if *serve > 0 {
+		say("serving the API on %s for %s (Ctrl-C to stop)", base, *serve)
+		sig, cancel := signal.NotifyContext(ctx, os.Interrupt)
+		defer cancel()
+		select {
+		case <-sig.Done():
+		case <-time.After(*serve):
+		}
 	}
 	say("done")
 	return nil
+}
+
+// getJSON decodes the JSON that GET url answers into v.
+func getJSON(url string, v any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 // short trims a job id for display: its ULID tail and route.
