@@ -103,6 +103,10 @@ func TestAPI_BadInputIs4xxNamingTheField(t *testing.T) {
 			field, says        string
 		}{
 			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":{"Text":"x"},"prio":"high"}`, 400, "prio", "unknown field"},
+			{"POST", "/api/v1/jobs", `{"Name":"t_echo","args":{"Text":"x"}}`, 400, "Name", "unknown field"},
+			{"POST", "/api/v1/jobs", `{"name":7,"args":{"Text":"x"}}`, 400, "name", "want a string"},
+			{"POST", "/api/v1/jobs", `null`, 400, "", "null"},
+			{"POST", "/api/v1/jobs", `[1]`, 400, "", "JSON"},
 			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":{"text":"x"}}`, 400, "args", `"text"`},
 			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":{"N":"two"}}`, 400, "args", "N"},
 			{"POST", "/api/v1/jobs", `{"name":"t_echo","args":null}`, 400, "args", "null"},

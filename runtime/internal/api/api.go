@@ -316,15 +316,35 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
 	if err := onlyParams(r); err != nil {
 		return err
 	}
-	var sub Submission
+	// Keys are matched exactly: encoding/json alone would take "Name" or
+	// "ARGS" for name and args, and a client's typo would pass unseen.
+	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sub); err != nil {
+	if err := dec.Decode(&fields); err != nil {
 		return bodyError(err)
 	}
 	if dec.More() {
 		return BadRequest("", "the body holds more than one JSON value")
 	}
+	if fields == nil {
+		return BadRequest("", "the body is null: want a JSON object")
+	}
+	for k := range fields {
+		switch k {
+		case "name", "args", "route", "priority", "delay":
+		default:
+			return BadRequest(k, "unknown field %q (want name, args, route, priority, delay)", k)
+		}
+	}
+	var sub Submission
+	for k, dst := range map[string]any{"name": &sub.Name, "route": &sub.Route, "priority": &sub.Priority, "delay": &sub.Delay} {
+		if raw, ok := fields[k]; ok {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return BadRequest(k, "field %q: want a string, got %s", k, raw)
+			}
+		}
+	}
+	sub.Args = fields["args"]
 	if sub.Name == "" {
 		return BadRequest("name", "name: want the task's wire name (GET /api/v1/tasks lists them)")
 	}
