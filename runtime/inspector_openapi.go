@@ -15,7 +15,13 @@ func (in *Inspector) OpenAPI() ([]byte, error) {
 		for _, name := range in.reg.Tasks() {
 			h := in.reg.handlers[name]
 			info := h.info()
-			tasks = append(tasks, openapi.Task{Name: name, Route: info.Route, Priority: string(info.Priority), Args: h.argsType, Result: h.resultType})
+			result := h.resultType
+			if result == nil {
+				// A task without a result completes with None, whose JSON
+				// the job's result is: {}, not null.
+				result = reflect.TypeFor[None]()
+			}
+			tasks = append(tasks, openapi.Task{Name: name, Route: info.Route, Priority: string(info.Priority), Args: h.argsType, Result: result})
 		}
 		in.openapiDoc, in.openapiErr = openapi.Document(tasks, openapi.Options{
 			Title: "Bananas", Version: "1",
@@ -23,6 +29,7 @@ func (in *Inspector) OpenAPI() ([]byte, error) {
 				"Job": reflect.TypeFor[jobJSON](), "JobPage": reflect.TypeFor[pageJSON](), "Queue": reflect.TypeFor[routeJSON](),
 				"Task": reflect.TypeFor[taskJSON](), "CronEntry": reflect.TypeFor[cronJSON](), "Worker": reflect.TypeFor[WorkerState](),
 				"Stats": reflect.TypeFor[statsJSON](), "DeadJobList": reflect.TypeFor[pageJSON](),
+				"Canceled": reflect.TypeFor[canceledJSON](),
 			},
 			// jsonTime writes its own JSON: an RFC 3339 time, or null when unset.
 			Custom: map[reflect.Type]map[string]any{
@@ -31,4 +38,12 @@ func (in *Inspector) OpenAPI() ([]byte, error) {
 		})
 	})
 	return in.openapiDoc, in.openapiErr
+}
+
+// canceledJSON is the answer of POST /api/v1/jobs/{id}/cancel (apiBackend.Cancel):
+// the job and its status after the call, canceled, or processing while the
+// worker running it has yet to act.
+type canceledJSON struct {
+	ID     string `json:"id"`
+	Status Status `json:"status"`
 }

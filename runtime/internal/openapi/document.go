@@ -31,7 +31,9 @@ type Options struct {
 	// Shapes are the Go types of the answers' bodies (the runtime's views),
 	// each a component of the document under its key. A named struct type
 	// given here is that component itself, so a field of its type elsewhere
-	// refers to it by this name. These keys are the bodies of endpoints:
+	// refers to it by this name. The server writes them, so their keys that
+	// encoding/json always writes (no omitempty or omitzero) are required.
+	// These keys are the bodies of endpoints:
 	//
 	//	Job          GET /api/v1/jobs/{id}
 	//	JobPage      GET /api/v1/jobs
@@ -90,7 +92,9 @@ func Document(tasks []Task, o Options) ([]byte, error) {
 	taken := map[string]bool{}
 	fixed := map[reflect.Type]string{}
 
-	// The shapes first: their keys are the names the caller chose.
+	// The shapes first: their keys are the names the caller chose. They are
+	// answers: the keys always written are required.
+	g.answers = true
 	for _, key := range slices.Sorted(maps.Keys(o.Shapes)) {
 		t := o.Shapes[key]
 		if sanitize(key) != key || key == "" {
@@ -112,6 +116,7 @@ func Document(tasks []Task, o Options) ([]byte, error) {
 		}
 		comps[key] = s
 	}
+	g.answers = false
 	if _, ok := o.Shapes["Error"]; !ok {
 		taken["Error"] = true
 		comps["Error"] = map[string]any{

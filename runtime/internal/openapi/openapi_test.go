@@ -353,6 +353,8 @@ func TestJobIsTypedByItsTask(t *testing.T) {
 		"args for a task of none":  {`{"id": "j1", "task": "tick", "status": "completed", "created_at": null, "args": {"n": 1}, "result": null}`, "n"},
 		"a named result, wrong":    {`{"id": "j1", "task": "tick", "status": "completed", "created_at": null, "args": {}, "result": {"street": 1}}`, "street"},
 		"a result for no result":   {`{"id": "j1", "task": "send_email", "status": "completed", "created_at": null, "args": null, "result": {"value": 1}}`, "result"},
+		// An answer's keys that encoding/json always writes are required.
+		"a key always written, missing": {`{"id": "j1", "task": "tick", "created_at": null, "args": {}, "result": null}`, "status"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ok, errs := jobResponse(t, v, c.body)

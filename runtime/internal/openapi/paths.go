@@ -10,15 +10,22 @@ import (
 func paths(shapes map[string]reflect.Type, job any, examples map[string]any) map[string]any {
 	id := pathParam("id", "The job's id.")
 	route := pathParam("route", "The route (queue).")
-	listing := []any{
-		query("route", "Only jobs of this route.", str()),
-		query("state", "Only jobs in this state (pending, scheduled, processing, completed, failed).", str()),
-		query("task", "Only jobs of this task (wire name).", str()),
-		query("q", "Only jobs whose id, task, args or error contain this text.", str()),
-		query("cursor", "Where the previous page ended (its next cursor).", str()),
-		query("limit", "At most this many jobs.", map[string]any{"type": "integer", "minimum": 1, "maximum": 500}),
-		query("order", "Oldest first (default) or newest first.", map[string]any{"type": "string", "enum": []any{"oldest", "newest"}, "default": "oldest"}),
+	// The states a listing reads: the queues' (active is processing, dead
+	// is failed). Finished jobs are not listed: they are results, read by id.
+	listing := func(states []any, desc string) []any {
+		return []any{
+			query("route", "Only jobs of this route.", str()),
+			query("state", desc, map[string]any{"type": "string", "enum": states, "default": states[0]}),
+			query("task", "Only jobs of this task (wire name).", str()),
+			query("q", "Only jobs whose id, task, args or error contain this text.", str()),
+			query("cursor", "Where the previous page ended (its next cursor).", str()),
+			query("limit", "At most this many jobs.", map[string]any{"type": "integer", "minimum": 1, "maximum": 500}),
+			query("order", "Oldest first (default) or newest first.", map[string]any{"type": "string", "enum": []any{"oldest", "newest"}, "default": "oldest"}),
+		}
 	}
+	jobListing := listing([]any{"pending", "scheduled", "processing", "active", "failed", "dead"},
+		"Only jobs in this state: pending (default), scheduled, processing (or active: being run) or failed (or dead: in the dead-letter queue). Completed jobs are not listed.")
+	deadListing := listing([]any{"failed", "dead"}, "The dead-letter queue holds failed (dead) jobs only.")
 	action := func(o map[string]any) map[string]any {
 		o["responses"].(map[string]any)["403"] = errRef("Forbidden")
 		return o
@@ -48,7 +55,7 @@ func paths(shapes map[string]reflect.Type, job any, examples map[string]any) map
 	return map[string]any{
 		"/api/v1/jobs": map[string]any{
 			"post": action(submit),
-			"get": op("listJobs", "jobs", "List jobs.", listing, map[string]any{
+			"get": op("listJobs", "jobs", "List jobs.", jobListing, map[string]any{
 				"200": ok("A page of jobs.", shapeOr(shapes, "JobPage", nil)),
 				"400": errRef("BadRequest"),
 			}),
@@ -107,7 +114,7 @@ func paths(shapes map[string]reflect.Type, job any, examples map[string]any) map
 			})),
 		},
 		"/api/v1/dlq": map[string]any{
-			"get": op("listDeadJobs", "dlq", "List the dead-letter queue.", listing, map[string]any{
+			"get": op("listDeadJobs", "dlq", "List the dead-letter queue.", deadListing, map[string]any{
 				"200": ok("A page of dead jobs.", list(shapes, "DeadJobList", "DeadJob", nil)),
 				"400": errRef("BadRequest"),
 			}),

@@ -43,8 +43,11 @@ type ref struct{ t reflect.Type }
 
 type generator struct {
 	custom map[reflect.Type]map[string]any
-	defs   map[reflect.Type]any // named struct types reached, by their schema
-	seen   []reflect.Type       // the same types, in the order first reached
+	// answers: the types reached are written by the server, so a key that
+	// encoding/json always writes is required (a request's key never is).
+	answers bool
+	defs    map[reflect.Type]any // named struct types reached, by their schema
+	seen    []reflect.Type       // the same types, in the order first reached
 }
 
 func newGenerator(custom map[reflect.Type]map[string]any) *generator {
@@ -178,10 +181,17 @@ func (g *generator) mapSchema(t reflect.Type, path string) (any, error) {
 
 // object is the schema of struct t: closed, since the args decoder refuses
 // unknown keys, and with nothing required, since encoding/json leaves a
-// missing key's field at its zero value.
+// missing key's field at its zero value. In an answer (g.answers) the keys
+// encoding/json always writes are required: those of t's own fields without
+// omitempty or omitzero (a field promoted through an embedded pointer is
+// left out when the pointer is nil).
 func (g *generator) object(t reflect.Type, path string) (any, error) {
 	props := map[string]any{}
+	var required []any
 	for _, f := range jsonFields(t) {
+		if g.answers && !f.omitted && len(f.index) == 1 {
+			required = append(required, f.name)
+		}
 		fpath := path + "." + f.name
 		var s any
 		var err error
@@ -195,7 +205,11 @@ func (g *generator) object(t reflect.Type, path string) (any, error) {
 		}
 		props[f.name] = s
 	}
-	return map[string]any{"type": "object", "properties": props, "additionalProperties": false}, nil
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s, nil
 }
 
 // quotedSchema is the schema of a field tagged ",string": encoding/json
@@ -236,6 +250,9 @@ type field struct {
 	typ    reflect.Type // as declared (a pointer stays a pointer)
 	tagged bool
 	quoted bool
+	// omitted: tagged omitempty or omitzero, so encoding/json may leave the
+	// key out.
+	omitted bool
 }
 
 // jsonFields lists the keys of t's JSON object as encoding/json chooses them:
@@ -296,7 +313,9 @@ func jsonFields(t reflect.Type) []field {
 							quoted = true
 						}
 					}
-					f := field{name: name, index: index, typ: sf.Type, tagged: name != "", quoted: quoted}
+					optList := strings.Split(opts, ",")
+					f := field{name: name, index: index, typ: sf.Type, tagged: name != "", quoted: quoted,
+						omitted: slices.Contains(optList, "omitempty") || slices.Contains(optList, "omitzero")}
 					if f.name == "" {
 						f.name = sf.Name
 					}
