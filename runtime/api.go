@@ -23,13 +23,15 @@ type APIOptions struct {
 }
 
 // APIHandler serves the HTTP API of in (DESIGN §8): /api/v1/..., /healthz,
-// /livez and /metrics. The JSON shapes are the CLI's --json shapes. Mount it
-// on a server of your own, or let runtime.Main serve it on API_PORT.
+// /livez, /metrics and the dashboard at /. The JSON shapes are the CLI's
+// --json shapes. Mount it on a server of your own, or let runtime.Main serve
+// it on API_PORT.
 func APIHandler(in *Inspector, o APIOptions) http.Handler {
 	return api.New(apiBackend{in}, api.Config{
 		Token: o.Token, ReadOnly: o.ReadOnly, Logger: o.Logger,
 		MaxBody: int64(in.c.maxPayload) + 64<<10, // the args, and room for the rest of the submission
 		Metrics: in.c.MetricsHandler(),
+		Extra:   dashboardRoutes(in, o),
 	})
 }
 

@@ -1,37 +1,50 @@
 #!/bin/sh
 # test-deps.sh: make sure what `make test` needs is installed, before any test
 # runs. The tests start their own redis-server processes, so redis-server must
-# be on PATH. On Debian/Ubuntu it is installed when this runs as root or with
-# passwordless sudo; otherwise this stops at once with the command to run,
-# instead of a wall of failing tests. BANANAS_NO_INSTALL=1 never installs.
+# be on PATH; the dashboard's tests drive a headless Chromium (the Debian
+# package chromium). On Debian/Ubuntu each is installed when this runs as root
+# or with passwordless sudo; otherwise this stops at once with the command to
+# run, instead of a wall of failing tests. BANANAS_NO_INSTALL=1 never
+# installs; BANANAS_SKIP_BROWSER=1 skips the browser tests and so needs no
+# Chromium.
 set -eu
 
-if command -v redis-server >/dev/null 2>&1; then
-  exit 0
-fi
+have() { command -v "$1" >/dev/null 2>&1; }
 
-need="redis-server"
-how="sudo apt-get install -y redis-server   (Debian/Ubuntu; elsewhere install Redis >= 7.0 so that redis-server is on PATH)"
+missing=""
+have redis-server || missing="redis-server"
+if [ "${BANANAS_SKIP_BROWSER:-}" != "1" ] && ! have chromium && ! have chromium-browser && ! have google-chrome; then
+  missing="$missing chromium"
+fi
+missing=$(echo $missing)
+[ -z "$missing" ] && exit 0
+
+how="sudo apt-get install -y $missing   (Debian/Ubuntu; elsewhere install Redis >= 7.0 so that redis-server is on PATH, and Chromium or Chrome; or set BANANAS_SKIP_BROWSER=1 to skip the browser tests)"
 
 as_root=""
-if [ "${BANANAS_NO_INSTALL:-}" != "1" ] && command -v apt-get >/dev/null 2>&1; then
+if [ "${BANANAS_NO_INSTALL:-}" != "1" ] && have apt-get; then
   if [ "$(id -u)" = "0" ]; then
     as_root=" "
-  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  elif have sudo && sudo -n true 2>/dev/null; then
     as_root="sudo"
   fi
 fi
 
 if [ -z "$as_root" ]; then
-  echo "make test: $need is not on PATH, and this cannot install it; run:" >&2
+  echo "make test: $missing not on PATH, and this cannot install it; run:" >&2
   echo "  $how" >&2
   exit 2
 fi
 
-echo "make test: installing $need (apt-get)" >&2
+echo "make test: installing $missing (apt-get)" >&2
 export DEBIAN_FRONTEND=noninteractive
 # shellcheck disable=SC2086
-$as_root apt-get install -y -qq redis-server >/dev/null 2>&1 ||
-  { $as_root apt-get update -qq && $as_root apt-get install -y -qq redis-server; }
-# The package also starts a server on port 6379; the tests never use it.
-command -v redis-server >/dev/null 2>&1 || { echo "make test: installing $need failed; run: $how" >&2; exit 2; }
+$as_root apt-get install -y -qq $missing >/dev/null 2>&1 ||
+  { $as_root apt-get update -qq && $as_root apt-get install -y -qq $missing; }
+# The redis-server package also starts a server on port 6379; the tests never use it.
+for cmd in $missing; do
+  case $cmd in
+    chromium) have chromium || have chromium-browser || { echo "make test: installing chromium failed; run: $how" >&2; exit 2; } ;;
+    *) have "$cmd" || { echo "make test: installing $cmd failed; run: $how" >&2; exit 2; } ;;
+  esac
+done

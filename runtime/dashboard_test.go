@@ -1,0 +1,432 @@
+package runtime_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
+)
+
+var shotsFlag = flag.String("shots", "", "directory for the dashboard tests' screenshots (default: a new temp dir, printed)")
+
+// One browser per test binary: starting Chromium costs about a second, a
+// new browser context (its own cookies) in it almost nothing.
+var browser struct {
+	once     sync.Once
+	ctx      context.Context
+	err      error
+	shots    string
+	shotsErr error
+}
+
+// chromiumPath finds the browser; without one the test fails with the
+// command that installs it, unless BANANAS_SKIP_BROWSER=1 says to skip.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("BANANAS_SKIP_BROWSER") == "1" {
+		t.Skip("no Chromium on PATH and BANANAS_SKIP_BROWSER=1: skipping the dashboard's browser test")
+	}
+	t.Fatal("the dashboard's browser tests need Chromium (chromium, chromium-browser or google-chrome on PATH); install it:\n" +
+		"  apt-get install -y chromium   (make test does, through scripts/test-deps.sh)\n" +
+		"or set BANANAS_SKIP_BROWSER=1 to skip these tests")
+	return ""
+}
+
+// tab opens a tab in a browser context of its own, closed when the test ends.
+func tab(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath(t)
+	browser.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+			chromedp.WindowSize(1280, 800), chromedp.Flag("disable-dev-shm-usage", true))
+		// Never cancelled: the browser lives as long as the test binary, and
+		// the kernel ends it with the binary (the allocator's Pdeathsig).
+		alloc, _ := chromedp.NewExecAllocator(context.Background(), opts...)
+		browser.ctx, _ = chromedp.NewContext(alloc)
+		browser.err = chromedp.Do(browser.ctx)
+	})
+	if browser.err != nil {
+		t.Fatalf("start Chromium: %v", browser.err)
+	}
+	ctx, cancel := chromedp.NewContext(browser.ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	ctx, stop := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(stop)
+	return ctx
+}
+
+// run does the browser steps, failing the test with what was under way.
+func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("browser: %s: %v", what, err)
+	}
+}
+
+// text is the text of the element css selects now (the live overview
+// replaces its nodes, so no node is kept across calls).
+func text(t *testing.T, ctx context.Context, css string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {textContent: "(no element)"}).textContent`, css)))
+	if err != nil {
+		t.Fatalf("browser: text of %s: %v", css, err)
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// waitJS waits until the JavaScript expression holds on the page.
+func waitJS(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("browser: waiting for %s (%s): %v", what, expr, err)
+	}
+}
+
+// shoot saves the page at a desktop size (1280×800) and a phone's (390×844)
+// into the screenshot directory, and leaves the desktop size on.
+func shoot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	browser.once.Do(func() {}) // the browser is up: tab ran first
+	dir := shotsDir(t)
+	for _, size := range []struct {
+		w, h   int64
+		mobile bool
+	}{{390, 844, true}, {1280, 800, false}} {
+		vp := chromedp.EmulateViewport(size.w, size.h)
+		if size.mobile {
+			vp = chromedp.EmulateViewport(size.w, size.h, chromedp.EmulateMobile, chromedp.EmulateScale(2))
+		}
+		run(t, ctx, "set the viewport", vp)
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		file := filepath.Join(dir, fmt.Sprintf("%s-%s-%dx%d.png", strings.ReplaceAll(t.Name(), "/", "_"), name, size.w, size.h))
+		if err := os.WriteFile(file, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("screenshots of %s in %s", name, dir)
+}
+
+var shotsOnce sync.Once
+
+func shotsDir(t *testing.T) string {
+	shotsOnce.Do(func() {
+		if *shotsFlag != "" {
+			browser.shots, browser.shotsErr = *shotsFlag, os.MkdirAll(*shotsFlag, 0o755)
+			return
+		}
+		// Not t.TempDir: the screenshots are artifacts to look at after the run.
+		browser.shots, browser.shotsErr = os.MkdirTemp("", "bananas-dashboard-shots-")
+	})
+	if browser.shotsErr != nil {
+		t.Fatalf("screenshot directory: %v", browser.shotsErr)
+	}
+	return browser.shots
+}
+
+// The overview lists every route with its counts, marks a route no worker
+// takes, and its counts follow the queues without a reload.
+func TestDashboard_OverviewCountsFollowAnEnqueue(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, redistest.Shared(t).URL())
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	testtasks.Register(w)
+	startWorker(t, w)
+	served, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "served"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "waits"}, runtime.Route("unserved")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the default route's job to complete", func() bool { return jobStatus(t, c, served) == runtime.StatusCompleted })
+	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
+
+	run(t, ctx, "open the overview", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#route-unserved")))
+	if got := text(t, ctx, "#route-unserved [data-col=normal]"); got != "1" {
+		t.Fatalf("unserved route's normal pending = %q; want 1", got)
+	}
+	waitJS(t, ctx, "the default route to show its worker",
+		`document.querySelector('#route-default [data-col=workers]').textContent.trim() === '1'`)
+	waitJS(t, ctx, "the unserved route to stand out as taken by no worker",
+		`document.querySelector('#route-unserved').classList.contains('orphan') && !document.querySelector('#route-default').classList.contains('orphan')`)
+	if got := text(t, ctx, "#route-unserved [data-col=state]"); !strings.Contains(got, "no worker") {
+		t.Fatalf("unserved route's state = %q; want it to say no worker takes it", got)
+	}
+
+	if _, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "urgent"}, runtime.Route("unserved"), runtime.WithPriority(runtime.PriorityHigh)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the overview to show the new high-priority job without a reload",
+		`document.querySelector('#route-unserved [data-col=high]').textContent.trim() === '1'`)
+	shoot(t, ctx, "overview")
+}
+
+// A dead job is found in the dead list, opened, and replayed with a click;
+// it then runs again.
+func TestDashboard_ReplayADeadJobByClicking(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, redistest.Shared(t).URL())
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	var runs atomic.Int32
+	runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
+		if runs.Add(1) == 1 {
+			return runtime.None{}, fmt.Errorf("smtp: mailbox unavailable: %w", runtime.SkipRetry)
+		}
+		return runtime.None{}, nil
+	})
+	startWorker(t, w)
+	id, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: `<b>doomed</b> & "quoted"`, N: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the job to die", func() bool { return jobStatus(t, c, id) == runtime.StatusFailed })
+	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
+
+	link := fmt.Sprintf(`a[href="/jobs/%s"]`, id)
+	run(t, ctx, "open the dead list and the job", chromedp.Navigate(url+"/jobs?state=failed"), chromedp.WaitVisible(chromedp.CSS(link)),
+		chromedp.Click(chromedp.CSS(link)), chromedp.WaitVisible(chromedp.CSS("#replay")))
+	if got := text(t, ctx, "#status"); got != "failed" {
+		t.Fatalf("status = %q; want failed", got)
+	}
+	if got := text(t, ctx, "#error"); !strings.Contains(got, "mailbox unavailable") {
+		t.Fatalf("error = %q; want the handler's error", got)
+	}
+	// The args as indented JSON, the markup in them shown as text.
+	if got := text(t, ctx, "#args"); !strings.Contains(got, `"Text": "\u003cb\u003edoomed\u003c/b\u003e \u0026 \"quoted\""`) && !strings.Contains(got, `"Text": "<b>doomed</b> & \"quoted\""`) {
+		t.Fatalf("args = %q; want the indented JSON of the args", got)
+	}
+	shoot(t, ctx, "dead-job")
+	run(t, ctx, "click Replay", chromedp.Click(chromedp.CSS("#replay")), chromedp.WaitVisible(chromedp.CSS("#flash")))
+	waitFor(t, 20*time.Second, "the replayed job to complete", func() bool { return jobStatus(t, c, id) == runtime.StatusCompleted })
+	run(t, ctx, "reload the job", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#status")))
+	if got := text(t, ctx, "#status"); got != "completed" {
+		t.Fatalf("status after replay = %q; want completed", got)
+	}
+}
+
+// Pausing a route with a click stops the worker from taking its jobs (they
+// stay pending while it takes another route's), and Resume lets them run.
+func TestDashboard_PauseARouteByClicking(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, redistest.Shared(t).URL())
+	// The worker prefers "pausable": while it may take that route, it takes
+	// its jobs before canary's.
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"pausable", "canary"}}))
+	testtasks.Register(w)
+	startWorker(t, w)
+	enqueue := func(route string) string {
+		t.Helper()
+		id, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: route}, runtime.Route(route))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	first := enqueue("pausable")
+	waitFor(t, 20*time.Second, "a first job of the route to run", func() bool { return jobStatus(t, c, first) == runtime.StatusCompleted })
+	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
+
+	run(t, ctx, "click Pause", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS(`#route-pausable button[name=pause]`)),
+		chromedp.Click(chromedp.CSS(`#route-pausable button[name=pause]`)), chromedp.WaitVisible(chromedp.CSS("#flash")))
+	if got := text(t, ctx, "#route-pausable [data-col=state]"); !strings.Contains(got, "paused") {
+		t.Fatalf("state after Pause = %q; want paused", got)
+	}
+	held := []string{enqueue("pausable"), enqueue("pausable"), enqueue("pausable")}
+	canary := enqueue("canary")
+	waitFor(t, 20*time.Second, "the canary route's job to run", func() bool { return jobStatus(t, c, canary) == runtime.StatusCompleted })
+	for _, id := range held {
+		if st := jobStatus(t, c, id); st != runtime.StatusPending {
+			t.Fatalf("a job of the paused route is %s; want it left pending", st)
+		}
+	}
+	waitJS(t, ctx, "the overview to show the held jobs", `document.querySelector('#route-pausable [data-col=normal]').textContent.trim() === '3'`)
+	shoot(t, ctx, "paused")
+
+	run(t, ctx, "click Resume", chromedp.Click(chromedp.CSS(`#route-pausable button[name=resume]`)), chromedp.WaitVisible(chromedp.CSS("#flash")))
+	for _, id := range held {
+		waitFor(t, 20*time.Second, "the held jobs to run after Resume", func() bool { return jobStatus(t, c, id) == runtime.StatusCompleted })
+	}
+}
+
+// The search box finds a dead job by a word of its error, and the filter
+// lives in the link.
+func TestDashboard_SearchAJobByErrorText(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := tab(t)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		runtime.Handle(w, testtasks.Note, func(_ context.Context, m testtasks.Msg) (runtime.None, error) {
+			return runtime.None{}, fmt.Errorf("%s: %w", m.Text, runtime.SkipRetry)
+		})
+		startWorker(t, w)
+		ids := map[string]string{}
+		for _, msg := range []string{"connection reset by peer", "Quota exceeded for project 12", "mailbox full"} {
+			id, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: msg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[msg] = id
+		}
+		for _, id := range ids {
+			waitFor(t, 20*time.Second, "the jobs to die", func() bool { return jobStatus(t, c, id) == runtime.StatusFailed })
+		}
+		url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
+
+		run(t, ctx, "search the dead jobs", chromedp.Navigate(url+"/jobs?state=failed"), chromedp.WaitVisible(chromedp.CSS(`input[name=q]`)),
+			chromedp.SendKeys(chromedp.CSS(`input[name=q]`), "quota"), chromedp.Click(chromedp.CSS("#filter")),
+			// Only the answer renders the search as the field's value attribute.
+			chromedp.WaitVisible(chromedp.CSS(`input[name=q][value=quota]`)))
+		if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.Contains(loc, "q=quota") || !strings.Contains(loc, "state=failed") {
+			t.Fatalf("the search is at %q; want its filters in the link", loc)
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('table.jobs tbody td.id a')].map(a => a.textContent.trim())`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := ids["Quota exceeded for project 12"]; len(got) != 1 || got[0] != want {
+			t.Fatalf("search for quota found %v; want only %s", got, want)
+		}
+		if state := text(t, ctx, `select[name=state] option:checked`); state != "dead" {
+			t.Fatalf("the form kept state %q; want dead", state)
+		}
+		if strings.HasSuffix(t.Name(), "redis") {
+			shoot(t, ctx, "search")
+		}
+	})
+}
+
+// With a token the dashboard asks for it: a wrong one is refused, the right
+// one sets a cookie that scripts cannot read and lands on the page asked for.
+func TestDashboard_LogInWithTheToken(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, "mem://")
+	url := serveAPI(t, runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{Token: "s3cret-token"}).url
+
+	run(t, ctx, "open a page", chromedp.Navigate(url+"/tasks"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	shoot(t, ctx, "login")
+	run(t, ctx, "log in with a wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "s3cret"), chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#wrong")))
+	run(t, ctx, "log in with the token", chromedp.SendKeys(chromedp.CSS("#token"), "s3cret-token"), chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs?task=t_echo"]`)))
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.HasSuffix(loc, "/tasks") {
+		t.Fatalf("after login at %q (%v); want the page asked for, /tasks", loc, err)
+	}
+	if cookies, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie`)); cookies != "" {
+		t.Fatalf("scripts can read cookies %q; want them HttpOnly", cookies)
+	}
+	shoot(t, ctx, "tasks")
+}
+
+// Without a browser: every action needs the form's CSRF token and its
+// cookie, read-only mode hides and refuses actions, and cookies are
+// HttpOnly and SameSite=Strict.
+func TestDashboard_ActionsNeedTheCSRFTokenAndAreRefusedReadOnly(t *testing.T) {
+	t.Parallel()
+	c := connect(t, "mem://")
+	in := runtime.NewInspector(c, testtasks.Register)
+	if _, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	paused := func() bool {
+		routes, err := in.Routes(ctxT(t))
+		if err != nil || len(routes) != 1 {
+			t.Fatalf("routes = %v, %v", routes, err)
+		}
+		return routes[0].Paused
+	}
+	csrfRE := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+	browse := func(base string) (get func(string) (int, string, http.Header), post func(string, url.Values) (int, string)) {
+		jar, _ := cookiejar.New(nil)
+		hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		get = func(path string) (int, string, http.Header) {
+			resp, err := hc.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b), resp.Header
+		}
+		post = func(path string, form url.Values) (int, string) {
+			resp, err := hc.PostForm(base+path, form)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		return get, post
+	}
+
+	base := serveAPI(t, in, runtime.APIOptions{}).url
+	get, post := browse(base)
+	st, body, hdr := get("/")
+	m := csrfRE.FindStringSubmatch(body)
+	if st != http.StatusOK || m == nil || !strings.Contains(body, "/routes/default/pause") {
+		t.Fatalf("GET / = %d, want 200 with a pause form carrying a CSRF token:\n%s", st, body)
+	}
+	if sc := hdr.Get("Set-Cookie"); !strings.Contains(sc, "HttpOnly") || !strings.Contains(sc, "SameSite=Strict") {
+		t.Fatalf("Set-Cookie = %q; want HttpOnly and SameSite=Strict", sc)
+	}
+	_, otherPost := browse(base) // another browser: the token without its cookie
+	for what, try := range map[string]func() (int, string){
+		"no token":                func() (int, string) { return post("/routes/default/pause", nil) },
+		"a wrong token":           func() (int, string) { return post("/routes/default/pause", url.Values{"csrf": {m[1] + "x"}}) },
+		"the token but no cookie": func() (int, string) { return otherPost("/routes/default/pause", url.Values{"csrf": {m[1]}}) },
+	} {
+		if st, body := try(); st != http.StatusForbidden || !strings.Contains(body, "CSRF") || paused() {
+			t.Fatalf("pause with %s = %d, paused %v; want 403 naming the CSRF token, and not paused:\n%s", what, st, paused(), body)
+		}
+	}
+	if st, _ := post("/routes/default/pause", url.Values{"csrf": {m[1]}}); st != http.StatusSeeOther || !paused() {
+		t.Fatalf("pause with the token = %d, paused %v; want 303 and paused", st, paused())
+	}
+	if err := in.Resume(ctxT(t), "default"); err != nil {
+		t.Fatal(err)
+	}
+
+	roGet, roPost := browse(serveAPI(t, in, runtime.APIOptions{ReadOnly: true}).url)
+	_, body, _ = roGet("/")
+	if strings.Contains(body, "/pause") || !strings.Contains(body, "read-only") {
+		t.Fatalf("read-only overview shows actions or hides the mode:\n%s", body)
+	}
+	if st, body := roPost("/routes/default/pause", url.Values{"csrf": {"any"}}); st != http.StatusForbidden || !strings.Contains(body, "read-only") || paused() {
+		t.Fatalf("read-only pause = %d, paused %v; want 403 saying read-only, and not paused:\n%s", st, paused(), body)
+	}
+
+	// The API keeps answering its own unknown paths in JSON.
+	if st, v := (&apiClient{t: t, url: base}).do("GET", "/api/v1/nothing", ""); st != http.StatusNotFound || !strings.Contains(fmt.Sprint(v), "no route") {
+		t.Fatalf("GET /api/v1/nothing = %d %v; want the API's JSON 404", st, v)
+	}
+}

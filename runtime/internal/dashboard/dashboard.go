@@ -1,0 +1,234 @@
+package dashboard
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Config is how the dashboard behaves; the API's settings carry over.
+type Config struct {
+	// Token, when set, must be given at the login form (API_TOKEN).
+	Token string
+	// ReadOnly hides every action and refuses it with 403 (API_READ_ONLY).
+	ReadOnly bool
+	// Refresh is how often the overview polls for fresh counts when
+	// JavaScript is on (default 2 s).
+	Refresh time.Duration
+	Logger  *slog.Logger
+}
+
+// Dashboard serves the pages. Mount it for each of Patterns on a mux.
+type Dashboard struct {
+	b     Backend
+	cfg   Config
+	keys  keys
+	mux   *http.ServeMux
+	pages map[string]*template.Template
+	// handlers by pattern, for Patterns
+	handlers map[string]http.Handler
+}
+
+// New returns the dashboard of b.
+func New(b Backend, cfg Config) *Dashboard {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 2 * time.Second
+	}
+	d := &Dashboard{b: b, cfg: cfg, keys: newKeys(cfg.Token), mux: http.NewServeMux(), pages: parsePages(), handlers: map[string]http.Handler{}}
+	static, _ := fs.Sub(staticFS, "static")
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	for pattern, h := range map[string]http.Handler{
+		"GET /{$}":       d.view(d.overview),
+		"GET /jobs":      d.view(d.jobs),
+		"GET /jobs/{id}": d.view(d.job),
+		"GET /cron":      d.view(d.cron),
+		"GET /workers":   d.view(d.workers),
+		"GET /tasks":     d.view(d.tasks),
+		"GET /static/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Cache-Control", "max-age=300")
+			files.ServeHTTP(w, r)
+		}),
+		"GET /login":   http.HandlerFunc(d.loginForm),
+		"POST /login":  http.HandlerFunc(d.login),
+		"POST /logout": http.HandlerFunc(d.logout),
+
+		"POST /jobs/{id}/replay":          d.action(d.replay),
+		"POST /jobs/{id}/delete":          d.action(d.delete),
+		"POST /jobs/{id}/cancel":          d.action(d.cancel),
+		"POST /routes/{route}/pause":      d.action(d.pause),
+		"POST /routes/{route}/resume":     d.action(d.resume),
+		"POST /routes/{route}/purge-dead": d.action(d.purgeDead),
+	} {
+		d.mux.Handle(pattern, h)
+		d.handlers[pattern] = h
+	}
+	return d
+}
+
+// Patterns are the mux patterns the dashboard answers, to mount it beside
+// the API without taking over the API's own 404s.
+func (d *Dashboard) Patterns() []string {
+	out := make([]string, 0, len(d.handlers))
+	for p := range d.handlers {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// No inline script or style anywhere, so the policy can forbid both: an
+	// args value that slipped past escaping still could not run.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	d.mux.ServeHTTP(w, r)
+}
+
+// page is what every template gets.
+type page struct {
+	Title    string
+	Nav      string // the page's template
+	Current  string // the header link to mark; default Nav
+	ReadOnly bool
+	Login    bool // a token is set: show the logout button
+	CSRF     string
+	Flash    string
+	Refresh  int64 // ms between polls of the live part; 0: none
+	Data     any
+}
+
+// viewFunc fills p for a GET, or returns the error to show.
+type viewFunc func(r *http.Request, p *page) (status int, err error)
+
+func (d *Dashboard) view(f viewFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !d.keys.loggedIn(r) {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		p := &page{ReadOnly: d.cfg.ReadOnly, Login: d.keys.tokenSum != nil, CSRF: d.keys.csrfToken(w, r), Flash: flash(r.URL.Query())}
+		status, err := f(r, p)
+		if err != nil {
+			d.fail(w, r, p, err)
+			return
+		}
+		d.render(w, status, p)
+	})
+}
+
+func (d *Dashboard) render(w http.ResponseWriter, status int, p *page) {
+	t := d.pages[p.Nav]
+	if p.Current == "" {
+		p.Current = p.Nav
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, "layout", p); err != nil {
+		d.cfg.Logger.Error("bananas: dashboard template failed", "page", p.Nav, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// fail shows err on the error page: a Problem as it is, anything else as a
+// 500 that is logged.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, p *page, err error) {
+	var pr *Problem
+	if !errors.As(err, &pr) {
+		d.cfg.Logger.Error("bananas: dashboard request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		pr = &Problem{Status: http.StatusInternalServerError, Msg: err.Error()}
+	}
+	p.Nav, p.Title, p.Data = "error", http.StatusText(pr.Status), pr
+	d.render(w, pr.Status, p)
+}
+
+// actionFunc does one action and returns where to send the browser and
+// what happened (a key of flashes).
+type actionFunc func(r *http.Request) (to string, done url.Values, err error)
+
+// action wraps f with the login, read-only and CSRF checks, and answers a
+// success with a redirect (POST, redirect, GET: a reload does not act twice).
+func (d *Dashboard) action(f actionFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := &page{ReadOnly: d.cfg.ReadOnly, Login: d.keys.tokenSum != nil, CSRF: d.keys.csrfToken(w, r)}
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		switch {
+		case !d.keys.loggedIn(r):
+			d.fail(w, r, p, &Problem{Status: http.StatusUnauthorized, Msg: "log in first: the dashboard asks for the API token"})
+			return
+		case d.cfg.ReadOnly:
+			d.fail(w, r, p, &Problem{Status: http.StatusForbidden, Msg: "the dashboard is read-only (API_READ_ONLY): actions are refused"})
+			return
+		case !d.keys.checkCSRF(r):
+			d.fail(w, r, p, &Problem{Status: http.StatusForbidden, Msg: "the form's CSRF token is missing or stale: reload the page and try again"})
+			return
+		}
+		to, done, err := f(r)
+		if err != nil {
+			d.fail(w, r, p, err)
+			return
+		}
+		if back := r.PostFormValue("back"); localPath(back) {
+			to = back
+		}
+		u, _ := url.Parse(to)
+		q := u.Query()
+		for k, v := range done {
+			q[k] = v
+		}
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.String(), http.StatusSeeOther)
+	})
+}
+
+// localPath reports whether s is a path of this site, so that a redirect to
+// it cannot send the browser elsewhere.
+func localPath(s string) bool {
+	return strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") && !strings.HasPrefix(s, "/\\")
+}
+
+// flashes are the messages an action's redirect may ask for, by key: the
+// query string never carries text to show.
+var flashes = map[string]string{
+	"replayed":         "Replayed: the job is pending again with its attempts reset.",
+	"deleted":          "Deleted.",
+	"canceled":         "Canceled.",
+	"cancel-requested": "Cancel sent: the worker running the job will stop it.",
+	"paused":           "Paused: no worker takes this route's jobs until it is resumed.",
+	"resumed":          "Resumed.",
+	"purged":           "Purged %s dead jobs.",
+}
+
+func flash(q url.Values) string {
+	msg, ok := flashes[q.Get("done")]
+	if !ok {
+		return ""
+	}
+	if strings.Contains(msg, "%s") {
+		n, _ := strconv.Atoi(q.Get("n"))
+		msg = strings.Replace(msg, "%s", strconv.Itoa(n), 1)
+	}
+	return msg
+}

@@ -1,0 +1,30 @@
+// Package dashboard is the web dashboard of DESIGN §8 (GET /): server-rendered
+// pages of routes, jobs, one job, cron entries, workers and tasks, with the
+// actions an operator takes on them (replay, delete, cancel, pause, resume,
+// purge dead).
+//
+// # What it owns, and what it must not know
+//
+// dashboard owns the HTML: its html/template pages (auto-escaped: a job's args
+// or error may hold anything), its embedded stylesheet and script (no CDN, no
+// external font: it works offline), the login form that trades the API token
+// for a cookie, the CSRF check of every action, and read-only mode. It reads
+// and acts through a Backend of its own whose methods return its own view
+// structs; the runtime adapts its Inspector to it. It knows nothing of Redis,
+// of how jobs are stored or of the tasks' Go types: it must not import the
+// runtime, queue or results packages.
+//
+// # Sessions and CSRF
+//
+// The process draws a random secret at start. Every page sets, when it is
+// missing, an HttpOnly, SameSite=Strict cookie holding a random nonce; every
+// form carries HMAC(secret, nonce), and a POST whose form value does not match
+// the HMAC of its cookie's nonce is refused (403). A page of another site can
+// neither read the cookie nor compute the HMAC, and SameSite=Strict keeps the
+// browser from sending the cookie with its request at all.
+//
+// With a token set, the login form compares the token given with it in
+// constant time and sets a second cookie, a nonce signed with the secret
+// (HttpOnly, SameSite=Strict). A restart draws a new secret and so logs
+// everyone out, which is the price of keeping no session store.
+package dashboard

@@ -1,0 +1,138 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+)
+
+func (d *Dashboard) overview(r *http.Request, p *page) (int, error) {
+	routes, err := d.b.Routes(r.Context())
+	if err != nil {
+		return 0, err
+	}
+	p.Title, p.Nav, p.Data, p.Refresh = "Overview", "overview", routes, d.cfg.Refresh.Milliseconds()
+	return http.StatusOK, nil
+}
+
+// states are the job list's states, in the Inspector's words, with the
+// names operators use.
+var states = []struct{ Value, Label string }{
+	{"pending", "pending"}, {"scheduled", "scheduled"}, {"processing", "active"}, {"failed", "dead"},
+}
+
+type jobsData struct {
+	Q      JobQuery
+	States []struct{ Value, Label string }
+	Routes []string
+	Tasks  []string
+	Page   JobPage
+	Next   string // link to the next page; "" at the end
+	Bad    string // why the filter was refused
+}
+
+func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
+	v := r.URL.Query()
+	q := JobQuery{Route: v.Get("route"), State: v.Get("state"), Task: v.Get("task"), Text: v.Get("q"), Cursor: v.Get("cursor")}
+	if q.State == "" {
+		q.State = "pending"
+	}
+	data := jobsData{Q: q, States: states}
+	p.Title, p.Nav, p.Data = "Jobs", "jobs", &data
+	if q.State == "failed" {
+		p.Title, p.Current = "Dead jobs", "dead"
+	}
+	routes, err := d.b.Routes(r.Context())
+	if err != nil {
+		return 0, err
+	}
+	for _, rt := range routes {
+		data.Routes = append(data.Routes, rt.Name)
+	}
+	tasks, err := d.b.Tasks(r.Context())
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range tasks {
+		data.Tasks = append(data.Tasks, t.Name)
+	}
+	data.Page, err = d.b.Jobs(r.Context(), q)
+	var pr *Problem
+	if errors.As(err, &pr) && pr.Status == http.StatusBadRequest {
+		// A bad filter keeps the form, so it can be fixed in place.
+		data.Bad = pr.Msg
+		return http.StatusBadRequest, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if data.Page.Next != "" {
+		next := url.Values{}
+		for k, val := range map[string]string{"route": q.Route, "state": q.State, "task": q.Task, "q": q.Text, "cursor": data.Page.Next} {
+			if val != "" {
+				next.Set(k, val)
+			}
+		}
+		data.Next = "/jobs?" + next.Encode()
+	}
+	return http.StatusOK, nil
+}
+
+type jobData struct {
+	Job                  *Job
+	Args, Result         string // indented JSON; "" when there is none
+	CanReplay, CanDelete bool
+	CanCancel            bool
+	Back                 string // this page, where actions return
+	RouteLink            string
+}
+
+func (d *Dashboard) job(r *http.Request, p *page) (int, error) {
+	j, err := d.b.Job(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return 0, err
+	}
+	data := jobData{
+		Job: j, Args: indentJSON(j.Args), Result: indentJSON(j.Result),
+		CanReplay: j.Status == "failed",
+		CanDelete: j.Status == "pending" || j.Status == "scheduled",
+		CanCancel: slices.Contains([]string{"pending", "scheduled", "processing"}, j.Status),
+		Back:      "/jobs/" + url.PathEscape(j.ID),
+		RouteLink: "/jobs?" + url.Values{"route": {j.Route}}.Encode(),
+	}
+	p.Title, p.Nav, p.Data = "Job "+j.ID, "job", &data
+	return http.StatusOK, nil
+}
+
+// indentJSON is b indented for reading; "" for none or null.
+func indentJSON(b []byte) string {
+	if len(b) == 0 || string(b) == "null" {
+		return ""
+	}
+	var out bytes.Buffer
+	if json.Indent(&out, b, "", "  ") != nil {
+		return string(b)
+	}
+	return out.String()
+}
+
+func (d *Dashboard) cron(r *http.Request, p *page) (int, error) {
+	entries, err := d.b.Cron(r.Context())
+	p.Title, p.Nav, p.Data = "Cron", "cron", entries
+	return http.StatusOK, err
+}
+
+func (d *Dashboard) workers(r *http.Request, p *page) (int, error) {
+	ws, err := d.b.Workers(r.Context())
+	p.Title, p.Nav, p.Data = "Workers", "workers", ws
+	return http.StatusOK, err
+}
+
+func (d *Dashboard) tasks(r *http.Request, p *page) (int, error) {
+	ts, err := d.b.Tasks(r.Context())
+	p.Title, p.Nav, p.Data = "Tasks", "tasks", ts
+	return http.StatusOK, err
+}

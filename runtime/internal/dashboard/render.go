@@ -1,0 +1,81 @@
+package dashboard
+
+import (
+	"fmt"
+	"html/template"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// nav is the header's links, in order.
+var nav = []struct{ Key, Label, Href string }{
+	{"overview", "Overview", "/"}, {"jobs", "Jobs", "/jobs"}, {"dead", "Dead", "/jobs?state=failed"},
+	{"cron", "Cron", "/cron"}, {"workers", "Workers", "/workers"}, {"tasks", "Tasks", "/tasks"},
+}
+
+var funcs = template.FuncMap{
+	"nav":  func() any { return nav },
+	"age":  age,
+	"when": when,
+	"since": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return age(time.Since(t))
+	},
+	"dur": func(d time.Duration) string {
+		if d == 0 {
+			return "—"
+		}
+		return d.String()
+	},
+	// jobsLink is the job list filtered by route and state.
+	"jobsLink": func(route, state string) string {
+		return "/jobs?" + url.Values{"route": {route}, "state": {state}}.Encode()
+	},
+	"jobLink":    func(id string) string { return "/jobs/" + url.PathEscape(id) },
+	"pathEscape": url.PathEscape,
+	"join":       strings.Join,
+	"short": func(s string, n int) string {
+		if r := []rune(s); len(r) > n {
+			return string(r[:n]) + "…"
+		}
+		return s
+	},
+}
+
+// age is a duration as an operator reads it: the two largest units.
+func age(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "—"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// when is a time in UTC to the second; "—" when unset.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// parsePages parses the layout with each page; a page's name is its file's.
+func parsePages() map[string]*template.Template {
+	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	pages := map[string]*template.Template{}
+	for _, name := range []string{"overview", "jobs", "job", "cron", "workers", "tasks", "login", "error"} {
+		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
+	}
+	return pages
+}
