@@ -236,7 +236,7 @@ func TestListJobs_FiltersByTaskAndErrorText(t *testing.T) {
 		if got := ids(list(t, q, queue.ListQuery{State: queue.ListDead, Text: "DISK", Task: "t"})); got != dead[0] {
 			t.Fatalf("text and task = %s, want the first only", got)
 		}
-		if got := ids(list(t, q, queue.ListQuery{State: queue.ListDead, Text: strings.ToLower(dead[1][5:15])})); got != dead[1] {
+		if got := ids(list(t, q, queue.ListQuery{State: queue.ListDead, Text: strings.ToLower(dead[1][18:26])})); got != dead[1] {
 			t.Fatalf("text from an id = %s, want that job", got)
 		}
 		if got := ids(list(t, q, queue.ListQuery{State: queue.ListDead, Newest: true})); got != dead[2]+","+dead[1]+","+dead[0] {

@@ -372,23 +372,24 @@ func TestLeaseGroups_ReapOverSeveralPasses(t *testing.T) {
 		}
 		leaseAll(1000) // a big group, more than a pass takes
 		leaseAll(1)    // and a small one, whose job the first pass likely skips
-		reaped := 0
-		for pass := 0; pass < 30; pass++ {
-			got, err := q.Reap(ctx, "r", until, func(queue.Expired) queue.Verdict {
-				return queue.Verdict{RetryAt: until, Record: []byte("lost"), TTL: time.Minute}
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) == 0 {
+		// Passes until no group is left, not until a pass reaps nothing: on a
+		// loaded machine a pass's reply can be lost and its resend, harmless,
+		// answers nothing although the first run reaped.
+		passes := 0
+		for ; passes < 30; passes++ {
+			if active, _ := q.Client().ZCard(ctx, q.Keys("r").Active()).Result(); active == 0 {
 				break
 			}
-			reaped += len(got)
+			if _, err := q.Reap(ctx, "r", until, func(queue.Expired) queue.Verdict {
+				return queue.Verdict{RetryAt: until, Record: []byte("lost"), TTL: time.Minute}
+			}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		d, _ := q.Depths(ctx, []string{"r"})
 		active, _ := q.Client().ZCard(ctx, q.Keys("r").Active()).Result()
-		if reaped != 1001 || d[0].Active != 0 || d[0].Scheduled != 1001 || active != 0 {
-			t.Fatalf("reaped %d, %+v, %d groups active; want all 1001 jobs recovered and nothing leased", reaped, d[0], active)
+		if passes < 2 || d[0].Active != 0 || d[0].Scheduled != 1001 || active != 0 {
+			t.Fatalf("after %d passes: %+v, %d groups active; want all 1001 jobs recovered, nothing leased, over several passes", passes, d[0], active)
 		}
 	})
 }

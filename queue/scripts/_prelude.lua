@@ -53,8 +53,16 @@ end
 -- 25 hours. Like bn_count it never raises: the history is for charts.
 local function bn_history(history, now, what, n)
   if n == 0 then return end
-  bn_count(history, (math.floor(now / 60000) % 60) .. ':' .. what, n)
-  redis.call('PEXPIRE', history, 90000000)
+  local field = (math.floor(now / 60000) % 60) .. ':' .. what
+  local r = redis.pcall('HINCRBY', history, field, n)
+  if type(r) == 'table' and r['err'] then
+    if not bn_type(history, 'hash') then redis.call('DEL', history) end
+    redis.call('HSET', history, field, n)
+    r = n
+  end
+  -- The expiry is set when a field is born (its count is n), the first of
+  -- each kind in a minute, not on every count.
+  if r == n then redis.call('PEXPIRE', history, 90000000) end
 end
 
 local bn_prios = { high = 1, normal = 2, low = 3 }
