@@ -23,9 +23,15 @@ test-faults:
 demo:
 	$(GO) run ./examples/quickstart
 
-# Benchmarks against $$REDIS_URL (the embedded server when unset).
+# Benchmarks against $$REDIS_URL (the embedded server when unset): the peer
+# harness's scenarios, then the operator surface (-admin: HTTP submissions
+# against the Go API, /metrics, queues and job-list pages at 1M pending jobs
+# over 50 routes; the fill takes about 10 s on 2 cores). BENCH_ADMIN_FLAGS
+# sizes it, e.g. BENCH_ADMIN_FLAGS='-depth 10000'.
+BENCH_ADMIN_FLAGS ?=
 bench:
 	$(GO) run ./examples/bench
+	$(GO) run ./examples/bench -admin $(BENCH_ADMIN_FLAGS)
 
 # asynq and make bench side by side on one throwaway Redis; rewrites the
 # table in docs/PERFORMANCE.md. BENCH_PEER is the shared peer harness.
