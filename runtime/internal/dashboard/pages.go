@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 )
 
 func (d *Dashboard) overview(r *http.Request, p *page) (int, error) {
@@ -116,7 +117,40 @@ func indentJSON(b []byte) string {
 	if json.Indent(&out, b, "", "  ") != nil {
 		return string(b)
 	}
-	return out.String()
+	return unescapeHTML(out.String())
+}
+
+// unescapeHTML undoes encoding/json's \u003c, \u003e and \u0026 in strings,
+// so that args read as they were written; the template escapes them for
+// the page instead. Escapes are read left to right in pairs, so an escaped
+// backslash followed by "u003c" stays as it is.
+func unescapeHTML(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if s[i+1] == 'u' && i+6 <= len(s) {
+			switch s[i+2 : i+6] {
+			case "003c":
+				b.WriteByte('<')
+				i += 5
+				continue
+			case "003e":
+				b.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				b.WriteByte('&')
+				i += 5
+				continue
+			}
+		}
+		b.WriteString(s[i : i+2])
+		i++
+	}
+	return b.String()
 }
 
 func (d *Dashboard) cron(r *http.Request, p *page) (int, error) {
