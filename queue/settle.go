@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -70,8 +71,30 @@ func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any)
 	if q.cluster {
 		onlyHeard = 0 // a subscriber may be on another node
 	}
-	args = make([]any, 0, 3+7*len(reqs))
-	args = append(args, resultChannelPrefix(q.ns), onlyHeard, ms(now))
+	// The history's time buckets, summed here so that the script adds a few
+	// counts per call, not two per job: the wait of a first run (a retry's
+	// wait is its backoff, not a backlog), and the run time. A stale ack's
+	// times count too; stale acks are rare, and the buckets are for charts.
+	var waits, runs [HistoryBuckets]int
+	for _, r := range reqs {
+		started := r.d.StartedAt()
+		if r.d.Attempts == 0 && !r.d.CreatedAt.IsZero() {
+			waits[HistoryBucket(started.Sub(r.d.CreatedAt))]++
+		}
+		runs[HistoryBucket(r.finished.Sub(started))]++
+	}
+	var buckets []any
+	for i := range HistoryBuckets {
+		if waits[i] > 0 {
+			buckets = append(buckets, "w"+strconv.Itoa(i), waits[i])
+		}
+		if runs[i] > 0 {
+			buckets = append(buckets, "t"+strconv.Itoa(i), runs[i])
+		}
+	}
+	args = make([]any, 0, 4+len(buckets)+5*len(reqs))
+	args = append(args, resultChannelPrefix(q.ns), onlyHeard, ms(now), len(buckets)/2)
+	args = append(args, buckets...)
 	// Acks of one fetch share its token, and most share a TTL: each is boxed
 	// once per call rather than once per job.
 	var tok, ttl any
@@ -89,13 +112,7 @@ func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any)
 		if ms := max(1, durMS(r.ttl)); ttl == nil || ms != lastTTL {
 			ttl, lastTTL = ms, ms
 		}
-		// The history's time buckets: the wait of a first run (a retry's
-		// wait is its backoff, not a backlog), and the run time.
-		started, wait := r.d.StartedAt(), -1
-		if r.d.Attempts == 0 && !r.d.CreatedAt.IsZero() {
-			wait = HistoryBucket(started.Sub(r.d.CreatedAt))
-		}
-		args = append(args, r.d.ID, tok, r.record, ttl, jk, wait, HistoryBucket(r.finished.Sub(started)))
+		args = append(args, r.d.ID, tok, r.record, ttl, jk)
 	}
 	return keys, args
 }

@@ -18,30 +18,36 @@
 -- ARGV[2]  1: announce only on channels with a subscriber (standalone Redis,
 --          where PUBSUB NUMSUB sees every subscriber); 0: always (Redis Cluster)
 -- ARGV[3]  now (unix ms): the minute the history counts the acks in
--- ARGV[4+7(i-1) .. 10+7(i-1)] per job i: id, fencing token, result record (opaque
---          bytes, also the pub/sub payload), result ttl ms (> 0), the index in
---          KEYS of its job hash or 0 for a light job, its wait's history bucket
---          (-1: none, a retry) and its run time's
+-- ARGV[4]  b, the number of history time buckets that follow
+-- ARGV[5 .. 4+2b] pairs bucket field (w<i> a wait, t<i> a run time), count:
+--          the call's jobs summed by the caller
+-- ARGV[5+2b+5(i-1) .. 9+2b+5(i-1)] per job i: id, fencing token, result record
+--          (opaque bytes, also the pub/sub payload), result ttl ms (> 0), and the
+--          index in KEYS of its job hash, or 0 for a light job
 -- Returns: an array with, per job, 1 completed or 0 stale token or job gone
 --          (nothing written). A second run of a call answers 0 for the jobs the
 --          first completed: it cannot tell them from jobs whose lease was lost.
 local prefix = bn_str(ARGV[1], 'channel prefix')
 local only_heard = bn_num(ARGV[2], 'announce flag') == 1
 local now = bn_num(ARGV[3], 'now')
-local n = (#ARGV - 3) / 7
-if n < 1 or n ~= math.floor(n) then
-  error('bananas: ack needs a channel prefix, an announce flag, now and seven args per job')
+local b = bn_num(ARGV[4], 'bucket count')
+local first_job = 5 + 2 * b
+local n = (#ARGV - first_job + 1) / 5
+if b < 0 or n < 1 or n ~= math.floor(n) then
+  error('bananas: ack needs a channel prefix, an announce flag, now, the history buckets and five args per job')
+end
+for i = 5, first_job - 1, 2 do
+  if not string.match(bn_str(ARGV[i], 'bucket field'), '^[wt]%d%d?$') then error('bananas: bad history bucket field ' .. ARGV[i]) end
+  if bn_num(ARGV[i + 1], 'bucket count') < 1 then error('bananas: history bucket count must be > 0') end
 end
 local ids, channels = {}, {}
 for i = 1, n do
-  local a = 4 + 7 * (i - 1)
+  local a = first_job + 5 * (i - 1)
   ids[i] = bn_str(ARGV[a], 'job id')
   bn_str(ARGV[a + 1], 'token')
   if bn_num(ARGV[a + 3], 'result ttl') <= 0 then error('bananas: result ttl must be > 0') end
   local jk = bn_num(ARGV[a + 4], 'job key index')
   if jk ~= 0 and (jk <= 6 + n or jk > #KEYS) then error('bananas: job key index out of range') end
-  local w, t = bn_num(ARGV[a + 5], 'wait bucket'), bn_num(ARGV[a + 6], 'run bucket')
-  if w < -1 or w > 27 or t < 0 or t > 27 then error('bananas: history bucket out of range') end
   channels[i] = prefix .. ids[i] .. '}'
 end
 if #KEYS < 6 + n then error('bananas: ack needs a result key per job') end
@@ -64,9 +70,9 @@ for first = 1, n, 200 do
   end
 end
 
-local out, done, light, heavy, released, buckets = {}, {}, {}, {}, {}, {}
+local out, done, light, heavy, released = {}, {}, {}, {}, {}
 for i = 1, n do
-  local a = 4 + 7 * (i - 1)
+  local a = first_job + 5 * (i - 1)
   local jk = tonumber(ARGV[a + 4])
   out[i] = 0
   if tokens[i] == ARGV[a + 1] then
@@ -80,8 +86,6 @@ for i = 1, n do
     end
     if ok then
       redis.call('SET', KEYS[6 + i], ARGV[a + 2], 'PX', ARGV[a + 3])
-      if ARGV[a + 5] ~= '-1' then buckets['w' .. ARGV[a + 5]] = (buckets['w' .. ARGV[a + 5]] or 0) + 1 end
-      buckets['t' .. ARGV[a + 6]] = (buckets['t' .. ARGV[a + 6]] or 0) + 1
       released[tokens[i]] = (released[tokens[i]] or 0) + 1
       if not only_heard or heard[i] then redis.call('PUBLISH', channels[i], ARGV[a + 2]) end
       done[#done + 1] = ids[i]
@@ -94,7 +98,7 @@ if #done > 0 then
   for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end
   bn_count(KEYS[3], 'processed', #done)
   bn_history(KEYS[6], now, 'p', #done)
-  for what, count in pairs(buckets) do bn_history(KEYS[6], now, what, count) end
+  for i = 5, first_job - 1, 2 do bn_history(KEYS[6], now, ARGV[i], tonumber(ARGV[i + 1])) end
 end
 if #light > 0 then bn_sliced('HDEL', KEYS[4], light) end
 for first = 1, #heavy, 200 do
