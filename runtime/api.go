@@ -123,7 +123,7 @@ func (b apiBackend) Cancel(ctx context.Context, id string) (any, error) {
 	if err != nil {
 		return nil, httpError(err)
 	}
-	return map[string]any{"id": id, "status": status}, nil
+	return canceledJSON{ID: id, Status: status}, nil
 }
 
 func (b apiBackend) Delete(ctx context.Context, id string) error {
