@@ -65,7 +65,7 @@ func run() error {
 	go func() { _ = api.Serve(ln) }()
 	defer api.Close()
 	base := "http://" + ln.Addr().String()
-	say("HTTP API: %s/api/v1/queues  metrics: %s/metrics  OpenAPI: %s/api/v1/openapi.json", base, base, base)
+	say("dashboard: %s/  HTTP API: %s/api/v1/queues  metrics: %s/metrics  OpenAPI: %s/api/v1/openapi.json", base, base, base, base)
 
 	// Jobs queued before any worker runs, to show the order they are taken in.
 	say("enqueue: 3 count_words (route default, priority low), then 1 send_email (route email, priority high)")
