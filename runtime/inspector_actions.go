@@ -180,8 +180,9 @@ func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
 		return "", adminError(id, err)
 	}
 	if out == queue.CancelRequested {
-		return StatusProcessing, nil
+		return StatusProcessing, nil // the worker holding it counts it when it acts
 	}
+	in.c.metrics.Canceled(info.Route, string(info.Priority), info.Name)
 	return StatusCanceled, nil
 }
 
