@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/bananas-go/bananas/runtime/internal/dashboard"
 )
@@ -127,4 +128,15 @@ func dashboardError(err error) error {
 		return &dashboard.Problem{Status: http.StatusBadRequest, Msg: trimBananas(err)}
 	}
 	return err
+}
+
+func (b dashboardBackend) Stats(ctx context.Context, window time.Duration) (dashboard.Stats, error) {
+	st, err := b.in.Stats(ctx, window)
+	if err != nil {
+		return dashboard.Stats{}, dashboardError(err)
+	}
+	return dashboard.Stats{Window: st.Window, Points: views(st.Points, func(p StatsPoint) dashboard.StatsPoint {
+		return dashboard.StatsPoint{At: p.At, Enqueued: p.Enqueued, Processed: p.Processed, Failed: p.Failed,
+			WaitP50: p.WaitP50, WaitP99: p.WaitP99, RunP50: p.RunP50, RunP99: p.RunP99}
+	})}, nil
 }

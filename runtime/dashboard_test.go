@@ -430,3 +430,96 @@ func TestDashboard_ActionsNeedTheCSRFTokenAndAreRefusedReadOnly(t *testing.T) {
 		t.Fatalf("GET /api/v1/nothing = %d %v; want the API's JSON 404", st, v)
 	}
 }
+
+// The charts page draws the last hour's history as SVG, one line per series
+// and a legend naming each, with totals that match the jobs that ran; a
+// window it does not offer is a 400 naming it.
+func TestDashboard_ChartsShowTheLastHour(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, redistest.Shared(t).URL())
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	runtime.Handle(w, testtasks.Note, func(_ context.Context, m testtasks.Msg) (runtime.None, error) {
+		if m.N%3 == 0 {
+			return runtime.None{}, fmt.Errorf("job %d: %w", m.N, runtime.SkipRetry)
+		}
+		return runtime.None{}, nil
+	})
+	startWorker(t, w)
+	const jobs, failing = 9, 3 // N = 0, 3 and 6 fail
+	var ids []string
+	for n := range jobs {
+		id, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "chart", N: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		waitFor(t, 20*time.Second, "the jobs to finish", func() bool {
+			st := jobStatus(t, c, id)
+			return st == runtime.StatusCompleted || st == runtime.StatusFailed
+		})
+	}
+	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
+
+	run(t, ctx, "open the charts from the nav", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS(`nav a[href="/charts"]`)),
+		chromedp.Click(chromedp.CSS(`nav a[href="/charts"]`)), chromedp.WaitVisible(chromedp.CSS("#summary")))
+	for id, want := range map[string]int{"#total-enqueued": jobs, "#total-processed": jobs - failing, "#total-failed": failing} {
+		if got := text(t, ctx, id); got != fmt.Sprint(want) {
+			t.Fatalf("%s = %q; want %d (summary: %q)", id, got, want, text(t, ctx, "#summary"))
+		}
+	}
+	if got := text(t, ctx, "#summary"); !strings.Contains(got, "in the last hour") {
+		t.Fatalf("summary = %q; want it to name the last hour", got)
+	}
+	for chart, series := range map[string][]string{
+		"counts": {"Enqueued", "Processed", "Failed"},
+		"times":  {"Wait p50", "Wait p99", "Run p50", "Run p99"},
+	} {
+		sel := "#chart-" + chart
+		legend, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf(
+			`[...document.querySelectorAll(%q)].map(li => li.textContent.trim())`, sel+" ul.legend li")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The visible drawing's lines, with the number of points each draws.
+		lines, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](fmt.Sprintf(
+			`Object.fromEntries([...document.querySelectorAll(%q)].filter(s => s.getBoundingClientRect().width > 0)
+			  .flatMap(s => [...s.querySelectorAll('path.line')]).map(p => [p.querySelector('title').textContent, (p.getAttribute('d').match(/[ML]/g) || []).length]))`,
+			sel+" svg.plot")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(legend) != len(series) || len(lines) != len(series) {
+			t.Fatalf("%s: legend %q, lines %v; want one of each per series %q", chart, legend, lines, series)
+		}
+		for i, name := range series {
+			if !strings.HasPrefix(legend[i], name) {
+				t.Fatalf("%s: legend %q; want %q in it, in order", chart, legend, name)
+			}
+			// Every series has a minute in it: the jobs were enqueued, some
+			// failed, all started and ran.
+			if lines[name] == 0 {
+				t.Fatalf("%s: the line of %s draws nothing: %v", chart, name, lines)
+			}
+		}
+	}
+	shoot(t, ctx, "charts")
+
+	run(t, ctx, "switch to 24 hours", chromedp.Click(chromedp.CSS(`nav.windows a[href="/charts?window=24h"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav.windows a[href="/charts?window=24h"][aria-current=page]`)))
+	if got := text(t, ctx, "#summary"); !strings.Contains(got, "in the last 24 hours") || text(t, ctx, "#total-processed") != fmt.Sprint(jobs-failing) {
+		t.Fatalf("24h summary = %q; want the same totals over the last 24 hours", got)
+	}
+
+	resp, err := http.Get(url + "/charts?window=7d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "7d") {
+		t.Fatalf("GET /charts?window=7d = %d; want 400 naming the window:\n%s", resp.StatusCode, body)
+	}
+}

@@ -17,6 +17,8 @@ type Backend interface {
 	Tasks(ctx context.Context) ([]Task, error)
 	Cron(ctx context.Context) ([]CronEntry, error)
 	Workers(ctx context.Context) ([]Worker, error)
+	// Stats is the per-minute history of the last window (1h or 24h).
+	Stats(ctx context.Context, window time.Duration) (Stats, error)
 
 	Replay(ctx context.Context, id string) error
 	Delete(ctx context.Context, id string) error

@@ -56,6 +56,7 @@ func New(b Backend, cfg Config) *Dashboard {
 	files := http.StripPrefix("/static/", http.FileServerFS(static))
 	for pattern, h := range map[string]http.Handler{
 		"GET /{$}":       d.view(d.overview),
+		"GET /charts":    d.view(d.charts),
 		"GET /jobs":      d.view(d.jobs),
 		"GET /jobs/{id}": d.view(d.job),
 		"GET /cron":      d.view(d.cron),

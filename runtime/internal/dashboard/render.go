@@ -10,7 +10,7 @@ import (
 
 // nav is the header's links, in order.
 var nav = []struct{ Key, Label, Href string }{
-	{"overview", "Overview", "/"}, {"jobs", "Jobs", "/jobs"}, {"dead", "Dead", "/jobs?state=failed"},
+	{"overview", "Overview", "/"}, {"charts", "Charts", "/charts"}, {"jobs", "Jobs", "/jobs"}, {"dead", "Dead", "/jobs?state=failed"},
 	{"cron", "Cron", "/cron"}, {"workers", "Workers", "/workers"}, {"tasks", "Tasks", "/tasks"},
 }
 
@@ -74,7 +74,7 @@ func when(t time.Time) string {
 func parsePages() map[string]*template.Template {
 	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"overview", "jobs", "job", "cron", "workers", "tasks", "login", "error"} {
+	for _, name := range []string{"overview", "charts", "jobs", "job", "cron", "workers", "tasks", "login", "error"} {
 		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
 	}
 	return pages
