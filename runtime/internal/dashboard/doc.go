@@ -1,7 +1,7 @@
 // Package dashboard is the web dashboard of DESIGN §8 (GET /): server-rendered
-// pages of routes, jobs, one job, cron entries, workers and tasks, with the
-// actions an operator takes on them (replay, delete, cancel, pause, resume,
-// purge dead).
+// pages of routes, per-minute charts, jobs, one job, cron entries, workers and
+// tasks, with the actions an operator takes on them (replay, delete, cancel,
+// pause, resume, purge dead).
 //
 // # What it owns, and what it must not know
 //
