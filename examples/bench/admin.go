@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"sync"
 	"time"
@@ -18,11 +21,15 @@ import (
 	"github.com/bananas-go/bananas/runtime"
 )
 
+var deadN = flag.Int("dead", 100000, "with -admin: dead jobs over the same routes, for the dashboard's pages")
+
 // admin measures the operator surface: API submissions against the Go API's
-// single enqueue in the same run, a /metrics scrape and a job-list page at
-// `depth` pending jobs spread over `routes` routes (flat in depth is the
-// goal), each the median of repeated tries.
+// single enqueue in the same run, a /metrics scrape, job-list pages and the
+// dashboard's pages at `depth` pending and `dead` dead jobs spread over
+// `routes` routes (flat in depth is the goal), each the median of repeated
+// tries.
 func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth int) {
+	dead := *deadN
 	// log.Fatal skips main's deferred cleanup: a failure here deletes the
 	// namespace first, so an aborted run leaves no million jobs behind.
 	var once sync.Once
@@ -103,18 +110,71 @@ func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth i
 	})
 	report("api_submit_nethttp_client_jobs_per_s", float64(n)/time.Since(start).Seconds())
 
-	// Depth: `depth` pending jobs over `routes` routes, in batches.
-	note("admin: filling %d pending jobs over %d routes", depth, routes)
 	batch := make([]tasks.Payload, 1000)
 	for i := range batch {
 		batch[i] = payload
 	}
-	for filled := 0; filled < depth; filled += len(batch) {
-		r := fmt.Sprintf("r%02d", (filled/len(batch))%routes)
-		if _, err := tasks.Noop.EnqueueMany(ctx, batch[:min(len(batch), depth-filled)], runtime.Route(r)); err != nil {
+	// Batches of up to 1000 jobs, round-robin over the routes, small enough
+	// that every route gets some: the overview then lists all of them at
+	// any depth.
+	spread := func(total int) int { return max(1, min(len(batch), total/routes)) }
+	routeNames := make([]string, routes)
+	for i := range routeNames {
+		routeNames[i] = fmt.Sprintf("r%02d", i)
+	}
+	// Dead: `dead` bounce jobs over the same routes, run by a worker whose
+	// handler fails them without a retry (the real fetch, run and
+	// dead-letter path), before the pending jobs, which it would otherwise
+	// have to walk past.
+	note("admin: killing %d jobs over %d routes", dead, routes)
+	start = time.Now()
+	for filled, b := 0, spread(dead); filled < dead; filled += b {
+		r := routeNames[(filled/b)%routes]
+		if _, err := tasks.Bounce.EnqueueMany(ctx, batch[:min(b, dead-filled)], runtime.Route(r)); err != nil {
 			fatalf("%v", err)
 		}
 	}
+	if dead > 0 {
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		w := runtime.NewWorker(c, runtime.WorkerOptions{Routes: routeNames, JobTypes: []string{"bounce"}, Concurrency: 256, Logger: quiet})
+		tasks.Register(w)
+		wctx, stop := context.WithCancel(ctx)
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(wctx) }()
+		for deadline := time.Now().Add(5 * time.Minute); ; {
+			if time.Now().After(deadline) {
+				fatalf("admin: %d jobs not dead after 5 minutes", dead)
+			}
+			time.Sleep(100 * time.Millisecond)
+			infos, err := in.Routes(ctx)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			var got int64
+			for _, ri := range infos {
+				got += ri.Dead
+			}
+			if got >= int64(dead) {
+				break
+			}
+		}
+		stop()
+		if err := <-ran; err != nil {
+			fatalf("worker: %v", err)
+		}
+	}
+	note("admin: %d dead jobs in %.1fs", dead, time.Since(start).Seconds())
+
+	// Depth: `depth` pending jobs over `routes` routes, in batches.
+	note("admin: filling %d pending jobs over %d routes", depth, routes)
+	start = time.Now()
+	for filled, b := 0, spread(depth); filled < depth; filled += b {
+		r := routeNames[(filled/b)%routes]
+		if _, err := tasks.Noop.EnqueueMany(ctx, batch[:min(b, depth-filled)], runtime.Route(r)); err != nil {
+			fatalf("%v", err)
+		}
+	}
+	note("admin: %d pending jobs in %.1fs", depth, time.Since(start).Seconds())
 	get := func(path string) time.Duration {
 		t0 := time.Now()
 		resp, err := client.Get(base + path)
@@ -153,6 +213,24 @@ func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth i
 	}
 	report("list_deep_page_ms", median("/api/v1/jobs?route=r00&state=pending&limit=50&cursor="+cursor))
 	report("list_filtered_page_ms", median("/api/v1/jobs?route=r00&state=pending&limit=50&task=ping"))
+
+	// The dashboard, served by the same handler at /: the overview (every
+	// route's counts, oldest pending age and workers), job lists of one
+	// route (pending, 100 pages in, dead, dead searched by error text that
+	// every job holds and that none holds) and a dead job's page.
+	report("dashboard_overview_ms", median("/"))
+	report("dashboard_jobs_pending_ms", median("/jobs?route=r00&state=pending"))
+	report("dashboard_jobs_pending_deep_ms", median("/jobs?route=r00&state=pending&cursor="+url.QueryEscape(cursor)))
+	report("dashboard_jobs_dead_ms", median("/jobs?route=r00&state=failed"))
+	report("dashboard_jobs_dead_search_ms", median("/jobs?route=r00&state=failed&q="+url.QueryEscape(tasks.BounceText)))
+	report("dashboard_jobs_dead_search_miss_ms", median("/jobs?route=r00&state=failed&q=no+such+error"))
+	if dead > 0 {
+		pg, err := in.Jobs(ctx, runtime.JobQuery{Route: "r00", State: runtime.StatusFailed, Limit: 1, Newest: true})
+		if err != nil || len(pg.Jobs) == 0 {
+			fatalf("a dead job of r00: %v", err)
+		}
+		report("dashboard_job_ms", median("/jobs/"+pg.Jobs[0].ID))
+	}
 }
 
 // keepAlive is one HTTP/1.1 connection of the lean load generator.

@@ -41,6 +41,18 @@ var Delayed *runtime.Task[Stamp, runtime.None] = runtime.NewTask[Stamp, runtime.
 		{Name: "At", Type: "int64"},
 	}, "", decodeDelayedArgs).Var("Delayed")
 
+// Bounce enqueues bounce, the task of wire name "bounce":
+//
+//	//bananas:task retries=0
+//
+// bounce fails at once without a retry: the admin benchmark's dead jobs.
+var Bounce *runtime.Task[Payload, runtime.None] = runtime.NewTask[Payload, runtime.None]("bounce", runtime.MaxRetries(0)).
+	Describe("Payload", []runtime.Field{
+		{Name: "To", Type: "string"},
+		{Name: "Subject", Type: "string"},
+		{Name: "Body", Type: "string"},
+	}, "", decodeBounceArgs).Var("Bounce")
+
 // Register registers every task and cron entry of this package on w.
 func Register(w *runtime.Worker) {
 	runtime.Handle(w, Noop, func(ctx context.Context, args Payload) (runtime.None, error) {
@@ -52,6 +64,9 @@ func Register(w *runtime.Worker) {
 	runtime.Handle(w, Echo, echo)
 	runtime.Handle(w, Delayed, func(ctx context.Context, args Stamp) (runtime.None, error) {
 		return runtime.None{}, delayed(ctx, args)
+	})
+	runtime.Handle(w, Bounce, func(ctx context.Context, args Payload) (runtime.None, error) {
+		return runtime.None{}, bounce(ctx, args)
 	})
 }
 
@@ -79,6 +94,13 @@ func decodeEchoArgs(data []byte) (Stamp, error) {
 // decodeDelayedArgs decodes JSON args of delayed, refusing unknown fields.
 func decodeDelayedArgs(data []byte) (Stamp, error) {
 	var args Stamp
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
+}
+
+// decodeBounceArgs decodes JSON args of bounce, refusing unknown fields.
+func decodeBounceArgs(data []byte) (Payload, error) {
+	var args Payload
 	err := runtime.DecodeStrictJSON(data, &args)
 	return args, err
 }

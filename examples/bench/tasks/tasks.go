@@ -6,7 +6,10 @@ package tasks
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime"
 )
 
 // Payload is the ~90-byte body of the enqueue and drain scenarios (the peer
@@ -44,4 +47,15 @@ func echo(ctx context.Context, s Stamp) (Stamp, error) { return s, nil }
 func delayed(ctx context.Context, s Stamp) error {
 	OnDelayed(time.Unix(0, s.At))
 	return nil
+}
+
+// BounceText is the error text of every bounce job, which the admin benchmark
+// searches the dead jobs for.
+const BounceText = "smtp: 550 mailbox unavailable"
+
+// bounce fails at once without a retry: the admin benchmark's dead jobs.
+//
+//bananas:task retries=0
+func bounce(ctx context.Context, p Payload) error {
+	return fmt.Errorf("%s: %s: %w", p.To, BounceText, runtime.SkipRetry)
 }
