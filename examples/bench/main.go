@@ -43,7 +43,7 @@ var (
 	role      = flag.String("role", "", "internal: 'worker' runs one worker process of the scaling scenario")
 	spikeBase = flag.Int("spike", 0, "instead of the scenarios: latency at this rate, through a 10x spike of 1s, and after")
 	scale     = flag.Int("scaling", 0, "instead of the scenarios: drain this many jobs with 1, 2, 4 worker processes at concurrency 1, 16, 64, 256")
-	adminMode = flag.Bool("admin", false, "instead of the scenarios: the HTTP API's submissions against the Go API, and /metrics, queues and job-list pages at -depth pending jobs over -routes routes")
+	adminMode = flag.Bool("admin", false, "instead of the scenarios: the HTTP API's submissions against the Go API, and /metrics, queues, job-list and dashboard pages at -depth pending and -dead dead jobs over -routes routes")
 	depth     = flag.Int("depth", 1000000, "with -admin: pending jobs")
 	nroutes   = flag.Int("routes", 50, "with -admin: routes the pending jobs spread over")
 )
