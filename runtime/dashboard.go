@@ -2,11 +2,14 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/bananas-go/bananas/runtime/internal/dashboard"
+	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
 
 // dashboardRoutes is the dashboard of in (GET / and its pages), as mux
@@ -139,4 +142,25 @@ func (b dashboardBackend) Stats(ctx context.Context, window time.Duration) (dash
 		return dashboard.StatsPoint{At: p.At, Enqueued: p.Enqueued, Processed: p.Processed, Failed: p.Failed,
 			WaitP50: p.WaitP50, WaitP99: p.WaitP99, RunP50: p.RunP50, RunP99: p.RunP99}
 	})}, nil
+}
+
+func (b dashboardBackend) ReplayDead(ctx context.Context, route string) (int, error) {
+	n, err := b.in.ReplayDead(ctx, route, "")
+	return n, dashboardError(err)
+}
+
+// ArgsSchemas is the JSON Schema of each registered task's args type, the
+// one the OpenAPI document gives the task's submission.
+func (b dashboardBackend) ArgsSchemas(context.Context) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, name := range b.in.reg.Tasks() {
+		s, err := openapi.Schema(b.in.reg.handlers[name].argsType)
+		if err != nil {
+			return nil, fmt.Errorf("args schema of %s: %w", name, err)
+		}
+		if out[name], err = json.Marshal(s); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -523,3 +523,159 @@ func TestDashboard_ChartsShowTheLastHour(t *testing.T) {
 		t.Fatalf("GET /charts?window=7d = %d; want 400 naming the window:\n%s", resp.StatusCode, body)
 	}
 }
+
+// Three dead jobs are selected at once on the dead list ("select all on
+// this page"), the confirmation ticked and Replay selected clicked: each is
+// replayed and runs to completion on the real worker, the handler having
+// been healed meanwhile.
+func TestDashboard_BulkReplaySelectedDeadJobs(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, redistest.Shared(t).URL())
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	// Failing without retry until healed: the jobs die at once, and their
+	// replays complete, so completion proves each one was replayed.
+	var healed atomic.Bool
+	runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
+		if !healed.Load() {
+			return runtime.None{}, fmt.Errorf("upstream down: %w", runtime.SkipRetry)
+		}
+		return runtime.None{}, nil
+	})
+	startWorker(t, w)
+	var ids []string
+	for n := range 3 {
+		id, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "bulk", N: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		waitFor(t, 20*time.Second, "the jobs to die", func() bool { return jobStatus(t, c, id) == runtime.StatusFailed })
+	}
+	healed.Store(true)
+	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
+
+	run(t, ctx, "open the dead list and select all", chromedp.Navigate(url+"/jobs?state=failed"), chromedp.WaitVisible(chromedp.CSS("#select-all")),
+		chromedp.Click(chromedp.CSS("#select-all")), chromedp.Click(chromedp.CSS("#bulk-confirm")))
+	picked, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#bulk input[name=id]:checked')].map(b => b.value)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(picked) != len(ids) {
+		t.Fatalf("select all ticked %v; want the %d dead jobs %v", picked, len(ids), ids)
+	}
+	// A dead job can only be replayed: the other bulk buttons are not offered.
+	if got := text(t, ctx, "#bulk-delete") + text(t, ctx, "#bulk-cancel"); got != "(no element)(no element)" {
+		t.Fatalf("the dead list offers delete or cancel: %q", got)
+	}
+	shoot(t, ctx, "bulk-selection")
+	run(t, ctx, "click Replay selected", chromedp.Click(chromedp.CSS("#bulk-replay")), chromedp.WaitVisible(chromedp.CSS("#flash")))
+	if got := text(t, ctx, "#flash"); !strings.Contains(got, "Replayed 3 selected jobs; 0 refused") {
+		t.Fatalf("flash = %q; want 3 replayed and 0 refused", got)
+	}
+	for _, id := range ids {
+		waitFor(t, 20*time.Second, "the replayed jobs to complete", func() bool { return jobStatus(t, c, id) == runtime.StatusCompleted })
+	}
+}
+
+// Without a browser: a bulk action needs the CSRF token and the ticked
+// confirmation, takes at most 500 ids, counts a job that is gone as
+// refused, and is neither offered nor done in read-only mode. The Tasks
+// page shows each task's args schema.
+func TestDashboard_BulkActionsNeedConfirmationAndCSRF(t *testing.T) {
+	t.Parallel()
+	c := connect(t, "mem://")
+	in := runtime.NewInspector(c, testtasks.Register)
+	var ids []string
+	for n := range 2 {
+		id, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "x", N: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	allPending := func() bool {
+		for _, id := range ids {
+			if jobStatus(t, c, id) != runtime.StatusPending {
+				return false
+			}
+		}
+		return true
+	}
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, u string, form url.Values) (int, string, http.Header) {
+		t.Helper()
+		var resp *http.Response
+		var err error
+		if method == "GET" {
+			resp, err = hc.Get(u)
+		} else {
+			resp, err = hc.PostForm(u, form)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	base := serveAPI(t, in, runtime.APIOptions{}).url
+	st, body, _ := do("GET", base+"/jobs", nil)
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	if st != http.StatusOK || m == nil || !strings.Contains(body, `id="bulk-delete"`) || !strings.Contains(body, `id="select-all"`) {
+		t.Fatalf("GET /jobs = %d; want the bulk form with a CSRF token, select all and Delete selected:\n%s", st, body)
+	}
+	form := func(extra url.Values) url.Values {
+		f := url.Values{"action": {"delete"}, "id": ids}
+		for k, v := range extra {
+			f[k] = v
+		}
+		return f
+	}
+	for what, try := range map[string]struct {
+		form   url.Values
+		status int
+		says   string
+	}{
+		"no CSRF token":     {form(url.Values{"confirm": {"yes"}}), http.StatusForbidden, "CSRF"},
+		"no confirmation":   {form(url.Values{"csrf": {m[1]}}), http.StatusBadRequest, "confirmation"},
+		"501 ids":           {url.Values{"csrf": {m[1]}, "confirm": {"yes"}, "action": {"delete"}, "id": make([]string, 501)}, http.StatusBadRequest, "at most 500"},
+		"an unknown action": {form(url.Values{"csrf": {m[1]}, "confirm": {"yes"}, "action": {"explode"}}), http.StatusBadRequest, "explode"},
+	} {
+		if st, body, _ := do("POST", base+"/jobs/bulk", try.form); st != try.status || !strings.Contains(body, try.says) || !allPending() {
+			t.Fatalf("bulk delete with %s = %d; want %d saying %q, and the jobs left pending:\n%s", what, st, try.status, try.says, body)
+		}
+	}
+	// With both, the two jobs go and an id that is not there is refused.
+	st, _, hdr := do("POST", base+"/jobs/bulk", form(url.Values{"csrf": {m[1]}, "confirm": {"yes"}, "id": append(ids[:2:2], "01NOSUCHJOB.default")}))
+	if st != http.StatusSeeOther {
+		t.Fatalf("bulk delete = %d; want 303", st)
+	}
+	_, body, _ = do("GET", base+hdr.Get("Location"), nil)
+	if !strings.Contains(body, "Deleted 2 selected jobs; 1 refused") {
+		t.Fatalf("after bulk delete at %s; want the flash saying 2 deleted and 1 refused:\n%s", hdr.Get("Location"), body)
+	}
+	for _, id := range ids {
+		if _, err := c.Job(ctxT(t), id); err == nil {
+			t.Fatalf("job %s is still there after the bulk delete", id)
+		}
+	}
+
+	// The Tasks page: each task's args schema, in a <details>.
+	_, body, _ = do("GET", base+"/tasks", nil)
+	if !strings.Contains(body, `<details class="schema">`) || !strings.Contains(body, `&#34;properties&#34;`) {
+		t.Fatalf("the Tasks page shows no args schema:\n%s", body)
+	}
+
+	ro := serveAPI(t, in, runtime.APIOptions{ReadOnly: true}).url
+	_, body, _ = do("GET", ro+"/jobs", nil)
+	if strings.Contains(body, "/jobs/bulk") || strings.Contains(body, "select-all") {
+		t.Fatalf("read-only job list offers bulk actions:\n%s", body)
+	}
+	if st, body, _ := do("POST", ro+"/jobs/bulk", url.Values{"csrf": {m[1]}, "confirm": {"yes"}, "action": {"delete"}, "id": {"x"}}); st != http.StatusForbidden || !strings.Contains(body, "read-only") {
+		t.Fatalf("read-only bulk = %d; want 403 saying read-only:\n%s", st, body)
+	}
+}

@@ -1,6 +1,8 @@
 package dashboard
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -44,4 +46,69 @@ func (d *Dashboard) purgeDead(r *http.Request) (string, url.Values, error) {
 	}
 	n, err := d.b.PurgeDead(r.Context(), r.PathValue("route"))
 	return "/", url.Values{"done": {"purged"}, "n": {strconv.Itoa(n)}}, err
+}
+
+// replayDead replays every dead job of a route; the dead list asks for a
+// ticked confirmation first (required in HTML, checked here too), since it
+// may put thousands of jobs back to work at once.
+func (d *Dashboard) replayDead(r *http.Request) (string, url.Values, error) {
+	if r.PostFormValue("confirm") != "yes" {
+		return "", nil, &Problem{Status: http.StatusBadRequest, Msg: "tick the confirmation to replay every dead job of the route"}
+	}
+	route := r.PathValue("route")
+	n, err := d.b.ReplayDead(r.Context(), route)
+	to := "/jobs?" + url.Values{"route": {route}, "state": {"failed"}}.Encode()
+	return to, url.Values{"done": {"replayed-dead"}, "n": {strconv.Itoa(n)}}, err
+}
+
+// MaxBulk is the most jobs one bulk action takes: a page of the job list
+// holds at most 50, and a bound keeps one request from holding the server
+// (and Redis) for long.
+const MaxBulk = 500
+
+// bulk applies one action (replay, delete or cancel) to the jobs selected
+// on a page of the job list, one by one through the Backend. A job that
+// moved to a state the action does not fit, or is gone, since the page was
+// drawn is counted as refused and the rest go on; a failure of the server
+// stops the lot, and is shown with how many were done before it.
+func (d *Dashboard) bulk(r *http.Request) (string, url.Values, error) {
+	if err := r.ParseForm(); err != nil {
+		return "", nil, &Problem{Status: http.StatusBadRequest, Msg: "the form could not be read: " + err.Error()}
+	}
+	if r.PostFormValue("confirm") != "yes" {
+		return "", nil, &Problem{Status: http.StatusBadRequest, Msg: "tick the confirmation to act on the selected jobs"}
+	}
+	ids := r.PostForm["id"]
+	switch {
+	case len(ids) == 0:
+		return "", nil, &Problem{Status: http.StatusBadRequest, Msg: "select at least one job"}
+	case len(ids) > MaxBulk:
+		return "", nil, &Problem{Status: http.StatusBadRequest, Msg: "at most " + strconv.Itoa(MaxBulk) + " jobs at once: " + strconv.Itoa(len(ids)) + " were selected"}
+	}
+	var act func(id string) error
+	what := ""
+	switch action := r.PostFormValue("action"); action {
+	case "replay":
+		act, what = func(id string) error { return d.b.Replay(r.Context(), id) }, "bulk-replayed"
+	case "delete":
+		act, what = func(id string) error { return d.b.Delete(r.Context(), id) }, "bulk-deleted"
+	case "cancel":
+		act, what = func(id string) error { _, err := d.b.Cancel(r.Context(), id); return err }, "bulk-canceled"
+	default:
+		return "", nil, &Problem{Status: http.StatusBadRequest, Msg: "unknown bulk action " + strconv.Quote(action) + ": use replay, delete or cancel"}
+	}
+	ok, refused := 0, 0
+	for _, id := range ids {
+		err := act(id)
+		var pr *Problem
+		switch {
+		case err == nil:
+			ok++
+		case errors.As(err, &pr):
+			refused++
+		default:
+			return "", nil, fmt.Errorf("bulk %s stopped after %d jobs: %w", r.PostFormValue("action"), ok, err)
+		}
+	}
+	return "/jobs", url.Values{"done": {what}, "n": {strconv.Itoa(ok)}, "refused": {strconv.Itoa(refused)}}, nil
 }

@@ -28,6 +28,11 @@ type Backend interface {
 	Pause(ctx context.Context, route string) error
 	Resume(ctx context.Context, route string) error
 	PurgeDead(ctx context.Context, route string) (int, error)
+	// ReplayDead replays every dead job of route and says how many.
+	ReplayDead(ctx context.Context, route string) (int, error)
+	// ArgsSchemas is each registered task's args JSON Schema (JSON), by
+	// task name; a task missing from it shows none.
+	ArgsSchemas(ctx context.Context) (map[string][]byte, error)
 }
 
 // Problem is an error the operator caused or can act on, shown as it is.

@@ -70,12 +70,14 @@ func New(b Backend, cfg Config) *Dashboard {
 		"POST /login":  http.HandlerFunc(d.login),
 		"POST /logout": http.HandlerFunc(d.logout),
 
-		"POST /jobs/{id}/replay":          d.action(d.replay),
-		"POST /jobs/{id}/delete":          d.action(d.delete),
-		"POST /jobs/{id}/cancel":          d.action(d.cancel),
-		"POST /routes/{route}/pause":      d.action(d.pause),
-		"POST /routes/{route}/resume":     d.action(d.resume),
-		"POST /routes/{route}/purge-dead": d.action(d.purgeDead),
+		"POST /jobs/{id}/replay":           d.action(d.replay),
+		"POST /jobs/{id}/delete":           d.action(d.delete),
+		"POST /jobs/{id}/cancel":           d.action(d.cancel),
+		"POST /routes/{route}/pause":       d.action(d.pause),
+		"POST /routes/{route}/resume":      d.action(d.resume),
+		"POST /routes/{route}/purge-dead":  d.action(d.purgeDead),
+		"POST /routes/{route}/replay-dead": d.action(d.replayDead),
+		"POST /jobs/bulk":                  d.action(d.bulk),
 	} {
 		d.mux.Handle(pattern, h)
 		d.handlers[pattern] = h
@@ -220,6 +222,12 @@ var flashes = map[string]string{
 	"paused":           "Paused: no worker takes this route's jobs until it is resumed.",
 	"resumed":          "Resumed.",
 	"purged":           "Purged %s dead jobs.",
+	"replayed-dead":    "Replayed %s dead jobs: they are pending again with their attempts reset.",
+	// A bulk action reports both counts: a job refused is one that moved
+	// to a state the action does not fit, or is gone, since the page showed it.
+	"bulk-replayed": "Replayed %s selected jobs; %r refused (no longer dead, or gone).",
+	"bulk-deleted":  "Deleted %s selected jobs; %r refused (no longer pending or scheduled, or gone).",
+	"bulk-canceled": "Canceled %s selected jobs (a running one stops when its worker acts); %r refused (already finished, or gone).",
 }
 
 func flash(q url.Values) string {
@@ -227,9 +235,13 @@ func flash(q url.Values) string {
 	if !ok {
 		return ""
 	}
-	if strings.Contains(msg, "%s") {
-		n, _ := strconv.Atoi(q.Get("n"))
-		msg = strings.Replace(msg, "%s", strconv.Itoa(n), 1)
+	// Only numbers go into a message, so the query string cannot make the
+	// page say anything else.
+	for verb, key := range map[string]string{"%s": "n", "%r": "refused"} {
+		if strings.Contains(msg, verb) {
+			n, _ := strconv.Atoi(q.Get(key))
+			msg = strings.Replace(msg, verb, strconv.Itoa(n), 1)
+		}
 	}
 	return msg
 }

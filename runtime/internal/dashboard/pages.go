@@ -33,6 +33,10 @@ type jobsData struct {
 	Page   JobPage
 	Next   string // link to the next page; "" at the end
 	Bad    string // why the filter was refused
+	// The bulk actions that fit the listed state (a listing holds one
+	// state); the template hides them all in read-only mode.
+	CanReplay, CanDelete, CanCancel bool
+	Back                            string // this listing, where a bulk action returns
 }
 
 func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
@@ -41,7 +45,11 @@ func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
 	if q.State == "" {
 		q.State = "pending"
 	}
-	data := jobsData{Q: q, States: states}
+	data := jobsData{Q: q, States: states, Back: r.URL.RequestURI(),
+		CanReplay: q.State == "failed",
+		CanDelete: q.State == "pending" || q.State == "scheduled",
+		CanCancel: q.State == "pending" || q.State == "scheduled" || q.State == "processing",
+	}
 	p.Title, p.Nav, p.Data = "Jobs", "jobs", &data
 	if q.State == "failed" {
 		p.Title, p.Current = "Dead jobs", "dead"
@@ -165,8 +173,25 @@ func (d *Dashboard) workers(r *http.Request, p *page) (int, error) {
 	return http.StatusOK, err
 }
 
+// taskRow is a task with its args schema, indented for reading.
+type taskRow struct {
+	Task
+	Schema string
+}
+
 func (d *Dashboard) tasks(r *http.Request, p *page) (int, error) {
 	ts, err := d.b.Tasks(r.Context())
-	p.Title, p.Nav, p.Data = "Tasks", "tasks", ts
-	return http.StatusOK, err
+	if err != nil {
+		return 0, err
+	}
+	schemas, err := d.b.ArgsSchemas(r.Context())
+	if err != nil {
+		return 0, err
+	}
+	rows := make([]taskRow, len(ts))
+	for i, t := range ts {
+		rows[i] = taskRow{Task: t, Schema: indentJSON(schemas[t.Name])}
+	}
+	p.Title, p.Nav, p.Data = "Tasks", "tasks", rows
+	return http.StatusOK, nil
 }
