@@ -203,7 +203,12 @@ func httpError(err error) error {
 	case errors.Is(err, ErrWrongState):
 		return &api.Error{Status: http.StatusConflict, Msg: trimBananas(err)}
 	case errors.Is(err, ErrBadQuery), errors.Is(err, ErrUnknownTask):
-		return &api.Error{Status: http.StatusBadRequest, Msg: trimBananas(err)}
+		var qe *queryError
+		field := ""
+		if errors.As(err, &qe) {
+			field = qe.field
+		}
+		return &api.Error{Status: http.StatusBadRequest, Msg: trimBananas(err), Field: field}
 	}
 	return err
 }

@@ -165,11 +165,25 @@ func (in *Inspector) Cron(ctx context.Context) ([]CronStatus, error) { return in
 func (in *Inspector) routesOr(ctx context.Context, route string) ([]string, error) {
 	if route != "" {
 		if err := queue.CheckRoute(route); err != nil {
-			return nil, fmt.Errorf("%w: route: %w", ErrBadQuery, err)
+			return nil, badQuery("route", "route: %w", err)
 		}
 		return []string{route}, nil
 	}
 	return in.c.q.Routes(ctx)
+}
+
+// queryError is an ErrBadQuery about one parameter, which the API names.
+type queryError struct {
+	field string
+	err   error
+}
+
+func (e *queryError) Error() string { return e.err.Error() }
+func (e *queryError) Unwrap() error { return e.err }
+
+// badQuery is an error matching ErrBadQuery about the parameter field.
+func badQuery(field, format string, args ...any) error {
+	return &queryError{field, fmt.Errorf("%w: "+format, append([]any{ErrBadQuery}, args...)...)}
 }
 
 // Errors of the admin layer, matched with errors.Is.

@@ -54,7 +54,7 @@ func queueState(s Status) (string, error) {
 	case StatusFailed, "dead":
 		return "dead", nil
 	}
-	return "", fmt.Errorf("%w: state %q: use pending, scheduled, processing or failed", ErrBadQuery, s)
+	return "", badQuery("state", "state %q: use pending, scheduled, processing or failed", s)
 }
 
 func statusOfState(state string) Status {
@@ -78,13 +78,13 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 		return JobPage{}, err
 	}
 	if jq.Priority != "" && !queue.ValidPriority(string(jq.Priority)) {
-		return JobPage{}, fmt.Errorf("%w: priority %q: use high, normal or low", ErrBadQuery, jq.Priority)
+		return JobPage{}, badQuery("priority", "priority %q: use high, normal or low", jq.Priority)
 	}
 	if jq.Limit == 0 {
 		jq.Limit = 50
 	}
 	if jq.Limit < 1 || jq.Limit > 500 {
-		return JobPage{}, fmt.Errorf("%w: limit %d: want 1 to 500", ErrBadQuery, jq.Limit)
+		return JobPage{}, badQuery("limit", "limit %d: want 1 to 500", jq.Limit)
 	}
 	routes, err := in.routesOr(ctx, jq.Route)
 	if err != nil {
@@ -104,7 +104,7 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 			i = indexOf(routes, r)
 		}
 		if !ok || i < 0 || i >= len(routes) || routes[i] != r {
-			return JobPage{}, fmt.Errorf("%w: cursor %q is not one this listing gave", ErrBadQuery, jq.Cursor)
+			return JobPage{}, badQuery("cursor", "cursor %q is not one this listing gave", jq.Cursor)
 		}
 		start, inner = i, c
 	}
@@ -190,7 +190,7 @@ func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
 // within about a second; enqueues go on. Resume undoes it at once.
 func (in *Inspector) Pause(ctx context.Context, route string) error {
 	if err := queue.CheckRoute(route); err != nil {
-		return fmt.Errorf("%w: route: %w", ErrBadQuery, err)
+		return badQuery("route", "route: %w", err)
 	}
 	return in.c.q.Pause(ctx, route)
 }
@@ -198,7 +198,7 @@ func (in *Inspector) Pause(ctx context.Context, route string) error {
 // Resume lets workers take jobs of route again, at once.
 func (in *Inspector) Resume(ctx context.Context, route string) error {
 	if err := queue.CheckRoute(route); err != nil {
-		return fmt.Errorf("%w: route: %w", ErrBadQuery, err)
+		return badQuery("route", "route: %w", err)
 	}
 	return in.c.q.Resume(ctx, route)
 }

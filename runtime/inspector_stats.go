@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -29,7 +28,7 @@ type Stats struct {
 // route, as any process sees it: the history lives in Redis.
 func (in *Inspector) Stats(ctx context.Context, window time.Duration) (Stats, error) {
 	if window <= 0 || window > 24*time.Hour {
-		return Stats{}, fmt.Errorf("%w: window %s: want up to 24h", ErrBadQuery, window)
+		return Stats{}, badQuery("window", "window %s: want up to 24h", window)
 	}
 	routes, err := in.c.q.Routes(ctx)
 	if err != nil {
