@@ -38,7 +38,7 @@ func CheckRoute(route string) error {
 // cluster mode alike.
 func NewID(route string, now time.Time) string {
 	// DefaultEntropy is a crypto-seeded, mutex-guarded monotonic reader: no
-	// getrandom syscall per id (that was 15% of a producer's CPU).
+	// getrandom syscall per id, which would cost a producer 15% of its CPU.
 	// Formatted on the stack, so the id is one allocation.
 	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy())
 	var text [ulid.EncodedSize]byte

@@ -33,7 +33,7 @@ type Record struct {
 // Encode encodes r for storage and for its pub/sub announcement: a msgpack
 // map keyed by the struct's tags, empty omitempty fields left out, integers in
 // their smallest form. Written by hand on internal/mpack because every ack pays
-// for it (reflection was 12% of a worker's CPU in a drain); msgpack.Unmarshal
+// for it (with reflection it takes 12% of a worker's CPU in a drain); msgpack.Unmarshal
 // reads it, and Decode reads what Marshal wrote.
 func Encode(r Record) ([]byte, error) {
 	n := 3 // id, ok, t
