@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -141,7 +140,7 @@ func (q *Queue) deadOfTask(ctx context.Context, k Keys, ids []string, task strin
 		switch {
 		case err == nil && c.Val() == task:
 			keep = append(keep, ids[i])
-		case err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		case err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err):
 			return nil, 0, fmt.Errorf("read dead jobs of route %s: %w", k.Route(), err)
 		}
 	}

@@ -232,7 +232,7 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 	for i, c := range cmds {
 		d := heavy[i]
 		if err := c.Err(); err != nil {
-			if strings.HasPrefix(err.Error(), "WRONGTYPE") { // the key is not a job
+			if isWrongType(err) { // the key is not a job
 				d.BadEnvelope = fmt.Errorf("job %s: its key cannot be read as a job: %w", d.ID, err)
 				continue
 			}

@@ -144,4 +144,6 @@ func (q *Queue) History(ctx context.Context, routes []string, from, to time.Time
 	return out, nil
 }
 
+// isWrongType reports whether err is Redis refusing a command on a key of
+// another type: garbage to step over, not a failure of the call.
 func isWrongType(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") }

@@ -345,7 +345,7 @@ func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor) (
 func (q *Queue) listActive(ctx context.Context, lq ListQuery, cur *listCursor) (ListPage, error) {
 	k := q.Keys(lq.Route)
 	leases, err := q.rdb.HGetAll(ctx, k.Leases()).Result()
-	if err != nil && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+	if err != nil && !isWrongType(err) {
 		return ListPage{}, fmt.Errorf("list active jobs of route %s: %w", lq.Route, err)
 	}
 	all := make([]candidate, 0, len(leases))

@@ -24,11 +24,13 @@ type jobSummaryJSON struct {
 }
 
 func (in *Inspector) pageView(p JobPage) pageJSON {
-	return pageJSON{Next: p.Next, Jobs: views(p.Jobs, func(j JobInfo) jobSummaryJSON {
-		return jobSummaryJSON{
-			ID: j.ID, Task: j.Name, Route: j.Route, Priority: j.Priority, Status: j.Status, Description: j.Description,
-			Attempts: j.Attempts, MaxRetries: j.MaxRetries, Error: j.Error, CreatedAt: jsonTime(j.CreatedAt),
-			ScheduledAt: jsonTime(j.ScheduledAt), FinishedAt: jsonTime(j.FinishedAt), LeaseDeadline: jsonTime(j.LeaseDeadline),
-		}
-	})}
+	return pageJSON{Next: p.Next, Jobs: views(p.Jobs, summaryView)}
+}
+
+func summaryView(j JobInfo) jobSummaryJSON {
+	return jobSummaryJSON{
+		ID: j.ID, Task: j.Name, Route: j.Route, Priority: j.Priority, Status: j.Status, Description: j.Description,
+		Attempts: j.Attempts, MaxRetries: j.MaxRetries, Error: j.Error, CreatedAt: jsonTime(j.CreatedAt),
+		ScheduledAt: jsonTime(j.ScheduledAt), FinishedAt: jsonTime(j.FinishedAt), LeaseDeadline: jsonTime(j.LeaseDeadline),
+	}
 }

@@ -6,6 +6,15 @@ import (
 	"strings"
 )
 
+// usageIfBadQuery makes a bad flag value that the admin layer refused
+// (ErrBadQuery) a usage error, exit 2; other errors stay failures.
+func usageIfBadQuery(err error) error {
+	if errors.Is(err, ErrBadQuery) {
+		return usageError{errors.New(trimBananas(err))}
+	}
+	return err
+}
+
 func cmdJobs(e *env, args []string) error {
 	fs := e.flags("[--route R] [--state S] [--task T] [--q TEXT] [--limit N] [--cursor C] [--newest] [--json]: list jobs, a page at a time")
 	route := fs.String("route", "", "only this route (default: every route)")
@@ -27,11 +36,8 @@ func cmdJobs(e *env, args []string) error {
 	}
 	defer e.close()
 	page, err := in.Jobs(e.ctx, JobQuery{Route: *route, State: Status(*state), Task: *task, Text: *text, Limit: *limit, Cursor: *cursor, Newest: *newest})
-	if errors.Is(err, ErrBadQuery) {
-		return usageError{errors.New(trimBananas(err))}
-	}
 	if err != nil {
-		return err
+		return usageIfBadQuery(err)
 	}
 	if *asJSON {
 		return printJSON(e.stdout, in.pageView(page))
@@ -115,10 +121,7 @@ func cmdPause(pause bool) func(e *env, args []string) error {
 				act = in.Pause
 			}
 			if err := act(e.ctx, r); err != nil {
-				if errors.Is(err, ErrBadQuery) {
-					return usageError{errors.New(trimBananas(err))}
-				}
-				return err
+				return usageIfBadQuery(err)
 			}
 		}
 		fmt.Fprintf(e.stdout, "%sd %s\n", name, strings.Join(pos, ", "))

@@ -20,38 +20,21 @@ func (t jsonTime) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Time(t).UTC().Format(time.RFC3339Nano))
 }
 
-// jobJSON is `job ID --json`.
+// jobJSON is `job ID --json`: a listing's fields of the job, and what a
+// listing leaves out.
 type jobJSON struct {
-	ID            string          `json:"id"`
-	Task          string          `json:"task"`
-	Route         string          `json:"route"`
-	Priority      Priority        `json:"priority"`
-	Status        Status          `json:"status"`
-	Description   string          `json:"description,omitempty"`
-	Attempts      int             `json:"attempts"`
-	MaxRetries    int             `json:"max_retries"`
-	TimeoutMS     int64           `json:"timeout_ms"`
-	Error         string          `json:"error,omitempty"`
-	CreatedAt     jsonTime        `json:"created_at"`
-	ScheduledAt   jsonTime        `json:"scheduled_at"`
-	StartedAt     jsonTime        `json:"started_at"`
-	FinishedAt    jsonTime        `json:"finished_at"`
-	LeaseDeadline jsonTime        `json:"lease_deadline"`
-	Args          json.RawMessage `json:"args"`
-	Result        json.RawMessage `json:"result"`
+	jobSummaryJSON
+	TimeoutMS int64           `json:"timeout_ms"`
+	StartedAt jsonTime        `json:"started_at"`
+	Args      json.RawMessage `json:"args"`
+	Result    json.RawMessage `json:"result"`
 }
 
 // jobView is info as --json and the API show it, its args and result
 // decoded by the task's generated code (null when no task of that name is
 // registered in this program).
 func (in *Inspector) jobView(info *JobInfo) jobJSON {
-	v := jobJSON{
-		ID: info.ID, Task: info.Name, Route: info.Route, Priority: info.Priority, Status: info.Status,
-		Description: info.Description, Attempts: info.Attempts, MaxRetries: info.MaxRetries,
-		TimeoutMS: info.Timeout.Milliseconds(), Error: info.Error,
-		CreatedAt: jsonTime(info.CreatedAt), ScheduledAt: jsonTime(info.ScheduledAt), StartedAt: jsonTime(info.StartedAt),
-		FinishedAt: jsonTime(info.FinishedAt), LeaseDeadline: jsonTime(info.LeaseDeadline),
-	}
+	v := jobJSON{jobSummaryJSON: summaryView(*info), TimeoutMS: info.Timeout.Milliseconds(), StartedAt: jsonTime(info.StartedAt)}
 	v.Args, v.Result = in.JSON(info)
 	return v
 }

@@ -260,17 +260,11 @@ func cmdDLQ(e *env, args []string) error {
 		return err
 	}
 	defer e.close()
-	badQuery := func(err error) error {
-		if errors.Is(err, ErrBadQuery) {
-			return usageError{errors.New(trimBananas(err))}
-		}
-		return err
-	}
 	switch sub {
 	case "list":
 		page, err := in.Jobs(e.ctx, JobQuery{Route: *route, State: StatusFailed, Task: *task, Text: *text, Limit: *limit, Cursor: *cursor})
 		if err != nil {
-			return badQuery(err)
+			return usageIfBadQuery(err)
 		}
 		if *asJSON {
 			return printJSON(e.stdout, in.pageView(page))
@@ -291,7 +285,7 @@ func cmdDLQ(e *env, args []string) error {
 		case *all && len(pos) == 0:
 			n, err := in.ReplayDead(e.ctx, *route, *task)
 			if err != nil {
-				return badQuery(err)
+				return usageIfBadQuery(err)
 			}
 			fmt.Fprintf(e.stdout, "replayed %d job(s)\n", n)
 			return nil
@@ -336,7 +330,7 @@ func cmdDLQ(e *env, args []string) error {
 	}
 	n, err := in.PurgeDead(e.ctx, *route, *task, *older)
 	if err != nil {
-		return badQuery(err)
+		return usageIfBadQuery(err)
 	}
 	fmt.Fprintf(e.stdout, "purged %d job(s)\n", n)
 	return nil
