@@ -77,28 +77,50 @@ func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth i
 	// prebuilt request and reading the response (what wrk or hey do), not
 	// net/http's client, which adds two goroutines and their hand-offs per
 	// connection and about doubles the client's CPU per request.
-	conns := make(chan *keepAlive, producers)
-	for range producers {
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			fatalf("%v", err)
+	submitRate := func(addr string) float64 {
+		conns := make(chan *keepAlive, producers)
+		for range producers {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			defer conn.Close()
+			conns <- &keepAlive{conn: conn, r: bufio.NewReader(conn)}
 		}
-		defer conn.Close()
-		conns <- &keepAlive{conn: conn, r: bufio.NewReader(conn)}
+		start := time.Now()
+		parallel(producers, n, func() {
+			ka := <-conns
+			defer func() { conns <- ka }()
+			if _, err := ka.conn.Write(req); err != nil {
+				fatalf("%v", err)
+			}
+			wantCreated(http.ReadResponse(ka.r, nil))
+		})
+		return float64(n) / time.Since(start).Seconds()
 	}
-	start = time.Now()
-	parallel(producers, n, func() {
-		ka := <-conns
-		defer func() { conns <- ka }()
-		if _, err := ka.conn.Write(req); err != nil {
-			fatalf("%v", err)
-		}
-		wantCreated(http.ReadResponse(ka.r, nil))
-	})
-	apiRate := float64(n) / time.Since(start).Seconds()
+	apiRate := submitRate(ln.Addr().String())
+	// The ceiling of this machine for one job per request: the same client
+	// against a net/http handler that reads the body and answers 201 without
+	// decoding or enqueuing anything.
+	floorLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	floor := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"01KAB5E7Q3R0000000000000000"}`+"\n")
+	})}
+	go func() { _ = floor.Serve(floorLn) }()
+	floorRate := submitRate(floorLn.Addr().String())
+	floor.Close()
 	report("go_enqueue_jobs_per_s", goRate)
 	report("api_submit_jobs_per_s", apiRate)
 	report("api_submit_vs_go_enqueue", apiRate/goRate)
+	report("noop_handler_requests_per_s", floorRate)
+	report("noop_handler_vs_go_enqueue", floorRate/goRate)
+	report("api_submit_vs_noop_handler", apiRate/floorRate)
 	// The same through net/http's client, for the record.
 	start = time.Now()
 	parallel(producers, n, func() {
