@@ -26,6 +26,9 @@ type Dispatch struct {
 	BadEnvelope error
 	// LastError is the failure of the run before this one, if any.
 	LastError string
+	// FailedAt holds when the failed runs before this one ended, oldest
+	// first: the last FailuresKept of them.
+	FailedAt []time.Time
 	// light: the job came with its payload (no hash of its own); ack.lua then
 	// needs no job key for it.
 	light bool
@@ -243,6 +246,7 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 		d.Name, d.Priority = f["n"], f["p"]
 		d.MaxRetries, d.Attempts = atoi(f["m"]), atoi(f["a"])
 		d.CreatedAt, d.LastError = fromMS(f["c"]), f["err"]
+		d.FailedAt = failedAt(f, d.Attempts)
 		d.Envelope, d.BadEnvelope = decodeStored(d.ID, f)
 	}
 	if len(unread) == 0 {

@@ -24,6 +24,7 @@ type JobState struct {
 	ID, Route, Name, Priority, Status string
 	Attempts, MaxRetries              int
 	Error                             string
+	FailedAt                          []time.Time // when its last failed runs ended, oldest first (see FailuresKept)
 	CreatedAt, StartedAt, FinishedAt  time.Time
 	RunAt                             time.Time // scheduled: when it becomes ready
 	LeaseDeadline                     time.Time // processing: when its lease runs out
@@ -66,6 +67,7 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 		ID: id, Route: route, Name: f["n"], Priority: f["p"], Error: f["err"],
 		Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"]),
 		CreatedAt: fromMS(f["c"]), StartedAt: fromMS(f["st"]), FinishedAt: fromMS(f["f"]),
+		FailedAt: failedAt(f, atoi(f["a"])),
 	}
 	s.Envelope, s.BadEnvelope = decodeStored(id, f)
 	if r, ok := f["r"]; ok {

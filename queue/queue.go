@@ -145,6 +145,24 @@ func fromMS(s string) time.Time {
 	return time.UnixMilli(n)
 }
 
+// FailuresKept is how many failure times a job keeps (fields fa<attempt>,
+// bn_failed_kept in scripts/_prelude.lua): its timeline shows its last
+// FailuresKept failed runs.
+const FailuresKept = 20
+
+// failedAt reads the failure times of a job hash with the given attempts,
+// oldest first. Fields of a life before a replay (attempts reset) have
+// numbers above attempts and are left out; a garbage one is skipped.
+func failedAt(f map[string]string, attempts int) []time.Time {
+	var out []time.Time
+	for k := max(1, attempts-FailuresKept+1); k <= attempts; k++ {
+		if t := fromMS(f["fa"+strconv.Itoa(k)]); !t.IsZero() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n

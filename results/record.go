@@ -28,6 +28,9 @@ type Record struct {
 	Description string `msgpack:"d,omitempty"`
 	// Canceled: the job was canceled (runtime.StatusCanceled), not failed; OK is false.
 	Canceled bool `msgpack:"k,omitempty"`
+	// FailedAt: when its failed runs ended (unix milliseconds, oldest
+	// first), the last queue.FailuresKept of them, the final one included.
+	FailedAt []int64 `msgpack:"fa,omitempty"`
 }
 
 // Encode encodes r for storage and for its pub/sub announcement: a msgpack
@@ -38,7 +41,7 @@ type Record struct {
 func Encode(r Record) ([]byte, error) {
 	n := 3 // id, ok, t
 	for _, set := range []bool{len(r.Value) > 0, r.Error != "", r.Attempts != 0, r.Name != "", r.Priority != "", r.CreatedAt != 0, r.StartedAt != 0,
-		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled} {
+		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled, len(r.FailedAt) > 0} {
 		if set {
 			n++
 		}
@@ -84,6 +87,12 @@ func Encode(r Record) ([]byte, error) {
 	if r.Canceled {
 		b = mpack.Bool(mpack.String(b, "k"), true)
 	}
+	if len(r.FailedAt) > 0 {
+		b = mpack.ArrayHeader(mpack.String(b, "fa"), len(r.FailedAt))
+		for _, t := range r.FailedAt {
+			b = mpack.Int(b, t)
+		}
+	}
 	return b, nil
 }
 
@@ -124,6 +133,17 @@ func Decode(b []byte) (Record, error) {
 			r.Description, err = d.DecodeString()
 		case "k":
 			r.Canceled, err = d.DecodeBool()
+		case "fa":
+			var n int
+			if n, err = d.DecodeArrayLen(); err != nil || n <= 0 {
+				return err
+			}
+			r.FailedAt = make([]int64, n) // n is bounded by the bytes present (ReadMap checked them)
+			for i := range r.FailedAt {
+				if r.FailedAt[i], err = d.DecodeInt64(); err != nil {
+					return err
+				}
+			}
 		default:
 			err = d.Skip() // a field from a newer writer
 		}

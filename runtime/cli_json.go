@@ -26,6 +26,7 @@ type jobJSON struct {
 	jobSummaryJSON
 	TimeoutMS int64           `json:"timeout_ms"`
 	StartedAt jsonTime        `json:"started_at"`
+	FailedAt  []jsonTime      `json:"failed_at"` // when its last failed runs ended, oldest first; [] when none
 	Args      json.RawMessage `json:"args"`
 	Result    json.RawMessage `json:"result"`
 }
@@ -34,7 +35,8 @@ type jobJSON struct {
 // decoded by the task's generated code (null when no task of that name is
 // registered in this program).
 func (in *Inspector) jobView(info *JobInfo) jobJSON {
-	v := jobJSON{jobSummaryJSON: summaryView(*info), TimeoutMS: info.Timeout.Milliseconds(), StartedAt: jsonTime(info.StartedAt)}
+	v := jobJSON{jobSummaryJSON: summaryView(*info), TimeoutMS: info.Timeout.Milliseconds(), StartedAt: jsonTime(info.StartedAt),
+		FailedAt: views(info.FailedAt, func(t time.Time) jsonTime { return jsonTime(t) })}
 	v.Args, v.Result = in.JSON(info)
 	return v
 }

@@ -155,7 +155,8 @@ func cmdJob(e *env, args []string) error {
 		{"attempts", fmt.Sprintf("%d (max retries %d)", info.Attempts, info.MaxRetries)},
 		{"timeout", timeoutText(info.Timeout)},
 		{"error", orDash(info.Error)}, {"created", stamp(info.CreatedAt)}, {"scheduled", stamp(info.ScheduledAt)},
-		{"started", stamp(info.StartedAt)}, {"finished", stamp(info.FinishedAt)},
+		{"started", stamp(info.StartedAt)}, {"failed runs ended", orDash(strings.Join(views(info.FailedAt, stamp), ", "))},
+		{"finished", stamp(info.FinishedAt)},
 		{"args", jsonOrDash(view.Args)}, {"result", jsonOrDash(view.Result)},
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)

@@ -181,7 +181,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Description: s.Envelope.Description, Attempts: s.Attempts, MaxRetries: s.MaxRetries, Error: s.Error,
 		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
 		CreatedAt: s.CreatedAt, ScheduledAt: s.RunAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
-		LeaseDeadline: s.LeaseDeadline, Args: s.Envelope.Args,
+		LeaseDeadline: s.LeaseDeadline, Args: s.Envelope.Args, FailedAt: s.FailedAt,
 	}
 	if s.Status == queue.StatusCompleted && s.Result != nil {
 		if rec, err := results.Decode(s.Result); err == nil {
@@ -191,6 +191,10 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			info.CreatedAt, info.StartedAt, info.FinishedAt = fromMS(rec.CreatedAt), fromMS(rec.StartedAt), fromMS(rec.FinishedAt)
 			info.Args, info.MaxRetries, info.Description = rec.Args, rec.MaxRetries, rec.Description
 			info.Timeout = time.Duration(rec.Timeout) * time.Millisecond
+			info.FailedAt = nil
+			for _, ms := range rec.FailedAt {
+				info.FailedAt = append(info.FailedAt, fromMS(ms))
+			}
 			switch {
 			case rec.Canceled:
 				info.Status = StatusCanceled

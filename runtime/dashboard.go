@@ -57,7 +57,8 @@ func (b dashboardBackend) Job(ctx context.Context, id string) (*dashboard.Job, e
 func dashboardJob(j *JobInfo) dashboard.Job {
 	return dashboard.Job{ID: j.ID, Task: j.Name, Route: j.Route, Priority: string(j.Priority), Status: string(j.Status),
 		Description: j.Description, Attempts: j.Attempts, MaxRetries: j.MaxRetries, Timeout: j.Timeout, Error: j.Error,
-		Created: j.CreatedAt, Scheduled: j.ScheduledAt, Started: j.StartedAt, Finished: j.FinishedAt, LeaseDeadline: j.LeaseDeadline}
+		Created: j.CreatedAt, Scheduled: j.ScheduledAt, Started: j.StartedAt, Finished: j.FinishedAt, LeaseDeadline: j.LeaseDeadline,
+		Failed: j.FailedAt}
 }
 
 func (b dashboardBackend) Tasks(context.Context) ([]dashboard.Task, error) {

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/bananas-go/bananas/internal/redistest"
@@ -188,8 +191,9 @@ func TestDashboard_OverviewCountsFollowAnEnqueue(t *testing.T) {
 	shoot(t, ctx, "overview")
 }
 
-// A dead job is found in the dead list, opened, and replayed with a click;
-// it then runs again.
+// A dead job is found in the dead list, opened — its timeline shows each
+// failed run, its error the stack the error carried — and replayed with a
+// click; it then runs again.
 func TestDashboard_ReplayADeadJobByClicking(t *testing.T) {
 	t.Parallel()
 	ctx := tab(t)
@@ -197,8 +201,11 @@ func TestDashboard_ReplayADeadJobByClicking(t *testing.T) {
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 	var runs atomic.Int32
 	runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
-		if runs.Add(1) == 1 {
-			return runtime.None{}, fmt.Errorf("smtp: mailbox unavailable: %w", runtime.SkipRetry)
+		switch runs.Add(1) {
+		case 1:
+			return runtime.None{}, errors.New("smtp: connection reset")
+		case 2:
+			return runtime.None{}, &stackError{msg: "smtp: mailbox unavailable", stack: "mail.Send\n\tmail/send.go:17", cause: runtime.SkipRetry}
 		}
 		return runtime.None{}, nil
 	})
@@ -216,8 +223,14 @@ func TestDashboard_ReplayADeadJobByClicking(t *testing.T) {
 	if got := text(t, ctx, "#status"); got != "failed" {
 		t.Fatalf("status = %q; want failed", got)
 	}
-	if got := text(t, ctx, "#error"); !strings.Contains(got, "mailbox unavailable") {
-		t.Fatalf("error = %q; want the handler's error", got)
+	if got := text(t, ctx, "#error"); got != "smtp: mailbox unavailable" {
+		t.Fatalf("error = %q; want the last run's error", got)
+	}
+	if got := text(t, ctx, "#stack"); !strings.Contains(got, "mail/send.go:17") {
+		t.Fatalf("stack = %q; want the stack the error carried", got)
+	}
+	if got := text(t, ctx, "#timeline"); !regexp.MustCompile(`^Created .+ Run 1 failed .+ Run 2 started .+ Run 2 failed .+ Finished .+$`).MatchString(got) {
+		t.Fatalf("timeline = %q; want created, run 1 failed, the retry's start, run 2 failed, finished, in that order", got)
 	}
 	// The args as indented JSON, the markup in them shown as text.
 	if got := text(t, ctx, "#args"); !strings.Contains(got, `"Text": "<b>doomed</b> & \"quoted\""`) {
@@ -677,5 +690,69 @@ func TestDashboard_BulkActionsNeedConfirmationAndCSRF(t *testing.T) {
 	}
 	if st, body, _ := do("POST", ro+"/jobs/bulk", url.Values{"csrf": {m[1]}, "confirm": {"yes"}, "action": {"delete"}, "id": {"x"}}); st != http.StatusForbidden || !strings.Contains(body, "read-only") {
 		t.Fatalf("read-only bulk = %d; want 403 saying read-only:\n%s", st, body)
+	}
+}
+
+// darkMode makes the tab prefer a dark color scheme, as an operator's
+// system setting does.
+func darkMode() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return err
+	})
+}
+
+// "Replay all dead of ROUTE" on a route's dead list replays every dead job
+// of that route, after its confirmation is ticked, and no other route's.
+// The page follows a dark color scheme.
+func TestDashboard_ReplayAllDeadOfARouteByClicking(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, redistest.Shared(t).URL())
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"mail", "default"}}))
+	var healed atomic.Bool
+	runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
+		if !healed.Load() {
+			return runtime.None{}, fmt.Errorf("smtp relay down: %w", runtime.SkipRetry)
+		}
+		return runtime.None{}, nil
+	})
+	startWorker(t, w)
+	var mail []string
+	for n := range 3 {
+		id, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "mail", N: n}, runtime.Route("mail"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mail = append(mail, id)
+	}
+	other, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range append(mail, other) {
+		waitFor(t, 20*time.Second, "the jobs to die", func() bool { return jobStatus(t, c, id) == runtime.StatusFailed })
+	}
+	healed.Store(true)
+	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
+
+	run(t, ctx, "open the mail route's dead list in dark mode", darkMode(),
+		chromedp.Navigate(url+"/jobs?route=mail&state=failed"), chromedp.WaitVisible(chromedp.CSS("#replay-dead")))
+	waitJS(t, ctx, "a dark page background", `(() => {
+		const [r, g, b] = getComputedStyle(document.body).backgroundColor.match(/\d+/g).map(Number);
+		return r + g + b < 150;
+	})()`)
+	shoot(t, ctx, "dead-list-dark")
+	run(t, ctx, "tick the confirmation and click Replay all dead of mail",
+		chromedp.Click(chromedp.CSS("#replay-dead-confirm")), chromedp.Click(chromedp.CSS("#replay-dead")), chromedp.WaitVisible(chromedp.CSS("#flash")))
+	if got := text(t, ctx, "#flash"); !strings.Contains(got, "3") {
+		t.Fatalf("flash = %q; want it to count the 3 replayed jobs", got)
+	}
+	for _, id := range mail {
+		waitFor(t, 20*time.Second, "the mail route's replayed jobs to complete", func() bool { return jobStatus(t, c, id) == runtime.StatusCompleted })
+	}
+	if got := jobStatus(t, c, other); got != runtime.StatusFailed {
+		t.Fatalf("the default route's dead job is %s; want it left dead", got)
 	}
 }

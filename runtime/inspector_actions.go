@@ -171,6 +171,7 @@ func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
 	rec := recordOf(id, info.Name, string(info.Priority), info.CreatedAt, info.MaxRetries,
 		queue.Envelope{Args: info.Args, Timeout: info.Timeout.Milliseconds(), Description: info.Description})
 	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt = "canceled", true, info.Attempts, in.c.q.Now().UnixMilli()
+	rec.FailedAt = failedAtMS(info.FailedAt)
 	encoded, err := results.Encode(rec)
 	if err != nil {
 		return "", err

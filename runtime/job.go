@@ -99,7 +99,10 @@ type JobInfo struct {
 	Description string
 	Attempts    int // failed runs so far
 	MaxRetries  int
-	Error       string        // the last failure, if any
+	Error       string // the last failure, if any
+	// FailedAt holds when its failed runs ended, oldest first: the last 20
+	// of them (a job's timeline), the final failure of a dead job included.
+	FailedAt    []time.Time
 	Timeout     time.Duration // 0: the worker's default
 	CreatedAt   time.Time
 	ScheduledAt time.Time // StatusScheduled: when it becomes ready

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
@@ -265,10 +267,10 @@ func (w *Worker) execute(r *run) (pending bool) {
 		var de *decodeError
 		var ra *retryAfter
 		if errors.As(o.err, &ra) {
-			w.failRun(r, log, o.err.Error(), false, max(ra.d, time.Millisecond))
+			w.failRun(r, log, errorText(o.err), false, max(ra.d, time.Millisecond))
 			return false
 		}
-		w.failRun(r, log, o.err.Error(), errors.As(o.err, &de) || errors.Is(o.err, SkipRetry), 0)
+		w.failRun(r, log, errorText(o.err), errors.As(o.err, &de) || errors.Is(o.err, SkipRetry), 0)
 		return false
 	}
 	if err := checkPayload("result of ", d.Name, len(o.result), w.c.maxPayload); err != nil {
@@ -324,6 +326,7 @@ func (w *Worker) finishCanceled(r *run) {
 	now := w.c.q.Now()
 	rec := recordOf(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
 	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt, rec.StartedAt = "canceled while running", true, d.Attempts, now.UnixMilli(), unixMS(d.StartedAt())
+	rec.FailedAt = failedAtMS(d.FailedAt)
 	encoded, _ := results.Encode(rec)
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
@@ -361,7 +364,7 @@ func (w *Worker) ackRun(r *run, log jobLog, result []byte) (pending bool) {
 	now := w.c.q.Now()
 	rec := recordOf(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
 	rec.OK, rec.Value, rec.Attempts, rec.FinishedAt, rec.Error = true, result, d.Attempts, now.UnixMilli(), d.LastError
-	rec.StartedAt = unixMS(d.StartedAt())
+	rec.StartedAt, rec.FailedAt = unixMS(d.StartedAt()), failedAtMS(d.FailedAt)
 	encoded, err := results.Encode(rec)
 	if err != nil {
 		log.Warn("bananas: encode result record", "err", err)
@@ -405,6 +408,12 @@ func (w *Worker) failRun(r *run, log jobLog, msg string, final bool, snooze time
 	}
 	rec := recordOf(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
 	rec.Error, rec.Attempts, rec.FinishedAt = msg, attempts, now.UnixMilli()
+	// The record is stored only if this failure is the last (fail.lua):
+	// its time ends the list, as the script writes it in the job's hash.
+	rec.FailedAt = append(failedAtMS(d.FailedAt), now.UnixMilli())
+	if n := len(rec.FailedAt); n > queue.FailuresKept {
+		rec.FailedAt = rec.FailedAt[n-queue.FailuresKept:]
+	}
 	encoded, _ := results.Encode(rec)
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
@@ -446,6 +455,41 @@ func (j jobLog) log(level slog.Level, msg string, args ...any) {
 func (j jobLog) Debug(msg string, args ...any) { j.log(slog.LevelDebug, msg, args...) }
 func (j jobLog) Info(msg string, args ...any)  { j.log(slog.LevelInfo, msg, args...) }
 func (j jobLog) Warn(msg string, args ...any)  { j.log(slog.LevelWarn, msg, args...) }
+
+// maxErrorText bounds the error a failed run records: its message and stack
+// are for a person to read, and a job's hash keeps it until the job ends.
+const maxErrorText = 16 << 10
+
+// errorText is what a failed run records: the error's message, with what
+// its %+v adds after it when that starts with the message — the stack trace
+// that errors made by github.com/pkg/errors, cockroachdb/errors or
+// go-errors/errors print — at most maxErrorText bytes of it.
+func errorText(err error) string {
+	msg := err.Error()
+	if detail := fmt.Sprintf("%+v", err); len(detail) > len(msg) && strings.HasPrefix(detail, msg) {
+		msg = detail
+	}
+	if len(msg) > maxErrorText {
+		cut := maxErrorText
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = fmt.Sprintf("%s\n… (%d more bytes)", msg[:cut], len(msg)-cut)
+	}
+	return msg
+}
+
+// failedAtMS is a job's failure times as a result record holds them.
+func failedAtMS(ts []time.Time) []int64 {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		out[i] = t.UnixMilli()
+	}
+	return out
+}
 
 func ttlOr(ms int64, def time.Duration) time.Duration {
 	if ms > 0 {

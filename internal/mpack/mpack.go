@@ -13,14 +13,21 @@ package mpack
 import "encoding/binary"
 
 // MapHeader appends the header of a map of n entries.
-func MapHeader(b []byte, n int) []byte {
+func MapHeader(b []byte, n int) []byte { return header(b, n, 0x80, 0xde) }
+
+// ArrayHeader appends the header of an array of n items.
+func ArrayHeader(b []byte, n int) []byte { return header(b, n, 0x90, 0xdc) }
+
+// header appends a map's or an array's header: fix|n below 16, else the
+// 16-bit form's code (its 32-bit form's is the next) and n.
+func header(b []byte, n int, fix, code16 byte) []byte {
 	switch {
 	case n < 16:
-		return append(b, 0x80|byte(n))
+		return append(b, fix|byte(n))
 	case n <= 0xffff:
-		return binary.BigEndian.AppendUint16(append(b, 0xde), uint16(n))
+		return binary.BigEndian.AppendUint16(append(b, code16), uint16(n))
 	default:
-		return binary.BigEndian.AppendUint32(append(b, 0xdf), uint32(n))
+		return binary.BigEndian.AppendUint32(append(b, code16+1), uint32(n))
 	}
 }
 

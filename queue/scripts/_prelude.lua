@@ -88,19 +88,25 @@ end
 -- before this one) and max (max retries) are the job's a and m, read and
 -- checked by the caller before its first write. A retry is announced on the
 -- schedule channel so a sleeping promoter wakes for it. Returns 1 (retry) or 2 (dead).
+--
+-- The time of each failed run is kept in field fa<attempt> for a job's
+-- timeline, the last bn_failed_kept of them: one small field each, so the
+-- hash stays a listpack (a list in one field would outgrow 64 bytes).
+local bn_failed_kept = 20
 local function bn_settle(job, scheduled, dead, result, stats, history, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel, prior, max)
   local attempts = prior + 1
   bn_count(stats, 'failed', 1)
   bn_history(history, now, 'f', 1)
+  if attempts > bn_failed_kept then redis.call('HDEL', job, 'fa' .. (attempts - bn_failed_kept)) end
   if force_dead == 0 and attempts <= max then
-    redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'q')
+    redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'q', 'fa' .. attempts, now)
     redis.call('ZADD', scheduled, retry_at, id)
     bn_count(stats, 'retried', 1)
     bn_history(history, now, 'r', 1)
     redis.call('PUBLISH', sched_channel, tostring(retry_at))
     return 1
   end
-  redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'x', 'f', now)
+  redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'x', 'f', now, 'fa' .. attempts, now)
   redis.call('ZADD', dead, now, id)
   redis.call('SET', result, record, 'PX', ttl)
   bn_count(stats, 'dead', 1)

@@ -1,5 +1,5 @@
 -- replay.lua: take a job out of the dead-letter set and make it ready again with
--- its attempts reset and its failure record removed.
+-- its attempts reset and its failure record and failure times removed.
 --
 -- A dead-letter entry whose job is gone is dropped here, in the same atomic
 -- step that finds it gone (a separate removal could take out a job that died
@@ -46,10 +46,15 @@ local prio = redis.call('HGET', KEYS[1], 'p')
 local why = bn_bad_prio(prio)
 if why then return {3, 'job ' .. id .. ': ' .. why .. '; left in the dead-letter set until repaired'} end
 
+local gone = {'err', 'f', 'st', 'r'}
+local attempts = tonumber(redis.call('HGET', KEYS[1], 'a'))
+if attempts and attempts >= 1 and attempts < 2^53 then
+  for k = math.max(1, math.floor(attempts) - bn_failed_kept + 1), math.floor(attempts) do gone[#gone + 1] = 'fa' .. k end
+end
 redis.call('ZREM', KEYS[2], id)
 redis.call('DEL', KEYS[6])
 redis.call('HSET', KEYS[1], 'a', 0, 's', 'q')
-redis.call('HDEL', KEYS[1], 'err', 'f', 'st', 'r')
+redis.call('HDEL', KEYS[1], unpack(gone))
 bn_count(KEYS[7], 'replayed', 1)
 if bn_push(KEYS[2 + bn_prios[prio]], id, false) then redis.call('PUBLISH', ARGV[2], '1') end
 return {1, ''}

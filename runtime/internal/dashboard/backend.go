@@ -82,6 +82,9 @@ type Job struct {
 	Error                             string
 	Created, Scheduled, Started       time.Time
 	Finished, LeaseDeadline           time.Time
+	// Failed holds when its last failed runs ended, oldest first; the
+	// first is run Attempts-len(Failed)+1.
+	Failed []time.Time
 	// Args and Result are JSON (null when the task is not registered in
 	// this program or there is none).
 	Args, Result []byte

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 )
 
 func (d *Dashboard) overview(r *http.Request, p *page) (int, error) {
@@ -92,6 +94,8 @@ func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
 
 type jobData struct {
 	Job                  *Job
+	Timeline             []event
+	ErrorText, Detail    string // the error's first line, and the rest (a stack) if any
 	Args, Result         string // indented JSON; "" when there is none
 	CanReplay, CanDelete bool
 	CanCancel            bool
@@ -105,15 +109,60 @@ func (d *Dashboard) job(r *http.Request, p *page) (int, error) {
 		return 0, err
 	}
 	data := jobData{
-		Job: j, Args: indentJSON(j.Args), Result: indentJSON(j.Result),
+		Job: j, Timeline: timeline(j), Args: indentJSON(j.Args), Result: indentJSON(j.Result),
 		CanReplay: j.Status == "failed",
 		CanDelete: j.Status == "pending" || j.Status == "scheduled",
 		CanCancel: slices.Contains([]string{"pending", "scheduled", "processing"}, j.Status),
 		Back:      "/jobs/" + url.PathEscape(j.ID),
 		RouteLink: "/jobs?" + url.Values{"route": {j.Route}}.Encode(),
 	}
+	data.ErrorText, data.Detail, _ = strings.Cut(j.Error, "\n")
 	p.Title, p.Nav, p.Data = "Job "+j.ID, "job", &data
 	return http.StatusOK, nil
+}
+
+// event is one line of a job's timeline.
+type event struct {
+	What string
+	At   time.Time
+	Bad  bool // a failed run
+}
+
+// timeline is what happened to j, and what is due, in time order: created,
+// each failed run it keeps the time of, the last (or current) run's start,
+// the run or retry it waits for, its lease, its end.
+func timeline(j *Job) []event {
+	evs := []event{{What: "Created", At: j.Created}}
+	first := j.Attempts - len(j.Failed) + 1
+	for i, t := range j.Failed {
+		evs = append(evs, event{What: fmt.Sprintf("Run %d failed", first+i), At: t, Bad: true})
+	}
+	if !j.Started.IsZero() {
+		// The last or current run: a dead job's failed, any other's is the
+		// one after its failures.
+		run := j.Attempts + 1
+		if j.Status == "failed" {
+			run = max(j.Attempts, 1)
+		}
+		evs = append(evs, event{What: fmt.Sprintf("Run %d started", run), At: j.Started})
+	}
+	if !j.Scheduled.IsZero() {
+		what := "Scheduled for"
+		if j.Attempts > 0 {
+			what = fmt.Sprintf("Retry %d at", j.Attempts)
+		}
+		evs = append(evs, event{What: what, At: j.Scheduled})
+	}
+	if !j.LeaseDeadline.IsZero() {
+		evs = append(evs, event{What: "Lease until", At: j.LeaseDeadline})
+	}
+	if !j.Finished.IsZero() {
+		evs = append(evs, event{What: "Finished", At: j.Finished})
+	}
+	// Stable: a run that failed in the millisecond it started stays after
+	// its start.
+	slices.SortStableFunc(evs, func(a, b event) int { return a.At.Compare(b.At) })
+	return evs
 }
 
 // indentJSON is b indented for reading; "" for none or null.

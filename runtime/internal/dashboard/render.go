@@ -18,6 +18,9 @@ var funcs = template.FuncMap{
 	"nav":  func() any { return nav },
 	"age":  age,
 	"when": when,
+	// instant is when to the millisecond: a job's timeline can hold several
+	// events in one second.
+	"instant": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000Z") },
 	"since": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
