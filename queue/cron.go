@@ -25,7 +25,7 @@ func (q *Queue) FireCron(ctx context.Context, f CronFire, now time.Time) (bool, 
 		return false, err
 	}
 	k := q.Keys(f.Route)
-	keys := []string{k.Cron(f.Job.Name), k.List(f.Priority), k.Stats(), k.Job(f.Job.ID)}
+	keys := []string{k.Cron(f.Job.Name), k.List(f.Priority), k.Stats(), k.Job(f.Job.ID), k.History(HourOf(now))}
 	// Retry-safe: compare-and-set on the tick; a second run finds it fired.
 	n, err := q.s.cron.Run(ctx, q.rdb, keys, ms(f.Tick), ms(f.Next), ms(now), f.Job.ID, f.Job.Name, f.Job.Envelope,
 		f.Priority, f.Job.MaxRetries, k.WakeChannel(), f.Spec, f.TZ).Int()

@@ -9,7 +9,8 @@ import (
 )
 
 // Every counted transition adds to the minute it happened in, in Redis, so
-// any process reads the same history: enqueues (plain and checked),
+// any process reads the same history: enqueues (plain, checked and fired by
+// cron),
 // successes with their wait and run-time buckets, failures that retry, deaths
 // and cancels.
 func TestHistory_EachTransitionCountsInItsMinute(t *testing.T) {
@@ -44,6 +45,9 @@ func TestHistory_EachTransitionCountsInItsMinute(t *testing.T) {
 		}
 		fail(ds[1], false, queue.Retrying)
 		fail(ds[2], true, queue.DeadEnded)
+		if fired, err := q.FireCron(ctx, cronFire(t, now.Truncate(time.Second)), now); !fired || err != nil {
+			t.Fatalf("fire cron = %v, %v", fired, err)
+		}
 
 		minutes, err := q.History(ctx, []string{"r", "other"}, now.Add(-time.Minute), q.Now().Add(time.Minute))
 		if err != nil {
@@ -53,7 +57,7 @@ func TestHistory_EachTransitionCountsInItsMinute(t *testing.T) {
 		for _, m := range minutes {
 			sum.Add(m)
 		}
-		want := map[string]int64{queue.HistoryEnqueued: 4, queue.HistoryProcessed: 1, queue.HistoryFailed: 2,
+		want := map[string]int64{queue.HistoryEnqueued: 5, queue.HistoryProcessed: 1, queue.HistoryFailed: 2,
 			queue.HistoryRetried: 1, queue.HistoryDead: 1, queue.HistoryCanceled: 1}
 		for what, n := range want {
 			if sum.Counts[what] != n {

@@ -100,6 +100,17 @@ func text(t *testing.T, ctx context.Context, css string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// innerText is the text of the element css selects as the page shows it
+// (table cells apart), its white space collapsed.
+func innerText(t *testing.T, ctx context.Context, css string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {innerText: "(no element)"}).innerText`, css)))
+	if err != nil {
+		t.Fatalf("browser: text of %s: %v", css, err)
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
 // waitJS waits until the JavaScript expression holds on the page.
 func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
@@ -755,4 +766,65 @@ func TestDashboard_ReplayAllDeadOfARouteByClicking(t *testing.T) {
 	if got := jobStatus(t, c, other); got != runtime.StatusFailed {
 		t.Fatalf("the default route's dead job is %s; want it left dead", got)
 	}
+}
+
+// noScript turns JavaScript off in the tab: the pages are server-rendered
+// and must read the same without it.
+func noScript() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	})
+}
+
+// Every page, on the embedded server and on redis-server, with JavaScript
+// off: the overview's route, the charts, a completed job's result, the cron
+// entry with its spec, time zone, runs and last error, the live worker with
+// its host, pid, routes and concurrency, and each task's annotation.
+func TestDashboard_EveryPageReadsWithoutJavaScriptOnBothBackends(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := tab(t)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 7}))
+		runtime.Handle(w, testtasks.Echo, func(_ context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+			return testtasks.Reply{Text: m.Text}, nil
+		})
+		runtime.Handle(w, testtasks.Tick, func(context.Context, runtime.None) (runtime.None, error) {
+			return runtime.None{}, fmt.Errorf("tick failed: %w", runtime.SkipRetry)
+		})
+		runtime.Schedule(w, testtasks.Tick, "@every 1s", "Europe/Paris")
+		startWorker(t, w)
+		done, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "echoed back"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "the echo job to complete", func() bool { return jobStatus(t, c, done) == runtime.StatusCompleted })
+		in := w.Inspector()
+		waitFor(t, 20*time.Second, "the cron entry to run and fail", func() bool {
+			entries, err := in.Cron(ctxT(t))
+			return err == nil && len(entries) == 1 && entries[0].RunCount >= 1 && strings.Contains(entries[0].LastError, "tick failed")
+		})
+		url := serveAPI(t, in, runtime.APIOptions{}).url
+		host, _ := os.Hostname()
+
+		run(t, ctx, "turn JavaScript off", noScript())
+		for _, p := range []struct{ path, css, want string }{
+			{"/", "#route-default", "default"},
+			{"/charts", "#summary", "1 processed"},
+			{"/jobs?state=failed", "table.jobs", "t_tick"},
+			{"/jobs/" + done, "#result", `"Text": "echoed back"`},
+			{"/cron", "table", "t_tick default @every 1s Europe/Paris"},
+			{"/cron", "table", "tick failed"},
+			{"/workers", "table", fmt.Sprintf("%s %d", host, os.Getpid())},
+			{"/workers", "table", "default 0 7"},
+			{"/tasks", "table", "t_echo"},
+		} {
+			run(t, ctx, "open "+p.path, chromedp.Navigate(url+p.path), chromedp.WaitVisible(chromedp.CSS(p.css)))
+			if got := innerText(t, ctx, p.css); !strings.Contains(got, p.want) {
+				t.Fatalf("%s: %s reads %q; want it to hold %q", p.path, p.css, got, p.want)
+			}
+			if strings.HasSuffix(t.Name(), "redis") && (p.path == "/cron" || p.path == "/workers") && p.want != "tick failed" && p.want != "default 0 7" {
+				shoot(t, ctx, strings.TrimPrefix(p.path, "/"))
+			}
+		}
+	})
 }

@@ -14,6 +14,7 @@
 -- KEYS[2]  LIST  route:{r}:queue:<priority>
 -- KEYS[3]  HASH  route:{r}:stats
 -- KEYS[4]  HASH  route:{r}:job:<id>      the tick's job
+-- KEYS[5]  HASH  route:{r}:history:<hour of now>
 -- ARGV[1]  tick (unix ms): the scheduled time being fired
 -- ARGV[2]  next tick (unix ms)
 -- ARGV[3]  now (unix ms)
@@ -61,5 +62,6 @@ else
 end
 bn_write_job(KEYS[4], {'n', ARGV[5], 'p', ARGV[7], 'm', ARGV[8], 'c', now}, ARGV[6])
 bn_count(KEYS[3], 'enqueued', 1)
+bn_history(KEYS[5], now, 'e', 1)
 if bn_push(KEYS[2], id, false) then redis.call('PUBLISH', ARGV[9], '1') end
 return 1
