@@ -90,21 +90,23 @@ func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Actio
 }
 
 // text is the text of the element css selects now (the live overview
-// replaces its nodes, so no node is kept across calls).
+// replaces its nodes, so no node is kept across calls), its white space
+// collapsed.
 func text(t *testing.T, ctx context.Context, css string) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {textContent: "(no element)"}).textContent`, css)))
-	if err != nil {
-		t.Fatalf("browser: text of %s: %v", css, err)
-	}
-	return strings.Join(strings.Fields(s), " ")
+	return readText(t, ctx, css, "textContent")
 }
 
 // innerText is the text of the element css selects as the page shows it
 // (table cells apart), its white space collapsed.
 func innerText(t *testing.T, ctx context.Context, css string) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {innerText: "(no element)"}).innerText`, css)))
+	return readText(t, ctx, css, "innerText")
+}
+
+func readText(t *testing.T, ctx context.Context, css, prop string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {%s: "(no element)"}).%[2]s`, css, prop)))
 	if err != nil {
 		t.Fatalf("browser: text of %s: %v", css, err)
 	}
