@@ -183,7 +183,7 @@ func TestDelete_RefusesAProcessingJobNamingItsState(t *testing.T) {
 		}, true, queue.ErrWrongState, "dead-lettered"},
 		{"cancel of a completed job", func(t *testing.T, q *queue.Queue, now time.Time) string {
 			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
-			if ok, err := q.Ack(context.Background(), d, []byte("done"), time.Minute, now); !ok || err != nil {
+			if ok, err := q.Ack(context.Background(), d, []byte("done"), time.Minute); !ok || err != nil {
 				t.Fatalf("ack = %v, %v", ok, err)
 			}
 			return d.ID
@@ -302,7 +302,7 @@ func TestCancel_RunningJobIsRequestedAndFinishedAsCanceled(t *testing.T) {
 		if n, _ := q.Client().SCard(ctx, k.Cancels()).Result(); n != 0 {
 			t.Fatalf("%d cancel requests left after both finished", n)
 		}
-		if ok, err := q.Ack(ctx, ds[1], []byte("ok"), time.Minute, now); !ok || err != nil {
+		if ok, err := q.Ack(ctx, ds[1], []byte("ok"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack of the job nobody canceled = %v, %v", ok, err)
 		}
 		active, _ := q.Client().ZCard(ctx, k.Active()).Result()
@@ -331,7 +331,7 @@ func TestCancelRequests_RequestOfARunThatEndedOtherwiseIsDropped(t *testing.T) {
 				t.Fatalf("cancel = %v, %v", out, err)
 			}
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute, now); !ok || err != nil {
+		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		if out, err := q.Fail(ctx, ds[1], queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now); out != queue.Retrying || err != nil {

@@ -104,7 +104,7 @@ func BenchmarkFetchAck(b *testing.B) {
 		done := make(chan struct{}, len(ds))
 		for _, d := range ds {
 			go func() {
-				if _, err := q.Ack(ctx, d, []byte("result record"), time.Hour, now); err != nil {
+				if _, err := q.Ack(ctx, d, []byte("result record"), time.Hour); err != nil {
 					b.Error(err)
 				}
 				done <- struct{}{}

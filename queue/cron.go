@@ -7,9 +7,6 @@ import (
 	"time"
 )
 
-// CronKey is the state hash of cron entry name on route.
-func (k Keys) Cron(name string) string { return k.base + "cron:" + name }
-
 // CronFire is one tick of a cron entry to fire.
 type CronFire struct {
 	Route, Priority string

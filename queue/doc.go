@@ -28,7 +28,17 @@
 //	<ns>:route:{<r>}:paused                 STRING  exists while the route is paused (any type pauses): when it was paused (ms)
 //	<ns>:route:{<r>}:cancels                SET     ids of running jobs whose cancellation was asked for
 //	<ns>:route:{<r>}:history:<hour>         HASH    per-minute counts and time buckets of that hour, 25 h (history.go)
+//	<ns>:route:{<r>}:cron:<name>            HASH    a cron entry's state: tick, last and next run, run count, last job and error
 //	<ns>:routes                             SET     every route ever used
+//	<ns>:workers                            ZSET    worker id -> last heartbeat (ms) (workers.go)
+//	<ns>:worker:<id>                        STRING  the worker's heartbeat state (the runtime's JSON), with its TTL
+//
+// Pub/sub channels (keys.go names each):
+//
+//	<ns>:wake:{<r>}        a ready list of the route went from empty to non-empty (idle workers fetch)
+//	<ns>:cancel:{<r>}      the id of a running job of the route whose cancellation was asked for
+//	<ns>:schedule          the run-at (ms) of a newly scheduled job (a sleeping promoter wakes earlier)
+//	<ns>:result:{<id>}     the result record of the job, as it finishes (Await, Call)
 //
 // # Light jobs and job hashes
 //

@@ -811,7 +811,7 @@ func TestScripts_RouteKeyOfWrongTypeRefusedBeforeAnyWrite(t *testing.T) {
 		{"ack, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 			d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
 			return func() error {
-				_, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute, now)
+				_, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute)
 				return err
 			}
 		}, "payloads hash"},

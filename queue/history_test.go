@@ -33,7 +33,7 @@ func TestHistory_EachTransitionCountsInItsMinute(t *testing.T) {
 		if err != nil || len(ds) != 3 {
 			t.Fatalf("fetch = %d jobs, %v", len(ds), err)
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute, now); !ok || err != nil {
+		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		fail := func(d *queue.Dispatch, final bool, want queue.Outcome) {

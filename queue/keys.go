@@ -37,11 +37,14 @@ func (k Keys) List(priority string) string { return k.base + "queue:" + priority
 func (k Keys) Job(id string) string        { return k.base + "job:" + id }
 func (k Keys) Result(id string) string     { return k.base + "result:" + id }
 func (k Keys) Unique(key string) string    { return k.base + "unique:" + key }
-func (k Keys) Active() string              { return k.base + "active" }
-func (k Keys) Leases() string              { return k.base + "leases" }
-func (k Keys) Scheduled() string           { return k.base + "scheduled" }
-func (k Keys) Dead() string                { return k.base + "dead" }
-func (k Keys) Stats() string               { return k.base + "stats" }
+
+// Cron is the state hash of cron entry name of the route.
+func (k Keys) Cron(name string) string { return k.base + "cron:" + name }
+func (k Keys) Active() string          { return k.base + "active" }
+func (k Keys) Leases() string          { return k.base + "leases" }
+func (k Keys) Scheduled() string       { return k.base + "scheduled" }
+func (k Keys) Dead() string            { return k.base + "dead" }
+func (k Keys) Stats() string           { return k.base + "stats" }
 
 // Payloads is the hash of light jobs' payloads (id -> payload): a job enqueued
 // ready to run lives there, not in a hash of its own, until it finishes or fails.
@@ -94,12 +97,18 @@ func (k Keys) WakeChannel() string { return k.ns + ":wake:{" + k.route + "}" }
 // RoutesKey is the SET of every route a job was ever enqueued to.
 func RoutesKey(ns string) string { return ns + ":routes" }
 
+// WorkersKey is the ZSET of live workers: id -> last heartbeat (ms).
+func WorkersKey(ns string) string { return ns + ":workers" }
+
+// WorkerKey is worker id's last heartbeat state (opaque bytes), with a TTL.
+func WorkerKey(ns, id string) string { return ns + ":worker:" + id }
+
 // ScheduleChannel is published with the run-at (unix ms) of a newly scheduled
 // job, so a promoter sleeping until its next due job can wake earlier.
 func ScheduleChannel(ns string) string { return ns + ":schedule" }
 
 // ResultChannel is the pub/sub channel on which the result record of id is
-// announced; it matches results.Channel.
+// announced (ack.lua builds it from resultChannelPrefix).
 func ResultChannel(ns, id string) string { return resultChannelPrefix(ns) + id + "}" }
 
 func resultChannelPrefix(ns string) string { return ns + ":result:{" }

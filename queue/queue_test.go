@@ -105,7 +105,7 @@ func TestScripts_ValidateBeforeWriting(t *testing.T) {
 		}
 		d := *ds[0]
 		d.Token = ""
-		if _, err := q.Ack(ctx, &d, []byte("r"), time.Minute, now); err == nil || !strings.Contains(err.Error(), "token must not be empty") {
+		if _, err := q.Ack(ctx, &d, []byte("r"), time.Minute); err == nil || !strings.Contains(err.Error(), "token must not be empty") {
 			t.Fatalf("ack with an empty token err = %v", err)
 		}
 		if s, _ := q.Lookup(ctx, good.ID); s == nil || s.Status != queue.StatusProcessing {
@@ -140,7 +140,7 @@ func TestEnqueueFetch_OneJobInExactlyOnePlace(t *testing.T) {
 		if d := depth(); d.Low != 0 || d.Active != 2 {
 			t.Fatalf("after fetch %+v; want both active and none ready", d)
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("rec"), time.Minute, now); !ok || err != nil {
+		if ok, err := q.Ack(ctx, ds[0], []byte("rec"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		if d := depth(); d.Active != 1 {
@@ -245,7 +245,7 @@ func TestLightJob_FailRetrySucceed(t *testing.T) {
 		if err != nil || len(ds) != 1 || ds[0].Attempts != 1 || ds[0].Name != "t" {
 			t.Fatalf("second fetch = %+v, %v", ds, err)
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("done"), time.Minute, now); !ok || err != nil {
+		if ok, err := q.Ack(ctx, ds[0], []byte("done"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		s, err = q.Lookup(ctx, j.ID)
@@ -281,7 +281,7 @@ func TestChosenID_RefusedInEveryState(t *testing.T) {
 			t.Fatalf("fetch = %v, %v; want exactly one job", ds, err)
 		}
 		again("running")
-		if ok, err := q.Ack(ctx, ds[0], []byte("done"), time.Minute, now); !ok || err != nil {
+		if ok, err := q.Ack(ctx, ds[0], []byte("done"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		again("finished")
@@ -322,7 +322,7 @@ func TestLeaseGroups_SettleRenewReap(t *testing.T) {
 		if s, _ := q.Lookup(ctx, ds[0].ID); s.LeaseDeadline.UnixMilli() != later.UnixMilli() {
 			t.Fatalf("after renewal the lease ends %v, want %v", s.LeaseDeadline, later)
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("rec"), time.Minute, now); !ok || err != nil {
+		if ok, err := q.Ack(ctx, ds[0], []byte("rec"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		if out, err := q.Fail(ctx, ds[1], queue.Failure{Message: "x", RetryAt: now, Record: []byte("f"), TTL: time.Minute}, now); out != queue.Retrying || err != nil {

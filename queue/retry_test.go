@@ -85,7 +85,7 @@ func TestScripts_SecondRunOfEnqueueFetchAckChangesNothing(t *testing.T) {
 			ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
 			h.during(func() {
 				for _, d := range ds {
-					if ok, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute, now); !ok || err != nil {
+					if ok, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute); !ok || err != nil {
 						t.Fatalf("ack = %v, %v", ok, err)
 					}
 				}
@@ -147,7 +147,7 @@ func TestFetch_ResentFetchAnswersWithTheJobsTheFirstLeased(t *testing.T) {
 			t.Fatalf("lease group counts %q jobs, want 3", left)
 		}
 		for _, d := range ds {
-			if ok, err := q.Ack(ctx, d, []byte("ok"), time.Minute, now); !ok || err != nil {
+			if ok, err := q.Ack(ctx, d, []byte("ok"), time.Minute); !ok || err != nil {
 				t.Fatalf("ack %s = %v, %v", d.ID, ok, err)
 			}
 		}
@@ -388,7 +388,7 @@ func TestFetch_LostReadHandsBackOnlyTheUnreadJobs(t *testing.T) {
 		if _, err := q.HandBack(ctx, lost); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute, now); !ok || err != nil {
+		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack of the running job = %v, %v; want its lease untouched by the hand-back", ok, err)
 		}
 		order, _ := q.Client().LRange(ctx, q.Keys("r").List(queue.Normal), 0, -1).Result()

@@ -55,7 +55,7 @@ func testRide(t *testing.T, flushScripts bool) {
 		ack := func(d *Dispatch) chan answer {
 			ch := make(chan answer, 1)
 			go func() {
-				ok, err := q.Ack(ctx, d, []byte("rec "+d.ID), time.Hour, now)
+				ok, err := q.Ack(ctx, d, []byte("rec "+d.ID), time.Hour)
 				ch <- answer{ok, err}
 			}()
 			return ch

@@ -23,7 +23,7 @@ const (
 // reports false when the lease was lost (nothing changed).
 // Concurrent acks of one route are coalesced into one script call, which goes
 // out on its own or with the route's next fetch, whichever comes first.
-func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration, now time.Time) (bool, error) {
+func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration) (bool, error) {
 	ok, err := q.acks.do(ctx, d.Route, ackReq{d: d, record: record, ttl: ttl, finished: q.Now()})
 	if err != nil {
 		return false, fmt.Errorf("ack job %s: %w", d.ID, err)

@@ -183,7 +183,7 @@ func TestScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if ok, err := q.Ack(ctx, ds[1], []byte("ok"), time.Minute, now); !ok || err != nil {
+			if ok, err := q.Ack(ctx, ds[1], []byte("ok"), time.Minute); !ok || err != nil {
 				t.Fatalf("ack = %v, %v", ok, err)
 			}
 			h.during(func() {

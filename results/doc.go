@@ -5,7 +5,8 @@
 //
 // A Record says how a job ended (its msgpack-encoded value, or its failure
 // message and attempts). Storing a record is not done here: the queue's Lua
-// scripts store it with its TTL and PUBLISH it on Channel(ns, id) in the same
+// scripts store it with its TTL and PUBLISH it on the job's result channel
+// (queue.ResultChannel, given to NewWaiter) in the same
 // atomic step that completes (or dead-letters) the job, fenced by the
 // dispatch token. results knows go-redis and msgpack, and nothing of queues,
 // workers or tasks; how to read a stored record is passed in as a Lookup.

@@ -157,6 +157,3 @@ func Decode(b []byte) (Record, error) {
 	}
 	return r, nil
 }
-
-// Channel is the pub/sub channel on which the record of job id is announced.
-func Channel(ns, id string) string { return ns + ":result:{" + id + "}" }

@@ -52,6 +52,10 @@ func listener(t *testing.T, rdb *redis.Client) *results.Listener {
 	return l
 }
 
+// channel names the result channels of the tests' namespace, as
+// queue.ResultChannel does.
+func channel(id string) string { return "ns:result:{" + id + "}" }
+
 func TestRecord_RoundTripAndGarbage(t *testing.T) {
 	t.Parallel()
 	for _, in := range []results.Record{
@@ -81,7 +85,7 @@ func TestRecord_RoundTripAndGarbage(t *testing.T) {
 
 func TestWait_PublishedAfterSubscribe(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb *redis.Client, _ bool) {
-		w := results.NewWaiter(listener(t, rdb), "ns", time.Hour)
+		w := results.NewWaiter(listener(t, rdb), channel, time.Hour)
 		looked := make(chan struct{})
 		var once sync.Once
 		lookup := func(context.Context, string) ([]byte, error) {
@@ -90,7 +94,7 @@ func TestWait_PublishedAfterSubscribe(t *testing.T) {
 		}
 		go func() {
 			<-looked // subscribed and confirmed by now
-			rdb.Publish(context.Background(), results.Channel("ns", "j1"), rec(t, "j1"))
+			rdb.Publish(context.Background(), channel("j1"), rec(t, "j1"))
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -103,7 +107,7 @@ func TestWait_PublishedAfterSubscribe(t *testing.T) {
 
 func TestWait_StoredBeforeSubscribeIsFound(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb *redis.Client, _ bool) {
-		w := results.NewWaiter(listener(t, rdb), "ns", time.Hour)
+		w := results.NewWaiter(listener(t, rdb), channel, time.Hour)
 		stored := rec(t, "early")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -116,7 +120,7 @@ func TestWait_StoredBeforeSubscribeIsFound(t *testing.T) {
 
 func TestWait_ManyWaitersShareOneConnection(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb *redis.Client, real bool) {
-		w := results.NewWaiter(listener(t, rdb), "ns", time.Hour)
+		w := results.NewWaiter(listener(t, rdb), channel, time.Hour)
 		const n = 200
 		ids := make([]string, n)
 		for i := range ids {
@@ -161,7 +165,7 @@ func TestWait_ManyWaitersShareOneConnection(t *testing.T) {
 			}
 		}
 		for _, id := range ids {
-			rdb.Publish(ctx, results.Channel("ns", id), rec(t, id))
+			rdb.Publish(ctx, channel(id), rec(t, id))
 		}
 		if err := <-done; err != nil {
 			t.Fatal(err)
@@ -214,7 +218,7 @@ func TestWait_TwoWaitersOneJob(t *testing.T) {
 
 func TestWait_ContextEndsAndLookupErrors(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb *redis.Client, _ bool) {
-		w := results.NewWaiter(listener(t, rdb), "ns", time.Hour)
+		w := results.NewWaiter(listener(t, rdb), channel, time.Hour)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		if _, err := w.Wait(ctx, "never", func(context.Context, string) ([]byte, error) { return nil, nil }); !errors.Is(err, context.DeadlineExceeded) {

@@ -12,18 +12,19 @@ type Lookup func(ctx context.Context, id string) ([]byte, error)
 
 // Waiter waits for job results over a Listener.
 type Waiter struct {
-	l      *Listener
-	ns     string
-	safety time.Duration
+	l       *Listener
+	channel func(id string) string
+	safety  time.Duration
 }
 
-// NewWaiter returns a waiter for namespace ns. safety is how often a waiter
+// NewWaiter returns a waiter that hears the record of job id announced on
+// channel(id) (queue.ResultChannel names it). safety is how often a waiter
 // re-reads the stored record in case an announcement was lost; 0 means 2s.
-func NewWaiter(l *Listener, ns string, safety time.Duration) *Waiter {
+func NewWaiter(l *Listener, channel func(id string) string, safety time.Duration) *Waiter {
 	if safety <= 0 {
 		safety = 2 * time.Second
 	}
-	return &Waiter{l: l, ns: ns, safety: safety}
+	return &Waiter{l: l, channel: channel, safety: safety}
 }
 
 // Wait blocks until the record of id is announced or found stored, or ctx
@@ -31,7 +32,7 @@ func NewWaiter(l *Listener, ns string, safety time.Duration) *Waiter {
 // stored before the subscription is found by the lookup and one stored after
 // it is announced to the subscription: none is missed.
 func (w *Waiter) Wait(ctx context.Context, id string, lookup Lookup) (Record, error) {
-	sub, err := w.l.Subscribe(ctx, Channel(w.ns, id))
+	sub, err := w.l.Subscribe(ctx, w.channel(id))
 	if err != nil {
 		return Record{}, err
 	}

@@ -139,7 +139,7 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	clockCtx, stopClock := context.WithCancel(context.Background())
 	go (&queue.ClockSync{Queue: q}).Run(clockCtx)
 	return &Client{
-		rdb: rdb, q: q, listener: l, waiter: results.NewWaiter(l, cfg.namespace, 0),
+		rdb: rdb, q: q, listener: l, waiter: results.NewWaiter(l, func(id string) string { return queue.ResultChannel(cfg.namespace, id) }, 0),
 		maxPayload: cfg.maxPayload, maxRetries: cfg.maxRetries, embedded: emb, stopClock: stopClock,
 		unservedAfter: defaultUnservedAfter, metrics: newMetrics(q),
 	}, nil
@@ -215,17 +215,10 @@ func (c *Client) EmbeddedURL() string {
 	return "redis://" + c.embedded.m.Addr()
 }
 
-// fromMS and unixMS convert unix milliseconds, with 0 for the zero time.
+// fromMS converts unix milliseconds, with 0 for the zero time.
 func fromMS(ms int64) time.Time {
 	if ms == 0 {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms)
-}
-
-func unixMS(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
 }

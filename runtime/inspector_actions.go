@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/internal/engine"
 )
 
 // JobQuery selects a page of jobs.
@@ -168,11 +168,8 @@ func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
 	if err != nil {
 		return "", err
 	}
-	rec := recordOf(id, info.Name, string(info.Priority), info.CreatedAt, info.MaxRetries,
-		queue.Envelope{Args: info.Args, Timeout: info.Timeout.Milliseconds(), Description: info.Description})
-	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt = "canceled", true, info.Attempts, in.c.q.Now().UnixMilli()
-	rec.FailedAt = failedAtMS(info.FailedAt)
-	encoded, err := results.Encode(rec)
+	encoded, err := engine.CanceledRecord(id, info.Name, string(info.Priority), info.CreatedAt, info.MaxRetries, info.Attempts,
+		queue.Envelope{Args: info.Args, Timeout: info.Timeout.Milliseconds(), Description: info.Description}, info.FailedAt, in.c.q.Now())
 	if err != nil {
 		return "", err
 	}

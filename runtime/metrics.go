@@ -69,36 +69,3 @@ func (c *Client) QueueDepthMetrics(on bool) {
 	}
 	c.metrics.ReadDepths(f)
 }
-
-// observeWait records how long r's job waited for its first run, from its
-// enqueue (a delay included) to the fetch. A retry's wait is its backoff,
-// which the histogram would mistake for a backlog, so only first runs count;
-// so does a job whose creation time could not be read (garbage), which
-// would otherwise be a wait of decades.
-func observeWait(r *run) {
-	if r.d.Attempts == 0 && !r.d.CreatedAt.IsZero() {
-		r.m.Waited(r.d.StartedAt().Sub(r.d.CreatedAt))
-	}
-}
-
-// countFailure counts what became of a run that failed, or snoozed (asked
-// to run again later: not a failure). A failure whose recording failed is
-// still a failed run, though what became of its job is unknown.
-func countFailure(m *metrics.Series, snoozed bool, out queue.Outcome, err error) {
-	if snoozed {
-		if err == nil && out == queue.Snoozed {
-			m.Snoozed()
-		}
-		return
-	}
-	m.Failed()
-	if err != nil {
-		return
-	}
-	switch out {
-	case queue.Retrying:
-		m.Retried()
-	case queue.DeadEnded:
-		m.Dead()
-	}
-}

@@ -72,7 +72,7 @@ func TestLateAck_AfterLeaseLostChangesNothing(t *testing.T) {
 		}
 		before, _ := c.Job(ctx, id)
 
-		ok, err := runtime.QueueOf(c).Ack(ctx, stale[0], []byte("late result"), time.Hour, time.Now())
+		ok, err := runtime.QueueOf(c).Ack(ctx, stale[0], []byte("late result"), time.Hour)
 		if err != nil || ok {
 			t.Fatalf("late Ack = %v, %v; want refused", ok, err)
 		}

@@ -16,7 +16,7 @@ import (
 )
 
 // runners counts the goroutines parked in or running (*Worker).runner.
-func runners() int { return goroutinesIn("runtime.(*Worker).runner(") }
+func runners() int { return goroutinesIn("engine.(*executor).runner(") }
 
 // goroutinesIn counts the goroutines with fn on their stack.
 func goroutinesIn(fn string) int {
@@ -66,7 +66,7 @@ func TestWorker_RunnersAreBoundedAndExitWithRun(t *testing.T) {
 		recv(t, stuck, 10*time.Second, "the stuck job to start")
 		stop()
 		waitFor(t, 10*time.Second, "idle runners to exit after Run returned, the stuck one left", func() bool { return runners() == 1 })
-		waitFor(t, 10*time.Second, "the fetchers to exit after Run returned", func() bool { return goroutinesIn("runtime.(*Worker).fetchLoop") == 0 })
+		waitFor(t, 10*time.Second, "the fetchers to exit after Run returned", func() bool { return goroutinesIn("engine.(*fetcher).fetchEach") == 0 })
 		close(release)
 		waitFor(t, 10*time.Second, "the last runner to exit", func() bool { rt.Gosched(); return runners() == 0 })
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
@@ -58,7 +59,9 @@ type WorkerOptions struct {
 	SafetyPoll time.Duration
 }
 
-// Worker runs the handlers registered on it for jobs of its routes.
+// Worker runs the handlers registered on it for jobs of its routes. It
+// holds the handlers, the cron entries and the options, and wires the parts
+// that run jobs (package engine), the promoter and the cron runner.
 type Worker struct {
 	c        *Client
 	opts     WorkerOptions
@@ -69,20 +72,8 @@ type Worker struct {
 	regErrs  []error
 	started  atomic.Bool
 
-	middleware Middleware // WorkerOptions.Middleware composed, nil when none
-
-	settling  chan struct{} // one token per job whose outcome is being written after its slot was freed
-	slotFreed chan struct{} // signaled when a job releases its slot and fetchLoop waits for as many free (see slotReleased)
-	held      atomic.Int32  // slots taken, one per running handler, at most Concurrency: only fetchLoop takes them (see slotReleased)
-	wantFree  atomic.Int32  // the free slots fetchLoop waits for: fewer do not wake it
-	wake      chan struct{} // signaled when a route's ready list was pushed to
-	handBacks *handBacks    // fetches whose reply was lost, their jobs to hand back
-	handoff   chan *run     // a job to a runner waiting for one (see start)
-	stopped   chan struct{} // closed when Run returns: idle runners exit
-
-	mu      sync.Mutex
-	running map[*run]struct{}
-	idle    chan struct{} // closed and replaced when running becomes empty
+	middleware Middleware     // WorkerOptions.Middleware composed, nil when none
+	engine     *engine.Engine // set by Run
 }
 
 // NewWorker returns a worker over client c. Register handlers (the generated
@@ -91,8 +82,7 @@ func NewWorker(c *Client, opts WorkerOptions) *Worker {
 	host, _ := os.Hostname()
 	return &Worker{
 		c: c, opts: opts, handlers: map[string]*handler{},
-		id:      fmt.Sprintf("%s-%d-%s", host, os.Getpid(), queue.NewID("w", time.Now())[20:26]),
-		running: map[*run]struct{}{},
+		id: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), queue.NewID("w", time.Now())[20:26]),
 	}
 }
 
@@ -202,22 +192,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("bananas: worker: %w", err)
 	}
 	w.middleware = chain(w.opts.Middleware)
-	w.settling = make(chan struct{}, w.opts.Concurrency)
-	w.slotFreed = make(chan struct{}, 1)
-	w.wake = make(chan struct{}, 1)
-	w.idle = make(chan struct{})
-	w.handoff = make(chan *run)
-	w.stopped = make(chan struct{})
-	defer close(w.stopped)
-	w.handBacks = newHandBacks(w.c.q, w.opts.Logger)
 	w.c.q.OnWarning(w.opts.Logger.Warn)
 	// Measured again now that there is a logger to warn of a large skew.
 	if err := w.c.q.SyncClock(ctx); err != nil {
 		w.opts.Logger.Warn("bananas: read the Redis server's clock; using the last offset", "err", err)
 	}
+	w.engine = engine.New(w.engineConfig())
 
-	// Background work outlives ctx until the shutdown is over: leases must be
-	// renewed while running jobs finish.
+	// The promoter and the cron runner outlive ctx until the engine has
+	// shut down, as the engine's own loops do.
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	defer func() { stopBG(); wg.Wait() }()
@@ -246,28 +229,41 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.opts.Logger.Warn("bananas: promote due jobs", "err", err)
 		},
 	}
-	w.goLoop(bg, &wg, func(ctx context.Context) { p.Run(ctx) })
-	w.goLoop(bg, &wg, w.renewLoop)
-	w.goLoop(bg, &wg, w.handBacks.Run)
-	w.goLoop(bg, &wg, w.reapLoop)
-	w.goLoop(bg, &wg, w.retentionLoop)
-	w.goLoop(bg, &wg, w.heartbeatLoop)
+	loops := []func(context.Context){func(ctx context.Context) { p.Run(ctx) }}
 	if len(w.cron) > 0 {
 		cr := w.cronRunner()
-		w.goLoop(bg, &wg, func(ctx context.Context) { _ = cr.Run(ctx) })
+		loops = append(loops, func(ctx context.Context) { _ = cr.Run(ctx) })
+	}
+	for _, loop := range loops {
+		wg.Add(1)
+		go func() { defer wg.Done(); loop(bg) }()
 	}
 
 	w.opts.Logger.Info("bananas: worker started", "worker", w.id, "routes", strings.Join(w.opts.Routes, ","),
 		"concurrency", w.opts.Concurrency, "tasks", strings.Join(w.Tasks(), ","), "clock_skew", w.c.q.Skew().Round(time.Millisecond))
 	if !w.opts.SchedulerOnly {
-		defer w.c.metrics.AddWorker(w.opts.Concurrency, w.inFlight)()
+		defer w.c.metrics.AddWorker(w.opts.Concurrency, w.engine.InFlight)()
 		w.warnUntakenRoutes()
-		w.fetchLoop(ctx)
 	}
-	<-ctx.Done()
-	w.shutdown()
+	w.engine.Run(ctx)
 	w.opts.Logger.Info("bananas: worker stopped", "worker", w.id)
 	return nil
+}
+
+// engineConfig is what the engine needs of w, its options defaulted.
+func (w *Worker) engineConfig() engine.Config {
+	return engine.Config{
+		Queue: w.c.q, Metrics: w.c.metrics, Logger: w.opts.Logger, ID: w.id,
+		Routes: w.opts.Routes, Priorities: w.priorities(), JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
+		FetchJobs: !w.opts.SchedulerOnly, Concurrency: w.opts.Concurrency,
+		Lease: w.opts.Lease, ShutdownTimeout: w.opts.ShutdownTimeout, JobTimeout: w.opts.JobTimeout,
+		ResultTTL: w.opts.ResultTTL, FailureTTL: w.opts.FailureTTL, SafetyPoll: w.opts.SafetyPoll,
+		RetryDelay: w.retryDelay,
+		Exec:       w.exec,
+		JobKey:     jobKey{},
+		JobValue:   func(d *queue.Dispatch) any { return jobOf(d) },
+		State:      w.heartbeatState(),
+	}
 }
 
 // warnUntakenRoutes says, one line per route, which registered tasks enqueue
@@ -295,11 +291,6 @@ func (w *Worker) warnUntakenRoutes() {
 	}
 }
 
-func (w *Worker) goLoop(ctx context.Context, wg *sync.WaitGroup, f func(context.Context)) {
-	wg.Add(1)
-	go func() { defer wg.Done(); f(ctx) }()
-}
-
 // subscribe listens, before the first fetch, on the wake channel of every route
 // (so no push after that fetch goes unnoticed) and on the schedule channel.
 func (w *Worker) subscribe(ctx context.Context, promoterWake chan time.Time) ([]*results.Subscription, error) {
@@ -311,14 +302,14 @@ func (w *Worker) subscribe(ctx context.Context, promoterWake chan time.Time) ([]
 		return nil, fmt.Errorf("bananas: worker: subscribe: %w", err)
 	}
 	for _, r := range w.opts.Routes {
-		s, err := w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(r).WakeChannel(), func([]byte) { notify(w.wake) })
+		s, err := w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(r).WakeChannel(), func([]byte) { w.engine.Wake() })
 		if err != nil {
 			return fail(err)
 		}
 		subs = append(subs, s)
 		// Cancel requests of running jobs: acted on at once here; the
 		// renewals find those this missed (CancelRequests).
-		s, err = w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(r).CancelChannel(), func(id []byte) { w.cancelJob(string(id)) })
+		s, err = w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(r).CancelChannel(), func(id []byte) { w.engine.Cancel(string(id)) })
 		if err != nil {
 			return fail(err)
 		}
@@ -332,14 +323,6 @@ func (w *Worker) subscribe(ctx context.Context, promoterWake chan time.Time) ([]
 	}
 	subs = append(subs, s)
 	return subs, nil
-}
-
-// notify does a non-blocking send on a 1-buffered channel: a pending signal is enough.
-func notify(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
 }
 
 func parseMillis(b []byte) time.Time {

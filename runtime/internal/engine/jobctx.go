@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"time"
 )
 
-// jobCtx is the context a handler receives: the job's deadline, the Job
-// (CurrentJob), and cancellation by the worker. It replaces a
-// context.WithTimeout and a context.WithValue per job: the deadline is
-// enforced by one timer per fetched batch (timeoutGroup), not one per job:
-// two timers per job (a context's and a timeout watchdog's) cost a tenth of a
-// busy worker's CPU.
+// jobCtx is the context a handler receives: the job's deadline, the job's
+// value under the runtime's key (runtime.CurrentJob), and cancellation by the
+// worker. It stands for a context.WithTimeout and a context.WithValue per
+// job: the deadline is enforced by one timer per fetched batch
+// (timeoutGroup), not one per job, as two timers per job (a context's and a
+// timeout watchdog's) cost a tenth of a busy worker's CPU.
 //
 // It implements AfterFunc, so contexts a handler derives from it
 // (context.WithTimeout(ctx, ...) around a call) register with it directly, as
@@ -20,7 +20,8 @@ import (
 // goroutine to watch Done.
 type jobCtx struct {
 	deadline time.Time
-	job      Job
+	key, val any // the job's value (Config.JobKey, Config.JobValue)
+	id       string
 	done     chan struct{}
 
 	mu     sync.Mutex
@@ -32,8 +33,8 @@ var _ context.Context = (*jobCtx)(nil)
 
 type afterFunc struct{ f func() }
 
-func newJobCtx(deadline time.Time, job Job) *jobCtx {
-	return &jobCtx{deadline: deadline, job: job, done: make(chan struct{})}
+func newJobCtx(deadline time.Time, id string, key, val any) *jobCtx {
+	return &jobCtx{deadline: deadline, id: id, key: key, val: val, done: make(chan struct{})}
 }
 
 func (c *jobCtx) Deadline() (time.Time, bool) { return c.deadline, true }
@@ -46,13 +47,13 @@ func (c *jobCtx) Err() error {
 }
 
 func (c *jobCtx) Value(key any) any {
-	if _, ok := key.(jobKey); ok {
-		return c.job
+	if key == c.key {
+		return c.val
 	}
 	return nil
 }
 
-func (c *jobCtx) String() string { return "bananas job context of " + c.job.ID }
+func (c *jobCtx) String() string { return "bananas job context of " + c.id }
 
 // cancel ends the context with err (context.DeadlineExceeded or
 // context.Canceled); the first call wins.
@@ -102,7 +103,7 @@ func (c *jobCtx) AfterFunc(f func()) (stop func() bool) {
 // timeoutGroup is the runs of one fetch that share a timeout: they start
 // together, so they share a deadline and one timer, which times out those
 // whose outcome is not decided when it fires and is stopped when the last
-// one ends (endRun: its outcome recorded or dropped).
+// one ends (executor.end: its outcome recorded or dropped).
 type timeoutGroup struct {
 	timeout time.Duration
 	timer   *time.Timer
@@ -110,7 +111,7 @@ type timeoutGroup struct {
 	left    atomic.Int32
 }
 
-// ended is called once per run of g, when the run ends (endRun).
+// ended is called once per run of g, when the run ends (executor.end).
 func (g *timeoutGroup) ended() {
 	if g.left.Add(-1) == 0 {
 		g.timer.Stop()

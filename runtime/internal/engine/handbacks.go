@@ -1,8 +1,7 @@
-package runtime
+package engine
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -24,10 +23,6 @@ type handBacks struct {
 	pending []*queue.LostFetch
 	kick    chan struct{}
 	trying  sync.Mutex // one try at a time: drain must see what Run's try puts back
-}
-
-func newHandBacks(q *queue.Queue, log *slog.Logger) *handBacks {
-	return &handBacks{q: q, log: log, kick: make(chan struct{}, 1)}
 }
 
 // add records a lost fetch; Run hands its jobs back as soon as Redis answers.
@@ -75,7 +70,7 @@ func (h *handBacks) try(ctx context.Context) bool {
 	h.mu.Unlock()
 	var left []*queue.LostFetch
 	for _, l := range todo {
-		cctx, cancel := context.WithTimeout(ctx, settleTimeout)
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		n, err := h.q.HandBack(cctx, l)
 		cancel()
 		switch {
@@ -98,17 +93,10 @@ func (h *handBacks) try(ctx context.Context) bool {
 
 // drain tries the pending hand-backs once more, for a worker that is
 // stopping.
-func (h *handBacks) drain(log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+func (h *handBacks) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	if !h.try(ctx) {
-		log.Warn("bananas: could not hand back the jobs of a lost fetch at shutdown; the reaper recovers them when their lease expires")
+		h.log.Warn("bananas: could not hand back the jobs of a lost fetch at shutdown; the reaper recovers them when their lease expires")
 	}
-}
-
-// lostFetch reports err's lost fetch, if it is one.
-func lostFetch(err error) (*queue.LostFetch, bool) {
-	var l *queue.LostFetch
-	ok := errors.As(err, &l)
-	return l, ok
 }

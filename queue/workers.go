@@ -1,0 +1,48 @@
+package queue
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Beat records worker id as alive at now with its state (opaque bytes: the
+// runtime's JSON), kept for ttl, and forgets the workers silent for longer.
+func (q *Queue) Beat(ctx context.Context, id string, state []byte, now time.Time, ttl time.Duration) error {
+	pipe := q.rdb.Pipeline()
+	pipe.Set(ctx, WorkerKey(q.ns, id), state, ttl)
+	pipe.ZAdd(ctx, WorkersKey(q.ns), redis.Z{Score: float64(now.UnixMilli()), Member: id})
+	pipe.ZRemRangeByScore(ctx, WorkersKey(q.ns), "-inf", strconv.FormatInt(now.Add(-ttl).UnixMilli(), 10))
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// EndBeats removes worker id from the live workers, for a worker that stops.
+func (q *Queue) EndBeats(ctx context.Context, id string) error {
+	pipe := q.rdb.Pipeline()
+	pipe.ZRem(ctx, WorkersKey(q.ns), id)
+	pipe.Del(ctx, WorkerKey(q.ns, id))
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// Beats returns the states of the workers that beat within ttl of now, by
+// id; a worker whose state expired between the two reads is left out.
+func (q *Queue) Beats(ctx context.Context, now time.Time, ttl time.Duration) ([][]byte, error) {
+	cutoff := now.Add(-ttl).UnixMilli()
+	ids, err := q.rdb.ZRangeByScore(ctx, WorkersKey(q.ns), &redis.ZRangeBy{Min: strconv.FormatInt(cutoff, 10), Max: "+inf"}).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, 0, len(ids))
+	for _, id := range ids {
+		b, err := q.rdb.Get(ctx, WorkerKey(q.ns, id)).Bytes()
+		if err != nil {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}

@@ -1,0 +1,37 @@
+// Package engine runs the jobs of one worker: it fetches them from Redis
+// under leases into a fixed number of slots, runs each through the
+// runtime's Exec under its timeout, records what the run came to, renews the
+// leases of the runs in flight, recovers the jobs whose lease expired, and
+// hands back what it cannot finish when it stops.
+//
+// # What it owns, and what it must not know
+//
+// It owns a worker's slots, its runs in flight and its background loops,
+// each a small type with its own state and a Run(ctx) (or a method the
+// Engine calls): the fetcher, the executor, the renewer, the reaper,
+// retention, the heartbeater and the hand-backs of lost fetches. It builds
+// the result record (package results) of every run it ends.
+//
+// It knows package queue (every Redis call goes through it), results and
+// the worker's metrics. It must not know task types, handlers, codecs,
+// middleware or the public API of package runtime: a run's work is the
+// Config.Exec function, which returns an Outcome; the job's value in the
+// handler's context (runtime.CurrentJob) is opaque here.
+//
+// # A job's path
+//
+// fetcher.Run reserves slots and fetches (queue.Fetch) → executor.startAll
+// arms one timeout per group of runs → executor.runJob calls Exec → on
+// success the ack is coalesced and not waited for (queue.AckAsync), on
+// failure queue.Fail retries or dead-letters it; the slot is handed on as
+// soon as Exec returns (slots.handOn) → the renewer extends the lease of
+// every run in flight until its outcome is recorded.
+//
+// # Words
+//
+// A run's outcome is decided (run.decided: by Exec's return, its timeout or
+// a cancel, whichever comes first), then recorded (run.recording: written
+// to Redis, or the job handed back at shutdown; set once). A slot is held
+// from the fetcher's reservation until the run's Exec returns; the run then
+// holds a record token until its outcome is recorded (slots).
+package engine

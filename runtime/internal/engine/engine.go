@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/metrics"
+)
+
+// Config is what an Engine needs from the worker it runs for; every field
+// is set (the runtime fills the defaults).
+type Config struct {
+	Queue   *queue.Queue
+	Metrics *metrics.Set
+	Logger  *slog.Logger
+	// ID is the worker's id, in its logs and heartbeat.
+	ID string
+	// Routes in order of preference, the priorities and task names
+	// (JobTypes: nil for every task) the worker fetches.
+	Routes, Priorities, JobTypes []string
+	// Tasks are the names of the tasks Exec can run, sorted; a job of
+	// another task fails without a run.
+	Tasks []string
+	// FetchJobs is false for a worker that runs only the background loops
+	// (a scheduler).
+	FetchJobs   bool
+	Concurrency int
+	// Lease is how long a run holds its job without renewal; the renewer
+	// renews every Lease/3.
+	Lease           time.Duration
+	ShutdownTimeout time.Duration
+	// JobTimeout bounds a run of a job that sets no timeout.
+	JobTimeout time.Duration
+	// ResultTTL and FailureTTL keep the records of jobs that set none.
+	ResultTTL, FailureTTL time.Duration
+	// SafetyPoll is how long an idle fetcher waits for a wake-up before
+	// looking at its routes anyway.
+	SafetyPoll time.Duration
+	// RetryDelay is the delay before retry number attempt of a job.
+	RetryDelay func(e queue.Envelope, attempt int) time.Duration
+	// Exec runs a job's handler with ctx, the handler's context, and says
+	// what the run came to.
+	Exec func(ctx context.Context, d *queue.Dispatch) Outcome
+	// JobKey and JobValue put the job's value in the handler's context
+	// (ctx.Value(JobKey) is JobValue(d)).
+	JobKey   any
+	JobValue func(d *queue.Dispatch) any
+	// State is the worker's heartbeat record, given the runs in flight.
+	State func(inFlight int) []byte
+}
+
+// Outcome is what a run of a job came to, as Exec judged it.
+type Outcome struct {
+	Result []byte // success: the encoded result
+	// Failed: the run failed with Message, recorded as the job's error.
+	Failed  bool
+	Message string
+	// Final: dead-letter the job at once, whatever retries it has left.
+	Final bool
+	// Snooze > 0: run the job again that much later, without counting a
+	// failed attempt (runtime.RetryAfter).
+	Snooze time.Duration
+}
+
+// callTimeout bounds each Redis call of the engine: a fetch, the record of
+// an outcome, a renewal, a hand-back. It is not the caller's context: a
+// call canceled after its script ran would leave the job in a state nobody
+// follows up (leased to nobody, an outcome unknown).
+const callTimeout = 10 * time.Second
+
+// Engine is the running part of a worker (see the package doc).
+type Engine struct {
+	cfg       Config
+	slots     *slots
+	runs      *runs
+	exec      *executor
+	fetch     *fetcher
+	handBacks *handBacks
+}
+
+// New returns an engine for cfg.
+func New(cfg Config) *Engine {
+	e := &Engine{cfg: cfg, slots: newSlots(cfg.Concurrency), runs: newRuns()}
+	e.handBacks = &handBacks{q: cfg.Queue, log: cfg.Logger, kick: make(chan struct{}, 1)}
+	e.exec = &executor{cfg: &e.cfg, slots: e.slots, runs: e.runs, handoff: make(chan *run), stopped: make(chan struct{})}
+	e.fetch = &fetcher{cfg: &e.cfg, slots: e.slots, exec: e.exec, handBacks: e.handBacks, wake: make(chan struct{}, 1)}
+	return e
+}
+
+// Wake tells the fetcher that a job was pushed to an empty ready list of
+// one of its routes.
+func (e *Engine) Wake() { notify(e.fetch.wake) }
+
+// Cancel cancels the runs of job id on this worker, if any (see
+// executor.cancelJob).
+func (e *Engine) Cancel(id string) { e.exec.cancelJob(id) }
+
+// InFlight is the number of runs in flight.
+func (e *Engine) InFlight() int { return e.runs.count() }
+
+// Run works jobs until ctx ends, then shuts down: it stops fetching, lets
+// the runs in flight finish for ShutdownTimeout, hands the rest back to
+// their queues without counting an attempt, and returns once its loops have
+// stopped. The background loops outlive ctx until then: leases must be
+// renewed while runs finish.
+func (e *Engine) Run(ctx context.Context) {
+	defer close(e.exec.stopped) // idle runners exit
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	defer func() { stopBG(); wg.Wait() }()
+	for _, loop := range []func(context.Context){
+		(&renewer{cfg: &e.cfg, runs: e.runs, exec: e.exec}).Run,
+		e.handBacks.Run,
+		(&reaper{cfg: &e.cfg}).Run,
+		(&retention{cfg: &e.cfg}).Run,
+		(&heartbeater{cfg: &e.cfg, runs: e.runs}).Run,
+	} {
+		wg.Add(1)
+		go func() { defer wg.Done(); loop(bg) }()
+	}
+	if e.cfg.FetchJobs {
+		e.fetch.Run(ctx)
+	}
+	<-ctx.Done()
+	e.shutdown()
+}
+
+// shutdown waits up to ShutdownTimeout for the runs in flight, then hands
+// the rest back to the front of their queues without counting an attempt.
+// A run whose outcome is being recorded (its ack or failure in flight) is
+// not handed back: it is waited for, as the write is bounded by its own
+// timeout. Handing it back could land before its ack, and a job that
+// succeeded would run again.
+func (e *Engine) shutdown() {
+	log := e.cfg.Logger
+	defer e.handBacks.drain()
+	byRoute, idle := e.runs.byRoute()
+	if len(byRoute) == 0 {
+		return
+	}
+	t := time.NewTimer(e.cfg.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return
+	case <-t.C:
+	}
+	byRoute, idle = e.runs.byRoute()
+	if len(byRoute) == 0 {
+		return // the last runs ended as the grace period did
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	for _, rs := range byRoute {
+		for _, r := range rs {
+			if !r.recording.CompareAndSwap(false, true) {
+				continue // its outcome is on its way
+			}
+			r.cancel(errHandedBack)
+			ok, err := e.cfg.Queue.Requeue(ctx, r.d)
+			e.runs.untrack(r)
+			switch {
+			case err != nil:
+				log.Warn("bananas: hand back failed; the job will be recovered when its lease expires", "job", r.d.ID, "err", err)
+			case ok:
+				log.Info("bananas: job handed back at shutdown", "job", r.d.ID, "task", r.d.Name)
+			}
+		}
+	}
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		log.Warn("bananas: outcomes of finished jobs still unwritten at shutdown; they run again when their lease expires")
+	}
+}
+
+// next waits for t's next tick and reports whether it came before ctx
+// ended: the pace of the background loops.
+func next(ctx context.Context, t *time.Ticker) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// handles reports whether Exec can run jobs of task name.
+func (c *Config) handles(name string) bool {
+	_, found := slices.BinarySearch(c.Tasks, name)
+	return found
+}

@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// fetcher takes jobs while its context lasts. It never sleeps on an empty
+// queue: it waits for a wake-up (a push to an empty list of one of its
+// routes), a freed slot, or the safety poll (Config.SafetyPoll).
+//
+// Up to maxFetches fetches are in flight at once, each holding the slots it
+// asked for (reserved before it goes out, the unused ones given back when it
+// returns): with fast handlers a worker would otherwise sit idle for a whole
+// round trip after every batch, its slots free and its next jobs still in
+// Redis.
+type fetcher struct {
+	cfg       *Config
+	slots     *slots
+	exec      *executor
+	handBacks *handBacks
+	wake      chan struct{} // signaled when a route's ready list was pushed to
+
+	// State of Run, owned by its goroutine.
+	done      chan fetched // fetches that returned
+	inflight  int          // fetches out
+	empty     bool         // a fetch found the lists drained and no wake-up came since: wait for one
+	wakes     int          // wake-ups taken (see account)
+	errDelay  time.Duration
+	retryAt   time.Time
+	gathering bool // waiting up to gather for minFetch free slots
+}
+
+// fetched is what a fetch came back with.
+type fetched struct {
+	asked, got int
+	seen       int // wake-ups taken before this fetch went out
+	err        error
+}
+
+const (
+	maxFetches = 2
+	// gather: when the worker is saturated, a fetch for a single freed
+	// slot costs two round trips for one job; waiting up to gather for a
+	// few more slots lets one fetch take several. An idle worker never
+	// waits here.
+	gather      = time.Millisecond
+	minErrDelay = 50 * time.Millisecond
+	maxErrDelay = 2 * time.Second
+)
+
+// Run fetches until ctx ends, then waits for the fetches in flight (they
+// start their jobs, which shutdown must see).
+func (f *fetcher) Run(ctx context.Context) {
+	f.done = make(chan fetched, maxFetches)
+	f.errDelay = minErrDelay
+	// Fetches run on maxFetches fetch goroutines that live as long as Run:
+	// a goroutine per fetch would pay its creation and its stack's growth
+	// through go-redis on every round trip.
+	reqs := make(chan fetched)
+	for range maxFetches {
+		go f.fetchEach(ctx, reqs)
+	}
+	defer func() {
+		for ; f.inflight > 0; f.inflight-- {
+			<-f.done
+		}
+		close(reqs)
+	}()
+	safety := time.NewTimer(f.cfg.SafetyPoll)
+	defer safety.Stop()
+	gatherTimer := time.NewTimer(time.Hour)
+	defer gatherTimer.Stop()
+	minFetch := max(1, f.cfg.Concurrency/4)
+	for ctx.Err() == nil {
+		select {
+		case r := <-f.done:
+			f.account(ctx, r)
+			continue
+		default:
+		}
+		if wait := time.Until(f.retryAt); wait > 0 {
+			if f.inflight == 0 {
+				sleepCtx(ctx, wait)
+			} else {
+				f.account(ctx, <-f.done)
+			}
+			continue
+		}
+		if f.empty {
+			f.waitForWork(ctx, safety)
+			continue
+		}
+		// Say what a freed slot must make possible to be worth a wake-up
+		// before counting them (see slots).
+		switch {
+		case f.inflight == maxFetches:
+			f.slots.wantFree(noWakeUp)
+		case f.gathering:
+			f.slots.wantFree(int32(minFetch))
+		default:
+			f.slots.wantFree(1)
+		}
+		free := f.slots.free() // only Run reserves, so free cannot shrink under it
+		if free == 0 || f.inflight == maxFetches {
+			select {
+			case <-f.slots.freed:
+			case r := <-f.done:
+				f.account(ctx, r)
+			case <-ctx.Done():
+			}
+			continue
+		}
+		if free < minFetch {
+			if !f.gathering {
+				f.gathering = true
+				gatherTimer.Reset(gather)
+				continue // count again, now waiting for minFetch (wantFree, above)
+			}
+			select {
+			case <-f.slots.freed:
+				continue
+			case r := <-f.done:
+				f.account(ctx, r)
+				continue
+			case <-gatherTimer.C:
+			case <-ctx.Done():
+				continue
+			}
+		}
+		gatherTimer.Stop()
+		f.gathering = false
+		f.slots.reserve(free)
+		f.inflight++
+		reqs <- fetched{asked: free, seen: f.wakes} // a fetch goroutine is idle: fewer than maxFetches are in flight
+	}
+}
+
+// waitForWork waits, after a fetch found the lists empty, for a wake-up,
+// the return of a fetch still out, or the safety poll.
+func (f *fetcher) waitForWork(ctx context.Context, safety *time.Timer) {
+	if f.inflight > 0 {
+		select {
+		case r := <-f.done:
+			f.account(ctx, r)
+		case <-f.wake:
+			f.wakes++
+			f.empty = false
+		case <-ctx.Done():
+		}
+		return
+	}
+	safety.Reset(f.cfg.SafetyPoll)
+	select {
+	case <-f.wake:
+		f.wakes++
+	case <-safety.C:
+	case <-ctx.Done():
+	}
+	f.empty = false
+}
+
+// account takes in a fetch's return. A fetch that found fewer jobs than it
+// asked for only proves the lists empty if no wake-up was taken after it
+// went out: with two fetches in flight, the older one can come back empty
+// after a wake-up for a new job was taken, and believing it would lose that
+// wake-up — the list is no longer empty, so the next push publishes none,
+// and the worker would sleep until the safety poll.
+func (f *fetcher) account(ctx context.Context, r fetched) {
+	f.inflight--
+	switch {
+	case r.err != nil:
+		if ctx.Err() == nil {
+			f.cfg.Logger.Warn("bananas: fetch failed; retrying", "worker", f.cfg.ID, "err", r.err, "in", f.errDelay)
+			f.retryAt = time.Now().Add(f.errDelay)
+			f.errDelay = min(2*f.errDelay, maxErrDelay)
+		}
+	case r.got < r.asked:
+		f.errDelay = minErrDelay
+		if r.seen == f.wakes {
+			f.empty = true
+		}
+	default:
+		f.errDelay = minErrDelay
+	}
+}
+
+// fetchEach runs the fetches asked on reqs, each with the slots reserved
+// for it, giving back those it did not fill.
+func (f *fetcher) fetchEach(ctx context.Context, reqs <-chan fetched) {
+	for r := range reqs {
+		r.got, r.err = f.fetch(ctx, r.asked)
+		f.slots.unreserve(r.asked - r.got)
+		f.done <- r
+	}
+}
+
+// fetch takes up to free jobs, routes in order of preference, and starts
+// them. The Redis calls run under their own timeout, not ctx: a fetch
+// canceled after its script ran would leave jobs leased to nobody, to be
+// reaped later with an attempt counted against them.
+func (f *fetcher) fetch(ctx context.Context, free int) (int, error) {
+	q := f.cfg.Queue
+	got := 0
+	for _, route := range f.cfg.Routes {
+		if got == free || ctx.Err() != nil {
+			break
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+		now := q.Now() // leases are judged on Redis's clock
+		var ds []*queue.Dispatch
+		var err error
+		if len(f.cfg.JobTypes) > 0 {
+			ds, err = q.FetchTypes(rctx, route, f.cfg.Priorities, f.cfg.JobTypes, free-got, now.Add(f.cfg.Lease), now)
+		} else {
+			ds, err = q.Fetch(rctx, route, f.cfg.Priorities, free-got, now.Add(f.cfg.Lease), now)
+		}
+		cancel()
+		f.exec.startAll(ds) // their slots were reserved by Run
+		got += len(ds)
+		var lost *queue.LostFetch
+		if errors.As(err, &lost) {
+			f.handBacks.add(lost)
+		}
+		if err != nil {
+			return got, err
+		}
+	}
+	return got, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

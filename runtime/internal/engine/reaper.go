@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+)
+
+// reaper recovers the jobs of the worker's routes whose lease expired: their
+// worker died or lost Redis. Each counts a failed attempt.
+type reaper struct{ cfg *Config }
+
+// expiredLease is the error a recovered job records.
+const expiredLease = "lease expired: the worker running it stopped renewing (crashed or lost Redis)"
+
+// Run reaps every route at once and then every reapInterval until ctx ends.
+func (p *reaper) Run(ctx context.Context) {
+	t := time.NewTicker(p.interval())
+	defer t.Stop()
+	for ok := true; ok; ok = next(ctx, t) {
+		for _, route := range p.cfg.Routes {
+			p.reap(ctx, route)
+		}
+	}
+}
+
+// interval is how often the worker looks for expired leases on its routes.
+func (p *reaper) interval() time.Duration {
+	return min(max(p.cfg.Lease/4, 50*time.Millisecond), 5*time.Second)
+}
+
+func (p *reaper) reap(ctx context.Context, route string) {
+	q, log := p.cfg.Queue, p.cfg.Logger
+	now := q.Now() // leases are judged on Redis's clock
+	out, err := q.Reap(ctx, route, now, func(e queue.Expired) queue.Verdict {
+		encoded, _ := results.Encode(expiredRecord(e, expiredLease, now))
+		return queue.Verdict{
+			RetryAt: now.Add(p.cfg.RetryDelay(e.Envelope, e.Attempts+1)), Record: encoded,
+			TTL: ttlOr(e.Envelope.FailureTTL, p.cfg.FailureTTL),
+		}
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("bananas: recover expired leases", "route", route, "err", err)
+		}
+		return
+	}
+	for id, o := range out {
+		switch o {
+		case queue.Retrying:
+			log.Warn("bananas: recovered a job whose lease expired; retry scheduled", "job", id, "route", route)
+		case queue.DeadEnded:
+			log.Warn("bananas: recovered a job whose lease expired; out of retries, dead-lettered", "job", id, "route", route)
+		}
+	}
+}

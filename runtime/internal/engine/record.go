@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+)
+
+// The result records a finished job leaves, built here and nowhere else:
+// what the job was, as enqueued (a completed job is only its record, and
+// Job(id) reads it from there), and how it ended.
+
+// recordOf starts the record of d's run: the job as enqueued, its failed
+// runs so far and the run's start.
+func recordOf(d *queue.Dispatch) results.Record {
+	rec := jobRecord(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
+	rec.Attempts, rec.StartedAt, rec.FailedAt = d.Attempts, unixMS(d.StartedAt()), failedAtMS(d.FailedAt)
+	return rec
+}
+
+// failureRecord is the record of d's run failing with msg at now, stored if
+// the failure is its last (fail.lua): the run's failure time ends the list,
+// as the script writes it in the job's hash.
+func failureRecord(d *queue.Dispatch, msg string, now time.Time) results.Record {
+	rec := jobRecord(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
+	rec.Error, rec.Attempts, rec.FinishedAt = msg, d.Attempts+1, now.UnixMilli()
+	rec.FailedAt = append(failedAtMS(d.FailedAt), now.UnixMilli())
+	if n := len(rec.FailedAt); n > queue.FailuresKept {
+		rec.FailedAt = rec.FailedAt[n-queue.FailuresKept:]
+	}
+	return rec
+}
+
+// expiredRecord is the record of a job whose lease expired (the reaper's),
+// stored if that was its last attempt.
+func expiredRecord(e queue.Expired, msg string, now time.Time) results.Record {
+	rec := jobRecord(e.ID, e.Name, "", time.Time{}, e.MaxRetries, e.Envelope)
+	rec.Error, rec.Attempts, rec.FinishedAt = msg, e.Attempts+1, now.UnixMilli()
+	return rec
+}
+
+// CanceledRecord is the encoded record of a job canceled before it ran
+// (runtime.Inspector.Cancel).
+func CanceledRecord(id, name, priority string, created time.Time, maxRetries, attempts int, e queue.Envelope, failedAt []time.Time, now time.Time) ([]byte, error) {
+	rec := jobRecord(id, name, priority, created, maxRetries, e)
+	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt, rec.FailedAt = "canceled", true, attempts, now.UnixMilli(), failedAtMS(failedAt)
+	return results.Encode(rec)
+}
+
+func jobRecord(id, name, priority string, created time.Time, maxRetries int, e queue.Envelope) results.Record {
+	return results.Record{
+		ID: id, Name: name, Priority: priority, CreatedAt: unixMS(created),
+		Args: e.Args, MaxRetries: maxRetries, Timeout: e.Timeout, Description: e.Description,
+	}
+}
+
+// failedAtMS is a job's failure times as a result record holds them.
+func failedAtMS(ts []time.Time) []int64 {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		out[i] = t.UnixMilli()
+	}
+	return out
+}
+
+func unixMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}

@@ -1,0 +1,28 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// retention deletes the dead-lettered jobs of the worker's routes older than
+// queue.DeadRetention, at start and hourly.
+type retention struct{ cfg *Config }
+
+// Run purges until ctx ends.
+func (p *retention) Run(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	q, log := p.cfg.Queue, p.cfg.Logger
+	for ok := true; ok; ok = next(ctx, t) {
+		for _, route := range p.cfg.Routes {
+			if n, err := q.Purge(ctx, route, q.Now().Add(-queue.DeadRetention)); err != nil && ctx.Err() == nil {
+				log.Warn("bananas: dead-letter retention", "route", route, "err", err)
+			} else if n > 0 {
+				log.Info("bananas: deleted expired dead-lettered jobs", "route", route, "count", n)
+			}
+		}
+	}
+}
