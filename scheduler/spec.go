@@ -22,9 +22,14 @@ func ParseSpec(spec, tz string) (cron.Schedule, *time.Location, error) {
 		}
 		loc = l
 	}
-	s, err := specParser.Parse(spec)
+	s, err := ParseSchedule(spec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid cron spec %q: %v", spec, err)
 	}
 	return s, loc, nil
 }
+
+// ParseSchedule parses a cron spec alone: the five standard fields or a
+// descriptor. bananagen checks //bananas:cron directives with it, so the
+// generator accepts exactly what a worker runs.
+func ParseSchedule(spec string) (cron.Schedule, error) { return specParser.Parse(spec) }

@@ -2,6 +2,11 @@
 // finds and parses //bananas: directives (keeping their positions), checks them
 // against go/types, and turns what passes into the plain model. It collects
 // every mistake with its position before it gives up.
+//
+// A route, a priority and a cron schedule are checked by the same functions
+// a worker uses (queue.ValidRoute, queue.ValidPriority,
+// scheduler.ParseSchedule), so the generator accepts exactly what runs. It
+// must not import the runtime, whose stubs it writes.
 package parse
 
 import (
@@ -16,10 +21,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/robfig/cron/v3"
 	"golang.org/x/tools/go/packages"
 
 	"github.com/bananas-go/bananas/bananagen/internal/model"
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/scheduler"
 )
 
 // Result is what parsing found: a model per package with tasks, and the
@@ -116,9 +122,7 @@ func firstWord(s string) string {
 }
 
 var (
-	routePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	namePattern  = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
-	cronParser   = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+	namePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
 )
 
 // checkTask checks one directive's keys and its function's signature and
@@ -138,7 +142,7 @@ func checkTask(p *packages.Package, fd *ast.FuncDecl, d *directive, errs *collec
 	}
 	if d.kind == "cron" {
 		t.Cron = &model.Cron{Spec: d.spec}
-		if _, err := cronParser.Parse(d.spec); err != nil {
+		if _, err := scheduler.ParseSchedule(d.spec); err != nil {
 			bad(d.specPos, "invalid cron schedule %q: %v (use five fields such as \"*/5 * * * *\" or a descriptor such as @hourly, @every 1m)", d.spec, err)
 		}
 	}
@@ -189,13 +193,13 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 		}
 		t.Name = kv.value
 	case "route":
-		if !routePattern.MatchString(kv.value) {
+		if !queue.ValidRoute(kv.value) {
 			bad(kv.valuePos, "route=%q is not a valid route: use 1-64 of A-Z a-z 0-9 _ -", kv.value)
 			return false
 		}
 		t.Route = kv.value
 	case "priority":
-		if kv.value != "high" && kv.value != "normal" && kv.value != "low" {
+		if !queue.ValidPriority(kv.value) {
 			bad(kv.valuePos, "priority=%s is not a priority: use high, normal or low", kv.value)
 			return false
 		}
