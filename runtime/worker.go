@@ -216,6 +216,26 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}()
 
+	for _, loop := range w.schedulingLoops(promoterWake) {
+		wg.Add(1)
+		go func() { defer wg.Done(); loop(bg) }()
+	}
+
+	w.opts.Logger.Info("bananas: worker started", "worker", w.id, "routes", strings.Join(w.opts.Routes, ","),
+		"concurrency", w.opts.Concurrency, "tasks", strings.Join(w.Tasks(), ","), "clock_skew", w.c.q.Skew().Round(time.Millisecond))
+	if !w.opts.SchedulerOnly {
+		defer w.c.metrics.AddWorker(w.opts.Concurrency, w.engine.InFlight)()
+		w.warnUntakenRoutes()
+	}
+	w.engine.Run(ctx)
+	w.opts.Logger.Info("bananas: worker stopped", "worker", w.id)
+	return nil
+}
+
+// schedulingLoops are the promoter (due delayed jobs and retries to their
+// ready lists, woken on promoterWake) and, with cron entries, the cron
+// runner.
+func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Context) {
 	routes := func(context.Context) ([]string, error) { return w.opts.Routes, nil }
 	if w.opts.SchedulerOnly { // a scheduler promotes for every route there is
 		routes = w.c.q.Routes
@@ -234,20 +254,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		cr := w.cronRunner()
 		loops = append(loops, func(ctx context.Context) { _ = cr.Run(ctx) })
 	}
-	for _, loop := range loops {
-		wg.Add(1)
-		go func() { defer wg.Done(); loop(bg) }()
-	}
-
-	w.opts.Logger.Info("bananas: worker started", "worker", w.id, "routes", strings.Join(w.opts.Routes, ","),
-		"concurrency", w.opts.Concurrency, "tasks", strings.Join(w.Tasks(), ","), "clock_skew", w.c.q.Skew().Round(time.Millisecond))
-	if !w.opts.SchedulerOnly {
-		defer w.c.metrics.AddWorker(w.opts.Concurrency, w.engine.InFlight)()
-		w.warnUntakenRoutes()
-	}
-	w.engine.Run(ctx)
-	w.opts.Logger.Info("bananas: worker stopped", "worker", w.id)
-	return nil
+	return loops
 }
 
 // engineConfig is what the engine needs of w, its options defaulted.

@@ -25,13 +25,16 @@ type fetcher struct {
 	wake      chan struct{} // signaled when a route's ready list was pushed to
 
 	// State of Run, owned by its goroutine.
-	done      chan fetched // fetches that returned
-	inflight  int          // fetches out
-	empty     bool         // a fetch found the lists drained and no wake-up came since: wait for one
-	wakes     int          // wake-ups taken (see account)
-	errDelay  time.Duration
-	retryAt   time.Time
-	gathering bool // waiting up to gather for minFetch free slots
+	done        chan fetched // fetches that returned
+	inflight    int          // fetches out
+	empty       bool         // a fetch found the lists drained and no wake-up came since: wait for one
+	wakes       int          // wake-ups taken (see account)
+	errDelay    time.Duration
+	retryAt     time.Time
+	gathering   bool // waiting up to gather for minFetch free slots
+	minFetch    int  // the slots a fetch of a saturated worker waits to gather
+	safety      *time.Timer
+	gatherTimer *time.Timer
 }
 
 // fetched is what a fetch came back with.
@@ -57,6 +60,11 @@ const (
 func (f *fetcher) Run(ctx context.Context) {
 	f.done = make(chan fetched, maxFetches)
 	f.errDelay = minErrDelay
+	f.minFetch = max(1, f.cfg.Concurrency/4)
+	f.safety = time.NewTimer(f.cfg.SafetyPoll)
+	defer f.safety.Stop()
+	f.gatherTimer = time.NewTimer(time.Hour)
+	defer f.gatherTimer.Stop()
 	// Fetches run on maxFetches fetch goroutines that live as long as Run:
 	// a goroutine per fetch would pay its creation and its stack's growth
 	// through go-redis on every round trip.
@@ -70,78 +78,82 @@ func (f *fetcher) Run(ctx context.Context) {
 		}
 		close(reqs)
 	}()
-	safety := time.NewTimer(f.cfg.SafetyPoll)
-	defer safety.Stop()
-	gatherTimer := time.NewTimer(time.Hour)
-	defer gatherTimer.Stop()
-	minFetch := max(1, f.cfg.Concurrency/4)
 	for ctx.Err() == nil {
+		if free := f.ready(ctx); free > 0 {
+			f.slots.reserve(free)
+			f.inflight++
+			reqs <- fetched{asked: free, seen: f.wakes} // a fetch goroutine is idle: fewer than maxFetches are in flight
+		}
+	}
+}
+
+// ready waits for one thing the next fetch needs — a fetch's return, the
+// end of an error's delay, work after an empty fetch, free slots — and
+// returns how many slots the next fetch may take, or 0 to look again.
+func (f *fetcher) ready(ctx context.Context) int {
+	select {
+	case r := <-f.done:
+		f.account(ctx, r)
+		return 0
+	default:
+	}
+	if wait := time.Until(f.retryAt); wait > 0 {
+		if f.inflight == 0 {
+			sleepCtx(ctx, wait)
+		} else {
+			f.account(ctx, <-f.done)
+		}
+		return 0
+	}
+	if f.empty {
+		f.waitForWork(ctx)
+		return 0
+	}
+	// Say what a freed slot must make possible to be worth a wake-up
+	// before counting them (see slots).
+	switch {
+	case f.inflight == maxFetches:
+		f.slots.wantFree(noWakeUp)
+	case f.gathering:
+		f.slots.wantFree(int32(f.minFetch))
+	default:
+		f.slots.wantFree(1)
+	}
+	free := f.slots.free() // only Run reserves, so free cannot shrink under it
+	if free == 0 || f.inflight == maxFetches {
 		select {
+		case <-f.slots.freed:
 		case r := <-f.done:
 			f.account(ctx, r)
-			continue
-		default:
+		case <-ctx.Done():
 		}
-		if wait := time.Until(f.retryAt); wait > 0 {
-			if f.inflight == 0 {
-				sleepCtx(ctx, wait)
-			} else {
-				f.account(ctx, <-f.done)
-			}
-			continue
-		}
-		if f.empty {
-			f.waitForWork(ctx, safety)
-			continue
-		}
-		// Say what a freed slot must make possible to be worth a wake-up
-		// before counting them (see slots).
-		switch {
-		case f.inflight == maxFetches:
-			f.slots.wantFree(noWakeUp)
-		case f.gathering:
-			f.slots.wantFree(int32(minFetch))
-		default:
-			f.slots.wantFree(1)
-		}
-		free := f.slots.free() // only Run reserves, so free cannot shrink under it
-		if free == 0 || f.inflight == maxFetches {
-			select {
-			case <-f.slots.freed:
-			case r := <-f.done:
-				f.account(ctx, r)
-			case <-ctx.Done():
-			}
-			continue
-		}
-		if free < minFetch {
-			if !f.gathering {
-				f.gathering = true
-				gatherTimer.Reset(gather)
-				continue // count again, now waiting for minFetch (wantFree, above)
-			}
-			select {
-			case <-f.slots.freed:
-				continue
-			case r := <-f.done:
-				f.account(ctx, r)
-				continue
-			case <-gatherTimer.C:
-			case <-ctx.Done():
-				continue
-			}
-		}
-		gatherTimer.Stop()
-		f.gathering = false
-		f.slots.reserve(free)
-		f.inflight++
-		reqs <- fetched{asked: free, seen: f.wakes} // a fetch goroutine is idle: fewer than maxFetches are in flight
+		return 0
 	}
+	if free < f.minFetch {
+		if !f.gathering {
+			f.gathering = true
+			f.gatherTimer.Reset(gather)
+			return 0 // count again, now waiting for minFetch (wantFree, above)
+		}
+		select {
+		case <-f.slots.freed:
+			return 0
+		case r := <-f.done:
+			f.account(ctx, r)
+			return 0
+		case <-f.gatherTimer.C:
+		case <-ctx.Done():
+			return 0
+		}
+	}
+	f.gatherTimer.Stop()
+	f.gathering = false
+	return free
 }
 
 // waitForWork waits, after a fetch found the lists empty, for a wake-up,
 // the return of a fetch still out, or the safety poll.
-func (f *fetcher) waitForWork(ctx context.Context, safety *time.Timer) {
+func (f *fetcher) waitForWork(ctx context.Context) {
 	if f.inflight > 0 {
 		select {
 		case r := <-f.done:
@@ -153,11 +165,11 @@ func (f *fetcher) waitForWork(ctx context.Context, safety *time.Timer) {
 		}
 		return
 	}
-	safety.Reset(f.cfg.SafetyPoll)
+	f.safety.Reset(f.cfg.SafetyPoll)
 	select {
 	case <-f.wake:
 		f.wakes++
-	case <-safety.C:
+	case <-f.safety.C:
 	case <-ctx.Done():
 	}
 	f.empty = false
