@@ -9,10 +9,11 @@ import (
 
 // CronFire is one tick of a cron entry to fire.
 type CronFire struct {
-	Route, Priority string
-	Tick, Next      time.Time
-	Job             NewJob // its ID, Name, Envelope and MaxRetries are used
-	Spec, TZ        string
+	Route      string
+	Priority   Priority
+	Tick, Next time.Time
+	Job        NewJob // its ID, Name, Envelope and MaxRetries are used
+	Spec, TZ   string
 }
 
 // FireCron enqueues the tick's job unless this tick (or a later one) of the
@@ -25,7 +26,7 @@ func (q *Queue) FireCron(ctx context.Context, f CronFire, now time.Time) (bool, 
 	keys := []string{k.Cron(f.Job.Name), k.List(f.Priority), k.Stats(), k.Job(f.Job.ID), k.History(HourOf(now))}
 	// Retry-safe: compare-and-set on the tick; a second run finds it fired.
 	n, err := q.s.cron.Run(ctx, q.rdb, keys, ms(f.Tick), ms(f.Next), ms(now), f.Job.ID, f.Job.Name, f.Job.Envelope,
-		f.Priority, f.Job.MaxRetries, k.WakeChannel(), f.Spec, f.TZ).Int()
+		string(f.Priority), f.Job.MaxRetries, k.WakeChannel(), f.Spec, f.TZ).Int()
 	if err != nil {
 		return false, fmt.Errorf("fire cron %s: %w", f.Job.Name, err)
 	}

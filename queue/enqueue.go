@@ -44,7 +44,7 @@ const enqueueChunk = 1000
 // Enqueue writes jobs of one route and priority, up to enqueueChunk of them in
 // one round trip. holders[i] is "" when jobs[i] was written, and otherwise the
 // id of the job that already holds its id or unique key.
-func (q *Queue) Enqueue(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) (holders []string, err error) {
+func (q *Queue) Enqueue(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) (holders []string, err error) {
 	if err := q.checkEnqueue(ctx, route, priority); err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (q *Queue) Enqueue(ctx context.Context, route, priority string, jobs []NewJ
 // few round trips. The result is as for Enqueue. The job is checked here, on
 // the caller's goroutine, so that one bad job never fails the others it would
 // be coalesced with.
-func (q *Queue) EnqueueOne(ctx context.Context, route, priority string, job NewJob) (holder string, err error) {
+func (q *Queue) EnqueueOne(ctx context.Context, route string, priority Priority, job NewJob) (holder string, err error) {
 	if err := q.checkEnqueue(ctx, route, priority); err != nil {
 		return "", err
 	}
@@ -78,16 +78,19 @@ func (q *Queue) EnqueueOne(ctx context.Context, route, priority string, job NewJ
 		return "", err
 	}
 	if now := q.Now(); isPlain(&job, now) {
-		job.payload = payloadOf(job.Name, priority, job.MaxRetries, ms(now), job.Envelope)
+		job.payload = payloadOf(job.Name, string(priority), job.MaxRetries, ms(now), job.Envelope)
 	}
 	return q.enqs.do(ctx, enqGroup{route, priority}, job)
 }
 
 // enqGroup is what single enqueues are coalesced by: one flush writes to one
 // ready list.
-type enqGroup struct{ route, priority string }
+type enqGroup struct {
+	route    string
+	priority Priority
+}
 
-func (q *Queue) checkEnqueue(ctx context.Context, route, priority string) error {
+func (q *Queue) checkEnqueue(ctx context.Context, route string, priority Priority) error {
 	if err := CheckRoute(route); err != nil {
 		return err
 	}
@@ -98,7 +101,7 @@ func (q *Queue) checkEnqueue(ctx context.Context, route, priority string) error 
 }
 
 // enqueueChunk writes up to enqueueChunk jobs that checkNewJob accepted.
-func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) ([]string, error) {
+func (q *Queue) enqueueChunk(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
 	if plain(jobs, now) {
 		return q.enqueuePlain(ctx, route, priority, jobs, now)
 	}
@@ -115,7 +118,7 @@ func (q *Queue) enqueueChunk(ctx context.Context, route, priority string, jobs [
 	keys := make([]string, 0, 6+3*len(jobs))
 	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt, k.History(HourOf(now)))
 	args := make([]any, 0, 6+7*len(jobs))
-	args = append(args, ms(now), priority, k.WakeChannel(), ScheduleChannel(q.ns), len(jobs), rttl)
+	args = append(args, ms(now), string(priority), k.WakeChannel(), ScheduleChannel(q.ns), len(jobs), rttl)
 	for _, j := range jobs { // checked by Enqueue or EnqueueOne (checkNewJob)
 		job := k.Job(j.ID)
 		unique := job

@@ -38,7 +38,7 @@ func isPlain(j *NewJob, now time.Time) bool {
 
 // enqueuePlain writes plain jobs (see plain), already checked by checkNewJob,
 // in one script call and wakes idle workers.
-func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs []NewJob, now time.Time) ([]string, error) {
+func (q *Queue) enqueuePlain(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
 	k := q.Keys(route)
 	created := ms(now)
 	// At low load (a flush of one or two jobs) the wake-up goes in the same
@@ -55,7 +55,7 @@ func (q *Queue) enqueuePlain(ctx context.Context, route, priority string, jobs [
 		j := &jobs[i]
 		p := j.payload
 		if p == "" {
-			p = payloadOf(j.Name, priority, j.MaxRetries, created, j.Envelope)
+			p = payloadOf(j.Name, string(priority), j.MaxRetries, created, j.Envelope)
 		}
 		args = append(args, j.ID, p)
 	}

@@ -151,6 +151,6 @@ func (d *Dispatch) fillFromPayload(p string) {
 		d.BadEnvelope = fmt.Errorf("job %s has an unreadable payload", d.ID)
 		return
 	}
-	d.Name, d.Priority, d.MaxRetries, d.CreatedAt = pl.name, pl.priority, pl.maxRetries, pl.created
+	d.Name, d.Priority, d.MaxRetries, d.CreatedAt = pl.name, Priority(pl.priority), pl.maxRetries, pl.created
 	d.Envelope, d.BadEnvelope = DecodeEnvelope([]byte(pl.envelope))
 }

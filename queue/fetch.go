@@ -16,7 +16,7 @@ import (
 type Dispatch struct {
 	ID, Route, Token string
 	Name             string
-	Priority         string
+	Priority         Priority
 	Attempts         int // failed runs before this one
 	MaxRetries       int
 	CreatedAt        time.Time
@@ -48,7 +48,7 @@ type Dispatch struct {
 // the error is a *LostFetch: jobs may be leased under its token that nobody
 // will run, and the caller hands them back (HandBack). Jobs leased but whose
 // hashes could not be read are handed back here, without counting an attempt.
-func (q *Queue) Fetch(ctx context.Context, route string, priorities []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
+func (q *Queue) Fetch(ctx context.Context, route string, priorities []Priority, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
 	k := q.Keys(route)
 	lists := k.Lists(priorities)
 	if len(lists) == 0 || n < 1 {
@@ -144,7 +144,7 @@ func isNoScript(err error) bool {
 // the others stay queued for the workers that run them. It reads on past jobs
 // it does not take, to the end of the list if need be: jobs nobody here runs
 // must not hide the ones behind them.
-func (q *Queue) FetchTypes(ctx context.Context, route string, priorities, types []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
+func (q *Queue) FetchTypes(ctx context.Context, route string, priorities []Priority, types []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
 	const window = 256
 	k := q.Keys(route)
 	var out []*Dispatch
@@ -243,7 +243,7 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 			continue
 		}
 		f := c.Val()
-		d.Name, d.Priority = f["n"], f["p"]
+		d.Name, d.Priority = f["n"], Priority(f["p"])
 		d.MaxRetries, d.Attempts = atoi(f["m"]), atoi(f["a"])
 		d.CreatedAt, d.LastError = fromMS(f["c"]), f["err"]
 		d.FailedAt = failedAt(f, d.Attempts)

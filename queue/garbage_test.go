@@ -415,7 +415,7 @@ func TestRequeue_LightJobGoesBackByItsPayload(t *testing.T) {
 	cases := []struct {
 		name, payload string
 		jobKey        bool
-		list          string
+		list          queue.Priority
 	}{
 		{name: "priority garbage", payload: "t|urgent|1|0|\x81", list: queue.Normal},
 		{name: "job key is a string", payload: "t|high|1|0|\x81", jobKey: true, list: queue.High},

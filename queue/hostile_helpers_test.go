@@ -186,7 +186,7 @@ func places(t *testing.T, q *queue.Queue, route, id string) []string {
 			t.Fatal(err)
 		}
 		if slices.Contains(ids, id) {
-			at = append(at, p)
+			at = append(at, string(p))
 		}
 	}
 	if _, err := rdb.ZScore(ctx, k.Scheduled(), id).Result(); err == nil {
@@ -202,10 +202,10 @@ func places(t *testing.T, q *queue.Queue, route, id string) []string {
 }
 
 // wantPlace fails unless id is in exactly the place want ("" for none).
-func wantPlace(t *testing.T, q *queue.Queue, route, id, want string) {
+func wantPlace[S ~string](t *testing.T, q *queue.Queue, route, id string, want S) {
 	t.Helper()
 	got := places(t, q, route, id)
-	if (want == "" && len(got) != 0) || (want != "" && (len(got) != 1 || got[0] != want)) {
+	if (want == "" && len(got) != 0) || (want != "" && (len(got) != 1 || got[0] != string(want))) {
 		t.Fatalf("job %q is in %v, want it in %q only", id, got, want)
 	}
 }

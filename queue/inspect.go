@@ -10,27 +10,39 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Statuses a job can be in, derived from where its id is.
+// Status is where a job is in its life, derived from where its id is (and,
+// for a finished job, from its result record). runtime.Status is this type.
+type Status string
+
 const (
-	StatusPending    = "pending"    // in a ready list
-	StatusScheduled  = "scheduled"  // in the scheduled set (delayed, or waiting to retry)
-	StatusProcessing = "processing" // leased to a worker
-	StatusCompleted  = "completed"  // succeeded; kept as long as its result
-	StatusFailed     = "failed"     // dead-lettered
+	StatusPending    Status = "pending"    // in a ready list, waiting for a worker
+	StatusScheduled  Status = "scheduled"  // in the scheduled set: delayed, or waiting for a retry
+	StatusProcessing Status = "processing" // leased to a worker, running
+	StatusCompleted  Status = "completed"  // succeeded; kept as long as its result
+	StatusFailed     Status = "failed"     // dead-lettered after its last attempt
+	StatusCanceled   Status = "canceled"   // canceled before or while it ran; not retried
 )
+
+// Finished reports whether a job in status s will not run again by itself
+// (a failed job runs again only when replayed).
+func (s Status) Finished() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCanceled
+}
 
 // JobState is a snapshot of one job.
 type JobState struct {
-	ID, Route, Name, Priority, Status string
-	Attempts, MaxRetries              int
-	Error                             string
-	FailedAt                          []time.Time // when its last failed runs ended, oldest first (see FailuresKept)
-	CreatedAt, StartedAt, FinishedAt  time.Time
-	RunAt                             time.Time // scheduled: when it becomes ready
-	LeaseDeadline                     time.Time // processing: when its lease runs out
-	Envelope                          Envelope
-	BadEnvelope                       error
-	Result                            []byte // the stored result record, if any
+	ID, Route, Name                  string
+	Priority                         Priority
+	Status                           Status
+	Attempts, MaxRetries             int
+	Error                            string
+	FailedAt                         []time.Time // when its last failed runs ended, oldest first (see FailuresKept)
+	CreatedAt, StartedAt, FinishedAt time.Time
+	RunAt                            time.Time // scheduled: when it becomes ready
+	LeaseDeadline                    time.Time // processing: when its lease runs out
+	Envelope                         Envelope
+	BadEnvelope                      error
+	Result                           []byte // the stored result record, if any
 }
 
 // Lookup returns a consistent snapshot of job id (one MULTI/EXEC on the
@@ -64,7 +76,7 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 		return lookupLight(id, route, pay, leased, deadline, lease, res)
 	}
 	s := &JobState{
-		ID: id, Route: route, Name: f["n"], Priority: f["p"], Error: f["err"],
+		ID: id, Route: route, Name: f["n"], Priority: Priority(f["p"]), Error: f["err"],
 		Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"]),
 		CreatedAt: fromMS(f["c"]), StartedAt: fromMS(f["st"]), FinishedAt: fromMS(f["f"]),
 		FailedAt: failedAt(f, atoi(f["a"])),

@@ -5,18 +5,26 @@ import (
 	"strings"
 )
 
+// Priority orders jobs within a route: every high job is taken before any
+// normal one, every normal before any low. runtime.Priority is this type.
+type Priority string
+
 // Priorities in the strict order a worker drains them.
 const (
-	High   = "high"
-	Normal = "normal"
-	Low    = "low"
+	High   Priority = "high"
+	Normal Priority = "normal"
+	Low    Priority = "low"
 )
 
 // Priorities lists every priority, highest first.
-var Priorities = []string{High, Normal, Low}
+var Priorities = []Priority{High, Normal, Low}
+
+// MarshalBinary writes p as its name, so a Priority can be a Redis command's
+// argument as a string is.
+func (p Priority) MarshalBinary() ([]byte, error) { return []byte(p), nil }
 
 // ValidPriority reports whether p names a priority.
-func ValidPriority(p string) bool { return p == High || p == Normal || p == Low }
+func ValidPriority[S ~string](p S) bool { return p == S(High) || p == S(Normal) || p == S(Low) }
 
 // Keys builds the names of one route's keys. Every key of a route carries the
 // route as its hash tag ({route}), so a script that touches them all runs on a
@@ -32,11 +40,11 @@ func RouteKeys(ns, route string) Keys {
 	return Keys{ns: ns, route: route, base: ns + ":route:{" + route + "}:"}
 }
 
-func (k Keys) Route() string               { return k.route }
-func (k Keys) List(priority string) string { return k.base + "queue:" + priority }
-func (k Keys) Job(id string) string        { return k.base + "job:" + id }
-func (k Keys) Result(id string) string     { return k.base + "result:" + id }
-func (k Keys) Unique(key string) string    { return k.base + "unique:" + key }
+func (k Keys) Route() string                 { return k.route }
+func (k Keys) List(priority Priority) string { return k.base + "queue:" + string(priority) }
+func (k Keys) Job(id string) string          { return k.base + "job:" + id }
+func (k Keys) Result(id string) string       { return k.base + "result:" + id }
+func (k Keys) Unique(key string) string      { return k.base + "unique:" + key }
 
 // Cron is the state hash of cron entry name of the route.
 func (k Keys) Cron(name string) string { return k.base + "cron:" + name }
@@ -78,7 +86,7 @@ func (k Keys) CancelChannel() string { return k.ns + ":cancel:{" + k.route + "}"
 func (k Keys) History(hour int64) string { return k.base + "history:" + strconv.FormatInt(hour, 10) }
 
 // Lists returns the ready lists of the given priorities, in drain order.
-func (k Keys) Lists(priorities []string) []string {
+func (k Keys) Lists(priorities []Priority) []string {
 	out := make([]string, 0, len(priorities))
 	for _, p := range Priorities {
 		for _, want := range priorities {

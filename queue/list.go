@@ -29,7 +29,7 @@ type ListQuery struct {
 	State string // ListPending, ListScheduled, ListActive or ListDead
 	// Priority narrows a pending listing to one ready list; "" lists all
 	// three in drain order (high, normal, low).
-	Priority string
+	Priority Priority
 	Task     string // exact task name; "" = any
 	// Text keeps the jobs whose id or last error holds it, ASCII letters
 	// matched in either case; "" = any.
@@ -50,13 +50,14 @@ type ListQuery struct {
 // says why a job could not be read whole (garbage in Redis); its other
 // fields hold what could be read.
 type ListedJob struct {
-	ID, Route, Name, Priority, State string
-	Attempts, MaxRetries             int
-	Error                            string
-	CreatedAt, RunAt, DiedAt         time.Time
-	LeaseDeadline                    time.Time
-	Description                      string
-	Problem                          string
+	ID, Route, Name, State   string
+	Priority                 Priority
+	Attempts, MaxRetries     int
+	Error                    string
+	CreatedAt, RunAt, DiedAt time.Time
+	LeaseDeadline            time.Time
+	Description              string
+	Problem                  string
 }
 
 // ListPage is one page of a listing.
@@ -216,7 +217,7 @@ func parseCursor(lq ListQuery) (*listCursor, error) {
 	}
 	switch c.state {
 	case ListPending:
-		if !ValidPriority(c.list) || (lq.Priority != "" && c.list != lq.Priority) {
+		if !ValidPriority(c.list) || (lq.Priority != "" && Priority(c.list) != lq.Priority) {
 			return nil, bad("it continues a listing of another priority")
 		}
 	case ListScheduled, ListDead:
@@ -235,11 +236,11 @@ func parseCursor(lq ListQuery) (*listCursor, error) {
 // and reads on, list after list in listing order.
 func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor) (ListPage, error) {
 	k := q.Keys(lq.Route)
-	prios := []string{High, Normal, Low}
+	prios := []Priority{High, Normal, Low}
 	if lq.Priority != "" {
-		prios = []string{lq.Priority}
+		prios = []Priority{lq.Priority}
 	} else if lq.Newest {
-		prios = []string{Low, Normal, High}
+		prios = []Priority{Low, Normal, High}
 	}
 	dir := 1
 	if lq.Newest {
@@ -248,7 +249,7 @@ func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor) (L
 	li, pos, x, a := 1, int64(0), "", ""
 	if cur != nil {
 		for i, p := range prios {
-			if p == cur.list {
+			if string(p) == cur.list {
 				li = i + 1
 			}
 		}
@@ -280,7 +281,7 @@ func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor) (L
 	}
 	if went < len(cands) {
 		last := cands[went-1]
-		c := listCursor{state: ListPending, newest: lq.Newest, list: prios[last.list-1], pos: last.pos, x: last.id}
+		c := listCursor{state: ListPending, newest: lq.Newest, list: string(prios[last.list-1]), pos: last.pos, x: last.id}
 		if went < len(cands) && cands[went].list == last.list {
 			c.a = cands[went].id
 		}
@@ -423,7 +424,7 @@ func (q *Queue) describe(ctx context.Context, lq ListQuery, cands []candidate, n
 		for j := range v {
 			v[j], _ = res[i+j].(string)
 		}
-		j := ListedJob{ID: v[0], Route: lq.Route, Name: v[1], Priority: v[2],
+		j := ListedJob{ID: v[0], Route: lq.Route, Name: v[1], Priority: Priority(v[2]),
 			MaxRetries: atoi(v[3]), Attempts: atoi(v[4]), Error: v[5], CreatedAt: fromMS(v[6])}
 		if v[7] != "" {
 			if e, err := DecodeEnvelope([]byte(v[7])); err == nil {

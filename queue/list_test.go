@@ -17,7 +17,7 @@ import (
 
 // enqueueN enqueues n ready jobs of task name on route r at priority p and
 // returns their ids in enqueue order.
-func enqueueN(t *testing.T, q *queue.Queue, p, name string, n int, now time.Time) []string {
+func enqueueN(t *testing.T, q *queue.Queue, p queue.Priority, name string, n int, now time.Time) []string {
 	t.Helper()
 	jobs := make([]queue.NewJob, n)
 	ids := make([]string, n)
@@ -401,7 +401,7 @@ func TestDepths_OldestPendingAndPaused(t *testing.T) {
 		if err := q.Resume(ctx, "r"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Fetch(ctx, "r", []string{queue.Low}, 1, now.Add(time.Minute), now); err != nil {
+		if _, err := q.Fetch(ctx, "r", []queue.Priority{queue.Low}, 1, now.Add(time.Minute), now); err != nil {
 			t.Fatal(err)
 		}
 		ds, err = q.Depths(ctx, []string{"r"})

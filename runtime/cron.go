@@ -54,7 +54,7 @@ func (w *Worker) cronRunner() *scheduler.Cron {
 	entries := make([]scheduler.CronEntry, len(w.cron))
 	for i, e := range w.cron {
 		entries[i] = scheduler.CronEntry{
-			Name: e.Name, Route: e.Route, Priority: string(e.Priority), Spec: e.Spec, TZ: e.TZ,
+			Name: e.Name, Route: e.Route, Priority: e.Priority, Spec: e.Spec, TZ: e.TZ,
 			Job: func(tick time.Time) (queue.NewJob, error) { return e.job(w.c, tick) },
 		}
 	}

@@ -195,9 +195,9 @@ func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
 func whereIs(ctx context.Context, c *runtime.Client, id string) string {
 	k, rdb := runtime.QueueOf(c).Keys("default"), c.Redis()
 	var out []string
-	for _, p := range []string{"high", "normal", "low"} {
+	for _, p := range []runtime.Priority{runtime.PriorityHigh, runtime.PriorityNormal, runtime.PriorityLow} {
 		if _, err := rdb.LPos(ctx, k.List(p), id, redis.LPosArgs{}).Result(); err == nil {
-			out = append(out, "list "+p)
+			out = append(out, "list "+string(p))
 		}
 	}
 	if tok, err := rdb.HGet(ctx, k.Leases(), id).Result(); err == nil {

@@ -12,17 +12,17 @@ import (
 
 // WorkerState is one live worker, as its heartbeat describes it.
 type WorkerState struct {
-	ID          string    `json:"id"`
-	Host        string    `json:"host"`
-	PID         int       `json:"pid"`
-	Mode        string    `json:"mode,omitempty"`
-	Routes      []string  `json:"routes"`
-	Priorities  []string  `json:"priorities"`
-	JobTypes    []string  `json:"job_types,omitempty"`
-	Concurrency int       `json:"concurrency"`
-	InFlight    int       `json:"in_flight"`
-	Started     time.Time `json:"started"`
-	LastBeat    time.Time `json:"last_beat"`
+	ID          string     `json:"id"`
+	Host        string     `json:"host"`
+	PID         int        `json:"pid"`
+	Mode        string     `json:"mode,omitempty"`
+	Routes      []string   `json:"routes"`
+	Priorities  []Priority `json:"priorities"`
+	JobTypes    []string   `json:"job_types,omitempty"`
+	Concurrency int        `json:"concurrency"`
+	InFlight    int        `json:"in_flight"`
+	Started     time.Time  `json:"started"`
+	LastBeat    time.Time  `json:"last_beat"`
 }
 
 // heartbeatState is the engine's Config.State: w's heartbeat record, given
@@ -33,11 +33,11 @@ func (w *Worker) heartbeatState() func(inFlight int) []byte {
 	return func(inFlight int) []byte {
 		st := WorkerState{
 			ID: w.id, Host: host, PID: os.Getpid(), Mode: w.mode, Routes: w.opts.Routes,
-			Priorities: w.priorities(), JobTypes: w.opts.JobTypes, Concurrency: w.opts.Concurrency,
+			Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Concurrency: w.opts.Concurrency,
 			InFlight: inFlight, Started: started, LastBeat: w.c.q.Now().UTC(),
 		}
 		if w.opts.SchedulerOnly { // runs no jobs; promotes every route there is
-			st.Concurrency, st.Routes, st.Priorities, st.Mode = 0, []string{}, []string{}, ModeSchedulerOnly
+			st.Concurrency, st.Routes, st.Priorities, st.Mode = 0, []string{}, []Priority{}, ModeSchedulerOnly
 		}
 		b, _ := json.Marshal(st)
 		return b

@@ -77,7 +77,7 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 	if err != nil {
 		return JobPage{}, err
 	}
-	if jq.Priority != "" && !queue.ValidPriority(string(jq.Priority)) {
+	if jq.Priority != "" && !queue.ValidPriority(jq.Priority) {
 		return JobPage{}, badQuery("priority", "priority %q: use high, normal or low", jq.Priority)
 	}
 	if jq.Limit == 0 {
@@ -111,7 +111,7 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 	page := JobPage{Jobs: []JobInfo{}}
 	for i := start; i < len(routes) && len(page.Jobs) < jq.Limit; i++ {
 		got, err := in.c.q.ListJobs(ctx, queue.ListQuery{
-			Route: routes[i], State: state, Priority: string(jq.Priority), Task: jq.Task, Text: jq.Text,
+			Route: routes[i], State: state, Priority: jq.Priority, Task: jq.Task, Text: jq.Text,
 			Cursor: inner, Limit: jq.Limit - len(page.Jobs), Newest: jq.Newest,
 		})
 		if errors.Is(err, queue.ErrBadQuery) {
@@ -168,7 +168,7 @@ func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
 	if err != nil {
 		return "", err
 	}
-	encoded, err := engine.CanceledRecord(id, info.Name, string(info.Priority), info.CreatedAt, info.MaxRetries, info.Attempts,
+	encoded, err := engine.CanceledRecord(id, info.Name, info.Priority, info.CreatedAt, info.MaxRetries, info.Attempts,
 		queue.Envelope{Args: info.Args, Timeout: info.Timeout.Milliseconds(), Description: info.Description}, info.FailedAt, in.c.q.Now())
 	if err != nil {
 		return "", err

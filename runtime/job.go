@@ -5,35 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/bananas-go/bananas/queue"
 )
 
 // Priority orders jobs within a route: every high job is taken before any
-// normal one, every normal before any low.
-type Priority string
+// normal one, every normal before any low. It is queue's type: one
+// vocabulary from the API down to the Redis model.
+type Priority = queue.Priority
 
 const (
-	PriorityHigh   Priority = "high"
-	PriorityNormal Priority = "normal"
-	PriorityLow    Priority = "low"
+	PriorityHigh   = queue.High
+	PriorityNormal = queue.Normal
+	PriorityLow    = queue.Low
 )
 
-// Status is where a job is in its life.
-type Status string
+// Status is where a job is in its life (Status.Finished: it will not run
+// again by itself). It is queue's type.
+type Status = queue.Status
 
 const (
-	StatusPending    Status = "pending"    // ready, waiting for a worker
-	StatusScheduled  Status = "scheduled"  // delayed, or waiting for a retry
-	StatusProcessing Status = "processing" // running under a worker's lease
-	StatusCompleted  Status = "completed"  // succeeded; kept as long as its result
-	StatusFailed     Status = "failed"     // dead-lettered after its last attempt
-	StatusCanceled   Status = "canceled"   // canceled before or while it ran; not retried
+	StatusPending    = queue.StatusPending    // ready, waiting for a worker
+	StatusScheduled  = queue.StatusScheduled  // delayed, or waiting for a retry
+	StatusProcessing = queue.StatusProcessing // running under a worker's lease
+	StatusCompleted  = queue.StatusCompleted  // succeeded; kept as long as its result
+	StatusFailed     = queue.StatusFailed     // dead-lettered after its last attempt
+	StatusCanceled   = queue.StatusCanceled   // canceled before or while it ran; not retried
 )
-
-// Finished reports whether a job in status s will not run again by itself
-// (a failed job runs again only when replayed).
-func (s Status) Finished() bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusCanceled
-}
 
 // ErrDuplicate is matched (errors.Is) by the error of an enqueue that found its
 // job already there: same WithID id, or same args within a Unique window. The

@@ -72,7 +72,7 @@ func (t *Task[A, R]) Enqueue(ctx context.Context, args A, opts ...Option) (strin
 	if err != nil {
 		return "", err
 	}
-	h, err := c.q.EnqueueOne(ctx, cfg.route, string(cfg.priority), job)
+	h, err := c.q.EnqueueOne(ctx, cfg.route, cfg.priority, job)
 	if err != nil {
 		return "", fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
@@ -197,7 +197,7 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 			return nil, err
 		}
 	}
-	holders, err := c.q.Enqueue(ctx, cfg.route, string(cfg.priority), jobs, now)
+	holders, err := c.q.Enqueue(ctx, cfg.route, cfg.priority, jobs, now)
 	if err != nil {
 		return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}

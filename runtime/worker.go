@@ -173,14 +173,6 @@ func (w *Worker) withDefaults() error {
 	return errors.Join(errs...)
 }
 
-func (w *Worker) priorities() []string {
-	out := make([]string, len(w.opts.Priorities))
-	for i, p := range w.opts.Priorities {
-		out[i] = string(p)
-	}
-	return out
-}
-
 // Run works jobs until ctx ends, then shuts down gracefully: it stops taking
 // jobs, lets running ones finish for ShutdownTimeout, hands the rest back to
 // their queues without counting an attempt, and returns.
@@ -261,7 +253,7 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 func (w *Worker) engineConfig() engine.Config {
 	return engine.Config{
 		Queue: w.c.q, Metrics: w.c.metrics, Logger: w.opts.Logger, ID: w.id,
-		Routes: w.opts.Routes, Priorities: w.priorities(), JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
+		Routes: w.opts.Routes, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
 		FetchJobs: !w.opts.SchedulerOnly, Concurrency: w.opts.Concurrency,
 		Lease: w.opts.Lease, ShutdownTimeout: w.opts.ShutdownTimeout, JobTimeout: w.opts.JobTimeout,
 		ResultTTL: w.opts.ResultTTL, FailureTTL: w.opts.FailureTTL, SafetyPoll: w.opts.SafetyPoll,

@@ -13,8 +13,9 @@ import (
 
 // CronEntry is a task to enqueue on a schedule.
 type CronEntry struct {
-	Name, Route, Priority string
-	Spec, TZ              string
+	Name, Route string
+	Priority    queue.Priority
+	Spec, TZ    string
 	// Job builds the job of one tick (its id, envelope, retries).
 	Job func(tick time.Time) (queue.NewJob, error)
 }

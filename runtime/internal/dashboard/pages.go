@@ -126,42 +126,51 @@ type event struct {
 	What string
 	At   time.Time
 	Bad  bool // a failed run
+	step int  // its place in a job's life, for events of one millisecond
 }
 
 // timeline is what happened to j, and what is due, in time order: created,
 // each failed run it keeps the time of, the last (or current) run's start,
-// the run or retry it waits for, its lease, its end.
+// the run or retry it waits for, its lease, its end. Events of the same
+// millisecond keep the order of a job's life: run n starts (step 2n-1)
+// before it fails (step 2n).
 func timeline(j *Job) []event {
 	evs := []event{{What: "Created", At: j.Created}}
 	first := j.Attempts - len(j.Failed) + 1
 	for i, t := range j.Failed {
-		evs = append(evs, event{What: fmt.Sprintf("Run %d failed", first+i), At: t, Bad: true})
+		n := first + i
+		evs = append(evs, event{What: fmt.Sprintf("Run %d failed", n), At: t, Bad: true, step: 2 * n})
 	}
 	if !j.Started.IsZero() {
-		// The last or current run: a dead job's failed, any other's is the
-		// one after its failures.
-		run := j.Attempts + 1
-		if j.Status == "failed" {
-			run = max(j.Attempts, 1)
+		// The current run of a running job, the one that ended a finished
+		// one: the run after its failures. A job waiting (a retry) or dead
+		// keeps the start of its last failed run.
+		n := j.Attempts + 1
+		if j.Status == "failed" || j.Status == "scheduled" || j.Status == "pending" {
+			n = max(j.Attempts, 1)
 		}
-		evs = append(evs, event{What: fmt.Sprintf("Run %d started", run), At: j.Started})
+		evs = append(evs, event{What: fmt.Sprintf("Run %d started", n), At: j.Started, step: 2*n - 1})
 	}
+	last := 2*j.Attempts + 2
 	if !j.Scheduled.IsZero() {
 		what := "Scheduled for"
 		if j.Attempts > 0 {
 			what = fmt.Sprintf("Retry %d at", j.Attempts)
 		}
-		evs = append(evs, event{What: what, At: j.Scheduled})
+		evs = append(evs, event{What: what, At: j.Scheduled, step: last + 1})
 	}
 	if !j.LeaseDeadline.IsZero() {
-		evs = append(evs, event{What: "Lease until", At: j.LeaseDeadline})
+		evs = append(evs, event{What: "Lease until", At: j.LeaseDeadline, step: last + 2})
 	}
 	if !j.Finished.IsZero() {
-		evs = append(evs, event{What: "Finished", At: j.Finished})
+		evs = append(evs, event{What: "Finished", At: j.Finished, step: last + 3})
 	}
-	// Stable: a run that failed in the millisecond it started stays after
-	// its start.
-	slices.SortStableFunc(evs, func(a, b event) int { return a.At.Compare(b.At) })
+	slices.SortFunc(evs, func(a, b event) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		return a.step - b.step
+	})
 	return evs
 }
 

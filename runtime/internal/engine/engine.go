@@ -21,7 +21,9 @@ type Config struct {
 	ID string
 	// Routes in order of preference, the priorities and task names
 	// (JobTypes: nil for every task) the worker fetches.
-	Routes, Priorities, JobTypes []string
+	Routes     []string
+	Priorities []queue.Priority
+	JobTypes   []string
 	// Tasks are the names of the tasks Exec can run, sorted; a job of
 	// another task fails without a run.
 	Tasks []string

@@ -48,7 +48,7 @@ func (x *executor) startAll(ds []*queue.Dispatch) {
 		}
 		g := groups[k]
 		r := &run{d: d, ctx: newJobCtx(now.Add(timeout), d.ID, x.cfg.JobKey, x.cfg.JobValue(d)), group: g,
-			m: x.cfg.Metrics.For(d.Route, d.Priority, d.Name)}
+			m: x.cfg.Metrics.For(d.Route, string(d.Priority), d.Name)}
 		// A retry's wait is its backoff, which the histogram would take for
 		// a backlog, so only first runs count; so does a job whose creation
 		// time could not be read (garbage), which would be a wait of decades.

@@ -42,15 +42,15 @@ func expiredRecord(e queue.Expired, msg string, now time.Time) results.Record {
 
 // CanceledRecord is the encoded record of a job canceled before it ran
 // (runtime.Inspector.Cancel).
-func CanceledRecord(id, name, priority string, created time.Time, maxRetries, attempts int, e queue.Envelope, failedAt []time.Time, now time.Time) ([]byte, error) {
+func CanceledRecord(id, name string, priority queue.Priority, created time.Time, maxRetries, attempts int, e queue.Envelope, failedAt []time.Time, now time.Time) ([]byte, error) {
 	rec := jobRecord(id, name, priority, created, maxRetries, e)
 	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt, rec.FailedAt = "canceled", true, attempts, now.UnixMilli(), failedAtMS(failedAt)
 	return results.Encode(rec)
 }
 
-func jobRecord(id, name, priority string, created time.Time, maxRetries int, e queue.Envelope) results.Record {
+func jobRecord(id, name string, priority queue.Priority, created time.Time, maxRetries int, e queue.Envelope) results.Record {
 	return results.Record{
-		ID: id, Name: name, Priority: priority, CreatedAt: unixMS(created),
+		ID: id, Name: name, Priority: string(priority), CreatedAt: unixMS(created),
 		Args: e.Args, MaxRetries: maxRetries, Timeout: e.Timeout, Description: e.Description,
 	}
 }
