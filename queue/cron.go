@@ -48,7 +48,7 @@ func (q *Queue) CronState(ctx context.Context, route, name string) (CronState, e
 		return CronState{}, err
 	}
 	n, _ := strconv.ParseInt(m["run_count"], 10, 64)
-	return CronState{LastRun: fromMS(m["last_run"]), NextRun: fromMS(m["next_run"]), RunCount: n,
+	return CronState{LastRun: parseMS(m["last_run"]), NextRun: parseMS(m["next_run"]), RunCount: n,
 		LastJob: m["last_job"], LastError: m["last_error"]}, nil
 }
 

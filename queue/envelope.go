@@ -141,7 +141,7 @@ func splitPayload(p string) (out payload, ok bool) {
 	if err != nil || parts[0] == "" || !ValidPriority(parts[1]) {
 		return out, false
 	}
-	return payload{parts[0], parts[1], m, fromMS(parts[3]), rest}, true
+	return payload{parts[0], parts[1], m, parseMS(parts[3]), rest}, true
 }
 
 // fillFromPayload sets d's fields from a light job's payload, or records why it cannot.

@@ -245,7 +245,7 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 		f := c.Val()
 		d.Name, d.Priority = f["n"], Priority(f["p"])
 		d.MaxRetries, d.Attempts = atoi(f["m"]), atoi(f["a"])
-		d.CreatedAt, d.LastError = fromMS(f["c"]), f["err"]
+		d.CreatedAt, d.LastError = parseMS(f["c"]), f["err"]
 		d.FailedAt = failedAt(f, d.Attempts)
 		d.Envelope, d.BadEnvelope = decodeStored(d.ID, f)
 	}

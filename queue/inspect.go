@@ -78,7 +78,7 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 	s := &JobState{
 		ID: id, Route: route, Name: f["n"], Priority: Priority(f["p"]), Error: f["err"],
 		Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"]),
-		CreatedAt: fromMS(f["c"]), StartedAt: fromMS(f["st"]), FinishedAt: fromMS(f["f"]),
+		CreatedAt: parseMS(f["c"]), StartedAt: parseMS(f["st"]), FinishedAt: parseMS(f["f"]),
 		FailedAt: failedAt(f, atoi(f["a"])),
 	}
 	s.Envelope, s.BadEnvelope = decodeStored(id, f)
@@ -224,7 +224,7 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 	}
 	_, _ = pipe2.Exec(ctx) // a job gone meanwhile, or garbage, has no time
 	for _, l := range look {
-		t := fromMS(l.job.Val())
+		t := parseMS(l.job.Val())
 		if p, ok := splitPayload(l.pay.Val()); ok {
 			t = p.created
 		}

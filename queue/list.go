@@ -425,7 +425,7 @@ func (q *Queue) describe(ctx context.Context, lq ListQuery, cands []candidate, n
 			v[j], _ = res[i+j].(string)
 		}
 		j := ListedJob{ID: v[0], Route: lq.Route, Name: v[1], Priority: Priority(v[2]),
-			MaxRetries: atoi(v[3]), Attempts: atoi(v[4]), Error: v[5], CreatedAt: fromMS(v[6])}
+			MaxRetries: atoi(v[3]), Attempts: atoi(v[4]), Error: v[5], CreatedAt: parseMS(v[6])}
 		if v[7] != "" {
 			if e, err := DecodeEnvelope([]byte(v[7])); err == nil {
 				j.Description = e.Description

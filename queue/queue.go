@@ -137,7 +137,9 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func durMS(d time.Duration) int64 { return d.Milliseconds() }
 
-func fromMS(s string) time.Time {
+// parseMS reads unix milliseconds stored as text; garbage or 0 is the zero
+// time.
+func parseMS(s string) time.Time {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n == 0 {
 		return time.Time{}
@@ -156,7 +158,7 @@ const FailuresKept = 20
 func failedAt(f map[string]string, attempts int) []time.Time {
 	var out []time.Time
 	for k := max(1, attempts-FailuresKept+1); k <= attempts; k++ {
-		if t := fromMS(f["fa"+strconv.Itoa(k)]); !t.IsZero() {
+		if t := parseMS(f["fa"+strconv.Itoa(k)]); !t.IsZero() {
 			out = append(out, t)
 		}
 	}
