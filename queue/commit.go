@@ -107,7 +107,8 @@ func (c *committer[K, In, Out]) join(group K, in In, done func(Out, error)) (*co
 	}
 	if g.next == nil {
 		// Sized for the calls expected (see linger): growing a slice of
-		// large structs call by call was a fifth of a producer's allocation.
+		// large structs call by call costs a fifth of a producer's
+		// allocation.
 		g.next = &commitBatch[In, Out]{ins: make([]In, 0, max(g.expect, 1)), done: make(chan struct{})}
 	}
 	b := g.next
@@ -216,7 +217,7 @@ func (c *committer[K, In, Out]) flushOne(group K, g *commitGroup[In, Out], b *co
 func (c *committer[K, In, Out]) complete(group K, g *commitGroup[In, Out], b *commitBatch[In, Out]) *commitBatch[In, Out] {
 	// Answer after unlocking: closing done readies every caller of b, and
 	// callers that another thread runs at once would otherwise find the
-	// lock still held and park on it (seen in execution traces: once per
+	// lock still held and park on it (an execution trace shows it once per
 	// flush of sixteen enqueues).
 	defer b.answer()
 	c.mu.Lock()
