@@ -5,71 +5,73 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime/internal/cli"
 )
 
 // workerFlags registers a flag for every configuration variable, defaulting to
 // the environment's value, and applies those given on the command line.
-func workerFlags(e *env, usage string) (func([]string) error, *Config) {
-	fs := e.flags(usage)
-	cfg := e.cfg
+func (a *cliApp) workerFlags(e *cli.Env, usage string) (func([]string) error, *Config) {
+	fs := e.Flags(usage)
+	cfg := a.cfg
 	vals := map[string]*string{}
 	for _, v := range configVars {
 		vals[v.name] = fs.String(v.flag, "", v.help+" (env "+v.name+")")
 	}
 	return func(args []string) error {
-		pos, err := parse(fs, args)
+		pos, err := cli.Parse(fs, args)
 		if err != nil {
 			return err
 		}
 		if len(pos) > 0 {
-			return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
+			return cli.Usage(fmt.Errorf("unexpected argument %q", pos[0]))
 		}
 		for _, v := range configVars {
 			if raw := *vals[v.name]; raw != "" {
 				if err := v.set(&cfg, raw); err != nil {
-					return usageError{fmt.Errorf("--%s: %w", v.flag, err)}
+					return cli.Usage(fmt.Errorf("--%s: %w", v.flag, err))
 				}
 			}
 		}
 		if err := cfg.check(); err != nil {
-			return usageError{err}
+			return cli.Usage(err)
 		}
 		return nil
 	}, &cfg
 }
 
-func cmdWorker(e *env, args []string) error {
-	parseArgs, cfg := workerFlags(e, "[flags]: run jobs until SIGINT or SIGTERM, then shut down gracefully")
+func (a *cliApp) cmdWorker(e *cli.Env, args []string) error {
+	parseArgs, cfg := a.workerFlags(e, "[flags]: run jobs until SIGINT or SIGTERM, then shut down gracefully")
 	if err := parseArgs(args); err != nil {
 		return err
 	}
-	return runWorker(e, cfg)
+	return a.runWorker(e, cfg)
 }
 
-func cmdScheduler(e *env, args []string) error {
-	parseArgs, cfg := workerFlags(e, "[flags]: run cron entries and the promoter (no jobs) until SIGINT or SIGTERM")
+func (a *cliApp) cmdScheduler(e *cli.Env, args []string) error {
+	parseArgs, cfg := a.workerFlags(e, "[flags]: run cron entries and the promoter (no jobs) until SIGINT or SIGTERM")
 	if err := parseArgs(args); err != nil {
 		return err
 	}
 	cfg.Mode = ModeSchedulerOnly
-	return runWorker(e, cfg)
+	return a.runWorker(e, cfg)
 }
 
-func runWorker(e *env, cfg *Config) error {
-	e.cfg = *cfg
-	log := e.logger()
-	c, err := e.connect()
+func (a *cliApp) runWorker(e *cli.Env, cfg *Config) error {
+	a.cfg = *cfg
+	log := a.logger(cfg)
+	c, err := a.connect(e.Ctx)
 	if err != nil {
 		return err
 	}
-	defer e.close()
-	w := e.registry(c, cfg.workerOptions(log))
+	defer c.Close()
+	w := a.registry(c, cfg.workerOptions(log))
 	w.mode = cfg.Mode
 	if cfg.Mode == ModeJobSpecialized {
 		known := w.Tasks()
 		for _, t := range cfg.JobTypes {
 			if !slices.Contains(known, t) {
-				return usageError{fmt.Errorf("WORKER_JOB_TYPES names %q, which no registered task has (registered: %s)", t, strings.Join(known, ", "))}
+				return cli.Usage(fmt.Errorf("WORKER_JOB_TYPES names %q, which no registered task has (registered: %s)", t, strings.Join(known, ", ")))
 			}
 		}
 	}
@@ -77,7 +79,7 @@ func runWorker(e *env, cfg *Config) error {
 	if cfg.APIPort != 0 {
 		s, err := startAPI(cfg, w.Inspector(), log)
 		if err != nil {
-			return usageError{err}
+			return cli.Usage(err)
 		}
 		defer func() {
 			if err := s.Shutdown(); err != nil {
@@ -86,7 +88,7 @@ func runWorker(e *env, cfg *Config) error {
 		}()
 	}
 	start := time.Now()
-	err = w.Run(e.ctx)
+	err = w.Run(e.Ctx)
 	log.Info("bananas: exiting", "ran", time.Since(start).Round(time.Millisecond))
 	return err
 }

@@ -78,7 +78,10 @@
 // BANANAS_NAMESPACE, WORKER_MODE, WORKER_CONCURRENCY, ...; flags override,
 // a bad value exits 2 naming the variable) and runs one of worker,
 // scheduler, enqueue, job, queues, dlq, cron list and workers. RunCommand is
-// the same without the process around it. docs/OPERATIONS.md is the manual.
+// the same without the process around it. The command line itself (parsing,
+// usage, tables) is package runtime/internal/cli, over the Inspector
+// (cli_backend.go); worker, scheduler and api are this package's commands
+// (cli_worker.go, serve.go). docs/OPERATIONS.md is the manual.
 //
 // # Embedded server
 //

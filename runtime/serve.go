@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/runtime/internal/api"
+	"github.com/bananas-go/bananas/runtime/internal/cli"
 )
 
 // apiServer serves the HTTP API of in on cfg.APIPort until Shutdown. Without
@@ -77,27 +78,27 @@ func (s *apiServer) Shutdown() error {
 
 // cmdAPI serves the HTTP API (and /metrics) without running jobs, until
 // SIGINT or SIGTERM.
-func cmdAPI(e *env, args []string) error {
-	parseArgs, cfg := workerFlags(e, "[flags]: serve the HTTP API on API_PORT (default 8080) until SIGINT or SIGTERM; runs no jobs")
+func (a *cliApp) cmdAPI(e *cli.Env, args []string) error {
+	parseArgs, cfg := a.workerFlags(e, "[flags]: serve the HTTP API on API_PORT (default 8080) until SIGINT or SIGTERM; runs no jobs")
 	if err := parseArgs(args); err != nil {
 		return err
 	}
 	if cfg.APIPort == 0 {
 		cfg.APIPort = 8080
 	}
-	e.cfg = *cfg
-	log := e.logger()
-	c, err := e.connect()
+	a.cfg = *cfg
+	log := a.logger(cfg)
+	c, err := a.connect(e.Ctx)
 	if err != nil {
 		return err
 	}
-	defer e.close()
-	s, err := startAPI(cfg, NewInspector(c, e.register...), log)
+	defer c.Close()
+	s, err := startAPI(cfg, NewInspector(c, a.register...), log)
 	if err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	select {
-	case <-e.ctx.Done():
+	case <-e.Ctx.Done():
 		return s.Shutdown()
 	case err := <-s.done:
 		return err // Serve failed

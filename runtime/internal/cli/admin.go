@@ -1,0 +1,362 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// adminCommands are the commands over the Backend.
+var adminCommands = map[string]Command{
+	"enqueue": cmdEnqueue,
+	"job":     cmdJob,
+	"jobs":    cmdJobs,
+	"queues":  cmdQueues,
+	"dlq":     cmdDLQ,
+	"cron":    cmdCron,
+	"workers": cmdWorkers,
+	"pause":   cmdPause(true),
+	"resume":  cmdPause(false),
+}
+
+// noArgs refuses positionals a command does not take.
+func noArgs(pos []string) error {
+	if len(pos) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
+	}
+	return nil
+}
+
+func cmdEnqueue(e *Env, args []string) error {
+	fs := e.Flags("NAME JSON [--route R] [--priority P] [--delay D] [--wait] [--json]: enqueue a registered task with JSON args")
+	route := fs.String("route", "", "route (default: the task's)")
+	prio := fs.String("priority", "", "high, normal or low (default: the task's)")
+	delay := fs.Duration("delay", 0, "run after this delay")
+	wait := fs.Bool("wait", false, "wait for the result and print it as JSON")
+	timeout := fs.Duration("timeout", 0, "with --wait: give up after this long (0: never)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usageError{fmt.Errorf("want NAME and JSON, got %d argument(s)", len(pos))}
+	}
+	b, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	name := pos[0]
+	id, err := b.Enqueue(e.Ctx, name, []byte(pos[1]), *route, *prio, *delay)
+	if err != nil {
+		return err
+	}
+	jobRoute := b.RouteOf(name)
+	if *route != "" {
+		jobRoute = *route
+	}
+	if takers, err := b.Takers(e.Ctx); err == nil && takers[jobRoute] == 0 {
+		if *wait && b.Embedded() {
+			return fmt.Errorf("job %s cannot finish: REDIS_URL=mem:// is this process's own in-memory server, and no worker runs in this process; "+
+				"use a Redis server that a worker of route %s reaches", id, jobRoute)
+		}
+		fmt.Fprintf(e.Stderr, "warning: no live worker takes route %s (from their heartbeats); job %s waits until one does\n", jobRoute, id)
+	}
+	if !*wait {
+		if *asJSON {
+			return printJSON(e.Stdout, map[string]string{"id": id})
+		}
+		fmt.Fprintln(e.Stdout, id)
+		return nil
+	}
+	ctx := e.Ctx
+	if *timeout > 0 {
+		var cancel func()
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	res, err := b.Await(ctx, name, id)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", id, err)
+	}
+	if *asJSON {
+		return printJSON(e.Stdout, map[string]any{"id": id, "result": res})
+	}
+	return printJSON(e.Stdout, res)
+}
+
+func cmdJob(e *Env, args []string) error {
+	if len(args) > 0 && (args[0] == "cancel" || args[0] == "delete") {
+		e.Name = "job " + args[0]
+		return cmdJobAction(e, args[0], args[1:])
+	}
+	fs := e.Flags("ID [--json] | cancel ID | delete ID: show, cancel or delete a job")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{errors.New("want one job ID")}
+	}
+	b, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	j, err := b.Job(e.Ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.Stdout, j.JSON)
+	}
+	failed := make([]string, len(j.FailedAt))
+	for i, t := range j.FailedAt {
+		failed[i] = stamp(t)
+	}
+	return table(e.Stdout, nil, [][]string{
+		{"id", j.ID}, {"task", j.Task}, {"route", j.Route}, {"priority", j.Priority},
+		{"status", j.Status}, {"description", orDash(j.Description)},
+		{"attempts", fmt.Sprintf("%d (max retries %d)", j.Attempts, j.MaxRetries)},
+		{"timeout", timeoutText(j.Timeout)},
+		{"error", orDash(j.Error)}, {"created", stamp(j.Created)}, {"scheduled", stamp(j.Scheduled)},
+		{"started", stamp(j.Started)}, {"failed runs ended", orDash(strings.Join(failed, ", "))},
+		{"finished", stamp(j.Finished)},
+		{"args", jsonOrDash(j.Args)}, {"result", jsonOrDash(j.Result)},
+	})
+}
+
+// timeoutText is a job's timeout as enqueued; 0 takes the worker's.
+func timeoutText(d time.Duration) string {
+	if d == 0 {
+		return "the worker's default"
+	}
+	return d.String()
+}
+
+// jsonOrDash is a JSON value for a table: "-" for null.
+func jsonOrDash(b json.RawMessage) string {
+	if len(b) == 0 || string(b) == "null" {
+		return "-"
+	}
+	return string(b)
+}
+
+// cmdJobAction is `job cancel ID` and `job delete ID`.
+func cmdJobAction(e *Env, action string, args []string) error {
+	fs := e.Flags(action + " ID")
+	pos, err := Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{fmt.Errorf("want one job ID after %s", action)}
+	}
+	b, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	id := pos[0]
+	switch action {
+	case "cancel":
+		running, err := b.Cancel(e.Ctx, id)
+		if err != nil {
+			return err
+		}
+		if running {
+			fmt.Fprintf(e.Stdout, "cancel of %s asked: it is running, and the worker holding it cancels its context\n", id)
+			return nil
+		}
+		fmt.Fprintf(e.Stdout, "canceled %s\n", id)
+	case "delete":
+		if err := b.Delete(e.Ctx, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.Stdout, "deleted %s\n", id)
+	}
+	return nil
+}
+
+var cmdJobs = listCommand("[--route R] [--state S] [--task T] [--q TEXT] [--limit N] [--cursor C] [--newest] [--json]: list jobs, a page at a time",
+	[]string{"ID", "ROUTE", "TASK", "PRIORITY", "STATUS", "ATTEMPTS", "WHEN", "ERROR"},
+	func(fs *flag.FlagSet) lister {
+		q := queryFlags(fs, 50)
+		fs.StringVar(&q.State, "state", "pending", "pending, scheduled, processing or failed")
+		fs.BoolVar(&q.Newest, "newest", false, "most recent first")
+		return func(e *Env, b Backend) ([][]string, any, string, error) {
+			page, err := b.Jobs(e.Ctx, *q)
+			rows := make([][]string, len(page.Jobs))
+			for i, j := range page.Jobs {
+				when := stamp(j.Created)
+				switch j.Status {
+				case "scheduled":
+					when = stamp(j.Scheduled)
+				case "failed":
+					when = stamp(j.Finished)
+				}
+				rows[i] = []string{j.ID, j.Route, j.Task, j.Priority, j.Status, fmt.Sprint(j.Attempts), when, orDash(firstLine(j.Error))}
+			}
+			return rows, page.JSON, page.Next, err
+		}
+	})
+
+// queryFlags adds to fs the flags that select a page of jobs; the query
+// they fill is read after Parse.
+func queryFlags(fs *flag.FlagSet, limit int) *JobQuery {
+	q := &JobQuery{}
+	fs.StringVar(&q.Route, "route", "", "only this route (default: every route)")
+	fs.StringVar(&q.Task, "task", "", "only jobs of this task")
+	fs.StringVar(&q.Text, "q", "", "only jobs whose id or last error holds this text (listings)")
+	fs.IntVar(&q.Limit, "limit", limit, "at most this many jobs a page (1 to 500)")
+	fs.StringVar(&q.Cursor, "cursor", "", "the next page's cursor, printed after a page")
+	return q
+}
+
+// pageTable prints a page's rows and, when there is more, the cursor of
+// the next page.
+func pageTable(e *Env, next string, header []string, rows [][]string) error {
+	if err := table(e.Stdout, header, rows); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(e.Stdout, "more: --cursor %s\n", next)
+	}
+	return nil
+}
+
+// cmdPause is `pause ROUTE` and `resume ROUTE`.
+func cmdPause(pause bool) Command {
+	name := map[bool]string{true: "pause", false: "resume"}[pause]
+	return func(e *Env, args []string) error {
+		fs := e.Flags("ROUTE...: " + map[bool]string{true: "stop every worker from taking jobs of the routes (enqueues go on)", false: "let workers take jobs of the routes again"}[pause])
+		pos, err := Parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) == 0 {
+			return usageError{fmt.Errorf("want a route to %s", name)}
+		}
+		b, err := e.open()
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		for _, r := range pos {
+			act := b.Resume
+			if pause {
+				act = b.Pause
+			}
+			if err := act(e.Ctx, r); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(e.Stdout, "%sd %s\n", name, strings.Join(pos, ", "))
+		return nil
+	}
+}
+
+// lister reads what a listing command prints: its table's rows, its JSON,
+// and the cursor of the next page ("" when there is none).
+type lister func(e *Env, b Backend) (rows [][]string, js any, next string, err error)
+
+// listCommand prints what the lister that setup returns reads (setup adds
+// the command's own flags): its JSON with --json, else a table for people
+// and, when there is more, the next page's cursor.
+func listCommand(usage string, header []string, setup func(fs *flag.FlagSet) lister) Command {
+	return func(e *Env, args []string) error {
+		fs := e.Flags(usage)
+		get := setup(fs)
+		asJSON := fs.Bool("json", false, "print JSON")
+		if pos, err := Parse(fs, args); err != nil {
+			return err
+		} else if err := noArgs(pos); err != nil {
+			return err
+		}
+		b, err := e.open()
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		rows, js, next, err := get(e, b)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(e.Stdout, js)
+		}
+		return pageTable(e, next, header, rows)
+	}
+}
+
+// static is the setup of a listing without flags of its own.
+func static(get func(e *Env, b Backend) ([][]string, any, error)) func(*flag.FlagSet) lister {
+	return func(*flag.FlagSet) lister {
+		return func(e *Env, b Backend) ([][]string, any, string, error) {
+			rows, js, err := get(e, b)
+			return rows, js, "", err
+		}
+	}
+}
+
+var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it is paused, its oldest pending job and the workers that take it",
+	[]string{"ROUTE", "HIGH", "NORMAL", "LOW", "SCHEDULED", "ACTIVE", "DEAD", "OLDEST", "STATE", "WORKERS"},
+	static(func(e *Env, b Backend) ([][]string, any, error) {
+		routes, js, err := b.Routes(e.Ctx)
+		rows := make([][]string, len(routes))
+		for i, r := range routes {
+			workers := fmt.Sprint(r.Workers)
+			if r.Workers == 0 {
+				workers = "none" // its jobs wait for ever: make it stand out
+			}
+			state, oldest := "running", "-"
+			if r.Paused {
+				state = "PAUSED"
+			}
+			if !r.OldestPending.IsZero() {
+				oldest = r.OldestPendingAge.Round(time.Second).String()
+			}
+			rows[i] = []string{r.Name, fmt.Sprint(r.High), fmt.Sprint(r.Normal), fmt.Sprint(r.Low), fmt.Sprint(r.Scheduled),
+				fmt.Sprint(r.Active), fmt.Sprint(r.Dead), oldest, state, workers}
+		}
+		return rows, js, err
+	}))
+
+var cronList = listCommand("cron list [--json]",
+	[]string{"NAME", "SPEC", "TZ", "ROUTE", "LAST RUN", "NEXT RUN", "RUNS", "LAST ERROR"},
+	static(func(e *Env, b Backend) ([][]string, any, error) {
+		entries, js, err := b.Cron(e.Ctx)
+		rows := make([][]string, len(entries))
+		for i, s := range entries {
+			rows[i] = []string{s.Name, s.Spec, orDash(s.TZ), s.Route, stamp(s.LastRun), stamp(s.NextRun), fmt.Sprint(s.RunCount), orDash(firstLine(s.LastError))}
+		}
+		return rows, js, err
+	}))
+
+func cmdCron(e *Env, args []string) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(e.Stdout, "usage: cron list [--json]: the registered cron entries and their state")
+		return nil
+	}
+	if len(args) == 0 || args[0] != "list" {
+		return usageError{errors.New("want: cron list")}
+	}
+	return cronList(e, args[1:])
+}
+
+var cmdWorkers = listCommand("[--json]: live workers, from their heartbeats",
+	[]string{"ID", "HOST", "PID", "MODE", "ROUTES", "CONCURRENCY", "IN FLIGHT", "LAST BEAT"},
+	static(func(e *Env, b Backend) ([][]string, any, error) {
+		ws, js, err := b.Workers(e.Ctx)
+		rows := make([][]string, len(ws))
+		for i, w := range ws {
+			rows[i] = []string{w.ID, w.Host, fmt.Sprint(w.PID), orDash(w.Mode), orDash(strings.Join(w.Routes, ",")), fmt.Sprint(w.Concurrency), fmt.Sprint(w.InFlight), stamp(w.LastBeat)}
+		}
+		return rows, js, err
+	}))

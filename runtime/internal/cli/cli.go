@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Exit statuses of Run.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+const mainUsage = `usage: %[1]s [command] [flags]
+
+commands:
+  worker                          run jobs (the default)
+  scheduler                       run cron entries and the promoter, no jobs
+  enqueue NAME JSON [--route R --priority P --delay D --wait]
+                                  enqueue a task with JSON args
+  api                             serve the HTTP API and /metrics (API_PORT, default 8080), no jobs
+  job ID | job cancel ID | job delete ID
+                                  show, cancel or delete a job
+  jobs [--route R --state S --task T --q TEXT]
+                                  list jobs, a page at a time
+  queues                          jobs per route in each place, paused, workers
+  pause ROUTE | resume ROUTE      stop or restart every worker taking a route
+  dlq list | replay ID | replay --all | purge [--yes]
+                                  the dead-letter queue
+  cron list                       cron entries and their state
+  workers                         live workers, from their heartbeats
+
+Every command takes -h, and --json where it prints. Configuration comes from the
+environment (REDIS_URL, BANANAS_NAMESPACE, WORKER_MODE, WORKER_CONCURRENCY, ...);
+flags of the same name override it (see 'worker -h').
+`
+
+// IO is where a command reads and writes. Terminal says Stdin is one: only
+// then does a command ask for confirmation.
+type IO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Terminal       bool
+}
+
+// Run runs the command of args (worker when there is none) and returns the
+// exit status: 0 on success, 1 on failure, 2 on a usage or configuration
+// error.
+func Run(ctx context.Context, args []string, rw IO, app App) int {
+	cmd := "worker"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	if cmd == "help" || (len(args) == 0 && cmd == "-h") {
+		fmt.Fprintf(rw.Stdout, mainUsage, "app")
+		return ExitOK
+	}
+	run, ok := app.Commands()[cmd]
+	if !ok {
+		run, ok = adminCommands[cmd]
+	}
+	if !ok {
+		fmt.Fprintf(rw.Stderr, "unknown command %q\n", cmd)
+		fmt.Fprintf(rw.Stderr, mainUsage, "app")
+		return ExitUsage
+	}
+	if err := app.Configure(); err != nil {
+		fmt.Fprintln(rw.Stderr, "configuration:", err)
+		return ExitUsage
+	}
+	e := &Env{Ctx: ctx, IO: rw, Name: cmd, app: app}
+	err := run(e, args)
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(rw.Stderr, "%s: %v\n", cmd, ue.error)
+		return ExitUsage
+	default:
+		fmt.Fprintf(rw.Stderr, "%s: %v\n", cmd, err)
+		return ExitFailure
+	}
+}
+
+// Env is what every command gets: its context, where it reads and writes,
+// and its name (as the usage and errors say it: "dlq purge").
+type Env struct {
+	Ctx context.Context
+	IO
+	Name string
+	app  App
+}
+
+// open is the admin commands' Backend.
+func (e *Env) open() (Backend, error) { return e.app.Open(e.Ctx) }
+
+// Confirm asks question on the terminal and reports whether the answer is
+// yes. Off a terminal (a script, a pipe, CI) there is nobody to ask:
+// commands that confirm take that as yes, as their --yes flag does.
+func (e *Env) Confirm(question string) bool {
+	if !e.Terminal {
+		return true
+	}
+	fmt.Fprintf(e.Stderr, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(e.Stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// Flags returns a flag set for the command whose -h prints usage to stdout.
+func (e *Env) Flags(usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(e.Name, flag.ContinueOnError)
+	fs.SetOutput(e.Stderr)
+	fs.Usage = func() {
+		fs.SetOutput(e.Stdout)
+		fmt.Fprintf(e.Stdout, "usage: %s %s\n", e.Name, usage)
+		fs.PrintDefaults()
+		fs.SetOutput(e.Stderr)
+	}
+	return fs
+}
+
+// usageError is a mistake in the command line or configuration: exit 2.
+type usageError struct{ error }
+
+// Usage marks err as a usage error: the command exits 2.
+func Usage(err error) error { return usageError{err} }
+
+// Parse parses flags that may come before, between or after positional
+// arguments, and returns the positionals.
+//
+// A mistake is returned as one usage error in the CLI's words (Run prints
+// it once); the flag package would print its own message and the whole
+// usage first. -h prints the usage.
+func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer func() { fs.Usage = usage; fs.SetOutput(out) }()
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				usage()
+				return nil, err
+			}
+			return nil, usageError{flagError(fs, err)}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+var badFlagValue = regexp.MustCompile(`^invalid value "(.*)" for flag -(\S+): (.*)$`)
+
+// flagError rewords a flag package error as the CLI speaks: --delay soon: not
+// a duration, e.g. 30s, 5m or 1h; and says where the usage is.
+func flagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if m := badFlagValue.FindStringSubmatch(msg); m != nil {
+		why := m[3]
+		if f := fs.Lookup(m[2]); f != nil {
+			if _, ok := f.Value.(flag.Getter).Get().(time.Duration); ok {
+				why = "not a duration, e.g. 30s, 5m or 1h"
+			}
+		}
+		msg = fmt.Sprintf("--%s %s: %s", m[2], m[1], why)
+	} else if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		msg = fmt.Sprintf("unknown flag --%s", name)
+	}
+	return fmt.Errorf("%s (%s -h lists the flags)", msg, fs.Name())
+}
+
+// printJSON writes v indented, for programs.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table writes aligned columns, for people.
+func table(w io.Writer, header []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if header != nil {
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+	}
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// stamp is a time as the tables show it: RFC 3339 in UTC, "-" for none.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// firstLine is s up to its first newline: an error's message without the
+// stack recorded after it.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

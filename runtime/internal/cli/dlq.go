@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+func cmdDLQ(e *Env, args []string) error {
+	const usage = "usage: dlq list [--route R] [--task T] [--q TEXT] [--limit N] [--cursor C] [--json] | dlq replay ID | dlq replay --all [--route R] [--task T] | dlq purge [--route R] [--task T] [--older-than D] [--yes]"
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" {
+		return usageError{errors.New("want a subcommand: list, replay ID, replay --all or purge")}
+	}
+	if args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(e.Stdout, usage)
+		return nil
+	}
+	sub, args := args[0], args[1:]
+	e.Name = "dlq " + sub
+	fs := e.Flags("[flags]")
+	q := queryFlags(fs, 100)
+	route, task := &q.Route, &q.Task
+	all := fs.Bool("all", false, "replay: every dead job (of --route and --task)")
+	older := fs.Duration("older-than", 0, "purge: only jobs that died longer ago than this")
+	yes := fs.Bool("yes", false, "purge: do not ask for confirmation on a terminal")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if sub != "list" && sub != "replay" && sub != "purge" {
+		return usageError{fmt.Errorf("unknown dlq subcommand %q: want list, replay or purge", sub)}
+	}
+	b, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	switch sub {
+	case "list":
+		q.State = "failed"
+		page, err := b.Jobs(e.Ctx, *q)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(e.Stdout, page.JSON)
+		}
+		rows := make([][]string, len(page.Jobs))
+		for i, d := range page.Jobs {
+			rows[i] = []string{d.ID, d.Route, d.Task, fmt.Sprint(d.Attempts), stamp(d.Finished), firstLine(d.Error)}
+		}
+		return pageTable(e, page.Next, []string{"ID", "ROUTE", "TASK", "ATTEMPTS", "DIED", "ERROR"}, rows)
+	case "replay":
+		switch {
+		case *all && len(pos) == 0:
+			n, err := b.ReplayDead(e.Ctx, *route, *task)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.Stdout, "replayed %d job(s)\n", n)
+			return nil
+		case !*all && len(pos) == 1:
+			if err := b.Replay(e.Ctx, pos[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.Stdout, "replayed %s\n", pos[0])
+			return nil
+		}
+		return usageError{errors.New("want replay ID or replay --all")}
+	}
+	if *older < 0 {
+		return usageError{fmt.Errorf("--older-than %s: want a duration >= 0", *older)}
+	}
+	if !*yes && e.Terminal {
+		what, err := purgeWhat(e, b, *route, *task, *older)
+		if err != nil || what == "" {
+			return err
+		}
+		if !e.Confirm("purge " + what + " for good?") {
+			fmt.Fprintln(e.Stdout, "nothing purged")
+			return nil
+		}
+	}
+	n, err := b.PurgeDead(e.Ctx, *route, *task, *older)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "purged %d job(s)\n", n)
+	return nil
+}
+
+// purgeWhat says what a purge would delete, for its confirmation; "" (with
+// "purged 0 job(s)" printed) when there is nothing dead to purge.
+func purgeWhat(e *Env, b Backend, route, task string, older time.Duration) (string, error) {
+	routes, _, err := b.Routes(e.Ctx)
+	if err != nil {
+		return "", err
+	}
+	var dead int64
+	var names []string
+	for _, r := range routes {
+		if route == "" || r.Name == route {
+			dead += r.Dead
+			names = append(names, r.Name)
+		}
+	}
+	if dead == 0 {
+		fmt.Fprintln(e.Stdout, "purged 0 job(s)")
+		return "", nil
+	}
+	what := fmt.Sprintf("%d dead job(s) of route(s) %s", dead, strings.Join(names, ", "))
+	if task != "" || older > 0 {
+		what = fmt.Sprintf("the dead jobs%s%s among the %s", map[bool]string{true: " of task " + task}[task != ""],
+			map[bool]string{true: " that died over " + older.String() + " ago"}[older > 0], what)
+	}
+	return what, nil
+}
