@@ -28,7 +28,7 @@ type WorkerState struct {
 // heartbeatState is the engine's Config.State: w's heartbeat record, given
 // its runs in flight.
 func (w *Worker) heartbeatState() func(inFlight int) []byte {
-	started := w.c.q.Now().UTC() // UTC: the --json convention (cli_json.go)
+	started := w.c.q.Now().UTC() // UTC: the --json convention (views.go)
 	host, _ := os.Hostname()
 	return func(inFlight int) []byte {
 		st := WorkerState{

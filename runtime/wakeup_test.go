@@ -97,11 +97,10 @@ func TestDLQ_PurgeDeletesDeadJobs(t *testing.T) {
 
 // Bursts of three jobs — the enqueue path that wakes workers only when the
 // list was empty — each start at once with the safety poll at 1 h: a lost
-// wake-up stalls the round (checked by mutation: without that wake-up the
-// test fails). The rarer loss it also guards against, a fetch that went out
-// before a wake-up coming back empty after it (fetchLoop's wakes counter),
-// showed once as a 950 ms p99 in the benchmark; this test did not reproduce it
-// in ten runs against the old loop, so it is fixed by the counter's reasoning.
+// wake-up stalls the round (without that wake-up the test fails). A rarer
+// loss, a fetch that went out before a wake-up coming back empty after it,
+// is rarely hit here; the fetcher's wakes counter (engine/fetcher.go,
+// fetcher.account) rules it out by its reasoning.
 func TestWakeup_BurstsNeverWaitForTheSafetyPoll(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		task := testtasks.Note.With(c)
@@ -127,8 +126,8 @@ func TestWakeup_BurstsNeverWaitForTheSafetyPoll(t *testing.T) {
 }
 
 // A saturated worker takes its next jobs as slots free, never waiting for
-// the safety poll: fetchLoop is woken only when enough slots are free to
-// matter (slotReleased), so a lost wake-up would stall the backlog here for
+// the safety poll: the fetcher is woken only when enough slots are free to
+// matter (engine/slots.go), so a lost wake-up would stall the backlog here for
 // an hour. Handlers of uneven length make slots free one by one and in
 // bunches.
 func TestWakeup_SaturatedWorkerRefillsWithoutTheSafetyPoll(t *testing.T) {
