@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -45,4 +46,35 @@ func (q *Queue) Beats(ctx context.Context, now time.Time, ttl time.Duration) ([]
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// EvictionPolicy returns the maxmemory-policy of the server, or of the first
+// master of a cluster whose policy is not noeviction: under memory pressure
+// such a server deletes keys, and a deleted key is a lost job or result. An
+// error means the policy cannot be read (CONFIG is refused to the user, or
+// the server is the embedded one).
+func (q *Queue) EvictionPolicy(ctx context.Context) (string, error) {
+	read := func(ctx context.Context, c redis.Cmdable) (string, error) {
+		m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+		if err != nil {
+			return "", err
+		}
+		return m["maxmemory-policy"], nil
+	}
+	cc, ok := q.rdb.(*redis.ClusterClient)
+	if !ok {
+		return read(ctx, q.rdb)
+	}
+	var mu sync.Mutex
+	policy := "noeviction"
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		p, err := read(ctx, c)
+		if err == nil && p != "noeviction" {
+			mu.Lock()
+			policy = p
+			mu.Unlock()
+		}
+		return err
+	})
+	return policy, err
 }

@@ -81,6 +81,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.c.q.SyncClock(ctx); err != nil {
 		w.opts.Logger.Warn("bananas: read the Redis server's clock; using the last offset", "err", err)
 	}
+	w.warnEviction(ctx)
 	w.engine = engine.New(w.engineConfig())
 
 	// The promoter and the cron runner outlive ctx until the engine has
@@ -154,6 +155,18 @@ func (w *Worker) engineConfig() engine.Config {
 		JobKey:     jobKey{},
 		JobValue:   func(d *queue.Dispatch) any { return jobOf(d) },
 		State:      w.heartbeatState(),
+	}
+}
+
+// warnEviction warns when Redis deletes keys under memory pressure: a
+// deleted key is a lost job or result, so a queue's Redis wants
+// maxmemory-policy noeviction (enqueues then fail with an error when memory
+// is full, and nothing stored is lost). A policy that cannot be read
+// (CONFIG refused, the embedded server) is not warned about.
+func (w *Worker) warnEviction(ctx context.Context) {
+	if p, err := w.c.q.EvictionPolicy(ctx); err == nil && p != "" && p != "noeviction" {
+		w.opts.Logger.Warn("bananas: Redis evicts keys under memory pressure, and an evicted key is a lost job or result; set maxmemory-policy noeviction",
+			"maxmemory_policy", p)
 	}
 }
 

@@ -2,7 +2,6 @@ package scheduler_test
 
 import (
 	"context"
-	"net"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -82,13 +81,14 @@ func (s *process) stop() {
 	}
 }
 
+// freePort is a port for a redis-server this test starts (see
+// redistest.FreePort).
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // eachRestartable runs f against the embedded server and a redis-server

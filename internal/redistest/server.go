@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -113,7 +114,7 @@ func start(extra []string) (*Server, error) {
 }
 
 func tryStart(bin string, extra []string) (*Server, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -157,13 +158,25 @@ func tryStart(bin string, extra []string) (*Server, error) {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// FreePort picks a free port in 10000–22999: below the kernel's ephemeral
+// range (32768 and up on Linux), so no outgoing connection takes it between
+// this check and redis-server's bind, and with a cluster node's bus port
+// (the port + 10000) free and below that range too.
+func FreePort() (int, error) {
+	free := func(port int) bool {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return false
+		}
+		_ = l.Close()
+		return true
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	for range 200 {
+		if port := 10000 + mrand.IntN(13000); free(port) && free(port+10000) {
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("redistest: no free port in 10000-22999 after 200 tries")
 }
 
 func tail(path string) string {
