@@ -89,7 +89,7 @@ func New(cfg Config) *Engine {
 	e := &Engine{cfg: cfg, slots: newSlots(cfg.Concurrency), runs: newRuns()}
 	e.handBacks = &handBacks{q: cfg.Queue, log: cfg.Logger, kick: make(chan struct{}, 1)}
 	e.exec = &executor{cfg: &e.cfg, slots: e.slots, runs: e.runs, handoff: make(chan *run), stopped: make(chan struct{})}
-	e.fetch = &fetcher{cfg: &e.cfg, slots: e.slots, exec: e.exec, handBacks: e.handBacks, wake: make(chan struct{}, 1)}
+	e.fetch = &fetcher{cfg: &e.cfg, slots: e.slots, exec: e.exec, handBacks: e.handBacks, outages: newOutages(cfg.Logger), wake: make(chan struct{}, 1)}
 	return e
 }
 

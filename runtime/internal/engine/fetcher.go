@@ -22,6 +22,7 @@ type fetcher struct {
 	slots     *slots
 	exec      *executor
 	handBacks *handBacks
+	outages   *outages
 	wake      chan struct{} // signaled when a route's ready list was pushed to
 
 	// State of Run, owned by its goroutine.
@@ -29,7 +30,6 @@ type fetcher struct {
 	inflight    int          // fetches out
 	empty       bool         // a fetch found the lists drained and no wake-up came since: wait for one
 	wakes       int          // wake-ups taken (see account)
-	errDelay    time.Duration
 	retryAt     time.Time
 	gathering   bool // waiting up to gather for minFetch free slots
 	minFetch    int  // the slots a fetch of a saturated worker waits to gather
@@ -59,7 +59,6 @@ const (
 // start their jobs, which shutdown must see).
 func (f *fetcher) Run(ctx context.Context) {
 	f.done = make(chan fetched, maxFetches)
-	f.errDelay = minErrDelay
 	f.minFetch = max(1, f.cfg.Concurrency/4)
 	f.safety = time.NewTimer(f.cfg.SafetyPoll)
 	defer f.safety.Stop()
@@ -185,18 +184,13 @@ func (f *fetcher) account(ctx context.Context, r fetched) {
 	f.inflight--
 	switch {
 	case r.err != nil:
+		// Every route failed or waits out an outage (each logged by
+		// outages): fetch again when the first may be tried.
 		if ctx.Err() == nil {
-			f.cfg.Logger.Warn("bananas: fetch failed; retrying", "worker", f.cfg.ID, "err", r.err, "in", f.errDelay)
-			f.retryAt = time.Now().Add(f.errDelay)
-			f.errDelay = min(2*f.errDelay, maxErrDelay)
+			f.retryAt = f.outages.next()
 		}
-	case r.got < r.asked:
-		f.errDelay = minErrDelay
-		if r.seen == f.wakes {
-			f.empty = true
-		}
-	default:
-		f.errDelay = minErrDelay
+	case r.got < r.asked && r.seen == f.wakes:
+		f.empty = true
 	}
 }
 
@@ -211,16 +205,24 @@ func (f *fetcher) fetchEach(ctx context.Context, reqs <-chan fetched) {
 }
 
 // fetch takes up to free jobs, routes in order of preference, and starts
-// them. The Redis calls run under their own timeout, not ctx: a fetch
-// canceled after its script ran would leave jobs leased to nobody, to be
-// reaped later with an attempt counted against them.
+// them. A route whose fetch fails is left out until its retry time
+// (outages) and the next routes are fetched; the error is returned only when
+// every route tried failed, and the fetcher then waits as a whole. The Redis
+// calls run under their own timeout, not ctx: a fetch canceled after its
+// script ran would leave jobs leased to nobody, to be reaped later with an
+// attempt counted against them.
 func (f *fetcher) fetch(ctx context.Context, free int) (int, error) {
 	q := f.cfg.Queue
-	got := 0
+	got, tried, failed := 0, 0, 0
+	var last error
 	for _, route := range f.cfg.Routes {
 		if got == free || ctx.Err() != nil {
 			break
 		}
+		if f.outages.skip(route, time.Now()) {
+			continue
+		}
+		tried++
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 		now := q.Now() // leases are judged on Redis's clock
 		var ds []*queue.Dispatch
@@ -238,11 +240,26 @@ func (f *fetcher) fetch(ctx context.Context, free int) (int, error) {
 			f.handBacks.add(lost)
 		}
 		if err != nil {
-			return got, err
+			failed++
+			last = err
+			if ctx.Err() == nil {
+				f.outages.failed(route, err, time.Now())
+			}
+			continue
 		}
+		f.outages.ok(route)
+	}
+	switch {
+	case tried > 0 && failed == tried:
+		return got, last
+	case tried == 0 && got == 0 && ctx.Err() == nil:
+		return 0, errAllOut
 	}
 	return got, nil
 }
+
+// errAllOut is a fetch's error when every route waits out an outage.
+var errAllOut = errors.New("bananas: every route of the worker waits out an outage")
 
 func sleepCtx(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
