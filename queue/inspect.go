@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -45,35 +46,29 @@ type JobState struct {
 	Result                           []byte // the stored result record, if any
 }
 
-// Lookup returns a consistent snapshot of job id (one MULTI/EXEC on the
-// route's slot), or ErrNotFound.
+// Lookup returns a consistent snapshot of job id (lookup.lua: one atomic
+// read on the route's slot), or ErrNotFound.
 func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 	route, err := q.RouteOfJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	k := q.Keys(route)
-	pipe := q.rdb.TxPipeline()
-	h := pipe.HGetAll(ctx, k.Job(id))
-	pay := pipe.HGet(ctx, k.Payloads(), id)
-	sched := pipe.ZScore(ctx, k.Scheduled(), id)
-	lease := pipe.HGet(ctx, k.Leases(), id)
-	res := pipe.Get(ctx, k.Result(id))
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	p, err := q.peek(ctx, k, id)
+	if err != nil {
 		return nil, fmt.Errorf("look up job %s: %w", id, err)
 	}
 	// A leased job's deadline is its lease group's (see Keys.Groups): one more
 	// read, only for a job that is running.
 	var deadline time.Time
-	leased := lease.Err() == nil
-	if leased {
-		if score, err := q.rdb.ZScore(ctx, k.Active(), lease.Val()).Result(); err == nil {
+	if p.leased {
+		if score, err := q.rdb.ZScore(ctx, k.Active(), p.lease).Result(); err == nil {
 			deadline = time.UnixMilli(int64(score))
 		}
 	}
-	f := h.Val()
+	f := p.hash
 	if len(f) == 0 {
-		return lookupLight(id, route, pay, leased, deadline, lease, res)
+		return lookupLight(id, route, p, deadline)
 	}
 	s := &JobState{
 		ID: id, Route: route, Name: f["n"], Priority: Priority(f["p"]), Error: f["err"],
@@ -84,21 +79,21 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 	s.Envelope, s.BadEnvelope = decodeStored(id, f)
 	if r, ok := f["r"]; ok {
 		s.Result = []byte(r)
-	} else if b, err := res.Bytes(); err == nil {
-		s.Result = b
+	} else if p.hasResult {
+		s.Result = p.result
 	}
 	switch {
 	case f["s"] == "d":
 		s.Status = StatusCompleted
 	case f["s"] == "x":
 		s.Status = StatusFailed
-	case leased:
+	case p.leased:
 		s.Status = StatusProcessing
 		s.LeaseDeadline = deadline
-		s.StartedAt = tokenTime(lease.Val())
-	case sched.Err() == nil:
+		s.StartedAt = tokenTime(p.lease)
+	case p.scheduled:
 		s.Status = StatusScheduled
-		s.RunAt = time.UnixMilli(int64(sched.Val()))
+		s.RunAt = time.UnixMilli(p.runAt)
 	default:
 		s.Status = StatusPending
 	}
@@ -112,45 +107,82 @@ func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := q.Keys(route)
-	pipe := q.rdb.TxPipeline()
-	res := pipe.Get(ctx, k.Result(id))
-	exists := pipe.Exists(ctx, k.Job(id))
-	light := pipe.HExists(ctx, k.Payloads(), id)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	p, err := q.peek(ctx, q.Keys(route), id)
+	if err != nil {
 		return nil, fmt.Errorf("read result of job %s: %w", id, err)
 	}
-	if b, err := res.Bytes(); err == nil {
-		return b, nil
+	if p.hasResult {
+		return p.result, nil
 	}
-	if exists.Val() == 0 && !light.Val() {
+	if len(p.hash) == 0 && !p.light {
 		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
 	return nil, nil
 }
 
+// peeked is what lookup.lua read of one job.
+type peeked struct {
+	hash      map[string]string // its hash; empty for a light job
+	payload   string            // a light job's payload
+	light     bool              // payload was found
+	runAt     int64             // unix ms it is scheduled for
+	scheduled bool
+	lease     string // its lease token
+	leased    bool
+	result    []byte // its result record
+	hasResult bool
+}
+
+func (q *Queue) peek(ctx context.Context, k Keys, id string) (peeked, error) {
+	var p peeked
+	res, err := q.s.lookup.Run(ctx, q.rdb, []string{k.Job(id), k.Payloads(), k.Scheduled(), k.Leases(), k.Result(id)}, id).Slice()
+	if err != nil {
+		return p, err
+	}
+	if len(res) != 5 {
+		return p, fmt.Errorf("lookup.lua answered %d values, want 5", len(res))
+	}
+	pairs, _ := res[0].([]any)
+	p.hash = make(map[string]string, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		f, _ := pairs[i].(string)
+		v, _ := pairs[i+1].(string)
+		p.hash[f] = v
+	}
+	p.payload, p.light = res[1].(string)
+	if score, ok := res[2].(string); ok {
+		if f, err := strconv.ParseFloat(score, 64); err == nil {
+			p.runAt, p.scheduled = int64(f), true
+		}
+	}
+	p.lease, p.leased = res[3].(string)
+	if r, ok := res[4].(string); ok {
+		p.result, p.hasResult = []byte(r), true
+	}
+	return p, nil
+}
+
 // lookupLight describes a job without a hash: a light job waiting or running
 // (its payload), or a finished one (its result record, which the caller
 // decodes: StatusCompleted with Result set).
-func lookupLight(id, route string, pay *redis.StringCmd, leased bool, deadline time.Time, lease, res *redis.StringCmd) (*JobState, error) {
+func lookupLight(id, route string, p peeked, deadline time.Time) (*JobState, error) {
 	s := &JobState{ID: id, Route: route}
-	p, err := pay.Result()
-	if err != nil {
-		if b, err := res.Bytes(); err == nil {
-			s.Status, s.Result = StatusCompleted, b
+	if !p.light {
+		if p.hasResult {
+			s.Status, s.Result = StatusCompleted, p.result
 			return s, nil
 		}
 		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
 	d := Dispatch{ID: id}
-	d.fillFromPayload(p)
+	d.fillFromPayload(p.payload)
 	s.Name, s.Priority, s.MaxRetries, s.CreatedAt = d.Name, d.Priority, d.MaxRetries, d.CreatedAt
 	s.Envelope, s.BadEnvelope = d.Envelope, d.BadEnvelope
 	s.Status = StatusPending
-	if leased {
+	if p.leased {
 		s.Status = StatusProcessing
 		s.LeaseDeadline = deadline
-		s.StartedAt = tokenTime(lease.Val())
+		s.StartedAt = tokenTime(p.lease)
 	}
 	return s, nil
 }

@@ -18,7 +18,8 @@ type scripts struct {
 	// admin actions (admin.go)
 	pause, resume, remove, canceled, cancels *redis.Script
 
-	list *redis.Script // read-only: ListJobs (list.lua)
+	list   *redis.Script // read-only: ListJobs (list.lua)
+	lookup *redis.Script // read-only: Lookup, Result (lookup.lua)
 }
 
 func loadScripts() *scripts {
@@ -42,6 +43,7 @@ func loadScripts() *scripts {
 		purge:    load("purge"),
 		cron:     load("cron"),
 		list:     load("list"),
+		lookup:   load("lookup"),
 		pause:    load("pause"),
 		resume:   load("resume"),
 		remove:   load("remove"),

@@ -70,7 +70,7 @@ for first = 1, n, 200 do
   end
 end
 
-local out, done, light, heavy, released = {}, {}, {}, {}, {}
+local out, done, light, heavy, records, released = {}, {}, {}, {}, {}, {}
 for i = 1, n do
   local a = first_job + 5 * (i - 1)
   local jk = tonumber(ARGV[a + 4])
@@ -85,23 +85,30 @@ for i = 1, n do
       ok = false
     end
     if ok then
-      redis.call('SET', KEYS[6 + i], ARGV[a + 2], 'PX', ARGV[a + 3])
+      records[#records + 1] = i
       released[tokens[i]] = (released[tokens[i]] or 0) + 1
-      if not only_heard or heard[i] then redis.call('PUBLISH', channels[i], ARGV[a + 2]) end
       done[#done + 1] = ids[i]
       out[i] = 1
     end
   end
 end
-if #done > 0 then
-  bn_sliced('HDEL', KEYS[2], done)
-  for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end
-  bn_count(KEYS[3], 'processed', #done)
-  bn_history(KEYS[6], now, 'p', #done)
-  for i = 5, first_job - 1, 2 do bn_history(KEYS[6], now, ARGV[i], tonumber(ARGV[i + 1])) end
-end
+if #done == 0 then return out end
+-- What the jobs were goes first. At maxmemory with noeviction, Redis refuses
+-- a script's commands that may grow memory only until the script's first
+-- write: a call that starts by freeing memory completes whole, so acks go
+-- on draining a full Redis (and free it) instead of failing on the records.
+bn_sliced('HDEL', KEYS[2], done)
 if #light > 0 then bn_sliced('HDEL', KEYS[4], light) end
 for first = 1, #heavy, 200 do
   redis.call('DEL', unpack(heavy, first, math.min(first + 199, #heavy)))
 end
+for _, i in ipairs(records) do
+  local a = first_job + 5 * (i - 1)
+  redis.call('SET', KEYS[6 + i], ARGV[a + 2], 'PX', ARGV[a + 3])
+  if not only_heard or heard[i] then redis.call('PUBLISH', channels[i], ARGV[a + 2]) end
+end
+for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end
+bn_count(KEYS[3], 'processed', #done)
+bn_history(KEYS[6], now, 'p', #done)
+for i = 5, first_job - 1, 2 do bn_history(KEYS[6], now, ARGV[i], tonumber(ARGV[i + 1])) end
 return out
