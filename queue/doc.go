@@ -84,6 +84,14 @@
 // because Redis does not roll a script back — the types of the keys it will
 // write and the fields of a job it reads included: garbage in Redis is
 // skipped, or dead-lettered saying why, never half-written around.
+// list.lua and lookup.lua only read: a page of a listing, and one job's
+// places in one atomic step (a MULTI/EXEC would do, but Redis refuses every
+// MULTI at maxmemory, reads included).
+//
+// At maxmemory with noeviction Redis refuses a script's commands that may
+// grow memory only until the script's first write, then lets it finish: so a
+// script that frees memory writes that first (ack.lua drops the payloads and
+// leases before it stores the result records), and a full Redis still drains.
 //
 // Every script is harmless when it runs twice with the same arguments: a reply
 // can be lost after the script ran, and go-redis resends the command (or the
