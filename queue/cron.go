@@ -19,7 +19,7 @@ type CronFire struct {
 // FireCron enqueues the tick's job unless this tick (or a later one) of the
 // entry was already fired, by any scheduler. It reports whether it fired.
 func (q *Queue) FireCron(ctx context.Context, f CronFire, now time.Time) (bool, error) {
-	if err := q.registerRoute(ctx, f.Route); err != nil {
+	if err := q.noteRoute(ctx, f.Route); err != nil {
 		return false, err
 	}
 	k := q.Keys(f.Route)

@@ -97,7 +97,7 @@ func (q *Queue) checkEnqueue(ctx context.Context, route string, priority Priorit
 	if !ValidPriority(priority) {
 		return fmt.Errorf("invalid priority %q: use high, normal or low", priority)
 	}
-	return q.registerRoute(ctx, route)
+	return q.noteRoute(ctx, route)
 }
 
 // enqueueChunk writes up to enqueueChunk jobs that checkNewJob accepted.
@@ -138,7 +138,7 @@ func (q *Queue) enqueueChunk(ctx context.Context, route string, priority Priorit
 		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl, check)
 	}
 	// Retry-safe: enqueue.lua answers a second run of this call as the first.
-	res, err := q.s.enqueue.Run(ctx, q.rdb, keys, args...).Result()
+	res, err := q.runWrite(ctx, q.s.enqueue, keys, args...)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue to route %s: %w", route, err)
 	}

@@ -24,7 +24,7 @@ type Queue struct {
 	rdb    redis.UniversalClient
 	ns     string
 	s      *scripts
-	routes sync.Map // routes this process already added to the routes set
+	routes sync.Map // route → *routeNote: routes this process enqueued to
 	// cluster: rdb is a Redis Cluster client, where a pub/sub subscriber may
 	// sit on another node than the one a script runs on (see ack.lua).
 	cluster bool
@@ -36,6 +36,8 @@ type Queue struct {
 	local  func() time.Time // the host's clock (see clock.go)
 	offset atomic.Int64     // Redis's clock minus the host's, in ns (see SyncClock)
 	synced atomic.Bool      // an offset was measured
+
+	replicas replication // what an enqueue waits for before it returns (see WaitForReplicas)
 
 	acks *committer[string, ackReq, bool]     // coalesced acks, by route
 	enqs *committer[enqGroup, NewJob, string] // coalesced single enqueues, by route and priority
@@ -80,25 +82,71 @@ func (q *Queue) Keys(route string) Keys { return RouteKeys(q.ns, route) }
 // Client returns the Redis client the queue uses.
 func (q *Queue) Client() redis.UniversalClient { return q.rdb }
 
-// registerRoute adds route to the set of known routes, once per process. It is a
-// separate command because the routes set lives outside every route's slot.
-func (q *Queue) registerRoute(ctx context.Context, route string) error {
-	if _, ok := q.routes.Load(route); ok {
+// routeNote is what this process knows of one route's place in the routes set.
+type routeNote struct {
+	added   atomic.Bool  // the routes set holds it
+	adding  atomic.Bool  // an SADD is under way
+	retryAt atomic.Int64 // unix ns before which a failed SADD is not tried again
+}
+
+// routeRetry is how long a route whose SADD failed waits before the next
+// enqueue to it tries again.
+const routeRetry = time.Second
+
+// noteRoute adds route to the routes set, once per process. On a single
+// server it does so before the enqueue goes on, as part of it. On a cluster
+// it does so in the background: the set lives outside every route's slot,
+// so its node can be down while the route's is up, and an enqueue must not
+// wait for it or fail with it. Until the SADD lands, this process's Routes
+// includes the route anyway; other processes see it once it lands (one
+// round trip, sent before the enqueue that noted it).
+func (q *Queue) noteRoute(ctx context.Context, route string) error {
+	v, ok := q.routes.Load(route)
+	if !ok {
+		v, _ = q.routes.LoadOrStore(route, new(routeNote))
+	}
+	n := v.(*routeNote)
+	if n.added.Load() {
 		return nil
 	}
-	if err := q.rdb.SAdd(ctx, RoutesKey(q.ns), route).Err(); err != nil {
-		return fmt.Errorf("register route %s: %w", route, err)
+	if !q.cluster {
+		if err := q.rdb.SAdd(ctx, RoutesKey(q.ns), route).Err(); err != nil {
+			return fmt.Errorf("register route %s: %w", route, err)
+		}
+		n.added.Store(true)
+		return nil
 	}
-	q.routes.Store(route, true)
+	if time.Now().UnixNano() < n.retryAt.Load() || !n.adding.CompareAndSwap(false, true) {
+		return nil
+	}
+	go func() {
+		defer n.adding.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := q.rdb.SAdd(ctx, RoutesKey(q.ns), route).Err(); err != nil {
+			n.retryAt.Store(time.Now().Add(routeRetry).UnixNano())
+			q.warn("bananas: cannot add a route to the routes set; its jobs are stored, and the route is listed once this succeeds",
+				"route", route, "err", err)
+			return
+		}
+		n.added.Store(true)
+	}()
 	return nil
 }
 
-// Routes returns every route a job was enqueued to, sorted.
+// Routes returns every route a job was enqueued to, sorted: the routes set,
+// and the routes this process enqueued to whose SADD has not landed yet.
 func (q *Queue) Routes(ctx context.Context) ([]string, error) {
 	rs, err := q.rdb.SMembers(ctx, RoutesKey(q.ns)).Result()
 	if err != nil {
 		return nil, err
 	}
+	q.routes.Range(func(k, v any) bool {
+		if r := k.(string); !v.(*routeNote).added.Load() && !slices.Contains(rs, r) {
+			rs = append(rs, r)
+		}
+		return true
+	})
 	slices.Sort(rs)
 	return rs, nil
 }

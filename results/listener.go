@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -74,7 +75,7 @@ func (l *Listener) subscribe(ctx context.Context, s *Subscription) (*Subscriptio
 		return nil, ErrClosed
 	}
 	if l.ps == nil {
-		l.ps = l.rdb.Subscribe(context.WithoutCancel(ctx))
+		l.ps = l.open(context.WithoutCancel(ctx))
 		l.loopDone = make(chan struct{})
 		go l.receive(l.ps, l.loopDone)
 	}
@@ -139,9 +140,45 @@ func (l *Listener) Reconnected() <-chan struct{} {
 	return l.reconnect
 }
 
+// open returns a pub/sub connection that is not yet dialled. On a cluster it
+// is one master's, picked among those that answer: go-redis would pick the
+// master of the first channel's slot, and keep redialling it when it dies
+// until its map of the cluster is reloaded — every subscription of the
+// process (results, wake-ups of every route) down with one master. A publish
+// on any node of a cluster reaches subscribers on every node.
+func (l *Listener) open(ctx context.Context) *redis.PubSub {
+	cc, ok := l.rdb.(*redis.ClusterClient)
+	if !ok {
+		return l.rdb.Subscribe(ctx)
+	}
+	var (
+		mu   sync.Mutex
+		live *redis.Client
+	)
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = cc.ForEachMaster(pctx, func(ctx context.Context, node *redis.Client) error {
+		if node.Ping(ctx).Err() == nil {
+			mu.Lock()
+			if live == nil {
+				live = node
+			}
+			mu.Unlock()
+		}
+		return nil
+	})
+	if live == nil {
+		return cc.Subscribe(ctx) // every master is down: go-redis's own pick, retried below
+	}
+	return live.Subscribe(ctx)
+}
+
 // receive dispatches everything the connection delivers until it is closed.
+// On a cluster a broken connection is replaced by one to a master that
+// answers (see open), subscribed to every channel again.
 func (l *Listener) receive(ps *redis.PubSub, done chan struct{}) {
 	defer close(done)
+	_, cluster := l.rdb.(*redis.ClusterClient)
 	for {
 		msg, err := ps.Receive(context.Background())
 		if err != nil {
@@ -151,7 +188,12 @@ func (l *Listener) receive(ps *redis.PubSub, done chan struct{}) {
 			if closed || errors.Is(err, redis.ErrClosed) {
 				return
 			}
-			// go-redis reconnects and resubscribes on the next Receive.
+			if cluster {
+				if ps = l.replace(ps); ps == nil {
+					return
+				}
+			}
+			// Otherwise go-redis reconnects and resubscribes on the next Receive.
 			continue
 		}
 		switch m := msg.(type) {
@@ -162,6 +204,39 @@ func (l *Listener) receive(ps *redis.PubSub, done chan struct{}) {
 		case *redis.Message:
 			l.deliver(m.Channel, []byte(m.Payload))
 		}
+	}
+}
+
+// replace swaps the broken connection old for a new one subscribed to every
+// channel, and returns it, or nil once the listener is closed. Confirmations
+// of channels confirmed before tell waiters to re-read (see confirm).
+func (l *Listener) replace(old *redis.PubSub) *redis.PubSub {
+	_ = old.Close()
+	for {
+		ps := l.open(context.Background())
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			_ = ps.Close()
+			return nil
+		}
+		l.ps = ps
+		channels := make([]string, 0, len(l.channels))
+		for c := range l.channels {
+			channels = append(channels, c)
+		}
+		l.mu.Unlock()
+		if len(channels) == 0 {
+			return ps
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := ps.Subscribe(ctx, channels...)
+		cancel()
+		if err == nil {
+			return ps
+		}
+		_ = ps.Close()
+		time.Sleep(100 * time.Millisecond) // every master refused: the cluster is failing over
 	}
 }
 

@@ -79,6 +79,8 @@ type connectConfig struct {
 	maxPayload int
 	maxRetries int
 	localClock func() time.Time // the host clock; a skewed one in tests
+	replicas   int
+	replicaTO  time.Duration
 }
 
 // WithNamespace puts every key under ns instead of $BANANAS_NAMESPACE (or "bananas").
@@ -89,6 +91,21 @@ func MaxPayload(n int) ConnectOption { return func(c *connectConfig) { c.maxPayl
 
 // DefaultRetries sets the retries of jobs whose task and enqueue do not say (default 3).
 func DefaultRetries(n int) ConnectOption { return func(c *connectConfig) { c.maxRetries = n } }
+
+// WaitForReplicas makes every enqueue through this client return only once n
+// replicas of the route's master have the job (Redis WAIT), and fail with an
+// error matching ErrNotReplicated when fewer acknowledge it within timeout
+// (at most 2s). Redis replicates asynchronously: without this, a job
+// acknowledged to its producer is lost if its master dies before the replica
+// that takes over has it. The cost is a replication round trip per enqueue
+// call (coalesced enqueues share one); docs/OPERATIONS.md has the figures.
+func WaitForReplicas(n int, timeout time.Duration) ConnectOption {
+	return func(c *connectConfig) { c.replicas, c.replicaTO = n, timeout }
+}
+
+// ErrNotReplicated matches the error of an enqueue that Redis stored but that
+// fewer replicas than WaitForReplicas asks for acknowledged in time.
+var ErrNotReplicated = queue.ErrNotReplicated
 
 // Connect opens a client for url:
 //
@@ -116,6 +133,7 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	if err != nil {
 		return nil, err
 	}
+	followTopology(rdb)
 	q, err := queue.New(rdb, cfg.namespace)
 	if err != nil {
 		_ = rdb.Close()
@@ -124,6 +142,11 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	}
 	if cfg.localClock != nil {
 		q.UseLocalClock(cfg.localClock)
+	}
+	if err := q.WaitForReplicas(cfg.replicas, cfg.replicaTO); err != nil {
+		_ = rdb.Close()
+		emb.close()
+		return nil, fmt.Errorf("bananas: WaitForReplicas: %w", err)
 	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()

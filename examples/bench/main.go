@@ -46,6 +46,7 @@ var (
 	adminMode = flag.Bool("admin", false, "instead of the scenarios: the HTTP API's submissions against the Go API, and /metrics, queues, job-list and dashboard pages at -depth pending and -dead dead jobs over -routes routes")
 	depth     = flag.Int("depth", 1000000, "with -admin: pending jobs")
 	nroutes   = flag.Int("routes", 50, "with -admin: routes the pending jobs spread over")
+	replica   = flag.Bool("replicated", false, "instead of the scenarios: the single enqueue with and without runtime.WaitForReplicas, on a server with a replica")
 )
 
 var payload = tasks.Payload{To: "user@example.com", Subject: "hello", Body: "0123456789012345678901234567890123456789"}
@@ -77,6 +78,10 @@ func main() {
 		return
 	}
 	ns := fmt.Sprintf("b%x", time.Now().UnixNano()%0xfffff) // short: key names count in the memory metric
+	if *replica {
+		replicated(ctx, url, ns)
+		return
+	}
 	c, err := runtime.Connect(ctx, url, runtime.WithNamespace(ns))
 	if err != nil {
 		log.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"testing"
+	"time"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -57,5 +58,45 @@ func TestNamespace_UniqueAndKeySafe(t *testing.T) {
 	}
 	if !regexp.MustCompile(`^[A-Za-z0-9_-]{1,60}$`).MatchString(a) {
 		t.Fatalf("namespace %q has unsafe characters or is too long", a)
+	}
+}
+
+// A replica takes over the slots of a killed master, and the data written to
+// the master before the kill is read back from it.
+func TestClusterWithReplicas_AReplicaTakesOverAKilledMaster(t *testing.T) {
+	t.Parallel()
+	c := StartClusterWithReplicas(t)
+	cc := c.Client(t)
+	ctx := context.Background()
+	if err := cc.Set(ctx, "{a}:k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	master, err := cc.MasterForKey(ctx, "{a}:k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := master.Options().Addr
+	if err := master.Do(ctx, "WAIT", 1, 5000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.Kill(addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("slots of the killed master served again after %s", time.Since(start).Round(time.Millisecond))
+	cc.ReloadState(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := cc.Get(ctx, "{a}:k").Result()
+		if err == nil && v == "v" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET after the failover = %q, %v", v, err)
+		}
+		time.Sleep(50 * time.Millisecond) // the client's map reloads in the background
 	}
 }

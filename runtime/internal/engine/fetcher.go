@@ -206,48 +206,46 @@ func (f *fetcher) fetchEach(ctx context.Context, reqs <-chan fetched) {
 
 // fetch takes up to free jobs, routes in order of preference, and starts
 // them. A route whose fetch fails is left out until its retry time
-// (outages) and the next routes are fetched; the error is returned only when
-// every route tried failed, and the fetcher then waits as a whole. The Redis
-// calls run under their own timeout, not ctx: a fetch canceled after its
-// script ran would leave jobs leased to nobody, to be reaped later with an
-// attempt counted against them.
+// (outages); a route due for a retry is tried after the routes that are up,
+// by one fetch at a time, so a node that is down costs the others nothing
+// but the first failure. The error is returned only when every route tried
+// failed, and the fetcher then waits as a whole.
 func (f *fetcher) fetch(ctx context.Context, free int) (int, error) {
-	q := f.cfg.Queue
 	got, tried, failed := 0, 0, 0
 	var last error
-	for _, route := range f.cfg.Routes {
-		if got == free || ctx.Err() != nil {
-			break
-		}
-		if f.outages.skip(route, time.Now()) {
-			continue
-		}
+	var due []string
+	take := func(route string) {
 		tried++
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-		now := q.Now() // leases are judged on Redis's clock
-		var ds []*queue.Dispatch
-		var err error
-		if len(f.cfg.JobTypes) > 0 {
-			ds, err = q.FetchTypes(rctx, route, f.cfg.Priorities, f.cfg.JobTypes, free-got, now.Add(f.cfg.Lease), now)
-		} else {
-			ds, err = q.Fetch(rctx, route, f.cfg.Priorities, free-got, now.Add(f.cfg.Lease), now)
-		}
-		cancel()
-		f.exec.startAll(ds) // their slots were reserved by Run
-		got += len(ds)
-		var lost *queue.LostFetch
-		if errors.As(err, &lost) {
-			f.handBacks.add(lost)
-		}
+		n, err := f.fetchRoute(ctx, route, free-got)
+		got += n
 		if err != nil {
 			failed++
 			last = err
 			if ctx.Err() == nil {
 				f.outages.failed(route, err, time.Now())
 			}
-			continue
+			return
 		}
 		f.outages.ok(route)
+	}
+	for _, route := range f.cfg.Routes {
+		if got == free || ctx.Err() != nil {
+			break
+		}
+		switch f.outages.state(route, time.Now()) {
+		case routeUp:
+			take(route)
+		case routeDue:
+			due = append(due, route)
+		}
+	}
+	for _, route := range due {
+		if got == free || ctx.Err() != nil {
+			break
+		}
+		if f.outages.claim(route, time.Now()) {
+			take(route)
+		}
 	}
 	switch {
 	case tried > 0 && failed == tried:
@@ -256,6 +254,30 @@ func (f *fetcher) fetch(ctx context.Context, free int) (int, error) {
 		return 0, errAllOut
 	}
 	return got, nil
+}
+
+// fetchRoute takes up to n jobs of route and starts them. The Redis call
+// runs under its own timeout, not ctx: a fetch canceled after its script
+// ran would leave jobs leased to nobody, to be reaped later with an attempt
+// counted against them.
+func (f *fetcher) fetchRoute(ctx context.Context, route string, n int) (int, error) {
+	q := f.cfg.Queue
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancel()
+	now := q.Now() // leases are judged on Redis's clock
+	var ds []*queue.Dispatch
+	var err error
+	if len(f.cfg.JobTypes) > 0 {
+		ds, err = q.FetchTypes(rctx, route, f.cfg.Priorities, f.cfg.JobTypes, n, now.Add(f.cfg.Lease), now)
+	} else {
+		ds, err = q.Fetch(rctx, route, f.cfg.Priorities, n, now.Add(f.cfg.Lease), now)
+	}
+	f.exec.startAll(ds) // their slots were reserved by Run
+	var lost *queue.LostFetch
+	if errors.As(err, &lost) {
+		f.handBacks.add(lost)
+	}
+	return len(ds), err
 }
 
 // errAllOut is a fetch's error when every route waits out an outage.

@@ -24,12 +24,42 @@ type outage struct {
 
 func newOutages(log *slog.Logger) *outages { return &outages{log: log, down: map[string]*outage{}} }
 
-// skip reports whether route waits out an outage at now.
-func (o *outages) skip(route string, now time.Time) bool {
+// routeState is what a fetch may do with a route at a given time.
+type routeState int
+
+const (
+	routeUp  routeState = iota // fetch it
+	routeDue                   // out, and its retry time came: fetch it after the routes that are up (claim)
+	routeOut                   // out until its retry time, or being retried by another fetch
+)
+
+// state says what a fetch at now may do with route.
+func (o *outages) state(route string, now time.Time) routeState {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch d := o.down[route]; {
+	case d == nil:
+		return routeUp
+	case now.Before(d.until):
+		return routeOut
+	default:
+		return routeDue
+	}
+}
+
+// claim takes the retry of a route that is due for one, so that only one
+// fetch spends its time on a node that may still be down (a dial to a
+// silent host lasts until the call's timeout); the others go on with the
+// routes that are up.
+func (o *outages) claim(route string, now time.Time) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	d := o.down[route]
-	return d != nil && now.Before(d.until)
+	if d == nil || now.Before(d.until) {
+		return d == nil
+	}
+	d.until = now.Add(callTimeout)
+	return true
 }
 
 // failed records that a fetch from route failed with err at now.
