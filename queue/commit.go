@@ -71,8 +71,15 @@ func newCommitter[K comparable, In, Out any](inflight int, linger time.Duration,
 func (c *committer[K, In, Out]) do(ctx context.Context, group K, in In) (Out, error) {
 	g, b, idx, lead := c.join(group, in, nil)
 	if lead {
-		// The outcome is known: report it even if ctx ended meanwhile.
-		c.flushBatch(group, g, b)
+		// A batch of the caller's call alone goes out under the caller's
+		// context, so that a call never outlasts its context (a follower
+		// stops waiting when its context ends; a leader cannot, it runs the
+		// call). A batch that serves others goes out under its own timeout.
+		parent := context.Background()
+		if len(b.ins) == 1 {
+			parent = ctx
+		}
+		c.flushBatch(parent, group, g, b)
 		return b.outcome(idx)
 	}
 	select {
@@ -90,7 +97,7 @@ func (c *committer[K, In, Out]) do(ctx context.Context, group K, in In) (Out, er
 // not block.
 func (c *committer[K, In, Out]) doAsync(group K, in In, done func(Out, error)) {
 	if g, b, _, lead := c.join(group, in, done); lead {
-		c.flushBatch(group, g, b)
+		c.flushBatch(context.Background(), group, g, b)
 	}
 }
 
@@ -190,8 +197,8 @@ func (c *committer[K, In, Out]) takeLocked(g *commitGroup[In, Out], b *commitBat
 
 // flushBatch flushes b, taken by takeLocked, and hands what gathered meanwhile
 // to a goroutine of its own when it may go out (the caller has its answer).
-func (c *committer[K, In, Out]) flushBatch(group K, g *commitGroup[In, Out], b *commitBatch[In, Out]) {
-	if nb := c.flushOne(group, g, b); nb != nil {
+func (c *committer[K, In, Out]) flushBatch(parent context.Context, group K, g *commitGroup[In, Out], b *commitBatch[In, Out]) {
+	if nb := c.flushOne(parent, group, g, b); nb != nil {
 		go c.run(group, g, nb)
 	}
 }
@@ -199,14 +206,15 @@ func (c *committer[K, In, Out]) flushBatch(group K, g *commitGroup[In, Out], b *
 // run flushes b, then every batch that is ready when the previous one ends.
 func (c *committer[K, In, Out]) run(group K, g *commitGroup[In, Out], b *commitBatch[In, Out]) {
 	for b != nil {
-		b = c.flushOne(group, g, b)
+		b = c.flushOne(context.Background(), group, g, b)
 	}
 }
 
-// flushOne flushes b and returns the next batch if it is ready to go out
-// (taken, so the caller must flush it), or nil.
-func (c *committer[K, In, Out]) flushOne(group K, g *commitGroup[In, Out], b *commitBatch[In, Out]) *commitBatch[In, Out] {
-	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+// flushOne flushes b under parent, for at most flushTimeout, and returns the
+// next batch if it is ready to go out (taken, so the caller must flush it),
+// or nil.
+func (c *committer[K, In, Out]) flushOne(parent context.Context, group K, g *commitGroup[In, Out], b *commitBatch[In, Out]) *commitBatch[In, Out] {
+	ctx, cancel := context.WithTimeout(parent, flushTimeout)
 	b.outs, b.err = c.flush(ctx, group, b.ins)
 	cancel()
 	return c.complete(group, g, b)

@@ -2,7 +2,7 @@
 // and a server to break the network between them on purpose, without root or
 // iptables: Cut drops every connection at once (CutFor also refuses new ones
 // for a while), Hang keeps every connection open but silent until Resume,
-// which delivers what was held.
+// which delivers what was held, and Delay makes every byte arrive late.
 //
 // # What it owns, and what it must not know
 //
@@ -34,10 +34,11 @@ type Proxy struct {
 	mu          sync.Mutex
 	cond        *sync.Cond // broadcast when held, writing, a link's dead or closed changes
 	links       map[*link]struct{}
-	held        bool      // Hang: pumps wait before delivering anything
-	writing     int       // pumps delivering a chunk now: Hang waits for them
-	refuseUntil time.Time // CutFor: connections accepted before this are reset
-	cuts        int       // Cuts so far: a connection accepted before a Cut is cut too
+	held        bool          // Hang: pumps wait before delivering anything
+	delay       time.Duration // Delay: how long after it was read a chunk is delivered
+	writing     int           // pumps delivering a chunk now: Hang waits for them
+	refuseUntil time.Time     // CutFor: connections accepted before this are reset
+	cuts        int           // Cuts so far: a connection accepted before a Cut is cut too
 	closed      bool
 }
 
@@ -90,6 +91,15 @@ func (p *Proxy) Hang() {
 	for p.writing > 0 {
 		p.cond.Wait()
 	}
+}
+
+// Delay makes every chunk either side sends arrive d after it was read, in
+// order, as on a slow link (each direction pays d: a request and its reply
+// 2d); 0 ends it. Chunks already read keep the delay they were read under.
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
+	p.mu.Unlock()
 }
 
 // Resume ends a hang: what was held is delivered, in the order it was sent.
@@ -160,6 +170,12 @@ func (p *Proxy) pump(l *link, src, dst net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, rerr := src.Read(buf)
+		p.mu.Lock()
+		delay := p.delay
+		p.mu.Unlock()
+		if delay > 0 {
+			time.Sleep(delay) // the link's latency; a cut meanwhile fails the write below
+		}
 		if !p.pass(l) {
 			return
 		}

@@ -294,3 +294,28 @@ func TestClose_EndsEveryConnectionAndTheListener(t *testing.T) {
 		t.Fatal("the proxy still accepts after Close")
 	}
 }
+
+// With a delay, a round trip through an echo server takes at least the
+// delay each way, and bytes still arrive in order; Delay(0) ends it.
+func TestDelay_EachDirectionArrivesLateAndInOrder(t *testing.T) {
+	t.Parallel()
+	addr, _ := server(t, true)
+	p := start(t, addr)
+	c := dial(t, p.Addr())
+	const d = 150 * time.Millisecond
+	p.Delay(d)
+	began := time.Now()
+	send(t, c, "one")
+	send(t, c, "two")
+	expect(t, c, "onetwo")
+	if rtt := time.Since(began); rtt < 2*d {
+		t.Fatalf("round trip through a %s delay each way took %s", d, rtt)
+	}
+	p.Delay(0)
+	began = time.Now()
+	send(t, c, "fast")
+	expect(t, c, "fast")
+	if rtt := time.Since(began); rtt >= d {
+		t.Fatalf("round trip after Delay(0) took %s", rtt)
+	}
+}
