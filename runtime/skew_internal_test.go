@@ -12,12 +12,6 @@ import (
 	"github.com/bananas-go/bananas/internal/redistest"
 )
 
-// withLocalClock makes the client read a host clock of its own: a skewed one
-// stands for a host whose clock is off.
-func withLocalClock(now func() time.Time) ConnectOption {
-	return func(c *connectConfig) { c.localClock = now }
-}
-
 // A host whose clock runs ahead of the others' by more than the slack
 // between two renewals (here 2.4 s on a 3 s lease renewed every second)
 // must not reap leases that are being renewed: leases are judged on Redis's
@@ -40,7 +34,7 @@ func TestLease_HostClockAheadDoesNotReapRenewedLeases(t *testing.T) {
 		return c
 	}
 	honest := connectT()
-	ahead := connectT(withLocalClock(func() time.Time { return time.Now().Add(skew) }))
+	ahead := connectT(WithLocalClock(func() time.Time { return time.Now().Add(skew) }))
 	if s := ahead.q.Skew(); s > -skew+500*time.Millisecond || s < -skew-500*time.Millisecond {
 		t.Fatalf("measured skew of the host ahead = %s, want about -%s", s, skew)
 	}

@@ -100,3 +100,21 @@ func TestClusterWithReplicas_AReplicaTakesOverAKilledMaster(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the client's map reloads in the background
 	}
 }
+
+// A persistent server killed and restarted serves on the same port what it
+// acknowledged before the kill.
+func TestStartPersistent_RestartKeepsWhatWasAcknowledged(t *testing.T) {
+	t.Parallel()
+	s := StartPersistent(t)
+	c := s.Client(t)
+	ctx := context.Background()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET after the restart = %q, %v", v, err)
+	}
+}

@@ -25,6 +25,8 @@ import (
 type Server struct {
 	port   int
 	dir    string
+	bin    string
+	args   []string
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the process has exited
 	once   sync.Once
@@ -124,14 +126,24 @@ func tryStart(bin string, extra []string) (*Server, error) {
 	}
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--daemonize", "no", "--protected-mode", "no", "--logfile", filepath.Join(dir, "redis.log")}, extra...)
-	cmd := exec.Command(bin, args...)
+	s := &Server{port: port, dir: dir, bin: bin, args: args}
+	if err := s.run(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// run starts the server's process and waits until it answers PING.
+func (s *Server) run() error {
+	cmd := exec.Command(s.bin, s.args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("redistest: start redis-server: %w", err)
+		return fmt.Errorf("redistest: start redis-server: %w", err)
 	}
-	s := &Server{port: port, dir: dir, cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.exited) }()
+	s.cmd, s.exited = cmd, make(chan struct{})
+	exited := s.exited
+	go func() { _ = cmd.Wait(); close(exited) }()
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
@@ -140,22 +152,43 @@ func tryStart(bin string, extra []string) (*Server, error) {
 		err := c.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			return s, nil
+			return nil
 		}
 		select {
-		case <-s.exited:
-			log := tail(filepath.Join(dir, "redis.log"))
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("redistest: redis-server on port %d exited at start:\n%s", port, log)
+		case <-exited:
+			return fmt.Errorf("redistest: redis-server on port %d exited at start:\n%s", s.port, tail(filepath.Join(s.dir, "redis.log")))
 		default:
 		}
 		if time.Now().After(deadline) {
-			log := tail(filepath.Join(dir, "redis.log"))
-			s.Close()
-			return nil, fmt.Errorf("redistest: redis-server on port %d did not answer PING within 10s:\n%s", port, log)
+			log := tail(filepath.Join(s.dir, "redis.log"))
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("redistest: redis-server on port %d did not answer PING within 10s:\n%s", s.port, log)
 		}
 		time.Sleep(20 * time.Millisecond) // readiness wait, bounded by the deadline above
 	}
+}
+
+// StartPersistent starts a private server that writes every command to its
+// append-only file before it answers (appendfsync always), stopped when the
+// test ends: what it acknowledged survives Restart.
+func StartPersistent(t testing.TB) *Server {
+	t.Helper()
+	s, err := start([]string{"--appendonly", "yes", "--appendfsync", "always"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Restart kills the server as a crash would (SIGKILL, no shutdown) and starts
+// it again on the same port, in the same directory, with the same flags, and
+// waits until it answers. Not safe for concurrent use with Close.
+func (s *Server) Restart() error {
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	return s.run()
 }
 
 // FreePort picks a free port in 10000–22999: below the kernel's ephemeral
