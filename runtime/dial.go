@@ -13,18 +13,22 @@ import (
 )
 
 // dial turns a connection URL into a go-redis client (and, for mem://, the
-// embedded server it talks to).
+// embedded server it talks to). Every client honours its callers' context
+// deadlines on the socket (go-redis's ContextTimeoutEnabled), so a call
+// returns when its context ends even while the network is silent; without
+// it go-redis waits out its own read timeout, and each of its retries,
+// first. The engine's calls carry timeouts of their own, longer than a read's.
 func dial(raw string) (redis.UniversalClient, *embeddedServer, error) {
 	if err := checkRedisURL(raw); err != nil {
 		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", redactURL(raw), err)
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: want redis://, rediss://, redis+cluster:// or mem://", redactURL(raw))
+		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: want redis://, rediss://, redis+cluster://, rediss+cluster:// or mem://", redactURL(raw))
 	}
 	switch scheme {
 	case "redis", "rediss":
-		opt, err := redis.ParseURL(raw)
+		opt, err := parseServerURL(raw)
 		if err != nil {
 			return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", redactURL(raw), err)
 		}
@@ -35,9 +39,10 @@ func dial(raw string) (redis.UniversalClient, *embeddedServer, error) {
 			// runtime uses no RESP3 feature.
 			opt.Protocol = 2
 		}
+		opt.ContextTimeoutEnabled = true // see dial
 		return redis.NewClient(opt), nil, nil
-	case "redis+cluster":
-		opt, err := parseClusterURL(rest)
+	case "redis+cluster", "rediss+cluster":
+		opt, err := parseClusterURL(scheme, rest)
 		if err != nil {
 			return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", redactURL(raw), err)
 		}
@@ -47,28 +52,29 @@ func dial(raw string) (redis.UniversalClient, *embeddedServer, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return redis.NewClient(&redis.Options{Addr: emb.m.Addr()}), emb, nil
+		return redis.NewClient(&redis.Options{Addr: emb.m.Addr(), ContextTimeoutEnabled: true}), emb, nil
 	default:
-		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: unknown scheme %q, want redis, rediss, redis+cluster or mem", redactURL(raw), scheme)
+		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: unknown scheme %q, want redis, rediss, redis+cluster, rediss+cluster or mem", redactURL(raw), scheme)
 	}
 }
 
 // checkRedisURL reports what is wrong with a connection URL, without
-// connecting: its scheme, and for servers their host:port.
+// connecting: its scheme, for servers their host:port, and the TLS files it
+// names (read, so that a missing CA file is a configuration error at start).
 func checkRedisURL(raw string) error {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return fmt.Errorf("want redis://host:port, rediss://..., redis+cluster://h1:p1,h2:p2 or mem://")
+		return fmt.Errorf("want redis://host:port, rediss://..., redis+cluster://h1:p1,h2:p2, rediss+cluster://... or mem://")
 	}
 	switch scheme {
 	case "redis", "rediss":
-		opt, err := redis.ParseURL(raw)
+		opt, err := parseServerURL(raw)
 		if err != nil {
 			return err
 		}
 		return checkAddr(opt.Addr)
-	case "redis+cluster":
-		opt, err := parseClusterURL(rest)
+	case "redis+cluster", "rediss+cluster":
+		opt, err := parseClusterURL(scheme, rest)
 		if err != nil {
 			return err
 		}
@@ -81,7 +87,7 @@ func checkRedisURL(raw string) error {
 	case "mem":
 		return nil
 	default:
-		return fmt.Errorf("unknown scheme %q, want redis, rediss, redis+cluster or mem", scheme)
+		return fmt.Errorf("unknown scheme %q, want redis, rediss, redis+cluster, rediss+cluster or mem", scheme)
 	}
 }
 
@@ -97,14 +103,30 @@ func checkAddr(addr string) error {
 	return nil
 }
 
-// parseClusterURL reads "[user:pass@]h1:p1,h2:p2[?...]".
-func parseClusterURL(rest string) (*redis.ClusterOptions, error) {
-	hosts, _, _ := strings.Cut(rest, "?")
-	opt := &redis.ClusterOptions{}
+// parseClusterURL reads the "[user:pass@]h1:p1,h2:p2[?tls_...]" after
+// scheme:// (redis+cluster, or rediss+cluster for TLS).
+func parseClusterURL(scheme, rest string) (*redis.ClusterOptions, error) {
+	hosts, query, _ := strings.Cut(rest, "?")
+	tlsConfig, err := clusterTLS(scheme, query)
+	if err != nil {
+		return nil, err
+	}
+	opt := &redis.ClusterOptions{
+		// One dial per attempt: a node that refuses is down, and the
+		// cluster client's own retries, after the map reload a failed dial
+		// starts (followTopology), reach the node that took its slots;
+		// go-redis's five dials 100 ms apart would hold every call to the
+		// dead node for half a second first.
+		DialerRetries: 1,
+		// The map is also reloaded on this interval (go-redis: 60 s), for
+		// changes no failed call reveals, such as a replica added.
+		ClusterStateReloadInterval: 5 * time.Second,
+		ContextTimeoutEnabled:      true, // see dial
+	}
 	if at := strings.LastIndex(hosts, "@"); at >= 0 {
 		u, err := url.Parse("redis://" + hosts[:at+1] + "x")
 		if err != nil {
-			return nil, err
+			return nil, withoutURL(err)
 		}
 		opt.Username = u.User.Username()
 		opt.Password, _ = u.User.Password()
@@ -123,6 +145,7 @@ func parseClusterURL(rest string) (*redis.ClusterOptions, error) {
 	if len(opt.Addrs) == 0 {
 		return nil, fmt.Errorf("no cluster nodes")
 	}
+	opt.TLSConfig = tlsConfig
 	return opt, nil
 }
 
