@@ -3,6 +3,7 @@ package results
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -31,7 +32,8 @@ type Listener struct {
 type channelState struct {
 	subs      map[*Subscription]struct{}
 	confirmed bool
-	waiters   []chan struct{} // closed when the subscription is confirmed
+	waiters   []chan struct{} // closed when the subscription is confirmed or refused
+	refused   error           // Redis's answer to a SUBSCRIBE it refused (NOPERM)
 }
 
 // Subscription receives the payloads published on one channel.
@@ -103,6 +105,13 @@ func (l *Listener) subscribe(ctx context.Context, s *Subscription) (*Subscriptio
 	}
 	select {
 	case <-confirmed:
+		l.mu.Lock()
+		err := st.refused
+		l.mu.Unlock()
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("subscribe to %s: %w", channel, err)
+		}
 		return s, nil
 	case <-ctx.Done():
 		s.Close()
@@ -188,6 +197,11 @@ func (l *Listener) receive(ps *redis.PubSub, done chan struct{}) {
 			if closed || errors.Is(err, redis.ErrClosed) {
 				return
 			}
+			var reply redis.Error
+			if errors.As(err, &reply) {
+				l.refuse(err)
+				continue
+			}
 			if cluster {
 				if ps = l.replace(ps); ps == nil {
 					return
@@ -237,6 +251,27 @@ func (l *Listener) replace(old *redis.PubSub) *redis.PubSub {
 		}
 		_ = ps.Close()
 		time.Sleep(100 * time.Millisecond) // every master refused: the cluster is failing over
+	}
+}
+
+// refuse answers every subscription not yet confirmed with err, a reply
+// Redis sent instead of a confirmation (a user without SUBSCRIBE gets
+// NOPERM): waiting for a confirmation that will not come would hang the
+// subscriber until its context ends, saying nothing. The channels are
+// forgotten, so a later Subscribe asks Redis again.
+func (l *Listener) refuse(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for channel, st := range l.channels {
+		if st.confirmed {
+			continue
+		}
+		st.refused = err
+		for _, w := range st.waiters {
+			close(w)
+		}
+		st.waiters = nil
+		delete(l.channels, channel)
 	}
 }
 

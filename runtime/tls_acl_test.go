@@ -359,6 +359,10 @@ func TestACL_AMissingCommandIsNamedInTheError(t *testing.T) {
 			_, err := runtime.NewInspector(connect(t, url, runtime.WithNamespace(ns))).Workers(ctxT(t))
 			return err
 		}},
+		{"subscribe", func(t *testing.T, url string) error {
+			_, err := testtasks.Echo.With(connect(t, url, runtime.WithNamespace(ns))).Await(ctxT(t), "01M85PX5NEAJHF3VT4CWTZK1YD.default")
+			return err
+		}},
 	} {
 		t.Run("without "+tc.drop, func(t *testing.T) {
 			user := "no-" + tc.drop
