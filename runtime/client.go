@@ -109,11 +109,15 @@ var ErrNotReplicated = queue.ErrNotReplicated
 
 // Connect opens a client for url:
 //
-//	redis://[user:pass@]host:port[/db]     a Redis server
-//	rediss://...                           the same over TLS
+//	redis://[user:pass@]host:port[/db]      a Redis server
+//	rediss://...                            the same over TLS
 //	redis+cluster://[user:pass@]h1:p1,h2:p2 a Redis Cluster (seed nodes)
-//	mem://                                 an embedded in-process server (miniredis)
+//	rediss+cluster://...                    the same over TLS
+//	mem://                                  an embedded in-process server (miniredis)
 //
+// Over TLS, the query parameters tls_ca_file, tls_cert_file, tls_key_file
+// and tls_server_name name a private CA, a client certificate and its key,
+// and the name the server's certificate must carry (docs/OPERATIONS.md).
 // It checks the server answers before it returns.
 func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, error) {
 	cfg := connectConfig{namespace: os.Getenv("BANANAS_NAMESPACE"), maxPayload: DefaultMaxPayload, maxRetries: DefaultMaxRetries}

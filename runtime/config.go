@@ -79,7 +79,7 @@ type configVar struct {
 }
 
 var configVars = []configVar{
-	{"REDIS_URL", "redis-url", "Redis URL: redis://, rediss://, redis+cluster://h1,h2 or mem://", func(c *Config, v string) error {
+	{"REDIS_URL", "redis-url", "Redis URL: redis://, rediss://, redis+cluster://h1,h2, rediss+cluster://h1,h2 or mem://", func(c *Config, v string) error {
 		if err := checkRedisURL(v); err != nil {
 			return envError("REDIS_URL", redactURL(v), err.Error())
 		}
