@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test test-faults demo bench bench-compare fmt
+.PHONY: test test-faults test-chaos demo bench bench-compare bench-replica fmt
 
 # The one test command (README, .ci/run): what the tests need installed
 # (scripts/test-deps.sh), formatting, vet, and every test with the race
@@ -12,12 +12,21 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-# The network-fault load test: workers reach a real redis-server through a
-# proxy that cuts their connections and then holds them silent past a lease
+# The network-fault load test: workers and a producer reach a real
+# redis-server through a proxy that cuts their connections, holds them silent
+# past a lease, then slows them by 200 ms each way for 30 s
 # (runtime/faults_test.go, internal/faultproxy). make test runs it too; this
 # target runs it alone, -v printing its figures.
 test-faults:
 	$(GO) test -race -count=1 -timeout 5m -v -run '^TestWorker_EveryJobFinishesThroughCutsAndSilentHangs$$' ./runtime/
+
+# The chaos run: three worker processes (one with its clock a minute ahead)
+# and a producer behind a proxy to a Redis that persists every write, through
+# worker SIGKILLs, cut and silent connections and Redis restarts, in a random
+# order (BANANAS_CHAOS_SEED repeats one); about two and a half minutes. It prints the
+# faults, jobs, duplicates, the longest wait and goroutines per worker.
+test-chaos:
+	BANANAS_CHAOS=1 $(GO) test -count=1 -timeout 10m -v -run '^TestChaos_' ./runtime/
 
 # The whole thing on the embedded Redis, no server needed.
 demo:
@@ -38,6 +47,12 @@ bench:
 BENCH_PEER ?= ../shared/bench
 bench-compare:
 	./examples/bench/compare-doc.sh $(BENCH_PEER)
+
+# What runtime.WaitForReplicas costs a single enqueue: a throwaway
+# redis-server with a replica, the enqueue with and without it, medians of
+# three alternating rounds.
+bench-replica:
+	./scripts/bench-replica.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

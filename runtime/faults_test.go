@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	rpprof "runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +24,8 @@ import (
 
 // The network faults a worker must come through without losing a job: a cut
 // that drops every connection and refuses new ones, then a hang that keeps
-// every connection open and silent for longer than a lease. During the hang
+// every connection open and silent for longer than a lease, then a slow link
+// (faultLatency each way) for faultSlow. During the hang
 // go-redis times out (read_timeout below) and resends the same command on
 // another connection; every copy reaches Redis when the hang ends, each runs,
 // and only the last one's reply is read.
@@ -32,19 +35,28 @@ import (
 // and its caller carries on with one answer. With 1 s, go-redis gives up
 // within the hang and the caller sees an error, which is the easy case.
 const (
-	faultJobs   = 300
-	faultPace   = 50 * time.Millisecond // between two enqueues: the load spans both faults
-	faultLease  = 3 * time.Second
-	faultCut    = 5 * time.Second
-	faultHang   = 8 * time.Second
-	faultDrain  = 15 * time.Second // after the hang, for every job to finish
-	faultURLOpt = "?read_timeout=3s&write_timeout=3s"
+	faultJobs    = 300
+	faultPace    = 50 * time.Millisecond // between two enqueues: the load spans both faults
+	faultLease   = 3 * time.Second
+	faultCut     = 5 * time.Second
+	faultHang    = 8 * time.Second
+	faultConc    = 8 // per worker; a worker keeps up to this many handler goroutines
+	faultSlow    = 30 * time.Second
+	faultLatency = 200 * time.Millisecond
+	faultDrain   = 15 * time.Second // after the faults, for every job to finish
+	faultURLOpt  = "?read_timeout=3s&write_timeout=3s"
+	// faultCall bounds each enqueue of the producer that goes through the
+	// faults: it gets an answer or an error within it, never a hang.
+	faultCall = time.Second
 )
 
-// Through a cut and a silent hang longer than the lease, with go-redis
-// resending timed-out commands (its default retries), every job enqueued
-// finishes: none is lost, none dead-lettered, and a job runs more than once
-// only when its lease expired and it was recovered, which counts an attempt.
+// Through a cut, a silent hang longer than the lease and a slow link, with
+// go-redis resending timed-out commands (its default retries), every job
+// enqueued finishes: none is lost, none dead-lettered, and a job runs more
+// than once only when its lease expired and it was recovered, which counts
+// an attempt. A producer behind the same faults gets an answer or an error
+// within its context on every call. The workers' goroutines are counted by
+// a pprof label: as many after the faults as before, none after they stop.
 func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
@@ -66,19 +78,25 @@ func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
 	if os.Getenv("BANANAS_TEST_LOG") == "1" {
 		logs.next = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
 	}
-	for range 2 {
-		c := connect(t, "redis://"+px.Addr()+"/0"+faultURLOpt, runtime.WithNamespace(ns))
-		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{
-			Lease: faultLease, Concurrency: 8, Logger: slog.New(logs),
-		}))
-		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
-			j, _ := runtime.CurrentJob(ctx)
-			led.record(j.ID, j.Attempt)
-			time.Sleep(3 * time.Millisecond) // the job's work
-			return Reply{Text: m.Text}, nil
-		})
-		startWorker(t, w)
-	}
+	label := rpprof.Labels("bananas-faults", ns)
+	var stops []func()
+	var clients []*runtime.Client
+	rpprof.Do(context.Background(), label, func(context.Context) {
+		for range 2 {
+			c := connect(t, "redis://"+px.Addr()+"/0"+faultURLOpt, runtime.WithNamespace(ns))
+			w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{
+				Lease: faultLease, Concurrency: faultConc, Logger: slog.New(logs),
+			}))
+			runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
+				j, _ := runtime.CurrentJob(ctx)
+				led.record(j.ID, j.Attempt)
+				time.Sleep(3 * time.Millisecond) // the job's work
+				return Reply{Text: m.Text}, nil
+			})
+			stops = append(stops, startWorker(t, w))
+			clients = append(clients, c)
+		}
+	})
 
 	var (
 		idsMu sync.Mutex
@@ -104,7 +122,41 @@ func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
 		}
 	}()
 
+	// The producer behind the faults: an enqueue every faultPace until the
+	// faults are over, each bounded by faultCall.
+	via := connect(t, "redis://"+px.Addr()+"/0"+faultURLOpt, runtime.WithNamespace(ns), runtime.DefaultRetries(20))
+	var viaFailed, viaOK int
+	var viaLongest time.Duration
+	viaStop, viaDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(viaDone)
+		tick := time.NewTicker(faultPace)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-viaStop:
+				return
+			case <-tick.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), faultCall)
+			start := time.Now()
+			id, err := testtasks.Echo.With(via).Enqueue(ctx, Msg{Text: fmt.Sprint("via ", i)})
+			took := time.Since(start)
+			cancel()
+			viaLongest = max(viaLongest, took)
+			if err != nil {
+				viaFailed++
+				continue
+			}
+			viaOK++
+			idsMu.Lock()
+			ids = append(ids, id)
+			idsMu.Unlock()
+		}
+	}()
+
 	waitFor(t, 15*time.Second, "the workers to run their first jobs", func() bool { return led.total() >= 20 })
+	goroutinesBefore := labeledGoroutines(t, ns)
 	cutAt := time.Since(began)
 	px.CutFor(faultCut)
 	time.Sleep(faultCut) // the fault itself
@@ -115,6 +167,15 @@ func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
 	time.Sleep(faultHang) // the fault itself
 	px.Resume()
 	resumedAt := time.Since(began)
+	ranBefore = led.total()
+	waitFor(t, 15*time.Second, "the workers to run jobs again after the hang", func() bool { return led.total() >= ranBefore+10 })
+	px.Delay(faultLatency)
+	ranBefore = led.total()
+	time.Sleep(faultSlow) // the fault itself
+	px.Delay(0)
+	ranSlow := led.total() - ranBefore
+	close(viaStop)
+	<-viaDone
 	recv(t, produced, 30*time.Second, "the producer to enqueue every job")
 
 	// Every job finishes: completed, as seen straight from Redis.
@@ -144,14 +205,26 @@ func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
 		}
 	}
 	took := time.Since(began)
+	goroutinesAfter := labeledGoroutines(t, ns)
+	for _, stop := range stops {
+		stop()
+	}
+	for _, c := range clients {
+		_ = c.Close()
+	}
+	waitFor(t, 10*time.Second, "every goroutine of the stopped workers to end", func() bool { return labeledGoroutines(t, ns) == 0 })
 
 	stats, err := runtime.QueueOf(direct).Stats(ctx, "default")
 	if err != nil {
 		t.Fatal(err)
 	}
 	runs, dups, extra := led.figures()
-	t.Logf("cut %s at %s, hang %s at %s, resumed at %s; lease %s, go-redis %s and default retries",
-		faultCut, cutAt.Round(time.Millisecond), faultHang, hangAt.Round(time.Millisecond), resumedAt.Round(time.Millisecond), faultLease, faultURLOpt)
+	t.Logf("cut %s at %s, hang %s at %s, resumed at %s, then %s each way for %s (%d runs meanwhile); lease %s, go-redis %s and default retries",
+		faultCut, cutAt.Round(time.Millisecond), faultHang, hangAt.Round(time.Millisecond), resumedAt.Round(time.Millisecond),
+		faultLatency, faultSlow, ranSlow, faultLease, faultURLOpt)
+	t.Logf("producer behind the faults: %d enqueued, %d failed with an error, longest call %s (bound %s); worker goroutines %d before the faults, %d after, 0 once stopped",
+		viaOK, viaFailed, viaLongest.Round(time.Millisecond), faultCall, goroutinesBefore, goroutinesAfter)
+	t.Logf("worker log: %d outage starts, %d outage ends", logs.containing("cannot fetch from route"), logs.containing("fetching from route again"))
 	t.Logf("jobs %d, runs %d, jobs run more than once %d (extra runs %d), recovered %d, dead %d; worker log: %d lease lost, %d recovered, %d results not written; took %s",
 		len(all), runs, dups, extra, stats["recovered"], stats["dead"],
 		logs.containing("lease lost"),
@@ -176,6 +249,17 @@ func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
 	}
 	if stats["dead"] != 0 {
 		t.Errorf("%d jobs dead-lettered; want none", stats["dead"])
+	}
+	if viaLongest > faultCall+250*time.Millisecond {
+		t.Errorf("an enqueue behind the faults took %s, past its %s context", viaLongest, faultCall)
+	}
+	if ranSlow == 0 {
+		t.Errorf("no job ran during %s of a slow link", faultSlow)
+	}
+	// A worker keeps the handler goroutines it started, up to its
+	// concurrency; anything beyond those is a leak.
+	if goroutinesAfter > goroutinesBefore+2*faultConc {
+		t.Errorf("the workers had %d goroutines before the faults and %d after", goroutinesBefore, goroutinesAfter)
 	}
 	// A second run of a job is only allowed after its lease expired: the
 	// recovery counted a failed attempt, so each run of a job has its own
@@ -346,4 +430,27 @@ func (h *logCountWith) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *logCountWith) WithGroup(g string) slog.Handler {
 	return &logCountWith{h.root, h.next.WithGroup(g)}
+}
+
+// labeledGoroutines counts the goroutines carrying the pprof label
+// bananas-faults=ns: those started under it and every one they started.
+func labeledGoroutines(t *testing.T, ns string) int {
+	t.Helper()
+	var b strings.Builder
+	if err := rpprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%q:%q", "bananas-faults", ns)
+	n := 0
+	for _, group := range strings.Split(b.String(), "\n\n") {
+		count, _, ok := strings.Cut(group, " @ ")
+		if !ok || !strings.Contains(group, "# labels: ") || !strings.Contains(group, want) {
+			continue
+		}
+		k, err := strconv.Atoi(strings.TrimSpace(count[strings.LastIndex(count, "\n")+1:]))
+		if err == nil {
+			n += k
+		}
+	}
+	return n
 }

@@ -18,6 +18,10 @@ func TestMain(m *testing.M) {
 		runWorkerProcess(url, os.Getenv("BANANAS_TEST_WORKER_NS"))
 		return
 	}
+	if spec := os.Getenv(chaosWorkerEv); spec != "" {
+		runChaosWorker(spec)
+		return
+	}
 	redistest.Main(m)
 }
 
