@@ -164,7 +164,18 @@ func poisonJobs() []poisonJob {
 		{"None", poisonNone.Name(), claim(map32), nil, args(poisonNone.Name()) + entries},
 		{"envelope args", s, nil, append(append(mpack.String(mpack.MapHeader(nil, 1), "a"), bin32...), tail...),
 			`cannot decode job: decode envelope: field "a": ` + bins},
+		{"arrays nested 10,000 deep", poisonSlice.Name(), nested(10000), nil, args(poisonSlice.Name()) + deep},
+		{"envelope nested 10,000 deep", s, nil, nested(10000), "cannot decode job: decode envelope: " + deep},
 	}
+}
+
+// deep is the error of a value nested past mpack.MaxDepth: the path down to
+// where it stops, shortened, and why.
+var deep = `field "[0][0][0][0][0][0]…[0][0][0][0][0][0]": nested deeper than ` + strconv.Itoa(mpack.MaxDepth) + " levels"
+
+// nested is depth one-element arrays, one inside the other, around a nil.
+func nested(depth int) []byte {
+	return append(bytes.Repeat([]byte{0x91}, depth), 0xc0)
 }
 
 // Jobs whose args (or envelope) carry array32, map32, str32 and bin32 headers
