@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test test-faults test-chaos demo bench bench-compare bench-replica fmt
+.PHONY: test test-faults test-chaos fuzz demo bench bench-compare bench-replica fmt
 
 # The one test command (README, .ci/run): what the tests need installed
 # (scripts/test-deps.sh), formatting, vet, and every test with the race
@@ -53,6 +53,12 @@ bench-compare:
 # three alternating rounds.
 bench-replica:
 	./scripts/bench-replica.sh
+
+# Every fuzz target for FUZZTIME each (default 10s), one after the other;
+# a failing input is written under the package's testdata/fuzz and becomes
+# part of the seed corpus that make test runs.
+fuzz:
+	./scripts/fuzz.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
