@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,41 @@ import (
 func TestCLI_CronListShowsState(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"REDIS_URL": redistest.Shared(t).URL(), "BANANAS_NAMESPACE": redistest.Namespace(t), "LOG_LEVEL": "error"}
+	entries := cronFires(t, env)
+	for _, e := range entries {
+		switch e.Name {
+		case "tick":
+			if e.Spec != "@every 2s" || e.LastRun.IsZero() || !e.NextRun.After(e.LastRun) || e.LastJob == "" {
+				t.Fatalf("tick = %+v; want last_run, a later next_run and its last job", e)
+			}
+		case "nightly_report":
+			if e.TZ != "Europe/Berlin" || e.Route != "reports" || e.RunCount != 0 || e.NextRun.In(mustZone(t, "Europe/Berlin")).Hour() != 3 {
+				t.Fatalf("nightly_report = %+v; want next run at 03:00 Berlin, never run", e)
+			}
+		default:
+			t.Fatalf("unexpected entry %+v", e)
+		}
+	}
+	var out bytes.Buffer
+	code := runtime.RunCommand(context.Background(), []string{"cron", "list"}, func(k string) string { return env[k] }, &out, io.Discard, crontasks.Register)
+	if table := out.String(); code != 0 || !strings.Contains(table, "NEXT RUN") || !strings.Contains(table, "nightly_report") || !strings.Contains(table, "Europe/Berlin") {
+		t.Fatalf("cron list table = %d:\n%s", code, table)
+	}
+}
+
+func mustZone(t *testing.T, name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+// cronFires runs the scheduler of the cron example with env until its
+// every-2s entry has fired, as `cron list --json` shows, and returns the
+// entries that showed it.
+func cronFires(t *testing.T, env map[string]string) []runtime.CronStatus {
+	t.Helper()
 	getenv := func(k string) string { return env[k] }
 	run := func(ctx context.Context, args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
@@ -33,7 +69,6 @@ func TestCLI_CronListShowsState(t *testing.T) {
 			t.Errorf("scheduler exited %d", code)
 		}
 	}()
-
 	var entries []runtime.CronStatus
 	waitFor(t, 15*time.Second, "the @every 2s entry to fire", func() bool {
 		code, out, errOut := run(context.Background(), "cron", "list", "--json")
@@ -50,30 +85,5 @@ func TestCLI_CronListShowsState(t *testing.T) {
 		}
 		return false
 	})
-	for _, e := range entries {
-		switch e.Name {
-		case "tick":
-			if e.Spec != "@every 2s" || e.LastRun.IsZero() || !e.NextRun.After(e.LastRun) || e.LastJob == "" {
-				t.Fatalf("tick = %+v; want last_run, a later next_run and its last job", e)
-			}
-		case "nightly_report":
-			if e.TZ != "Europe/Berlin" || e.Route != "reports" || e.RunCount != 0 || e.NextRun.In(mustZone(t, "Europe/Berlin")).Hour() != 3 {
-				t.Fatalf("nightly_report = %+v; want next run at 03:00 Berlin, never run", e)
-			}
-		default:
-			t.Fatalf("unexpected entry %+v", e)
-		}
-	}
-	code, out, _ := run(context.Background(), "cron", "list")
-	if code != 0 || !strings.Contains(out, "NEXT RUN") || !strings.Contains(out, "nightly_report") || !strings.Contains(out, "Europe/Berlin") {
-		t.Fatalf("cron list table = %d:\n%s", code, out)
-	}
-}
-
-func mustZone(t *testing.T, name string) *time.Location {
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc
+	return entries
 }

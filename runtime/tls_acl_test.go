@@ -1,9 +1,7 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	crontasks "github.com/bananas-go/bananas/examples/cron/tasks"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
@@ -492,41 +489,4 @@ func aclDenials(t *testing.T, admin *redis.Client) []string {
 		out = append(out, fmt.Sprintf("%s %s %s (%s)", e.Reason, e.Context, e.Object, e.Username))
 	}
 	return out
-}
-
-// cronFires runs the scheduler of the cron example with env until its
-// every-2s entry has fired, as `cron list --json` shows.
-func cronFires(t *testing.T, env map[string]string) {
-	t.Helper()
-	getenv := func(k string) string { return env[k] }
-	run := func(ctx context.Context, args ...string) (int, string, string) {
-		var out, errOut bytes.Buffer
-		code := runtime.RunCommand(ctx, args, getenv, &out, &errOut, crontasks.Register)
-		return code, out.String(), errOut.String()
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { code, _, _ := run(sctx, "scheduler"); done <- code }()
-	defer func() {
-		stop()
-		if code := recv(t, done, 30*time.Second, "the scheduler to stop"); code != 0 {
-			t.Errorf("scheduler exited %d", code)
-		}
-	}()
-	waitFor(t, 15*time.Second, "the @every 2s entry to fire", func() bool {
-		code, out, errOut := run(context.Background(), "cron", "list", "--json")
-		if code != 0 {
-			t.Fatalf("cron list --json = %d %s", code, errOut)
-		}
-		var entries []runtime.CronStatus
-		if err := json.Unmarshal([]byte(out), &entries); err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if e.Name == "tick" && e.RunCount > 0 {
-				return true
-			}
-		}
-		return false
-	})
 }
