@@ -36,11 +36,14 @@ demo:
 # harness's scenarios, then the operator surface (-admin: HTTP submissions
 # against the Go API, /metrics, queues and job-list pages at 1M pending jobs
 # over 50 routes; the fill takes about 10 s on 2 cores). BENCH_ADMIN_FLAGS
-# sizes it, e.g. BENCH_ADMIN_FLAGS='-depth 10000'.
+# sizes it, e.g. BENCH_ADMIN_FLAGS='-depth 10000'. Then, where redis-server is
+# installed, what WaitForReplicas costs (bench-replica, below).
 BENCH_ADMIN_FLAGS ?=
 bench:
 	$(GO) run ./examples/bench
 	$(GO) run ./examples/bench -admin $(BENCH_ADMIN_FLAGS)
+	@if command -v redis-server >/dev/null; then ./scripts/bench-replica.sh; \
+	else echo "# bench-replica skipped: it needs redis-server for a master and its replica"; fi
 
 # asynq and make bench side by side on one throwaway Redis; rewrites the
 # table in docs/PERFORMANCE.md. BENCH_PEER is the shared peer harness.

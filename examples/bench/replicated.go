@@ -15,7 +15,8 @@ import (
 // the enqueue scenario through a client that waits for one replica and
 // through one that does not, alternating, three rounds each, on a server
 // with a replica (scripts/bench-replica.sh starts one). It reports the
-// medians and their ratio.
+// medians and their ratio, under names of their own: make bench-compare
+// reads make bench's output, and enqueue_jobs_per_s is the peer harness's.
 func replicated(ctx context.Context, url, ns string) {
 	plain, err := runtime.Connect(ctx, url, runtime.WithNamespace(ns))
 	if err != nil {
@@ -53,7 +54,7 @@ func replicated(ctx context.Context, url, ns string) {
 	}
 	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
 	p, w := median(plainRates), median(waitingRates)
-	report("enqueue_jobs_per_s", p)
-	report("enqueue_wait_replica_jobs_per_s", w)
-	report("enqueue_wait_replica_vs_plain", w/p)
+	report("replica_plain_enqueue_jobs_per_s", p)
+	report("replica_wait_enqueue_jobs_per_s", w)
+	report("replica_wait_vs_plain", w/p)
 }
