@@ -253,6 +253,11 @@ func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
 	if viaLongest > faultCall+250*time.Millisecond {
 		t.Errorf("an enqueue behind the faults took %s, past its %s context", viaLongest, faultCall)
 	}
+	// An outage is logged once when it starts and once when it ends, per
+	// worker, not once per failed fetch: two faults, two workers.
+	if starts, ends := logs.containing("cannot fetch from route"), logs.containing("fetching from route again"); starts > 2*len(stops) || starts != ends {
+		t.Errorf("workers logged %d outage starts and %d ends through two faults; want each outage once, and each ended", starts, ends)
+	}
 	if ranSlow == 0 {
 		t.Errorf("no job ran during %s of a slow link", faultSlow)
 	}
