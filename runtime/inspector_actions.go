@@ -94,19 +94,9 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 	if jq.Newest {
 		sort.Sort(sort.Reverse(sort.StringSlice(routes)))
 	}
-	// Across routes the cursor is "route/inner": the route it stopped in and
-	// the queue's cursor within it.
-	start, inner := 0, jq.Cursor
-	if jq.Route == "" && jq.Cursor != "" {
-		r, c, ok := strings.Cut(jq.Cursor, "/")
-		i := sort.SearchStrings(routes, r)
-		if jq.Newest {
-			i = indexOf(routes, r)
-		}
-		if !ok || i < 0 || i >= len(routes) || routes[i] != r {
-			return JobPage{}, badQuery("cursor", "cursor %q is not one this listing gave", jq.Cursor)
-		}
-		start, inner = i, c
+	start, inner, err := routeCursor(routes, jq)
+	if err != nil {
+		return JobPage{}, err
 	}
 	page := JobPage{Jobs: []JobInfo{}}
 	for i := start; i < len(routes) && len(page.Jobs) < jq.Limit; i++ {
@@ -140,6 +130,24 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 		}
 	}
 	return page, nil
+}
+
+// routeCursor finds where a listing of every route resumes: across routes
+// the cursor is "route/inner", the route it stopped in and the queue's
+// cursor within it; routes are in the listing's order.
+func routeCursor(routes []string, jq JobQuery) (start int, inner string, err error) {
+	if jq.Route != "" || jq.Cursor == "" {
+		return 0, jq.Cursor, nil
+	}
+	r, c, ok := strings.Cut(jq.Cursor, "/")
+	i := sort.SearchStrings(routes, r)
+	if jq.Newest {
+		i = indexOf(routes, r)
+	}
+	if !ok || i < 0 || i >= len(routes) || routes[i] != r {
+		return 0, "", badQuery("cursor", "cursor %q is not one this listing gave", jq.Cursor)
+	}
+	return i, c, nil
 }
 
 func indexOf(xs []string, x string) int {

@@ -7,6 +7,8 @@ import (
 	"time"
 )
 
+// cmdDLQ is `dlq list | replay | purge`: the flags of all three, then the
+// subcommand named.
 func cmdDLQ(e *Env, args []string) error {
 	const usage = "usage: dlq list [--route R] [--task T] [--q TEXT] [--limit N] [--cursor C] [--json] | dlq replay ID | dlq replay --all [--route R] [--task T] | dlq purge [--route R] [--task T] [--older-than D] [--yes]"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" {
@@ -19,17 +21,19 @@ func cmdDLQ(e *Env, args []string) error {
 	sub, args := args[0], args[1:]
 	e.Name = "dlq " + sub
 	fs := e.Flags("[flags]")
-	q := queryFlags(fs, 100)
-	route, task := &q.Route, &q.Task
-	all := fs.Bool("all", false, "replay: every dead job (of --route and --task)")
-	older := fs.Duration("older-than", 0, "purge: only jobs that died longer ago than this")
-	yes := fs.Bool("yes", false, "purge: do not ask for confirmation on a terminal")
-	asJSON := fs.Bool("json", false, "print JSON")
+	f := dlqFlags{
+		query:  queryFlags(fs, 100),
+		all:    fs.Bool("all", false, "replay: every dead job (of --route and --task)"),
+		older:  fs.Duration("older-than", 0, "purge: only jobs that died longer ago than this"),
+		yes:    fs.Bool("yes", false, "purge: do not ask for confirmation on a terminal"),
+		asJSON: fs.Bool("json", false, "print JSON"),
+	}
 	pos, err := Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if sub != "list" && sub != "replay" && sub != "purge" {
+	run := map[string]func(*Env, Backend, dlqFlags, []string) error{"list": dlqList, "replay": dlqReplay, "purge": dlqPurge}[sub]
+	if run == nil {
 		return usageError{fmt.Errorf("unknown dlq subcommand %q: want list, replay or purge", sub)}
 	}
 	b, err := e.open()
@@ -37,44 +41,60 @@ func cmdDLQ(e *Env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	switch sub {
-	case "list":
-		q.State = "failed"
-		page, err := b.Jobs(e.Ctx, *q)
+	return run(e, b, f, pos)
+}
+
+// dlqFlags are the flags every dlq subcommand parses; each reads its own.
+type dlqFlags struct {
+	query    *JobQuery
+	all, yes *bool
+	older    *time.Duration
+	asJSON   *bool
+}
+
+func dlqList(e *Env, b Backend, f dlqFlags, _ []string) error {
+	q := *f.query
+	q.State = "failed"
+	page, err := b.Jobs(e.Ctx, q)
+	if err != nil {
+		return err
+	}
+	if *f.asJSON {
+		return printJSON(e.Stdout, page.JSON)
+	}
+	rows := make([][]string, len(page.Jobs))
+	for i, d := range page.Jobs {
+		rows[i] = []string{d.ID, d.Route, d.Task, fmt.Sprint(d.Attempts), stamp(d.Finished), firstLine(d.Error)}
+	}
+	return pageTable(e, page.Next, []string{"ID", "ROUTE", "TASK", "ATTEMPTS", "DIED", "ERROR"}, rows)
+}
+
+func dlqReplay(e *Env, b Backend, f dlqFlags, pos []string) error {
+	switch {
+	case *f.all && len(pos) == 0:
+		n, err := b.ReplayDead(e.Ctx, f.query.Route, f.query.Task)
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printJSON(e.Stdout, page.JSON)
+		fmt.Fprintf(e.Stdout, "replayed %d job(s)\n", n)
+		return nil
+	case !*f.all && len(pos) == 1:
+		if err := b.Replay(e.Ctx, pos[0]); err != nil {
+			return err
 		}
-		rows := make([][]string, len(page.Jobs))
-		for i, d := range page.Jobs {
-			rows[i] = []string{d.ID, d.Route, d.Task, fmt.Sprint(d.Attempts), stamp(d.Finished), firstLine(d.Error)}
-		}
-		return pageTable(e, page.Next, []string{"ID", "ROUTE", "TASK", "ATTEMPTS", "DIED", "ERROR"}, rows)
-	case "replay":
-		switch {
-		case *all && len(pos) == 0:
-			n, err := b.ReplayDead(e.Ctx, *route, *task)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.Stdout, "replayed %d job(s)\n", n)
-			return nil
-		case !*all && len(pos) == 1:
-			if err := b.Replay(e.Ctx, pos[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.Stdout, "replayed %s\n", pos[0])
-			return nil
-		}
-		return usageError{errors.New("want replay ID or replay --all")}
+		fmt.Fprintf(e.Stdout, "replayed %s\n", pos[0])
+		return nil
 	}
-	if *older < 0 {
-		return usageError{fmt.Errorf("--older-than %s: want a duration >= 0", *older)}
+	return usageError{errors.New("want replay ID or replay --all")}
+}
+
+func dlqPurge(e *Env, b Backend, f dlqFlags, _ []string) error {
+	route, task, older := f.query.Route, f.query.Task, *f.older
+	if older < 0 {
+		return usageError{fmt.Errorf("--older-than %s: want a duration >= 0", older)}
 	}
-	if !*yes && e.Terminal {
-		what, err := purgeWhat(e, b, *route, *task, *older)
+	if !*f.yes && e.Terminal {
+		what, err := purgeWhat(e, b, route, task, older)
 		if err != nil || what == "" {
 			return err
 		}
@@ -83,7 +103,7 @@ func cmdDLQ(e *Env, args []string) error {
 			return nil
 		}
 	}
-	n, err := b.PurgeDead(e.Ctx, *route, *task, *older)
+	n, err := b.PurgeDead(e.Ctx, route, task, older)
 	if err != nil {
 		return err
 	}
