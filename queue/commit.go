@@ -13,17 +13,21 @@ import (
 // holds every call that arrived during a round trip, so round trips per call
 // fall as load rises.
 //
-// The call that completes a batch flushes it on its own goroutine (it would
-// only wait otherwise): no goroutine is started and woken per batch, and on a
-// small machine every wake-up of an idle thread is CPU that Redis, sharing
-// the cores, does not get.
+// A call that goes out alone is flushed on its caller's goroutine, under its
+// caller's context (it would only wait otherwise): at low load no goroutine
+// is started and woken per call, and on a small machine every wake-up of an
+// idle thread is CPU that Redis, sharing the cores, does not get. A batch of
+// several calls is flushed on a goroutine of its own, under its own timeout,
+// so that every caller can stop waiting when its context ends; acks
+// (doAsync), which wait for nobody, are flushed by the call that completes
+// the batch.
 //
 // With linger set, a batch also waits for the callers just answered: a flush
 // that carried n calls expects them back (closed-loop producers enqueue again
 // as soon as they are answered), so the next batch goes out when it holds as
 // many calls as the last round, or after linger, whichever comes first
 // (rounds of fewer than lingerMin calls do not wait).
-// Sixteen producers then share one transaction per round instead of two
+// Sixteen producers then share one call per round instead of two
 // (one with the first caller back, one with the other fifteen), which halves
 // the round trips and system calls per job. A batch that linger cut short
 // lowers the expectation to what it held.
@@ -65,22 +69,22 @@ func newCommitter[K comparable, In, Out any](inflight int, linger time.Duration,
 	return &committer[K, In, Out]{groups: map[K]*commitGroup[In, Out]{}, inflight: inflight, linger: linger, flush: flush}
 }
 
-// do adds in to the group's next batch and waits for that batch's outcome. If
-// ctx ends first the call may still take effect (the batch is on its way);
-// a call that flushes its batch itself answers with the flush's outcome.
+// do adds in to the group's next batch and waits for that batch's outcome, or
+// for ctx to end: then the call may still take effect (the batch is on its
+// way).
 func (c *committer[K, In, Out]) do(ctx context.Context, group K, in In) (Out, error) {
 	g, b, idx, lead := c.join(group, in, nil)
 	if lead {
 		// A batch of the caller's call alone goes out under the caller's
-		// context, so that a call never outlasts its context (a follower
-		// stops waiting when its context ends; a leader cannot, it runs the
-		// call). A batch that serves others goes out under its own timeout.
-		parent := context.Background()
+		// context, on the caller's goroutine. A batch that serves others
+		// goes out under its own timeout, on a goroutine of its own, and
+		// the caller waits for it like the others: so no call outlasts its
+		// context.
 		if len(b.ins) == 1 {
-			parent = ctx
+			c.flushBatch(ctx, group, g, b)
+			return b.outcome(idx)
 		}
-		c.flushBatch(parent, group, g, b)
-		return b.outcome(idx)
+		go c.flushBatch(context.Background(), group, g, b)
 	}
 	select {
 	case <-b.done:

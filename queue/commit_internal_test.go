@@ -295,3 +295,63 @@ func TestCommitter_AsyncCallersGetTheirOwnAnswers(t *testing.T) {
 		t.Errorf("async caller of a failed flush answered %v, want once with errBoom", a)
 	}
 }
+
+// gated is a flush that blocks each call until the test lets it through.
+type gated struct{ gate chan struct{} }
+
+func (g gated) flush(_ context.Context, _ string, ins []int) ([]int, error) {
+	<-g.gate
+	return ins, nil
+}
+
+// The caller whose arrival completes a batch of several callers, and who
+// therefore sends it, still returns when its own context ends, while the
+// call goes on for the others: no caller outlasts its context.
+func TestCommitter_TheCallerThatSendsABatchOfManyReturnsWhenItsContextEnds(t *testing.T) {
+	g := gated{gate: make(chan struct{})}
+	c := newCommitter(1, time.Hour, g.flush)
+	first := make(chan error, 1)
+	go func() { _, err := c.do(context.Background(), "g", 0); first <- err }()
+	waitUntil(t, func() bool { return inflight(c, "g") == 1 })
+	// Four callers gather behind the call in flight; when it returns the
+	// next batch expects one more (the first caller, coming back).
+	others := make(chan error, 4)
+	for i := 1; i <= 4; i++ {
+		go func() { _, err := c.do(context.Background(), "g", i); others <- err }()
+	}
+	waitUntil(t, func() bool { return nextHolds(c, "g", 4) })
+	g.gate <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// The first caller comes back with a short context: its arrival
+	// completes the batch of five, which goes out and blocks.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	back := make(chan error, 1)
+	go func() { _, err := c.do(ctx, "g", 5); back <- err }()
+	select {
+	case err := <-back:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the caller that sent a blocked batch of five returned %v; want its context's end", err)
+		}
+	case <-time.After(2 * time.Second):
+		g.gate <- struct{}{} // let the batch and its caller go
+		t.Fatal("the caller that sent a blocked batch of five was still in it 2s after its 50ms context ended")
+	}
+	g.gate <- struct{}{}
+	for range 4 {
+		if err := <-others; err != nil {
+			t.Fatalf("a caller of the batch: %v", err)
+		}
+	}
+}
+
+func inflight(c *committer[string, int, int], group string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.groups[group]; g != nil {
+		return g.inflight
+	}
+	return 0
+}
