@@ -239,7 +239,7 @@ func (c *Client) EmbeddedURL() string {
 	if c.embedded == nil {
 		return ""
 	}
-	return "redis://" + c.embedded.m.Addr()
+	return "redis://" + c.embedded.addr()
 }
 
 // fromMS converts unix milliseconds, with 0 for the zero time.

@@ -87,5 +87,8 @@
 //
 // mem:// runs miniredis inside the process: handy for demos, tests and
 // single-binary tools. Everything above works on it, with the TTLs of results
-// following the wall clock.
+// following the wall clock. It adds about a tenth to a program's size
+// (miniredis and a Lua interpreter: 3.2 MB of a 34 MB binary); a program
+// built with -tags bananas_nomem leaves it out, and mem:// then fails at
+// Connect saying so.
 package runtime
