@@ -1,16 +1,24 @@
 GO ?= go
 
-.PHONY: test test-faults test-chaos fuzz demo bench bench-compare bench-replica fmt
+.PHONY: test lint test-faults test-chaos fuzz demo bench bench-compare bench-replica fmt
 
 # The one test command (README, .ci/run): what the tests need installed
-# (scripts/test-deps.sh), formatting, vet, and every test with the race
-# detector against real redis-server processes the tests start.
-test:
+# (scripts/test-deps.sh), formatting, vet, staticcheck (make lint), and every
+# test with the race detector against real redis-server processes the tests
+# start.
+test: lint
 	@./scripts/test-deps.sh
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+# staticcheck at a pinned version, fetched into the module cache on first use
+# (it is not a dependency of the module). A finding that is a test's intent
+# carries a //lint:ignore with the reason.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) ./...
 
 # The network-fault load test: workers and a producer reach a real
 # redis-server through a proxy that cuts their connections, holds them silent

@@ -28,9 +28,6 @@ const (
 	HistoryCanceled  = "c"
 )
 
-// historyTTL keeps a day of history readable at any minute of it.
-const historyTTL = 25 * time.Hour
-
 // Buckets of times in the history: bucket 0 holds times under 1 ms, bucket i
 // times in [2^(i-1), 2^i) ms, the last one everything above.
 const HistoryBuckets = 28

@@ -505,7 +505,7 @@ func TestCLI_DLQPurgeOnATerminalAsksFirst(t *testing.T) {
 	if code, _, _ := a.run("job", id); code != 1 {
 		t.Fatalf("job %s is still there after a confirmed purge", id)
 	}
-	id = kill()
+	kill()
 	if out := onTerminal("", "dlq", "purge", "--yes"); strings.Contains(out, "[y/N]") || !strings.Contains(out, "purged 1 job(s)") {
 		t.Fatalf("dlq purge --yes on a terminal:\n%s", out)
 	}

@@ -49,6 +49,8 @@ var ErrWrongTask = errors.New("bananas: job of another task")
 // SkipRetry, returned by a handler (alone or wrapped with %w), ends the job
 // at once in the dead-letter queue, whatever retries it has left: for
 // failures no retry can fix.
+//
+//lint:ignore ST1012 the name is public API that handlers return
 var SkipRetry = errors.New("bananas: skip retry")
 
 // RetryAfter returns an error that, returned by a handler (alone or wrapped

@@ -79,15 +79,6 @@ func errorText(err error) string {
 	return msg
 }
 
-// firstLine is s up to its first newline: an error's message without the
-// stack recorded after it.
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
 // retryDelay is the delay before retry number attempt of a job: its task's
 // own backoff (RetryBackoff, backoff=) when it has one, else the worker's.
 func (w *Worker) retryDelay(env queue.Envelope, attempt int) time.Duration {

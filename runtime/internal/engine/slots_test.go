@@ -59,6 +59,7 @@ func TestSlots_FetcherIsWokenWheneverEnoughSlotsAreFree(t *testing.T) {
 func TestSlots_HandOnIsBoundedByTheTokens(t *testing.T) {
 	s := newSlots(2)
 	s.reserve(2)
+	//lint:ignore SA4000 each call hands one slot on: the second call is the point
 	if !s.handOn() || !s.handOn() {
 		t.Fatal("the first two runs could not hand their slot on")
 	}

@@ -58,7 +58,8 @@ type Everything struct {
 	Quoted  int                `json:"quoted,string"`
 	Level   Level              `json:"level"`
 	Skipped string             `json:"-"`
-	hidden  int
+	//lint:ignore U1000 an unexported field is what the schema must leave out
+	hidden int
 }
 
 type EmailArgs struct{ To, Subject string }
@@ -401,7 +402,8 @@ func TestSchemaOfEachKind(t *testing.T) {
 			A int `json:"a,omitempty"`
 			B string
 			C string `json:"-"`
-			D string `json:"-,"` // the key is "-"
+			//lint:ignore SA5008 the tag "-," (the key "-") is the case under test
+			D string `json:"-,"`
 			e string
 		}](), `{"additionalProperties":false,"properties":{"-":{"type":"string"},"B":{"type":"string"},"a":{"format":"int64","maximum":9223372036854775807,"minimum":-9223372036854775808,"type":"integer"}},"type":"object"}`},
 	} {

@@ -266,7 +266,8 @@ func jsonFields(t reflect.Type) []field {
 	}
 	var fields []field
 	next := []level{{typ: t}}
-	count, nextCount := map[reflect.Type]int{}, map[reflect.Type]int{}
+	var count map[reflect.Type]int
+	nextCount := map[reflect.Type]int{}
 	visited := map[reflect.Type]bool{}
 	for len(next) > 0 {
 		current := next
