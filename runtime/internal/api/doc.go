@@ -1,4 +1,4 @@
-// Package api is the HTTP API of DESIGN §8: routing, authentication, body
+// Package api is the HTTP API (/api/v1/…, docs/OPERATIONS.md): routing, authentication, body
 // limits, query parsing and the JSON error shape. It serves whatever a Backend
 // answers, and the Backend — the runtime's admin layer — decides what each
 // answer holds.

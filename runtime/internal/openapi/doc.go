@@ -1,5 +1,5 @@
-// Package openapi builds the OpenAPI 3.1 document of the HTTP API (DESIGN
-// §8, served at GET /api/v1/openapi.json), in which every registered task's
+// Package openapi builds the OpenAPI 3.1 document of the HTTP API
+// (served at GET /api/v1/openapi.json), in which every registered task's
 // args and result are JSON Schemas, so that a client generated in any
 // language submits typed jobs and reads typed results.
 //
