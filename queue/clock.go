@@ -11,33 +11,74 @@ import (
 // by another's. Judged on local clocks, a host whose clock runs ahead by more
 // than the slack between renewals (a third of the lease) reaps leases that
 // are being renewed, and runs their jobs a second time. So every time the
-// queue writes or compares is Redis's: the host's clock plus an offset to the
-// server's TIME, measured at connect and refreshed (ClockSync). Scripts are
-// still given the time as an argument rather than calling TIME themselves,
-// so that the embedded server and Redis agree.
+// queue writes or compares is Redis's: read off the server's TIME at a sync
+// (SyncClock, at connect and every 30 s), and advanced from there by the
+// host's monotonic clock. The host's wall clock takes no part: a step of it
+// (NTP, an operator, a VM resumed) between two syncs would otherwise move
+// every deadline this host writes or judges by the size of the step — a
+// step ahead on a host that only reaps reaps every healthy lease, a step
+// back on a host running jobs lets their leases lapse. Scripts are still
+// given the time as an argument rather than calling TIME themselves, so that
+// the embedded server and Redis agree.
 
 // SkewWarning is the offset between a host's clock and Redis's above which
 // the queue warns (see OnWarning): leases and schedules are right either
 // way, but the host's own logs and timestamps are off by that much.
 const SkewWarning = time.Second
 
-// Now is the current time on Redis's clock, as this host best knows it.
-func (q *Queue) Now() time.Time {
-	return q.local().Add(time.Duration(q.offset.Load()))
+// clockAnchor is Redis's clock at one instant of the host's monotonic clock.
+type clockAnchor struct {
+	server time.Time     // Redis's clock then, without a monotonic reading
+	at     time.Duration // the host's monotonic clock then (Queue.mono)
+	skew   time.Duration // Redis's clock minus the host's wall clock then
+	synced bool          // measured by SyncClock, not assumed from the wall clock
 }
 
-// Skew is the measured offset of Redis's clock from this host's: positive
-// when this host's clock is behind.
-func (q *Queue) Skew() time.Duration { return time.Duration(q.offset.Load()) }
+// processStart is the origin of the default monotonic clock: time.Since
+// reads the monotonic part of both instants, which wall steps do not move.
+var processStart = time.Now()
 
-// UseLocalClock sets the host clock the queue reads (time.Now by default),
-// which SyncClock then offsets to Redis's. Tests of clock skew set a skewed
-// one.
-func (q *Queue) UseLocalClock(now func() time.Time) { q.local = now }
+func sinceStart() time.Duration { return time.Since(processStart) }
+
+// Now is the current time on Redis's clock, as this host best knows it: the
+// server's time at the last sync plus the monotonic time since.
+func (q *Queue) Now() time.Time {
+	a := q.anchor.Load()
+	return a.server.Add(q.mono() - a.at)
+}
+
+// Skew is the offset of Redis's clock from this host's wall clock as
+// measured at the last sync: positive when this host's clock is behind.
+func (q *Queue) Skew() time.Duration { return q.anchor.Load().skew }
+
+// anchorAtWall takes the wall clock for Redis's until a sync measures it.
+func (q *Queue) anchorAtWall() {
+	q.anchor.Store(&clockAnchor{server: q.wall().Round(0), at: q.mono()})
+}
+
+// UseLocalClock sets the host's wall clock (time.Now by default), which only
+// Skew and the skew warning read; before the first sync, Now starts from it.
+// Tests of a skewed or stepped host clock set one of their own.
+func (q *Queue) UseLocalClock(wall func() time.Time) {
+	q.wall = wall
+	if !q.anchor.Load().synced {
+		q.anchorAtWall()
+	}
+}
+
+// UseMonotonicClock sets the host's monotonic clock, the time elapsed since
+// an arbitrary origin (by default the monotonic reading of time.Since), by
+// which Now advances between syncs. Call it before the queue is used.
+func (q *Queue) UseMonotonicClock(elapsed func() time.Duration) {
+	q.mono = elapsed
+	if !q.anchor.Load().synced {
+		q.anchorAtWall()
+	}
+}
 
 // clockSamples is how many TIME round trips SyncClock takes; the quickest
 // one is used. maxClockRTT bounds the round trip of a sample worth keeping:
-// the offset read off a sample is wrong by up to half its round trip, and a
+// the time read off a sample is wrong by up to half its round trip, and a
 // slow one (a stalled connection, go-redis retrying) would be kept for the
 // next 30 s.
 const (
@@ -45,45 +86,50 @@ const (
 	maxClockRTT  = 200 * time.Millisecond
 )
 
-// SyncClock measures the offset of Redis's clock from the host's: TIME, taken
-// as the middle of the quickest of a few round trips. A measurement whose
-// every round trip was slower than maxClockRTT is not kept (unless none was
-// ever kept) and is an error. It warns when the skew is over SkewWarning.
+// SyncClock reads Redis's clock: TIME, taken as the middle (on the host's
+// monotonic clock) of the quickest of a few round trips, which Now then
+// advances from. A measurement whose every round trip was slower than
+// maxClockRTT is not kept (unless none was ever kept) and is an error. It
+// warns when the host's wall clock is off Redis's by over SkewWarning.
 func (q *Queue) SyncClock(ctx context.Context) error {
-	var skew, rtt time.Duration
+	var best clockAnchor
+	var rtt time.Duration
 	for i := range clockSamples {
-		before := q.local()
+		before := q.mono()
 		server, err := q.rdb.Time(ctx).Result()
-		after := q.local()
+		after := q.mono()
 		if err != nil {
 			return fmt.Errorf("read the Redis server's clock: %w", err)
 		}
-		if r := after.Sub(before); i == 0 || r < rtt {
-			skew, rtt = server.Sub(before.Add(r/2)), r
+		if r := after - before; i == 0 || r < rtt {
+			best, rtt = clockAnchor{server: server.Round(0), at: before + r/2, synced: true}, r
 		}
 	}
-	if rtt > maxClockRTT && q.synced.Load() {
-		return fmt.Errorf("read the Redis server's clock: round trips of %s and more, too slow to trust; kept the last offset", rtt.Round(time.Millisecond))
+	if rtt > maxClockRTT && q.anchor.Load().synced {
+		return fmt.Errorf("read the Redis server's clock: round trips of %s and more, too slow to trust; kept the last measurement", rtt.Round(time.Millisecond))
 	}
-	q.offset.Store(int64(skew))
-	q.synced.Store(true)
-	if skew > SkewWarning || skew < -SkewWarning {
-		q.warn("bananas: this host's clock differs from the Redis server's; leases and schedules use the server's", "skew", skew.Round(time.Millisecond))
+	// The wall clock at the sample's middle, for Skew alone.
+	wall, mono := q.wall(), q.mono()
+	best.skew = best.server.Sub(wall.Add(best.at - mono))
+	q.anchor.Store(&best)
+	if best.skew > SkewWarning || best.skew < -SkewWarning {
+		q.warn("bananas: this host's clock differs from the Redis server's; leases and schedules use the server's", "skew", best.skew.Round(time.Millisecond))
 	}
 	return nil
 }
 
-// ClockSync keeps a queue's clock offset fresh: a host's clock can be
-// stepped (NTP) or drift while it runs.
+// ClockSync keeps a queue's reading of Redis's clock fresh: the host's
+// monotonic clock, which Now advances by between syncs, drifts from the
+// server's (a few ppm; more on a VM that was paused).
 type ClockSync struct {
 	Queue *Queue
 	Every time.Duration // default 30s
-	// OnError is told of failed measurements (optional); the last offset
+	// OnError is told of failed measurements (optional); the last one
 	// stays in use.
 	OnError func(error)
 }
 
-// Run measures the offset every Every until ctx ends.
+// Run measures Redis's clock every Every until ctx ends.
 func (s *ClockSync) Run(ctx context.Context) {
 	every := s.Every
 	if every <= 0 {

@@ -102,8 +102,9 @@
 //
 // Scripts take the time as an argument and never call TIME, so that the
 // embedded server and Redis agree; that time is Redis's own, as the host best
-// knows it (Queue.Now: the host's clock plus an offset to TIME, see
-// clock.go), so that leases and run-at times are judged on one clock.
+// knows it (Queue.Now: TIME read at the last sync, advanced by the host's
+// monotonic clock, see clock.go), so that leases and run-at times are judged
+// on one clock and no step of a host's wall clock moves them.
 //
 // # Pausing and canceling
 //

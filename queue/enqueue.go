@@ -49,7 +49,7 @@ func (q *Queue) Enqueue(ctx context.Context, route string, priority Priority, jo
 		return nil, err
 	}
 	for i := range jobs {
-		if err := checkNewJob(&jobs[i]); err != nil {
+		if err := checkNewJob(route, &jobs[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -74,7 +74,7 @@ func (q *Queue) EnqueueOne(ctx context.Context, route string, priority Priority,
 	if err := q.checkEnqueue(ctx, route, priority); err != nil {
 		return "", err
 	}
-	if err := checkNewJob(&job); err != nil {
+	if err := checkNewJob(route, &job); err != nil {
 		return "", err
 	}
 	if now := q.Now(); isPlain(&job, now) {

@@ -67,9 +67,15 @@ func (q *Queue) enqueuePlain(ctx context.Context, route string, priority Priorit
 	return make([]string, len(jobs)), nil
 }
 
-// checkNewJob refuses, with the script's words, what enqueue.lua would refuse;
+// checkNewJob refuses, with the script's words, what enqueue.lua would refuse,
+// and a chosen id that names another route than the job's (CheckChosenID);
 // Enqueue and EnqueueOne call it before anything is sent.
-func checkNewJob(j *NewJob) error {
+func checkNewJob(route string, j *NewJob) error {
+	if j.ChosenID {
+		if err := CheckChosenID(j.ID, route); err != nil {
+			return fmt.Errorf("enqueue: %w", err)
+		}
+	}
 	switch {
 	case j.ID == "" || j.Name == "" || len(j.Envelope) == 0:
 		return fmt.Errorf("enqueue: job needs an id, a name and an envelope")

@@ -63,10 +63,27 @@ func RouteOf(id string) (string, bool) {
 	return route, ValidRoute(route)
 }
 
-// CheckID validates a caller-chosen job id (runtime.WithID).
+// CheckID validates a caller-chosen job id (runtime.WithID) on its own; see
+// CheckChosenID for the rule that needs the job's route.
 func CheckID(id string) error {
 	if id == "" || len(id) > 200 || strings.ContainsAny(id, "{} \t\r\n") {
 		return fmt.Errorf("invalid job id %q: 1-200 characters without spaces or braces", id)
+	}
+	return nil
+}
+
+// CheckChosenID validates id, chosen by the caller for a job of route: as
+// CheckID, and an id of the shape NewID makes (a ULID, a dot, a route) must
+// end in route itself. Such an id is located by its suffix alone (RouteOf),
+// so one ending in another route would send Job, Cancel, Delete and Await to
+// that route's keys, where the job is not. Ids of any other shape (order-42,
+// invoice.7) are located by searching the known routes.
+func CheckChosenID(id, route string) error {
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	if r, ok := RouteOf(id); ok && r != route {
+		return fmt.Errorf("invalid job id %q for route %q: an id of the shape Bananas generates (a ULID, a dot, a route) is located by the route it ends in, and this one ends in route %q; end it in .%s or choose an id of another shape", id, route, r, route)
 	}
 	return nil
 }

@@ -33,9 +33,9 @@ type Queue struct {
 	// it never stops a transition. Set by OnWarning.
 	warner atomic.Pointer[func(msg string, args ...any)]
 
-	local  func() time.Time // the host's clock (see clock.go)
-	offset atomic.Int64     // Redis's clock minus the host's, in ns (see SyncClock)
-	synced atomic.Bool      // an offset was measured
+	wall   func() time.Time            // the host's wall clock (see clock.go)
+	mono   func() time.Duration        // the host's monotonic clock: time since an arbitrary origin
+	anchor atomic.Pointer[clockAnchor] // Redis's clock at a monotonic instant (see SyncClock)
 
 	replicas replication // what an enqueue waits for before it returns (see WaitForReplicas)
 
@@ -50,7 +50,8 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 		return nil, fmt.Errorf("invalid namespace %q: 1-64 characters without spaces or braces", ns)
 	}
 	_, cluster := rdb.(*redis.ClusterClient)
-	q := &Queue{rdb: rdb, ns: ns, s: loadScripts(), cluster: cluster, local: time.Now}
+	q := &Queue{rdb: rdb, ns: ns, s: loadScripts(), cluster: cluster, wall: time.Now, mono: sinceStart}
+	q.anchorAtWall()
 	// One ack flush in flight per route: acks that finish meanwhile wait,
 	// and most of them go out with the worker's next fetch (see Fetch)
 	// rather than in a round trip of their own. Measured on a drain of 100k

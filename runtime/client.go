@@ -38,7 +38,7 @@ type Client struct {
 	maxPayload int
 	maxRetries int
 	embedded   *embeddedServer
-	stopClock  context.CancelFunc // ends the refresh of the clock offset (queue.ClockSync)
+	stopClock  context.CancelFunc // ends the refresh of Redis's clock (queue.ClockSync)
 
 	unservedAfter time.Duration // how long Await waits before it checks that a live worker takes the job's route
 
@@ -78,7 +78,7 @@ type connectConfig struct {
 	namespace  string
 	maxPayload int
 	maxRetries int
-	localClock func() time.Time // the host clock; a skewed one in tests
+	localClock func() time.Time // the host's wall clock; a skewed or stepped one in tests
 	replicas   int
 	replicaTO  time.Duration
 }

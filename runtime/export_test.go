@@ -10,8 +10,10 @@ import (
 // below the runtime; applications use the Inspector.
 func QueueOf(c *Client) *queue.Queue { return c.q }
 
-// WithLocalClock makes the client read a host clock of its own: a skewed one
-// stands for a host whose clock is off.
+// WithLocalClock makes the client read a host wall clock of its own: a
+// skewed one stands for a host whose clock is off, a stepped one for a clock
+// set while it runs. The monotonic clock, which the queue's time advances
+// by, stays the process's.
 func WithLocalClock(now func() time.Time) ConnectOption {
 	return func(c *connectConfig) { c.localClock = now }
 }

@@ -111,7 +111,11 @@ func Unique(ttl time.Duration) Option {
 
 // WithID gives the job a caller-chosen id; enqueueing a second job with the
 // same id to the same route returns ErrDuplicate. Ids chosen by Bananas carry
-// their route; chosen ids are found by searching the known routes.
+// their route (a ULID, a dot, the route) and are located by it; chosen ids
+// are found by searching the known routes. So a chosen id of that generated
+// shape must end in the job's own route: one ending in another route is
+// refused (the enqueue fails, naming the rule), since Job, Cancel, Delete and
+// Await would look for it under that other route.
 func WithID(id string) Option {
 	return func(c *jobConfig) {
 		if err := queue.CheckID(id); err != nil {

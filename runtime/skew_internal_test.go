@@ -2,10 +2,13 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,4 +152,134 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// A step of a host's wall clock (NTP, an operator, a VM resumed), ahead or
+// back, on the host running a job or on one that only reaps, reaps no
+// healthy lease and moves no retry: the queue's time advances by the
+// monotonic clock between syncs, and a sync measures Redis's clock, not the
+// wall's. The long job runs once and completes; the retry scheduled with a
+// backoff keeps its run-at and stays scheduled.
+func TestLease_WallClockStepsOnEitherHostReapNoLeaseAndMoveNoRetry(t *testing.T) {
+	t.Parallel()
+	const lease, backoff = time.Second, 45 * time.Second
+	url := redistest.Shared(t).URL()
+	ns := redistest.Namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var stepA, stepB atomic.Int64 // each host's wall clock step
+	connectT := func(step *atomic.Int64) *Client {
+		c, err := Connect(ctx, url, WithNamespace(ns),
+			WithLocalClock(func() time.Time { return time.Now().Add(time.Duration(step.Load())) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	hostA, hostB := connectT(&stepA), connectT(&stepB)
+
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	long := NewTask[int, int]("step_long")
+	flaky := NewTask[int, int]("step_flaky")
+	var longRuns, flakyRuns atomic.Int32
+	release := make(chan struct{})
+	w := NewWorker(hostA, WorkerOptions{Lease: lease, Logger: quiet, ShutdownTimeout: time.Second,
+		Backoff: func(int) time.Duration { return backoff }})
+	Handle(w, long, func(ctx context.Context, n int) (int, error) {
+		longRuns.Add(1)
+		select {
+		case <-release:
+			return n, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	})
+	Handle(w, flaky, func(ctx context.Context, n int) (int, error) {
+		flakyRuns.Add(1)
+		return 0, errors.New("fails once, retried after the backoff")
+	})
+	// Host B only reaps (and promotes): it takes no job of its own.
+	reaper := NewWorker(hostB, WorkerOptions{Lease: lease, JobTypes: []string{"nothing"}, Logger: quiet})
+	for _, wk := range []*Worker{w, reaper} {
+		wctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- wk.Run(wctx) }()
+		t.Cleanup(func() { stop(); <-done })
+	}
+
+	longID, err := long.With(hostA).Enqueue(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flakyID, err := flaky.With(hostA).Enqueue(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduled := hostA.q.Keys("default").Scheduled()
+	var runAt float64
+	waitUntil(t, 10*time.Second, "the long job to start and the flaky one's retry to be scheduled", func() bool {
+		s, err := hostA.rdb.ZScore(ctx, scheduled, flakyID).Result()
+		runAt = s
+		return err == nil && longRuns.Load() == 1
+	})
+
+	// hold watches for hold that the long job keeps running, once, and the
+	// retry keeps its run-at.
+	hold := func(what string, d time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(d)
+		for time.Now().Before(deadline) {
+			info, err := hostA.Job(ctx, longID)
+			if err != nil || info.Status != StatusProcessing || info.Attempts != 0 || longRuns.Load() != 1 {
+				t.Fatalf("%s: long job %+v, %v, %d runs; want it processing, its first run, never reaped", what, info, err, longRuns.Load())
+			}
+			if s, err := hostA.rdb.ZScore(ctx, scheduled, flakyID).Result(); err != nil || s != runAt || flakyRuns.Load() != 1 {
+				t.Fatalf("%s: retry run-at %v, %v (was %v), %d runs; want it unmoved and not run again", what, s, err, runAt, flakyRuns.Load())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, host := range []struct {
+		name string
+		c    *Client
+		step *atomic.Int64
+	}{{"A (running the job)", hostA, &stepA}, {"B (reaping)", hostB, &stepB}} {
+		for _, step := range []time.Duration{60 * time.Second, -60 * time.Second} {
+			what := fmt.Sprintf("host %s stepped %s", host.name, step)
+			host.step.Store(int64(step))
+			hold(what+", before its next sync", 2*lease)
+			if err := host.c.q.SyncClock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			hold(what+", after a sync", lease)
+			host.step.Store(0)
+			if err := host.c.q.SyncClock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	close(release)
+	if got, err := long.With(hostA).Await(ctx, longID); err != nil || got != 7 {
+		t.Fatalf("Await(long) = %d, %v; want 7", got, err)
+	}
+	if info, err := hostA.Job(ctx, longID); err != nil || info.Attempts != 0 || info.Error != "" || longRuns.Load() != 1 {
+		t.Fatalf("long job %+v, %v after %d runs; want one run, no failed attempt", info, err, longRuns.Load())
+	}
+	if info, err := hostA.Job(ctx, flakyID); err != nil || info.Status != StatusScheduled || info.Attempts != 1 || flakyRuns.Load() != 1 {
+		t.Fatalf("flaky job %+v, %v after %d runs; want it scheduled for its retry, one failed run", info, err, flakyRuns.Load())
+	}
+}
+
+// waitUntil polls cond until it holds or within passes.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -171,6 +171,12 @@ func (t *Task[A, R]) prepare(opts []Option, n int) (c *Client, cfg jobConfig, no
 		err = fmt.Errorf("bananas: enqueue %s: WithID names one job, got %d", t.name, n)
 		return
 	}
+	if cfg.id != "" {
+		if err = queue.CheckChosenID(cfg.id, cfg.route); err != nil {
+			err = fmt.Errorf("bananas: enqueue %s: runtime.WithID: %w", t.name, err)
+			return
+		}
+	}
 	now = c.q.Now()
 	runAt = cfg.runAt
 	if cfg.delay > 0 {

@@ -79,7 +79,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.c.q.OnWarning(w.opts.Logger.Warn)
 	// Measured again now that there is a logger to warn of a large skew.
 	if err := w.c.q.SyncClock(ctx); err != nil {
-		w.opts.Logger.Warn("bananas: read the Redis server's clock; using the last offset", "err", err)
+		w.opts.Logger.Warn("bananas: read the Redis server's clock; using the last reading", "err", err)
 	}
 	w.warnEviction(ctx)
 	w.engine = engine.New(w.engineConfig())
