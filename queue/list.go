@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,8 +189,24 @@ func (c listCursor) encode() string {
 	return base64.RawURLEncoding.EncodeToString([]byte(s))
 }
 
+// maxCursorPos bounds a pending cursor's position: no list holds 2^40
+// entries, and a larger number would reach the script as one Redis does not
+// take as an index.
+const maxCursorPos = 1 << 40
+
+// CheckCursor reports whether lq.Cursor can continue a listing of lq's state,
+// priority and order, without reading Redis: what ListJobs checks before any
+// script runs. A bad cursor is an error wrapping ErrBadQuery that names it.
+func CheckCursor(lq ListQuery) error {
+	_, err := parseCursor(lq)
+	return err
+}
+
 // parseCursor reads lq.Cursor, which must come from a listing of the same
-// state, priority and direction.
+// state, priority and direction. Every field that reaches a script as a
+// number is checked here to be one Redis takes (a position as a list index, a
+// score as a finite float), so that a forged cursor is refused by name
+// rather than failing inside the script.
 func parseCursor(lq ListQuery) (*listCursor, error) {
 	if lq.Cursor == "" {
 		return nil, nil
@@ -197,13 +214,14 @@ func parseCursor(lq ListQuery) (*listCursor, error) {
 	bad := func(why string) error {
 		return fmt.Errorf("%w: cursor %q: %s", ErrBadQuery, lq.Cursor, why)
 	}
+	const forged = "not a cursor a listing gave"
 	raw, err := base64.RawURLEncoding.DecodeString(lq.Cursor)
 	if err != nil {
-		return nil, bad("not one ListJobs gave")
+		return nil, bad(forged)
 	}
 	f := strings.Split(string(raw), "\n")
 	if len(f) != 8 || f[0] != "1" {
-		return nil, bad("not one ListJobs gave")
+		return nil, bad(forged)
 	}
 	c := &listCursor{state: f[1], newest: f[2] == "n", list: f[3], key: f[5], x: f[6], a: f[7]}
 	if c.state != lq.State {
@@ -212,8 +230,8 @@ func parseCursor(lq ListQuery) (*listCursor, error) {
 	if c.newest != lq.Newest {
 		return nil, bad("it continues a listing in the other order")
 	}
-	if c.pos, err = strconv.ParseInt(f[4], 10, 64); err != nil || c.pos < 0 {
-		return nil, bad("not one ListJobs gave")
+	if c.pos, err = strconv.ParseInt(f[4], 10, 64); err != nil || c.pos < 0 || c.pos > maxCursorPos {
+		return nil, bad(forged + ": its position is not a list index")
 	}
 	switch c.state {
 	case ListPending:
@@ -221,15 +239,26 @@ func parseCursor(lq ListQuery) (*listCursor, error) {
 			return nil, bad("it continues a listing of another priority")
 		}
 	case ListScheduled, ListDead:
-		if _, err := strconv.ParseFloat(c.key, 64); err != nil || c.x == "" {
-			return nil, bad("not one ListJobs gave")
+		if !cursorScore(c.key) || c.x == "" {
+			return nil, bad(forged + ": its score is not a finite decimal number")
 		}
 	case ListActive:
 		if c.key == "" || c.x == "" {
-			return nil, bad("not one ListJobs gave")
+			return nil, bad(forged)
 		}
 	}
 	return c, nil
+}
+
+// cursorScore reports whether s is a score as Redis writes one: a finite
+// decimal number (digits, a point, an exponent; no hex, no underscores, no
+// inf or nan), which Lua and Redis both read as the same float.
+func cursorScore(s string) bool {
+	if s == "" || strings.Trim(s, "0123456789.eE+-") != "" {
+		return false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
 }
 
 // listReady lists pending jobs: the window call finds the cursor in its list

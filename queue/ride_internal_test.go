@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bananas-go/bananas/internal/redistest"
@@ -23,7 +24,15 @@ func TestFetch_CarriesWaitingAcks(t *testing.T) {
 }
 
 func testRide(t *testing.T, flushScripts bool) {
-	redistest.EachBackend(t, func(t *testing.T, rdb *redis.Client) {
+	backends := redistest.EachBackend
+	if flushScripts {
+		// SCRIPT FLUSH empties the script cache of every test sharing the
+		// server, in the middle of their calls (a test counting its
+		// commands or round trips would see the reloads): this run gets
+		// servers of its own.
+		backends = eachPrivateBackend
+	}
+	backends(t, func(t *testing.T, rdb *redis.Client) {
 		ctx := context.Background()
 		q, err := New(rdb, redistest.Namespace(t))
 		if err != nil {
@@ -132,5 +141,26 @@ func waitQueued(t *testing.T, q *Queue, route string, n int) {
 			t.Fatalf("%d acks waiting after 10s, want %d", got, n)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// eachPrivateBackend is redistest.EachBackend with a redis-server of the
+// test's own in place of the shared one.
+func eachPrivateBackend(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
+	t.Helper()
+	t.Parallel()
+	for _, name := range []string{"embedded", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if name == "redis" {
+				f(t, redistest.Start(t).Client(t))
+				return
+			}
+			m := miniredis.RunT(t)
+			m.ClockTTL(true)
+			rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+			t.Cleanup(func() { _ = rdb.Close() })
+			f(t, rdb)
+		})
 	}
 }

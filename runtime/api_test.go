@@ -3,13 +3,16 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
@@ -311,6 +314,112 @@ func FuzzAPI_SubmitNeverFailsTheServer(f *testing.F) {
 		var v map[string]any
 		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
 			t.Fatalf("POST %q answered %d with a body that is not JSON: %q", body, rec.Code, rec.Body)
+		}
+	})
+}
+
+// forgedCursor encodes fields the way a job listing's cursor is encoded,
+// whatever they hold.
+func forgedCursor(fields ...string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(fields, "\n")))
+}
+
+// forgedCursors are listing cursors no listing gave: a position or score
+// past what Redis takes, not a number, NaN or infinite, negative, a route
+// the listing does not have, of another state, garbage. Each is a query
+// string of GET /api/v1/jobs.
+func forgedCursors() []string {
+	pending := func(pos string) string {
+		return "state=pending&route=default&cursor=" + url.QueryEscape(forgedCursor("1", "pending", "f", "normal", pos, "", "X", "A"))
+	}
+	newest := func(pos string) string {
+		return "state=pending&route=default&order=newest&cursor=" + url.QueryEscape(forgedCursor("1", "pending", "n", "low", pos, "", "X", "A"))
+	}
+	sorted := func(state, score string) string {
+		return "state=" + state + "&route=default&cursor=" + url.QueryEscape(forgedCursor("1", state, "f", "", "0", score, "X", ""))
+	}
+	out := []string{
+		pending("9223372036854775807"), pending("100000000000000000"), pending("1e17"), pending("-1"),
+		pending("abc"), pending(""), newest("9223372036854775807"), newest("100000000000000000"),
+		"state=pending&route=default&cursor=" + url.QueryEscape(forgedCursor("1", "pending", "f", "urgent", "0", "", "X", "A")),
+		"state=pending&route=default&cursor=" + url.QueryEscape(forgedCursor("1", "scheduled", "f", "", "0", "5", "X", "")),
+		"state=pending&route=default&cursor=" + strings.Repeat("A", 4000),
+		"state=pending&route=default&cursor=%25%25",
+		"state=pending&cursor=nosuchroute/" + url.QueryEscape(forgedCursor("1", "pending", "f", "normal", "0", "", "X", "A")),
+		"state=pending&cursor=default",
+		"state=pending&cursor=default/" + url.QueryEscape(forgedCursor("1", "pending", "f", "normal", "9223372036854775807", "", "X", "A")),
+		"state=scheduled&cursor=default/" + url.QueryEscape(forgedCursor("1", "scheduled", "f", "", "0", "nan", "X", "")),
+		"state=active&route=default&cursor=" + url.QueryEscape(forgedCursor("1", "active", "f", "", "0", "", "X", "")),
+	}
+	for _, state := range []string{"scheduled", "dead"} {
+		for _, score := range []string{"nan", "NaN", "inf", "-Inf", "+inf", "1e400", "-1e400", "0x1p3", "1_0", "abc", "", " 5", "5 "} {
+			out = append(out, sorted(state, score))
+		}
+	}
+	return out
+}
+
+// A listing cursor no listing gave, however forged, is a 400 naming the
+// cursor, on the embedded server and on redis-server alike: it never reaches
+// Redis as a command argument that fails there.
+func TestAPI_ForgedListingCursorIsA400NamingCursor(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		a := serveAPI(t, runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{})
+		ctx := ctxT(t)
+		if _, err := testtasks.Echo.With(c).Enqueue(ctx, Msg{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := testtasks.Echo.With(c).Enqueue(ctx, Msg{}, runtime.Delay(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		for _, query := range forgedCursors() {
+			status, v := a.do("GET", "/api/v1/jobs?"+query, "")
+			m, _ := v.(map[string]any)
+			msg, _ := m["error"].(string)
+			if status != http.StatusBadRequest || m["field"] != "cursor" || !strings.Contains(msg, "cursor") {
+				t.Errorf("GET /api/v1/jobs?%.200s = %d %.300v; want 400 naming the cursor", query, status, v)
+			}
+		}
+	})
+}
+
+// No listing query, a forged cursor above all, fails the server: whatever the
+// parameters, GET /api/v1/jobs answers below 500 with JSON, against a real
+// redis-server (where a bad command argument fails, not only in Go).
+func FuzzAPI_ListingNeverFailsTheServer(f *testing.F) {
+	for _, query := range forgedCursors() {
+		v, err := url.ParseQuery(query)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(v.Get("state"), v.Get("route"), v.Get("order") == "newest", v.Get("cursor"))
+	}
+	f.Add("pending", "", false, "")
+	c, err := runtime.Connect(context.Background(), redistest.Shared(f).URL(), runtime.WithNamespace(redistest.Namespace(f)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = c.Close() })
+	if _, err := testtasks.Echo.With(c).Enqueue(context.Background(), Msg{}); err != nil {
+		f.Fatal(err)
+	}
+	h := runtime.APIHandler(runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{})
+	f.Fuzz(func(t *testing.T, state, route string, newest bool, cursor string) {
+		q := url.Values{"state": {state}, "cursor": {cursor}}
+		if route != "" {
+			q.Set("route", route)
+		}
+		if newest {
+			q.Set("order", "newest")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/jobs?"+q.Encode(), nil))
+		if rec.Code >= 500 {
+			t.Fatalf("GET /api/v1/jobs?%s = %d %s", q.Encode(), rec.Code, rec.Body)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+			t.Fatalf("GET /api/v1/jobs?%s answered %d with a body that is not JSON: %q", q.Encode(), rec.Code, rec.Body)
 		}
 	})
 }

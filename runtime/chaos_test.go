@@ -38,6 +38,7 @@ const (
 	chaosGap      = 11 * time.Second      // between two faults, on average
 	chaosSkew     = time.Minute           // the clock of worker 0
 	chaosDrain    = 90 * time.Second      // after the faults, for every job to finish
+	chaosSettle   = 10 * time.Second      // after the drain, for the workers' goroutines to settle
 	chaosWorkerEv = "BANANAS_TEST_CHAOS_WORKER"
 )
 
@@ -260,7 +261,7 @@ func TestChaos_EveryAcknowledgedJobRunsThroughKillsCutsAndARedisRestart(t *testi
 			time.Sleep(200 * time.Millisecond) // between two reads of the jobs still out, bounded by deadline
 		}
 	}
-	time.Sleep(time.Second) // a last goroutine report from every worker, idle now
+	settled := waitGoroutinesSettle(&mu, workers, before, killed)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -277,11 +278,13 @@ func TestChaos_EveryAcknowledgedJobRunsThroughKillsCutsAndARedisRestart(t *testi
 	}
 	t.Logf("faults over %s; %d jobs acknowledged, %d enqueues failed with an error (longest call %s, bound %s); %d ran more than once (%d extra runs); longest wait from acknowledgement to first run %s",
 		faultsTook.Round(time.Second), len(ids), failed, longestCall.Round(time.Millisecond), chaosCall, dups, extra, longestWait.Round(time.Millisecond))
+	if !settled {
+		t.Errorf("the workers' goroutines did not settle within %s of the drain", chaosSettle)
+	}
 	for i, w := range workers {
 		note := ""
 		if killed[i] {
 			note = " (killed and started again: its before is its new process's report 2 s after start)"
-			before[i] = w.goroutines[min(8, len(w.goroutines)-1)]
 		}
 		t.Logf("worker %d%s: goroutines %d before, %d after%s", i, map[bool]string{true: " (clock 1m ahead)"}[i == 0], before[i], w.goroutines[len(w.goroutines)-1], note)
 		if after := w.goroutines[len(w.goroutines)-1]; after > before[i]+chaosConc {
@@ -296,5 +299,38 @@ func TestChaos_EveryAcknowledgedJobRunsThroughKillsCutsAndARedisRestart(t *testi
 	}
 	if longestCall > chaosCall+250*time.Millisecond {
 		t.Errorf("an enqueue took %s, past its %s context", longestCall, chaosCall)
+	}
+}
+
+// waitGoroutinesSettle waits, up to chaosSettle, until every worker (idle
+// now, reporting every 250 ms) has reported twice since the call and its last
+// count is within chaosConc of its count before the faults. A worker killed
+// and started again counts from its new process's report 2 s after start,
+// which before is set to. It reports whether every worker settled.
+func waitGoroutinesSettle(mu *sync.Mutex, workers []*chaosWorker, before []int, killed map[int]bool) bool {
+	mu.Lock()
+	marks := make([]int, len(workers))
+	for i, w := range workers {
+		marks[i] = len(w.goroutines)
+		if killed[i] {
+			before[i] = w.goroutines[min(8, len(w.goroutines)-1)]
+		}
+	}
+	mu.Unlock()
+	settleBy := time.Now().Add(chaosSettle)
+	for {
+		mu.Lock()
+		settled := true
+		for i, w := range workers {
+			n := len(w.goroutines)
+			if n < marks[i]+2 || w.goroutines[n-1] > before[i]+chaosConc {
+				settled = false
+			}
+		}
+		mu.Unlock()
+		if settled || time.Now().After(settleBy) {
+			return settled
+		}
+		time.Sleep(50 * time.Millisecond) // between two looks at the reports, bounded by settleBy
 	}
 }

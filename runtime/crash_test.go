@@ -85,7 +85,7 @@ func TestCrash_KilledWorkerProcessJobIsRecovered(t *testing.T) {
 	if err != nil || got.Text != "recovered payload" {
 		t.Fatalf("Await = %+v, %v", got, err)
 	}
-	info, _ := c.Job(ctx, id)
+	info := jobInfo(t, c, id)
 	if info.Attempts != 1 || !strings.Contains(info.Error, "lease expired") {
 		t.Fatalf("Job = %+v; want the killed run counted as one failed attempt", info)
 	}

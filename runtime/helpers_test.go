@@ -132,9 +132,15 @@ func ctxT(t *testing.T) context.Context {
 
 func jobStatus(t *testing.T, c *runtime.Client, id string) runtime.Status {
 	t.Helper()
+	return jobInfo(t, c, id).Status
+}
+
+// jobInfo is c.Job(id), the test failing on its error.
+func jobInfo(t *testing.T, c *runtime.Client, id string) *runtime.JobInfo {
+	t.Helper()
 	info, err := c.Job(context.Background(), id)
 	if err != nil {
 		t.Fatalf("Job(%s): %v", id, err)
 	}
-	return info.Status
+	return info
 }

@@ -98,6 +98,12 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 	if err != nil {
 		return JobPage{}, err
 	}
+	// Checked before any script runs, so that a forged cursor is a bad query
+	// naming the cursor, never a failed call to Redis.
+	cq := queue.ListQuery{State: state, Priority: jq.Priority, Cursor: inner, Newest: jq.Newest}
+	if err := queue.CheckCursor(cq); err != nil {
+		return JobPage{}, badQuery("cursor", "%s", strings.TrimPrefix(err.Error(), queue.ErrBadQuery.Error()+": "))
+	}
 	page := JobPage{Jobs: []JobInfo{}}
 	for i := start; i < len(routes) && len(page.Jobs) < jq.Limit; i++ {
 		got, err := in.c.q.ListJobs(ctx, queue.ListQuery{

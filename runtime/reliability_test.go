@@ -45,42 +45,70 @@ func TestCrash_JobRecoveredAfterLease(t *testing.T) {
 		if err != nil || got.Text != "recovered" {
 			t.Fatalf("Await = %+v, %v; want the job recovered and run again", got, err)
 		}
-		info, _ := c.Job(ctx, id)
+		info := jobInfo(t, c, id)
 		if !strings.Contains(info.Error, "lease expired") || info.Attempts != 1 {
 			t.Fatalf("Job = %+v; want the lost run recorded as one failed attempt", info)
 		}
 	})
 }
 
-// A worker that lost its lease and reports late must change nothing: not the
-// status, not the result of the run that replaced it.
+// A worker that lost its lease and reports late must change nothing: not
+// while another worker runs the job under a new lease (only the lease's
+// token tells the two runs apart), and not after that run completed.
 func TestLateAck_AfterLeaseLostChangesNothing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		task := testtasks.Echo.With(c)
 		ctx := ctxT(t)
-		id, _ := task.Enqueue(ctx, Msg{})
+		id, err := task.Enqueue(ctx, Msg{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		now := time.Now()
 		stale, err := runtime.QueueOf(c).Fetch(ctx, "default", queue.Priorities, 1, now.Add(200*time.Millisecond), now)
 		if err != nil || len(stale) != 1 {
 			t.Fatalf("fetch = %v, %v", stale, err)
 		}
+		running := make(chan struct{}, 1)
+		release := make(chan struct{})
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
-		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: "winner"}, nil })
+		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
+			running <- struct{}{}
+			<-release
+			return Reply{Text: "winner"}, nil
+		})
 		startWorker(t, w)
-		if got, err := task.Await(ctx, id); err != nil || got.Text != "winner" {
-			t.Fatalf("Await = %+v, %v", got, err)
-		}
-		before, _ := c.Job(ctx, id)
+		recv(t, running, 10*time.Second, "the worker to run the job again once its first lease was reaped")
 
-		ok, err := runtime.QueueOf(c).Ack(ctx, stale[0], []byte("late result"), time.Hour)
-		if err != nil || ok {
-			t.Fatalf("late Ack = %v, %v; want refused", ok, err)
+		held, err := c.Job(ctx, id)
+		if err != nil || held.Status != runtime.StatusProcessing || held.Attempts != 1 {
+			close(release)
+			t.Fatalf("job held by the new lease = %+v, %v; want processing after one lost attempt", held, err)
 		}
-		out, err := runtime.QueueOf(c).Fail(ctx, stale[0], queue.Failure{Message: "late", RetryAt: time.Now(), Record: []byte("x"), TTL: time.Hour}, time.Now())
-		if err != nil || out != queue.Stale {
-			t.Fatalf("late Fail = %v, %v; want Stale", out, err)
+		lateReports := func(when string) {
+			t.Helper()
+			ok, err := runtime.QueueOf(c).Ack(ctx, stale[0], []byte("late result"), time.Hour)
+			if err != nil || ok {
+				t.Errorf("late Ack %s = %v, %v; want refused", when, ok, err)
+			}
+			out, err := runtime.QueueOf(c).Fail(ctx, stale[0], queue.Failure{Message: "late", RetryAt: time.Now(), Record: []byte("x"), TTL: time.Hour}, time.Now())
+			if err != nil || out != queue.Stale {
+				t.Errorf("late Fail %s = %v, %v; want Stale", when, out, err)
+			}
 		}
-		after, _ := c.Job(ctx, id)
+		lateReports("while a new lease holds the job")
+		after, err := c.Job(ctx, id)
+		close(release)
+		if err != nil || after.Status != runtime.StatusProcessing || after.Attempts != held.Attempts ||
+			after.Error != held.Error || after.Result != nil || !after.FinishedAt.IsZero() {
+			t.Fatalf("job changed by a late report while a new lease holds it: before %+v after %+v (%v)", held, after, err)
+		}
+		if got, err := task.Await(ctx, id); err != nil || got.Text != "winner" {
+			t.Fatalf("Await = %+v, %v; want the new lease's run to complete the job", got, err)
+		}
+
+		before := jobInfo(t, c, id)
+		lateReports("after the job completed")
+		after = jobInfo(t, c, id)
 		if after.Status != runtime.StatusCompleted || after.FinishedAt != before.FinishedAt || after.Attempts != before.Attempts {
 			t.Fatalf("job changed by a late report: before %+v after %+v", before, after)
 		}
@@ -122,7 +150,7 @@ func TestShutdown_HandsBackUnfinishedJobsWithoutAnAttempt(t *testing.T) {
 		if s := jobStatus(t, c, quickID); s != runtime.StatusCompleted {
 			t.Fatalf("quick job = %s, want completed during the grace period", s)
 		}
-		info, _ := c.Job(ctx, id)
+		info := jobInfo(t, c, id)
 		if info.Status != runtime.StatusPending || info.Attempts != 0 {
 			t.Fatalf("handed-back job = %+v; want pending with no attempt counted", info)
 		}

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func TestLease_RenewedWhileRunning(t *testing.T) {
 		if len(runs) != 1 {
 			t.Fatalf("handler ran %d times, want once", len(runs))
 		}
-		if info, _ := c.Job(ctx, id); info.Attempts != 0 || info.Error != "" {
+		if info := jobInfo(t, c, id); info.Attempts != 0 || info.Error != "" {
 			t.Fatalf("Job = %+v; want no failed attempt", info)
 		}
 	})
@@ -88,8 +89,8 @@ func TestDLQ_PurgeDeletesDeadJobs(t *testing.T) {
 			t.Fatalf("Purge(now) = %d, %v; want 3", n, err)
 		}
 		for _, id := range ids {
-			if _, err := c.Job(ctx, id); err == nil {
-				t.Fatalf("job %s still exists after purge", id)
+			if _, err := c.Job(ctx, id); !errors.Is(err, runtime.ErrJobNotFound) {
+				t.Fatalf("Job(%s) after purge = %v; want not found", id, err)
 			}
 		}
 	})

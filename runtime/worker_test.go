@@ -196,7 +196,7 @@ func TestDeadLetter_ThenReplay(t *testing.T) {
 		if runs.Load() != 3 {
 			t.Fatalf("handler ran %d times, want 3 (1 + 2 retries)", runs.Load())
 		}
-		info, _ := c.Job(ctx, id)
+		info := jobInfo(t, c, id)
 		if info.Status != runtime.StatusFailed || info.Error != "smtp: connection refused" || info.Attempts != 3 {
 			t.Fatalf("Job = %+v, want failed with the error and 3 attempts", info)
 		}
@@ -213,7 +213,7 @@ func TestDeadLetter_ThenReplay(t *testing.T) {
 		if err != nil || got.Text != "sent" {
 			t.Fatalf("Await after replay = %+v, %v; want sent", got, err)
 		}
-		if info, _ := c.Job(ctx, id); info.Status != runtime.StatusCompleted || info.Attempts != 0 {
+		if info := jobInfo(t, c, id); info.Status != runtime.StatusCompleted || info.Attempts != 0 {
 			t.Fatalf("after replay Job = %+v; want completed with attempts reset", info)
 		}
 		if dead, _ := runtime.QueueOf(c).DeadList(ctx, "default", 0, 10); len(dead) != 0 {
@@ -238,7 +238,7 @@ func TestDelay_RunsNotBeforeDue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info, _ := c.Job(ctx, id); info.Status != runtime.StatusScheduled || info.ScheduledAt.UnixMilli() != due.UnixMilli() {
+		if info := jobInfo(t, c, id); info.Status != runtime.StatusScheduled || info.ScheduledAt.UnixMilli() != due.UnixMilli() {
 			t.Fatalf("Job = %+v; want scheduled at %s", info, due)
 		}
 		at := recv(t, started, 10*time.Second, "the delayed job to start")

@@ -18,9 +18,10 @@
 --   KEYS[5] HASH route:{r}:job:<X>    KEYS[6] HASH route:{r}:job:<A>
 --           (the cursor's jobs below; any unused key when there is none)
 --   KEYS[7..] LIST the ready lists, in listing order
---   ARGV[2] 1 forward, -1 back   ARGV[3] ids wanted (S)
+--   ARGV[2] 1 forward, -1 back   ARGV[3] ids wanted (S, 1 to 100000)
 --   ARGV[4] which of the lists the cursor is in (1-based)
---   ARGV[5] the position the cursor's job X had   ARGV[6] X ('' = the list's start)
+--   ARGV[5] the position the cursor's job X had (a whole number, 0 to 2^40)
+--   ARGV[6] X ('' = the list's start)
 --   ARGV[7] A, the job that followed X ('' = none)
 --   Returns: more (1 when entries may follow those returned), then triples
 --   list number, position, id of up to S + 1 entries from the cursor on.
@@ -34,7 +35,8 @@
 --
 -- 'zset': the window of a scheduled or dead listing.
 --   KEYS[1] ZSET   ARGV[2] 1 forward, -1 back   ARGV[3] S
---   ARGV[4] score of the cursor ('' = the start)   ARGV[5] id of the cursor
+--   ARGV[4] score of the cursor ('' = the start; else a finite number)
+--   ARGV[5] id of the cursor
 --   Returns: more, then pairs id, score of up to S + 1 members strictly past
 --   (score, id) in listing order (members with equal scores are in byte order
 --   of their ids, as Redis keeps them).
@@ -67,15 +69,34 @@ local function bytes_lt(a, b)
   return #a < #b
 end
 
+-- bn_dir reads a direction: 1 forward, -1 back.
+local function bn_dir(v)
+  local d = bn_num(v, 'direction')
+  if d ~= 1 and d ~= -1 then error('bananas: direction must be 1 or -1, got ' .. v) end
+  return d
+end
+
+-- bn_count_arg reads how many ids a window call returns: a whole number >= 1.
+local function bn_count_arg(v)
+  local n = bn_num(v, 'count')
+  if n < 1 or n ~= math.floor(n) or n > 100000 then error('bananas: count must be a whole number from 1 to 100000, got ' .. v) end
+  return n
+end
+
 if mode == 'list' then
   local W = 256
-  local dir = bn_num(ARGV[2], 'direction')
-  local want = bn_num(ARGV[3], 'count')
+  local dir = bn_dir(ARGV[2])
+  local want = bn_count_arg(ARGV[3])
   local li = bn_num(ARGV[4], 'list number')
   local at = bn_num(ARGV[5], 'position')
   local x, a = ARGV[6] or '', ARGV[7] or ''
   local nlists = #KEYS - 6
-  if li < 1 or li > nlists then error('bananas: list number out of range') end
+  if li < 1 or li > nlists or li ~= math.floor(li) then error('bananas: list number out of range') end
+  -- 2^40: more entries than any list holds, and small enough that at + W
+  -- still reaches Redis as an integer index.
+  if at < 0 or at > 1099511627776 or at ~= math.floor(at) then
+    error('bananas: position must be a whole number from 0 to 2^40, got ' .. ARGV[5])
+  end
   for k = 7, #KEYS do
     if not bn_type(KEYS[k], 'list') then return {0} end -- garbage: nothing to list
   end
@@ -154,15 +175,20 @@ if mode == 'list' then
 end
 
 if mode == 'zset' then
-  local dir = bn_num(ARGV[2], 'direction')
-  local want = bn_num(ARGV[3], 'count')
+  local dir = bn_dir(ARGV[2])
+  local want = bn_count_arg(ARGV[3])
   local score, id = ARGV[4] or '', ARGV[5] or ''
+  if score ~= '' then
+    local n = bn_num(score, 'cursor score')
+    if n ~= n or n == math.huge or n == -math.huge then
+      error('bananas: cursor score must be a finite number, got ' .. score)
+    end
+  end
   if not bn_type(KEYS[1], 'zset') then return {0} end
   -- lt, le: how many members come before the cursor's (score, id) in
   -- ascending order, and how many come before or at it.
   local lt, le = 0, 0
   if score ~= '' then
-    bn_num(score, 'cursor score')
     local have = redis.call('ZSCORE', KEYS[1], id)
     if have and tonumber(have) == tonumber(score) then
       lt = redis.call('ZRANK', KEYS[1], id)

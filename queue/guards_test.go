@@ -1,0 +1,100 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// A worker limited to some task names drains its route strictly by
+// priority, as every worker does: all high jobs before any normal one, all
+// normal before any low, whatever order they were enqueued in.
+func TestFetchTypes_TakesHighBeforeNormalBeforeLow(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		want := map[queue.Priority]string{}
+		for _, p := range []queue.Priority{queue.Low, queue.Normal, queue.High} {
+			j := job(t, "r")
+			if _, err := q.Enqueue(ctx, "r", p, []queue.NewJob{j}, now); err != nil {
+				t.Fatal(err)
+			}
+			want[p] = j.ID
+		}
+		for _, p := range queue.Priorities {
+			ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 1, now.Add(time.Minute), now)
+			if err != nil || len(ds) != 1 || ds[0].ID != want[p] {
+				t.Fatalf("fetch one = %v, %v; want the %s job %s", dispatchIDs(ds), err, p, want[p])
+			}
+		}
+		// One call taking several comes back in the same order.
+		for _, p := range []queue.Priority{queue.Low, queue.Normal, queue.High} {
+			j := job(t, "r")
+			if _, err := q.Enqueue(ctx, "r", p, []queue.NewJob{j}, now); err != nil {
+				t.Fatal(err)
+			}
+			want[p] = j.ID
+		}
+		ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 3, now.Add(time.Minute), now)
+		if err != nil || len(ds) != 3 {
+			t.Fatalf("fetch three = %v, %v", dispatchIDs(ds), err)
+		}
+		for i, p := range queue.Priorities {
+			if ds[i].ID != want[p] {
+				t.Fatalf("fetch three took %s at position %d, want the %s job %s", ds[i].ID, i, p, want[p])
+			}
+		}
+	})
+}
+
+// A lease renewed after the reaper read it as expired is not reaped: the
+// worker renewing it is alive and goes on to finish the job, which keeps
+// its attempts and its lease.
+func TestReap_LeaseRenewedAfterTheReaperReadItIsLeftAlone(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		until, reapAt, renewed := now.Add(time.Minute), now.Add(2*time.Minute), now.Add(3*time.Minute)
+		d := leaseLight(t, q, 1, now, until)[0]
+		asked := 0
+		renewFirst := func(e queue.Expired) queue.Verdict {
+			asked++
+			// The reaper has read the lease as expired; the worker renews it
+			// now, before the reaper's script runs.
+			if lost, err := q.Renew(ctx, "r", []*queue.Dispatch{d}, renewed); err != nil || len(lost) != 0 {
+				t.Errorf("renew = %v, %v", lost, err)
+			}
+			return verdict(reapAt)(e)
+		}
+		got, err := q.Reap(ctx, "r", reapAt, renewFirst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if asked != 1 {
+			t.Fatalf("the reaper asked about %d jobs, want the one expired job: the race was not set up", asked)
+		}
+		if o, ok := got[d.ID]; ok && o != queue.Stale {
+			t.Fatalf("reap = %v; the job whose lease was renewed under the reaper was reaped", got)
+		}
+		s, err := q.Lookup(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Status != queue.StatusProcessing || s.Attempts != 0 || s.LeaseDeadline.UnixMilli() != renewed.UnixMilli() {
+			t.Fatalf("job after the lost race = %+v; want processing, no attempt counted, leased until %v", s, renewed)
+		}
+		if ok, err := q.Ack(ctx, d, []byte("done"), time.Minute); !ok || err != nil {
+			t.Fatalf("the renewing worker's ack = %v, %v; want accepted", ok, err)
+		}
+	})
+}
+
+func dispatchIDs(ds []*queue.Dispatch) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.ID
+	}
+	return out
+}
