@@ -85,7 +85,7 @@ func (b apiBackend) Jobs(ctx context.Context, q api.JobQuery) (any, error) {
 
 func (b apiBackend) Dead(ctx context.Context, q api.JobQuery) (any, error) {
 	if q.State != "" && q.State != string(StatusFailed) && q.State != "dead" {
-		return nil, api.BadRequest("state", "state %q: the dead-letter queue holds dead jobs only", q.State)
+		return nil, api.BadRequest("state", "state %q: the dead-letter queue holds failed jobs only", q.State)
 	}
 	q.State = "dead"
 	return b.Jobs(ctx, q)

@@ -493,7 +493,7 @@ func TestCLI_DLQPurgeOnATerminalAsksFirst(t *testing.T) {
 		return string(out)
 	}
 	id := kill()
-	if out := onTerminal("n\n", "dlq", "purge"); !strings.Contains(out, "purge 1 dead job(s)") || !strings.Contains(out, "nothing purged") {
+	if out := onTerminal("n\n", "dlq", "purge"); !strings.Contains(out, "purge 1 failed job(s) in the dead-letter queue") || !strings.Contains(out, "nothing purged") {
 		t.Fatalf("dlq purge answered n:\n%s", out)
 	}
 	if s := a.status(id); s != "failed" {

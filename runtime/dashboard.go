@@ -118,14 +118,21 @@ func (b dashboardBackend) PurgeDead(ctx context.Context, route string) (int, err
 	return n, dashboardError(err)
 }
 
+func (b dashboardBackend) RunCron(ctx context.Context, name string) (string, error) {
+	id, err := b.in.RunCron(ctx, name)
+	return id, dashboardError(err)
+}
+
 // dashboardError gives the admin layer's refusals the status the operator
 // sees; the rest are failures of the server or of Redis.
 func dashboardError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrJobNotFound):
+	case errors.Is(err, ErrJobNotFound), errors.Is(err, ErrUnknownCron):
 		return dashboard.NotFound(trimBananas(err))
+	case errors.Is(err, ErrDuplicate):
+		return &dashboard.Problem{Status: http.StatusConflict, Msg: trimBananas(err)}
 	case errors.Is(err, ErrWrongState):
 		return &dashboard.Problem{Status: http.StatusConflict, Msg: trimBananas(err)}
 	case errors.Is(err, ErrBadQuery), errors.Is(err, ErrUnknownTask):

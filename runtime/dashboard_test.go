@@ -340,8 +340,8 @@ func TestDashboard_SearchAJobByErrorText(t *testing.T) {
 		if want := ids["Quota exceeded for project 12"]; len(got) != 1 || got[0] != want {
 			t.Fatalf("search for quota found %v; want only %s", got, want)
 		}
-		if state := text(t, ctx, `select[name=state] option:checked`); state != "dead" {
-			t.Fatalf("the form kept state %q; want dead", state)
+		if state := text(t, ctx, `select[name=state] option:checked`); state != "failed" {
+			t.Fatalf("the form kept state %q; want failed", state)
 		}
 		if strings.HasSuffix(t.Name(), "redis") {
 			shoot(t, ctx, "search")
@@ -716,7 +716,7 @@ func darkMode() chromedp.Action[chromedp.Void] {
 	})
 }
 
-// "Replay all dead of ROUTE" on a route's dead list replays every dead job
+// "Replay every failed job of ROUTE" on a route's dead-letter queue replays every failed job
 // of that route, after its confirmation is ticked, and no other route's.
 // The page follows a dark color scheme.
 func TestDashboard_ReplayAllDeadOfARouteByClicking(t *testing.T) {
@@ -757,7 +757,7 @@ func TestDashboard_ReplayAllDeadOfARouteByClicking(t *testing.T) {
 		return r + g + b < 150;
 	})()`)
 	shoot(t, ctx, "dead-list-dark")
-	run(t, ctx, "tick the confirmation and click Replay all dead of mail",
+	run(t, ctx, "tick the confirmation and click Replay every failed job of mail",
 		chromedp.Click(chromedp.CSS("#replay-dead-confirm")), chromedp.Click(chromedp.CSS("#replay-dead")), chromedp.WaitVisible(chromedp.CSS("#flash")))
 	if got := text(t, ctx, "#flash"); !strings.Contains(got, "3") {
 		t.Fatalf("flash = %q; want it to count the 3 replayed jobs", got)

@@ -268,3 +268,46 @@ func adminError(id string, err error) error {
 	}
 	return err
 }
+
+// ErrUnknownCron: no cron entry of that name is registered in this program.
+var ErrUnknownCron = errors.New("bananas: unknown cron entry")
+
+// RunCron enqueues one job of cron entry name now, as a tick would (its
+// route, priority and zero args), and returns its id. It leaves the entry's
+// schedule alone: its next run, last run, run count and last job are the
+// scheduler's, and the next tick fires as planned.
+func (in *Inspector) RunCron(ctx context.Context, name string) (string, error) {
+	for _, e := range in.reg.cron {
+		if e.Name != name {
+			continue
+		}
+		j, err := e.job(in.c, in.c.q.Now())
+		if err != nil {
+			return "", fmt.Errorf("run cron entry %s: %w", name, err)
+		}
+		holder, err := in.c.q.EnqueueOne(ctx, e.Route, e.Priority, j)
+		if err != nil {
+			return "", fmt.Errorf("run cron entry %s: %w", name, err)
+		}
+		if holder != "" {
+			// A task enqueued uniquely: the job that holds its key runs instead.
+			return holder, fmt.Errorf("run cron entry %s: %w: job %s already holds its unique key", name, ErrDuplicate, holder)
+		}
+		in.c.metrics.Enqueued(e.Route, string(e.Priority), e.Name, 1)
+		return j.ID, nil
+	}
+	return "", fmt.Errorf("%w %q: the cron entries of this program are %s", ErrUnknownCron, name, cronNames(in.reg.cron))
+}
+
+// cronNames lists the entries' names for an error message.
+func cronNames(entries []CronEntry) string {
+	if len(entries) == 0 {
+		return "none"
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}

@@ -30,6 +30,10 @@ func (in *Inspector) OpenAPI() ([]byte, error) {
 				"Task": reflect.TypeFor[taskJSON](), "CronEntry": reflect.TypeFor[cronJSON](), "Worker": reflect.TypeFor[WorkerState](),
 				"Stats": reflect.TypeFor[statsJSON](), "DeadJobList": reflect.TypeFor[pageJSON](),
 				"Canceled": reflect.TypeFor[canceledJSON](),
+				// Types the shapes above hold, by the names a reader of the
+				// document knows them by.
+				"JobSummary": reflect.TypeFor[jobSummaryJSON](), "StatsPoint": reflect.TypeFor[pointJSON](),
+				"CronSpec": reflect.TypeFor[cronSpec](),
 			},
 			// jsonTime writes its own JSON: an RFC 3339 time, or null when unset.
 			Custom: map[reflect.Type]map[string]any{

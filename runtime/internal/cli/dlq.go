@@ -23,7 +23,7 @@ func cmdDLQ(e *Env, args []string) error {
 	fs := e.Flags("[flags]")
 	f := dlqFlags{
 		query:  queryFlags(fs, 100),
-		all:    fs.Bool("all", false, "replay: every dead job (of --route and --task)"),
+		all:    fs.Bool("all", false, "replay: every failed job in the dead-letter queue (of --route and --task)"),
 		older:  fs.Duration("older-than", 0, "purge: only jobs that died longer ago than this"),
 		yes:    fs.Bool("yes", false, "purge: do not ask for confirmation on a terminal"),
 		asJSON: fs.Bool("json", false, "print JSON"),
@@ -130,9 +130,9 @@ func purgeWhat(e *Env, b Backend, route, task string, older time.Duration) (stri
 		fmt.Fprintln(e.Stdout, "purged 0 job(s)")
 		return "", nil
 	}
-	what := fmt.Sprintf("%d dead job(s) of route(s) %s", dead, strings.Join(names, ", "))
+	what := fmt.Sprintf("%d failed job(s) in the dead-letter queue of route(s) %s", dead, strings.Join(names, ", "))
 	if task != "" || older > 0 {
-		what = fmt.Sprintf("the dead jobs%s%s among the %s", map[bool]string{true: " of task " + task}[task != ""],
+		what = fmt.Sprintf("the failed jobs%s%s among the %s", map[bool]string{true: " of task " + task}[task != ""],
 			map[bool]string{true: " that died over " + older.String() + " ago"}[older > 0], what)
 	}
 	return what, nil

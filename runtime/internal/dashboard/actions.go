@@ -38,22 +38,22 @@ func (d *Dashboard) resume(r *http.Request) (string, url.Values, error) {
 	return "/", done("resumed"), d.b.Resume(r.Context(), r.PathValue("route"))
 }
 
-// purgeDead deletes a route's dead jobs for good, so the form asks for a
+// purgeDead deletes the failed jobs of a route's dead-letter queue for good, so the form asks for a
 // ticked confirmation (required in HTML, checked here too).
 func (d *Dashboard) purgeDead(r *http.Request) (string, url.Values, error) {
 	if r.PostFormValue("confirm") != "yes" {
-		return "", nil, &Problem{Status: http.StatusBadRequest, Msg: "tick the confirmation to purge: dead jobs are deleted for good"}
+		return "", nil, &Problem{Status: http.StatusBadRequest, Msg: "tick the confirmation to purge: the failed jobs are deleted for good"}
 	}
 	n, err := d.b.PurgeDead(r.Context(), r.PathValue("route"))
 	return "/", url.Values{"done": {"purged"}, "n": {strconv.Itoa(n)}}, err
 }
 
-// replayDead replays every dead job of a route; the dead list asks for a
+// replayDead replays every failed job of a route; the dead-letter queue asks for a
 // ticked confirmation first (required in HTML, checked here too), since it
 // may put thousands of jobs back to work at once.
 func (d *Dashboard) replayDead(r *http.Request) (string, url.Values, error) {
 	if r.PostFormValue("confirm") != "yes" {
-		return "", nil, &Problem{Status: http.StatusBadRequest, Msg: "tick the confirmation to replay every dead job of the route"}
+		return "", nil, &Problem{Status: http.StatusBadRequest, Msg: "tick the confirmation to replay every failed job of the route"}
 	}
 	route := r.PathValue("route")
 	n, err := d.b.ReplayDead(r.Context(), route)

@@ -28,8 +28,11 @@ type Backend interface {
 	Pause(ctx context.Context, route string) error
 	Resume(ctx context.Context, route string) error
 	PurgeDead(ctx context.Context, route string) (int, error)
-	// ReplayDead replays every dead job of route and says how many.
+	// ReplayDead replays every failed job of route and says how many.
 	ReplayDead(ctx context.Context, route string) (int, error)
+	// RunCron enqueues one job of cron entry name now, leaving its schedule
+	// alone, and returns the job's id.
+	RunCron(ctx context.Context, name string) (id string, err error)
 	// ArgsSchemas is each registered task's args JSON Schema (JSON), by
 	// task name; a task missing from it shows none.
 	ArgsSchemas(ctx context.Context) (map[string][]byte, error)

@@ -78,6 +78,7 @@ func New(b Backend, cfg Config) *Dashboard {
 		"POST /routes/{route}/purge-dead":  d.action(d.purgeDead),
 		"POST /routes/{route}/replay-dead": d.action(d.replayDead),
 		"POST /jobs/bulk":                  d.action(d.bulk),
+		"POST /cron/{name}/run":            d.action(d.runCron),
 	} {
 		d.mux.Handle(pattern, h)
 		d.handlers[pattern] = h
@@ -221,11 +222,12 @@ var flashes = map[string]string{
 	"cancel-requested": "Cancel sent: the worker running the job will stop it.",
 	"paused":           "Paused: no worker takes this route's jobs until it is resumed.",
 	"resumed":          "Resumed.",
-	"purged":           "Purged %s dead jobs.",
-	"replayed-dead":    "Replayed %s dead jobs: they are pending again with their attempts reset.",
+	"cron-run":         "Enqueued now, outside the schedule: the entry's next run stays as planned.",
+	"purged":           "Purged %s failed jobs from the dead-letter queue.",
+	"replayed-dead":    "Replayed %s failed jobs: they are pending again with their attempts reset.",
 	// A bulk action reports both counts: a job refused is one that moved
 	// to a state the action does not fit, or is gone, since the page showed it.
-	"bulk-replayed": "Replayed %s selected jobs; %r refused (no longer dead, or gone).",
+	"bulk-replayed": "Replayed %s selected jobs; %r refused (no longer failed, or gone).",
 	"bulk-deleted":  "Deleted %s selected jobs; %r refused (no longer pending or scheduled, or gone).",
 	"bulk-canceled": "Canceled %s selected jobs (a running one stops when its worker acts); %r refused (already finished, or gone).",
 }

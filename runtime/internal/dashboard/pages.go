@@ -22,9 +22,10 @@ func (d *Dashboard) overview(r *http.Request, p *page) (int, error) {
 }
 
 // states are the job list's states, in the Inspector's words, with the
-// names operators use.
+// names operators use. A job that failed for good is failed everywhere; the
+// dead-letter queue is where it is kept.
 var states = []struct{ Value, Label string }{
-	{"pending", "pending"}, {"scheduled", "scheduled"}, {"processing", "active"}, {"failed", "dead"},
+	{"pending", "pending"}, {"scheduled", "scheduled"}, {"processing", "active"}, {"failed", "failed"},
 }
 
 type jobsData struct {
@@ -39,7 +40,14 @@ type jobsData struct {
 	// state); the template hides them all in read-only mode.
 	CanReplay, CanDelete, CanCancel bool
 	Back                            string // this listing, where a bulk action returns
+	// TimeLabel heads the time column, which holds what the listed state
+	// is waiting for or ended at: when a scheduled job runs, when a failed
+	// one failed, else when the job was created.
+	TimeLabel string
 }
+
+// timeLabels are the time column's heading by listed state (see jobsData).
+var timeLabels = map[string]string{"scheduled": "Runs at", "failed": "Failed at"}
 
 func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
 	v := r.URL.Query()
@@ -51,10 +59,14 @@ func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
 		CanReplay: q.State == "failed",
 		CanDelete: q.State == "pending" || q.State == "scheduled",
 		CanCancel: q.State == "pending" || q.State == "scheduled" || q.State == "processing",
+		TimeLabel: timeLabels[q.State],
+	}
+	if data.TimeLabel == "" {
+		data.TimeLabel = "Created"
 	}
 	p.Title, p.Nav, p.Data = "Jobs", "jobs", &data
 	if q.State == "failed" {
-		p.Title, p.Current = "Dead jobs", "dead"
+		p.Title, p.Current = "Dead-letter queue", "dlq"
 	}
 	routes, err := d.b.Routes(r.Context())
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 // nav is the header's links, in order.
 var nav = []struct{ Key, Label, Href string }{
-	{"overview", "Overview", "/"}, {"charts", "Charts", "/charts"}, {"jobs", "Jobs", "/jobs"}, {"dead", "Dead", "/jobs?state=failed"},
+	{"overview", "Overview", "/"}, {"charts", "Charts", "/charts"}, {"jobs", "Jobs", "/jobs"}, {"dlq", "Dead-letter queue", "/jobs?state=failed"},
 	{"cron", "Cron", "/cron"}, {"workers", "Workers", "/workers"}, {"tasks", "Tasks", "/tasks"},
 }
 
@@ -26,6 +26,18 @@ var funcs = template.FuncMap{
 			return "—"
 		}
 		return age(time.Since(t))
+	},
+	// until is how far off t is, as an operator reads it: "in 4m59s", or
+	// "due" once it has passed (a scheduled job waits for a worker to
+	// promote it).
+	"until": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		if d := time.Until(t); d > 0 {
+			return "in " + age(d)
+		}
+		return "due"
 	},
 	"dur": func(d time.Duration) string {
 		if d == 0 {

@@ -47,6 +47,8 @@ type Options struct {
 	//	Stats        GET /api/v1/stats
 	//	Error        every 4xx and 5xx (default: {"error", "field"})
 	//
+	// Any other key names the component of a type the answers hold (a
+	// JobPage's JobSummary, say) as readers know it. Keys are PascalCase.
 	// An endpoint whose body is given by none of them is described as any
 	// JSON value. When Job has the keys task, args and result, the job
 	// endpoints answer TypedJob instead: one variant per task, chosen by
@@ -97,8 +99,8 @@ func Document(tasks []Task, o Options) ([]byte, error) {
 	g.answers = true
 	for _, key := range slices.Sorted(maps.Keys(o.Shapes)) {
 		t := o.Shapes[key]
-		if sanitize(key) != key || key == "" {
-			return nil, fmt.Errorf("openapi: shape %q: a component name takes only letters, digits, '.', '-' and '_'", key)
+		if componentName(key) != key {
+			return nil, fmt.Errorf("openapi: shape %q: a component name is PascalCase, letters and digits only, without a JSON suffix (such as %q)", key, componentName(key))
 		}
 		if slices.Contains(ownComponents, key) {
 			return nil, fmt.Errorf("openapi: shape %q: the document names a component of its own so", key)

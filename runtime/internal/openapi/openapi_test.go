@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +60,7 @@ type Everything struct {
 	Quoted  int                `json:"quoted,string"`
 	Level   Level              `json:"level"`
 	Skipped string             `json:"-"`
-	//lint:ignore U1000 an unexported field is what the schema must leave out
+	//lint:ignore U1000 an unexported field, which encoding/json and the schema skip
 	hidden int
 }
 
@@ -402,7 +404,7 @@ func TestSchemaOfEachKind(t *testing.T) {
 			A int `json:"a,omitempty"`
 			B string
 			C string `json:"-"`
-			//lint:ignore SA5008 the tag "-," (the key "-") is the case under test
+			//lint:ignore SA5008 the key "-", which encoding/json gives this tag
 			D string `json:"-,"`
 			e string
 		}](), `{"additionalProperties":false,"properties":{"-":{"type":"string"},"B":{"type":"string"},"a":{"format":"int64","maximum":9223372036854775807,"minimum":-9223372036854775808,"type":"integer"}},"type":"object"}`},
@@ -586,7 +588,7 @@ func TestTypesOfOneNameGetDistinctComponentNames(t *testing.T) {
 	if err := json.Unmarshal(doc, &d); err != nil {
 		t.Fatal(err)
 	}
-	for name, key := range map[string]string{"openapi.Cookie": `"flavor"`, "http.Cookie": `"HttpOnly"`, "openapi.Cookie2": `"Crumbs"`} {
+	for name, key := range map[string]string{"OpenapiCookie": `"flavor"`, "HttpCookie": `"HttpOnly"`, "OpenapiCookie2": `"Crumbs"`} {
 		if !strings.Contains(string(d.Components.Schemas[name]), key) {
 			t.Errorf("component %s: %s, want the type with key %s", name, d.Components.Schemas[name], key)
 		}
@@ -643,4 +645,38 @@ func TestListingAnswersAnArrayOfItsElementShape(t *testing.T) {
 	body := `[{"name": "nightly", "nextRun": null}]`
 	ok, errs := respond(body)
 	refusedNaming(t, ok, errs, body, "nextRun")
+}
+
+type lineItemJSON struct {
+	SKU string `json:"sku"`
+}
+
+type orderJSON struct {
+	Items []lineItemJSON `json:"items"`
+}
+
+// A Go type that only shapes JSON (unexported, named with a JSON suffix)
+// is a component under the name a reader knows: PascalCase, no suffix; a
+// shape key that is not such a name is refused, naming the one to use.
+func TestComponentNamesArePascalCaseWithoutAJSONSuffix(t *testing.T) {
+	doc := document(t, []Task{{Name: "order", Args: reflect.TypeFor[orderJSON]()}}, Options{})
+	var d struct {
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Order", "LineItem"} {
+		if _, ok := d.Components.Schemas[want]; !ok {
+			t.Errorf("no component %s; the document has %v", want, slices.Sorted(maps.Keys(d.Components.Schemas)))
+		}
+	}
+	for _, key := range []string{"jobPage", "JobPageJSON", "Job.Page"} {
+		_, err := Document(nil, Options{Shapes: map[string]reflect.Type{key: reflect.TypeFor[orderJSON]()}})
+		if err == nil || !strings.Contains(err.Error(), "PascalCase") {
+			t.Errorf("shape %q: err = %v; want it refused as not PascalCase", key, err)
+		}
+	}
 }

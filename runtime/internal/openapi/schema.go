@@ -416,7 +416,7 @@ func (g *generator) name(taken map[string]bool, fixed map[reflect.Type]string) m
 			names[t] = n
 			continue
 		}
-		b := sanitize(t.Name())
+		b := componentName(t.Name())
 		byBase[b] = append(byBase[b], t)
 	}
 	for _, b := range slices.Sorted(maps.Keys(byBase)) {
@@ -427,7 +427,7 @@ func (g *generator) name(taken map[string]bool, fixed map[reflect.Type]string) m
 			if len(ts) == 1 {
 				candidates = append(candidates, b)
 			}
-			candidates = append(candidates, qualified(t, ts)+"."+b)
+			candidates = append(candidates, qualified(t, ts)+b)
 			names[t] = claim(taken, candidates...)
 		}
 	}
@@ -435,7 +435,8 @@ func (g *generator) name(taken map[string]bool, fixed map[reflect.Type]string) m
 }
 
 // qualified is the shortest tail of t's package path that no other type of
-// others from another package ends with; types of one package (declared in
+// others from another package ends with, as the PascalCase prefix of a
+// component name (net/http: Http); types of one package (declared in
 // different functions) are numbered instead.
 func qualified(t reflect.Type, others []reflect.Type) string {
 	parts := strings.Split(t.PkgPath(), "/")
@@ -447,10 +448,22 @@ func qualified(t reflect.Type, others []reflect.Type) string {
 			clash = clash || (p != t.PkgPath() && (p == tail || strings.HasSuffix(p, "/"+tail)))
 		}
 		if !clash {
-			return sanitize(strings.ReplaceAll(tail, "/", "."))
+			return camel(tail)
 		}
 	}
-	return sanitize(strings.ReplaceAll(t.PkgPath(), "/", "."))
+	return camel(t.PkgPath())
+}
+
+// componentName is the name a reader of the document sees for a Go type
+// named goName: PascalCase, its words run together, without the JSON
+// suffix a type that only shapes an answer's JSON often carries
+// (jobSummaryJSON is JobSummary).
+func componentName(goName string) string {
+	n := camel(goName)
+	if trimmed := strings.TrimSuffix(n, "JSON"); trimmed != "" {
+		n = trimmed
+	}
+	return n
 }
 
 // claim takes the first free candidate, or the last one numbered.
@@ -468,19 +481,6 @@ func claim(taken map[string]bool, candidates ...string) string {
 			return c
 		}
 	}
-}
-
-// sanitize keeps the characters OpenAPI allows in a component name.
-func sanitize(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' {
-			b.WriteRune(c)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
 }
 
 // resolver turns refs into "$ref"s once every type has its name.
