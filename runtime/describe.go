@@ -68,6 +68,16 @@ func (t *Task[A, R]) Info() TaskInfo {
 // EnqueueJSON decodes args from JSON with the task's strict decoder (unknown
 // fields are errors naming the field) and enqueues them.
 func (t *Task[A, R]) EnqueueJSON(ctx context.Context, data []byte, opts ...Option) (string, error) {
+	args, err := t.decodeArgsJSON(data)
+	if err != nil {
+		return "", err
+	}
+	return t.Enqueue(ctx, args, opts...)
+}
+
+// decodeArgsJSON decodes args from JSON with the task's strict decoder; an
+// error matches ErrBadArgs.
+func (t *Task[A, R]) decodeArgsJSON(data []byte) (A, error) {
 	var args A
 	var err error
 	if t.decodeJSON != nil {
@@ -76,9 +86,9 @@ func (t *Task[A, R]) EnqueueJSON(ctx context.Context, data []byte, opts ...Optio
 		err = DecodeStrictJSON(data, &args)
 	}
 	if err != nil {
-		return "", fmt.Errorf("bananas: args of %s: %w", t.name, badArgs{err})
+		return args, fmt.Errorf("bananas: args of %s: %w", t.name, badArgs{err})
 	}
-	return t.Enqueue(ctx, args, opts...)
+	return args, nil
 }
 
 // badArgs marks an error of the args themselves (it matches ErrBadArgs).
