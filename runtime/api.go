@@ -39,27 +39,9 @@ func APIHandler(in *Inspector, o APIOptions) http.Handler {
 type apiBackend struct{ in *Inspector }
 
 func (b apiBackend) Submit(ctx context.Context, s api.Submission) (string, error) {
-	var opts []Option
-	if s.Route != "" {
-		if err := queue.CheckRoute(s.Route); err != nil {
-			return "", api.BadRequest("route", "route: %v", err)
-		}
-		opts = append(opts, Route(s.Route))
-	}
-	if s.Priority != "" {
-		if !queue.ValidPriority(s.Priority) {
-			return "", api.BadRequest("priority", "priority %q: use high, normal or low", s.Priority)
-		}
-		opts = append(opts, WithPriority(Priority(s.Priority)))
-	}
-	if s.Delay != "" {
-		d, err := time.ParseDuration(s.Delay)
-		if err != nil || d < 0 {
-			return "", api.BadRequest("delay", "delay %q: want a duration such as 90s or 1h30m", s.Delay)
-		}
-		if d > 0 {
-			opts = append(opts, Delay(d))
-		}
+	opts, err := submissionOptions(s)
+	if err != nil {
+		return "", err
 	}
 	id, err := b.in.Enqueue(ctx, s.Name, s.Args, opts...)
 	switch {
@@ -190,6 +172,34 @@ func (b apiBackend) OpenAPI(context.Context) ([]byte, error) { return b.in.OpenA
 
 func (b apiBackend) Ready(ctx context.Context) error {
 	return b.in.c.rdb.Ping(ctx).Err()
+}
+
+// submissionOptions are the enqueue options of a submission's route,
+// priority and delay, or a 400 naming the one that is wrong.
+func submissionOptions(s api.Submission) ([]Option, error) {
+	var opts []Option
+	if s.Route != "" {
+		if err := queue.CheckRoute(s.Route); err != nil {
+			return nil, api.BadRequest("route", "route: %v", err)
+		}
+		opts = append(opts, Route(s.Route))
+	}
+	if s.Priority != "" {
+		if !queue.ValidPriority(s.Priority) {
+			return nil, api.BadRequest("priority", "priority %q: use high, normal or low", s.Priority)
+		}
+		opts = append(opts, WithPriority(Priority(s.Priority)))
+	}
+	if s.Delay != "" {
+		d, err := time.ParseDuration(s.Delay)
+		if err != nil || d < 0 {
+			return nil, api.BadRequest("delay", "delay %q: want a duration such as 90s or 1h30m", s.Delay)
+		}
+		if d > 0 {
+			opts = append(opts, Delay(d))
+		}
+	}
+	return opts, nil
 }
 
 // httpError gives the admin layer's errors their HTTP status; the rest are

@@ -3,13 +3,19 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"encoding"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bananas-go/bananas/internal/mpack"
 )
 
 // Field describes one field of a task's arguments, for people and tools (the
@@ -68,6 +74,16 @@ func (t *Task[A, R]) Info() TaskInfo {
 // EnqueueJSON decodes args from JSON with the task's strict decoder (unknown
 // fields are errors naming the field) and enqueues them.
 func (t *Task[A, R]) EnqueueJSON(ctx context.Context, data []byte, opts ...Option) (string, error) {
+	args, err := t.decodeArgsJSON(data)
+	if err != nil {
+		return "", err
+	}
+	return t.Enqueue(ctx, args, opts...)
+}
+
+// decodeArgsJSON decodes args from JSON with the task's strict decoder; an
+// error matches ErrBadArgs.
+func (t *Task[A, R]) decodeArgsJSON(data []byte) (A, error) {
 	var args A
 	var err error
 	if t.decodeJSON != nil {
@@ -76,9 +92,9 @@ func (t *Task[A, R]) EnqueueJSON(ctx context.Context, data []byte, opts ...Optio
 		err = DecodeStrictJSON(data, &args)
 	}
 	if err != nil {
-		return "", fmt.Errorf("bananas: args of %s: %w", t.name, badArgs{err})
+		return args, fmt.Errorf("bananas: args of %s: %w", t.name, badArgs{err})
 	}
-	return t.Enqueue(ctx, args, opts...)
+	return args, nil
 }
 
 // badArgs marks an error of the args themselves (it matches ErrBadArgs).
@@ -90,107 +106,424 @@ func (e badArgs) Is(target error) bool { return target == ErrBadArgs }
 // DecodeStrictJSON decodes data into v exactly: an object key must be a
 // field's JSON name as written (encoding/json would also take "url" for URL),
 // unknown keys and trailing data are refused, and so are empty input and null
-// — except for a task that takes no args (None), where they mean nothing. Each
-// error names the field. Generated decoders call it.
+// — except for a task that takes no args (None), where they mean nothing —
+// and containers nested deeper than msgpack carries (MaxJSONDepth). Each
+// error names the field by its path, list indexes included
+// (field "lines[2].qty"). Generated decoders call it.
+//
+// The work is linear in len(data): the bytes are parsed once into a tree,
+// the tree is walked once against v's type, and only then decoded into v.
 func DecodeStrictJSON(data []byte, v any) error {
+	_, err := decodeStrictJSON(data, v)
+	return err
+}
+
+// decodeStrictJSON is DecodeStrictJSON; parsed counts the bytes it handed to
+// a JSON parser, which its test holds to a multiple of len(data).
+func decodeStrictJSON(data []byte, v any) (parsed int, err error) {
 	_, none := v.(*None)
 	if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		if none {
-			return nil
+			return 0, nil
 		}
 		if len(trimmed) == 0 {
-			return errors.New("no args given: want a JSON object")
+			return 0, errors.New("no args given: want a JSON object")
 		}
-		return errors.New("args are null: want a JSON object")
+		return 0, errors.New("args are null: want a JSON object")
+	}
+	if err := checkJSONDepth(data); err != nil {
+		return len(data), err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var ute *json.UnmarshalTypeError
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &ute):
-			return fmt.Errorf("field %q: want %s, got JSON %s", ute.Field, ute.Type, ute.Value)
-		case errors.As(err, &se):
-			return fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, err)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return fmt.Errorf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
-		}
-		return err
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return len(data), jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the JSON value")
+		return len(data), errors.New("trailing data after the JSON value")
 	}
-	return exactKeys(data, reflect.TypeOf(v), "")
+	w := strictWalk{parsed: len(data)}
+	if err := w.value(tree, reflect.TypeOf(v), 0); err != nil {
+		return w.parsed, err
+	}
+	w.parsed += len(data)
+	if err := json.Unmarshal(data, v); err != nil {
+		return w.parsed, jsonError(err)
+	}
+	return w.parsed, nil
 }
 
-var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+// MaxJSONDepth caps how deeply objects and arrays may nest in JSON args: as
+// deep as the msgpack that carries args to the worker may nest.
+const MaxJSONDepth = mpack.MaxDepth
 
-// exactKeys checks that every object key in data is the JSON name of a field
-// of t as written; data already decoded into a t, so its shape is right.
-func exactKeys(data []byte, t reflect.Type, path string) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+// checkJSONDepth refuses JSON whose objects and arrays nest deeper than
+// MaxJSONDepth, naming the path to the first container too deep, in one pass
+// over the bytes (encoding/json would parse 10,000 levels). What is not
+// well-formed is left to the parser.
+func checkJSONDepth(data []byte) error {
+	type open struct {
+		array bool
+		step  pathStep
 	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) || bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
-		return nil // decodes itself (time.Time), or nothing to look into
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(data, &obj); err != nil {
-			return nil
+	var stack []open
+	inString, escaped := false, false
+	var last []byte // the last string read: an object's key, at its colon
+	start := 0
+	for i, c := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+				last = data[start:i]
+			}
+			continue
 		}
-		fields := jsonFields(t)
-		for key, raw := range obj {
-			ft, ok := fields[key]
-			if !ok {
-				for name := range fields {
-					if strings.EqualFold(name, key) {
-						return fmt.Errorf("unknown field %q%s: JSON keys match exactly; did you mean %q?", key, at(path), name)
-					}
+		top := len(stack) - 1
+		switch c {
+		case '"':
+			inString, start = true, i+1
+		case ':':
+			if top >= 0 && !stack[top].array {
+				stack[top].step = pathStep{key: string(last)}
+			}
+		case ',':
+			if top >= 0 && stack[top].array {
+				stack[top].step.index++
+			}
+		case '{', '[':
+			if len(stack) >= MaxJSONDepth {
+				w := strictWalk{path: make([]pathStep, len(stack))}
+				for k, o := range stack {
+					w.path[k] = o.step
 				}
-				return fmt.Errorf("unknown field %q%s", key, at(path))
+				return w.fail("nested deeper than %d levels", MaxJSONDepth)
 			}
-			if err := exactKeys(raw, ft, join(path, key)); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return nil // []byte travels as base64
-		}
-		var items []json.RawMessage
-		if err := json.Unmarshal(data, &items); err != nil {
-			return nil
-		}
-		for i, raw := range items {
-			if err := exactKeys(raw, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-	case reflect.Map:
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(data, &obj); err != nil {
-			return nil
-		}
-		for key, raw := range obj {
-			if err := exactKeys(raw, t.Elem(), fmt.Sprintf("%s[%q]", path, key)); err != nil {
-				return err
+			stack = append(stack, open{array: c == '['})
+		case '}', ']':
+			if top >= 0 {
+				stack = stack[:top]
 			}
 		}
 	}
 	return nil
 }
 
+// jsonError names what encoding/json refused.
+func jsonError(err error) error {
+	var ute *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &ute):
+		return fmt.Errorf("field %q: want %s, got JSON %s", ute.Field, ute.Type, ute.Value)
+	case errors.As(err, &se):
+		return fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, err)
+	}
+	return err
+}
+
+var (
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	timeType            = reflect.TypeFor[time.Time]()
+)
+
+// strictWalk checks a parsed JSON tree against the Go type it is to decode
+// into, once per node: keys exactly as the fields' JSON names, values of the
+// kind the type takes, nesting within MaxJSONDepth. Its errors name the path
+// to the value; the path is kept as a stack and spelled out only on error.
+type strictWalk struct {
+	path   []pathStep
+	parsed int // bytes handed to a JSON parser so far
+}
+
+// pathStep is one step from a value to one inside it: a struct field, a map
+// key (key, with isKey) or a list index.
+type pathStep struct {
+	key   string
+	isKey bool
+	index int
+}
+
+// at spells the path the walk is at, as Go would write the selector:
+// Lines[2].Qty, Labels["k"]; deep paths keep their first and last steps.
+func (w *strictWalk) at() string {
+	const shown = 12
+	steps := w.path
+	var b strings.Builder
+	for i, s := range steps {
+		if len(steps) > shown && i == shown/2 {
+			b.WriteString("…")
+		}
+		if len(steps) > shown && i >= shown/2 && i < len(steps)-shown/2 {
+			continue
+		}
+		switch {
+		case s.isKey:
+			fmt.Fprintf(&b, "[%q]", s.key)
+		case s.key != "":
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.key)
+		default:
+			fmt.Fprintf(&b, "[%d]", s.index)
+		}
+	}
+	return b.String()
+}
+
+// fail is an error about the value the walk is at.
+func (w *strictWalk) fail(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if len(w.path) == 0 {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("field %q: %s", w.at(), msg)
+}
+
+// wrongKind is the error of a JSON value of the wrong kind for t.
+func (w *strictWalk) wrongKind(t reflect.Type, v any) error {
+	return w.fail("want %s, got JSON %s", t, jsonKind(v))
+}
+
+// jsonKind names a parsed JSON value as encoding/json's errors do.
+func jsonKind(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case json.Number:
+		return "number " + v.String()
+	}
+	return "null"
+}
+
+// value checks v, found depth containers down, against t.
+func (w *strictWalk) value(v any, t reflect.Type, depth int) error {
+	if v == nil {
+		return nil // null leaves the Go value as it is
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem() // encoding/json allocates what a pointer points to
+	}
+	if t == timeType {
+		s, ok := v.(string)
+		if _, err := time.Parse(time.RFC3339, s); !ok || err != nil {
+			return w.fail("want an RFC 3339 time such as \"2026-01-02T15:04:05Z\", got %s", jsonText(v))
+		}
+		return nil
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return w.unmarshaler(v, t)
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		s, ok := v.(string)
+		if !ok {
+			return w.wrongKind(t, v)
+		}
+		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+			return w.fail("%v", err)
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return w.wrongKind(t, v)
+		}
+		return w.object(obj, t, depth)
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return w.wrongKind(t, v)
+		}
+		for _, key := range sortedKeys(obj) {
+			w.path = append(w.path, pathStep{key: key, isKey: true})
+			if err := w.value(obj[key], t.Elem(), depth+1); err != nil {
+				return err
+			}
+			w.path = w.path[:len(w.path)-1]
+		}
+	case reflect.Slice, reflect.Array:
+		if s, ok := v.(string); ok && t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+			if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+				return w.fail("want base64 bytes, got %s: %v", jsonText(v), err)
+			}
+			return nil
+		}
+		items, ok := v.([]any)
+		if !ok {
+			return w.wrongKind(t, v)
+		}
+		if t.Kind() == reflect.Array {
+			items = items[:min(len(items), t.Len())] // encoding/json drops the rest
+		}
+		for i, item := range items {
+			w.path = append(w.path, pathStep{index: i})
+			if err := w.value(item, t.Elem(), depth+1); err != nil {
+				return err
+			}
+			w.path = w.path[:len(w.path)-1]
+		}
+	case reflect.Interface:
+		if t.NumMethod() > 0 {
+			return w.fail("cannot decode JSON into %s, an interface with methods", t)
+		}
+		return nil // takes any JSON value
+	default:
+		return w.scalar(v, t)
+	}
+	return nil
+}
+
+// object checks the keys and values of a JSON object decoded into struct t.
+func (w *strictWalk) object(obj map[string]any, t reflect.Type, depth int) error {
+	fields := jsonFields(t)
+	for _, key := range sortedKeys(obj) {
+		f, ok := fields[key]
+		if !ok {
+			in := ""
+			if len(w.path) > 0 {
+				in = " in " + w.at()
+			}
+			for name := range fields {
+				if strings.EqualFold(name, key) {
+					return fmt.Errorf("unknown field %q%s: JSON keys match exactly; did you mean %q?", key, in, name)
+				}
+			}
+			return fmt.Errorf("unknown field %q%s", key, in)
+		}
+		w.path = append(w.path, pathStep{key: key})
+		var err error
+		switch s, isString := obj[key].(string); {
+		case !f.quoted:
+			err = w.value(obj[key], f.typ, depth+1)
+		case isString:
+			err = w.quoted(s, f.typ)
+		case obj[key] != nil:
+			err = w.fail("want %s in a JSON string (the field is tagged \",string\"), got %s", f.typ, jsonText(obj[key]))
+		}
+		if err != nil {
+			return err
+		}
+		w.path = w.path[:len(w.path)-1]
+	}
+	return nil
+}
+
+// quoted checks the string s of a field tagged ",string": the JSON of a
+// scalar, quoted.
+func (w *strictWalk) quoted(s string, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	w.parsed += len(s)
+	var inner any
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if err := dec.Decode(&inner); err != nil || dec.More() {
+		return w.fail("want %s in a JSON string, got %q", t, s)
+	}
+	return w.scalar(inner, t)
+}
+
+// scalar checks a JSON value decoded into a string, bool or number kind.
+func (w *strictWalk) scalar(v any, t reflect.Type) error {
+	switch t.Kind() {
+	case reflect.String:
+		if _, ok := v.(string); ok {
+			return nil
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); ok {
+			return nil
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if n, ok := v.(json.Number); ok {
+			if _, err := strconv.ParseInt(n.String(), 10, t.Bits()); err == nil {
+				return nil
+			}
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if n, ok := v.(json.Number); ok {
+			if _, err := strconv.ParseUint(n.String(), 10, t.Bits()); err == nil {
+				return nil
+			}
+		}
+	case reflect.Float32, reflect.Float64:
+		if n, ok := v.(json.Number); ok {
+			if _, err := strconv.ParseFloat(n.String(), t.Bits()); err == nil {
+				return nil
+			}
+		}
+	default:
+		return w.fail("cannot decode JSON into %s", t)
+	}
+	return w.wrongKind(t, v)
+}
+
+// unmarshaler checks v with the UnmarshalJSON of *t: t decodes itself.
+func (w *strictWalk) unmarshaler(v any, t reflect.Type) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return w.fail("%v", err)
+	}
+	w.parsed += len(raw)
+	if err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
+		return w.fail("%v", err)
+	}
+	return nil
+}
+
+// jsonText is a parsed JSON value as JSON, cut short when long.
+func jsonText(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return jsonKind(v)
+	}
+	const most = 64
+	if len(raw) > most {
+		return fmt.Sprintf("%s… (%d bytes)", raw[:most], len(raw))
+	}
+	return string(raw)
+}
+
+func sortedKeys(obj map[string]any) []string {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// jsonField is a struct field as encoding/json decodes it: its type, and
+// whether it is tagged ",string" (a scalar quoted in a JSON string).
+type jsonField struct {
+	typ    reflect.Type
+	quoted bool
+}
+
 // jsonFields maps the JSON names of t's fields, as encoding/json names them
-// (tags honoured, "-" skipped, embedded structs' fields promoted), to their types.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
+// (tags honoured, "-" skipped, embedded structs' fields promoted), to them.
+func jsonFields(t reflect.Type) map[string]jsonField {
+	out := map[string]jsonField{}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if tag == "-" {
+		tag, opts, hasOpts := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" && !hasOpts {
 			continue
 		}
 		if f.Anonymous && tag == "" {
@@ -214,21 +547,19 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		if tag != "" {
 			name = tag
 		}
-		out[name] = f.Type
+		quoted := false
+		for _, o := range strings.Split(opts, ",") {
+			quoted = quoted || o == "string"
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch ft.Kind() { // encoding/json honours ",string" on scalars only
+		case reflect.Struct, reflect.Map, reflect.Slice, reflect.Array, reflect.Interface:
+			quoted = false
+		}
+		out[name] = jsonField{typ: f.Type, quoted: quoted}
 	}
 	return out
-}
-
-func at(path string) string {
-	if path == "" {
-		return ""
-	}
-	return " in " + path
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }

@@ -17,7 +17,9 @@ type handler struct {
 	// its generated decoder, and a typed await.
 	info        func() TaskInfo
 	enqueueJSON func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error)
-	await       func(ctx context.Context, c *Client, id string) (any, error)
+	// For a batch of the API: a job from JSON, checked and encoded, not sent.
+	jobJSON func(c *Client, data []byte, opts []Option) (batchJob, error)
+	await   func(ctx context.Context, c *Client, id string) (any, error)
 	// For `job ID`: stored args and result as the JSON of their Go types.
 	argsJSON, resultJSON func(msgpack []byte) (json.RawMessage, error)
 	// For the OpenAPI document: the Go types of the args and the result (nil
@@ -39,6 +41,9 @@ func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, 
 		argsType: reflect.TypeFor[A](), resultType: resultType,
 		enqueueJSON: func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error) {
 			return t.With(c).EnqueueJSON(ctx, data, opts...)
+		},
+		jobJSON: func(c *Client, data []byte, opts []Option) (batchJob, error) {
+			return t.With(c).jobJSON(data, opts)
 		},
 		await: func(ctx context.Context, c *Client, id string) (any, error) { return t.With(c).Await(ctx, id) },
 		argsJSON: func(b []byte) (json.RawMessage, error) {

@@ -45,6 +45,12 @@ func TestDecodeStrictJSON_KeysMatchExactlyAndEmptyIsRefused(t *testing.T) {
 		{`{"Tags":[{"name":"a"},{"Name":"b"}]}`, `unknown field "Name" in Tags[1]`},
 		{`{"Labels":{"k":{"NAME":"b"}}}`, `unknown field "NAME" in Labels["k"]`},
 		{`{"width":"wide"}`, `field "width": want int, got JSON string`},
+		{`{"Tags":[{"name":"a"},{"name":"b"},{"name":7}]}`, `field "Tags[2].name": want string, got JSON number 7`},
+		{`{"Labels":{"k":{"name":false}}}`, `field "Labels[\"k\"].name": want string, got JSON bool`},
+		{`{"Crop":{"X":1.5}}`, `field "Crop.X": want int, got JSON number 1.5`},
+		{`{"At":"tomorrow"}`, `field "At": want an RFC 3339 time such as "2026-01-02T15:04:05Z", got "tomorrow"`},
+		{`{"At":7}`, `field "At": want an RFC 3339 time such as "2026-01-02T15:04:05Z", got 7`},
+		{`[1]`, `want runtime_test.thumbArgs, got JSON array`},
 	} {
 		var a thumbArgs
 		err := runtime.DecodeStrictJSON([]byte(c.in), &a)

@@ -21,6 +21,11 @@ import (
 // failure of the server or of Redis, never of the request).
 type Backend interface {
 	Submit(ctx context.Context, s Submission) (id string, err error)
+	// SubmitBatch checks every job and enqueues them all, returning their
+	// ids in order, or none: refused lists the jobs the API refused already
+	// (their Submission is zero), and the backend checks the others all the
+	// same, so that a *BatchError names every refused job.
+	SubmitBatch(ctx context.Context, jobs []Submission, refused []BatchRefusal) (ids []string, err error)
 	Jobs(ctx context.Context, q JobQuery) (any, error)
 	Job(ctx context.Context, id string) (any, error)
 	// Result waits up to wait for job id to finish; done is false when it
@@ -113,6 +118,7 @@ func (s *server) routes() {
 	act := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.endpoint(h, true)) }
 
 	act("POST /api/v1/jobs", s.submit)
+	act("POST /api/v1/jobs/batch", s.submitBatch)
 	read("GET /api/v1/jobs", func(w http.ResponseWriter, r *http.Request) error {
 		q, err := jobQuery(r)
 		if err != nil {

@@ -1,0 +1,174 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// MaxBatch is the most jobs one POST /api/v1/jobs/batch takes: the runtime
+// writes up to that many jobs of a route in one script call.
+const MaxBatch = 1000
+
+// BatchRefusal is one refused job of a batch: its 0-based index in "jobs",
+// the key of its submission that is wrong ("" when it is the submission as
+// a whole) and what is wrong.
+type BatchRefusal struct {
+	Index int    `json:"index"`
+	Field string `json:"field"`
+	Error string `json:"error"`
+}
+
+// BatchError is an answer to a batch other than success: refused jobs (400,
+// nothing enqueued), duplicates of a unique task (409), or a failure of
+// Redis part-way (500), where IDs tells which jobs were stored.
+type BatchError struct {
+	Status int
+	Msg    string
+	// Jobs lists every job the answer is about, by index.
+	Jobs []BatchRefusal
+	// IDs, when set, has one slot per job: the id of a job stored, or ""
+	// for one that was not (a 500), or the id of the job that already holds
+	// a duplicate's unique key (a 409).
+	IDs []string
+}
+
+func (e *BatchError) Error() string { return e.Msg }
+
+// batchErrorBody is the JSON of a BatchError.
+type batchErrorBody struct {
+	Error string         `json:"error"`
+	Jobs  []BatchRefusal `json:"jobs"`
+	IDs   []string       `json:"ids,omitempty"`
+}
+
+// submissionKeys are the keys a submission takes, in the order messages name them.
+var submissionKeys = []string{"name", "args", "route", "priority", "delay"}
+
+// submitBatch serves POST /api/v1/jobs/batch: every job is checked, and
+// either all are enqueued (201, their ids in order) or none is (400 listing
+// every refused job).
+func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
+	if err := onlyParams(r); err != nil {
+		return err
+	}
+	var body map[string]json.RawMessage
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&body); err != nil {
+		return batchBodyError(err)
+	}
+	if dec.More() {
+		return BadRequest("", "the body holds more than one JSON value")
+	}
+	if body == nil {
+		return BadRequest("", `the body is null: want {"jobs": [submission, …]}`)
+	}
+	for k := range body {
+		if k != "jobs" {
+			return BadRequest(k, `unknown field %q (want jobs: {"jobs": [submission, …]})`, k)
+		}
+	}
+	raw, ok := body["jobs"]
+	if !ok {
+		return BadRequest("jobs", `jobs: missing: want {"jobs": [submission, …]}`)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
+		return BadRequest("jobs", "jobs: want an array of submissions, got %s", clip(raw))
+	}
+	switch {
+	case len(items) == 0:
+		return BadRequest("jobs", "jobs: empty: want 1 to %d submissions", MaxBatch)
+	case len(items) > MaxBatch:
+		return BadRequest("jobs", "jobs: %d submissions, over the limit of %d per batch: send them in several batches", len(items), MaxBatch)
+	}
+	subs := make([]Submission, len(items))
+	var refused []BatchRefusal
+	for i, item := range items {
+		sub, err := parseSubmission(item)
+		if err != nil {
+			refused = append(refused, BatchRefusal{Index: i, Field: err.Field, Error: err.Msg})
+			continue
+		}
+		subs[i] = sub
+	}
+	ids, err := s.b.SubmitBatch(r.Context(), subs, refused)
+	var be *BatchError
+	switch {
+	case errors.As(err, &be):
+		if be.Status >= 500 {
+			s.cfg.Logger.Error("bananas: api batch failed part-way", "path", r.URL.Path, "err", be.Msg)
+		}
+		if be.Jobs == nil {
+			be.Jobs = []BatchRefusal{}
+		}
+		return writeJSON(w, be.Status, batchErrorBody{Error: be.Msg, Jobs: be.Jobs, IDs: be.IDs})
+	case err != nil:
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, map[string][]string{"ids": ids})
+}
+
+// parseSubmission reads one submission of a batch as POST /api/v1/jobs reads
+// its body: keys matched exactly, strings where strings belong, a name.
+func parseSubmission(raw json.RawMessage) (Submission, *Error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return Submission{}, BadRequest("", `want a submission {"name": …, "args": …}, got %s`, clip(raw))
+	}
+	for k := range fields {
+		known := false
+		for _, want := range submissionKeys {
+			known = known || k == want
+		}
+		if !known {
+			return Submission{}, BadRequest(k, "unknown field %q (want %s)", k, strings.Join(submissionKeys, ", "))
+		}
+	}
+	var sub Submission
+	for _, k := range []string{"name", "route", "priority", "delay"} {
+		raw, ok := fields[k]
+		if !ok {
+			continue
+		}
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return Submission{}, BadRequest(k, "field %q: want a string, got %s", k, clip(raw))
+		}
+		switch k {
+		case "name":
+			sub.Name = v
+		case "route":
+			sub.Route = v
+		case "priority":
+			sub.Priority = v
+		case "delay":
+			sub.Delay = v
+		}
+	}
+	sub.Args = fields["args"]
+	if sub.Name == "" {
+		return Submission{}, BadRequest("name", "name: want the task's wire name (GET /api/v1/tasks lists them)")
+	}
+	return sub, nil
+}
+
+// batchBodyError names what is wrong with the body of a batch.
+func batchBodyError(err error) error {
+	e := bodyError(err)
+	if be, ok := e.(*Error); ok && strings.HasPrefix(be.Msg, "empty body") {
+		be.Msg = `empty body: want {"jobs": [submission, …]}`
+	}
+	return e
+}
+
+// clip is raw JSON for a message, cut short when long.
+func clip(raw json.RawMessage) string {
+	const most = 64
+	if len(raw) > most {
+		return fmt.Sprintf("%s… (%d bytes)", raw[:most], len(raw))
+	}
+	return string(raw)
+}
