@@ -48,6 +48,9 @@ func (a *apiClient) do(method, path string, body string) (int, any) {
 	if a.token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.token)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		a.t.Fatalf("%s %s: %v", method, path, err)
@@ -152,8 +155,8 @@ func TestAPI_BadInputIs4xxNamingTheField(t *testing.T) {
 	})
 }
 
-// With a token every /api call needs it as a bearer token; the probes and
-// /metrics do not.
+// With a token every /api call needs it as a bearer token, and so does
+// /metrics on the API's port; the probes do not.
 func TestAPI_TokenIsRequiredOnEveryAPICall(t *testing.T) {
 	c := connect(t, "mem://")
 	in := runtime.NewInspector(c, testtasks.Register)
@@ -173,8 +176,12 @@ func TestAPI_TokenIsRequiredOnEveryAPICall(t *testing.T) {
 	a.token = ""
 	a.want(http.StatusOK, "GET", "/healthz", "")
 	a.want(http.StatusOK, "GET", "/livez", "")
+	if st, body := a.do("GET", "/metrics", ""); st != http.StatusUnauthorized {
+		t.Errorf("GET /metrics without the token = %d %v; want 401", st, body)
+	}
+	a.token = "s3cret"
 	if st, body := a.do("GET", "/metrics", ""); st != http.StatusOK || !strings.Contains(fmt.Sprint(body), "bananas_") {
-		t.Errorf("GET /metrics without a token = %d; want 200 and bananas_ metrics", st)
+		t.Errorf("GET /metrics with the token = %d; want 200 and bananas_ metrics", st)
 	}
 }
 
@@ -307,7 +314,9 @@ func FuzzAPI_SubmitNeverFailsTheServer(f *testing.F) {
 	h := runtime.APIHandler(runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{})
 	f.Fuzz(func(t *testing.T, body string) {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/jobs", bytes.NewBufferString(body)))
+		req := httptest.NewRequest("POST", "http://127.0.0.1/api/v1/jobs", bytes.NewBufferString(body))
+		req.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, req)
 		if rec.Code >= 500 {
 			t.Fatalf("POST %q = %d %s", body, rec.Code, rec.Body)
 		}

@@ -76,17 +76,11 @@ func (a *cliApp) runWorker(e *cli.Env, cfg *Config) error {
 		}
 	}
 	log.Info("bananas: starting", "mode", cfg.Mode, "redis", redactURL(cfg.RedisURL), "namespace", cfg.Namespace)
-	if cfg.APIPort != 0 {
-		s, err := startAPI(cfg, w.Inspector(), log)
-		if err != nil {
-			return cli.Usage(err)
-		}
-		defer func() {
-			if err := s.Shutdown(); err != nil {
-				log.Warn("bananas: HTTP API shutdown", "err", err)
-			}
-		}()
+	stop, _, err := startListeners(cfg, w.Inspector(), log, cfg.APIPort != 0)
+	if err != nil {
+		return cli.Usage(err)
 	}
+	defer stop()
 	start := time.Now()
 	err = w.Run(e.Ctx)
 	log.Info("bananas: exiting", "ran", time.Since(start).Round(time.Millisecond))

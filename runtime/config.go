@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ type Config struct {
 	APIPort          int
 	APIToken         string
 	APIReadOnly      bool
+	// MetricsAddr is where METRICS_PORT serves /metrics alone, without the
+	// token: ":9100" (every interface) or "10.0.0.5:9100"; "" serves it on
+	// the API's port only.
+	MetricsAddr string
 	LogLevel         slog.Level
 	LogFormat        string
 }
@@ -170,6 +175,14 @@ var configVars = []configVar{
 		c.APIReadOnly = b
 		return nil
 	}},
+	{"METRICS_PORT", "metrics-port", "port (or IP:port) of a listener serving /metrics alone, without the token (default: /metrics on API_PORT, behind API_TOKEN when set)", func(c *Config, v string) error {
+		addr, err := metricsAddr(v)
+		if err != nil {
+			return envError("METRICS_PORT", v, err.Error())
+		}
+		c.MetricsAddr = addr
+		return nil
+	}},
 	{"LOG_LEVEL", "log-level", "debug|info|warn|error", func(c *Config, v string) error {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return envError("LOG_LEVEL", v, "use debug, info, warn or error")
@@ -183,6 +196,35 @@ var configVars = []configVar{
 		c.LogFormat = v
 		return nil
 	}},
+}
+
+// metricsAddr is the listen address of METRICS_PORT: a port (every
+// interface) or an IP and a port (that interface only).
+func metricsAddr(v string) (string, error) {
+	const accepts = "a port from 1 to 65535, or IP:port (such as 10.0.0.5:9100) to listen on one interface"
+	host, port := "", v
+	if strings.Contains(v, ":") {
+		h, p, err := net.SplitHostPort(v)
+		if err != nil || (h != "" && net.ParseIP(h) == nil) {
+			return "", fmt.Errorf("%s", accepts)
+		}
+		host, port = h, p
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("%s", accepts)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n)), nil
+}
+
+// metricsPort is the port of MetricsAddr, 0 when it is not set.
+func (c *Config) metricsPort() int {
+	_, p, err := net.SplitHostPort(c.MetricsAddr)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
 }
 
 func durationVar(name string, set func(*Config, time.Duration)) func(*Config, string) error {
@@ -217,6 +259,9 @@ func (c *Config) check() error {
 		if len(c.JobTypes) == 0 {
 			return fmt.Errorf("WORKER_MODE=job-specialized needs WORKER_JOB_TYPES (comma-separated task names)")
 		}
+	}
+	if c.APIPort != 0 && c.metricsPort() == c.APIPort {
+		return envError("METRICS_PORT", c.MetricsAddr, fmt.Sprintf("a port other than API_PORT (%d), which serves /metrics already", c.APIPort))
 	}
 	if c.Lease < 100*time.Millisecond {
 		return envError("LEASE_DURATION", c.Lease.String(), "at least 100ms")

@@ -62,6 +62,75 @@ func startAPI(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, error) 
 	return s, nil
 }
 
+// startMetrics serves GET /metrics of in alone on cfg.MetricsAddr
+// (METRICS_PORT), without the token: for a scraper on a network the operator
+// chose by the address, while the API's port keeps /metrics behind the token.
+func startMetrics(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, error) {
+	ln, err := net.Listen("tcp", cfg.MetricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("METRICS_PORT=%s: %w", cfg.MetricsAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", in.c.MetricsHandler())
+	s := &apiServer{
+		srv: &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       time.Minute,
+			WriteTimeout:      time.Minute,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		},
+		ln: ln, log: log, done: make(chan error, 1),
+	}
+	log.Info("bananas: metrics listening without a token (METRICS_PORT)", "url", "http://"+ln.Addr().String()+"/metrics")
+	go func() {
+		err := s.srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.done <- err
+	}()
+	return s, nil
+}
+
+// startListeners starts the API on cfg.APIPort when apiOn, and the metrics
+// listener when METRICS_PORT is set; stop shuts down what was started, and
+// failed receives the error of a listener that stopped serving.
+func startListeners(cfg *Config, in *Inspector, log *slog.Logger, apiOn bool) (stop func(), failed <-chan error, err error) {
+	var started []*apiServer
+	stop = func() {
+		for _, s := range started {
+			if err := s.Shutdown(); err != nil {
+				log.Warn("bananas: HTTP listener shutdown", "url", s.URL(), "err", err)
+			}
+		}
+	}
+	fail := make(chan error, 2)
+	for _, on := range []struct {
+		want  bool
+		start func(*Config, *Inspector, *slog.Logger) (*apiServer, error)
+	}{{apiOn, startAPI}, {cfg.MetricsAddr != "", startMetrics}} {
+		if !on.want {
+			continue
+		}
+		s, err := on.start(cfg, in, log)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		started = append(started, s)
+		go func() {
+			if err := <-s.done; err != nil {
+				fail <- err
+			}
+			s.done <- nil // Shutdown waits for it
+		}()
+	}
+	return stop, fail, nil
+}
+
 // URL is where the server listens.
 func (s *apiServer) URL() string { return "http://" + s.ln.Addr().String() }
 
@@ -93,14 +162,15 @@ func (a *cliApp) cmdAPI(e *cli.Env, args []string) error {
 		return err
 	}
 	defer c.Close()
-	s, err := startAPI(cfg, NewInspector(c, a.register...), log)
+	stop, failed, err := startListeners(cfg, NewInspector(c, a.register...), log, true)
 	if err != nil {
 		return cli.Usage(err)
 	}
+	defer stop()
 	select {
 	case <-e.Ctx.Done():
-		return s.Shutdown()
-	case err := <-s.done:
+		return nil
+	case err := <-failed:
 		return err // Serve failed
 	}
 }

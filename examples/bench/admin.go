@@ -71,7 +71,7 @@ func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth i
 	})
 	goRate := float64(n) / time.Since(start).Seconds()
 	body, _ := json.Marshal(map[string]any{"name": "noop", "args": payload})
-	req := fmt.Appendf(nil, "POST /api/v1/jobs HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	req := fmt.Appendf(nil, "POST /api/v1/jobs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	// The load generator's own cost counts on two cores shared with the
 	// server and Redis: one goroutine per keep-alive connection writing a
 	// prebuilt request and reading the response (what wrk or hey do), not

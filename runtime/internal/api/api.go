@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -69,13 +72,16 @@ type JobQuery struct {
 // Config is how the server behaves.
 type Config struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" on every
-	// /api call.
+	// /api call and on /metrics. Without it the server answers loopback Host
+	// names only (127.0.0.1, localhost, [::1]): a name that resolves to
+	// 127.0.0.1 under an attacker's control (DNS rebinding) is refused.
 	Token string
 	// ReadOnly refuses every action (403); reads are served.
 	ReadOnly bool
 	// MaxBody is the largest request body accepted, in bytes (413 above it).
 	MaxBody int64
-	// Metrics serves GET /metrics when set.
+	// Metrics serves GET /metrics when set, behind the token when there is
+	// one.
 	Metrics http.Handler
 	// Extra routes (the dashboard) mounted on the same mux: pattern -> handler.
 	Extra  map[string]http.Handler
@@ -232,7 +238,18 @@ func (s *server) routes() {
 	s.mux.Handle("GET /healthz", s.probe(func(r *http.Request) error { return s.b.Ready(r.Context()) }))
 	s.mux.Handle("GET /livez", s.probe(func(*http.Request) error { return nil }))
 	if s.cfg.Metrics != nil {
-		s.mux.Handle("GET /metrics", s.cfg.Metrics)
+		// With a token the server listens on every interface, and the
+		// metrics name routes and tasks: a scraper sends the token, or reads
+		// a listener of its own (METRICS_PORT) on a network the operator
+		// chose.
+		s.mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := s.authorize(r); err != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="bananas"`)
+				s.fail(w, r, err)
+				return
+			}
+			s.cfg.Metrics.ServeHTTP(w, r)
+		}))
 	}
 	for pattern, h := range s.cfg.Extra {
 		s.mux.Handle(pattern, h)
@@ -241,8 +258,12 @@ func (s *server) routes() {
 
 // ServeHTTP routes r, answering what the mux cannot route (an unknown path, a
 // method the path does not take) with the JSON error shape, and turning a
-// panic anywhere below into a logged 500.
+// panic anywhere below into a logged 500. Before any of that it refuses what
+// a web page of another origin sent, and, without a token, a Host that is not
+// a loopback name: the API and the dashboard act on what they are sent, and a
+// page the operator happens to open must not be able to send it.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer s.discardBody(r, r.Body)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -252,6 +273,15 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_ = writeJSON(w, http.StatusInternalServerError, errorBody{Error: "internal error"})
 		}
 	}()
+	if s.tokenSum == nil && !loopbackHost(r.Host) {
+		_ = writeJSON(w, http.StatusMisdirectedRequest, errorBody{Error: fmt.Sprintf(
+			"Host %q is not a loopback name: without API_TOKEN the server answers 127.0.0.1, localhost and [::1] only", r.Host)})
+		return
+	}
+	if why := crossOrigin(r); why != "" {
+		_ = writeJSON(w, http.StatusForbidden, errorBody{Error: "refused: the request comes from a web page of another origin (" + why + ")"})
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		rec := &statusRecorder{header: http.Header{}}
 		s.mux.ServeHTTP(rec, r)
@@ -271,8 +301,89 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// endpoint wraps h with the token check, read-only mode, the body limit and
-// the error answer.
+// discardBody reads what is left of body (the request's own, whatever a
+// handler wrapped it in) once the answer is written, up to the body limit.
+// The server closes a connection the client asked to close without reading
+// the rest, and a close with unread bytes is a reset that can destroy the
+// answer before the client reads it: a 401 or 404 to a request the server
+// never had to read must still arrive. Past the limit the connection is
+// closed anyway (a 413 may be lost; the client sent more than it may).
+func (s *server) discardBody(r *http.Request, body io.ReadCloser) {
+	if body == nil || body == http.NoBody || r.ContentLength > s.cfg.MaxBody {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, s.cfg.MaxBody))
+}
+
+// loopbackHost reports whether host (a Host header) names the loopback
+// interface: 127.0.0.1, localhost or [::1], with or without a port.
+func loopbackHost(host string) bool {
+	name := host
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if port == "" || strings.Trim(port, "0123456789") != "" {
+			return false
+		}
+		name = h
+	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		name = host[1 : len(host)-1]
+	} else if strings.Contains(host, ":") {
+		return false // an IPv6 address without brackets, or a bad port
+	}
+	switch strings.ToLower(name) {
+	case "127.0.0.1", "localhost":
+		return true
+	case "::1":
+		return strings.HasPrefix(host, "[")
+	}
+	return false
+}
+
+// crossOrigin says why r was sent by a web page of another origin, or "" when
+// it was not: the browser says so in Sec-Fetch-Site (all current browsers),
+// else in an Origin that is not the server's own (older ones). A request
+// that carries neither comes from no browser (curl, the CLI, Prometheus).
+// A top-level GET navigation (a link followed from another site) goes
+// through: the page that linked can neither read the answer nor act.
+func crossOrigin(r *http.Request) string {
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "same-origin", "none":
+		return ""
+	case "":
+	default:
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.Header.Get("Sec-Fetch-Mode") == "navigate" {
+			return ""
+		}
+		return "Sec-Fetch-Site: " + site
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return ""
+	}
+	if u, err := url.Parse(origin); err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host) {
+		return ""
+	}
+	return "Origin: " + origin
+}
+
+// jsonBody refuses a body that is not declared application/json: what a
+// browser sends without asking the server first (a form, a no-cors fetch)
+// is text/plain, form or multipart, so this keeps such requests from acting.
+func jsonBody(r *http.Request) error {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+		return nil
+	}
+	if ct == "" {
+		return &Error{Status: http.StatusUnsupportedMediaType, Msg: "the request has a body but no Content-Type: send it as application/json"}
+	}
+	return &Error{Status: http.StatusUnsupportedMediaType, Msg: fmt.Sprintf("Content-Type %q: a request body must be application/json", ct)}
+}
+
+// endpoint wraps h with the token check, read-only mode, the body's type and
+// limit, and the error answer.
 func (s *server) endpoint(h handlerFunc, action bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.authorize(r); err != nil {
@@ -282,6 +393,10 @@ func (s *server) endpoint(h handlerFunc, action bool) http.Handler {
 		}
 		if action && s.cfg.ReadOnly {
 			s.fail(w, r, &Error{Status: http.StatusForbidden, Msg: "the API is read-only (API_READ_ONLY): actions are refused"})
+			return
+		}
+		if err := jsonBody(r); err != nil {
+			s.fail(w, r, err)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
@@ -311,7 +426,10 @@ func (s *server) probe(check func(*http.Request) error) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := check(r.WithContext(ctx)); err != nil {
-			_ = writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+			// The probe needs no token: Redis's error (its address, an ACL
+			// user) is for the log, not for whoever asks.
+			s.cfg.Logger.Warn("bananas: readiness probe failed", "path", r.URL.Path, "err", err)
+			_ = writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
 			return
 		}
 		_ = writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -174,6 +174,8 @@ type actionFunc func(r *http.Request) (to string, done url.Values, err error)
 
 // action wraps f with the login, read-only and CSRF checks, and answers a
 // success with a redirect (POST, redirect, GET: a reload does not act twice).
+// Where to send the browser is settled before f runs: a bad form value is
+// not found out after the action is done.
 func (d *Dashboard) action(f actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := &page{ReadOnly: d.cfg.ReadOnly, Login: d.keys.tokenSum != nil, CSRF: d.keys.csrfToken(w, r)}
@@ -189,15 +191,19 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 			d.fail(w, r, p, &Problem{Status: http.StatusForbidden, Msg: "the form's CSRF token is missing or stale: reload the page and try again"})
 			return
 		}
+		back, haveBack := localPath(r.PostFormValue("back"))
 		to, done, err := f(r)
 		if err != nil {
 			d.fail(w, r, p, err)
 			return
 		}
-		if back := r.PostFormValue("back"); localPath(back) {
+		if haveBack {
 			to = back
 		}
-		u, _ := url.Parse(to)
+		u, err := url.Parse(to)
+		if err != nil {
+			u = &url.URL{Path: "/"} // an id with odd bytes in the action's own page: the overview will do
+		}
 		q := u.Query()
 		for k, v := range done {
 			q[k] = v
@@ -207,10 +213,25 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 	})
 }
 
-// localPath reports whether s is a path of this site, so that a redirect to
-// it cannot send the browser elsewhere.
-func localPath(s string) bool {
-	return strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") && !strings.HasPrefix(s, "/\\")
+// localPath is s when s is a path of this site to send the browser to, and
+// false otherwise: a redirect to it cannot leave the site. Only printable
+// ASCII (a browser drops tabs and newlines from a URL, so "/\t/host" would
+// be "//host"), no "//" or backslash at the start (a host to a browser), no
+// scheme or host once parsed.
+func localPath(s string) (string, bool) {
+	if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") || strings.Contains(s, `\`) {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return "", false
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
+		return "", false
+	}
+	return s, true
 }
 
 // flashes are the messages an action's redirect may ask for, by key: the
