@@ -59,8 +59,8 @@ func TestLease_RenewedWhileRunning(t *testing.T) {
 		if len(runs) != 1 {
 			t.Fatalf("handler ran %d times, want once", len(runs))
 		}
-		if info, _ := c.Job(ctx, id); info.Attempts != 0 || info.Error != "" {
-			t.Fatalf("Job = %+v; want no failed attempt", info)
+		if info, _ := c.Job(ctx, id); info.Attempts != 1 || info.Error != "" {
+			t.Fatalf("Job = %+v; want one attempt, no failure", info)
 		}
 	})
 }
