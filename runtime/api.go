@@ -210,6 +210,8 @@ func httpError(err error) error {
 		return nil
 	case errors.Is(err, ErrJobNotFound):
 		return &api.Error{Status: http.StatusNotFound, Msg: trimBananas(err)}
+	case errors.Is(err, ErrUnknownRoute):
+		return &api.Error{Status: http.StatusNotFound, Msg: trimBananas(err), Field: "route"}
 	case errors.Is(err, ErrWrongState):
 		return &api.Error{Status: http.StatusConflict, Msg: trimBananas(err)}
 	case errors.Is(err, ErrBadQuery), errors.Is(err, ErrUnknownTask):

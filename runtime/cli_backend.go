@@ -22,10 +22,11 @@ type cliBackend struct {
 
 var _ cli.Backend = (*cliBackend)(nil)
 
-// usageIfBadQuery makes a bad flag value that the admin layer refused
-// (ErrBadQuery) a usage error, exit 2; other errors stay failures.
+// usageIfBadQuery makes a bad flag value or argument that the admin layer
+// refused (ErrBadQuery, ErrUnknownRoute) a usage error, exit 2; other errors
+// stay failures.
 func usageIfBadQuery(err error) error {
-	if errors.Is(err, ErrBadQuery) {
+	if errors.Is(err, ErrBadQuery) || errors.Is(err, ErrUnknownRoute) {
 		return cli.Usage(errors.New(trimBananas(err)))
 	}
 	return err

@@ -205,7 +205,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 	}
 	info := &JobInfo{
 		ID: s.ID, Name: s.Name, Route: s.Route, Priority: Priority(s.Priority), Status: Status(s.Status),
-		Description: s.Envelope.Description, Attempts: s.Attempts, MaxRetries: s.MaxRetries, Error: s.Error,
+		Description: s.Envelope.Description, Attempts: attempts(s.Attempts, s.Status == queue.StatusProcessing), MaxRetries: s.MaxRetries, Error: s.Error,
 		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
 		CreatedAt: s.CreatedAt, ScheduledAt: s.RunAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 		LeaseDeadline: s.LeaseDeadline, Args: s.Envelope.Args, FailedAt: s.FailedAt,
@@ -231,6 +231,15 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		}
 	}
 	return info, nil
+}
+
+// attempts is JobInfo.Attempts of a job stored with failed runs counted
+// (the queue's count: failures and lost leases), running or not.
+func attempts(failed int, running bool) int {
+	if running {
+		return failed + 1
+	}
+	return failed
 }
 
 // EmbeddedURL returns the redis:// address of the embedded server behind a

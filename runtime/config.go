@@ -48,8 +48,8 @@ type Config struct {
 	// token: ":9100" (every interface) or "10.0.0.5:9100"; "" serves it on
 	// the API's port only.
 	MetricsAddr string
-	LogLevel         slog.Level
-	LogFormat        string
+	LogLevel    slog.Level
+	LogFormat   string
 }
 
 // envError names the variable that is wrong and what it accepts.

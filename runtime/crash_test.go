@@ -86,7 +86,7 @@ func TestCrash_KilledWorkerProcessJobIsRecovered(t *testing.T) {
 		t.Fatalf("Await = %+v, %v", got, err)
 	}
 	info := jobInfo(t, c, id)
-	if info.Attempts != 1 || !strings.Contains(info.Error, "lease expired") {
-		t.Fatalf("Job = %+v; want the killed run counted as one failed attempt", info)
+	if info.Attempts != 2 || !strings.Contains(info.Error, "lease expired") {
+		t.Fatalf("Job = %+v; want two attempts: the killed run, counted as failed, and the one that completed", info)
 	}
 }

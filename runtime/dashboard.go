@@ -56,7 +56,7 @@ func (b dashboardBackend) Job(ctx context.Context, id string) (*dashboard.Job, e
 
 func dashboardJob(j *JobInfo) dashboard.Job {
 	return dashboard.Job{ID: j.ID, Task: j.Name, Route: j.Route, Priority: string(j.Priority), Status: string(j.Status),
-		Description: j.Description, Attempts: j.Attempts, MaxRetries: j.MaxRetries, Timeout: j.Timeout, Error: j.Error,
+		Description: j.Description, Attempts: j.Attempts, Retries: j.Retries(), MaxRetries: j.MaxRetries, Timeout: j.Timeout, Error: j.Error,
 		Created: j.CreatedAt, Scheduled: j.ScheduledAt, Started: j.StartedAt, Finished: j.FinishedAt, LeaseDeadline: j.LeaseDeadline,
 		Failed: j.FailedAt}
 }
@@ -129,7 +129,7 @@ func dashboardError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrJobNotFound), errors.Is(err, ErrUnknownCron):
+	case errors.Is(err, ErrJobNotFound), errors.Is(err, ErrUnknownCron), errors.Is(err, ErrUnknownRoute):
 		return dashboard.NotFound(trimBananas(err))
 	case errors.Is(err, ErrDuplicate):
 		return &dashboard.Problem{Status: http.StatusConflict, Msg: trimBananas(err)}

@@ -65,8 +65,8 @@ func TestHandler_RetryAfterReschedulesWithoutCountingAFailure(t *testing.T) {
 			t.Fatalf("Await = %+v, %v after %d runs; want success on the third run", got, err, runs.Load())
 		}
 		info, err := c.Job(ctx, id)
-		if err != nil || info.Attempts != 0 {
-			t.Fatalf("Job = %+v, %v; want no failed attempt counted", info, err)
+		if err != nil || info.Attempts != 1 || info.Retries() != 0 {
+			t.Fatalf("Job = %+v, %v; want one attempt (the run that succeeded): runs that asked to run later do not count", info, err)
 		}
 	})
 }

@@ -147,9 +147,14 @@ func (in *Inspector) Enqueue(ctx context.Context, name string, args []byte, opts
 }
 
 // Replay moves dead job id back to its ready list with its attempts reset.
+// A job that exists but is not dead-lettered is an error matching
+// ErrWrongState that names its state.
 func (in *Inspector) Replay(ctx context.Context, id string) error {
 	err := in.c.q.Replay(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
+		if info, jerr := in.c.Job(ctx, id); jerr == nil && info.Status != StatusFailed {
+			return wrongState("replay", id, info.Status)
+		}
 		return fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
 	return err
@@ -199,4 +204,7 @@ var (
 	// ErrWrongState: the job is not in a state the action applies to (a
 	// delete of a running job); the message names its state.
 	ErrWrongState = errors.New("bananas: job is in the wrong state")
+	// ErrUnknownRoute: a route that no job, registered task or live worker
+	// has (Pause, Resume); the message lists the known ones.
+	ErrUnknownRoute = errors.New("bananas: unknown route")
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,6 +54,10 @@ func queueState(s Status) (string, error) {
 		return "active", nil
 	case StatusFailed, "dead":
 		return "dead", nil
+	case StatusCompleted, StatusCanceled:
+		return "", badQuery("state", "state %q: finished jobs are not listed; a completed or canceled job is kept as its result record "+
+			"for its result TTL (RESULT_TTL_SUCCESS, 1h by default; RESULT_TTL_FAILURE, 24h, for a canceled one) and shown by its id "+
+			"(job ID, GET /api/v1/jobs/{id}); a searchable task history is not yet available. Listed states: pending, scheduled, processing or failed", s)
 	}
 	return "", badQuery("state", "state %q: use pending, scheduled, processing or failed", s)
 }
@@ -111,7 +116,8 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 			Cursor: inner, Limit: jq.Limit - len(page.Jobs), Newest: jq.Newest,
 		})
 		if errors.Is(err, queue.ErrBadQuery) {
-			return JobPage{}, fmt.Errorf("%w: %w", ErrBadQuery, err)
+			why := strings.TrimPrefix(err.Error(), queue.ErrBadQuery.Error()+": ")
+			return JobPage{}, fmt.Errorf("%w: %s", ErrBadQuery, why)
 		}
 		if err != nil {
 			return JobPage{}, err
@@ -120,7 +126,7 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 		for _, j := range got.Jobs {
 			page.Jobs = append(page.Jobs, JobInfo{
 				ID: j.ID, Name: j.Name, Route: j.Route, Priority: Priority(j.Priority), Status: statusOfState(j.State),
-				Description: j.Description, Attempts: j.Attempts, MaxRetries: j.MaxRetries, Error: j.Error,
+				Description: j.Description, Attempts: attempts(j.Attempts, j.State == "active"), MaxRetries: j.MaxRetries, Error: j.Error,
 				CreatedAt: j.CreatedAt, ScheduledAt: j.RunAt, FinishedAt: j.DiedAt, LeaseDeadline: j.LeaseDeadline,
 			})
 		}
@@ -168,7 +174,7 @@ func indexOf(xs []string, x string) int {
 // Delete removes a pending or scheduled job for good; a job in another
 // state is an error matching ErrWrongState that names it.
 func (in *Inspector) Delete(ctx context.Context, id string) error {
-	return adminError(id, in.c.q.Delete(ctx, id))
+	return in.refusal(ctx, "delete", id, in.c.q.Delete(ctx, id))
 }
 
 // Cancel cancels job id: a pending or scheduled job is removed and finishes
@@ -189,7 +195,7 @@ func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
 	}
 	out, err := in.c.q.Cancel(ctx, id, encoded, DefaultFailureTTL)
 	if err != nil {
-		return "", adminError(id, err)
+		return "", in.refusal(ctx, "cancel", id, err)
 	}
 	if out == queue.CancelRequested {
 		return StatusProcessing, nil // the worker holding it counts it when it acts
@@ -199,20 +205,69 @@ func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
 }
 
 // Pause stops every worker, in every process, from taking jobs of route
-// within about a second; enqueues go on. Resume undoes it at once.
+// within about a second; enqueues go on. Resume undoes it at once. A route
+// that nothing knows (see KnownRoutes) is an error matching ErrUnknownRoute
+// that lists the known ones: pausing a typo would answer success and stop
+// nothing.
 func (in *Inspector) Pause(ctx context.Context, route string) error {
-	if err := queue.CheckRoute(route); err != nil {
-		return badQuery("route", "route: %w", err)
+	if err := in.checkKnownRoute(ctx, route, false); err != nil {
+		return err
 	}
 	return in.c.q.Pause(ctx, route)
 }
 
-// Resume lets workers take jobs of route again, at once.
+// Resume lets workers take jobs of route again, at once. A route that is
+// neither known (see KnownRoutes) nor paused is an error matching
+// ErrUnknownRoute.
 func (in *Inspector) Resume(ctx context.Context, route string) error {
+	if err := in.checkKnownRoute(ctx, route, true); err != nil {
+		return err
+	}
+	return in.c.q.Resume(ctx, route)
+}
+
+// KnownRoutes are the routes something knows, sorted: those that ever held
+// a job (the routes set), those the registered tasks enqueue to, and those
+// a live worker takes.
+func (in *Inspector) KnownRoutes(ctx context.Context) ([]string, error) {
+	known, err := in.c.q.Routes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range in.reg.Tasks() {
+		if h := in.reg.handlers[name]; h.info != nil {
+			known = append(known, h.info().Route)
+		}
+	}
+	takers, err := in.c.routeTakers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for r := range takers {
+		known = append(known, r)
+	}
+	slices.Sort(known)
+	return slices.Compact(known), nil
+}
+
+// checkKnownRoute refuses a route that is not valid or that nothing knows;
+// orPaused lets a paused route through, so that a pause can be undone
+// whatever else knows its route.
+func (in *Inspector) checkKnownRoute(ctx context.Context, route string, orPaused bool) error {
 	if err := queue.CheckRoute(route); err != nil {
 		return badQuery("route", "route: %w", err)
 	}
-	return in.c.q.Resume(ctx, route)
+	known, err := in.KnownRoutes(ctx)
+	if err != nil || slices.Contains(known, route) {
+		return err
+	}
+	if orPaused {
+		paused, err := in.c.q.PausedRoutes(ctx, []string{route})
+		if err != nil || paused[route] {
+			return err
+		}
+	}
+	return fmt.Errorf("%w %q: no job, registered task or live worker has it (known routes: %s)", ErrUnknownRoute, route, strings.Join(known, ", "))
 }
 
 // ReplayDead replays the dead jobs of route ("" every route) of task (""
@@ -256,15 +311,23 @@ func (in *Inspector) PurgeDead(ctx context.Context, route, task string, olderTha
 	return total, nil
 }
 
-// adminError turns the queue's refusals into the runtime's errors.
-func adminError(id string, err error) error {
+// refusal turns the queue's refusal of action on job id into the runtime's
+// error. A refusal for the job's state names the state as Job reports it:
+// the queue sees a finished job only as one with a result record, and a
+// canceled or failed job is not "completed" to whoever asked.
+func (in *Inspector) refusal(ctx context.Context, action, id string, err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, queue.ErrNotFound):
 		return fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	case errors.Is(err, queue.ErrWrongState):
-		return fmt.Errorf("%w: %w", ErrWrongState, err)
+		if info, jerr := in.c.Job(ctx, id); jerr == nil {
+			return wrongState(action, id, info.Status)
+		}
+		// The queue's own words, without the sentinel's text that ErrWrongState repeats.
+		why := strings.TrimPrefix(err.Error(), queue.ErrWrongState.Error()+": ")
+		return fmt.Errorf("%w: %s", ErrWrongState, why)
 	}
 	return err
 }
@@ -310,4 +373,9 @@ func cronNames(entries []CronEntry) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
+}
+
+// wrongState is the error of action refused on job id because it is status.
+func wrongState(action, id string, status Status) error {
+	return fmt.Errorf("%w: cannot %s job %s: it is %s", ErrWrongState, action, id, status)
 }

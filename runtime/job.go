@@ -64,7 +64,8 @@ type retryAfter struct{ d time.Duration }
 func (e *retryAfter) Error() string { return fmt.Sprintf("bananas: retry after %s", e.d) }
 
 // JobError is the error Await and Call return for a job that failed for good
-// (dead-lettered): its last error message and how many runs failed.
+// (dead-lettered) or was canceled: its last error message and its attempts
+// (JobInfo.Attempts).
 type JobError struct {
 	ID       string
 	Name     string
@@ -97,9 +98,15 @@ type JobInfo struct {
 	Priority    Priority
 	Status      Status
 	Description string
-	Attempts    int // failed runs so far
-	MaxRetries  int
-	Error       string // the last failure, if any
+	// Attempts is the number of runs the job has started that count: each
+	// run that ended in success, failure, cancel or a lost lease, and the
+	// one running now. A run handed back at shutdown, or one that asked to
+	// run later (RetryAfter), does not count. Retries says how many of
+	// them were retries; a job dies when a run fails with Retries equal to
+	// MaxRetries.
+	Attempts   int
+	MaxRetries int
+	Error      string // the last failure, if any
 	// FailedAt holds when its failed runs ended, oldest first: the last 20
 	// of them (a job's timeline), the final failure of a dead job included.
 	FailedAt    []time.Time
@@ -113,6 +120,10 @@ type JobInfo struct {
 	Args          []byte // msgpack-encoded arguments
 	Result        []byte // StatusCompleted: msgpack-encoded result
 }
+
+// Retries is how many of the job's attempts were retries: every run after
+// the first.
+func (j *JobInfo) Retries() int { return max(j.Attempts-1, 0) }
 
 // Job describes the run a handler is part of; see CurrentJob.
 type Job struct {

@@ -73,8 +73,8 @@ func TestJob_FailedRunsAreKeptInOrderThroughCompletion(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, info := range []*runtime.JobInfo{running, done} {
-			if len(info.FailedAt) != 2 || info.Attempts != 2 || info.Error != "second run fails" {
-				t.Fatalf("%s job: attempts %d, failed at %v, error %q; want 2 failure times, 2 attempts, the second run's error",
+			if len(info.FailedAt) != 2 || info.Attempts != 3 || info.Error != "second run fails" {
+				t.Fatalf("%s job: attempts %d, failed at %v, error %q; want 2 failure times, 3 attempts (the third running or done), the second run's error",
 					info.Status, info.Attempts, info.FailedAt, info.Error)
 			}
 			f1, f2 := info.FailedAt[0], info.FailedAt[1]
@@ -131,8 +131,8 @@ func TestJob_DeadJobsFailuresEndWithItsDeathAndReplayClearsThem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again.Status != runtime.StatusCompleted || len(again.FailedAt) != 0 || again.Attempts != 0 {
-			t.Fatalf("replayed job: status %s, attempts %d, failed at %v; want completed with no failures of its earlier life",
+		if again.Status != runtime.StatusCompleted || len(again.FailedAt) != 0 || again.Attempts != 1 {
+			t.Fatalf("replayed job: status %s, attempts %d, failed at %v; want completed after one attempt, with no failures of its earlier life",
 				again.Status, again.Attempts, again.FailedAt)
 		}
 	})

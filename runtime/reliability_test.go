@@ -46,8 +46,8 @@ func TestCrash_JobRecoveredAfterLease(t *testing.T) {
 			t.Fatalf("Await = %+v, %v; want the job recovered and run again", got, err)
 		}
 		info := jobInfo(t, c, id)
-		if !strings.Contains(info.Error, "lease expired") || info.Attempts != 1 {
-			t.Fatalf("Job = %+v; want the lost run recorded as one failed attempt", info)
+		if !strings.Contains(info.Error, "lease expired") || info.Attempts != 2 {
+			t.Fatalf("Job = %+v; want two attempts: the lost run, recorded as failed, and the one that completed", info)
 		}
 	})
 }

@@ -142,7 +142,8 @@ type jobSummaryJSON struct {
 	Priority      Priority `json:"priority"`
 	Status        Status   `json:"status"`
 	Description   string   `json:"description,omitempty"`
-	Attempts      int      `json:"attempts"`
+	Attempts      int      `json:"attempts"` // runs started that count (JobInfo.Attempts)
+	Retries       int      `json:"retries"`  // of those, the runs after the first: at most max_retries
 	MaxRetries    int      `json:"max_retries"`
 	Error         string   `json:"error,omitempty"`
 	CreatedAt     jsonTime `json:"created_at"`
@@ -158,7 +159,7 @@ func (in *Inspector) pageView(p JobPage) pageJSON {
 func summaryView(j JobInfo) jobSummaryJSON {
 	return jobSummaryJSON{
 		ID: j.ID, Task: j.Name, Route: j.Route, Priority: j.Priority, Status: j.Status, Description: j.Description,
-		Attempts: j.Attempts, MaxRetries: j.MaxRetries, Error: j.Error, CreatedAt: jsonTime(j.CreatedAt),
+		Attempts: j.Attempts, Retries: j.Retries(), MaxRetries: j.MaxRetries, Error: j.Error, CreatedAt: jsonTime(j.CreatedAt),
 		ScheduledAt: jsonTime(j.ScheduledAt), FinishedAt: jsonTime(j.FinishedAt), LeaseDeadline: jsonTime(j.LeaseDeadline),
 	}
 }

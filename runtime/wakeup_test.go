@@ -60,8 +60,8 @@ func TestLease_RenewedWhileRunning(t *testing.T) {
 		if len(runs) != 1 {
 			t.Fatalf("handler ran %d times, want once", len(runs))
 		}
-		if info := jobInfo(t, c, id); info.Attempts != 0 || info.Error != "" {
-			t.Fatalf("Job = %+v; want no failed attempt", info)
+		if info := jobInfo(t, c, id); info.Attempts != 1 || info.Error != "" {
+			t.Fatalf("Job = %+v; want one attempt, no failure", info)
 		}
 	})
 }

@@ -213,8 +213,8 @@ func TestDeadLetter_ThenReplay(t *testing.T) {
 		if err != nil || got.Text != "sent" {
 			t.Fatalf("Await after replay = %+v, %v; want sent", got, err)
 		}
-		if info := jobInfo(t, c, id); info.Status != runtime.StatusCompleted || info.Attempts != 0 {
-			t.Fatalf("after replay Job = %+v; want completed with attempts reset", info)
+		if info := jobInfo(t, c, id); info.Status != runtime.StatusCompleted || info.Attempts != 1 {
+			t.Fatalf("after replay Job = %+v; want completed with attempts reset, then the one run counted", info)
 		}
 		if dead, _ := runtime.QueueOf(c).DeadList(ctx, "default", 0, 10); len(dead) != 0 {
 			t.Fatalf("DeadList after replay = %+v, want empty", dead)

@@ -123,13 +123,19 @@ func cmdJob(e *Env, args []string) error {
 	return table(e.Stdout, nil, [][]string{
 		{"id", j.ID}, {"task", j.Task}, {"route", j.Route}, {"priority", j.Priority},
 		{"status", j.Status}, {"description", orDash(j.Description)},
-		{"attempts", fmt.Sprintf("%d (max retries %d)", j.Attempts, j.MaxRetries)},
+		{"attempts", attemptsText(j.Attempts, j.MaxRetries)},
 		{"timeout", timeoutText(j.Timeout)},
 		{"error", orDash(j.Error)}, {"created", stamp(j.Created)}, {"scheduled", stamp(j.Scheduled)},
 		{"started", stamp(j.Started)}, {"failed runs ended", orDash(strings.Join(failed, ", "))},
 		{"finished", stamp(j.Finished)},
 		{"args", jsonOrDash(j.Args)}, {"result", jsonOrDash(j.Result)},
 	})
+}
+
+// attemptsText says a job's attempts (runs started that count) and how many
+// of them were retries out of those it may have: "2 (1 of 3 retries)".
+func attemptsText(attempts, maxRetries int) string {
+	return fmt.Sprintf("%d (%d of %d retries)", attempts, max(attempts-1, 0), maxRetries)
 }
 
 // timeoutText is a job's timeout as enqueued; 0 takes the worker's.
@@ -184,28 +190,63 @@ func cmdJobAction(e *Env, action string, args []string) error {
 	return nil
 }
 
-var cmdJobs = listCommand("[--route R] [--state S] [--task T] [--q TEXT] [--limit N] [--cursor C] [--newest] [--json]: list jobs, a page at a time",
-	[]string{"ID", "ROUTE", "TASK", "PRIORITY", "STATUS", "ATTEMPTS", "WHEN", "ERROR"},
-	func(fs *flag.FlagSet) lister {
-		q := queryFlags(fs, 50)
-		fs.StringVar(&q.State, "state", "pending", "pending, scheduled, processing or failed")
-		fs.BoolVar(&q.Newest, "newest", false, "most recent first")
-		return func(e *Env, b Backend) ([][]string, any, string, error) {
-			page, err := b.Jobs(e.Ctx, *q)
-			rows := make([][]string, len(page.Jobs))
-			for i, j := range page.Jobs {
-				when := stamp(j.Created)
-				switch j.Status {
-				case "scheduled":
-					when = stamp(j.Scheduled)
-				case "failed":
-					when = stamp(j.Finished)
-				}
-				rows[i] = []string{j.ID, j.Route, j.Task, j.Priority, j.Status, fmt.Sprint(j.Attempts), when, orDash(firstLine(j.Error))}
-			}
-			return rows, page.JSON, page.Next, err
+func cmdJobs(e *Env, args []string) error {
+	fs := e.Flags("[--route R] [--state S] [--task T] [--q TEXT] [--limit N] [--cursor C] [--newest] [--json]: list the jobs waiting, running or dead, a page at a time")
+	q := queryFlags(fs, 50)
+	fs.StringVar(&q.State, "state", "pending", "pending, scheduled, processing or failed (completed jobs are not listed: job ID shows one)")
+	fs.BoolVar(&q.Newest, "newest", false, "most recent first")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if pos, err := Parse(fs, args); err != nil {
+		return err
+	} else if err := noArgs(pos); err != nil {
+		return err
+	}
+	b, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	page, err := b.Jobs(e.Ctx, *q)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.Stdout, page.JSON)
+	}
+	fmt.Fprintln(e.Stdout, jobsCaption(q, len(page.Jobs)))
+	if len(page.Jobs) == 0 {
+		return nil
+	}
+	rows := make([][]string, len(page.Jobs))
+	for i, j := range page.Jobs {
+		when := stamp(j.Created)
+		switch j.Status {
+		case "scheduled":
+			when = stamp(j.Scheduled)
+		case "failed":
+			when = stamp(j.Finished)
 		}
-	})
+		rows[i] = []string{j.ID, j.Route, j.Task, j.Priority, j.Status, fmt.Sprint(j.Attempts), when, orDash(firstLine(j.Error))}
+	}
+	return pageTable(e, page.Next, []string{"ID", "ROUTE", "TASK", "PRIORITY", "STATUS", "ATTEMPTS", "WHEN", "ERROR"}, rows)
+}
+
+// jobsCaption says what a page of `jobs` lists, and how to list the rest:
+// an empty table alone does not say that it showed only pending jobs.
+func jobsCaption(q *JobQuery, n int) string {
+	where := "every route"
+	if q.Route != "" {
+		where = "route " + q.Route
+	}
+	if q.Task != "" {
+		where += ", task " + q.Task
+	}
+	what := fmt.Sprintf("%s jobs of %s", q.State, where)
+	if n == 0 {
+		what = "no " + what
+	}
+	return what + " (--state pending, scheduled, processing or failed lists the others; a completed job is shown by job ID while its result is kept)"
+}
 
 // queryFlags adds to fs the flags that select a page of jobs; the query
 // they fill is read after Parse.

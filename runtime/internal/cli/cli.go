@@ -85,11 +85,25 @@ func Run(ctx context.Context, args []string, rw IO, app App) int {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return ExitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(rw.Stderr, "%s: %v\n", cmd, ue.error)
+		fmt.Fprintf(rw.Stderr, "%s: %s\n", cmd, message(ue.error))
 		return ExitUsage
 	default:
-		fmt.Fprintf(rw.Stderr, "%s: %v\n", cmd, err)
+		fmt.Fprintf(rw.Stderr, "%s: %s\n", cmd, message(err))
 		return ExitFailure
+	}
+}
+
+// message is err as a command reports it after its name: without the
+// "bananas: " that the runtime's errors start with, once or more (a
+// command's name already says where the error came from).
+func message(err error) string {
+	msg := err.Error()
+	for {
+		rest, ok := strings.CutPrefix(msg, "bananas: ")
+		if !ok {
+			return msg
+		}
+		msg = rest
 	}
 }
 

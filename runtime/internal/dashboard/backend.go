@@ -80,13 +80,15 @@ type JobPage struct {
 type Job struct {
 	ID, Task, Route, Priority, Status string
 	Description                       string
-	Attempts, MaxRetries              int
-	Timeout                           time.Duration
-	Error                             string
-	Created, Scheduled, Started       time.Time
-	Finished, LeaseDeadline           time.Time
-	// Failed holds when its last failed runs ended, oldest first; the
-	// first is run Attempts-len(Failed)+1.
+	// Attempts are the runs started that count, the one running included;
+	// Retries those after the first, out of MaxRetries.
+	Attempts, Retries, MaxRetries int
+	Timeout                       time.Duration
+	Error                         string
+	Created, Scheduled, Started   time.Time
+	Finished, LeaseDeadline       time.Time
+	// Failed holds when its last failed runs ended, oldest first (see
+	// failedRuns for the number of the first).
 	Failed []time.Time
 	// Args and Result are JSON (null when the task is not registered in
 	// this program or there is none).

@@ -148,7 +148,8 @@ type event struct {
 // before it fails (step 2n).
 func timeline(j *Job) []event {
 	evs := []event{{What: "Created", At: j.Created}}
-	first := j.Attempts - len(j.Failed) + 1
+	failed := failedRuns(j)
+	first := failed - len(j.Failed) + 1
 	for i, t := range j.Failed {
 		n := first + i
 		evs = append(evs, event{What: fmt.Sprintf("Run %d failed", n), At: t, Bad: true, step: 2 * n})
@@ -157,17 +158,17 @@ func timeline(j *Job) []event {
 		// The current run of a running job, the one that ended a finished
 		// one: the run after its failures. A job waiting (a retry) or dead
 		// keeps the start of its last failed run.
-		n := j.Attempts + 1
+		n := failed + 1
 		if j.Status == "failed" || j.Status == "scheduled" || j.Status == "pending" {
-			n = max(j.Attempts, 1)
+			n = max(failed, 1)
 		}
 		evs = append(evs, event{What: fmt.Sprintf("Run %d started", n), At: j.Started, step: 2*n - 1})
 	}
-	last := 2*j.Attempts + 2
+	last := 2*failed + 2
 	if !j.Scheduled.IsZero() {
 		what := "Scheduled for"
-		if j.Attempts > 0 {
-			what = fmt.Sprintf("Retry %d at", j.Attempts)
+		if failed > 0 {
+			what = fmt.Sprintf("Retry %d at", failed)
 		}
 		evs = append(evs, event{What: what, At: j.Scheduled, step: last + 1})
 	}
@@ -184,6 +185,17 @@ func timeline(j *Job) []event {
 		return a.step - b.step
 	})
 	return evs
+}
+
+// failedRuns is how many of j's attempts failed: all of them, unless its
+// last run did not fail — it runs, or it ended otherwise (completed,
+// canceled while running) — which its start after its last failure shows.
+func failedRuns(j *Job) int {
+	lastRanOn := !j.Started.IsZero() && (len(j.Failed) == 0 || j.Started.After(j.Failed[len(j.Failed)-1]))
+	if lastRanOn && j.Attempts > 0 {
+		return j.Attempts - 1
+	}
+	return j.Attempts
 }
 
 // indentJSON is b indented for reading; "" for none or null.

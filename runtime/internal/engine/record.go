@@ -11,11 +11,13 @@ import (
 // what the job was, as enqueued (a completed job is only its record, and
 // Job(id) reads it from there), and how it ended.
 
-// recordOf starts the record of d's run: the job as enqueued, its failed
-// runs so far and the run's start.
+// recordOf starts the record of d's run: the job as enqueued, its attempts
+// (the runs started that count: its failed runs so far and this one), its
+// failures and the run's start. Every record counts attempts so, whatever
+// the job's end.
 func recordOf(d *queue.Dispatch) results.Record {
 	rec := jobRecord(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
-	rec.Attempts, rec.StartedAt, rec.FailedAt = d.Attempts, unixMS(d.StartedAt()), failedAtMS(d.FailedAt)
+	rec.Attempts, rec.StartedAt, rec.FailedAt = d.Attempts+1, unixMS(d.StartedAt()), failedAtMS(d.FailedAt)
 	return rec
 }
 

@@ -1,0 +1,119 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
+)
+
+// Pausing a route that nothing knows — a typo — is refused, naming the
+// routes that are known, in the CLI and the API; a known route pauses.
+func TestPause_ARouteNothingKnowsIsRefusedNamingTheKnownOnes(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	for _, cmd := range []string{"pause", "resume"} {
+		code, out, errOut := a.run(cmd, "defualt")
+		if code != 2 || out != "" || !strings.Contains(errOut, `unknown route "defualt"`) || !strings.Contains(errOut, "known routes: default") {
+			t.Fatalf("%s defualt = %d %q %q; want 2 naming the known routes", cmd, code, out, errOut)
+		}
+	}
+	if out := a.ok("pause", "default"); !strings.Contains(out, "paused default") {
+		t.Fatalf("pause default: %s", out)
+	}
+	a.ok("resume", "default")
+}
+
+func TestAPI_PauseOfARouteNothingKnowsIs404(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		testtasks.Register(w)
+		a := serveAPI(t, w.Inspector(), runtime.APIOptions{})
+		for _, action := range []string{"pause", "resume"} {
+			got := a.want(http.StatusNotFound, "POST", "/api/v1/routes/biling/"+action, "")
+			if msg, _ := got["error"].(string); !strings.Contains(msg, `"biling"`) || !strings.Contains(msg, "known routes: ") || !strings.Contains(msg, "default") {
+				t.Fatalf("%s of an unknown route: %v; want the known routes named", action, got)
+			}
+		}
+		a.want(http.StatusOK, "POST", "/api/v1/routes/default/pause", "")
+		// A paused route resumes whatever else knows it.
+		if err := w.Inspector().Resume(ctxT(t), "default"); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Inspector().Pause(ctxT(t), "nobody"); !errors.Is(err, runtime.ErrUnknownRoute) {
+			t.Fatalf("Pause of an unknown route = %v; want ErrUnknownRoute", err)
+		}
+	})
+}
+
+// `jobs` says which jobs it lists and how to list the others, even when
+// there is none; asking for completed jobs says where they are.
+func TestCLI_JobsSaysWhatItListsAndWhereCompletedJobsAre(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	out := a.ok("jobs")
+	if !strings.Contains(out, "no pending jobs of every route") || !strings.Contains(out, "--state") || !strings.Contains(out, "job ID") {
+		t.Fatalf("jobs with none pending:\n%s", out)
+	}
+	code, _, errOut := a.run("jobs", "--state", "completed")
+	for _, want := range []string{"result record", "job ID", "history is not yet available", "pending, scheduled, processing or failed"} {
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Fatalf("jobs --state completed = %d %q; want 2 saying %q", code, errOut, want)
+		}
+	}
+}
+
+// Attempts count the runs a job started: 1 for a job that ran once,
+// whatever its end, and retries are the runs after the first, out of
+// max_retries — in the API's JSON and the CLI's table alike.
+func TestJobInfo_AttemptsCountRunsAndRetriesTheRunsAfterTheFirst(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		runtime.Handle(w, testtasks.Echo, func(_ context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+			if m.Text == "fail" {
+				return testtasks.Reply{}, errors.New("no")
+			}
+			return testtasks.Reply{Text: m.Text}, nil
+		})
+		startWorker(t, w)
+		echo := testtasks.Echo.With(c)
+		ok, err := echo.Enqueue(ctx, testtasks.Msg{Text: "once"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead, err := echo.Enqueue(ctx, testtasks.Msg{Text: "fail"}, runtime.MaxRetries(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := echo.Await(ctx, ok); err != nil {
+			t.Fatal(err)
+		}
+		var je *runtime.JobError
+		if _, err := echo.Await(ctx, dead); !errors.As(err, &je) || je.Attempts != 2 {
+			t.Fatalf("Await of a job that failed twice = %v; want a JobError of 2 attempts", err)
+		}
+		a := serveAPI(t, w.Inspector(), runtime.APIOptions{})
+		for _, tc := range []struct {
+			id                string
+			attempts, retries int
+		}{{ok, 1, 0}, {dead, 2, 1}} {
+			got := a.want(http.StatusOK, "GET", "/api/v1/jobs/"+tc.id, "")
+			if got["attempts"] != float64(tc.attempts) || got["retries"] != float64(tc.retries) {
+				t.Fatalf("job %s: attempts %v, retries %v; want %d and %d", got["status"], got["attempts"], got["retries"], tc.attempts, tc.retries)
+			}
+		}
+		if info, _ := c.Job(ctx, dead); info.Retries() > info.MaxRetries {
+			t.Fatalf("a dead job shows %d of %d retries", info.Retries(), info.MaxRetries)
+		}
+		b, _ := json.Marshal(a.want(http.StatusOK, "GET", "/api/v1/dlq", ""))
+		if !strings.Contains(string(b), `"attempts":2`) || !strings.Contains(string(b), `"retries":1`) {
+			t.Fatalf("dlq listing: %s", b)
+		}
+	})
+}
