@@ -91,8 +91,8 @@ func TestScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) {
 			ds := append(leaseLight(t, q, 1, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
 			h.during(func() {
 				for _, d := range ds {
-					if ok, err := q.Requeue(ctx, d); !ok || err != nil {
-						t.Fatalf("requeue = %v, %v", ok, err)
+					if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute); out != queue.HandedBack || err != nil {
+						t.Fatalf("requeue = %v, %v", out, err)
 					}
 				}
 			})
