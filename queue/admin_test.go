@@ -317,8 +317,10 @@ func TestCancel_RunningJobIsRequestedAndFinishedAsCanceled(t *testing.T) {
 }
 
 // A cancel request stands for the run it was made against: when that run
-// ends otherwise (completed, failed into a retry, reaped), the request goes
-// with the next CancelRequests, and the job's next run is not canceled.
+// ends otherwise (completed, failed into a retry), the request goes with the
+// next CancelRequests, and the job's next run is not canceled. A run whose
+// lease expires with its request pending ends canceled when reaped, and its
+// request goes with it.
 func TestCancelRequests_RequestOfARunThatEndedOtherwiseIsDropped(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
@@ -337,8 +339,8 @@ func TestCancelRequests_RequestOfARunThatEndedOtherwiseIsDropped(t *testing.T) {
 		if out, err := q.Fail(ctx, ds[1], queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now); out != queue.Retrying || err != nil {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
-		if got, err := q.Reap(ctx, "r", until, verdict(now)); got[ds[2].ID] != queue.Retrying || err != nil {
-			t.Fatalf("reap = %v, %v", got, err)
+		if got, err := q.Reap(ctx, "r", until, verdict(now)); got[ds[2].ID] != queue.EndedCanceled || err != nil {
+			t.Fatalf("reap = %v, %v; want the job asked to cancel ended canceled", got, err)
 		}
 		if got, err := q.CancelRequests(ctx, "r", nil); len(got) != 0 || err != nil {
 			t.Fatalf("cancel requests = %v, %v; want none", got, err)
@@ -350,10 +352,10 @@ func TestCancelRequests_RequestOfARunThatEndedOtherwiseIsDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 		again, err := q.Fetch(ctx, "r", queue.Priorities, 10, until, now)
-		if err != nil || len(again) != 2 {
-			t.Fatalf("fetch of the retries = %d, %v", len(again), err)
+		if err != nil || len(again) != 1 || again[0].ID != ds[1].ID {
+			t.Fatalf("fetch of the retries = %d, %v; want the failed job's retry alone", len(again), err)
 		}
-		if got, err := q.CancelRequests(ctx, "r", []string{again[0].ID, again[1].ID}); len(got) != 0 || err != nil {
+		if got, err := q.CancelRequests(ctx, "r", []string{again[0].ID}); len(got) != 0 || err != nil {
 			t.Fatalf("the retries' cancel requests = %v, %v; want none", got, err)
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/results"
 )
 
 // Dispatch is one job handed to a worker under a lease.
@@ -302,16 +304,23 @@ func (q *Queue) HandBack(ctx context.Context, l *LostFetch) (int, error) {
 	return q.handBack(ctx, l.Route, l.Token, ids, l.Until.Add(handBackMarked))
 }
 
-// handBack runs handback.lua for ids leased under token.
+// handBack runs handback.lua for ids leased under token. A job with a cancel
+// request ends canceled instead, with the record canceledOnHandBack makes.
 func (q *Queue) handBack(ctx context.Context, route, token string, ids []string, until time.Time) (int, error) {
 	k := q.Keys(route)
-	keys := make([]string, 0, 7+len(ids))
-	keys = append(keys, k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.List(High), k.List(Normal), k.List(Low))
-	args := make([]any, 0, 3+len(ids))
-	args = append(args, token, ms(until), k.WakeChannel())
-	for _, id := range ids {
-		keys = append(keys, k.Job(id))
-		args = append(args, id)
+	now := q.Now()
+	records, err := q.canceledOnHandBack(ctx, k, ids, now)
+	if err != nil {
+		return 0, fmt.Errorf("hand back jobs of route %s: %w", route, err)
+	}
+	keys := make([]string, 0, 10+2*len(ids))
+	keys = append(keys, k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.List(High), k.List(Normal), k.List(Low),
+		k.Cancels(), k.Stats(), k.History(HourOf(now)))
+	args := make([]any, 0, 5+3*len(ids))
+	args = append(args, token, ms(until), k.WakeChannel(), resultChannelPrefix(q.ns), ms(now))
+	for i, id := range ids {
+		keys = append(keys, k.Job(id), k.Result(id))
+		args = append(args, id, records[i].encoded, max(1, durMS(records[i].ttl)))
 	}
 	// Retry-safe: fenced by the token, which the first run released.
 	n, err := q.s.handback.Run(ctx, q.rdb, keys, args...).Int()
@@ -319,6 +328,77 @@ func (q *Queue) handBack(ctx context.Context, route, token string, ids []string,
 		return 0, fmt.Errorf("hand back jobs of route %s: %w", route, err)
 	}
 	return n, nil
+}
+
+// canceledTTL is how long the record of a job that ends canceled on a hand
+// back is kept when its envelope sets no failure TTL: a failure's default
+// (runtime.DefaultFailureTTL).
+const canceledTTL = 24 * time.Hour
+
+// canceledRecord is the record a job ends with, and for how long it is kept.
+type canceledRecord struct {
+	encoded []byte // empty: no cancel request was read for the job
+	ttl     time.Duration
+}
+
+// canceledOnHandBack reads which of ids have a cancel request (asked while
+// their fetch was lost) and makes, for each of those, the record it ends
+// with: the job as enqueued, canceled. It is the only record the queue makes
+// itself: a lost fetch's jobs have no dispatch a worker could make it from.
+func (q *Queue) canceledOnHandBack(ctx context.Context, k Keys, ids []string, now time.Time) ([]canceledRecord, error) {
+	out := make([]canceledRecord, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	members := make([]any, len(ids))
+	for i, id := range ids {
+		members[i] = id
+	}
+	asked, err := q.rdb.SMIsMember(ctx, k.Cancels(), members...).Result()
+	if err != nil && !isReply(err) {
+		return nil, err
+	}
+	var which []string
+	var at []int
+	for i, a := range asked {
+		if a && i < len(ids) && ids[i] != "" {
+			which, at = append(which, ids[i]), append(at, i)
+		}
+	}
+	if len(which) == 0 {
+		return out, nil
+	}
+	fields, pays, _, err := q.readExpired(ctx, k, which)
+	if err != nil {
+		return nil, err
+	}
+	for j, id := range which {
+		f := fields[j]
+		d := Dispatch{ID: id, Name: f["n"], Priority: Priority(f["p"]), MaxRetries: atoi(f["m"]), Attempts: atoi(f["a"]),
+			CreatedAt: parseMS(f["c"])}
+		d.Envelope, _ = decodeStored(id, f)
+		if pays[j] != nil && len(f) == 0 {
+			d.fillFromPayload(*pays[j])
+		}
+		rec := results.Record{
+			ID: id, Name: d.Name, Priority: string(d.Priority), Args: d.Envelope.Args, MaxRetries: d.MaxRetries,
+			Timeout: d.Envelope.Timeout, Description: d.Envelope.Description, Attempts: d.Attempts,
+			Error: "canceled before it ran (the fetch that leased it was lost)", Canceled: true, FinishedAt: ms(now),
+		}
+		if !d.CreatedAt.IsZero() {
+			rec.CreatedAt = ms(d.CreatedAt)
+		}
+		encoded, err := results.Encode(rec)
+		if err != nil {
+			return nil, fmt.Errorf("encode the canceled record of job %s: %w", id, err)
+		}
+		ttl := canceledTTL
+		if d.Envelope.FailureTTL > 0 {
+			ttl = time.Duration(d.Envelope.FailureTTL) * time.Millisecond
+		}
+		out[at[j]] = canceledRecord{encoded: encoded, ttl: ttl}
+	}
+	return out, nil
 }
 
 // StartedAt returns when the dispatch was leased, read off its token.

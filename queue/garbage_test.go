@@ -392,9 +392,9 @@ func TestRequeue_JobWithNoListToGoBackToStaysLeasedForTheReaper(t *testing.T) {
 				d := lease(t, q, 1, now, until)[0]
 				c.spoil(t, q, d)
 				before := snapshot(t, plainClient(t, q), q.Namespace())
-				ok, err := q.Requeue(ctx, d)
-				if ok || err == nil || !strings.Contains(err.Error(), c.errHas) {
-					t.Fatalf("requeue = %v, %v; want a refusal naming %q", ok, err, c.errHas)
+				out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute)
+				if out == queue.HandedBack || err == nil || !strings.Contains(err.Error(), c.errHas) {
+					t.Fatalf("requeue = %v, %v; want a refusal naming %q", out, err, c.errHas)
 				}
 				if d := diff(before, snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
 					t.Fatalf("a refused requeue wrote:\n%s", d)
@@ -432,8 +432,8 @@ func TestRequeue_LightJobGoesBackByItsPayload(t *testing.T) {
 				if c.jobKey {
 					q.Client().Set(ctx, q.Keys("r").Job(d.ID), "junk", 0)
 				}
-				if ok, err := q.Requeue(ctx, d); !ok || err != nil {
-					t.Fatalf("requeue = %v, %v", ok, err)
+				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute); out != queue.HandedBack || err != nil {
+					t.Fatalf("requeue = %v, %v", out, err)
 				}
 				wantPlace(t, q, "r", d.ID, c.list)
 			})

@@ -27,10 +27,14 @@ type Expired struct {
 	Attempts   int // failed runs before the lost one
 	MaxRetries int
 	Envelope   Envelope // zero when it cannot be decoded
+	// CancelRequested: a cancel was asked while it ran. It ends canceled
+	// (EndedCanceled), with the verdict's record, which must then be a
+	// canceled one.
+	CancelRequested bool
 }
 
 // Verdict is what the caller decides for an expired job: when to retry it, and
-// the failure record to store if it dies instead.
+// the record to store if it dies instead (a failure's), or ends canceled.
 type Verdict struct {
 	RetryAt time.Time
 	Record  []byte
@@ -43,7 +47,8 @@ const (
 )
 
 // Reap recovers up to reapBatch jobs of route whose lease expired at or before
-// now: each counts a failed attempt and is retried or dead-lettered. decide is
+// now: each counts a failed attempt and is retried or dead-lettered, but for
+// one with a cancel request pending, which ends canceled. decide is
 // asked for each; the returned outcomes are per job reaped. An entry that is
 // garbage is dealt with on its own (see reap.lua) and reported through the
 // queue's warnings.
@@ -119,17 +124,17 @@ func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, token
 			empty = append(empty, t)
 		}
 	}
-	fields, pays, err := q.readExpired(ctx, k, ids)
+	fields, pays, asked, err := q.readExpired(ctx, k, ids)
 	if err != nil {
 		return 0, 0, fmt.Errorf("read expired jobs of route %s: %w", route, err)
 	}
-	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats(), k.Payloads(), k.Groups(), k.History(HourOf(now))}
+	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats(), k.Payloads(), k.Groups(), k.History(HourOf(now)), k.Cancels()}
 	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns), len(empty)}
 	args = append(args, empty...)
 	for i, id := range ids {
 		keys = append(keys, k.Job(id), k.Result(id), k.Garbage(id))
 		if id == "" { // not a job: the script drops its lease, nothing to decide
-			args = append(args, id, owners[i], "", 0, "", 1)
+			args = append(args, id, owners[i], "", 0, "", 1, 0)
 			continue
 		}
 		f := fields[i]
@@ -140,8 +145,13 @@ func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, token
 			d.fillFromPayload(*pays[i])
 			e = Expired{ID: id, Name: d.Name, MaxRetries: d.MaxRetries, Envelope: d.Envelope}
 		}
+		e.CancelRequested = asked[i]
 		verdict := decide(e)
-		args = append(args, id, owners[i], f["a"], ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)))
+		cancelRead := 0
+		if asked[i] {
+			cancelRead = 1
+		}
+		args = append(args, id, owners[i], f["a"], ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)), cancelRead)
 	}
 	// Retry-safe: a job is reaped only while its lease, attempts and group
 	// expiry are as read above; the first run changed them.
@@ -168,30 +178,45 @@ func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, token
 	return kept, len(empty), nil
 }
 
-// readExpired reads the hashes and payloads of the jobs ids in one pipelined
-// round trip. A job key that is not a hash reads as no fields (reap.lua sets
-// it aside); only a failed round trip is an error.
-func (q *Queue) readExpired(ctx context.Context, k Keys, ids []string) ([]map[string]string, []*string, error) {
-	fields := make([]map[string]string, len(ids))
-	pays := make([]*string, len(ids))
+// readExpired reads the hashes, payloads and cancel requests of the jobs ids
+// in one pipelined round trip. A job key that is not a hash reads as no
+// fields (reap.lua sets it aside), a cancels set of another type as no
+// request (reap.lua refuses it); only a failed round trip is an error.
+func (q *Queue) readExpired(ctx context.Context, k Keys, ids []string) (fields []map[string]string, pays []*string, asked []bool, err error) {
+	fields = make([]map[string]string, len(ids))
+	pays = make([]*string, len(ids))
+	asked = make([]bool, len(ids))
 	if len(ids) == 0 {
-		return fields, pays, nil
+		return fields, pays, asked, nil
 	}
 	pipe := q.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = pipe.HGetAll(ctx, k.Job(id))
 	}
+	members := make([]any, len(ids))
+	for i, id := range ids {
+		members[i] = id
+	}
 	hm := pipe.HMGet(ctx, k.Payloads(), ids...)
+	cr := pipe.SMIsMember(ctx, k.Cancels(), members...)
 	_, _ = pipe.Exec(ctx) // each command's own error is read below
 	for i, c := range cmds {
 		if err := c.Err(); err != nil && !isReply(err) {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		fields[i] = c.Val()
 	}
 	if err := hm.Err(); err != nil && !isReply(err) {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if err := cr.Err(); err != nil && !isReply(err) {
+		return nil, nil, nil, err
+	}
+	for i, v := range cr.Val() {
+		if i < len(asked) {
+			asked[i] = v
+		}
 	}
 	for i, v := range hm.Val() {
 		if i < len(pays) {
@@ -200,7 +225,7 @@ func (q *Queue) readExpired(ctx context.Context, k Keys, ids []string) ([]map[st
 			}
 		}
 	}
-	return fields, pays, nil
+	return fields, pays, asked, nil
 }
 
 // reapReply turns one job's reply of reap.lua into its outcome, warning of a

@@ -16,6 +16,11 @@ const (
 	DeadEnded Outcome = 2 // moved to the dead-letter set
 	Orphan    Outcome = 3 // the job hash was gone; only the lease was released
 	Snoozed   Outcome = 5 // rescheduled without counting a failure (Failure.Snooze)
+	// EndedCanceled: the job's run was asked to cancel and its worker died
+	// (Reap) or shut down (Requeue) before acting on it; it ends canceled,
+	// as its worker would have ended it, neither retried nor dead-lettered.
+	EndedCanceled Outcome = 6
+	HandedBack    Outcome = 7 // back at the front of its ready list, no attempt counted (Requeue)
 )
 
 // Ack completes d: its result record is stored under its result key for ttl
@@ -159,16 +164,30 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 }
 
 // Requeue hands d back to the front of its ready list without counting an
-// attempt (graceful shutdown). It reports false when the lease was lost.
-func (q *Queue) Requeue(ctx context.Context, d *Dispatch) (bool, error) {
+// attempt (graceful shutdown): HandedBack, or Stale when the lease was lost
+// and Orphan when the job was gone. A job asked to cancel while it ran is
+// not handed back but ends canceled (EndedCanceled) as FinishCanceled ends
+// it, with canceled, the caller's canceled record, stored for ttl.
+func (q *Queue) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl time.Duration) (Outcome, error) {
 	k := q.Keys(d.Route)
-	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads(), k.Groups()}
+	now := q.Now()
+	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads(), k.Groups(),
+		k.Cancels(), k.Result(d.ID), k.Stats(), k.History(HourOf(now))}
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
-	n, err := q.s.requeue.Run(ctx, q.rdb, keys, d.ID, d.Token, k.WakeChannel()).Int()
+	n, err := q.s.requeue.Run(ctx, q.rdb, keys, d.ID, d.Token, k.WakeChannel(),
+		canceled, max(1, durMS(ttl)), ResultChannel(q.ns, d.ID), ms(now)).Int()
 	if err != nil {
-		return false, fmt.Errorf("hand back job %s: %w", d.ID, err)
+		return Stale, fmt.Errorf("hand back job %s: %w", d.ID, err)
 	}
-	return n == 1, nil
+	switch n {
+	case 1:
+		return HandedBack, nil
+	case 3:
+		return Orphan, nil
+	case 6:
+		return EndedCanceled, nil
+	}
+	return Stale, nil
 }
 
 // Renew extends the leases of running jobs of one route until until, and

@@ -64,6 +64,31 @@ func TestScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) {
 				}
 			})
 		}},
+		{"reap, requeue and hand back of jobs with a cancel request: light and heavy", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := time.Now()
+			until := now.Add(time.Minute)
+			reaped := append(leaseLight(t, q, 1, now, until), leaseHeavy(t, q, 1, now, until)...)
+			requeued := append(leaseLight(t, q, 1, now, until.Add(time.Hour)), leaseHeavy(t, q, 1, now, until.Add(time.Hour))...)
+			handed := leaseLight(t, q, 2, now, until.Add(time.Hour))
+			k := q.Keys("r")
+			for _, d := range append(append(reaped, requeued...), handed[0]) {
+				q.Client().SAdd(ctx, k.Cancels(), d.ID)
+			}
+			h.during(func() {
+				if got, err := q.Reap(ctx, "r", until, verdict(until)); err != nil || got[reaped[0].ID] != queue.EndedCanceled || got[reaped[1].ID] != queue.EndedCanceled {
+					t.Fatalf("reap = %v, %v; want both ended canceled", got, err)
+				}
+				for _, d := range requeued {
+					if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute); out != queue.EndedCanceled || err != nil {
+						t.Fatalf("requeue = %v, %v; want ended canceled", out, err)
+					}
+				}
+				if n, err := q.HandBack(ctx, &queue.LostFetch{Route: "r", Token: handed[0].Token, Until: until}); n != 1 || err != nil {
+					t.Fatalf("hand back = %d, %v; want the job without a request handed back", n, err)
+				}
+			})
+		}},
 		{"promote: good, garbage priority, job key of another type, no job", func(t *testing.T, q *queue.Queue, h *twice) {
 			ctx := context.Background()
 			now := time.Now()
@@ -91,8 +116,8 @@ func TestScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) {
 			ds := append(leaseLight(t, q, 1, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
 			h.during(func() {
 				for _, d := range ds {
-					if ok, err := q.Requeue(ctx, d); !ok || err != nil {
-						t.Fatalf("requeue = %v, %v", ok, err)
+					if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute); out != queue.HandedBack || err != nil {
+						t.Fatalf("requeue = %v, %v", out, err)
 					}
 				}
 			})

@@ -4,10 +4,19 @@
 -- the order given, so it runs next. Fenced: only jobs still leased under the
 -- token move.
 --
+-- A job with a cancel request (asked while it was leased) is not given back:
+-- it ends canceled, as canceled.lua ends it, with the caller's canceled
+-- record stored and announced, what the job was dropped and its request
+-- removed. The caller passes a record for each job it read a request for; a
+-- job whose request came after that read stays leased, and the reaper ends
+-- it canceled once its lease expires.
+--
 -- The token is then marked used until a deadline: a late copy of the fetch
 -- (a client retry, or the lost command itself arriving late) finds the token
 -- used and takes nothing (see fetch.lua), instead of leasing jobs to nobody.
 -- The marker is an empty lease group, which the reaper drops once expired.
+-- Run twice, the second call finds no job leased under the token and writes
+-- nothing.
 --
 -- KEYS[1]  ZSET  route:{r}:active
 -- KEYS[2]  HASH  route:{r}:leases
@@ -16,51 +25,80 @@
 -- KEYS[5]  LIST  route:{r}:queue:high
 -- KEYS[6]  LIST  route:{r}:queue:normal
 -- KEYS[7]  LIST  route:{r}:queue:low
--- KEYS[7+i]  HASH  route:{r}:job:<id_i>, one per id
+-- KEYS[8]  SET   route:{r}:cancels
+-- KEYS[9]  HASH  route:{r}:stats
+-- KEYS[10] HASH  route:{r}:history:<hour of now>
+-- KEYS[9+2i]   HASH    route:{r}:job:<id_i>, one per id (i from 1)
+-- KEYS[10+2i]  STRING  route:{r}:result:<id_i>
 -- ARGV[1]  fencing token of the fetch
 -- ARGV[2]  marker deadline (unix ms): until when a late copy must find the token used
 -- ARGV[3]  wake channel
--- ARGV[3+i]  the ids, matching KEYS[7+i]
--- Returns: the number of jobs handed back.
+-- ARGV[4]  result channel prefix (the channel is prefix .. id .. "}")
+-- ARGV[5]  now (unix ms): the minute the history counts a cancel in
+-- ARGV[3+3i .. 5+3i] per id: the id, its canceled record ("" when the
+--          caller read no cancel request for it), that record's ttl ms
+-- Returns: the number of jobs handed back (those ended canceled not counted).
 local token = bn_str(ARGV[1], 'token')
 local marker = bn_num(ARGV[2], 'marker deadline')
 bn_str(ARGV[3], 'wake channel')
-if #ARGV - 3 ~= #KEYS - 7 then error('bananas: handback needs one id per job key') end
+local prefix = bn_str(ARGV[4], 'result channel prefix')
+local now = bn_num(ARGV[5], 'now')
+local n = (#ARGV - 5) / 3
+if n ~= math.floor(n) or #KEYS ~= 10 + 2 * n then error('bananas: handback needs 2 keys and 3 args per job') end
+for i = 1, n do
+  if bn_num(ARGV[5 + 3 * i], 'canceled record ttl') <= 0 then error('bananas: canceled record ttl must be > 0') end
+end
 bn_need_type(KEYS[1], 'zset', 'active set')
 bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[3], 'hash', 'payloads hash')
 bn_need_type(KEYS[4], 'hash', 'groups hash')
 for k = 5, 7 do bn_need_type(KEYS[k], 'list', 'ready list') end
+bn_need_type(KEYS[8], 'set', 'cancels set')
 
 -- Read and decide everything first.
-local back, gone = {}, {}
-for i = 4, #ARGV do
-  local id = ARGV[i]
+local back, gone, canceled = {}, {}, {}
+for i = 1, n do
+  local id, record = ARGV[3 + 3 * i], ARGV[4 + 3 * i]
+  local job, result = KEYS[9 + 2 * i], KEYS[10 + 2 * i]
   if id ~= '' and redis.call('HGET', KEYS[2], id) == token then
     local prio
     local payload = redis.call('HGET', KEYS[3], id)
+    local asked = redis.call('SISMEMBER', KEYS[8], id) == 1
     if payload then
       local _, p = bn_split(payload)
       prio = p
-    elseif bn_type(KEYS[4 + i], 'hash') then
-      prio = redis.call('HGET', KEYS[4 + i], 'p')
+    elseif bn_type(job, 'hash') then
+      prio = redis.call('HGET', job, 'p')
     else
       prio = 'normal' -- a job key of another type: the next fetch reports it
     end
-    if payload or redis.call('EXISTS', KEYS[4 + i]) == 1 then
-      back[#back + 1] = { id, KEYS[4 + (bn_prios[prio] or 2)] }
-    else
+    if not payload and redis.call('EXISTS', job) == 0 then
       gone[#gone + 1] = id -- finished meanwhile: only its lease is left
-    end
+    elseif asked and record ~= '' then
+      canceled[#canceled + 1] = { id, job, result, record, ARGV[5 + 3 * i] }
+    elseif not asked then
+      back[#back + 1] = { id, KEYS[4 + (bn_prios[prio] or 2)] }
+    end -- asked after the caller's read: left leased, for the reaper
   end
 end
 
-local released = #back + #gone
+local released = #back + #gone + #canceled
 for i = #back, 1, -1 do
   redis.call('HDEL', KEYS[2], back[i][1])
   redis.call('LPUSH', back[i][2], back[i][1])
 end
 for _, id in ipairs(gone) do redis.call('HDEL', KEYS[2], id) end
+for _, c in ipairs(canceled) do
+  local id = c[1]
+  redis.call('HDEL', KEYS[2], id)
+  redis.call('HDEL', KEYS[3], id)
+  redis.call('DEL', c[2])
+  redis.call('SET', c[3], c[4], 'PX', c[5])
+  redis.call('PUBLISH', prefix .. id .. '}', c[4])
+  redis.call('SREM', KEYS[8], id)
+  bn_count(KEYS[9], 'canceled', 1)
+  bn_history(KEYS[10], now, 'c', 1)
+end
 local left = 0
 if released > 0 then
   left = redis.pcall('HINCRBY', KEYS[4], token, -released)

@@ -7,6 +7,13 @@
 -- race is left alone. Expired groups the caller found no leased job in are
 -- dropped.
 --
+-- A job with a cancel request (its id in the cancels set: asked while it
+-- ran, and its worker died before acting on it) is not retried: it ends
+-- canceled as canceled.lua ends it, with the caller's record (a canceled
+-- one) stored and announced, what the job was dropped, and its request
+-- removed. The caller says whether it read a request for the job; a job
+-- whose request came or went since is skipped, for the next pass.
+--
 -- A bad entry is handled on its own and never fails the batch, so that one
 -- cannot keep every later crashed job of the route from being recovered:
 --   - an empty id (no job can have it): its lease is dropped;
@@ -27,30 +34,35 @@
 -- KEYS[6]  HASH  route:{r}:payloads  (a light job gets its hash here first)
 -- KEYS[7]  HASH  route:{r}:groups    lease group token -> jobs still leased
 -- KEYS[8]  HASH  route:{r}:history:<hour of now>
--- KEYS[9+3i]   HASH    route:{r}:job:<id_i>
--- KEYS[10+3i]  STRING  route:{r}:result:<id_i>
--- KEYS[11+3i]  any     route:{r}:garbage:<id_i>  where a job key that is not a hash goes
+-- KEYS[9]  SET   route:{r}:cancels    ids of running jobs asked to stop
+-- KEYS[10+3i]  HASH    route:{r}:job:<id_i>
+-- KEYS[11+3i]  STRING  route:{r}:result:<id_i>
+-- KEYS[12+3i]  any     route:{r}:garbage:<id_i>  where a job key that is not a hash goes
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  result channel prefix (the channel is prefix .. id .. "}")
 -- ARGV[3]  schedule channel
 -- ARGV[4]  e, the number of empty expired groups that follow
 -- ARGV[5..4+e]  their tokens
--- ARGV[5+e+6i .. 10+e+6i] per job: id, its lease token, its attempts field as
+-- ARGV[5+e+7i .. 11+e+7i] per job: id, its lease token, its attempts field as
 --          read ("" when absent or when the job has no hash), retry-at ms,
---          failure record, failure ttl ms
+--          record (a failure's, or a canceled one when a request was read),
+--          its ttl ms, "1" when the caller read a cancel request for the job
+--          (else "0")
 -- Returns: an array with one reply per job: 0 skipped, 1 retry, 2 dead, 3
---          orphan lease removed; or, for a bad entry, a pair {outcome, reason}
---          with outcome 3 (lease dropped) or 4 (dead-lettered as garbage).
+--          orphan lease removed, 6 ended canceled; or, for a bad entry, a
+--          pair {outcome, reason} with outcome 3 (lease dropped) or 4
+--          (dead-lettered as garbage).
 local now = bn_num(ARGV[1], 'now')
 local prefix = bn_str(ARGV[2], 'channel prefix')
 local sched = bn_str(ARGV[3], 'schedule channel')
 local e = bn_num(ARGV[4], 'empty group count')
-local n = (#KEYS - 8) / 3
-if n ~= math.floor(n) or #ARGV ~= 4 + e + 6 * n then error('bananas: reap needs 3 keys and 6 args per job') end
+local n = (#KEYS - 9) / 3
+if n ~= math.floor(n) or #ARGV ~= 4 + e + 7 * n then error('bananas: reap needs 3 keys and 7 args per job') end
 for i = 0, n - 1 do
-  local a = 5 + e + 6 * i
+  local a = 5 + e + 7 * i
   bn_num(ARGV[a + 3], 'retry-at')
   if bn_num(ARGV[a + 5], 'failure ttl') <= 0 then error('bananas: failure ttl must be > 0') end
+  if ARGV[a + 6] ~= '0' and ARGV[a + 6] ~= '1' then error('bananas: cancel read must be 0 or 1, got ' .. tostring(ARGV[a + 6])) end
 end
 bn_need_type(KEYS[1], 'zset', 'active set')
 bn_need_type(KEYS[2], 'hash', 'leases hash')
@@ -58,6 +70,7 @@ bn_need_type(KEYS[3], 'zset', 'scheduled set')
 bn_need_type(KEYS[4], 'zset', 'dead-letter set')
 bn_need_type(KEYS[6], 'hash', 'payloads hash')
 bn_need_type(KEYS[7], 'hash', 'groups hash')
+bn_need_type(KEYS[9], 'set', 'cancels set')
 
 local function expired(token)
   local score = redis.call('ZSCORE', KEYS[1], token)
@@ -71,16 +84,18 @@ local lost = 'lease expired: the worker running it stopped renewing (crashed or 
 -- are checked above, job keys' types per job), so no job is left half-moved.
 local out = {}
 for i = 0, n - 1 do
-  local a = 5 + e + 6 * i
+  local a = 5 + e + 7 * i
   local id, token, read_a = ARGV[a], ARGV[a + 1], ARGV[a + 2]
   local retry_at, record, ttl = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
-  local job, result, garbage = KEYS[9 + 3 * i], KEYS[10 + 3 * i], KEYS[11 + 3 * i]
+  local read_asked = ARGV[a + 6] == '1'
+  local job, result, garbage = KEYS[10 + 3 * i], KEYS[11 + 3 * i], KEYS[12 + 3 * i]
   local channel = prefix .. id .. '}'
   local reply = 0
   if redis.call('HGET', KEYS[2], id) == token and expired(token) then
     local kind = bn_typeof(job)
     local payload = kind ~= 'hash' and redis.call('HGET', KEYS[6], id)
     local fields = kind == 'hash' and redis.call('HMGET', job, 'a', 'm') or {}
+    local asked = redis.call('SISMEMBER', KEYS[9], id) == 1
     if id == '' then
       redis.call('HDEL', KEYS[2], id)
       bn_release(KEYS[1], KEYS[7], token, 1)
@@ -106,7 +121,7 @@ for i = 0, n - 1 do
       redis.call('HDEL', KEYS[2], id)
       bn_release(KEYS[1], KEYS[7], token, 1)
       reply = 3
-    elseif (fields[1] or '') == read_a then
+    elseif (fields[1] or '') == read_a and asked == read_asked then
       local why = kind == 'hash' and (bn_bad_count(fields[1], 'its attempts (field a)', true) or
         bn_bad_count(fields[2], 'its max retries (field m)', false))
       redis.call('HDEL', KEYS[2], id)
@@ -118,6 +133,15 @@ for i = 0, n - 1 do
         redis.call('SET', result, record, 'PX', ttl)
         redis.call('PUBLISH', channel, record)
         reply = {4, 'job ' .. id .. ': ' .. why .. '; dead-lettered'}
+      elseif asked then
+        if payload then redis.call('HDEL', KEYS[6], id) end
+        if kind == 'hash' then redis.call('DEL', job) end
+        redis.call('SET', result, record, 'PX', ttl)
+        redis.call('PUBLISH', channel, record)
+        redis.call('SREM', KEYS[9], id)
+        bn_count(KEYS[5], 'canceled', 1)
+        bn_history(KEYS[8], now, 'c', 1)
+        reply = 6
       else
         local prior, max = tonumber(fields[1] or '0'), tonumber(fields[2])
         if payload then prior, max = 0, bn_materialize(job, KEYS[6], id, payload) end

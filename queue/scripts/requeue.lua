@@ -10,6 +10,11 @@
 -- list when that does not read, where the next fetch reports it. Run twice,
 -- the second call finds the lease gone and writes nothing (returns 0).
 --
+-- A job with a cancel request (asked while it ran; the worker shut down
+-- before acting on it) is not handed back: it ends canceled, as
+-- canceled.lua ends it, with the caller's canceled record stored and
+-- announced, what the job was dropped and its request removed.
+--
 -- KEYS[1]  HASH  route:{r}:job:<id>
 -- KEYS[2]  ZSET  route:{r}:active
 -- KEYS[3]  HASH  route:{r}:leases
@@ -18,17 +23,45 @@
 -- KEYS[6]  LIST  route:{r}:queue:low
 -- KEYS[7]  HASH  route:{r}:payloads
 -- KEYS[8]  HASH  route:{r}:groups
+-- KEYS[9]  SET     route:{r}:cancels
+-- KEYS[10] STRING  route:{r}:result:<id>
+-- KEYS[11] HASH    route:{r}:stats
+-- KEYS[12] HASH    route:{r}:history:<hour of now>
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  wake channel
--- Returns: 1 handed back, 0 stale token (nothing written), 3 the job is gone (lease released).
+-- ARGV[4]  the job's canceled record (opaque bytes), stored if it has a cancel request
+-- ARGV[5]  its ttl ms (> 0)
+-- ARGV[6]  result channel
+-- ARGV[7]  now (unix ms): the minute the history counts a cancel in
+-- Returns: 1 handed back, 0 stale token (nothing written), 3 the job is gone
+-- (lease released), 6 ended canceled.
 local id = bn_str(ARGV[1], 'job id')
 local token = bn_str(ARGV[2], 'token')
 bn_str(ARGV[3], 'wake channel')
+bn_str(ARGV[4], 'canceled record')
+if bn_num(ARGV[5], 'canceled record ttl') <= 0 then error('bananas: canceled record ttl must be > 0') end
+bn_str(ARGV[6], 'result channel')
+local now = bn_num(ARGV[7], 'now')
 if redis.call('HGET', KEYS[3], id) ~= token then return 0 end
 bn_need_type(KEYS[2], 'zset', 'active set')
+bn_need_type(KEYS[7], 'hash', 'payloads hash')
 bn_need_type(KEYS[8], 'hash', 'groups hash')
+bn_need_type(KEYS[9], 'set', 'cancels set')
 for k = 4, 6 do bn_need_type(KEYS[k], 'list', 'ready list') end
+
+if redis.call('SISMEMBER', KEYS[9], id) == 1 then
+  redis.call('SET', KEYS[10], ARGV[4], 'PX', ARGV[5])
+  redis.call('PUBLISH', ARGV[6], ARGV[4])
+  redis.call('HDEL', KEYS[3], id)
+  bn_release(KEYS[2], KEYS[8], token, 1)
+  redis.call('HDEL', KEYS[7], id)
+  redis.call('DEL', KEYS[1])
+  redis.call('SREM', KEYS[9], id)
+  bn_count(KEYS[11], 'canceled', 1)
+  bn_history(KEYS[12], now, 'c', 1)
+  return 6
+end
 local kind = bn_typeof(KEYS[1])
 local prio
 if kind == 'hash' then

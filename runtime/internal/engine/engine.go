@@ -163,13 +163,19 @@ func (e *Engine) shutdown() {
 				continue // its outcome is on its way
 			}
 			r.cancel(errHandedBack)
-			ok, err := e.cfg.Queue.Requeue(ctx, r.d)
+			// A cancel asked while it ran, which this worker has not acted
+			// on, ends the job canceled instead (requeue.lua decides).
+			canceled := canceledAtShutdown(r.d, e.cfg.Queue.Now())
+			out, err := e.cfg.Queue.Requeue(ctx, r.d, canceled, ttlOr(r.d.Envelope.FailureTTL, e.cfg.FailureTTL))
 			e.runs.untrack(r)
 			switch {
 			case err != nil:
 				log.Warn("bananas: hand back failed; the job will be recovered when its lease expires", "job", r.d.ID, "err", err)
-			case ok:
+			case out == queue.HandedBack:
 				log.Info("bananas: job handed back at shutdown", "job", r.d.ID, "task", r.d.Name)
+			case out == queue.EndedCanceled:
+				r.m.Canceled()
+				log.Info("bananas: job asked to cancel ended canceled at shutdown", "job", r.d.ID, "task", r.d.Name)
 			}
 		}
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // reaper recovers the jobs of the worker's routes whose lease expired: their
-// worker died or lost Redis. Each counts a failed attempt.
+// worker died or lost Redis. Each counts a failed attempt, but for one asked
+// to cancel while it ran, which ends canceled.
 type reaper struct{ cfg *Config }
 
 // expiredLease is the error a recovered job records.
@@ -35,6 +36,10 @@ func (p *reaper) reap(ctx context.Context, route string) {
 	q, log := p.cfg.Queue, p.cfg.Logger
 	now := q.Now() // leases are judged on Redis's clock
 	out, err := q.Reap(ctx, route, now, func(e queue.Expired) queue.Verdict {
+		if e.CancelRequested {
+			encoded, _ := results.Encode(canceledLostRecord(e, now))
+			return queue.Verdict{Record: encoded, TTL: ttlOr(e.Envelope.FailureTTL, p.cfg.FailureTTL)}
+		}
 		encoded, _ := results.Encode(expiredRecord(e, expiredLease, now))
 		return queue.Verdict{
 			RetryAt: now.Add(p.cfg.RetryDelay(e.Envelope, e.Attempts+1)), Record: encoded,
@@ -53,6 +58,8 @@ func (p *reaper) reap(ctx context.Context, route string) {
 			log.Warn("bananas: recovered a job whose lease expired; retry scheduled", "job", id, "route", route)
 		case queue.DeadEnded:
 			log.Warn("bananas: recovered a job whose lease expired; out of retries, dead-lettered", "job", id, "route", route)
+		case queue.EndedCanceled:
+			log.Info("bananas: recovered a job whose lease expired; it was asked to cancel, so it ends canceled", "job", id, "route", route)
 		}
 	}
 }

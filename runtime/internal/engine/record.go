@@ -42,6 +42,28 @@ func expiredRecord(e queue.Expired, msg string, now time.Time) results.Record {
 	return rec
 }
 
+// canceledLostRecord is the record of a job whose run was asked to stop
+// (a cancel request) and whose lease was lost before its worker acted on it
+// (the reaper's): it ends canceled, as its worker would have ended it.
+func canceledLostRecord(e queue.Expired, now time.Time) results.Record {
+	rec := jobRecord(e.ID, e.Name, "", time.Time{}, e.MaxRetries, e.Envelope)
+	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt = canceledLost, true, e.Attempts, now.UnixMilli()
+	return rec
+}
+
+// canceledLost is the error of a job canceled while it ran whose worker
+// stopped before it acted on the cancel.
+const canceledLost = "canceled while running; its worker stopped (crashed or lost Redis) before it finished"
+
+// canceledAtShutdown is the encoded record of d ending canceled at now:
+// asked to cancel while it ran, its worker shut down before acting on it.
+func canceledAtShutdown(d *queue.Dispatch, now time.Time) []byte {
+	rec := recordOf(d)
+	rec.Error, rec.Canceled, rec.FinishedAt = "canceled while running; its worker shut down before it finished", true, now.UnixMilli()
+	encoded, _ := results.Encode(rec)
+	return encoded
+}
+
 // CanceledRecord is the encoded record of a job canceled before it ran
 // (runtime.Inspector.Cancel).
 func CanceledRecord(id, name string, priority queue.Priority, created time.Time, maxRetries, attempts int, e queue.Envelope, failedAt []time.Time, now time.Time) ([]byte, error) {

@@ -1,0 +1,55 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+)
+
+// The jobs of a fetch whose reply was lost go back to their list, but one
+// asked to cancel meanwhile (it was leased: the request waits for its
+// worker, which never heard of it) ends canceled: its record stored, in no
+// list, its request gone. Handed back twice, nothing more changes.
+func TestHandBack_AJobAskedToCancelEndsCanceledNotBackInItsList(t *testing.T) {
+	t.Parallel()
+	for _, lease := range []struct {
+		name string
+		of   func(*testing.T, *queue.Queue, int, time.Time, time.Time) []*queue.Dispatch
+	}{{"light", leaseLight}, {"heavy", leaseHeavy}} {
+		t.Run(lease.name, func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, q *queue.Queue) {
+				ctx := context.Background()
+				now := time.Now()
+				ds := lease.of(t, q, 2, now, now.Add(time.Minute))
+				asked, other := ds[0], ds[1]
+				k := q.Keys("r")
+				if err := q.Client().SAdd(ctx, k.Cancels(), asked.ID).Err(); err != nil {
+					t.Fatal(err)
+				}
+				lost := &queue.LostFetch{Route: "r", Token: asked.Token, Until: now.Add(time.Minute)}
+				for run := 1; run <= 2; run++ {
+					n, err := q.HandBack(ctx, lost)
+					if want := 2 - run; err != nil || n != want {
+						t.Fatalf("hand back #%d = %d, %v; want %d handed back (the other job, the first time)", run, n, err, want)
+					}
+					wantPlace(t, q, "r", asked.ID, "")
+					wantPlace(t, q, "r", other.ID, queue.Normal)
+				}
+				raw, err := q.Client().Get(ctx, k.Result(asked.ID)).Bytes()
+				if err != nil {
+					t.Fatalf("result of the job asked to cancel: %v", err)
+				}
+				rec, err := results.Decode(raw)
+				if err != nil || !rec.Canceled || rec.OK || rec.Name != asked.Name {
+					t.Fatalf("record %+v, %v; want a canceled record of task %s", rec, err, asked.Name)
+				}
+				if n, err := q.Client().SCard(ctx, k.Cancels()).Result(); err != nil || n != 0 {
+					t.Fatalf("cancels set holds %d, %v; want the request gone", n, err)
+				}
+			})
+		})
+	}
+}
