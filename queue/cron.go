@@ -22,6 +22,7 @@ func (q *Queue) FireCron(ctx context.Context, f CronFire, now time.Time) (bool, 
 	if err := q.noteRoute(ctx, f.Route); err != nil {
 		return false, err
 	}
+	defer q.routeWritten(f.Route)
 	k := q.Keys(f.Route)
 	keys := []string{k.Cron(f.Job.Name), k.List(f.Priority), k.Stats(), k.Job(f.Job.ID), k.History(HourOf(now))}
 	// Retry-safe: compare-and-set on the tick; a second run finds it fired.

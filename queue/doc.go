@@ -29,7 +29,8 @@
 //	<ns>:route:{<r>}:cancels                SET     ids of running jobs whose cancellation was asked for
 //	<ns>:route:{<r>}:history:<hour>         HASH    per-minute counts and time buckets of that hour, 25 h (history.go)
 //	<ns>:route:{<r>}:cron:<name>            HASH    a cron entry's state: tick, last and next run, run count, last job and error
-//	<ns>:routes                             SET     every route ever used
+//	<ns>:routes                             SET     every route used, less those idle for RouteIdleTTL (prune.go)
+//	<ns>:routes-idle                        HASH    route -> when first seen idle (ms) and its enqueued counter then (prune.go)
 //	<ns>:workers                            ZSET    worker id -> last heartbeat (ms) (workers.go)
 //	<ns>:worker:<id>                        STRING  the worker's heartbeat state (the runtime's JSON), with its TTL
 //

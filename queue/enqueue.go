@@ -100,8 +100,16 @@ func (q *Queue) checkEnqueue(ctx context.Context, route string, priority Priorit
 	return q.noteRoute(ctx, route)
 }
 
-// enqueueChunk writes up to enqueueChunk jobs that checkNewJob accepted.
+// enqueueChunk writes up to enqueueChunk jobs that checkNewJob accepted, then
+// adds the route to the routes set again if this process has not lately (see
+// routeWritten): after an error too, whose jobs may have been written.
 func (q *Queue) enqueueChunk(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
+	defer q.routeWritten(route)
+	return q.writeChunk(ctx, route, priority, jobs, now)
+}
+
+// writeChunk is enqueueChunk's write.
+func (q *Queue) writeChunk(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
 	if plain(jobs, now) {
 		return q.enqueuePlain(ctx, route, priority, jobs, now)
 	}

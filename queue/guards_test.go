@@ -98,3 +98,43 @@ func dispatchIDs(ds []*queue.Dispatch) []string {
 	}
 	return out
 }
+
+// A dispatch whose lease was reaped, the job since leased again by another
+// fetch, can neither requeue the job (a shutdown handing it back) nor hand
+// it back as a lost fetch: the job stays with the new lease, under its token,
+// and out of the ready lists.
+func TestRequeueAndHandBack_UnderAReapedLeaseLeaveTheNewLeaseAlone(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		until, later := now.Add(time.Minute), now.Add(2*time.Minute)
+		stale := leaseLight(t, q, 1, now, until)[0]
+		if got, err := q.Reap(ctx, "r", later, verdict(later)); err != nil || got[stale.ID] != queue.Retrying {
+			t.Fatalf("reap = %v, %v; want the job retried", got, err)
+		}
+		if n, err := q.Promote(ctx, "r", later); err != nil || n != 1 {
+			t.Fatalf("promote = %d, %v", n, err)
+		}
+		fresh := fetchAll(t, q, 1, later, later.Add(time.Hour))[0]
+		if fresh.ID != stale.ID || fresh.Token == stale.Token {
+			t.Fatalf("second fetch = %s under %s; want the same job under a new token", fresh.ID, fresh.Token)
+		}
+		if ok, err := q.Requeue(ctx, stale); ok || err != nil {
+			t.Fatalf("requeue under the reaped lease = %v, %v; want refused", ok, err)
+		}
+		lost := &queue.LostFetch{Route: "r", Token: stale.Token, Until: until, IDs: []string{stale.ID}}
+		if n, err := q.HandBack(ctx, lost); n != 0 || err != nil {
+			t.Fatalf("hand back under the reaped lease = %d, %v; want nothing handed back", n, err)
+		}
+		k := q.Keys("r")
+		if tok, _ := q.Client().HGet(ctx, k.Leases(), fresh.ID).Result(); tok != fresh.Token {
+			t.Fatalf("the job's lease = %q, want the new lease's %q", tok, fresh.Token)
+		}
+		if d, _ := q.Depths(ctx, []string{"r"}); d[0].High+d[0].Normal+d[0].Low != 0 || d[0].Active != 1 {
+			t.Fatalf("route after the stale hand-backs = %+v; want the one job active and none pending", d[0])
+		}
+		if ok, err := q.Ack(ctx, fresh, []byte("done"), time.Minute); !ok || err != nil {
+			t.Fatalf("the new lease's ack = %v, %v; want accepted", ok, err)
+		}
+	})
+}

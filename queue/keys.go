@@ -102,7 +102,8 @@ func (k Keys) Lists(priorities []Priority) []string {
 // non-empty; idle workers of the route listen on it instead of polling.
 func (k Keys) WakeChannel() string { return k.ns + ":wake:{" + k.route + "}" }
 
-// RoutesKey is the SET of every route a job was ever enqueued to.
+// RoutesKey is the SET of the routes jobs were enqueued to, less those
+// PruneRoutes removed as idle.
 func RoutesKey(ns string) string { return ns + ":routes" }
 
 // WorkersKey is the ZSET of live workers: id -> last heartbeat (ms).

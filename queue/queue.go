@@ -88,6 +88,40 @@ type routeNote struct {
 	added   atomic.Bool  // the routes set holds it
 	adding  atomic.Bool  // an SADD is under way
 	retryAt atomic.Int64 // unix ns before which a failed SADD is not tried again
+	// writtenAt is when (unix ns) the last SADD after a write went out.
+	writtenAt atomic.Int64
+}
+
+// routeRenote is how often a process writing to a route adds it to the
+// routes set again: PruneRoutes may have removed it, and only a route that
+// stayed idle for RouteIdleTTL is removed, far longer than this.
+const routeRenote = time.Minute
+
+// routeWritten adds route to the routes set after a write to it, at most once
+// per routeRenote per process, in the background (off the caller's path).
+// Sent after the write, it restores a route PruneRoutes removed between its
+// last check and the write: an SADD sent before the write could land before
+// the removal and leave the job's route unlisted.
+func (q *Queue) routeWritten(route string) {
+	v, ok := q.routes.Load(route)
+	if !ok {
+		v, _ = q.routes.LoadOrStore(route, new(routeNote))
+	}
+	n := v.(*routeNote)
+	now := time.Now().UnixNano()
+	last := n.writtenAt.Load()
+	if now-last < int64(routeRenote) || !n.writtenAt.CompareAndSwap(last, now) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := q.rdb.SAdd(ctx, RoutesKey(q.ns), route).Err(); err != nil {
+			n.writtenAt.Store(0) // the next write tries again
+			q.warn("bananas: cannot add a route to the routes set; its jobs are stored, and the route is listed once this succeeds",
+				"route", route, "err", err)
+		}
+	}()
 }
 
 // routeRetry is how long a route whose SADD failed waits before the next

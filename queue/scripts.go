@@ -19,6 +19,7 @@ type scripts struct {
 	pause, resume, remove, canceled, cancels *redis.Script
 
 	list   *redis.Script // read-only: ListJobs (list.lua)
+	prune  *redis.Script // read-only: PruneRoutes (prune.lua)
 	lookup *redis.Script // read-only: Lookup, Result (lookup.lua)
 }
 
@@ -43,6 +44,7 @@ func loadScripts() *scripts {
 		purge:    load("purge"),
 		cron:     load("cron"),
 		list:     load("list"),
+		prune:    load("prune"),
 		lookup:   load("lookup"),
 		pause:    load("pause"),
 		resume:   load("resume"),

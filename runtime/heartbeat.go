@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -12,17 +13,19 @@ import (
 
 // WorkerState is one live worker, as its heartbeat describes it.
 type WorkerState struct {
-	ID          string     `json:"id"`
-	Host        string     `json:"host"`
-	PID         int        `json:"pid"`
-	Mode        string     `json:"mode,omitempty"`
-	Routes      []string   `json:"routes"`
-	Priorities  []Priority `json:"priorities"`
-	JobTypes    []string   `json:"job_types,omitempty"`
-	Concurrency int        `json:"concurrency"`
-	InFlight    int        `json:"in_flight"`
-	Started     time.Time  `json:"started"`
-	LastBeat    time.Time  `json:"last_beat"`
+	ID         string     `json:"id"`
+	Host       string     `json:"host"`
+	PID        int        `json:"pid"`
+	Mode       string     `json:"mode,omitempty"`
+	Routes     []string   `json:"routes"`
+	Priorities []Priority `json:"priorities"`
+	JobTypes   []string   `json:"job_types,omitempty"`
+	// CronRoutes are the routes the worker's cron entries fire to.
+	CronRoutes  []string  `json:"cron_routes,omitempty"`
+	Concurrency int       `json:"concurrency"`
+	InFlight    int       `json:"in_flight"`
+	Started     time.Time `json:"started"`
+	LastBeat    time.Time `json:"last_beat"`
 }
 
 // heartbeatState is the engine's Config.State: w's heartbeat record, given
@@ -30,10 +33,16 @@ type WorkerState struct {
 func (w *Worker) heartbeatState() func(inFlight int) []byte {
 	started := w.c.q.Now().UTC() // UTC: the --json convention (views.go)
 	host, _ := os.Hostname()
+	var cronRoutes []string
+	for _, e := range w.cron {
+		if !slices.Contains(cronRoutes, e.Route) {
+			cronRoutes = append(cronRoutes, e.Route)
+		}
+	}
 	return func(inFlight int) []byte {
 		st := WorkerState{
 			ID: w.id, Host: host, PID: os.Getpid(), Mode: w.mode, Routes: w.opts.Routes,
-			Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Concurrency: w.opts.Concurrency,
+			Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, CronRoutes: cronRoutes, Concurrency: w.opts.Concurrency,
 			InFlight: inFlight, Started: started, LastBeat: w.c.q.Now().UTC(),
 		}
 		if w.opts.SchedulerOnly { // runs no jobs; promotes every route there is
@@ -42,6 +51,29 @@ func (w *Worker) heartbeatState() func(inFlight int) []byte {
 		b, _ := json.Marshal(st)
 		return b
 	}
+}
+
+// servedRoutes is the engine's Config.ServedRoutes: the routes live workers
+// (from their heartbeats) take jobs from or fire cron entries to, and this
+// worker's own.
+func (w *Worker) servedRoutes(ctx context.Context) (map[string]bool, error) {
+	ws, err := w.c.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, r := range w.opts.Routes {
+		out[r] = true
+	}
+	for _, e := range w.cron {
+		out[e.Route] = true
+	}
+	for _, st := range ws {
+		for _, r := range append(st.Routes, st.CronRoutes...) {
+			out[r] = true
+		}
+	}
+	return out, nil
 }
 
 // routeTakers counts, per route, the live workers (from their heartbeats)

@@ -150,11 +150,12 @@ func (w *Worker) engineConfig() engine.Config {
 		FetchJobs: !w.opts.SchedulerOnly, Concurrency: w.opts.Concurrency,
 		Lease: w.opts.Lease, ShutdownTimeout: w.opts.ShutdownTimeout, JobTimeout: w.opts.JobTimeout,
 		ResultTTL: w.opts.ResultTTL, FailureTTL: w.opts.FailureTTL, SafetyPoll: w.opts.SafetyPoll,
-		RetryDelay: w.retryDelay,
-		Exec:       w.exec,
-		JobKey:     jobKey{},
-		JobValue:   func(d *queue.Dispatch) any { return jobOf(d) },
-		State:      w.heartbeatState(),
+		RetryDelay:   w.retryDelay,
+		Exec:         w.exec,
+		JobKey:       jobKey{},
+		JobValue:     func(d *queue.Dispatch) any { return jobOf(d) },
+		State:        w.heartbeatState(),
+		ServedRoutes: w.servedRoutes,
 	}
 }
 

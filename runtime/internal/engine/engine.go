@@ -53,6 +53,9 @@ type Config struct {
 	JobValue func(d *queue.Dispatch) any
 	// State is the worker's heartbeat record, given the runs in flight.
 	State func(inFlight int) []byte
+	// ServedRoutes returns the routes live workers serve or fire cron
+	// entries to, which route pruning keeps (see retention); nil prunes none.
+	ServedRoutes func(ctx context.Context) (map[string]bool, error)
 }
 
 // Outcome is what a run of a job came to, as Exec judged it.

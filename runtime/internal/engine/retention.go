@@ -8,7 +8,9 @@ import (
 )
 
 // retention deletes the dead-lettered jobs of the worker's routes older than
-// queue.DeadRetention, at start and hourly.
+// queue.DeadRetention, at start and hourly, and prunes the routes set of the
+// routes idle for queue.RouteIdleTTL (see queue.PruneRoutes) at the same
+// pace: a route is pruned 24 to 26 hours after it was last busy.
 type retention struct{ cfg *Config }
 
 // Run purges until ctx ends.
@@ -24,5 +26,25 @@ func (p *retention) Run(ctx context.Context) {
 				log.Info("bananas: deleted expired dead-lettered jobs", "route", route, "count", n)
 			}
 		}
+		p.pruneRoutes(ctx)
+	}
+}
+
+// pruneRoutes runs one pass of route pruning, keeping the routes served.
+func (p *retention) pruneRoutes(ctx context.Context) {
+	if p.cfg.ServedRoutes == nil {
+		return
+	}
+	q, log := p.cfg.Queue, p.cfg.Logger
+	keep, err := p.cfg.ServedRoutes(ctx)
+	if err == nil {
+		var pruned []string
+		pruned, err = q.PruneRoutes(ctx, keep, q.Now())
+		if len(pruned) > 0 {
+			log.Info("bananas: pruned idle routes from the routes set", "count", len(pruned), "idle_for", queue.RouteIdleTTL)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		log.Warn("bananas: route pruning", "err", err)
 	}
 }
