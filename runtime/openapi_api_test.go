@@ -508,3 +508,40 @@ func wrongType(v any) any {
 	}
 	return "not this type"
 }
+
+// A batch of every task's example submission is accepted by the API (201)
+// and by the document, with the answer the document describes; a batch the
+// API refuses — a bad job in it, over 1,000 jobs, an unknown key — the
+// document refuses too, and the 400 is the document's.
+func TestOpenAPI_DocumentAcceptsAndRefusesBatchesAsTheAPIDoes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		r := newSpecRig(t, c)
+		var subs []string
+		for _, ex := range r.examples() {
+			subs = append(subs, string(ex))
+		}
+		created := r.conforms(http.StatusCreated, "POST", "/api/v1/jobs/batch", batchBody(subs...)).(map[string]any)
+		if ids, _ := created["ids"].([]any); len(ids) != len(subs) {
+			t.Fatalf("201 %v; want %d ids", created, len(subs))
+		}
+		many := make([]string, 1001)
+		for i := range many {
+			many[i] = subs[0]
+		}
+		for what, body := range map[string]string{
+			"a job with an unknown args key": batchBody(subs[0], `{"name":"t_echo","args":{"Text":"x","Nope":1}}`),
+			"a job with an unknown key":      batchBody(subs[0], `{"name":"t_echo","args":{"Text":"x"},"prio":"high"}`),
+			"1,001 jobs":                     batchBody(many...),
+			"an unknown key":                 `{"jobs":[` + subs[0] + `],"atomic":true}`,
+			"no jobs":                        `{"jobs":[]}`,
+		} {
+			e := r.answerConforms(http.StatusBadRequest, "POST", "/api/v1/jobs/batch", body)
+			if e["error"] == "" {
+				t.Errorf("%s: 400 %v; want an error", what, e)
+			}
+			if ok, _ := r.v.ValidateHttpRequest(r.request("POST", "/api/v1/jobs/batch", body)); ok {
+				t.Errorf("%s: the document accepts the batch the API refuses", what)
+			}
+		}
+	})
+}

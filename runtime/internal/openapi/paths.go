@@ -53,6 +53,7 @@ func paths(shapes map[string]reflect.Type, job any, examples map[string]any) map
 	}
 
 	return map[string]any{
+		"/api/v1/jobs/batch": map[string]any{"post": action(submitBatch())},
 		"/api/v1/jobs": map[string]any{
 			"post": action(submit),
 			"get": op("listJobs", "jobs", "List jobs.", jobListing, map[string]any{
@@ -171,6 +172,53 @@ func paths(shapes map[string]reflect.Type, job any, examples map[string]any) map
 			"get": probe("livez", "Liveness: whether the server answers."),
 		},
 	}
+}
+
+// maxBatch is the most jobs POST /api/v1/jobs/batch takes (api.MaxBatch).
+const maxBatch = 1000
+
+// submitBatch is POST /api/v1/jobs/batch: submissions enqueued all or none.
+func submitBatch() map[string]any {
+	refusal := object(map[string]any{
+		"index": map[string]any{"type": "integer", "minimum": 0, "description": "The job's 0-based index in jobs."},
+		"field": map[string]any{"type": "string", "description": `The key of its submission that is wrong ("" for the submission as a whole).`},
+		"error": map[string]any{"type": "string", "description": "What is wrong, for people."},
+	}, "index", "field", "error")
+	batchError := func(desc string) map[string]any {
+		return ok(desc, map[string]any{
+			"type":     "object",
+			"required": []any{"error"},
+			"properties": map[string]any{
+				"error": map[string]any{"type": "string", "description": "What is wrong, for people."},
+				"field": map[string]any{"type": "string", "description": "The body key the error is about, when it is about the batch as a whole."},
+				"jobs":  map[string]any{"type": "array", "items": refusal, "description": "Every job the answer is about, by index."},
+				"ids": map[string]any{"type": "array", "items": str(),
+					"description": `One slot per job: its id when it is stored, "" when it is not (500), the id of the job holding a duplicate's unique key (409).`},
+			},
+		})
+	}
+	o := op("submitJobs", "jobs", "Enqueue up to 1,000 jobs at once: all of them or none.", nil, map[string]any{
+		"201": ok("Every job enqueued; ids in the order of jobs.", object(map[string]any{
+			"ids": map[string]any{"type": "array", "items": str(), "minItems": 1, "maxItems": maxBatch},
+		}, "ids")),
+		"400": batchError("Nothing was enqueued: jobs lists every refused job (index, field, error), or field names what is wrong with the batch itself (over 1,000 jobs, an unknown key, not JSON)."),
+		"409": batchError("Jobs of a task with a unique window duplicate jobs already enqueued: jobs lists them, and they were not enqueued again; the others were. ids has every job's id, a duplicate's the id of the job that holds its key."),
+		"413": errRef("TooLarge"),
+	})
+	o["responses"].(map[string]any)["500"] = batchError(`Redis failed part-way through a batch over several routes or priorities (one call each, in the order jobs first names them): ids has the id of each job stored and "" for the others, which jobs lists; the job of the failing call may or may not be stored (GET /api/v1/jobs/{id} tells). A batch of one route and priority is stored whole or not at all.`)
+	o["requestBody"] = map[string]any{
+		"required":    true,
+		"description": "Up to 1,000 submissions, each as POST /api/v1/jobs takes it. Every one is checked before any is enqueued.",
+		"content": jsonBody(map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []any{"jobs"},
+			"properties": map[string]any{
+				"jobs": map[string]any{"type": "array", "minItems": 1, "maxItems": maxBatch, "items": map[string]any{"$ref": schemas + "Submission"}},
+			},
+		}),
+	}
+	return o
 }
 
 // op is an operation; every /api operation may answer 401 and 500.
