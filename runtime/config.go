@@ -44,12 +44,12 @@ type Config struct {
 	APIPort          int
 	APIToken         string
 	APIReadOnly      bool
+	LogLevel         slog.Level
+	LogFormat        string
 	// MetricsAddr is where METRICS_PORT serves /metrics alone, without the
 	// token: ":9100" (every interface) or "10.0.0.5:9100"; "" serves it on
 	// the API's port only.
 	MetricsAddr string
-	LogLevel    slog.Level
-	LogFormat   string
 }
 
 // envError names the variable that is wrong and what it accepts.

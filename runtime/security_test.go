@@ -524,3 +524,48 @@ func TestAPI_EveryRefusalArrivesWithALargeBody(t *testing.T) {
 		}
 	}
 }
+
+// No path or form value, however odd its bytes, fails the server: every API
+// route and dashboard page and action answers it with a 4xx (or its normal
+// answer), never a 5xx or a panic.
+func TestHTTP_OddBytesInPathsAndFormsNeverFailTheServer(t *testing.T) {
+	t.Parallel()
+	c := connect(t, redistest.Shared(t).URL())
+	in := runtime.NewInspector(c, testtasks.Register)
+	if _, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	base := serveAPI(t, in, runtime.APIOptions{}).url
+	hc := browserClient()
+	_, body, _ := raw(t, hc, "GET", base+"/", nil, "")
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)[1]
+	odd := []string{"%7F", "%00", "%FF%FE", "%0D%0ASet-Cookie:%20x=1", "..%2F..%2Fetc", "%7B%7D", "a%2Fb", "%C0%AF", strings.Repeat("z", 4000), "%E2%80%AE", "01M8C1Y3N4PJDH1Q4MECZKV2MA.%7F"}
+	type req struct{ method, path string }
+	var reqs []req
+	for _, x := range odd {
+		reqs = append(reqs,
+			req{"GET", "/api/v1/jobs/" + x}, req{"GET", "/api/v1/jobs/" + x + "/result"}, req{"POST", "/api/v1/jobs/" + x + "/cancel"},
+			req{"DELETE", "/api/v1/jobs/" + x}, req{"POST", "/api/v1/routes/" + x + "/pause"}, req{"POST", "/api/v1/routes/" + x + "/resume"},
+			req{"POST", "/api/v1/dlq/" + x + "/replay"}, req{"GET", "/api/v1/jobs?route=" + x + "&state=" + x + "&task=" + x + "&q=" + x + "&cursor=" + x},
+			req{"GET", "/api/v1/dlq?cursor=" + x + "&q=" + x}, req{"POST", "/api/v1/dlq/replay?task=" + x}, req{"DELETE", "/api/v1/dlq?task=" + x + "&older_than=" + x},
+			req{"GET", "/api/v1/stats?window=" + x}, req{"GET", "/jobs/" + x}, req{"GET", "/jobs?route=" + x + "&state=" + x + "&cursor=" + x + "&q=" + x},
+			req{"GET", "/charts?window=" + x}, req{"GET", "/login?next=" + x}, req{"GET", "/static/" + x},
+			req{"POST", "/jobs/" + x + "/replay"}, req{"POST", "/jobs/" + x + "/delete"}, req{"POST", "/jobs/" + x + "/cancel"},
+			req{"POST", "/routes/" + x + "/pause"}, req{"POST", "/routes/" + x + "/resume"}, req{"POST", "/routes/" + x + "/purge-dead"},
+			req{"POST", "/routes/" + x + "/replay-dead"}, req{"POST", "/jobs/bulk"})
+	}
+	formHdr := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	for i, r := range reqs {
+		x := odd[i%len(odd)]
+		var hdr map[string]string
+		body := ""
+		if r.method == "POST" && !strings.HasPrefix(r.path, "/api/") {
+			hdr = formHdr
+			body = "csrf=" + csrf + "&confirm=yes&action=" + x + "&id=" + x + "&back=" + x
+		}
+		st, got, _ := raw(t, hc, r.method, base+r.path, hdr, body)
+		if st >= 500 {
+			t.Errorf("%s %s = %d; want no 5xx:\n%.300s", r.method, r.path, st, got)
+		}
+	}
+}

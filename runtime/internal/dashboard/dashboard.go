@@ -63,6 +63,12 @@ func New(b Backend, cfg Config) *Dashboard {
 		"GET /workers":   d.view(d.workers),
 		"GET /tasks":     d.view(d.tasks),
 		"GET /static/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// A name fs.Sub refuses (bytes that are not UTF-8) is an "invalid
+			// name" error that the file server answers 500: it names no file.
+			if name := strings.TrimPrefix(r.URL.Path, "/static/"); name != "" && !fs.ValidPath(strings.TrimSuffix(name, "/")) {
+				http.NotFound(w, r)
+				return
+			}
 			w.Header().Set("Cache-Control", "max-age=300")
 			files.ServeHTTP(w, r)
 		}),

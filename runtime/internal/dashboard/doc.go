@@ -27,7 +27,15 @@
 // browser from sending the cookie with its request at all.
 //
 // With a token set, the login form compares the token given with it in
-// constant time and sets a second cookie, a nonce signed with the secret
-// (HttpOnly, SameSite=Strict). A restart draws a new secret and so logs
-// everyone out, which is the price of keeping no session store.
+// constant time and sets a second cookie, a nonce and its expiry (12 h)
+// signed with the secret (HttpOnly, SameSite=Strict). A logout records the
+// nonce until that expiry, so a copy of the cookie opens nothing after it; a
+// restart draws a new secret and so logs everyone out, which is the price of
+// keeping no session store. Both cookies are Secure when the request came
+// over TLS. The login form takes a few tries per client address, then one
+// every few seconds (429 with Retry-After).
+//
+// The server around the dashboard refuses, before routing, what a browser
+// says a page of another origin sent (Sec-Fetch-Site, Origin): the CSRF
+// token is a second lock, not the only one.
 package dashboard
