@@ -64,6 +64,14 @@ func (a *cliApp) Commands() map[string]cli.Command {
 	return map[string]cli.Command{"worker": a.cmdWorker, "scheduler": a.cmdScheduler, "api": a.cmdAPI}
 }
 
+func (a *cliApp) Environment() []cli.EnvVar {
+	out := make([]cli.EnvVar, len(configVars))
+	for i, v := range configVars {
+		out[i] = cli.EnvVar{Name: v.name, Help: v.help}
+	}
+	return out
+}
+
 // Open connects with the configured URL and namespace: the admin commands'
 // backend, over the Inspector.
 func (a *cliApp) Open(ctx context.Context) (cli.Backend, error) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -141,9 +142,18 @@ func (e *Engine) shutdown() {
 	log := e.cfg.Logger
 	defer e.handBacks.drain()
 	byRoute, idle := e.runs.byRoute()
-	if len(byRoute) == 0 {
+	running := 0
+	for _, rs := range byRoute {
+		running += len(rs)
+	}
+	// Said at once: a worker told to stop may wait the whole grace period,
+	// and an operator who sent the signal must know what for.
+	if running == 0 {
+		log.Info("bananas: stopping: no job running")
 		return
 	}
+	log.Info(fmt.Sprintf("bananas: stopping: waiting up to %s for %d running job(s); those still running then are handed back to their queues, no attempt counted",
+		e.cfg.ShutdownTimeout, running), "running", running, "shutdown_timeout", e.cfg.ShutdownTimeout)
 	t := time.NewTimer(e.cfg.ShutdownTimeout)
 	defer t.Stop()
 	select {
