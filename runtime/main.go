@@ -57,6 +57,9 @@ type cliApp struct {
 func (a *cliApp) Configure() error {
 	cfg, err := LoadConfig(a.getenv)
 	a.cfg = cfg
+	if err == nil {
+		logRedisTo(a.logger(&cfg)) // go-redis's lines as the program's (see redisLogger)
+	}
 	return err
 }
 

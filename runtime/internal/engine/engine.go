@@ -10,6 +10,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
+	"github.com/bananas-go/bananas/scheduler"
 )
 
 // Config is what an Engine needs from the worker it runs for; every field
@@ -116,9 +117,9 @@ func (e *Engine) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer func() { stopBG(); wg.Wait() }()
 	for _, loop := range []func(context.Context){
-		(&renewer{cfg: &e.cfg, runs: e.runs, exec: e.exec}).Run,
+		(&renewer{cfg: &e.cfg, runs: e.runs, exec: e.exec, outage: scheduler.NewOutageLog(e.cfg.Logger, "lease renewal")}).Run,
 		e.handBacks.Run,
-		(&reaper{cfg: &e.cfg}).Run,
+		(&reaper{cfg: &e.cfg, outage: scheduler.NewOutageLog(e.cfg.Logger, "reaper (recovery of expired leases)")}).Run,
 		(&retention{cfg: &e.cfg}).Run,
 		(&heartbeater{cfg: &e.cfg, runs: e.runs}).Run,
 	} {
