@@ -38,7 +38,15 @@ func APIHandler(in *Inspector, o APIOptions) http.Handler {
 // apiBackend answers the API's requests from the admin layer.
 type apiBackend struct{ in *Inspector }
 
-func (b apiBackend) Submit(ctx context.Context, s api.Submission) (string, error) {
+func (b apiBackend) Submit(ctx context.Context, s api.Submission) (string, string, error) {
+	id, err := b.submit(ctx, s)
+	if err != nil {
+		return "", "", err
+	}
+	return id, b.in.unservedWarning(ctx, id), nil
+}
+
+func (b apiBackend) submit(ctx context.Context, s api.Submission) (string, error) {
 	opts, err := submissionOptions(s)
 	if err != nil {
 		return "", err

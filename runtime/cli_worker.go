@@ -60,6 +60,7 @@ func (a *cliApp) cmdScheduler(e *cli.Env, args []string) error {
 func (a *cliApp) runWorker(e *cli.Env, cfg *Config) error {
 	a.cfg = *cfg
 	log := a.logger(cfg)
+	logRedisTo(log)
 	c, err := a.connect(e.Ctx)
 	if err != nil {
 		return err

@@ -119,6 +119,10 @@ var ErrNotReplicated = queue.ErrNotReplicated
 // and tls_server_name name a private CA, a client certificate and its key,
 // and the name the server's certificate must carry (docs/OPERATIONS.md).
 // It checks the server answers before it returns.
+//
+// go-redis's own log lines (a failed dial, a dropped connection) go, for
+// the whole process, to slog.Default() — or, under Main, to the logger that
+// LOG_LEVEL and LOG_FORMAT configure — from the first Connect on.
 func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, error) {
 	cfg := connectConfig{namespace: os.Getenv("BANANAS_NAMESPACE"), maxPayload: DefaultMaxPayload, maxRetries: DefaultMaxRetries}
 	if cfg.namespace == "" {

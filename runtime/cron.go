@@ -59,7 +59,7 @@ func (w *Worker) cronRunner() *scheduler.Cron {
 		}
 	}
 	return &scheduler.Cron{
-		Queue: w.c.q, Entries: entries,
+		Queue: w.c.q, Entries: entries, Outage: scheduler.NewOutageLog(w.opts.Logger, "cron"),
 		OnFire: func(e scheduler.CronEntry, tick time.Time, id string) {
 			w.opts.Logger.Info("bananas: cron fired", "entry", e.Name, "tick", tick.Format(time.RFC3339), "job", id)
 		},

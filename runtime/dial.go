@@ -1,11 +1,15 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,6 +22,7 @@ import (
 // it go-redis waits out its own read timeout, and each of its retries,
 // first. The engine's calls carry timeouts of their own, longer than a read's.
 func dial(raw string) (redis.UniversalClient, *embeddedServer, error) {
+	installRedisLogger.Do(func() { redis.SetLogger(redisLogger{}) })
 	if err := checkRedisURL(raw); err != nil {
 		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", redactURL(raw), err)
 	}
@@ -163,4 +168,44 @@ func redactURL(raw string) string {
 		return raw
 	}
 	return scheme + "://" + user + ":***@" + rest[at+1:]
+}
+
+// go-redis writes its own messages (a failed dial, a connection dropped
+// with unread data) through one logger for the whole process, by default
+// to stderr in a format of its own. The first client dialed installs
+// redisLogger in its place: those messages then go to the program's slog
+// logger — the one Main configured (LOG_LEVEL, LOG_FORMAT), or else
+// slog.Default() at the time of each message — as lines like the
+// runtime's. It is process-wide, as go-redis's logger is: a program that
+// runs several Main configurations at once logs go-redis's lines with the
+// last one's logger.
+var (
+	installRedisLogger sync.Once
+	redisLogTo         atomic.Pointer[slog.Logger] // nil: slog.Default()
+)
+
+// logRedisTo sends go-redis's messages to l (see redisLogger).
+func logRedisTo(l *slog.Logger) { redisLogTo.Store(l) }
+
+// redisLogger is go-redis's logger, writing to the program's.
+type redisLogger struct{}
+
+func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l := redisLogTo.Load()
+	if l == nil {
+		l = slog.Default()
+	}
+	msg := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
+	// A failed dial is also the error of the call that needed the
+	// connection: that caller reports it (a command its error, a
+	// background loop an outage, once), so go-redis's own line about it is
+	// detail.
+	level := slog.LevelWarn
+	if strings.Contains(msg, "failed to dial") || strings.Contains(msg, "failed to get a usable connection") {
+		level = slog.LevelDebug
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	l.Log(ctx, level, "bananas: go-redis: "+msg)
 }

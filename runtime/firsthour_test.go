@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
@@ -114,6 +117,73 @@ func TestJobInfo_AttemptsCountRunsAndRetriesTheRunsAfterTheFirst(t *testing.T) {
 		b, _ := json.Marshal(a.want(http.StatusOK, "GET", "/api/v1/dlq", ""))
 		if !strings.Contains(string(b), `"attempts":2`) || !strings.Contains(string(b), `"retries":1`) {
 			t.Fatalf("dlq listing: %s", b)
+		}
+	})
+}
+
+// `app -h` shows what the program can do: every command, the environment,
+// and then the flags of the default command (worker).
+func TestCLI_HelpListsEveryCommandTheEnvironmentAndTheWorkerFlags(t *testing.T) {
+	t.Parallel()
+	code, out, _ := newApp(t).run("-h")
+	for _, want := range []string{"commands:", "  scheduler ", "  api ", "  enqueue ", "  job ID", "  jobs ", "  queues ",
+		"  pause ROUTE", "  resume ROUTE", "  dlq ", "  cron list", "  workers ", "REDIS_URL", "LOG_FORMAT", "usage: worker", "-redis-url"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("-h = %d, lacking %q:\n%s", code, want, out)
+		}
+	}
+	if strings.Index(out, "commands:") > strings.Index(out, "usage: worker") {
+		t.Fatalf("-h shows the worker's flags before the commands:\n%s", out)
+	}
+}
+
+// A worker told to stop says at once what it waits for and how long, not
+// only when it has stopped.
+func TestShutdown_SaysAtOnceWhatItWaitsForAndHowLong(t *testing.T) {
+	t.Parallel()
+	c := connect(t, redistest.Shared(t).URL())
+	var logs syncBuffer
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{ShutdownTimeout: 20 * time.Second,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil))}))
+	started, release := make(chan struct{}), make(chan struct{})
+	runtime.Handle(w, testtasks.Echo, func(context.Context, testtasks.Msg) (testtasks.Reply, error) {
+		close(started)
+		<-release
+		return testtasks.Reply{}, nil
+	})
+	stop := startWorker(t, w)
+	if _, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "long"}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, started, 10*time.Second, "the job to start")
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	waitFor(t, 10*time.Second, "the stop to be announced", func() bool {
+		return strings.Contains(logs.String(), "stopping: waiting up to 20s for 1 running job")
+	})
+	close(release)
+	recv(t, stopped, 20*time.Second, "the worker to stop")
+}
+
+// An API submission to a route that no live worker takes is accepted with
+// a warning saying so, as the CLI's enqueue warns; none once a worker
+// takes it.
+func TestAPI_SubmissionToARouteNoWorkerTakesCarriesAWarning(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		testtasks.Register(w)
+		a := serveAPI(t, w.Inspector(), runtime.APIOptions{})
+		got := a.want(http.StatusCreated, "POST", "/api/v1/jobs", `{"name":"t_echo","args":{"Text":"hi"}}`)
+		if msg, _ := got["warning"].(string); !strings.Contains(msg, "no live worker takes route default") {
+			t.Fatalf("submission with no worker: %v; want a warning naming the route", got)
+		}
+		startWorker(t, w)
+		waitFor(t, 10*time.Second, "the worker's heartbeat", func() bool {
+			ws, _ := c.Workers(ctxT(t))
+			return len(ws) > 0
+		})
+		if got := a.want(http.StatusCreated, "POST", "/api/v1/jobs", `{"name":"t_echo","args":{"Text":"hi"}}`); got["warning"] != nil {
+			t.Fatalf("submission with a worker: %v; want no warning", got)
 		}
 	})
 }

@@ -379,3 +379,18 @@ func cronNames(entries []CronEntry) string {
 func wrongState(action, id string, status Status) error {
 	return fmt.Errorf("%w: cannot %s job %s: it is %s", ErrWrongState, action, id, status)
 }
+
+// unservedWarning says, when no live worker (from their heartbeats) takes
+// the route of job id, that the job waits until one does; "" otherwise, or
+// when the heartbeats cannot be read (the job was enqueued all the same).
+func (in *Inspector) unservedWarning(ctx context.Context, id string) string {
+	route, ok := queue.RouteOf(id)
+	if !ok {
+		return ""
+	}
+	takers, err := in.c.routeTakers(ctx)
+	if err != nil || takers[route] > 0 {
+		return ""
+	}
+	return fmt.Sprintf("no live worker takes route %s (from their heartbeats); job %s waits until one does", route, id)
+}

@@ -57,11 +57,22 @@ type cliApp struct {
 func (a *cliApp) Configure() error {
 	cfg, err := LoadConfig(a.getenv)
 	a.cfg = cfg
+	if err == nil {
+		logRedisTo(a.logger(&cfg)) // go-redis's lines as the program's (see redisLogger)
+	}
 	return err
 }
 
 func (a *cliApp) Commands() map[string]cli.Command {
 	return map[string]cli.Command{"worker": a.cmdWorker, "scheduler": a.cmdScheduler, "api": a.cmdAPI}
+}
+
+func (a *cliApp) Environment() []cli.EnvVar {
+	out := make([]cli.EnvVar, len(configVars))
+	for i, v := range configVars {
+		out[i] = cli.EnvVar{Name: v.name, Help: v.help}
+	}
+	return out
 }
 
 // Open connects with the configured URL and namespace: the admin commands'

@@ -370,8 +370,9 @@ func TestOpenAPI_ServedDocumentDescribesEveryAnswer(t *testing.T) {
 		}
 
 		// A pending job (its route paused), a scheduled one, and their pages.
-		r.conforms(http.StatusOK, "POST", "/api/v1/routes/held/pause", "")
 		pending := r.submit(`{"name":"t_echo","args":{"Text":"wait"},"route":"held"}`)
+		r.conforms(http.StatusOK, "POST", "/api/v1/routes/held/pause", "")
+		r.conforms(http.StatusNotFound, "POST", "/api/v1/routes/nowhere/pause", "")
 		scheduled := r.submit(`{"name":"send_email","args":{"To":"a@b","Subject":"later"},"delay":"1h"}`)
 		if job := r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+pending, "").(map[string]any); job["status"] != "pending" || job["result"] != nil {
 			t.Fatalf("job on a paused route = %v; want pending, result null", job)

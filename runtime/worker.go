@@ -130,9 +130,7 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 		Routes: routes,
 		Wake:   promoterWake,
 		Safety: w.opts.SafetyPoll,
-		OnError: func(err error) {
-			w.opts.Logger.Warn("bananas: promote due jobs", "err", err)
-		},
+		Outage: scheduler.NewOutageLog(w.opts.Logger, "promoter (due delayed jobs and retries to their queues)"),
 	}
 	loops := []func(context.Context){func(ctx context.Context) { p.Run(ctx) }}
 	if len(w.cron) > 0 {

@@ -43,9 +43,14 @@ type Cron struct {
 	Entries []CronEntry
 	// OnFire is told of every tick this runner fired (optional).
 	OnFire func(e CronEntry, tick time.Time, jobID string)
-	// OnError is told of failed fires, each try (optional). The entry's
+	// OnError is told of failed fires, each try (optional), but for those
+	// that failed for want of Redis when Outage is set. The entry's
 	// last_error records those that are not retried.
 	OnError func(e CronEntry, err error)
+	// Outage, when set, is told of every fire that fails for want of Redis
+	// and of every fire that reaches it: it logs a run of failures once
+	// when it starts and once when it ends.
+	Outage *OutageLog
 }
 
 // The backoff between tries of a fire that failed for want of Redis.
@@ -141,6 +146,13 @@ func (c *Cron) fire(ctx context.Context, p *plan, tick time.Time, job queue.NewJ
 	fired, err := c.Queue.FireCron(ctx, queue.CronFire{
 		Route: p.e.Route, Priority: p.e.Priority, Tick: tick, Next: p.next, Job: job, Spec: p.e.Spec, TZ: p.e.TZ,
 	}, c.Queue.Now())
+	if c.Outage != nil && ctx.Err() == nil {
+		if err != nil && unreachable(err) {
+			c.Outage.Failed("", err)
+		} else {
+			c.Outage.OK("")
+		}
+	}
 	if err == nil {
 		if fired && c.OnFire != nil {
 			c.OnFire(p.e, tick, job.ID)
@@ -159,7 +171,7 @@ func (c *Cron) fire(ctx context.Context, p *plan, tick time.Time, job queue.NewJ
 		wait = min(2*waited, fireRetryMax)
 	}
 	p.retry = &retry{tick: tick, job: job, wait: wait, at: c.Queue.Now().Add(wait)}
-	if c.OnError != nil {
+	if c.OnError != nil && c.Outage == nil { // an Outage logs these, once per outage
 		c.OnError(p.e, err)
 	}
 }

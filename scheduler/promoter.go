@@ -26,6 +26,9 @@ type Promoter struct {
 	Safety time.Duration
 	// OnError is told of failed passes (optional); the promoter keeps going.
 	OnError func(error)
+	// Outage, when set, is told of every pass, failed or not: it logs a
+	// run of failed passes once when it starts and once when it ends.
+	Outage *OutageLog
 }
 
 // OfferWake hands at, the run-at of a newly scheduled job, to a Promoter
@@ -89,15 +92,20 @@ func (p *Promoter) pass(ctx context.Context, safety time.Duration) time.Time {
 		p.report(ctx, err)
 		return wakeAt
 	}
+	failed := false
 	for _, r := range routes {
 		if _, err := p.Queue.Promote(ctx, r, now); err != nil {
 			p.report(ctx, err)
+			failed = true
 		}
 	}
 	next, ok, err := p.Queue.NextDue(ctx, routes)
 	if err != nil {
 		p.report(ctx, err)
 		return wakeAt
+	}
+	if !failed && p.Outage != nil {
+		p.Outage.OK("")
 	}
 	if ok && next.Before(wakeAt) {
 		return next
@@ -106,7 +114,13 @@ func (p *Promoter) pass(ctx context.Context, safety time.Duration) time.Time {
 }
 
 func (p *Promoter) report(ctx context.Context, err error) {
-	if p.OnError != nil && ctx.Err() == nil {
+	if ctx.Err() != nil {
+		return
+	}
+	if p.Outage != nil {
+		p.Outage.Failed("", err)
+	}
+	if p.OnError != nil {
 		p.OnError(err)
 	}
 }

@@ -186,10 +186,22 @@ func StartPersistent(t testing.TB) *Server {
 // it again on the same port, in the same directory, with the same flags, and
 // waits until it answers. Not safe for concurrent use with Close.
 func (s *Server) Restart() error {
+	s.Stop()
+	return s.Resume()
+}
+
+// Stop kills the server as a crash would (SIGKILL) and waits until it has
+// exited; its port and directory stay for Resume. An outage, for tests of
+// what clients do while Redis is away. Not safe for concurrent use with
+// Close.
+func (s *Server) Stop() {
 	_ = s.cmd.Process.Kill()
 	<-s.exited
-	return s.run()
 }
+
+// Resume starts a stopped server again on the same port, in the same
+// directory, with the same flags, and waits until it answers.
+func (s *Server) Resume() error { return s.run() }
 
 // FreePort picks a free port in 10000–22999: below the kernel's ephemeral
 // range (32768 and up on Linux), so no outgoing connection takes it between

@@ -23,7 +23,9 @@ import (
 // *Error is sent with its status, any other is a 500 that is logged (a
 // failure of the server or of Redis, never of the request).
 type Backend interface {
-	Submit(ctx context.Context, s Submission) (id string, err error)
+	// Submit enqueues s; warning, when not "", is what the client should
+	// know of the job it made (no live worker takes its route).
+	Submit(ctx context.Context, s Submission) (id, warning string, err error)
 	// SubmitBatch checks every job and enqueues them all, returning their
 	// ids in order, or none: refused lists the jobs the API refused already
 	// (their Submission is zero), and the backend checks the others all the
@@ -472,12 +474,16 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
 	if sub.Name == "" {
 		return BadRequest("name", "name: want the task's wire name (GET /api/v1/tasks lists them)")
 	}
-	id, err := s.b.Submit(r.Context(), sub)
+	id, warning, err := s.b.Submit(r.Context(), sub)
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/jobs/"+id)
-	return writeJSON(w, http.StatusCreated, map[string]string{"id": id})
+	out := map[string]string{"id": id}
+	if warning != "" {
+		out["warning"] = warning
+	}
+	return writeJSON(w, http.StatusCreated, out)
 }
 
 func (s *server) result(w http.ResponseWriter, r *http.Request) error {

@@ -18,7 +18,12 @@ type App interface {
 	Open(ctx context.Context) (Backend, error)
 	// Commands are the program's own commands, by name.
 	Commands() map[string]Command
+	// Environment are the configuration variables, for the help.
+	Environment() []EnvVar
 }
+
+// EnvVar is one configuration variable and what it sets.
+type EnvVar struct{ Name, Help string }
 
 // Command runs one command with its arguments (after its name).
 type Command func(e *Env, args []string) error

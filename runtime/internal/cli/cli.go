@@ -24,26 +24,35 @@ const (
 const mainUsage = `usage: %[1]s [command] [flags]
 
 commands:
-  worker                          run jobs (the default)
-  scheduler                       run cron entries and the promoter, no jobs
-  enqueue NAME JSON [--route R --priority P --delay D --wait]
-                                  enqueue a task with JSON args
-  api                             serve the HTTP API and /metrics (API_PORT, default 8080), no jobs
-  job ID | job cancel ID | job delete ID
-                                  show, cancel or delete a job
-  jobs [--route R --state S --task T --q TEXT]
-                                  list jobs, a page at a time
-  queues                          jobs per route in each place, paused, workers
-  pause ROUTE | resume ROUTE      stop or restart every worker taking a route
-  dlq list | replay ID | replay --all | purge [--yes]
-                                  the dead-letter queue
-  cron list                       cron entries and their state
-  workers                         live workers, from their heartbeats
+  worker                      run jobs (the default command)
+  scheduler                   run cron entries and the promoter of delayed jobs and retries, no jobs
+  api                         serve the HTTP API and /metrics (API_PORT, default 8080), no jobs
+  enqueue NAME JSON           enqueue a task with JSON args [--route R --priority P --delay D --wait]
+  job ID                      show a job; job cancel ID, job delete ID act on it
+  jobs                        list pending jobs [--state scheduled|processing|failed --route R --task T --q TEXT]
+  queues                      jobs per route in each place, paused or not, and its workers
+  pause ROUTE                 stop every worker from taking jobs of a route (enqueues go on)
+  resume ROUTE                let workers take jobs of a paused route again
+  dlq list|replay|purge       the dead-letter queue: list, replay ID, replay --all, purge [--yes]
+  cron list                   cron entries and their state
+  workers                     live workers, from their heartbeats
+  help                        this text
 
-Every command takes -h, and --json where it prints. Configuration comes from the
-environment (REDIS_URL, BANANAS_NAMESPACE, WORKER_MODE, WORKER_CONCURRENCY, ...);
-flags of the same name override it (see 'worker -h').
+Every command takes -h, and --json where it prints.
 `
+
+// printEnvironment lists the configuration variables of the program.
+func printEnvironment(w io.Writer, vars []EnvVar) {
+	if len(vars) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nenvironment (a worker's or scheduler's flag overrides each: 'worker -h' names them):")
+	rows := make([][]string, len(vars))
+	for i, v := range vars {
+		rows[i] = []string{"  " + v.Name, v.Help}
+	}
+	_ = table(w, nil, rows)
+}
 
 // IO is where a command reads and writes. Terminal says Stdin is one: only
 // then does a command ask for confirmation.
@@ -61,9 +70,16 @@ func Run(ctx context.Context, args []string, rw IO, app App) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
-	if cmd == "help" || (len(args) == 0 && cmd == "-h") {
+	if cmd == "help" {
 		fmt.Fprintf(rw.Stdout, mainUsage, "app")
+		printEnvironment(rw.Stdout, app.Environment())
 		return ExitOK
+	}
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") && cmd == "worker" {
+		// No command named: the program's help, then the default command's flags.
+		fmt.Fprintf(rw.Stdout, mainUsage, "app")
+		printEnvironment(rw.Stdout, app.Environment())
+		fmt.Fprintln(rw.Stdout)
 	}
 	run, ok := app.Commands()[cmd]
 	if !ok {

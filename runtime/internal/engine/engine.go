@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
+	"github.com/bananas-go/bananas/scheduler"
 )
 
 // Config is what an Engine needs from the worker it runs for; every field
@@ -118,9 +120,9 @@ func (e *Engine) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer func() { stopBG(); wg.Wait() }()
 	for _, loop := range []func(context.Context){
-		(&renewer{cfg: &e.cfg, runs: e.runs, exec: e.exec}).Run,
+		(&renewer{cfg: &e.cfg, runs: e.runs, exec: e.exec, outage: scheduler.NewOutageLog(e.cfg.Logger, "lease renewal")}).Run,
 		e.handBacks.Run,
-		(&reaper{cfg: &e.cfg}).Run,
+		(&reaper{cfg: &e.cfg, outage: scheduler.NewOutageLog(e.cfg.Logger, "reaper (recovery of expired leases)")}).Run,
 		(&retention{cfg: &e.cfg}).Run,
 		(&heartbeater{cfg: &e.cfg, runs: e.runs}).Run,
 	} {
@@ -144,9 +146,18 @@ func (e *Engine) shutdown() {
 	log := e.cfg.Logger
 	defer e.handBacks.drain()
 	byRoute, idle := e.runs.byRoute()
-	if len(byRoute) == 0 {
+	running := 0
+	for _, rs := range byRoute {
+		running += len(rs)
+	}
+	// Said at once: a worker told to stop may wait the whole grace period,
+	// and an operator who sent the signal must know what for.
+	if running == 0 {
+		log.Info("bananas: stopping: no job running")
 		return
 	}
+	log.Info(fmt.Sprintf("bananas: stopping: waiting up to %s for %d running job(s); those still running then are handed back to their queues, no attempt counted",
+		e.cfg.ShutdownTimeout, running), "running", running, "shutdown_timeout", e.cfg.ShutdownTimeout)
 	t := time.NewTimer(e.cfg.ShutdownTimeout)
 	defer t.Stop()
 	select {

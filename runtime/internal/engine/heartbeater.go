@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/bananas-go/bananas/scheduler"
 )
 
 // HeartbeatEvery is how often a worker announces itself; a worker silent
@@ -23,11 +25,17 @@ type heartbeater struct {
 // Run beats until ctx ends.
 func (h *heartbeater) Run(ctx context.Context) {
 	q := h.cfg.Queue
+	outage := scheduler.NewOutageLog(h.cfg.Logger, "heartbeat")
 	t := time.NewTicker(HeartbeatEvery)
 	defer t.Stop()
 	for ok := true; ok; ok = next(ctx, t) {
-		if err := q.Beat(ctx, h.cfg.ID, h.cfg.State(h.runs.count()), q.Now(), HeartbeatTTL); err != nil && ctx.Err() == nil {
-			h.cfg.Logger.Warn("bananas: heartbeat", "err", err)
+		err := q.Beat(ctx, h.cfg.ID, h.cfg.State(h.runs.count()), q.Now(), HeartbeatTTL)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			outage.Failed("", err)
+		default:
+			outage.OK("")
 		}
 	}
 	end, cancel := context.WithTimeout(context.Background(), callTimeout)

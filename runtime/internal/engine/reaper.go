@@ -6,12 +6,16 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/scheduler"
 )
 
 // reaper recovers the jobs of the worker's routes whose lease expired: their
 // worker died or lost Redis. Each counts a failed attempt, but for one asked
 // to cancel while it ran, which ends canceled.
-type reaper struct{ cfg *Config }
+type reaper struct {
+	cfg    *Config
+	outage *scheduler.OutageLog // per route
+}
 
 // expiredLease is the error a recovered job records.
 const expiredLease = "lease expired: the worker running it stopped renewing (crashed or lost Redis)"
@@ -48,10 +52,11 @@ func (p *reaper) reap(ctx context.Context, route string) {
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			log.Warn("bananas: recover expired leases", "route", route, "err", err)
+			p.outage.Failed(route, err)
 		}
 		return
 	}
+	p.outage.OK(route)
 	for id, o := range out {
 		switch o {
 		case queue.Retrying:

@@ -5,15 +5,17 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/scheduler"
 )
 
 // renewer extends the leases of the runs in flight every Lease/3, cancels
 // the runs whose lease was lost (reaped after a stall, handed back), and
 // acts on cancel requests a worker missed while its subscription was down.
 type renewer struct {
-	cfg  *Config
-	runs *runs
-	exec *executor
+	cfg    *Config
+	runs   *runs
+	outage *scheduler.OutageLog // per route: a renewal that fails on each tick of an outage is logged once
+	exec   *executor
 }
 
 // Run renews until ctx ends.
@@ -38,16 +40,18 @@ func (n *renewer) renew(ctx context.Context, route string, rs []*run) {
 	}
 	lost, err := q.Renew(ctx, route, ds, q.Now().Add(n.cfg.Lease))
 	if err != nil {
-		log.Warn("bananas: renew leases", "route", route, "err", err)
+		n.outage.Failed(route, err)
 		return
 	}
 	// Cancel requests this worker missed (a reconnect of its subscription).
-	if asked, err := q.CancelRequests(ctx, route, ids); err != nil {
-		log.Warn("bananas: read cancel requests", "route", route, "err", err)
+	asked, err := q.CancelRequests(ctx, route, ids)
+	if err != nil {
+		n.outage.Failed(route, err)
 	} else {
-		for _, id := range asked {
-			n.exec.cancelJob(id)
-		}
+		n.outage.OK(route)
+	}
+	for _, id := range asked {
+		n.exec.cancelJob(id)
 	}
 	for _, d := range lost {
 		for _, r := range rs {

@@ -37,7 +37,9 @@ func paths(shapes map[string]reflect.Type, job any, examples map[string]any) map
 			"headers": map[string]any{"Location": map[string]any{
 				"description": "The job's URL.", "schema": str(),
 			}},
-			"content": jsonBody(object(map[string]any{"id": str()}, "id")),
+			"content": jsonBody(object(map[string]any{"id": str(), "warning": map[string]any{
+				"type": "string", "description": "Present when no live worker takes the job's route: the job waits until one does.",
+			}}, "id")),
 		},
 		"400": errRef("BadRequest"),
 		"413": errRef("TooLarge"),
@@ -106,12 +108,14 @@ func paths(shapes map[string]reflect.Type, job any, examples map[string]any) map
 			"parameters": []any{route},
 			"post": action(op("pauseRoute", "queues", "Pause a route: workers take no new job from it.", nil, map[string]any{
 				"200": ok("Paused.", object(map[string]any{"route": str(), "paused": map[string]any{"const": true}}, "route", "paused")),
+				"404": errRef("NotFound"), // a route no job, registered task or live worker has: the error lists the known ones
 			})),
 		},
 		"/api/v1/routes/{route}/resume": map[string]any{
 			"parameters": []any{route},
 			"post": action(op("resumeRoute", "queues", "Resume a paused route.", nil, map[string]any{
 				"200": ok("Resumed.", object(map[string]any{"route": str(), "paused": map[string]any{"const": false}}, "route", "paused")),
+				"404": errRef("NotFound"), // a route that is not paused and that nothing knows
 			})),
 		},
 		"/api/v1/dlq": map[string]any{
