@@ -118,31 +118,64 @@ func (q *Queue) SyncClock(ctx context.Context) error {
 	return nil
 }
 
+// clockDivergence is how far the host's wall clock may move from where its
+// monotonic clock says it should be, since the last sync, before ClockSync
+// syncs at once rather than at its next turn.
+const clockDivergence = time.Second
+
+// clockDiverged reports whether the host's wall and monotonic clocks have
+// moved apart by over clockDivergence since the last sync: the wall clock
+// was stepped (harmless: a sync finds Redis's clock where Now has it), or
+// the host was suspended, which stops the monotonic clock while the wall
+// clock and Redis's go on, and leaves Now behind by the suspension.
+func (q *Queue) clockDiverged() bool {
+	a := q.anchor.Load()
+	if !a.synced {
+		return false
+	}
+	wallThen := a.server.Add(-a.skew)
+	d := q.wall().Sub(wallThen) - (q.mono() - a.at)
+	return d > clockDivergence || d < -clockDivergence
+}
+
 // ClockSync keeps a queue's reading of Redis's clock fresh: the host's
 // monotonic clock, which Now advances by between syncs, drifts from the
-// server's (a few ppm; more on a VM that was paused).
+// server's (a few ppm), and stands still while the host is suspended.
 type ClockSync struct {
 	Queue *Queue
 	Every time.Duration // default 30s
+	// Check is how often the host's wall and monotonic clocks are compared
+	// (default 1s): when they have moved apart by over a second since the
+	// last sync (a suspension, a wall clock step), it syncs at once.
+	Check time.Duration
 	// OnError is told of failed measurements (optional); the last one
 	// stays in use.
 	OnError func(error)
 }
 
-// Run measures Redis's clock every Every until ctx ends.
+// Run measures Redis's clock every Every, and whenever the host's clocks
+// move apart, until ctx ends.
 func (s *ClockSync) Run(ctx context.Context) {
-	every := s.Every
+	every, check := s.Every, s.Check
 	if every <= 0 {
 		every = 30 * time.Second
 	}
-	t := time.NewTicker(every)
+	if check <= 0 {
+		check = time.Second
+	}
+	t := time.NewTicker(min(check, every))
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		if time.Since(last) < every && !s.Queue.clockDiverged() {
+			continue
+		}
+		last = time.Now()
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := s.Queue.SyncClock(cctx)
 		cancel()

@@ -58,3 +58,43 @@ func TestClock_AWallClockStepMovesNeitherNowNorTheNextSync(t *testing.T) {
 		}
 	}
 }
+
+// A host suspended (a laptop closed, a VM paused) comes back with its
+// monotonic clock behind the wall clock and Redis's by the suspension: the
+// clock sync notices the two host clocks moved apart and reads Redis's clock
+// again within about a second, not at its next 30 s turn.
+func TestClock_AHostBackFromASuspensionCatchesUpWithinASecond(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Shared(t).Client(t)
+	q, err := queue.New(rdb, redistest.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suspended atomic.Int64 // how long the monotonic clock stood still
+	origin := time.Now()
+	q.UseMonotonicClock(func() time.Duration { return time.Since(origin) - time.Duration(suspended.Load()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := q.SyncClock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go (&queue.ClockSync{Queue: q}).Run(ctx)
+	suspended.Store(int64(10 * time.Second))
+	behind := func() time.Duration {
+		server, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return server.Sub(q.Now())
+	}
+	if b := behind(); b < 9*time.Second {
+		t.Fatalf("right after a 10 s suspension Now is %s behind Redis; want about 10 s", b)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for b := behind(); b > 500*time.Millisecond || b < -500*time.Millisecond; b = behind() {
+		if time.Now().After(deadline) {
+			t.Fatalf("Now still %s off Redis 3 s after the host came back from a suspension", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

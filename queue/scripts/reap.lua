@@ -11,8 +11,9 @@
 -- ran, and its worker died before acting on it) is not retried: it ends
 -- canceled as canceled.lua ends it, with the caller's record (a canceled
 -- one) stored and announced, what the job was dropped, and its request
--- removed. The caller says whether it read a request for the job; a job
--- whose request came or went since is skipped, for the next pass.
+-- removed, whatever else the job holds (garbage counts, a job key of
+-- another type). The caller says whether it read a request for the job; a
+-- job whose request came or went since is skipped, for the next pass.
 --
 -- A bad entry is handled on its own and never fails the batch, so that one
 -- cannot keep every later crashed job of the route from being recovered:
@@ -91,11 +92,11 @@ for i = 0, n - 1 do
   local job, result, garbage = KEYS[10 + 3 * i], KEYS[11 + 3 * i], KEYS[12 + 3 * i]
   local channel = prefix .. id .. '}'
   local reply = 0
-  if redis.call('HGET', KEYS[2], id) == token and expired(token) then
+  local asked = redis.call('SISMEMBER', KEYS[9], id) == 1
+  if redis.call('HGET', KEYS[2], id) == token and expired(token) and asked == read_asked then
     local kind = bn_typeof(job)
     local payload = kind ~= 'hash' and redis.call('HGET', KEYS[6], id)
     local fields = kind == 'hash' and redis.call('HMGET', job, 'a', 'm') or {}
-    local asked = redis.call('SISMEMBER', KEYS[9], id) == 1
     if id == '' then
       redis.call('HDEL', KEYS[2], id)
       bn_release(KEYS[1], KEYS[7], token, 1)
@@ -104,8 +105,19 @@ for i = 0, n - 1 do
       redis.call('HDEL', KEYS[2], id)
       bn_release(KEYS[1], KEYS[7], token, 1)
       bn_count(KEYS[5], 'recovered', 1)
-      local why = bn_set_aside(job, garbage, kind)
-      if payload then
+      local why = not asked and bn_set_aside(job, garbage, kind)
+      if asked then
+        -- Nothing of the job is needed to end it canceled; what its key held
+        -- goes with it, as no dead-lettered stub is there to be purged with it.
+        redis.call('DEL', job)
+        if payload then redis.call('HDEL', KEYS[6], id) end
+        redis.call('SET', result, record, 'PX', ttl)
+        redis.call('PUBLISH', channel, record)
+        redis.call('SREM', KEYS[9], id)
+        bn_count(KEYS[5], 'canceled', 1)
+        bn_history(KEYS[8], now, 'c', 1)
+        reply = {6, 'job ' .. id .. ': its job key held a ' .. kind .. ', not a job hash; dropped, as the job was asked to cancel and ends canceled'}
+      elseif payload then
         local max = bn_materialize(job, KEYS[6], id, payload)
         reply = {bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, 0, max),
           'job ' .. id .. ': ' .. why .. '; its payload was kept and it was recovered'}
@@ -121,19 +133,15 @@ for i = 0, n - 1 do
       redis.call('HDEL', KEYS[2], id)
       bn_release(KEYS[1], KEYS[7], token, 1)
       reply = 3
-    elseif (fields[1] or '') == read_a and asked == read_asked then
+    elseif (fields[1] or '') == read_a then
       local why = kind == 'hash' and (bn_bad_count(fields[1], 'its attempts (field a)', true) or
         bn_bad_count(fields[2], 'its max retries (field m)', false))
       redis.call('HDEL', KEYS[2], id)
       bn_release(KEYS[1], KEYS[7], token, 1)
       bn_count(KEYS[5], 'recovered', 1)
-      if why then
-        bn_count(KEYS[5], 'failed', 1)
-        bn_bury(job, KEYS[4], KEYS[5], id, now, 'dead-lettered without a retry: ' .. why .. '; ' .. lost)
-        redis.call('SET', result, record, 'PX', ttl)
-        redis.call('PUBLISH', channel, record)
-        reply = {4, 'job ' .. id .. ': ' .. why .. '; dead-lettered'}
-      elseif asked then
+      -- Asked to cancel, a job ends canceled whatever its counts hold: they
+      -- only matter to a retry, and the caller's record is a canceled one.
+      if asked then
         if payload then redis.call('HDEL', KEYS[6], id) end
         if kind == 'hash' then redis.call('DEL', job) end
         redis.call('SET', result, record, 'PX', ttl)
@@ -142,6 +150,12 @@ for i = 0, n - 1 do
         bn_count(KEYS[5], 'canceled', 1)
         bn_history(KEYS[8], now, 'c', 1)
         reply = 6
+      elseif why then
+        bn_count(KEYS[5], 'failed', 1)
+        bn_bury(job, KEYS[4], KEYS[5], id, now, 'dead-lettered without a retry: ' .. why .. '; ' .. lost)
+        redis.call('SET', result, record, 'PX', ttl)
+        redis.call('PUBLISH', channel, record)
+        reply = {4, 'job ' .. id .. ': ' .. why .. '; dead-lettered'}
       else
         local prior, max = tonumber(fields[1] or '0'), tonumber(fields[2])
         if payload then prior, max = 0, bn_materialize(job, KEYS[6], id, payload) end
