@@ -138,7 +138,7 @@ func waitQueued(t *testing.T, q *Queue, route string, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal(fmt.Sprintf("%d acks waiting after 10s, want %d", got, n))
+			t.Fatalf("%d acks waiting after 10s, want %d", got, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
