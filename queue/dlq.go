@@ -54,7 +54,7 @@ func (q *Queue) replay(ctx context.Context, k Keys, id, task string) (int64, str
 	keys := []string{k.Job(id), k.Dead(), k.List(High), k.List(Normal), k.List(Low), k.Result(id), k.Stats()}
 	// Retry-safe: the job moves only while it is in the dead-letter set (a
 	// second run answers that it is not).
-	res, err := q.s.replay.Run(ctx, q.rdb, keys, id, k.WakeChannel(), task).Slice()
+	res, err := q.s.replay.Run(ctx, q.rdb, keys, id, k.WakeChannel(), task, ms(q.Now())).Slice()
 	if err != nil {
 		return 0, "", err
 	}

@@ -31,6 +31,10 @@ type Dispatch struct {
 	// FailedAt holds when the failed runs before this one ended, oldest
 	// first: the last FailuresKept of them.
 	FailedAt []time.Time
+	// Earlier holds the lives the job had before it was replayed, as
+	// replay.lua keeps them (ParseEarlierLife reads one), oldest first: its
+	// result record carries them on.
+	Earlier []string
 	// light: the job came with its payload (no hash of its own); ack.lua then
 	// needs no job key for it.
 	light bool
@@ -249,6 +253,7 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 		d.MaxRetries, d.Attempts = atoi(f["m"]), atoi(f["a"])
 		d.CreatedAt, d.LastError = parseMS(f["c"]), f["err"]
 		d.FailedAt = failedAt(f, d.Attempts)
+		d.Earlier = earlierLives(f)
 		d.Envelope, d.BadEnvelope = decodeStored(d.ID, f)
 	}
 	if len(unread) == 0 {

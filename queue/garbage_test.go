@@ -464,6 +464,12 @@ func TestReplay_JobThatCannotBeMadeReadyStaysDeadSayingWhy(t *testing.T) {
 		{name: "priority garbage", spoil: func(t *testing.T, q *queue.Queue, id string) {
 			q.Client().HSet(context.Background(), q.Keys("r").Job(id), "p", "urgent")
 		}, errHas: "field p"},
+		{name: "replay count garbage", spoil: func(t *testing.T, q *queue.Queue, id string) {
+			q.Client().HSet(context.Background(), q.Keys("r").Job(id), "pn", "x")
+		}, errHas: "field pn"},
+		{name: "count of earlier runs negative", spoil: func(t *testing.T, q *queue.Queue, id string) {
+			q.Client().HSet(context.Background(), q.Keys("r").Job(id), "pr", "-1")
+		}, errHas: "field pr"},
 		{name: "job key is a string", spoil: func(t *testing.T, q *queue.Queue, id string) {
 			k := q.Keys("r").Job(id)
 			q.Client().Del(context.Background(), k)

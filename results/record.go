@@ -31,6 +31,9 @@ type Record struct {
 	// FailedAt: when its failed runs ended (unix milliseconds, oldest
 	// first), the last queue.FailuresKept of them, the final one included.
 	FailedAt []int64 `msgpack:"fa,omitempty"`
+	// Earlier: the job's lives before it was replayed, oldest first, as
+	// queue.ParseEarlierLife reads them.
+	Earlier []string `msgpack:"ph,omitempty"`
 }
 
 // Encode encodes r for storage and for its pub/sub announcement: a msgpack
@@ -41,7 +44,7 @@ type Record struct {
 func Encode(r Record) ([]byte, error) {
 	n := 3 // id, ok, t
 	for _, set := range []bool{len(r.Value) > 0, r.Error != "", r.Attempts != 0, r.Name != "", r.Priority != "", r.CreatedAt != 0, r.StartedAt != 0,
-		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled, len(r.FailedAt) > 0} {
+		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled, len(r.FailedAt) > 0, len(r.Earlier) > 0} {
 		if set {
 			n++
 		}
@@ -93,6 +96,12 @@ func Encode(r Record) ([]byte, error) {
 			b = mpack.Int(b, t)
 		}
 	}
+	if len(r.Earlier) > 0 {
+		b = mpack.ArrayHeader(mpack.String(b, "ph"), len(r.Earlier))
+		for _, l := range r.Earlier {
+			b = mpack.String(b, l)
+		}
+	}
 	return b, nil
 }
 
@@ -141,6 +150,17 @@ func Decode(b []byte) (Record, error) {
 			r.FailedAt = make([]int64, n) // n is bounded by the bytes present (ReadMap checked them)
 			for i := range r.FailedAt {
 				if r.FailedAt[i], err = d.DecodeInt64(); err != nil {
+					return err
+				}
+			}
+		case "ph":
+			var n int
+			if n, err = d.DecodeArrayLen(); err != nil || n <= 0 {
+				return err
+			}
+			r.Earlier = make([]string, n) // n is bounded by the bytes present (ReadMap checked them)
+			for i := range r.Earlier {
+				if r.Earlier[i], err = d.DecodeString(); err != nil {
 					return err
 				}
 			}

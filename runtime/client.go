@@ -212,7 +212,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Description: s.Envelope.Description, Attempts: attempts(s.Attempts, s.Status == queue.StatusProcessing), MaxRetries: s.MaxRetries, Error: s.Error,
 		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
 		CreatedAt: s.CreatedAt, ScheduledAt: s.RunAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
-		LeaseDeadline: s.LeaseDeadline, Args: s.Envelope.Args, FailedAt: s.FailedAt,
+		LeaseDeadline: s.LeaseDeadline, Args: s.Envelope.Args, FailedAt: s.FailedAt, Earlier: earlierLives(s.Earlier),
 	}
 	if s.Status == queue.StatusCompleted && s.Result != nil {
 		if rec, err := results.Decode(s.Result); err == nil {
@@ -226,6 +226,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			for _, ms := range rec.FailedAt {
 				info.FailedAt = append(info.FailedAt, fromMS(ms))
 			}
+			info.Earlier = earlierLives(rec.Earlier)
 			switch {
 			case rec.Canceled:
 				info.Status = StatusCanceled
@@ -261,4 +262,20 @@ func fromMS(ms int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms)
+}
+
+// EarlierLife is a life a job had before it was replayed from the
+// dead-letter queue.
+type EarlierLife = queue.EarlierLife
+
+// earlierLives reads the earlier lives a job's hash or result record keeps;
+// one that does not parse is left out.
+func earlierLives(kept []string) []EarlierLife {
+	var out []EarlierLife
+	for _, s := range kept {
+		if l, ok := queue.ParseEarlierLife(s); ok {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -58,7 +58,10 @@ func dashboardJob(j *JobInfo) dashboard.Job {
 	return dashboard.Job{ID: j.ID, Task: j.Name, Route: j.Route, Priority: string(j.Priority), Status: string(j.Status),
 		Description: j.Description, Attempts: j.Attempts, Retries: j.Retries(), MaxRetries: j.MaxRetries, Timeout: j.Timeout, Error: j.Error,
 		Created: j.CreatedAt, Scheduled: j.ScheduledAt, Started: j.StartedAt, Finished: j.FinishedAt, LeaseDeadline: j.LeaseDeadline,
-		Failed: j.FailedAt}
+		Failed: j.FailedAt, Earlier: views(j.Earlier, func(l EarlierLife) dashboard.Life {
+			return dashboard.Life{FirstRun: l.FirstRun, Attempts: l.Attempts, Failed: l.FailedAt, Started: l.Started, Died: l.Died,
+				Replayed: l.Replayed, Error: l.Error}
+		})}
 }
 
 func (b dashboardBackend) Tasks(context.Context) ([]dashboard.Task, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -231,4 +232,42 @@ func TestDashboard_RunACronEntryNowByClicking(t *testing.T) {
 	if _, err := in.RunCron(ctxT(t), "nightly_report"); err == nil || !strings.Contains(err.Error(), "nightly_report") || !strings.Contains(err.Error(), "t_tick") {
 		t.Fatalf("RunCron of an unknown entry: %v; want an error naming it and the entries there are", err)
 	}
+}
+
+// A job that failed for good, replayed with a click, and then completed
+// keeps its earlier runs on its page's timeline, the error they ended with
+// included, before the run that completed it.
+func TestDashboard_AReplayedJobsTimelineKeepsItsEarlierRuns(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, redistest.Shared(t).URL())
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	var healed atomic.Bool
+	runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
+		if !healed.Load() {
+			return runtime.None{}, fmt.Errorf("smtp: mailbox unavailable: %w", runtime.SkipRetry)
+		}
+		return runtime.None{}, nil
+	})
+	startWorker(t, w)
+	id, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "replayed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the job to fail for good", func() bool { return jobStatus(t, c, id) == runtime.StatusFailed })
+	healed.Store(true)
+	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
+
+	run(t, ctx, "open the job and click Replay", chromedp.Navigate(url+"/jobs/"+id), chromedp.WaitVisible(chromedp.CSS("#replay")),
+		chromedp.Click(chromedp.CSS("#replay")), chromedp.WaitVisible(chromedp.CSS("#flash")))
+	waitFor(t, 20*time.Second, "the replayed job to complete", func() bool { return jobStatus(t, c, id) == runtime.StatusCompleted })
+	run(t, ctx, "reload the job", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	got := text(t, ctx, "#timeline")
+	if !regexp.MustCompile(`^Created .+ Run 1 started .+ Run 1 failed .+smtp: mailbox unavailable.* Failed for good .+ Replayed .+ Run 2 started .+ Finished .+$`).MatchString(got) {
+		t.Fatalf("timeline = %q; want created, run 1 and its error, its end, the replay, run 2, finished, in that order", got)
+	}
+	if got := text(t, ctx, "#status"); got != "completed" {
+		t.Fatalf("status = %q; want completed", got)
+	}
+	shoot(t, ctx, "replayed-timeline")
 }

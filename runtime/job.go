@@ -109,7 +109,11 @@ type JobInfo struct {
 	Error      string // the last failure, if any
 	// FailedAt holds when its failed runs ended, oldest first: the last 20
 	// of them (a job's timeline), the final failure of a dead job included.
-	FailedAt    []time.Time
+	FailedAt []time.Time
+	// Earlier holds the lives it had before it was replayed from the
+	// dead-letter queue, oldest first (the last 10): their runs, failure
+	// times and last error.
+	Earlier     []EarlierLife
 	Timeout     time.Duration // 0: the worker's default
 	CreatedAt   time.Time
 	ScheduledAt time.Time // StatusScheduled: when it becomes ready

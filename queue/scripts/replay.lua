@@ -1,6 +1,14 @@
 -- replay.lua: take a job out of the dead-letter set and make it ready again with
 -- its attempts reset and its failure record and failure times removed.
 --
+-- The life that ends here is kept for the job's timeline: one field ph<k> (k
+-- counts the replays, field pn) holds its first run's number, its attempts,
+-- its last start, its death, the replay time, its failure times and its error
+-- (cut to 1024 bytes), and field pr counts the runs of every kept life, so
+-- the next life's runs are numbered after them. The last 10 lives are kept.
+-- A pn or pr that is not a whole number leaves the job dead, nothing written,
+-- like a garbage priority.
+--
 -- A dead-letter entry whose job is gone is dropped here, in the same atomic
 -- step that finds it gone (a separate removal could take out a job that died
 -- again in between). A job that cannot be made ready — its priority (p)
@@ -23,6 +31,7 @@
 -- ARGV[1]  id (any string the dead-letter set holds, even "")
 -- ARGV[2]  wake channel
 -- ARGV[3]  task name to replay only jobs of ("" or absent: any)
+-- ARGV[4]  now (unix ms): when the replay happens, kept with the life it ends
 -- Returns: a pair {outcome, reason}: {1, ""} replayed, {0, ""} not in the
 --          dead-letter set, {2, reason} an entry without a job, dropped, or
 --          {3, reason} left dead: it cannot be replayed as it is, or
@@ -30,6 +39,7 @@
 local id = ARGV[1] or ''
 bn_str(ARGV[2], 'wake channel')
 local task = ARGV[3] or ''
+local now = bn_num(ARGV[4], 'now')
 bn_need_type(KEYS[2], 'zset', 'dead-letter set')
 for k = 3, 5 do bn_need_type(KEYS[k], 'list', 'ready list') end
 if not redis.call('ZSCORE', KEYS[2], id) then return {0, ''} end
@@ -43,18 +53,33 @@ if kind ~= 'hash' then
   return {3, 'job key ' .. KEYS[1] .. ' holds a ' .. kind .. ', not a job hash; left in the dead-letter set'}
 end
 local prio = redis.call('HGET', KEYS[1], 'p')
-local why = bn_bad_prio(prio)
+local past = redis.call('HMGET', KEYS[1], 'pn', 'pr', 'err', 'st', 'f')
+local why = bn_bad_prio(prio) or bn_bad_count(past[1], 'its replay count (field pn)', true)
+  or bn_bad_count(past[2], 'its count of earlier runs (field pr)', true)
 if why then return {3, 'job ' .. id .. ': ' .. why .. '; left in the dead-letter set until repaired'} end
+local lives, runs = tonumber(past[1] or '0'), tonumber(past[2] or '0')
 
 local gone = {'err', 'f', 'st', 'r'}
 local attempts = tonumber(redis.call('HGET', KEYS[1], 'a'))
+local failed = {}
 if attempts and attempts >= 1 and attempts < 2^53 then
-  for k = math.max(1, math.floor(attempts) - bn_failed_kept + 1), math.floor(attempts) do gone[#gone + 1] = 'fa' .. k end
+  attempts = math.floor(attempts)
+  for k = math.max(1, attempts - bn_failed_kept + 1), attempts do
+    gone[#gone + 1] = 'fa' .. k
+    local t = tonumber(redis.call('HGET', KEYS[1], 'fa' .. k))
+    if t then failed[#failed + 1] = string.format('%d', t) end
+  end
+else
+  attempts = 0
 end
+local function ms(v) return string.format('%d', tonumber(v) or 0) end
+local life = string.format('%d %d %s %s %s %s', runs + 1, attempts, ms(past[4]), ms(past[5]), ms(now),
+  #failed > 0 and table.concat(failed, ',') or '-') .. '\n' .. string.sub(past[3] or '', 1, 1024)
 redis.call('ZREM', KEYS[2], id)
 redis.call('DEL', KEYS[6])
-redis.call('HSET', KEYS[1], 'a', 0, 's', 'q')
 redis.call('HDEL', KEYS[1], unpack(gone))
+redis.call('HSET', KEYS[1], 'a', 0, 's', 'q', 'pn', lives + 1, 'pr', runs + attempts, 'ph' .. (lives + 1), life)
+if lives + 1 > 10 then redis.call('HDEL', KEYS[1], 'ph' .. (lives + 1 - 10)) end
 bn_count(KEYS[7], 'replayed', 1)
 if bn_push(KEYS[2 + bn_prios[prio]], id, false) then redis.call('PUBLISH', ARGV[2], '1') end
 return {1, ''}

@@ -90,9 +90,20 @@ type Job struct {
 	// Failed holds when its last failed runs ended, oldest first (see
 	// failedRuns for the number of the first).
 	Failed []time.Time
+	// Earlier are the lives it had before it was replayed, oldest first.
+	Earlier []Life
 	// Args and Result are JSON (null when the task is not registered in
 	// this program or there is none).
 	Args, Result []byte
+}
+
+// Life is a life a job had before it was replayed from the dead-letter
+// queue: runs FirstRun to FirstRun+Attempts-1, all failed.
+type Life struct {
+	FirstRun, Attempts      int
+	Failed                  []time.Time // when its last failed runs ended, oldest first
+	Started, Died, Replayed time.Time
+	Error                   string // its last failure
 }
 
 // Task is a registered task and its annotation.

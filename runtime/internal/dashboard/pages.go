@@ -137,22 +137,51 @@ func (d *Dashboard) job(r *http.Request, p *page) (int, error) {
 type event struct {
 	What string
 	At   time.Time
-	Bad  bool // a failed run
-	step int  // its place in a job's life, for events of one millisecond
+	Bad  bool   // a failed run
+	Err  string // the error of a failed run of an earlier life, its last
+	step int    // its place in a job's life, for events of one millisecond
 }
 
+// Steps of run n in a job's life, so that events of one millisecond keep
+// its order: run n starts, fails, the life ends, the job is replayed.
+func runStart(n int) int { return 4 * n }
+func runFail(n int) int  { return 4*n + 1 }
+func lifeEnd(n int) int  { return 4*n + 2 }
+func replayed(n int) int { return 4*n + 3 }
+
 // timeline is what happened to j, and what is due, in time order: created,
-// each failed run it keeps the time of, the last (or current) run's start,
-// the run or retry it waits for, its lease, its end. Events of the same
-// millisecond keep the order of a job's life: run n starts (step 2n-1)
-// before it fails (step 2n).
+// the runs of each earlier life (each failed run it keeps the time of, its
+// last error, its end and its replay), then this life's: each failed run,
+// the last (or current) run's start, the run or retry it waits for, its
+// lease, its end. Runs are numbered across lives.
 func timeline(j *Job) []event {
 	evs := []event{{What: "Created", At: j.Created}}
 	failed := failedRuns(j)
-	first := failed - len(j.Failed) + 1
+	base := 0 // runs of the earlier lives
+	for _, l := range j.Earlier {
+		last := l.FirstRun + max(l.Attempts, 1) - 1
+		first := l.FirstRun + l.Attempts - len(l.Failed)
+		for i, t := range l.Failed {
+			n := first + i
+			e := event{What: fmt.Sprintf("Run %d failed", n), At: t, Bad: true, step: runFail(n)}
+			if i == len(l.Failed)-1 {
+				e.Err = l.Error
+			}
+			evs = append(evs, e)
+		}
+		if !l.Started.IsZero() {
+			evs = append(evs, event{What: fmt.Sprintf("Run %d started", last), At: l.Started, step: runStart(last)})
+		}
+		if !l.Died.IsZero() {
+			evs = append(evs, event{What: "Failed for good", At: l.Died, step: lifeEnd(last)})
+		}
+		evs = append(evs, event{What: "Replayed", At: l.Replayed, step: replayed(last)})
+		base = l.FirstRun + l.Attempts - 1
+	}
+	first := base + failed - len(j.Failed) + 1
 	for i, t := range j.Failed {
 		n := first + i
-		evs = append(evs, event{What: fmt.Sprintf("Run %d failed", n), At: t, Bad: true, step: 2 * n})
+		evs = append(evs, event{What: fmt.Sprintf("Run %d failed", n), At: t, Bad: true, step: runFail(n)})
 	}
 	if !j.Started.IsZero() {
 		// The current run of a running job, the one that ended a finished
@@ -162,9 +191,9 @@ func timeline(j *Job) []event {
 		if j.Status == "failed" || j.Status == "scheduled" || j.Status == "pending" {
 			n = max(failed, 1)
 		}
-		evs = append(evs, event{What: fmt.Sprintf("Run %d started", n), At: j.Started, step: 2*n - 1})
+		evs = append(evs, event{What: fmt.Sprintf("Run %d started", base+n), At: j.Started, step: runStart(base + n)})
 	}
-	last := 2*failed + 2
+	last := replayed(base + failed + 1)
 	if !j.Scheduled.IsZero() {
 		what := "Scheduled for"
 		if failed > 0 {

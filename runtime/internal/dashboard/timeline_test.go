@@ -30,3 +30,25 @@ func TestTimeline_EventsOfOneMillisecondKeepTheOrderOfAJobsLife(t *testing.T) {
 		t.Fatalf("timeline = %s; want %s", strings.Join(got, ", "), want)
 	}
 }
+
+// A job replayed from the dead-letter queue keeps its earlier life on the
+// timeline: its failed runs (the last with its error), its end and its
+// replay, then the new life's runs numbered after them.
+func TestTimeline_AReplayedJobShowsItsEarlierRunsThenTheNewOne(t *testing.T) {
+	t0 := time.UnixMilli(1763942400000)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	done := &Job{Status: "completed", Attempts: 0, Created: at(0), Started: at(10), Finished: at(11),
+		Earlier: []Life{{FirstRun: 1, Attempts: 2, Failed: []time.Time{at(1), at(3)}, Started: at(2), Died: at(3), Replayed: at(9), Error: "smtp: mailbox unavailable"}}}
+	var got []string
+	for _, e := range timeline(done) {
+		what := e.What
+		if e.Err != "" {
+			what += " (" + e.Err + ")"
+		}
+		got = append(got, what)
+	}
+	want := "Created, Run 1 failed, Run 2 started, Run 2 failed (smtp: mailbox unavailable), Failed for good, Replayed, Run 3 started, Finished"
+	if strings.Join(got, ", ") != want {
+		t.Fatalf("timeline = %s; want %s", strings.Join(got, ", "), want)
+	}
+}

@@ -18,6 +18,7 @@ import (
 func recordOf(d *queue.Dispatch) results.Record {
 	rec := jobRecord(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
 	rec.Attempts, rec.StartedAt, rec.FailedAt = d.Attempts+1, unixMS(d.StartedAt()), failedAtMS(d.FailedAt)
+	rec.Earlier = d.Earlier
 	return rec
 }
 
@@ -27,7 +28,7 @@ func recordOf(d *queue.Dispatch) results.Record {
 func failureRecord(d *queue.Dispatch, msg string, now time.Time) results.Record {
 	rec := jobRecord(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
 	rec.Error, rec.Attempts, rec.FinishedAt = msg, d.Attempts+1, now.UnixMilli()
-	rec.FailedAt = append(failedAtMS(d.FailedAt), now.UnixMilli())
+	rec.FailedAt, rec.Earlier = append(failedAtMS(d.FailedAt), now.UnixMilli()), d.Earlier
 	if n := len(rec.FailedAt); n > queue.FailuresKept {
 		rec.FailedAt = rec.FailedAt[n-queue.FailuresKept:]
 	}
