@@ -1,4 +1,4 @@
-// Package dashboard is the web dashboard of DESIGN §8 (GET /): server-rendered
+// Package dashboard is the web dashboard (GET /): server-rendered
 // pages of routes, per-minute charts, jobs, one job, cron entries, workers and
 // tasks (each with its args JSON Schema), with the actions an operator takes
 // on them (replay, delete, cancel, pause, resume, purge dead, replay every
