@@ -421,6 +421,19 @@ func TestDashboard_CookiesAreSecureOverTLS(t *testing.T) {
 			t.Errorf("Set-Cookie %q over TLS; want Secure, HttpOnly and SameSite=Strict", sc)
 		}
 	}
+	// Plain HTTP: Secure only when a TLS-terminating proxy says the browser
+	// came over https.
+	plain := serveAPI(t, runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{Token: "s3cret"}).url
+	for proto, secure := range map[string]bool{"": false, "https": true, "http": false} {
+		hdr := map[string]string{}
+		if proto != "" {
+			hdr["X-Forwarded-Proto"] = proto
+		}
+		_, _, h := raw(t, nil, "GET", plain+"/login", hdr, "")
+		if sc := h.Get("Set-Cookie"); sc == "" || strings.Contains(sc, "; Secure") != secure {
+			t.Errorf("Set-Cookie %q over plain HTTP with X-Forwarded-Proto %q; want Secure %v", sc, proto, secure)
+		}
+	}
 }
 
 // Logging out ends the session on the server: the cookie, replayed after
