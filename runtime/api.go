@@ -14,7 +14,10 @@ import (
 // APIOptions configure the HTTP API.
 type APIOptions struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" on every
-	// /api call (API_TOKEN).
+	// /api call and on /metrics, and at the dashboard's login (API_TOKEN).
+	// Without it the handler answers loopback Host names only (127.0.0.1,
+	// localhost, [::1]; others get a 421): it is meant for a listener on
+	// loopback, where any local process, and no web page, may drive it.
 	Token string
 	// ReadOnly refuses every action with 403 (API_READ_ONLY).
 	ReadOnly bool
@@ -22,8 +25,10 @@ type APIOptions struct {
 	Logger *slog.Logger
 }
 
-// APIHandler serves the HTTP API of in (DESIGN §8): /api/v1/..., /healthz,
-// /livez, /metrics and the dashboard at /. The JSON shapes are the CLI's
+// APIHandler serves the HTTP API of in: /api/v1/..., /healthz, /livez,
+// /metrics and the dashboard at /. Whatever a browser says a page of another
+// origin sent (Sec-Fetch-Site, Origin) is refused with 403, and an API body
+// must be application/json (415). The JSON shapes are the CLI's
 // --json shapes. Mount it on a server of your own, or let runtime.Main serve
 // it on API_PORT.
 func APIHandler(in *Inspector, o APIOptions) http.Handler {

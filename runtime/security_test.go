@@ -334,6 +334,19 @@ func TestCLI_MetricsPortServesMetricsWithoutTheToken(t *testing.T) {
 	if st, _, _ := raw(t, hc, "GET", fmt.Sprintf("http://127.0.0.1:%d/metrics", apiPort), nil, ""); st != http.StatusUnauthorized {
 		t.Fatalf("GET /metrics on the API's port without the token = %d; want 401", st)
 	}
+
+	// A worker without API_PORT serves its metrics on METRICS_PORT alone.
+	workerMetrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", freeTCPPort(t))
+	newApp(t).with("METRICS_PORT", strings.TrimSuffix(strings.TrimPrefix(workerMetrics, "http://"), "/metrics")).background("worker")
+	waitFor(t, 10*time.Second, "the worker's metrics listener to answer", func() bool {
+		resp, err := hc.Get(workerMetrics)
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && strings.Contains(string(b), "bananas_")
+	})
 }
 
 // A redirect after an action or a login goes to a path of this site only,
@@ -406,6 +419,19 @@ func TestDashboard_CookiesAreSecureOverTLS(t *testing.T) {
 	for _, sc := range cookies {
 		if !strings.Contains(sc, "; Secure") || !strings.Contains(sc, "HttpOnly") || !strings.Contains(sc, "SameSite=Strict") {
 			t.Errorf("Set-Cookie %q over TLS; want Secure, HttpOnly and SameSite=Strict", sc)
+		}
+	}
+	// Plain HTTP: Secure only when a TLS-terminating proxy says the browser
+	// came over https.
+	plain := serveAPI(t, runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{Token: "s3cret"}).url
+	for proto, secure := range map[string]bool{"": false, "https": true, "http": false} {
+		hdr := map[string]string{}
+		if proto != "" {
+			hdr["X-Forwarded-Proto"] = proto
+		}
+		_, _, h := raw(t, nil, "GET", plain+"/login", hdr, "")
+		if sc := h.Get("Set-Cookie"); sc == "" || strings.Contains(sc, "; Secure") != secure {
+			t.Errorf("Set-Cookie %q over plain HTTP with X-Forwarded-Proto %q; want Secure %v", sc, proto, secure)
 		}
 	}
 }

@@ -18,10 +18,22 @@ import (
 // API_TOKEN it listens on loopback only: an API that can delete jobs must not
 // be open to the network without a token.
 type apiServer struct {
-	srv  *http.Server
-	ln   net.Listener
-	log  *slog.Logger
-	done chan error
+	srv *http.Server
+	ln  net.Listener
+	log *slog.Logger
+	// served is closed when Serve has returned, with its error in serveErr.
+	served   chan struct{}
+	serveErr error
+}
+
+// serve runs the server on its listener until Shutdown.
+func (s *apiServer) serve() {
+	go func() {
+		defer close(s.served)
+		if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+			s.serveErr = err
+		}
+	}()
 }
 
 func startAPI(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, error) {
@@ -43,7 +55,7 @@ func startAPI(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, error) 
 			MaxHeaderBytes:    64 << 10,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
-		ln: ln, log: log, done: make(chan error, 1),
+		ln: ln, log: log, served: make(chan struct{}),
 	}
 	url := "http://" + ln.Addr().String()
 	if host == "" {
@@ -52,13 +64,7 @@ func startAPI(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, error) 
 	} else {
 		log.Info("bananas: HTTP API listening on loopback only; set API_TOKEN to serve other hosts", "url", url+"/api/v1/", "metrics", url+"/metrics")
 	}
-	go func() {
-		err := s.srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		s.done <- err
-	}()
+	s.serve()
 	return s, nil
 }
 
@@ -82,16 +88,10 @@ func startMetrics(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, err
 			MaxHeaderBytes:    64 << 10,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
-		ln: ln, log: log, done: make(chan error, 1),
+		ln: ln, log: log, served: make(chan struct{}),
 	}
 	log.Info("bananas: metrics listening without a token (METRICS_PORT)", "url", "http://"+ln.Addr().String()+"/metrics")
-	go func() {
-		err := s.srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		s.done <- err
-	}()
+	s.serve()
 	return s, nil
 }
 
@@ -122,10 +122,10 @@ func startListeners(cfg *Config, in *Inspector, log *slog.Logger, apiOn bool) (s
 		}
 		started = append(started, s)
 		go func() {
-			if err := <-s.done; err != nil {
-				fail <- err
+			<-s.served
+			if s.serveErr != nil {
+				fail <- s.serveErr
 			}
-			s.done <- nil // Shutdown waits for it
 		}()
 	}
 	return stop, fail, nil
@@ -139,8 +139,9 @@ func (s *apiServer) Shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
-	if serveErr := <-s.done; err == nil {
-		err = serveErr
+	<-s.served
+	if err == nil {
+		err = s.serveErr
 	}
 	return err
 }

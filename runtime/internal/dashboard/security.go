@@ -123,7 +123,7 @@ func (k keys) session(r *http.Request) (nonce string, until time.Time, ok bool) 
 // newSession is the cookie of a new login: a nonce and its expiry, signed.
 func (k keys) newSession(r *http.Request) *http.Cookie {
 	body := nonce() + "~" + strconv.FormatInt(time.Now().Add(sessionLifetime).Unix(), 10)
-	return strictCookie(r, sessionCookie, body+"."+k.mac("session", body), int(sessionLifetime/time.Second))
+	return strictCookie(r, sessionCookie, body+"."+k.mac("session", body), 0) // gone with the browser's session, if that ends first
 }
 
 // endSession makes r's session open nothing from now on, whoever holds a
