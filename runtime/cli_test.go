@@ -509,6 +509,9 @@ func TestCLI_DLQPurgeOnATerminalAsksFirst(t *testing.T) {
 	if out := onTerminal("", "dlq", "purge", "--yes"); strings.Contains(out, "[y/N]") || !strings.Contains(out, "purged 1 job(s)") {
 		t.Fatalf("dlq purge --yes on a terminal:\n%s", out)
 	}
+	if code, _, _ := a.run("job", id); code != 1 {
+		t.Fatalf("job %s is still there after dlq purge --yes", id)
+	}
 }
 
 // The admin commands: jobs lists a route's jobs a page at a time, pause

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,3 +88,51 @@ func TestRoutes_ListingAndScrapeCostFollowLiveRoutes(t *testing.T) {
 }
 
 func len64[T any](s []T) int64 { return int64(len(s)) }
+
+// A worker prunes the routes set as it starts (and hourly): a route idle for
+// the idle period goes, while the routes it serves itself, and the routes
+// another live worker serves or fires cron entries to, stay.
+func TestWorker_PrunesIdleRoutesButKeepsServedOnes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		q := runtime.QueueOf(c)
+		ns := q.Namespace()
+		now := q.Now()
+		routes := []any{"idle", "mine", "theirs", "their-cron"}
+		if err := q.Client().SAdd(ctx, queue.RoutesKey(ns), routes...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// Each first seen idle a day and an hour ago, never enqueued to.
+		since := fmt.Sprintf("%d:0", now.Add(-queue.RouteIdleTTL-time.Hour).UnixMilli())
+		for _, r := range routes {
+			if err := q.Client().HSet(ctx, queue.RoutesIdleKey(ns), r, since).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		other := []byte(`{"id":"w2","routes":["theirs"],"cron_routes":["their-cron"],"concurrency":1}`)
+		if err := q.Beat(ctx, "w2", other, now, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"mine"}}))
+		testtasks.Register(w)
+		startWorker(t, w)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			left, err := q.Client().SMembers(ctx, queue.RoutesKey(ns)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(left, "idle") {
+				slices.Sort(left)
+				if !slices.Equal(left, []string{"mine", "their-cron", "theirs"}) {
+					t.Fatalf("routes after the worker's pruning = %v; want the served ones kept", left)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the idle route is still listed 10 s after the worker started: %v", left)
+			}
+			time.Sleep(20 * time.Millisecond) // between two reads of the set, bounded by deadline
+		}
+	})
+}
