@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bananas-go/bananas/internal/mpack"
@@ -349,13 +350,14 @@ func (w *strictWalk) value(v any, t reflect.Type, depth int) error {
 		if !ok {
 			return w.wrongKind(t, v)
 		}
-		for _, key := range sortedKeys(obj) {
+		return w.eachKey(obj, func(key string, val any) error {
 			w.path = append(w.path, pathStep{key: key, isKey: true})
-			if err := w.value(obj[key], t.Elem(), depth+1); err != nil {
+			if err := w.value(val, t.Elem(), depth+1); err != nil {
 				return err
 			}
 			w.path = w.path[:len(w.path)-1]
-		}
+			return nil
+		})
 	case reflect.Slice, reflect.Array:
 		if s, ok := v.(string); ok && t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
 			if _, err := base64.StdEncoding.DecodeString(s); err != nil {
@@ -390,8 +392,8 @@ func (w *strictWalk) value(v any, t reflect.Type, depth int) error {
 
 // object checks the keys and values of a JSON object decoded into struct t.
 func (w *strictWalk) object(obj map[string]any, t reflect.Type, depth int) error {
-	fields := jsonFields(t)
-	for _, key := range sortedKeys(obj) {
+	fields := cachedJSONFields(t)
+	return w.eachKey(obj, func(key string, val any) error {
 		f, ok := fields[key]
 		if !ok {
 			in := ""
@@ -407,18 +409,37 @@ func (w *strictWalk) object(obj map[string]any, t reflect.Type, depth int) error
 		}
 		w.path = append(w.path, pathStep{key: key})
 		var err error
-		switch s, isString := obj[key].(string); {
+		switch s, isString := val.(string); {
 		case !f.quoted:
-			err = w.value(obj[key], f.typ, depth+1)
+			err = w.value(val, f.typ, depth+1)
 		case isString:
 			err = w.quoted(s, f.typ)
-		case obj[key] != nil:
-			err = w.fail("want %s in a JSON string (the field is tagged \",string\"), got %s", f.typ, jsonText(obj[key]))
+		case val != nil:
+			err = w.fail("want %s in a JSON string (the field is tagged \",string\"), got %s", f.typ, jsonText(val))
 		}
 		if err != nil {
 			return err
 		}
 		w.path = w.path[:len(w.path)-1]
+		return nil
+	})
+}
+
+// eachKey calls check with every key of obj and its value. On a failure it
+// reports the first key's failure in sorted order, so that the error does
+// not depend on map order; the sort is paid for only then.
+func (w *strictWalk) eachKey(obj map[string]any, check func(key string, val any) error) error {
+	mark := len(w.path)
+	for key, val := range obj {
+		if err := check(key, val); err != nil {
+			w.path = w.path[:mark]
+			for _, key := range sortedKeys(obj) {
+				if err := check(key, obj[key]); err != nil {
+					return err
+				}
+			}
+			return err
+		}
 	}
 	return nil
 }
@@ -507,6 +528,19 @@ func sortedKeys(obj map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// jsonFieldsOf caches jsonFields by type: reflect.Type -> map[string]jsonField.
+var jsonFieldsOf sync.Map
+
+// cachedJSONFields is jsonFields(t), worked out once per type.
+func cachedJSONFields(t reflect.Type) map[string]jsonField {
+	if f, ok := jsonFieldsOf.Load(t); ok {
+		return f.(map[string]jsonField)
+	}
+	f := jsonFields(t)
+	jsonFieldsOf.Store(t, f)
+	return f
 }
 
 // jsonField is a struct field as encoding/json decodes it: its type, and

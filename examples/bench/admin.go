@@ -23,6 +23,9 @@ import (
 
 var deadN = flag.Int("dead", 100000, "with -admin: dead jobs over the same routes, for the dashboard's pages")
 
+// maxBatch is the most jobs POST /api/v1/jobs/batch takes.
+const maxBatch = 1000
+
 // admin measures the operator surface: API submissions against the Go API's
 // single enqueue in the same run, a /metrics scrape, job-list pages and the
 // dashboard's pages at `depth` pending and `dead` dead jobs spread over
@@ -46,7 +49,7 @@ func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth i
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusCreated {
-			fatalf("POST /api/v1/jobs: %s", resp.Status)
+			fatalf("a submission was answered %s", resp.Status)
 		}
 	}
 	in := runtime.NewInspector(c, tasks.Register)
@@ -77,7 +80,9 @@ func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth i
 	// prebuilt request and reading the response (what wrk or hey do), not
 	// net/http's client, which adds two goroutines and their hand-offs per
 	// connection and about doubles the client's CPU per request.
-	submitRate := func(addr string) float64 {
+	// requestRate sends n jobs as requests of perReq jobs each, prebuilt in
+	// raw, and returns jobs per second.
+	requestRate := func(addr string, raw []byte, perReq int) float64 {
 		conns := make(chan *keepAlive, producers)
 		for range producers {
 			conn, err := net.Dial("tcp", addr)
@@ -88,16 +93,18 @@ func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth i
 			conns <- &keepAlive{conn: conn, r: bufio.NewReader(conn)}
 		}
 		start := time.Now()
-		parallel(producers, n, func() {
+		reqs := max(1, n/perReq)
+		parallel(producers, reqs, func() {
 			ka := <-conns
 			defer func() { conns <- ka }()
-			if _, err := ka.conn.Write(req); err != nil {
+			if _, err := ka.conn.Write(raw); err != nil {
 				fatalf("%v", err)
 			}
 			wantCreated(http.ReadResponse(ka.r, nil))
 		})
-		return float64(n) / time.Since(start).Seconds()
+		return float64(reqs*perReq) / time.Since(start).Seconds()
 	}
+	submitRate := func(addr string) float64 { return requestRate(addr, req, 1) }
 	apiRate := submitRate(ln.Addr().String())
 	// The ceiling of this machine for one job per request: the same client
 	// against a net/http handler that reads the body and answers 201 without
@@ -121,6 +128,33 @@ func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth i
 	report("noop_handler_requests_per_s", floorRate)
 	report("noop_handler_vs_go_enqueue", floorRate/goRate)
 	report("api_submit_vs_noop_handler", apiRate/floorRate)
+	// Batches of 1,000 jobs: POST /api/v1/jobs/batch against single
+	// submissions and against the Go API's EnqueueMany of as many jobs.
+	subs := make([]json.RawMessage, maxBatch)
+	for i := range subs {
+		subs[i] = body
+	}
+	batchBody, _ := json.Marshal(map[string]any{"jobs": subs})
+	batchReq := fmt.Appendf(nil, "POST /api/v1/jobs/batch HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(batchBody), batchBody)
+	note("admin: %d jobs in batches of %d, HTTP then Go API", n, maxBatch)
+	batchRate := requestRate(ln.Addr().String(), batchReq, maxBatch)
+	many := make([]tasks.Payload, maxBatch)
+	for i := range many {
+		many[i] = payload
+	}
+	start = time.Now()
+	manyCalls := max(1, n/maxBatch)
+	parallel(producers, manyCalls, func() {
+		if _, err := tasks.Noop.EnqueueMany(ctx, many); err != nil {
+			fatalf("%v", err)
+		}
+	})
+	manyRate := float64(manyCalls*maxBatch) / time.Since(start).Seconds()
+	report("api_batch_jobs_per_s", batchRate)
+	report("api_batch_vs_api_submit", batchRate/apiRate)
+	report("go_enqueue_many_jobs_per_s", manyRate)
+	report("api_batch_vs_go_enqueue_many", batchRate/manyRate)
+
 	// The same through net/http's client, for the record.
 	start = time.Now()
 	parallel(producers, n, func() {

@@ -1,11 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxBatch is the most jobs one POST /api/v1/jobs/batch takes: the runtime
@@ -54,29 +57,9 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
 	if err := onlyParams(r); err != nil {
 		return err
 	}
-	var body map[string]json.RawMessage
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(&body); err != nil {
-		return batchBodyError(err)
-	}
-	if dec.More() {
-		return BadRequest("", "the body holds more than one JSON value")
-	}
-	if body == nil {
-		return BadRequest("", `the body is null: want {"jobs": [submission, …]}`)
-	}
-	for k := range body {
-		if k != "jobs" {
-			return BadRequest(k, `unknown field %q (want jobs: {"jobs": [submission, …]})`, k)
-		}
-	}
-	raw, ok := body["jobs"]
-	if !ok {
-		return BadRequest("jobs", `jobs: missing: want {"jobs": [submission, …]}`)
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
-		return BadRequest("jobs", "jobs: want an array of submissions, got %s", clip(raw))
+	items, err := batchItems(r.Body)
+	if err != nil {
+		return err
 	}
 	switch {
 	case len(items) == 0:
@@ -111,6 +94,54 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusCreated, map[string][]string{"ids": ids})
 }
 
+// batchItems reads the body {"jobs": [...]}, its one key matched exactly,
+// and returns the submissions unread. The body is parsed once: the decoder
+// reads the object's key as a token and the list straight into its items.
+func batchItems(body io.Reader) ([]json.RawMessage, error) {
+	dec := json.NewDecoder(body)
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, batchBodyError(err)
+	}
+	if tok != json.Delim('{') {
+		if tok == nil {
+			return nil, BadRequest("", `the body is null: want {"jobs": [submission, …]}`)
+		}
+		return nil, BadRequest("", `the body is not a JSON object: want {"jobs": [submission, …]}`)
+	}
+	var items []json.RawMessage
+	seen := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, batchBodyError(err)
+		}
+		if key, _ := tok.(string); key != "jobs" {
+			return nil, BadRequest(key, `unknown field %q (want jobs: {"jobs": [submission, …]})`, key)
+		}
+		var typ *json.UnmarshalTypeError
+		switch err := dec.Decode(&items); {
+		case errors.As(err, &typ):
+			return nil, BadRequest("jobs", "jobs: want an array of submissions, got %s", typ.Value)
+		case err != nil:
+			return nil, batchBodyError(err)
+		case items == nil:
+			return nil, BadRequest("jobs", "jobs: want an array of submissions, got null")
+		}
+		seen = true
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, batchBodyError(err)
+	}
+	if !seen {
+		return nil, BadRequest("jobs", `jobs: missing: want {"jobs": [submission, …]}`)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, BadRequest("", "the body holds more than one JSON value")
+	}
+	return items, nil
+}
+
 // parseSubmission reads one submission of a batch as POST /api/v1/jobs reads
 // its body: keys matched exactly, strings where strings belong, a name.
 func parseSubmission(raw json.RawMessage) (Submission, *Error) {
@@ -133,8 +164,8 @@ func parseSubmission(raw json.RawMessage) (Submission, *Error) {
 		if !ok {
 			continue
 		}
-		var v string
-		if err := json.Unmarshal(raw, &v); err != nil {
+		v, ok := jsonString(raw)
+		if !ok {
 			return Submission{}, BadRequest(k, "field %q: want a string, got %s", k, clip(raw))
 		}
 		switch k {
@@ -153,6 +184,19 @@ func parseSubmission(raw json.RawMessage) (Submission, *Error) {
 		return Submission{}, BadRequest("name", "name: want the task's wire name (GET /api/v1/tasks lists them)")
 	}
 	return sub, nil
+}
+
+// jsonString is the string raw holds, raw being one well-formed JSON value;
+// ok is false when it is not a string. Plain strings (no escapes, valid
+// UTF-8) are cut out of raw without a second parse.
+func jsonString(raw json.RawMessage) (s string, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	return s, json.Unmarshal(raw, &s) == nil
 }
 
 // batchBodyError names what is wrong with the body of a batch.
