@@ -212,7 +212,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Description: s.Envelope.Description, Attempts: attempts(s.Attempts, s.Status == queue.StatusProcessing), MaxRetries: s.MaxRetries, Error: s.Error,
 		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
 		CreatedAt: s.CreatedAt, ScheduledAt: s.RunAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
-		LeaseDeadline: s.LeaseDeadline, Args: s.Envelope.Args, FailedAt: s.FailedAt, Earlier: earlierLives(s.Earlier),
+		LeaseDeadline: s.LeaseDeadline, ArgsMsgpack: s.Envelope.Args, FailedAt: s.FailedAt, Earlier: earlierLives(s.Earlier),
 	}
 	if s.Status == queue.StatusCompleted && s.Result != nil {
 		if rec, err := results.Decode(s.Result); err == nil {
@@ -220,7 +220,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			info.Result, info.Attempts, info.Error = rec.Value, rec.Attempts, rec.Error
 			info.Name, info.Priority = rec.Name, Priority(rec.Priority)
 			info.CreatedAt, info.StartedAt, info.FinishedAt = fromMS(rec.CreatedAt), fromMS(rec.StartedAt), fromMS(rec.FinishedAt)
-			info.Args, info.MaxRetries, info.Description = rec.Args, rec.MaxRetries, rec.Description
+			info.ArgsMsgpack, info.MaxRetries, info.Description = rec.Args, rec.MaxRetries, rec.Description
 			info.Timeout = time.Duration(rec.Timeout) * time.Millisecond
 			info.FailedAt = nil
 			for _, ms := range rec.FailedAt {
@@ -235,6 +235,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			}
 		}
 	}
+	info.Args = declaredArgsJSON(info.Name, info.ArgsMsgpack)
 	return info, nil
 }
 

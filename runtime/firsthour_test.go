@@ -187,3 +187,25 @@ func TestAPI_SubmissionToARouteNoWorkerTakesCarriesAWarning(t *testing.T) {
 		}
 	})
 }
+
+// Client.Job gives a job's args as the JSON of the task's args type when
+// the program declares the task, and as stored (msgpack) under ArgsMsgpack.
+func TestJobInfo_ArgsAreJSONForADeclaredTask(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		id, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "hi", N: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Job(ctxT(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var args testtasks.Msg
+		if err := json.Unmarshal(info.Args, &args); err != nil || args != (testtasks.Msg{Text: "hi", N: 2}) {
+			t.Fatalf("Job(...).Args = %s (%v); want the args as JSON", info.Args, err)
+		}
+		if len(info.ArgsMsgpack) == 0 || json.Valid(info.ArgsMsgpack) {
+			t.Fatalf("Job(...).ArgsMsgpack = %q; want the stored msgpack", info.ArgsMsgpack)
+		}
+	})
+}

@@ -119,10 +119,13 @@ func (in *Inspector) JSON(info *JobInfo) (args, result json.RawMessage) {
 	args, result = json.RawMessage("null"), json.RawMessage("null")
 	h := in.reg.handlers[info.Name]
 	if h == nil || h.argsJSON == nil {
+		if info.Args != nil { // a task declared in the program but not registered here
+			args = info.Args
+		}
 		return
 	}
-	if len(info.Args) > 0 {
-		if b, err := h.argsJSON(info.Args); err == nil {
+	if len(info.ArgsMsgpack) > 0 {
+		if b, err := h.argsJSON(info.ArgsMsgpack); err == nil {
 			args = b
 		}
 	}

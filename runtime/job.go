@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -121,8 +122,13 @@ type JobInfo struct {
 	FinishedAt  time.Time
 	// LeaseDeadline is when the running job's lease ends unless renewed.
 	LeaseDeadline time.Time
-	Args          []byte // msgpack-encoded arguments
-	Result        []byte // StatusCompleted: msgpack-encoded result
+	// Args are the job's arguments as the JSON of the task's args type,
+	// when this program declares a task of the job's name (its generated
+	// code is linked in); nil otherwise. ArgsMsgpack holds them as stored,
+	// whatever the program.
+	Args        json.RawMessage
+	ArgsMsgpack []byte
+	Result      []byte // StatusCompleted: msgpack-encoded result
 }
 
 // Retries is how many of the job's attempts were retries: every run after

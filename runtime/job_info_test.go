@@ -43,7 +43,7 @@ func TestJob_CompletedJobShowsWhatItWasEnqueuedWith(t *testing.T) {
 				t.Fatal(err)
 			}
 			var args testtasks.Msg
-			if err := msgpack.Unmarshal(info.Args, &args); err != nil || args != j.want {
+			if err := msgpack.Unmarshal(info.ArgsMsgpack, &args); err != nil || args != j.want {
 				t.Errorf("completed job %s: args %+v (%v), want %+v", j.want.Text, args, err, j.want)
 			}
 			if info.Status != runtime.StatusCompleted || info.MaxRetries != 7 || info.Timeout != 42*time.Second ||

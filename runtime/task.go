@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"sync"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -31,7 +34,47 @@ type Task[A, R any] struct {
 // NewTask declares the task with wire name name. defaults apply to every
 // enqueue before the enqueue's own options (annotation keys become defaults).
 func NewTask[A, R any](name string, defaults ...Option) *Task[A, R] {
+	declareArgs[A](name)
 	return &Task[A, R]{name: name, defaults: defaults}
+}
+
+// declaredTasks maps the name of every task declared in the program (by
+// NewTask: its generated code's variables) to the decoder of its args into
+// JSON, for Client.Job. Two declarations of one name with different args
+// types leave no decoder: which one a job was made by cannot be told.
+var declaredTasks sync.Map // name -> *argsDecoder
+
+type argsDecoder struct {
+	typ    reflect.Type
+	toJSON func(msgpack []byte) (json.RawMessage, error) // nil: declared with different types
+}
+
+func declareArgs[A any](name string) {
+	d := &argsDecoder{typ: reflect.TypeFor[A](), toJSON: func(b []byte) (json.RawMessage, error) {
+		var a A
+		if err := decode(b, &a); err != nil {
+			return nil, err
+		}
+		return json.Marshal(a)
+	}}
+	if prev, loaded := declaredTasks.LoadOrStore(name, d); loaded && prev.(*argsDecoder).typ != d.typ {
+		declaredTasks.Store(name, &argsDecoder{typ: d.typ})
+	}
+}
+
+// declaredArgsJSON is the JSON of args, stored by a job of task name, when
+// the program declares that task; nil when it does not, or they do not
+// decode.
+func declaredArgsJSON(name string, args []byte) json.RawMessage {
+	v, ok := declaredTasks.Load(name)
+	if !ok || len(args) == 0 || v.(*argsDecoder).toJSON == nil {
+		return nil
+	}
+	b, err := v.(*argsDecoder).toJSON(args)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // Name returns the task's wire name.

@@ -81,8 +81,11 @@ func cmdEnqueue(e *Env, args []string) error {
 		defer cancel()
 	}
 	res, err := b.Await(ctx, name, id)
+	if err != nil && !strings.Contains(err.Error(), id) { // a job's own error names it already
+		return fmt.Errorf("job %s: %s", id, message(err))
+	}
 	if err != nil {
-		return fmt.Errorf("job %s: %w", id, err)
+		return err
 	}
 	if *asJSON {
 		return printJSON(e.Stdout, map[string]any{"id": id, "result": res})
