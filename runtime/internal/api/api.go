@@ -209,6 +209,7 @@ func (s *server) routes() {
 	read("GET /api/v1/cron", func(w http.ResponseWriter, r *http.Request) error {
 		return answer(w, http.StatusOK)(s.b.Cron(r.Context()))
 	})
+	act("POST /api/v1/cron/{name}/run", s.runCron)
 	read("GET /api/v1/workers", func(w http.ResponseWriter, r *http.Request) error {
 		return answer(w, http.StatusOK)(s.b.Workers(r.Context()))
 	})

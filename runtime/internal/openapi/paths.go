@@ -151,6 +151,20 @@ func paths(shapes map[string]reflect.Type, job any, examples map[string]any) map
 				"200": ok("The cron entries.", list(shapes, "CronList", "CronEntry", nil)),
 			}),
 		},
+		"/api/v1/cron/{name}/run": map[string]any{
+			"parameters": []any{pathParam("name", "The cron entry's name: its task's wire name.")},
+			"post": action(op("runCron", "cron", "Run a cron entry now: enqueue one job of its task (zero args, its route and priority); its schedule is left as it is.", nil, map[string]any{
+				"201": map[string]any{
+					"description": "Enqueued.",
+					"headers": map[string]any{"Location": map[string]any{
+						"description": "The job's URL.", "schema": str(),
+					}},
+					"content": jsonBody(object(map[string]any{"id": str()}, "id")),
+				},
+				"404": errRef("NotFound"),
+				"409": errRef("Conflict"),
+			})),
+		},
 		"/api/v1/workers": map[string]any{
 			"get": op("listWorkers", "workers", "The live workers and schedulers, from their heartbeats.", nil, map[string]any{
 				"200": ok("The workers.", list(shapes, "WorkerList", "Worker", nil)),
