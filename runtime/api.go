@@ -21,6 +21,10 @@ type APIOptions struct {
 	Token string
 	// ReadOnly refuses every action with 403 (API_READ_ONLY).
 	ReadOnly bool
+	// MetricsNeedToken puts /metrics behind Token too. By default /metrics
+	// needs no token, as scrapers carry none; Main sets this when
+	// METRICS_PORT serves the metrics on a listener of their own.
+	MetricsNeedToken bool
 	// Logger logs failures of the server's own (a 500); nil logs nothing.
 	Logger *slog.Logger
 }
@@ -33,7 +37,7 @@ type APIOptions struct {
 // it on API_PORT.
 func APIHandler(in *Inspector, o APIOptions) http.Handler {
 	return api.New(apiBackend{in}, api.Config{
-		Token: o.Token, ReadOnly: o.ReadOnly, Logger: o.Logger,
+		Token: o.Token, ReadOnly: o.ReadOnly, Logger: o.Logger, MetricsNeedToken: o.MetricsNeedToken,
 		MaxBody: int64(in.c.maxPayload) + 64<<10, // the args, and room for the rest of the submission
 		Metrics: in.c.MetricsHandler(),
 		Extra:   dashboardRoutes(in, o),

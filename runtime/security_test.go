@@ -271,13 +271,18 @@ func TestAPI_HealthzTellsNoRedisErrorText(t *testing.T) {
 	}
 }
 
-// With a token, /metrics on the API's port needs it too (the API listens on
-// every interface then); without one it is open, on loopback.
-func TestAPI_MetricsNeedTheTokenWhenOneIsSet(t *testing.T) {
+// /metrics needs no token by default, as scrapers carry none; with
+// MetricsNeedToken (Main sets it when METRICS_PORT serves the metrics
+// elsewhere) it asks for the token like /api.
+func TestAPI_MetricsNeedTheTokenWhenOneIsSetAndAsked(t *testing.T) {
 	t.Parallel()
 	c := connect(t, "mem://")
 	in := runtime.NewInspector(c, testtasks.Register)
-	tok := serveAPI(t, in, runtime.APIOptions{Token: "s3cret"}).url
+	scrape := serveAPI(t, in, runtime.APIOptions{Token: "s3cret"}).url
+	if st, body, _ := raw(t, nil, "GET", scrape+"/metrics", nil, ""); st != http.StatusOK || !strings.Contains(body, "bananas_") {
+		t.Fatalf("GET /metrics without the token, by default = %d; want 200 and bananas_ metrics (scrapers carry no token)", st)
+	}
+	tok := serveAPI(t, in, runtime.APIOptions{Token: "s3cret", MetricsNeedToken: true}).url
 	if st, body, hdr := raw(t, nil, "GET", tok+"/metrics", nil, ""); st != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") == "" || jsonError(body) == "" {
 		t.Fatalf("GET /metrics without the token = %d %s; want 401 with WWW-Authenticate and a JSON error", st, body)
 	}

@@ -47,7 +47,7 @@ func startAPI(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, error) 
 	}
 	s := &apiServer{
 		srv: &http.Server{
-			Handler:           APIHandler(in, APIOptions{Token: cfg.APIToken, ReadOnly: cfg.APIReadOnly, Logger: log}),
+			Handler:           APIHandler(in, APIOptions{Token: cfg.APIToken, ReadOnly: cfg.APIReadOnly, Logger: log, MetricsNeedToken: cfg.MetricsAddr != ""}),
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       time.Minute,
 			WriteTimeout:      api.MaxResultWait + time.Minute, // a result waited for
@@ -60,9 +60,12 @@ func startAPI(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, error) 
 	url := "http://" + ln.Addr().String()
 	if host == "" {
 		url = "http://localhost:" + strconv.Itoa(cfg.APIPort)
-		log.Info("bananas: HTTP API listening on every interface (API_TOKEN is set)", "url", url+"/api/v1/", "metrics", url+"/metrics")
+		log.Info("bananas: HTTP API listening on every interface (API_TOKEN is set)", "url", url+"/api/v1/", "dashboard", url+"/", "metrics", url+"/metrics")
+		if cfg.MetricsAddr == "" {
+			log.Warn("bananas: /metrics is served without the token on every interface; set METRICS_PORT to serve it on a listener of its own, and this port's /metrics then asks for the token", "metrics", url+"/metrics")
+		}
 	} else {
-		log.Info("bananas: HTTP API listening on loopback only; set API_TOKEN to serve other hosts", "url", url+"/api/v1/", "metrics", url+"/metrics")
+		log.Info("bananas: HTTP API listening on loopback only; set API_TOKEN to serve other hosts", "url", url+"/api/v1/", "dashboard", url+"/", "metrics", url+"/metrics")
 	}
 	s.serve()
 	return s, nil

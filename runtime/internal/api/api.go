@@ -82,9 +82,12 @@ type Config struct {
 	ReadOnly bool
 	// MaxBody is the largest request body accepted, in bytes (413 above it).
 	MaxBody int64
-	// Metrics serves GET /metrics when set, behind the token when there is
-	// one.
+	// Metrics serves GET /metrics when set: without the token, unless
+	// MetricsNeedToken.
 	Metrics http.Handler
+	// MetricsNeedToken puts GET /metrics behind the token too, when there is
+	// one (the metrics are then read elsewhere, or by a scraper that holds it).
+	MetricsNeedToken bool
 	// Extra routes (the dashboard) mounted on the same mux: pattern -> handler.
 	Extra  map[string]http.Handler
 	Logger *slog.Logger
@@ -241,11 +244,13 @@ func (s *server) routes() {
 	s.mux.Handle("GET /healthz", s.probe(func(r *http.Request) error { return s.b.Ready(r.Context()) }))
 	s.mux.Handle("GET /livez", s.probe(func(*http.Request) error { return nil }))
 	if s.cfg.Metrics != nil {
-		// With a token the server listens on every interface, and the
-		// metrics name routes and tasks: a scraper sends the token, or reads
-		// a listener of its own (METRICS_PORT) on a network the operator
-		// chose.
+		// Scrapers carry no token by default; an operator who serves the
+		// metrics on a listener of their own (METRICS_PORT) closes this one.
 		s.mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !s.cfg.MetricsNeedToken {
+				s.cfg.Metrics.ServeHTTP(w, r)
+				return
+			}
 			if err := s.authorize(r); err != nil {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="bananas"`)
 				s.fail(w, r, err)
