@@ -114,6 +114,9 @@ func TestJobInfo_AttemptsCountRunsAndRetriesTheRunsAfterTheFirst(t *testing.T) {
 		if info, _ := c.Job(ctx, dead); info.Retries() > info.MaxRetries {
 			t.Fatalf("a dead job shows %d of %d retries", info.Retries(), info.MaxRetries)
 		}
+		if _, page := a.do("GET", "/jobs/"+dead, ""); !strings.Contains(page.(string), "2 (1 of 1 retries)") {
+			t.Fatalf("the dashboard's page of a job dead after 2 attempts, max retries 1, lacks \"2 (1 of 1 retries)\":\n%s", page)
+		}
 		b, _ := json.Marshal(a.want(http.StatusOK, "GET", "/api/v1/dlq", ""))
 		if !strings.Contains(string(b), `"attempts":2`) || !strings.Contains(string(b), `"retries":1`) {
 			t.Fatalf("dlq listing: %s", b)

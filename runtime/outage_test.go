@@ -35,7 +35,7 @@ func TestOutage_EachLoopLogsItOnceWhenItStartsAndOnceWhenItEnds(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	waitFor(t, 10*time.Second, "the worker to start", func() bool { return strings.Contains(stderr.String(), "worker started") })
 
-	loops := []string{"promoter", "cron", "heartbeat"}
+	loops := []string{"promoter", "cron", "heartbeat", "reaper"}
 	said := func(msg, loop string) int { return count(t, stderr.String(), msg, loop) }
 	srv.Stop()
 	waitFor(t, 20*time.Second, "every loop to report the outage", func() bool {
