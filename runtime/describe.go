@@ -112,8 +112,10 @@ func (e badArgs) Is(target error) bool { return target == ErrBadArgs }
 // error names the field by its path, list indexes included
 // (field "lines[2].qty"). Generated decoders call it.
 //
-// The work is linear in len(data): the bytes are parsed once into a tree,
-// the tree is walked once against v's type, and only then decoded into v.
+// The work is linear in len(data), a fixed number of passes at any nesting:
+// a scan of the depth, a scan of the keys against v's type and a decode; and
+// for input refused, a parse into a tree and a walk of it against the type,
+// which names what is wrong.
 func DecodeStrictJSON(data []byte, v any) error {
 	_, err := decodeStrictJSON(data, v)
 	return err
@@ -135,16 +137,27 @@ func decodeStrictJSON(data []byte, v any) (parsed int, err error) {
 	if err := checkJSONDepth(data); err != nil {
 		return len(data), err
 	}
+	// The common case, args that are right: a scan of the keys against the
+	// type, then encoding/json. Anything the scan or the decoder refuses is
+	// explained by the walk below.
+	parsed = len(data)
+	if exactKeysScan(data, reflect.TypeOf(v)) {
+		parsed += len(data)
+		if json.Unmarshal(data, v) == nil {
+			return parsed, nil
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var tree any
+	parsed += len(data)
 	if err := dec.Decode(&tree); err != nil {
-		return len(data), jsonError(err)
+		return parsed, jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return len(data), errors.New("trailing data after the JSON value")
+		return parsed, errors.New("trailing data after the JSON value")
 	}
-	w := strictWalk{parsed: len(data)}
+	w := strictWalk{parsed: parsed}
 	if err := w.value(tree, reflect.TypeOf(v), 0); err != nil {
 		return w.parsed, err
 	}
@@ -158,6 +171,158 @@ func decodeStrictJSON(data []byte, v any) (parsed int, err error) {
 // MaxJSONDepth caps how deeply objects and arrays may nest in JSON args: as
 // deep as the msgpack that carries args to the worker may nest.
 const MaxJSONDepth = mpack.MaxDepth
+
+// exactKeysScan reports whether data is one JSON value whose every object
+// key is, as written, the JSON name of a field of the struct it decodes into
+// (t, followed through fields, elements and map values), in one pass over
+// the bytes without allocating. False is no verdict: the caller's walk then
+// finds what is wrong, if anything. data's nesting is already bounded
+// (checkJSONDepth), and so is the recursion.
+func exactKeysScan(data []byte, t reflect.Type) bool {
+	s := keyScan{b: data}
+	if !s.value(t) {
+		return false
+	}
+	s.space()
+	return s.i == len(s.b)
+}
+
+// keyScan is exactKeysScan's position in its bytes.
+type keyScan struct {
+	b []byte
+	i int
+}
+
+func (s *keyScan) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value scans one value that decodes into t; t nil takes any keys.
+func (s *keyScan) value(t reflect.Type) bool {
+	s.space()
+	if s.i >= len(s.b) {
+		return false
+	}
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && (t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType)) {
+		t = nil // decodes itself, or takes any JSON: no keys of ours inside
+	}
+	switch s.b[s.i] {
+	case '{':
+		var fields map[string]jsonField
+		var elem reflect.Type
+		switch {
+		case t == nil:
+		case t.Kind() == reflect.Struct:
+			fields = cachedJSONFields(t)
+		case t.Kind() == reflect.Map:
+			elem = t.Elem()
+		default:
+			return false
+		}
+		return s.list('}', func() bool {
+			key, ok := s.str()
+			if s.space(); !ok || s.i >= len(s.b) || s.b[s.i] != ':' {
+				return false
+			}
+			s.i++
+			if fields == nil {
+				return s.value(elem)
+			}
+			f, known := fields[string(key)]
+			if !known {
+				return false
+			}
+			if f.quoted {
+				return s.value(nil)
+			}
+			return s.value(f.typ)
+		})
+	case '[':
+		var elem reflect.Type
+		if t != nil {
+			if k := t.Kind(); k != reflect.Slice && k != reflect.Array {
+				return false
+			}
+			elem = t.Elem()
+		}
+		return s.list(']', func() bool { return s.value(elem) })
+	case '"':
+		for j := s.i + 1; j < len(s.b); j++ { // a string value: its escapes skipped, not read
+			switch s.b[j] {
+			case '\\':
+				j++
+			case '"':
+				s.i = j + 1
+				return true
+			}
+		}
+		return false
+	}
+	for s.i < len(s.b) { // a number, true, false or null: encoding/json checks it
+		switch s.b[s.i] {
+		case ',', ']', '}', ' ', '\t', '\n', '\r':
+			return true
+		}
+		s.i++
+	}
+	return true
+}
+
+// list scans the members of the object or array at s.i, each with member,
+// up to its closing byte.
+func (s *keyScan) list(closing byte, member func() bool) bool {
+	s.i++ // the opening byte
+	if s.space(); s.i < len(s.b) && s.b[s.i] == closing {
+		s.i++
+		return true
+	}
+	for {
+		if s.space(); !member() {
+			return false
+		}
+		if s.space(); s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case closing:
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str scans a key at s.i and returns its bytes: a key with an escape is no
+// verdict (ok false), the walk reads it.
+func (s *keyScan) str() (raw []byte, ok bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		switch s.b[j] {
+		case '\\':
+			return nil, false
+		case '"':
+			s.i = j + 1
+			return s.b[start:j], true
+		}
+	}
+	return nil, false
+}
 
 // checkJSONDepth refuses JSON whose objects and arrays nest deeper than
 // MaxJSONDepth, naming the path to the first container too deep, in one pass

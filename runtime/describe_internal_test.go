@@ -1,9 +1,12 @@
 package runtime
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // jsonNode is an args type that nests: each level is an object and a list.
@@ -58,5 +61,50 @@ func BenchmarkDecodeStrictJSON_Nested(b *testing.B) {
 				_ = DecodeStrictJSON(data, &n)
 			}
 		})
+	}
+}
+
+type scanArgs struct {
+	URL    string
+	Width  int `json:"width"`
+	Skip   int `json:"-"`
+	Quoted int `json:"q,string"`
+	Crop   *struct{ X, Y int }
+	Tags   []struct {
+		Name string `json:"name"`
+	}
+	At     time.Time
+	Labels map[string]struct {
+		Name string `json:"name"`
+	}
+	Any  any
+	Raw  []byte
+	Grid [2]int
+}
+
+// The scan that passes args that are right without the walk never passes
+// what the walk refuses: on each input, the scan and encoding/json accept
+// only what the walk accepts.
+func TestDecodeStrictJSON_TheKeyScanAcceptsNothingTheWalkRefuses(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		`{"URL":"u","width":2,"q":"7","Crop":{"X":1},"Tags":[{"name":"a"}],"At":"2026-01-02T03:04:05Z","Labels":{"k":{"name":"b"}},"Any":{"x":[1,{"Y":2}]},"Raw":"AQID","Grid":[1,2,3]}`,
+		`{"url":"u"}`, `{"Width":2}`, `{"Skip":1}`, `{"q":7}`, `{"q":"x"}`, `{"Crop":{"x":1}}`, `{"Crop":[1]}`,
+		`{"Tags":[{"name":"a"},{"Name":"b"}]}`, `{"Labels":{"k":{"NAME":"b"}}}`, `{"Labels":{"k\"":{"name":"b"}}}`,
+		`{"U\u0052L":"u"}`, `{"URL":"a\"b"}`, `{"At":"tomorrow"}`, `{"Raw":"!!"}`, `{"Grid":{"a":1}}`, `{"width":1.5}`,
+		`{"URL":"u"} {}`, `{"URL":"u",}`, `{"URL" "u"}`, `[1]`, `"x"`, `{"Any":{"URL":1}}`, ` {"URL" : "u" } `,
+	} {
+		typ := reflect.TypeFor[*scanArgs]()
+		fast := exactKeysScan([]byte(in), typ) && json.Unmarshal([]byte(in), new(scanArgs)) == nil
+		var tree any
+		dec := json.NewDecoder(strings.NewReader(in))
+		dec.UseNumber()
+		walked := dec.Decode(&tree) == nil && !dec.More()
+		if walked {
+			walked = (&strictWalk{}).value(tree, typ, 0) == nil && json.Unmarshal([]byte(in), new(scanArgs)) == nil
+		}
+		if fast && !walked {
+			t.Errorf("%s: the scan and encoding/json accept it, the walk refuses it", in)
+		}
 	}
 }
