@@ -38,6 +38,7 @@ commands:
   dlq list | replay ID | replay --all | purge [--yes]
                                   the dead-letter queue
   cron list                       cron entries and their state
+  cron run NAME                   enqueue one job of a cron entry now
   workers                         live workers, from their heartbeats
 
 Every command takes -h, and --json where it prints. Configuration comes from the
