@@ -67,6 +67,28 @@ func ParseEarlierLife(s string) (EarlierLife, bool) {
 	return l, true
 }
 
+// String is l as replay.lua writes it, which ParseEarlierLife reads.
+func (l EarlierLife) String() string {
+	failed := "-"
+	if len(l.FailedAt) > 0 {
+		ts := make([]string, len(l.FailedAt))
+		for i, t := range l.FailedAt {
+			ts[i] = strconv.FormatInt(t.UnixMilli(), 10)
+		}
+		failed = strings.Join(ts, ",")
+	}
+	return strconv.Itoa(l.FirstRun) + " " + strconv.Itoa(l.Attempts) + " " + msOf(l.Started) + " " + msOf(l.Died) + " " +
+		msOf(l.Replayed) + " " + failed + "\n" + l.Error
+}
+
+// msOf is t in unix ms; "0" when unset.
+func msOf(t time.Time) string {
+	if t.IsZero() {
+		return "0"
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
 // fromMS is unix ms as a time; zero for 0.
 func fromMS(v int64) time.Time {
 	if v == 0 {

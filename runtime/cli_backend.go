@@ -183,3 +183,11 @@ func (b *cliBackend) Workers(ctx context.Context) ([]cli.Worker, any, error) {
 	})
 	return rows, ws, nil
 }
+
+func (b *cliBackend) RunCron(ctx context.Context, name string) (string, error) {
+	id, err := b.in.RunCron(ctx, name)
+	if errors.Is(err, ErrUnknownCron) {
+		return "", cli.Usage(errors.New(trimBananas(err)))
+	}
+	return id, err
+}

@@ -189,7 +189,7 @@ func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
 		return "", err
 	}
 	encoded, err := engine.CanceledRecord(id, info.Name, info.Priority, info.CreatedAt, info.MaxRetries, info.Attempts,
-		queue.Envelope{Args: info.ArgsMsgpack, Timeout: info.Timeout.Milliseconds(), Description: info.Description}, info.FailedAt, in.c.q.Now())
+		queue.Envelope{Args: info.ArgsMsgpack, Timeout: info.Timeout.Milliseconds(), Description: info.Description}, info.FailedAt, info.Earlier, in.c.q.Now())
 	if err != nil {
 		return "", err
 	}

@@ -385,13 +385,39 @@ var cronList = listCommand("cron list [--json]",
 
 func cmdCron(e *Env, args []string) error {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprintln(e.Stdout, "usage: cron list [--json]: the registered cron entries and their state")
+		fmt.Fprintln(e.Stdout, "usage: cron list [--json]: the registered cron entries and their state\n       cron run NAME: enqueue one job of a cron entry now; its schedule stays as it is")
 		return nil
 	}
-	if len(args) == 0 || args[0] != "list" {
-		return usageError{errors.New("want: cron list")}
+	switch {
+	case len(args) > 0 && args[0] == "run":
+		return cronRun(e, args[1:])
+	case len(args) == 0 || args[0] != "list":
+		return usageError{errors.New("want: cron list, or cron run NAME")}
 	}
 	return cronList(e, args[1:])
+}
+
+// cronRun is `cron run NAME`: it prints the id of the job it enqueued.
+func cronRun(e *Env, args []string) error {
+	e.Name = "cron run"
+	pos, err := Parse(e.Flags("NAME: enqueue one job of the cron entry now; its schedule stays as it is"), args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{fmt.Errorf("want one cron entry name, got %d", len(pos))}
+	}
+	b, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	id, err := b.RunCron(e.Ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.Stdout, id)
+	return nil
 }
 
 var cmdWorkers = listCommand("[--json]: live workers, from their heartbeats",

@@ -58,6 +58,9 @@ type Backend interface {
 	ReplayDead(ctx context.Context, route, task string) (int, error)
 	PurgeDead(ctx context.Context, route, task string, olderThan time.Duration) (int, error)
 	Cron(ctx context.Context) ([]CronEntry, any, error)
+	// RunCron enqueues one job of cron entry name now, its schedule left
+	// alone, and returns the job's id.
+	RunCron(ctx context.Context, name string) (string, error)
 	Workers(ctx context.Context) ([]Worker, any, error)
 	Close() error
 }

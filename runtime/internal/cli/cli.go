@@ -35,6 +35,7 @@ commands:
   resume ROUTE                let workers take jobs of a paused route again
   dlq list|replay|purge       the dead-letter queue: list, replay ID, replay --all, purge [--yes]
   cron list                   cron entries and their state
+  cron run NAME               enqueue one job of a cron entry now
   workers                     live workers, from their heartbeats
   help                        this text
 

@@ -207,7 +207,9 @@ func timeline(j *Job) []event {
 	if !j.Finished.IsZero() {
 		evs = append(evs, event{What: "Finished", At: j.Finished, step: last + 3})
 	}
-	slices.SortFunc(evs, func(a, b event) int {
+	// Created stays first: the enqueuer's clock and a worker's may differ
+	// by a few milliseconds, and a job does not run before it exists.
+	slices.SortFunc(evs[1:], func(a, b event) int {
 		if c := a.At.Compare(b.At); c != 0 {
 			return c
 		}

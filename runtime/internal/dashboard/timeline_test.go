@@ -51,4 +51,10 @@ func TestTimeline_AReplayedJobShowsItsEarlierRunsThenTheNewOne(t *testing.T) {
 	if strings.Join(got, ", ") != want {
 		t.Fatalf("timeline = %s; want %s", strings.Join(got, ", "), want)
 	}
+	// A worker's clock a millisecond behind the enqueuer's does not put a
+	// run before the job's creation.
+	done.Created = at(2).Add(time.Millisecond)
+	if first := timeline(done)[0].What; first != "Created" {
+		t.Fatalf("the timeline starts with %s; want Created", first)
+	}
 }

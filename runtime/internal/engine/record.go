@@ -67,9 +67,12 @@ func canceledAtShutdown(d *queue.Dispatch, now time.Time) []byte {
 
 // CanceledRecord is the encoded record of a job canceled before it ran
 // (runtime.Inspector.Cancel).
-func CanceledRecord(id, name string, priority queue.Priority, created time.Time, maxRetries, attempts int, e queue.Envelope, failedAt []time.Time, now time.Time) ([]byte, error) {
+func CanceledRecord(id, name string, priority queue.Priority, created time.Time, maxRetries, attempts int, e queue.Envelope, failedAt []time.Time, earlier []queue.EarlierLife, now time.Time) ([]byte, error) {
 	rec := jobRecord(id, name, priority, created, maxRetries, e)
 	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt, rec.FailedAt = "canceled", true, attempts, now.UnixMilli(), failedAtMS(failedAt)
+	for _, l := range earlier {
+		rec.Earlier = append(rec.Earlier, l.String())
+	}
 	return results.Encode(rec)
 }
 
