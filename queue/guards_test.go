@@ -2,10 +2,12 @@ package queue_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/redis/go-redis/v9"
 )
 
 // A worker limited to some task names drains its route strictly by
@@ -137,4 +139,63 @@ func TestRequeueAndHandBack_UnderAReapedLeaseLeaveTheNewLeaseAlone(t *testing.T)
 			t.Fatalf("the new lease's ack = %v, %v; want accepted", ok, err)
 		}
 	})
+}
+
+// The re-add of a route after a write follows the monotonic clock: once
+// routeRenote has passed on it, the next write lists a route that a prune
+// removed again, whatever the wall clock did meanwhile.
+func TestRouteWritten_ReaddsARemovedRouteByTheMonotonicClock(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		var elapsed, sadds atomic.Int64
+		q.UseMonotonicClock(func() time.Duration { return time.Duration(elapsed.Load()) })
+		q.Client().AddHook(saddCounter{&sadds})
+		enqueue := func() {
+			t.Helper()
+			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		enqueue() // the route noted before the write, and written after it
+		waitUntil(t, "both SADDs of the first write", func() bool { return sadds.Load() == 2 })
+		if err := q.Client().SRem(ctx, queue.RoutesKey(q.Namespace()), "r").Err(); err != nil {
+			t.Fatal(err)
+		}
+		elapsed.Add(int64(2 * time.Minute))
+		enqueue()
+		waitUntil(t, "the removed route listed again after a write two monotonic minutes later", func() bool {
+			ok, err := q.Client().SIsMember(ctx, queue.RoutesKey(q.Namespace()), "r").Result()
+			return err == nil && ok
+		})
+	})
+}
+
+// saddCounter counts the SADD commands a client has sent and had answered.
+type saddCounter struct{ n *atomic.Int64 }
+
+func (saddCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c saddCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "sadd" {
+			c.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (saddCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -108,9 +108,11 @@ func (q *Queue) routeWritten(route string) {
 		v, _ = q.routes.LoadOrStore(route, new(routeNote))
 	}
 	n := v.(*routeNote)
-	now := time.Now().UnixNano()
+	// The monotonic clock, so that a step of the wall clock neither stops
+	// the re-adds (back) nor floods them (ahead); 0 is "never written".
+	now := int64(q.mono()) + 1
 	last := n.writtenAt.Load()
-	if now-last < int64(routeRenote) || !n.writtenAt.CompareAndSwap(last, now) {
+	if (last != 0 && now-last < int64(routeRenote)) || !n.writtenAt.CompareAndSwap(last, now) {
 		return
 	}
 	go func() {
@@ -151,7 +153,7 @@ func (q *Queue) noteRoute(ctx context.Context, route string) error {
 		n.added.Store(true)
 		return nil
 	}
-	if time.Now().UnixNano() < n.retryAt.Load() || !n.adding.CompareAndSwap(false, true) {
+	if int64(q.mono()) < n.retryAt.Load() || !n.adding.CompareAndSwap(false, true) {
 		return nil
 	}
 	go func() {
@@ -159,7 +161,7 @@ func (q *Queue) noteRoute(ctx context.Context, route string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := q.rdb.SAdd(ctx, RoutesKey(q.ns), route).Err(); err != nil {
-			n.retryAt.Store(time.Now().Add(routeRetry).UnixNano())
+			n.retryAt.Store(int64(q.mono() + routeRetry))
 			q.warn("bananas: cannot add a route to the routes set; its jobs are stored, and the route is listed once this succeeds",
 				"route", route, "err", err)
 			return
