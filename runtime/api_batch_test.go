@@ -140,6 +140,8 @@ func TestAPI_BatchWithBadJobsListsEveryOneAndEnqueuesNothing(t *testing.T) {
 			{`{"name":7,"args":{}}`, "name", "want a string"},
 			{`{"name":"t_echo","args":{"text":"x"}}`, "args", `"text"`},
 			{`{"name":"t_echo"}`, "args", "no args"},
+			{`{"name":"t_echo","args":null}`, "args", "null"},
+			{`{"name":null,"args":{}}`, "name", "want a string"},
 			{`{"name":"t_echo","args":{},"route":"a b"}`, "route", "route"},
 			{`{"name":"t_echo","args":{},"priority":"urgent"}`, "priority", "high, normal or low"},
 			{`{"name":"t_echo","args":{},"delay":"soon"}`, "delay", "duration"},

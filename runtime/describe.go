@@ -213,40 +213,50 @@ func (s *keyScan) value(t reflect.Type) bool {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t != nil && (t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType)) {
-		t = nil // decodes itself, or takes any JSON: no keys of ours inside
+	var info scanInfo
+	if t != nil {
+		if info = scanInfoFor(t); info.opaque {
+			t = nil // decodes itself, or takes any JSON: no keys of ours inside
+		}
 	}
 	switch s.b[s.i] {
 	case '{':
-		var fields map[string]jsonField
 		var elem reflect.Type
-		switch {
-		case t == nil:
-		case t.Kind() == reflect.Struct:
-			fields = cachedJSONFields(t)
-		case t.Kind() == reflect.Map:
-			elem = t.Elem()
-		default:
-			return false
+		if t != nil {
+			switch t.Kind() {
+			case reflect.Struct:
+			case reflect.Map:
+				elem = t.Elem()
+			default:
+				return false
+			}
 		}
-		return s.list('}', func() bool {
+		if !s.open('}') {
+			return true
+		}
+		for {
 			key, ok := s.str()
 			if s.space(); !ok || s.i >= len(s.b) || s.b[s.i] != ':' {
 				return false
 			}
 			s.i++
-			if fields == nil {
-				return s.value(elem)
+			member := elem
+			if info.fields != nil {
+				f, known := info.fields[string(key)]
+				if !known {
+					return false
+				}
+				if member = f.typ; f.quoted {
+					member = nil
+				}
 			}
-			f, known := fields[string(key)]
-			if !known {
+			if !s.value(member) {
 				return false
 			}
-			if f.quoted {
-				return s.value(nil)
+			if done, ok := s.next('}'); !ok || done {
+				return ok
 			}
-			return s.value(f.typ)
-		})
+		}
 	case '[':
 		var elem reflect.Type
 		if t != nil {
@@ -255,7 +265,17 @@ func (s *keyScan) value(t reflect.Type) bool {
 			}
 			elem = t.Elem()
 		}
-		return s.list(']', func() bool { return s.value(elem) })
+		if !s.open(']') {
+			return true
+		}
+		for {
+			if !s.value(elem) {
+				return false
+			}
+			if done, ok := s.next(']'); !ok || done {
+				return ok
+			}
+		}
 	case '"':
 		for j := s.i + 1; j < len(s.b); j++ { // a string value: its escapes skipped, not read
 			switch s.b[j] {
@@ -278,31 +298,56 @@ func (s *keyScan) value(t reflect.Type) bool {
 	return true
 }
 
-// list scans the members of the object or array at s.i, each with member,
-// up to its closing byte.
-func (s *keyScan) list(closing byte, member func() bool) bool {
-	s.i++ // the opening byte
+// open steps past the opening byte of an object or array and reports
+// whether it has members; when it has none it steps past the closing byte
+// too.
+func (s *keyScan) open(closing byte) bool {
+	s.i++
 	if s.space(); s.i < len(s.b) && s.b[s.i] == closing {
 		s.i++
-		return true
+		return false
 	}
-	for {
-		if s.space(); !member() {
-			return false
-		}
-		if s.space(); s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case closing:
-			s.i++
-			return true
-		default:
-			return false
-		}
+	return true
+}
+
+// next steps past the comma after a member (done false) or the closing
+// byte (done true); ok is false for anything else.
+func (s *keyScan) next(closing byte) (done, ok bool) {
+	if s.space(); s.i >= len(s.b) {
+		return false, false
 	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		s.space()
+		return false, true
+	case closing:
+		s.i++
+		return true, true
+	}
+	return false, false
+}
+
+// scanInfo is what exactKeysScan needs of a type (pointers followed).
+type scanInfo struct {
+	opaque bool                 // decodes itself (JSON or text), or is an interface
+	fields map[string]jsonField // a struct's
+}
+
+// scanInfoOf caches scanInfoFor by type: reflect.Type -> scanInfo.
+var scanInfoOf sync.Map
+
+func scanInfoFor(t reflect.Type) scanInfo {
+	if v, ok := scanInfoOf.Load(t); ok {
+		return v.(scanInfo)
+	}
+	pt := reflect.PointerTo(t)
+	info := scanInfo{opaque: t.Kind() == reflect.Interface || pt.Implements(unmarshalerType) || pt.Implements(textUnmarshalerType)}
+	if !info.opaque && t.Kind() == reflect.Struct {
+		info.fields = cachedJSONFields(t)
+	}
+	scanInfoOf.Store(t, info)
+	return info
 }
 
 // str scans a key at s.i and returns its bytes: a key with an escape is no
@@ -333,7 +378,7 @@ func checkJSONDepth(data []byte) error {
 		array bool
 		step  pathStep
 	}
-	var stack []open
+	stack := make([]open, 0, 16) // on the goroutine's stack for the usual shallow args
 	inString, escaped := false, false
 	var last []byte // the last string read: an object's key, at its colon
 	start := 0

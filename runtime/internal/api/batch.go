@@ -145,45 +145,90 @@ func batchItems(body io.Reader) ([]json.RawMessage, error) {
 // parseSubmission reads one submission of a batch as POST /api/v1/jobs reads
 // its body: keys matched exactly, strings where strings belong, a name.
 func parseSubmission(raw json.RawMessage) (Submission, *Error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return Submission{}, BadRequest("", `want a submission {"name": …, "args": …}, got %s`, clip(raw))
-	}
-	for k := range fields {
-		known := false
-		for _, want := range submissionKeys {
-			known = known || k == want
+	// A nil field is a key not given.
+	var f struct{ Name, Args, Route, Priority, Delay json.RawMessage }
+	// Keys all a submission's, as written: a struct decodes them, without
+	// the map the general case needs to name a key that is not.
+	if !knownKeys(raw) || json.Unmarshal(raw, &f) != nil {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+			return Submission{}, BadRequest("", `want a submission {"name": …, "args": …}, got %s`, clip(raw))
 		}
-		if !known {
-			return Submission{}, BadRequest(k, "unknown field %q (want %s)", k, strings.Join(submissionKeys, ", "))
+		for k := range fields {
+			if !isSubmissionKey(k) {
+				return Submission{}, BadRequest(k, "unknown field %q (want %s)", k, strings.Join(submissionKeys, ", "))
+			}
 		}
+		f.Name, f.Args, f.Route, f.Priority, f.Delay = fields["name"], fields["args"], fields["route"], fields["priority"], fields["delay"]
 	}
-	var sub Submission
-	for _, k := range []string{"name", "route", "priority", "delay"} {
-		raw, ok := fields[k]
-		if !ok {
+	sub := Submission{Args: f.Args}
+	for _, field := range []struct {
+		key string
+		raw json.RawMessage
+		dst *string
+	}{{"name", f.Name, &sub.Name}, {"route", f.Route, &sub.Route}, {"priority", f.Priority, &sub.Priority}, {"delay", f.Delay, &sub.Delay}} {
+		if field.raw == nil {
 			continue
 		}
-		v, ok := jsonString(raw)
+		v, ok := jsonString(field.raw)
 		if !ok {
-			return Submission{}, BadRequest(k, "field %q: want a string, got %s", k, clip(raw))
+			return Submission{}, BadRequest(field.key, "field %q: want a string, got %s", field.key, clip(field.raw))
 		}
-		switch k {
-		case "name":
-			sub.Name = v
-		case "route":
-			sub.Route = v
-		case "priority":
-			sub.Priority = v
-		case "delay":
-			sub.Delay = v
-		}
+		*field.dst = v
 	}
-	sub.Args = fields["args"]
 	if sub.Name == "" {
 		return Submission{}, BadRequest("name", "name: want the task's wire name (GET /api/v1/tasks lists them)")
 	}
 	return sub, nil
+}
+
+func isSubmissionKey(k string) bool {
+	for _, want := range submissionKeys {
+		if k == want {
+			return true
+		}
+	}
+	return false
+}
+
+// knownKeys reports whether raw is an object whose every key, as written
+// and without escapes, is a submission's. False is no verdict: the general
+// case reads raw again and names what is wrong.
+func knownKeys(raw []byte) bool {
+	depth := 0
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			end := i + 1
+			for end < len(raw) && raw[end] != '"' {
+				if raw[end] == '\\' {
+					if depth == 1 {
+						return false // perhaps a key with an escape
+					}
+					end++
+				}
+				end++
+			}
+			if end >= len(raw) {
+				return false
+			}
+			if depth == 1 {
+				j := end + 1
+				for j < len(raw) && (raw[j] == ' ' || raw[j] == '\t' || raw[j] == '\n' || raw[j] == '\r') {
+					j++
+				}
+				if j < len(raw) && raw[j] == ':' && !isSubmissionKey(string(raw[i+1:end])) {
+					return false
+				}
+			}
+			i = end
+		}
+	}
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // jsonString is the string raw holds, raw being one well-formed JSON value;
