@@ -80,9 +80,9 @@ func TestLateAck_AfterLeaseLostChangesNothing(t *testing.T) {
 		recv(t, running, 10*time.Second, "the worker to run the job again once its first lease was reaped")
 
 		held, err := c.Job(ctx, id)
-		if err != nil || held.Status != runtime.StatusProcessing || held.Attempts != 1 {
+		if err != nil || held.Status != runtime.StatusProcessing || held.Attempts != 2 || len(held.FailedAt) != 1 {
 			close(release)
-			t.Fatalf("job held by the new lease = %+v, %v; want processing after one lost attempt", held, err)
+			t.Fatalf("job held by the new lease = %+v, %v; want processing in its second run, after one lost run", held, err)
 		}
 		lateReports := func(when string) {
 			t.Helper()

@@ -231,7 +231,7 @@ func TestLease_WallClockStepsOnEitherHostReapNoLeaseAndMoveNoRetry(t *testing.T)
 		deadline := time.Now().Add(d)
 		for time.Now().Before(deadline) {
 			info, err := hostA.Job(ctx, longID)
-			if err != nil || info.Status != StatusProcessing || info.Attempts != 0 || longRuns.Load() != 1 {
+			if err != nil || info.Status != StatusProcessing || info.Attempts != 1 || len(info.FailedAt) != 0 || longRuns.Load() != 1 {
 				t.Fatalf("%s: long job %+v, %v, %d runs; want it processing, its first run, never reaped", what, info, err, longRuns.Load())
 			}
 			if s, err := hostA.rdb.ZScore(ctx, scheduled, flakyID).Result(); err != nil || s != runAt || flakyRuns.Load() != 1 {
@@ -264,7 +264,7 @@ func TestLease_WallClockStepsOnEitherHostReapNoLeaseAndMoveNoRetry(t *testing.T)
 	if got, err := long.With(hostA).Await(ctx, longID); err != nil || got != 7 {
 		t.Fatalf("Await(long) = %d, %v; want 7", got, err)
 	}
-	if info, err := hostA.Job(ctx, longID); err != nil || info.Attempts != 0 || info.Error != "" || longRuns.Load() != 1 {
+	if info, err := hostA.Job(ctx, longID); err != nil || info.Attempts != 1 || len(info.FailedAt) != 0 || info.Error != "" || longRuns.Load() != 1 {
 		t.Fatalf("long job %+v, %v after %d runs; want one run, no failed attempt", info, err, longRuns.Load())
 	}
 	if info, err := hostA.Job(ctx, flakyID); err != nil || info.Status != StatusScheduled || info.Attempts != 1 || flakyRuns.Load() != 1 {
