@@ -64,3 +64,20 @@ func TestReplay_KeepsTheEarlierLivesOfTheJob(t *testing.T) {
 		}
 	})
 }
+
+// An earlier life reads back as it was written, and a field that is not
+// one (written by hand, cut short) is refused, not misread.
+func TestEarlierLife_ReadsBackAndRefusesGarbage(t *testing.T) {
+	at := time.UnixMilli(1763942400000)
+	l := queue.EarlierLife{FirstRun: 3, Attempts: 2, FailedAt: []time.Time{at, at.Add(time.Second)}, Started: at, Died: at.Add(time.Second),
+		Replayed: at.Add(time.Minute), Error: "boom\nstack line"}
+	got, ok := queue.ParseEarlierLife(l.String())
+	if !ok || got.String() != l.String() || got.Error != l.Error || !got.Replayed.Equal(l.Replayed) {
+		t.Fatalf("ParseEarlierLife(%q) = %+v, %v; want %+v", l.String(), got, ok, l)
+	}
+	for _, bad := range []string{"", "1 2 3", "1 2 0 0 0 x,1\nerr", "1 -2 0 0 0 -\nerr", "a b c d e f", "1 1 0 0 0 5,\n"} {
+		if l, ok := queue.ParseEarlierLife(bad); ok {
+			t.Errorf("ParseEarlierLife(%q) = %+v; want it refused", bad, l)
+		}
+	}
+}
