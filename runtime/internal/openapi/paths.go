@@ -4,7 +4,7 @@ import (
 	"reflect"
 )
 
-// paths are the endpoints of DESIGN §8 as the api package serves them: its
+// paths are the HTTP API's endpoints as the api package serves them: its
 // parameters (it refuses any other query parameter), its status codes and
 // the bodies of its answers. job is the schema of one job.
 func paths(shapes map[string]reflect.Type, job any, examples map[string]any) map[string]any {
