@@ -350,7 +350,7 @@ func static(get func(e *Env, b Backend) ([][]string, any, error)) func(*flag.Fla
 }
 
 var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it is paused, its oldest pending job and the workers that take it",
-	[]string{"ROUTE", "HIGH", "NORMAL", "LOW", "SCHEDULED", "ACTIVE", "DEAD", "OLDEST", "STATE", "WORKERS"},
+	[]string{"ROUTE", "HIGH", "NORMAL", "LOW", "SCHEDULED", "ACTIVE", "DLQ", "OLDEST", "STATE", "WORKERS"},
 	static(func(e *Env, b Backend) ([][]string, any, error) {
 		routes, js, err := b.Routes(e.Ctx)
 		rows := make([][]string, len(routes))
