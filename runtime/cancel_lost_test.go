@@ -1,11 +1,8 @@
 package runtime_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,31 +27,7 @@ func TestCancel_AJobCanceledWhileItsWorkerIsDeadEndsCanceledNotRetried(t *testin
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BANANAS_TEST_WORKER_URL="+srv.URL(), "BANANAS_TEST_WORKER_NS="+ns)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			line <- s.Text()
-		}
-		close(line)
-	}()
-	if got := recv(t, line, 20*time.Second, "the worker process to start the job"); got != "started payload" {
-		t.Fatalf("worker process said %q", got)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	killWorkerMidJob(t, srv, ns)
 
 	in := runtime.NewInspector(c)
 	if s, err := in.Cancel(ctx, id); err != nil || s != runtime.StatusProcessing {

@@ -49,6 +49,29 @@ func TestCrash_KilledWorkerProcessJobIsRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	killWorkerMidJob(t, srv, ns)
+	if s := jobStatus(t, c, id); s != runtime.StatusProcessing {
+		t.Fatalf("right after the kill the job is %s, want processing (its lease not yet expired)", s)
+	}
+
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: "recovered " + m.Text}, nil })
+	startWorker(t, w)
+	got, err := task.Await(ctx, id)
+	if err != nil || got.Text != "recovered payload" {
+		t.Fatalf("Await = %+v, %v", got, err)
+	}
+	info := jobInfo(t, c, id)
+	if info.Attempts != 2 || !strings.Contains(info.Error, "lease expired") {
+		t.Fatalf("Job = %+v; want two attempts: the killed run, counted as failed, and the one that completed", info)
+	}
+}
+
+// killWorkerMidJob starts a worker process on namespace ns of srv, waits for
+// it to start the crashy job "payload", and kills it with SIGKILL: the job
+// stays leased by a worker that will never renew or finish it.
+func killWorkerMidJob(t *testing.T, srv *redistest.Server, ns string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "BANANAS_TEST_WORKER_URL="+srv.URL(), "BANANAS_TEST_WORKER_NS="+ns)
 	out, err := cmd.StdoutPipe()
@@ -74,19 +97,4 @@ func TestCrash_KilledWorkerProcessJobIsRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if s := jobStatus(t, c, id); s != runtime.StatusProcessing {
-		t.Fatalf("right after the kill the job is %s, want processing (its lease not yet expired)", s)
-	}
-
-	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
-	runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: "recovered " + m.Text}, nil })
-	startWorker(t, w)
-	got, err := task.Await(ctx, id)
-	if err != nil || got.Text != "recovered payload" {
-		t.Fatalf("Await = %+v, %v", got, err)
-	}
-	info := jobInfo(t, c, id)
-	if info.Attempts != 2 || !strings.Contains(info.Error, "lease expired") {
-		t.Fatalf("Job = %+v; want two attempts: the killed run, counted as failed, and the one that completed", info)
-	}
 }
