@@ -37,7 +37,9 @@
 // single server or a cluster. A job is in exactly one state at a time:
 // StatusPending (ready), StatusScheduled (delayed or waiting to retry),
 // StatusProcessing (leased to a worker), StatusCompleted, StatusFailed
-// (dead-lettered).
+// (failed for good, in the dead-letter queue) or StatusCanceled (canceled
+// before it ran, or while it ran: its handler's context is canceled, and it
+// is not retried, even when its worker died or shut down first).
 //
 // # Workers
 //
@@ -77,7 +79,9 @@
 // operator CLI: it reads its configuration from the environment (REDIS_URL,
 // BANANAS_NAMESPACE, WORKER_MODE, WORKER_CONCURRENCY, ...; flags override,
 // a bad value exits 2 naming the variable) and runs one of worker,
-// scheduler, enqueue, job, queues, dlq, cron list and workers. RunCommand is
+// scheduler, api, enqueue, job (and job cancel, job delete), jobs, queues,
+// pause, resume, dlq (list, replay, purge), cron (list, run) and workers;
+// -h or help lists them with the environment. RunCommand is
 // the same without the process around it. The command line itself (parsing,
 // usage, tables) is package runtime/internal/cli, over the Inspector
 // (cli_backend.go); worker, scheduler and api are this package's commands
