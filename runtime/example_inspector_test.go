@@ -107,7 +107,8 @@ func ExampleInspector_Workers() {
 
 	in := runtime.NewInspector(c, tasks.Register)
 	var workers []runtime.WorkerState
-	for len(workers) == 0 { // until the worker's first heartbeat
+	deadline := time.Now().Add(10 * time.Second)
+	for len(workers) == 0 && time.Now().Before(deadline) { // the worker's first heartbeat
 		time.Sleep(5 * time.Millisecond)
 		workers, _ = in.Workers(ctx)
 	}
