@@ -26,6 +26,8 @@ type Inspector struct {
 	c   *Client
 	reg *Worker // the registered tasks and cron entries; never run
 
+	served servedRoutes // for the warning of a submission to a route nobody takes
+
 	// The OpenAPI document, built once: the tasks do not change.
 	openapiOnce sync.Once
 	openapiDoc  []byte

@@ -135,7 +135,7 @@ func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth i
 		subs[i] = body
 	}
 	batchBody, _ := json.Marshal(map[string]any{"jobs": subs})
-	batchReq := fmt.Appendf(nil, "POST /api/v1/jobs/batch HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(batchBody), batchBody)
+	batchReq := fmt.Appendf(nil, "POST /api/v1/jobs/batch HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(batchBody), batchBody)
 	note("admin: %d jobs in batches of %d, HTTP then Go API", n, maxBatch)
 	batchRate := requestRate(ln.Addr().String(), batchReq, maxBatch)
 	many := make([]tasks.Payload, maxBatch)

@@ -448,48 +448,39 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
 	if err := onlyParams(r); err != nil {
 		return err
 	}
-	// Keys are matched exactly: encoding/json alone would take "Name" or
-	// "ARGS" for name and args, and a client's typo would pass unseen.
-	var fields map[string]json.RawMessage
+	// One JSON value, read whole; its keys are then matched exactly, as a
+	// batch's submissions are (parseSubmission): encoding/json alone would
+	// take "Name" or "ARGS" for name and args, and a typo would pass unseen.
+	var raw json.RawMessage
 	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(&fields); err != nil {
+	if err := dec.Decode(&raw); err != nil {
 		return bodyError(err)
 	}
 	if dec.More() {
 		return BadRequest("", "the body holds more than one JSON value")
 	}
-	if fields == nil {
+	if string(raw) == "null" {
 		return BadRequest("", "the body is null: want a JSON object")
 	}
-	for k := range fields {
-		switch k {
-		case "name", "args", "route", "priority", "delay":
-		default:
-			return BadRequest(k, "unknown field %q (want name, args, route, priority, delay)", k)
-		}
+	if raw[0] != '{' {
+		return BadRequest("", "the body is JSON %s: want a JSON object", clip(raw))
 	}
-	var sub Submission
-	for k, dst := range map[string]any{"name": &sub.Name, "route": &sub.Route, "priority": &sub.Priority, "delay": &sub.Delay} {
-		if raw, ok := fields[k]; ok {
-			if err := json.Unmarshal(raw, dst); err != nil {
-				return BadRequest(k, "field %q: want a string, got %s", k, raw)
-			}
-		}
-	}
-	sub.Args = fields["args"]
-	if sub.Name == "" {
-		return BadRequest("name", "name: want the task's wire name (GET /api/v1/tasks lists them)")
+	sub, bad := parseSubmission(raw)
+	if bad != nil {
+		return bad
 	}
 	id, warning, err := s.b.Submit(r.Context(), sub)
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/jobs/"+id)
-	out := map[string]string{"id": id}
-	if warning != "" {
-		out["warning"] = warning
-	}
-	return writeJSON(w, http.StatusCreated, out)
+	return writeJSON(w, http.StatusCreated, submitted{ID: id, Warning: warning})
+}
+
+// submitted is the answer to a submission.
+type submitted struct {
+	ID      string `json:"id"`
+	Warning string `json:"warning,omitempty"`
 }
 
 func (s *server) result(w http.ResponseWriter, r *http.Request) error {
