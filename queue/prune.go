@@ -82,12 +82,43 @@ func (q *Queue) PruneRoutes(ctx context.Context, keep map[string]bool, now time.
 			return pruned, err
 		}
 	}
-	// Entries of routes no longer in the set (pruned, or removed by hand).
+	// Entries of routes no longer in the set: removed by hand, or by a
+	// prune that died between its removal and its check after it (the
+	// entry is forgotten only after that check). A route written to since
+	// its entry goes back into the set before the entry goes.
 	var stale []string
 	for r := range idle {
 		stale = append(stale, r)
 	}
+	if err := q.relistWritten(ctx, stale, idle); err != nil {
+		return pruned, err
+	}
 	return pruned, q.writeIdle(ctx, nil, stale)
+}
+
+// relistWritten adds back to the routes set each of routes that holds
+// something or whose enqueued counter moved since its idle entry was made.
+func (q *Queue) relistWritten(ctx context.Context, routes []string, idle map[string]string) error {
+	if len(routes) == 0 {
+		return nil
+	}
+	fps, err := q.fingerprints(ctx, routes)
+	if err != nil {
+		return err
+	}
+	var written []any
+	for i, r := range routes {
+		if _, fp, ok := parseIdle(idle[r]); !ok || fps[i] != fp {
+			written = append(written, r)
+		}
+	}
+	if len(written) == 0 {
+		return nil
+	}
+	if err := q.rdb.SAdd(ctx, RoutesKey(q.ns), written...).Err(); err != nil {
+		return fmt.Errorf("prune routes: list again the routes written to since: %w", err)
+	}
+	return nil
 }
 
 // pruneRoute removes route from the routes set if it is still idle with

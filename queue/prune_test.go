@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -171,6 +172,35 @@ func TestPruneRoutes_AnEnqueueRacingTheRemovalKeepsTheRouteListed(t *testing.T) 
 		}
 		if got := routesOf(t, q); !slices.Equal(got, []string{"r"}) {
 			t.Fatalf("routes = %v; want r listed, it holds a job", got)
+		}
+	})
+}
+
+// A prune that died between removing a route and checking it again leaves
+// the route's idle entry behind; if the route was written to meanwhile, the
+// next pass lists it again before it forgets the entry.
+func TestPruneRoutes_APruneThatDiedMidwayLeavesNoWrittenRouteUnlisted(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		var sadds atomic.Int64
+		q.Client().AddHook(saddCounter{&sadds})
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+			t.Fatal(err)
+		}
+		// What the dead prune left: r out of the set, its entry recorded
+		// before the enqueue (counter 0).
+		ms := now.Add(-2 * queue.RouteIdleTTL).UnixMilli()
+		if err := q.Client().HSet(ctx, queue.RoutesIdleKey(q.Namespace()), "r", fmt.Sprintf("%d:0", ms)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "both SADDs of the enqueue", func() bool { return sadds.Load() == 2 })
+		if err := q.Client().SRem(ctx, queue.RoutesKey(q.Namespace()), "r").Err(); err != nil {
+			t.Fatal(err)
+		}
+		prune(t, q, nil, now)
+		if got := routesOf(t, q); !slices.Contains(got, "r") {
+			t.Fatalf("routes = %v; want r listed again, it holds a job", got)
 		}
 	})
 }
