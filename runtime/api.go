@@ -229,7 +229,9 @@ func httpError(err error) error {
 		return &api.Error{Status: http.StatusNotFound, Msg: trimBananas(err)}
 	case errors.Is(err, ErrUnknownRoute):
 		return &api.Error{Status: http.StatusNotFound, Msg: trimBananas(err), Field: "route"}
-	case errors.Is(err, ErrWrongState):
+	case errors.Is(err, ErrUnknownCron):
+		return &api.Error{Status: http.StatusNotFound, Msg: trimBananas(err), Field: "name"}
+	case errors.Is(err, ErrWrongState), errors.Is(err, ErrDuplicate):
 		return &api.Error{Status: http.StatusConflict, Msg: trimBananas(err)}
 	case errors.Is(err, ErrBadQuery), errors.Is(err, ErrUnknownTask):
 		var qe *queryError

@@ -23,10 +23,10 @@ type cliBackend struct {
 var _ cli.Backend = (*cliBackend)(nil)
 
 // usageIfBadQuery makes a bad flag value or argument that the admin layer
-// refused (ErrBadQuery, ErrUnknownRoute) a usage error, exit 2; other errors
-// stay failures.
+// refused (ErrBadQuery, ErrUnknownRoute, ErrUnknownCron) a usage error,
+// exit 2; other errors stay failures.
 func usageIfBadQuery(err error) error {
-	if errors.Is(err, ErrBadQuery) || errors.Is(err, ErrUnknownRoute) {
+	if errors.Is(err, ErrBadQuery) || errors.Is(err, ErrUnknownRoute) || errors.Is(err, ErrUnknownCron) {
 		return cli.Usage(errors.New(trimBananas(err)))
 	}
 	return err
@@ -186,8 +186,5 @@ func (b *cliBackend) Workers(ctx context.Context) ([]cli.Worker, any, error) {
 
 func (b *cliBackend) RunCron(ctx context.Context, name string) (string, error) {
 	id, err := b.in.RunCron(ctx, name)
-	if errors.Is(err, ErrUnknownCron) {
-		return "", cli.Usage(errors.New(trimBananas(err)))
-	}
-	return id, err
+	return id, usageIfBadQuery(err)
 }

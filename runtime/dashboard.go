@@ -134,9 +134,7 @@ func dashboardError(err error) error {
 		return nil
 	case errors.Is(err, ErrJobNotFound), errors.Is(err, ErrUnknownCron), errors.Is(err, ErrUnknownRoute):
 		return dashboard.NotFound(trimBananas(err))
-	case errors.Is(err, ErrDuplicate):
-		return &dashboard.Problem{Status: http.StatusConflict, Msg: trimBananas(err)}
-	case errors.Is(err, ErrWrongState):
+	case errors.Is(err, ErrDuplicate), errors.Is(err, ErrWrongState):
 		return &dashboard.Problem{Status: http.StatusConflict, Msg: trimBananas(err)}
 	case errors.Is(err, ErrBadQuery), errors.Is(err, ErrUnknownTask):
 		return &dashboard.Problem{Status: http.StatusBadRequest, Msg: trimBananas(err)}

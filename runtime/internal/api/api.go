@@ -47,6 +47,9 @@ type Backend interface {
 	ReplayDead(ctx context.Context, task string) (int, error)
 	PurgeDead(ctx context.Context, task string, olderThan time.Duration) (int, error)
 	Cron(ctx context.Context) (any, error)
+	// RunCron enqueues one job of cron entry name now, its schedule left
+	// alone, and returns its id.
+	RunCron(ctx context.Context, name string) (id string, err error)
 	Workers(ctx context.Context) (any, error)
 	Stats(ctx context.Context, window time.Duration) (any, error)
 	OpenAPI(ctx context.Context) ([]byte, error)
@@ -246,18 +249,18 @@ func (s *server) routes() {
 	if s.cfg.Metrics != nil {
 		// Scrapers carry no token by default; an operator who serves the
 		// metrics on a listener of their own (METRICS_PORT) closes this one.
-		s.mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !s.cfg.MetricsNeedToken {
+		metrics := s.cfg.Metrics
+		if s.cfg.MetricsNeedToken {
+			metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if err := s.authorize(r); err != nil {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="bananas"`)
+					s.fail(w, r, err)
+					return
+				}
 				s.cfg.Metrics.ServeHTTP(w, r)
-				return
-			}
-			if err := s.authorize(r); err != nil {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="bananas"`)
-				s.fail(w, r, err)
-				return
-			}
-			s.cfg.Metrics.ServeHTTP(w, r)
-		}))
+			})
+		}
+		s.mux.Handle("GET /metrics", metrics)
 	}
 	for pattern, h := range s.cfg.Extra {
 		s.mux.Handle(pattern, h)

@@ -84,9 +84,6 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
 		if be.Status >= 500 {
 			s.cfg.Logger.Error("bananas: api batch failed part-way", "path", r.URL.Path, "err", be.Msg)
 		}
-		if be.Jobs == nil {
-			be.Jobs = []BatchRefusal{}
-		}
 		return writeJSON(w, be.Status, batchErrorBody{Error: be.Msg, Jobs: be.Jobs, IDs: be.IDs})
 	case err != nil:
 		return err

@@ -193,46 +193,31 @@ func cmdJobAction(e *Env, action string, args []string) error {
 	return nil
 }
 
-func cmdJobs(e *Env, args []string) error {
-	fs := e.Flags("[--route R] [--state S] [--task T] [--q TEXT] [--limit N] [--cursor C] [--newest] [--json]: list the jobs waiting, running or dead, a page at a time")
-	q := queryFlags(fs, 50)
-	fs.StringVar(&q.State, "state", "pending", "pending, scheduled, processing or failed (completed jobs are not listed: job ID shows one)")
-	fs.BoolVar(&q.Newest, "newest", false, "most recent first")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if pos, err := Parse(fs, args); err != nil {
-		return err
-	} else if err := noArgs(pos); err != nil {
-		return err
-	}
-	b, err := e.open()
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	page, err := b.Jobs(e.Ctx, *q)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.Stdout, page.JSON)
-	}
-	fmt.Fprintln(e.Stdout, jobsCaption(q, len(page.Jobs)))
-	if len(page.Jobs) == 0 {
-		return nil
-	}
-	rows := make([][]string, len(page.Jobs))
-	for i, j := range page.Jobs {
-		when := stamp(j.Created)
-		switch j.Status {
-		case "scheduled":
-			when = stamp(j.Scheduled)
-		case "failed":
-			when = stamp(j.Finished)
+var cmdJobs = listCommand("[--route R] [--state S] [--task T] [--q TEXT] [--limit N] [--cursor C] [--newest] [--json]: list the jobs waiting, running or dead, a page at a time",
+	[]string{"ID", "ROUTE", "TASK", "PRIORITY", "STATUS", "ATTEMPTS", "WHEN", "ERROR"},
+	func(fs *flag.FlagSet) lister {
+		q := queryFlags(fs, 50)
+		fs.StringVar(&q.State, "state", "pending", "pending, scheduled, processing or failed (completed jobs are not listed: job ID shows one)")
+		fs.BoolVar(&q.Newest, "newest", false, "most recent first")
+		return func(e *Env, b Backend) (listing, error) {
+			page, err := b.Jobs(e.Ctx, *q)
+			if err != nil {
+				return listing{}, err
+			}
+			rows := make([][]string, len(page.Jobs))
+			for i, j := range page.Jobs {
+				when := stamp(j.Created)
+				switch j.Status {
+				case "scheduled":
+					when = stamp(j.Scheduled)
+				case "failed":
+					when = stamp(j.Finished)
+				}
+				rows[i] = []string{j.ID, j.Route, j.Task, j.Priority, j.Status, fmt.Sprint(j.Attempts), when, orDash(firstLine(j.Error))}
+			}
+			return listing{rows: rows, js: page.JSON, next: page.Next, caption: jobsCaption(q, len(rows))}, nil
 		}
-		rows[i] = []string{j.ID, j.Route, j.Task, j.Priority, j.Status, fmt.Sprint(j.Attempts), when, orDash(firstLine(j.Error))}
-	}
-	return pageTable(e, page.Next, []string{"ID", "ROUTE", "TASK", "PRIORITY", "STATUS", "ATTEMPTS", "WHEN", "ERROR"}, rows)
-}
+	})
 
 // jobsCaption says what a page of `jobs` lists, and how to list the rest:
 // an empty table alone does not say that it showed only pending jobs.
@@ -306,9 +291,19 @@ func cmdPause(pause bool) Command {
 	}
 }
 
-// lister reads what a listing command prints: its table's rows, its JSON,
-// and the cursor of the next page ("" when there is none).
-type lister func(e *Env, b Backend) (rows [][]string, js any, next string, err error)
+// listing is what a listing command prints: its table's rows, its JSON, the
+// cursor of the next page ("" when there is none) and, when it has one, a
+// caption above the table saying what it lists (the table is left out when
+// it has no rows: the caption says so).
+type listing struct {
+	rows    [][]string
+	js      any
+	next    string
+	caption string
+}
+
+// lister reads a listing.
+type lister func(e *Env, b Backend) (listing, error)
 
 // listCommand prints what the lister that setup returns reads (setup adds
 // the command's own flags): its JSON with --json, else a table for people
@@ -328,23 +323,29 @@ func listCommand(usage string, header []string, setup func(fs *flag.FlagSet) lis
 			return err
 		}
 		defer b.Close()
-		rows, js, next, err := get(e, b)
+		l, err := get(e, b)
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return printJSON(e.Stdout, js)
+			return printJSON(e.Stdout, l.js)
 		}
-		return pageTable(e, next, header, rows)
+		if l.caption != "" {
+			fmt.Fprintln(e.Stdout, l.caption)
+			if len(l.rows) == 0 {
+				return nil
+			}
+		}
+		return pageTable(e, l.next, header, l.rows)
 	}
 }
 
 // static is the setup of a listing without flags of its own.
 func static(get func(e *Env, b Backend) ([][]string, any, error)) func(*flag.FlagSet) lister {
 	return func(*flag.FlagSet) lister {
-		return func(e *Env, b Backend) ([][]string, any, string, error) {
+		return func(e *Env, b Backend) (listing, error) {
 			rows, js, err := get(e, b)
-			return rows, js, "", err
+			return listing{rows: rows, js: js}, err
 		}
 	}
 }

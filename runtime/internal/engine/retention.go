@@ -33,12 +33,13 @@ func (p *retention) Run(ctx context.Context) {
 				}
 			}
 		}
-		p.pruneRoutes(ctx)
+		p.pruneRoutes(ctx, outage)
 	}
 }
 
-// pruneRoutes runs one pass of route pruning, keeping the routes served.
-func (p *retention) pruneRoutes(ctx context.Context) {
+// pruneRoutes runs one pass of route pruning, keeping the routes served; a
+// failure is an outage of the loop's, logged when it starts and ends.
+func (p *retention) pruneRoutes(ctx context.Context, outage *scheduler.OutageLog) {
 	if p.cfg.ServedRoutes == nil {
 		return
 	}
@@ -51,7 +52,10 @@ func (p *retention) pruneRoutes(ctx context.Context) {
 			log.Info("bananas: pruned idle routes from the routes set", "count", len(pruned), "idle_for", queue.RouteIdleTTL)
 		}
 	}
-	if err != nil && ctx.Err() == nil {
-		log.Warn("bananas: route pruning", "err", err)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		outage.Failed("route pruning", err)
+	case err == nil:
+		outage.OK("route pruning")
 	}
 }
