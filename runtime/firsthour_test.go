@@ -60,7 +60,7 @@ func TestCLI_JobsSaysWhatItListsAndWhereCompletedJobsAre(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)
 	out := a.ok("jobs")
-	if !strings.Contains(out, "no pending jobs of every route") || !strings.Contains(out, "--state") || !strings.Contains(out, "job ID") {
+	if !strings.Contains(out, "no pending jobs on any route") || !strings.Contains(out, "--state") || !strings.Contains(out, "job ID") {
 		t.Fatalf("jobs with none pending:\n%s", out)
 	}
 	code, _, errOut := a.run("jobs", "--state", "completed")

@@ -223,13 +223,16 @@ var cmdJobs = listCommand("[--route R] [--state S] [--task T] [--q TEXT] [--limi
 // an empty table alone does not say that it showed only pending jobs.
 func jobsCaption(q *JobQuery, n int) string {
 	where := "every route"
+	if n == 0 {
+		where = "any route"
+	}
 	if q.Route != "" {
 		where = "route " + q.Route
 	}
 	if q.Task != "" {
 		where += ", task " + q.Task
 	}
-	what := fmt.Sprintf("%s jobs of %s", q.State, where)
+	what := fmt.Sprintf("%s jobs on %s", q.State, where)
 	if n == 0 {
 		what = "no " + what
 	}
