@@ -122,12 +122,37 @@ func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth i
 	go func() { _ = floor.Serve(floorLn) }()
 	floorRate := submitRate(floorLn.Addr().String())
 	floor.Close()
+	// The ceiling for one job per request on this stack: a net/http handler
+	// that reads the body and makes the Go API's Enqueue of a prebuilt job,
+	// without decoding, checking or answering anything else. What the API
+	// adds above it is its own cost; what it adds above the no-op handler is
+	// the enqueue's.
+	enqLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	enq := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		id, err := tasks.Noop.Enqueue(r.Context(), payload)
+		if err != nil {
+			fatalf("%v", err)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"`+id+`"}`+"\n")
+	})}
+	go func() { _ = enq.Serve(enqLn) }()
+	enqRate := submitRate(enqLn.Addr().String())
+	enq.Close()
 	report("go_enqueue_jobs_per_s", goRate)
 	report("api_submit_jobs_per_s", apiRate)
 	report("api_submit_vs_go_enqueue", apiRate/goRate)
 	report("noop_handler_requests_per_s", floorRate)
 	report("noop_handler_vs_go_enqueue", floorRate/goRate)
 	report("api_submit_vs_noop_handler", apiRate/floorRate)
+	report("enqueue_handler_requests_per_s", enqRate)
+	report("enqueue_handler_vs_noop_handler", enqRate/floorRate)
+	report("api_submit_vs_enqueue_handler", apiRate/enqRate)
 	// Batches of 1,000 jobs: POST /api/v1/jobs/batch against single
 	// submissions and against the Go API's EnqueueMany of as many jobs.
 	subs := make([]json.RawMessage, maxBatch)
