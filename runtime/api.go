@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/api"
 )
 
@@ -48,30 +48,36 @@ func APIHandler(in *Inspector, o APIOptions) http.Handler {
 type apiBackend struct{ in *Inspector }
 
 func (b apiBackend) Submit(ctx context.Context, s api.Submission) (string, string, error) {
-	id, err := b.submit(ctx, s)
+	id, warning, err := b.in.Submit(ctx, admin.Submission(s))
 	if err != nil {
-		return "", "", err
+		return "", "", httpError(err)
 	}
-	return id, b.in.unservedWarning(ctx, id), nil
+	return id, warning, nil
 }
 
-func (b apiBackend) submit(ctx context.Context, s api.Submission) (string, error) {
-	opts, err := submissionOptions(s)
-	if err != nil {
-		return "", err
+func (b apiBackend) SubmitBatch(ctx context.Context, subs []api.Submission, refused []api.BatchRefusal) ([]string, error) {
+	asubs := make([]admin.Submission, len(subs))
+	for i, s := range subs {
+		asubs[i] = admin.Submission(s)
 	}
-	id, err := b.in.Enqueue(ctx, s.Name, s.Args, opts...)
-	switch {
-	case errors.Is(err, ErrUnknownTask):
-		return "", api.BadRequest("name", "%s", trimBananas(err))
-	case errors.Is(err, ErrBadArgs):
-		return "", api.BadRequest("args", "%s", trimBananas(err))
-	case errors.Is(err, ErrPayloadTooLarge):
-		return "", &api.Error{Status: http.StatusRequestEntityTooLarge, Msg: trimBananas(err), Field: "args"}
-	case errors.Is(err, ErrDuplicate):
-		return "", &api.Error{Status: http.StatusConflict, Msg: trimBananas(err)}
+	arefused := make([]admin.BatchRefusal, len(refused))
+	for i, r := range refused {
+		arefused[i] = admin.BatchRefusal(r)
 	}
-	return id, err
+	ids, err := b.in.SubmitBatch(ctx, asubs, arefused)
+	var be *admin.BatchError
+	if errors.As(err, &be) {
+		status := map[admin.Class]int{admin.BadInput: http.StatusBadRequest, admin.Conflict: http.StatusConflict}[be.Class]
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+		jobs := make([]api.BatchRefusal, len(be.Jobs))
+		for i, r := range be.Jobs {
+			jobs[i] = api.BatchRefusal(r)
+		}
+		return nil, &api.BatchError{Status: status, Msg: be.Msg, Jobs: jobs, IDs: be.IDs}
+	}
+	return ids, err
 }
 
 func (b apiBackend) Jobs(ctx context.Context, q api.JobQuery) (any, error) {
@@ -79,7 +85,7 @@ func (b apiBackend) Jobs(ctx context.Context, q api.JobQuery) (any, error) {
 	if err != nil {
 		return nil, httpError(err)
 	}
-	return b.in.pageView(page), nil
+	return page, nil
 }
 
 func (b apiBackend) Dead(ctx context.Context, q api.JobQuery) (any, error) {
@@ -95,26 +101,15 @@ func (b apiBackend) Job(ctx context.Context, id string) (any, error) {
 	if err != nil {
 		return nil, httpError(err)
 	}
-	return b.in.jobView(info), nil
+	return info, nil
 }
 
 func (b apiBackend) Result(ctx context.Context, id string, wait time.Duration) (any, bool, error) {
-	if _, err := b.in.Job(ctx, id); err != nil {
-		return nil, false, httpError(err)
-	}
-	if wait > 0 {
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		_, err := b.in.c.waiter.Wait(wctx, id, b.in.c.lookupResult)
-		cancel()
-		if err != nil && ctx.Err() != nil {
-			return nil, false, ctx.Err()
-		}
-	}
-	info, err := b.in.Job(ctx, id)
+	info, err := b.in.Result(ctx, id, wait)
 	if err != nil {
 		return nil, false, httpError(err)
 	}
-	return b.in.jobView(info), info.Status.Finished(), nil
+	return info, info.Status.Finished(), nil
 }
 
 func (b apiBackend) Cancel(ctx context.Context, id string) (any, error) {
@@ -122,21 +117,21 @@ func (b apiBackend) Cancel(ctx context.Context, id string) (any, error) {
 	if err != nil {
 		return nil, httpError(err)
 	}
-	return canceledJSON{ID: id, Status: status}, nil
+	return admin.Canceled{ID: id, Status: status}, nil
 }
 
 func (b apiBackend) Delete(ctx context.Context, id string) error {
 	return httpError(b.in.Delete(ctx, id))
 }
 
-func (b apiBackend) Tasks(context.Context) (any, error) { return views(b.in.Tasks(), taskView), nil }
+func (b apiBackend) Tasks(context.Context) (any, error) { return b.in.Tasks(), nil }
 
 func (b apiBackend) Queues(ctx context.Context) (any, error) {
 	routes, err := b.in.Routes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return views(routes, routeView), nil
+	return admin.Map(routes, func(r RouteInfo) RouteInfo { return r }), nil
 }
 
 func (b apiBackend) Pause(ctx context.Context, route string) error {
@@ -166,7 +161,12 @@ func (b apiBackend) Cron(ctx context.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return views(entries, cronView), nil
+	return admin.Map(entries, func(e CronStatus) CronStatus { return e }), nil
+}
+
+func (b apiBackend) RunCron(ctx context.Context, name string) (string, error) {
+	id, err := b.in.RunCron(ctx, name)
+	return id, httpError(err)
 }
 
 func (b apiBackend) Workers(ctx context.Context) (any, error) {
@@ -174,7 +174,7 @@ func (b apiBackend) Workers(ctx context.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return views(ws, func(w WorkerState) WorkerState { return w }), nil
+	return admin.Map(ws, func(w WorkerState) WorkerState { return w }), nil
 }
 
 func (b apiBackend) Stats(ctx context.Context, window time.Duration) (any, error) {
@@ -182,74 +182,28 @@ func (b apiBackend) Stats(ctx context.Context, window time.Duration) (any, error
 	if err != nil {
 		return nil, httpError(err)
 	}
-	return statsView(st), nil
+	return st, nil
 }
 
 func (b apiBackend) OpenAPI(context.Context) ([]byte, error) { return b.in.OpenAPI() }
 
-func (b apiBackend) Ready(ctx context.Context) error {
-	return b.in.c.rdb.Ping(ctx).Err()
-}
-
-// submissionOptions are the enqueue options of a submission's route,
-// priority and delay, or a 400 naming the one that is wrong.
-func submissionOptions(s api.Submission) ([]Option, error) {
-	var opts []Option
-	if s.Route != "" {
-		if err := queue.CheckRoute(s.Route); err != nil {
-			return nil, api.BadRequest("route", "route: %v", err)
-		}
-		opts = append(opts, Route(s.Route))
-	}
-	if s.Priority != "" {
-		if !queue.ValidPriority(s.Priority) {
-			return nil, api.BadRequest("priority", "priority %q: use high, normal or low", s.Priority)
-		}
-		opts = append(opts, WithPriority(Priority(s.Priority)))
-	}
-	if s.Delay != "" {
-		d, err := time.ParseDuration(s.Delay)
-		if err != nil || d < 0 {
-			return nil, api.BadRequest("delay", "delay %q: want a duration such as 90s or 1h30m", s.Delay)
-		}
-		if d > 0 {
-			opts = append(opts, Delay(d))
-		}
-	}
-	return opts, nil
-}
+func (b apiBackend) Ready(ctx context.Context) error { return b.in.Ready(ctx) }
 
 // httpError gives the admin layer's errors their HTTP status; the rest are
 // failures of the server or of Redis (500).
 func httpError(err error) error {
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, ErrJobNotFound):
-		return &api.Error{Status: http.StatusNotFound, Msg: trimBananas(err)}
-	case errors.Is(err, ErrUnknownRoute):
-		return &api.Error{Status: http.StatusNotFound, Msg: trimBananas(err), Field: "route"}
-	case errors.Is(err, ErrUnknownCron):
-		return &api.Error{Status: http.StatusNotFound, Msg: trimBananas(err), Field: "name"}
-	case errors.Is(err, ErrWrongState), errors.Is(err, ErrDuplicate):
-		return &api.Error{Status: http.StatusConflict, Msg: trimBananas(err)}
-	case errors.Is(err, ErrBadQuery), errors.Is(err, ErrUnknownTask):
-		var qe *queryError
-		field := ""
-		if errors.As(err, &qe) {
-			field = qe.field
-		}
-		return &api.Error{Status: http.StatusBadRequest, Msg: trimBananas(err), Field: field}
 	}
-	return err
+	p := admin.Classify(err)
+	status, ok := map[admin.Class]int{admin.BadInput: http.StatusBadRequest, admin.NotFound: http.StatusNotFound,
+		admin.Conflict: http.StatusConflict, admin.TooLarge: http.StatusRequestEntityTooLarge}[p.Class]
+	if !ok {
+		return err
+	}
+	return &api.Error{Status: status, Msg: p.Msg, Field: p.Field}
 }
 
 // trimBananas drops the "bananas: " prefix that Go errors of the runtime
-// carry: an HTTP client knows where the answer came from.
-func trimBananas(err error) string {
-	msg := err.Error()
-	for len(msg) > 9 && msg[:9] == "bananas: " {
-		msg = msg[9:]
-	}
-	return msg
-}
+// carry: whoever reads it knows where the answer came from.
+func trimBananas(err error) string { return admin.Message(err) }

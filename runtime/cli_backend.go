@@ -2,12 +2,14 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/cli"
 )
 
@@ -90,9 +92,14 @@ func (b *cliBackend) Job(ctx context.Context, id string) (cli.Job, error) {
 	if err != nil {
 		return cli.Job{}, err
 	}
-	v := b.in.jobView(info)
 	j := cliJob(*info)
-	j.Args, j.Result, j.JSON = v.Args, v.Result, v
+	j.Args, j.Result, j.JSON = info.Args, info.ResultJSON, info
+	if j.Args == nil {
+		j.Args = json.RawMessage("null")
+	}
+	if j.Result == nil {
+		j.Result = json.RawMessage("null")
+	}
 	return j, nil
 }
 
@@ -110,7 +117,7 @@ func (b *cliBackend) Jobs(ctx context.Context, q cli.JobQuery) (cli.Page, error)
 	if err != nil {
 		return cli.Page{}, usageIfBadQuery(err)
 	}
-	return cli.Page{Jobs: views(page.Jobs, cliJob), Next: page.Next, JSON: b.in.pageView(page)}, nil
+	return cli.Page{Jobs: admin.Map(page.Jobs, cliJob), Next: page.Next, JSON: page}, nil
 }
 
 func (b *cliBackend) Cancel(ctx context.Context, id string) (bool, error) {
@@ -141,11 +148,11 @@ func (b *cliBackend) Routes(ctx context.Context) ([]cli.Route, any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	rows := views(routes, func(r RouteInfo) cli.Route {
+	rows := admin.Map(routes, func(r RouteInfo) cli.Route {
 		return cli.Route{Name: r.Route, High: r.High, Normal: r.Normal, Low: r.Low, Scheduled: r.Scheduled, Active: r.Active,
 			Dead: r.Dead, Paused: r.Paused, OldestPending: r.OldestPending, OldestPendingAge: r.OldestPendingAge, Workers: r.Workers}
 	})
-	return rows, views(routes, routeView), nil
+	return rows, routes, nil
 }
 
 func (b *cliBackend) Replay(ctx context.Context, id string) error { return b.in.Replay(ctx, id) }
@@ -165,11 +172,11 @@ func (b *cliBackend) Cron(ctx context.Context) ([]cli.CronEntry, any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	rows := views(sts, func(s CronStatus) cli.CronEntry {
+	rows := admin.Map(sts, func(s CronStatus) cli.CronEntry {
 		return cli.CronEntry{Name: s.Name, Spec: s.Spec, TZ: s.TZ, Route: s.Route, LastRun: s.LastRun, NextRun: s.NextRun,
 			RunCount: s.RunCount, LastError: s.LastError}
 	})
-	return rows, views(sts, cronView), nil
+	return rows, sts, nil
 }
 
 func (b *cliBackend) Workers(ctx context.Context) ([]cli.Worker, any, error) {
@@ -177,7 +184,7 @@ func (b *cliBackend) Workers(ctx context.Context) ([]cli.Worker, any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	rows := views(ws, func(w WorkerState) cli.Worker {
+	rows := admin.Map(ws, func(w WorkerState) cli.Worker {
 		return cli.Worker{ID: w.ID, Host: w.Host, Mode: w.Mode, PID: w.PID, Routes: w.Routes, Concurrency: w.Concurrency,
 			InFlight: w.InFlight, LastBeat: w.LastBeat}
 	})

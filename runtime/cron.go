@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
@@ -69,15 +70,8 @@ func (w *Worker) cronRunner() *scheduler.Cron {
 	}
 }
 
-// CronStatus is a cron entry with its state in Redis.
-type CronStatus struct {
-	CronEntry
-	LastRun   time.Time `json:"last_run"`
-	NextRun   time.Time `json:"next_run"`
-	RunCount  int64     `json:"run_count"`
-	LastJob   string    `json:"last_job,omitempty"`
-	LastError string    `json:"last_error,omitempty"`
-}
+// CronStatus is a cron entry with its state in Redis (see admin.CronEntry).
+type CronStatus = admin.CronEntry
 
 // CronStatus reads the state of every entry registered on w. The last
 // error is the scheduler's, or else the failure of the entry's last job.
@@ -88,7 +82,7 @@ func (w *Worker) CronStatus(ctx context.Context) ([]CronStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		cs := CronStatus{CronEntry: e, LastRun: st.LastRun, NextRun: st.NextRun, RunCount: st.RunCount, LastJob: st.LastJob, LastError: st.LastError}
+		cs := CronStatus{Name: e.Name, Route: e.Route, Priority: e.Priority, Spec: e.Spec, TZ: e.TZ, LastRun: st.LastRun, NextRun: st.NextRun, RunCount: st.RunCount, LastJob: st.LastJob, LastError: st.LastError}
 		if now := w.c.q.Now(); cs.NextRun.IsZero() || cs.NextRun.Before(now) {
 			cs.NextRun, _ = scheduler.NextRun(e.Spec, e.TZ, now)
 		}

@@ -2,14 +2,12 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/dashboard"
-	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
 
 // dashboardRoutes is the dashboard of in (GET / and its pages), as mux
@@ -30,7 +28,7 @@ type dashboardBackend struct{ in *Inspector }
 
 func (b dashboardBackend) Routes(ctx context.Context) ([]dashboard.Route, error) {
 	routes, err := b.in.Routes(ctx)
-	return views(routes, func(r RouteInfo) dashboard.Route {
+	return admin.Map(routes, func(r RouteInfo) dashboard.Route {
 		return dashboard.Route{Name: r.Route, High: r.High, Normal: r.Normal, Low: r.Low, Scheduled: r.Scheduled, Active: r.Active,
 			Dead: r.Dead, Paused: r.Paused, OldestPendingAge: r.OldestPendingAge, Workers: r.Workers}
 	}), err
@@ -41,7 +39,7 @@ func (b dashboardBackend) Jobs(ctx context.Context, q dashboard.JobQuery) (dashb
 	if err != nil {
 		return dashboard.JobPage{}, dashboardError(err)
 	}
-	return dashboard.JobPage{Next: page.Next, Jobs: views(page.Jobs, func(j JobInfo) dashboard.Job { return dashboardJob(&j) })}, nil
+	return dashboard.JobPage{Next: page.Next, Jobs: admin.Map(page.Jobs, func(j JobInfo) dashboard.Job { return dashboardJob(&j) })}, nil
 }
 
 func (b dashboardBackend) Job(ctx context.Context, id string) (*dashboard.Job, error) {
@@ -58,17 +56,17 @@ func dashboardJob(j *JobInfo) dashboard.Job {
 	return dashboard.Job{ID: j.ID, Task: j.Name, Route: j.Route, Priority: string(j.Priority), Status: string(j.Status),
 		Description: j.Description, Attempts: j.Attempts, Retries: j.Retries(), MaxRetries: j.MaxRetries, Timeout: j.Timeout, Error: j.Error,
 		Created: j.CreatedAt, Scheduled: j.ScheduledAt, Started: j.StartedAt, Finished: j.FinishedAt, LeaseDeadline: j.LeaseDeadline,
-		Failed: j.FailedAt, Earlier: views(j.Earlier, func(l EarlierLife) dashboard.Life {
+		Failed: j.FailedAt, Earlier: admin.Map(j.Earlier, func(l EarlierLife) dashboard.Life {
 			return dashboard.Life{FirstRun: l.FirstRun, Attempts: l.Attempts, Failed: l.FailedAt, Started: l.Started, Died: l.Died,
 				Replayed: l.Replayed, Error: l.Error}
 		})}
 }
 
 func (b dashboardBackend) Tasks(context.Context) ([]dashboard.Task, error) {
-	return views(b.in.Tasks(), func(t TaskInfo) dashboard.Task {
+	return admin.Map(b.in.Tasks(), func(t TaskInfo) dashboard.Task {
 		v := dashboard.Task{Name: t.Name, Route: t.Route, Priority: string(t.Priority), Retries: t.Retries, Timeout: t.Timeout,
 			ArgsType: t.ArgsType, Result: t.Result,
-			Args: views(t.Args, func(f Field) dashboard.Field { return dashboard.Field{Name: f.Name, JSON: f.JSON, Type: f.Type} })}
+			Args: admin.Map(t.Args, func(f Field) dashboard.Field { return dashboard.Field{Name: f.Name, JSON: f.JSON, Type: f.Type} })}
 		if t.Cron != nil {
 			v.Cron = t.Cron.Spec
 			if t.Cron.TZ != "" {
@@ -81,7 +79,7 @@ func (b dashboardBackend) Tasks(context.Context) ([]dashboard.Task, error) {
 
 func (b dashboardBackend) Cron(ctx context.Context) ([]dashboard.CronEntry, error) {
 	entries, err := b.in.Cron(ctx)
-	return views(entries, func(s CronStatus) dashboard.CronEntry {
+	return admin.Map(entries, func(s CronStatus) dashboard.CronEntry {
 		return dashboard.CronEntry{Task: s.Name, Route: s.Route, Spec: s.Spec, TZ: s.TZ, LastRun: s.LastRun, NextRun: s.NextRun,
 			RunCount: s.RunCount, LastJob: s.LastJob, LastError: s.LastError}
 	}), err
@@ -89,7 +87,7 @@ func (b dashboardBackend) Cron(ctx context.Context) ([]dashboard.CronEntry, erro
 
 func (b dashboardBackend) Workers(ctx context.Context) ([]dashboard.Worker, error) {
 	ws, err := b.in.Workers(ctx)
-	return views(ws, func(w WorkerState) dashboard.Worker {
+	return admin.Map(ws, func(w WorkerState) dashboard.Worker {
 		return dashboard.Worker{ID: w.ID, Host: w.Host, Mode: w.Mode, PID: w.PID, Routes: w.Routes, Concurrency: w.Concurrency,
 			InFlight: w.InFlight, Started: w.Started, LastBeat: w.LastBeat}
 	}), err
@@ -147,7 +145,7 @@ func (b dashboardBackend) Stats(ctx context.Context, window time.Duration) (dash
 	if err != nil {
 		return dashboard.Stats{}, dashboardError(err)
 	}
-	return dashboard.Stats{Window: st.Window, Points: views(st.Points, func(p StatsPoint) dashboard.StatsPoint {
+	return dashboard.Stats{Window: st.Window, Points: admin.Map(st.Points, func(p StatsPoint) dashboard.StatsPoint {
 		return dashboard.StatsPoint{At: p.At, Enqueued: p.Enqueued, Processed: p.Processed, Failed: p.Failed,
 			WaitP50: p.WaitP50, WaitP99: p.WaitP99, RunP50: p.RunP50, RunP99: p.RunP99}
 	})}, nil
@@ -158,18 +156,12 @@ func (b dashboardBackend) ReplayDead(ctx context.Context, route string) (int, er
 	return n, dashboardError(err)
 }
 
-// ArgsSchemas is the JSON Schema of each registered task's args type, the
-// one the OpenAPI document gives the task's submission.
+// ArgsSchemas is the JSON Schema of each registered task's args type.
 func (b dashboardBackend) ArgsSchemas(context.Context) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	for _, name := range b.in.reg.Tasks() {
-		s, err := openapi.Schema(b.in.reg.handlers[name].argsType)
-		if err != nil {
-			return nil, fmt.Errorf("args schema of %s: %w", name, err)
-		}
-		if out[name], err = json.Marshal(s); err != nil {
-			return nil, err
-		}
+	schemas, err := b.in.ArgsSchemas()
+	out := make(map[string][]byte, len(schemas))
+	for k, v := range schemas {
+		out[k] = v
 	}
-	return out, nil
+	return out, err
 }

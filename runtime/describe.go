@@ -17,31 +17,16 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/internal/mpack"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // Field describes one field of a task's arguments, for people and tools (the
 // CLI, GET /api/v1/tasks).
-type Field struct {
-	Name string `json:"name"`           // Go field name
-	JSON string `json:"json,omitempty"` // key in JSON input, if it differs
-	Type string `json:"type"`           // Go type, as written
-}
+type Field = admin.Field
 
-// TaskInfo describes a task: its wire name, its defaults and its arguments.
-type TaskInfo struct {
-	Name      string        `json:"name"`
-	Route     string        `json:"route"`
-	Priority  Priority      `json:"priority"`
-	Retries   int           `json:"retries"`
-	Timeout   time.Duration `json:"timeout,omitempty"` // 0: the worker's default
-	Unique    time.Duration `json:"unique,omitempty"`
-	ResultTTL time.Duration `json:"result_ttl,omitempty"`
-	Backoff   time.Duration `json:"backoff,omitempty"` // the first retry's delay; 0: the worker's Backoff
-	ArgsType  string        `json:"args_type,omitempty"`
-	Args      []Field       `json:"args,omitempty"`
-	Result    string        `json:"result,omitempty"`
-	Cron      *CronEntry    `json:"cron,omitempty"`
-}
+// TaskInfo describes a task: its wire name, its defaults and its arguments
+// (see admin.Task).
+type TaskInfo = admin.Task
 
 // Describe attaches what generated code knows at compile time: the type and
 // fields of the arguments, the result type, and a strict JSON decoder of the

@@ -6,27 +6,14 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"time"
 
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 )
 
-// WorkerState is one live worker, as its heartbeat describes it.
-type WorkerState struct {
-	ID         string     `json:"id"`
-	Host       string     `json:"host"`
-	PID        int        `json:"pid"`
-	Mode       string     `json:"mode,omitempty"`
-	Routes     []string   `json:"routes"`
-	Priorities []Priority `json:"priorities"`
-	JobTypes   []string   `json:"job_types,omitempty"`
-	// CronRoutes are the routes the worker's cron entries fire to.
-	CronRoutes  []string  `json:"cron_routes,omitempty"`
-	Concurrency int       `json:"concurrency"`
-	InFlight    int       `json:"in_flight"`
-	Started     time.Time `json:"started"`
-	LastBeat    time.Time `json:"last_beat"`
-}
+// WorkerState is one live worker, as its heartbeat describes it (see
+// admin.Worker).
+type WorkerState = admin.Worker
 
 // heartbeatState is the engine's Config.State: w's heartbeat record, given
 // its runs in flight.

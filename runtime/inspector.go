@@ -6,11 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // Inspector lists and acts on the jobs, routes, cron entries and workers of a
@@ -54,8 +53,7 @@ func (in *Inspector) Tasks() []TaskInfo {
 		info := in.reg.handlers[name].info()
 		for _, e := range in.reg.cron {
 			if e.Name == name {
-				e := e
-				info.Cron = &e
+				info.Cron = &admin.CronSpec{Spec: e.Spec, TZ: e.TZ}
 			}
 		}
 		out = append(out, info)
@@ -65,21 +63,8 @@ func (in *Inspector) Tasks() []TaskInfo {
 
 // RouteInfo is one route's state: its jobs in each place, whether it is
 // paused, how long its oldest pending job has waited, and how many live
-// workers take it.
-type RouteInfo struct {
-	Route             string
-	High, Normal, Low int64 // pending, by priority
-	Scheduled         int64
-	Active            int64
-	Dead              int64
-	Paused            bool
-	OldestPending     time.Time // created time of the oldest pending job; zero when none
-	OldestPendingAge  time.Duration
-	Workers           int // live workers (from heartbeats) that take the route
-}
-
-// Pending is the route's ready jobs of every priority.
-func (r RouteInfo) Pending() int64 { return r.High + r.Normal + r.Low }
+// RouteInfo is one route's depths and state (see admin.Route).
+type RouteInfo = admin.Route
 
 // Routes describes every route ever used, by name, in a few pipelined round
 // trips whatever the depth of the queues.
@@ -111,8 +96,22 @@ func (in *Inspector) Routes(ctx context.Context) ([]RouteInfo, error) {
 	return out, nil
 }
 
-// Job returns a snapshot of job id, or an error matching ErrJobNotFound.
-func (in *Inspector) Job(ctx context.Context, id string) (*JobInfo, error) { return in.c.Job(ctx, id) }
+// Job returns a snapshot of job id, or an error matching ErrJobNotFound;
+// its args and result are also JSON when its task is registered here.
+func (in *Inspector) Job(ctx context.Context, id string) (*JobInfo, error) {
+	info, err := in.c.Job(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	args, result := in.JSON(info)
+	if string(args) != "null" {
+		info.Args = args
+	}
+	if string(result) != "null" {
+		info.ResultJSON = result
+	}
+	return info, nil
+}
 
 // JSON renders a job's args and result as the JSON of their Go types,
 // decoded by the task's generated code; null when the task is not
@@ -146,7 +145,7 @@ func (in *Inspector) JSON(info *JobInfo) (args, result json.RawMessage) {
 func (in *Inspector) Enqueue(ctx context.Context, name string, args []byte, opts ...Option) (string, error) {
 	h := in.reg.handlers[name]
 	if h == nil {
-		return "", fmt.Errorf("%w: no task named %q (registered: %s)", ErrUnknownTask, name, strings.Join(in.reg.Tasks(), ", "))
+		return "", in.unknownTask(name)
 	}
 	return h.enqueueJSON(ctx, in.c, args, opts)
 }
@@ -182,34 +181,23 @@ func (in *Inspector) routesOr(ctx context.Context, route string) ([]string, erro
 	return in.c.q.Routes(ctx)
 }
 
-// queryError is an ErrBadQuery about one parameter, which the API names.
-type queryError struct {
-	field string
-	err   error
-}
-
-func (e *queryError) Error() string { return e.err.Error() }
-func (e *queryError) Unwrap() error { return e.err }
-
 // badQuery is an error matching ErrBadQuery about the parameter field.
-func badQuery(field, format string, args ...any) error {
-	return &queryError{field, fmt.Errorf("%w: "+format, append([]any{ErrBadQuery}, args...)...)}
-}
+func badQuery(field, format string, args ...any) error { return admin.BadQuery(field, format, args...) }
 
-// Errors of the admin layer, matched with errors.Is.
+// Errors of the admin layer, matched with errors.Is (see package admin).
 var (
 	// ErrUnknownTask: no task of that name is registered in this program.
-	ErrUnknownTask = errors.New("bananas: unknown task")
+	ErrUnknownTask = admin.ErrUnknownTask
 	// ErrBadArgs: JSON args that the task's decoder refuses.
-	ErrBadArgs = errors.New("bananas: bad args")
+	ErrBadArgs = admin.ErrBadArgs
 	// ErrBadQuery: a listing or action parameter that is not valid.
-	ErrBadQuery = errors.New("bananas: bad query")
+	ErrBadQuery = admin.ErrBadQuery
 	// ErrPayloadTooLarge: args or a result over the payload limit (MaxPayload).
-	ErrPayloadTooLarge = errors.New("bananas: payload too large")
+	ErrPayloadTooLarge = admin.ErrPayloadTooLarge
 	// ErrWrongState: the job is not in a state the action applies to (a
 	// delete of a running job); the message names its state.
-	ErrWrongState = errors.New("bananas: job is in the wrong state")
+	ErrWrongState = admin.ErrWrongState
 	// ErrUnknownRoute: a route that no job, registered task or live worker
 	// has (Pause, Resume); the message lists the known ones.
-	ErrUnknownRoute = errors.New("bananas: unknown route")
+	ErrUnknownRoute = admin.ErrUnknownRoute
 )

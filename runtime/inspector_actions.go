@@ -11,38 +11,15 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 )
 
-// JobQuery selects a page of jobs.
-type JobQuery struct {
-	// Route is the route to list; "" lists every route, one after the other.
-	Route string
-	// State is pending, scheduled, processing or failed (dead-lettered);
-	// "active" and "dead" are taken for the last two.
-	State Status
-	// Priority narrows pending jobs to one priority.
-	Priority Priority
-	// Task is a task name; "" is any.
-	Task string
-	// Text matches jobs whose id or last error holds it, case-insensitively.
-	Text string
-	// Cursor is the Next of the page before; "" is the first page.
-	Cursor string
-	// Limit is the most jobs a page holds (default 50, at most 500). A page
-	// may hold fewer and still have a Next: a filter that matches little
-	// reads a bounded number of jobs per page.
-	Limit int
-	// Newest lists the most recent first instead of the order the route
-	// runs (or killed) them.
-	Newest bool
-}
+// JobQuery selects a page of jobs (see admin.JobQuery).
+type JobQuery = admin.JobQuery
 
 // JobPage is one page of a listing.
-type JobPage struct {
-	Jobs []JobInfo // without Args and Result: read one job with Job for those
-	Next string    // the cursor of the next page; "" at the end
-}
+type JobPage = admin.JobPage
 
 // queueState is the queue's word for a listing state.
 func queueState(s Status) (string, error) {
@@ -189,6 +166,12 @@ func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
 	if err != nil {
 		return "", err
 	}
+	if info.Status.Finished() {
+		// Refused here, not only by the script: a second cancel within the
+		// millisecond of the first builds the same record, which the script
+		// takes for a retry of the first call and answers "canceled".
+		return "", wrongState("cancel", id, info.Status)
+	}
 	encoded, err := engine.CanceledRecord(id, info.Name, info.Priority, info.CreatedAt, info.MaxRetries, info.Attempts,
 		queue.Envelope{Args: info.ArgsMsgpack, Timeout: info.Timeout.Milliseconds(), Description: info.Description}, info.FailedAt, info.Earlier, in.c.q.Now())
 	if err != nil {
@@ -334,7 +317,7 @@ func (in *Inspector) refusal(ctx context.Context, action, id string, err error) 
 }
 
 // ErrUnknownCron: no cron entry of that name is registered in this program.
-var ErrUnknownCron = errors.New("bananas: unknown cron entry")
+var ErrUnknownCron = admin.ErrUnknownCron
 
 // RunCron enqueues one job of cron entry name now, as a tick would (its
 // route, priority and zero args), and returns its id. It leaves the entry's

@@ -3,6 +3,7 @@ package runtime
 import (
 	"reflect"
 
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
 
@@ -26,28 +27,23 @@ func (in *Inspector) OpenAPI() ([]byte, error) {
 		in.openapiDoc, in.openapiErr = openapi.Document(tasks, openapi.Options{
 			Title: "Bananas", Version: "1",
 			Shapes: map[string]reflect.Type{
-				"Job": reflect.TypeFor[jobJSON](), "JobPage": reflect.TypeFor[pageJSON](), "Queue": reflect.TypeFor[routeJSON](),
-				"Task": reflect.TypeFor[taskJSON](), "CronEntry": reflect.TypeFor[cronJSON](), "Worker": reflect.TypeFor[WorkerState](),
-				"Stats": reflect.TypeFor[statsJSON](), "DeadJobList": reflect.TypeFor[pageJSON](),
-				"Canceled": reflect.TypeFor[canceledJSON](),
+				"Job": wireType(admin.Job{}), "JobPage": wireType(admin.JobPage{}), "Queue": wireType(admin.Route{}),
+				"Task": wireType(admin.Task{}), "CronEntry": wireType(admin.CronEntry{}), "Worker": reflect.TypeFor[admin.Worker](),
+				"Stats": wireType(admin.Stats{}), "DeadJobList": wireType(admin.JobPage{}),
+				"Canceled": reflect.TypeFor[admin.Canceled](),
 				// Types the shapes above hold, by the names a reader of the
 				// document knows them by.
-				"JobSummary": reflect.TypeFor[jobSummaryJSON](), "StatsPoint": reflect.TypeFor[pointJSON](),
-				"CronSpec": reflect.TypeFor[cronSpec](),
+				"JobSummary": wireType(admin.JobPage{}).Field(0).Type.Elem(), "StatsPoint": wireType(admin.Stats{}).Field(1).Type.Elem(),
+				"CronSpec": reflect.TypeFor[admin.CronSpec](),
 			},
-			// jsonTime writes its own JSON: an RFC 3339 time, or null when unset.
+			// admin.Time writes its own JSON: an RFC 3339 time, or null when unset.
 			Custom: map[reflect.Type]map[string]any{
-				reflect.TypeFor[jsonTime](): {"type": []any{"string", "null"}, "format": "date-time"},
+				reflect.TypeFor[admin.Time](): {"type": []any{"string", "null"}, "format": "date-time"},
 			},
 		})
 	})
 	return in.openapiDoc, in.openapiErr
 }
 
-// canceledJSON is the answer of POST /api/v1/jobs/{id}/cancel (apiBackend.Cancel):
-// the job and its status after the call, canceled, or processing while the
-// worker running it has yet to act.
-type canceledJSON struct {
-	ID     string `json:"id"`
-	Status Status `json:"status"`
-}
+// wireType is the type whose JSON shape v writes.
+func wireType(v interface{ WireType() any }) reflect.Type { return reflect.TypeOf(v.WireType()) }

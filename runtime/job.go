@@ -2,12 +2,12 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // Priority orders jobs within a route: every high job is taken before any
@@ -37,11 +37,11 @@ const (
 // ErrDuplicate is matched (errors.Is) by the error of an enqueue that found its
 // job already there: same WithID id, or same args within a Unique window. The
 // id returned with it is the existing job's.
-var ErrDuplicate = errors.New("bananas: duplicate job")
+var ErrDuplicate = admin.ErrDuplicate
 
 // ErrJobNotFound is matched by the error of Job and Await for an id that does
 // not exist (never enqueued, or its record expired).
-var ErrJobNotFound = errors.New("bananas: job not found")
+var ErrJobNotFound = admin.ErrJobNotFound
 
 // ErrWrongTask is matched by the error of Await for an id whose job belongs to
 // another task: its result could not be decoded as this task's.
@@ -91,49 +91,9 @@ func (e *JobError) Error() string {
 	return fmt.Sprintf("bananas: job %s (%s) failed after %d attempt(s): %s", e.ID, e.Name, e.Attempts, e.Message)
 }
 
-// JobInfo is a snapshot of one job, as Client.Job reads it.
-type JobInfo struct {
-	ID          string
-	Name        string
-	Route       string
-	Priority    Priority
-	Status      Status
-	Description string
-	// Attempts is the number of runs the job has started that count: each
-	// run that ended in success, failure, cancel or a lost lease, and the
-	// one running now. A run handed back at shutdown, or one that asked to
-	// run later (RetryAfter), does not count. Retries says how many of
-	// them were retries; a job dies when a run fails with Retries equal to
-	// MaxRetries.
-	Attempts   int
-	MaxRetries int
-	Error      string // the last failure, if any
-	// FailedAt holds when its failed runs ended, oldest first: the last 20
-	// of them (a job's timeline), the final failure of a dead job included.
-	FailedAt []time.Time
-	// Earlier holds the lives it had before it was replayed from the
-	// dead-letter queue, oldest first (the last 10): their runs, failure
-	// times and last error.
-	Earlier     []EarlierLife
-	Timeout     time.Duration // 0: the worker's default
-	CreatedAt   time.Time
-	ScheduledAt time.Time // StatusScheduled: when it becomes ready
-	StartedAt   time.Time // the last (or current) run
-	FinishedAt  time.Time
-	// LeaseDeadline is when the running job's lease ends unless renewed.
-	LeaseDeadline time.Time
-	// Args are the job's arguments as the JSON of the task's args type,
-	// when this program declares a task of the job's name (its generated
-	// code is linked in); nil otherwise. ArgsMsgpack holds them as stored,
-	// whatever the program.
-	Args        json.RawMessage
-	ArgsMsgpack []byte
-	Result      []byte // StatusCompleted: msgpack-encoded result
-}
-
-// Retries is how many of the job's attempts were retries: every run after
-// the first.
-func (j *JobInfo) Retries() int { return max(j.Attempts-1, 0) }
+// JobInfo is a snapshot of one job, as Client.Job and Inspector.Job read
+// it: the admin layer's one job type.
+type JobInfo = admin.Job
 
 // Job describes the run a handler is part of; see CurrentJob.
 type Job struct {

@@ -1,0 +1,104 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Admin lists and acts on the jobs, routes, cron entries and workers of a
+// namespace. runtime.Inspector implements it over Redis; the CLI, the HTTP
+// API and the dashboard call it, and their tests call a fake.
+//
+// Errors are the admin layer's (see Classify): a refusal names what is
+// wrong; anything else is a failure of the server or of Redis.
+type Admin interface {
+	// Submit checks s (its task, its args through the task's strict
+	// decoder, its route, priority and delay) and enqueues it. Warning,
+	// when not "", is what the submitter should know of the job it made
+	// (no live worker takes its route).
+	Submit(ctx context.Context, s Submission) (id, warning string, err error)
+	// SubmitBatch checks every job and enqueues them all, returning their
+	// ids in order, or none: refused lists the jobs refused already (their
+	// Submission is zero), and the others are checked all the same, so
+	// that a *BatchError names every refused job.
+	SubmitBatch(ctx context.Context, subs []Submission, refused []BatchRefusal) (ids []string, err error)
+
+	Job(ctx context.Context, id string) (*Job, error)
+	Jobs(ctx context.Context, q JobQuery) (JobPage, error)
+	// Result waits up to wait for job id to finish, then reads it.
+	Result(ctx context.Context, id string, wait time.Duration) (*Job, error)
+	// Cancel cancels job id and returns its status after the call:
+	// canceled, or processing while the worker holding it has yet to act.
+	Cancel(ctx context.Context, id string) (Status, error)
+	Delete(ctx context.Context, id string) error
+	Replay(ctx context.Context, id string) error
+	// ReplayDead replays the failed jobs of route ("" every route) and task
+	// ("" every task) and says how many.
+	ReplayDead(ctx context.Context, route, task string) (int, error)
+	// PurgeDead deletes the failed jobs of route and task that died more
+	// than olderThan ago (0: all) and says how many.
+	PurgeDead(ctx context.Context, route, task string, olderThan time.Duration) (int, error)
+
+	Routes(ctx context.Context) ([]Route, error)
+	Pause(ctx context.Context, route string) error
+	Resume(ctx context.Context, route string) error
+
+	// Tasks are the registered tasks, sorted by name.
+	Tasks() []Task
+	Cron(ctx context.Context) ([]CronEntry, error)
+	// RunCron enqueues one job of cron entry name now, its schedule left
+	// alone, and returns the job's id.
+	RunCron(ctx context.Context, name string) (string, error)
+	Workers(ctx context.Context) ([]Worker, error)
+	// Stats is the per-minute history of the last window (at most 24h).
+	Stats(ctx context.Context, window time.Duration) (Stats, error)
+
+	// OpenAPI is the OpenAPI document of the HTTP API for the registered
+	// tasks; ArgsSchemas each task's args JSON Schema, by task name.
+	OpenAPI() ([]byte, error)
+	ArgsSchemas() (map[string]json.RawMessage, error)
+	// Ready reports whether the admin layer can serve (Redis answers).
+	Ready(ctx context.Context) error
+}
+
+// Submission is one job to enqueue, as the API's POST /api/v1/jobs and the
+// CLI's `enqueue` give it.
+type Submission struct {
+	Name     string          `json:"name"`
+	Args     json.RawMessage `json:"args"`
+	Route    string          `json:"route,omitempty"`
+	Priority string          `json:"priority,omitempty"`
+	// Delay is a Go duration ("90s", "1h30m"), the wait before the job is due.
+	Delay string `json:"delay,omitempty"`
+}
+
+// MaxBatch is the most jobs one batch takes: the runtime writes up to that
+// many jobs of a route in one script call.
+const MaxBatch = 1000
+
+// BatchRefusal is one refused job of a batch: its 0-based index, the key of
+// its submission that is wrong ("" when it is the submission as a whole)
+// and what is wrong.
+type BatchRefusal struct {
+	Index int    `json:"index"`
+	Field string `json:"field"`
+	Error string `json:"error"`
+}
+
+// BatchError is an answer to a batch other than success: refused jobs
+// (BadInput, nothing enqueued), duplicates of a unique task (Conflict), or a
+// failure of Redis part-way (Failure), where IDs tells which jobs were
+// stored.
+type BatchError struct {
+	Class Class
+	Msg   string
+	// Jobs lists every job the answer is about, by index.
+	Jobs []BatchRefusal
+	// IDs, when set, has one slot per job: the id of a job stored, or ""
+	// for one that was not (a failure), or the id of the job that already
+	// holds a duplicate's unique key (a conflict).
+	IDs []string
+}
+
+func (e *BatchError) Error() string { return e.Msg }

@@ -1,0 +1,27 @@
+// Package admin is the vocabulary of the operator surfaces: the one set of
+// view types (a job, a page of jobs, a route, a task, a cron entry, a
+// worker, the per-minute stats), their JSON (the HTTP API's bodies and every
+// command's --json: one convention), the errors the admin layer refuses
+// with and how each surface classes them, and the Admin interface that the
+// CLI, the HTTP API and the dashboard call.
+//
+// # What it owns, and what it must not know
+//
+// It owns the shapes and the error classes, so that a listing, an action or
+// a refusal is written once and every surface shows it the same way. The
+// admin layer itself (runtime.Inspector) implements Admin over Redis; the
+// surfaces (runtime/internal/api, cli, dashboard) import this package and
+// never runtime, and tests give them a fake Admin.
+//
+// It knows package queue's words (Priority, Status, EarlierLife). It must
+// not know Redis, HTTP, terminals, templates or task types: args and
+// results arrive here already as JSON.
+//
+// # JSON
+//
+// snake_case keys; times in RFC 3339, UTC, or null when unset (never Go's
+// zero time); durations as whole milliseconds in keys ending in _ms; args
+// and results as the JSON of their Go types. Each view type writes its JSON
+// through a private wire struct, which WireType names for the OpenAPI
+// document, so the document is derived from what is written.
+package admin

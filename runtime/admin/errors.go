@@ -1,0 +1,140 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the admin layer, matched with errors.Is. Their text starts with
+// "bananas: ", which the surfaces drop (Message).
+var (
+	// ErrJobNotFound: no job of that id (never enqueued, or its record
+	// expired).
+	ErrJobNotFound = errors.New("bananas: job not found")
+	// ErrDuplicate: an enqueue found its job already there (same chosen id,
+	// or same args within a unique window).
+	ErrDuplicate = errors.New("bananas: duplicate job")
+	// ErrUnknownTask: no task of that name is registered in this program.
+	ErrUnknownTask = errors.New("bananas: unknown task")
+	// ErrBadArgs: JSON args that the task's decoder refuses.
+	ErrBadArgs = errors.New("bananas: bad args")
+	// ErrBadQuery: a listing or action parameter that is not valid.
+	ErrBadQuery = errors.New("bananas: bad query")
+	// ErrPayloadTooLarge: args or a result over the payload limit.
+	ErrPayloadTooLarge = errors.New("bananas: payload too large")
+	// ErrWrongState: the job is not in a state the action applies to (a
+	// delete of a running job); the message names its state.
+	ErrWrongState = errors.New("bananas: job is in the wrong state")
+	// ErrUnknownRoute: a route that no job, registered task or live worker
+	// has; the message lists the known ones.
+	ErrUnknownRoute = errors.New("bananas: unknown route")
+	// ErrUnknownCron: no cron entry of that name is registered.
+	ErrUnknownCron = errors.New("bananas: unknown cron entry")
+)
+
+// fieldError is an error about one input field, which the surfaces name
+// (the API's "field", the CLI's flag).
+type fieldError struct {
+	field string
+	err   error
+}
+
+func (e *fieldError) Error() string { return e.err.Error() }
+func (e *fieldError) Unwrap() error { return e.err }
+
+// BadQuery is an error matching ErrBadQuery about the parameter field.
+func BadQuery(field, format string, args ...any) error {
+	return &fieldError{field, fmt.Errorf("%w: "+format, append([]any{ErrBadQuery}, args...)...)}
+}
+
+// Invalid is an error matching ErrBadQuery about input field whose text is
+// the message as given, without a prefix: "priority \"urgent\": use high,
+// normal or low".
+func Invalid(field, format string, args ...any) error {
+	return &fieldError{field, invalid(fmt.Sprintf(format, args...))}
+}
+
+type invalid string
+
+func (e invalid) Error() string        { return string(e) }
+func (e invalid) Is(target error) bool { return target == ErrBadQuery }
+
+// OnField marks err as being about input field (an error matching
+// ErrBadArgs is about "args"); Classify reports it.
+func OnField(field string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &fieldError{field, err}
+}
+
+// Class is how a surface treats an error: the HTTP status, the CLI's exit
+// status, the dashboard's flash.
+type Class int
+
+const (
+	// Failure: the server or Redis failed; not the caller's doing (500, exit 1).
+	Failure Class = iota
+	// BadInput: the request is wrong, and Field says where (400, exit 2).
+	BadInput
+	// NotFound: the job, route or cron entry named does not exist (404).
+	NotFound
+	// Conflict: the thing exists but is not in a state the action applies
+	// to, or is already there (409).
+	Conflict
+	// TooLarge: a payload over the limit (413).
+	TooLarge
+)
+
+// Problem is an error classed for a surface.
+type Problem struct {
+	Class Class
+	Field string // the input field at fault, when known
+	Msg   string // the error's text without the "bananas: " prefix
+}
+
+// Classify classes err, an error of the admin layer (nil is not an error:
+// do not pass it). Errors it does not know are Failures.
+func Classify(err error) Problem {
+	p := Problem{Class: Failure, Msg: Message(err)}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		p.Field = fe.field
+	}
+	switch {
+	case errors.Is(err, ErrJobNotFound):
+		p.Class = NotFound
+	case errors.Is(err, ErrUnknownRoute):
+		p.Class, p.Field = NotFound, or(p.Field, "route")
+	case errors.Is(err, ErrUnknownCron):
+		p.Class, p.Field = NotFound, or(p.Field, "name")
+	case errors.Is(err, ErrWrongState), errors.Is(err, ErrDuplicate):
+		p.Class = Conflict
+	case errors.Is(err, ErrPayloadTooLarge):
+		p.Class, p.Field = TooLarge, or(p.Field, "args")
+	case errors.Is(err, ErrBadArgs):
+		p.Class, p.Field = BadInput, or(p.Field, "args")
+	case errors.Is(err, ErrUnknownTask):
+		p.Class, p.Field = BadInput, or(p.Field, "name")
+	case errors.Is(err, ErrBadQuery):
+		p.Class = BadInput
+	}
+	return p
+}
+
+func or(s, otherwise string) string {
+	if s != "" {
+		return s
+	}
+	return otherwise
+}
+
+// Message is err's text without the "bananas: " prefix that the runtime's
+// errors carry: whoever reads it knows where it came from.
+func Message(err error) string {
+	msg := err.Error()
+	for len(msg) > 9 && msg[:9] == "bananas: " {
+		msg = msg[9:]
+	}
+	return msg
+}

@@ -1,0 +1,229 @@
+package admin
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// Priority orders jobs within a route (queue's word).
+type Priority = queue.Priority
+
+// Status is where a job is in its life (queue's word).
+type Status = queue.Status
+
+// EarlierLife is a life a job had before it was replayed from the
+// dead-letter queue.
+type EarlierLife = queue.EarlierLife
+
+// Job is a snapshot of one job: what `job ID`, GET /api/v1/jobs/{id}, the
+// dashboard's job page and Client.Job show. In a listing (JobPage) it comes
+// without its args and result.
+type Job struct {
+	ID          string
+	Name        string
+	Route       string
+	Priority    Priority
+	Status      Status
+	Description string
+	// Attempts is the number of runs the job has started that count: each
+	// run that ended in success, failure, cancel or a lost lease, and the
+	// one running now. A run handed back at shutdown, or one that asked to
+	// run later (RetryAfter), does not count. Retries says how many of
+	// them were retries; a job dies when a run fails with Retries equal to
+	// MaxRetries.
+	Attempts   int
+	MaxRetries int
+	Error      string // the last failure, if any
+	// FailedAt holds when its failed runs ended, oldest first: the last 20
+	// of them (a job's timeline), the final failure of a dead job included.
+	FailedAt []time.Time
+	// Earlier holds the lives it had before it was replayed from the
+	// dead-letter queue, oldest first (the last 10): their runs, failure
+	// times and last error.
+	Earlier     []EarlierLife
+	Timeout     time.Duration // 0: the worker's default
+	CreatedAt   time.Time
+	ScheduledAt time.Time // StatusScheduled: when it becomes ready
+	StartedAt   time.Time // the last (or current) run
+	FinishedAt  time.Time
+	// LeaseDeadline is when the running job's lease ends unless renewed.
+	LeaseDeadline time.Time
+	// Args are the job's arguments as the JSON of the task's args type,
+	// when this program declares a task of the job's name (its generated
+	// code is linked in); nil otherwise. ArgsMsgpack holds them as stored,
+	// whatever the program.
+	Args        json.RawMessage
+	ArgsMsgpack []byte
+	// Result is the msgpack-encoded result of a completed job; ResultJSON
+	// the same as the JSON of the task's result type, when this program
+	// registers the task (nil otherwise).
+	Result     []byte
+	ResultJSON json.RawMessage
+}
+
+// Retries is how many of the job's attempts were retries: every run after
+// the first.
+func (j *Job) Retries() int { return max(j.Attempts-1, 0) }
+
+// MarshalJSON writes the job as `job ID --json` and the API show it.
+func (j Job) MarshalJSON() ([]byte, error) { return json.Marshal(j.wire()) }
+
+// WireType is the value whose JSON shape the job writes (for the OpenAPI
+// document).
+func (Job) WireType() any { return jobWire{} }
+
+// jobWire is a job's JSON: its listing's fields and what a listing leaves
+// out.
+type jobWire struct {
+	jobSummaryWire
+	TimeoutMS int64           `json:"timeout_ms"`
+	StartedAt Time            `json:"started_at"`
+	FailedAt  []Time          `json:"failed_at"` // when its last failed runs ended, oldest first; [] when none
+	Args      json.RawMessage `json:"args"`
+	Result    json.RawMessage `json:"result"`
+}
+
+func (j *Job) wire() jobWire {
+	w := jobWire{jobSummaryWire: j.summary(), TimeoutMS: j.Timeout.Milliseconds(), StartedAt: Time(j.StartedAt),
+		FailedAt: Map(j.FailedAt, func(t time.Time) Time { return Time(t) }), Args: j.Args, Result: j.ResultJSON}
+	if w.Args == nil {
+		w.Args = json.RawMessage("null")
+	}
+	if w.Result == nil {
+		w.Result = json.RawMessage("null")
+	}
+	return w
+}
+
+// jobSummaryWire is a job in a listing: its fields without args and result.
+type jobSummaryWire struct {
+	ID            string   `json:"id"`
+	Task          string   `json:"task"`
+	Route         string   `json:"route"`
+	Priority      Priority `json:"priority"`
+	Status        Status   `json:"status"`
+	Description   string   `json:"description,omitempty"`
+	Attempts      int      `json:"attempts"` // runs started that count (Job.Attempts)
+	Retries       int      `json:"retries"`  // of those, the runs after the first: at most max_retries
+	MaxRetries    int      `json:"max_retries"`
+	Error         string   `json:"error,omitempty"`
+	CreatedAt     Time     `json:"created_at"`
+	ScheduledAt   Time     `json:"scheduled_at"`
+	FinishedAt    Time     `json:"finished_at"`
+	LeaseDeadline Time     `json:"lease_deadline"`
+}
+
+func (j *Job) summary() jobSummaryWire {
+	return jobSummaryWire{
+		ID: j.ID, Task: j.Name, Route: j.Route, Priority: j.Priority, Status: j.Status, Description: j.Description,
+		Attempts: j.Attempts, Retries: j.Retries(), MaxRetries: j.MaxRetries, Error: j.Error, CreatedAt: Time(j.CreatedAt),
+		ScheduledAt: Time(j.ScheduledAt), FinishedAt: Time(j.FinishedAt), LeaseDeadline: Time(j.LeaseDeadline),
+	}
+}
+
+// JobQuery selects a page of jobs.
+type JobQuery struct {
+	// Route is the route to list; "" lists every route, one after the other.
+	Route string
+	// State is pending, scheduled, processing or failed (dead-lettered);
+	// "active" and "dead" are taken for the last two.
+	State Status
+	// Priority narrows pending jobs to one priority.
+	Priority Priority
+	// Task is a task name; "" is any.
+	Task string
+	// Text matches jobs whose id or last error holds it, case-insensitively.
+	Text string
+	// Cursor is the Next of the page before; "" is the first page.
+	Cursor string
+	// Limit is the most jobs a page holds (default 50, at most 500). A page
+	// may hold fewer and still have a Next: a filter that matches little
+	// reads a bounded number of jobs per page.
+	Limit int
+	// Newest lists the most recent first instead of the order the route
+	// runs (or killed) them.
+	Newest bool
+}
+
+// JobPage is one page of a listing.
+type JobPage struct {
+	Jobs []Job  // without Args and Result: read one job with Job for those
+	Next string // the cursor of the next page; "" at the end
+}
+
+// MarshalJSON writes the page as `jobs --json` and GET /api/v1/jobs show
+// it: each job's listing fields.
+func (p JobPage) MarshalJSON() ([]byte, error) { return json.Marshal(p.wire()) }
+
+// WireType is the value whose JSON shape the page writes.
+func (JobPage) WireType() any { return pageWire{} }
+
+type pageWire struct {
+	Jobs []jobSummaryWire `json:"jobs"`
+	Next string           `json:"next"` // "" at the end
+}
+
+func (p JobPage) wire() pageWire {
+	return pageWire{Next: p.Next, Jobs: Map(p.Jobs, func(j Job) jobSummaryWire { return j.summary() })}
+}
+
+// Canceled is the answer to a cancel: the job and its status after it,
+// canceled, or processing while the worker running it has yet to act.
+type Canceled struct {
+	ID     string `json:"id"`
+	Status Status `json:"status"`
+}
+
+// Time is a time in JSON: RFC 3339 in UTC, or null when zero.
+type Time time.Time
+
+func (t Time) MarshalJSON() ([]byte, error) {
+	if time.Time(t).IsZero() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(time.Time(t).UTC().Format(time.RFC3339Nano))
+}
+
+// Map maps each element of xs through f, into an empty list (not null)
+// when there is none.
+func Map[T, V any](xs []T, f func(T) V) []V {
+	out := make([]V, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
+// UnmarshalJSON reads a time as MarshalJSON writes it: null is the zero
+// time.
+func (t *Time) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*t = Time{}
+		return nil
+	}
+	return (*time.Time)(t).UnmarshalJSON(data)
+}
+
+// UnmarshalJSON reads the job as MarshalJSON (or a listing) writes it, so
+// that a Go client of the API or of `job ID --json` reads it back.
+func (j *Job) UnmarshalJSON(data []byte) error {
+	var w jobWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	s := w.jobSummaryWire
+	*j = Job{ID: s.ID, Name: s.Task, Route: s.Route, Priority: s.Priority, Status: s.Status, Description: s.Description,
+		Attempts: s.Attempts, MaxRetries: s.MaxRetries, Error: s.Error, CreatedAt: time.Time(s.CreatedAt),
+		ScheduledAt: time.Time(s.ScheduledAt), FinishedAt: time.Time(s.FinishedAt), LeaseDeadline: time.Time(s.LeaseDeadline),
+		Timeout: time.Duration(w.TimeoutMS) * time.Millisecond, StartedAt: time.Time(w.StartedAt),
+		FailedAt: Map(w.FailedAt, func(t Time) time.Time { return time.Time(t) })}
+	if len(w.Args) > 0 && string(w.Args) != "null" {
+		j.Args = w.Args
+	}
+	if len(w.Result) > 0 && string(w.Result) != "null" {
+		j.ResultJSON = w.Result
+	}
+	return nil
+}

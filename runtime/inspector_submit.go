@@ -1,0 +1,174 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/openapi"
+)
+
+// The Inspector is the admin layer that every operator surface calls.
+var _ admin.Admin = (*Inspector)(nil)
+
+// Submit checks s and enqueues it (see admin.Admin). A refusal names the
+// submission's key at fault (admin.Classify).
+func (in *Inspector) Submit(ctx context.Context, s admin.Submission) (id, warning string, err error) {
+	opts, err := submissionOptions(s)
+	if err != nil {
+		return "", "", err
+	}
+	id, err = in.Enqueue(ctx, s.Name, s.Args, opts...)
+	if err != nil {
+		return id, "", err
+	}
+	return id, in.unservedWarning(ctx, id), nil
+}
+
+// submissionOptions are the enqueue options of a submission's route,
+// priority and delay, or a refusal naming the one that is wrong.
+func submissionOptions(s admin.Submission) ([]Option, error) {
+	var opts []Option
+	if s.Route != "" {
+		if err := queue.CheckRoute(s.Route); err != nil {
+			return nil, admin.Invalid("route", "route: %v", err)
+		}
+		opts = append(opts, Route(s.Route))
+	}
+	if s.Priority != "" {
+		if !queue.ValidPriority(s.Priority) {
+			return nil, admin.Invalid("priority", "priority %q: use high, normal or low", s.Priority)
+		}
+		opts = append(opts, WithPriority(Priority(s.Priority)))
+	}
+	if s.Delay != "" {
+		d, err := time.ParseDuration(s.Delay)
+		if err != nil || d < 0 {
+			return nil, admin.Invalid("delay", "delay %q: want a duration such as 90s or 1h30m", s.Delay)
+		}
+		if d > 0 {
+			opts = append(opts, Delay(d))
+		}
+	}
+	return opts, nil
+}
+
+// SubmitBatch checks every job of a batch and enqueues them all, or none.
+//
+// All or nothing: every job is checked first — its task, its args through
+// the task's strict decoder, its route, priority and delay, its payload size
+// — and one refused job refuses the batch, with every refused job named and
+// nothing enqueued. Then the jobs are written with one script call per route
+// and priority among them (a batch of one route and priority is one call,
+// atomic in Redis). A batch over several routes or priorities is several
+// calls, in the order the batch first names each: should Redis fail part-way,
+// the calls before the failing one are stored, the failing one may or may not
+// have run (its reply can be lost after it ran), and the ones after it are
+// not sent. The *admin.BatchError says which: IDs holds the id of every job
+// stored and "" for the others, and Jobs lists every job not known to be
+// stored.
+func (in *Inspector) SubmitBatch(ctx context.Context, subs []admin.Submission, refused []admin.BatchRefusal) ([]string, error) {
+	skip := make([]bool, len(subs))
+	for _, r := range refused {
+		skip[r.Index] = true
+	}
+	jobs := make([]batchJob, len(subs))
+	for i, s := range subs {
+		if skip[i] {
+			continue
+		}
+		j, err := in.batchJob(s)
+		if err != nil {
+			p := admin.Classify(err)
+			if p.Class == admin.Failure {
+				return nil, err
+			}
+			refused = append(refused, admin.BatchRefusal{Index: i, Field: p.Field, Error: p.Msg})
+			continue
+		}
+		jobs[i] = j
+	}
+	if len(refused) > 0 {
+		sort.Slice(refused, func(i, j int) bool { return refused[i].Index < refused[j].Index })
+		return nil, &admin.BatchError{Class: admin.BadInput, Jobs: refused,
+			Msg: fmt.Sprintf("%d of %d jobs refused (listed in jobs): nothing was enqueued", len(refused), len(subs))}
+	}
+	return in.enqueueBatch(ctx, jobs)
+}
+
+// batchJob checks one submission of a batch and builds its job; a refusal
+// names the field (admin.Classify).
+func (in *Inspector) batchJob(s admin.Submission) (batchJob, error) {
+	opts, err := submissionOptions(s)
+	if err != nil {
+		return batchJob{}, err
+	}
+	h := in.reg.handlers[s.Name]
+	if h == nil {
+		return batchJob{}, in.unknownTask(s.Name)
+	}
+	j, err := h.jobJSON(in.c, s.Args, opts)
+	switch {
+	case err == nil:
+		return j, nil
+	case errors.Is(err, ErrBadArgs), errors.Is(err, ErrPayloadTooLarge):
+		return batchJob{}, admin.Invalid("args", "%s", admin.Message(err))
+	}
+	return batchJob{}, admin.Invalid("", "%s", admin.Message(err))
+}
+
+// unknownTask is the refusal of a task name no registered task has.
+func (in *Inspector) unknownTask(name string) error {
+	return fmt.Errorf("%w: no task named %q (registered: %s)", ErrUnknownTask, name, strings.Join(in.reg.Tasks(), ", "))
+}
+
+// Result waits up to wait for job id to finish, then reads it.
+func (in *Inspector) Result(ctx context.Context, id string, wait time.Duration) (*JobInfo, error) {
+	if _, err := in.Job(ctx, id); err != nil {
+		return nil, err
+	}
+	if wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		_, err := in.c.waiter.Wait(wctx, id, in.c.lookupResult)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	return in.Job(ctx, id)
+}
+
+// Ready reports whether Redis answers.
+func (in *Inspector) Ready(ctx context.Context) error { return in.c.rdb.Ping(ctx).Err() }
+
+// ArgsSchemas is the JSON Schema of each registered task's args type, the
+// one the OpenAPI document gives the task's submission.
+func (in *Inspector) ArgsSchemas() (map[string]json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	for _, name := range in.reg.Tasks() {
+		s, err := openapi.Schema(in.reg.handlers[name].argsType)
+		if err != nil {
+			return nil, fmt.Errorf("args schema of %s: %w", name, err)
+		}
+		if out[name], err = json.Marshal(s); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// argsTypeOf is the args type of a registered task, for the OpenAPI
+// document; nil for a name not registered.
+func (in *Inspector) argsTypeOf(name string) reflect.Type {
+	if h := in.reg.handlers[name]; h != nil {
+		return h.argsType
+	}
+	return nil
+}
