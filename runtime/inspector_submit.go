@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -162,13 +161,4 @@ func (in *Inspector) ArgsSchemas() (map[string]json.RawMessage, error) {
 		}
 	}
 	return out, nil
-}
-
-// argsTypeOf is the args type of a registered task, for the OpenAPI
-// document; nil for a name not registered.
-func (in *Inspector) argsTypeOf(name string) reflect.Type {
-	if h := in.reg.handlers[name]; h != nil {
-		return h.argsType
-	}
-	return nil
 }
