@@ -24,7 +24,8 @@
 // # The lock
 //
 // Lock is the classic distributed lock — SET NX PX with a random token,
-// released and extended by compare-and-delete / compare-and-expire scripts —
+// released and extended by compare-and-delete / compare-and-expire scripts
+// (queue's unlock.lua and relock.lua, beside every other script) —
 // for work that cannot be made a single script. Cron deliberately does not
 // use it.
 //

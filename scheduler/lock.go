@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bananas-go/bananas/queue"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -46,34 +47,13 @@ func (l *Lock) TryAcquire(ctx context.Context, ttl time.Duration) (bool, error) 
 	return l.rdb.SetNX(ctx, l.key, l.token, ttl).Result()
 }
 
-// releaseScript deletes the key only if it still holds our token.
-//
-// KEYS[1] the lock key; ARGV[1] the holder's token. Returns 1 released, 0 not held.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0`)
-
-// extendScript resets the TTL only if the key still holds our token.
-//
-// KEYS[1] the lock key; ARGV[1] the holder's token; ARGV[2] ttl ms (> 0).
-// Returns 1 extended, 0 not held.
-var extendScript = redis.NewScript(`
-local ttl = tonumber(ARGV[2])
-if ttl == nil or ttl <= 0 then error('scheduler: lock ttl must be a positive number of ms') end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ttl)
-end
-return 0`)
-
 // Release gives the lock up; ErrNotHeld if it was no longer ours.
 func (l *Lock) Release(ctx context.Context) error {
-	n, err := releaseScript.Run(ctx, l.rdb, []string{l.key}, l.token).Int()
+	released, err := queue.Unlock(ctx, l.rdb, l.key, l.token)
 	if err != nil {
 		return err
 	}
-	if n == 0 {
+	if !released {
 		return ErrNotHeld
 	}
 	return nil
@@ -81,11 +61,14 @@ func (l *Lock) Release(ctx context.Context) error {
 
 // Extend keeps the lock for ttl from now; ErrNotHeld if it was no longer ours.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	n, err := extendScript.Run(ctx, l.rdb, []string{l.key}, l.token, ttl.Milliseconds()).Int()
+	if ttl < time.Millisecond {
+		return fmt.Errorf("scheduler: lock ttl must be at least 1ms, got %s", ttl)
+	}
+	extended, err := queue.Relock(ctx, l.rdb, l.key, l.token, ttl)
 	if err != nil {
 		return err
 	}
-	if n == 0 {
+	if !extended {
 		return ErrNotHeld
 	}
 	return nil
