@@ -224,8 +224,10 @@ func (x *executor) ack(r *run, result []byte) (pending bool) {
 		case !ok:
 			log.Warn("bananas: job finished but no longer leased to this run (its lease was lost, or a resent ack completed it already); this result not written")
 		default:
-			r.m.Succeeded()
 			log.Debug("bananas: job succeeded", "took", now.Sub(d.StartedAt()).Round(time.Microsecond))
+			end := x.cfg.runEnd(d, Completed, now)
+			end.Result, end.Record = result, encoded
+			x.cfg.tell(end)
 		}
 		x.runs.untrack(r)
 		x.end(r)
@@ -260,7 +262,9 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 		Message: msg, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: encoded,
 		TTL: ttlOr(d.Envelope.FailureTTL, x.cfg.FailureTTL),
 	}, now)
-	countFailure(r, snooze > 0, out, err)
+	end := x.cfg.runEnd(d, 0, now)
+	end.Error, end.RetryAt, end.Record = msg, now.Add(delay), encoded
+	x.toldFailure(r, end, snooze > 0, out, err)
 	switch {
 	case err != nil:
 		log.Warn("bananas: recording a failure failed; the job will be recovered when its lease expires", "err", err, "failure", msg)
@@ -275,27 +279,26 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 	}
 }
 
-// countFailure counts what became of a run that failed, or snoozed (asked
-// to run again later: not a failure). A failure whose recording failed is
-// still a failed run, though what became of its job is unknown.
-func countFailure(r *run, snoozed bool, out queue.Outcome, err error) {
-	m := r.m
-	if snoozed {
-		if err == nil && out == queue.Snoozed {
-			m.Snoozed()
+// toldFailure tells end, r's failed (or snoozed) run, as fail.lua recorded
+// it (out): a retry at end.RetryAt, the job dead-lettered with end.Record,
+// or snoozed. A failed run whose end was not recorded (the write failed, its
+// lease was lost) is counted as a failed run all the same, though nothing
+// is told.
+func (x *executor) toldFailure(r *run, end JobEnd, snoozed bool, out queue.Outcome, err error) {
+	how, recorded := failureEnding(out)
+	if err != nil || !recorded {
+		if !snoozed {
+			r.m.Failed()
 		}
 		return
 	}
-	m.Failed()
-	if err != nil {
-		return
+	end.Ending = how
+	if how == Dead {
+		end.RetryAt = time.Time{}
+	} else {
+		end.Record = nil // stored only if the failure is its last
 	}
-	switch out {
-	case queue.Retrying:
-		m.Retried()
-	case queue.DeadEnded:
-		m.Dead()
-	}
+	x.cfg.tell(end)
 }
 
 // cancelJob cancels the runs of job id on this worker, if any: their
@@ -323,7 +326,8 @@ func (x *executor) finishCanceled(r *run) {
 		return
 	}
 	rec := recordOf(d)
-	rec.Error, rec.Canceled, rec.FinishedAt = "canceled while running", true, x.cfg.Queue.Now().UnixMilli()
+	now := x.cfg.Queue.Now()
+	rec.Error, rec.Canceled, rec.FinishedAt = "canceled while running", true, now.UnixMilli()
 	encoded, _ := results.Encode(rec)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
@@ -334,8 +338,10 @@ func (x *executor) finishCanceled(r *run) {
 	case !ok:
 		log.Info("bananas: job cancel dropped", "why", "its lease was lost meanwhile")
 	default:
-		r.m.Canceled()
 		log.Info("bananas: job canceled while running")
+		end := x.cfg.runEnd(d, Canceled, now)
+		end.Error, end.Record = rec.Error, encoded
+		x.cfg.tell(end)
 	}
 }
 
