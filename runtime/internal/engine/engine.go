@@ -244,9 +244,7 @@ func (e *Engine) handBack(ctx context.Context, r *run) {
 		e.cfg.tell(e.cfg.runEnd(r.d, HandedBack, now))
 	case out == queue.EndedCanceled:
 		log.Info("bananas: job asked to cancel ended canceled at shutdown", "job", r.d.ID, "task", r.d.Name)
-		end := e.cfg.runEnd(r.d, Canceled, now)
-		end.Error, end.Record = canceledShutdown, canceled
-		e.cfg.tell(end)
+		e.cfg.tell(e.cfg.canceledEnd(r.d, canceledShutdown, canceled, now))
 	}
 }
 

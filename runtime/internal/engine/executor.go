@@ -225,9 +225,7 @@ func (x *executor) ack(r *run, result []byte) (pending bool) {
 			log.Warn("bananas: job finished but no longer leased to this run (its lease was lost, or a resent ack completed it already); this result not written")
 		default:
 			log.Debug("bananas: job succeeded", "took", now.Sub(d.StartedAt()).Round(time.Microsecond))
-			end := x.cfg.runEnd(d, Completed, now)
-			end.Result, end.Record = result, encoded
-			x.cfg.tell(end)
+			x.cfg.tell(x.cfg.completedEnd(d, result, encoded, now))
 		}
 		x.runs.untrack(r)
 		x.end(r)
@@ -262,9 +260,13 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 		Message: msg, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: encoded,
 		TTL: ttlOr(d.Envelope.FailureTTL, x.cfg.FailureTTL),
 	}, now)
-	end := x.cfg.runEnd(d, 0, now)
-	end.Error, end.RetryAt, end.Record = msg, now.Add(delay), encoded
-	x.toldFailure(r, end, snooze > 0, out, err)
+	if how, recorded := failureEnding(out); err == nil && recorded {
+		x.cfg.tell(x.cfg.failureEnd(d, how, msg, now.Add(delay), encoded, now))
+	} else if snooze == 0 {
+		// Not recorded (the write failed, or its lease was lost): nothing
+		// is told, but it is a failed run all the same.
+		r.m.Failed()
+	}
 	switch {
 	case err != nil:
 		log.Warn("bananas: recording a failure failed; the job will be recovered when its lease expires", "err", err, "failure", msg)
@@ -277,28 +279,6 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 	case out == queue.Stale:
 		log.Warn("bananas: job failed after its lease was lost; failure discarded", "err", firstLine(msg))
 	}
-}
-
-// toldFailure tells end, r's failed (or snoozed) run, as fail.lua recorded
-// it (out): a retry at end.RetryAt, the job dead-lettered with end.Record,
-// or snoozed. A failed run whose end was not recorded (the write failed, its
-// lease was lost) is counted as a failed run all the same, though nothing
-// is told.
-func (x *executor) toldFailure(r *run, end JobEnd, snoozed bool, out queue.Outcome, err error) {
-	how, recorded := failureEnding(out)
-	if err != nil || !recorded {
-		if !snoozed {
-			r.m.Failed()
-		}
-		return
-	}
-	end.Ending = how
-	if how == Dead {
-		end.RetryAt = time.Time{}
-	} else {
-		end.Record = nil // stored only if the failure is its last
-	}
-	x.cfg.tell(end)
 }
 
 // cancelJob cancels the runs of job id on this worker, if any: their
@@ -339,9 +319,7 @@ func (x *executor) finishCanceled(r *run) {
 		log.Info("bananas: job cancel dropped", "why", "its lease was lost meanwhile")
 	default:
 		log.Info("bananas: job canceled while running")
-		end := x.cfg.runEnd(d, Canceled, now)
-		end.Error, end.Record = rec.Error, encoded
-		x.cfg.tell(end)
+		x.cfg.tell(x.cfg.canceledEnd(d, rec.Error, encoded, now))
 	}
 }
 

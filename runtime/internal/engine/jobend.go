@@ -83,7 +83,8 @@ func (c *Config) tell(e JobEnd) {
 	}
 }
 
-// runEnd is the end of d's run on this worker, judged at now.
+// runEnd starts the end of d's run on this worker, judged at now; a
+// hand-back's end is only that.
 func (c *Config) runEnd(d *queue.Dispatch, how Ending, now time.Time) JobEnd {
 	return JobEnd{
 		ID: d.ID, Task: d.Name, Route: d.Route, Priority: d.Priority, Ending: how,
@@ -91,8 +92,37 @@ func (c *Config) runEnd(d *queue.Dispatch, how Ending, now time.Time) JobEnd {
 	}
 }
 
+// completedEnd is the end of d's run that succeeded with result, record
+// stored.
+func (c *Config) completedEnd(d *queue.Dispatch, result, record []byte, now time.Time) JobEnd {
+	end := c.runEnd(d, Completed, now)
+	end.Result, end.Record = result, record
+	return end
+}
+
+// failureEnd is the end of d's run that failed (or snoozed) with msg, as
+// fail.lua recorded it (how): to run again at retryAt, or dead-lettered with
+// record, which is stored only then.
+func (c *Config) failureEnd(d *queue.Dispatch, how Ending, msg string, retryAt time.Time, record []byte, now time.Time) JobEnd {
+	end := c.runEnd(d, how, now)
+	end.Error = msg
+	if how == Dead {
+		end.Record = record
+	} else {
+		end.RetryAt = retryAt
+	}
+	return end
+}
+
+// canceledEnd is the end of d's run canceled (why), record stored.
+func (c *Config) canceledEnd(d *queue.Dispatch, why string, record []byte, now time.Time) JobEnd {
+	end := c.runEnd(d, Canceled, now)
+	end.Error, end.Record = why, record
+	return end
+}
+
 // reapedEnd is the end of e, an expired job of route the reaper recovered
-// at now as out said.
+// at now as out said, with verdict v; false when out recorded no end.
 func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Outcome, v queue.Verdict, now time.Time) (JobEnd, bool) {
 	end := JobEnd{
 		ID: e.ID, Task: e.Name, Route: route, Attempt: e.Attempts + 1, EndedAt: now,
