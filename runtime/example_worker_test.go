@@ -134,3 +134,43 @@ func ExampleRetryAfter() {
 	fmt.Println(err, runs.Load(), info.Status, info.Attempts)
 	// Output: <nil> 2 completed 1
 }
+
+// WorkerOptions.OnJobEnd sees every end of a job the worker records: here a
+// run that fails and is retried, then the run that completes it. The hook
+// runs on a goroutine of its own, off the job's path; Run returns once it
+// has seen every end.
+func ExampleJobEnd() {
+	ctx := context.Background()
+	c, _ := runtime.Connect(ctx, "mem://")
+	defer c.Close()
+
+	var ends []runtime.JobEnd // only the hook's goroutine writes it
+	var runs atomic.Int32
+	w := runtime.NewWorker(c, runtime.WorkerOptions{
+		Routes:   []string{"email"},
+		Backoff:  func(int) time.Duration { return 10 * time.Millisecond },
+		Logger:   slog.New(slog.DiscardHandler),
+		OnJobEnd: func(e runtime.JobEnd) { ends = append(ends, e) },
+	})
+	runtime.Handle(w, tasks.SendEmail, func(ctx context.Context, a tasks.EmailArgs) (runtime.None, error) {
+		if runs.Add(1) == 1 {
+			return runtime.None{}, errors.New("smtp: connection reset")
+		}
+		return runtime.None{}, nil
+	})
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- w.Run(wctx) }()
+
+	_, err := tasks.SendEmail.With(c).Call(ctx, tasks.EmailArgs{To: "ann@x.test"})
+	fmt.Println(err)
+	stop()
+	<-done // every end has been seen by the hook
+	for _, e := range ends {
+		fmt.Printf("%s %s attempt %d %q\n", e.Task, e.Status, e.Attempt, e.Error)
+	}
+	// Output:
+	// <nil>
+	// send_email scheduled attempt 1 "smtp: connection reset"
+	// send_email completed attempt 2 ""
+}

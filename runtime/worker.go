@@ -82,7 +82,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.opts.Logger.Warn("bananas: read the Redis server's clock; using the last reading", "err", err)
 	}
 	w.warnEviction(ctx)
-	w.engine = engine.New(w.engineConfig())
+	sinks := []engine.JobEndSink{countEnds{w.c.metrics}}
+	if w.opts.OnJobEnd != nil {
+		hook := newJobEndHook(w.opts.OnJobEnd, w.opts.Logger)
+		defer hook.stop() // after the engine has stopped: every end told
+		sinks = append(sinks, hook)
+	}
+	w.engine = engine.New(w.engineConfig(sinks))
 
 	// The promoter and the cron runner outlive ctx until the engine has
 	// shut down, as the engine's own loops do.
@@ -140,10 +146,11 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 	return loops
 }
 
-// engineConfig is what the engine needs of w, its options defaulted.
-func (w *Worker) engineConfig() engine.Config {
+// engineConfig is what the engine needs of w, its options defaulted, its
+// ends told to sinks.
+func (w *Worker) engineConfig(sinks []engine.JobEndSink) engine.Config {
 	return engine.Config{
-		Queue: w.c.q, Metrics: w.c.metrics, Logger: w.opts.Logger, ID: w.id,
+		Queue: w.c.q, Metrics: engineMetrics{w.c.metrics}, Sinks: sinks, Logger: w.opts.Logger, ID: w.id,
 		Routes: w.opts.Routes, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
 		FetchJobs: !w.opts.SchedulerOnly, Concurrency: w.opts.Concurrency,
 		Lease: w.opts.Lease, ShutdownTimeout: w.opts.ShutdownTimeout, JobTimeout: w.opts.JobTimeout,

@@ -49,6 +49,17 @@ type WorkerOptions struct {
 	// wake-up before looking at its queues anyway; it only matters when a
 	// wake-up was lost in a reconnect. Default 1s.
 	SafetyPoll time.Duration
+	// OnJobEnd, if set, is called once for every end of a job the worker
+	// records in Redis (see JobEnd): completed, failed and retried or
+	// dead-lettered, canceled, snoozed, handed back at shutdown, or
+	// recovered after another worker's lease expired. It is called on a
+	// goroutine of its own, one end at a time in the order they were
+	// recorded, never on the job's path: a slow hook delays only the hook.
+	// Up to 1024 ends wait for it; past that, ends are dropped and the drop
+	// is logged, so a hook that does slow work (a database write) should
+	// batch it. Run returns after the hook has seen every end recorded
+	// before the worker stopped.
+	OnJobEnd func(JobEnd)
 }
 
 // withDefaults fills zero fields and checks the rest.

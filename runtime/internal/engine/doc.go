@@ -10,13 +10,20 @@
 // each a small type with its own state and a Run(ctx) (or a method the
 // Engine calls): the fetcher, the executor, the renewer, the reaper,
 // retention, the heartbeater and the hand-backs of lost fetches. It builds
-// the result record (package results) of every run it ends.
+// the result record (package results) of every run it ends, and the JobEnd
+// it tells of every end it recorded (jobend.go): a job completed, retried,
+// dead-lettered, canceled, snoozed or handed back at shutdown, by a run of
+// this worker or by its reaper. One JobEnd per end, told to Config.Sinks
+// only after the Redis write that recorded the end succeeded; an end whose
+// write failed or changed nothing (its lease lost) is not told. The
+// worker's counters of ends are one of those sinks.
 //
-// It knows package queue (every Redis call goes through it), results and
-// the worker's metrics. It must not know task types, handlers, codecs,
-// middleware or the public API of package runtime: a run's work is the
-// Config.Exec function, which returns an Outcome; the job's value in the
-// handler's context (runtime.CurrentJob) is opaque here.
+// It knows package queue's types, and Redis only through the Queue
+// interface (*queue.Queue), results, and the worker's metrics only through
+// the Metrics interface (run times, waits, overruns). It must not know task
+// types, handlers, codecs, middleware or the public API of package runtime:
+// a run's work is the Config.Exec function, which returns an Outcome; the
+// job's value in the handler's context (runtime.CurrentJob) is opaque here.
 //
 // # A job's path
 //
@@ -25,7 +32,8 @@
 // success the ack is coalesced and not waited for (queue.AckAsync), on
 // failure queue.Fail retries or dead-letters it; the slot is handed on as
 // soon as Exec returns (slots.handOn) → the renewer extends the lease of
-// every run in flight until its outcome is recorded.
+// every run in flight until its outcome is recorded → once recorded, its
+// end is told (Config.tell), and the run stops being in flight.
 //
 // # Words
 //

@@ -9,16 +9,18 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/internal/metrics"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
 // Config is what an Engine needs from the worker it runs for; every field
 // is set (the runtime fills the defaults).
 type Config struct {
-	Queue   *queue.Queue
-	Metrics *metrics.Set
-	Logger  *slog.Logger
+	Queue   Queue
+	Metrics Metrics
+	// Sinks are told every recorded end of a job (see JobEndSink), in order;
+	// the worker's counters of ends are one.
+	Sinks  []JobEndSink
+	Logger *slog.Logger
 	// ID is the worker's id, in its logs and heartbeat.
 	ID string
 	// Routes in order of preference, the priorities and task names
@@ -58,6 +60,45 @@ type Config struct {
 	// ServedRoutes returns the routes live workers serve or fire cron
 	// entries to, which route pruning keeps (see retention); nil prunes none.
 	ServedRoutes func(ctx context.Context) (map[string]bool, error)
+}
+
+// Queue is what the engine asks of Redis: *queue.Queue.
+type Queue interface {
+	Now() time.Time
+	Fetch(ctx context.Context, route string, priorities []queue.Priority, n int, leaseUntil, now time.Time) ([]*queue.Dispatch, error)
+	FetchTypes(ctx context.Context, route string, priorities []queue.Priority, types []string, n int, leaseUntil, now time.Time) ([]*queue.Dispatch, error)
+	HandBack(ctx context.Context, l *queue.LostFetch) (int, error)
+	Renew(ctx context.Context, route string, running []*queue.Dispatch, until time.Time) ([]*queue.Dispatch, error)
+	CancelRequests(ctx context.Context, route string, ids []string) ([]string, error)
+	AckAsync(d *queue.Dispatch, record []byte, ttl time.Duration, done func(ok bool, err error))
+	Fail(ctx context.Context, d *queue.Dispatch, f queue.Failure, now time.Time) (queue.Outcome, error)
+	FinishCanceled(ctx context.Context, d *queue.Dispatch, record []byte, ttl time.Duration) (bool, error)
+	Requeue(ctx context.Context, d *queue.Dispatch, canceled []byte, ttl time.Duration) (queue.Outcome, error)
+	Reap(ctx context.Context, route string, now time.Time, decide func(queue.Expired) queue.Verdict) (map[string]queue.Outcome, error)
+	Purge(ctx context.Context, route string, cutoff time.Time) (int, error)
+	PruneRoutes(ctx context.Context, keep map[string]bool, now time.Time) ([]string, error)
+	Beat(ctx context.Context, id string, state []byte, now time.Time, ttl time.Duration) error
+	EndBeats(ctx context.Context, id string) error
+}
+
+// Metrics is what the engine measures of its runs besides their ends, which
+// its sinks count (Config.Sinks).
+type Metrics interface {
+	// For returns the measures of the runs of task on route at priority,
+	// resolved once per run.
+	For(route, priority, task string) RunMetrics
+	// Overran counts a handler of task that returned long after its timeout.
+	Overran(task string)
+}
+
+// RunMetrics measures one run.
+type RunMetrics interface {
+	Ran(time.Duration)    // how long its handler ran
+	Waited(time.Duration) // how long its job waited for its first run
+	// Failed counts a failed run whose end was not recorded (the write
+	// failed, or its lease was lost): still a failed run, though no end is
+	// told of it.
+	Failed()
 }
 
 // Outcome is what a run of a job came to, as Exec judged it.
@@ -177,26 +218,33 @@ func (e *Engine) shutdown() {
 				continue // its outcome is on its way
 			}
 			r.cancel(errHandedBack)
-			// A cancel asked while it ran, which this worker has not acted
-			// on, ends the job canceled instead (requeue.lua decides).
-			canceled := canceledAtShutdown(r.d, e.cfg.Queue.Now())
-			out, err := e.cfg.Queue.Requeue(ctx, r.d, canceled, ttlOr(r.d.Envelope.FailureTTL, e.cfg.FailureTTL))
-			e.runs.untrack(r)
-			switch {
-			case err != nil:
-				log.Warn("bananas: hand back failed; the job will be recovered when its lease expires", "job", r.d.ID, "err", err)
-			case out == queue.HandedBack:
-				log.Info("bananas: job handed back at shutdown", "job", r.d.ID, "task", r.d.Name)
-			case out == queue.EndedCanceled:
-				r.m.Canceled()
-				log.Info("bananas: job asked to cancel ended canceled at shutdown", "job", r.d.ID, "task", r.d.Name)
-			}
+			e.handBack(ctx, r)
 		}
 	}
 	select {
 	case <-idle:
 	case <-ctx.Done():
 		log.Warn("bananas: outcomes of finished jobs still unwritten at shutdown; they run again when their lease expires")
+	}
+}
+
+// handBack hands r's job back to the front of its queue at shutdown, no
+// attempt counted. A cancel asked while it ran, which this worker has not
+// acted on, ends the job canceled instead (requeue.lua decides).
+func (e *Engine) handBack(ctx context.Context, r *run) {
+	log, now := e.cfg.Logger, e.cfg.Queue.Now()
+	canceled := canceledAtShutdown(r.d, now)
+	out, err := e.cfg.Queue.Requeue(ctx, r.d, canceled, ttlOr(r.d.Envelope.FailureTTL, e.cfg.FailureTTL))
+	e.runs.untrack(r)
+	switch {
+	case err != nil:
+		log.Warn("bananas: hand back failed; the job will be recovered when its lease expires", "job", r.d.ID, "err", err)
+	case out == queue.HandedBack:
+		log.Info("bananas: job handed back at shutdown", "job", r.d.ID, "task", r.d.Name)
+		e.cfg.tell(e.cfg.runEnd(r.d, HandedBack, now))
+	case out == queue.EndedCanceled:
+		log.Info("bananas: job asked to cancel ended canceled at shutdown", "job", r.d.ID, "task", r.d.Name)
+		e.cfg.tell(e.cfg.canceledEnd(r.d, canceledShutdown, canceled, now))
 	}
 }
 

@@ -224,8 +224,8 @@ func (x *executor) ack(r *run, result []byte) (pending bool) {
 		case !ok:
 			log.Warn("bananas: job finished but no longer leased to this run (its lease was lost, or a resent ack completed it already); this result not written")
 		default:
-			r.m.Succeeded()
 			log.Debug("bananas: job succeeded", "took", now.Sub(d.StartedAt()).Round(time.Microsecond))
+			x.cfg.tell(x.cfg.completedEnd(d, result, encoded, now))
 		}
 		x.runs.untrack(r)
 		x.end(r)
@@ -260,7 +260,13 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 		Message: msg, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: encoded,
 		TTL: ttlOr(d.Envelope.FailureTTL, x.cfg.FailureTTL),
 	}, now)
-	countFailure(r, snooze > 0, out, err)
+	if how, recorded := failureEnding(out); err == nil && recorded {
+		x.cfg.tell(x.cfg.failureEnd(d, how, msg, now.Add(delay), encoded, now))
+	} else if snooze == 0 {
+		// Not recorded (the write failed, or its lease was lost): nothing
+		// is told, but it is a failed run all the same.
+		r.m.Failed()
+	}
 	switch {
 	case err != nil:
 		log.Warn("bananas: recording a failure failed; the job will be recovered when its lease expires", "err", err, "failure", msg)
@@ -272,29 +278,6 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 		log.Warn("bananas: job failed for good; moved to the dead-letter queue", "err", firstLine(msg), "attempts", attempts)
 	case out == queue.Stale:
 		log.Warn("bananas: job failed after its lease was lost; failure discarded", "err", firstLine(msg))
-	}
-}
-
-// countFailure counts what became of a run that failed, or snoozed (asked
-// to run again later: not a failure). A failure whose recording failed is
-// still a failed run, though what became of its job is unknown.
-func countFailure(r *run, snoozed bool, out queue.Outcome, err error) {
-	m := r.m
-	if snoozed {
-		if err == nil && out == queue.Snoozed {
-			m.Snoozed()
-		}
-		return
-	}
-	m.Failed()
-	if err != nil {
-		return
-	}
-	switch out {
-	case queue.Retrying:
-		m.Retried()
-	case queue.DeadEnded:
-		m.Dead()
 	}
 }
 
@@ -323,7 +306,8 @@ func (x *executor) finishCanceled(r *run) {
 		return
 	}
 	rec := recordOf(d)
-	rec.Error, rec.Canceled, rec.FinishedAt = "canceled while running", true, x.cfg.Queue.Now().UnixMilli()
+	now := x.cfg.Queue.Now()
+	rec.Error, rec.Canceled, rec.FinishedAt = "canceled while running", true, now.UnixMilli()
 	encoded, _ := results.Encode(rec)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
@@ -334,8 +318,8 @@ func (x *executor) finishCanceled(r *run) {
 	case !ok:
 		log.Info("bananas: job cancel dropped", "why", "its lease was lost meanwhile")
 	default:
-		r.m.Canceled()
 		log.Info("bananas: job canceled while running")
+		x.cfg.tell(x.cfg.canceledEnd(d, rec.Error, encoded, now))
 	}
 }
 

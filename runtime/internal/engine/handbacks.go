@@ -16,7 +16,7 @@ import (
 // failed attempt against each — with no retries left, a job would be
 // dead-lettered without ever having run.
 type handBacks struct {
-	q   *queue.Queue
+	q   Queue
 	log *slog.Logger
 
 	mu      sync.Mutex

@@ -36,27 +36,21 @@ func (p *reaper) interval() time.Duration {
 	return min(max(p.cfg.Lease/4, 50*time.Millisecond), 5*time.Second)
 }
 
+// reap recovers the expired jobs of route and tells their ends: those
+// recorded, even when a later page of the same pass failed.
 func (p *reaper) reap(ctx context.Context, route string) {
 	q, log := p.cfg.Queue, p.cfg.Logger
 	now := q.Now() // leases are judged on Redis's clock
-	out, err := q.Reap(ctx, route, now, func(e queue.Expired) queue.Verdict {
-		if e.CancelRequested {
-			encoded, _ := results.Encode(canceledLostRecord(e, now))
-			return queue.Verdict{Record: encoded, TTL: ttlOr(e.Envelope.FailureTTL, p.cfg.FailureTTL)}
-		}
-		encoded, _ := results.Encode(expiredRecord(e, expiredLease, now))
-		return queue.Verdict{
-			RetryAt: now.Add(p.cfg.RetryDelay(e.Envelope, e.Attempts+1)), Record: encoded,
-			TTL: ttlOr(e.Envelope.FailureTTL, p.cfg.FailureTTL),
-		}
-	})
-	if err != nil {
-		if ctx.Err() == nil {
-			p.outage.Failed(route, err)
-		}
-		return
+	type decided struct {
+		e queue.Expired
+		v queue.Verdict
 	}
-	p.outage.OK(route)
+	asked := map[string]decided{}
+	out, err := q.Reap(ctx, route, now, func(e queue.Expired) queue.Verdict {
+		v := p.verdict(e, now)
+		asked[e.ID] = decided{e, v}
+		return v
+	})
 	for id, o := range out {
 		switch o {
 		case queue.Retrying:
@@ -66,5 +60,31 @@ func (p *reaper) reap(ctx context.Context, route string) {
 		case queue.EndedCanceled:
 			log.Info("bananas: recovered a job whose lease expired; it was asked to cancel, so it ends canceled", "job", id, "route", route)
 		}
+		if a, ok := asked[id]; ok {
+			if end, ok := p.cfg.reapedEnd(a.e, route, o, a.v, now); ok {
+				p.cfg.tell(end)
+			}
+		}
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			p.outage.Failed(route, err)
+		}
+		return
+	}
+	p.outage.OK(route)
+}
+
+// verdict is what becomes of e, an expired job, at now: it ends canceled if
+// a cancel was asked while it ran, else it counts a failed attempt.
+func (p *reaper) verdict(e queue.Expired, now time.Time) queue.Verdict {
+	if e.CancelRequested {
+		encoded, _ := results.Encode(canceledLostRecord(e, now))
+		return queue.Verdict{Record: encoded, TTL: ttlOr(e.Envelope.FailureTTL, p.cfg.FailureTTL)}
+	}
+	encoded, _ := results.Encode(expiredRecord(e, expiredLease, now))
+	return queue.Verdict{
+		RetryAt: now.Add(p.cfg.RetryDelay(e.Envelope, e.Attempts+1)), Record: encoded,
+		TTL: ttlOr(e.Envelope.FailureTTL, p.cfg.FailureTTL),
 	}
 }

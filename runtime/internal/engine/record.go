@@ -56,11 +56,15 @@ func canceledLostRecord(e queue.Expired, now time.Time) results.Record {
 // stopped before it acted on the cancel.
 const canceledLost = "canceled while running; its worker stopped (crashed or lost Redis) before it finished"
 
+// canceledShutdown is the error of a job canceled while it ran whose worker
+// shut down before it acted on the cancel.
+const canceledShutdown = "canceled while running; its worker shut down before it finished"
+
 // canceledAtShutdown is the encoded record of d ending canceled at now:
 // asked to cancel while it ran, its worker shut down before acting on it.
 func canceledAtShutdown(d *queue.Dispatch, now time.Time) []byte {
 	rec := recordOf(d)
-	rec.Error, rec.Canceled, rec.FinishedAt = "canceled while running; its worker shut down before it finished", true, now.UnixMilli()
+	rec.Error, rec.Canceled, rec.FinishedAt = canceledShutdown, true, now.UnixMilli()
 	encoded, _ := results.Encode(rec)
 	return encoded
 }

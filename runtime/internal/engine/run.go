@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/internal/metrics"
 )
 
 // run is one dispatched job on this worker.
@@ -22,8 +21,8 @@ type run struct {
 	// recording: its outcome is being recorded, or shutdown handed it
 	// back: set once, by whichever comes first.
 	recording atomic.Bool
-	handedOn  bool            // its slot was handed on when Exec returned (slots.handOn)
-	m         *metrics.Series // its job's metrics, resolved once at start
+	handedOn  bool       // its slot was handed on when Exec returned (slots.handOn)
+	m         RunMetrics // its job's metrics, resolved once at start
 }
 
 // Causes with which a run's context is canceled when the job is no longer

@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// A job's end, as the engine tells it: built here and nowhere else, beside
+// the records it stores (record.go), and told to Config.Sinks once the Redis
+// write that recorded it succeeded. An end whose write failed, or that
+// changed nothing (its lease was lost), is not told: what became of its job
+// is not this worker's to say.
+
+// Ending is how a job's run ended.
+type Ending int
+
+const (
+	// Completed: the run succeeded; its result record is stored.
+	Completed Ending = iota + 1
+	// Retrying: the run failed and the job runs again at RetryAt.
+	Retrying
+	// Dead: the run failed for good; the job is dead-lettered.
+	Dead
+	// Canceled: the job was canceled while it ran.
+	Canceled
+	// HandedBack: the worker shut down before the run ended; the job is back
+	// at the front of its ready list, no attempt counted.
+	HandedBack
+	// Snoozed: the run asked to run again later (RetryAt), no failure
+	// counted.
+	Snoozed
+)
+
+var endings = [...]string{Completed: "completed", Retrying: "retrying", Dead: "dead", Canceled: "canceled", HandedBack: "handed back", Snoozed: "snoozed"}
+
+func (e Ending) String() string {
+	if e > 0 && int(e) < len(endings) {
+		return endings[e]
+	}
+	return "unknown"
+}
+
+// JobEnd is one recorded end of a job's run.
+type JobEnd struct {
+	ID, Task, Route string
+	Priority        queue.Priority // empty for a job recovered by the reaper
+	Ending          Ending
+	// RetryAt is when the job runs again (Retrying, Snoozed).
+	RetryAt time.Time
+	// Attempt is the run's number: the failed runs before it, plus one.
+	Attempt int
+	// Error is the run's failure (Retrying, Dead, Snoozed) or why it was
+	// canceled.
+	Error string
+	// StartedAt is when the run started (zero for a job recovered by the
+	// reaper); EndedAt when its end was judged, on Redis's clock.
+	StartedAt, EndedAt time.Time
+	// Result is the encoded result of a completed run.
+	Result []byte
+	// Record is the encoded result record (package results) the end stored:
+	// a completed, dead or canceled job's; nil when it stored none.
+	Record []byte
+	// Worker is the id of the worker that recorded the end.
+	Worker string
+	// Recovered: the end was recorded by the reaper of this worker, the
+	// job's lease having expired on the worker that ran it.
+	Recovered bool
+}
+
+// JobEndSink receives the ends of a worker's jobs, one call per recorded
+// end. It is called on the engine's path (an ack's callback, a runner, the
+// reaper, shutdown), so it must return at once: a sink with work to do
+// hands the end to a goroutine of its own.
+type JobEndSink interface {
+	JobEnded(JobEnd)
+}
+
+// tell gives e to every sink.
+func (c *Config) tell(e JobEnd) {
+	for _, s := range c.Sinks {
+		s.JobEnded(e)
+	}
+}
+
+// runEnd starts the end of d's run on this worker, judged at now; a
+// hand-back's end is only that.
+func (c *Config) runEnd(d *queue.Dispatch, how Ending, now time.Time) JobEnd {
+	return JobEnd{
+		ID: d.ID, Task: d.Name, Route: d.Route, Priority: d.Priority, Ending: how,
+		Attempt: d.Attempts + 1, StartedAt: d.StartedAt(), EndedAt: now, Worker: c.ID,
+	}
+}
+
+// completedEnd is the end of d's run that succeeded with result, record
+// stored.
+func (c *Config) completedEnd(d *queue.Dispatch, result, record []byte, now time.Time) JobEnd {
+	end := c.runEnd(d, Completed, now)
+	end.Result, end.Record = result, record
+	return end
+}
+
+// failureEnd is the end of d's run that failed (or snoozed) with msg, as
+// fail.lua recorded it (how): to run again at retryAt, or dead-lettered with
+// record, which is stored only then.
+func (c *Config) failureEnd(d *queue.Dispatch, how Ending, msg string, retryAt time.Time, record []byte, now time.Time) JobEnd {
+	end := c.runEnd(d, how, now)
+	end.Error = msg
+	if how == Dead {
+		end.Record = record
+	} else {
+		end.RetryAt = retryAt
+	}
+	return end
+}
+
+// canceledEnd is the end of d's run canceled (why), record stored.
+func (c *Config) canceledEnd(d *queue.Dispatch, why string, record []byte, now time.Time) JobEnd {
+	end := c.runEnd(d, Canceled, now)
+	end.Error, end.Record = why, record
+	return end
+}
+
+// reapedEnd is the end of e, an expired job of route the reaper recovered
+// at now as out said, with verdict v; false when out recorded no end.
+func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Outcome, v queue.Verdict, now time.Time) (JobEnd, bool) {
+	end := JobEnd{
+		ID: e.ID, Task: e.Name, Route: route, Attempt: e.Attempts + 1, EndedAt: now,
+		Worker: c.ID, Recovered: true, Record: v.Record,
+	}
+	switch out {
+	case queue.Retrying:
+		end.Ending, end.Error, end.RetryAt, end.Record = Retrying, expiredLease, v.RetryAt, nil
+	case queue.DeadEnded:
+		end.Ending, end.Error = Dead, expiredLease
+	case queue.EndedCanceled:
+		end.Ending, end.Error = Canceled, canceledLost
+	default:
+		return JobEnd{}, false
+	}
+	return end, true
+}
+
+// failureEnding is the ending of a failure that fail.lua recorded as out.
+func failureEnding(out queue.Outcome) (Ending, bool) {
+	switch out {
+	case queue.Retrying:
+		return Retrying, true
+	case queue.DeadEnded:
+		return Dead, true
+	case queue.Snoozed:
+		return Snoozed, true
+	}
+	return 0, false
+}

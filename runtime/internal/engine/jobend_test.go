@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// fakeQueue hands out one job, then none, and answers its ack or failure
+// as told: what the engine tells of a job's end must follow what its write
+// to Redis did, which only a fake can make fail on cue.
+type fakeQueue struct {
+	mu      sync.Mutex
+	job     *queue.Dispatch // fetched once
+	ackOK   bool
+	ackErr  error
+	failOut queue.Outcome
+	failErr error
+	writes  int // acks and failures answered
+}
+
+func (q *fakeQueue) Now() time.Time { return time.Now() }
+func (q *fakeQueue) Fetch(context.Context, string, []queue.Priority, int, time.Time, time.Time) ([]*queue.Dispatch, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.job == nil {
+		return nil, nil
+	}
+	d := q.job
+	q.job = nil
+	return []*queue.Dispatch{d}, nil
+}
+func (q *fakeQueue) FetchTypes(ctx context.Context, route string, p []queue.Priority, _ []string, n int, until, now time.Time) ([]*queue.Dispatch, error) {
+	return q.Fetch(ctx, route, p, n, until, now)
+}
+func (q *fakeQueue) HandBack(context.Context, *queue.LostFetch) (int, error) { return 0, nil }
+func (q *fakeQueue) Renew(_ context.Context, _ string, running []*queue.Dispatch, _ time.Time) ([]*queue.Dispatch, error) {
+	return nil, nil
+}
+func (q *fakeQueue) CancelRequests(context.Context, string, []string) ([]string, error) {
+	return nil, nil
+}
+func (q *fakeQueue) AckAsync(_ *queue.Dispatch, _ []byte, _ time.Duration, done func(bool, error)) {
+	q.mu.Lock()
+	ok, err := q.ackOK, q.ackErr
+	q.writes++
+	q.mu.Unlock()
+	go done(ok, err) // as the committer does, on a goroutine of its own
+}
+func (q *fakeQueue) Fail(context.Context, *queue.Dispatch, queue.Failure, time.Time) (queue.Outcome, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.writes++
+	return q.failOut, q.failErr
+}
+func (q *fakeQueue) FinishCanceled(context.Context, *queue.Dispatch, []byte, time.Duration) (bool, error) {
+	return true, nil
+}
+func (q *fakeQueue) Requeue(context.Context, *queue.Dispatch, []byte, time.Duration) (queue.Outcome, error) {
+	return queue.HandedBack, nil
+}
+func (q *fakeQueue) Reap(context.Context, string, time.Time, func(queue.Expired) queue.Verdict) (map[string]queue.Outcome, error) {
+	return nil, nil
+}
+func (q *fakeQueue) Purge(context.Context, string, time.Time) (int, error) { return 0, nil }
+func (q *fakeQueue) PruneRoutes(context.Context, map[string]bool, time.Time) ([]string, error) {
+	return nil, nil
+}
+func (q *fakeQueue) Beat(context.Context, string, []byte, time.Time, time.Duration) error { return nil }
+func (q *fakeQueue) EndBeats(context.Context, string) error                               { return nil }
+
+func (q *fakeQueue) answered() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.writes
+}
+
+// fakeMetrics counts the failed runs the engine counts itself (those whose
+// end was not recorded).
+type fakeMetrics struct {
+	mu     sync.Mutex
+	failed int
+}
+
+func (m *fakeMetrics) For(string, string, string) RunMetrics { return m }
+func (m *fakeMetrics) Overran(string)                        {}
+func (m *fakeMetrics) Ran(time.Duration)                     {}
+func (m *fakeMetrics) Waited(time.Duration)                  {}
+func (m *fakeMetrics) Failed()                               { m.mu.Lock(); m.failed++; m.mu.Unlock() }
+
+type sinkFunc func(JobEnd)
+
+func (f sinkFunc) JobEnded(e JobEnd) { f(e) }
+
+// runOne runs an engine over q until the job q holds has been run and its
+// outcome answered and settled, and returns the ends it told and the failed
+// runs it counted itself.
+func runOne(t *testing.T, q *fakeQueue, o Outcome) ([]JobEnd, int) {
+	t.Helper()
+	var mu sync.Mutex
+	var ends []JobEnd
+	m := &fakeMetrics{}
+	e := New(Config{
+		Queue: q, Metrics: m, Logger: slog.New(slog.DiscardHandler), ID: "w1",
+		Sinks:  []JobEndSink{sinkFunc(func(e JobEnd) { mu.Lock(); ends = append(ends, e); mu.Unlock() })},
+		Routes: []string{"r"}, Priorities: []queue.Priority{queue.Normal}, Tasks: []string{"t"},
+		FetchJobs: true, Concurrency: 1, Lease: time.Minute, ShutdownTimeout: time.Second, JobTimeout: time.Minute,
+		ResultTTL: time.Hour, FailureTTL: time.Hour, SafetyPoll: 5 * time.Millisecond,
+		RetryDelay: func(queue.Envelope, int) time.Duration { return time.Second },
+		Exec:       func(context.Context, *queue.Dispatch) Outcome { return o },
+		JobKey:     struct{}{}, JobValue: func(*queue.Dispatch) any { return nil },
+		State: func(int) []byte { return nil },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for q.answered() == 0 || e.InFlight() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the job's outcome was not written and settled within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return ends, m.failed
+}
+
+func job() *queue.Dispatch {
+	return &queue.Dispatch{ID: "j1", Route: "r", Name: "t", Priority: queue.Normal, Attempts: 1, MaxRetries: 3}
+}
+
+// A failure recorded as a retry is told once, after the write: its attempt,
+// error and retry time; nothing else counts it a second time.
+func TestEnds_AFailureRecordedAsARetryIsToldOnce(t *testing.T) {
+	ends, failed := runOne(t, &fakeQueue{job: job(), failOut: queue.Retrying}, Outcome{Failed: true, Message: "boom"})
+	if len(ends) != 1 || failed != 0 {
+		t.Fatalf("ends %+v, failed runs counted apart %d; want one end, none apart", ends, failed)
+	}
+	e := ends[0]
+	if e.Ending != Retrying || e.ID != "j1" || e.Attempt != 2 || e.Error != "boom" || e.Worker != "w1" || e.RetryAt.IsZero() || e.Record != nil {
+		t.Fatalf("end %+v: want j1 retrying after attempt 2 with its error and retry time, no record", e)
+	}
+}
+
+// A failure that was the job's last is told dead, with the record stored.
+func TestEnds_AFailureRecordedAsDeadIsToldWithItsRecord(t *testing.T) {
+	ends, _ := runOne(t, &fakeQueue{job: job(), failOut: queue.DeadEnded}, Outcome{Failed: true, Message: "boom", Final: true})
+	if len(ends) != 1 || ends[0].Ending != Dead || len(ends[0].Record) == 0 || !ends[0].RetryAt.IsZero() {
+		t.Fatalf("ends %+v; want one, dead, with its record and no retry time", ends)
+	}
+}
+
+// A failure whose write failed, or that changed nothing (its lease was
+// lost), is not told; the run is still counted as failed.
+func TestEnds_AFailureNotRecordedIsNotToldButCountedFailed(t *testing.T) {
+	for name, q := range map[string]*fakeQueue{
+		"write failed": {job: job(), failErr: errors.New("redis down")},
+		"lease lost":   {job: job(), failOut: queue.Stale},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ends, failed := runOne(t, q, Outcome{Failed: true, Message: "boom"})
+			if len(ends) != 0 || failed != 1 {
+				t.Fatalf("ends %+v, failed runs counted %d; want none told, one counted", ends, failed)
+			}
+		})
+	}
+}
+
+// A success is told completed with its result and record once the ack
+// landed; an ack that failed or changed nothing is not told.
+func TestEnds_ASuccessIsToldOnlyIfItsAckLanded(t *testing.T) {
+	ends, _ := runOne(t, &fakeQueue{job: job(), ackOK: true}, Outcome{Result: []byte("r")})
+	if len(ends) != 1 || ends[0].Ending != Completed || string(ends[0].Result) != "r" || len(ends[0].Record) == 0 {
+		t.Fatalf("ends %+v; want one, completed, with its result and record", ends)
+	}
+	for name, q := range map[string]*fakeQueue{
+		"ack failed": {job: job(), ackErr: errors.New("redis down")},
+		"lease lost": {job: job(), ackOK: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if ends, _ := runOne(t, q, Outcome{Result: []byte("r")}); len(ends) != 0 {
+				t.Fatalf("ends %+v; want none", ends)
+			}
+		})
+	}
+}
