@@ -92,66 +92,29 @@ func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide fu
 func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, tokens []string, budget int,
 	decide func(Expired) Verdict, out map[string]Outcome) (kept, dropped int, err error) {
 	k := q.Keys(route)
-	// The jobs still leased by the expired groups, read after the groups: a
-	// group read first has all its leases by then (a fetch writes both at
-	// once), so one found empty here is empty for good. Only groups whose
-	// worker stopped renewing expire, so this read of every lease of the
-	// route is rare.
-	leases, err := q.rdb.HGetAll(ctx, k.Leases()).Result()
+	page, err := q.readPageLeases(ctx, k, route, tokens, budget)
 	if err != nil {
-		return 0, 0, fmt.Errorf("read leases of route %s: %w", route, err)
+		return 0, 0, err
 	}
-	left := make(map[string]int, len(tokens)) // token -> jobs leased in it
-	for _, t := range tokens {
-		left[t] = 0
-	}
-	var ids, owners []string
-	for id, t := range leases {
-		if _, ok := left[t]; !ok {
-			continue
-		}
-		// A group with a leased job is not empty, even when its job waits for
-		// the next pass (over budget): dropping it would leave that job
-		// leased to a group no reaper ever sees again.
-		left[t]++
-		if len(ids) < budget {
-			ids, owners = append(ids, id), append(owners, t)
-		}
-	}
-	var empty []any
-	for _, t := range tokens {
-		if left[t] == 0 {
-			empty = append(empty, t)
-		}
-	}
-	fields, pays, asked, err := q.readExpired(ctx, k, ids)
+	fields, pays, asked, err := q.readExpired(ctx, k, page.ids)
 	if err != nil {
 		return 0, 0, fmt.Errorf("read expired jobs of route %s: %w", route, err)
 	}
 	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats(), k.Payloads(), k.Groups(), k.History(HourOf(now)), k.Cancels()}
-	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns), len(empty)}
-	args = append(args, empty...)
-	for i, id := range ids {
+	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns), len(page.empty)}
+	args = append(args, page.empty...)
+	for i, id := range page.ids {
 		keys = append(keys, k.Job(id), k.Result(id), k.Garbage(id))
 		if id == "" { // not a job: the script drops its lease, nothing to decide
-			args = append(args, id, owners[i], "", 0, "", 1, 0)
+			args = append(args, id, page.owners[i], "", 0, "", 1, 0)
 			continue
 		}
-		f := fields[i]
-		e := Expired{ID: id, Name: f["n"], Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"])}
-		e.Envelope, _ = decodeStored(id, f)
-		if pays[i] != nil && len(f) == 0 {
-			var d Dispatch
-			d.fillFromPayload(*pays[i])
-			e = Expired{ID: id, Name: d.Name, MaxRetries: d.MaxRetries, Envelope: d.Envelope}
-		}
-		e.CancelRequested = asked[i]
-		verdict := decide(e)
+		verdict := decide(expiredJob(id, fields[i], pays[i], asked[i]))
 		cancelRead := 0
 		if asked[i] {
 			cancelRead = 1
 		}
-		args = append(args, id, owners[i], f["a"], ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)), cancelRead)
+		args = append(args, id, page.owners[i], fields[i]["a"], ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)), cancelRead)
 	}
 	// Retry-safe: a job is reaped only while its lease, attempts and group
 	// expiry are as read above; the first run changed them.
@@ -160,22 +123,88 @@ func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, token
 		return 0, 0, fmt.Errorf("reap route %s: %w", route, err)
 	}
 	replies, _ := res.([]any)
-	for i, id := range ids {
+	for i, id := range page.ids {
 		var o Outcome
 		if i < len(replies) {
 			o = q.reapReply(route, replies[i])
 		}
 		if o != Stale {
 			out[id] = o
-			left[owners[i]]--
+			page.left[page.owners[i]]--
+		}
+	}
+	return page.kept(tokens), len(page.empty), nil
+}
+
+// pageLeases is what one page of expired groups holds, as read before the
+// reap script runs.
+type pageLeases struct {
+	left   map[string]int // group token -> jobs leased in it
+	ids    []string       // the jobs to reap, up to the budget
+	owners []string       // the group token of each of ids
+	empty  []any          // tokens of the groups that hold no job
+}
+
+// readPageLeases reads which jobs the expired groups tokens still lease and
+// picks up to budget of them to reap.
+func (q *Queue) readPageLeases(ctx context.Context, k Keys, route string, tokens []string, budget int) (pageLeases, error) {
+	// The jobs still leased by the expired groups, read after the groups: a
+	// group read first has all its leases by then (a fetch writes both at
+	// once), so one found empty here is empty for good. Only groups whose
+	// worker stopped renewing expire, so this read of every lease of the
+	// route is rare.
+	leases, err := q.rdb.HGetAll(ctx, k.Leases()).Result()
+	if err != nil {
+		return pageLeases{}, fmt.Errorf("read leases of route %s: %w", route, err)
+	}
+	page := pageLeases{left: make(map[string]int, len(tokens))}
+	for _, t := range tokens {
+		page.left[t] = 0
+	}
+	for id, t := range leases {
+		if _, ok := page.left[t]; !ok {
+			continue
+		}
+		// A group with a leased job is not empty, even when its job waits for
+		// the next pass (over budget): dropping it would leave that job
+		// leased to a group no reaper ever sees again.
+		page.left[t]++
+		if len(page.ids) < budget {
+			page.ids, page.owners = append(page.ids, id), append(page.owners, t)
 		}
 	}
 	for _, t := range tokens {
-		if left[t] > 0 {
+		if page.left[t] == 0 {
+			page.empty = append(page.empty, t)
+		}
+	}
+	return page, nil
+}
+
+// kept is how many of the groups tokens still lease a job.
+func (p pageLeases) kept(tokens []string) int {
+	kept := 0
+	for _, t := range tokens {
+		if p.left[t] > 0 {
 			kept++
 		}
 	}
-	return kept, len(empty), nil
+	return kept
+}
+
+// expiredJob is what decide is told of the expired job id: from its hash
+// fields, or from its payload pay when its hash reads as no fields; asked is
+// whether a cancel was requested while it ran.
+func expiredJob(id string, fields map[string]string, pay *string, asked bool) Expired {
+	e := Expired{ID: id, Name: fields["n"], Attempts: atoi(fields["a"]), MaxRetries: atoi(fields["m"])}
+	e.Envelope, _ = decodeStored(id, fields)
+	if pay != nil && len(fields) == 0 {
+		var d Dispatch
+		d.fillFromPayload(*pay)
+		e = Expired{ID: id, Name: d.Name, MaxRetries: d.MaxRetries, Envelope: d.Envelope}
+	}
+	e.CancelRequested = asked
+	return e
 }
 
 // readExpired reads the hashes, payloads and cancel requests of the jobs ids

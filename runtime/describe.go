@@ -206,81 +206,104 @@ func (s *keyScan) value(t reflect.Type) bool {
 	}
 	switch s.b[s.i] {
 	case '{':
-		var elem reflect.Type
-		if t != nil {
-			switch t.Kind() {
-			case reflect.Struct:
-			case reflect.Map:
-				elem = t.Elem()
-			default:
-				return false
-			}
-		}
-		if !s.open('}') {
-			return true
-		}
-		for {
-			key, ok := s.str()
-			if s.space(); !ok || s.i >= len(s.b) || s.b[s.i] != ':' {
-				return false
-			}
-			s.i++
-			member := elem
-			if info.fields != nil {
-				f, known := info.fields[string(key)]
-				if !known {
-					return false
-				}
-				if member = f.typ; f.quoted {
-					member = nil
-				}
-			}
-			if !s.value(member) {
-				return false
-			}
-			if done, ok := s.next('}'); !ok || done {
-				return ok
-			}
-		}
+		return s.object(t, info)
 	case '[':
-		var elem reflect.Type
-		if t != nil {
-			if k := t.Kind(); k != reflect.Slice && k != reflect.Array {
+		return s.array(t)
+	case '"':
+		return s.skipString()
+	}
+	s.skipScalar()
+	return true
+}
+
+// object scans an object that decodes into t (a struct whose fields info
+// holds, or a map); t nil takes any keys.
+func (s *keyScan) object(t reflect.Type, info scanInfo) bool {
+	var elem reflect.Type
+	if t != nil {
+		switch t.Kind() {
+		case reflect.Struct:
+		case reflect.Map:
+			elem = t.Elem()
+		default:
+			return false
+		}
+	}
+	if !s.open('}') {
+		return true
+	}
+	for {
+		key, ok := s.str()
+		if s.space(); !ok || s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		member := elem
+		if info.fields != nil {
+			f, known := info.fields[string(key)]
+			if !known {
 				return false
 			}
-			elem = t.Elem()
+			if member = f.typ; f.quoted {
+				member = nil
+			}
 		}
-		if !s.open(']') {
+		if !s.value(member) {
+			return false
+		}
+		if done, ok := s.next('}'); !ok || done {
+			return ok
+		}
+	}
+}
+
+// array scans an array whose elements decode into t's; t nil takes any keys.
+func (s *keyScan) array(t reflect.Type) bool {
+	var elem reflect.Type
+	if t != nil {
+		if k := t.Kind(); k != reflect.Slice && k != reflect.Array {
+			return false
+		}
+		elem = t.Elem()
+	}
+	if !s.open(']') {
+		return true
+	}
+	for {
+		if !s.value(elem) {
+			return false
+		}
+		if done, ok := s.next(']'); !ok || done {
+			return ok
+		}
+	}
+}
+
+// skipString steps past a string value: its escapes skipped, not read. It
+// reports false when the string does not end.
+func (s *keyScan) skipString() bool {
+	for j := s.i + 1; j < len(s.b); j++ {
+		switch s.b[j] {
+		case '\\':
+			j++
+		case '"':
+			s.i = j + 1
 			return true
 		}
-		for {
-			if !s.value(elem) {
-				return false
-			}
-			if done, ok := s.next(']'); !ok || done {
-				return ok
-			}
-		}
-	case '"':
-		for j := s.i + 1; j < len(s.b); j++ { // a string value: its escapes skipped, not read
-			switch s.b[j] {
-			case '\\':
-				j++
-			case '"':
-				s.i = j + 1
-				return true
-			}
-		}
-		return false
 	}
-	for s.i < len(s.b) { // a number, true, false or null: encoding/json checks it
+	return false
+}
+
+// skipScalar steps past a number, true, false or null: encoding/json checks
+// it.
+func (s *keyScan) skipScalar() {
+	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ',', ']', '}', ' ', '\t', '\n', '\r':
-			return true
+			return
 		}
 		s.i++
 	}
-	return true
 }
 
 // open steps past the opening byte of an object or array and reports

@@ -54,14 +54,7 @@ var payload = tasks.Payload{To: "user@example.com", Subject: "hello", Body: "012
 func main() {
 	flag.Parse()
 	if *cpuprof != "" {
-		f, err := os.Create(*cpuprof)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
+		defer startCPUProfile(*cpuprof)()
 	}
 	ctx := context.Background()
 	url := os.Getenv("REDIS_URL")
@@ -89,16 +82,82 @@ func main() {
 	defer c.Close()
 	defer cleanup(ctx, c.Redis(), ns)
 	runtime.SetDefault(c)
-	if *spikeBase > 0 {
+	switch {
+	case *spikeBase > 0:
 		spike(ctx, c, *spikeBase)
-		return
-	}
-	if *adminMode {
+	case *adminMode:
 		admin(ctx, c, *n, *producers, *nroutes, *depth)
-		return
+	default:
+		scenarios(ctx, c)
 	}
+}
 
-	// enqueue: n single enqueues from `producers` goroutines; memory per pending job.
+// startCPUProfile profiles the whole run into path and returns the function
+// that ends the profile.
+func startCPUProfile(path string) (stop func()) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Fatal(err)
+	}
+	return pprof.StopCPUProfile
+}
+
+// scenarios runs the peer harness's scenarios in order: each after the
+// previous one has left the queues empty, with one worker from drain on.
+func scenarios(ctx context.Context, c *runtime.Client) {
+	enqueueScenario(ctx, c)
+	obs := &observations{}
+	obs.hook(*n)
+	stop := drainScenario(ctx, c, obs)
+	defer stop()
+	batchScenario(ctx, obs)
+	latencyScenario(ctx, obs)
+	callScenario(ctx)
+	delayedScenario(ctx, obs)
+	stop()
+}
+
+// observations is what the worker's handlers record for the scenarios that
+// measure on the job's side.
+type observations struct {
+	noops    atomic.Int64  // no-op jobs run since the last reset
+	finished chan struct{} // closed when noops reaches the scenario's n
+	latOn    atomic.Bool   // ping latencies count only from the latency scenario on
+	mu       sync.Mutex
+	lat      []time.Duration // ping jobs' enqueue-to-start
+	lateness []time.Duration // delayed jobs' start after their due time
+}
+
+// hook points the bench tasks' handlers at o; n no-op jobs close finished.
+func (o *observations) hook(n int) {
+	o.finished = make(chan struct{})
+	tasks.OnNoop = func() {
+		if o.noops.Add(1) == int64(n) {
+			close(o.finished)
+		}
+	}
+	tasks.OnPing = func(sent time.Time) {
+		d := time.Since(sent)
+		if o.latOn.Load() {
+			o.mu.Lock()
+			o.lat = append(o.lat, d)
+			o.mu.Unlock()
+		}
+	}
+	tasks.OnDelayed = func(due time.Time) {
+		d := time.Since(due)
+		o.mu.Lock()
+		o.lateness = append(o.lateness, d)
+		o.mu.Unlock()
+	}
+}
+
+// enqueueScenario makes n single enqueues from `producers` goroutines and
+// reports the memory per pending job.
+func enqueueScenario(ctx context.Context, c *runtime.Client) {
 	note("enqueue: %d single enqueues from %d goroutines", *n, *producers)
 	mem0 := usedMemory(ctx, c.Redis())
 	start := time.Now()
@@ -109,52 +168,36 @@ func main() {
 	})
 	report("enqueue_jobs_per_s", float64(*n)/time.Since(start).Seconds())
 	report("redis_bytes_per_job", float64(usedMemory(ctx, c.Redis())-mem0)/float64(*n))
+}
 
-	// drain: the n pending no-op jobs at concurrency `conc`.
+// drainScenario starts the worker at concurrency `conc` on the n pending
+// no-op jobs, waits until it has run them all, and returns the function that
+// stops it.
+func drainScenario(ctx context.Context, c *runtime.Client, obs *observations) (stop func()) {
 	note("drain: %d pending jobs at concurrency %d", *n, *conc)
-	var done atomic.Int64
-	finished := make(chan struct{})
-	tasks.OnNoop = func() {
-		if done.Add(1) == int64(*n) {
-			close(finished)
-		}
-	}
-	var mu sync.Mutex
-	var lat, lateness []time.Duration
-	var latPhase atomic.Bool
-	tasks.OnPing = func(sent time.Time) {
-		d := time.Since(sent)
-		if latPhase.Load() {
-			mu.Lock()
-			lat = append(lat, d)
-			mu.Unlock()
-		}
-	}
-	tasks.OnDelayed = func(due time.Time) {
-		d := time.Since(due)
-		mu.Lock()
-		lateness = append(lateness, d)
-		mu.Unlock()
-	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	w := runtime.NewWorker(c, runtime.WorkerOptions{Concurrency: *conc, Logger: quiet})
 	tasks.Register(w)
 	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	start = time.Now()
+	start := time.Now()
 	go func() {
 		if err := w.Run(wctx); err != nil {
 			log.Fatal(err)
 		}
 	}()
-	<-finished
+	<-obs.finished
 	report("drain_jobs_per_s", float64(*n)/time.Since(start).Seconds())
+	return stop
+}
 
-	// batch enqueue, on the now empty queues.
+// batchScenario enqueues n jobs in EnqueueMany calls of `batch`, `producers`
+// calls at a time, on the now empty queues, and waits until the worker has
+// run them.
+func batchScenario(ctx context.Context, obs *observations) {
 	note("enqueue_batch: %d jobs in EnqueueMany calls of %d", *n, *batch)
-	done.Store(0)
-	finished = make(chan struct{})
-	start = time.Now()
+	obs.noops.Store(0)
+	obs.finished = make(chan struct{})
+	start := time.Now()
 	var wg sync.WaitGroup
 	for off := 0; off < *n; off += *batch * *producers {
 		for p := 0; p < *producers && off+p**batch < *n; p++ {
@@ -171,23 +214,28 @@ func main() {
 		wg.Wait()
 	}
 	report("enqueue_batch_jobs_per_s", float64(*n)/time.Since(start).Seconds())
-	waitFor(func() bool { return done.Load() >= int64(*n) }, 60*time.Second)
+	waitFor(func() bool { return obs.noops.Load() >= int64(*n) }, 60*time.Second)
+}
 
-	// latency: enqueue-to-start at a fixed rate for `secs` seconds.
+// latencyScenario measures enqueue-to-start at a fixed rate for `secs`
+// seconds.
+func latencyScenario(ctx context.Context, obs *observations) {
 	note("latency: %d jobs/s for %ds", *rate, *secs)
-	latPhase.Store(true)
+	obs.latOn.Store(true)
 	sent := paced(*rate, time.Duration(*secs)*time.Second, func() {
 		if _, err := tasks.Ping.Enqueue(ctx, tasks.Stamp{At: time.Now().UnixNano()}); err != nil {
 			log.Print(err)
 		}
 	})
-	waitFor(func() bool { mu.Lock(); defer mu.Unlock(); return len(lat) >= sent }, 10*time.Second)
-	mu.Lock()
-	report("latency_p50_ms", ms(quantile(lat, 0.50)))
-	report("latency_p99_ms", ms(quantile(lat, 0.99)))
-	mu.Unlock()
+	waitFor(func() bool { obs.mu.Lock(); defer obs.mu.Unlock(); return len(obs.lat) >= sent }, 10*time.Second)
+	obs.mu.Lock()
+	report("latency_p50_ms", ms(quantile(obs.lat, 0.50)))
+	report("latency_p99_ms", ms(quantile(obs.lat, 0.99)))
+	obs.mu.Unlock()
+}
 
-	// call: enqueue + await round trips, one after another.
+// callScenario measures enqueue + await round trips, one after another.
+func callScenario(ctx context.Context) {
 	note("call: %d sequential Call round trips", *calls)
 	rts := make([]time.Duration, 0, *calls)
 	for i := 0; i < *calls; i++ {
@@ -199,8 +247,11 @@ func main() {
 	}
 	report("call_p50_ms", ms(quantile(rts, 0.50)))
 	report("call_p99_ms", ms(quantile(rts, 0.99)))
+}
 
-	// delayed: jobs due in 1s; lateness = start time - due time.
+// delayedScenario enqueues jobs due in 1s and measures their lateness: start
+// time - due time.
+func delayedScenario(ctx context.Context, obs *observations) {
 	note("delayed: %d jobs due in 1s", *delayedN)
 	for i := 0; i < *delayedN; i++ {
 		due := time.Now().Add(time.Second)
@@ -208,12 +259,11 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	waitFor(func() bool { mu.Lock(); defer mu.Unlock(); return len(lateness) >= *delayedN }, 20*time.Second)
-	mu.Lock()
-	report("delay_lateness_p50_ms", ms(quantile(lateness, 0.50)))
-	report("delay_lateness_p99_ms", ms(quantile(lateness, 0.99)))
-	mu.Unlock()
-	stop()
+	waitFor(func() bool { obs.mu.Lock(); defer obs.mu.Unlock(); return len(obs.lateness) >= *delayedN }, 20*time.Second)
+	obs.mu.Lock()
+	report("delay_lateness_p50_ms", ms(quantile(obs.lateness, 0.50)))
+	report("delay_lateness_p99_ms", ms(quantile(obs.lateness, 0.99)))
+	obs.mu.Unlock()
 }
 
 func note(format string, args ...any) { fmt.Fprintf(os.Stderr, "# "+format+"\n", args...) }

@@ -54,47 +54,97 @@ func run() error {
 	defer c.Close()
 	runtime.SetDefault(c)
 	say("connected to the embedded Redis (mem://), namespace %q", c.Namespace())
-
-	// The admin layer and the HTTP API over it, on a free loopback port.
-	in := runtime.NewInspector(c, tasks.Register)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	d := &demo{ctx: ctx, c: c}
+	closeAPI, err := d.serveAPI()
 	if err != nil {
 		return err
 	}
-	api := &http.Server{Handler: runtime.APIHandler(in, runtime.APIOptions{}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = api.Serve(ln) }()
-	defer api.Close()
-	base := "http://" + ln.Addr().String()
-	say("dashboard: %s/  HTTP API: %s/api/v1/queues  metrics: %s/metrics  OpenAPI: %s/api/v1/openapi.json", base, base, base, base)
+	defer closeAPI()
+	words, later, err := d.enqueueBeforeWorkers()
+	if err != nil {
+		return err
+	}
+	stopWorkers, waitWorkers := d.startWorkers()
+	defer stopWorkers()
+	if err := d.awaitResults(words, later); err != nil {
+		return err
+	}
+	if err := d.deadLetter(); err != nil {
+		return err
+	}
+	if err := d.overHTTP(); err != nil {
+		return err
+	}
+	stopWorkers()
+	waitWorkers()
+	if err := d.showQueues(); err != nil {
+		return err
+	}
+	d.showMetrics()
+	d.keepServing()
+	say("done")
+	return nil
+}
 
-	// Jobs queued before any worker runs, to show the order they are taken in.
+// demo is what the quickstart's steps share: the client, the admin layer and
+// the address the HTTP API serves on.
+type demo struct {
+	ctx  context.Context
+	c    *runtime.Client
+	in   *runtime.Inspector
+	base string // "http://host:port" of the HTTP API
+}
+
+// serveAPI serves the admin layer's HTTP API on a free loopback port and
+// returns the function that closes it.
+func (d *demo) serveAPI() (closeAPI func(), err error) {
+	d.in = runtime.NewInspector(d.c, tasks.Register)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	api := &http.Server{Handler: runtime.APIHandler(d.in, runtime.APIOptions{}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = api.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	d.base = base
+	say("dashboard: %s/  HTTP API: %s/api/v1/queues  metrics: %s/metrics  OpenAPI: %s/api/v1/openapi.json", base, base, base, base)
+	return func() { api.Close() }, nil
+}
+
+// enqueueBeforeWorkers queues jobs before any worker runs, to show the order
+// they are taken in, and a delayed job; it returns the ids of the
+// count_words jobs and of the delayed one.
+func (d *demo) enqueueBeforeWorkers() (words []string, later string, err error) {
 	say("enqueue: 3 count_words (route default, priority low), then 1 send_email (route email, priority high)")
-	words, err := tasks.CountWords.EnqueueMany(ctx, []tasks.Text{
+	words, err = tasks.CountWords.EnqueueMany(d.ctx, []tasks.Text{
 		{Body: "bananas are berries"}, {Body: "strawberries are not"}, {Body: "one"},
 	})
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	if _, err := tasks.SendEmail.Enqueue(ctx, tasks.EmailArgs{To: "ana@example.com", Subject: "welcome"}); err != nil {
-		return err
+	if _, err := tasks.SendEmail.Enqueue(d.ctx, tasks.EmailArgs{To: "ana@example.com", Subject: "welcome"}); err != nil {
+		return nil, "", err
 	}
 	// A delayed job: ready in 300ms.
-	later, err := tasks.CountWords.Enqueue(ctx, tasks.Text{Body: "delayed by three hundred ms"}, runtime.Delay(300*time.Millisecond))
+	later, err = tasks.CountWords.Enqueue(d.ctx, tasks.Text{Body: "delayed by three hundred ms"}, runtime.Delay(300*time.Millisecond))
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	info, _ := c.Job(ctx, later)
+	info, _ := d.c.Job(d.ctx, later)
 	say("enqueue: count_words delayed 300ms -> %s, status %s", short(later), info.Status)
+	return words, later, nil
+}
 
-	// Two workers: one for email+default (email preferred), one for images only.
+// startWorkers runs two workers: one for email+default (email preferred),
+// one for images only, until stop; wait returns once both have stopped.
+func (d *demo) startWorkers() (stop, wait func()) {
 	logger := slog.New(&eventHandler{})
 	demoBackoff := func(attempt int) time.Duration { return time.Duration(100<<attempt) * time.Millisecond }
-	general := runtime.NewWorker(c, runtime.WorkerOptions{Routes: []string{"email", "default"}, Concurrency: 1, Logger: logger, Backoff: demoBackoff})
-	images := runtime.NewWorker(c, runtime.WorkerOptions{Routes: []string{"images"}, Concurrency: 4, Logger: logger, Backoff: demoBackoff})
+	general := runtime.NewWorker(d.c, runtime.WorkerOptions{Routes: []string{"email", "default"}, Concurrency: 1, Logger: logger, Backoff: demoBackoff})
+	images := runtime.NewWorker(d.c, runtime.WorkerOptions{Routes: []string{"images"}, Concurrency: 4, Logger: logger, Backoff: demoBackoff})
 	tasks.Register(general)
 	tasks.Register(images)
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
+	wctx, cancel := context.WithCancel(d.ctx)
 	var wg sync.WaitGroup
 	for _, w := range []*runtime.Worker{general, images} {
 		wg.Add(1)
@@ -105,52 +155,62 @@ func run() error {
 			}
 		}()
 	}
+	return cancel, wg.Wait
+}
 
+// awaitResults awaits the count_words results, a typed round trip on the
+// images route and the delayed job.
+func (d *demo) awaitResults(words []string, later string) error {
 	for i, id := range words {
-		n, err := tasks.CountWords.Await(ctx, id)
+		n, err := tasks.CountWords.Await(d.ctx, id)
 		if err != nil {
 			return err
 		}
 		say("result: count_words #%d = %d words", i+1, n)
 	}
-
-	// A typed round trip on the images route.
-	res, err := tasks.ResizeImage.Call(ctx, tasks.ResizeArgs{URL: "https://cdn.example.com/cat.png", Width: 640})
+	res, err := tasks.ResizeImage.Call(d.ctx, tasks.ResizeArgs{URL: "https://cdn.example.com/cat.png", Width: 640})
 	if err != nil {
 		return err
 	}
 	say("result: resize_image = %+v (a typed tasks.ResizeResult)", res)
-
-	n, err := tasks.CountWords.Await(ctx, later)
+	n, err := tasks.CountWords.Await(d.ctx, later)
 	if err != nil {
 		return err
 	}
-	info, _ = c.Job(ctx, later)
+	info, _ := d.c.Job(d.ctx, later)
 	say("result: delayed count_words = %d, ran %s after it was enqueued", n, info.StartedAt.Sub(info.CreatedAt).Round(time.Millisecond))
+	return nil
+}
 
-	// A job that always fails: retried twice with backoff, then dead-lettered.
-	bad, err := tasks.SendEmail.Enqueue(ctx, tasks.EmailArgs{To: "nobody", Subject: "lost"}, runtime.Description("an address with no @"))
+// deadLetter enqueues a job that always fails: retried twice with backoff,
+// then dead-lettered, where the admin layer lists it.
+func (d *demo) deadLetter() error {
+	bad, err := tasks.SendEmail.Enqueue(d.ctx, tasks.EmailArgs{To: "nobody", Subject: "lost"}, runtime.Description("an address with no @"))
 	if err != nil {
 		return err
 	}
 	say("enqueue: send_email to %q -> %s (retries=2)", "nobody", short(bad))
-	_, err = tasks.SendEmail.Await(ctx, bad)
+	_, err = tasks.SendEmail.Await(d.ctx, bad)
 	var je *runtime.JobError
 	if !errors.As(err, &je) {
 		return fmt.Errorf("expected the bad email to fail, got %v", err)
 	}
 	say("result: send_email failed for good: %v", je)
-	dead, err := in.Jobs(ctx, runtime.JobQuery{Route: "email", State: runtime.StatusFailed})
+	dead, err := d.in.Jobs(d.ctx, runtime.JobQuery{Route: "email", State: runtime.StatusFailed})
 	if err != nil {
 		return err
 	}
-	for _, d := range dead.Jobs {
-		say("dead-letter queue (email): %s %s attempts=%d error=%q", short(d.ID), d.Name, d.Attempts, d.Error)
+	for _, j := range dead.Jobs {
+		say("dead-letter queue (email): %s %s attempts=%d error=%q", short(j.ID), j.Name, j.Attempts, j.Error)
 	}
+	return nil
+}
 
-	// The same, over HTTP: a submission with JSON args, its result, the queues.
+// overHTTP does the same over HTTP: a submission with JSON args and its
+// result.
+func (d *demo) overHTTP() error {
 	body := `{"name":"count_words","args":{"Body":"typed over HTTP too"}}`
-	resp, err := http.Post(base+"/api/v1/jobs", "application/json", strings.NewReader(body))
+	resp, err := http.Post(d.base+"/api/v1/jobs", "application/json", strings.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -165,44 +225,57 @@ func run() error {
 		Status string
 		Result any
 	}
-	if err := getJSON(base+"/api/v1/jobs/"+created.ID+"/result?wait=10s", &job); err != nil {
+	if err := getJSON(d.base+"/api/v1/jobs/"+created.ID+"/result?wait=10s", &job); err != nil {
 		return err
 	}
 	say("GET /api/v1/jobs/%s/result -> status %s, result %v", short(created.ID), job.Status, job.Result)
+	return nil
+}
 
-	stop()
-	wg.Wait()
+// showQueues prints every route's counts as the HTTP API reports them.
+func (d *demo) showQueues() error {
 	var queues []struct {
 		Route                            string
 		Pending, Scheduled, Active, Dead int
 		Workers                          int
 	}
-	if err := getJSON(base+"/api/v1/queues", &queues); err != nil {
+	if err := getJSON(d.base+"/api/v1/queues", &queues); err != nil {
 		return err
 	}
 	for _, q := range queues {
 		say("GET /api/v1/queues: %-7s pending=%d scheduled=%d active=%d dead=%d", q.Route, q.Pending, q.Scheduled, q.Active, q.Dead)
 	}
-	if resp, err := http.Get(base + "/metrics"); err == nil {
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		for _, line := range strings.Split(string(raw), "\n") {
-			if strings.HasPrefix(line, "bananas_jobs_processed_total{") || strings.HasPrefix(line, "bananas_jobs_dead_total{") {
-				say("GET /metrics: %s", line)
-			}
-		}
-	}
-	if *serve > 0 {
-		say("serving the API on %s for %s (Ctrl-C to stop)", base, *serve)
-		sig, cancel := signal.NotifyContext(ctx, os.Interrupt)
-		defer cancel()
-		select {
-		case <-sig.Done():
-		case <-time.After(*serve):
-		}
-	}
-	say("done")
 	return nil
+}
+
+// showMetrics prints the processed and dead counters of the Prometheus
+// metrics; the demo goes on without them if they cannot be read.
+func (d *demo) showMetrics() {
+	resp, err := http.Get(d.base + "/metrics")
+	if err != nil {
+		return
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "bananas_jobs_processed_total{") || strings.HasPrefix(line, "bananas_jobs_dead_total{") {
+			say("GET /metrics: %s", line)
+		}
+	}
+}
+
+// keepServing keeps the HTTP API up for -serve, or until Ctrl-C.
+func (d *demo) keepServing() {
+	if *serve <= 0 {
+		return
+	}
+	say("serving the API on %s for %s (Ctrl-C to stop)", d.base, *serve)
+	sig, cancel := signal.NotifyContext(d.ctx, os.Interrupt)
+	defer cancel()
+	select {
+	case <-sig.Done():
+	case <-time.After(*serve):
+	}
 }
 
 // getJSON decodes the JSON that GET url answers into v.

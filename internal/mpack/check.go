@@ -111,54 +111,6 @@ func check(b []byte, i, depth int) (int, *BoundsError) {
 	switch c {
 	case 0xc0, 0xc2, 0xc3: // nil, false, true
 		return i + 1, nil
-	case 0xc4:
-		return sized(b, i, 1, 0, "bin8")
-	case 0xc5:
-		return sized(b, i, 2, 0, "bin16")
-	case 0xc6:
-		return sized(b, i, 4, 0, "bin32")
-	case 0xc7:
-		return sized(b, i, 1, 1, "ext8")
-	case 0xc8:
-		return sized(b, i, 2, 1, "ext16")
-	case 0xc9:
-		return sized(b, i, 4, 1, "ext32")
-	case 0xca:
-		return fixed(b, i, 4, "float32")
-	case 0xcb:
-		return fixed(b, i, 8, "float64")
-	case 0xcc:
-		return fixed(b, i, 1, "uint8")
-	case 0xcd:
-		return fixed(b, i, 2, "uint16")
-	case 0xce:
-		return fixed(b, i, 4, "uint32")
-	case 0xcf:
-		return fixed(b, i, 8, "uint64")
-	case 0xd0:
-		return fixed(b, i, 1, "int8")
-	case 0xd1:
-		return fixed(b, i, 2, "int16")
-	case 0xd2:
-		return fixed(b, i, 4, "int32")
-	case 0xd3:
-		return fixed(b, i, 8, "int64")
-	case 0xd4:
-		return fixed(b, i, 2, "fixext1") // type byte and data
-	case 0xd5:
-		return fixed(b, i, 3, "fixext2")
-	case 0xd6:
-		return fixed(b, i, 5, "fixext4")
-	case 0xd7:
-		return fixed(b, i, 9, "fixext8")
-	case 0xd8:
-		return fixed(b, i, 17, "fixext16")
-	case 0xd9:
-		return sized(b, i, 1, 0, "str8")
-	case 0xda:
-		return sized(b, i, 2, 0, "str16")
-	case 0xdb:
-		return sized(b, i, 4, 0, "str32")
 	case 0xdc, 0xdd:
 		n, j, err := length(b, i, 2<<(c-0xdc), kinds[c])
 		if err != nil {
@@ -172,7 +124,53 @@ func check(b []byte, i, depth int) (int, *BoundsError) {
 		}
 		return checkMap(b, i, j, n, depth, kinds[c])
 	}
+	s := &scalars[c]
+	switch {
+	case s.header > 0:
+		return sized(b, i, s.header, s.extra, s.kind)
+	case s.n > 0:
+		return fixed(b, i, s.n, s.kind)
+	}
 	return i, fail(i, "invalid msgpack code 0x%02x", c)
+}
+
+// scalar is how check measures a value whose code is neither a fix type,
+// nil, a bool nor a container header: a fixed-size one takes n bytes after
+// its code; a sized one has a length of header bytes after its code, then
+// that many bytes and extra more (an ext's type). kind names it in errors.
+type scalar struct {
+	kind          string
+	n             int
+	header, extra int
+}
+
+// scalars holds the scalar of every such code; the codes it leaves zero are
+// no msgpack code at all.
+var scalars = [256]scalar{
+	0xc4: {kind: "bin8", header: 1},
+	0xc5: {kind: "bin16", header: 2},
+	0xc6: {kind: "bin32", header: 4},
+	0xc7: {kind: "ext8", header: 1, extra: 1},
+	0xc8: {kind: "ext16", header: 2, extra: 1},
+	0xc9: {kind: "ext32", header: 4, extra: 1},
+	0xca: {kind: "float32", n: 4},
+	0xcb: {kind: "float64", n: 8},
+	0xcc: {kind: "uint8", n: 1},
+	0xcd: {kind: "uint16", n: 2},
+	0xce: {kind: "uint32", n: 4},
+	0xcf: {kind: "uint64", n: 8},
+	0xd0: {kind: "int8", n: 1},
+	0xd1: {kind: "int16", n: 2},
+	0xd2: {kind: "int32", n: 4},
+	0xd3: {kind: "int64", n: 8},
+	0xd4: {kind: "fixext1", n: 2}, // type byte and data
+	0xd5: {kind: "fixext2", n: 3},
+	0xd6: {kind: "fixext4", n: 5},
+	0xd7: {kind: "fixext8", n: 9},
+	0xd8: {kind: "fixext16", n: 17},
+	0xd9: {kind: "str8", header: 1},
+	0xda: {kind: "str16", header: 2},
+	0xdb: {kind: "str32", header: 4},
 }
 
 var kinds = [256]string{0xdc: "array16", 0xdd: "array32", 0xde: "map16", 0xdf: "map32"}
