@@ -67,6 +67,18 @@ end
 
 local bn_prios = { high = 1, normal = 2, low = 3 }
 
+-- bn_end_canceled ends a job canceled, as every script that can end one does:
+-- its canceled record stored for ttl under result and announced on channel,
+-- its cancel request (if cancels is given) dropped, and the cancel counted in
+-- the route's stats and the hour's history.
+local function bn_end_canceled(result, record, ttl, channel, cancels, id, stats, history, now)
+  redis.call('SET', result, record, 'PX', ttl)
+  redis.call('PUBLISH', channel, record)
+  if cancels then redis.call('SREM', cancels, id) end
+  bn_count(stats, 'canceled', 1)
+  bn_history(history, now, 'c', 1)
+end
+
 local function bn_prio(v, what)
   if bn_prios[v] == nil then
     error('bananas: ' .. what .. ' must be high, normal or low, got ' .. tostring(v))

@@ -35,13 +35,9 @@ bn_need_type(KEYS[5], 'hash', 'groups hash')
 bn_need_type(KEYS[8], 'set', 'cancels set')
 if redis.call('HGET', KEYS[2], id) ~= token then return 0 end
 
-redis.call('SET', KEYS[6], ARGV[3], 'PX', ARGV[4])
-redis.call('PUBLISH', ARGV[5], ARGV[3])
 redis.call('HDEL', KEYS[2], id)
 bn_release(KEYS[1], KEYS[5], token, 1)
 redis.call('HDEL', KEYS[4], id)
 redis.call('DEL', KEYS[7])
-redis.call('SREM', KEYS[8], id)
-bn_count(KEYS[3], 'canceled', 1)
-bn_history(KEYS[9], now, 'c', 1)
+bn_end_canceled(KEYS[6], ARGV[3], ARGV[4], ARGV[5], KEYS[8], id, KEYS[3], KEYS[9], now)
 return 1

@@ -93,11 +93,7 @@ for _, c in ipairs(canceled) do
   redis.call('HDEL', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
   redis.call('DEL', c[2])
-  redis.call('SET', c[3], c[4], 'PX', c[5])
-  redis.call('PUBLISH', prefix .. id .. '}', c[4])
-  redis.call('SREM', KEYS[8], id)
-  bn_count(KEYS[9], 'canceled', 1)
-  bn_history(KEYS[10], now, 'c', 1)
+  bn_end_canceled(c[3], c[4], c[5], prefix .. id .. '}', KEYS[8], id, KEYS[9], KEYS[10], now)
 end
 local left = 0
 if released > 0 then

@@ -111,11 +111,7 @@ for i = 0, n - 1 do
         -- goes with it, as no dead-lettered stub is there to be purged with it.
         redis.call('DEL', job)
         if payload then redis.call('HDEL', KEYS[6], id) end
-        redis.call('SET', result, record, 'PX', ttl)
-        redis.call('PUBLISH', channel, record)
-        redis.call('SREM', KEYS[9], id)
-        bn_count(KEYS[5], 'canceled', 1)
-        bn_history(KEYS[8], now, 'c', 1)
+        bn_end_canceled(result, record, ttl, channel, KEYS[9], id, KEYS[5], KEYS[8], now)
         reply = {6, 'job ' .. id .. ': its job key held a ' .. kind .. ', not a job hash; dropped, as the job was asked to cancel and ends canceled'}
       elseif payload then
         local max = bn_materialize(job, KEYS[6], id, payload)
@@ -144,11 +140,7 @@ for i = 0, n - 1 do
       if asked then
         if payload then redis.call('HDEL', KEYS[6], id) end
         if kind == 'hash' then redis.call('DEL', job) end
-        redis.call('SET', result, record, 'PX', ttl)
-        redis.call('PUBLISH', channel, record)
-        redis.call('SREM', KEYS[9], id)
-        bn_count(KEYS[5], 'canceled', 1)
-        bn_history(KEYS[8], now, 'c', 1)
+        bn_end_canceled(result, record, ttl, channel, KEYS[9], id, KEYS[5], KEYS[8], now)
         reply = 6
       elseif why then
         bn_count(KEYS[5], 'failed', 1)

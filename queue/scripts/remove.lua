@@ -113,10 +113,7 @@ if state == 'scheduled' then redis.call('ZREM', KEYS[6], id) end
 if payload then redis.call('HDEL', KEYS[2], id) end
 if kind ~= 'none' then redis.call('DEL', KEYS[1]) end
 if cancel then
-  redis.call('SET', KEYS[9], ARGV[3], 'PX', ARGV[4])
-  redis.call('PUBLISH', ARGV[5], ARGV[3])
-  bn_count(KEYS[10], 'canceled', 1)
-  bn_history(KEYS[12], now, 'c', 1)
+  bn_end_canceled(KEYS[9], ARGV[3], ARGV[4], ARGV[5], nil, id, KEYS[10], KEYS[12], now)
 else
   bn_count(KEYS[10], 'deleted', 1)
 end
