@@ -31,9 +31,13 @@ func TestHandBack_AJobAskedToCancelEndsCanceledNotBackInItsList(t *testing.T) {
 				}
 				lost := &queue.LostFetch{Route: "r", Token: asked.Token, Until: now.Add(time.Minute)}
 				for run := 1; run <= 2; run++ {
-					n, err := q.HandBack(ctx, lost)
-					if want := 2 - run; err != nil || n != want {
-						t.Fatalf("hand back #%d = %d, %v; want %d handed back (the other job, the first time)", run, n, err, want)
+					out, err := q.HandBack(ctx, lost, canceledVerdict)
+					if want := 2 - run; err != nil || out.Back != want {
+						t.Fatalf("hand back #%d = %d, %v; want %d handed back (the other job, the first time)", run, out.Back, err, want)
+					}
+					if ended := len(out.Canceled); run == 1 && (ended != 1 || out.Canceled[0].ID != asked.ID || out.Canceled[0].Name != asked.Name) ||
+						run == 2 && ended != 0 {
+						t.Fatalf("hand back #%d says %+v ended canceled; want job %s the first time, none the second", run, out.Canceled, asked.ID)
 					}
 					wantPlace(t, q, "r", asked.ID, "")
 					wantPlace(t, q, "r", other.ID, queue.Normal)

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/bananas-go/bananas/results"
 )
 
 // Dispatch is one job handed to a worker under a lease.
@@ -269,12 +267,10 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 	for i, d := range unread {
 		ids[i] = d.ID
 	}
-	lost := &LostFetch{Route: route, Token: token, Until: until, IDs: ids,
+	// The caller hands them back (HandBack): only these, and it decides the
+	// end of those asked to cancel meanwhile.
+	return read, &LostFetch{Route: route, Token: token, Until: until, IDs: ids,
 		Err: fmt.Errorf("read leased jobs of route %s: %w", route, cmds[slices.Index(heavy, unread[0])].Err())}
-	if _, err := q.HandBack(ctx, lost); err != nil {
-		return read, lost // the caller hands them back later: only these
-	}
-	return read, lost.Err
 }
 
 // handBackMarked is how long past a lost fetch's lease deadline its token
@@ -285,16 +281,18 @@ const handBackMarked = 10 * time.Minute
 // HandBack returns to the front of their lists, without counting an attempt,
 // the jobs of a lost fetch still leased under its token (l.IDs, or all of
 // them), and marks the token used until handBackMarked past its lease so that
-// a late copy of the fetch takes nothing. It reports how many jobs went back.
-// Finding the token's jobs reads every lease of the route once, which only a
-// lost fetch makes anyone do. Retry-safe: a second run finds nothing leased
-// under the token.
-func (q *Queue) HandBack(ctx context.Context, l *LostFetch) (int, error) {
+// a late copy of the fetch takes nothing. A job asked to cancel while its
+// fetch was lost is not handed back: it ends canceled, with the record and
+// TTL that canceled returns for it (the caller builds every record a job
+// ends with). Finding the token's jobs reads every lease of the route once,
+// which only a lost fetch makes anyone do. Retry-safe: a second run finds
+// nothing leased under the token.
+func (q *Queue) HandBack(ctx context.Context, l *LostFetch, canceled func(Expired) Verdict) (LostHandBack, error) {
 	ids := l.IDs
 	if ids == nil {
 		leases, err := q.rdb.HGetAll(ctx, q.Keys(l.Route).Leases()).Result()
 		if err != nil {
-			return 0, fmt.Errorf("hand back jobs of route %s: %w", l.Route, err)
+			return LostHandBack{}, fmt.Errorf("hand back jobs of route %s: %w", l.Route, err)
 		}
 		for id, t := range leases {
 			if t == l.Token {
@@ -306,102 +304,55 @@ func (q *Queue) HandBack(ctx context.Context, l *LostFetch) (int, error) {
 		// millisecond the order is the ids'.
 		slices.Sort(ids)
 	}
-	return q.handBack(ctx, l.Route, l.Token, ids, l.Until.Add(handBackMarked))
+	return q.handBack(ctx, l.Route, l.Token, ids, l.Until.Add(handBackMarked), canceled)
 }
 
-// handBack runs handback.lua for ids leased under token. A job with a cancel
-// request ends canceled instead, with the record canceledOnHandBack makes.
-func (q *Queue) handBack(ctx context.Context, route, token string, ids []string, until time.Time) (int, error) {
+// LostHandBack is what a HandBack did: how many jobs went back to their
+// lists, and the jobs that ended canceled instead.
+type LostHandBack struct {
+	Back     int
+	Canceled []Expired
+}
+
+// handBack runs handback.lua for ids leased under token, with a canceled
+// record for each job that has a cancel request.
+func (q *Queue) handBack(ctx context.Context, route, token string, ids []string, until time.Time, canceled func(Expired) Verdict) (LostHandBack, error) {
 	k := q.Keys(route)
 	now := q.Now()
-	records, err := q.canceledOnHandBack(ctx, k, ids, now)
+	fields, pays, asked, err := q.readExpired(ctx, k, ids)
 	if err != nil {
-		return 0, fmt.Errorf("hand back jobs of route %s: %w", route, err)
+		return LostHandBack{}, fmt.Errorf("hand back jobs of route %s: %w", route, err)
 	}
 	keys := make([]string, 0, 10+2*len(ids))
 	keys = append(keys, k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.List(High), k.List(Normal), k.List(Low),
 		k.Cancels(), k.Stats(), k.History(HourOf(now)))
 	args := make([]any, 0, 5+3*len(ids))
 	args = append(args, token, ms(until), k.WakeChannel(), resultChannelPrefix(q.ns), ms(now))
+	askedJobs := map[string]Expired{}
 	for i, id := range ids {
 		keys = append(keys, k.Job(id), k.Result(id))
-		args = append(args, id, records[i].encoded, max(1, durMS(records[i].ttl)))
+		var v Verdict
+		if asked[i] && id != "" {
+			e := expiredJob(id, fields[i], pays[i], true)
+			v, askedJobs[id] = canceled(e), e
+		}
+		args = append(args, id, v.Record, max(1, durMS(v.TTL)))
 	}
 	// Retry-safe: fenced by the token, which the first run released.
-	n, err := q.s.handback.Run(ctx, q.rdb, keys, args...).Int()
+	res, err := q.s.handback.Run(ctx, q.rdb, keys, args...).Slice()
 	if err != nil {
-		return 0, fmt.Errorf("hand back jobs of route %s: %w", route, err)
+		return LostHandBack{}, fmt.Errorf("hand back jobs of route %s: %w", route, err)
 	}
-	return n, nil
-}
-
-// canceledTTL is how long the record of a job that ends canceled on a hand
-// back is kept when its envelope sets no failure TTL: a failure's default
-// (runtime.DefaultFailureTTL).
-const canceledTTL = 24 * time.Hour
-
-// canceledRecord is the record a job ends with, and for how long it is kept.
-type canceledRecord struct {
-	encoded []byte // empty: no cancel request was read for the job
-	ttl     time.Duration
-}
-
-// canceledOnHandBack reads which of ids have a cancel request (asked while
-// their fetch was lost) and makes, for each of those, the record it ends
-// with: the job as enqueued, canceled. It is the only record the queue makes
-// itself: a lost fetch's jobs have no dispatch a worker could make it from.
-func (q *Queue) canceledOnHandBack(ctx context.Context, k Keys, ids []string, now time.Time) ([]canceledRecord, error) {
-	out := make([]canceledRecord, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	members := make([]any, len(ids))
-	for i, id := range ids {
-		members[i] = id
-	}
-	asked, err := q.rdb.SMIsMember(ctx, k.Cancels(), members...).Result()
-	if err != nil && !isReply(err) {
-		return nil, err
-	}
-	var which []string
-	var at []int
-	for i, a := range asked {
-		if a && i < len(ids) && ids[i] != "" {
-			which, at = append(which, ids[i]), append(at, i)
+	var out LostHandBack
+	if len(res) == 2 {
+		n, _ := res[0].(int64)
+		out.Back = int(n)
+		ended, _ := res[1].([]any)
+		for _, x := range ended {
+			if id, ok := x.(string); ok {
+				out.Canceled = append(out.Canceled, askedJobs[id])
+			}
 		}
-	}
-	if len(which) == 0 {
-		return out, nil
-	}
-	fields, pays, _, err := q.readExpired(ctx, k, which)
-	if err != nil {
-		return nil, err
-	}
-	for j, id := range which {
-		f := fields[j]
-		d := Dispatch{ID: id, Name: f["n"], Priority: Priority(f["p"]), MaxRetries: atoi(f["m"]), Attempts: atoi(f["a"]),
-			CreatedAt: parseMS(f["c"])}
-		d.Envelope, _ = decodeStored(id, f)
-		if pays[j] != nil && len(f) == 0 {
-			d.fillFromPayload(*pays[j])
-		}
-		rec := results.Record{
-			ID: id, Name: d.Name, Priority: string(d.Priority), Args: d.Envelope.Args, MaxRetries: d.MaxRetries,
-			Timeout: d.Envelope.Timeout, Description: d.Envelope.Description, Attempts: d.Attempts,
-			Error: "canceled before it ran (the fetch that leased it was lost)", Canceled: true, FinishedAt: ms(now),
-		}
-		if !d.CreatedAt.IsZero() {
-			rec.CreatedAt = ms(d.CreatedAt)
-		}
-		encoded, err := results.Encode(rec)
-		if err != nil {
-			return nil, fmt.Errorf("encode the canceled record of job %s: %w", id, err)
-		}
-		ttl := canceledTTL
-		if d.Envelope.FailureTTL > 0 {
-			ttl = time.Duration(d.Envelope.FailureTTL) * time.Millisecond
-		}
-		out[at[j]] = canceledRecord{encoded: encoded, ttl: ttl}
 	}
 	return out, nil
 }

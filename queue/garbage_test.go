@@ -852,7 +852,7 @@ func TestScripts_RouteKeyOfWrongTypeRefusedBeforeAnyWrite(t *testing.T) {
 		{"handback, ready list", func(k queue.Keys) string { return k.List(queue.High) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
 			return func() error {
-				_, err := q.HandBack(context.Background(), &queue.LostFetch{Route: "r", Token: d.Token, Until: now.Add(time.Minute)})
+				_, err := handBack(context.Background(), q, &queue.LostFetch{Route: "r", Token: d.Token, Until: now.Add(time.Minute)})
 				return err
 			}
 		}, "ready list"},

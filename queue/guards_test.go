@@ -125,7 +125,7 @@ func TestRequeueAndHandBack_UnderAReapedLeaseLeaveTheNewLeaseAlone(t *testing.T)
 			t.Fatalf("requeue under the reaped lease = %v, %v; want refused as stale", out, err)
 		}
 		lost := &queue.LostFetch{Route: "r", Token: stale.Token, Until: until, IDs: []string{stale.ID}}
-		if n, err := q.HandBack(ctx, lost); n != 0 || err != nil {
+		if n, err := handBack(ctx, q, lost); n != 0 || err != nil {
 			t.Fatalf("hand back under the reaped lease = %d, %v; want nothing handed back", n, err)
 		}
 		k := q.Keys("r")

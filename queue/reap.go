@@ -24,7 +24,9 @@ const Corrupt Outcome = 4
 type Expired struct {
 	ID         string
 	Name       string
-	Attempts   int // failed runs before the lost one
+	Priority   Priority  // "" when its hash and payload do not say
+	CreatedAt  time.Time // zero when its hash and payload do not say
+	Attempts   int       // failed runs before the lost one
 	MaxRetries int
 	Envelope   Envelope // zero when it cannot be decoded
 	// CancelRequested: a cancel was asked while it ran. It ends canceled
@@ -196,12 +198,13 @@ func (p pageLeases) kept(tokens []string) int {
 // fields, or from its payload pay when its hash reads as no fields; asked is
 // whether a cancel was requested while it ran.
 func expiredJob(id string, fields map[string]string, pay *string, asked bool) Expired {
-	e := Expired{ID: id, Name: fields["n"], Attempts: atoi(fields["a"]), MaxRetries: atoi(fields["m"])}
+	e := Expired{ID: id, Name: fields["n"], Priority: Priority(fields["p"]), CreatedAt: parseMS(fields["c"]),
+		Attempts: atoi(fields["a"]), MaxRetries: atoi(fields["m"])}
 	e.Envelope, _ = decodeStored(id, fields)
 	if pay != nil && len(fields) == 0 {
 		var d Dispatch
 		d.fillFromPayload(*pay)
-		e = Expired{ID: id, Name: d.Name, MaxRetries: d.MaxRetries, Envelope: d.Envelope}
+		e = Expired{ID: id, Name: d.Name, Priority: d.Priority, CreatedAt: d.CreatedAt, MaxRetries: d.MaxRetries, Envelope: d.Envelope}
 	}
 	e.CancelRequested = asked
 	return e

@@ -95,7 +95,7 @@ func TestScripts_SecondRunOfEnqueueFetchAckChangesNothing(t *testing.T) {
 			now := time.Now()
 			ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
 			h.during(func() {
-				if n, err := q.HandBack(context.Background(), &queue.LostFetch{Route: "r", Token: ds[0].Token, Until: now.Add(time.Minute)}); n != 2 || err != nil {
+				if n, err := handBack(context.Background(), q, &queue.LostFetch{Route: "r", Token: ds[0].Token, Until: now.Add(time.Minute)}); n != 2 || err != nil {
 					t.Fatalf("hand back = %d, %v; want the 2 jobs of the first fetch", n, err)
 				}
 			})
@@ -226,7 +226,7 @@ func TestHandBack_LostFetchJobsReturnFirstWithoutAnAttempt(t *testing.T) {
 		if n, _ := q.Client().HLen(ctx, k.Leases()).Result(); n != 3 {
 			t.Fatalf("%d jobs leased by the lost fetch, want 3", n)
 		}
-		n, err := q.HandBack(ctx, lost)
+		n, err := handBack(ctx, q, lost)
 		if n != 3 || err != nil {
 			t.Fatalf("hand back = %d, %v; want 3", n, err)
 		}
@@ -335,8 +335,9 @@ func TestFetchTypes_JobsNobodyHereTakesDoNotHideTheRest(t *testing.T) {
 }
 
 // A job hash that cannot be read when it is fetched (the connection died
-// after the fetch) is handed back, not left leased to nobody: the reaper
-// would count an attempt against a job that never ran.
+// after the fetch) is named in the fetch's *LostFetch, and handing that back
+// returns it to its list, not left leased to nobody: the reaper would count
+// an attempt against a job that never ran.
 func TestFetch_JobHashNotReadIsHandedBack(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
@@ -347,8 +348,12 @@ func TestFetch_JobHashNotReadIsHandedBack(t *testing.T) {
 		lose.armed.Store(true)
 		ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
 		lose.armed.Store(false)
-		if err == nil || len(ds) != 1 || ds[0].ID != light.ID {
-			t.Fatalf("fetch = %v, %v; want the light job and an error for the unread one", ds, err)
+		var lost *queue.LostFetch
+		if !errors.As(err, &lost) || len(ds) != 1 || ds[0].ID != light.ID || len(lost.IDs) != 1 || lost.IDs[0] != heavy.ID {
+			t.Fatalf("fetch = %v, %v; want the light job and a lost fetch naming the unread one", ds, err)
+		}
+		if n, err := handBack(ctx, q, lost); n != 1 || err != nil {
+			t.Fatalf("hand back = %d, %v; want the unread job back", n, err)
 		}
 		k := q.Keys("r")
 		if head, _ := q.Client().LIndex(ctx, k.List(queue.Normal), 0).Result(); head != heavy.ID {
@@ -385,7 +390,7 @@ func TestFetch_LostReadHandsBackOnlyTheUnreadJobs(t *testing.T) {
 		}
 		// The first hand-back ran and lost its reply: this one finds the job
 		// back already, and must take nothing else.
-		if _, err := q.HandBack(ctx, lost); err != nil {
+		if _, err := handBack(ctx, q, lost); err != nil {
 			t.Fatal(err)
 		}
 		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
@@ -406,7 +411,7 @@ func TestRenew_ReportsTheDispatchWhoseLeaseWasLostNotTheJob(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now()
 		old := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
-		if n, err := q.HandBack(ctx, &queue.LostFetch{Route: "r", Token: old.Token, Until: now}); n != 1 || err != nil {
+		if n, err := handBack(ctx, q, &queue.LostFetch{Route: "r", Token: old.Token, Until: now}); n != 1 || err != nil {
 			t.Fatalf("hand back = %d, %v", n, err)
 		}
 		newer := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]

@@ -89,7 +89,7 @@ func TestScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) {
 						t.Fatalf("requeue = %v, %v; want ended canceled", out, err)
 					}
 				}
-				if n, err := q.HandBack(ctx, &queue.LostFetch{Route: "r", Token: handed[0].Token, Until: until}); n != 1 || err != nil {
+				if n, err := handBack(ctx, q, &queue.LostFetch{Route: "r", Token: handed[0].Token, Until: until}); n != 1 || err != nil {
 					t.Fatalf("hand back = %d, %v; want the job without a request handed back", n, err)
 				}
 			})

@@ -37,7 +37,8 @@
 -- ARGV[5]  now (unix ms): the minute the history counts a cancel in
 -- ARGV[3+3i .. 5+3i] per id: the id, its canceled record ("" when the
 --          caller read no cancel request for it), that record's ttl ms
--- Returns: the number of jobs handed back (those ended canceled not counted).
+-- Returns: a pair {handed back, ended canceled}: the number of jobs handed
+--          back, and the ids of those that ended canceled instead.
 local token = bn_str(ARGV[1], 'token')
 local marker = bn_num(ARGV[2], 'marker deadline')
 bn_str(ARGV[3], 'wake channel')
@@ -110,4 +111,6 @@ if left <= 0 then
   redis.call('ZADD', KEYS[1], marker, token)
 end
 if #back > 0 then redis.call('PUBLISH', ARGV[3], '1') end
-return #back
+local ended = {}
+for i, c in ipairs(canceled) do ended[i] = c[1] end
+return {#back, ended}

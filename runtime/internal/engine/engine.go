@@ -67,7 +67,7 @@ type Queue interface {
 	Now() time.Time
 	Fetch(ctx context.Context, route string, priorities []queue.Priority, n int, leaseUntil, now time.Time) ([]*queue.Dispatch, error)
 	FetchTypes(ctx context.Context, route string, priorities []queue.Priority, types []string, n int, leaseUntil, now time.Time) ([]*queue.Dispatch, error)
-	HandBack(ctx context.Context, l *queue.LostFetch) (int, error)
+	HandBack(ctx context.Context, l *queue.LostFetch, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error)
 	Renew(ctx context.Context, route string, running []*queue.Dispatch, until time.Time) ([]*queue.Dispatch, error)
 	CancelRequests(ctx context.Context, route string, ids []string) ([]string, error)
 	AckAsync(d *queue.Dispatch, record []byte, ttl time.Duration, done func(ok bool, err error))
@@ -133,7 +133,7 @@ type Engine struct {
 // New returns an engine for cfg.
 func New(cfg Config) *Engine {
 	e := &Engine{cfg: cfg, slots: newSlots(cfg.Concurrency), runs: newRuns()}
-	e.handBacks = &handBacks{q: cfg.Queue, log: cfg.Logger, kick: make(chan struct{}, 1)}
+	e.handBacks = &handBacks{q: cfg.Queue, cfg: &e.cfg, log: cfg.Logger, kick: make(chan struct{}, 1)}
 	e.exec = &executor{cfg: &e.cfg, slots: e.slots, runs: e.runs, handoff: make(chan *run), stopped: make(chan struct{})}
 	e.fetch = &fetcher{cfg: &e.cfg, slots: e.slots, exec: e.exec, handBacks: e.handBacks, outages: newOutages(cfg.Logger), wake: make(chan struct{}, 1)}
 	return e

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
 )
 
 // handBacks returns the jobs of fetches whose outcome is unknown
@@ -17,6 +18,7 @@ import (
 // dead-lettered without ever having run.
 type handBacks struct {
 	q   Queue
+	cfg *Config // the ends of jobs asked to cancel meanwhile: their records, TTL and sinks
 	log *slog.Logger
 
 	mu      sync.Mutex
@@ -71,8 +73,18 @@ func (h *handBacks) try(ctx context.Context) bool {
 	var left []*queue.LostFetch
 	for _, l := range todo {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		n, err := h.q.HandBack(cctx, l)
+		records := map[string][]byte{}
+		now := h.q.Now()
+		out, err := h.q.HandBack(cctx, l, func(e queue.Expired) queue.Verdict {
+			encoded, _ := results.Encode(canceledBeforeRunRecord(e, now))
+			records[e.ID] = encoded
+			return queue.Verdict{Record: encoded, TTL: ttlOr(e.Envelope.FailureTTL, h.cfg.FailureTTL)}
+		})
 		cancel()
+		for _, e := range out.Canceled {
+			h.cfg.tell(h.cfg.canceledBeforeRunEnd(e, l.Route, records[e.ID], now))
+		}
+		n := out.Back
 		switch {
 		case err != nil && h.q.Now().After(l.Until.Add(handBackGiveUp)):
 			h.log.Warn("bananas: gave up handing back the jobs of a fetch whose reply was lost; the reaper recovers them", "route", l.Route, "err", err)

@@ -44,7 +44,7 @@ func (e Ending) String() string {
 // JobEnd is one recorded end of a job's run.
 type JobEnd struct {
 	ID, Task, Route string
-	Priority        queue.Priority // empty for a job recovered by the reaper
+	Priority        queue.Priority // empty for a recovered job whose hash did not say
 	Ending          Ending
 	// RetryAt is when the job runs again (Retrying, Snoozed).
 	RetryAt time.Time
@@ -125,7 +125,7 @@ func (c *Config) canceledEnd(d *queue.Dispatch, why string, record []byte, now t
 // at now as out said, with verdict v; false when out recorded no end.
 func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Outcome, v queue.Verdict, now time.Time) (JobEnd, bool) {
 	end := JobEnd{
-		ID: e.ID, Task: e.Name, Route: route, Attempt: e.Attempts + 1, EndedAt: now,
+		ID: e.ID, Task: e.Name, Route: route, Priority: e.Priority, Attempt: e.Attempts + 1, EndedAt: now,
 		Worker: c.ID, Recovered: true, Record: v.Record,
 	}
 	switch out {
@@ -139,6 +139,15 @@ func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Outcome, v q
 		return JobEnd{}, false
 	}
 	return end, true
+}
+
+// canceledBeforeRunEnd is the end of e, a job of a lost fetch of route
+// that ended canceled on its hand-back at now, record stored.
+func (c *Config) canceledBeforeRunEnd(e queue.Expired, route string, record []byte, now time.Time) JobEnd {
+	return JobEnd{
+		ID: e.ID, Task: e.Name, Route: route, Priority: e.Priority, Ending: Canceled, Attempt: e.Attempts,
+		Error: canceledBeforeRun, EndedAt: now, Worker: c.ID, Record: record,
+	}
 }
 
 // failureEnding is the ending of a failure that fail.lua recorded as out.

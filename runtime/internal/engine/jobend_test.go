@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
 )
 
 // fakeQueue hands out one job, then none, and answers its ack or failure
@@ -22,6 +23,10 @@ type fakeQueue struct {
 	failOut queue.Outcome
 	failErr error
 	writes  int // acks and failures answered
+	// asked is a job of a lost fetch asked to cancel: HandBack ends it
+	// canceled with the verdict the engine gives it.
+	asked   *queue.Expired
+	verdict queue.Verdict
 }
 
 func (q *fakeQueue) Now() time.Time { return time.Now() }
@@ -38,7 +43,17 @@ func (q *fakeQueue) Fetch(context.Context, string, []queue.Priority, int, time.T
 func (q *fakeQueue) FetchTypes(ctx context.Context, route string, p []queue.Priority, _ []string, n int, until, now time.Time) ([]*queue.Dispatch, error) {
 	return q.Fetch(ctx, route, p, n, until, now)
 }
-func (q *fakeQueue) HandBack(context.Context, *queue.LostFetch) (int, error) { return 0, nil }
+func (q *fakeQueue) HandBack(_ context.Context, _ *queue.LostFetch, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.asked == nil {
+		return queue.LostHandBack{}, nil
+	}
+	q.verdict = canceled(*q.asked)
+	out := queue.LostHandBack{Back: 1, Canceled: []queue.Expired{*q.asked}}
+	q.asked = nil
+	return out, nil
+}
 func (q *fakeQueue) Renew(_ context.Context, _ string, running []*queue.Dispatch, _ time.Time) ([]*queue.Dispatch, error) {
 	return nil, nil
 }
@@ -192,5 +207,36 @@ func TestEnds_ASuccessIsToldOnlyIfItsAckLanded(t *testing.T) {
 				t.Fatalf("ends %+v; want none", ends)
 			}
 		})
+	}
+}
+
+// A job of a lost fetch that was asked to cancel meanwhile ends canceled on
+// its hand-back with the engine's record and the worker's failure TTL, and
+// that end is told once, like every other.
+func TestHandBack_AJobAskedToCancelIsToldCanceledWithTheEnginesRecord(t *testing.T) {
+	e := queue.Expired{ID: "j1.r", Name: "t", Priority: queue.High, Attempts: 1, MaxRetries: 3}
+	q := &fakeQueue{asked: &e}
+	var ends []JobEnd
+	cfg := &Config{ID: "w1", FailureTTL: 3 * time.Hour, Sinks: []JobEndSink{sinkFunc(func(end JobEnd) { ends = append(ends, end) })}}
+	h := &handBacks{q: q, cfg: cfg, log: slog.New(slog.DiscardHandler), kick: make(chan struct{}, 1)}
+	h.add(&queue.LostFetch{Route: "r", Token: "tok"})
+	for try := 1; try <= 2; try++ { // the second finds nothing to do
+		if !h.try(context.Background()) {
+			t.Fatalf("try %d left hand-backs pending; want none", try)
+		}
+	}
+	if len(ends) != 1 {
+		t.Fatalf("ends told = %+v; want one", ends)
+	}
+	end := ends[0]
+	if end.Ending != Canceled || end.ID != e.ID || end.Route != "r" || end.Priority != queue.High || end.Error != canceledBeforeRun || end.Worker != "w1" {
+		t.Fatalf("end = %+v; want job %s canceled before it ran, on route r, by w1", end, e.ID)
+	}
+	rec, err := results.Decode(q.verdict.Record)
+	if err != nil || !rec.Canceled || rec.ID != e.ID || rec.Priority != "high" || string(end.Record) != string(q.verdict.Record) {
+		t.Fatalf("record %+v, %v; want the canceled record told and stored", rec, err)
+	}
+	if q.verdict.TTL != 3*time.Hour {
+		t.Fatalf("record ttl = %s; want the worker's failure TTL (the envelope sets none)", q.verdict.TTL)
 	}
 }

@@ -38,7 +38,7 @@ func failureRecord(d *queue.Dispatch, msg string, now time.Time) results.Record 
 // expiredRecord is the record of a job whose lease expired (the reaper's),
 // stored if that was its last attempt.
 func expiredRecord(e queue.Expired, msg string, now time.Time) results.Record {
-	rec := jobRecord(e.ID, e.Name, "", time.Time{}, e.MaxRetries, e.Envelope)
+	rec := jobRecord(e.ID, e.Name, e.Priority, e.CreatedAt, e.MaxRetries, e.Envelope)
 	rec.Error, rec.Attempts, rec.FinishedAt = msg, e.Attempts+1, now.UnixMilli()
 	return rec
 }
@@ -47,10 +47,23 @@ func expiredRecord(e queue.Expired, msg string, now time.Time) results.Record {
 // (a cancel request) and whose lease was lost before its worker acted on it
 // (the reaper's): it ends canceled, as its worker would have ended it.
 func canceledLostRecord(e queue.Expired, now time.Time) results.Record {
-	rec := jobRecord(e.ID, e.Name, "", time.Time{}, e.MaxRetries, e.Envelope)
+	rec := jobRecord(e.ID, e.Name, e.Priority, e.CreatedAt, e.MaxRetries, e.Envelope)
 	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt = canceledLost, true, e.Attempts, now.UnixMilli()
 	return rec
 }
+
+// canceledBeforeRunRecord is the record of e, a job leased by a fetch whose
+// reply was lost and asked to cancel meanwhile: it ends canceled on its
+// hand-back, never having run.
+func canceledBeforeRunRecord(e queue.Expired, now time.Time) results.Record {
+	rec := jobRecord(e.ID, e.Name, e.Priority, e.CreatedAt, e.MaxRetries, e.Envelope)
+	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt = canceledBeforeRun, true, e.Attempts, now.UnixMilli()
+	return rec
+}
+
+// canceledBeforeRun is the error of a job canceled while the fetch that
+// leased it was lost.
+const canceledBeforeRun = "canceled before it ran (the fetch that leased it was lost)"
 
 // canceledLost is the error of a job canceled while it ran whose worker
 // stopped before it acted on the cancel.
