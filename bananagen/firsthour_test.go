@@ -47,7 +47,24 @@ func TestFirstHour_ReadmeStepsInAFreshModule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("tasks/tasks.go", `package tasks
+	write("tasks/tasks.go", firstHourTasks)
+	write("main.go", firstHourMain)
+	goCmd("mod", "tidy")
+	if out := goCmd("generate", "./..."); strings.Contains(out, "warning") {
+		t.Fatalf("go generate in a module that requires bananas warns:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tasks", "bananas_gen.go")); err != nil {
+		t.Fatalf("go generate wrote no bananas_gen.go: %v", err)
+	}
+	goCmd("build", "-o", "app", ".")
+	out, err := exec.Command(filepath.Join(dir, "app")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "result 42") {
+		t.Fatalf("the app: %v\n%s\nwant result 42", err, out)
+	}
+}
+
+// The README's annotated task, as a new user writes it.
+const firstHourTasks = `package tasks
 
 //go:generate go tool bananagen
 
@@ -59,8 +76,10 @@ type Args struct{ N int }
 //
 //bananas:task
 func double(ctx context.Context, a Args) (int, error) { return 2 * a.N, nil }
-`)
-	write("main.go", `package main
+`
+
+// The README's main: a worker and one call on the embedded server.
+const firstHourMain = `package main
 
 import (
 	"context"
@@ -94,17 +113,4 @@ func main() {
 		log.Fatal(err)
 	}
 }
-`)
-	goCmd("mod", "tidy")
-	if out := goCmd("generate", "./..."); strings.Contains(out, "warning") {
-		t.Fatalf("go generate in a module that requires bananas warns:\n%s", out)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "tasks", "bananas_gen.go")); err != nil {
-		t.Fatalf("go generate wrote no bananas_gen.go: %v", err)
-	}
-	goCmd("build", "-o", "app", ".")
-	out, err := exec.Command(filepath.Join(dir, "app")).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "result 42") {
-		t.Fatalf("the app: %v\n%s\nwant result 42", err, out)
-	}
-}
+`

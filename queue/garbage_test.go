@@ -727,137 +727,144 @@ func TestReplayAll_JobThatDiesAgainMeanwhileStaysDead(t *testing.T) {
 	})
 }
 
+// wrongTypeKeyCase is one case of TestScripts_RouteKeyOfWrongTypeRefusedBeforeAnyWrite.
+type wrongTypeKeyCase struct {
+	name   string
+	key    func(k queue.Keys) string
+	setup  func(t *testing.T, q *queue.Queue, now time.Time) func() error
+	errHas string
+}
+
+// wrongTypeKeyCases names, per script, a route key the script reads before
+// its first write, the state that makes the script reach it, and what the
+// refusal names.
+var wrongTypeKeyCases = []wrongTypeKeyCase{
+	{"reap, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		leaseHeavy(t, q, 2, now, now.Add(time.Minute))
+		return func() error {
+			_, err := q.Reap(context.Background(), "r", now.Add(time.Minute), verdict(now))
+			return err
+		}
+	}, "scheduled set"},
+	{"reap, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		leaseLight(t, q, 2, now, now.Add(time.Minute))
+		return func() error {
+			_, err := q.Reap(context.Background(), "r", now.Add(time.Minute), verdict(now))
+			return err
+		}
+	}, "groups hash"},
+	{"promote of a job to dead-letter, dead-letter set", queue.Keys.Dead, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		good, bad := job(t, "r"), job(t, "r")
+		good.RunAt, bad.RunAt = now.Add(time.Millisecond), now.Add(time.Millisecond)
+		if _, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{good, bad}, now); err != nil {
+			t.Fatal(err)
+		}
+		q.Client().HSet(context.Background(), q.Keys("r").Job(bad.ID), "p", "urgent")
+		return func() error {
+			_, err := q.Promote(context.Background(), "r", now.Add(time.Second))
+			return err
+		}
+	}, "dead-letter set"},
+	{"replay, ready list", func(k queue.Keys) string { return k.List(queue.Normal) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		id := deadJob(t, q, now)
+		return func() error { return q.Replay(context.Background(), id) }
+	}, "ready list"},
+	{"fail, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
+		return func() error {
+			_, err := q.Fail(context.Background(), d, queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now)
+			return err
+		}
+	}, "groups hash"},
+	{"fetch, a ready list after the first", func(k queue.Keys) string { return k.List(queue.Low) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		if _, err := q.Enqueue(context.Background(), "r", queue.High, []queue.NewJob{job(t, "r")}, now); err != nil {
+			t.Fatal(err)
+		}
+		return func() error {
+			_, err := q.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
+			return err
+		}
+	}, "ready list"},
+	{"fetch, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		q.Client().RPush(context.Background(), q.Keys("r").List(queue.Normal), "some-id")
+		return func() error {
+			_, err := q.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
+			return err
+		}
+	}, "payloads hash"},
+	{"claim, leases hash", queue.Keys.Leases, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		if _, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+			t.Fatal(err)
+		}
+		return func() error {
+			_, err := q.FetchTypes(context.Background(), "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now)
+			return err
+		}
+	}, "leases hash"},
+	{"push, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		q.Client().SAdd(context.Background(), queue.RoutesKey(q.Namespace()), "r") // known: only the script may write
+		return func() error {
+			_, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now)
+			return err
+		}
+	}, "payloads hash"},
+	{"enqueue, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		j := job(t, "r")
+		j.RunAt = now.Add(time.Hour)
+		q.Client().SAdd(context.Background(), queue.RoutesKey(q.Namespace()), "r") // known: only the script may write
+		return func() error {
+			_, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{j}, now)
+			return err
+		}
+	}, "scheduled set"},
+	{"ack, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
+		return func() error {
+			_, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute)
+			return err
+		}
+	}, "payloads hash"},
+	{"delete, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		light, _, _ := waiting(t, q, now)
+		return func() error { return q.Delete(context.Background(), light) }
+	}, "scheduled set"},
+	{"cancel, cancels set", queue.Keys.Cancels, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+		return func() error {
+			_, err := q.Cancel(context.Background(), d.ID, []byte("canceled"), time.Minute)
+			return err
+		}
+	}, "cancels set"},
+	{"finish canceled, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+		return func() error {
+			_, err := q.FinishCanceled(context.Background(), d, []byte("canceled"), time.Minute)
+			return err
+		}
+	}, "groups hash"},
+	{"cancel requests, leases hash", queue.Keys.Leases, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+		if _, err := q.Cancel(context.Background(), d.ID, []byte("canceled"), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		return func() error {
+			_, err := q.CancelRequests(context.Background(), "r", []string{d.ID})
+			return err
+		}
+	}, "leases hash"},
+	{"handback, ready list", func(k queue.Keys) string { return k.List(queue.High) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+		return func() error {
+			_, err := handBack(context.Background(), q, &queue.LostFetch{Route: "r", Token: d.Token, Until: now.Add(time.Minute)})
+			return err
+		}
+	}, "ready list"},
+}
+
 // A route key of the wrong type is refused before the first write: the
 // transition fails as a whole, naming the key, and nothing changes.
 func TestScripts_RouteKeyOfWrongTypeRefusedBeforeAnyWrite(t *testing.T) {
-	cases := []struct {
-		name   string
-		key    func(k queue.Keys) string
-		setup  func(t *testing.T, q *queue.Queue, now time.Time) func() error
-		errHas string
-	}{
-		{"reap, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			leaseHeavy(t, q, 2, now, now.Add(time.Minute))
-			return func() error {
-				_, err := q.Reap(context.Background(), "r", now.Add(time.Minute), verdict(now))
-				return err
-			}
-		}, "scheduled set"},
-		{"reap, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			leaseLight(t, q, 2, now, now.Add(time.Minute))
-			return func() error {
-				_, err := q.Reap(context.Background(), "r", now.Add(time.Minute), verdict(now))
-				return err
-			}
-		}, "groups hash"},
-		{"promote of a job to dead-letter, dead-letter set", queue.Keys.Dead, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			good, bad := job(t, "r"), job(t, "r")
-			good.RunAt, bad.RunAt = now.Add(time.Millisecond), now.Add(time.Millisecond)
-			if _, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{good, bad}, now); err != nil {
-				t.Fatal(err)
-			}
-			q.Client().HSet(context.Background(), q.Keys("r").Job(bad.ID), "p", "urgent")
-			return func() error {
-				_, err := q.Promote(context.Background(), "r", now.Add(time.Second))
-				return err
-			}
-		}, "dead-letter set"},
-		{"replay, ready list", func(k queue.Keys) string { return k.List(queue.Normal) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			id := deadJob(t, q, now)
-			return func() error { return q.Replay(context.Background(), id) }
-		}, "ready list"},
-		{"fail, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
-			return func() error {
-				_, err := q.Fail(context.Background(), d, queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now)
-				return err
-			}
-		}, "groups hash"},
-		{"fetch, a ready list after the first", func(k queue.Keys) string { return k.List(queue.Low) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			if _, err := q.Enqueue(context.Background(), "r", queue.High, []queue.NewJob{job(t, "r")}, now); err != nil {
-				t.Fatal(err)
-			}
-			return func() error {
-				_, err := q.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
-				return err
-			}
-		}, "ready list"},
-		{"fetch, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			q.Client().RPush(context.Background(), q.Keys("r").List(queue.Normal), "some-id")
-			return func() error {
-				_, err := q.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
-				return err
-			}
-		}, "payloads hash"},
-		{"claim, leases hash", queue.Keys.Leases, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			if _, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
-				t.Fatal(err)
-			}
-			return func() error {
-				_, err := q.FetchTypes(context.Background(), "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now)
-				return err
-			}
-		}, "leases hash"},
-		{"push, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			q.Client().SAdd(context.Background(), queue.RoutesKey(q.Namespace()), "r") // known: only the script may write
-			return func() error {
-				_, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now)
-				return err
-			}
-		}, "payloads hash"},
-		{"enqueue, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			j := job(t, "r")
-			j.RunAt = now.Add(time.Hour)
-			q.Client().SAdd(context.Background(), queue.RoutesKey(q.Namespace()), "r") // known: only the script may write
-			return func() error {
-				_, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{j}, now)
-				return err
-			}
-		}, "scheduled set"},
-		{"ack, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
-			return func() error {
-				_, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute)
-				return err
-			}
-		}, "payloads hash"},
-		{"delete, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			light, _, _ := waiting(t, q, now)
-			return func() error { return q.Delete(context.Background(), light) }
-		}, "scheduled set"},
-		{"cancel, cancels set", queue.Keys.Cancels, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
-			return func() error {
-				_, err := q.Cancel(context.Background(), d.ID, []byte("canceled"), time.Minute)
-				return err
-			}
-		}, "cancels set"},
-		{"finish canceled, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
-			return func() error {
-				_, err := q.FinishCanceled(context.Background(), d, []byte("canceled"), time.Minute)
-				return err
-			}
-		}, "groups hash"},
-		{"cancel requests, leases hash", queue.Keys.Leases, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
-			if _, err := q.Cancel(context.Background(), d.ID, []byte("canceled"), time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			return func() error {
-				_, err := q.CancelRequests(context.Background(), "r", []string{d.ID})
-				return err
-			}
-		}, "leases hash"},
-		{"handback, ready list", func(k queue.Keys) string { return k.List(queue.High) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
-			return func() error {
-				_, err := handBack(context.Background(), q, &queue.LostFetch{Route: "r", Token: d.Token, Until: now.Add(time.Minute)})
-				return err
-			}
-		}, "ready list"},
-	}
-	for _, c := range cases {
+	for _, c := range wrongTypeKeyCases {
 		t.Run(c.name, func(t *testing.T) {
 			eachBackend(t, func(t *testing.T, q *queue.Queue) {
 				ctx := context.Background()

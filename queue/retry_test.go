@@ -16,107 +16,102 @@ import (
 	"github.com/bananas-go/bananas/queue"
 )
 
+// enqueueFetchAckTwiceCases names each script of the enqueue and fetch paths
+// with the state it runs on and the call that runs it, inside h.during so
+// the twice hook sends it twice.
+var enqueueFetchAckTwiceCases = []twiceCase{
+	{"push: fresh jobs ready to run", func(t *testing.T, q *queue.Queue, h *twice) {
+		jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r")}
+		h.during(func() {
+			if _, err := q.Enqueue(context.Background(), "r", queue.Normal, jobs, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}},
+	{"enqueue: delayed, chosen id, unique key", func(t *testing.T, q *queue.Queue, h *twice) {
+		now := time.Now()
+		later, chosen, unique := job(t, "r"), job(t, "r"), job(t, "r")
+		later.RunAt = now.Add(time.Hour)
+		chosen.ID, chosen.ChosenID = "order-42", true
+		unique.UniqueKey, unique.UniqueTTL = "k", time.Hour
+		h.during(func() {
+			holders, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{later, chosen, unique}, now)
+			if err != nil || strings.Join(holders, "") != "" {
+				t.Fatalf("enqueue = %q, %v; want every job written", holders, err)
+			}
+		})
+	}},
+	{"fetch: light and heavy jobs, an empty entry, an id already leased", func(t *testing.T, q *queue.Queue, h *twice) {
+		ctx := context.Background()
+		now := time.Now()
+		leased := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+		jobs := []queue.NewJob{job(t, "r"), job(t, "r")}
+		jobs[1].RunAt = now.Add(time.Millisecond)
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		q.Client().RPush(ctx, q.Keys("r").List(queue.Normal), "", leased.ID)
+		h.during(func() {
+			ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+			if err != nil || len(ds) != 2 {
+				t.Fatalf("fetch = %d jobs, %v; want the 2 jobs, garbage dropped", len(ds), err)
+			}
+		})
+	}},
+	{"claim: the types asked for", func(t *testing.T, q *queue.Queue, h *twice) {
+		ctx := context.Background()
+		now := time.Now()
+		other := job(t, "r")
+		other.Name = "other"
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{other, job(t, "r"), job(t, "r")}, now); err != nil {
+			t.Fatal(err)
+		}
+		h.during(func() {
+			ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now)
+			if err != nil || len(ds) != 2 {
+				t.Fatalf("fetch types = %d jobs, %v; want 2", len(ds), err)
+			}
+		})
+	}},
+	{"ack: light and heavy", func(t *testing.T, q *queue.Queue, h *twice) {
+		now := time.Now()
+		ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
+		h.during(func() {
+			for _, d := range ds {
+				if ok, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute); !ok || err != nil {
+					t.Fatalf("ack = %v, %v", ok, err)
+				}
+			}
+		})
+	}},
+	{"handback: a lost fetch's jobs", func(t *testing.T, q *queue.Queue, h *twice) {
+		now := time.Now()
+		ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
+		h.during(func() {
+			if n, err := handBack(context.Background(), q, &queue.LostFetch{Route: "r", Token: ds[0].Token, Until: now.Add(time.Minute)}); n != 2 || err != nil {
+				t.Fatalf("hand back = %d, %v; want the 2 jobs of the first fetch", n, err)
+			}
+		})
+	}},
+	{"renew", func(t *testing.T, q *queue.Queue, h *twice) {
+		now := time.Now()
+		ds := leaseLight(t, q, 2, now, now.Add(time.Minute))
+		h.during(func() {
+			if lost, err := q.Renew(context.Background(), "r", ds, now.Add(time.Hour)); len(lost) != 0 || err != nil {
+				t.Fatalf("renew = %v, %v", lost, err)
+			}
+		})
+	}},
+}
+
 // The scripts of the enqueue and fetch paths, run twice with the same
 // arguments as a client that lost the reply does: the second run leaves
 // every key as the first left it.
 func TestScripts_SecondRunOfEnqueueFetchAckChangesNothing(t *testing.T) {
-	cases := []struct {
-		name string
-		run  func(t *testing.T, q *queue.Queue, h *twice)
-	}{
-		{"push: fresh jobs ready to run", func(t *testing.T, q *queue.Queue, h *twice) {
-			jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r")}
-			h.during(func() {
-				if _, err := q.Enqueue(context.Background(), "r", queue.Normal, jobs, time.Now()); err != nil {
-					t.Fatal(err)
-				}
-			})
-		}},
-		{"enqueue: delayed, chosen id, unique key", func(t *testing.T, q *queue.Queue, h *twice) {
-			now := time.Now()
-			later, chosen, unique := job(t, "r"), job(t, "r"), job(t, "r")
-			later.RunAt = now.Add(time.Hour)
-			chosen.ID, chosen.ChosenID = "order-42", true
-			unique.UniqueKey, unique.UniqueTTL = "k", time.Hour
-			h.during(func() {
-				holders, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{later, chosen, unique}, now)
-				if err != nil || strings.Join(holders, "") != "" {
-					t.Fatalf("enqueue = %q, %v; want every job written", holders, err)
-				}
-			})
-		}},
-		{"fetch: light and heavy jobs, an empty entry, an id already leased", func(t *testing.T, q *queue.Queue, h *twice) {
-			ctx := context.Background()
-			now := time.Now()
-			leased := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
-			jobs := []queue.NewJob{job(t, "r"), job(t, "r")}
-			jobs[1].RunAt = now.Add(time.Millisecond)
-			if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
-				t.Fatal(err)
-			}
-			q.Client().RPush(ctx, q.Keys("r").List(queue.Normal), "", leased.ID)
-			h.during(func() {
-				ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
-				if err != nil || len(ds) != 2 {
-					t.Fatalf("fetch = %d jobs, %v; want the 2 jobs, garbage dropped", len(ds), err)
-				}
-			})
-		}},
-		{"claim: the types asked for", func(t *testing.T, q *queue.Queue, h *twice) {
-			ctx := context.Background()
-			now := time.Now()
-			other := job(t, "r")
-			other.Name = "other"
-			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{other, job(t, "r"), job(t, "r")}, now); err != nil {
-				t.Fatal(err)
-			}
-			h.during(func() {
-				ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now)
-				if err != nil || len(ds) != 2 {
-					t.Fatalf("fetch types = %d jobs, %v; want 2", len(ds), err)
-				}
-			})
-		}},
-		{"ack: light and heavy", func(t *testing.T, q *queue.Queue, h *twice) {
-			now := time.Now()
-			ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
-			h.during(func() {
-				for _, d := range ds {
-					if ok, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute); !ok || err != nil {
-						t.Fatalf("ack = %v, %v", ok, err)
-					}
-				}
-			})
-		}},
-		{"handback: a lost fetch's jobs", func(t *testing.T, q *queue.Queue, h *twice) {
-			now := time.Now()
-			ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
-			h.during(func() {
-				if n, err := handBack(context.Background(), q, &queue.LostFetch{Route: "r", Token: ds[0].Token, Until: now.Add(time.Minute)}); n != 2 || err != nil {
-					t.Fatalf("hand back = %d, %v; want the 2 jobs of the first fetch", n, err)
-				}
-			})
-		}},
-		{"renew", func(t *testing.T, q *queue.Queue, h *twice) {
-			now := time.Now()
-			ds := leaseLight(t, q, 2, now, now.Add(time.Minute))
-			h.during(func() {
-				if lost, err := q.Renew(context.Background(), "r", ds, now.Add(time.Hour)); len(lost) != 0 || err != nil {
-					t.Fatalf("renew = %v, %v", lost, err)
-				}
-			})
-		}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			eachBackend(t, func(t *testing.T, q *queue.Queue) {
-				c.run(t, q, hookTwice(t, q))
-			})
-		})
-	}
+	runTwiceCases(t, enqueueFetchAckTwiceCases)
 }
 
 // A fetch whose command reaches Redis twice (go-redis resent it after the

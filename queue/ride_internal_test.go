@@ -34,20 +34,7 @@ func testRide(t *testing.T, flushScripts bool) {
 	}
 	backends(t, func(t *testing.T, rdb *redis.Client) {
 		ctx := context.Background()
-		q, err := New(rdb, redistest.Namespace(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The first ack flush is held until gate closes.
-		gate, held := make(chan struct{}), make(chan struct{})
-		flushes := 0
-		q.acks = newCommitter(1, 0, func(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
-			if flushes++; flushes == 1 {
-				close(held)
-				<-gate
-			}
-			return q.ackMany(ctx, route, reqs)
-		})
+		q, gate, held := holdFirstAckFlush(t, rdb)
 		env, _ := EncodeEnvelope(Envelope{Args: []byte{0x90}})
 		now := time.Now()
 		jobs := make([]NewJob, 6)
@@ -104,6 +91,26 @@ func testRide(t *testing.T, flushScripts bool) {
 			t.Fatalf("%d leases left, want 4 (ds[2] and the three fetched after)", leased)
 		}
 	})
+}
+
+// holdFirstAckFlush returns a queue whose first ack flush closes held and
+// then waits until gate closes; later flushes run at once.
+func holdFirstAckFlush(t *testing.T, rdb *redis.Client) (q *Queue, gate, held chan struct{}) {
+	t.Helper()
+	q, err := New(rdb, redistest.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate, held = make(chan struct{}), make(chan struct{})
+	flushes := 0
+	q.acks = newCommitter(1, 0, func(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
+		if flushes++; flushes == 1 {
+			close(held)
+			<-gate
+		}
+		return q.ackMany(ctx, route, reqs)
+	})
+	return q, gate, held
 }
 
 type answer struct {

@@ -108,119 +108,157 @@ func TestChaos_EveryAcknowledgedJobRunsThroughKillsCutsAndARedisRestart(t *testi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = px.Close() })
-	ns := redistest.Namespace(t)
-	url := "redis://" + px.Addr() + "/0?read_timeout=3s&write_timeout=3s"
-	direct := connect(t, srv.URL(), runtime.WithNamespace(ns))
-
-	var mu sync.Mutex // guards firstRun, runs and the workers' reports
-	firstRun := map[string]time.Time{}
-	runs := map[string]int{}
-	workers := make([]*chaosWorker, chaosWorkers)
-	start := func(i int) {
-		skew := time.Duration(0)
-		if i == 0 {
-			skew = chaosSkew
-		}
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%s", chaosWorkerEv, url, ns, skew))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		w := &chaosWorker{cmd: cmd, exited: make(chan struct{})}
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				mu.Lock()
-				switch {
-				case len(f) == 3 && f[0] == "ran":
-					runs[f[1]]++
-					if _, ok := firstRun[f[1]]; !ok {
-						firstRun[f[1]] = time.Now()
-					}
-				case len(f) == 2 && f[0] == "goroutines":
-					n, _ := strconv.Atoi(f[1])
-					w.goroutines = append(w.goroutines, n)
-				}
-				mu.Unlock()
-			}
-			_ = cmd.Wait()
-			close(w.exited)
-		}()
-		mu.Lock()
-		workers[i] = w
-		mu.Unlock()
+	r := &chaosRun{
+		t:        t,
+		ns:       redistest.Namespace(t),
+		url:      "redis://" + px.Addr() + "/0?read_timeout=3s&write_timeout=3s",
+		firstRun: map[string]time.Time{},
+		runs:     map[string]int{},
+		workers:  make([]*chaosWorker, chaosWorkers),
+		killed:   map[int]bool{},
 	}
-	kill := func(i int) {
-		_ = workers[i].cmd.Process.Kill()
-		<-workers[i].exited
-	}
+	direct := connect(t, srv.URL(), runtime.WithNamespace(r.ns))
 	for i := range chaosWorkers {
-		start(i)
+		r.start(i)
 	}
 	t.Cleanup(func() {
 		for i := range chaosWorkers {
-			kill(i)
+			r.kill(i)
 		}
 	})
 
 	// The producer, through the proxy like the workers.
-	producer := connect(t, url, runtime.WithNamespace(ns), runtime.DefaultRetries(50))
-	acked := map[string]time.Time{}
-	var ackedMu sync.Mutex
-	failed := 0
-	var longestCall time.Duration
-	stopProducing, produced := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(produced)
-		tick := time.NewTicker(chaosPace)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-stopProducing:
-				return
-			case <-tick.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), chaosCall)
-			began := time.Now()
-			id, err := testtasks.Echo.With(producer).Enqueue(ctx, Msg{Text: strconv.Itoa(i)})
-			cancel()
-			longestCall = max(longestCall, time.Since(began))
-			if err != nil {
-				failed++
-				continue
-			}
-			ackedMu.Lock()
-			acked[id] = time.Now()
-			ackedMu.Unlock()
-		}
-	}()
+	p := startChaosProducer(connect(t, r.url, runtime.WithNamespace(r.ns), runtime.DefaultRetries(50)))
+	time.Sleep(3 * time.Second) // load before the first fault
+	r.noteBefore()
+	began := time.Now()
+	r.injectFaults(rng, px, srv)
+	ids := p.stop()
+	faultsTook := time.Since(began)
 
-	// The faults, each at least twice (kills three times), in a random order.
+	ctx := context.Background()
+	left := waitCompleted(ctx, direct, ids)
+	settled := waitGoroutinesSettle(&r.mu, r.workers, r.before, r.killed)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	dups, extra := 0, 0
+	var longestWait time.Duration
+	for _, id := range ids {
+		if n := r.runs[id]; n > 1 {
+			dups++
+			extra += n - 1
+		}
+		if at, ok := r.firstRun[id]; ok {
+			longestWait = max(longestWait, at.Sub(p.acked[id]))
+		}
+	}
+	t.Logf("faults over %s; %d jobs acknowledged, %d enqueues failed with an error (longest call %s, bound %s); %d ran more than once (%d extra runs); longest wait from acknowledgement to first run %s",
+		faultsTook.Round(time.Second), len(ids), p.failed, p.longestCall.Round(time.Millisecond), chaosCall, dups, extra, longestWait.Round(time.Millisecond))
+	if !settled {
+		t.Errorf("the workers' goroutines did not settle within %s of the drain", chaosSettle)
+	}
+	r.checkGoroutines()
+	if len(left) > 0 {
+		t.Errorf("%d of %d acknowledged jobs not completed %s after the faults", len(left), len(ids), chaosDrain)
+		for _, id := range left[:min(5, len(left))] {
+			t.Errorf("job %s: runs %d; in Redis: %s", id, r.runs[id], whereIs(ctx, direct, id))
+		}
+	}
+	if p.longestCall > chaosCall+250*time.Millisecond {
+		t.Errorf("an enqueue took %s, past its %s context", p.longestCall, chaosCall)
+	}
+}
+
+// chaosRun is the worker processes of the chaos run and what they reported.
+type chaosRun struct {
+	t       *testing.T
+	url, ns string
+
+	mu       sync.Mutex // guards firstRun, runs and the workers' reports
+	firstRun map[string]time.Time
+	runs     map[string]int
+	workers  []*chaosWorker
+	before   []int        // each worker's goroutines before the first fault
+	killed   map[int]bool // the workers SIGKILLed during the run
+}
+
+// start starts worker i (worker 0 with its clock chaosSkew ahead) and reads
+// its reports until it exits.
+func (r *chaosRun) start(i int) {
+	t := r.t
+	skew := time.Duration(0)
+	if i == 0 {
+		skew = chaosSkew
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%s", chaosWorkerEv, r.url, r.ns, skew))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &chaosWorker{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			r.mu.Lock()
+			switch {
+			case len(f) == 3 && f[0] == "ran":
+				r.runs[f[1]]++
+				if _, ok := r.firstRun[f[1]]; !ok {
+					r.firstRun[f[1]] = time.Now()
+				}
+			case len(f) == 2 && f[0] == "goroutines":
+				n, _ := strconv.Atoi(f[1])
+				w.goroutines = append(w.goroutines, n)
+			}
+			r.mu.Unlock()
+		}
+		_ = cmd.Wait()
+		close(w.exited)
+	}()
+	r.mu.Lock()
+	r.workers[i] = w
+	r.mu.Unlock()
+}
+
+// noteBefore keeps each worker's last goroutine count as its count before
+// the faults.
+func (r *chaosRun) noteBefore() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.before = make([]int, chaosWorkers)
+	for i, w := range r.workers {
+		r.before[i] = w.goroutines[len(w.goroutines)-1]
+	}
+}
+
+// kill SIGKILLs worker i and waits for it to exit.
+func (r *chaosRun) kill(i int) {
+	_ = r.workers[i].cmd.Process.Kill()
+	<-r.workers[i].exited
+}
+
+// injectFaults runs the faults, each at least twice (kills three times), in
+// a random order, chaosGap apart on average.
+func (r *chaosRun) injectFaults(rng *rand.Rand, px *faultproxy.Proxy, srv *redistest.Server) {
+	t := r.t
 	faults := []string{"kill", "kill", "kill", "cut", "cut", "hang", "hang", "restart", "restart"}
 	rng.Shuffle(len(faults), func(i, j int) { faults[i], faults[j] = faults[j], faults[i] })
-	time.Sleep(3 * time.Second) // load before the first fault
-	mu.Lock()
-	before := make([]int, chaosWorkers)
-	for i, w := range workers {
-		before[i] = w.goroutines[len(w.goroutines)-1]
-	}
-	mu.Unlock()
 	began := time.Now()
-	killed := map[int]bool{}
 	for _, f := range faults {
 		switch f {
 		case "kill":
 			i := rng.IntN(chaosWorkers)
-			kill(i)
-			killed[i] = true
+			r.kill(i)
+			r.killed[i] = true
 			t.Logf("%5.1fs SIGKILL worker %d", time.Since(began).Seconds(), i)
 			time.Sleep(time.Second)
-			start(i)
+			r.start(i)
 		case "cut":
 			d := time.Duration(2+rng.IntN(4)) * time.Second
 			t.Logf("%5.1fs cut every connection for %s", time.Since(began).Seconds(), d)
@@ -239,17 +277,80 @@ func TestChaos_EveryAcknowledgedJobRunsThroughKillsCutsAndARedisRestart(t *testi
 		}
 		time.Sleep(chaosGap/2 + time.Duration(rng.Int64N(int64(chaosGap))))
 	}
-	close(stopProducing)
-	<-produced
-	faultsTook := time.Since(began)
+}
 
-	ackedMu.Lock()
-	ids := make([]string, 0, len(acked))
-	for id := range acked {
+// checkGoroutines logs each worker's goroutines before and after the faults
+// and fails the test for a worker left with more than chaosConc extra. The
+// caller holds r.mu.
+func (r *chaosRun) checkGoroutines() {
+	t := r.t
+	for i, w := range r.workers {
+		note := ""
+		if r.killed[i] {
+			note = " (killed and started again: its before is its new process's report 2 s after start)"
+		}
+		t.Logf("worker %d%s: goroutines %d before, %d after%s", i, map[bool]string{true: " (clock 1m ahead)"}[i == 0], r.before[i], w.goroutines[len(w.goroutines)-1], note)
+		if after := w.goroutines[len(w.goroutines)-1]; after > r.before[i]+chaosConc {
+			t.Errorf("worker %d: %d goroutines after the faults, %d before", i, after, r.before[i])
+		}
+	}
+}
+
+// chaosProducer enqueues one job every chaosPace, each call bounded by
+// chaosCall, and keeps the ids acknowledged to it.
+type chaosProducer struct {
+	mu          sync.Mutex // guards acked while producing
+	acked       map[string]time.Time
+	failed      int
+	longestCall time.Duration
+	halt, done  chan struct{}
+}
+
+func startChaosProducer(producer *runtime.Client) *chaosProducer {
+	p := &chaosProducer{acked: map[string]time.Time{}, halt: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(chaosPace)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-p.halt:
+				return
+			case <-tick.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), chaosCall)
+			began := time.Now()
+			id, err := testtasks.Echo.With(producer).Enqueue(ctx, Msg{Text: strconv.Itoa(i)})
+			cancel()
+			p.longestCall = max(p.longestCall, time.Since(began))
+			if err != nil {
+				p.failed++
+				continue
+			}
+			p.mu.Lock()
+			p.acked[id] = time.Now()
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// stop stops the producer and returns the ids acknowledged to it.
+func (p *chaosProducer) stop() []string {
+	close(p.halt)
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := make([]string, 0, len(p.acked))
+	for id := range p.acked {
 		ids = append(ids, id)
 	}
-	ackedMu.Unlock()
-	ctx := context.Background()
+	return ids
+}
+
+// waitCompleted waits, up to chaosDrain, until every job of ids has
+// completed, and returns those that have not.
+func waitCompleted(ctx context.Context, direct *runtime.Client, ids []string) []string {
 	left := slices.Clone(ids)
 	deadline := time.Now().Add(chaosDrain)
 	for len(left) > 0 && time.Now().Before(deadline) {
@@ -261,45 +362,7 @@ func TestChaos_EveryAcknowledgedJobRunsThroughKillsCutsAndARedisRestart(t *testi
 			time.Sleep(200 * time.Millisecond) // between two reads of the jobs still out, bounded by deadline
 		}
 	}
-	settled := waitGoroutinesSettle(&mu, workers, before, killed)
-
-	mu.Lock()
-	defer mu.Unlock()
-	dups, extra := 0, 0
-	var longestWait time.Duration
-	for _, id := range ids {
-		if n := runs[id]; n > 1 {
-			dups++
-			extra += n - 1
-		}
-		if at, ok := firstRun[id]; ok {
-			longestWait = max(longestWait, at.Sub(acked[id]))
-		}
-	}
-	t.Logf("faults over %s; %d jobs acknowledged, %d enqueues failed with an error (longest call %s, bound %s); %d ran more than once (%d extra runs); longest wait from acknowledgement to first run %s",
-		faultsTook.Round(time.Second), len(ids), failed, longestCall.Round(time.Millisecond), chaosCall, dups, extra, longestWait.Round(time.Millisecond))
-	if !settled {
-		t.Errorf("the workers' goroutines did not settle within %s of the drain", chaosSettle)
-	}
-	for i, w := range workers {
-		note := ""
-		if killed[i] {
-			note = " (killed and started again: its before is its new process's report 2 s after start)"
-		}
-		t.Logf("worker %d%s: goroutines %d before, %d after%s", i, map[bool]string{true: " (clock 1m ahead)"}[i == 0], before[i], w.goroutines[len(w.goroutines)-1], note)
-		if after := w.goroutines[len(w.goroutines)-1]; after > before[i]+chaosConc {
-			t.Errorf("worker %d: %d goroutines after the faults, %d before", i, after, before[i])
-		}
-	}
-	if len(left) > 0 {
-		t.Errorf("%d of %d acknowledged jobs not completed %s after the faults", len(left), len(ids), chaosDrain)
-		for _, id := range left[:min(5, len(left))] {
-			t.Errorf("job %s: runs %d; in Redis: %s", id, runs[id], whereIs(ctx, direct, id))
-		}
-	}
-	if longestCall > chaosCall+250*time.Millisecond {
-		t.Errorf("an enqueue took %s, past its %s context", longestCall, chaosCall)
-	}
+	return left
 }
 
 // waitGoroutinesSettle waits, up to chaosSettle, until every worker (idle

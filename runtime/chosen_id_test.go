@@ -66,33 +66,47 @@ func TestWithID_AllowedIDsAreFoundWhilePendingAndWhileRunning(t *testing.T) {
 	// Pending: found, and Delete and Cancel act on it.
 	for _, act := range []string{"delete", "cancel"} {
 		for _, id := range idsOf(act) {
-			if got, err := task.Enqueue(ctx, id, runtime.WithID(id)); err != nil || got != id {
-				t.Fatalf("Enqueue WithID(%q) = %q, %v", id, got, err)
-			}
-			if s := jobStatus(t, c, id); s != runtime.StatusPending {
-				t.Fatalf("Job(%s) status %s, want pending", id, s)
-			}
-			switch act {
-			case "delete":
-				if err := in.Delete(ctx, id); err != nil {
-					t.Fatalf("Delete(%s) while pending: %v", id, err)
-				}
-				if _, err := c.Job(ctx, id); !errors.Is(err, runtime.ErrJobNotFound) {
-					t.Fatalf("Job(%s) after Delete = %v; want ErrJobNotFound", id, err)
-				}
-			case "cancel":
-				if s, err := in.Cancel(ctx, id); err != nil || s != runtime.StatusCanceled {
-					t.Fatalf("Cancel(%s) while pending = %s, %v; want canceled", id, s, err)
-				}
-				if _, err := task.Await(ctx, id); !errors.Is(err, runtime.ErrJobCanceled) {
-					t.Fatalf("Await(%s) after Cancel = %v; want ErrJobCanceled", id, err)
-				}
-			}
+			chosenIDFoundWhilePending(ctx, t, c, in, task, act, id)
 		}
 	}
-
 	// Running: found by Job, Delete says it runs, Await gets its result and
 	// Cancel stops it.
+	chosenIDsFoundWhileRunning(ctx, t, c, in, task, idsOf("run"))
+}
+
+// chosenIDFoundWhilePending enqueues a job with the chosen id, finds it
+// pending, and deletes or cancels it (act) by that id.
+func chosenIDFoundWhilePending(ctx context.Context, t *testing.T, c *runtime.Client, in *runtime.Inspector, task *runtime.Task[string, string], act, id string) {
+	t.Helper()
+	if got, err := task.Enqueue(ctx, id, runtime.WithID(id)); err != nil || got != id {
+		t.Fatalf("Enqueue WithID(%q) = %q, %v", id, got, err)
+	}
+	if s := jobStatus(t, c, id); s != runtime.StatusPending {
+		t.Fatalf("Job(%s) status %s, want pending", id, s)
+	}
+	switch act {
+	case "delete":
+		if err := in.Delete(ctx, id); err != nil {
+			t.Fatalf("Delete(%s) while pending: %v", id, err)
+		}
+		if _, err := c.Job(ctx, id); !errors.Is(err, runtime.ErrJobNotFound) {
+			t.Fatalf("Job(%s) after Delete = %v; want ErrJobNotFound", id, err)
+		}
+	case "cancel":
+		if s, err := in.Cancel(ctx, id); err != nil || s != runtime.StatusCanceled {
+			t.Fatalf("Cancel(%s) while pending = %s, %v; want canceled", id, s, err)
+		}
+		if _, err := task.Await(ctx, id); !errors.Is(err, runtime.ErrJobCanceled) {
+			t.Fatalf("Await(%s) after Cancel = %v; want ErrJobCanceled", id, err)
+		}
+	}
+}
+
+// chosenIDsFoundWhileRunning runs a job for each chosen id, finds it
+// processing, and checks that Delete says it runs, that Cancel stops the
+// first, and that Await gets each other's result.
+func chosenIDsFoundWhileRunning(ctx context.Context, t *testing.T, c *runtime.Client, in *runtime.Inspector, task *runtime.Task[string, string], ids []string) {
+	t.Helper()
 	started := make(chan string, 3)
 	release := make(chan struct{})
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"images"}, Concurrency: 6}))
@@ -107,7 +121,6 @@ func TestWithID_AllowedIDsAreFoundWhilePendingAndWhileRunning(t *testing.T) {
 	})
 	startWorker(t, w)
 	awaited := make(map[string]chan error)
-	ids := idsOf("run")
 	for _, id := range ids {
 		if _, err := task.Enqueue(ctx, id, runtime.WithID(id)); err != nil {
 			t.Fatalf("Enqueue WithID(%q): %v", id, err)

@@ -27,109 +27,25 @@ func TestCluster_WorkersAndProducersFollowAFailover(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartClusterWithReplicas(t)
 	ctx := ctxT(t)
-	probe := cl.Client(t)
-	masterOf := func(key string) string {
-		m, err := probe.MasterForKey(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m.Options().Addr
-	}
-	keysOf := func(route string) string { return queue.RouteKeys("x", route).Active() }
-	victim, survivor := "fo-a", ""
-	for _, r := range []string{"fo-b", "fo-c", "fo-d", "fo-e", "fo-f", "fo-g", "fo-h"} {
-		if masterOf(keysOf(r)) != masterOf(keysOf(victim)) {
-			survivor = r
-			break
-		}
-	}
-	ns := ""
-	for i := 0; ns == ""; i++ {
-		if cand := fmt.Sprintf("%s-%d", redistest.Namespace(t), i); masterOf(queue.RoutesKey(cand)) == masterOf(keysOf(victim)) {
-			ns = cand
-		}
-	}
-	if survivor == "" {
-		t.Fatal("no candidate route on another master than the victim's")
-	}
-	open := func(opts ...runtime.ConnectOption) *runtime.Client {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		c, err := runtime.Connect(cctx, cl.URL(), append([]runtime.ConnectOption{runtime.WithNamespace(ns)}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
-	wc, plain, durable, fresh := open(), open(), open(runtime.WaitForReplicas(1, time.Second)), open()
+	victim, survivor, ns, victimMaster := failoverLayout(ctx, t, cl)
+	wc, plain, durable, fresh := openIn(t, cl, ns), openIn(t, cl, ns), openIn(t, cl, ns, runtime.WaitForReplicas(1, time.Second)), openIn(t, cl, ns)
 
-	var mu sync.Mutex
-	runs := map[string]int{}
-	doneAt := map[string]time.Time{} // route → last completion
-	w := runtime.NewWorker(wc, fastOpts(runtime.WorkerOptions{Routes: []string{victim, survivor}, Concurrency: 8, Lease: 2 * time.Second, Logger: testLogger(t)}))
-	runtime.Handle(w, testtasks.Echo, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
-		mu.Lock()
-		j, _ := runtime.CurrentJob(ctx)
-		runs[j.ID]++
-		doneAt[m.Text] = time.Now()
-		mu.Unlock()
-		return testtasks.Reply{Text: m.Text}, nil
-	})
-	startWorker(t, w)
+	ran := startFailoverWorker(t, wc, victim, survivor)
 
-	type acked struct {
-		id      string
-		durable bool
-	}
-	var (
-		ackedMu   sync.Mutex
-		ackedJobs []acked
-		failed    atomic.Int64
-		longest   atomic.Int64 // ns: the longest Enqueue call
-	)
-	const callTimeout = 2 * time.Second
-	stop := make(chan struct{})
-	var producers sync.WaitGroup
-	produce := func(c *runtime.Client, route string, isDurable bool) {
-		defer producers.Done()
-		tick := time.NewTicker(4 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-			began := time.Now()
-			id, err := testtasks.Echo.With(c).Enqueue(cctx, testtasks.Msg{Text: route}, runtime.Route(route))
-			cancel()
-			if d := int64(time.Since(began)); d > longest.Load() {
-				longest.Store(d)
-			}
-			if err != nil {
-				failed.Add(1)
-				continue
-			}
-			ackedMu.Lock()
-			ackedJobs = append(ackedJobs, acked{id, isDurable})
-			ackedMu.Unlock()
-		}
-	}
+	p := &failoverProducers{stop: make(chan struct{})}
 	for _, r := range []string{victim, survivor} {
-		producers.Add(2)
-		go produce(plain, r, false)
-		go produce(durable, r, true)
+		p.wg.Add(2)
+		go p.produce(plain, r, false)
+		go p.produce(durable, r, true)
 	}
 	waitFor(t, 10*time.Second, "jobs of both routes to complete before the kill", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return !doneAt[victim].IsZero() && !doneAt[survivor].IsZero()
+		ran.mu.Lock()
+		defer ran.mu.Unlock()
+		return !ran.doneAt[victim].IsZero() && !ran.doneAt[survivor].IsZero()
 	})
 
 	killed := time.Now()
-	if err := cl.Kill(masterOf(keysOf(victim))); err != nil {
+	if err := cl.Kill(victimMaster); err != nil {
 		t.Fatal(err)
 	}
 	// The survivor's route takes jobs from a producer that never enqueued
@@ -151,22 +67,173 @@ func TestCluster_WorkersAndProducersFollowAFailover(t *testing.T) {
 	}
 	promoted := time.Since(killed)
 	waitFor(t, 20*time.Second, "the victim's route to run jobs again without a restart", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return doneAt[victim].After(killed.Add(promoted))
+		ran.mu.Lock()
+		defer ran.mu.Unlock()
+		return ran.doneAt[victim].After(killed.Add(promoted))
 	})
 	recovered := time.Since(killed)
 	if got, err := testtasks.Echo.With(fresh).Call(ctx, testtasks.Msg{Text: victim}, runtime.Route(victim)); err != nil || got.Text != victim {
 		t.Fatalf("Call on the victim's route after the failover = %+v, %v", got, err)
 	}
 	time.Sleep(500 * time.Millisecond) // load after the recovery, so jobs flow on the new master too
-	close(stop)
-	producers.Wait()
+	jobs := p.halt()
 
+	lost := waitCompletedOrLost(ctx, t, wc, jobs)
+	dups := ran.dups()
+	t.Logf("%d jobs acknowledged, %d enqueues failed with an error; a job of the surviving route enqueued %s and run %s after the kill; slots served again after %s, the victim's route running again after %s; lost: %d without WaitForReplicas, %d with; %d ran more than once; longest Enqueue %s",
+		len(jobs), p.failed.Load(), survivorEnqueue.Round(time.Millisecond), survivorCall.Round(time.Millisecond), promoted.Round(time.Millisecond), recovered.Round(time.Millisecond),
+		lost[false], lost[true], dups, time.Duration(p.longest.Load()).Round(time.Millisecond))
+	if lost[true] > 0 {
+		t.Errorf("%d jobs acknowledged by a producer that waits for a replica were lost", lost[true])
+	}
+	if l := time.Duration(p.longest.Load()); l > failoverCallTimeout+time.Second {
+		t.Errorf("an Enqueue took %s, past its %s context", l, failoverCallTimeout)
+	}
+}
+
+// failoverRuns is what the failover's worker ran.
+type failoverRuns struct {
+	mu     sync.Mutex
+	runs   map[string]int       // job id → runs
+	doneAt map[string]time.Time // route → last completion
+}
+
+// startFailoverWorker starts a worker on routes that records each run.
+func startFailoverWorker(t *testing.T, wc *runtime.Client, routes ...string) *failoverRuns {
+	ran := &failoverRuns{runs: map[string]int{}, doneAt: map[string]time.Time{}}
+	w := runtime.NewWorker(wc, fastOpts(runtime.WorkerOptions{Routes: routes, Concurrency: 8, Lease: 2 * time.Second, Logger: testLogger(t)}))
+	runtime.Handle(w, testtasks.Echo, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+		ran.mu.Lock()
+		j, _ := runtime.CurrentJob(ctx)
+		ran.runs[j.ID]++
+		ran.doneAt[m.Text] = time.Now()
+		ran.mu.Unlock()
+		return testtasks.Reply{Text: m.Text}, nil
+	})
+	startWorker(t, w)
+	return ran
+}
+
+// dups counts the jobs run more than once.
+func (ran *failoverRuns) dups() int {
+	ran.mu.Lock()
+	defer ran.mu.Unlock()
+	dups := 0
+	for _, n := range ran.runs {
+		if n > 1 {
+			dups++
+		}
+	}
+	return dups
+}
+
+// failoverLayout picks the victim route, a survivor route on another master,
+// and a namespace whose routes set sits on the victim's master, which it
+// returns too.
+func failoverLayout(ctx context.Context, t *testing.T, cl *redistest.Cluster) (victim, survivor, ns, victimMaster string) {
+	t.Helper()
+	probe := cl.Client(t)
+	masterOf := func(key string) string {
+		m, err := probe.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Options().Addr
+	}
+	keysOf := func(route string) string { return queue.RouteKeys("x", route).Active() }
+	victim = "fo-a"
+	victimMaster = masterOf(keysOf(victim))
+	for _, r := range []string{"fo-b", "fo-c", "fo-d", "fo-e", "fo-f", "fo-g", "fo-h"} {
+		if masterOf(keysOf(r)) != victimMaster {
+			survivor = r
+			break
+		}
+	}
+	for i := 0; ns == ""; i++ {
+		if cand := fmt.Sprintf("%s-%d", redistest.Namespace(t), i); masterOf(queue.RoutesKey(cand)) == victimMaster {
+			ns = cand
+		}
+	}
+	if survivor == "" {
+		t.Fatal("no candidate route on another master than the victim's")
+	}
+	return victim, survivor, ns, victimMaster
+}
+
+// openIn connects a client of its own to the cluster, in namespace ns.
+func openIn(t *testing.T, cl *redistest.Cluster, ns string, opts ...runtime.ConnectOption) *runtime.Client {
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := runtime.Connect(cctx, cl.URL(), append([]runtime.ConnectOption{runtime.WithNamespace(ns)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// failoverCallTimeout bounds each Enqueue of the failover's producers.
+const failoverCallTimeout = 2 * time.Second
+
+// failoverAcked is a job acknowledged to a producer, and whether that
+// producer waits for a replica.
+type failoverAcked struct {
+	id      string
+	durable bool
+}
+
+// failoverProducers are the producers of the failover run and what they were
+// acknowledged.
+type failoverProducers struct {
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	acked   []failoverAcked
+	failed  atomic.Int64
+	longest atomic.Int64 // ns: the longest Enqueue call
+}
+
+// produce enqueues a job to route every 4 ms until stop closes.
+func (p *failoverProducers) produce(c *runtime.Client, route string, isDurable bool) {
+	defer p.wg.Done()
+	tick := time.NewTicker(4 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-tick.C:
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), failoverCallTimeout)
+		began := time.Now()
+		id, err := testtasks.Echo.With(c).Enqueue(cctx, testtasks.Msg{Text: route}, runtime.Route(route))
+		cancel()
+		if d := int64(time.Since(began)); d > p.longest.Load() {
+			p.longest.Store(d)
+		}
+		if err != nil {
+			p.failed.Add(1)
+			continue
+		}
+		p.mu.Lock()
+		p.acked = append(p.acked, failoverAcked{id, isDurable})
+		p.mu.Unlock()
+	}
+}
+
+// halt stops the producers and returns the jobs acknowledged to them.
+func (p *failoverProducers) halt() []failoverAcked {
+	close(p.stop)
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]failoverAcked(nil), p.acked...)
+}
+
+// waitCompletedOrLost waits until every job has completed or is not found,
+// and counts the lost ones by whether their producer waited for a replica.
+func waitCompletedOrLost(ctx context.Context, t *testing.T, wc *runtime.Client, jobs []failoverAcked) map[bool]int {
 	lost := map[bool]int{}
-	ackedMu.Lock()
-	jobs := append([]acked(nil), ackedJobs...)
-	ackedMu.Unlock()
 	waitFor(t, 30*time.Second, "every acknowledged job to complete or be found lost", func() bool {
 		lost = map[bool]int{}
 		for _, j := range jobs {
@@ -180,23 +247,7 @@ func TestCluster_WorkersAndProducersFollowAFailover(t *testing.T) {
 		}
 		return true
 	})
-	mu.Lock()
-	dups := 0
-	for _, n := range runs {
-		if n > 1 {
-			dups++
-		}
-	}
-	mu.Unlock()
-	t.Logf("%d jobs acknowledged, %d enqueues failed with an error; a job of the surviving route enqueued %s and run %s after the kill; slots served again after %s, the victim's route running again after %s; lost: %d without WaitForReplicas, %d with; %d ran more than once; longest Enqueue %s",
-		len(jobs), failed.Load(), survivorEnqueue.Round(time.Millisecond), survivorCall.Round(time.Millisecond), promoted.Round(time.Millisecond), recovered.Round(time.Millisecond),
-		lost[false], lost[true], dups, time.Duration(longest.Load()).Round(time.Millisecond))
-	if lost[true] > 0 {
-		t.Errorf("%d jobs acknowledged by a producer that waits for a replica were lost", lost[true])
-	}
-	if l := time.Duration(longest.Load()); l > callTimeout+time.Second {
-		t.Errorf("an Enqueue took %s, past its %s context", l, callTimeout)
-	}
+	return lost
 }
 
 // testLogger shows a worker's log in the test's output with BANANAS_TEST_LOG=1.

@@ -147,32 +147,7 @@ func TestMetrics_OutcomesAreCountedByRouteAndTask(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		echo, other, note := testtasks.Echo.With(c), testtasks.Other.With(c), testtasks.Note.With(c)
-		var flakyRuns, noteRuns atomic.Int32
-		overran := make(chan struct{})
-		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"default", "mail"}}))
-		runtime.Handle(w, echo, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
-			switch m.Text {
-			case "flaky":
-				if flakyRuns.Add(1) == 1 {
-					return testtasks.Reply{}, errors.New("flaky")
-				}
-			case "doomed":
-				return testtasks.Reply{}, errors.New("doomed")
-			}
-			return testtasks.Reply{Text: m.Text}, nil
-		})
-		runtime.Handle(w, other, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
-			defer close(overran)
-			time.Sleep(300 * time.Millisecond) // ignores ctx: the behaviour under test
-			return testtasks.Reply{}, nil
-		})
-		runtime.Handle(w, note, func(ctx context.Context, m testtasks.Msg) (runtime.None, error) {
-			if noteRuns.Add(1) == 1 {
-				return runtime.None{}, runtime.RetryAfter(time.Millisecond)
-			}
-			return runtime.None{}, nil
-		})
-		startWorker(t, w)
+		overran := startOutcomeWorker(t, c)
 
 		ids, err := echo.EnqueueMany(ctx, []testtasks.Msg{{Text: "ok"}, {Text: "ok"}, {Text: "flaky"}})
 		if err != nil {
@@ -210,52 +185,95 @@ func TestMetrics_OutcomesAreCountedByRouteAndTask(t *testing.T) {
 		}
 		recv(t, overran, 5*time.Second, "the late handler to return")
 
-		dn := func(task string) []string { return jobLabels("default", "normal", task) }
-		mh := jobLabels("mail", "high", "t_echo")
-		s := scrapeUntil(t, c, 10*time.Second, []want{
-			{"bananas_jobs_enqueued_total", dn("t_echo"), 4},
-			{"bananas_jobs_enqueued_total", mh, 1},
-			{"bananas_jobs_enqueued_total", dn("t_other"), 1},
-			{"bananas_jobs_enqueued_total", dn("t_note"), 1},
-
-			// ok, ok, flaky's second run; the mail job.
-			{"bananas_jobs_processed_total", dn("t_echo"), 3},
-			{"bananas_jobs_processed_total", mh, 1},
-			// flaky's first run, both runs of doomed.
-			{"bananas_jobs_failed_total", dn("t_echo"), 3},
-			{"bananas_jobs_retried_total", dn("t_echo"), 2},
-			{"bananas_jobs_dead_total", dn("t_echo"), 1},
-			{"bananas_jobs_failed_total", mh, 0},
-
-			{"bananas_jobs_failed_total", dn("t_other"), 1},
-			{"bananas_jobs_dead_total", dn("t_other"), 1},
-			{"bananas_jobs_processed_total", dn("t_other"), 0},
-			{"bananas_handlers_overran_total", []string{"task=t_other"}, 1},
-
-			{"bananas_jobs_snoozed_total", dn("t_note"), 1},
-			{"bananas_jobs_processed_total", dn("t_note"), 1},
-			{"bananas_jobs_failed_total", dn("t_note"), 0},
-
-			// A run time per run, however it ended.
-			{"bananas_job_run_seconds", dn("t_echo"), 6},
-			{"bananas_job_run_seconds", mh, 1},
-			{"bananas_job_run_seconds", dn("t_other"), 1},
-			{"bananas_job_run_seconds", dn("t_note"), 2},
-			// A wait per job: retries wait for their backoff, not counted.
-			{"bananas_job_wait_seconds", dn("t_echo"), 4},
-			{"bananas_job_wait_seconds", mh, 1},
-			{"bananas_job_wait_seconds", dn("t_other"), 1},
-
-			{"bananas_worker_slots", nil, 10},
-		})
+		s := scrapeUntil(t, c, 10*time.Second, outcomeWants)
 		// The late handler's run lasted its whole sleep, not its timeout.
 		for _, m := range s.fams["bananas_job_run_seconds"].GetMetric() {
-			if hasLabels(m, dn("t_other")) && m.Histogram.GetSampleSum() < 0.3 {
+			if hasLabels(m, outcomeDN("t_other")) && m.Histogram.GetSampleSum() < 0.3 {
 				t.Errorf("the late handler's run time is %vs; want its 0.3s", m.Histogram.GetSampleSum())
 			}
 		}
 		s.lint(t)
 	})
+}
+
+// outcomeDN labels a job of task on the default route at normal priority.
+func outcomeDN(task string) []string { return jobLabels("default", "normal", task) }
+
+// outcomeMail labels the echo job on the mail route at high priority.
+var outcomeMail = jobLabels("mail", "high", "t_echo")
+
+// outcomeWants is what TestMetrics_OutcomesAreCountedByRouteAndTask scrapes
+// once its jobs have ended.
+var outcomeWants = []want{
+	{"bananas_jobs_enqueued_total", outcomeDN("t_echo"), 4},
+	{"bananas_jobs_enqueued_total", outcomeMail, 1},
+	{"bananas_jobs_enqueued_total", outcomeDN("t_other"), 1},
+	{"bananas_jobs_enqueued_total", outcomeDN("t_note"), 1},
+
+	// ok, ok, flaky's second run; the mail job.
+	{"bananas_jobs_processed_total", outcomeDN("t_echo"), 3},
+	{"bananas_jobs_processed_total", outcomeMail, 1},
+	// flaky's first run, both runs of doomed.
+	{"bananas_jobs_failed_total", outcomeDN("t_echo"), 3},
+	{"bananas_jobs_retried_total", outcomeDN("t_echo"), 2},
+	{"bananas_jobs_dead_total", outcomeDN("t_echo"), 1},
+	{"bananas_jobs_failed_total", outcomeMail, 0},
+
+	{"bananas_jobs_failed_total", outcomeDN("t_other"), 1},
+	{"bananas_jobs_dead_total", outcomeDN("t_other"), 1},
+	{"bananas_jobs_processed_total", outcomeDN("t_other"), 0},
+	{"bananas_handlers_overran_total", []string{"task=t_other"}, 1},
+
+	{"bananas_jobs_snoozed_total", outcomeDN("t_note"), 1},
+	{"bananas_jobs_processed_total", outcomeDN("t_note"), 1},
+	{"bananas_jobs_failed_total", outcomeDN("t_note"), 0},
+
+	// A run time per run, however it ended.
+	{"bananas_job_run_seconds", outcomeDN("t_echo"), 6},
+	{"bananas_job_run_seconds", outcomeMail, 1},
+	{"bananas_job_run_seconds", outcomeDN("t_other"), 1},
+	{"bananas_job_run_seconds", outcomeDN("t_note"), 2},
+	// A wait per job: retries wait for their backoff, not counted.
+	{"bananas_job_wait_seconds", outcomeDN("t_echo"), 4},
+	{"bananas_job_wait_seconds", outcomeMail, 1},
+	{"bananas_job_wait_seconds", outcomeDN("t_other"), 1},
+
+	{"bananas_worker_slots", nil, 10},
+}
+
+// startOutcomeWorker starts a worker on the default and mail routes whose
+// echo handler fails "flaky" once and "doomed" always, whose other handler
+// overruns its timeout (closing the channel returned when it returns), and
+// whose note handler snoozes once.
+func startOutcomeWorker(t *testing.T, c *runtime.Client) chan struct{} {
+	echo, other, note := testtasks.Echo.With(c), testtasks.Other.With(c), testtasks.Note.With(c)
+	var flakyRuns, noteRuns atomic.Int32
+	overran := make(chan struct{})
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"default", "mail"}}))
+	runtime.Handle(w, echo, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+		switch m.Text {
+		case "flaky":
+			if flakyRuns.Add(1) == 1 {
+				return testtasks.Reply{}, errors.New("flaky")
+			}
+		case "doomed":
+			return testtasks.Reply{}, errors.New("doomed")
+		}
+		return testtasks.Reply{Text: m.Text}, nil
+	})
+	runtime.Handle(w, other, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+		defer close(overran)
+		time.Sleep(300 * time.Millisecond) // ignores ctx: the behaviour under test
+		return testtasks.Reply{}, nil
+	})
+	runtime.Handle(w, note, func(ctx context.Context, m testtasks.Msg) (runtime.None, error) {
+		if noteRuns.Add(1) == 1 {
+			return runtime.None{}, runtime.RetryAfter(time.Millisecond)
+		}
+		return runtime.None{}, nil
+	})
+	startWorker(t, w)
+	return overran
 }
 
 // Enqueues are counted by route, priority and task as they are written; a

@@ -199,35 +199,9 @@ func TestWorker_PoisonArgsAreDeadLetteredWithoutExhaustingMemory(t *testing.T) {
 			ctx := ctxT(t)
 
 			jobs := poisonJobs()
-			ids := make([]string, len(jobs))
-			for i, j := range jobs {
-				env := j.env
-				if env == nil {
-					var err error
-					if env, err = queue.EncodeEnvelope(queue.Envelope{Args: j.args}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				ids[i] = queue.NewID("default", time.Now())
-				if _, err := runtime.QueueOf(c).EnqueueOne(ctx, "default", "normal", queue.NewJob{ID: ids[i], Name: j.task, Envelope: env, MaxRetries: 5}); err != nil {
-					t.Fatalf("enqueue %s: %v", j.what, err)
-				}
-			}
+			ids := enqueuePoison(ctx, t, c, jobs)
 			// Good jobs behind the poison: the worker that met it goes on.
-			var good []string
-			for _, enq := range []func() (string, error){
-				func() (string, error) {
-					return poisonStruct.With(c).Enqueue(ctx, poisonArgs{Tags: []string{"a"}, Items: []poisonItem{{S: "s"}}, Ptr: &poisonInner{}})
-				},
-				func() (string, error) { return poisonBytes.With(c).Enqueue(ctx, []byte("raw")) },
-				func() (string, error) { return poisonNone.With(c).Enqueue(ctx, runtime.None{}) },
-			} {
-				id, err := enq()
-				if err != nil {
-					t.Fatal(err)
-				}
-				good = append(good, id)
-			}
+			good := enqueueGoodBehindPoison(ctx, t, c)
 
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), poisonWorkerURLEnv+"="+url, poisonWorkerNSEnv+"="+ns)
@@ -239,35 +213,7 @@ func TestWorker_PoisonArgsAreDeadLetteredWithoutExhaustingMemory(t *testing.T) {
 			exited := make(chan struct{})
 			go func() { _ = cmd.Wait(); close(exited) }()
 			t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-			maxRSS := func() int64 { return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 } // KiB on Linux
-
-			dead := runtime.QueueOf(c).Keys("default").Dead()
-			settled := func() bool {
-				for _, id := range ids {
-					if c.Redis().ZScore(ctx, dead, id).Err() != nil {
-						return false
-					}
-				}
-				for _, id := range good {
-					if info, err := c.Job(ctx, id); err != nil || info.Status != runtime.StatusCompleted {
-						return false
-					}
-				}
-				return true
-			}
-			deadline := time.Now().Add(60 * time.Second)
-			for !settled() {
-				select {
-				case <-exited:
-					t.Fatalf("the worker process exited (%v, peak RSS %d MiB) before every poison job was dead-lettered; its stderr:\n%s",
-						cmd.ProcessState, maxRSS()>>20, crashLines(stderr.String()))
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("timed out waiting for the poison jobs to be dead-lettered and the good ones to complete; worker stderr:\n%s", lastLines(stderr.String(), 15))
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			waitPoisonSettled(ctx, t, c, cmd, exited, &stderr, ids, good)
 
 			// The high-water mark of the worker's own memory since its exec,
 			// read while it still runs. Not rusage's Maxrss: Linux carries the
@@ -300,6 +246,84 @@ func TestWorker_PoisonArgsAreDeadLetteredWithoutExhaustingMemory(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// enqueuePoison writes each poison job to the default route as it is, with
+// 5 retries, and returns their ids.
+func enqueuePoison(ctx context.Context, t *testing.T, c *runtime.Client, jobs []poisonJob) []string {
+	t.Helper()
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		env := j.env
+		if env == nil {
+			var err error
+			if env, err = queue.EncodeEnvelope(queue.Envelope{Args: j.args}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids[i] = queue.NewID("default", time.Now())
+		if _, err := runtime.QueueOf(c).EnqueueOne(ctx, "default", "normal", queue.NewJob{ID: ids[i], Name: j.task, Envelope: env, MaxRetries: 5}); err != nil {
+			t.Fatalf("enqueue %s: %v", j.what, err)
+		}
+	}
+	return ids
+}
+
+// enqueueGoodBehindPoison enqueues a good job of three of the shapes and
+// returns their ids.
+func enqueueGoodBehindPoison(ctx context.Context, t *testing.T, c *runtime.Client) []string {
+	t.Helper()
+	var good []string
+	for _, enq := range []func() (string, error){
+		func() (string, error) {
+			return poisonStruct.With(c).Enqueue(ctx, poisonArgs{Tags: []string{"a"}, Items: []poisonItem{{S: "s"}}, Ptr: &poisonInner{}})
+		},
+		func() (string, error) { return poisonBytes.With(c).Enqueue(ctx, []byte("raw")) },
+		func() (string, error) { return poisonNone.With(c).Enqueue(ctx, runtime.None{}) },
+	} {
+		id, err := enq()
+		if err != nil {
+			t.Fatal(err)
+		}
+		good = append(good, id)
+	}
+	return good
+}
+
+// waitPoisonSettled waits, up to 60s, until every poison job is
+// dead-lettered and every good one completed, failing the test if the worker
+// process exits first.
+func waitPoisonSettled(ctx context.Context, t *testing.T, c *runtime.Client, cmd *exec.Cmd, exited chan struct{}, stderr *bytes.Buffer, ids, good []string) {
+	t.Helper()
+	maxRSS := func() int64 { return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 } // KiB on Linux
+
+	dead := runtime.QueueOf(c).Keys("default").Dead()
+	settled := func() bool {
+		for _, id := range ids {
+			if c.Redis().ZScore(ctx, dead, id).Err() != nil {
+				return false
+			}
+		}
+		for _, id := range good {
+			if info, err := c.Job(ctx, id); err != nil || info.Status != runtime.StatusCompleted {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !settled() {
+		select {
+		case <-exited:
+			t.Fatalf("the worker process exited (%v, peak RSS %d MiB) before every poison job was dead-lettered; its stderr:\n%s",
+				cmd.ProcessState, maxRSS()>>20, crashLines(stderr.String()))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for the poison jobs to be dead-lettered and the good ones to complete; worker stderr:\n%s", lastLines(stderr.String(), 15))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

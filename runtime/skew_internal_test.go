@@ -179,24 +179,71 @@ func TestLease_WallClockStepsOnEitherHostReapNoLeaseAndMoveNoRetry(t *testing.T)
 	}
 	hostA, hostB := connectT(&stepA), connectT(&stepB)
 
+	r := startStepWorkers(ctx, t, hostA, hostB, lease, backoff)
+	for _, host := range []struct {
+		name string
+		c    *Client
+		step *atomic.Int64
+	}{{"A (running the job)", hostA, &stepA}, {"B (reaping)", hostB, &stepB}} {
+		for _, step := range []time.Duration{60 * time.Second, -60 * time.Second} {
+			what := fmt.Sprintf("host %s stepped %s", host.name, step)
+			host.step.Store(int64(step))
+			r.hold(ctx, t, what+", before its next sync", 2*lease)
+			if err := host.c.q.SyncClock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r.hold(ctx, t, what+", after a sync", lease)
+			host.step.Store(0)
+			if err := host.c.q.SyncClock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	close(r.release)
+	if got, err := r.long.With(hostA).Await(ctx, r.longID); err != nil || got != 7 {
+		t.Fatalf("Await(long) = %d, %v; want 7", got, err)
+	}
+	if info, err := hostA.Job(ctx, r.longID); err != nil || info.Attempts != 1 || len(info.FailedAt) != 0 || info.Error != "" || r.longRuns.Load() != 1 {
+		t.Fatalf("long job %+v, %v after %d runs; want one run, no failed attempt", info, err, r.longRuns.Load())
+	}
+	if info, err := hostA.Job(ctx, r.flakyID); err != nil || info.Status != StatusScheduled || info.Attempts != 1 || r.flakyRuns.Load() != 1 {
+		t.Fatalf("flaky job %+v, %v after %d runs; want it scheduled for its retry, one failed run", info, err, r.flakyRuns.Load())
+	}
+}
+
+// stepRig is the long job and the failing one of the wall-clock step test,
+// their runs, and where the failing one's retry is scheduled.
+type stepRig struct {
+	hostA               *Client
+	long, flaky         *Task[int, int]
+	longRuns, flakyRuns atomic.Int32
+	release             chan struct{} // closed to let the long job return
+	longID, flakyID     string
+	scheduled           string  // the route's scheduled set
+	runAt               float64 // the retry's run-at
+}
+
+// startStepWorkers starts a worker on host A running a long job and one that
+// fails, retried after backoff, and one on host B that only reaps; it
+// enqueues both jobs and waits until the long one runs and the other's retry
+// is scheduled.
+func startStepWorkers(ctx context.Context, t *testing.T, hostA, hostB *Client, lease, backoff time.Duration) *stepRig {
+	r := &stepRig{hostA: hostA, long: NewTask[int, int]("step_long"), flaky: NewTask[int, int]("step_flaky"), release: make(chan struct{})}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	long := NewTask[int, int]("step_long")
-	flaky := NewTask[int, int]("step_flaky")
-	var longRuns, flakyRuns atomic.Int32
-	release := make(chan struct{})
 	w := NewWorker(hostA, WorkerOptions{Lease: lease, Logger: quiet, ShutdownTimeout: time.Second,
 		Backoff: func(int) time.Duration { return backoff }})
-	Handle(w, long, func(ctx context.Context, n int) (int, error) {
-		longRuns.Add(1)
+	Handle(w, r.long, func(ctx context.Context, n int) (int, error) {
+		r.longRuns.Add(1)
 		select {
-		case <-release:
+		case <-r.release:
 			return n, nil
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
 	})
-	Handle(w, flaky, func(ctx context.Context, n int) (int, error) {
-		flakyRuns.Add(1)
+	Handle(w, r.flaky, func(ctx context.Context, n int) (int, error) {
+		r.flakyRuns.Add(1)
 		return 0, errors.New("fails once, retried after the backoff")
 	})
 	// Host B only reaps (and promotes): it takes no job of its own.
@@ -208,67 +255,36 @@ func TestLease_WallClockStepsOnEitherHostReapNoLeaseAndMoveNoRetry(t *testing.T)
 		t.Cleanup(func() { stop(); <-done })
 	}
 
-	longID, err := long.With(hostA).Enqueue(ctx, 7)
-	if err != nil {
+	var err error
+	if r.longID, err = r.long.With(hostA).Enqueue(ctx, 7); err != nil {
 		t.Fatal(err)
 	}
-	flakyID, err := flaky.With(hostA).Enqueue(ctx, 1)
-	if err != nil {
+	if r.flakyID, err = r.flaky.With(hostA).Enqueue(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	scheduled := hostA.q.Keys("default").Scheduled()
-	var runAt float64
+	r.scheduled = hostA.q.Keys("default").Scheduled()
 	waitUntil(t, 10*time.Second, "the long job to start and the flaky one's retry to be scheduled", func() bool {
-		s, err := hostA.rdb.ZScore(ctx, scheduled, flakyID).Result()
-		runAt = s
-		return err == nil && longRuns.Load() == 1
+		s, err := hostA.rdb.ZScore(ctx, r.scheduled, r.flakyID).Result()
+		r.runAt = s
+		return err == nil && r.longRuns.Load() == 1
 	})
+	return r
+}
 
-	// hold watches for hold that the long job keeps running, once, and the
-	// retry keeps its run-at.
-	hold := func(what string, d time.Duration) {
-		t.Helper()
-		deadline := time.Now().Add(d)
-		for time.Now().Before(deadline) {
-			info, err := hostA.Job(ctx, longID)
-			if err != nil || info.Status != StatusProcessing || info.Attempts != 1 || len(info.FailedAt) != 0 || longRuns.Load() != 1 {
-				t.Fatalf("%s: long job %+v, %v, %d runs; want it processing, its first run, never reaped", what, info, err, longRuns.Load())
-			}
-			if s, err := hostA.rdb.ZScore(ctx, scheduled, flakyID).Result(); err != nil || s != runAt || flakyRuns.Load() != 1 {
-				t.Fatalf("%s: retry run-at %v, %v (was %v), %d runs; want it unmoved and not run again", what, s, err, runAt, flakyRuns.Load())
-			}
-			time.Sleep(50 * time.Millisecond)
+// hold watches for d that the long job keeps running, once, and the retry
+// keeps its run-at.
+func (r *stepRig) hold(ctx context.Context, t *testing.T, what string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		info, err := r.hostA.Job(ctx, r.longID)
+		if err != nil || info.Status != StatusProcessing || info.Attempts != 1 || len(info.FailedAt) != 0 || r.longRuns.Load() != 1 {
+			t.Fatalf("%s: long job %+v, %v, %d runs; want it processing, its first run, never reaped", what, info, err, r.longRuns.Load())
 		}
-	}
-	for _, host := range []struct {
-		name string
-		c    *Client
-		step *atomic.Int64
-	}{{"A (running the job)", hostA, &stepA}, {"B (reaping)", hostB, &stepB}} {
-		for _, step := range []time.Duration{60 * time.Second, -60 * time.Second} {
-			what := fmt.Sprintf("host %s stepped %s", host.name, step)
-			host.step.Store(int64(step))
-			hold(what+", before its next sync", 2*lease)
-			if err := host.c.q.SyncClock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			hold(what+", after a sync", lease)
-			host.step.Store(0)
-			if err := host.c.q.SyncClock(ctx); err != nil {
-				t.Fatal(err)
-			}
+		if s, err := r.hostA.rdb.ZScore(ctx, r.scheduled, r.flakyID).Result(); err != nil || s != r.runAt || r.flakyRuns.Load() != 1 {
+			t.Fatalf("%s: retry run-at %v, %v (was %v), %d runs; want it unmoved and not run again", what, s, err, r.runAt, r.flakyRuns.Load())
 		}
-	}
-
-	close(release)
-	if got, err := long.With(hostA).Await(ctx, longID); err != nil || got != 7 {
-		t.Fatalf("Await(long) = %d, %v; want 7", got, err)
-	}
-	if info, err := hostA.Job(ctx, longID); err != nil || info.Attempts != 1 || len(info.FailedAt) != 0 || info.Error != "" || longRuns.Load() != 1 {
-		t.Fatalf("long job %+v, %v after %d runs; want one run, no failed attempt", info, err, longRuns.Load())
-	}
-	if info, err := hostA.Job(ctx, flakyID); err != nil || info.Status != StatusScheduled || info.Attempts != 1 || flakyRuns.Load() != 1 {
-		t.Fatalf("flaky job %+v, %v after %d runs; want it scheduled for its retry, one failed run", info, err, flakyRuns.Load())
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -28,81 +28,8 @@ func TestEveryCallSentTwice_EachJobRunsOncePerAttempt(t *testing.T) {
 		task := testtasks.Echo.With(c)
 		ctx := ctxT(t)
 
-		var mu sync.Mutex
-		runs := map[string]int{}
-		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 8, Lease: 10 * time.Second}))
-		runtime.Handle(w, task, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
-			j, _ := runtime.CurrentJob(ctx)
-			mu.Lock()
-			runs[j.ID]++
-			n := runs[j.ID]
-			mu.Unlock()
-			if m.N == 1 && n == 1 {
-				return testtasks.Reply{}, errors.New("fails once")
-			}
-			return testtasks.Reply{Text: m.Text}, nil
-		})
-		startWorker(t, w)
-
-		want := map[string]int{} // id -> runs expected
-		var wmu sync.Mutex
-		add := func(id string, failsOnce bool) {
-			wmu.Lock()
-			defer wmu.Unlock()
-			if _, dup := want[id]; dup {
-				t.Errorf("id %s answered twice", id)
-			}
-			want[id] = 1
-			if failsOnce {
-				want[id] = 2
-			}
-		}
-		var wg sync.WaitGroup
-		for g := range 8 { // single enqueues, coalesced into flushes
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range 10 {
-					fails := i == 0
-					id, err := task.Enqueue(ctx, testtasks.Msg{Text: fmt.Sprint(g, i), N: map[bool]int{true: 1}[fails]})
-					if err != nil {
-						t.Errorf("Enqueue: %v", err)
-						return
-					}
-					add(id, fails)
-				}
-			}()
-		}
-		wg.Wait()
-		batch := make([]testtasks.Msg, 40)
-		for i := range batch {
-			batch[i] = testtasks.Msg{Text: "batch" + strconv.Itoa(i)}
-		}
-		ids, err := task.EnqueueMany(ctx, batch)
-		if err != nil {
-			t.Fatalf("EnqueueMany: %v", err)
-		}
-		for _, id := range ids {
-			add(id, false)
-		}
-		for i := range 5 {
-			id, err := task.Enqueue(ctx, testtasks.Msg{Text: "later"}, runtime.Delay(50*time.Millisecond))
-			if err != nil {
-				t.Fatalf("Enqueue with Delay: %v", err)
-			}
-			add(id, false)
-			id, err = task.Enqueue(ctx, testtasks.Msg{Text: "chosen"}, runtime.WithID("chosen-"+strconv.Itoa(i)))
-			if err != nil {
-				t.Fatalf("Enqueue WithID, sent twice: %v; want its own job answered as written", err)
-			}
-			add(id, false)
-			id, err = task.Enqueue(ctx, testtasks.Msg{Text: "unique" + strconv.Itoa(i)}, runtime.Unique(time.Minute))
-			if err != nil {
-				t.Fatalf("Enqueue Unique, sent twice: %v; want its own job answered as written", err)
-			}
-			add(id, false)
-		}
-
+		mu, runs := startOnceFailer(t, c, task)
+		want := enqueueEveryWay(ctx, t, task)
 		for id := range want {
 			if _, err := task.Await(ctx, id); err != nil {
 				t.Fatalf("Await(%s): %v", id, err)
@@ -134,4 +61,91 @@ func TestEveryCallSentTwice_EachJobRunsOncePerAttempt(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startOnceFailer starts a worker that counts each job's runs and fails the
+// first run of a job whose N is 1.
+func startOnceFailer(t *testing.T, c *runtime.Client, task *runtime.Task[testtasks.Msg, testtasks.Reply]) (*sync.Mutex, map[string]int) {
+	mu := &sync.Mutex{}
+	runs := map[string]int{}
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 8, Lease: 10 * time.Second}))
+	runtime.Handle(w, task, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+		j, _ := runtime.CurrentJob(ctx)
+		mu.Lock()
+		runs[j.ID]++
+		n := runs[j.ID]
+		mu.Unlock()
+		if m.N == 1 && n == 1 {
+			return testtasks.Reply{}, errors.New("fails once")
+		}
+		return testtasks.Reply{Text: m.Text}, nil
+	})
+	startWorker(t, w)
+	return mu, runs
+}
+
+// enqueueEveryWay enqueues jobs singly from 8 goroutines (one of each
+// failing once), in a batch, delayed, with a chosen id and unique, and
+// returns the runs each id should get.
+func enqueueEveryWay(ctx context.Context, t *testing.T, task *runtime.Task[testtasks.Msg, testtasks.Reply]) map[string]int {
+	want := map[string]int{} // id -> runs expected
+	var wmu sync.Mutex
+	add := func(id string, failsOnce bool) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if _, dup := want[id]; dup {
+			t.Errorf("id %s answered twice", id)
+		}
+		want[id] = 1
+		if failsOnce {
+			want[id] = 2
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 8 { // single enqueues, coalesced into flushes
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				fails := i == 0
+				id, err := task.Enqueue(ctx, testtasks.Msg{Text: fmt.Sprint(g, i), N: map[bool]int{true: 1}[fails]})
+				if err != nil {
+					t.Errorf("Enqueue: %v", err)
+					return
+				}
+				add(id, fails)
+			}
+		}()
+	}
+	wg.Wait()
+	batch := make([]testtasks.Msg, 40)
+	for i := range batch {
+		batch[i] = testtasks.Msg{Text: "batch" + strconv.Itoa(i)}
+	}
+	ids, err := task.EnqueueMany(ctx, batch)
+	if err != nil {
+		t.Fatalf("EnqueueMany: %v", err)
+	}
+	for _, id := range ids {
+		add(id, false)
+	}
+	for i := range 5 {
+		id, err := task.Enqueue(ctx, testtasks.Msg{Text: "later"}, runtime.Delay(50*time.Millisecond))
+		if err != nil {
+			t.Fatalf("Enqueue with Delay: %v", err)
+		}
+		add(id, false)
+		id, err = task.Enqueue(ctx, testtasks.Msg{Text: "chosen"}, runtime.WithID("chosen-"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatalf("Enqueue WithID, sent twice: %v; want its own job answered as written", err)
+		}
+		add(id, false)
+		id, err = task.Enqueue(ctx, testtasks.Msg{Text: "unique" + strconv.Itoa(i)}, runtime.Unique(time.Minute))
+		if err != nil {
+			t.Fatalf("Enqueue Unique, sent twice: %v; want its own job answered as written", err)
+		}
+		add(id, false)
+	}
+
+	return want
 }
