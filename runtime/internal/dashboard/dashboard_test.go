@@ -31,7 +31,7 @@ type fakeAdmin struct {
 }
 
 func (f *fakeAdmin) Routes(context.Context) ([]admin.Route, error) { return f.routes, nil }
-func (f *fakeAdmin) Tasks() []admin.Task                          { return nil }
+func (f *fakeAdmin) Tasks() []admin.Task                           { return nil }
 
 func (f *fakeAdmin) Job(_ context.Context, id string) (*admin.Job, error) {
 	if j, ok := f.jobs[id]; ok {
