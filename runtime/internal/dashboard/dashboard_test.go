@@ -22,8 +22,10 @@ import (
 // calls a method the fake does not define panics, which the test reports.
 type fakeAdmin struct {
 	admin.Admin
-	routes []admin.Route
-	jobs   map[string]*admin.Job
+	routes  []admin.Route
+	tasks   []admin.Task
+	schemas map[string]json.RawMessage
+	jobs    map[string]*admin.Job
 	// replayErr is what Replay answers.
 	replayErr error
 	// listed is the last query Jobs was given.
@@ -31,7 +33,9 @@ type fakeAdmin struct {
 }
 
 func (f *fakeAdmin) Routes(context.Context) ([]admin.Route, error) { return f.routes, nil }
-func (f *fakeAdmin) Tasks() []admin.Task                           { return nil }
+func (f *fakeAdmin) Tasks() []admin.Task                           { return f.tasks }
+
+func (f *fakeAdmin) ArgsSchemas() (map[string]json.RawMessage, error) { return f.schemas, nil }
 
 func (f *fakeAdmin) Job(_ context.Context, id string) (*admin.Job, error) {
 	if j, ok := f.jobs[id]; ok {
@@ -180,5 +184,29 @@ func TestStatusOf_AFailureOfTheServerIsA500(t *testing.T) {
 	}
 	if st, msg := statusOf(admin.BadQuery("state", "unknown state %q", "x")); st != http.StatusBadRequest || msg != `bad query: unknown state "x"` {
 		t.Fatalf("statusOf(a bad query) = %d %q; want 400 and its text", st, msg)
+	}
+}
+
+func TestTasks_ShowEachTasksCronWithItsTimeZoneAndItsArgsSchema(t *testing.T) {
+	f := &fakeAdmin{
+		tasks: []admin.Task{
+			{Name: "report.daily", Route: "reports", Priority: queue.Low, Cron: &admin.CronSpec{Spec: "0 3 * * *", TZ: "Europe/Paris"}},
+			{Name: "tick", Route: "default", Priority: queue.Normal, Cron: &admin.CronSpec{Spec: "@every 1s"}},
+			{Name: "email.send", Route: "mail", Priority: queue.Normal, Args: []admin.Field{{Name: "To", JSON: "to", Type: "string"}}},
+		},
+		schemas: map[string]json.RawMessage{"email.send": json.RawMessage(`{"type":"object"}`)},
+	}
+	srv, c := server(t, f)
+	status, body := get(t, c, srv.URL+"/tasks")
+	if status != http.StatusOK {
+		t.Fatalf("GET /tasks = %d; want 200:\n%s", status, body)
+	}
+	for _, want := range []string{
+		`<code>0 3 * * * (Europe/Paris)</code>`, `<code>@every 1s</code>`, `<li><code>to</code> string</li>`,
+		"<pre class=\"json\">{\n  &#34;type&#34;: &#34;object&#34;\n}</pre>",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the tasks page lacks %s:\n%s", want, body)
+		}
 	}
 }
