@@ -6,25 +6,12 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
-// Stats is the per-minute history of a window across every route, oldest
-// minute first, every minute present.
-type Stats struct {
-	Window time.Duration
-	Points []StatsPoint
-}
-
-// StatsPoint is one minute of the history.
-type StatsPoint struct {
-	At                          time.Time // start of the minute
-	Enqueued, Processed, Failed int64
-	// Percentiles of the minute's waits (enqueue, or due time, to start)
-	// and run times; 0 when nothing started or ran in it.
-	WaitP50, WaitP99, RunP50, RunP99 time.Duration
-}
-
-func (p StatsPoint) active() bool {
+// active reports whether anything happened in minute p.
+func active(p admin.StatsPoint) bool {
 	return p.Enqueued+p.Processed+p.Failed > 0 || p.WaitP99 > 0 || p.RunP99 > 0
 }
 
@@ -40,7 +27,7 @@ type chartsData struct {
 	Windows                     []string
 	Enqueued, Processed, Failed int64
 	Charts                      []chart
-	Active                      []StatsPoint // minutes with anything in them, newest first
+	Active                      []admin.StatsPoint // minutes with anything in them, newest first
 }
 
 func (d *Dashboard) charts(r *http.Request, p *page) (int, error) {
@@ -57,9 +44,9 @@ func (d *Dashboard) charts(r *http.Request, p *page) (int, error) {
 		}
 	}
 	if window == 0 {
-		return 0, &Problem{Status: http.StatusBadRequest, Msg: fmt.Sprintf("unknown chart window %q: want 1h or 24h", key)}
+		return 0, &problem{Status: http.StatusBadRequest, Msg: fmt.Sprintf("unknown chart window %q: want 1h or 24h", key)}
 	}
-	st, err := d.b.Stats(r.Context(), window)
+	st, err := d.a.Stats(r.Context(), window)
 	if err != nil {
 		return 0, err
 	}
@@ -68,7 +55,7 @@ func (d *Dashboard) charts(r *http.Request, p *page) (int, error) {
 		data.Enqueued += pt.Enqueued
 		data.Processed += pt.Processed
 		data.Failed += pt.Failed
-		if pt.active() {
+		if active(pt) {
 			data.Active = append(data.Active, pt)
 		}
 	}
@@ -123,7 +110,7 @@ type yScale struct {
 	ticks []tick // Pos as a fraction of the height
 }
 
-func countsChart(pts []StatsPoint, window time.Duration) chart {
+func countsChart(pts []admin.StatsPoint, window time.Duration) chart {
 	vals := map[string][]float64{}
 	var top int64
 	total := map[string]int64{}
@@ -153,7 +140,7 @@ func countsChart(pts []StatsPoint, window time.Duration) chart {
 var durationTicks = []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond, time.Second,
 	10 * time.Second, time.Minute, 10 * time.Minute, time.Hour, 10 * time.Hour, 100 * time.Hour}
 
-func timesChart(pts []StatsPoint, window time.Duration) chart {
+func timesChart(pts []admin.StatsPoint, window time.Duration) chart {
 	vals := map[string][]float64{}
 	var top time.Duration
 	peak := map[string]time.Duration{}
@@ -191,7 +178,7 @@ func timesChart(pts []StatsPoint, window time.Duration) chart {
 // draw lays the series out in every geometry. With gaps, a zero is a minute
 // without a value (nothing started or ran), not a value of zero: the line
 // breaks there, and a lone minute is drawn as a short dash.
-func draw(c chart, vals map[string][]float64, pts []StatsPoint, window time.Duration, sc yScale, gaps bool) chart {
+func draw(c chart, vals map[string][]float64, pts []admin.StatsPoint, window time.Duration, sc yScale, gaps bool) chart {
 	for _, g := range geometries {
 		v := chartView{Class: g.class, W: g.w, H: g.h, Left: g.left, Right: float64(g.w) - 12, Top: 24, Bottom: float64(g.h) - 26}
 		x := func(i int) float64 {

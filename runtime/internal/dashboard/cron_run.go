@@ -8,7 +8,7 @@ import (
 // runCron enqueues one job of a cron entry now and shows that job, so the
 // operator sees it run.
 func (d *Dashboard) runCron(r *http.Request) (string, url.Values, error) {
-	id, err := d.b.RunCron(r.Context(), r.PathValue("name"))
+	id, err := d.a.RunCron(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return "", nil, err
 	}

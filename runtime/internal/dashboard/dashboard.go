@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"embed"
-	"errors"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 //go:embed templates/*.html
@@ -34,7 +35,7 @@ type Config struct {
 
 // Dashboard serves the pages. Mount it for each of Patterns on a mux.
 type Dashboard struct {
-	b     Backend
+	a     admin.Admin
 	cfg   Config
 	keys  keys
 	mux   *http.ServeMux
@@ -43,15 +44,15 @@ type Dashboard struct {
 	handlers map[string]http.Handler
 }
 
-// New returns the dashboard of b.
-func New(b Backend, cfg Config) *Dashboard {
+// New returns the dashboard of a.
+func New(a admin.Admin, cfg Config) *Dashboard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = 2 * time.Second
 	}
-	d := &Dashboard{b: b, cfg: cfg, keys: newKeys(cfg.Token), mux: http.NewServeMux(), pages: parsePages(), handlers: map[string]http.Handler{}}
+	d := &Dashboard{a: a, cfg: cfg, keys: newKeys(cfg.Token), mux: http.NewServeMux(), pages: parsePages(), handlers: map[string]http.Handler{}}
 	static, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix("/static/", http.FileServerFS(static))
 	for pattern, h := range map[string]http.Handler{
@@ -162,16 +163,15 @@ func (d *Dashboard) render(w http.ResponseWriter, status int, p *page) {
 	_, _ = w.Write([]byte(b.String()))
 }
 
-// fail shows err on the error page: a Problem as it is, anything else as a
-// 500 that is logged.
+// fail shows err on the error page with its status (statusOf), and logs
+// it when it is a failure of the server or of Redis.
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, p *page, err error) {
-	var pr *Problem
-	if !errors.As(err, &pr) {
+	status, msg := statusOf(err)
+	if status == http.StatusInternalServerError {
 		d.cfg.Logger.Error("bananas: dashboard request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		pr = &Problem{Status: http.StatusInternalServerError, Msg: err.Error()}
 	}
-	p.Nav, p.Title, p.Data = "error", http.StatusText(pr.Status), pr
-	d.render(w, pr.Status, p)
+	p.Nav, p.Title, p.Data = "error", http.StatusText(status), &problem{Status: status, Msg: msg}
+	d.render(w, status, p)
 }
 
 // actionFunc does one action and returns where to send the browser and
@@ -188,13 +188,13 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		switch {
 		case !d.keys.loggedIn(r):
-			d.fail(w, r, p, &Problem{Status: http.StatusUnauthorized, Msg: "log in first: the dashboard asks for the API token"})
+			d.fail(w, r, p, &problem{Status: http.StatusUnauthorized, Msg: "log in first: the dashboard asks for the API token"})
 			return
 		case d.cfg.ReadOnly:
-			d.fail(w, r, p, &Problem{Status: http.StatusForbidden, Msg: "the dashboard is read-only (API_READ_ONLY): actions are refused"})
+			d.fail(w, r, p, &problem{Status: http.StatusForbidden, Msg: "the dashboard is read-only (API_READ_ONLY): actions are refused"})
 			return
 		case !d.keys.checkCSRF(r):
-			d.fail(w, r, p, &Problem{Status: http.StatusForbidden, Msg: "the form's CSRF token is missing or stale: reload the page and try again"})
+			d.fail(w, r, p, &problem{Status: http.StatusForbidden, Msg: "the form's CSRF token is missing or stale: reload the page and try again"})
 			return
 		}
 		back, haveBack := localPath(r.PostFormValue("back"))

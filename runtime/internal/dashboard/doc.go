@@ -12,10 +12,14 @@
 // or error may hold anything), its embedded stylesheet and script (no CDN, no
 // external font: it works offline), the login form that trades the API token
 // for a cookie, the CSRF check of every action, and read-only mode. It reads
-// and acts through a Backend of its own whose methods return its own view
-// structs; the runtime adapts its Inspector to it. It knows nothing of Redis,
-// of how jobs are stored or of the tasks' Go types: it must not import the
-// runtime, queue or results packages.
+// and acts through an admin.Admin (the runtime's Inspector, or a fake in
+// tests) and shows the admin package's view types as they are: a value a
+// page needs that is derived from them is a method of the type or a template
+// func here, never a second shape of a job. It maps the admin layer's error
+// classes to the status and message an operator sees in one place
+// (statusOf). It knows nothing of Redis, of how jobs are stored or of the
+// tasks' Go types: it must not import the runtime or results packages, and
+// imports queue only for its words (a job's status).
 //
 // # Sessions and CSRF
 //

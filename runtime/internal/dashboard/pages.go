@@ -3,17 +3,19 @@ package dashboard
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 func (d *Dashboard) overview(r *http.Request, p *page) (int, error) {
-	routes, err := d.b.Routes(r.Context())
+	routes, err := d.a.Routes(r.Context())
 	if err != nil {
 		return 0, err
 	}
@@ -24,16 +26,22 @@ func (d *Dashboard) overview(r *http.Request, p *page) (int, error) {
 // states are the job list's states, in the Inspector's words, with the
 // names operators use. A job that failed for good is failed everywhere; the
 // dead-letter queue is where it is kept.
-var states = []struct{ Value, Label string }{
-	{"pending", "pending"}, {"scheduled", "scheduled"}, {"processing", "active"}, {"failed", "failed"},
+var states = []struct {
+	Value admin.Status
+	Label string
+}{
+	{queue.StatusPending, "pending"}, {queue.StatusScheduled, "scheduled"}, {queue.StatusProcessing, "active"}, {queue.StatusFailed, "failed"},
 }
 
 type jobsData struct {
-	Q      JobQuery
-	States []struct{ Value, Label string }
+	Q      admin.JobQuery
+	States []struct {
+		Value admin.Status
+		Label string
+	}
 	Routes []string
 	Tasks  []string
-	Page   JobPage
+	Page   admin.JobPage
 	Next   string // link to the next page; "" at the end
 	Bad    string // why the filter was refused
 	// The bulk actions that fit the listed state (a listing holds one
@@ -47,54 +55,52 @@ type jobsData struct {
 }
 
 // timeLabels are the time column's heading by listed state (see jobsData).
-var timeLabels = map[string]string{"scheduled": "Runs at", "failed": "Failed at"}
+var timeLabels = map[admin.Status]string{queue.StatusScheduled: "Runs at", queue.StatusFailed: "Failed at"}
 
+// jobs lists a page of jobs of one state, the dead-letter queue (failed)
+// newest first: the death an operator looks into is the latest.
 func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
 	v := r.URL.Query()
-	q := JobQuery{Route: v.Get("route"), State: v.Get("state"), Task: v.Get("task"), Text: v.Get("q"), Cursor: v.Get("cursor")}
+	q := admin.JobQuery{Route: v.Get("route"), State: admin.Status(v.Get("state")), Task: v.Get("task"), Text: v.Get("q"), Cursor: v.Get("cursor")}
 	if q.State == "" {
-		q.State = "pending"
+		q.State = queue.StatusPending
 	}
+	q.Newest = q.State == queue.StatusFailed
+	waiting := q.State == queue.StatusPending || q.State == queue.StatusScheduled
 	data := jobsData{Q: q, States: states, Back: r.URL.RequestURI(),
-		CanReplay: q.State == "failed",
-		CanDelete: q.State == "pending" || q.State == "scheduled",
-		CanCancel: q.State == "pending" || q.State == "scheduled" || q.State == "processing",
+		CanReplay: q.State == queue.StatusFailed,
+		CanDelete: waiting,
+		CanCancel: waiting || q.State == queue.StatusProcessing,
 		TimeLabel: timeLabels[q.State],
 	}
 	if data.TimeLabel == "" {
 		data.TimeLabel = "Created"
 	}
 	p.Title, p.Nav, p.Data = "Jobs", "jobs", &data
-	if q.State == "failed" {
+	if q.State == queue.StatusFailed {
 		p.Title, p.Current = "Dead-letter queue", "dlq"
 	}
-	routes, err := d.b.Routes(r.Context())
+	routes, err := d.a.Routes(r.Context())
 	if err != nil {
 		return 0, err
 	}
 	for _, rt := range routes {
-		data.Routes = append(data.Routes, rt.Name)
+		data.Routes = append(data.Routes, rt.Route)
 	}
-	tasks, err := d.b.Tasks(r.Context())
-	if err != nil {
-		return 0, err
-	}
-	for _, t := range tasks {
+	for _, t := range d.a.Tasks() {
 		data.Tasks = append(data.Tasks, t.Name)
 	}
-	data.Page, err = d.b.Jobs(r.Context(), q)
-	var pr *Problem
-	if errors.As(err, &pr) && pr.Status == http.StatusBadRequest {
-		// A bad filter keeps the form, so it can be fixed in place.
-		data.Bad = pr.Msg
-		return http.StatusBadRequest, nil
-	}
-	if err != nil {
+	if data.Page, err = d.a.Jobs(r.Context(), q); err != nil {
+		if status, msg := statusOf(err); status == http.StatusBadRequest {
+			// A bad filter keeps the form, so it can be fixed in place.
+			data.Bad = msg
+			return http.StatusBadRequest, nil
+		}
 		return 0, err
 	}
 	if data.Page.Next != "" {
 		next := url.Values{}
-		for k, val := range map[string]string{"route": q.Route, "state": q.State, "task": q.Task, "q": q.Text, "cursor": data.Page.Next} {
+		for k, val := range map[string]string{"route": q.Route, "state": string(q.State), "task": q.Task, "q": q.Text, "cursor": data.Page.Next} {
 			if val != "" {
 				next.Set(k, val)
 			}
@@ -105,7 +111,7 @@ func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
 }
 
 type jobData struct {
-	Job                  *Job
+	Job                  *admin.Job
 	Timeline             []event
 	ErrorText, Detail    string // the error's first line, and the rest (a stack) if any
 	Args, Result         string // indented JSON; "" when there is none
@@ -116,15 +122,15 @@ type jobData struct {
 }
 
 func (d *Dashboard) job(r *http.Request, p *page) (int, error) {
-	j, err := d.b.Job(r.Context(), r.PathValue("id"))
+	j, err := d.a.Job(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return 0, err
 	}
 	data := jobData{
-		Job: j, Timeline: timeline(j), Args: indentJSON(j.Args), Result: indentJSON(j.Result),
-		CanReplay: j.Status == "failed",
-		CanDelete: j.Status == "pending" || j.Status == "scheduled",
-		CanCancel: slices.Contains([]string{"pending", "scheduled", "processing"}, j.Status),
+		Job: j, Timeline: timeline(j), Args: indentJSON(j.Args), Result: indentJSON(j.ResultJSON),
+		CanReplay: j.Status == queue.StatusFailed,
+		CanDelete: j.Status == queue.StatusPending || j.Status == queue.StatusScheduled,
+		CanCancel: slices.Contains([]admin.Status{queue.StatusPending, queue.StatusScheduled, queue.StatusProcessing}, j.Status),
 		Back:      "/jobs/" + url.PathEscape(j.ID),
 		RouteLink: "/jobs?" + url.Values{"route": {j.Route}}.Encode(),
 	}
@@ -154,17 +160,17 @@ func replayed(n int) int { return 4*n + 3 }
 // last error, its end and its replay), then this life's: each failed run,
 // the last (or current) run's start, the run or retry it waits for, its
 // lease, its end. Runs are numbered across lives.
-func timeline(j *Job) []event {
-	evs := []event{{What: "Created", At: j.Created}}
+func timeline(j *admin.Job) []event {
+	evs := []event{{What: "Created", At: j.CreatedAt}}
 	failed := failedRuns(j)
 	base := 0 // runs of the earlier lives
 	for _, l := range j.Earlier {
 		last := l.FirstRun + max(l.Attempts, 1) - 1
-		first := l.FirstRun + l.Attempts - len(l.Failed)
-		for i, t := range l.Failed {
+		first := l.FirstRun + l.Attempts - len(l.FailedAt)
+		for i, t := range l.FailedAt {
 			n := first + i
 			e := event{What: fmt.Sprintf("Run %d failed", n), At: t, Bad: true, step: runFail(n)}
-			if i == len(l.Failed)-1 {
+			if i == len(l.FailedAt)-1 {
 				e.Err = l.Error
 			}
 			evs = append(evs, e)
@@ -178,34 +184,34 @@ func timeline(j *Job) []event {
 		evs = append(evs, event{What: "Replayed", At: l.Replayed, step: replayed(last)})
 		base = l.FirstRun + l.Attempts - 1
 	}
-	first := base + failed - len(j.Failed) + 1
-	for i, t := range j.Failed {
+	first := base + failed - len(j.FailedAt) + 1
+	for i, t := range j.FailedAt {
 		n := first + i
 		evs = append(evs, event{What: fmt.Sprintf("Run %d failed", n), At: t, Bad: true, step: runFail(n)})
 	}
-	if !j.Started.IsZero() {
+	if !j.StartedAt.IsZero() {
 		// The current run of a running job, the one that ended a finished
 		// one: the run after its failures. A job waiting (a retry) or dead
 		// keeps the start of its last failed run.
 		n := failed + 1
-		if j.Status == "failed" || j.Status == "scheduled" || j.Status == "pending" {
+		if j.Status == queue.StatusFailed || j.Status == queue.StatusScheduled || j.Status == queue.StatusPending {
 			n = max(failed, 1)
 		}
-		evs = append(evs, event{What: fmt.Sprintf("Run %d started", base+n), At: j.Started, step: runStart(base + n)})
+		evs = append(evs, event{What: fmt.Sprintf("Run %d started", base+n), At: j.StartedAt, step: runStart(base + n)})
 	}
 	last := replayed(base + failed + 1)
-	if !j.Scheduled.IsZero() {
+	if !j.ScheduledAt.IsZero() {
 		what := "Scheduled for"
 		if failed > 0 {
 			what = fmt.Sprintf("Retry %d at", failed)
 		}
-		evs = append(evs, event{What: what, At: j.Scheduled, step: last + 1})
+		evs = append(evs, event{What: what, At: j.ScheduledAt, step: last + 1})
 	}
 	if !j.LeaseDeadline.IsZero() {
 		evs = append(evs, event{What: "Lease until", At: j.LeaseDeadline, step: last + 2})
 	}
-	if !j.Finished.IsZero() {
-		evs = append(evs, event{What: "Finished", At: j.Finished, step: last + 3})
+	if !j.FinishedAt.IsZero() {
+		evs = append(evs, event{What: "Finished", At: j.FinishedAt, step: last + 3})
 	}
 	// Created stays first: the enqueuer's clock and a worker's may differ
 	// by a few milliseconds, and a job does not run before it exists.
@@ -221,8 +227,8 @@ func timeline(j *Job) []event {
 // failedRuns is how many of j's attempts failed: all of them, unless its
 // last run did not fail — it runs, or it ended otherwise (completed,
 // canceled while running) — which its start after its last failure shows.
-func failedRuns(j *Job) int {
-	lastRanOn := !j.Started.IsZero() && (len(j.Failed) == 0 || j.Started.After(j.Failed[len(j.Failed)-1]))
+func failedRuns(j *admin.Job) int {
+	lastRanOn := !j.StartedAt.IsZero() && (len(j.FailedAt) == 0 || j.StartedAt.After(j.FailedAt[len(j.FailedAt)-1]))
 	if lastRanOn && j.Attempts > 0 {
 		return j.Attempts - 1
 	}
@@ -275,29 +281,26 @@ func unescapeHTML(s string) string {
 }
 
 func (d *Dashboard) cron(r *http.Request, p *page) (int, error) {
-	entries, err := d.b.Cron(r.Context())
+	entries, err := d.a.Cron(r.Context())
 	p.Title, p.Nav, p.Data = "Cron", "cron", entries
 	return http.StatusOK, err
 }
 
 func (d *Dashboard) workers(r *http.Request, p *page) (int, error) {
-	ws, err := d.b.Workers(r.Context())
+	ws, err := d.a.Workers(r.Context())
 	p.Title, p.Nav, p.Data = "Workers", "workers", ws
 	return http.StatusOK, err
 }
 
 // taskRow is a task with its args schema, indented for reading.
 type taskRow struct {
-	Task
+	admin.Task
 	Schema string
 }
 
 func (d *Dashboard) tasks(r *http.Request, p *page) (int, error) {
-	ts, err := d.b.Tasks(r.Context())
-	if err != nil {
-		return 0, err
-	}
-	schemas, err := d.b.ArgsSchemas(r.Context())
+	ts := d.a.Tasks()
+	schemas, err := d.a.ArgsSchemas()
 	if err != nil {
 		return 0, err
 	}

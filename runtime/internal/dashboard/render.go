@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // nav is the header's links, in order.
@@ -50,6 +52,7 @@ var funcs = template.FuncMap{
 		return "/jobs?" + url.Values{"route": {route}, "state": {state}}.Encode()
 	},
 	"jobLink":    func(id string) string { return "/jobs/" + url.PathEscape(id) },
+	"cronSpec":   cronSpec,
 	"pathEscape": url.PathEscape,
 	"join":       strings.Join,
 	"short": func(s string, n int) string {
@@ -75,6 +78,18 @@ func age(d time.Duration) string {
 		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 	}
 	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// cronSpec is when a task's cron entry fires, as its spec and time zone:
+// "0 3 * * * (Europe/Paris)"; "" when the task has none.
+func cronSpec(c *admin.CronSpec) string {
+	switch {
+	case c == nil:
+		return ""
+	case c.TZ == "":
+		return c.Spec
+	}
+	return c.Spec + " (" + c.TZ + ")"
 }
 
 // when is a time in UTC to the second; "—" when unset.

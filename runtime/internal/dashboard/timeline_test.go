@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // A job's timeline is in the order of its life even when its events share a
@@ -12,7 +14,7 @@ import (
 func TestTimeline_EventsOfOneMillisecondKeepTheOrderOfAJobsLife(t *testing.T) {
 	t0 := time.UnixMilli(1763942400000)
 	t1 := t0.Add(time.Millisecond)
-	dead := &Job{Status: "failed", Attempts: 2, Created: t0, Failed: []time.Time{t1, t1}, Started: t1, Finished: t1}
+	dead := &admin.Job{Status: "failed", Attempts: 2, CreatedAt: t0, FailedAt: []time.Time{t1, t1}, StartedAt: t1, FinishedAt: t1}
 	var got []string
 	for _, e := range timeline(dead) {
 		got = append(got, e.What)
@@ -21,7 +23,7 @@ func TestTimeline_EventsOfOneMillisecondKeepTheOrderOfAJobsLife(t *testing.T) {
 	if strings.Join(got, ", ") != want {
 		t.Fatalf("timeline = %s; want %s", strings.Join(got, ", "), want)
 	}
-	retrying := &Job{Status: "scheduled", Attempts: 1, Created: t0, Failed: []time.Time{t1}, Started: t0, Scheduled: t1}
+	retrying := &admin.Job{Status: "scheduled", Attempts: 1, CreatedAt: t0, FailedAt: []time.Time{t1}, StartedAt: t0, ScheduledAt: t1}
 	got = got[:0]
 	for _, e := range timeline(retrying) {
 		got = append(got, e.What)
@@ -37,8 +39,8 @@ func TestTimeline_EventsOfOneMillisecondKeepTheOrderOfAJobsLife(t *testing.T) {
 func TestTimeline_AReplayedJobShowsItsEarlierRunsThenTheNewOne(t *testing.T) {
 	t0 := time.UnixMilli(1763942400000)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	done := &Job{Status: "completed", Attempts: 0, Created: at(0), Started: at(10), Finished: at(11),
-		Earlier: []Life{{FirstRun: 1, Attempts: 2, Failed: []time.Time{at(1), at(3)}, Started: at(2), Died: at(3), Replayed: at(9), Error: "smtp: mailbox unavailable"}}}
+	done := &admin.Job{Status: "completed", Attempts: 0, CreatedAt: at(0), StartedAt: at(10), FinishedAt: at(11),
+		Earlier: []admin.EarlierLife{{FirstRun: 1, Attempts: 2, FailedAt: []time.Time{at(1), at(3)}, Started: at(2), Died: at(3), Replayed: at(9), Error: "smtp: mailbox unavailable"}}}
 	var got []string
 	for _, e := range timeline(done) {
 		what := e.What
@@ -53,7 +55,7 @@ func TestTimeline_AReplayedJobShowsItsEarlierRunsThenTheNewOne(t *testing.T) {
 	}
 	// A worker's clock a millisecond behind the enqueuer's does not put a
 	// run before the job's creation.
-	done.Created = at(2).Add(time.Millisecond)
+	done.CreatedAt = at(2).Add(time.Millisecond)
 	if first := timeline(done)[0].What; first != "Created" {
 		t.Fatalf("the timeline starts with %s; want Created", first)
 	}

@@ -1,0 +1,41 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/bananas-go/bananas/runtime/admin"
+)
+
+// problem is what the error page shows: a status and what to tell the
+// operator. The dashboard makes one itself for a request it refuses before
+// asking the admin layer (a bad form, read-only mode, a stale CSRF token).
+type problem struct {
+	Status int
+	Msg    string
+}
+
+func (p *problem) Error() string { return p.Msg }
+
+// statusOf is the status and message err is shown with: the dashboard's
+// own problem as it is; a refusal of the admin layer with its class's
+// status (a job or route that does not exist 404, a bad filter 400, a job
+// that moved to a state the action does not fit 409); anything else is a
+// failure of the server or of Redis (500), which the caller logs.
+func statusOf(err error) (int, string) {
+	if p := (*problem)(nil); errors.As(err, &p) {
+		return p.Status, p.Msg
+	}
+	c := admin.Classify(err)
+	switch c.Class {
+	case admin.NotFound:
+		return http.StatusNotFound, c.Msg
+	case admin.BadInput:
+		return http.StatusBadRequest, c.Msg
+	case admin.Conflict:
+		return http.StatusConflict, c.Msg
+	case admin.TooLarge:
+		return http.StatusRequestEntityTooLarge, c.Msg
+	}
+	return http.StatusInternalServerError, err.Error()
+}
