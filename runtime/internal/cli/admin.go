@@ -153,7 +153,7 @@ func await(e *Env, c Conn, id string, timeout time.Duration) (json.RawMessage, e
 	case "canceled":
 		return nil, fmt.Errorf("job %s (%s) was canceled: %s", id, j.Name, j.Error)
 	}
-	return nil, fmt.Errorf("job %s: still %s after --timeout %s", id, j.Status, timeout)
+	return nil, fmt.Errorf("job %s is still %s after --timeout %s", id, j.Status, timeout)
 }
 
 func cmdJob(e *Env, args []string) error {
