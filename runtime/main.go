@@ -93,15 +93,6 @@ func (a *cliApp) connect(ctx context.Context) (*Client, error) {
 	return Connect(ctx, a.cfg.RedisURL, WithNamespace(a.cfg.Namespace), DefaultRetries(a.cfg.MaxRetries))
 }
 
-// registry builds a worker (not run) holding every registered task.
-func (a *cliApp) registry(c *Client, opts WorkerOptions) *Worker {
-	w := NewWorker(c, opts)
-	for _, r := range a.register {
-		r(w)
-	}
-	return w
-}
-
 func (a *cliApp) logger(cfg *Config) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "json" {

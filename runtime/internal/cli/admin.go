@@ -109,12 +109,12 @@ func flagRefusal(err error, values map[string]string) error {
 // on this process's own in-memory server no other process's worker takes
 // it, and none runs in this one.
 func cannotFinish(e *Env, c Conn, id string) error {
-	route := "of its route"
+	route := "its route"
 	if j, err := c.Job(e.Ctx, id); err == nil {
-		route = j.Route
+		route = "route " + j.Route
 	}
 	return fmt.Errorf("job %s cannot finish: REDIS_URL=mem:// is this process's own in-memory server, and no worker runs in this process; "+
-		"use a Redis server that a worker of route %s reaches", id, route)
+		"use a Redis server that a worker of %s reaches", id, route)
 }
 
 // withoutResult says whether task name has no result: its generated
@@ -139,8 +139,11 @@ func await(e *Env, c Conn, id string, timeout time.Duration) (json.RawMessage, e
 		timeout = forever
 	}
 	j, err := c.Result(e.Ctx, id, timeout)
+	if err != nil && admin.Classify(err).Class == admin.Failure {
+		return nil, fmt.Errorf("job %s: %s", id, admin.Message(err)) // the wait's own failure: say whose
+	}
 	if err != nil {
-		return nil, fmt.Errorf("job %s: %s", id, admin.Message(err))
+		return nil, err // a refusal of the admin layer, which names the job
 	}
 	switch j.Status {
 	case "completed":

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -134,7 +135,9 @@ func TestEnqueueWait_OfAJobThatDidNotCompleteExits1WithWhy(t *testing.T) {
 		}
 	}
 	f := &fakeAdmin{id: jobID, errs: map[string]error{"Result": fmt.Errorf("%w: %s", admin.ErrJobNotFound, jobID)}}
-	wantRun(t, &fakeApp{admin: f}, 1, "enqueue: job "+jobID+": job not found: "+jobID+"\n", "enqueue", "send_email", `{}`, "--wait")
+	wantRun(t, &fakeApp{admin: f}, 1, "enqueue: job not found: "+jobID+"\n", "enqueue", "send_email", `{}`, "--wait")
+	f.errs["Result"] = context.Canceled
+	wantRun(t, &fakeApp{admin: f}, 1, "enqueue: job "+jobID+": context canceled\n", "enqueue", "send_email", `{}`, "--wait")
 }
 
 // On this process's own mem:// server no worker can run the job: --wait
