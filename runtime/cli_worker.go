@@ -66,7 +66,10 @@ func (a *cliApp) runWorker(e *cli.Env, cfg *Config) error {
 		return err
 	}
 	defer c.Close()
-	w := a.registry(c, cfg.workerOptions(log))
+	w := NewWorker(c, cfg.workerOptions(log))
+	for _, r := range a.register {
+		r(w)
+	}
 	w.mode = cfg.Mode
 	if cfg.Mode == ModeJobSpecialized {
 		known := w.Tasks()

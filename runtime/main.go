@@ -77,29 +77,20 @@ func (a *cliApp) Environment() []cli.EnvVar {
 	return out
 }
 
-// Open connects with the configured URL and namespace: the admin commands'
-// backend, over the Inspector.
-func (a *cliApp) Open(ctx context.Context) (cli.Backend, error) {
+// Open connects with the configured URL and namespace: the admin layer of
+// the admin commands, the Inspector with the registered tasks.
+func (a *cliApp) Open(ctx context.Context) (cli.Conn, error) {
 	c, err := a.connect(ctx)
 	if err != nil {
-		return nil, err
+		return cli.Conn{}, err
 	}
-	return &cliBackend{c: c, in: NewInspector(c, a.register...), reg: a.registry(c, WorkerOptions{}), embedded: strings.HasPrefix(a.cfg.RedisURL, "mem://")}, nil
+	return cli.Conn{Admin: NewInspector(c, a.register...), Embedded: strings.HasPrefix(a.cfg.RedisURL, "mem://"), Close: c.Close}, nil
 }
 
 func (a *cliApp) connect(ctx context.Context) (*Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return Connect(ctx, a.cfg.RedisURL, WithNamespace(a.cfg.Namespace), DefaultRetries(a.cfg.MaxRetries))
-}
-
-// registry builds a worker (not run) holding every registered task.
-func (a *cliApp) registry(c *Client, opts WorkerOptions) *Worker {
-	w := NewWorker(c, opts)
-	for _, r := range a.register {
-		r(w)
-	}
-	return w
 }
 
 func (a *cliApp) logger(cfg *Config) *slog.Logger {

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
-// adminCommands are the commands over the Backend.
+// adminCommands are the commands over the admin layer.
 var adminCommands = map[string]Command{
 	"enqueue": cmdEnqueue,
 	"job":     cmdJob,
@@ -46,26 +49,24 @@ func cmdEnqueue(e *Env, args []string) error {
 	if len(pos) != 2 {
 		return usageError{fmt.Errorf("want NAME and JSON, got %d argument(s)", len(pos))}
 	}
-	b, err := e.open()
+	s := admin.Submission{Name: pos[0], Args: json.RawMessage(pos[1]), Route: *route, Priority: *prio}
+	if *delay != 0 {
+		s.Delay = delay.String()
+	}
+	c, err := e.open()
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	name := pos[0]
-	id, err := b.Enqueue(e.Ctx, name, []byte(pos[1]), *route, *prio, *delay)
+	defer c.Close()
+	id, warning, err := c.Submit(e.Ctx, s)
 	if err != nil {
-		return err
+		return flagRefusal(err, map[string]string{"route": s.Route, "priority": s.Priority, "delay": s.Delay})
 	}
-	jobRoute := b.RouteOf(name)
-	if *route != "" {
-		jobRoute = *route
-	}
-	if takers, err := b.Takers(e.Ctx); err == nil && takers[jobRoute] == 0 {
-		if *wait && b.Embedded() {
-			return fmt.Errorf("job %s cannot finish: REDIS_URL=mem:// is this process's own in-memory server, and no worker runs in this process; "+
-				"use a Redis server that a worker of route %s reaches", id, jobRoute)
+	if warning != "" {
+		if *wait && c.Embedded {
+			return cannotFinish(e, c, id)
 		}
-		fmt.Fprintf(e.Stderr, "warning: no live worker takes route %s (from their heartbeats); job %s waits until one does\n", jobRoute, id)
+		fmt.Fprintf(e.Stderr, "warning: %s\n", warning)
 	}
 	if !*wait {
 		if *asJSON {
@@ -74,16 +75,7 @@ func cmdEnqueue(e *Env, args []string) error {
 		fmt.Fprintln(e.Stdout, id)
 		return nil
 	}
-	ctx := e.Ctx
-	if *timeout > 0 {
-		var cancel func()
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
-	}
-	res, err := b.Await(ctx, name, id)
-	if err != nil && !strings.Contains(err.Error(), id) { // a job's own error names it already
-		return fmt.Errorf("job %s: %s", id, message(err))
-	}
+	res, err := await(e, c, id, *timeout)
 	if err != nil {
 		return err
 	}
@@ -91,6 +83,80 @@ func cmdEnqueue(e *Env, args []string) error {
 		return printJSON(e.Stdout, map[string]any{"id": id, "result": res})
 	}
 	return printJSON(e.Stdout, res)
+}
+
+// flagRefusal is the admin layer's refusal of a submission as the command
+// line says it when the field at fault is one that a flag of the command
+// gave (values holds them, by field): the flag, then its value as typed.
+// Other errors are returned as they are.
+func flagRefusal(err error, values map[string]string) error {
+	p := admin.Classify(err)
+	value, ok := values[p.Field]
+	if p.Class != admin.BadInput || !ok {
+		return err
+	}
+	rest, named := strings.CutPrefix(p.Msg, p.Field)
+	if !named {
+		return usageError{fmt.Errorf("--%s %s: %s", p.Field, value, p.Msg)}
+	}
+	if r, quoted := strings.CutPrefix(rest, " "+strconv.Quote(value)); quoted {
+		rest = " " + value + r
+	}
+	return usageError{errors.New("--" + p.Field + rest)}
+}
+
+// cannotFinish is the error of a wait for job id that no worker can run:
+// on this process's own in-memory server no other process's worker takes
+// it, and none runs in this one.
+func cannotFinish(e *Env, c Conn, id string) error {
+	route := "its route"
+	if j, err := c.Job(e.Ctx, id); err == nil {
+		route = "route " + j.Route
+	}
+	return fmt.Errorf("job %s cannot finish: REDIS_URL=mem:// is this process's own in-memory server, and no worker runs in this process; "+
+		"use a Redis server that a worker of %s reaches", id, route)
+}
+
+// withoutResult says whether task name has no result: its generated
+// description names no result type.
+func withoutResult(c Conn, name string) bool {
+	for _, t := range c.Tasks() {
+		if t.Name == name {
+			return t.Result == ""
+		}
+	}
+	return false
+}
+
+// forever is the wait of `enqueue --wait` without --timeout: until the job
+// finishes or the command is interrupted.
+const forever = 100 * 365 * 24 * time.Hour
+
+// await waits up to timeout (0: for ever) for job id to finish and returns
+// its result's JSON, or the job's error when it failed or was canceled.
+func await(e *Env, c Conn, id string, timeout time.Duration) (json.RawMessage, error) {
+	if timeout <= 0 {
+		timeout = forever
+	}
+	j, err := c.Result(e.Ctx, id, timeout)
+	if err != nil && admin.Classify(err).Class == admin.Failure {
+		return nil, fmt.Errorf("job %s: %s", id, admin.Message(err)) // the wait's own failure: say whose
+	}
+	if err != nil {
+		return nil, err // a refusal of the admin layer, which names the job
+	}
+	switch j.Status {
+	case "completed":
+		if withoutResult(c, j.Name) {
+			return nil, nil // null: the {} of the None it completes with says nothing
+		}
+		return j.ResultJSON, nil
+	case "failed":
+		return nil, fmt.Errorf("job %s (%s) failed after %d attempt(s): %s", id, j.Name, j.Attempts, j.Error)
+	case "canceled":
+		return nil, fmt.Errorf("job %s (%s) was canceled: %s", id, j.Name, j.Error)
+	}
+	return nil, fmt.Errorf("job %s is still %s after --timeout %s", id, j.Status, timeout)
 }
 
 func cmdJob(e *Env, args []string) error {
@@ -107,31 +173,31 @@ func cmdJob(e *Env, args []string) error {
 	if len(pos) != 1 {
 		return usageError{errors.New("want one job ID")}
 	}
-	b, err := e.open()
+	c, err := e.open()
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	j, err := b.Job(e.Ctx, pos[0])
+	defer c.Close()
+	j, err := c.Job(e.Ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return printJSON(e.Stdout, j.JSON)
+		return printJSON(e.Stdout, j)
 	}
 	failed := make([]string, len(j.FailedAt))
 	for i, t := range j.FailedAt {
 		failed[i] = stamp(t)
 	}
 	return table(e.Stdout, nil, [][]string{
-		{"id", j.ID}, {"task", j.Task}, {"route", j.Route}, {"priority", j.Priority},
-		{"status", j.Status}, {"description", orDash(j.Description)},
+		{"id", j.ID}, {"task", j.Name}, {"route", j.Route}, {"priority", string(j.Priority)},
+		{"status", string(j.Status)}, {"description", orDash(j.Description)},
 		{"attempts", attemptsText(j.Attempts, j.MaxRetries)},
 		{"timeout", timeoutText(j.Timeout)},
-		{"error", orDash(j.Error)}, {"created", stamp(j.Created)}, {"scheduled", stamp(j.Scheduled)},
-		{"started", stamp(j.Started)}, {"failed runs ended", orDash(strings.Join(failed, ", "))},
-		{"finished", stamp(j.Finished)},
-		{"args", jsonOrDash(j.Args)}, {"result", jsonOrDash(j.Result)},
+		{"error", orDash(j.Error)}, {"created", stamp(j.CreatedAt)}, {"scheduled", stamp(j.ScheduledAt)},
+		{"started", stamp(j.StartedAt)}, {"failed runs ended", orDash(strings.Join(failed, ", "))},
+		{"finished", stamp(j.FinishedAt)},
+		{"args", jsonOrDash(j.Args)}, {"result", jsonOrDash(j.ResultJSON)},
 	})
 }
 
@@ -167,25 +233,25 @@ func cmdJobAction(e *Env, action string, args []string) error {
 	if len(pos) != 1 {
 		return usageError{fmt.Errorf("want one job ID after %s", action)}
 	}
-	b, err := e.open()
+	c, err := e.open()
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer c.Close()
 	id := pos[0]
 	switch action {
 	case "cancel":
-		running, err := b.Cancel(e.Ctx, id)
+		st, err := c.Cancel(e.Ctx, id)
 		if err != nil {
 			return err
 		}
-		if running {
+		if st == "processing" {
 			fmt.Fprintf(e.Stdout, "cancel of %s asked: it is running, and the worker holding it cancels its context\n", id)
 			return nil
 		}
 		fmt.Fprintf(e.Stdout, "canceled %s\n", id)
 	case "delete":
-		if err := b.Delete(e.Ctx, id); err != nil {
+		if err := c.Delete(e.Ctx, id); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.Stdout, "deleted %s\n", id)
@@ -197,31 +263,31 @@ var cmdJobs = listCommand("[--route R] [--state S] [--task T] [--q TEXT] [--limi
 	[]string{"ID", "ROUTE", "TASK", "PRIORITY", "STATUS", "ATTEMPTS", "WHEN", "ERROR"},
 	func(fs *flag.FlagSet) lister {
 		q := queryFlags(fs, 50)
-		fs.StringVar(&q.State, "state", "pending", "pending, scheduled, processing or failed (completed jobs are not listed: job ID shows one)")
+		fs.StringVar((*string)(&q.State), "state", "pending", "pending, scheduled, processing or failed (completed jobs are not listed: job ID shows one)")
 		fs.BoolVar(&q.Newest, "newest", false, "most recent first")
-		return func(e *Env, b Backend) (listing, error) {
-			page, err := b.Jobs(e.Ctx, *q)
+		return func(e *Env, a admin.Admin) (listing, error) {
+			page, err := a.Jobs(e.Ctx, *q)
 			if err != nil {
 				return listing{}, err
 			}
 			rows := make([][]string, len(page.Jobs))
 			for i, j := range page.Jobs {
-				when := stamp(j.Created)
+				when := stamp(j.CreatedAt)
 				switch j.Status {
 				case "scheduled":
-					when = stamp(j.Scheduled)
+					when = stamp(j.ScheduledAt)
 				case "failed":
-					when = stamp(j.Finished)
+					when = stamp(j.FinishedAt)
 				}
-				rows[i] = []string{j.ID, j.Route, j.Task, j.Priority, j.Status, fmt.Sprint(j.Attempts), when, orDash(firstLine(j.Error))}
+				rows[i] = []string{j.ID, j.Route, j.Name, string(j.Priority), string(j.Status), fmt.Sprint(j.Attempts), when, orDash(firstLine(j.Error))}
 			}
-			return listing{rows: rows, js: page.JSON, next: page.Next, caption: jobsCaption(q, len(rows))}, nil
+			return listing{rows: rows, js: page, next: page.Next, caption: jobsCaption(q, len(rows))}, nil
 		}
 	})
 
 // jobsCaption says what a page of `jobs` lists, and how to list the rest:
 // an empty table alone does not say that it showed only pending jobs.
-func jobsCaption(q *JobQuery, n int) string {
+func jobsCaption(q *admin.JobQuery, n int) string {
 	where := "every route"
 	if n == 0 {
 		where = "any route"
@@ -241,8 +307,8 @@ func jobsCaption(q *JobQuery, n int) string {
 
 // queryFlags adds to fs the flags that select a page of jobs; the query
 // they fill is read after Parse.
-func queryFlags(fs *flag.FlagSet, limit int) *JobQuery {
-	q := &JobQuery{}
+func queryFlags(fs *flag.FlagSet, limit int) *admin.JobQuery {
+	q := &admin.JobQuery{}
 	fs.StringVar(&q.Route, "route", "", "only this route (default: every route)")
 	fs.StringVar(&q.Task, "task", "", "only jobs of this task")
 	fs.StringVar(&q.Text, "q", "", "only jobs whose id or last error holds this text (listings)")
@@ -275,15 +341,15 @@ func cmdPause(pause bool) Command {
 		if len(pos) == 0 {
 			return usageError{fmt.Errorf("want a route to %s", name)}
 		}
-		b, err := e.open()
+		c, err := e.open()
 		if err != nil {
 			return err
 		}
-		defer b.Close()
+		defer c.Close()
 		for _, r := range pos {
-			act := b.Resume
+			act := c.Resume
 			if pause {
-				act = b.Pause
+				act = c.Pause
 			}
 			if err := act(e.Ctx, r); err != nil {
 				return err
@@ -306,7 +372,7 @@ type listing struct {
 }
 
 // lister reads a listing.
-type lister func(e *Env, b Backend) (listing, error)
+type lister func(e *Env, a admin.Admin) (listing, error)
 
 // listCommand prints what the lister that setup returns reads (setup adds
 // the command's own flags): its JSON with --json, else a table for people
@@ -321,12 +387,12 @@ func listCommand(usage string, header []string, setup func(fs *flag.FlagSet) lis
 		} else if err := noArgs(pos); err != nil {
 			return err
 		}
-		b, err := e.open()
+		c, err := e.open()
 		if err != nil {
 			return err
 		}
-		defer b.Close()
-		l, err := get(e, b)
+		defer c.Close()
+		l, err := get(e, c)
 		if err != nil {
 			return err
 		}
@@ -343,48 +409,42 @@ func listCommand(usage string, header []string, setup func(fs *flag.FlagSet) lis
 	}
 }
 
-// static is the setup of a listing without flags of its own.
-func static(get func(e *Env, b Backend) ([][]string, any, error)) func(*flag.FlagSet) lister {
+// static is the setup of a listing without flags of its own: list reads
+// the values, which --json prints, and row makes each one's row.
+func static[T any](list func(admin.Admin, context.Context) ([]T, error), row func(T) []string) func(*flag.FlagSet) lister {
 	return func(*flag.FlagSet) lister {
-		return func(e *Env, b Backend) (listing, error) {
-			rows, js, err := get(e, b)
-			return listing{rows: rows, js: js}, err
+		return func(e *Env, a admin.Admin) (listing, error) {
+			vs, err := list(a, e.Ctx)
+			if err != nil {
+				return listing{}, err
+			}
+			return listing{rows: admin.Map(vs, row), js: vs}, nil
 		}
 	}
 }
 
 var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it is paused, its oldest pending job and the workers that take it",
 	[]string{"ROUTE", "HIGH", "NORMAL", "LOW", "SCHEDULED", "ACTIVE", "DLQ", "OLDEST", "STATE", "WORKERS"},
-	static(func(e *Env, b Backend) ([][]string, any, error) {
-		routes, js, err := b.Routes(e.Ctx)
-		rows := make([][]string, len(routes))
-		for i, r := range routes {
-			workers := fmt.Sprint(r.Workers)
-			if r.Workers == 0 {
-				workers = "none" // its jobs wait for ever: make it stand out
-			}
-			state, oldest := "running", "-"
-			if r.Paused {
-				state = "PAUSED"
-			}
-			if !r.OldestPending.IsZero() {
-				oldest = r.OldestPendingAge.Round(time.Second).String()
-			}
-			rows[i] = []string{r.Name, fmt.Sprint(r.High), fmt.Sprint(r.Normal), fmt.Sprint(r.Low), fmt.Sprint(r.Scheduled),
-				fmt.Sprint(r.Active), fmt.Sprint(r.Dead), oldest, state, workers}
+	static(admin.Admin.Routes, func(r admin.Route) []string {
+		workers := fmt.Sprint(r.Workers)
+		if r.Workers == 0 {
+			workers = "none" // its jobs wait for ever: make it stand out
 		}
-		return rows, js, err
+		state, oldest := "running", "-"
+		if r.Paused {
+			state = "PAUSED"
+		}
+		if !r.OldestPending.IsZero() {
+			oldest = r.OldestPendingAge.Round(time.Second).String()
+		}
+		return []string{r.Route, fmt.Sprint(r.High), fmt.Sprint(r.Normal), fmt.Sprint(r.Low), fmt.Sprint(r.Scheduled),
+			fmt.Sprint(r.Active), fmt.Sprint(r.Dead), oldest, state, workers}
 	}))
 
 var cronList = listCommand("cron list [--json]",
 	[]string{"NAME", "SPEC", "TZ", "ROUTE", "LAST RUN", "NEXT RUN", "RUNS", "LAST ERROR"},
-	static(func(e *Env, b Backend) ([][]string, any, error) {
-		entries, js, err := b.Cron(e.Ctx)
-		rows := make([][]string, len(entries))
-		for i, s := range entries {
-			rows[i] = []string{s.Name, s.Spec, orDash(s.TZ), s.Route, stamp(s.LastRun), stamp(s.NextRun), fmt.Sprint(s.RunCount), orDash(firstLine(s.LastError))}
-		}
-		return rows, js, err
+	static(admin.Admin.Cron, func(s admin.CronEntry) []string {
+		return []string{s.Name, s.Spec, orDash(s.TZ), s.Route, stamp(s.LastRun), stamp(s.NextRun), fmt.Sprint(s.RunCount), orDash(firstLine(s.LastError))}
 	}))
 
 func cmdCron(e *Env, args []string) error {
@@ -411,12 +471,12 @@ func cronRun(e *Env, args []string) error {
 	if len(pos) != 1 {
 		return usageError{fmt.Errorf("want one cron entry name, got %d", len(pos))}
 	}
-	b, err := e.open()
+	c, err := e.open()
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	id, err := b.RunCron(e.Ctx, pos[0])
+	defer c.Close()
+	id, err := c.RunCron(e.Ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -426,11 +486,6 @@ func cronRun(e *Env, args []string) error {
 
 var cmdWorkers = listCommand("[--json]: live workers, from their heartbeats",
 	[]string{"ID", "HOST", "PID", "MODE", "ROUTES", "CONCURRENCY", "IN FLIGHT", "LAST BEAT"},
-	static(func(e *Env, b Backend) ([][]string, any, error) {
-		ws, js, err := b.Workers(e.Ctx)
-		rows := make([][]string, len(ws))
-		for i, w := range ws {
-			rows[i] = []string{w.ID, w.Host, fmt.Sprint(w.PID), orDash(w.Mode), orDash(strings.Join(w.Routes, ",")), fmt.Sprint(w.Concurrency), fmt.Sprint(w.InFlight), stamp(w.LastBeat)}
-		}
-		return rows, js, err
+	static(admin.Admin.Workers, func(w admin.Worker) []string {
+		return []string{w.ID, w.Host, fmt.Sprint(w.PID), orDash(w.Mode), orDash(strings.Join(w.Routes, ",")), fmt.Sprint(w.Concurrency), fmt.Sprint(w.InFlight), stamp(w.LastBeat)}
 	}))

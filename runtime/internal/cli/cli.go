@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // Exit statuses of Run.
@@ -97,31 +99,34 @@ func Run(ctx context.Context, args []string, rw IO, app App) int {
 	}
 	e := &Env{Ctx: ctx, IO: rw, Name: cmd, app: app}
 	err := run(e, args)
-	var ue usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return ExitOK
-	case errors.As(err, &ue):
-		fmt.Fprintf(rw.Stderr, "%s: %s\n", cmd, message(ue.error))
-		return ExitUsage
-	default:
-		fmt.Fprintf(rw.Stderr, "%s: %s\n", cmd, message(err))
-		return ExitFailure
 	}
+	code, msg := exitStatus(err)
+	fmt.Fprintf(rw.Stderr, "%s: %s\n", cmd, msg)
+	return code
 }
 
-// message is err as a command reports it after its name: without the
-// "bananas: " that the runtime's errors start with, once or more (a
-// command's name already says where the error came from).
-func message(err error) string {
-	msg := err.Error()
-	for {
-		rest, ok := strings.CutPrefix(msg, "bananas: ")
-		if !ok {
-			return msg
-		}
-		msg = rest
+// exitStatus is the exit status of a command that returned err, and what it
+// says after the command's name, without the "bananas: " that the admin
+// layer's errors start with (the name says where it came from).
+//
+// The command line was wrong (2) for a usage error and for what the admin
+// layer refused as input: a bad value (BadInput), args over the payload
+// limit (TooLarge), or a route or cron entry named that does not exist
+// (NotFound of an input field). A job not found is not the command line's
+// fault: ids come from elsewhere and jobs expire. The rest is 1.
+func exitStatus(err error) (int, string) {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return ExitUsage, admin.Message(ue.error)
 	}
+	p := admin.Classify(err)
+	switch {
+	case p.Class == admin.BadInput, p.Class == admin.TooLarge, p.Class == admin.NotFound && p.Field != "":
+		return ExitUsage, p.Msg
+	}
+	return ExitFailure, p.Msg
 }
 
 // Env is what every command gets: its context, where it reads and writes,
@@ -133,8 +138,8 @@ type Env struct {
 	app  App
 }
 
-// open is the admin commands' Backend.
-func (e *Env) open() (Backend, error) { return e.app.Open(e.Ctx) }
+// open is the admin commands' connection to the admin layer.
+func (e *Env) open() (Conn, error) { return e.app.Open(e.Ctx) }
 
 // Confirm asks question on the terminal and reports whether the answer is
 // yes. Off a terminal (a script, a pipe, CI) there is nobody to ask:

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // cmdDLQ is `dlq list | replay | purge`: the flags of all three, then the
@@ -32,54 +34,54 @@ func cmdDLQ(e *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	run := map[string]func(*Env, Backend, dlqFlags, []string) error{"list": dlqList, "replay": dlqReplay, "purge": dlqPurge}[sub]
+	run := map[string]func(*Env, admin.Admin, dlqFlags, []string) error{"list": dlqList, "replay": dlqReplay, "purge": dlqPurge}[sub]
 	if run == nil {
 		return usageError{fmt.Errorf("unknown dlq subcommand %q: want list, replay or purge", sub)}
 	}
-	b, err := e.open()
+	c, err := e.open()
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	return run(e, b, f, pos)
+	defer c.Close()
+	return run(e, c, f, pos)
 }
 
 // dlqFlags are the flags every dlq subcommand parses; each reads its own.
 type dlqFlags struct {
-	query    *JobQuery
+	query    *admin.JobQuery
 	all, yes *bool
 	older    *time.Duration
 	asJSON   *bool
 }
 
-func dlqList(e *Env, b Backend, f dlqFlags, _ []string) error {
+func dlqList(e *Env, a admin.Admin, f dlqFlags, _ []string) error {
 	q := *f.query
 	q.State = "failed"
-	page, err := b.Jobs(e.Ctx, q)
+	page, err := a.Jobs(e.Ctx, q)
 	if err != nil {
 		return err
 	}
 	if *f.asJSON {
-		return printJSON(e.Stdout, page.JSON)
+		return printJSON(e.Stdout, page)
 	}
 	rows := make([][]string, len(page.Jobs))
 	for i, d := range page.Jobs {
-		rows[i] = []string{d.ID, d.Route, d.Task, fmt.Sprint(d.Attempts), stamp(d.Finished), firstLine(d.Error)}
+		rows[i] = []string{d.ID, d.Route, d.Name, fmt.Sprint(d.Attempts), stamp(d.FinishedAt), firstLine(d.Error)}
 	}
 	return pageTable(e, page.Next, []string{"ID", "ROUTE", "TASK", "ATTEMPTS", "DIED", "ERROR"}, rows)
 }
 
-func dlqReplay(e *Env, b Backend, f dlqFlags, pos []string) error {
+func dlqReplay(e *Env, a admin.Admin, f dlqFlags, pos []string) error {
 	switch {
 	case *f.all && len(pos) == 0:
-		n, err := b.ReplayDead(e.Ctx, f.query.Route, f.query.Task)
+		n, err := a.ReplayDead(e.Ctx, f.query.Route, f.query.Task)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(e.Stdout, "replayed %d job(s)\n", n)
 		return nil
 	case !*f.all && len(pos) == 1:
-		if err := b.Replay(e.Ctx, pos[0]); err != nil {
+		if err := a.Replay(e.Ctx, pos[0]); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.Stdout, "replayed %s\n", pos[0])
@@ -88,13 +90,13 @@ func dlqReplay(e *Env, b Backend, f dlqFlags, pos []string) error {
 	return usageError{errors.New("want replay ID or replay --all")}
 }
 
-func dlqPurge(e *Env, b Backend, f dlqFlags, _ []string) error {
+func dlqPurge(e *Env, a admin.Admin, f dlqFlags, _ []string) error {
 	route, task, older := f.query.Route, f.query.Task, *f.older
 	if older < 0 {
 		return usageError{fmt.Errorf("--older-than %s: want a duration >= 0", older)}
 	}
 	if !*f.yes && e.Terminal {
-		what, err := purgeWhat(e, b, route, task, older)
+		what, err := purgeWhat(e, a, route, task, older)
 		if err != nil || what == "" {
 			return err
 		}
@@ -103,7 +105,7 @@ func dlqPurge(e *Env, b Backend, f dlqFlags, _ []string) error {
 			return nil
 		}
 	}
-	n, err := b.PurgeDead(e.Ctx, route, task, older)
+	n, err := a.PurgeDead(e.Ctx, route, task, older)
 	if err != nil {
 		return err
 	}
@@ -113,17 +115,17 @@ func dlqPurge(e *Env, b Backend, f dlqFlags, _ []string) error {
 
 // purgeWhat says what a purge would delete, for its confirmation; "" (with
 // "purged 0 job(s)" printed) when there is nothing dead to purge.
-func purgeWhat(e *Env, b Backend, route, task string, older time.Duration) (string, error) {
-	routes, _, err := b.Routes(e.Ctx)
+func purgeWhat(e *Env, a admin.Admin, route, task string, older time.Duration) (string, error) {
+	routes, err := a.Routes(e.Ctx)
 	if err != nil {
 		return "", err
 	}
 	var dead int64
 	var names []string
 	for _, r := range routes {
-		if route == "" || r.Name == route {
+		if route == "" || r.Route == route {
 			dead += r.Dead
-			names = append(names, r.Name)
+			names = append(names, r.Route)
 		}
 	}
 	if dead == 0 {

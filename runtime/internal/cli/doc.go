@@ -5,10 +5,14 @@
 //
 // # What it owns, and what it must not know
 //
-// It owns parsing and printing. It must not know Redis, package queue or
-// the runtime's types: the admin commands (enqueue, job, jobs, queues,
-// pause, resume, dlq, cron list, workers) ask a Backend — the runtime's
-// admin layer, runtime.Inspector, behind an adapter — for plain values and
-// their JSON, and the commands that run the runtime (worker, scheduler,
-// api) are given to Run by the runtime as Commands.
+// It owns parsing and printing, and how the admin layer's errors become an
+// exit status (exitStatus). The admin commands (enqueue, job, jobs, queues,
+// pause, resume, dlq, cron, workers) call an admin.Admin — the runtime's
+// Inspector, which the program's App opens — and print its values: a table
+// from their fields, or with --json the value itself, whose JSON is the
+// API's. The commands that run the runtime (worker, scheduler, api) are
+// given to Run by the runtime as Commands.
+//
+// It must not know Redis or the runtime's types: it imports runtime/admin
+// for the values and errors, never runtime.
 package cli

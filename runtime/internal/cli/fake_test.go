@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
+)
+
+// fakeAdmin is an admin layer of fixed answers that records what it was
+// asked. A method a test did not expect to be called panics (the nil
+// embedded Admin).
+type fakeAdmin struct {
+	admin.Admin
+
+	// errs are the errors the methods return, by method name.
+	errs map[string]error
+
+	id, warning string // Submit's answer
+	submitted   []admin.Submission
+
+	jobs    map[string]*admin.Job // Job's and Result's answers, by id
+	waited  []time.Duration       // the waits Result was given
+	page    admin.JobPage
+	queries []admin.JobQuery
+
+	canceled admin.Status // Cancel's answer
+	acted    []string     // "pause default", "delete ID", ...
+
+	tasks   []admin.Task
+	routes  []admin.Route
+	cron    []admin.CronEntry
+	workers []admin.Worker
+}
+
+func (f *fakeAdmin) Submit(_ context.Context, s admin.Submission) (string, string, error) {
+	f.submitted = append(f.submitted, s)
+	if err := f.errs["Submit"]; err != nil {
+		return "", "", err
+	}
+	return f.id, f.warning, nil
+}
+
+func (f *fakeAdmin) Job(_ context.Context, id string) (*admin.Job, error) {
+	if j := f.jobs[id]; j != nil {
+		return j, nil
+	}
+	return nil, admin.ErrJobNotFound
+}
+
+func (f *fakeAdmin) Result(ctx context.Context, id string, wait time.Duration) (*admin.Job, error) {
+	f.waited = append(f.waited, wait)
+	if err := f.errs["Result"]; err != nil {
+		return nil, err
+	}
+	return f.Job(ctx, id)
+}
+
+func (f *fakeAdmin) Jobs(_ context.Context, q admin.JobQuery) (admin.JobPage, error) {
+	f.queries = append(f.queries, q)
+	return f.page, f.errs["Jobs"]
+}
+
+func (f *fakeAdmin) Cancel(_ context.Context, id string) (admin.Status, error) {
+	f.acted = append(f.acted, "cancel "+id)
+	return f.canceled, f.errs["Cancel"]
+}
+
+func (f *fakeAdmin) Delete(_ context.Context, id string) error {
+	f.acted = append(f.acted, "delete "+id)
+	return f.errs["Delete"]
+}
+
+func (f *fakeAdmin) Pause(_ context.Context, route string) error {
+	f.acted = append(f.acted, "pause "+route)
+	return f.errs["Pause"]
+}
+
+func (f *fakeAdmin) Resume(_ context.Context, route string) error {
+	f.acted = append(f.acted, "resume "+route)
+	return f.errs["Resume"]
+}
+
+func (f *fakeAdmin) RunCron(_ context.Context, name string) (string, error) {
+	f.acted = append(f.acted, "run "+name)
+	return f.id, f.errs["RunCron"]
+}
+
+func (f *fakeAdmin) Tasks() []admin.Task { return f.tasks }
+func (f *fakeAdmin) Routes(context.Context) ([]admin.Route, error) {
+	return f.routes, f.errs["Routes"]
+}
+func (f *fakeAdmin) Cron(context.Context) ([]admin.CronEntry, error) { return f.cron, f.errs["Cron"] }
+func (f *fakeAdmin) Workers(context.Context) ([]admin.Worker, error) {
+	return f.workers, f.errs["Workers"]
+}
+
+// fakeApp is a program whose admin layer is a fakeAdmin.
+type fakeApp struct {
+	admin    *fakeAdmin
+	embedded bool // REDIS_URL=mem://
+	opened   int  // connections opened and not closed
+}
+
+func (a *fakeApp) Configure() error { return nil }
+
+func (a *fakeApp) Open(context.Context) (Conn, error) {
+	a.opened++
+	return Conn{Admin: a.admin, Embedded: a.embedded, Close: func() error { a.opened--; return nil }}, nil
+}
+
+func (a *fakeApp) Commands() map[string]Command { return nil }
+func (a *fakeApp) Environment() []EnvVar        { return nil }
+
+// run runs the command line of args over app and returns its exit status,
+// stdout and stderr. Every connection it opened must be closed.
+func run(t *testing.T, app *fakeApp, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Run(context.Background(), args, IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut}, app)
+	if app.opened != 0 {
+		t.Errorf("%v left %d connection(s) open", args, app.opened)
+	}
+	return code, out.String(), errOut.String()
+}
