@@ -13,13 +13,12 @@ type handler struct {
 	name string
 	run  func(ctx context.Context, args []byte) (result []byte, err error)
 
-	// For the command line: the task's description, a JSON enqueue through
-	// its generated decoder, and a typed await.
+	// For the admin layer: the task's description, and a JSON enqueue
+	// through its generated decoder.
 	info        func() TaskInfo
 	enqueueJSON func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error)
 	// For a batch of the API: a job from JSON, checked and encoded, not sent.
 	jobJSON func(c *Client, data []byte, opts []Option) (batchJob, error)
-	await   func(ctx context.Context, c *Client, id string) (any, error)
 	// For `job ID`: stored args and result as the JSON of their Go types.
 	argsJSON, resultJSON func(msgpack []byte) (json.RawMessage, error)
 	// For the OpenAPI document: the Go types of the args and the result (nil
@@ -45,7 +44,6 @@ func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, 
 		jobJSON: func(c *Client, data []byte, opts []Option) (batchJob, error) {
 			return t.With(c).jobJSON(data, opts)
 		},
-		await: func(ctx context.Context, c *Client, id string) (any, error) { return t.With(c).Await(ctx, id) },
 		argsJSON: func(b []byte) (json.RawMessage, error) {
 			var a A
 			if err := decode(b, &a); err != nil {
