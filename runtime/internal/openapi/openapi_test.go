@@ -98,10 +98,29 @@ func sampleTasks() []Task {
 	}
 }
 
+// sampleEndpoints are a submission and a job's read, as the api package
+// declares them.
+func sampleEndpoints() []Endpoint {
+	return []Endpoint{
+		{Method: "POST", Path: "/api/v1/jobs", ID: "submitJob", Tag: "jobs", Action: true, Body: OneSubmission,
+			Responses: []Response{{Status: http.StatusCreated, Desc: "Enqueued.", Type: struct {
+				ID string `json:"id"`
+			}{}, Location: true}, {Status: http.StatusBadRequest}}},
+		{Method: "GET", Path: "/api/v1/jobs/{id}", ID: "getJob", Tag: "jobs", PathParams: []Param{{Name: "id", Desc: "The job's id."}},
+			Responses: []Response{{Status: http.StatusOK, Desc: "The job.", Type: jobView{}, Name: "Job"}, {Status: http.StatusNotFound}}},
+	}
+}
+
+// answering is an endpoint GET path answering a body of v's type, named name.
+func answering(path string, v any, list bool, name string) Endpoint {
+	return Endpoint{Method: "GET", Path: path, ID: "get", Tag: "test",
+		Responses: []Response{{Status: http.StatusOK, Desc: "It.", Type: v, List: list, Name: name}}}
+}
+
 func sampleOptions() Options {
 	return Options{
 		Title: "test", Version: "1",
-		Shapes: map[string]reflect.Type{"Job": reflect.TypeFor[jobView]()},
+		Endpoints: sampleEndpoints(),
 		Custom: map[reflect.Type]map[string]any{
 			reflect.TypeFor[nullTime](): {"type": []any{"string", "null"}, "format": "date-time"},
 		},
@@ -166,7 +185,7 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 	}
 }
 
-func TestDocumentWithoutTasksOrShapesIsValid(t *testing.T) {
+func TestDocumentWithoutTasksOrEndpointsIsValid(t *testing.T) {
 	doc := document(t, nil, Options{})
 	if ok, errs := newValidator(t, doc).ValidateDocument(); !ok {
 		t.Fatalf("the document is not valid OpenAPI 3.1:\n%s", describeErrs(errs))
@@ -614,10 +633,10 @@ func TestTaskNamesAreUniqueAndPresent(t *testing.T) {
 	}
 }
 
-func TestShapeCannotTakeTheDocumentsOwnComponentNames(t *testing.T) {
-	_, err := Document(nil, Options{Shapes: map[string]reflect.Type{"Submission": reflect.TypeFor[EmailArgs]()}})
+func TestAnswerCannotTakeTheDocumentsOwnComponentNames(t *testing.T) {
+	_, err := Document(nil, Options{Endpoints: []Endpoint{answering("/x", EmailArgs{}, false, "Submission")}})
 	if err == nil {
-		t.Error("a shape named Submission was taken")
+		t.Error("an answer named Submission was taken")
 	}
 }
 
@@ -628,7 +647,7 @@ type cronEntry struct {
 
 func TestListingAnswersAnArrayOfItsElementShape(t *testing.T) {
 	o := sampleOptions()
-	o.Shapes["CronEntry"] = reflect.TypeFor[cronEntry]()
+	o.Endpoints = append(o.Endpoints, answering("/api/v1/cron", cronEntry{}, true, "CronEntry"))
 	v := newValidator(t, document(t, sampleTasks(), o))
 	respond := func(body string) (bool, string) {
 		req, _ := http.NewRequest(http.MethodGet, "/api/v1/cron", nil)
@@ -656,8 +675,8 @@ type orderJSON struct {
 }
 
 // A Go type that only shapes JSON (unexported, named with a JSON suffix)
-// is a component under the name a reader knows: PascalCase, no suffix; a
-// shape key that is not such a name is refused, naming the one to use.
+// is a component under the name a reader knows: PascalCase, no suffix; an
+// answer's name that is not such a name is refused, naming the one to use.
 func TestComponentNamesArePascalCaseWithoutAJSONSuffix(t *testing.T) {
 	doc := document(t, []Task{{Name: "order", Args: reflect.TypeFor[orderJSON]()}}, Options{})
 	var d struct {
@@ -674,9 +693,9 @@ func TestComponentNamesArePascalCaseWithoutAJSONSuffix(t *testing.T) {
 		}
 	}
 	for _, key := range []string{"jobPage", "JobPageJSON", "Job.Page"} {
-		_, err := Document(nil, Options{Shapes: map[string]reflect.Type{key: reflect.TypeFor[orderJSON]()}})
+		_, err := Document(nil, Options{Endpoints: []Endpoint{answering("/x", orderJSON{}, false, key)}})
 		if err == nil || !strings.Contains(err.Error(), "PascalCase") {
-			t.Errorf("shape %q: err = %v; want it refused as not PascalCase", key, err)
+			t.Errorf("answer %q: err = %v; want it refused as not PascalCase", key, err)
 		}
 	}
 }
