@@ -63,13 +63,14 @@ type server struct {
 	a        admin.Admin
 	cfg      Config
 	mux      *http.ServeMux
+	patterns []string // what mux serves
 	tokenSum []byte
 }
 
 // routes mounts the endpoints, then /metrics and the extra routes.
 func (s *server) routes() {
 	for _, e := range endpoints {
-		s.mux.Handle(e.Pattern(), s.endpoint(e))
+		s.handle(e.Pattern(), s.endpoint(e))
 	}
 	if s.cfg.Metrics != nil {
 		// Scrapers carry no token by default; an operator who serves the
@@ -85,11 +86,18 @@ func (s *server) routes() {
 				s.cfg.Metrics.ServeHTTP(w, r)
 			})
 		}
-		s.mux.Handle("GET /metrics", metrics)
+		s.handle("GET /metrics", metrics)
 	}
 	for pattern, h := range s.cfg.Extra {
-		s.mux.Handle(pattern, h)
+		s.handle(pattern, h)
 	}
+}
+
+// handle mounts h on pattern, and keeps the pattern: what the mux serves is
+// the table, /metrics and the extra routes, nothing else.
+func (s *server) handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	s.patterns = append(s.patterns, pattern)
 }
 
 // ServeHTTP routes r, answering what the mux cannot route (an unknown path, a
