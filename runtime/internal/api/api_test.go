@@ -378,4 +378,3 @@ func body(e endpoint) string {
 	}
 	return ""
 }
-
