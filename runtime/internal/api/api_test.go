@@ -16,7 +16,7 @@ import (
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
 
-// answer is what the API answered.
+// reply is what the API answered.
 type reply struct {
 	status int
 	header http.Header

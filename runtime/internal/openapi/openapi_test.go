@@ -699,3 +699,60 @@ func TestComponentNamesArePascalCaseWithoutAJSONSuffix(t *testing.T) {
 		}
 	}
 }
+
+type otherView struct {
+	N int `json:"n"`
+}
+
+// The table is checked as it is described: a path parameter the path does
+// not have, an operation declared twice, one name for two types, an error
+// status without a shape of its own are refused, naming what is wrong.
+func TestEndpointTableIsCheckedWhenDescribed(t *testing.T) {
+	job := sampleEndpoints()[1]
+	noParams := job
+	noParams.PathParams = nil
+	teapot := answering("/tea", jobView{}, false, "")
+	teapot.Responses = append(teapot.Responses, Response{Status: http.StatusTeapot})
+	for name, c := range map[string]struct {
+		eps  []Endpoint
+		want string
+	}{
+		"path parameter missing": {[]Endpoint{noParams}, "path parameters"},
+		"declared twice":         {[]Endpoint{job, job}, "declared twice"},
+		"one name, two types": {[]Endpoint{answering("/a", jobView{}, false, "View"), answering("/b", otherView{}, false, "View")},
+			"two types"},
+		"error status unknown": {[]Endpoint{teapot}, "418"},
+		"inner key missing": {[]Endpoint{{Method: "GET", Path: "/c", Responses: []Response{
+			{Status: 200, Type: jobView{}, Name: "Job", Inner: map[string]string{"nope": "Nope"}}}}}, "nope"},
+	} {
+		if _, err := Document(nil, Options{Endpoints: c.eps}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to say %q", name, err, c.want)
+		}
+	}
+}
+
+// A name given to a type twice makes the second an alias of the first; a
+// name for a type its answer holds names that type's component.
+func TestAnswerNamesAreComponentNames(t *testing.T) {
+	o := sampleOptions()
+	o.Endpoints = append(o.Endpoints, answering("/view", jobView{}, false, "JobAlias"),
+		Endpoint{Method: "GET", Path: "/order", Responses: []Response{{Status: 200, Desc: "An order.", Type: orderJSON{}, Name: "Order",
+			Inner: map[string]string{"items": "Item"}}}})
+	var d struct {
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(document(t, sampleTasks(), o), &d); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(d.Components.Schemas["JobAlias"]); !strings.Contains(got, `"#/components/schemas/Job"`) {
+		t.Errorf("JobAlias: %s, want a $ref to Job", got)
+	}
+	if got := string(d.Components.Schemas["Item"]); !strings.Contains(got, `"sku"`) {
+		t.Errorf("Item: %s, want lineItemJSON's schema", got)
+	}
+	if _, ok := d.Components.Schemas["LineItem"]; ok {
+		t.Error("lineItemJSON has its Go name too")
+	}
+}
