@@ -26,9 +26,9 @@ func Endpoints() []openapi.Endpoint {
 
 // Parameters that several endpoints share.
 var (
-	jobID = openapi.Param{Name: "id", Desc: "The job's id."}
-	route = openapi.Param{Name: "route", Desc: "The route (queue)."}
-	task  = openapi.Param{Name: "task", Desc: "Only dead jobs of this task."}
+	jobID    = openapi.Param{Name: "id", Desc: "The job's id."}
+	route    = openapi.Param{Name: "route", Desc: "The route (queue)."}
+	deadTask = openapi.Param{Name: "task", Desc: "Only dead jobs of this task."}
 	// listing is what a job listing takes: the queues' states (active is
 	// processing, dead is failed). Finished jobs are not listed: they are
 	// results, read by id.
@@ -59,11 +59,12 @@ var (
 	conflict   = openapi.Response{Status: http.StatusConflict}
 	tooLarge   = openapi.Response{Status: http.StatusRequestEntityTooLarge}
 	theJob     = openapi.Response{Status: http.StatusOK, Desc: "The job.", Type: admin.Job{}, Name: "Job"}
-	// batchAnswer, each answer to a batch other than success.
-	batchAnswer = func(status int, desc string) openapi.Response {
-		return openapi.Response{Status: status, Desc: desc, Type: batchAnswerBody{}, Name: "BatchError"}
-	}
 )
+
+// batchAnswer is an answer to a batch other than success.
+func batchAnswer(status int, desc string) openapi.Response {
+	return openapi.Response{Status: status, Desc: desc, Type: batchAnswerBody{}, Name: "BatchError"}
+}
 
 // endpoints is the API. Each entry is one mux route and one operation of
 // the OpenAPI document.
@@ -124,7 +125,7 @@ var endpoints = []endpoint{
 		(*server).dead},
 	{openapi.Endpoint{Method: "DELETE", Path: "/api/v1/dlq", ID: "purgeDeadJobs", Tag: "dlq", Action: true,
 		Summary: "Delete dead jobs for good: all of them, or those of one task.",
-		Query: []openapi.Param{task, {Name: "older_than", Kind: openapi.Duration,
+		Query: []openapi.Param{deadTask, {Name: "older_than", Kind: openapi.Duration,
 			Desc: "Only dead jobs that died longer ago than this Go duration, such as 24h."}},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Purged.", Type: purged{}}, badRequest}},
 		(*server).purgeDead},
@@ -133,7 +134,7 @@ var endpoints = []endpoint{
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Replayed.", Type: replayed{}}, notFound}},
 		(*server).replay},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/dlq/replay", ID: "replayDeadJobs", Tag: "dlq", Action: true,
-		Summary: "Enqueue dead jobs again: all of them, or those of one task.", Query: []openapi.Param{task},
+		Summary: "Enqueue dead jobs again: all of them, or those of one task.", Query: []openapi.Param{deadTask},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Replayed.", Type: replayedCount{}}, badRequest}},
 		(*server).replayDead},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/cron", ID: "listCron", Tag: "cron", Summary: "The cron entries, their last and next runs.",
