@@ -226,8 +226,8 @@ func jsonBody(r *http.Request) error {
 	return &Error{Status: http.StatusUnsupportedMediaType, Msg: fmt.Sprintf("Content-Type %q: a request body must be application/json", ct)}
 }
 
-// endpoint serves e: the token check, read-only mode, the query parameters it takes, the body's type and limit,
-// and the error answer.
+// endpoint serves e: the token check, read-only mode, the query parameters
+// it takes, the body's type and limit, and the error answer.
 func (s *server) endpoint(e endpoint) http.Handler {
 	params := make([]string, len(e.Query))
 	for i, p := range e.Query {
@@ -241,7 +241,7 @@ func (s *server) endpoint(e endpoint) http.Handler {
 			return
 		}
 		if err := s.admit(r, e.Action); err != nil {
-			if e, ok := err.(*Error); ok && e.Status == http.StatusUnauthorized {
+			if ae, ok := err.(*Error); ok && ae.Status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="bananas"`)
 			}
 			s.fail(w, r, err)
