@@ -66,16 +66,10 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
 	var be *admin.BatchError
 	switch {
 	case errors.As(err, &be):
-		status := http.StatusInternalServerError
-		switch be.Class {
-		case admin.BadInput:
-			status = http.StatusBadRequest
-		case admin.Conflict:
-			status = http.StatusConflict
-		default:
+		if be.Class == admin.Failure {
 			s.cfg.Logger.Error("bananas: api batch failed part-way", "path", r.URL.Path, "err", be.Msg)
 		}
-		return writeJSON(w, status, batchErrorBody{Error: be.Msg, Jobs: be.Jobs, IDs: be.IDs})
+		return writeJSON(w, status(be.Class), batchErrorBody{Error: be.Msg, Jobs: be.Jobs, IDs: be.IDs})
 	case err != nil:
 		return err
 	}
