@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/api"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
 
@@ -26,16 +27,7 @@ func (in *Inspector) OpenAPI() ([]byte, error) {
 		}
 		in.openapiDoc, in.openapiErr = openapi.Document(tasks, openapi.Options{
 			Title: "Bananas", Version: "1",
-			Shapes: map[string]reflect.Type{
-				"Job": wireType(admin.Job{}), "JobPage": wireType(admin.JobPage{}), "Queue": wireType(admin.Route{}),
-				"Task": wireType(admin.Task{}), "CronEntry": wireType(admin.CronEntry{}), "Worker": reflect.TypeFor[admin.Worker](),
-				"Stats": wireType(admin.Stats{}), "DeadJobList": wireType(admin.JobPage{}),
-				"Canceled": reflect.TypeFor[admin.Canceled](),
-				// Types the shapes above hold, by the names a reader of the
-				// document knows them by.
-				"JobSummary": wireType(admin.JobPage{}).Field(0).Type.Elem(), "StatsPoint": wireType(admin.Stats{}).Field(1).Type.Elem(),
-				"CronSpec": reflect.TypeFor[admin.CronSpec](),
-			},
+			Endpoints: api.Endpoints(),
 			// admin.Time writes its own JSON: an RFC 3339 time, or null when unset.
 			Custom: map[reflect.Type]map[string]any{
 				reflect.TypeFor[admin.Time](): {"type": []any{"string", "null"}, "format": "date-time"},
@@ -44,6 +36,3 @@ func (in *Inspector) OpenAPI() ([]byte, error) {
 	})
 	return in.openapiDoc, in.openapiErr
 }
-
-// wireType is the type whose JSON shape v writes.
-func wireType(v interface{ WireType() any }) reflect.Type { return reflect.TypeOf(v.WireType()) }

@@ -1,11 +1,9 @@
 package api
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,66 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
-
-// Backend answers the API's requests. Every answer is a value that
-// encoding/json renders (the CLI's --json shapes); an error that is an
-// *Error is sent with its status, any other is a 500 that is logged (a
-// failure of the server or of Redis, never of the request).
-type Backend interface {
-	// Submit enqueues s; warning, when not "", is what the client should
-	// know of the job it made (no live worker takes its route).
-	Submit(ctx context.Context, s Submission) (id, warning string, err error)
-	// SubmitBatch checks every job and enqueues them all, returning their
-	// ids in order, or none: refused lists the jobs the API refused already
-	// (their Submission is zero), and the backend checks the others all the
-	// same, so that a *BatchError names every refused job.
-	SubmitBatch(ctx context.Context, jobs []Submission, refused []BatchRefusal) (ids []string, err error)
-	Jobs(ctx context.Context, q JobQuery) (any, error)
-	Job(ctx context.Context, id string) (any, error)
-	// Result waits up to wait for job id to finish; done is false when it
-	// has not finished by then.
-	Result(ctx context.Context, id string, wait time.Duration) (v any, done bool, err error)
-	Cancel(ctx context.Context, id string) (any, error)
-	Delete(ctx context.Context, id string) error
-	Tasks(ctx context.Context) (any, error)
-	Queues(ctx context.Context) (any, error)
-	Pause(ctx context.Context, route string) error
-	Resume(ctx context.Context, route string) error
-	Dead(ctx context.Context, q JobQuery) (any, error)
-	Replay(ctx context.Context, id string) error
-	ReplayDead(ctx context.Context, task string) (int, error)
-	PurgeDead(ctx context.Context, task string, olderThan time.Duration) (int, error)
-	Cron(ctx context.Context) (any, error)
-	// RunCron enqueues one job of cron entry name now, its schedule left
-	// alone, and returns its id.
-	RunCron(ctx context.Context, name string) (id string, err error)
-	Workers(ctx context.Context) (any, error)
-	Stats(ctx context.Context, window time.Duration) (any, error)
-	OpenAPI(ctx context.Context) ([]byte, error)
-	// Ready reports whether the backend can serve (Redis answers).
-	Ready(ctx context.Context) error
-}
-
-// Submission is the body of POST /api/v1/jobs.
-type Submission struct {
-	Name     string          `json:"name"`
-	Args     json.RawMessage `json:"args"`
-	Route    string          `json:"route,omitempty"`
-	Priority string          `json:"priority,omitempty"`
-	// Delay is a Go duration ("90s", "1h30m"), the wait before the job is due.
-	Delay string `json:"delay,omitempty"`
-}
-
-// JobQuery is the query of a job listing (GET /api/v1/jobs, GET /api/v1/dlq).
-type JobQuery struct {
-	Route, State, Task, Text, Cursor string
-	Limit                            int
-	Newest                           bool
-}
 
 // Config is how the server behaves.
 type Config struct {
@@ -100,14 +43,14 @@ type Config struct {
 const MaxResultWait = 5 * time.Minute
 
 // New returns the API's handler.
-func New(b Backend, cfg Config) http.Handler {
+func New(a admin.Admin, cfg Config) http.Handler {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 2 << 20
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &server{b: b, cfg: cfg, mux: http.NewServeMux()}
+	s := &server{a: a, cfg: cfg, mux: http.NewServeMux()}
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		s.tokenSum = sum[:]
@@ -117,135 +60,18 @@ func New(b Backend, cfg Config) http.Handler {
 }
 
 type server struct {
-	b        Backend
+	a        admin.Admin
 	cfg      Config
 	mux      *http.ServeMux
+	patterns []string // what mux serves
 	tokenSum []byte
 }
 
-// handlerFunc is an API endpoint: it writes its own success, or returns the
-// error to send.
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
-
+// routes mounts the endpoints, then /metrics and the extra routes.
 func (s *server) routes() {
-	read := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.endpoint(h, false)) }
-	act := func(pattern string, h handlerFunc) { s.mux.Handle(pattern, s.endpoint(h, true)) }
-
-	act("POST /api/v1/jobs", s.submit)
-	act("POST /api/v1/jobs/batch", s.submitBatch)
-	read("GET /api/v1/jobs", func(w http.ResponseWriter, r *http.Request) error {
-		q, err := jobQuery(r)
-		if err != nil {
-			return err
-		}
-		return answer(w, http.StatusOK)(s.b.Jobs(r.Context(), q))
-	})
-	read("GET /api/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) error {
-		return answer(w, http.StatusOK)(s.b.Job(r.Context(), r.PathValue("id")))
-	})
-	read("GET /api/v1/jobs/{id}/result", s.result)
-	act("POST /api/v1/jobs/{id}/cancel", func(w http.ResponseWriter, r *http.Request) error {
-		return answer(w, http.StatusOK)(s.b.Cancel(r.Context(), r.PathValue("id")))
-	})
-	act("DELETE /api/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) error {
-		if err := s.b.Delete(r.Context(), r.PathValue("id")); err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, map[string]string{"deleted": r.PathValue("id")})
-	})
-	read("GET /api/v1/tasks", func(w http.ResponseWriter, r *http.Request) error {
-		return answer(w, http.StatusOK)(s.b.Tasks(r.Context()))
-	})
-	read("GET /api/v1/queues", func(w http.ResponseWriter, r *http.Request) error {
-		return answer(w, http.StatusOK)(s.b.Queues(r.Context()))
-	})
-	act("POST /api/v1/routes/{route}/pause", func(w http.ResponseWriter, r *http.Request) error {
-		if err := s.b.Pause(r.Context(), r.PathValue("route")); err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, map[string]any{"route": r.PathValue("route"), "paused": true})
-	})
-	act("POST /api/v1/routes/{route}/resume", func(w http.ResponseWriter, r *http.Request) error {
-		if err := s.b.Resume(r.Context(), r.PathValue("route")); err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, map[string]any{"route": r.PathValue("route"), "paused": false})
-	})
-	read("GET /api/v1/dlq", func(w http.ResponseWriter, r *http.Request) error {
-		q, err := jobQuery(r)
-		if err != nil {
-			return err
-		}
-		return answer(w, http.StatusOK)(s.b.Dead(r.Context(), q))
-	})
-	act("POST /api/v1/dlq/{id}/replay", func(w http.ResponseWriter, r *http.Request) error {
-		if err := s.b.Replay(r.Context(), r.PathValue("id")); err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, map[string]string{"replayed": r.PathValue("id")})
-	})
-	act("POST /api/v1/dlq/replay", func(w http.ResponseWriter, r *http.Request) error {
-		if err := onlyParams(r, "task"); err != nil {
-			return err
-		}
-		n, err := s.b.ReplayDead(r.Context(), r.URL.Query().Get("task"))
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, map[string]int{"replayed": n})
-	})
-	act("DELETE /api/v1/dlq", func(w http.ResponseWriter, r *http.Request) error {
-		if err := onlyParams(r, "task", "older_than"); err != nil {
-			return err
-		}
-		var older time.Duration
-		if v := r.URL.Query().Get("older_than"); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return BadRequest("older_than", "older_than %q: want a duration such as 24h", v)
-			}
-			older = d
-		}
-		n, err := s.b.PurgeDead(r.Context(), r.URL.Query().Get("task"), older)
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, http.StatusOK, map[string]int{"purged": n})
-	})
-	read("GET /api/v1/cron", func(w http.ResponseWriter, r *http.Request) error {
-		return answer(w, http.StatusOK)(s.b.Cron(r.Context()))
-	})
-	act("POST /api/v1/cron/{name}/run", s.runCron)
-	read("GET /api/v1/workers", func(w http.ResponseWriter, r *http.Request) error {
-		return answer(w, http.StatusOK)(s.b.Workers(r.Context()))
-	})
-	read("GET /api/v1/stats", func(w http.ResponseWriter, r *http.Request) error {
-		if err := onlyParams(r, "window"); err != nil {
-			return err
-		}
-		window := time.Hour
-		switch v := r.URL.Query().Get("window"); v {
-		case "", "1h":
-		case "24h":
-			window = 24 * time.Hour
-		default:
-			return BadRequest("window", "window %q: use 1h or 24h", v)
-		}
-		return answer(w, http.StatusOK)(s.b.Stats(r.Context(), window))
-	})
-	read("GET /api/v1/openapi.json", func(w http.ResponseWriter, r *http.Request) error {
-		doc, err := s.b.OpenAPI(r.Context())
-		if err != nil {
-			return err
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(doc)
-		return nil
-	})
-	// Liveness needs nothing; readiness needs Redis. Neither needs the token:
-	// probes carry none.
-	s.mux.Handle("GET /healthz", s.probe(func(r *http.Request) error { return s.b.Ready(r.Context()) }))
-	s.mux.Handle("GET /livez", s.probe(func(*http.Request) error { return nil }))
+	for _, e := range endpoints {
+		s.handle(e.Pattern(), s.endpoint(e))
+	}
 	if s.cfg.Metrics != nil {
 		// Scrapers carry no token by default; an operator who serves the
 		// metrics on a listener of their own (METRICS_PORT) closes this one.
@@ -260,11 +86,18 @@ func (s *server) routes() {
 				s.cfg.Metrics.ServeHTTP(w, r)
 			})
 		}
-		s.mux.Handle("GET /metrics", metrics)
+		s.handle("GET /metrics", metrics)
 	}
 	for pattern, h := range s.cfg.Extra {
-		s.mux.Handle(pattern, h)
+		s.handle(pattern, h)
 	}
+}
+
+// handle mounts h on pattern, and keeps the pattern: what the mux serves is
+// the table, /metrics and the extra routes, nothing else.
+func (s *server) handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	s.patterns = append(s.patterns, pattern)
 }
 
 // ServeHTTP routes r, answering what the mux cannot route (an unknown path, a
@@ -393,28 +226,48 @@ func jsonBody(r *http.Request) error {
 	return &Error{Status: http.StatusUnsupportedMediaType, Msg: fmt.Sprintf("Content-Type %q: a request body must be application/json", ct)}
 }
 
-// endpoint wraps h with the token check, read-only mode, the body's type and
-// limit, and the error answer.
-func (s *server) endpoint(h handlerFunc, action bool) http.Handler {
+// endpoint serves e: the token check, read-only mode, the query parameters
+// it takes, the body's type and limit, and the error answer.
+func (s *server) endpoint(e endpoint) http.Handler {
+	params := make([]string, len(e.Query))
+	for i, p := range e.Query {
+		params[i] = p.Name
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.authorize(r); err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="bananas"`)
+		if e.Public { // a probe: it reads nothing and needs no token
+			if err := e.serve(s, w, r); err != nil {
+				s.fail(w, r, err)
+			}
+			return
+		}
+		if err := s.admit(r, e.Action); err != nil {
+			if ae, ok := err.(*Error); ok && ae.Status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="bananas"`)
+			}
 			s.fail(w, r, err)
 			return
 		}
-		if action && s.cfg.ReadOnly {
-			s.fail(w, r, &Error{Status: http.StatusForbidden, Msg: "the API is read-only (API_READ_ONLY): actions are refused"})
-			return
-		}
-		if err := jsonBody(r); err != nil {
+		if err := onlyParams(r, params...); err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-		if err := h(w, r); err != nil {
+		if err := e.serve(s, w, r); err != nil {
 			s.fail(w, r, err)
 		}
 	})
+}
+
+// admit refuses r before its endpoint reads it: without the token, an
+// action in read-only mode, a body that is not JSON.
+func (s *server) admit(r *http.Request, action bool) error {
+	if err := s.authorize(r); err != nil {
+		return err
+	}
+	if action && s.cfg.ReadOnly {
+		return &Error{Status: http.StatusForbidden, Msg: "the API is read-only (API_READ_ONLY): actions are refused"}
+	}
+	return jsonBody(r)
 }
 
 func (s *server) authorize(r *http.Request) error {
@@ -430,200 +283,6 @@ func (s *server) authorize(r *http.Request) error {
 		return &Error{Status: http.StatusUnauthorized, Msg: "wrong bearer token"}
 	}
 	return nil
-}
-
-func (s *server) probe(check func(*http.Request) error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := check(r.WithContext(ctx)); err != nil {
-			// The probe needs no token: Redis's error (its address, an ACL
-			// user) is for the log, not for whoever asks.
-			s.cfg.Logger.Warn("bananas: readiness probe failed", "path", r.URL.Path, "err", err)
-			_ = writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
-			return
-		}
-		_ = writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-}
-
-func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
-	if err := onlyParams(r); err != nil {
-		return err
-	}
-	// One JSON value, read whole; its keys are then matched exactly, as a
-	// batch's submissions are (parseSubmission): encoding/json alone would
-	// take "Name" or "ARGS" for name and args, and a typo would pass unseen.
-	var raw json.RawMessage
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(&raw); err != nil {
-		return bodyError(err)
-	}
-	if dec.More() {
-		return BadRequest("", "the body holds more than one JSON value")
-	}
-	if string(raw) == "null" {
-		return BadRequest("", "the body is null: want a JSON object")
-	}
-	if raw[0] != '{' {
-		return BadRequest("", "the body is JSON %s: want a JSON object", clip(raw))
-	}
-	sub, bad := parseSubmission(raw)
-	if bad != nil {
-		return bad
-	}
-	id, warning, err := s.b.Submit(r.Context(), sub)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/api/v1/jobs/"+id)
-	return writeJSON(w, http.StatusCreated, submitted{ID: id, Warning: warning})
-}
-
-// submitted is the answer to a submission.
-type submitted struct {
-	ID      string `json:"id"`
-	Warning string `json:"warning,omitempty"`
-}
-
-func (s *server) result(w http.ResponseWriter, r *http.Request) error {
-	if err := onlyParams(r, "wait"); err != nil {
-		return err
-	}
-	var wait time.Duration
-	if v := r.URL.Query().Get("wait"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 || d > MaxResultWait {
-			return BadRequest("wait", "wait %q: want a duration from 0 to %s, such as 30s", v, MaxResultWait)
-		}
-		wait = d
-	}
-	v, done, err := s.b.Result(r.Context(), r.PathValue("id"), wait)
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if !done {
-		status = http.StatusAccepted // still running: ask again
-	}
-	return writeJSON(w, status, v)
-}
-
-// jobQuery reads the listing parameters, refusing unknown ones by name.
-func jobQuery(r *http.Request) (JobQuery, error) {
-	if err := onlyParams(r, "route", "state", "task", "q", "cursor", "limit", "order"); err != nil {
-		return JobQuery{}, err
-	}
-	v := r.URL.Query()
-	q := JobQuery{Route: v.Get("route"), State: v.Get("state"), Task: v.Get("task"), Text: v.Get("q"), Cursor: v.Get("cursor")}
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 500 {
-			return q, BadRequest("limit", "limit %q: want a number from 1 to 500", s)
-		}
-		q.Limit = n
-	}
-	switch o := v.Get("order"); o {
-	case "", "oldest":
-	case "newest":
-		q.Newest = true
-	default:
-		return q, BadRequest("order", "order %q: use oldest or newest", o)
-	}
-	return q, nil
-}
-
-// onlyParams refuses a query parameter the endpoint does not take, or one
-// given twice: a typo must not be silently ignored.
-func onlyParams(r *http.Request, known ...string) error {
-	for k, vs := range r.URL.Query() {
-		ok := false
-		for _, want := range known {
-			ok = ok || k == want
-		}
-		if !ok {
-			return BadRequest(k, "unknown query parameter %q (this endpoint takes: %s)", k, orNone(known))
-		}
-		if len(vs) > 1 {
-			return BadRequest(k, "query parameter %q given %d times", k, len(vs))
-		}
-	}
-	return nil
-}
-
-func orNone(xs []string) string {
-	if len(xs) == 0 {
-		return "none"
-	}
-	return strings.Join(xs, ", ")
-}
-
-// bodyError names what is wrong with a JSON body.
-func bodyError(err error) error {
-	var tooBig *http.MaxBytesError
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &tooBig):
-		return &Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the body is over the limit of %d bytes", tooBig.Limit)}
-	case errors.Is(err, io.EOF):
-		return BadRequest("", "empty body: want a JSON object")
-	case errors.As(err, &syntax):
-		return BadRequest("", "the body is not JSON: %v (at byte %d)", err, syntax.Offset)
-	case errors.As(err, &typ):
-		return BadRequest(typ.Field, "field %q: want %s, got JSON %s", typ.Field, typ.Type, typ.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return BadRequest(field, "unknown field %q (want name, args, route, priority, delay)", field)
-	}
-	return BadRequest("", "the body is not valid JSON: %v", err)
-}
-
-// Error is an answer other than success: a status, a message for people and
-// the field (body key or query parameter) it is about, when there is one.
-type Error struct {
-	Status int
-	Msg    string
-	Field  string
-}
-
-func (e *Error) Error() string { return e.Msg }
-
-// BadRequest is a 400 about field.
-func BadRequest(field, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Msg: fmt.Sprintf(format, args...), Field: field}
-}
-
-// errorBody is the JSON of every error answer.
-type errorBody struct {
-	Error string `json:"error"`
-	Field string `json:"field,omitempty"`
-}
-
-func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var e *Error
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &e):
-	case errors.As(err, &tooBig):
-		e = &Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the body is over the limit of %d bytes", tooBig.Limit)}
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		return // the client left
-	default:
-		s.cfg.Logger.Error("bananas: api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		e = &Error{Status: http.StatusInternalServerError, Msg: err.Error()}
-	}
-	_ = writeJSON(w, e.Status, errorBody{Error: e.Msg, Field: e.Field})
-}
-
-// answer writes v with status, or returns err.
-func answer(w http.ResponseWriter, status int) func(v any, err error) error {
-	return func(v any, err error) error {
-		if err != nil {
-			return err
-		}
-		return writeJSON(w, status, v)
-	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {

@@ -9,42 +9,30 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
-
-// MaxBatch is the most jobs one POST /api/v1/jobs/batch takes: the runtime
-// writes up to that many jobs of a route in one script call.
-const MaxBatch = 1000
-
-// BatchRefusal is one refused job of a batch: its 0-based index in "jobs",
-// the key of its submission that is wrong ("" when it is the submission as
-// a whole) and what is wrong.
-type BatchRefusal struct {
-	Index int    `json:"index"`
-	Field string `json:"field"`
-	Error string `json:"error"`
-}
-
-// BatchError is an answer to a batch other than success: refused jobs (400,
-// nothing enqueued), duplicates of a unique task (409), or a failure of
-// Redis part-way (500), where IDs tells which jobs were stored.
-type BatchError struct {
-	Status int
-	Msg    string
-	// Jobs lists every job the answer is about, by index.
-	Jobs []BatchRefusal
-	// IDs, when set, has one slot per job: the id of a job stored, or ""
-	// for one that was not (a 500), or the id of the job that already holds
-	// a duplicate's unique key (a 409).
-	IDs []string
-}
-
-func (e *BatchError) Error() string { return e.Msg }
 
 // batchErrorBody is the JSON of a BatchError.
 type batchErrorBody struct {
-	Error string         `json:"error"`
-	Jobs  []BatchRefusal `json:"jobs"`
-	IDs   []string       `json:"ids,omitempty"`
+	Error string               `json:"error"`
+	Jobs  []admin.BatchRefusal `json:"jobs"`
+	IDs   []string             `json:"ids,omitempty"`
+}
+
+// batchAnswerBody is the shape of every answer to a batch other than
+// success, for the OpenAPI document: a refusal of the batch itself
+// (errorBody, naming a field) or a batchErrorBody.
+type batchAnswerBody struct {
+	Error string `json:"error"`
+	// Field is the body key the error is about, when it is about the batch
+	// as a whole.
+	Field string `json:"field,omitempty"`
+	// Jobs lists every job the answer is about, by index.
+	Jobs []admin.BatchRefusal `json:"jobs,omitempty"`
+	// IDs has one slot per job: its id when it is stored, "" when it is not
+	// (500), the id of the job holding a duplicate's unique key (409).
+	IDs []string `json:"ids,omitempty"`
 }
 
 // submissionKeys are the keys a submission takes, in the order messages name them.
@@ -54,41 +42,38 @@ var submissionKeys = []string{"name", "args", "route", "priority", "delay"}
 // either all are enqueued (201, their ids in order) or none is (400 listing
 // every refused job).
 func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
-	if err := onlyParams(r); err != nil {
-		return err
-	}
 	items, err := batchItems(r.Body)
 	if err != nil {
 		return err
 	}
 	switch {
 	case len(items) == 0:
-		return BadRequest("jobs", "jobs: empty: want 1 to %d submissions", MaxBatch)
-	case len(items) > MaxBatch:
-		return BadRequest("jobs", "jobs: %d submissions, over the limit of %d per batch: send them in several batches", len(items), MaxBatch)
+		return BadRequest("jobs", "jobs: empty: want 1 to %d submissions", admin.MaxBatch)
+	case len(items) > admin.MaxBatch:
+		return BadRequest("jobs", "jobs: %d submissions, over the limit of %d per batch: send them in several batches", len(items), admin.MaxBatch)
 	}
-	subs := make([]Submission, len(items))
-	var refused []BatchRefusal
+	subs := make([]admin.Submission, len(items))
+	var refused []admin.BatchRefusal
 	for i, item := range items {
 		sub, err := parseSubmission(item)
 		if err != nil {
-			refused = append(refused, BatchRefusal{Index: i, Field: err.Field, Error: err.Msg})
+			refused = append(refused, admin.BatchRefusal{Index: i, Field: err.Field, Error: err.Msg})
 			continue
 		}
 		subs[i] = sub
 	}
-	ids, err := s.b.SubmitBatch(r.Context(), subs, refused)
-	var be *BatchError
+	ids, err := s.a.SubmitBatch(r.Context(), subs, refused)
+	var be *admin.BatchError
 	switch {
 	case errors.As(err, &be):
-		if be.Status >= 500 {
+		if be.Class == admin.Failure {
 			s.cfg.Logger.Error("bananas: api batch failed part-way", "path", r.URL.Path, "err", be.Msg)
 		}
-		return writeJSON(w, be.Status, batchErrorBody{Error: be.Msg, Jobs: be.Jobs, IDs: be.IDs})
+		return writeJSON(w, status(be.Class), batchErrorBody{Error: be.Msg, Jobs: be.Jobs, IDs: be.IDs})
 	case err != nil:
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, map[string][]string{"ids": ids})
+	return writeJSON(w, http.StatusCreated, batchCreated{IDs: ids})
 }
 
 // batchItems reads the body {"jobs": [...]}, its one key matched exactly,
@@ -141,7 +126,7 @@ func batchItems(body io.Reader) ([]json.RawMessage, error) {
 
 // parseSubmission reads one submission of a batch as POST /api/v1/jobs reads
 // its body: keys matched exactly, strings where strings belong, a name.
-func parseSubmission(raw json.RawMessage) (Submission, *Error) {
+func parseSubmission(raw json.RawMessage) (admin.Submission, *Error) {
 	// A nil field is a key not given.
 	var f struct{ Name, Args, Route, Priority, Delay json.RawMessage }
 	// Keys all a submission's, as written: a struct decodes them, without
@@ -149,16 +134,16 @@ func parseSubmission(raw json.RawMessage) (Submission, *Error) {
 	if !knownKeys(raw) || json.Unmarshal(raw, &f) != nil {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-			return Submission{}, BadRequest("", `want a submission {"name": …, "args": …}, got %s`, clip(raw))
+			return admin.Submission{}, BadRequest("", `want a submission {"name": …, "args": …}, got %s`, clip(raw))
 		}
 		for k := range fields {
 			if !isSubmissionKey(k) {
-				return Submission{}, BadRequest(k, "unknown field %q (want %s)", k, strings.Join(submissionKeys, ", "))
+				return admin.Submission{}, BadRequest(k, "unknown field %q (want %s)", k, strings.Join(submissionKeys, ", "))
 			}
 		}
 		f.Name, f.Args, f.Route, f.Priority, f.Delay = fields["name"], fields["args"], fields["route"], fields["priority"], fields["delay"]
 	}
-	sub := Submission{Args: f.Args}
+	sub := admin.Submission{Args: f.Args}
 	for _, field := range []struct {
 		key string
 		raw json.RawMessage
@@ -169,12 +154,12 @@ func parseSubmission(raw json.RawMessage) (Submission, *Error) {
 		}
 		v, ok := jsonString(field.raw)
 		if !ok {
-			return Submission{}, BadRequest(field.key, "field %q: want a string, got %s", field.key, clip(field.raw))
+			return admin.Submission{}, BadRequest(field.key, "field %q: want a string, got %s", field.key, clip(field.raw))
 		}
 		*field.dst = v
 	}
 	if sub.Name == "" {
-		return Submission{}, BadRequest("name", "name: want the task's wire name (GET /api/v1/tasks lists them)")
+		return admin.Submission{}, BadRequest("name", "name: want the task's wire name (GET /api/v1/tasks lists them)")
 	}
 	return sub, nil
 }

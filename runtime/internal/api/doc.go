@@ -1,15 +1,21 @@
 // Package api is the HTTP API (/api/v1/…, docs/OPERATIONS.md): routing, authentication, body
-// limits, query parsing and the JSON error shape. It serves whatever a Backend
-// answers, and the Backend — the runtime's admin layer — decides what each
-// answer holds.
+// limits, query parsing and the JSON error shape. It serves what an
+// admin.Admin answers (runtime.Inspector, or a fake in tests): the admin
+// layer decides what each answer holds, and admin's view types write it.
+//
+// Its routes are one table (endpoints.go): each entry is a mux route and,
+// through Endpoints, an operation of the OpenAPI document, so a route is
+// declared once.
 //
 // # What it owns, and what it must not know
 //
 // api owns the HTTP surface: which method and path does what, the bearer
 // token (constant-time compare), read-only mode, the 413 for a body over the
 // limit, the 4xx JSON error naming the field, and that no request, however
-// hostile, panics the process or gets a 5xx for its input. It knows nothing of
-// Redis, of tasks or of how a job is stored: it must not import the runtime,
-// queue or results packages. The JSON shapes of its answers are the CLI's
-// --json shapes, built by the runtime.
+// hostile, panics the process or gets a 5xx for its input, and the one
+// mapping of admin.Classify's classes to HTTP statuses (httpError). It
+// knows nothing of Redis, of tasks or of how a job is stored: it imports
+// runtime/admin (and openapi for the table's entry type), never the
+// runtime, the CLI or the dashboard. The JSON shapes of its answers are the
+// CLI's --json shapes, admin's.
 package api

@@ -28,32 +28,12 @@ type Options struct {
 	Title, Version string // of the info object; "Bananas" and "0" when empty
 	Description    string // of the info object; may be ""
 
-	// Shapes are the Go types of the answers' bodies (the runtime's views),
-	// each a component of the document under its key. A named struct type
-	// given here is that component itself, so a field of its type elsewhere
-	// refers to it by this name. The server writes them, so their keys that
-	// encoding/json always writes (no omitempty or omitzero) are required.
-	// These keys are the bodies of endpoints:
-	//
-	//	Job          GET /api/v1/jobs/{id}
-	//	JobPage      GET /api/v1/jobs
-	//	JobResult    GET /api/v1/jobs/{id}/result  (default: Job)
-	//	Canceled     POST /api/v1/jobs/{id}/cancel (default: Job)
-	//	DeadJobList  GET /api/v1/dlq               (default: an array of DeadJob)
-	//	TaskList     GET /api/v1/tasks             (default: an array of Task)
-	//	QueueList    GET /api/v1/queues            (default: an array of Queue)
-	//	CronList     GET /api/v1/cron              (default: an array of CronEntry)
-	//	WorkerList   GET /api/v1/workers           (default: an array of Worker)
-	//	Stats        GET /api/v1/stats
-	//	Error        every 4xx and 5xx (default: {"error", "field"})
-	//
-	// Any other key names the component of a type the answers hold (a
-	// JobPage's JobSummary, say) as readers know it. Keys are PascalCase.
-	// An endpoint whose body is given by none of them is described as any
-	// JSON value. When Job has the keys task, args and result, the job
-	// endpoints answer TypedJob instead: one variant per task, chosen by
-	// task, whose args and result are that task's schemas.
-	Shapes map[string]reflect.Type
+	// Endpoints are the operations of the API (api.Endpoints): their
+	// parameters, bodies and answers, whose Go types are components of the
+	// document under the names the endpoints give them. The server writes
+	// the answers, so their keys that encoding/json always writes (no
+	// omitempty or omitzero) are required.
+	Endpoints []Endpoint
 
 	// Custom are the schemas of types that encode themselves (MarshalJSON),
 	// whose JSON reflection cannot see: a time that is null when zero, say.
@@ -62,13 +42,69 @@ type Options struct {
 
 const schemas = "#/components/schemas/"
 
-// ownComponents are the components the document defines whatever the tasks.
-var ownComponents = []string{"Submission", "TypedJob", "OtherJob", "Priority", "Duration"}
+// ownComponents are the components the document defines whatever the
+// endpoints and tasks.
+var ownComponents = []string{"Submission", "TypedJob", "OtherJob", "Priority", "Duration", "Error"}
+
+// builder holds the document's components while Document builds it.
+type builder struct {
+	g       *generator
+	comps   map[string]any
+	taken   map[string]bool         // component names in use
+	fixed   map[reflect.Type]string // types named by an endpoint
+	typed   bool                    // the Job answer is typed by its task (TypedJob)
+	job     reflect.Type            // the type of the Job answer; nil when none
+	tasks   []string                // the tasks' names, sorted
+	subs    []any                   // a $ref to each task's submission
+	jobs    []any                   // a $ref to each task's typed job
+	mapping struct{ sub, job, examples map[string]any }
+}
 
 // Document returns the OpenAPI 3.1.0 document of the HTTP API serving tasks,
 // as JSON. The same tasks and options give the same bytes: tasks are sorted
 // by name, and every object's keys are written in order.
 func Document(tasks []Task, o Options) ([]byte, error) {
+	tasks, err := sortedTasks(tasks)
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{g: newGenerator(o.Custom), comps: map[string]any{}, taken: map[string]bool{}, fixed: map[reflect.Type]string{}}
+	b.mapping.sub, b.mapping.job, b.mapping.examples = map[string]any{}, map[string]any{}, map[string]any{}
+	for _, n := range ownComponents {
+		b.taken[n] = true
+	}
+	// The answers first: their names are the endpoints', and the keys
+	// always written are required.
+	b.g.answers = true
+	if err := b.answers(o.Endpoints); err != nil {
+		return nil, err
+	}
+	b.g.answers = false
+	b.typed = b.job != nil && jobHasTaskArgsResult(b.job)
+	for _, t := range tasks {
+		if err := b.task(t); err != nil {
+			return nil, err
+		}
+	}
+	paths, err := b.paths(o.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	names := b.g.name(b.taken, b.fixed)
+	for t, d := range b.g.defs {
+		b.comps[names[t]] = d
+	}
+	b.ownComponents()
+	out := resolver{names: names, prefix: schemas}.resolve(b.document(o, paths))
+	doc, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	return append(doc, '\n'), nil
+}
+
+// sortedTasks is tasks sorted by name, each with a name of its own and args.
+func sortedTasks(tasks []Task) ([]Task, error) {
 	tasks = slices.Clone(tasks)
 	slices.SortFunc(tasks, func(a, b Task) int { return strings.Compare(a.Name, b.Name) })
 	for i, t := range tasks {
@@ -82,163 +118,208 @@ func Document(tasks []Task, o Options) ([]byte, error) {
 			return nil, fmt.Errorf("openapi: task %q: no args type", t.Name)
 		}
 	}
-	if o.Title == "" {
-		o.Title = "Bananas"
-	}
-	if o.Version == "" {
-		o.Version = "0"
-	}
+	return tasks, nil
+}
 
-	g := newGenerator(o.Custom)
-	comps := map[string]any{}
-	taken := map[string]bool{}
-	fixed := map[reflect.Type]string{}
-
-	// The shapes first: their keys are the names the caller chose. They are
-	// answers: the keys always written are required.
-	g.answers = true
-	for _, key := range slices.Sorted(maps.Keys(o.Shapes)) {
-		t := o.Shapes[key]
-		if componentName(key) != key {
-			return nil, fmt.Errorf("openapi: shape %q: a component name is PascalCase, letters and digits only, without a JSON suffix (such as %q)", key, componentName(key))
-		}
-		if slices.Contains(ownComponents, key) {
-			return nil, fmt.Errorf("openapi: shape %q: the document names a component of its own so", key)
-		}
-		s, err := g.schema(t, key)
-		if err != nil {
-			return nil, err
-		}
-		taken[key] = true
-		if r, ok := s.(ref); ok {
-			if _, named := fixed[r.t]; !named {
-				fixed[r.t] = key
-				continue // the type's own component, filled in below
+// answers reaches the type of every answer of the endpoints, and names the
+// components the endpoints name.
+func (b *builder) answers(eps []Endpoint) error {
+	for _, e := range eps {
+		for _, r := range e.Responses {
+			if r.Type == nil {
+				continue
+			}
+			t := typeOf(r.Type)
+			s, err := b.g.schema(t, fmt.Sprintf("%s %s: %d", e.Method, e.Path, r.Status))
+			if err != nil {
+				return err
+			}
+			if r.Name == "Job" {
+				b.job = t
+			}
+			if err := b.nameAnswer(t, s, r.Name); err != nil {
+				return err
+			}
+			for key, name := range r.Inner {
+				inner := innerType(t, key)
+				if inner == nil {
+					return fmt.Errorf("openapi: %s %s: %s has no key %q holding a struct to name %s", e.Method, e.Path, t, key, name)
+				}
+				if err := b.nameAnswer(inner, ref{inner}, name); err != nil {
+					return err
+				}
 			}
 		}
-		comps[key] = s
 	}
-	g.answers = false
-	if _, ok := o.Shapes["Error"]; !ok {
-		taken["Error"] = true
-		comps["Error"] = map[string]any{
-			"type":     "object",
-			"required": []any{"error"},
-			"properties": map[string]any{
-				"error": map[string]any{"type": "string", "description": "What is wrong, for people."},
-				"field": map[string]any{"type": "string", "description": "The body key or query parameter the error is about, when there is one."},
-			},
-		}
-	}
-	for _, n := range ownComponents {
-		taken[n] = true
-	}
+	return nil
+}
 
-	// Then the tasks: a submission, a result and a typed job each.
-	typedJobs := jobHasTaskArgsResult(g, o.Shapes["Job"])
-	var variants, jobVariants, names []any
-	subMapping, jobMapping := map[string]any{}, map[string]any{}
-	examples := map[string]any{}
-	for _, t := range tasks {
-		args, err := g.schema(t.Args, fmt.Sprintf("task %s: args %s", t.Name, t.Args))
-		if err != nil {
-			return nil, err
+// nameAnswer names the component of t, whose schema is s: name, unless t
+// has a name already, of which name is then an alias.
+func (b *builder) nameAnswer(t reflect.Type, s any, name string) error {
+	if name == "" {
+		return nil
+	}
+	if componentName(name) != name {
+		return fmt.Errorf("openapi: answer %q: a component name is PascalCase, letters and digits only, without a JSON suffix (such as %q)", name, componentName(name))
+	}
+	if slices.Contains(ownComponents, name) {
+		return fmt.Errorf("openapi: answer %q: the document names a component of its own so", name)
+	}
+	if _, isRef := s.(ref); !isRef {
+		return fmt.Errorf("openapi: answer %q: %s is not a named struct type", name, t)
+	}
+	switch have, ok := b.fixed[t]; {
+	case !ok:
+		if b.taken[name] {
+			return fmt.Errorf("openapi: answer %q: two types of that name", name)
 		}
-		var result any = map[string]any{"type": "null", "description": "The task has no result."}
-		if t.Result != nil {
-			if result, err = g.schema(t.Result, fmt.Sprintf("task %s: result %s", t.Name, t.Result)); err != nil {
-				return nil, err
-			}
+		b.fixed[t], b.taken[name] = name, true
+	case have != name && !b.taken[name]:
+		b.comps[name], b.taken[name] = s, true
+	}
+	return nil
+}
+
+// innerType is the struct type that key of struct t holds (the element of a
+// list or the target of a pointer), or nil.
+func innerType(t reflect.Type, key string) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	for _, f := range jsonFields(t) {
+		if f.name != key {
+			continue
 		}
-		base := camel(t.Name)
-		sub := claim(taken, base+"Submission")
-		res := claim(taken, base+"Result")
-		comps[res] = describe(result, fmt.Sprintf("The result of task %s.", t.Name))
-		comps[sub] = submission(t, args)
-		variants = append(variants, map[string]any{"$ref": schemas + sub})
-		subMapping[t.Name] = schemas + sub
-		names = append(names, t.Name)
-		if v, err := example(t.Args); err == nil {
-			examples[t.Name] = map[string]any{"summary": "A job of task " + t.Name, "value": map[string]any{"name": t.Name, "args": v}}
+		ft := f.typ
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array {
+			ft = ft.Elem()
 		}
-		if typedJobs {
-			job := claim(taken, base+"Job")
-			comps[job] = map[string]any{
-				"description": fmt.Sprintf("A job of task %s: its args and result typed.", t.Name),
-				"allOf": []any{
-					map[string]any{"$ref": schemas + "Job"},
-					map[string]any{"properties": map[string]any{
-						"task":   map[string]any{"const": t.Name},
-						"args":   orNull(clone(args), "null when the args could not be decoded"),
-						"result": orNull(map[string]any{"$ref": schemas + res}, "null until the job completes"),
-					}},
-				},
-			}
-			jobVariants = append(jobVariants, map[string]any{"$ref": schemas + job})
-			jobMapping[t.Name] = schemas + job
+		if ft.Kind() == reflect.Struct && ft.Name() != "" {
+			return ft
 		}
 	}
+	return nil
+}
 
-	names2 := g.name(taken, fixed)
-	for t, d := range g.defs {
-		comps[names2[t]] = d
+// task adds the components of task t: its submission, its result and its
+// typed job.
+func (b *builder) task(t Task) error {
+	args, err := b.g.schema(t.Args, fmt.Sprintf("task %s: args %s", t.Name, t.Args))
+	if err != nil {
+		return err
 	}
+	var result any = map[string]any{"type": "null", "description": "The task has no result."}
+	if t.Result != nil {
+		if result, err = b.g.schema(t.Result, fmt.Sprintf("task %s: result %s", t.Name, t.Result)); err != nil {
+			return err
+		}
+	}
+	base := camel(t.Name)
+	sub := claim(b.taken, base+"Submission")
+	res := claim(b.taken, base+"Result")
+	b.comps[res] = describe(result, fmt.Sprintf("The result of task %s.", t.Name))
+	b.comps[sub] = submission(t, args)
+	b.subs = append(b.subs, map[string]any{"$ref": schemas + sub})
+	b.mapping.sub[t.Name] = schemas + sub
+	b.tasks = append(b.tasks, t.Name)
+	if v, err := example(t.Args); err == nil {
+		b.mapping.examples[t.Name] = map[string]any{"summary": "A job of task " + t.Name, "value": map[string]any{"name": t.Name, "args": v}}
+	}
+	if !b.typed {
+		return nil
+	}
+	job := claim(b.taken, base+"Job")
+	b.comps[job] = map[string]any{
+		"description": fmt.Sprintf("A job of task %s: its args and result typed.", t.Name),
+		"allOf": []any{
+			map[string]any{"$ref": schemas + "Job"},
+			map[string]any{"properties": map[string]any{
+				"task":   map[string]any{"const": t.Name},
+				"args":   orNull(clone(args), "null when the args could not be decoded"),
+				"result": orNull(map[string]any{"$ref": schemas + res}, "null until the job completes"),
+			}},
+		},
+	}
+	b.jobs = append(b.jobs, map[string]any{"$ref": schemas + job})
+	b.mapping.job[t.Name] = schemas + job
+	return nil
+}
 
-	comps["Priority"] = map[string]any{"type": "string", "enum": []any{"high", "normal", "low"}}
-	comps["Duration"] = map[string]any{
+// ownComponents adds the components the document defines itself.
+func (b *builder) ownComponents() {
+	b.comps["Error"] = errorSchema
+	b.comps["Priority"] = map[string]any{"type": "string", "enum": []any{"high", "normal", "low"}}
+	b.comps["Duration"] = map[string]any{
 		"type":        "string",
 		"pattern":     durationPattern,
 		"description": `A Go duration (time.ParseDuration): a number and a unit (ns, us, ms, s, m, h), repeated, such as "10s" or "1h30m".`,
 		"examples":    []any{"10s", "1h30m"},
 	}
-	if len(variants) > 0 {
-		comps["Submission"] = map[string]any{
+	b.comps["Submission"] = map[string]any{"description": "No task is registered: nothing can be submitted.", "not": map[string]any{}}
+	if len(b.subs) > 0 {
+		b.comps["Submission"] = map[string]any{
 			"description":   "A job to enqueue: the name of a registered task and its args, which follow that task's schema.",
-			"oneOf":         variants,
-			"discriminator": map[string]any{"propertyName": "name", "mapping": subMapping},
+			"oneOf":         b.subs,
+			"discriminator": map[string]any{"propertyName": "name", "mapping": b.mapping.sub},
 		}
-	} else {
-		comps["Submission"] = map[string]any{"description": "No task is registered: nothing can be submitted.", "not": map[string]any{}}
 	}
-	job := shapeOr(o.Shapes, "Job", nil)
-	if typedJobs {
-		if len(names) > 0 {
-			comps["OtherJob"] = map[string]any{
-				"description": "A job of a task this server does not know (another program's): its args and result are null.",
-				"allOf": []any{
-					map[string]any{"$ref": schemas + "Job"},
-					map[string]any{"properties": map[string]any{"task": map[string]any{"not": map[string]any{"enum": names}}}},
-				},
-			}
-			comps["TypedJob"] = map[string]any{
-				"description":   "A job, as the variant of its task: the task key tells which (see the discriminator), and that variant's args and result are the task's own schemas (<Task>Submission's args, <Task>Result).",
-				"oneOf":         append(jobVariants, map[string]any{"$ref": schemas + "OtherJob"}),
-				"discriminator": map[string]any{"propertyName": "task", "mapping": jobMapping},
-			}
-		} else {
-			comps["TypedJob"] = map[string]any{"$ref": schemas + "Job"}
+	switch {
+	case !b.typed:
+	case len(b.tasks) == 0:
+		b.comps["TypedJob"] = map[string]any{"$ref": schemas + "Job"}
+	default:
+		b.comps["OtherJob"] = map[string]any{
+			"description": "A job of a task this server does not know (another program's): its args and result are null.",
+			"allOf": []any{
+				map[string]any{"$ref": schemas + "Job"},
+				map[string]any{"properties": map[string]any{"task": map[string]any{"not": map[string]any{"enum": anys(b.tasks)}}}},
+			},
 		}
-		job = map[string]any{"$ref": schemas + "TypedJob"}
+		b.comps["TypedJob"] = map[string]any{
+			"description":   "A job, as the variant of its task: the task key tells which (see the discriminator), and that variant's args and result are the task's own schemas (<Task>Submission's args, <Task>Result).",
+			"oneOf":         append(b.jobs, map[string]any{"$ref": schemas + "OtherJob"}),
+			"discriminator": map[string]any{"propertyName": "task", "mapping": b.mapping.job},
+		}
 	}
+}
 
+// errorSchema is the body of every error answer.
+var errorSchema = map[string]any{
+	"type":     "object",
+	"required": []any{"error"},
+	"properties": map[string]any{
+		"error": map[string]any{"type": "string", "description": "What is wrong, for people."},
+		"field": map[string]any{"type": "string", "description": "The body key or query parameter the error is about, when there is one."},
+	},
+}
+
+// document is the whole document around paths and the components.
+func (b *builder) document(o Options, paths map[string]any) map[string]any {
+	var tags []any
+	seen := map[string]bool{}
+	for _, e := range o.Endpoints {
+		if e.Tag != "" && !seen[e.Tag] {
+			seen[e.Tag] = true
+			tags = append(tags, map[string]any{"name": e.Tag})
+		}
+	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
-			"title":   o.Title,
-			"version": o.Version,
+			"title":   nonEmpty(o.Title, "Bananas"),
+			"version": nonEmpty(o.Version, "0"),
 			"description": nonEmpty(o.Description,
 				"The HTTP API of a Bananas deployment: submit typed jobs, read their state and results, and operate queues, the dead-letter queue, cron and workers."),
 		},
 		"jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
 		"security":          []any{map[string]any{"bearer": []any{}}},
-		"tags": []any{
-			map[string]any{"name": "jobs"}, map[string]any{"name": "tasks"}, map[string]any{"name": "queues"},
-			map[string]any{"name": "dlq"}, map[string]any{"name": "cron"}, map[string]any{"name": "workers"},
-			map[string]any{"name": "stats"}, map[string]any{"name": "meta"},
-		},
-		"paths": paths(o.Shapes, job, examples),
+		"paths":             paths,
 		"components": map[string]any{
-			"schemas":   comps,
+			"schemas":   b.comps,
 			"responses": errorResponses(),
 			"securitySchemes": map[string]any{"bearer": map[string]any{
 				"type": "http", "scheme": "bearer",
@@ -246,16 +327,19 @@ func Document(tasks []Task, o Options) ([]byte, error) {
 			}},
 		},
 	}
-	out := resolver{names: names2, prefix: schemas}.resolve(doc)
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("openapi: %w", err)
+	if len(tags) > 0 {
+		doc["tags"] = tags
 	}
-	return append(b, '\n'), nil
+	return doc
 }
 
-// durationPattern is what time.ParseDuration takes, sign aside.
-const durationPattern = `^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+func anys(xs []string) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
 
 // submission is the variant of POST /api/v1/jobs for task t.
 func submission(t Task, args any) map[string]any {
@@ -285,25 +369,6 @@ func submission(t Task, args any) map[string]any {
 				"description": `How long to wait before the job is due: a Go duration such as "10s".`},
 		},
 	}
-}
-
-// jobHasTaskArgsResult reports whether the Job shape has the keys a typed
-// job narrows.
-func jobHasTaskArgsResult(g *generator, t reflect.Type) bool {
-	if t == nil {
-		return false
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return false
-	}
-	have := map[string]bool{}
-	for _, f := range jsonFields(t) {
-		have[f.name] = true
-	}
-	return have["task"] && have["args"] && have["result"]
 }
 
 // describe adds a description to s, keeping one it has.
@@ -356,3 +421,22 @@ func nonEmpty(s, otherwise string) string {
 	}
 	return s
 }
+
+// jobHasTaskArgsResult reports whether the job answer t has the keys a
+// typed job narrows.
+func jobHasTaskArgsResult(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	have := map[string]bool{}
+	for _, f := range jsonFields(t) {
+		have[f.name] = true
+	}
+	return have["task"] && have["args"] && have["result"]
+}
+
+// durationPattern is what time.ParseDuration takes, sign aside.
+const durationPattern = `^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`

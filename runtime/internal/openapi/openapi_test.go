@@ -98,10 +98,29 @@ func sampleTasks() []Task {
 	}
 }
 
+// sampleEndpoints are a submission and a job's read, as the api package
+// declares them.
+func sampleEndpoints() []Endpoint {
+	return []Endpoint{
+		{Method: "POST", Path: "/api/v1/jobs", ID: "submitJob", Tag: "jobs", Action: true, Body: OneSubmission,
+			Responses: []Response{{Status: http.StatusCreated, Desc: "Enqueued.", Type: struct {
+				ID string `json:"id"`
+			}{}, Location: true}, {Status: http.StatusBadRequest}}},
+		{Method: "GET", Path: "/api/v1/jobs/{id}", ID: "getJob", Tag: "jobs", PathParams: []Param{{Name: "id", Desc: "The job's id."}},
+			Responses: []Response{{Status: http.StatusOK, Desc: "The job.", Type: jobView{}, Name: "Job"}, {Status: http.StatusNotFound}}},
+	}
+}
+
+// answering is an endpoint GET path answering a body of v's type, named name.
+func answering(path string, v any, list bool, name string) Endpoint {
+	return Endpoint{Method: "GET", Path: path, ID: "get", Tag: "test",
+		Responses: []Response{{Status: http.StatusOK, Desc: "It.", Type: v, List: list, Name: name}}}
+}
+
 func sampleOptions() Options {
 	return Options{
 		Title: "test", Version: "1",
-		Shapes: map[string]reflect.Type{"Job": reflect.TypeFor[jobView]()},
+		Endpoints: sampleEndpoints(),
 		Custom: map[reflect.Type]map[string]any{
 			reflect.TypeFor[nullTime](): {"type": []any{"string", "null"}, "format": "date-time"},
 		},
@@ -166,7 +185,7 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 	}
 }
 
-func TestDocumentWithoutTasksOrShapesIsValid(t *testing.T) {
+func TestDocumentWithoutTasksOrEndpointsIsValid(t *testing.T) {
 	doc := document(t, nil, Options{})
 	if ok, errs := newValidator(t, doc).ValidateDocument(); !ok {
 		t.Fatalf("the document is not valid OpenAPI 3.1:\n%s", describeErrs(errs))
@@ -614,10 +633,10 @@ func TestTaskNamesAreUniqueAndPresent(t *testing.T) {
 	}
 }
 
-func TestShapeCannotTakeTheDocumentsOwnComponentNames(t *testing.T) {
-	_, err := Document(nil, Options{Shapes: map[string]reflect.Type{"Submission": reflect.TypeFor[EmailArgs]()}})
+func TestAnswerCannotTakeTheDocumentsOwnComponentNames(t *testing.T) {
+	_, err := Document(nil, Options{Endpoints: []Endpoint{answering("/x", EmailArgs{}, false, "Submission")}})
 	if err == nil {
-		t.Error("a shape named Submission was taken")
+		t.Error("an answer named Submission was taken")
 	}
 }
 
@@ -628,7 +647,7 @@ type cronEntry struct {
 
 func TestListingAnswersAnArrayOfItsElementShape(t *testing.T) {
 	o := sampleOptions()
-	o.Shapes["CronEntry"] = reflect.TypeFor[cronEntry]()
+	o.Endpoints = append(o.Endpoints, answering("/api/v1/cron", cronEntry{}, true, "CronEntry"))
 	v := newValidator(t, document(t, sampleTasks(), o))
 	respond := func(body string) (bool, string) {
 		req, _ := http.NewRequest(http.MethodGet, "/api/v1/cron", nil)
@@ -656,8 +675,8 @@ type orderJSON struct {
 }
 
 // A Go type that only shapes JSON (unexported, named with a JSON suffix)
-// is a component under the name a reader knows: PascalCase, no suffix; a
-// shape key that is not such a name is refused, naming the one to use.
+// is a component under the name a reader knows: PascalCase, no suffix; an
+// answer's name that is not such a name is refused, naming the one to use.
 func TestComponentNamesArePascalCaseWithoutAJSONSuffix(t *testing.T) {
 	doc := document(t, []Task{{Name: "order", Args: reflect.TypeFor[orderJSON]()}}, Options{})
 	var d struct {
@@ -674,9 +693,66 @@ func TestComponentNamesArePascalCaseWithoutAJSONSuffix(t *testing.T) {
 		}
 	}
 	for _, key := range []string{"jobPage", "JobPageJSON", "Job.Page"} {
-		_, err := Document(nil, Options{Shapes: map[string]reflect.Type{key: reflect.TypeFor[orderJSON]()}})
+		_, err := Document(nil, Options{Endpoints: []Endpoint{answering("/x", orderJSON{}, false, key)}})
 		if err == nil || !strings.Contains(err.Error(), "PascalCase") {
-			t.Errorf("shape %q: err = %v; want it refused as not PascalCase", key, err)
+			t.Errorf("answer %q: err = %v; want it refused as not PascalCase", key, err)
 		}
+	}
+}
+
+type otherView struct {
+	N int `json:"n"`
+}
+
+// The table is checked as it is described: a path parameter the path does
+// not have, an operation declared twice, one name for two types, an error
+// status without a shape of its own are refused, naming what is wrong.
+func TestEndpointTableIsCheckedWhenDescribed(t *testing.T) {
+	job := sampleEndpoints()[1]
+	noParams := job
+	noParams.PathParams = nil
+	teapot := answering("/tea", jobView{}, false, "")
+	teapot.Responses = append(teapot.Responses, Response{Status: http.StatusTeapot})
+	for name, c := range map[string]struct {
+		eps  []Endpoint
+		want string
+	}{
+		"path parameter missing": {[]Endpoint{noParams}, "path parameters"},
+		"declared twice":         {[]Endpoint{job, job}, "declared twice"},
+		"one name, two types": {[]Endpoint{answering("/a", jobView{}, false, "View"), answering("/b", otherView{}, false, "View")},
+			"two types"},
+		"error status unknown": {[]Endpoint{teapot}, "418"},
+		"inner key missing": {[]Endpoint{{Method: "GET", Path: "/c", Responses: []Response{
+			{Status: 200, Type: jobView{}, Name: "Job", Inner: map[string]string{"nope": "Nope"}}}}}, "nope"},
+	} {
+		if _, err := Document(nil, Options{Endpoints: c.eps}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to say %q", name, err, c.want)
+		}
+	}
+}
+
+// A name given to a type twice makes the second an alias of the first; a
+// name for a type its answer holds names that type's component.
+func TestAnswerNamesAreComponentNames(t *testing.T) {
+	o := sampleOptions()
+	o.Endpoints = append(o.Endpoints, answering("/view", jobView{}, false, "JobAlias"),
+		Endpoint{Method: "GET", Path: "/order", Responses: []Response{{Status: 200, Desc: "An order.", Type: orderJSON{}, Name: "Order",
+			Inner: map[string]string{"items": "Item"}}}})
+	var d struct {
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(document(t, sampleTasks(), o), &d); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(d.Components.Schemas["JobAlias"]); !strings.Contains(got, `"#/components/schemas/Job"`) {
+		t.Errorf("JobAlias: %s, want a $ref to Job", got)
+	}
+	if got := string(d.Components.Schemas["Item"]); !strings.Contains(got, `"sku"`) {
+		t.Errorf("Item: %s, want lineItemJSON's schema", got)
+	}
+	if _, ok := d.Components.Schemas["LineItem"]; ok {
+		t.Error("lineItemJSON has its Go name too")
 	}
 }

@@ -260,10 +260,6 @@ type field struct {
 // fields promoted, and of several fields of one name the shallowest (then
 // the tagged one) wins while a tie drops them all.
 func jsonFields(t reflect.Type) []field {
-	type level struct {
-		typ   reflect.Type
-		index []int
-	}
 	var fields []field
 	next := []level{{typ: t}}
 	var count map[reflect.Type]int
@@ -279,62 +275,87 @@ func jsonFields(t reflect.Type) []field {
 			}
 			visited[l.typ] = true
 			for i := range l.typ.NumField() {
-				sf := l.typ.Field(i)
-				if sf.Anonymous {
-					et := sf.Type
-					if et.Kind() == reflect.Pointer {
-						et = et.Elem()
+				f, embedded, ok := structField(l, i)
+				switch {
+				case !ok:
+				case embedded != nil:
+					nextCount[embedded]++
+					if nextCount[embedded] == 1 {
+						next = append(next, level{typ: embedded, index: f.index})
 					}
-					if !sf.IsExported() && et.Kind() != reflect.Struct {
-						continue
-					}
-				} else if !sf.IsExported() {
-					continue
-				}
-				tag := sf.Tag.Get("json")
-				if tag == "-" {
-					continue
-				}
-				name, opts, _ := strings.Cut(tag, ",")
-				if !validTag(name) {
-					name = ""
-				}
-				index := append(slices.Clone(l.index), i)
-				ft := sf.Type
-				if ft.Name() == "" && ft.Kind() == reflect.Pointer {
-					ft = ft.Elem()
-				}
-				if name != "" || !sf.Anonymous || ft.Kind() != reflect.Struct {
-					quoted := false
-					if slices.Contains(strings.Split(opts, ","), "string") {
-						switch ft.Kind() {
-						case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-							reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-							reflect.Float32, reflect.Float64, reflect.String:
-							quoted = true
-						}
-					}
-					optList := strings.Split(opts, ",")
-					f := field{name: name, index: index, typ: sf.Type, tagged: name != "", quoted: quoted,
-						omitted: slices.Contains(optList, "omitempty") || slices.Contains(optList, "omitzero")}
-					if f.name == "" {
-						f.name = sf.Name
-					}
+				default:
 					fields = append(fields, f)
 					if count[l.typ] > 1 {
 						// Two embeddings of one type at this depth: the
 						// duplicate makes the name ambiguous, so it is dropped.
 						fields = append(fields, f)
 					}
-					continue
-				}
-				nextCount[ft]++
-				if nextCount[ft] == 1 {
-					next = append(next, level{typ: ft, index: index})
 				}
 			}
 		}
 	}
+	return dominant(fields)
+}
+
+// level is a struct type whose fields are promoted, at index.
+type level struct {
+	typ   reflect.Type
+	index []int
+}
+
+// structField is field i of l's type as a key (ok), or, for an untagged
+// embedded struct, the struct whose fields it promotes (embedded; the
+// field's index is where); ok is false for a field encoding/json skips.
+func structField(l level, i int) (f field, embedded reflect.Type, ok bool) {
+	sf := l.typ.Field(i)
+	if sf.Anonymous {
+		et := sf.Type
+		if et.Kind() == reflect.Pointer {
+			et = et.Elem()
+		}
+		if !sf.IsExported() && et.Kind() != reflect.Struct {
+			return field{}, nil, false
+		}
+	} else if !sf.IsExported() {
+		return field{}, nil, false
+	}
+	tag := sf.Tag.Get("json")
+	if tag == "-" {
+		return field{}, nil, false
+	}
+	name, opts, _ := strings.Cut(tag, ",")
+	if !validTag(name) {
+		name = ""
+	}
+	index := append(slices.Clone(l.index), i)
+	ft := sf.Type
+	if ft.Name() == "" && ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
+		return field{index: index}, ft, true
+	}
+	optList := strings.Split(opts, ",")
+	quoted := false
+	if slices.Contains(optList, "string") {
+		switch ft.Kind() {
+		case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+			reflect.Float32, reflect.Float64, reflect.String:
+			quoted = true
+		}
+	}
+	f = field{name: name, index: index, typ: sf.Type, tagged: name != "", quoted: quoted,
+		omitted: slices.Contains(optList, "omitempty") || slices.Contains(optList, "omitzero")}
+	if f.name == "" {
+		f.name = sf.Name
+	}
+	return f, nil, true
+}
+
+// dominant keeps, of the fields of one name, the shallowest, then the
+// tagged one; a tie drops them all.
+func dominant(fields []field) []field {
 	slices.SortStableFunc(fields, func(a, b field) int {
 		if c := strings.Compare(a.name, b.name); c != 0 {
 			return c

@@ -1,0 +1,172 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/openapi"
+)
+
+// endpoint is one route of the API: what the OpenAPI document says of it,
+// and what serves it.
+type endpoint struct {
+	openapi.Endpoint
+	serve func(s *server, w http.ResponseWriter, r *http.Request) error
+}
+
+// Endpoints are the API's operations, as the mux serves them, for the
+// OpenAPI document.
+func Endpoints() []openapi.Endpoint {
+	out := make([]openapi.Endpoint, len(endpoints))
+	for i, e := range endpoints {
+		out[i] = e.Endpoint
+	}
+	return out
+}
+
+// Parameters that several endpoints share.
+var (
+	jobID    = openapi.Param{Name: "id", Desc: "The job's id."}
+	route    = openapi.Param{Name: "route", Desc: "The route (queue)."}
+	deadTask = openapi.Param{Name: "task", Desc: "Only dead jobs of this task."}
+	// listing is what a job listing takes: the queues' states (active is
+	// processing, dead is failed). Finished jobs are not listed: they are
+	// results, read by id.
+	listing = []openapi.Param{
+		{Name: "route", Desc: "Only jobs of this route."},
+		{Name: "state", Desc: "Only jobs in this state: pending (default), scheduled, processing (or active: being run) or failed (or dead: in the dead-letter queue). Completed jobs are not listed.",
+			Enum: []string{"pending", "scheduled", "processing", "active", "failed", "dead"}},
+		{Name: "task", Desc: "Only jobs of this task (wire name)."},
+		{Name: "q", Desc: "Only jobs whose id, task, args or error contain this text."},
+		{Name: "cursor", Desc: "Where the previous page ended (its next cursor)."},
+		{Name: "limit", Desc: "At most this many jobs.", Kind: openapi.Integer, Min: 1, Max: 500},
+		{Name: "order", Desc: "Oldest first (default) or newest first.", Enum: []string{"oldest", "newest"}},
+	}
+	deadListing = deadStates(listing)
+)
+
+// deadStates is the listing of the dead-letter queue: failed jobs only.
+func deadStates(ps []openapi.Param) []openapi.Param {
+	out := append([]openapi.Param(nil), ps...)
+	out[1] = openapi.Param{Name: "state", Desc: "The dead-letter queue holds failed (dead) jobs only.", Enum: []string{"failed", "dead"}}
+	return out
+}
+
+// Answers that several endpoints give.
+var (
+	badRequest = openapi.Response{Status: http.StatusBadRequest}
+	notFound   = openapi.Response{Status: http.StatusNotFound}
+	conflict   = openapi.Response{Status: http.StatusConflict}
+	tooLarge   = openapi.Response{Status: http.StatusRequestEntityTooLarge}
+	theJob     = openapi.Response{Status: http.StatusOK, Desc: "The job.", Type: admin.Job{}, Name: "Job"}
+)
+
+// batchAnswer is an answer to a batch other than success.
+func batchAnswer(status int, desc string) openapi.Response {
+	return openapi.Response{Status: status, Desc: desc, Type: batchAnswerBody{}, Name: "BatchError"}
+}
+
+// endpoints is the API. Each entry is one mux route and one operation of
+// the OpenAPI document.
+var endpoints = []endpoint{
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/jobs", ID: "submitJob", Tag: "jobs", Summary: "Enqueue a job of a registered task.",
+		Action: true, Body: openapi.OneSubmission, Responses: []openapi.Response{
+			{Status: http.StatusCreated, Desc: "Enqueued.", Type: submitted{}, Location: true}, badRequest, tooLarge}},
+		(*server).submit},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/jobs/batch", ID: "submitJobs", Tag: "jobs", Summary: "Enqueue up to 1,000 jobs at once: all of them or none.",
+		Action: true, Body: openapi.Submissions, MaxBatch: admin.MaxBatch, Responses: []openapi.Response{
+			{Status: http.StatusCreated, Desc: "Every job enqueued; ids in the order of jobs.", Type: batchCreated{}},
+			batchAnswer(http.StatusBadRequest, "Nothing was enqueued: jobs lists every refused job (index, field, error), or field names what is wrong with the batch itself (over 1,000 jobs, an unknown key, not JSON)."),
+			batchAnswer(http.StatusConflict, "Jobs of a task with a unique window duplicate jobs already enqueued: jobs lists them, and they were not enqueued again; the others were. ids has every job's id, a duplicate's the id of the job that holds its key."),
+			tooLarge,
+			batchAnswer(http.StatusInternalServerError, `Redis failed part-way through a batch over several routes or priorities (one call each, in the order jobs first names them): ids has the id of each job stored and "" for the others, which jobs lists; the job of the failing call may or may not be stored (GET /api/v1/jobs/{id} tells). A batch of one route and priority is stored whole or not at all.`)}},
+		(*server).submitBatch},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/jobs", ID: "listJobs", Tag: "jobs", Summary: "List jobs.", Query: listing,
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of jobs.", Type: admin.JobPage{}, Name: "JobPage",
+			Inner: map[string]string{"jobs": "JobSummary"}}, badRequest}},
+		(*server).jobs},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/jobs/{id}", ID: "getJob", Tag: "jobs", Summary: "A job: its state, args and result as JSON.",
+		PathParams: []openapi.Param{jobID}, Responses: []openapi.Response{theJob, notFound}},
+		(*server).job},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/jobs/{id}/result", ID: "getJobResult", Tag: "jobs", Summary: "Wait for a job to finish, and read it with its result.",
+		PathParams: []openapi.Param{jobID},
+		Query: []openapi.Param{{Name: "wait", Kind: openapi.Duration,
+			Desc: "How long to wait for the job to finish: a Go duration from 0 to 5m, such as 30s (default 0: answer at once)."}},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The job has finished.", Type: admin.Job{}, Name: "Job"},
+			{Status: http.StatusAccepted, Desc: "The job has not finished yet: ask again.", Type: admin.Job{}, Name: "Job"}, badRequest, notFound}},
+		(*server).result},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/jobs/{id}/cancel", ID: "cancelJob", Tag: "jobs", Action: true,
+		Summary: "Cancel a job: one not started is not run, a running one has its context canceled.", PathParams: []openapi.Param{jobID},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Canceled.", Type: admin.Canceled{}, Name: "Canceled"}, notFound, conflict}},
+		(*server).cancel},
+	{openapi.Endpoint{Method: "DELETE", Path: "/api/v1/jobs/{id}", ID: "deleteJob", Tag: "jobs", Summary: "Delete a pending or scheduled job.",
+		Action: true, PathParams: []openapi.Param{jobID},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Deleted.", Type: deleted{}}, notFound, conflict}},
+		(*server).delete},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/tasks", ID: "listTasks", Tag: "tasks", Summary: "The registered tasks, their defaults and args.",
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The tasks.", Type: admin.Task{}, List: true, Name: "Task",
+			Inner: map[string]string{"cron": "CronSpec"}}}},
+		(*server).tasks},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/queues", ID: "listQueues", Tag: "queues", Summary: "The routes, their depths and whether they are paused.",
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The queues.", Type: admin.Route{}, List: true, Name: "Queue"}}},
+		(*server).queues},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/routes/{route}/pause", ID: "pauseRoute", Tag: "queues", Action: true,
+		Summary: "Pause a route: workers take no new job from it.", PathParams: []openapi.Param{route},
+		// 404: a route no job, registered task or live worker has; the error lists the known ones.
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Paused.", Type: paused{}}, notFound}},
+		(*server).pause},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/routes/{route}/resume", ID: "resumeRoute", Tag: "queues", Action: true,
+		Summary: "Resume a paused route.", PathParams: []openapi.Param{route},
+		// 404: a route that is not paused and that nothing knows.
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Resumed.", Type: paused{}}, notFound}},
+		(*server).resume},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/dlq", ID: "listDeadJobs", Tag: "dlq", Summary: "List the dead-letter queue.", Query: deadListing,
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of dead jobs.", Type: admin.JobPage{}, Name: "DeadJobList"}, badRequest}},
+		(*server).dead},
+	{openapi.Endpoint{Method: "DELETE", Path: "/api/v1/dlq", ID: "purgeDeadJobs", Tag: "dlq", Action: true,
+		Summary: "Delete dead jobs for good: all of them, or those of one task.",
+		Query: []openapi.Param{deadTask, {Name: "older_than", Kind: openapi.Duration,
+			Desc: "Only dead jobs that died longer ago than this Go duration, such as 24h."}},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Purged.", Type: purged{}}, badRequest}},
+		(*server).purgeDead},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/dlq/{id}/replay", ID: "replayDeadJob", Tag: "dlq", Action: true,
+		Summary: "Enqueue a dead job again.", PathParams: []openapi.Param{jobID},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Replayed.", Type: replayed{}}, notFound}},
+		(*server).replay},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/dlq/replay", ID: "replayDeadJobs", Tag: "dlq", Action: true,
+		Summary: "Enqueue dead jobs again: all of them, or those of one task.", Query: []openapi.Param{deadTask},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Replayed.", Type: replayedCount{}}, badRequest}},
+		(*server).replayDead},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/cron", ID: "listCron", Tag: "cron", Summary: "The cron entries, their last and next runs.",
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The cron entries.", Type: admin.CronEntry{}, List: true, Name: "CronEntry"}}},
+		(*server).cron},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/cron/{name}/run", ID: "runCron", Tag: "cron", Action: true,
+		Summary:    "Run a cron entry now: enqueue one job of its task (zero args, its route and priority); its schedule is left as it is.",
+		PathParams: []openapi.Param{{Name: "name", Desc: "The cron entry's name: its task's wire name."}},
+		Responses:  []openapi.Response{{Status: http.StatusCreated, Desc: "Enqueued.", Type: submitted{}, Location: true}, notFound, conflict}},
+		(*server).runCron},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/workers", ID: "listWorkers", Tag: "workers", Summary: "The live workers and schedulers, from their heartbeats.",
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The workers.", Type: admin.Worker{}, List: true, Name: "Worker"}}},
+		(*server).workers},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/stats", ID: "getStats", Tag: "stats", Summary: "Counts of jobs per minute over a window.",
+		Query: []openapi.Param{{Name: "window", Desc: "The window: the last hour (default) or day.", Enum: []string{"1h", "24h"}}},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The per-minute history.", Type: admin.Stats{}, Name: "Stats",
+			Inner: map[string]string{"points": "StatsPoint"}}, badRequest}},
+		(*server).stats},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/openapi.json", ID: "getOpenAPI", Tag: "meta", Summary: "This document.",
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The OpenAPI 3.1 document.", Type: map[string]any{}}}},
+		(*server).openAPI},
+	// Liveness needs nothing; readiness needs Redis. Neither needs the
+	// token: probes carry none.
+	{openapi.Endpoint{Method: "GET", Path: "/healthz", ID: "healthz", Tag: "meta", Summary: "Readiness: whether the server reaches Redis.",
+		Public: true, Responses: probeAnswers},
+		(*server).healthz},
+	{openapi.Endpoint{Method: "GET", Path: "/livez", ID: "livez", Tag: "meta", Summary: "Liveness: whether the server answers.",
+		Public: true, Responses: probeAnswers},
+		(*server).livez},
+}
+
+var probeAnswers = []openapi.Response{
+	{Status: http.StatusOK, Desc: "Up.", Type: probeStatus{}},
+	{Status: http.StatusServiceUnavailable, Desc: "Down.", Type: probeStatus{}},
+}

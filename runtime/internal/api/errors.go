@@ -1,0 +1,123 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/bananas-go/bananas/runtime/admin"
+)
+
+// onlyParams refuses a query parameter the endpoint does not take, or one
+// given twice: a typo must not be silently ignored.
+func onlyParams(r *http.Request, known ...string) error {
+	for k, vs := range r.URL.Query() {
+		ok := false
+		for _, want := range known {
+			ok = ok || k == want
+		}
+		if !ok {
+			return BadRequest(k, "unknown query parameter %q (this endpoint takes: %s)", k, orNone(known))
+		}
+		if len(vs) > 1 {
+			return BadRequest(k, "query parameter %q given %d times", k, len(vs))
+		}
+	}
+	return nil
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+// bodyError names what is wrong with a JSON body.
+func bodyError(err error) error {
+	var tooBig *http.MaxBytesError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooBig):
+		return &Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the body is over the limit of %d bytes", tooBig.Limit)}
+	case errors.Is(err, io.EOF):
+		return BadRequest("", "empty body: want a JSON object")
+	case errors.As(err, &syntax):
+		return BadRequest("", "the body is not JSON: %v (at byte %d)", err, syntax.Offset)
+	case errors.As(err, &typ):
+		return BadRequest(typ.Field, "field %q: want %s, got JSON %s", typ.Field, typ.Type, typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return BadRequest(field, "unknown field %q (want name, args, route, priority, delay)", field)
+	}
+	return BadRequest("", "the body is not valid JSON: %v", err)
+}
+
+// Error is an answer other than success that the API decides itself: a
+// status, a message for people and the field (body key or query parameter)
+// it is about, when there is one.
+type Error struct {
+	Status int
+	Msg    string
+	Field  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// BadRequest is a 400 about field.
+func BadRequest(field, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Msg: fmt.Sprintf(format, args...), Field: field}
+}
+
+// errorBody is the JSON of every error answer.
+type errorBody struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var e *Error
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &e):
+	case errors.As(err, &tooBig):
+		e = &Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the body is over the limit of %d bytes", tooBig.Limit)}
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		return // the client left
+	default:
+		if e = httpError(err); e.Status == http.StatusInternalServerError {
+			s.cfg.Logger.Error("bananas: api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+	}
+	_ = writeJSON(w, e.Status, errorBody{Error: e.Msg, Field: e.Field})
+}
+
+// status is the HTTP status of a class of the admin layer's errors.
+func status(c admin.Class) int {
+	switch c {
+	case admin.BadInput:
+		return http.StatusBadRequest
+	case admin.NotFound:
+		return http.StatusNotFound
+	case admin.Conflict:
+		return http.StatusConflict
+	case admin.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusInternalServerError // Failure: the server's or Redis's
+}
+
+// httpError is the answer to err, an error of the admin layer: its class's
+// status and the field it names. A Failure is a 500 that says what failed.
+func httpError(err error) *Error {
+	p := admin.Classify(err)
+	if p.Class == admin.Failure {
+		return &Error{Status: http.StatusInternalServerError, Msg: err.Error()}
+	}
+	return &Error{Status: status(p.Class), Msg: p.Msg, Field: p.Field}
+}

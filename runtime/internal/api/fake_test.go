@@ -1,0 +1,104 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
+)
+
+// fakeAdmin answers as the admin layer would, without Redis: err, when set,
+// is every call's error, and the calls it takes are kept.
+type fakeAdmin struct {
+	err      error
+	batchErr error // SubmitBatch's error; by default a refusal of what the API refused
+	readyErr error
+	status   admin.Status // of the job Job and Result answer
+
+	subs    []admin.Submission
+	refused []admin.BatchRefusal
+	query   admin.JobQuery
+	route   string
+	task    string
+	older   time.Duration
+	window  time.Duration
+}
+
+var _ admin.Admin = (*fakeAdmin)(nil)
+
+func (f *fakeAdmin) Submit(_ context.Context, s admin.Submission) (string, string, error) {
+	f.subs = append(f.subs, s)
+	if f.err != nil {
+		return "", "", f.err
+	}
+	return "j1", "", nil
+}
+
+func (f *fakeAdmin) SubmitBatch(_ context.Context, subs []admin.Submission, refused []admin.BatchRefusal) ([]string, error) {
+	f.subs, f.refused = subs, refused
+	switch {
+	case f.batchErr != nil:
+		return nil, f.batchErr
+	case len(refused) > 0:
+		return nil, &admin.BatchError{Class: admin.BadInput, Msg: "refused", Jobs: refused}
+	}
+	ids := make([]string, len(subs))
+	for i := range subs {
+		ids[i] = "j" + string(rune('a'+i%26))
+	}
+	return ids, f.err
+}
+
+func (f *fakeAdmin) job(id string) (*admin.Job, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &admin.Job{ID: id, Name: "t", Status: f.status}, nil
+}
+
+func (f *fakeAdmin) Job(_ context.Context, id string) (*admin.Job, error) { return f.job(id) }
+
+func (f *fakeAdmin) Jobs(_ context.Context, q admin.JobQuery) (admin.JobPage, error) {
+	f.query = q
+	return admin.JobPage{}, f.err
+}
+
+func (f *fakeAdmin) Result(_ context.Context, id string, _ time.Duration) (*admin.Job, error) {
+	return f.job(id)
+}
+
+func (f *fakeAdmin) Cancel(context.Context, string) (admin.Status, error) { return "canceled", f.err }
+func (f *fakeAdmin) Delete(context.Context, string) error                 { return f.err }
+func (f *fakeAdmin) Replay(context.Context, string) error                 { return f.err }
+
+func (f *fakeAdmin) ReplayDead(_ context.Context, route, task string) (int, error) {
+	f.route, f.task = route, task
+	return 2, f.err
+}
+
+func (f *fakeAdmin) PurgeDead(_ context.Context, route, task string, olderThan time.Duration) (int, error) {
+	f.route, f.task, f.older = route, task, olderThan
+	return 3, f.err
+}
+
+func (f *fakeAdmin) Routes(context.Context) ([]admin.Route, error) { return nil, f.err }
+func (f *fakeAdmin) Pause(_ context.Context, route string) error   { f.route = route; return f.err }
+func (f *fakeAdmin) Resume(_ context.Context, route string) error  { f.route = route; return f.err }
+func (f *fakeAdmin) Tasks() []admin.Task                           { return []admin.Task{{Name: "t"}} }
+func (f *fakeAdmin) Cron(context.Context) ([]admin.CronEntry, error) {
+	return nil, f.err
+}
+func (f *fakeAdmin) RunCron(context.Context, string) (string, error) { return "j2", f.err }
+func (f *fakeAdmin) Workers(context.Context) ([]admin.Worker, error) { return nil, f.err }
+
+func (f *fakeAdmin) Stats(_ context.Context, window time.Duration) (admin.Stats, error) {
+	f.window = window
+	return admin.Stats{Window: window}, f.err
+}
+
+func (f *fakeAdmin) OpenAPI() ([]byte, error) { return []byte(`{"openapi":"3.1.0"}`), f.err }
+func (f *fakeAdmin) ArgsSchemas() (map[string]json.RawMessage, error) {
+	return map[string]json.RawMessage{}, f.err
+}
+func (f *fakeAdmin) Ready(context.Context) error { return f.readyErr }

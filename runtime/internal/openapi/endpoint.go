@@ -1,0 +1,100 @@
+package openapi
+
+import "reflect"
+
+// Endpoint is one operation of the HTTP API as the api package declares it:
+// the api package serves its table of them (one mux route each), and
+// Document describes the same table, so that a route is declared once.
+type Endpoint struct {
+	Method  string // GET, POST, DELETE
+	Path    string // as the mux takes it: /api/v1/jobs/{id}
+	ID, Tag string // the operationId and the tag
+	Summary string
+	// Action: the endpoint changes something, so read-only mode refuses it
+	// (403).
+	Action bool
+	// Public: the endpoint needs no token (the probes).
+	Public bool
+	// PathParams describe the {names} of Path.
+	PathParams []Param
+	// Query are the query parameters the endpoint takes: it refuses any
+	// other.
+	Query []Param
+	// Body is the request body the endpoint reads; MaxBatch, the most
+	// submissions a Submissions body holds.
+	Body     Body
+	MaxBatch int
+	// Responses are its answers. An answer of 400, 404, 409 or 413 without
+	// a Type is the error shape; 401 and 500 (and 403 for an action) are
+	// added to every endpoint that is not Public.
+	Responses []Response
+}
+
+// Pattern is the endpoint's mux pattern: "GET /api/v1/jobs/{id}".
+func (e Endpoint) Pattern() string { return e.Method + " " + e.Path }
+
+// Param is a path or query parameter.
+type Param struct {
+	Name, Desc string
+	Kind       ParamKind
+	// Enum, when set, are the values it takes, the first being the default.
+	Enum []string
+	// Min and Max bound an Integer.
+	Min, Max int
+}
+
+// ParamKind is the type of a parameter's value.
+type ParamKind int
+
+const (
+	// String is any text.
+	String ParamKind = iota
+	// Integer is a whole number from Min to Max.
+	Integer
+	// Duration is a Go duration (time.ParseDuration): "30s".
+	Duration
+)
+
+// Body is the request body of an endpoint.
+type Body int
+
+const (
+	// NoBody: the endpoint reads no body.
+	NoBody Body = iota
+	// OneSubmission is a Submission: a registered task's name and its args.
+	OneSubmission
+	// Submissions is {"jobs": [Submission, …]}, up to the endpoint's
+	// MaxBatch of them.
+	Submissions
+)
+
+// Response is one answer of an endpoint.
+type Response struct {
+	Status int
+	Desc   string
+	// Type is a value of the Go type written as the body (one with a
+	// WireType method is described by the type WireType returns: what its
+	// MarshalJSON writes); nil is the error shape for a status of 400 and
+	// above.
+	Type any
+	// List: the body is a JSON array of Type.
+	List bool
+	// Name is the component name of Type's schema. A Name given twice to
+	// one type makes the second an alias of the first. The Name Job marks
+	// the job shape: with its task, args and result keys, such an answer is
+	// typed by the job's task (TypedJob).
+	Name string
+	// Inner names the components of types Type holds, by the JSON key of
+	// Type that holds them (its element, for a list or a pointer).
+	Inner map[string]string
+	// Location: the answer has a Location header, the new job's URL.
+	Location bool
+}
+
+// typeOf is the Go type whose JSON shape v writes.
+func typeOf(v any) reflect.Type {
+	if w, ok := v.(interface{ WireType() any }); ok {
+		return reflect.TypeOf(w.WireType())
+	}
+	return reflect.TypeOf(v)
+}
