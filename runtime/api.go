@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/api"
 )
 
@@ -40,7 +39,3 @@ func APIHandler(in *Inspector, o APIOptions) http.Handler {
 		Extra:   dashboardRoutes(in, o),
 	})
 }
-
-// trimBananas drops the "bananas: " prefix that Go errors of the runtime
-// carry: whoever reads it knows where the answer came from.
-func trimBananas(err error) string { return admin.Message(err) }
