@@ -11,6 +11,11 @@ import (
 // fakeAdmin answers as the admin layer would, without Redis: err, when set,
 // is every call's error, and the calls it takes are kept.
 type fakeAdmin struct {
+	// The interface embedded: a method the fake does not answer fails the
+	// test that reaches it (a nil call), and an action added to the admin
+	// layer needs no change here until a test of the API calls it.
+	admin.Admin
+
 	err      error
 	batchErr error // SubmitBatch's error; by default a refusal of what the API refused
 	readyErr error
