@@ -254,6 +254,44 @@ func (in *Inspector) checkKnownRoute(ctx context.Context, route string, orPaused
 	return fmt.Errorf("%w %q: no job, registered task or live worker has it (known routes: %s)", ErrUnknownRoute, route, strings.Join(known, ", "))
 }
 
+// CancelWaiting cancels every pending and scheduled job of route (of task,
+// when given), as Cancel cancels one, and says how many it canceled: each
+// ends canceled, and its waiters wake. A job that starts or finishes
+// meanwhile is left alone (running jobs are not asked to stop), so the
+// count may be less than the listing showed. A route that nothing knows is
+// an error matching ErrUnknownRoute.
+func (in *Inspector) CancelWaiting(ctx context.Context, route, task string) (int, error) {
+	if err := in.checkKnownRoute(ctx, route, true); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, state := range []Status{StatusPending, StatusScheduled} {
+		q := JobQuery{Route: route, State: state, Task: task, Limit: 500}
+		for {
+			page, err := in.Jobs(ctx, q)
+			if err != nil {
+				return n, err
+			}
+			for _, j := range page.Jobs {
+				st, err := in.Cancel(ctx, j.ID)
+				switch {
+				case errors.Is(err, ErrWrongState), errors.Is(err, ErrJobNotFound):
+					continue // it moved since the listing
+				case err != nil:
+					return n, err
+				case st == StatusCanceled:
+					n++
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			q.Cursor = page.Next
+		}
+	}
+	return n, nil
+}
+
 // ReplayDead replays the dead jobs of route ("" every route) of task (""
 // every task), and says how many.
 func (in *Inspector) ReplayDead(ctx context.Context, route, task string) (int, error) {

@@ -18,7 +18,7 @@ import (
 // Main is the whole application binary: it reads the configuration from the
 // environment (flags override), registers the packages' tasks, and runs the
 // subcommand of os.Args — worker (the default), scheduler, api, enqueue,
-// job (job cancel, job delete), jobs, queues, pause, resume, dlq (list,
+// job (job cancel, job delete), jobs, queues, pause, resume, cancel, dlq (list,
 // replay, purge), cron (list, run), workers; -h or help lists them with
 // the environment. It exits 0 on success, 1 on failure and
 // 2 on a usage or configuration error; SIGINT and SIGTERM shut a worker down

@@ -43,6 +43,9 @@ type Admin interface {
 	Routes(ctx context.Context) ([]Route, error)
 	Pause(ctx context.Context, route string) error
 	Resume(ctx context.Context, route string) error
+	// CancelWaiting cancels every pending and scheduled job of route (of
+	// task, when given) and says how many it canceled.
+	CancelWaiting(ctx context.Context, route, task string) (int, error)
 
 	// Tasks are the registered tasks, sorted by name.
 	Tasks() []Task

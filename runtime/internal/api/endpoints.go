@@ -120,6 +120,11 @@ var endpoints = []endpoint{
 		// 404: a route that is not paused and that nothing knows.
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Resumed.", Type: paused{}}, notFound}},
 		(*server).resume},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/routes/{route}/cancel", ID: "cancelWaitingJobs", Tag: "queues", Action: true,
+		Summary: "Cancel every pending and scheduled job of a route, or those of one task.", PathParams: []openapi.Param{route},
+		Query:     []openapi.Param{{Name: "task", Desc: "Only waiting jobs of this task."}},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Canceled.", Type: canceledCount{}}, badRequest, notFound}},
+		(*server).cancelWaiting},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/dlq", ID: "listDeadJobs", Tag: "dlq", Summary: "List the dead-letter queue.", Query: deadListing,
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of dead jobs.", Type: admin.JobPage{}, Name: "DeadJobList"}, badRequest}},
 		(*server).dead},
@@ -169,4 +174,18 @@ var endpoints = []endpoint{
 var probeAnswers = []openapi.Response{
 	{Status: http.StatusOK, Desc: "Up.", Type: probeStatus{}},
 	{Status: http.StatusServiceUnavailable, Desc: "Down.", Type: probeStatus{}},
+}
+
+// canceledCount is the answer of POST /api/v1/routes/{route}/cancel.
+type canceledCount struct {
+	Route    string `json:"route"`
+	Canceled int    `json:"canceled"`
+}
+
+func (s *server) cancelWaiting(w http.ResponseWriter, r *http.Request) error {
+	n, err := s.a.CancelWaiting(r.Context(), r.PathValue("route"), r.URL.Query().Get("task"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, canceledCount{Route: r.PathValue("route"), Canceled: n})
 }

@@ -89,8 +89,12 @@ func (f *fakeAdmin) PurgeDead(_ context.Context, route, task string, olderThan t
 
 func (f *fakeAdmin) Routes(context.Context) ([]admin.Route, error) { return nil, f.err }
 func (f *fakeAdmin) Pause(_ context.Context, route string) error   { f.route = route; return f.err }
-func (f *fakeAdmin) Resume(_ context.Context, route string) error  { f.route = route; return f.err }
-func (f *fakeAdmin) Tasks() []admin.Task                           { return []admin.Task{{Name: "t"}} }
+func (f *fakeAdmin) CancelWaiting(_ context.Context, route, task string) (int, error) {
+	f.route, f.task = route, task
+	return 3, f.err
+}
+func (f *fakeAdmin) Resume(_ context.Context, route string) error { f.route = route; return f.err }
+func (f *fakeAdmin) Tasks() []admin.Task                          { return []admin.Task{{Name: "t"}} }
 func (f *fakeAdmin) Cron(context.Context) ([]admin.CronEntry, error) {
 	return nil, f.err
 }

@@ -22,6 +22,7 @@ var adminCommands = map[string]Command{
 	"dlq":     cmdDLQ,
 	"cron":    cmdCron,
 	"workers": cmdWorkers,
+	"cancel":  cmdCancelWaiting,
 	"pause":   cmdPause(true),
 	"resume":  cmdPause(false),
 }
@@ -489,3 +490,27 @@ var cmdWorkers = listCommand("[--json]: live workers, from their heartbeats",
 	static(admin.Admin.Workers, func(w admin.Worker) []string {
 		return []string{w.ID, w.Host, fmt.Sprint(w.PID), orDash(w.Mode), orDash(strings.Join(w.Routes, ",")), fmt.Sprint(w.Concurrency), fmt.Sprint(w.InFlight), stamp(w.LastBeat)}
 	}))
+
+// cmdCancelWaiting is `cancel ROUTE [--task T]`.
+func cmdCancelWaiting(e *Env, args []string) error {
+	fs := e.Flags("ROUTE [--task T]: cancel every pending and scheduled job of the route (running jobs go on)")
+	task := fs.String("task", "", "only the jobs of this task")
+	pos, err := Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{fmt.Errorf("want one route, got %d argument(s)", len(pos))}
+	}
+	c, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	n, err := c.CancelWaiting(e.Ctx, pos[0], *task)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "canceled %d waiting job(s) of route %s\n", n, pos[0])
+	return nil
+}
