@@ -463,30 +463,8 @@ func TestDashboard_ActionsNeedTheCSRFTokenAndAreRefusedReadOnly(t *testing.T) {
 func TestDashboard_ChartsShowTheLastHour(t *testing.T) {
 	t.Parallel()
 	ctx := tab(t)
-	c := connect(t, redistest.Shared(t).URL())
-	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
-	runtime.Handle(w, testtasks.Note, func(_ context.Context, m testtasks.Msg) (runtime.None, error) {
-		if m.N%3 == 0 {
-			return runtime.None{}, fmt.Errorf("job %d: %w", m.N, runtime.SkipRetry)
-		}
-		return runtime.None{}, nil
-	})
-	startWorker(t, w)
 	const jobs, failing = 9, 3 // N = 0, 3 and 6 fail
-	var ids []string
-	for n := range jobs {
-		id, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "chart", N: n})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	for _, id := range ids {
-		waitFor(t, 20*time.Second, "the jobs to finish", func() bool {
-			st := jobStatus(t, c, id)
-			return st == runtime.StatusCompleted || st == runtime.StatusFailed
-		})
-	}
+	w := runChartJobs(t, jobs)
 	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
 
 	run(t, ctx, "open the charts from the nav", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS(`nav a[href="/charts"]`)),
@@ -499,37 +477,8 @@ func TestDashboard_ChartsShowTheLastHour(t *testing.T) {
 	if got := text(t, ctx, "#summary"); !strings.Contains(got, "in the last hour") {
 		t.Fatalf("summary = %q; want it to name the last hour", got)
 	}
-	for chart, series := range map[string][]string{
-		"counts": {"Enqueued", "Processed", "Failed"},
-		"times":  {"Wait p50", "Wait p99", "Run p50", "Run p99"},
-	} {
-		sel := "#chart-" + chart
-		legend, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf(
-			`[...document.querySelectorAll(%q)].map(li => li.textContent.trim())`, sel+" ul.legend li")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The visible drawing's lines, with the number of points each draws.
-		lines, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](fmt.Sprintf(
-			`Object.fromEntries([...document.querySelectorAll(%q)].filter(s => s.getBoundingClientRect().width > 0)
-			  .flatMap(s => [...s.querySelectorAll('path.line')]).map(p => [p.querySelector('title').textContent, (p.getAttribute('d').match(/[ML]/g) || []).length]))`,
-			sel+" svg.plot")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(legend) != len(series) || len(lines) != len(series) {
-			t.Fatalf("%s: legend %q, lines %v; want one of each per series %q", chart, legend, lines, series)
-		}
-		for i, name := range series {
-			if !strings.HasPrefix(legend[i], name) {
-				t.Fatalf("%s: legend %q; want %q in it, in order", chart, legend, name)
-			}
-			// Every series has a minute in it: the jobs were enqueued, some
-			// failed, all started and ran.
-			if lines[name] == 0 {
-				t.Fatalf("%s: the line of %s draws nothing: %v", chart, name, lines)
-			}
-		}
+	for chart, series := range chartSeries {
+		chartDrawsEachSeries(t, ctx, chart, series)
 	}
 	shoot(t, ctx, "charts")
 
@@ -547,6 +496,77 @@ func TestDashboard_ChartsShowTheLastHour(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "7d") {
 		t.Fatalf("GET /charts?window=7d = %d; want 400 naming the window:\n%s", resp.StatusCode, body)
+	}
+}
+
+// runChartJobs has a worker run t_note jobs of N = 0 to jobs-1, those of N
+// a multiple of 3 failing without retry, and returns the worker once every
+// job has finished.
+func runChartJobs(t *testing.T, jobs int) *runtime.Worker {
+	t.Helper()
+	c := connect(t, redistest.Shared(t).URL())
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	runtime.Handle(w, testtasks.Note, func(_ context.Context, m testtasks.Msg) (runtime.None, error) {
+		if m.N%3 == 0 {
+			return runtime.None{}, fmt.Errorf("job %d: %w", m.N, runtime.SkipRetry)
+		}
+		return runtime.None{}, nil
+	})
+	startWorker(t, w)
+	var ids []string
+	for n := range jobs {
+		id, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "chart", N: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		waitFor(t, 20*time.Second, "the jobs to finish", func() bool {
+			st := jobStatus(t, c, id)
+			return st == runtime.StatusCompleted || st == runtime.StatusFailed
+		})
+	}
+	return w
+}
+
+// chartSeries are the series each chart of the charts page draws, in the
+// order of its legend.
+var chartSeries = map[string][]string{
+	"counts": {"Enqueued", "Processed", "Failed"},
+	"times":  {"Wait p50", "Wait p99", "Run p50", "Run p99"},
+}
+
+// chartDrawsEachSeries checks that the chart's legend names each series, in
+// order, and that its visible drawing has a line of points for each.
+func chartDrawsEachSeries(t *testing.T, ctx context.Context, chart string, series []string) {
+	t.Helper()
+	sel := "#chart-" + chart
+	legend, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf(
+		`[...document.querySelectorAll(%q)].map(li => li.textContent.trim())`, sel+" ul.legend li")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The visible drawing's lines, with the number of points each draws.
+	lines, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](fmt.Sprintf(
+		`Object.fromEntries([...document.querySelectorAll(%q)].filter(s => s.getBoundingClientRect().width > 0)
+		  .flatMap(s => [...s.querySelectorAll('path.line')]).map(p => [p.querySelector('title').textContent, (p.getAttribute('d').match(/[ML]/g) || []).length]))`,
+		sel+" svg.plot")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(legend) != len(series) || len(lines) != len(series) {
+		t.Fatalf("%s: legend %q, lines %v; want one of each per series %q", chart, legend, lines, series)
+	}
+	for i, name := range series {
+		if !strings.HasPrefix(legend[i], name) {
+			t.Fatalf("%s: legend %q; want %q in it, in order", chart, legend, name)
+		}
+		// Every series has a minute in it: the jobs were enqueued, some
+		// failed, all started and ran.
+		if lines[name] == 0 {
+			t.Fatalf("%s: the line of %s draws nothing: %v", chart, name, lines)
+		}
 	}
 }
 
@@ -630,24 +650,7 @@ func TestDashboard_BulkActionsNeedConfirmationAndCSRF(t *testing.T) {
 		}
 		return true
 	}
-	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	do := func(method, u string, form url.Values) (int, string, http.Header) {
-		t.Helper()
-		var resp *http.Response
-		var err error
-		if method == "GET" {
-			resp, err = hc.Get(u)
-		} else {
-			resp, err = hc.PostForm(u, form)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b), resp.Header
-	}
+	do := newFormBrowser(t).do
 	base := serveAPI(t, in, runtime.APIOptions{}).url
 	st, body, _ := do("GET", base+"/jobs", nil)
 	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
@@ -704,6 +707,37 @@ func TestDashboard_BulkActionsNeedConfirmationAndCSRF(t *testing.T) {
 	if st, body, _ := do("POST", ro+"/jobs/bulk", url.Values{"csrf": {m[1]}, "confirm": {"yes"}, "action": {"delete"}, "id": {"x"}}); st != http.StatusForbidden || !strings.Contains(body, "read-only") {
 		t.Fatalf("read-only bulk = %d; want 403 saying read-only:\n%s", st, body)
 	}
+}
+
+// formBrowser is an HTTP client that keeps cookies, as a browser does, and
+// does not follow redirects, so that a test sees them.
+type formBrowser struct {
+	t  *testing.T
+	hc *http.Client
+}
+
+func newFormBrowser(t *testing.T) *formBrowser {
+	jar, _ := cookiejar.New(nil)
+	return &formBrowser{t: t, hc: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// do sends a GET of u, or a POST of form to u, and returns the status, the
+// body and the headers of the answer.
+func (b *formBrowser) do(method, u string, form url.Values) (int, string, http.Header) {
+	b.t.Helper()
+	var resp *http.Response
+	var err error
+	if method == "GET" {
+		resp, err = b.hc.Get(u)
+	} else {
+		resp, err = b.hc.PostForm(u, form)
+	}
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp.Header
 }
 
 // darkMode makes the tab prefer a dark color scheme, as an operator's

@@ -352,108 +352,140 @@ func TestOpenAPI_DocumentAcceptsAndRefusesSubmissionsAsTheAPIDoes(t *testing.T) 
 func TestOpenAPI_ServedDocumentDescribesEveryAnswer(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		r := newSpecRig(t, c)
-
-		// Completed jobs of every result kind: a struct, an int, none.
-		echo := r.submit(`{"name":"t_echo","args":{"Text":"hi","N":2},"priority":"high"}`)
-		resize := r.submit(`{"name":"resize_image","args":{"URL":"https://x/cat.png","Width":640}}`)
-		count := r.submit(`{"name":"count_words","args":{"Body":"a b c"},"route":"default"}`)
-		note := r.submit(`{"name":"t_note","args":{"Text":"n"}}`)
-		for _, id := range []string{echo, resize, count, note} {
-			job := r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+id+"/result?wait=20s", "").(map[string]any)
-			if job["status"] != "completed" {
-				t.Fatalf("job %s = %v; want completed", id, job)
-			}
-			r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+id, "")
-		}
-		if job := r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+count, "").(map[string]any); job["result"] != float64(3) {
-			t.Errorf("count_words result = %v; want 3", job["result"])
-		}
-
-		// A pending job (its route paused), a scheduled one, and their pages.
-		pending := r.submit(`{"name":"t_echo","args":{"Text":"wait"},"route":"held"}`)
-		r.conforms(http.StatusOK, "POST", "/api/v1/routes/held/pause", "")
-		r.conforms(http.StatusNotFound, "POST", "/api/v1/routes/nowhere/pause", "")
-		scheduled := r.submit(`{"name":"send_email","args":{"To":"a@b","Subject":"later"},"delay":"1h"}`)
-		if job := r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+pending, "").(map[string]any); job["status"] != "pending" || job["result"] != nil {
-			t.Fatalf("job on a paused route = %v; want pending, result null", job)
-		}
-		r.conforms(http.StatusAccepted, "GET", "/api/v1/jobs/"+pending+"/result", "")
-		r.conforms(http.StatusAccepted, "GET", "/api/v1/jobs/"+pending+"/result?wait=10ms", "")
-		r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+scheduled, "")
-		page := r.conforms(http.StatusOK, "GET", "/api/v1/jobs?route=held&state=pending&limit=50", "").(map[string]any)
-		if jobs, _ := page["jobs"].([]any); len(jobs) != 1 {
-			t.Fatalf("page of held = %v; want the pending job", page)
-		}
-		r.conforms(http.StatusOK, "GET", "/api/v1/jobs?route=email&state=scheduled&order=newest", "")
-		r.conforms(http.StatusOK, "GET", "/api/v1/jobs", "")
-		first := r.conforms(http.StatusOK, "GET", "/api/v1/jobs?route=held&state=pending&limit=1", "").(map[string]any)
-		if next, _ := first["next"].(string); next != "" {
-			r.conforms(http.StatusOK, "GET", "/api/v1/jobs?route=held&state=pending&limit=1&cursor="+next, "")
-		}
-
-		// A dead job.
-		dead := r.submit(`{"name":"send_email","args":{"To":"nobody","Subject":"x"}}`)
-		r.waitDead("send_email to nobody to die")
-		r.conforms(http.StatusOK, "GET", "/api/v1/dlq", "")
-		r.conforms(http.StatusOK, "GET", "/api/v1/dlq?task=send_email&q=nobody&limit=10", "")
-		r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+dead, "")
-		r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+dead+"/result", "")
-		r.conforms(http.StatusOK, "GET", "/api/v1/jobs?state=failed", "")
-
-		// What there is.
-		queues := r.conforms(http.StatusOK, "GET", "/api/v1/queues", "").([]any)
-		if len(queues) == 0 {
-			t.Fatal("GET /api/v1/queues: no queue")
-		}
-		r.conforms(http.StatusOK, "GET", "/api/v1/tasks", "")
-		waitFor(t, 15*time.Second, "the cron entry to have run", func() bool {
-			entries, _ := r.get("/api/v1/cron").([]any)
-			return len(entries) == 1 && entries[0].(map[string]any)["last_run"] != nil
-		})
-		r.conforms(http.StatusOK, "GET", "/api/v1/cron", "")
-		waitFor(t, 15*time.Second, "the worker's heartbeat", func() bool {
-			ws, _ := r.get("/api/v1/workers").([]any)
-			return len(ws) > 0
-		})
-		r.conforms(http.StatusOK, "GET", "/api/v1/workers", "")
-		r.conforms(http.StatusOK, "GET", "/api/v1/stats", "")
-		r.conforms(http.StatusOK, "GET", "/api/v1/stats?window=24h", "")
-
-		// The actions.
-		r.conforms(http.StatusOK, "POST", "/api/v1/jobs/"+pending+"/cancel", "")
-		r.conforms(http.StatusOK, "DELETE", "/api/v1/jobs/"+scheduled, "")
-		r.conforms(http.StatusOK, "POST", "/api/v1/routes/held/resume", "")
-		r.conforms(http.StatusOK, "POST", "/api/v1/dlq/"+dead+"/replay", "")
-		r.waitDead("the replayed job to die again")
-		r.conforms(http.StatusOK, "POST", "/api/v1/dlq/replay?task=send_email", "")
-		r.waitDead("the replayed jobs to die again")
-		r.conforms(http.StatusOK, "DELETE", "/api/v1/dlq?task=send_email&older_than=0s", "")
-
-		// The error bodies.
-		r.conforms(http.StatusNotFound, "GET", "/api/v1/jobs/01M84ZSHR0JRGTE9KQMVTY94SD.default", "")
-		r.conforms(http.StatusNotFound, "GET", "/api/v1/jobs/01M84ZSHR0JRGTE9KQMVTY94SD.default/result", "")
-		r.conforms(http.StatusConflict, "DELETE", "/api/v1/jobs/"+echo, "")
-		r.conforms(http.StatusConflict, "POST", "/api/v1/jobs/"+echo+"/cancel", "")
-		for path, param := range map[string]string{
-			"/api/v1/jobs?limit=0": "limit", "/api/v1/jobs?order=sideways": "order", "/api/v1/jobs?state=completed": "state",
-			"/api/v1/jobs?nope=1": "nope", "/api/v1/dlq?state=pending": "state", "/api/v1/stats?window=2h": "window",
-			"/api/v1/jobs/" + echo + "/result?wait=soon": "wait",
-			// Over the 5m cap: a pattern cannot say so; the document says it in words.
-			"/api/v1/jobs/" + echo + "/result?wait=10m": "",
-		} {
-			e := r.answerConforms(http.StatusBadRequest, "GET", path, "")
-			if e["error"] == "" || (param != "" && e["field"] != nil && e["field"] != param) {
-				t.Errorf("GET %s: 400 %v; want an error about %s", path, e, param)
-			}
-			if param != "" {
-				r.documentRefuses("GET", path, param)
-			}
-		}
-		e := r.answerConforms(http.StatusBadRequest, "POST", "/api/v1/jobs", `{"name":"t_echo","args":{"text":"x"}}`)
-		if e["field"] != "args" {
-			t.Errorf("400 of a wrong-case key = %v; want field args", e)
-		}
+		echo := r.completedJobsOfEveryResultKindConform()
+		pending, scheduled := r.waitingJobsAndTheirPagesConform()
+		dead := r.aDeadJobConforms()
+		r.whatThereIsConforms()
+		r.theActionsConform(pending, scheduled, dead)
+		r.theErrorBodiesConform(echo)
 	})
+}
+
+// Completed jobs of every result kind: a struct, an int, none. It returns
+// the id of the completed t_echo job.
+func (r *specRig) completedJobsOfEveryResultKindConform() string {
+	t := r.t
+	echo := r.submit(`{"name":"t_echo","args":{"Text":"hi","N":2},"priority":"high"}`)
+	resize := r.submit(`{"name":"resize_image","args":{"URL":"https://x/cat.png","Width":640}}`)
+	count := r.submit(`{"name":"count_words","args":{"Body":"a b c"},"route":"default"}`)
+	note := r.submit(`{"name":"t_note","args":{"Text":"n"}}`)
+	for _, id := range []string{echo, resize, count, note} {
+		job := r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+id+"/result?wait=20s", "").(map[string]any)
+		if job["status"] != "completed" {
+			t.Fatalf("job %s = %v; want completed", id, job)
+		}
+		r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+id, "")
+	}
+	if job := r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+count, "").(map[string]any); job["result"] != float64(3) {
+		t.Errorf("count_words result = %v; want 3", job["result"])
+	}
+	return echo
+}
+
+// A pending job (its route, held, paused), a scheduled one, and their pages.
+func (r *specRig) waitingJobsAndTheirPagesConform() (pending, scheduled string) {
+	t := r.t
+	pending = r.submit(`{"name":"t_echo","args":{"Text":"wait"},"route":"held"}`)
+	r.conforms(http.StatusOK, "POST", "/api/v1/routes/held/pause", "")
+	r.conforms(http.StatusNotFound, "POST", "/api/v1/routes/nowhere/pause", "")
+	scheduled = r.submit(`{"name":"send_email","args":{"To":"a@b","Subject":"later"},"delay":"1h"}`)
+	if job := r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+pending, "").(map[string]any); job["status"] != "pending" || job["result"] != nil {
+		t.Fatalf("job on a paused route = %v; want pending, result null", job)
+	}
+	r.conforms(http.StatusAccepted, "GET", "/api/v1/jobs/"+pending+"/result", "")
+	r.conforms(http.StatusAccepted, "GET", "/api/v1/jobs/"+pending+"/result?wait=10ms", "")
+	r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+scheduled, "")
+	page := r.conforms(http.StatusOK, "GET", "/api/v1/jobs?route=held&state=pending&limit=50", "").(map[string]any)
+	if jobs, _ := page["jobs"].([]any); len(jobs) != 1 {
+		t.Fatalf("page of held = %v; want the pending job", page)
+	}
+	r.conforms(http.StatusOK, "GET", "/api/v1/jobs?route=email&state=scheduled&order=newest", "")
+	r.conforms(http.StatusOK, "GET", "/api/v1/jobs", "")
+	first := r.conforms(http.StatusOK, "GET", "/api/v1/jobs?route=held&state=pending&limit=1", "").(map[string]any)
+	if next, _ := first["next"].(string); next != "" {
+		r.conforms(http.StatusOK, "GET", "/api/v1/jobs?route=held&state=pending&limit=1&cursor="+next, "")
+	}
+	return pending, scheduled
+}
+
+// A dead job, read alone, in the DLQ and among the failed.
+func (r *specRig) aDeadJobConforms() string {
+	dead := r.submit(`{"name":"send_email","args":{"To":"nobody","Subject":"x"}}`)
+	r.waitDead("send_email to nobody to die")
+	r.conforms(http.StatusOK, "GET", "/api/v1/dlq", "")
+	r.conforms(http.StatusOK, "GET", "/api/v1/dlq?task=send_email&q=nobody&limit=10", "")
+	r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+dead, "")
+	r.conforms(http.StatusOK, "GET", "/api/v1/jobs/"+dead+"/result", "")
+	r.conforms(http.StatusOK, "GET", "/api/v1/jobs?state=failed", "")
+	return dead
+}
+
+// What there is: queues, tasks, cron, workers and stats.
+func (r *specRig) whatThereIsConforms() {
+	t := r.t
+	queues := r.conforms(http.StatusOK, "GET", "/api/v1/queues", "").([]any)
+	if len(queues) == 0 {
+		t.Fatal("GET /api/v1/queues: no queue")
+	}
+	r.conforms(http.StatusOK, "GET", "/api/v1/tasks", "")
+	waitFor(t, 15*time.Second, "the cron entry to have run", func() bool {
+		entries, _ := r.get("/api/v1/cron").([]any)
+		return len(entries) == 1 && entries[0].(map[string]any)["last_run"] != nil
+	})
+	r.conforms(http.StatusOK, "GET", "/api/v1/cron", "")
+	waitFor(t, 15*time.Second, "the worker's heartbeat", func() bool {
+		ws, _ := r.get("/api/v1/workers").([]any)
+		return len(ws) > 0
+	})
+	r.conforms(http.StatusOK, "GET", "/api/v1/workers", "")
+	r.conforms(http.StatusOK, "GET", "/api/v1/stats", "")
+	r.conforms(http.StatusOK, "GET", "/api/v1/stats?window=24h", "")
+}
+
+// The actions: cancel, delete, resume, replay of one and by task, purge.
+func (r *specRig) theActionsConform(pending, scheduled, dead string) {
+	r.conforms(http.StatusOK, "POST", "/api/v1/jobs/"+pending+"/cancel", "")
+	r.conforms(http.StatusOK, "DELETE", "/api/v1/jobs/"+scheduled, "")
+	r.conforms(http.StatusOK, "POST", "/api/v1/routes/held/resume", "")
+	r.conforms(http.StatusOK, "POST", "/api/v1/dlq/"+dead+"/replay", "")
+	r.waitDead("the replayed job to die again")
+	r.conforms(http.StatusOK, "POST", "/api/v1/dlq/replay?task=send_email", "")
+	r.waitDead("the replayed jobs to die again")
+	r.conforms(http.StatusOK, "DELETE", "/api/v1/dlq?task=send_email&older_than=0s", "")
+}
+
+// specBadQueries are requests the API answers 400, each with the query
+// parameter its error names ("" when the document cannot refuse it by a
+// pattern); {echo} stands for the id of a completed job.
+var specBadQueries = map[string]string{
+	"/api/v1/jobs?limit=0": "limit", "/api/v1/jobs?order=sideways": "order", "/api/v1/jobs?state=completed": "state",
+	"/api/v1/jobs?nope=1": "nope", "/api/v1/dlq?state=pending": "state", "/api/v1/stats?window=2h": "window",
+	"/api/v1/jobs/{echo}/result?wait=soon": "wait",
+	// Over the 5m cap: a pattern cannot say so; the document says it in words.
+	"/api/v1/jobs/{echo}/result?wait=10m": "",
+}
+
+// The error bodies: 404, 409 (of the completed job echo) and 400.
+func (r *specRig) theErrorBodiesConform(echo string) {
+	t := r.t
+	r.conforms(http.StatusNotFound, "GET", "/api/v1/jobs/01M84ZSHR0JRGTE9KQMVTY94SD.default", "")
+	r.conforms(http.StatusNotFound, "GET", "/api/v1/jobs/01M84ZSHR0JRGTE9KQMVTY94SD.default/result", "")
+	r.conforms(http.StatusConflict, "DELETE", "/api/v1/jobs/"+echo, "")
+	r.conforms(http.StatusConflict, "POST", "/api/v1/jobs/"+echo+"/cancel", "")
+	for path, param := range specBadQueries {
+		path = strings.ReplaceAll(path, "{echo}", echo)
+		e := r.answerConforms(http.StatusBadRequest, "GET", path, "")
+		if e["error"] == "" || (param != "" && e["field"] != nil && e["field"] != param) {
+			t.Errorf("GET %s: 400 %v; want an error about %s", path, e, param)
+		}
+		if param != "" {
+			r.documentRefuses("GET", path, param)
+		}
+	}
+	e := r.answerConforms(http.StatusBadRequest, "POST", "/api/v1/jobs", `{"name":"t_echo","args":{"text":"x"}}`)
+	if e["field"] != "args" {
+		t.Errorf("400 of a wrong-case key = %v; want field args", e)
+	}
 }
 
 func mustJSON(t *testing.T, v any) string {

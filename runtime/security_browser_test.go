@@ -59,32 +59,13 @@ func TestBrowser_APageOfAnotherOriginCannotDriveOrReadTheAPI(t *testing.T) {
 	t.Parallel()
 	ctx := tab(t)
 	c := connect(t, redistest.Shared(t).URL())
-	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
-	runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
-		return runtime.None{}, runtime.SkipRetry
-	})
-	stopWorker := startWorker(t, w)
-	dead, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "stays dead"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 20*time.Second, "the job to die", func() bool { return jobStatus(t, c, dead) == runtime.StatusFailed })
-	stopWorker()
+	dead := aDeadJob(t, c, "stays dead")
 	in := runtime.NewInspector(c, testtasks.Register)
 	before := jobCount(t, in)
 
 	// The API, counting what reaches it, so the test knows each attempt
 	// arrived before it looks at Redis.
-	var mu sync.Mutex
-	reached := map[string]int{}
-	h := runtime.APIHandler(in, runtime.APIOptions{})
-	apiSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		reached[r.Method+" "+r.URL.Path]++
-		mu.Unlock()
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(apiSrv.Close)
+	apiSrv := serveCountingAPI(t, in)
 	api := apiSrv.URL // http://127.0.0.1:port
 
 	page := strings.ReplaceAll(hostilePage, "API", api)
@@ -96,16 +77,11 @@ func TestBrowser_APageOfAnotherOriginCannotDriveOrReadTheAPI(t *testing.T) {
 	port := hostile.URL[strings.LastIndex(hostile.URL, ":")+1:]
 
 	for _, origin := range []string{"http://localhost:" + port, "http://127.0.0.1:" + port} {
-		mu.Lock()
-		clear(reached)
-		mu.Unlock()
+		apiSrv.forget()
 		run(t, ctx, "open the hostile page at "+origin, chromedp.Navigate(origin+"/"))
 		waitJS(t, ctx, "the page's attempts to end", `window.done === true`)
 		waitFor(t, 10*time.Second, "every attempt to reach the API", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return reached["POST /api/v1/jobs"] > 0 && reached["POST /api/v1/dlq/replay"] > 0 &&
-				reached["GET /api/v1/jobs"] > 0 && reached["POST /api/v1/routes/default/pause"] > 0
+			return apiSrv.reachedAll("POST /api/v1/jobs", "POST /api/v1/dlq/replay", "GET /api/v1/jobs", "POST /api/v1/routes/default/pause")
 		})
 		results, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`window.results`))
 		if err != nil {
@@ -135,4 +111,64 @@ func TestBrowser_APageOfAnotherOriginCannotDriveOrReadTheAPI(t *testing.T) {
 	if !routePaused(t, in, "default") {
 		t.Fatal("the dashboard's own Pause did not pause the route")
 	}
+}
+
+// aDeadJob enqueues a t_note job of text that fails without retry, has a
+// worker run it until it is dead, stops the worker and returns the job's id.
+func aDeadJob(t *testing.T, c *runtime.Client, text string) string {
+	t.Helper()
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
+		return runtime.None{}, runtime.SkipRetry
+	})
+	stopWorker := startWorker(t, w)
+	dead, err := testtasks.Note.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the job to die", func() bool { return jobStatus(t, c, dead) == runtime.StatusFailed })
+	stopWorker()
+	return dead
+}
+
+// countingAPI is the API server, counting the requests that reach it by
+// method and path.
+type countingAPI struct {
+	*httptest.Server
+	mu      sync.Mutex
+	reached map[string]int
+}
+
+func serveCountingAPI(t *testing.T, in *runtime.Inspector) *countingAPI {
+	t.Helper()
+	a := &countingAPI{reached: map[string]int{}}
+	h := runtime.APIHandler(in, runtime.APIOptions{})
+	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.reached[r.Method+" "+r.URL.Path]++
+		a.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(a.Close)
+	return a
+}
+
+// forget clears the counts.
+func (a *countingAPI) forget() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.reached)
+}
+
+// reachedAll tells whether every request named ("METHOD /path") has reached
+// the API since the counts were last cleared.
+func (a *countingAPI) reachedAll(requests ...string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range requests {
+		if a.reached[r] == 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -183,6 +183,36 @@ func TestConnect_RedissClusterRunsJobsOnEveryMasterOverTLS(t *testing.T) {
 // purpose and skipped when refused).
 func TestACL_TheDocumentedUserRunsWorkersProducersAndTheCommandLine(t *testing.T) {
 	t.Parallel()
+	r := newACLRig(t)
+	r.enqueueWaitingForReplicasIsStoredNotRefused()
+	stopWorker := r.startWorker()
+	dead := r.producersEnqueueAwaitDelayDedupeAndFail()
+	r.aJobKeyHoldingGarbageIsDeadLettered()
+	r.aRunningJobIsCanceledOnceItsLeaseIsRenewed()
+	handed := r.aJobRunningAtShutdownIsHandedBack(stopWorker)
+	a := &app{t: t, env: map[string]string{"REDIS_URL": r.url, "BANANAS_NAMESPACE": r.ns, "LOG_LEVEL": "error", "WORKER_ROUTING_KEYS": "default,email,images"}}
+	r.theCommandLineActsOnJobsAndPagesThem(a, dead, handed)
+	r.theCommandLineRunsAWorkerAndEnqueues(a)
+
+	if denied := aclDenials(t, r.admin); len(denied) > 0 {
+		t.Fatalf("Redis refused the runtime under the documented user: %v", denied)
+	}
+}
+
+// aclRig is a Redis server with the documented user, a client connected as
+// that user to database 1, and an admin client to each. Jobs of t_other say
+// so on started, then run until canceled.
+type aclRig struct {
+	t          *testing.T
+	ctx        context.Context
+	admin, db1 *redis.Client
+	url, ns    string
+	c          *runtime.Client
+	started    chan string
+}
+
+func newACLRig(t *testing.T) *aclRig {
+	t.Helper()
 	srv := redistest.Start(t)
 	admin := srv.Client(t)
 	ns := redistest.Namespace(t)
@@ -191,33 +221,43 @@ func TestACL_TheDocumentedUserRunsWorkersProducersAndTheCommandLine(t *testing.T
 	url := "redis://bananas-app:app-pw@" + srv.Addr() + "/1"
 	db1 := redis.NewClient(&redis.Options{Addr: srv.Addr(), DB: 1})
 	t.Cleanup(func() { _ = db1.Close() })
-	ctx := ctxT(t)
+	return &aclRig{t: t, ctx: ctxT(t), admin: admin, db1: db1, url: url, ns: ns,
+		c: connect(t, url, runtime.WithNamespace(ns)), started: make(chan string, 4)}
+}
 
-	c := connect(t, url, runtime.WithNamespace(ns))
-	echo, note, other := testtasks.Echo.With(c), testtasks.Note.With(c), testtasks.Other.With(c)
-
-	// WaitForReplicas runs the enqueue script by EVALSHA, loads it when
-	// Redis does not have it, and WAITs; with no replica the job is stored
-	// but not replicated, which is not a refusal.
-	if err := admin.ScriptFlush(ctx).Err(); err != nil {
+// WaitForReplicas runs the enqueue script by EVALSHA, loads it when Redis
+// does not have it, and WAITs; with no replica the job is stored but not
+// replicated, which is not a refusal.
+func (r *aclRig) enqueueWaitingForReplicasIsStoredNotRefused() {
+	t, ctx := r.t, r.ctx
+	if err := r.admin.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cw := connect(t, url, runtime.WithNamespace(ns), runtime.WaitForReplicas(1, 10*time.Millisecond))
-	if _, err := echo.With(cw).Enqueue(ctx, Msg{Text: "replicated"}); !errors.Is(err, runtime.ErrNotReplicated) {
+	cw := connect(t, r.url, runtime.WithNamespace(r.ns), runtime.WaitForReplicas(1, 10*time.Millisecond))
+	if _, err := testtasks.Echo.With(cw).Enqueue(ctx, Msg{Text: "replicated"}); !errors.Is(err, runtime.ErrNotReplicated) {
 		t.Fatalf("Enqueue with WaitForReplicas and no replica = %v; want ErrNotReplicated", err)
 	}
+}
 
-	// A worker, producers: enqueue and await, delays, uniqueness, failures.
-	started := make(chan string, 4)
-	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"default"}, ShutdownTimeout: 100 * time.Millisecond}))
-	runtime.Handle(w, echo, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
-	runtime.Handle(w, note, func(ctx context.Context, m Msg) (runtime.None, error) { return runtime.None{}, errors.New("always") })
-	runtime.Handle(w, other, func(ctx context.Context, m Msg) (Reply, error) {
-		started <- m.Text
+// startWorker runs a worker of the default route: t_echo answers its text,
+// t_note always fails, t_other runs until canceled.
+func (r *aclRig) startWorker() (stop func()) {
+	w := runtime.NewWorker(r.c, fastOpts(runtime.WorkerOptions{Routes: []string{"default"}, ShutdownTimeout: 100 * time.Millisecond}))
+	runtime.Handle(w, testtasks.Echo.With(r.c), func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
+	runtime.Handle(w, testtasks.Note.With(r.c), func(ctx context.Context, m Msg) (runtime.None, error) { return runtime.None{}, errors.New("always") })
+	runtime.Handle(w, testtasks.Other.With(r.c), func(ctx context.Context, m Msg) (Reply, error) {
+		r.started <- m.Text
 		<-ctx.Done()
 		return Reply{}, ctx.Err()
 	})
-	stopWorker := startWorker(t, w)
+	return startWorker(r.t, w)
+}
+
+// Producers: enqueue and await, delays, uniqueness, failures. It returns
+// the id of the job that died.
+func (r *aclRig) producersEnqueueAwaitDelayDedupeAndFail() (dead string) {
+	t, ctx := r.t, r.ctx
+	echo, note := testtasks.Echo.With(r.c), testtasks.Note.With(r.c)
 	if got, err := echo.Call(ctx, Msg{Text: "acl"}); err != nil || got.Text != "acl" {
 		t.Fatalf("Call = %+v, %v", got, err)
 	}
@@ -239,7 +279,7 @@ func TestACL_TheDocumentedUserRunsWorkersProducersAndTheCommandLine(t *testing.T
 	if _, err := echo.Enqueue(ctx, Msg{Text: "u"}, runtime.Unique(time.Minute)); !errors.Is(err, runtime.ErrDuplicate) {
 		t.Fatalf("second unique Enqueue = %v; want ErrDuplicate", err)
 	}
-	dead, err := note.Enqueue(ctx, Msg{}, runtime.MaxRetries(0))
+	dead, err = note.Enqueue(ctx, Msg{}, runtime.MaxRetries(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,28 +287,35 @@ func TestACL_TheDocumentedUserRunsWorkersProducersAndTheCommandLine(t *testing.T
 	if _, err := note.Await(ctx, dead); !errors.As(err, &je) {
 		t.Fatalf("failing Await = %v; want a JobError", err)
 	}
+	return dead
+}
 
-	// A job key that holds a string when its job falls due: set aside
-	// (RENAME) and dead-lettered.
-	garbled, err := echo.Enqueue(ctx, Msg{Text: "garbled"}, runtime.Delay(500*time.Millisecond))
+// A job key that holds a string when its job falls due: set aside (RENAME)
+// and dead-lettered.
+func (r *aclRig) aJobKeyHoldingGarbageIsDeadLettered() {
+	t, ctx, c := r.t, r.ctx, r.c
+	garbled, err := testtasks.Echo.With(c).Enqueue(ctx, Msg{Text: "garbled"}, runtime.Delay(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db1.Set(ctx, runtime.QueueOf(c).Keys("default").Job(garbled), "garbage", 0).Err(); err != nil {
+	if err := r.db1.Set(ctx, runtime.QueueOf(c).Keys("default").Job(garbled), "garbage", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "the garbled job to be dead-lettered", func() bool {
 		info, err := c.Job(ctx, garbled) // an error while the key holds garbage
 		return err == nil && info.Status == runtime.StatusFailed
 	})
+}
 
-	// A running job canceled once its lease has been renewed (the renewal
-	// reads the cancel requests).
-	running, err := other.Enqueue(ctx, Msg{Text: "cancel me"})
+// A running job canceled once its lease has been renewed (the renewal reads
+// the cancel requests).
+func (r *aclRig) aRunningJobIsCanceledOnceItsLeaseIsRenewed() {
+	t, ctx, c := r.t, r.ctx, r.c
+	running, err := testtasks.Other.With(c).Enqueue(ctx, Msg{Text: "cancel me"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv(t, started, 20*time.Second, "the job to cancel to start")
+	recv(t, r.started, 20*time.Second, "the job to cancel to start")
 	info, err := c.Job(ctx, running)
 	if err != nil {
 		t.Fatal(err)
@@ -281,20 +328,27 @@ func TestACL_TheDocumentedUserRunsWorkersProducersAndTheCommandLine(t *testing.T
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "the running job to be canceled", func() bool { return jobStatus(t, c, running) == runtime.StatusCanceled })
+}
 
-	// A job still running when the shutdown grace period ends: handed back.
-	handed, err := other.Enqueue(ctx, Msg{Text: "hand me back"})
+// A job still running when the shutdown grace period ends: handed back.
+func (r *aclRig) aJobRunningAtShutdownIsHandedBack(stopWorker func()) (handed string) {
+	t := r.t
+	handed, err := testtasks.Other.With(r.c).Enqueue(r.ctx, Msg{Text: "hand me back"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv(t, started, 20*time.Second, "the job to hand back to start")
+	recv(t, r.started, 20*time.Second, "the job to hand back to start")
 	stopWorker()
-	if s := jobStatus(t, c, handed); s != runtime.StatusPending {
+	if s := jobStatus(t, r.c, handed); s != runtime.StatusPending {
 		t.Fatalf("job running at shutdown is %s, want pending (handed back)", s)
 	}
+	return handed
+}
 
-	// The command line.
-	a := &app{t: t, env: map[string]string{"REDIS_URL": url, "BANANAS_NAMESPACE": ns, "LOG_LEVEL": "error", "WORKER_ROUTING_KEYS": "default,email,images"}}
+// The command line: the dead-letter queue, cancel, pause and resume, a
+// listing page by page, delete.
+func (r *aclRig) theCommandLineActsOnJobsAndPagesThem(a *app, dead, handed string) {
+	t := r.t
 	if out := a.ok("dlq", "list"); !strings.Contains(out, dead) {
 		t.Fatalf("dlq list does not show %s:\n%s", dead, out)
 	}
@@ -319,6 +373,11 @@ func TestACL_TheDocumentedUserRunsWorkersProducersAndTheCommandLine(t *testing.T
 	for _, id := range later {
 		a.ok("job", "delete", id)
 	}
+}
+
+// The command line: a worker, enqueue and wait, the listings, cron.
+func (r *aclRig) theCommandLineRunsAWorkerAndEnqueues(a *app) {
+	t := r.t
 	a.background("worker")
 	if out := a.ok("enqueue", "count_words", `{"Body": "one two three"}`, "--wait"); strings.TrimSpace(out) != "3" {
 		t.Fatalf("enqueue --wait printed %q, want 3", out)
@@ -330,10 +389,6 @@ func TestACL_TheDocumentedUserRunsWorkersProducersAndTheCommandLine(t *testing.T
 	a.ok("job", id)
 	waitFor(t, 20*time.Second, "the worker's heartbeat", func() bool { return strings.Contains(a.ok("workers", "--json"), `"concurrency"`) })
 	cronFires(t, a.env)
-
-	if denied := aclDenials(t, admin); len(denied) > 0 {
-		t.Fatalf("Redis refused the runtime under the documented user: %v", denied)
-	}
 }
 
 // A user that lacks a command the runtime sends gets Redis's NOPERM error,
