@@ -18,14 +18,15 @@ type JobEnd struct {
 	ID       string
 	Task     string
 	Route    string
-	Priority Priority // empty when Recovered
+	Priority Priority // empty for a recovered job whose stored form did not say
 	// Status is where the end left the job:
 	//   - StatusCompleted: the run succeeded; Result is its encoded result.
 	//   - StatusScheduled: the job runs again at RetryAt, after a failure
 	//     (Error), or because the run asked to (Snoozed: RetryAfter, no
 	//     failure counted).
 	//   - StatusFailed: the run failed for good; the job is dead-lettered.
-	//   - StatusCanceled: the job was canceled while it ran.
+	//   - StatusCanceled: the job was canceled while it ran, or while the
+	//     fetch that leased it was lost (it never ran).
 	//   - StatusPending: the worker stopped before the run ended; the job
 	//     is back at the front of its queue, no attempt counted.
 	Status  Status
