@@ -112,7 +112,7 @@ func (s session) APIHandler(o shell.HandlerOptions) http.Handler {
 // workerOptions turns the configuration into the options of a worker in its mode.
 func workerOptions(c *Config, log *slog.Logger) WorkerOptions {
 	o := WorkerOptions{
-		Routes: c.Routes, Priorities: c.Priorities, Concurrency: c.WorkerConcurrency(), Lease: c.Lease,
+		Routes: c.Routes, Priorities: c.Priorities, Concurrency: shell.WorkerConcurrency(c), Lease: c.Lease,
 		ShutdownTimeout: c.ShutdownTimeout, JobTimeout: c.JobTimeout,
 		ResultTTL: c.ResultTTLSuccess, FailureTTL: c.ResultTTLFailure, Logger: log,
 	}

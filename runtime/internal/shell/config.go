@@ -291,7 +291,9 @@ func (c *Config) check() error {
 
 // WorkerConcurrency is how many jobs a worker of c's mode runs at once:
 // thin mode runs thinConcurrency unless WORKER_CONCURRENCY says otherwise.
-func (c *Config) WorkerConcurrency() int {
+// It is a function, not a method, so that runtime.Config (an alias of
+// Config) shows no method of the shell's.
+func WorkerConcurrency(c *Config) int {
 	if c.Mode == ModeThin && !c.concurrencySet {
 		return thinConcurrency
 	}

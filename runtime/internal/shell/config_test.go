@@ -109,7 +109,7 @@ func TestWorkerConcurrency_ThinRunsTwoUnlessSet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.WorkerConcurrency(); got != tc.want {
+		if got := WorkerConcurrency(&c); got != tc.want {
 			t.Errorf("%v: concurrency %d, want %d", tc.env, got, tc.want)
 		}
 	}
