@@ -4,15 +4,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
-	"golang.org/x/term"
-
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/cli"
+	"github.com/bananas-go/bananas/runtime/internal/shell"
 )
 
 // Main is the whole application binary: it reads the configuration from the
@@ -40,63 +39,90 @@ const (
 )
 
 // RunCommand is Main without the process around it: arguments, environment
-// and output are passed in, and the exit status is returned. The command
-// line itself is package cli's; the program is this package's (cliApp).
+// and output are passed in, and the exit status is returned. The process
+// shell (configuration, logger, listeners, the worker, scheduler and api
+// commands) is package shell's; the runtime it runs is this package's
+// (program).
 func RunCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, register ...func(*Worker)) int {
-	rw := cli.IO{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Terminal: term.IsTerminal(int(os.Stdin.Fd()))}
-	return cli.Run(ctx, args, rw, &cliApp{getenv: getenv, register: register, stderr: stderr})
+	return shell.Run(ctx, args, getenv, stdout, stderr, program(register))
 }
 
-// cliApp is the program behind the command line: its configuration, its
-// registered tasks, and the commands that run the runtime.
-type cliApp struct {
-	getenv   func(string) string
-	register []func(*Worker)
-	stderr   io.Writer
-	cfg      Config
+// Config is the process configuration Main reads from the environment (and
+// flags override).
+type Config = shell.Config
+
+// Worker modes (WORKER_MODE).
+const (
+	ModeThin           = shell.ModeThin           // one process does everything: all priorities, low concurrency (2)
+	ModeDefault        = shell.ModeDefault        // the routes and priorities configured, WORKER_CONCURRENCY jobs at once
+	ModeSpecialized    = shell.ModeSpecialized    // only the priorities of WORKER_PRIORITIES (which must be set)
+	ModeJobSpecialized = shell.ModeJobSpecialized // only the task names of WORKER_JOB_TYPES (which must be set)
+	ModeSchedulerOnly  = shell.ModeSchedulerOnly  // cron and the promoter, no jobs
+)
+
+// LoadConfig reads and validates the environment through getenv. The first
+// bad variable is the error, naming it and the values it accepts.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	return shell.LoadConfig(getenv, configRules)
 }
 
-func (a *cliApp) Configure() error {
-	cfg, err := LoadConfig(a.getenv)
-	a.cfg = cfg
-	if err == nil {
-		logRedisTo(a.logger(&cfg)) // go-redis's lines as the program's (see redisLogger)
+// configRules are the runtime's defaults and its check of a Redis URL.
+var configRules = shell.Rules{
+	JobTimeout: DefaultTimeout, MaxRetries: DefaultMaxRetries,
+	ResultTTLSuccess: DefaultResultTTL, ResultTTLFailure: DefaultFailureTTL,
+	CheckRedisURL: checkRedisURL, RedactURL: redactURL,
+}
+
+// program is the runtime behind the shell: a Client, and a Worker of the
+// configuration with the packages' tasks registered.
+func program(register []func(*Worker)) shell.Program {
+	return shell.Program{
+		Rules:      configRules,
+		LogRedisTo: logRedisTo, // go-redis's lines as the program's (see redisLogger)
+		Connect: func(ctx context.Context, cfg *Config, log *slog.Logger) (shell.Session, error) {
+			c, err := Connect(ctx, cfg.RedisURL, WithNamespace(cfg.Namespace), DefaultRetries(cfg.MaxRetries))
+			if err != nil {
+				return nil, err
+			}
+			w := NewWorker(c, workerOptions(cfg, log))
+			for _, r := range register {
+				r(w)
+			}
+			w.mode = cfg.Mode
+			return session{c: c, w: w}, nil
+		},
 	}
-	return err
 }
 
-func (a *cliApp) Commands() map[string]cli.Command {
-	return map[string]cli.Command{"worker": a.cmdWorker, "scheduler": a.cmdScheduler, "api": a.cmdAPI}
+// session is shell.Session over a Client and a Worker of it.
+type session struct {
+	c *Client
+	w *Worker
 }
 
-func (a *cliApp) Environment() []cli.EnvVar {
-	out := make([]cli.EnvVar, len(configVars))
-	for i, v := range configVars {
-		out[i] = cli.EnvVar{Name: v.name, Help: v.help}
+func (s session) Admin() admin.Admin            { return s.w.Inspector() }
+func (s session) Tasks() []string               { return s.w.Tasks() }
+func (s session) MetricsHandler() http.Handler  { return s.c.MetricsHandler() }
+func (s session) Run(ctx context.Context) error { return s.w.Run(ctx) }
+func (s session) Close() error                  { return s.c.Close() }
+func (s session) APIHandler(o shell.HandlerOptions) http.Handler {
+	return APIHandler(s.w.Inspector(), APIOptions{Token: o.Token, ReadOnly: o.ReadOnly, MetricsNeedToken: o.MetricsNeedToken, Logger: o.Logger})
+}
+
+// workerOptions turns the configuration into the options of a worker in its mode.
+func workerOptions(c *Config, log *slog.Logger) WorkerOptions {
+	o := WorkerOptions{
+		Routes: c.Routes, Priorities: c.Priorities, Concurrency: shell.WorkerConcurrency(c), Lease: c.Lease,
+		ShutdownTimeout: c.ShutdownTimeout, JobTimeout: c.JobTimeout,
+		ResultTTL: c.ResultTTLSuccess, FailureTTL: c.ResultTTLFailure, Logger: log,
 	}
-	return out
-}
-
-// Open connects with the configured URL and namespace: the admin layer of
-// the admin commands, the Inspector with the registered tasks.
-func (a *cliApp) Open(ctx context.Context) (cli.Conn, error) {
-	c, err := a.connect(ctx)
-	if err != nil {
-		return cli.Conn{}, err
+	switch c.Mode {
+	case ModeThin:
+		o.Priorities = []Priority{PriorityHigh, PriorityNormal, PriorityLow}
+	case ModeJobSpecialized:
+		o.JobTypes = c.JobTypes
+	case ModeSchedulerOnly:
+		o.SchedulerOnly = true
 	}
-	return cli.Conn{Admin: NewInspector(c, a.register...), Embedded: strings.HasPrefix(a.cfg.RedisURL, "mem://"), Close: c.Close}, nil
-}
-
-func (a *cliApp) connect(ctx context.Context) (*Client, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return Connect(ctx, a.cfg.RedisURL, WithNamespace(a.cfg.Namespace), DefaultRetries(a.cfg.MaxRetries))
-}
-
-func (a *cliApp) logger(cfg *Config) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(a.stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(a.stderr, opts))
+	return o
 }

@@ -1,4 +1,4 @@
-package runtime
+package shell
 
 import (
 	"fmt"
@@ -23,8 +23,8 @@ const (
 // thinConcurrency is the concurrency of thin mode unless WORKER_CONCURRENCY says otherwise.
 const thinConcurrency = 2
 
-// Config is the process configuration runtime.Main reads from the
-// environment (and flags override).
+// Config is the process configuration read from the environment (and
+// flags override).
 type Config struct {
 	RedisURL         string
 	Namespace        string
@@ -50,6 +50,25 @@ type Config struct {
 	// token: ":9100" (every interface) or "10.0.0.5:9100"; "" serves it on
 	// the API's port only.
 	MetricsAddr string
+	// rules check REDIS_URL when a flag sets it after LoadConfig.
+	rules *Rules
+}
+
+// Priority is a queue priority, as runtime.Priority is.
+type Priority = queue.Priority
+
+// Rules are what the configuration takes from package runtime: the
+// defaults of the job settings, and the check of a Redis URL, which only
+// the runtime's dialer knows.
+type Rules struct {
+	JobTimeout       time.Duration
+	MaxRetries       int
+	ResultTTLSuccess time.Duration
+	ResultTTLFailure time.Duration
+	// CheckRedisURL reports what is wrong with a Redis URL, without connecting.
+	CheckRedisURL func(url string) error
+	// RedactURL hides a password in a URL shown in an error or a log line.
+	RedactURL func(url string) string
 }
 
 // envError names the variable that is wrong and what it accepts.
@@ -57,15 +76,16 @@ func envError(name, value, accepts string) error {
 	return fmt.Errorf("%s=%q is invalid: %s", name, value, accepts)
 }
 
-// LoadConfig reads and validates the environment through getenv. The first
-// bad variable is the error, naming it and the values it accepts.
-func LoadConfig(getenv func(string) string) (Config, error) {
+// LoadConfig reads and validates the environment through getenv, over the
+// defaults of r. The first bad variable is the error, naming it and the
+// values it accepts.
+func LoadConfig(getenv func(string) string, r Rules) (Config, error) {
 	c := Config{
 		RedisURL: "redis://localhost:6379", Namespace: "bananas", Mode: ModeDefault, Concurrency: 10,
-		Priorities: []Priority{PriorityHigh, PriorityNormal, PriorityLow}, Routes: []string{"default"},
-		JobTimeout: DefaultTimeout, MaxRetries: DefaultMaxRetries, ShutdownTimeout: 30 * time.Second,
-		Lease: 30 * time.Second, ResultTTLSuccess: DefaultResultTTL, ResultTTLFailure: DefaultFailureTTL,
-		LogLevel: slog.LevelInfo, LogFormat: "text",
+		Priorities: []Priority{queue.High, queue.Normal, queue.Low}, Routes: []string{"default"},
+		JobTimeout: r.JobTimeout, MaxRetries: r.MaxRetries, ShutdownTimeout: 30 * time.Second,
+		Lease: 30 * time.Second, ResultTTLSuccess: r.ResultTTLSuccess, ResultTTLFailure: r.ResultTTLFailure,
+		LogLevel: slog.LevelInfo, LogFormat: "text", rules: &r,
 	}
 	for _, v := range configVars {
 		if raw := strings.TrimSpace(getenv(v.name)); raw != "" {
@@ -85,8 +105,8 @@ type configVar struct {
 
 var configVars = []configVar{
 	{"REDIS_URL", "redis-url", "Redis URL: redis://, rediss://, redis+cluster://h1,h2, rediss+cluster://h1,h2 or mem://", func(c *Config, v string) error {
-		if err := checkRedisURL(v); err != nil {
-			return envError("REDIS_URL", redactURL(v), err.Error())
+		if err := c.rules.CheckRedisURL(v); err != nil {
+			return envError("REDIS_URL", c.rules.RedactURL(v), err.Error())
 		}
 		c.RedisURL = v
 		return nil
@@ -269,23 +289,13 @@ func (c *Config) check() error {
 	return nil
 }
 
-// workerOptions turns the configuration into the options of a worker in its mode.
-func (c *Config) workerOptions(log *slog.Logger) WorkerOptions {
-	o := WorkerOptions{
-		Routes: c.Routes, Priorities: c.Priorities, Concurrency: c.Concurrency, Lease: c.Lease,
-		ShutdownTimeout: c.ShutdownTimeout, JobTimeout: c.JobTimeout,
-		ResultTTL: c.ResultTTLSuccess, FailureTTL: c.ResultTTLFailure, Logger: log,
+// WorkerConcurrency is how many jobs a worker of c's mode runs at once:
+// thin mode runs thinConcurrency unless WORKER_CONCURRENCY says otherwise.
+// It is a function, not a method, so that runtime.Config (an alias of
+// Config) shows no method of the shell's.
+func WorkerConcurrency(c *Config) int {
+	if c.Mode == ModeThin && !c.concurrencySet {
+		return thinConcurrency
 	}
-	switch c.Mode {
-	case ModeThin:
-		o.Priorities = []Priority{PriorityHigh, PriorityNormal, PriorityLow}
-		if !c.concurrencySet {
-			o.Concurrency = thinConcurrency
-		}
-	case ModeJobSpecialized:
-		o.JobTypes = c.JobTypes
-	case ModeSchedulerOnly:
-		o.SchedulerOnly = true
-	}
-	return o
+	return c.Concurrency
 }

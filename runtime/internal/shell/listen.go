@@ -1,4 +1,4 @@
-package runtime
+package shell
 
 import (
 	"context"
@@ -11,13 +11,11 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/runtime/internal/api"
-	"github.com/bananas-go/bananas/runtime/internal/cli"
 )
 
-// apiServer serves the HTTP API of in on cfg.APIPort until Shutdown. Without
-// API_TOKEN it listens on loopback only: an API that can delete jobs must not
-// be open to the network without a token.
-type apiServer struct {
+// server is one listener of the process: the HTTP API on API_PORT or the
+// metrics on METRICS_PORT, serving until Shutdown.
+type server struct {
 	srv *http.Server
 	ln  net.Listener
 	log *slog.Logger
@@ -27,7 +25,7 @@ type apiServer struct {
 }
 
 // serve runs the server on its listener until Shutdown.
-func (s *apiServer) serve() {
+func (s *server) serve() {
 	go func() {
 		defer close(s.served)
 		if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
@@ -36,7 +34,10 @@ func (s *apiServer) serve() {
 	}()
 }
 
-func startAPI(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, error) {
+// startAPI serves the HTTP API of s on cfg.APIPort. Without API_TOKEN it
+// listens on loopback only: an API that can delete jobs must not be open to
+// the network without a token.
+func startAPI(cfg *Config, s Session, log *slog.Logger) (*server, error) {
 	host := "127.0.0.1"
 	if cfg.APIToken != "" {
 		host = ""
@@ -45,9 +46,10 @@ func startAPI(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, error) 
 	if err != nil {
 		return nil, fmt.Errorf("API_PORT=%d: %w", cfg.APIPort, err)
 	}
-	s := &apiServer{
+	h := s.APIHandler(HandlerOptions{Token: cfg.APIToken, ReadOnly: cfg.APIReadOnly, Logger: log, MetricsNeedToken: cfg.MetricsAddr != ""})
+	srv := &server{
 		srv: &http.Server{
-			Handler:           APIHandler(in, APIOptions{Token: cfg.APIToken, ReadOnly: cfg.APIReadOnly, Logger: log, MetricsNeedToken: cfg.MetricsAddr != ""}),
+			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       time.Minute,
 			WriteTimeout:      api.MaxResultWait + time.Minute, // a result waited for
@@ -67,21 +69,21 @@ func startAPI(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, error) 
 	} else {
 		log.Info("bananas: HTTP API listening on loopback only; set API_TOKEN to serve other hosts", "url", url+"/api/v1/", "dashboard", url+"/", "metrics", url+"/metrics")
 	}
-	s.serve()
-	return s, nil
+	srv.serve()
+	return srv, nil
 }
 
-// startMetrics serves GET /metrics of in alone on cfg.MetricsAddr
+// startMetrics serves GET /metrics of s alone on cfg.MetricsAddr
 // (METRICS_PORT), without the token: for a scraper on a network the operator
 // chose by the address, while the API's port keeps /metrics behind the token.
-func startMetrics(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, error) {
+func startMetrics(cfg *Config, s Session, log *slog.Logger) (*server, error) {
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
 		return nil, fmt.Errorf("METRICS_PORT=%s: %w", cfg.MetricsAddr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", in.c.MetricsHandler())
-	s := &apiServer{
+	mux.Handle("GET /metrics", s.MetricsHandler())
+	srv := &server{
 		srv: &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -94,15 +96,15 @@ func startMetrics(cfg *Config, in *Inspector, log *slog.Logger) (*apiServer, err
 		ln: ln, log: log, served: make(chan struct{}),
 	}
 	log.Info("bananas: metrics listening without a token (METRICS_PORT)", "url", "http://"+ln.Addr().String()+"/metrics")
-	s.serve()
-	return s, nil
+	srv.serve()
+	return srv, nil
 }
 
 // startListeners starts the API on cfg.APIPort when apiOn, and the metrics
 // listener when METRICS_PORT is set; stop shuts down what was started, and
 // failed receives the error of a listener that stopped serving.
-func startListeners(cfg *Config, in *Inspector, log *slog.Logger, apiOn bool) (stop func(), failed <-chan error, err error) {
-	var started []*apiServer
+func startListeners(cfg *Config, sess Session, log *slog.Logger, apiOn bool) (stop func(), failed <-chan error, err error) {
+	var started []*server
 	stop = func() {
 		for _, s := range started {
 			if err := s.Shutdown(); err != nil {
@@ -113,12 +115,12 @@ func startListeners(cfg *Config, in *Inspector, log *slog.Logger, apiOn bool) (s
 	fail := make(chan error, 2)
 	for _, on := range []struct {
 		want  bool
-		start func(*Config, *Inspector, *slog.Logger) (*apiServer, error)
+		start func(*Config, Session, *slog.Logger) (*server, error)
 	}{{apiOn, startAPI}, {cfg.MetricsAddr != "", startMetrics}} {
 		if !on.want {
 			continue
 		}
-		s, err := on.start(cfg, in, log)
+		s, err := on.start(cfg, sess, log)
 		if err != nil {
 			stop()
 			return nil, nil, err
@@ -135,10 +137,10 @@ func startListeners(cfg *Config, in *Inspector, log *slog.Logger, apiOn bool) (s
 }
 
 // URL is where the server listens.
-func (s *apiServer) URL() string { return "http://" + s.ln.Addr().String() }
+func (s *server) URL() string { return "http://" + s.ln.Addr().String() }
 
 // Shutdown stops accepting requests and waits up to 5 s for those in flight.
-func (s *apiServer) Shutdown() error {
+func (s *server) Shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
@@ -147,34 +149,4 @@ func (s *apiServer) Shutdown() error {
 		err = s.serveErr
 	}
 	return err
-}
-
-// cmdAPI serves the HTTP API (and /metrics) without running jobs, until
-// SIGINT or SIGTERM.
-func (a *cliApp) cmdAPI(e *cli.Env, args []string) error {
-	parseArgs, cfg := a.workerFlags(e, "[flags]: serve the HTTP API on API_PORT (default 8080) until SIGINT or SIGTERM; runs no jobs")
-	if err := parseArgs(args); err != nil {
-		return err
-	}
-	if cfg.APIPort == 0 {
-		cfg.APIPort = 8080
-	}
-	a.cfg = *cfg
-	log := a.logger(cfg)
-	c, err := a.connect(e.Ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	stop, failed, err := startListeners(cfg, NewInspector(c, a.register...), log, true)
-	if err != nil {
-		return cli.Usage(err)
-	}
-	defer stop()
-	select {
-	case <-e.Ctx.Done():
-		return nil
-	case err := <-failed:
-		return err // Serve failed
-	}
 }

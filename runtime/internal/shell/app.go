@@ -1,0 +1,80 @@
+package shell
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/bananas-go/bananas/runtime/internal/cli"
+)
+
+// connectTimeout bounds connecting to Redis at the start of a command.
+const connectTimeout = 10 * time.Second
+
+// Run runs the command of args with the environment of getenv and the
+// program p, writing to stdout and stderr (stdin is the process's), and
+// returns the exit status (cli.ExitOK, cli.ExitFailure, cli.ExitUsage).
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, p Program) int {
+	rw := cli.IO{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Terminal: term.IsTerminal(int(os.Stdin.Fd()))}
+	return cli.Run(ctx, args, rw, &app{getenv: getenv, p: p, stderr: stderr})
+}
+
+// app is the program behind the command line: its configuration, the
+// runtime's side of the seam, and the commands that run the runtime.
+type app struct {
+	getenv func(string) string
+	p      Program
+	stderr io.Writer
+	cfg    Config
+}
+
+func (a *app) Configure() error {
+	cfg, err := LoadConfig(a.getenv, a.p.Rules)
+	a.cfg = cfg
+	if err == nil {
+		a.p.LogRedisTo(a.logger(&cfg)) // the Redis client's lines as the program's
+	}
+	return err
+}
+
+func (a *app) Commands() map[string]cli.Command {
+	return map[string]cli.Command{"worker": a.cmdWorker, "scheduler": a.cmdScheduler, "api": a.cmdAPI}
+}
+
+func (a *app) Environment() []cli.EnvVar {
+	out := make([]cli.EnvVar, len(configVars))
+	for i, v := range configVars {
+		out[i] = cli.EnvVar{Name: v.name, Help: v.help}
+	}
+	return out
+}
+
+// Open connects with the configured URL and namespace: the admin layer of
+// the admin commands, with the registered tasks.
+func (a *app) Open(ctx context.Context) (cli.Conn, error) {
+	s, err := a.connect(ctx, &a.cfg, a.logger(&a.cfg))
+	if err != nil {
+		return cli.Conn{}, err
+	}
+	return cli.Conn{Admin: s.Admin(), Embedded: strings.HasPrefix(a.cfg.RedisURL, "mem://"), Close: s.Close}, nil
+}
+
+func (a *app) connect(ctx context.Context, cfg *Config, log *slog.Logger) (Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	return a.p.Connect(ctx, cfg, log)
+}
+
+// logger is the program's logger: LOG_LEVEL and LOG_FORMAT, to stderr.
+func (a *app) logger(cfg *Config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(a.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, opts))
+}
