@@ -80,12 +80,14 @@
 // BANANAS_NAMESPACE, WORKER_MODE, WORKER_CONCURRENCY, ...; flags override,
 // a bad value exits 2 naming the variable) and runs one of worker,
 // scheduler, api, enqueue, job (and job cancel, job delete), jobs, queues,
-// pause, resume, dlq (list, replay, purge), cron (list, run) and workers;
-// -h or help lists them with the environment. RunCommand is
-// the same without the process around it. The command line itself (parsing,
-// usage, tables) is package runtime/internal/cli, over the Inspector
-// (cli_backend.go); worker, scheduler and api are this package's commands
-// (cli_worker.go, serve.go). docs/OPERATIONS.md is the manual.
+// pause, resume, cancel, dlq (list, replay, purge), cron (list, run) and
+// workers; -h or help lists them with the environment. RunCommand is the
+// same without the process around it. The process (configuration,
+// listeners, the worker, scheduler and api commands) is package
+// runtime/internal/shell, which main.go hands a client, a worker and the
+// Inspector through a narrow seam; the command line itself (parsing, usage,
+// tables) is package runtime/internal/cli, over the Inspector as an
+// admin.Admin. docs/OPERATIONS.md is the manual.
 //
 // # Embedded server
 //

@@ -48,7 +48,8 @@ func RunCommand(ctx context.Context, args []string, getenv func(string) string, 
 }
 
 // Config is the process configuration Main reads from the environment (and
-// flags override).
+// flags override): one field per variable of docs/OPERATIONS.md
+// ("Configuration"), RedisURL for REDIS_URL, Mode for WORKER_MODE and so on.
 type Config = shell.Config
 
 // Worker modes (WORKER_MODE).
