@@ -184,6 +184,25 @@ func ExampleInspector_Pause() {
 	// true
 }
 
+// CancelWaiting cancels every pending and scheduled job of a route, or of
+// one task on it: each ends canceled, as Cancel would end it.
+func ExampleInspector_CancelWaiting() {
+	ctx := context.Background()
+	c, _ := runtime.Connect(ctx, "mem://")
+	defer c.Close()
+	in := runtime.NewInspector(c, tasks.Register)
+	id, _ := tasks.SendEmail.With(c).Enqueue(ctx, tasks.EmailArgs{To: "ann@x.test"})
+	tasks.SendEmail.With(c).Enqueue(ctx, tasks.EmailArgs{To: "bob@x.test"}, runtime.Delay(time.Hour))
+
+	n, err := in.CancelWaiting(ctx, "email", "send_email")
+	fmt.Println(n, err)
+	job, _ := in.Job(ctx, id)
+	fmt.Println(job.Status)
+	// Output:
+	// 2 <nil>
+	// canceled
+}
+
 // Replay sends a dead-lettered job back to its queue with its attempts reset,
 // once what made it fail is fixed.
 func ExampleInspector_Replay() {
