@@ -47,9 +47,13 @@ demo:
 # sizes it, e.g. BENCH_ADMIN_FLAGS='-depth 10000'. Then, where redis-server is
 # installed, what WaitForReplicas costs (bench-replica, below).
 BENCH_ADMIN_FLAGS ?=
+# BENCH_IDLE: the counts of extra workers the idle-worker scenario runs with.
+BENCH_IDLE ?= 0,100
 bench:
 	$(GO) run ./examples/bench
 	$(GO) run ./examples/bench -admin $(BENCH_ADMIN_FLAGS)
+	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \
+	else echo "# idle workers skipped: -idle needs REDIS_URL (each worker has its own client)"; fi
 	@if command -v redis-server >/dev/null; then ./scripts/bench-replica.sh; \
 	else echo "# bench-replica skipped: it needs redis-server for a master and its replica"; fi
 

@@ -83,6 +83,8 @@ func main() {
 	defer cleanup(ctx, c.Redis(), ns)
 	runtime.SetDefault(c)
 	switch {
+	case *idleCounts != "":
+		idleWorkers(ctx, c, url, ns)
 	case *spikeBase > 0:
 		spike(ctx, c, *spikeBase)
 	case *adminMode:
