@@ -13,18 +13,36 @@ import (
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
-// adminCommands are the commands over the admin layer.
-var adminCommands = map[string]Command{
-	"enqueue": cmdEnqueue,
-	"job":     cmdJob,
-	"jobs":    cmdJobs,
-	"queues":  cmdQueues,
-	"dlq":     cmdDLQ,
-	"cron":    cmdCron,
-	"workers": cmdWorkers,
-	"cancel":  cmdCancelWaiting,
-	"pause":   cmdPause(true),
-	"resume":  cmdPause(false),
+// adminCommand is a command over the admin layer and its lines in the
+// program's help: a command is declared once, here.
+type adminCommand struct {
+	name string
+	run  Command
+	help [][2]string // usage, what it does
+}
+
+// adminCommands are the commands over the admin layer, in the help's order.
+var adminCommands = []adminCommand{
+	{"enqueue", cmdEnqueue, [][2]string{{"enqueue NAME JSON", "enqueue a task with JSON args [--route R --priority P --delay D --wait]"}}},
+	{"job", cmdJob, [][2]string{{"job ID", "show a job; job cancel ID, job delete ID act on it"}}},
+	{"jobs", cmdJobs, [][2]string{{"jobs", "list pending jobs [--state scheduled|processing|failed --route R --task T --q TEXT]"}}},
+	{"queues", cmdQueues, [][2]string{{"queues", "jobs per route in each place, paused or not, and its workers"}}},
+	{"pause", cmdPause(true), [][2]string{{"pause ROUTE", "stop every worker from taking jobs of a route (enqueues go on)"}}},
+	{"resume", cmdPause(false), [][2]string{{"resume ROUTE", "let workers take jobs of a paused route again"}}},
+	{"cancel", cmdCancelWaiting, [][2]string{{"cancel ROUTE", "cancel every pending and scheduled job of a route [--task T]"}}},
+	{"dlq", cmdDLQ, [][2]string{{"dlq list|replay|purge", "the dead-letter queue: list, replay ID, replay --all, purge [--yes]"}}},
+	{"cron", cmdCron, [][2]string{{"cron list", "cron entries and their state"}, {"cron run NAME", "enqueue one job of a cron entry now"}}},
+	{"workers", cmdWorkers, [][2]string{{"workers", "live workers, from their heartbeats"}}},
+}
+
+// adminCommandNamed is the admin command called name.
+func adminCommandNamed(name string) (Command, bool) {
+	for _, c := range adminCommands {
+		if c.name == name {
+			return c.run, true
+		}
+	}
+	return nil, false
 }
 
 // noArgs refuses positionals a command does not take.

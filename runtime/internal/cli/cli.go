@@ -23,26 +23,27 @@ const (
 	ExitUsage   = 2
 )
 
-const mainUsage = `usage: %[1]s [command] [flags]
+// programHelp are the lines of the program's own commands (App.Commands).
+var programHelp = [][2]string{
+	{"worker", "run jobs (the default command)"},
+	{"scheduler", "run cron entries and the promoter of delayed jobs and retries, no jobs"},
+	{"api", "serve the HTTP API and /metrics (API_PORT, default 8080), no jobs"},
+}
 
-commands:
-  worker                      run jobs (the default command)
-  scheduler                   run cron entries and the promoter of delayed jobs and retries, no jobs
-  api                         serve the HTTP API and /metrics (API_PORT, default 8080), no jobs
-  enqueue NAME JSON           enqueue a task with JSON args [--route R --priority P --delay D --wait]
-  job ID                      show a job; job cancel ID, job delete ID act on it
-  jobs                        list pending jobs [--state scheduled|processing|failed --route R --task T --q TEXT]
-  queues                      jobs per route in each place, paused or not, and its workers
-  pause ROUTE                 stop every worker from taking jobs of a route (enqueues go on)
-  resume ROUTE                let workers take jobs of a paused route again
-  dlq list|replay|purge       the dead-letter queue: list, replay ID, replay --all, purge [--yes]
-  cron list                   cron entries and their state
-  cron run NAME               enqueue one job of a cron entry now
-  workers                     live workers, from their heartbeats
-  help                        this text
-
-Every command takes -h, and --json where it prints.
-`
+// printUsage writes the program's help: its commands, then the admin
+// commands as their table declares them.
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, "usage: app [command] [flags]\n\ncommands:\n")
+	lines := append([][2]string{}, programHelp...)
+	for _, c := range adminCommands {
+		lines = append(lines, c.help...)
+	}
+	lines = append(lines, [2]string{"help", "this text"})
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %-27s %s\n", l[0], l[1])
+	}
+	fmt.Fprintf(w, "\nEvery command takes -h, and --json where it prints.\n")
+}
 
 // printEnvironment lists the configuration variables of the program.
 func printEnvironment(w io.Writer, vars []EnvVar) {
@@ -74,23 +75,23 @@ func Run(ctx context.Context, args []string, rw IO, app App) int {
 		cmd, args = args[0], args[1:]
 	}
 	if cmd == "help" {
-		fmt.Fprintf(rw.Stdout, mainUsage, "app")
+		printUsage(rw.Stdout)
 		printEnvironment(rw.Stdout, app.Environment())
 		return ExitOK
 	}
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") && cmd == "worker" {
 		// No command named: the program's help, then the default command's flags.
-		fmt.Fprintf(rw.Stdout, mainUsage, "app")
+		printUsage(rw.Stdout)
 		printEnvironment(rw.Stdout, app.Environment())
 		fmt.Fprintln(rw.Stdout)
 	}
 	run, ok := app.Commands()[cmd]
 	if !ok {
-		run, ok = adminCommands[cmd]
+		run, ok = adminCommandNamed(cmd)
 	}
 	if !ok {
 		fmt.Fprintf(rw.Stderr, "unknown command %q\n", cmd)
-		fmt.Fprintf(rw.Stderr, mainUsage, "app")
+		printUsage(rw.Stderr)
 		return ExitUsage
 	}
 	if err := app.Configure(); err != nil {
