@@ -42,6 +42,14 @@ local deadline = bn_num(ARGV[2], 'lease deadline')
 local token = bn_str(ARGV[3], 'token')
 if want < 1 then error('bananas: count must be >= 1') end
 if #KEYS < 6 then error('bananas: fetch needs at least one list key') end
+-- Nothing ready, and no earlier run of this call to answer for: the fetch of
+-- an idle worker (its safety poll, or a wake-up another worker won) costs
+-- three commands instead of one per key. It writes nothing, so the type
+-- checks below, which guard the writes, have nothing to guard.
+if redis.call('EXISTS', unpack(KEYS, 6)) == 0 and
+    not (bn_type(KEYS[4], 'hash') and redis.call('HEXISTS', KEYS[4], token) == 1) then
+  return {}
+end
 bn_need_type(KEYS[1], 'zset', 'active set')
 bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[3], 'hash', 'payloads hash')
