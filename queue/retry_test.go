@@ -114,6 +114,32 @@ func TestScripts_SecondRunOfEnqueueFetchAckChangesNothing(t *testing.T) {
 	runTwiceCases(t, enqueueFetchAckTwiceCases)
 }
 
+// A fetch that took every ready job of its route, resent, finds the lists
+// empty and still answers with the jobs its first run leased: an empty
+// route ends a fetch early only when it is no retry of one that leased.
+func TestFetch_ResentFetchThatEmptiedTheRouteAnswersWithItsJobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		jobs := []queue.NewJob{job(t, "r"), job(t, "r")}
+		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+			t.Fatal(err)
+		}
+		var armed atomic.Bool
+		twice := &redistest.Twice{Only: func(name string) bool { return armed.Load() && (name == "evalsha" || name == "eval") }}
+		q.Client().AddHook(twice)
+		armed.Store(true)
+		ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+		armed.Store(false)
+		if err != nil || len(ds) != 2 || twice.Runs() != 1 {
+			t.Fatalf("fetch = %d jobs, %v, %d resent; want both jobs from a fetch sent twice", len(ds), err, twice.Runs())
+		}
+		if n, _ := q.Client().HLen(ctx, q.Keys("r").Leases()).Result(); n != 2 {
+			t.Fatalf("%d jobs leased, want the 2 the answer names", n)
+		}
+	})
+}
+
 // A fetch whose command reaches Redis twice (go-redis resent it after the
 // reply was lost) leases the first run's jobs once: the second run takes
 // nothing more and answers with them, and acking them ends the lease group.
