@@ -125,7 +125,10 @@ func (in *Inspector) JSON(info *JobInfo) (args, result json.RawMessage) {
 		}
 		return
 	}
-	if len(info.ArgsMsgpack) > 0 {
+	switch {
+	case info.Args != nil: // Client.Job decoded them already, with the same generated code
+		args = info.Args
+	case len(info.ArgsMsgpack) > 0:
 		if b, err := h.argsJSON(info.ArgsMsgpack); err == nil {
 			args = b
 		}
