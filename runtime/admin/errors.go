@@ -86,6 +86,21 @@ const (
 	TooLarge
 )
 
+// HTTPStatus is the class's status in the HTTP API and the dashboard.
+func (c Class) HTTPStatus() int {
+	switch c {
+	case BadInput:
+		return 400
+	case NotFound:
+		return 404
+	case Conflict:
+		return 409
+	case TooLarge:
+		return 413
+	}
+	return 500 // Failure: the server's or Redis's
+}
+
 // Problem is an error classed for a surface.
 type Problem struct {
 	Class Class

@@ -69,7 +69,7 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
 		if be.Class == admin.Failure {
 			s.cfg.Logger.Error("bananas: api batch failed part-way", "path", r.URL.Path, "err", be.Msg)
 		}
-		return writeJSON(w, status(be.Class), batchErrorBody{Error: be.Msg, Jobs: be.Jobs, IDs: be.IDs})
+		return writeJSON(w, be.Class.HTTPStatus(), batchErrorBody{Error: be.Msg, Jobs: be.Jobs, IDs: be.IDs})
 	case err != nil:
 		return err
 	}

@@ -97,21 +97,6 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	_ = writeJSON(w, e.Status, errorBody{Error: e.Msg, Field: e.Field})
 }
 
-// status is the HTTP status of a class of the admin layer's errors.
-func status(c admin.Class) int {
-	switch c {
-	case admin.BadInput:
-		return http.StatusBadRequest
-	case admin.NotFound:
-		return http.StatusNotFound
-	case admin.Conflict:
-		return http.StatusConflict
-	case admin.TooLarge:
-		return http.StatusRequestEntityTooLarge
-	}
-	return http.StatusInternalServerError // Failure: the server's or Redis's
-}
-
 // httpError is the answer to err, an error of the admin layer: its class's
 // status and the field it names. A Failure is a 500 that says what failed.
 func httpError(err error) *Error {
@@ -119,5 +104,5 @@ func httpError(err error) *Error {
 	if p.Class == admin.Failure {
 		return &Error{Status: http.StatusInternalServerError, Msg: err.Error()}
 	}
-	return &Error{Status: status(p.Class), Msg: p.Msg, Field: p.Field}
+	return &Error{Status: p.Class.HTTPStatus(), Msg: p.Msg, Field: p.Field}
 }

@@ -27,15 +27,8 @@ func statusOf(err error) (int, string) {
 		return p.Status, p.Msg
 	}
 	c := admin.Classify(err)
-	switch c.Class {
-	case admin.NotFound:
-		return http.StatusNotFound, c.Msg
-	case admin.BadInput:
-		return http.StatusBadRequest, c.Msg
-	case admin.Conflict:
-		return http.StatusConflict, c.Msg
-	case admin.TooLarge:
-		return http.StatusRequestEntityTooLarge, c.Msg
+	if c.Class == admin.Failure {
+		return http.StatusInternalServerError, err.Error()
 	}
-	return http.StatusInternalServerError, err.Error()
+	return c.Class.HTTPStatus(), c.Msg
 }
