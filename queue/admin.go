@@ -37,7 +37,7 @@ func (q *Queue) Resume(ctx context.Context, route string) error {
 	}
 	k := q.Keys(route)
 	// Retry-safe: a second run finds nothing to resume and wakes nobody.
-	if err := q.s.resume.Run(ctx, q.rdb, []string{k.Paused()}, k.WakeChannel()).Err(); err != nil {
+	if err := q.s.resume.Run(ctx, q.rdb, []string{k.Paused(), k.Idle()}, k.WakeChannel(), ms(q.Now())).Err(); err != nil {
 		return fmt.Errorf("resume route %s: %w", route, err)
 	}
 	return nil

@@ -123,7 +123,7 @@ func (q *Queue) writeChunk(ctx context.Context, route string, priority Priority,
 			break
 		}
 	}
-	keys := make([]string, 0, 6+3*len(jobs))
+	keys := make([]string, 0, 7+3*len(jobs))
 	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt, k.History(HourOf(now)))
 	args := make([]any, 0, 6+7*len(jobs))
 	args = append(args, ms(now), string(priority), k.WakeChannel(), ScheduleChannel(q.ns), len(jobs), rttl)
@@ -145,6 +145,7 @@ func (q *Queue) writeChunk(ctx context.Context, route string, priority Priority,
 		keys = append(keys, job, unique, k.Result(j.ID))
 		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl, check)
 	}
+	keys = append(keys, k.Idle())
 	// Retry-safe: enqueue.lua answers a second run of this call as the first.
 	res, err := q.runWrite(ctx, q.s.enqueue, keys, args...)
 	if err != nil {

@@ -53,14 +53,31 @@ type Dispatch struct {
 // will run, and the caller hands them back (HandBack). Jobs leased but whose
 // hashes could not be read are handed back here, without counting an attempt.
 func (q *Queue) Fetch(ctx context.Context, route string, priorities []Priority, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
+	return q.FetchOrWait(ctx, route, priorities, n, leaseUntil, now, Waiter{})
+}
+
+// Waiter is a worker that waits for jobs of a route when a fetch finds
+// fewer than it asked for: it is registered in the route's idle set
+// (Keys.Idle) until Until, and the next job made ready there is announced
+// on Channel (Keys.WakeChannelOf) to it alone. The zero Waiter registers
+// nothing.
+type Waiter struct {
+	Channel string
+	Until   time.Time
+}
+
+// FetchOrWait is Fetch that, when it takes fewer than n jobs, registers w
+// in the same script: no job made ready after the fetch looked can miss
+// the worker, and a push wakes only workers that wait.
+func (q *Queue) FetchOrWait(ctx context.Context, route string, priorities []Priority, n int, leaseUntil, now time.Time, w Waiter) ([]*Dispatch, error) {
 	k := q.Keys(route)
 	lists := k.Lists(priorities)
 	if len(lists) == 0 || n < 1 {
 		return nil, nil
 	}
-	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.Paused()}, lists...)
+	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.Paused(), k.Idle()}, lists...)
 	token := fetchToken(now)
-	args := []any{n, ms(leaseUntil), token}
+	args := []any{n, ms(leaseUntil), token, w.Channel, ms(w.Until)}
 	var res any
 	var err error
 	// Retry-safe, alone or with the acks riding along (go-redis resends a
@@ -323,7 +340,7 @@ func (q *Queue) handBack(ctx context.Context, route, token string, ids []string,
 	if err != nil {
 		return LostHandBack{}, fmt.Errorf("hand back jobs of route %s: %w", route, err)
 	}
-	keys := make([]string, 0, 10+2*len(ids))
+	keys := make([]string, 0, 11+2*len(ids))
 	keys = append(keys, k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.List(High), k.List(Normal), k.List(Low),
 		k.Cancels(), k.Stats(), k.History(HourOf(now)))
 	args := make([]any, 0, 5+3*len(ids))
@@ -338,6 +355,7 @@ func (q *Queue) handBack(ctx context.Context, route, token string, ids []string,
 		}
 		args = append(args, id, v.Record, max(1, durMS(v.TTL)))
 	}
+	keys = append(keys, k.Idle())
 	// Retry-safe: fenced by the token, which the first run released.
 	res, err := q.s.handback.Run(ctx, q.rdb, keys, args...).Slice()
 	if err != nil {

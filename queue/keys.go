@@ -98,7 +98,30 @@ func (k Keys) Lists(priorities []Priority) []string {
 	return out
 }
 
-// WakeChannel is published when a ready list of the route goes from empty to
+// Idle is the set of the route's waiting workers: each one's wake channel
+// (WakeChannelOf) -> until when the entry holds (ms). A fetch that takes
+// fewer jobs than it asked for registers its worker; whatever makes jobs
+// ready pops as many entries as it made jobs and wakes each on its own
+// channel, so a push wakes at most as many workers as it has jobs.
+func (k Keys) Idle() string { return k.base + "idle" }
+
+// Keeper is the route's keeper lock (keep.lua, scheduler.Keeper): the token
+// of the one process that promotes, reaps and purges the route, with its ttl.
+func (k Keys) Keeper() string { return k.base + "keeper" }
+
+// KeeperChannel is published when the route's keeper gives its lock up:
+// the processes that stand by for it try to take it at once.
+func (k Keys) KeeperChannel() string { return k.ns + ":keeper:{" + k.route + "}" }
+
+// WakeChannelOf is the channel on which worker (its id) is woken when a job
+// of the route is made ready while it waits in the idle set.
+func (k Keys) WakeChannelOf(worker string) string {
+	return k.ns + ":wake:{" + k.route + "}:" + worker
+}
+
+// WakeChannel, for workers that take only some of the route's tasks (they
+// cannot stand in the idle set: a job they do not run would wake them
+// instead of a worker that does), is published when a ready list of the route goes from empty to
 // non-empty; idle workers of the route listen on it instead of polling.
 func (k Keys) WakeChannel() string { return k.ns + ":wake:{" + k.route + "}" }
 

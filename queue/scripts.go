@@ -15,6 +15,8 @@ var scriptFS embed.FS
 type scripts struct {
 	enqueue, push, fetch, claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge, cron *redis.Script
 
+	wake *redis.Script // WakeWaiters (idle.go)
+
 	// admin actions (admin.go)
 	pause, resume, remove, canceled, cancels *redis.Script
 
@@ -43,6 +45,7 @@ func loadScripts() *scripts {
 		replay:   load("replay"),
 		purge:    load("purge"),
 		cron:     load("cron"),
+		wake:     load("wake"),
 		list:     load("list"),
 		prune:    load("prune"),
 		lookup:   load("lookup"),

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/queue"
 )
 
 // A Redis outage under a running worker (which runs the promoter and cron
@@ -26,7 +27,8 @@ func TestOutage_EachLoopLogsItOnceWhenItStartsAndOnceWhenItEnds(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	cmd := exec.Command(bin, "worker")
-	cmd.Env = []string{"REDIS_URL=" + srv.URL(), "BANANAS_NAMESPACE=" + redistest.Namespace(t), "LOG_FORMAT=json", "SHUTDOWN_TIMEOUT=1s"}
+	ns := redistest.Namespace(t)
+	cmd.Env = []string{"REDIS_URL=" + srv.URL(), "BANANAS_NAMESPACE=" + ns, "LOG_FORMAT=json", "SHUTDOWN_TIMEOUT=1s"}
 	var stdout, stderr safeBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -35,7 +37,12 @@ func TestOutage_EachLoopLogsItOnceWhenItStartsAndOnceWhenItEnds(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	waitFor(t, 10*time.Second, "the worker to start", func() bool { return strings.Contains(stderr.String(), "worker started") })
 
-	loops := []string{"promoter", "cron", "heartbeat", "reaper"}
+	// The promoter and the reaper work the routes the worker keeps: wait
+	// until it keeps its route, as a worker alone on it does at once.
+	rdb := srv.Client(t)
+	keeper := queue.RouteKeys(ns, "default").Keeper()
+	waitFor(t, 10*time.Second, "the worker to keep its route", func() bool { return rdb.Exists(ctxT(t), keeper).Val() == 1 })
+	loops := []string{"promoter", "cron", "heartbeat", "reaper", "keeper"}
 	said := func(msg, loop string) int { return count(t, stderr.String(), msg, loop) }
 	srv.Stop()
 	waitFor(t, 20*time.Second, "every loop to report the outage", func() bool {

@@ -153,3 +153,74 @@ func TestWakeup_SaturatedWorkerRefillsWithoutTheSafetyPoll(t *testing.T) {
 		waitFor(t, 30*time.Second, "every job of the backlog to run", func() bool { return done.Load() == jobs })
 	})
 }
+
+// Of many idle workers on a route, a job wakes one: a wake-up goes to a
+// waiting worker on a channel of its own, not to every subscriber of the
+// route, each of which would run an empty fetch.
+func TestWakeup_AJobWakesOneOfManyIdleWorkers(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		task := testtasks.Echo.With(c)
+		const workers = 8
+		for range workers {
+			w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{SafetyPoll: time.Hour, Concurrency: 2}))
+			runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
+			startWorker(t, w)
+		}
+		ctx := ctxT(t)
+		k := runtime.QueueOf(c).Keys("default")
+		waitFor(t, 10*time.Second, "every worker to wait", func() bool { return c.Redis().ZCard(ctx, k.Idle()).Val() == workers })
+		wakes := c.Redis().PSubscribe(ctx, k.WakeChannelOf("*"))
+		defer wakes.Close()
+		if _, err := wakes.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if got, err := task.Call(ctx, Msg{Text: "x"}); err != nil || got.Text != "x" {
+				t.Fatalf("call %d = %+v, %v", i, got, err)
+			}
+			waitFor(t, 10*time.Second, "the woken worker to wait again", func() bool { return c.Redis().ZCard(ctx, k.Idle()).Val() == workers })
+		}
+		woken := 0
+		for {
+			wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			_, err := wakes.ReceiveMessage(wctx)
+			cancel()
+			if err != nil {
+				break
+			}
+			woken++
+		}
+		if woken != 5 {
+			t.Fatalf("5 jobs woke %d workers of %d idle ones, want 5", woken, workers)
+		}
+	})
+}
+
+// One worker per route promotes its delayed jobs (it keeps the route); when
+// it stops, the other takes the route over at once, and a job delayed past
+// the handover still starts on time — well before the keeper lock (10 s
+// with a 30 s lease) would have run out by itself.
+func TestWakeup_DelayedJobsRunAfterTheWorkerThatKeptTheRouteStops(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		task := testtasks.Echo.With(c)
+		ctx := ctxT(t)
+		k := runtime.QueueOf(c).Keys("default")
+		start := func() func() {
+			w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{SafetyPoll: time.Hour, Lease: 30 * time.Second}))
+			runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
+			return startWorker(t, w)
+		}
+		stopKeeper := start()
+		waitFor(t, 10*time.Second, "the first worker to keep the route", func() bool { return c.Redis().Exists(ctx, k.Keeper()).Val() == 1 })
+		start()
+		waitFor(t, 10*time.Second, "the second worker to wait", func() bool { return c.Redis().ZCard(ctx, k.Idle()).Val() == 2 })
+		stopKeeper()
+		begin := time.Now()
+		if got, err := task.Call(ctx, Msg{Text: "later"}, runtime.Delay(300*time.Millisecond)); err != nil || got.Text != "later" {
+			t.Fatalf("delayed call = %+v, %v", got, err)
+		}
+		if took := time.Since(begin); took > 5*time.Second {
+			t.Fatalf("a job delayed 300 ms ran after %s: the route waited for its keeper lock to run out", took)
+		}
+	})
+}

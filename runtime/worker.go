@@ -32,6 +32,10 @@ type Worker struct {
 
 	middleware Middleware     // WorkerOptions.Middleware composed, nil when none
 	engine     *engine.Engine // set by Run
+	// keeper holds the keeper locks of the routes this worker promotes,
+	// reaps and purges (set by Run; nil for a scheduler, which promotes
+	// every route).
+	keeper *scheduler.Keeper
 }
 
 // NewWorker returns a worker over client c. Register handlers (the generated
@@ -88,6 +92,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer hook.stop() // after the engine has stopped: every end told
 		sinks = append(sinks, hook)
 	}
+	w.keeper = w.newKeeper()
 	w.engine = engine.New(w.engineConfig(sinks))
 
 	// The promoter and the cron runner outlive ctx until the engine has
@@ -97,21 +102,39 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer func() { stopBG(); wg.Wait() }()
 
 	promoterWake := make(chan time.Time, 1)
-	subs, err := w.subscribe(ctx, promoterWake)
+	subs, err := w.subscribe(ctx)
 	if err != nil {
 		return err
 	}
+	schedule := &scheduleListener{w: w, wake: promoterWake}
 	defer func() {
 		for _, s := range subs {
 			s.Close()
 		}
+		schedule.set(false)
 	}()
+	if w.keeper == nil { // a scheduler promotes for every route, always
+		if err := schedule.set(true); err != nil {
+			return fmt.Errorf("bananas: worker: subscribe: %w", err)
+		}
+	} else {
+		w.keeper.OnChange = func(held []string) { _ = schedule.set(len(held) > 0) }
+	}
 
+	wg.Add(1)
+	go func() { defer wg.Done(); w.wakeOnReconnect(bg) }()
 	for _, loop := range w.schedulingLoops(promoterWake) {
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(bg) }()
 	}
 
+	if w.keeper != nil {
+		// The routes the worker keeps are known before it takes jobs.
+		select {
+		case <-w.keeper.Ready():
+		case <-ctx.Done():
+		}
+	}
 	w.opts.Logger.Info("bananas: worker started", "worker", w.id, "routes", strings.Join(w.opts.Routes, ","),
 		"concurrency", w.opts.Concurrency, "tasks", strings.Join(w.Tasks(), ","), "clock_skew", w.c.q.Skew().Round(time.Millisecond))
 	if !w.opts.SchedulerOnly {
@@ -127,18 +150,21 @@ func (w *Worker) Run(ctx context.Context) error {
 // ready lists, woken on promoterWake) and, with cron entries, the cron
 // runner.
 func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Context) {
-	routes := func(context.Context) ([]string, error) { return w.opts.Routes, nil }
-	if w.opts.SchedulerOnly { // a scheduler promotes for every route there is
-		routes = w.c.q.Routes
+	routes := w.c.q.Routes // a scheduler promotes for every route there is
+	if w.keeper != nil {
+		routes = func(context.Context) ([]string, error) { return w.keeper.Held(), nil }
 	}
 	p := &scheduler.Promoter{
 		Queue:  w.c.q,
 		Routes: routes,
 		Wake:   promoterWake,
-		Safety: w.opts.SafetyPoll,
+		Safety: min(w.opts.SafetyPoll, scheduler.DefaultPromoterSafety),
 		Outage: scheduler.NewOutageLog(w.opts.Logger, "promoter (due delayed jobs and retries to their queues)"),
 	}
 	loops := []func(context.Context){func(ctx context.Context) { p.Run(ctx) }}
+	if w.keeper != nil {
+		loops = append(loops, w.keeper.Run)
+	}
 	if len(w.cron) > 0 {
 		cr := w.cronRunner()
 		loops = append(loops, func(ctx context.Context) { _ = cr.Run(ctx) })
@@ -161,6 +187,7 @@ func (w *Worker) engineConfig(sinks []engine.JobEndSink) engine.Config {
 		JobValue:     func(d *queue.Dispatch) any { return jobOf(d) },
 		State:        w.heartbeatState(),
 		ServedRoutes: w.servedRoutes,
+		Kept:         w.keptRoutes,
 	}
 }
 
@@ -201,9 +228,10 @@ func (w *Worker) warnUntakenRoutes() {
 	}
 }
 
-// subscribe listens, before the first fetch, on the wake channel of every route
-// (so no push after that fetch goes unnoticed) and on the schedule channel.
-func (w *Worker) subscribe(ctx context.Context, promoterWake chan time.Time) ([]*results.Subscription, error) {
+// subscribe listens, before the first fetch, on the wake channel of every
+// route (so no push after that fetch goes unnoticed), on its cancel channel
+// and on its keeper channel.
+func (w *Worker) subscribe(ctx context.Context) ([]*results.Subscription, error) {
 	var subs []*results.Subscription
 	fail := func(err error) ([]*results.Subscription, error) {
 		for _, s := range subs {
@@ -211,8 +239,9 @@ func (w *Worker) subscribe(ctx context.Context, promoterWake chan time.Time) ([]
 		}
 		return nil, fmt.Errorf("bananas: worker: subscribe: %w", err)
 	}
+	wakes := w.engine.WakeChannels()
 	for _, r := range w.opts.Routes {
-		s, err := w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(r).WakeChannel(), func([]byte) { w.engine.Wake() })
+		s, err := w.c.listener.SubscribeFunc(ctx, wakes[r], func([]byte) { w.engine.Wake(r) })
 		if err != nil {
 			return fail(err)
 		}
@@ -224,15 +253,30 @@ func (w *Worker) subscribe(ctx context.Context, promoterWake chan time.Time) ([]
 			return fail(err)
 		}
 		subs = append(subs, s)
+		if w.keeper == nil {
+			continue
+		}
+		s, err = w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(r).KeeperChannel(), func([]byte) { w.keeper.Kick() })
+		if err != nil {
+			return fail(err)
+		}
+		subs = append(subs, s)
 	}
-	s, err := w.c.listener.SubscribeFunc(ctx, queue.ScheduleChannel(w.c.q.Namespace()), func(b []byte) {
-		scheduler.OfferWake(promoterWake, parseMillis(b))
-	})
-	if err != nil {
-		return fail(err)
-	}
-	subs = append(subs, s)
 	return subs, nil
+}
+
+// wakeOnReconnect wakes the fetcher each time the listener reconnects
+// until ctx ends: a wake-up published while it was away is lost, and the
+// fetcher would otherwise wait for its safety poll.
+func (w *Worker) wakeOnReconnect(ctx context.Context) {
+	for {
+		select {
+		case <-w.c.listener.Reconnected():
+			w.engine.Wake("")
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func parseMillis(b []byte) time.Time {

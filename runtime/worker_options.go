@@ -45,9 +45,14 @@ type WorkerOptions struct {
 	Middleware []Middleware
 	// Logger receives one line per job event. Default slog.Default().
 	Logger *slog.Logger
-	// SafetyPoll is how long an idle worker (and its promoter) waits for a
-	// wake-up before looking at its queues anyway; it only matters when a
-	// wake-up was lost in a reconnect. Default 1s.
+	// SafetyPoll is how long an idle worker waits for a wake-up before
+	// looking at its queues anyway. A job made ready wakes one waiting
+	// worker on a channel of its own, and a worker whose connection to
+	// Redis was cut looks at once when it is back, so the poll only
+	// matters for a wake-up sent to a worker that died before it fetched.
+	// An idle worker's poll is most of what it costs Redis. Default 10s.
+	// (The promoter of the routes the worker keeps looks at least every
+	// second, or every SafetyPoll when that is shorter.)
 	SafetyPoll time.Duration
 	// OnJobEnd, if set, is called once for every end of a job the worker
 	// records in Redis (see JobEnd): completed, failed and retried or
@@ -96,7 +101,7 @@ func (w *Worker) withDefaults() error {
 		o.Logger = slog.Default()
 	}
 	if o.SafetyPoll == 0 {
-		o.SafetyPoll = time.Second
+		o.SafetyPoll = 10 * time.Second
 	}
 	errs := slices.Clone(w.regErrs)
 	for _, r := range o.Routes {

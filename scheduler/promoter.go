@@ -36,8 +36,8 @@ type Promoter struct {
 // already waiting there, the earlier of the two stays: dropping the new one
 // when the buffer is full would lose an announcement of a job due sooner than
 // the one waiting, and that job would start up to the promoter's safety sleep
-// late. It must be the only sender on ch (the Promoter only receives), so a
-// slot it empties is still free when it sends again.
+// late. Several senders are safe: a run-at a sender takes out of the buffer
+// is folded into its own before it sends again.
 func OfferWake(ch chan time.Time, at time.Time) {
 	for {
 		select {

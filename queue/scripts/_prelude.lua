@@ -86,6 +86,44 @@ local function bn_prio(v, what)
   return bn_prios[v]
 end
 
+-- bn_wake wakes up to n of the route's idle workers — those whose fetch
+-- found fewer jobs than it asked for (fetch.lua registers them in the idle
+-- set, member = the worker's own wake channel, score = until when the entry
+-- holds) — by publishing on each one's own channel: a push of n jobs wakes
+-- at most n workers, however many wait. The most recently registered goes
+-- first (it is the likeliest alive and warm); an entry past its time is
+-- dropped with every older one. Returns how many were woken. Like bn_count
+-- it never raises: the set is a hint, and an idle key of another type
+-- (garbage) is dropped, leaving the workers to their safety poll.
+local function bn_wake(idle, n, now)
+  if n < 1 then return 0 end
+  local popped = redis.pcall('ZPOPMAX', idle, n)
+  if popped['err'] then
+    redis.call('DEL', idle)
+    return 0
+  end
+  local woke = 0
+  for i = 1, #popped, 2 do
+    if tonumber(popped[i + 1]) < now then
+      redis.call('ZREMRANGEBYSCORE', idle, '-inf', now)
+      break
+    end
+    redis.call('PUBLISH', popped[i], '1')
+    woke = woke + 1
+  end
+  return woke
+end
+
+-- bn_idle registers member (a worker's wake channel) in the idle set until
+-- hold (unix ms); like bn_wake it drops an idle key of another type.
+local function bn_idle(idle, member, hold)
+  local r = redis.pcall('ZADD', idle, hold, member)
+  if type(r) == 'table' and r['err'] then
+    redis.call('DEL', idle)
+    redis.call('ZADD', idle, hold, member)
+  end
+end
+
 -- bn_push appends id to a ready list and reports whether the list was empty,
 -- which is when idle workers must be woken (a non-empty list has a taker already).
 local function bn_push(list, id, front)

@@ -15,6 +15,7 @@
 -- KEYS[3]  HASH  route:{r}:stats
 -- KEYS[4]  HASH  route:{r}:job:<id>      the tick's job
 -- KEYS[5]  HASH  route:{r}:history:<hour of now>
+-- KEYS[6]  ZSET  route:{r}:idle   waiting workers: one is woken (bn_wake)
 -- ARGV[1]  tick (unix ms): the scheduled time being fired
 -- ARGV[2]  next tick (unix ms)
 -- ARGV[3]  now (unix ms)
@@ -23,7 +24,7 @@
 -- ARGV[6]  envelope (msgpack)
 -- ARGV[7]  priority: high|normal|low
 -- ARGV[8]  max retries
--- ARGV[9]  wake channel
+-- ARGV[9]  the route's wake channel, for workers that take only some tasks
 -- ARGV[10] spec, ARGV[11] time zone (kept for `cron list`)
 -- Returns: 1 fired (job enqueued), 0 this tick (or a later one) was already fired.
 local tick = bn_num(ARGV[1], 'tick')
@@ -63,5 +64,6 @@ end
 bn_write_job(KEYS[4], {'n', ARGV[5], 'p', ARGV[7], 'm', ARGV[8], 'c', now}, ARGV[6])
 bn_count(KEYS[3], 'enqueued', 1)
 bn_history(KEYS[5], now, 'e', 1)
+bn_wake(KEYS[6], 1, now)
 if bn_push(KEYS[2], id, false) then redis.call('PUBLISH', ARGV[9], '1') end
 return 1

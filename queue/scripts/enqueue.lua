@@ -21,9 +21,11 @@
 -- KEYS[7+3i]  HASH    route:{r}:job:<id_i>      the job (i = 0..n-1)
 -- KEYS[8+3i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
 -- KEYS[9+3i]  STRING  route:{r}:result:<id_i>   its result record (a finished job still holds its id)
+-- KEYS[7+3n]  ZSET    route:{r}:idle   waiting workers: one is woken per job made ready (bn_wake)
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  priority: high|normal|low
--- ARGV[3]  wake channel (published when the list was empty)
+-- ARGV[3]  the route's wake channel (published when the list was empty), for
+--          workers that take only some tasks (they wait on it, not in the idle set)
 -- ARGV[4]  schedule channel (published with the earliest run-at when a job is scheduled)
 -- ARGV[5]  n, the number of jobs
 -- ARGV[6]  receipt ttl ms: > 0 when a job has a caller-chosen id, else 0 (no receipt)
@@ -35,8 +37,8 @@ local prio = ARGV[2]
 bn_prio(prio, 'priority')
 local n = bn_num(ARGV[5], 'job count')
 local receipt_ttl = bn_num(ARGV[6], 'receipt ttl')
-if #KEYS ~= 6 + 3 * n or #ARGV ~= 6 + 7 * n then
-  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (6 + 3 * n) .. ' keys and ' .. (6 + 7 * n) .. ' args')
+if #KEYS ~= 7 + 3 * n or #ARGV ~= 6 + 7 * n then
+  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (7 + 3 * n) .. ' keys and ' .. (6 + 7 * n) .. ' args')
 end
 bn_need_type(KEYS[1], 'list', 'ready list')
 bn_need_type(KEYS[2], 'zset', 'scheduled set')
@@ -104,6 +106,7 @@ if #ready > 0 then
   local was_empty = redis.call('LLEN', KEYS[1]) == 0
   bn_sliced('HSET', KEYS[4], payloads)
   bn_sliced('RPUSH', KEYS[1], ready)
+  bn_wake(KEYS[#KEYS], #ready, now)
   if was_empty then redis.call('PUBLISH', ARGV[3], '1') end
 end
 if #later > 0 then bn_sliced('ZADD', KEYS[2], later) end

@@ -30,9 +30,10 @@
 -- KEYS[10] HASH  route:{r}:history:<hour of now>
 -- KEYS[9+2i]   HASH    route:{r}:job:<id_i>, one per id (i from 1)
 -- KEYS[10+2i]  STRING  route:{r}:result:<id_i>
+-- KEYS[11+2n]   ZSET    route:{r}:idle   waiting workers: one is woken per job handed back (bn_wake)
 -- ARGV[1]  fencing token of the fetch
 -- ARGV[2]  marker deadline (unix ms): until when a late copy must find the token used
--- ARGV[3]  wake channel
+-- ARGV[3]  the route's wake channel, for workers that take only some tasks
 -- ARGV[4]  result channel prefix (the channel is prefix .. id .. "}")
 -- ARGV[5]  now (unix ms): the minute the history counts a cancel in
 -- ARGV[3+3i .. 5+3i] per id: the id, its canceled record ("" when the
@@ -45,7 +46,7 @@ bn_str(ARGV[3], 'wake channel')
 local prefix = bn_str(ARGV[4], 'result channel prefix')
 local now = bn_num(ARGV[5], 'now')
 local n = (#ARGV - 5) / 3
-if n ~= math.floor(n) or #KEYS ~= 10 + 2 * n then error('bananas: handback needs 2 keys and 3 args per job') end
+if n ~= math.floor(n) or #KEYS ~= 11 + 2 * n then error('bananas: handback needs 2 keys and 3 args per job, and the idle set') end
 for i = 1, n do
   if bn_num(ARGV[5 + 3 * i], 'canceled record ttl') <= 0 then error('bananas: canceled record ttl must be > 0') end
 end
@@ -110,7 +111,10 @@ if left <= 0 then
   redis.call('HSET', KEYS[4], token, 0)
   redis.call('ZADD', KEYS[1], marker, token)
 end
-if #back > 0 then redis.call('PUBLISH', ARGV[3], '1') end
+if #back > 0 then
+  bn_wake(KEYS[#KEYS], #back, now)
+  redis.call('PUBLISH', ARGV[3], '1')
+end
 local ended = {}
 for i, c in ipairs(canceled) do ended[i] = c[1] end
 return {#back, ended}

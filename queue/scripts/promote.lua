@@ -19,15 +19,16 @@
 -- KEYS[6]  HASH  route:{r}:stats
 -- KEYS[7+2i]  HASH  route:{r}:job:<id_i>
 -- KEYS[8+2i]  any   route:{r}:garbage:<id_i>  where a job key that is not a hash goes
+-- KEYS[7+2n]  ZSET  route:{r}:idle   waiting workers: one is woken per job moved (bn_wake)
 -- ARGV[1]  now (unix ms)
--- ARGV[2]  wake channel
+-- ARGV[2]  the route's wake channel, for workers that take only some tasks
 -- ARGV[3+i]  the ids, matching the key pairs
 -- Returns: an array: the number of jobs moved, then one reason per bad entry
 --          dead-lettered or dropped.
 local now = bn_num(ARGV[1], 'now')
 bn_str(ARGV[2], 'wake channel')
 local n = #ARGV - 2
-if #KEYS ~= 6 + 2 * n then error('bananas: promote needs two keys per id') end
+if #KEYS ~= 7 + 2 * n then error('bananas: promote needs two keys per id and the idle set') end
 bn_need_type(KEYS[1], 'zset', 'scheduled set')
 
 -- Pass 1, reads only: what to do with each due id, and which keys that
@@ -74,6 +75,7 @@ for _, step in ipairs(plan) do
     out[#out + 1] = 'job ' .. id .. ': ' .. aside .. '; dead-lettered as a stub'
   end
 end
+bn_wake(KEYS[#KEYS], moved, now)
 if woke then redis.call('PUBLISH', ARGV[2], '1') end
 out[1] = moved
 return out

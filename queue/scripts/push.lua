@@ -16,8 +16,10 @@
 -- KEYS[4]  HASH    route:{r}:job:<last id>
 -- KEYS[5]  STRING  route:{r}:result:<last id>
 -- KEYS[6]  HASH    route:{r}:history:<hour of now>
--- ARGV[1]  wake channel
--- ARGV[2]  1: publish a wake-up whatever the list held (low load: saves the
+-- KEYS[7]  ZSET    route:{r}:idle   waiting workers: up to n of them are woken (bn_wake)
+-- ARGV[1]  the route's wake channel, for workers that take only some tasks
+--          (they wait on it rather than in the idle set)
+-- ARGV[2]  1: publish on it whatever the list held (low load: saves the
 --          caller a round trip); 0: only when the list was empty
 -- ARGV[3]  now (unix ms), the minute the history counts the jobs in
 -- ARGV[4..]  pairs id, payload ("name|priority|max retries|created ms|envelope")
@@ -47,5 +49,6 @@ for first = 1, n, 200 do
 end
 bn_count(KEYS[2], 'enqueued', n)
 bn_history(KEYS[6], now, 'e', n)
+bn_wake(KEYS[7], n, now)
 if eager or len == n then redis.call('PUBLISH', ARGV[1], '1') end
 return 1

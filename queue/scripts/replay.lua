@@ -28,8 +28,9 @@
 -- KEYS[5]  LIST    route:{r}:queue:low
 -- KEYS[6]  STRING  route:{r}:result:<id>
 -- KEYS[7]  HASH    route:{r}:stats
+-- KEYS[8]  ZSET    route:{r}:idle   waiting workers: one is woken (bn_wake)
 -- ARGV[1]  id (any string the dead-letter set holds, even "")
--- ARGV[2]  wake channel
+-- ARGV[2]  the route's wake channel, for workers that take only some tasks
 -- ARGV[3]  task name to replay only jobs of ("" or absent: any)
 -- ARGV[4]  now (unix ms): when the replay happens, kept with the life it ends
 -- Returns: a pair {outcome, reason}: {1, ""} replayed, {0, ""} not in the
@@ -81,5 +82,6 @@ redis.call('HDEL', KEYS[1], unpack(gone))
 redis.call('HSET', KEYS[1], 'a', 0, 's', 'q', 'pn', lives + 1, 'pr', runs + attempts, 'ph' .. (lives + 1), life)
 if lives + 1 > 10 then redis.call('HDEL', KEYS[1], 'ph' .. (lives + 1 - 10)) end
 bn_count(KEYS[7], 'replayed', 1)
+bn_wake(KEYS[8], 1, now)
 if bn_push(KEYS[2 + bn_prios[prio]], id, false) then redis.call('PUBLISH', ARGV[2], '1') end
 return {1, ''}

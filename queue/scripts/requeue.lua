@@ -27,9 +27,10 @@
 -- KEYS[10] STRING  route:{r}:result:<id>
 -- KEYS[11] HASH    route:{r}:stats
 -- KEYS[12] HASH    route:{r}:history:<hour of now>
+-- KEYS[13] ZSET    route:{r}:idle   waiting workers: one is woken (bn_wake)
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
--- ARGV[3]  wake channel
+-- ARGV[3]  the route's wake channel, for workers that take only some tasks
 -- ARGV[4]  the job's canceled record (opaque bytes), stored if it has a cancel request
 -- ARGV[5]  its ttl ms (> 0)
 -- ARGV[6]  result channel
@@ -77,6 +78,7 @@ end
 redis.call('HDEL', KEYS[3], id)
 bn_release(KEYS[2], KEYS[8], token, 1)
 if not prio then return 3 end
+bn_wake(KEYS[13], 1, now)
 if bn_push(KEYS[3 + bn_prios[prio]], id, true) then
   redis.call('PUBLISH', ARGV[3], '1')
 end

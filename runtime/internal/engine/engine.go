@@ -60,12 +60,27 @@ type Config struct {
 	// ServedRoutes returns the routes live workers serve or fire cron
 	// entries to, which route pruning keeps (see retention); nil prunes none.
 	ServedRoutes func(ctx context.Context) (map[string]bool, error)
+	// Kept returns the routes whose leases this worker reaps and whose old
+	// dead-lettered jobs it purges: those it keeps (one worker per route
+	// does, see scheduler.Keeper). Nil: every route of Routes.
+	Kept func() []string
+}
+
+// kept is the routes the worker reaps and purges now (Config.Kept).
+func (c *Config) kept() []string {
+	if c.Kept == nil {
+		return c.Routes
+	}
+	return c.Kept()
 }
 
 // Queue is what the engine asks of Redis: *queue.Queue.
 type Queue interface {
 	Now() time.Time
-	Fetch(ctx context.Context, route string, priorities []queue.Priority, n int, leaseUntil, now time.Time) ([]*queue.Dispatch, error)
+	FetchOrWait(ctx context.Context, route string, priorities []queue.Priority, n int, leaseUntil, now time.Time, w queue.Waiter) ([]*queue.Dispatch, error)
+	WakeWaiters(ctx context.Context, route string, n int) (int, error)
+	StopWaiting(ctx context.Context, routes []string, worker string) error
+	Keys(route string) queue.Keys
 	FetchTypes(ctx context.Context, route string, priorities []queue.Priority, types []string, n int, leaseUntil, now time.Time) ([]*queue.Dispatch, error)
 	HandBack(ctx context.Context, l *queue.LostFetch, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error)
 	Renew(ctx context.Context, route string, running []*queue.Dispatch, until time.Time) ([]*queue.Dispatch, error)
@@ -139,9 +154,41 @@ func New(cfg Config) *Engine {
 	return e
 }
 
-// Wake tells the fetcher that a job was pushed to an empty ready list of
-// one of its routes.
-func (e *Engine) Wake() { notify(e.fetch.wake) }
+// Wake tells the fetcher that a job of route was made ready while it
+// waited ("" for any of its routes: a wake-up may have been lost). A worker
+// woken with no free slot — it waited on several routes, and jobs of
+// another filled it — hands the wake-up on to another waiting worker of
+// route, which can run the job now.
+func (e *Engine) Wake(route string) {
+	notify(e.fetch.wake)
+	if route != "" && e.slots.free() == 0 {
+		go e.passOn(route)
+	}
+}
+
+func (e *Engine) passOn(route string) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if _, err := e.cfg.Queue.WakeWaiters(ctx, route, 1); err != nil {
+		e.cfg.Logger.Debug("bananas: hand a wake-up on", "route", route, "err", err)
+	}
+}
+
+// WakeChannels returns the channel the worker listens on for each of its
+// routes: its own (the route's idle set names it), or, for a worker that
+// takes only some tasks, the route's, published whenever a ready list goes
+// from empty to non-empty.
+func (e *Engine) WakeChannels() map[string]string {
+	out := make(map[string]string, len(e.cfg.Routes))
+	for _, r := range e.cfg.Routes {
+		if len(e.cfg.JobTypes) > 0 {
+			out[r] = e.cfg.Queue.Keys(r).WakeChannel()
+		} else {
+			out[r] = e.cfg.Queue.Keys(r).WakeChannelOf(e.cfg.ID)
+		}
+	}
+	return out
+}
 
 // Cancel cancels the runs of job id on this worker, if any (see
 // executor.cancelJob).
@@ -172,9 +219,24 @@ func (e *Engine) Run(ctx context.Context) {
 	}
 	if e.cfg.FetchJobs {
 		e.fetch.Run(ctx)
+		e.stopWaiting()
 	}
 	<-ctx.Done()
 	e.shutdown()
+}
+
+// stopWaiting takes the worker out of its routes' idle sets: a wake-up
+// sent to a worker that no longer fetches would be lost.
+func (e *Engine) stopWaiting() {
+	if len(e.cfg.JobTypes) > 0 {
+		return // it never stood in them
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if err := e.cfg.Queue.StopWaiting(ctx, e.cfg.Routes, e.cfg.ID); err != nil {
+		e.cfg.Logger.Warn("bananas: leave the routes' idle sets; until its entries lapse a wake-up may go to this stopped worker",
+			"err", err)
+	}
 }
 
 // shutdown waits up to ShutdownTimeout for the runs in flight, then hands

@@ -270,7 +270,8 @@ func (f *fetcher) fetchRoute(ctx context.Context, route string, n int) (int, err
 	if len(f.cfg.JobTypes) > 0 {
 		ds, err = q.FetchTypes(rctx, route, f.cfg.Priorities, f.cfg.JobTypes, n, now.Add(f.cfg.Lease), now)
 	} else {
-		ds, err = q.Fetch(rctx, route, f.cfg.Priorities, n, now.Add(f.cfg.Lease), now)
+		w := queue.Waiter{Channel: q.Keys(route).WakeChannelOf(f.cfg.ID), Until: now.Add(f.waitHold())}
+		ds, err = q.FetchOrWait(rctx, route, f.cfg.Priorities, n, now.Add(f.cfg.Lease), now, w)
 	}
 	f.exec.startAll(ds) // their slots were reserved by Run
 	var lost *queue.LostFetch
@@ -279,6 +280,11 @@ func (f *fetcher) fetchRoute(ctx context.Context, route string, n int) (int, err
 	}
 	return len(ds), err
 }
+
+// waitHold is how long a worker's entry in an idle set holds: past its
+// safety poll, which registers it again, so that a live worker never
+// lapses, and short enough that a dead one's entry goes within a few polls.
+func (f *fetcher) waitHold() time.Duration { return 3 * f.cfg.SafetyPoll }
 
 // errAllOut is a fetch's error when every route waits out an outage.
 var errAllOut = errors.New("bananas: every route of the worker waits out an outage")

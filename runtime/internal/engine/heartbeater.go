@@ -15,8 +15,9 @@ const (
 )
 
 // heartbeater records the worker's state (Config.State) every
-// HeartbeatEvery, for the `workers` command, the API and the dashboard, and
-// removes it when the worker stops.
+// HeartbeatEvery (every other one while the worker is idle), for the
+// `workers` command, the API and the dashboard, and removes it when the
+// worker stops.
 type heartbeater struct {
 	cfg  *Config
 	runs *runs
@@ -28,8 +29,18 @@ func (h *heartbeater) Run(ctx context.Context) {
 	outage := scheduler.NewOutageLog(h.cfg.Logger, "heartbeat")
 	t := time.NewTicker(HeartbeatEvery)
 	defer t.Stop()
+	var last time.Time
+	lastInFlight := -1
 	for ok := true; ok; ok = next(ctx, t) {
-		err := q.Beat(ctx, h.cfg.ID, h.cfg.State(h.runs.count()), q.Now(), HeartbeatTTL)
+		inFlight := h.runs.count()
+		// An idle worker's state does not change: it beats half as often,
+		// still twice or more within HeartbeatTTL. Idle workers are what
+		// a deployment has most of, and each beat is a round trip to Redis.
+		if inFlight == 0 && lastInFlight == 0 && time.Since(last) < 2*HeartbeatEvery-HeartbeatEvery/2 {
+			continue
+		}
+		last, lastInFlight = time.Now(), inFlight
+		err := q.Beat(ctx, h.cfg.ID, h.cfg.State(inFlight), q.Now(), HeartbeatTTL)
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:

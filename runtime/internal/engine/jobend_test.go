@@ -43,6 +43,12 @@ func (q *fakeQueue) Fetch(context.Context, string, []queue.Priority, int, time.T
 func (q *fakeQueue) FetchTypes(ctx context.Context, route string, p []queue.Priority, _ []string, n int, until, now time.Time) ([]*queue.Dispatch, error) {
 	return q.Fetch(ctx, route, p, n, until, now)
 }
+func (q *fakeQueue) FetchOrWait(ctx context.Context, route string, p []queue.Priority, n int, until, now time.Time, _ queue.Waiter) ([]*queue.Dispatch, error) {
+	return q.Fetch(ctx, route, p, n, until, now)
+}
+func (q *fakeQueue) WakeWaiters(context.Context, string, int) (int, error) { return 0, nil }
+func (q *fakeQueue) StopWaiting(context.Context, []string, string) error   { return nil }
+func (q *fakeQueue) Keys(route string) queue.Keys                          { return queue.RouteKeys("fake", route) }
 func (q *fakeQueue) HandBack(_ context.Context, _ *queue.LostFetch, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
