@@ -29,6 +29,8 @@
 //	<ns>:route:{<r>}:cancels                SET     ids of running jobs whose cancellation was asked for
 //	<ns>:route:{<r>}:history:<hour>         HASH    per-minute counts and time buckets of that hour, 25 h (history.go)
 //	<ns>:route:{<r>}:cron:<name>            HASH    a cron entry's state: tick, last and next run, run count, last job and error
+//	<ns>:route:{<r>}:idle                   ZSET    waiting workers: wake channel -> until when the entry holds (ms) (idle.go)
+//	<ns>:route:{<r>}:keeper                 STRING  the token of the process that promotes, reaps and purges the route (keep.lua), with its TTL
 //	<ns>:routes                             SET     every route used, less those idle for RouteIdleTTL (prune.go)
 //	<ns>:routes-idle                        HASH    route -> when first seen idle (ms) and its enqueued counter then (prune.go)
 //	<ns>:workers                            ZSET    worker id -> last heartbeat (ms) (workers.go)
@@ -36,7 +38,9 @@
 //
 // Pub/sub channels (keys.go names each):
 //
-//	<ns>:wake:{<r>}        a ready list of the route went from empty to non-empty (idle workers fetch)
+//	<ns>:wake:{<r>}:<w>    a job of the route was made ready while worker w waited in the idle set (it fetches)
+//	<ns>:wake:{<r>}        a ready list of the route went from empty to non-empty (for workers that take only some tasks)
+//	<ns>:keeper:{<r>}      the route's keeper gave its lock up (the processes standing by try to take it at once)
 //	<ns>:cancel:{<r>}      the id of a running job of the route whose cancellation was asked for
 //	<ns>:schedule          the run-at (ms) of a newly scheduled job (a sleeping promoter wakes earlier)
 //	<ns>:result:{<id>}     the result record of the job, as it finishes (Await, Call)

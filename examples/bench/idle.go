@@ -52,7 +52,7 @@ func (r *idleRig) measure(ctx context.Context, c *runtime.Client, extra int) {
 	const rest = 3 * time.Second
 	before := r.counters(ctx)
 	time.Sleep(rest)
-	baseline := r.counters(ctx).minus(before)
+	baseline := r.counters(ctx).minus(before).per(rest)
 	r.start(ctx, 8) // the busy worker
 	for range extra {
 		r.start(ctx, 1)
@@ -76,16 +76,19 @@ func (r *idleRig) measure(ctx context.Context, c *runtime.Client, extra int) {
 	p99 := quantile(r.obs.lat, 0.99)
 	r.obs.mu.Unlock()
 	time.Sleep(time.Second) // let the last wake-ups and acks settle before the quiet phase
+	// An idle worker calls Redis every few seconds (its safety poll and
+	// heartbeat every 10 s): the quiet phase spans two of each.
+	const quietFor = 20 * time.Second
 	at = r.counters(ctx)
-	time.Sleep(rest)
-	quiet := r.counters(ctx).minus(at).minus(baseline)
+	time.Sleep(quietFor)
+	quiet := r.counters(ctx).minus(at).per(quietFor).minus(baseline)
 	workers := float64(extra + 1)
 	prefix := fmt.Sprintf("idle%d_", extra)
 	report(prefix+"redis_us_per_job", load.cpuUS/float64(sent))
 	report(prefix+"commands_per_job", load.commands/float64(sent))
 	report(prefix+"p99_ms", ms(p99))
-	report(prefix+"redis_us_per_worker_s", quiet.cpuUS/workers/rest.Seconds())
-	report(prefix+"commands_per_worker_s", quiet.commands/workers/rest.Seconds())
+	report(prefix+"redis_us_per_worker_s", quiet.cpuUS/workers)
+	report(prefix+"commands_per_worker_s", quiet.commands/workers)
 	report(prefix+"connections_per_worker", float64(conns)/workers)
 }
 
@@ -125,6 +128,12 @@ func (r *idleRig) stop() {
 type redisCounters struct {
 	cpuUS, commands float64
 	clients         int
+}
+
+// per turns counts over d into counts per second (clients are left as
+// they are: a level, not a count).
+func (a redisCounters) per(d time.Duration) redisCounters {
+	return redisCounters{cpuUS: a.cpuUS / d.Seconds(), commands: a.commands / d.Seconds(), clients: a.clients}
 }
 
 func (a redisCounters) minus(b redisCounters) redisCounters {
