@@ -76,7 +76,7 @@ func (h *handBacks) try(ctx context.Context) bool {
 		records := map[string][]byte{}
 		now := h.q.Now()
 		out, err := h.q.HandBack(cctx, l, func(e queue.Expired) queue.Verdict {
-			encoded, _ := results.Encode(canceledBeforeRunRecord(e, now))
+			encoded, _ := results.Encode(expiredRecord(e, canceledBeforeRun, true, now))
 			records[e.ID] = encoded
 			return queue.Verdict{Record: encoded, TTL: ttlOr(e.Envelope.FailureTTL, h.cfg.FailureTTL)}
 		})

@@ -229,12 +229,12 @@ func TestHandBack_AJobAskedToCancelIsToldCanceledWithTheEnginesRecord(t *testing
 		t.Fatalf("ends told = %+v; want one", ends)
 	}
 	end := ends[0]
-	if end.Ending != Canceled || end.ID != e.ID || end.Route != "r" || end.Priority != queue.High || end.Error != canceledBeforeRun || end.Worker != "w1" {
-		t.Fatalf("end = %+v; want job %s canceled before it ran, on route r, by w1", end, e.ID)
+	if end.Ending != Canceled || end.ID != e.ID || end.Route != "r" || end.Priority != queue.High || end.Error != canceledBeforeRun || end.Worker != "w1" || end.Attempt != 2 {
+		t.Fatalf("end = %+v; want job %s canceled before it ran, on route r, by w1, in attempt 2 (the run the fetch leased)", end, e.ID)
 	}
 	rec, err := results.Decode(q.verdict.Record)
-	if err != nil || !rec.Canceled || rec.ID != e.ID || rec.Priority != "high" || string(end.Record) != string(q.verdict.Record) {
-		t.Fatalf("record %+v, %v; want the canceled record told and stored", rec, err)
+	if err != nil || !rec.Canceled || rec.ID != e.ID || rec.Priority != "high" || rec.Attempts != 2 || string(end.Record) != string(q.verdict.Record) {
+		t.Fatalf("record %+v, %v; want the canceled record of attempt 2 told and stored", rec, err)
 	}
 	if q.verdict.TTL != 3*time.Hour {
 		t.Fatalf("record ttl = %s; want the worker's failure TTL (the envelope sets none)", q.verdict.TTL)
