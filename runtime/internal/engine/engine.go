@@ -67,13 +67,13 @@ type Queue interface {
 	Now() time.Time
 	Fetch(ctx context.Context, route string, priorities []queue.Priority, n int, leaseUntil, now time.Time) ([]*queue.Dispatch, error)
 	FetchTypes(ctx context.Context, route string, priorities []queue.Priority, types []string, n int, leaseUntil, now time.Time) ([]*queue.Dispatch, error)
-	HandBack(ctx context.Context, l *queue.LostFetch, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error)
+	HandBack(ctx context.Context, l *queue.LostFetch, now time.Time, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error)
 	Renew(ctx context.Context, route string, running []*queue.Dispatch, until time.Time) ([]*queue.Dispatch, error)
 	CancelRequests(ctx context.Context, route string, ids []string) ([]string, error)
 	AckAsync(d *queue.Dispatch, record []byte, ttl time.Duration, done func(ok bool, err error))
 	Fail(ctx context.Context, d *queue.Dispatch, f queue.Failure, now time.Time) (queue.Outcome, error)
 	FinishCanceled(ctx context.Context, d *queue.Dispatch, record []byte, ttl time.Duration) (bool, error)
-	Requeue(ctx context.Context, d *queue.Dispatch, canceled []byte, ttl time.Duration) (queue.Outcome, error)
+	Requeue(ctx context.Context, d *queue.Dispatch, canceled []byte, ttl time.Duration, now time.Time) (queue.Outcome, error)
 	Reap(ctx context.Context, route string, now time.Time, decide func(queue.Expired) queue.Verdict) (map[string]queue.Outcome, error)
 	Purge(ctx context.Context, route string, cutoff time.Time) (int, error)
 	PruneRoutes(ctx context.Context, keep map[string]bool, now time.Time) ([]string, error)
@@ -234,7 +234,7 @@ func (e *Engine) shutdown() {
 func (e *Engine) handBack(ctx context.Context, r *run) {
 	log, now := e.cfg.Logger, e.cfg.Queue.Now()
 	canceled := canceledAtShutdown(r.d, now)
-	out, err := e.cfg.Queue.Requeue(ctx, r.d, canceled, ttlOr(r.d.Envelope.FailureTTL, e.cfg.FailureTTL))
+	out, err := e.cfg.Queue.Requeue(ctx, r.d, canceled, ttlOr(r.d.Envelope.FailureTTL, e.cfg.FailureTTL), now)
 	e.runs.untrack(r)
 	switch {
 	case err != nil:

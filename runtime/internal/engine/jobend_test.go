@@ -43,14 +43,14 @@ func (q *fakeQueue) Fetch(context.Context, string, []queue.Priority, int, time.T
 func (q *fakeQueue) FetchTypes(ctx context.Context, route string, p []queue.Priority, _ []string, n int, until, now time.Time) ([]*queue.Dispatch, error) {
 	return q.Fetch(ctx, route, p, n, until, now)
 }
-func (q *fakeQueue) HandBack(_ context.Context, _ *queue.LostFetch, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error) {
+func (q *fakeQueue) HandBack(_ context.Context, _ *queue.LostFetch, _ time.Time, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.asked == nil {
 		return queue.LostHandBack{}, nil
 	}
 	q.verdict = canceled(*q.asked)
-	out := queue.LostHandBack{Back: 1, Canceled: []queue.Expired{*q.asked}}
+	out := queue.LostHandBack{Back: 1, Canceled: []queue.CanceledJob{{Expired: *q.asked, Record: q.verdict.Record}}}
 	q.asked = nil
 	return out, nil
 }
@@ -76,7 +76,7 @@ func (q *fakeQueue) Fail(context.Context, *queue.Dispatch, queue.Failure, time.T
 func (q *fakeQueue) FinishCanceled(context.Context, *queue.Dispatch, []byte, time.Duration) (bool, error) {
 	return true, nil
 }
-func (q *fakeQueue) Requeue(context.Context, *queue.Dispatch, []byte, time.Duration) (queue.Outcome, error) {
+func (q *fakeQueue) Requeue(context.Context, *queue.Dispatch, []byte, time.Duration, time.Time) (queue.Outcome, error) {
 	return queue.HandedBack, nil
 }
 func (q *fakeQueue) Reap(context.Context, string, time.Time, func(queue.Expired) queue.Verdict) (map[string]queue.Outcome, error) {
