@@ -98,9 +98,7 @@ for _, id in ipairs(gone) do redis.call('HDEL', KEYS[2], id) end
 for _, c in ipairs(canceled) do
   local id = c[1]
   redis.call('HDEL', KEYS[2], id)
-  redis.call('HDEL', KEYS[3], id)
-  redis.call('DEL', c[2])
-  bn_end_canceled(c[3], c[4], c[5], prefix .. id .. '}', KEYS[8], id, KEYS[9], KEYS[10], now)
+  bn_end_canceled(c[3], c[4], c[5], prefix .. id .. '}', KEYS[8], id, KEYS[9], KEYS[10], now, c[2], KEYS[3])
 end
 local left = 0
 if released > 0 then
