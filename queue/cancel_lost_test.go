@@ -102,3 +102,34 @@ func TestHandBack_ARetryAfterALostReplyReportsTheJobsTheFirstRunCanceled(t *test
 		}
 	})
 }
+
+// A cancel asked as a run failed, before its worker acted on it, stands for
+// that run only: the job's retry, leased under the same id, is not asked to
+// stop (CancelRequests) and a hand-back at shutdown gives it back instead of
+// ending it canceled.
+func TestFail_ACancelAskedAsTheRunFailedDoesNotCancelTheRetry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		first := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+		if out, err := q.Cancel(ctx, first.ID, []byte("canceled"), time.Minute); out != queue.CancelRequested || err != nil {
+			t.Fatalf("cancel of the running job = %v, %v; want it asked of its worker", out, err)
+		}
+		if out, err := q.Fail(ctx, first, queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now); out != queue.Retrying || err != nil {
+			t.Fatalf("fail = %v, %v; want a retry", out, err)
+		}
+		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		retry := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
+		if retry.ID != first.ID {
+			t.Fatalf("fetched %s; want the retry of %s", retry.ID, first.ID)
+		}
+		if asked, err := q.CancelRequests(ctx, "r", []string{retry.ID}); err != nil || len(asked) != 0 {
+			t.Fatalf("cancel requests of the retry = %v, %v; want none (the request was the failed run's)", asked, err)
+		}
+		if out, err := q.Requeue(ctx, retry, []byte("canceled"), time.Minute, now); out != queue.HandedBack || err != nil {
+			t.Fatalf("hand back of the retry at shutdown = %v, %v; want it handed back, not canceled", out, err)
+		}
+	})
+}

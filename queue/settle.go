@@ -146,7 +146,8 @@ type Failure struct {
 // dead-letter with f.Record stored and published.
 func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Outcome, error) {
 	k := q.Keys(d.Route)
-	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups(), k.History(HourOf(now))}
+	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups(),
+		k.History(HourOf(now)), k.Cancels()}
 	final := 0
 	switch {
 	case f.Final:
