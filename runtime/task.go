@@ -209,7 +209,7 @@ func (t *Task[A, R]) prepare(opts []Option, n int) (c *Client, cfg jobConfig, no
 		return
 	}
 	if cfg.id != "" {
-		if err = queue.CheckChosenID(cfg.id, cfg.route); err != nil {
+		if err = queue.CheckIDRoute(cfg.id, cfg.route); err != nil { // WithID checked the rest
 			err = fmt.Errorf("bananas: enqueue %s: runtime.WithID: %w", t.name, err)
 			return
 		}
