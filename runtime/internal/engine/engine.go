@@ -95,10 +95,6 @@ type Metrics interface {
 type RunMetrics interface {
 	Ran(time.Duration)    // how long its handler ran
 	Waited(time.Duration) // how long its job waited for its first run
-	// Failed counts a failed run whose end was not recorded (the write
-	// failed, or its lease was lost): still a failed run, though no end is
-	// told of it.
-	Failed()
 }
 
 // Outcome is what a run of a job came to, as Exec judged it.
