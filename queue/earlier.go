@@ -53,7 +53,7 @@ func ParseEarlierLife(s string) (EarlierLife, bool) {
 		}
 		n[i] = v
 	}
-	l := EarlierLife{FirstRun: int(n[0]), Attempts: int(n[1]), Started: fromMS(n[2]), Died: fromMS(n[3]), Replayed: fromMS(n[4]),
+	l := EarlierLife{FirstRun: int(n[0]), Attempts: int(n[1]), Started: parseMS(f[2]), Died: parseMS(f[3]), Replayed: parseMS(f[4]),
 		Error: strings.ToValidUTF8(errText, "")}
 	if f[5] != "-" {
 		for _, t := range strings.Split(f[5], ",") {
@@ -67,32 +67,20 @@ func ParseEarlierLife(s string) (EarlierLife, bool) {
 	return l, true
 }
 
-// String is l as replay.lua writes it, which ParseEarlierLife reads.
+// String is l as replay.lua writes it, which ParseEarlierLife reads: how a
+// record built from a parsed job (engine.CanceledRecord) keeps its lives.
 func (l EarlierLife) String() string {
 	failed := "-"
 	if len(l.FailedAt) > 0 {
 		ts := make([]string, len(l.FailedAt))
 		for i, t := range l.FailedAt {
-			ts[i] = strconv.FormatInt(t.UnixMilli(), 10)
+			ts[i] = strconv.FormatInt(ms(t), 10)
 		}
 		failed = strings.Join(ts, ",")
 	}
-	return strconv.Itoa(l.FirstRun) + " " + strconv.Itoa(l.Attempts) + " " + msOf(l.Started) + " " + msOf(l.Died) + " " +
-		msOf(l.Replayed) + " " + failed + "\n" + l.Error
-}
-
-// msOf is t in unix ms; "0" when unset.
-func msOf(t time.Time) string {
-	if t.IsZero() {
-		return "0"
+	times := make([]string, 3)
+	for i, t := range []time.Time{l.Started, l.Died, l.Replayed} {
+		times[i] = strconv.FormatInt(msOrZero(t), 10)
 	}
-	return strconv.FormatInt(t.UnixMilli(), 10)
-}
-
-// fromMS is unix ms as a time; zero for 0.
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v)
+	return strconv.Itoa(l.FirstRun) + " " + strconv.Itoa(l.Attempts) + " " + strings.Join(times, " ") + " " + failed + "\n" + l.Error
 }

@@ -134,10 +134,7 @@ func (q *Queue) writeChunk(ctx context.Context, route string, priority Priority,
 		if j.UniqueTTL > 0 && j.UniqueKey != "" {
 			unique, uttl = k.Unique(j.UniqueKey), max(1, durMS(j.UniqueTTL))
 		}
-		var runAt int64
-		if !j.RunAt.IsZero() {
-			runAt = ms(j.RunAt)
-		}
+		runAt := msOrZero(j.RunAt)
 		check := 0
 		if j.ChosenID {
 			check = 1

@@ -105,6 +105,10 @@ type LostFetch struct {
 	// and its other jobs are running. Nil means every job leased under Token.
 	IDs []string
 	Err error
+	// offered are the canceled records a HandBack whose reply was lost
+	// offered, by job id: a retry offers them again, so it reports the jobs
+	// the lost run ended canceled (handback.lua finds their record stored).
+	offered map[string]CanceledJob
 }
 
 func (e *LostFetch) Error() string { return e.Err.Error() }
@@ -301,10 +305,12 @@ const handBackMarked = 10 * time.Minute
 // a late copy of the fetch takes nothing. A job asked to cancel while its
 // fetch was lost is not handed back: it ends canceled, with the record and
 // TTL that canceled returns for it (the caller builds every record a job
-// ends with). Finding the token's jobs reads every lease of the route once,
-// which only a lost fetch makes anyone do. Retry-safe: a second run finds
-// nothing leased under the token.
-func (q *Queue) HandBack(ctx context.Context, l *LostFetch, canceled func(Expired) Verdict) (LostHandBack, error) {
+// ends with); now is when, for the route's history. Finding the token's jobs
+// reads every lease of the route once, which only a lost fetch makes anyone
+// do. Retry-safe: a second run finds nothing leased under the token, and
+// when the first run's reply was lost (an error), a retry with the same l
+// reports the jobs that run ended canceled.
+func (q *Queue) HandBack(ctx context.Context, l *LostFetch, now time.Time, canceled func(Expired) Verdict) (LostHandBack, error) {
 	ids := l.IDs
 	if ids == nil {
 		leases, err := q.rdb.HGetAll(ctx, q.Keys(l.Route).Leases()).Result()
@@ -321,45 +327,58 @@ func (q *Queue) HandBack(ctx context.Context, l *LostFetch, canceled func(Expire
 		// millisecond the order is the ids'.
 		slices.Sort(ids)
 	}
-	return q.handBack(ctx, l.Route, l.Token, ids, l.Until.Add(handBackMarked), canceled)
+	for id := range l.offered {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id) // ended canceled by a run whose reply was lost
+		}
+	}
+	out, err := q.handBack(ctx, l, ids, now, canceled)
+	if err != nil {
+		return LostHandBack{}, fmt.Errorf("hand back jobs of route %s: %w", l.Route, err)
+	}
+	l.offered = nil
+	return out, nil
 }
 
 // LostHandBack is what a HandBack did: how many jobs went back to their
 // lists, and the jobs that ended canceled instead.
 type LostHandBack struct {
 	Back     int
-	Canceled []Expired
+	Canceled []CanceledJob
 }
 
-// handBack runs handback.lua for ids leased under token, with a canceled
-// record for each job that has a cancel request.
-func (q *Queue) handBack(ctx context.Context, route, token string, ids []string, until time.Time, canceled func(Expired) Verdict) (LostHandBack, error) {
-	k := q.Keys(route)
-	now := q.Now()
-	fields, pays, asked, err := q.readExpired(ctx, k, ids)
+// CanceledJob is a job of a lost fetch that ended canceled on its
+// hand-back, with the record it was given.
+type CanceledJob struct {
+	Expired
+	Record []byte
+	ttl    time.Duration
+}
+
+// handBack runs handback.lua for ids leased under l's token, with a
+// canceled record for each job that has a cancel request, or that l offered
+// one to in a run whose reply was lost. Only those jobs' hashes are read.
+func (q *Queue) handBack(ctx context.Context, l *LostFetch, ids []string, now time.Time, canceled func(Expired) Verdict) (LostHandBack, error) {
+	k := q.Keys(l.Route)
+	verdicts, err := q.handBackVerdicts(ctx, k, l, ids, canceled)
 	if err != nil {
-		return LostHandBack{}, fmt.Errorf("hand back jobs of route %s: %w", route, err)
+		return LostHandBack{}, err
 	}
 	keys := make([]string, 0, 11+2*len(ids))
 	keys = append(keys, k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.List(High), k.List(Normal), k.List(Low),
 		k.Cancels(), k.Stats(), k.History(HourOf(now)))
 	args := make([]any, 0, 5+3*len(ids))
-	args = append(args, token, ms(until), k.WakeChannel(), resultChannelPrefix(q.ns), ms(now))
-	askedJobs := map[string]Expired{}
+	args = append(args, l.Token, ms(l.Until.Add(handBackMarked)), k.WakeChannel(), resultChannelPrefix(q.ns), ms(now))
 	for i, id := range ids {
 		keys = append(keys, k.Job(id), k.Result(id))
-		var v Verdict
-		if asked[i] && id != "" {
-			e := expiredJob(id, fields[i], pays[i], true)
-			v, askedJobs[id] = canceled(e), e
-		}
+		v := verdicts[i]
 		args = append(args, id, v.Record, max(1, durMS(v.TTL)))
 	}
 	keys = append(keys, k.Idle())
 	// Retry-safe: fenced by the token, which the first run released.
 	res, err := q.s.handback.Run(ctx, q.rdb, keys, args...).Slice()
 	if err != nil {
-		return LostHandBack{}, fmt.Errorf("hand back jobs of route %s: %w", route, err)
+		return LostHandBack{}, err
 	}
 	var out LostHandBack
 	if len(res) == 2 {
@@ -368,11 +387,55 @@ func (q *Queue) handBack(ctx context.Context, route, token string, ids []string,
 		ended, _ := res[1].([]any)
 		for _, x := range ended {
 			if id, ok := x.(string); ok {
-				out.Canceled = append(out.Canceled, askedJobs[id])
+				out.Canceled = append(out.Canceled, l.offered[id])
 			}
 		}
 	}
 	return out, nil
+}
+
+// handBackVerdicts is the verdict for each of ids: the canceled record l
+// offered it in an earlier run, else, for a job with a cancel request,
+// canceled's, which l keeps (offered) until a run's reply comes. It reads
+// the cancel requests in one command, then only the asked jobs' hashes.
+func (q *Queue) handBackVerdicts(ctx context.Context, k Keys, l *LostFetch, ids []string, canceled func(Expired) Verdict) ([]Verdict, error) {
+	verdicts := make([]Verdict, len(ids))
+	if len(ids) == 0 {
+		return verdicts, nil
+	}
+	asked, err := cancelsAsked(q.rdb.SMIsMember(ctx, k.Cancels(), members(ids)...), len(ids))
+	if err != nil {
+		return nil, err
+	}
+	var read []string
+	var at []int // read[j] is ids[at[j]]
+	for i, id := range ids {
+		if c, ok := l.offered[id]; ok {
+			verdicts[i] = Verdict{Record: c.Record, TTL: c.ttl}
+		} else if asked[i] && id != "" {
+			read, at = append(read, id), append(at, i)
+		}
+	}
+	if len(read) == 0 {
+		return verdicts, nil
+	}
+	pipe := q.rdb.Pipeline()
+	jobs := readJobs(ctx, pipe, k, read)
+	_, _ = pipe.Exec(ctx) // each command's own error is read by jobs
+	fields, pays, err := jobs()
+	if err != nil {
+		return nil, err
+	}
+	if l.offered == nil {
+		l.offered = map[string]CanceledJob{}
+	}
+	for j, id := range read {
+		e := expiredJob(id, fields[j], pays[j], true)
+		v := canceled(e)
+		verdicts[at[j]] = v
+		l.offered[id] = CanceledJob{Expired: e, Record: v.Record, ttl: v.TTL}
+	}
+	return verdicts, nil
 }
 
 // StartedAt returns when the dispatch was leased, read off its token.

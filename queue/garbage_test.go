@@ -392,7 +392,7 @@ func TestRequeue_JobWithNoListToGoBackToStaysLeasedForTheReaper(t *testing.T) {
 				d := lease(t, q, 1, now, until)[0]
 				c.spoil(t, q, d)
 				before := snapshot(t, plainClient(t, q), q.Namespace())
-				out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute)
+				out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now())
 				if out == queue.HandedBack || err == nil || !strings.Contains(err.Error(), c.errHas) {
 					t.Fatalf("requeue = %v, %v; want a refusal naming %q", out, err, c.errHas)
 				}
@@ -432,7 +432,7 @@ func TestRequeue_LightJobGoesBackByItsPayload(t *testing.T) {
 				if c.jobKey {
 					q.Client().Set(ctx, q.Keys("r").Job(d.ID), "junk", 0)
 				}
-				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute); out != queue.HandedBack || err != nil {
+				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.HandedBack || err != nil {
 					t.Fatalf("requeue = %v, %v", out, err)
 				}
 				wantPlace(t, q, "r", d.ID, c.list)

@@ -121,7 +121,7 @@ func TestRequeueAndHandBack_UnderAReapedLeaseLeaveTheNewLeaseAlone(t *testing.T)
 		if fresh.ID != stale.ID || fresh.Token == stale.Token {
 			t.Fatalf("second fetch = %s under %s; want the same job under a new token", fresh.ID, fresh.Token)
 		}
-		if out, err := q.Requeue(ctx, stale, []byte("canceled record"), time.Minute); out != queue.Stale || err != nil {
+		if out, err := q.Requeue(ctx, stale, []byte("canceled record"), time.Minute, time.Now()); out != queue.Stale || err != nil {
 			t.Fatalf("requeue under the reaped lease = %v, %v; want refused as stale", out, err)
 		}
 		lost := &queue.LostFetch{Route: "r", Token: stale.Token, Until: until, IDs: []string{stale.ID}}

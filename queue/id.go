@@ -82,6 +82,12 @@ func CheckChosenID(id, route string) error {
 	if err := CheckID(id); err != nil {
 		return err
 	}
+	return CheckIDRoute(id, route)
+}
+
+// CheckIDRoute is the rule of CheckChosenID that needs the job's route, for
+// an id that CheckID already passed (runtime.WithID checks it on its own).
+func CheckIDRoute(id, route string) error {
 	if r, ok := RouteOf(id); ok && r != route {
 		return fmt.Errorf("invalid job id %q for route %q: an id of the shape Bananas generates (a ULID, a dot, a route) is located by the route it ends in, and this one ends in route %q; end it in .%s or choose an id of another shape", id, route, r, route)
 	}

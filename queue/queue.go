@@ -220,6 +220,15 @@ func (q *Queue) RouteOfJob(ctx context.Context, id string) (string, error) {
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
+// msOrZero is t in unix ms, 0 for the zero time, which parseMS reads back
+// as the zero time.
+func msOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return ms(t)
+}
+
 func durMS(d time.Duration) int64 { return d.Milliseconds() }
 
 // parseMS reads unix milliseconds stored as text; garbage or 0 is the zero

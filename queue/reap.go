@@ -215,49 +215,70 @@ func expiredJob(id string, fields map[string]string, pay *string, asked bool) Ex
 // fields (reap.lua sets it aside), a cancels set of another type as no
 // request (reap.lua refuses it); only a failed round trip is an error.
 func (q *Queue) readExpired(ctx context.Context, k Keys, ids []string) (fields []map[string]string, pays []*string, asked []bool, err error) {
-	fields = make([]map[string]string, len(ids))
-	pays = make([]*string, len(ids))
-	asked = make([]bool, len(ids))
 	if len(ids) == 0 {
-		return fields, pays, asked, nil
+		return make([]map[string]string, 0), make([]*string, 0), make([]bool, 0), nil
 	}
 	pipe := q.rdb.Pipeline()
+	jobs := readJobs(ctx, pipe, k, ids)
+	cr := pipe.SMIsMember(ctx, k.Cancels(), members(ids)...)
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	if fields, pays, err = jobs(); err != nil {
+		return nil, nil, nil, err
+	}
+	if asked, err = cancelsAsked(cr, len(ids)); err != nil {
+		return nil, nil, nil, err
+	}
+	return fields, pays, asked, nil
+}
+
+// readJobs queues on pipe the reads of the hashes and payloads of the jobs
+// ids, and returns what reads them once pipe ran: a job key that is not a
+// hash reads as no fields; only a failed round trip is an error.
+func readJobs(ctx context.Context, pipe redis.Pipeliner, k Keys, ids []string) func() ([]map[string]string, []*string, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = pipe.HGetAll(ctx, k.Job(id))
 	}
-	members := make([]any, len(ids))
-	for i, id := range ids {
-		members[i] = id
-	}
 	hm := pipe.HMGet(ctx, k.Payloads(), ids...)
-	cr := pipe.SMIsMember(ctx, k.Cancels(), members...)
-	_, _ = pipe.Exec(ctx) // each command's own error is read below
-	for i, c := range cmds {
-		if err := c.Err(); err != nil && !isReply(err) {
-			return nil, nil, nil, err
+	return func() ([]map[string]string, []*string, error) {
+		fields, pays := make([]map[string]string, len(ids)), make([]*string, len(ids))
+		for i, c := range cmds {
+			if err := c.Err(); err != nil && !isReply(err) {
+				return nil, nil, err
+			}
+			fields[i] = c.Val()
 		}
-		fields[i] = c.Val()
-	}
-	if err := hm.Err(); err != nil && !isReply(err) {
-		return nil, nil, nil, err
-	}
-	if err := cr.Err(); err != nil && !isReply(err) {
-		return nil, nil, nil, err
-	}
-	for i, v := range cr.Val() {
-		if i < len(asked) {
-			asked[i] = v
+		if err := hm.Err(); err != nil && !isReply(err) {
+			return nil, nil, err
 		}
-	}
-	for i, v := range hm.Val() {
-		if i < len(pays) {
-			if s, ok := v.(string); ok {
+		for i, v := range hm.Val() {
+			if s, ok := v.(string); ok && i < len(pays) {
 				pays[i] = &s
 			}
 		}
+		return fields, pays, nil
 	}
-	return fields, pays, asked, nil
+}
+
+// cancelsAsked is which of n jobs have a cancel request, as cr (SMISMEMBER
+// of the cancels set) answered: a cancels set of another type reads as no
+// request (the scripts refuse it); only a failed round trip is an error.
+func cancelsAsked(cr *redis.BoolSliceCmd, n int) ([]bool, error) {
+	if err := cr.Err(); err != nil && !isReply(err) {
+		return nil, err
+	}
+	asked := make([]bool, n)
+	copy(asked, cr.Val())
+	return asked, nil
+}
+
+// members is ids as the members of a set command.
+func members(ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
 }
 
 // reapReply turns one job's reply of reap.lua into its outcome, warning of a

@@ -146,7 +146,8 @@ type Failure struct {
 // dead-letter with f.Record stored and published.
 func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Outcome, error) {
 	k := q.Keys(d.Route)
-	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups(), k.History(HourOf(now))}
+	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups(),
+		k.History(HourOf(now)), k.Cancels()}
 	final := 0
 	switch {
 	case f.Final:
@@ -167,10 +168,10 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 // attempt (graceful shutdown): HandedBack, or Stale when the lease was lost
 // and Orphan when the job was gone. A job asked to cancel while it ran is
 // not handed back but ends canceled (EndedCanceled) as FinishCanceled ends
-// it, with canceled, the caller's canceled record, stored for ttl.
-func (q *Queue) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl time.Duration) (Outcome, error) {
+// it, with canceled, the caller's canceled record, stored for ttl; now is
+// when, for the route's history.
+func (q *Queue) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl time.Duration, now time.Time) (Outcome, error) {
 	k := q.Keys(d.Route)
-	now := q.Now()
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads(), k.Groups(),
 		k.Cancels(), k.Result(d.ID), k.Stats(), k.History(HourOf(now)), k.Idle()}
 	// Retry-safe: fenced by the dispatch's token, which the first run released.

@@ -85,7 +85,7 @@ var transitionTwiceCases = []twiceCase{
 				}
 			}
 			for _, d := range requeued {
-				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute); out != queue.EndedCanceled || err != nil {
+				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.EndedCanceled || err != nil {
 					t.Fatalf("requeue = %v, %v; want ended canceled", out, err)
 				}
 			}
@@ -121,7 +121,7 @@ var transitionTwiceCases = []twiceCase{
 		ds := append(leaseLight(t, q, 1, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
 		h.during(func() {
 			for _, d := range ds {
-				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute); out != queue.HandedBack || err != nil {
+				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.HandedBack || err != nil {
 					t.Fatalf("requeue = %v, %v", out, err)
 				}
 			}

@@ -14,7 +14,7 @@ type Record struct {
 	OK         bool   `msgpack:"ok"`
 	Value      []byte `msgpack:"v,omitempty"` // msgpack-encoded handler result (opaque here)
 	Error      string `msgpack:"e,omitempty"` // failure message when !OK; the last failed run's when OK
-	Attempts   int    `msgpack:"a,omitempty"` // failed runs before the final outcome
+	Attempts   int    `msgpack:"a,omitempty"` // the run it describes, 1-based; a job canceled while waiting: its failed runs
 	FinishedAt int64  `msgpack:"t"`           // unix milliseconds
 	// What the job was: a completed job is only its record (ack drops its
 	// hash), so Job(id) reads these from it, as enqueued.

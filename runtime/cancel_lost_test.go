@@ -45,8 +45,8 @@ func TestCancel_AJobCanceledWhileItsWorkerIsDeadEndsCanceledNotRetried(t *testin
 		t.Fatalf("Await = %+v, %v; want ErrJobCanceled", got, err)
 	}
 	info, err := c.Job(ctx, id)
-	if err != nil || info.Status != runtime.StatusCanceled || info.Attempts != 0 {
-		t.Fatalf("Job = %+v, %v; want it canceled, no failed attempt counted", info, err)
+	if err != nil || info.Status != runtime.StatusCanceled || info.Attempts != 1 {
+		t.Fatalf("Job = %+v, %v; want it canceled in its first attempt (the killed run), no retry counted", info, err)
 	}
 	if n := reruns.Load(); n != 0 {
 		t.Fatalf("the handler ran %d more times after the kill; want once in all (the killed run)", n)

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -47,6 +48,16 @@ func (e *encoder) encode(v any) ([]byte, error) {
 }
 
 func decode(b []byte, v any) error { return mpack.Unmarshal(b, v) }
+
+// jsonOf is the JSON of b, a stored T (args or a result), as its Go type
+// marshals: how `job ID`, Client.Job and the API show what a job holds.
+func jsonOf[T any](b []byte) (json.RawMessage, error) {
+	var v T
+	if err := decode(b, &v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
 
 // checkPayload refuses an encoded value over the client's payload limit with an
 // error that says what it was, its size and the limit.

@@ -820,25 +820,40 @@ func noScript() chromedp.Action[chromedp.Void] {
 func TestDashboard_EveryPageReadsWithoutJavaScriptOnBothBackends(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := tab(t)
+		register := func(w *runtime.Worker) {
+			runtime.Handle(w, testtasks.Echo, func(_ context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+				return testtasks.Reply{Text: m.Text}, nil
+			})
+			runtime.Handle(w, testtasks.Tick, func(context.Context, runtime.None) (runtime.None, error) {
+				return runtime.None{}, fmt.Errorf("tick failed: %w", runtime.SkipRetry)
+			})
+		}
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 7}))
-		runtime.Handle(w, testtasks.Echo, func(_ context.Context, m testtasks.Msg) (testtasks.Reply, error) {
-			return testtasks.Reply{Text: m.Text}, nil
-		})
-		runtime.Handle(w, testtasks.Tick, func(context.Context, runtime.None) (runtime.None, error) {
-			return runtime.None{}, fmt.Errorf("tick failed: %w", runtime.SkipRetry)
-		})
-		runtime.Schedule(w, testtasks.Tick, "@every 1s", "Europe/Paris")
+		register(w)
 		startWorker(t, w)
+		// The cron entry ticks on a scheduler of its own, stopped once a tick
+		// failed: its last error, the failure of its last job, then stays
+		// (a tick fired later would show none until its job failed).
+		withCron := func(w *runtime.Worker) {
+			register(w)
+			runtime.Schedule(w, testtasks.Tick, "@every 1s", "Europe/Paris")
+		}
+		cron := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{SchedulerOnly: true}))
+		withCron(cron)
+		stopCron := startWorker(t, cron)
 		done, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "echoed back"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, 20*time.Second, "the echo job to complete", func() bool { return jobStatus(t, c, done) == runtime.StatusCompleted })
-		in := w.Inspector()
-		waitFor(t, 20*time.Second, "the cron entry to run and fail", func() bool {
+		in := runtime.NewInspector(c, withCron)
+		tickFailed := func() bool {
 			entries, err := in.Cron(ctxT(t))
 			return err == nil && len(entries) == 1 && entries[0].RunCount >= 1 && strings.Contains(entries[0].LastError, "tick failed")
-		})
+		}
+		waitFor(t, 20*time.Second, "the cron entry to run and fail", tickFailed)
+		stopCron()
+		waitFor(t, 20*time.Second, "the cron entry's last tick to fail", tickFailed)
 		url := serveAPI(t, in, runtime.APIOptions{}).url
 		host, _ := os.Hostname()
 

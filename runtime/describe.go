@@ -98,59 +98,47 @@ func (e badArgs) Is(target error) bool { return target == ErrBadArgs }
 // (field "lines[2].qty"). Generated decoders call it.
 //
 // The work is linear in len(data), a fixed number of passes at any nesting:
-// a scan of the depth, a scan of the keys against v's type and a decode; and
-// for input refused, a parse into a tree and a walk of it against the type,
-// which names what is wrong.
+// for input that is right, a scan of the keys against v's type (which
+// bounds the depth too) and a decode; for input refused, a scan of the
+// depth, a parse into a tree and a walk of it against the type, which names
+// what is wrong.
 func DecodeStrictJSON(data []byte, v any) error {
-	_, err := decodeStrictJSON(data, v)
-	return err
-}
-
-// decodeStrictJSON is DecodeStrictJSON; parsed counts the bytes it handed to
-// a JSON parser, which its test holds to a multiple of len(data).
-func decodeStrictJSON(data []byte, v any) (parsed int, err error) {
 	_, none := v.(*None)
 	if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		if none {
-			return 0, nil
+			return nil
 		}
 		if len(trimmed) == 0 {
-			return 0, errors.New("no args given: want a JSON object")
+			return errors.New("no args given: want a JSON object")
 		}
-		return 0, errors.New("args are null: want a JSON object")
+		return errors.New("args are null: want a JSON object")
+	}
+	// The common case, args that are right: a scan of the keys and the
+	// depth against the type, then encoding/json. Anything the scan or the
+	// decoder refuses is explained below.
+	if exactKeysScan(data, reflect.TypeOf(v)) && json.Unmarshal(data, v) == nil {
+		return nil
 	}
 	if err := checkJSONDepth(data); err != nil {
-		return len(data), err
-	}
-	// The common case, args that are right: a scan of the keys against the
-	// type, then encoding/json. Anything the scan or the decoder refuses is
-	// explained by the walk below.
-	parsed = len(data)
-	if exactKeysScan(data, reflect.TypeOf(v)) {
-		parsed += len(data)
-		if json.Unmarshal(data, v) == nil {
-			return parsed, nil
-		}
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var tree any
-	parsed += len(data)
 	if err := dec.Decode(&tree); err != nil {
-		return parsed, jsonError(err)
+		return jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return parsed, errors.New("trailing data after the JSON value")
+		return errors.New("trailing data after the JSON value")
 	}
-	w := strictWalk{parsed: parsed}
-	if err := w.value(tree, reflect.TypeOf(v), 0); err != nil {
-		return w.parsed, err
+	var w strictWalk
+	if err := w.value(tree, reflect.TypeOf(v)); err != nil {
+		return err
 	}
-	w.parsed += len(data)
 	if err := json.Unmarshal(data, v); err != nil {
-		return w.parsed, jsonError(err)
+		return jsonError(err)
 	}
-	return w.parsed, nil
+	return nil
 }
 
 // MaxJSONDepth caps how deeply objects and arrays may nest in JSON args: as
@@ -160,9 +148,9 @@ const MaxJSONDepth = mpack.MaxDepth
 // exactKeysScan reports whether data is one JSON value whose every object
 // key is, as written, the JSON name of a field of the struct it decodes into
 // (t, followed through fields, elements and map values), in one pass over
-// the bytes without allocating. False is no verdict: the caller's walk then
-// finds what is wrong, if anything. data's nesting is already bounded
-// (checkJSONDepth), and so is the recursion.
+// the bytes without allocating, and whose containers nest within
+// MaxJSONDepth (which bounds the recursion). False is no verdict: the
+// caller's checks then find what is wrong, if anything.
 func exactKeysScan(data []byte, t reflect.Type) bool {
 	s := keyScan{b: data}
 	if !s.value(t) {
@@ -172,10 +160,11 @@ func exactKeysScan(data []byte, t reflect.Type) bool {
 	return s.i == len(s.b)
 }
 
-// keyScan is exactKeysScan's position in its bytes.
+// keyScan is exactKeysScan's position in its bytes, depth containers down.
 type keyScan struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int
 }
 
 func (s *keyScan) space() {
@@ -205,10 +194,19 @@ func (s *keyScan) value(t reflect.Type) bool {
 		}
 	}
 	switch s.b[s.i] {
-	case '{':
-		return s.object(t, info)
-	case '[':
-		return s.array(t)
+	case '{', '[':
+		if s.depth == MaxJSONDepth {
+			return false
+		}
+		s.depth++
+		var ok bool
+		if s.b[s.i] == '{' {
+			ok = s.object(t, info)
+		} else {
+			ok = s.array(t)
+		}
+		s.depth--
+		return ok
 	case '"':
 		return s.skipString()
 	}
@@ -457,8 +455,7 @@ var (
 // kind the type takes, nesting within MaxJSONDepth. Its errors name the path
 // to the value; the path is kept as a stack and spelled out only on error.
 type strictWalk struct {
-	path   []pathStep
-	parsed int // bytes handed to a JSON parser so far
+	path []pathStep
 }
 
 // pathStep is one step from a value to one inside it: a struct field, a map
@@ -528,8 +525,8 @@ func jsonKind(v any) string {
 	return "null"
 }
 
-// value checks v, found depth containers down, against t.
-func (w *strictWalk) value(v any, t reflect.Type, depth int) error {
+// value checks v against t.
+func (w *strictWalk) value(v any, t reflect.Type) error {
 	if v == nil {
 		return nil // null leaves the Go value as it is
 	}
@@ -562,7 +559,7 @@ func (w *strictWalk) value(v any, t reflect.Type, depth int) error {
 		if !ok {
 			return w.wrongKind(t, v)
 		}
-		return w.object(obj, t, depth)
+		return w.object(obj, t)
 	case reflect.Map:
 		obj, ok := v.(map[string]any)
 		if !ok {
@@ -570,7 +567,7 @@ func (w *strictWalk) value(v any, t reflect.Type, depth int) error {
 		}
 		return w.eachKey(obj, func(key string, val any) error {
 			w.path = append(w.path, pathStep{key: key, isKey: true})
-			if err := w.value(val, t.Elem(), depth+1); err != nil {
+			if err := w.value(val, t.Elem()); err != nil {
 				return err
 			}
 			w.path = w.path[:len(w.path)-1]
@@ -592,7 +589,7 @@ func (w *strictWalk) value(v any, t reflect.Type, depth int) error {
 		}
 		for i, item := range items {
 			w.path = append(w.path, pathStep{index: i})
-			if err := w.value(item, t.Elem(), depth+1); err != nil {
+			if err := w.value(item, t.Elem()); err != nil {
 				return err
 			}
 			w.path = w.path[:len(w.path)-1]
@@ -609,7 +606,7 @@ func (w *strictWalk) value(v any, t reflect.Type, depth int) error {
 }
 
 // object checks the keys and values of a JSON object decoded into struct t.
-func (w *strictWalk) object(obj map[string]any, t reflect.Type, depth int) error {
+func (w *strictWalk) object(obj map[string]any, t reflect.Type) error {
 	fields := cachedJSONFields(t)
 	return w.eachKey(obj, func(key string, val any) error {
 		f, ok := fields[key]
@@ -629,7 +626,7 @@ func (w *strictWalk) object(obj map[string]any, t reflect.Type, depth int) error
 		var err error
 		switch s, isString := val.(string); {
 		case !f.quoted:
-			err = w.value(val, f.typ, depth+1)
+			err = w.value(val, f.typ)
 		case isString:
 			err = w.quoted(s, f.typ)
 		case val != nil:
@@ -668,7 +665,6 @@ func (w *strictWalk) quoted(s string, t reflect.Type) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	w.parsed += len(s)
 	var inner any
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
@@ -719,7 +715,6 @@ func (w *strictWalk) unmarshaler(v any, t reflect.Type) error {
 	if err != nil {
 		return w.fail("%v", err)
 	}
-	w.parsed += len(raw)
 	if err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
 		return w.fail("%v", err)
 	}

@@ -17,32 +17,30 @@ func nestedJSON(levels int) []byte {
 	return []byte(strings.Repeat(`{"K":[`, levels) + `{}` + strings.Repeat(`]}`, levels))
 }
 
-// Strict decoding reads its input a fixed number of times whatever its
-// nesting: the bytes handed to a JSON parser stay within twice the input, so
-// a body nested thousands deep costs what a flat one of its size costs; and
-// nesting past what msgpack carries is refused, naming where.
-func TestDecodeStrictJSON_WorkIsLinearInTheInputAtAnyNesting(t *testing.T) {
+// Strict decoding takes args nested as deep as msgpack carries and refuses
+// deeper ones, naming where; the scan that checks the keys of args that are
+// right checks their depth too, so that a body nested thousands deep never
+// reaches encoding/json.
+func TestDecodeStrictJSON_NestingPastTheCapIsRefusedNamingWhere(t *testing.T) {
 	t.Parallel()
-	for _, levels := range []int{1, 10, 30, 60} { // 60 levels: 120 containers, within the cap
+	for _, levels := range []int{1, 10, 30, 63} { // 63 levels: 127 containers, within the cap
 		data := nestedJSON(levels)
 		var n jsonNode
-		parsed, err := decodeStrictJSON(data, &n)
-		if err != nil {
+		if err := DecodeStrictJSON(data, &n); err != nil {
 			t.Fatalf("%d levels: %v", levels, err)
 		}
-		if parsed > 2*len(data) {
-			t.Errorf("%d levels (%d bytes): %d bytes parsed; want at most twice the input", levels, len(data), parsed)
-		}
+	}
+	typ := reflect.TypeFor[jsonNode]()
+	if !exactKeysScan(nestedJSON(63), typ) || exactKeysScan(nestedJSON(64), typ) {
+		t.Errorf("the key scan takes 127 containers = %v, 129 = %v; want true, false (MaxJSONDepth %d)",
+			exactKeysScan(nestedJSON(63), typ), exactKeysScan(nestedJSON(64), typ), MaxJSONDepth)
 	}
 	data := nestedJSON(5000) // about 40 KB
 	var n jsonNode
-	parsed, err := decodeStrictJSON(data, &n)
+	err := DecodeStrictJSON(data, &n)
 	want := fmt.Sprintf(`field "K[0].K[0].K[0]….K[0].K[0].K[0]": nested deeper than %d levels`, MaxJSONDepth)
 	if err == nil || err.Error() != want {
 		t.Errorf("5,000 levels: %v; want %s", err, want)
-	}
-	if parsed > len(data) {
-		t.Errorf("5,000 levels (%d bytes): %d bytes parsed before the refusal; want at most the input once", len(data), parsed)
 	}
 }
 
@@ -101,7 +99,7 @@ func TestDecodeStrictJSON_TheKeyScanAcceptsNothingTheWalkRefuses(t *testing.T) {
 		dec.UseNumber()
 		walked := dec.Decode(&tree) == nil && !dec.More()
 		if walked {
-			walked = (&strictWalk{}).value(tree, typ, 0) == nil && json.Unmarshal([]byte(in), new(scanArgs)) == nil
+			walked = (&strictWalk{}).value(tree, typ) == nil && json.Unmarshal([]byte(in), new(scanArgs)) == nil
 		}
 		if fast && !walked {
 			t.Errorf("%s: the scan and encoding/json accept it, the walk refuses it", in)

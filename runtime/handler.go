@@ -44,20 +44,8 @@ func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, 
 		jobJSON: func(c *Client, data []byte, opts []Option) (batchJob, error) {
 			return t.With(c).jobJSON(data, opts)
 		},
-		argsJSON: func(b []byte) (json.RawMessage, error) {
-			var a A
-			if err := decode(b, &a); err != nil {
-				return nil, err
-			}
-			return json.Marshal(a)
-		},
-		resultJSON: func(b []byte) (json.RawMessage, error) {
-			var r R
-			if err := decode(b, &r); err != nil {
-				return nil, err
-			}
-			return json.Marshal(r)
-		},
+		argsJSON:   jsonOf[A],
+		resultJSON: jsonOf[R],
 		run: func(ctx context.Context, raw []byte) ([]byte, error) {
 			var args A
 			if err := decode(raw, &args); err != nil {

@@ -18,7 +18,16 @@ type WorkerState = admin.Worker
 // heartbeatState is the engine's Config.State: w's heartbeat record, given
 // its runs in flight.
 func (w *Worker) heartbeatState() func(inFlight int) []byte {
-	started := w.c.q.Now().UTC() // UTC: the --json convention (views.go)
+	st := w.state()
+	return func(inFlight int) []byte {
+		st.InFlight, st.LastBeat = inFlight, w.c.q.Now().UTC()
+		b, _ := json.Marshal(st)
+		return b
+	}
+}
+
+// state is w as its heartbeat describes it, runs in flight aside.
+func (w *Worker) state() WorkerState {
 	host, _ := os.Hostname()
 	var cronRoutes []string
 	for _, e := range w.cron {
@@ -26,37 +35,32 @@ func (w *Worker) heartbeatState() func(inFlight int) []byte {
 			cronRoutes = append(cronRoutes, e.Route)
 		}
 	}
-	return func(inFlight int) []byte {
-		st := WorkerState{
-			ID: w.id, Host: host, PID: os.Getpid(), Mode: w.mode, Routes: w.opts.Routes,
-			Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, CronRoutes: cronRoutes, Concurrency: w.opts.Concurrency,
-			InFlight: inFlight, Started: started, LastBeat: w.c.q.Now().UTC(),
-		}
-		if w.opts.SchedulerOnly { // runs no jobs; promotes every route there is
-			st.Concurrency, st.Routes, st.Priorities, st.Mode = 0, []string{}, []Priority{}, ModeSchedulerOnly
-		}
-		b, _ := json.Marshal(st)
-		return b
+	st := WorkerState{
+		ID: w.id, Host: host, PID: os.Getpid(), Mode: w.mode, Routes: w.opts.Routes,
+		Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, CronRoutes: cronRoutes, Concurrency: w.opts.Concurrency,
+		Started: w.c.q.Now().UTC(), // UTC: the --json convention (views.go)
 	}
+	if w.opts.SchedulerOnly { // runs no jobs; promotes every route there is
+		st.Concurrency, st.Routes, st.Priorities, st.Mode = 0, []string{}, []Priority{}, ModeSchedulerOnly
+	}
+	return st
 }
 
 // servedRoutes is the engine's Config.ServedRoutes: the routes live workers
-// (from their heartbeats) take jobs from or fire cron entries to, and this
-// worker's own.
+// (from their heartbeats) and this one, whose heartbeat may not be written
+// yet, fetch from (routeTakersOf) or fire cron entries to.
 func (w *Worker) servedRoutes(ctx context.Context) (map[string]bool, error) {
 	ws, err := w.c.Workers(ctx)
 	if err != nil {
 		return nil, err
 	}
+	ws = append(ws, w.state())
 	out := map[string]bool{}
-	for _, r := range w.opts.Routes {
+	for r := range routeTakersOf(ws) {
 		out[r] = true
 	}
-	for _, e := range w.cron {
-		out[e.Route] = true
-	}
 	for _, st := range ws {
-		for _, r := range append(st.Routes, st.CronRoutes...) {
+		for _, r := range st.CronRoutes {
 			out[r] = true
 		}
 	}
@@ -70,6 +74,13 @@ func (c *Client) routeTakers(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	return routeTakersOf(ws), nil
+}
+
+// routeTakersOf counts, per route, the workers of ws that take its jobs: a
+// route is served by a worker that fetches from it, which a worker that
+// runs no jobs (a scheduler, Concurrency 0) does not.
+func routeTakersOf(ws []WorkerState) map[string]int {
 	out := map[string]int{}
 	for _, w := range ws {
 		if w.Concurrency > 0 {
@@ -78,7 +89,7 @@ func (c *Client) routeTakers(ctx context.Context) (map[string]int, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Workers lists the live workers of the client's namespace, by id.

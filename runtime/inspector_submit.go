@@ -37,20 +37,20 @@ func submissionOptions(s admin.Submission) ([]Option, error) {
 	var opts []Option
 	if s.Route != "" {
 		if err := queue.CheckRoute(s.Route); err != nil {
-			return nil, admin.Invalid("route", "route: %v", err)
+			return nil, admin.InvalidValue("route", "", err.Error())
 		}
 		opts = append(opts, Route(s.Route))
 	}
 	if s.Priority != "" {
 		if !queue.ValidPriority(s.Priority) {
-			return nil, admin.Invalid("priority", "priority %q: use high, normal or low", s.Priority)
+			return nil, admin.InvalidValue("priority", s.Priority, "use high, normal or low")
 		}
 		opts = append(opts, WithPriority(Priority(s.Priority)))
 	}
 	if s.Delay != "" {
 		d, err := time.ParseDuration(s.Delay)
 		if err != nil || d < 0 {
-			return nil, admin.Invalid("delay", "delay %q: want a duration such as 90s or 1h30m", s.Delay)
+			return nil, admin.InvalidValue("delay", s.Delay, "want a duration such as 90s or 1h30m")
 		}
 		if d > 0 {
 			opts = append(opts, Delay(d))

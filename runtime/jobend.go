@@ -147,15 +147,13 @@ func (h *jobEndHook) stop() {
 	<-h.done
 }
 
-// countEnds counts the ends of a worker's runs in its client's metrics.
-// An end its reaper recovered is not counted: its run was another
-// worker's, which stopped before it could count it.
+// countEnds counts the ends of a worker's runs in its client's metrics,
+// those its reaper recovered included: the run was another worker's (or
+// this one's, its failure unwritten), which did not count it, so each
+// failed run is counted once, by whoever recorded its end.
 type countEnds struct{ m *metrics.Set }
 
 func (c countEnds) JobEnded(e engine.JobEnd) {
-	if e.Recovered {
-		return
-	}
 	s := c.m.For(e.Route, string(e.Priority), e.Task)
 	switch e.Ending {
 	case engine.Completed:

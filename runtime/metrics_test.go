@@ -560,3 +560,32 @@ func TestMetrics_AnUnreadableJobAddsNoWait(t *testing.T) {
 		}
 	})
 }
+
+// A run lost with its worker (killed mid-job) is counted by the process
+// whose worker recovers the job when its lease expires: a failed run,
+// retried, then the rerun that succeeds.
+func TestMetrics_ARunLostWithItsWorkerIsCountedByTheWorkerThatRecoversIt(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Shared(t)
+	ns := redistest.Namespace(t)
+	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
+	ctx := ctxT(t)
+	task := crashy.With(c)
+	id, err := task.Enqueue(ctx, Msg{Text: "payload"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	killWorkerMidJob(t, srv, ns)
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
+	startWorker(t, w)
+	if _, err := task.Await(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	labels := outcomeDN(crashy.Name())
+	scrapeUntil(t, c, 10*time.Second, []want{
+		{"bananas_jobs_failed_total", labels, 1},
+		{"bananas_jobs_retried_total", labels, 1},
+		{"bananas_jobs_processed_total", labels, 1},
+	})
+}

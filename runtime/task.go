@@ -50,13 +50,7 @@ type argsDecoder struct {
 }
 
 func declareArgs[A any](name string) {
-	d := &argsDecoder{typ: reflect.TypeFor[A](), toJSON: func(b []byte) (json.RawMessage, error) {
-		var a A
-		if err := decode(b, &a); err != nil {
-			return nil, err
-		}
-		return json.Marshal(a)
-	}}
+	d := &argsDecoder{typ: reflect.TypeFor[A](), toJSON: jsonOf[A]}
 	if prev, loaded := declaredTasks.LoadOrStore(name, d); loaded && prev.(*argsDecoder).typ != d.typ {
 		declaredTasks.Store(name, &argsDecoder{typ: d.typ})
 	}
@@ -215,7 +209,7 @@ func (t *Task[A, R]) prepare(opts []Option, n int) (c *Client, cfg jobConfig, no
 		return
 	}
 	if cfg.id != "" {
-		if err = queue.CheckChosenID(cfg.id, cfg.route); err != nil {
+		if err = queue.CheckIDRoute(cfg.id, cfg.route); err != nil { // WithID checked the rest
 			err = fmt.Errorf("bananas: enqueue %s: runtime.WithID: %w", t.name, err)
 			return
 		}

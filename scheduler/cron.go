@@ -2,10 +2,8 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/robfig/cron/v3"
 
 	"github.com/bananas-go/bananas/queue"
@@ -32,7 +30,7 @@ type CronEntry struct {
 // ticks missed while no scheduler ran are not back-filled.
 //
 // A fire that fails for want of Redis (unreachable, connection lost, reply
-// timed out) is tried again, after a backoff from 100 ms doubling up to 5 s,
+// timed out, a server loading or failing over: see Unreachable) is tried again, after a backoff from 100 ms doubling up to 5 s,
 // until it lands or the entry's next tick falls due and supersedes it: a tick
 // whose only scheduler met a network blip is not lost. Trying again is safe
 // however the first try ended, because firing is a compare-and-set on the
@@ -147,7 +145,7 @@ func (c *Cron) fire(ctx context.Context, p *plan, tick time.Time, job queue.NewJ
 		Route: p.e.Route, Priority: p.e.Priority, Tick: tick, Next: p.next, Job: job, Spec: p.e.Spec, TZ: p.e.TZ,
 	}, c.Queue.Now())
 	if c.Outage != nil && ctx.Err() == nil {
-		if err != nil && unreachable(err) {
+		if err != nil && Unreachable(err) {
 			c.Outage.Failed("", err)
 		} else {
 			c.Outage.OK("")
@@ -162,7 +160,7 @@ func (c *Cron) fire(ctx context.Context, p *plan, tick time.Time, job queue.NewJ
 	if ctx.Err() != nil {
 		return
 	}
-	if !unreachable(err) {
+	if !Unreachable(err) {
 		c.report(ctx, p, err)
 		return
 	}
@@ -186,13 +184,6 @@ func (c *Cron) report(ctx context.Context, p *plan, err error) {
 	if c.OnError != nil {
 		c.OnError(p.e, err)
 	}
-}
-
-// unreachable reports whether err is a failure to talk to Redis (the call
-// may or may not have run) rather than Redis's own answer.
-func unreachable(err error) bool {
-	var reply redis.Error
-	return !errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed)
 }
 
 // NextRun returns the first tick of spec in tz after t.

@@ -68,10 +68,15 @@ end
 local bn_prios = { high = 1, normal = 2, low = 3 }
 
 -- bn_end_canceled ends a job canceled, as every script that can end one does:
--- its canceled record stored for ttl under result and announced on channel,
--- its cancel request (if cancels is given) dropped, and the cancel counted in
--- the route's stats and the hour's history.
-local function bn_end_canceled(result, record, ttl, channel, cancels, id, stats, history, now)
+-- the job dropped (if job is given: its key, whatever it holds, and its entry
+-- in payloads), its canceled record stored for ttl under result and announced
+-- on channel, its cancel request (if cancels is given) dropped, and the cancel
+-- counted in the route's stats and the hour's history.
+local function bn_end_canceled(result, record, ttl, channel, cancels, id, stats, history, now, job, payloads)
+  if job then
+    redis.call('DEL', job)
+    redis.call('HDEL', payloads, id)
+  end
   redis.call('SET', result, record, 'PX', ttl)
   redis.call('PUBLISH', channel, record)
   if cancels then redis.call('SREM', cancels, id) end

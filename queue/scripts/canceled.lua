@@ -37,7 +37,5 @@ if redis.call('HGET', KEYS[2], id) ~= token then return 0 end
 
 redis.call('HDEL', KEYS[2], id)
 bn_release(KEYS[1], KEYS[5], token, 1)
-redis.call('HDEL', KEYS[4], id)
-redis.call('DEL', KEYS[7])
-bn_end_canceled(KEYS[6], ARGV[3], ARGV[4], ARGV[5], KEYS[8], id, KEYS[3], KEYS[9], now)
+bn_end_canceled(KEYS[6], ARGV[3], ARGV[4], ARGV[5], KEYS[8], id, KEYS[3], KEYS[9], now, KEYS[7], KEYS[4])
 return 1

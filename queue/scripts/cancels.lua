@@ -1,8 +1,9 @@
 -- cancels.lua: which of the given running jobs have a cancel request
 -- (Queue.CancelRequests, asked by workers at each lease renewal), and drop
 -- every request whose job is no longer leased. A request stands for the run
--- it was made against: a job that finished otherwise (acked, failed, reaped,
--- handed back) leaves its request behind, and this is where it goes, so that
+-- it was made against: a run that failed drops it (fail.lua), but a job that
+-- finished otherwise (acked, or asked after its run ended) leaves its request
+-- behind, and this is where it goes, so that
 -- the cancels set holds at most the route's running jobs plus the requests
 -- of jobs that ended since the last call. It is read whole for that reason.
 -- Run twice, the second call finds nothing left to drop and answers the same.

@@ -10,6 +10,11 @@
 -- which can set the value aside, recovers it when its lease expires. Run
 -- twice, the second call finds the lease gone and writes nothing (returns 0).
 --
+-- A cancel request made against the run (asked as it failed, before its
+-- worker acted on it) ends with it: a request stands for the run it was made
+-- against, and left in the cancels set it would cancel the job's next run,
+-- which leases the same id, before cancels.lua drops it.
+--
 -- KEYS[1]  HASH    route:{r}:job:<id>
 -- KEYS[2]  ZSET    route:{r}:active
 -- KEYS[3]  HASH    route:{r}:leases
@@ -20,6 +25,7 @@
 -- KEYS[8]  HASH    route:{r}:payloads  (a light job gets its hash here first)
 -- KEYS[9]  HASH    route:{r}:groups
 -- KEYS[10] HASH    route:{r}:history:<hour of now>
+-- KEYS[11] SET     route:{r}:cancels
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  now (unix ms)
@@ -66,6 +72,7 @@ end
 
 redis.call('HDEL', KEYS[3], id)
 bn_release(KEYS[2], KEYS[9], token, 1)
+if bn_type(KEYS[11], 'set') then redis.call('SREM', KEYS[11], id) end -- another type: cancels.lua refuses it
 if payload then
   max = bn_materialize(KEYS[1], KEYS[8], id, payload)
 elseif not exists then

@@ -16,7 +16,10 @@
 -- used and takes nothing (see fetch.lua), instead of leasing jobs to nobody.
 -- The marker is an empty lease group, which the reaper drops once expired.
 -- Run twice, the second call finds no job leased under the token and writes
--- nothing.
+-- nothing. A job that is no longer leased but whose result is the very
+-- record the caller passes for it was ended canceled by an earlier run whose
+-- reply was lost: it is reported again (the caller tells its end then), and
+-- nothing is written for it.
 --
 -- KEYS[1]  ZSET  route:{r}:active
 -- KEYS[2]  HASH  route:{r}:leases
@@ -39,7 +42,8 @@
 -- ARGV[3+3i .. 5+3i] per id: the id, its canceled record ("" when the
 --          caller read no cancel request for it), that record's ttl ms
 -- Returns: a pair {handed back, ended canceled}: the number of jobs handed
---          back, and the ids of those that ended canceled instead.
+--          back, and the ids of those that ended canceled instead (by this
+--          run, or by an earlier one whose reply was lost).
 local token = bn_str(ARGV[1], 'token')
 local marker = bn_num(ARGV[2], 'marker deadline')
 bn_str(ARGV[3], 'wake channel')
@@ -58,7 +62,7 @@ for k = 5, 7 do bn_need_type(KEYS[k], 'list', 'ready list') end
 bn_need_type(KEYS[8], 'set', 'cancels set')
 
 -- Read and decide everything first.
-local back, gone, canceled = {}, {}, {}
+local back, gone, canceled, earlier = {}, {}, {}, {}
 for i = 1, n do
   local id, record = ARGV[3 + 3 * i], ARGV[4 + 3 * i]
   local job, result = KEYS[9 + 2 * i], KEYS[10 + 2 * i]
@@ -81,6 +85,8 @@ for i = 1, n do
     elseif not asked then
       back[#back + 1] = { id, KEYS[4 + (bn_prios[prio] or 2)] }
     end -- asked after the caller's read: left leased, for the reaper
+  elseif id ~= '' and record ~= '' and bn_type(result, 'string') and redis.call('GET', result) == record then
+    earlier[#earlier + 1] = id
   end
 end
 
@@ -93,9 +99,7 @@ for _, id in ipairs(gone) do redis.call('HDEL', KEYS[2], id) end
 for _, c in ipairs(canceled) do
   local id = c[1]
   redis.call('HDEL', KEYS[2], id)
-  redis.call('HDEL', KEYS[3], id)
-  redis.call('DEL', c[2])
-  bn_end_canceled(c[3], c[4], c[5], prefix .. id .. '}', KEYS[8], id, KEYS[9], KEYS[10], now)
+  bn_end_canceled(c[3], c[4], c[5], prefix .. id .. '}', KEYS[8], id, KEYS[9], KEYS[10], now, c[2], KEYS[3])
 end
 local left = 0
 if released > 0 then
@@ -115,6 +119,6 @@ if #back > 0 then
   bn_wake(KEYS[#KEYS], #back, now)
   redis.call('PUBLISH', ARGV[3], '1')
 end
-local ended = {}
-for i, c in ipairs(canceled) do ended[i] = c[1] end
+local ended = earlier
+for _, c in ipairs(canceled) do ended[#ended + 1] = c[1] end
 return {#back, ended}

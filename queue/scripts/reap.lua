@@ -109,9 +109,7 @@ for i = 0, n - 1 do
       if asked then
         -- Nothing of the job is needed to end it canceled; what its key held
         -- goes with it, as no dead-lettered stub is there to be purged with it.
-        redis.call('DEL', job)
-        if payload then redis.call('HDEL', KEYS[6], id) end
-        bn_end_canceled(result, record, ttl, channel, KEYS[9], id, KEYS[5], KEYS[8], now)
+        bn_end_canceled(result, record, ttl, channel, KEYS[9], id, KEYS[5], KEYS[8], now, job, KEYS[6])
         reply = {6, 'job ' .. id .. ': its job key held a ' .. kind .. ', not a job hash; dropped, as the job was asked to cancel and ends canceled'}
       elseif payload then
         local max = bn_materialize(job, KEYS[6], id, payload)
@@ -138,9 +136,7 @@ for i = 0, n - 1 do
       -- Asked to cancel, a job ends canceled whatever its counts hold: they
       -- only matter to a retry, and the caller's record is a canceled one.
       if asked then
-        if payload then redis.call('HDEL', KEYS[6], id) end
-        if kind == 'hash' then redis.call('DEL', job) end
-        bn_end_canceled(result, record, ttl, channel, KEYS[9], id, KEYS[5], KEYS[8], now)
+        bn_end_canceled(result, record, ttl, channel, KEYS[9], id, KEYS[5], KEYS[8], now, job, KEYS[6])
         reply = 6
       elseif why then
         bn_count(KEYS[5], 'failed', 1)

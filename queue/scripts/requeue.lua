@@ -54,9 +54,7 @@ for k = 4, 6 do bn_need_type(KEYS[k], 'list', 'ready list') end
 if redis.call('SISMEMBER', KEYS[9], id) == 1 then
   redis.call('HDEL', KEYS[3], id)
   bn_release(KEYS[2], KEYS[8], token, 1)
-  redis.call('HDEL', KEYS[7], id)
-  redis.call('DEL', KEYS[1])
-  bn_end_canceled(KEYS[10], ARGV[4], ARGV[5], ARGV[6], KEYS[9], id, KEYS[11], KEYS[12], now)
+  bn_end_canceled(KEYS[10], ARGV[4], ARGV[5], ARGV[6], KEYS[9], id, KEYS[11], KEYS[12], now, KEYS[1], KEYS[7])
   return 6
 end
 local kind = bn_typeof(KEYS[1])

@@ -85,3 +85,21 @@ func TestClassify_EachErrorHasItsClassAndField(t *testing.T) {
 		}
 	}
 }
+
+// A value refused for a field is said whole in the error's text, and apart
+// (the value, the reason) to a surface that says it its own way, as the CLI
+// does with its flags.
+func TestInvalidValue_CarriesTheValueAndTheReasonApart(t *testing.T) {
+	for _, c := range []struct {
+		err                error
+		msg, value, reason string
+	}{
+		{admin.InvalidValue("priority", "urgent", "use high, normal or low"), `priority "urgent": use high, normal or low`, "urgent", "use high, normal or low"},
+		{admin.InvalidValue("route", "", `invalid route "a b": a route is 1-64 characters`), `route: invalid route "a b": a route is 1-64 characters`, "", `invalid route "a b": a route is 1-64 characters`},
+	} {
+		p := admin.Classify(fmt.Errorf("bananas: %w", c.err))
+		if p.Class != admin.BadInput || p.Msg != c.msg || p.Value != c.value || p.Reason != c.reason {
+			t.Errorf("Classify(%v) = %+v; want bad input %q, value %q, reason %q", c.err, p, c.msg, c.value, c.reason)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package admin
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Errors of the admin layer, matched with errors.Is. Their text starts with
@@ -33,10 +34,13 @@ var (
 )
 
 // fieldError is an error about one input field, which the surfaces name
-// (the API's "field", the CLI's flag).
+// (the API's "field", the CLI's flag); one made by InvalidValue also
+// carries the value refused and the reason, for a surface to say them its
+// own way (the CLI as `--priority urgent: ...`).
 type fieldError struct {
-	field string
-	err   error
+	field         string
+	err           error
+	value, reason string
 }
 
 func (e *fieldError) Error() string { return e.err.Error() }
@@ -44,14 +48,26 @@ func (e *fieldError) Unwrap() error { return e.err }
 
 // BadQuery is an error matching ErrBadQuery about the parameter field.
 func BadQuery(field, format string, args ...any) error {
-	return &fieldError{field, fmt.Errorf("%w: "+format, append([]any{ErrBadQuery}, args...)...)}
+	return &fieldError{field: field, err: fmt.Errorf("%w: "+format, append([]any{ErrBadQuery}, args...)...)}
 }
 
 // Invalid is an error matching ErrBadQuery about input field whose text is
 // the message as given, without a prefix: "priority \"urgent\": use high,
 // normal or low".
 func Invalid(field, format string, args ...any) error {
-	return &fieldError{field, invalid(fmt.Sprintf(format, args...))}
+	return &fieldError{field: field, err: invalid(fmt.Sprintf(format, args...))}
+}
+
+// InvalidValue is an error matching ErrBadQuery about input field, whose
+// value was refused for reason: its text is `priority "urgent": use high,
+// normal or low`, or `route: invalid route "a b": ...` when value is empty
+// (the reason names it). Classify reports the value and the reason apart.
+func InvalidValue(field, value, reason string) error {
+	msg := field
+	if value != "" {
+		msg += " " + strconv.Quote(value)
+	}
+	return &fieldError{field: field, err: invalid(msg + ": " + reason), value: value, reason: reason}
 }
 
 type invalid string
@@ -65,7 +81,7 @@ func OnField(field string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &fieldError{field, err}
+	return &fieldError{field: field, err: err}
 }
 
 // Class is how a surface treats an error: the HTTP status, the CLI's exit
@@ -106,6 +122,10 @@ type Problem struct {
 	Class Class
 	Field string // the input field at fault, when known
 	Msg   string // the error's text without the "bananas: " prefix
+	// Value and Reason are the value of Field refused and why, without the
+	// field or the value, when the error says them apart (InvalidValue);
+	// Reason is empty otherwise, and Value when the reason names it.
+	Value, Reason string
 }
 
 // Classify classes err, an error of the admin layer (nil is not an error:
@@ -114,7 +134,7 @@ func Classify(err error) Problem {
 	p := Problem{Class: Failure, Msg: Message(err)}
 	var fe *fieldError
 	if errors.As(err, &fe) {
-		p.Field = fe.field
+		p.Field, p.Value, p.Reason = fe.field, fe.value, fe.reason
 	}
 	switch {
 	case errors.Is(err, ErrJobNotFound):

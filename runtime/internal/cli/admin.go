@@ -6,7 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,7 +79,7 @@ func cmdEnqueue(e *Env, args []string) error {
 	defer c.Close()
 	id, warning, err := c.Submit(e.Ctx, s)
 	if err != nil {
-		return flagRefusal(err, map[string]string{"route": s.Route, "priority": s.Priority, "delay": s.Delay})
+		return flagRefusal(err, "route", "priority", "delay")
 	}
 	if warning != "" {
 		if *wait && c.Embedded {
@@ -105,23 +105,18 @@ func cmdEnqueue(e *Env, args []string) error {
 }
 
 // flagRefusal is the admin layer's refusal of a submission as the command
-// line says it when the field at fault is one that a flag of the command
-// gave (values holds them, by field): the flag, then its value as typed.
-// Other errors are returned as they are.
-func flagRefusal(err error, values map[string]string) error {
+// line says it: a refused value of one of flags as `--priority urgent: use
+// high, normal or low`, from the value and the reason the refusal carries
+// (admin.InvalidValue); any other error as it is.
+func flagRefusal(err error, flags ...string) error {
 	p := admin.Classify(err)
-	value, ok := values[p.Field]
-	if p.Class != admin.BadInput || !ok {
+	if p.Class != admin.BadInput || p.Reason == "" || !slices.Contains(flags, p.Field) {
 		return err
 	}
-	rest, named := strings.CutPrefix(p.Msg, p.Field)
-	if !named {
-		return usageError{fmt.Errorf("--%s %s: %s", p.Field, value, p.Msg)}
+	if p.Value == "" {
+		return usageError{fmt.Errorf("--%s: %s", p.Field, p.Reason)}
 	}
-	if r, quoted := strings.CutPrefix(rest, " "+strconv.Quote(value)); quoted {
-		rest = " " + value + r
-	}
-	return usageError{errors.New("--" + p.Field + rest)}
+	return usageError{fmt.Errorf("--%s %s: %s", p.Field, p.Value, p.Reason)}
 }
 
 // cannotFinish is the error of a wait for job id that no worker can run:

@@ -65,9 +65,9 @@ func TestEnqueue_RefusalsExitAsTheirClassSays(t *testing.T) {
 		code    int
 		message string
 	}{
-		{admin.Invalid("priority", "priority %q: use high, normal or low", "urgent"), []string{"--priority", "urgent"}, 2, "--priority urgent: use high, normal or low"},
-		{admin.Invalid("route", "route: %v", `invalid route "a b": a route is 1-64 characters`), []string{"--route", "a b"}, 2, `--route: invalid route "a b": a route is 1-64 characters`},
-		{admin.Invalid("delay", "delay %q: want a duration such as 90s or 1h30m", "-1s"), []string{"--delay", "-1s"}, 2, "--delay -1s: want a duration such as 90s or 1h30m"},
+		{admin.InvalidValue("priority", "urgent", "use high, normal or low"), []string{"--priority", "urgent"}, 2, "--priority urgent: use high, normal or low"},
+		{admin.InvalidValue("route", "", `invalid route "a b": a route is 1-64 characters`), []string{"--route", "a b"}, 2, `--route: invalid route "a b": a route is 1-64 characters`},
+		{admin.InvalidValue("delay", "-1s", "want a duration such as 90s or 1h30m"), []string{"--delay", "-1s"}, 2, "--delay -1s: want a duration such as 90s or 1h30m"},
 		{fmt.Errorf("%w: no task named %q (registered: count_words)", admin.ErrUnknownTask, "nope"), nil, 2, `unknown task: no task named "nope" (registered: count_words)`},
 		{fmt.Errorf("%w: count_words: unknown field \"Bdy\"", admin.ErrBadArgs), nil, 2, `bad args: count_words: unknown field "Bdy"`},
 		{fmt.Errorf("%w: args of 2 MB", admin.ErrPayloadTooLarge), nil, 2, "payload too large: args of 2 MB"},

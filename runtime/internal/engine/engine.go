@@ -82,13 +82,13 @@ type Queue interface {
 	StopWaiting(ctx context.Context, routes []string, worker string) error
 	Keys(route string) queue.Keys
 	FetchTypes(ctx context.Context, route string, priorities []queue.Priority, types []string, n int, leaseUntil, now time.Time) ([]*queue.Dispatch, error)
-	HandBack(ctx context.Context, l *queue.LostFetch, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error)
+	HandBack(ctx context.Context, l *queue.LostFetch, now time.Time, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error)
 	Renew(ctx context.Context, route string, running []*queue.Dispatch, until time.Time) ([]*queue.Dispatch, error)
 	CancelRequests(ctx context.Context, route string, ids []string) ([]string, error)
 	AckAsync(d *queue.Dispatch, record []byte, ttl time.Duration, done func(ok bool, err error))
 	Fail(ctx context.Context, d *queue.Dispatch, f queue.Failure, now time.Time) (queue.Outcome, error)
 	FinishCanceled(ctx context.Context, d *queue.Dispatch, record []byte, ttl time.Duration) (bool, error)
-	Requeue(ctx context.Context, d *queue.Dispatch, canceled []byte, ttl time.Duration) (queue.Outcome, error)
+	Requeue(ctx context.Context, d *queue.Dispatch, canceled []byte, ttl time.Duration, now time.Time) (queue.Outcome, error)
 	Reap(ctx context.Context, route string, now time.Time, decide func(queue.Expired) queue.Verdict) (map[string]queue.Outcome, error)
 	Purge(ctx context.Context, route string, cutoff time.Time) (int, error)
 	PruneRoutes(ctx context.Context, keep map[string]bool, now time.Time) ([]string, error)
@@ -110,10 +110,6 @@ type Metrics interface {
 type RunMetrics interface {
 	Ran(time.Duration)    // how long its handler ran
 	Waited(time.Duration) // how long its job waited for its first run
-	// Failed counts a failed run whose end was not recorded (the write
-	// failed, or its lease was lost): still a failed run, though no end is
-	// told of it.
-	Failed()
 }
 
 // Outcome is what a run of a job came to, as Exec judged it.
@@ -296,7 +292,7 @@ func (e *Engine) shutdown() {
 func (e *Engine) handBack(ctx context.Context, r *run) {
 	log, now := e.cfg.Logger, e.cfg.Queue.Now()
 	canceled := canceledAtShutdown(r.d, now)
-	out, err := e.cfg.Queue.Requeue(ctx, r.d, canceled, ttlOr(r.d.Envelope.FailureTTL, e.cfg.FailureTTL))
+	out, err := e.cfg.Queue.Requeue(ctx, r.d, canceled, ttlOr(r.d.Envelope.FailureTTL, e.cfg.FailureTTL), now)
 	e.runs.untrack(r)
 	switch {
 	case err != nil:

@@ -260,12 +260,11 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 		Message: msg, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: encoded,
 		TTL: ttlOr(d.Envelope.FailureTTL, x.cfg.FailureTTL),
 	}, now)
+	// Not recorded (the write failed, or its lease was lost), nothing is
+	// told: the reaper that recovers the job once its lease expires, or
+	// recovered it already, records the failed attempt and tells its end.
 	if how, recorded := failureEnding(out); err == nil && recorded {
 		x.cfg.tell(x.cfg.failureEnd(d, how, msg, now.Add(delay), encoded, now))
-	} else if snooze == 0 {
-		// Not recorded (the write failed, or its lease was lost): nothing
-		// is told, but it is a failed run all the same.
-		r.m.Failed()
 	}
 	switch {
 	case err != nil:

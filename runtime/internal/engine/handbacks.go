@@ -73,20 +73,20 @@ func (h *handBacks) try(ctx context.Context) bool {
 	var left []*queue.LostFetch
 	for _, l := range todo {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		records := map[string][]byte{}
 		now := h.q.Now()
-		out, err := h.q.HandBack(cctx, l, func(e queue.Expired) queue.Verdict {
-			encoded, _ := results.Encode(canceledBeforeRunRecord(e, now))
-			records[e.ID] = encoded
+		out, err := h.q.HandBack(cctx, l, now, func(e queue.Expired) queue.Verdict {
+			encoded, _ := results.Encode(expiredRecord(e, canceledBeforeRun, true, now))
 			return queue.Verdict{Record: encoded, TTL: ttlOr(e.Envelope.FailureTTL, h.cfg.FailureTTL)}
 		})
 		cancel()
-		for _, e := range out.Canceled {
-			h.cfg.tell(h.cfg.canceledBeforeRunEnd(e, l.Route, records[e.ID], now))
+		// A job a try whose reply was lost ended canceled is reported by the
+		// retry that succeeds (HandBack offers its record again), told then.
+		for _, c := range out.Canceled {
+			h.cfg.tell(h.cfg.canceledBeforeRunEnd(c.Expired, l.Route, c.Record, now))
 		}
 		n := out.Back
 		switch {
-		case err != nil && h.q.Now().After(l.Until.Add(handBackGiveUp)):
+		case err != nil && now.After(l.Until.Add(handBackGiveUp)):
 			h.log.Warn("bananas: gave up handing back the jobs of a fetch whose reply was lost; the reaper recovers them", "route", l.Route, "err", err)
 		case err != nil:
 			left = append(left, l)

@@ -142,10 +142,11 @@ func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Outcome, v q
 }
 
 // canceledBeforeRunEnd is the end of e, a job of a lost fetch of route
-// that ended canceled on its hand-back at now, record stored.
+// that ended canceled on its hand-back at now, record stored: its attempt is
+// the run the fetch leased it for, as the record's (record.go).
 func (c *Config) canceledBeforeRunEnd(e queue.Expired, route string, record []byte, now time.Time) JobEnd {
 	return JobEnd{
-		ID: e.ID, Task: e.Name, Route: route, Priority: e.Priority, Ending: Canceled, Attempt: e.Attempts,
+		ID: e.ID, Task: e.Name, Route: route, Priority: e.Priority, Ending: Canceled, Attempt: e.Attempts + 1,
 		Error: canceledBeforeRun, EndedAt: now, Worker: c.ID, Record: record,
 	}
 }

@@ -49,14 +49,14 @@ func (q *fakeQueue) FetchOrWait(ctx context.Context, route string, p []queue.Pri
 func (q *fakeQueue) WakeWaiters(context.Context, string, int) (int, error) { return 0, nil }
 func (q *fakeQueue) StopWaiting(context.Context, []string, string) error   { return nil }
 func (q *fakeQueue) Keys(route string) queue.Keys                          { return queue.RouteKeys("fake", route) }
-func (q *fakeQueue) HandBack(_ context.Context, _ *queue.LostFetch, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error) {
+func (q *fakeQueue) HandBack(_ context.Context, _ *queue.LostFetch, _ time.Time, canceled func(queue.Expired) queue.Verdict) (queue.LostHandBack, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.asked == nil {
 		return queue.LostHandBack{}, nil
 	}
 	q.verdict = canceled(*q.asked)
-	out := queue.LostHandBack{Back: 1, Canceled: []queue.Expired{*q.asked}}
+	out := queue.LostHandBack{Back: 1, Canceled: []queue.CanceledJob{{Expired: *q.asked, Record: q.verdict.Record}}}
 	q.asked = nil
 	return out, nil
 }
@@ -82,7 +82,7 @@ func (q *fakeQueue) Fail(context.Context, *queue.Dispatch, queue.Failure, time.T
 func (q *fakeQueue) FinishCanceled(context.Context, *queue.Dispatch, []byte, time.Duration) (bool, error) {
 	return true, nil
 }
-func (q *fakeQueue) Requeue(context.Context, *queue.Dispatch, []byte, time.Duration) (queue.Outcome, error) {
+func (q *fakeQueue) Requeue(context.Context, *queue.Dispatch, []byte, time.Duration, time.Time) (queue.Outcome, error) {
 	return queue.HandedBack, nil
 }
 func (q *fakeQueue) Reap(context.Context, string, time.Time, func(queue.Expired) queue.Verdict) (map[string]queue.Outcome, error) {
@@ -101,27 +101,21 @@ func (q *fakeQueue) answered() int {
 	return q.writes
 }
 
-// fakeMetrics counts the failed runs the engine counts itself (those whose
-// end was not recorded).
-type fakeMetrics struct {
-	mu     sync.Mutex
-	failed int
-}
+// fakeMetrics measures nothing: the engine's ends are its sinks' to count.
+type fakeMetrics struct{}
 
 func (m *fakeMetrics) For(string, string, string) RunMetrics { return m }
 func (m *fakeMetrics) Overran(string)                        {}
 func (m *fakeMetrics) Ran(time.Duration)                     {}
 func (m *fakeMetrics) Waited(time.Duration)                  {}
-func (m *fakeMetrics) Failed()                               { m.mu.Lock(); m.failed++; m.mu.Unlock() }
 
 type sinkFunc func(JobEnd)
 
 func (f sinkFunc) JobEnded(e JobEnd) { f(e) }
 
 // runOne runs an engine over q until the job q holds has been run and its
-// outcome answered and settled, and returns the ends it told and the failed
-// runs it counted itself.
-func runOne(t *testing.T, q *fakeQueue, o Outcome) ([]JobEnd, int) {
+// outcome answered and settled, and returns the ends it told.
+func runOne(t *testing.T, q *fakeQueue, o Outcome) []JobEnd {
 	t.Helper()
 	var mu sync.Mutex
 	var ends []JobEnd
@@ -151,9 +145,7 @@ func runOne(t *testing.T, q *fakeQueue, o Outcome) ([]JobEnd, int) {
 	<-done
 	mu.Lock()
 	defer mu.Unlock()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return ends, m.failed
+	return ends
 }
 
 func job() *queue.Dispatch {
@@ -161,11 +153,11 @@ func job() *queue.Dispatch {
 }
 
 // A failure recorded as a retry is told once, after the write: its attempt,
-// error and retry time; nothing else counts it a second time.
+// error and retry time.
 func TestEnds_AFailureRecordedAsARetryIsToldOnce(t *testing.T) {
-	ends, failed := runOne(t, &fakeQueue{job: job(), failOut: queue.Retrying}, Outcome{Failed: true, Message: "boom"})
-	if len(ends) != 1 || failed != 0 {
-		t.Fatalf("ends %+v, failed runs counted apart %d; want one end, none apart", ends, failed)
+	ends := runOne(t, &fakeQueue{job: job(), failOut: queue.Retrying}, Outcome{Failed: true, Message: "boom"})
+	if len(ends) != 1 {
+		t.Fatalf("ends %+v; want one", ends)
 	}
 	e := ends[0]
 	if e.Ending != Retrying || e.ID != "j1" || e.Attempt != 2 || e.Error != "boom" || e.Worker != "w1" || e.RetryAt.IsZero() || e.Record != nil {
@@ -175,23 +167,23 @@ func TestEnds_AFailureRecordedAsARetryIsToldOnce(t *testing.T) {
 
 // A failure that was the job's last is told dead, with the record stored.
 func TestEnds_AFailureRecordedAsDeadIsToldWithItsRecord(t *testing.T) {
-	ends, _ := runOne(t, &fakeQueue{job: job(), failOut: queue.DeadEnded}, Outcome{Failed: true, Message: "boom", Final: true})
+	ends := runOne(t, &fakeQueue{job: job(), failOut: queue.DeadEnded}, Outcome{Failed: true, Message: "boom", Final: true})
 	if len(ends) != 1 || ends[0].Ending != Dead || len(ends[0].Record) == 0 || !ends[0].RetryAt.IsZero() {
 		t.Fatalf("ends %+v; want one, dead, with its record and no retry time", ends)
 	}
 }
 
 // A failure whose write failed, or that changed nothing (its lease was
-// lost), is not told; the run is still counted as failed.
-func TestEnds_AFailureNotRecordedIsNotToldButCountedFailed(t *testing.T) {
+// lost), is not told: the reaper that records the lost lease as a failed
+// attempt tells that end (and the metrics count it once, there).
+func TestEnds_AFailureNotRecordedIsNotTold(t *testing.T) {
 	for name, q := range map[string]*fakeQueue{
 		"write failed": {job: job(), failErr: errors.New("redis down")},
 		"lease lost":   {job: job(), failOut: queue.Stale},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ends, failed := runOne(t, q, Outcome{Failed: true, Message: "boom"})
-			if len(ends) != 0 || failed != 1 {
-				t.Fatalf("ends %+v, failed runs counted %d; want none told, one counted", ends, failed)
+			if ends := runOne(t, q, Outcome{Failed: true, Message: "boom"}); len(ends) != 0 {
+				t.Fatalf("ends %+v; want none told", ends)
 			}
 		})
 	}
@@ -200,7 +192,7 @@ func TestEnds_AFailureNotRecordedIsNotToldButCountedFailed(t *testing.T) {
 // A success is told completed with its result and record once the ack
 // landed; an ack that failed or changed nothing is not told.
 func TestEnds_ASuccessIsToldOnlyIfItsAckLanded(t *testing.T) {
-	ends, _ := runOne(t, &fakeQueue{job: job(), ackOK: true}, Outcome{Result: []byte("r")})
+	ends := runOne(t, &fakeQueue{job: job(), ackOK: true}, Outcome{Result: []byte("r")})
 	if len(ends) != 1 || ends[0].Ending != Completed || string(ends[0].Result) != "r" || len(ends[0].Record) == 0 {
 		t.Fatalf("ends %+v; want one, completed, with its result and record", ends)
 	}
@@ -209,7 +201,7 @@ func TestEnds_ASuccessIsToldOnlyIfItsAckLanded(t *testing.T) {
 		"lease lost": {job: job(), ackOK: false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if ends, _ := runOne(t, q, Outcome{Result: []byte("r")}); len(ends) != 0 {
+			if ends := runOne(t, q, Outcome{Result: []byte("r")}); len(ends) != 0 {
 				t.Fatalf("ends %+v; want none", ends)
 			}
 		})
@@ -235,12 +227,12 @@ func TestHandBack_AJobAskedToCancelIsToldCanceledWithTheEnginesRecord(t *testing
 		t.Fatalf("ends told = %+v; want one", ends)
 	}
 	end := ends[0]
-	if end.Ending != Canceled || end.ID != e.ID || end.Route != "r" || end.Priority != queue.High || end.Error != canceledBeforeRun || end.Worker != "w1" {
-		t.Fatalf("end = %+v; want job %s canceled before it ran, on route r, by w1", end, e.ID)
+	if end.Ending != Canceled || end.ID != e.ID || end.Route != "r" || end.Priority != queue.High || end.Error != canceledBeforeRun || end.Worker != "w1" || end.Attempt != 2 {
+		t.Fatalf("end = %+v; want job %s canceled before it ran, on route r, by w1, in attempt 2 (the run the fetch leased)", end, e.ID)
 	}
 	rec, err := results.Decode(q.verdict.Record)
-	if err != nil || !rec.Canceled || rec.ID != e.ID || rec.Priority != "high" || string(end.Record) != string(q.verdict.Record) {
-		t.Fatalf("record %+v, %v; want the canceled record told and stored", rec, err)
+	if err != nil || !rec.Canceled || rec.ID != e.ID || rec.Priority != "high" || rec.Attempts != 2 || string(end.Record) != string(q.verdict.Record) {
+		t.Fatalf("record %+v, %v; want the canceled record of attempt 2 told and stored", rec, err)
 	}
 	if q.verdict.TTL != 3*time.Hour {
 		t.Fatalf("record ttl = %s; want the worker's failure TTL (the envelope sets none)", q.verdict.TTL)

@@ -79,10 +79,10 @@ func (p *reaper) reap(ctx context.Context, route string) {
 // a cancel was asked while it ran, else it counts a failed attempt.
 func (p *reaper) verdict(e queue.Expired, now time.Time) queue.Verdict {
 	if e.CancelRequested {
-		encoded, _ := results.Encode(canceledLostRecord(e, now))
+		encoded, _ := results.Encode(expiredRecord(e, canceledLost, true, now))
 		return queue.Verdict{Record: encoded, TTL: ttlOr(e.Envelope.FailureTTL, p.cfg.FailureTTL)}
 	}
-	encoded, _ := results.Encode(expiredRecord(e, expiredLease, now))
+	encoded, _ := results.Encode(expiredRecord(e, expiredLease, false, now))
 	return queue.Verdict{
 		RetryAt: now.Add(p.cfg.RetryDelay(e.Envelope, e.Attempts+1)), Record: encoded,
 		TTL: ttlOr(e.Envelope.FailureTTL, p.cfg.FailureTTL),

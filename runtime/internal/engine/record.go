@@ -11,10 +11,14 @@ import (
 // what the job was, as enqueued (a completed job is only its record, and
 // Job(id) reads it from there), and how it ended.
 
-// recordOf starts the record of d's run: the job as enqueued, its attempts
-// (the runs started that count: its failed runs so far and this one), its
-// failures and the run's start. Every record counts attempts so, whatever
-// the job's end.
+// The attempt number a record carries is the run it describes, 1-based:
+// the job's failed runs before it, plus one. A job leased by a fetch whose
+// reply was lost describes the run it was leased for (JobInfo counted it as
+// running), even though its handler never started. Only a job canceled while
+// waiting (CanceledRecord) describes no run: it carries its failed runs.
+
+// recordOf starts the record of d's run: the job as enqueued, its attempt,
+// its failures and the run's start.
 func recordOf(d *queue.Dispatch) results.Record {
 	rec := jobRecord(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
 	rec.Attempts, rec.StartedAt, rec.FailedAt = d.Attempts+1, unixMS(d.StartedAt()), failedAtMS(d.FailedAt)
@@ -35,29 +39,14 @@ func failureRecord(d *queue.Dispatch, msg string, now time.Time) results.Record 
 	return rec
 }
 
-// expiredRecord is the record of a job whose lease expired (the reaper's),
-// stored if that was its last attempt.
-func expiredRecord(e queue.Expired, msg string, now time.Time) results.Record {
+// expiredRecord is the record of e, a job leased by a run that will not
+// report (its lease expired, or the fetch that leased it was lost), ending
+// at now with msg: failed (stored if that was its last attempt) or, when
+// canceled, canceled because a cancel was asked meanwhile (canceledLost,
+// canceledBeforeRun).
+func expiredRecord(e queue.Expired, msg string, canceled bool, now time.Time) results.Record {
 	rec := jobRecord(e.ID, e.Name, e.Priority, e.CreatedAt, e.MaxRetries, e.Envelope)
-	rec.Error, rec.Attempts, rec.FinishedAt = msg, e.Attempts+1, now.UnixMilli()
-	return rec
-}
-
-// canceledLostRecord is the record of a job whose run was asked to stop
-// (a cancel request) and whose lease was lost before its worker acted on it
-// (the reaper's): it ends canceled, as its worker would have ended it.
-func canceledLostRecord(e queue.Expired, now time.Time) results.Record {
-	rec := jobRecord(e.ID, e.Name, e.Priority, e.CreatedAt, e.MaxRetries, e.Envelope)
-	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt = canceledLost, true, e.Attempts, now.UnixMilli()
-	return rec
-}
-
-// canceledBeforeRunRecord is the record of e, a job leased by a fetch whose
-// reply was lost and asked to cancel meanwhile: it ends canceled on its
-// hand-back, never having run.
-func canceledBeforeRunRecord(e queue.Expired, now time.Time) results.Record {
-	rec := jobRecord(e.ID, e.Name, e.Priority, e.CreatedAt, e.MaxRetries, e.Envelope)
-	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt = canceledBeforeRun, true, e.Attempts, now.UnixMilli()
+	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt = msg, canceled, e.Attempts+1, now.UnixMilli()
 	return rec
 }
 

@@ -20,6 +20,7 @@ func (p *retention) Run(ctx context.Context) {
 	defer t.Stop()
 	q, log := p.cfg.Queue, p.cfg.Logger
 	outage := scheduler.NewOutageLog(log, "dead-letter retention")
+	pruning := scheduler.NewOutageLog(log, "route pruning")
 	for ok := true; ok; ok = next(ctx, t) {
 		for _, route := range p.cfg.kept() {
 			n, err := q.Purge(ctx, route, q.Now().Add(-queue.DeadRetention))
@@ -33,12 +34,12 @@ func (p *retention) Run(ctx context.Context) {
 				}
 			}
 		}
-		p.pruneRoutes(ctx, outage)
+		p.pruneRoutes(ctx, pruning)
 	}
 }
 
 // pruneRoutes runs one pass of route pruning, keeping the routes served; a
-// failure is an outage of the loop's, logged when it starts and ends.
+// failure goes to outage, the pruning's own (no route of its own).
 func (p *retention) pruneRoutes(ctx context.Context, outage *scheduler.OutageLog) {
 	if p.cfg.ServedRoutes == nil {
 		return
@@ -54,8 +55,8 @@ func (p *retention) pruneRoutes(ctx context.Context, outage *scheduler.OutageLog
 	}
 	switch {
 	case err != nil && ctx.Err() == nil:
-		outage.Failed("route pruning", err)
+		outage.Failed("", err)
 	case err == nil:
-		outage.OK("route pruning")
+		outage.OK("")
 	}
 }
