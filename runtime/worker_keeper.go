@@ -20,7 +20,7 @@ func (w *Worker) newKeeper() *scheduler.Keeper {
 	}
 	return &scheduler.Keeper{
 		Queue:  w.c.q,
-		Routes: w.opts.Routes,
+		Routes: func() []string { return w.opts.Routes },
 		// A keeper that dies is replaced within about a lease: no later
 		// than its jobs could be reaped anyway.
 		TTL:    min(w.opts.Lease, scheduler.DefaultKeeperTTL),

@@ -32,8 +32,10 @@ const DefaultKeeperTTL = 10 * time.Second
 // its release on the route's keeper channel, and a standby told of it
 // (Kick) tries at once.
 type Keeper struct {
-	Queue  *queue.Queue
-	Routes []string
+	Queue *queue.Queue
+	// Routes returns the routes to keep; it is read at each round, so a
+	// route added (a new shard) is called for at the next one.
+	Routes func() []string
 	// TTL is the locks' time to live; DefaultKeeperTTL when zero.
 	TTL time.Duration
 	// OnChange is told the routes held each time they change (optional),
@@ -81,7 +83,7 @@ func (k *Keeper) kicks() chan struct{} {
 }
 
 // Held returns the routes whose keeper lock this keeper holds now, in the
-// order of Routes.
+// order Routes gives them.
 func (k *Keeper) Held() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -105,8 +107,8 @@ func (k *Keeper) Run(ctx context.Context) {
 	_, _ = crand.Read(b[:])
 	k.token = hex.EncodeToString(b[:])
 	kick, ready, first := k.kicks(), k.readiness(), true
-	next := make([]time.Time, len(k.Routes))  // when to call for each route; zero: now
-	until := make([]time.Time, len(k.Routes)) // when a lock held runs out, as last granted
+	next := map[string]time.Time{}  // when to call for each route; absent: now
+	until := map[string]time.Time{} // when a lock held runs out, as last granted
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	defer k.release()
@@ -118,66 +120,47 @@ func (k *Keeper) Run(ctx context.Context) {
 		case <-kick:
 			// Spread over up to 100 ms, so that the standbys of a released
 			// route do not all call in the same instant.
-			for i, r := range k.Routes {
+			for r := range next {
 				if !k.Holds(r) {
-					next[i] = time.Now().Add(rand.N(min(ttl/10, 100*time.Millisecond) + 1))
+					next[r] = time.Now().Add(rand.N(min(ttl/10, 100*time.Millisecond) + 1))
 				}
 			}
 		}
-		if len(k.Routes) > 0 {
-			k.round(ctx, ttl, next, until) // the first calls for every route: next is zero
-		}
+		soonest := k.round(ctx, ttl, next, until)
 		if first {
 			first = false
 			close(ready)
-		}
-		if len(k.Routes) == 0 {
-			continue
-		}
-		soonest := next[0]
-		for _, t := range next[1:] {
-			if t.Before(soonest) {
-				soonest = t
-			}
 		}
 		timer.Reset(time.Until(soonest))
 	}
 }
 
-// round calls for every route whose time came, and records which it holds:
-// a lock is held until the end last granted (counted from before the call
-// that granted it), so a keeper that cannot reach Redis keeps its routes —
-// their loops then meet the outage too — until its lock would run out.
-func (k *Keeper) round(ctx context.Context, ttl time.Duration, next, until []time.Time) {
+// round calls for every route whose time came (a route new to the keeper
+// at once), records which it holds, and returns when the next call is due
+// (a TTL away when it has no route). A lock is held until the end last
+// granted (counted from before the call that granted it), so a keeper that
+// cannot reach Redis keeps its routes — their loops then meet the outage
+// too — until its lock would run out.
+func (k *Keeper) round(ctx context.Context, ttl time.Duration, next, until map[string]time.Time) time.Time {
 	now := time.Now()
-	held := make([]string, 0, len(k.Routes))
-	for i, r := range k.Routes {
-		if now.Before(next[i]) {
-			if now.Before(until[i]) {
-				held = append(held, r)
-			}
-			continue
+	routes := k.Routes()
+	held := make([]string, 0, len(routes))
+	soonest := now.Add(ttl)
+	for _, r := range routes {
+		if at, ok := next[r]; !ok || !now.Before(at) {
+			next[r] = k.call(ctx, r, ttl, now, until)
 		}
-		mine, left, err := k.Queue.Keep(ctx, r, k.token, ttl)
-		switch {
-		case err != nil:
-			next[i] = now.Add(ttl / 3)
-			if now.Before(until[i]) {
-				held = append(held, r)
-			}
-			if ctx.Err() == nil && k.Outage != nil {
-				k.Outage.Failed(r, err)
-			}
-			continue
-		case mine:
+		if now.Before(until[r]) {
 			held = append(held, r)
-			next[i], until[i] = now.Add(ttl/3), now.Add(ttl)
-		default:
-			until[i] = time.Time{}
-			next[i] = now.Add(left + rand.N(ttl/10+1))
 		}
-		if k.Outage != nil {
-			k.Outage.OK(r)
+		if next[r].Before(soonest) {
+			soonest = next[r]
+		}
+	}
+	for r := range next { // routes no longer the keeper's: their locks lapse
+		if !slices.Contains(routes, r) {
+			delete(next, r)
+			delete(until, r)
 		}
 	}
 	k.mu.Lock()
@@ -187,6 +170,31 @@ func (k *Keeper) round(ctx context.Context, ttl time.Duration, next, until []tim
 	if changed && k.OnChange != nil {
 		k.OnChange(slices.Clone(held))
 	}
+	return soonest
+}
+
+// call takes or renews route's lock, notes until when it holds it, and
+// returns when to call again.
+func (k *Keeper) call(ctx context.Context, r string, ttl time.Duration, now time.Time, until map[string]time.Time) time.Time {
+	mine, left, err := k.Queue.Keep(ctx, r, k.token, ttl)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil && k.Outage != nil {
+			k.Outage.Failed(r, err)
+		}
+		return now.Add(ttl / 3)
+	case mine:
+		until[r] = now.Add(ttl)
+	default:
+		delete(until, r)
+	}
+	if k.Outage != nil {
+		k.Outage.OK(r)
+	}
+	if mine {
+		return now.Add(ttl / 3)
+	}
+	return now.Add(left + rand.N(ttl/10+1))
 }
 
 // release gives up every lock held, so the standbys take over at their

@@ -50,7 +50,7 @@ func TestKeeper_OneOfSeveralKeepsEachRoute(t *testing.T) {
 		routes := []string{"a", "b", "c"}
 		var ks []*scheduler.Keeper
 		for range 4 {
-			k := &scheduler.Keeper{Queue: q, Routes: routes, TTL: time.Minute}
+			k := &scheduler.Keeper{Queue: q, Routes: func() []string { return routes }, TTL: time.Minute}
 			ks = append(ks, k)
 			runKeeper(t, k)
 		}
@@ -72,10 +72,10 @@ func TestKeeper_OneOfSeveralKeepsEachRoute(t *testing.T) {
 func TestKeeper_AStandbyTakesOverAtOnceWhenTheKeeperStops(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		first := &scheduler.Keeper{Queue: q, Routes: []string{"r"}, TTL: time.Hour}
+		first := &scheduler.Keeper{Queue: q, Routes: func() []string { return []string{"r"} }, TTL: time.Hour}
 		stopFirst := runKeeper(t, first)
 		within(t, 5*time.Second, "the first keeper to keep r", func() bool { return first.Holds("r") })
-		standby := &scheduler.Keeper{Queue: q, Routes: []string{"r"}, TTL: time.Hour}
+		standby := &scheduler.Keeper{Queue: q, Routes: func() []string { return []string{"r"} }, TTL: time.Hour}
 		runKeeper(t, standby)
 		sub := q.Client().Subscribe(ctx, q.Keys("r").KeeperChannel())
 		defer sub.Close()
@@ -108,7 +108,7 @@ func TestKeeper_AStandbyTakesOverFromAKeeperThatDied(t *testing.T) {
 	if err := q.Client().Set(ctx, q.Keys("r").Keeper(), "a dead keeper's token", 300*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
-	standby := &scheduler.Keeper{Queue: q, Routes: []string{"r"}, TTL: 300 * time.Millisecond}
+	standby := &scheduler.Keeper{Queue: q, Routes: func() []string { return []string{"r"} }, TTL: 300 * time.Millisecond}
 	runKeeper(t, standby)
 	within(t, 3*time.Second, "the standby to take r over", func() bool { return standby.Holds("r") })
 }
@@ -124,7 +124,7 @@ func TestKeeper_ALockKeyOfAnotherTypeOrWithoutExpiryIsTakenOver(t *testing.T) {
 		if err := q.Client().Set(ctx, q.Keys("b").Keeper(), "forever", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		k := &scheduler.Keeper{Queue: q, Routes: []string{"a", "b"}, TTL: time.Minute}
+		k := &scheduler.Keeper{Queue: q, Routes: func() []string { return []string{"a", "b"} }, TTL: time.Minute}
 		runKeeper(t, k)
 		within(t, 5*time.Second, "a and b kept", func() bool { return k.Holds("a") && k.Holds("b") })
 	})
