@@ -82,8 +82,9 @@ func (q *Queue) UseMonotonicClock(elapsed func() time.Duration) {
 // slow one (a stalled connection, go-redis retrying) would be kept for the
 // next 30 s.
 const (
-	clockSamples = 3
-	maxClockRTT  = 200 * time.Millisecond
+	clockSamples  = 3
+	quickClockRTT = time.Millisecond
+	maxClockRTT   = 200 * time.Millisecond
 )
 
 // SyncClock reads Redis's clock: TIME, taken as the middle (on the host's
@@ -94,7 +95,10 @@ const (
 func (q *Queue) SyncClock(ctx context.Context) error {
 	var best clockAnchor
 	var rtt time.Duration
-	for i := range clockSamples {
+	// A first round trip as quick as a local one is kept alone: more
+	// samples could not make it much better, and every client of every
+	// process syncs, idle workers included.
+	for i := 0; i < clockSamples && (i == 0 || rtt > quickClockRTT); i++ {
 		before := q.mono()
 		server, err := q.rdb.Time(ctx).Result()
 		after := q.mono()

@@ -198,7 +198,7 @@ func TestWakeup_AJobWakesOneOfManyIdleWorkers(t *testing.T) {
 
 // One worker per route promotes its delayed jobs (it keeps the route); when
 // it stops, the other takes the route over at once, and a job delayed past
-// the handover still starts on time — well before the keeper lock (10 s
+// the handover still starts on time — well before the keeper lock (30 s
 // with a 30 s lease) would have run out by itself.
 func TestWakeup_DelayedJobsRunAfterTheWorkerThatKeptTheRouteStops(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {

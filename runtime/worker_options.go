@@ -50,7 +50,7 @@ type WorkerOptions struct {
 	// worker on a channel of its own, and a worker whose connection to
 	// Redis was cut looks at once when it is back, so the poll only
 	// matters for a wake-up sent to a worker that died before it fetched.
-	// An idle worker's poll is most of what it costs Redis. Default 10s.
+	// An idle worker's poll is much of what it costs Redis. Default 30s.
 	// (The promoter of the routes the worker keeps looks at least every
 	// second, or every SafetyPoll when that is shorter.)
 	SafetyPoll time.Duration
@@ -101,7 +101,7 @@ func (w *Worker) withDefaults() error {
 		o.Logger = slog.Default()
 	}
 	if o.SafetyPoll == 0 {
-		o.SafetyPoll = 10 * time.Second
+		o.SafetyPoll = 30 * time.Second
 	}
 	errs := slices.Clone(w.regErrs)
 	for _, r := range o.Routes {

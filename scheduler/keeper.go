@@ -13,8 +13,9 @@ import (
 )
 
 // DefaultKeeperTTL is how long a keeper lock lasts without renewal: a
-// keeper that dies hands its routes over within about this long.
-const DefaultKeeperTTL = 10 * time.Second
+// keeper that dies hands its routes over within about this long (one that
+// stops, at once), and a standby calls about once per TTL.
+const DefaultKeeperTTL = 30 * time.Second
 
 // Keeper takes, for each of its routes it can, the route's keeper lock
 // (queue.Keep): one process per route does the route's time-driven work —

@@ -77,8 +77,9 @@ func (r *idleRig) measure(ctx context.Context, c *runtime.Client, extra int) {
 	r.obs.mu.Unlock()
 	time.Sleep(time.Second) // let the last wake-ups and acks settle before the quiet phase
 	// An idle worker calls Redis every few seconds (its safety poll and
-	// heartbeat every 10 s): the quiet phase spans two of each.
-	const quietFor = 20 * time.Second
+	// its keeper lock every 30 s, its heartbeat every 15 s): the quiet
+	// phase spans one of each, or two.
+	const quietFor = 30 * time.Second
 	at = r.counters(ctx)
 	time.Sleep(quietFor)
 	quiet := r.counters(ctx).minus(at).per(quietFor).minus(baseline)

@@ -15,7 +15,7 @@ const (
 )
 
 // heartbeater records the worker's state (Config.State) every
-// HeartbeatEvery (every other one while the worker is idle), for the
+// HeartbeatEvery (every third while the worker is idle), for the
 // `workers` command, the API and the dashboard, and removes it when the
 // worker stops.
 type heartbeater struct {
@@ -33,10 +33,10 @@ func (h *heartbeater) Run(ctx context.Context) {
 	lastInFlight := -1
 	for ok := true; ok; ok = next(ctx, t) {
 		inFlight := h.runs.count()
-		// An idle worker's state does not change: it beats half as often,
-		// still twice or more within HeartbeatTTL. Idle workers are what
-		// a deployment has most of, and each beat is a round trip to Redis.
-		if inFlight == 0 && lastInFlight == 0 && time.Since(last) < 2*HeartbeatEvery-HeartbeatEvery/2 {
+		// An idle worker's state does not change: it beats every third
+		// tick, still twice within HeartbeatTTL. Idle workers are what a
+		// deployment has most of, and each beat is a round trip to Redis.
+		if inFlight == 0 && lastInFlight == 0 && time.Since(last) < 3*HeartbeatEvery-HeartbeatEvery/2 {
 			continue
 		}
 		last, lastInFlight = time.Now(), inFlight
