@@ -103,7 +103,7 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 		inner = ""
 		for _, j := range got.Jobs {
 			page.Jobs = append(page.Jobs, JobInfo{
-				ID: j.ID, Name: j.Name, Route: j.Route, Priority: Priority(j.Priority), Status: statusOfState(j.State),
+				ID: j.ID, Name: j.Name, Route: queue.ShardBase(j.Route), Priority: Priority(j.Priority), Status: statusOfState(j.State),
 				Description: j.Description, Attempts: attempts(j.Attempts, j.State == "active"), MaxRetries: j.MaxRetries, Error: j.Error,
 				CreatedAt: j.CreatedAt, ScheduledAt: j.RunAt, FinishedAt: j.DiedAt, LeaseDeadline: j.LeaseDeadline,
 			})
@@ -410,6 +410,7 @@ func (in *Inspector) unservedWarning(ctx context.Context, id string) string {
 	if !ok {
 		return ""
 	}
+	route = queue.ShardBase(route)
 	takers, err := in.served.read(ctx, in.c.routeTakers)
 	if err != nil || takers[route] > 0 {
 		return ""

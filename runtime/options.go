@@ -24,6 +24,10 @@ type jobConfig struct {
 	description string
 	backoff     time.Duration
 	errs        []error
+	// unsharded: the job goes to the route itself, shard 0, whatever the
+	// route's shards (a cron tick, whose job is written with the entry's
+	// state in one script).
+	unsharded bool
 }
 
 func (c *jobConfig) fail(format string, args ...any) {

@@ -32,6 +32,7 @@ type Worker struct {
 
 	middleware Middleware     // WorkerOptions.Middleware composed, nil when none
 	engine     *engine.Engine // set by Run
+	shards     *workerShards  // set by Run
 }
 
 // NewWorker returns a worker over client c. Register handlers (the generated
@@ -88,6 +89,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer hook.stop() // after the engine has stopped: every end told
 		sinks = append(sinks, hook)
 	}
+	w.shards = newWorkerShards(w)
 	w.engine = engine.New(w.engineConfig(sinks))
 
 	// The promoter and the cron runner outlive ctx until the engine has
@@ -106,6 +108,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			s.Close()
 		}
 	}()
+
+	if err := w.shards.refresh(ctx); err != nil {
+		w.opts.Logger.Warn("bananas: cannot read the shards of the worker's routes; working the routes themselves until they read", "err", err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); w.shards.run(bg) }()
 
 	for _, loop := range w.schedulingLoops(promoterWake) {
 		wg.Add(1)
@@ -127,7 +135,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // ready lists, woken on promoterWake) and, with cron entries, the cron
 // runner.
 func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Context) {
-	routes := func(context.Context) ([]string, error) { return w.opts.Routes, nil }
+	routes := func(context.Context) ([]string, error) { return w.shards.all(), nil }
 	if w.opts.SchedulerOnly { // a scheduler promotes for every route there is
 		routes = w.c.q.Routes
 	}
@@ -151,7 +159,7 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 func (w *Worker) engineConfig(sinks []engine.JobEndSink) engine.Config {
 	return engine.Config{
 		Queue: w.c.q, Metrics: engineMetrics{w.c.metrics}, Sinks: sinks, Logger: w.opts.Logger, ID: w.id,
-		Routes: w.opts.Routes, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
+		Routes: w.opts.Routes, RoutesNow: w.shards.now, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
 		FetchJobs: !w.opts.SchedulerOnly, Concurrency: w.opts.Concurrency,
 		Lease: w.opts.Lease, ShutdownTimeout: w.opts.ShutdownTimeout, JobTimeout: w.opts.JobTimeout,
 		ResultTTL: w.opts.ResultTTL, FailureTTL: w.opts.FailureTTL, SafetyPoll: w.opts.SafetyPoll,

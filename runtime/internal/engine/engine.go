@@ -25,7 +25,11 @@ type Config struct {
 	ID string
 	// Routes in order of preference, the priorities and task names
 	// (JobTypes: nil for every task) the worker fetches.
-	Routes     []string
+	Routes []string
+	// RoutesNow, when set, returns the routes to fetch, reap and purge now,
+	// in place of Routes: the shards of sharded routes, which change while
+	// the worker runs. It is called on every fetch, so it must be cheap.
+	RoutesNow  func() []string
 	Priorities []queue.Priority
 	JobTypes   []string
 	// Tasks are the names of the tasks Exec can run, sorted; a job of
@@ -257,6 +261,14 @@ func next(ctx context.Context, t *time.Ticker) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// routes returns the routes to work now (RoutesNow, else Routes).
+func (c *Config) routes() []string {
+	if c.RoutesNow != nil {
+		return c.RoutesNow()
+	}
+	return c.Routes
 }
 
 // handles reports whether Exec can run jobs of task name.

@@ -25,7 +25,7 @@ func (p *reaper) Run(ctx context.Context) {
 	t := time.NewTicker(p.interval())
 	defer t.Stop()
 	for ok := true; ok; ok = next(ctx, t) {
-		for _, route := range p.cfg.Routes {
+		for _, route := range p.cfg.routes() {
 			p.reap(ctx, route)
 		}
 	}

@@ -21,7 +21,7 @@ func (p *retention) Run(ctx context.Context) {
 	q, log := p.cfg.Queue, p.cfg.Logger
 	outage := scheduler.NewOutageLog(log, "dead-letter retention")
 	for ok := true; ok; ok = next(ctx, t) {
-		for _, route := range p.cfg.Routes {
+		for _, route := range p.cfg.routes() {
 			n, err := q.Purge(ctx, route, q.Now().Add(-queue.DeadRetention))
 			switch {
 			case err != nil && ctx.Err() == nil:

@@ -1,0 +1,204 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+)
+
+// workerShards keeps the shards of a worker's routes: for each route, its
+// current shards (queue.ShardNames of its stored count) and any other shard
+// of it still in the routes set (a shard of an earlier count, drained until
+// it is pruned). The fetcher, reaper, retention and promoter work them all;
+// the worker listens on the wake and cancel channels of each.
+type workerShards struct {
+	w      *Worker
+	groups atomic.Pointer[[][]string] // per route, in preference order: its shards, shard 0 first
+	turn   atomic.Uint64              // rotates the shard each route's fetch starts at
+
+	mu   sync.Mutex
+	subs map[string][]*results.Subscription // shards listened to by refresh (not by subscribe)
+	seen map[string]bool                    // every shard listened to
+}
+
+func newWorkerShards(w *Worker) *workerShards {
+	s := &workerShards{w: w, subs: map[string][]*results.Subscription{}, seen: map[string]bool{}}
+	groups := make([][]string, len(w.opts.Routes))
+	for i, r := range w.opts.Routes {
+		groups[i] = []string{r}
+		s.seen[r] = true // Worker.subscribe listens on the routes themselves
+	}
+	s.groups.Store(&groups)
+	return s
+}
+
+// all returns every shard of the worker's routes, in preference order.
+func (s *workerShards) all() []string {
+	var out []string
+	for _, g := range *s.groups.Load() {
+		out = append(out, g...)
+	}
+	return out
+}
+
+// now is the engine's Config.RoutesNow: every shard, routes in preference
+// order, each route's shards starting one further on at each call, so that
+// no shard of a busy route is always fetched last.
+func (s *workerShards) now() []string {
+	groups := *s.groups.Load()
+	sharded := false
+	for _, g := range groups {
+		sharded = sharded || len(g) > 1
+	}
+	if !sharded {
+		return s.w.opts.Routes
+	}
+	t := s.turn.Add(1)
+	var out []string
+	for _, g := range groups {
+		start := int(t % uint64(len(g)))
+		out = append(append(out, g[start:]...), g[:start]...)
+	}
+	return out
+}
+
+// refresh reads the shard counts of the worker's routes (one HMGET) and,
+// when one of them was ever sharded, the routes set, then listens on the
+// channels of the shards it did not know and wakes the fetcher for them.
+func (s *workerShards) refresh(ctx context.Context) error {
+	q := s.w.c.q
+	routes := s.w.opts.Routes
+	if len(routes) == 0 {
+		return nil
+	}
+	vals, err := q.Client().HMGet(ctx, queue.RouteShardsKey(q.Namespace()), routes...).Result()
+	if err != nil {
+		return err
+	}
+	var listed []string
+	if slices.ContainsFunc(vals, func(v any) bool { return v != nil }) {
+		if listed, err = q.Routes(ctx); err != nil {
+			return err
+		}
+	}
+	groups := make([][]string, len(routes))
+	for i, r := range routes {
+		n := 1
+		if v, ok := vals[i].(string); ok {
+			if k, err := strconv.Atoi(v); err == nil && queue.CheckShards(k) == nil {
+				n = k
+			}
+		}
+		groups[i] = queue.RouteShards(r, n, listed)
+	}
+	added, err := s.listen(ctx, groups)
+	s.groups.Store(&groups)
+	if added {
+		s.w.engine.Wake() // jobs may have been pushed to them before the listening began
+	}
+	return err
+}
+
+// listen subscribes to the wake and cancel channels of the shards in groups
+// not yet listened to, and drops those of shards no longer in them.
+func (s *workerShards) listen(ctx context.Context, groups [][]string) (added bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := map[string]bool{}
+	for _, g := range groups {
+		for _, sh := range g {
+			want[sh] = true
+			if s.seen[sh] {
+				continue
+			}
+			subs, err := s.w.subscribeRoute(ctx, sh)
+			if err != nil {
+				return added, err
+			}
+			s.subs[sh], s.seen[sh], added = subs, true, true
+		}
+	}
+	for sh, subs := range s.subs {
+		if !want[sh] {
+			for _, sub := range subs {
+				sub.Close()
+			}
+			delete(s.subs, sh)
+			delete(s.seen, sh)
+		}
+	}
+	return added, nil
+}
+
+// run refreshes every queue.ShardRefresh until ctx ends, then drops the
+// subscriptions it made.
+func (s *workerShards) run(ctx context.Context) {
+	t := time.NewTicker(queue.ShardRefresh)
+	defer t.Stop()
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, subs := range s.subs {
+			for _, sub := range subs {
+				sub.Close()
+			}
+		}
+	}()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := s.refresh(ctx)
+		switch {
+		case err != nil && !failing && ctx.Err() == nil:
+			s.w.opts.Logger.Warn("bananas: cannot read the shards of the worker's routes; working the shards known", "err", err)
+		case err == nil && failing:
+			s.w.opts.Logger.Info("bananas: the shards of the worker's routes read again")
+		}
+		failing = err != nil
+	}
+}
+
+// subscribeRoute listens on route's wake channel (idle fetchers fetch) and
+// cancel channel (running jobs asked to cancel stop at once; the renewals
+// find those this misses, see CancelRequests).
+func (w *Worker) subscribeRoute(ctx context.Context, route string) ([]*results.Subscription, error) {
+	wake, err := w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(route).WakeChannel(), func([]byte) { w.engine.Wake() })
+	if err != nil {
+		return nil, fmt.Errorf("bananas: worker: subscribe: %w", err)
+	}
+	cancel, err := w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(route).CancelChannel(), func(id []byte) { w.engine.Cancel(string(id)) })
+	if err != nil {
+		wake.Close()
+		return nil, fmt.Errorf("bananas: worker: subscribe: %w", err)
+	}
+	return []*results.Subscription{wake, cancel}, nil
+}
+
+// shardsServed adds to served, routes that live workers serve, the current
+// shards of each (so pruning keeps them; shards of an earlier count are
+// left to be pruned once idle).
+func (c *Client) shardsServed(ctx context.Context, served map[string]bool) error {
+	counts, err := c.q.AllShards(ctx)
+	if err != nil {
+		return err
+	}
+	for r, n := range counts {
+		if served[r] {
+			for _, sh := range queue.ShardNames(r, n) {
+				served[sh] = true
+			}
+		}
+	}
+	return nil
+}
