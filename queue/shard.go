@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -354,4 +355,42 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// MergeShards sums the depths of each route's shards into one depth of the
+// route, sorted by route: a sharded route is shown whole. It is paused when
+// any of its shards is (a pause covers every shard; Resume undoes a partial
+// one), and its oldest pending job is the oldest of its shards'.
+func MergeShards(ds []Depth) []Depth {
+	at := map[string]int{}
+	var out []Depth
+	for _, d := range ds {
+		base := ShardBase(d.Route)
+		i, ok := at[base]
+		if !ok {
+			at[base] = len(out)
+			d.Route = base
+			out = append(out, d)
+			continue
+		}
+		m := &out[i]
+		m.High, m.Normal, m.Low = m.High+d.High, m.Normal+d.Normal, m.Low+d.Low
+		m.Scheduled, m.Active, m.Dead = m.Scheduled+d.Scheduled, m.Active+d.Active, m.Dead+d.Dead
+		m.Paused = m.Paused || d.Paused
+		if !d.OldestPending.IsZero() && (m.OldestPending.IsZero() || d.OldestPending.Before(m.OldestPending)) {
+			m.OldestPending = d.OldestPending
+		}
+	}
+	slices.SortFunc(out, func(a, b Depth) int { return strings.Compare(a.Route, b.Route) })
+	return out
+}
+
+// BaseRoutes returns the distinct routes of routes and shards, sorted.
+func BaseRoutes(routes []string) []string {
+	out := make([]string, 0, len(routes))
+	for _, r := range routes {
+		out = append(out, ShardBase(r))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -197,7 +197,26 @@ func (in *Inspector) Pause(ctx context.Context, route string) error {
 	if err := in.checkKnownRoute(ctx, route, false); err != nil {
 		return err
 	}
-	return in.c.q.Pause(ctx, route)
+	// The route itself first: SetShards pauses the shards it makes when
+	// it finds the route paused, and this reads the shards after.
+	if err := in.c.q.Pause(ctx, route); err != nil {
+		return err
+	}
+	return in.eachShard(ctx, route, in.c.q.Pause)
+}
+
+// eachShard runs f on every shard of route but the route itself.
+func (in *Inspector) eachShard(ctx context.Context, route string, f func(context.Context, string) error) error {
+	shards, err := in.c.shardsOf(ctx, route)
+	if err != nil {
+		return err
+	}
+	for _, s := range shards[1:] {
+		if err := f(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Resume lets workers take jobs of route again, at once. A route that is
@@ -207,7 +226,10 @@ func (in *Inspector) Resume(ctx context.Context, route string) error {
 	if err := in.checkKnownRoute(ctx, route, true); err != nil {
 		return err
 	}
-	return in.c.q.Resume(ctx, route)
+	if err := in.c.q.Resume(ctx, route); err != nil {
+		return err
+	}
+	return in.eachShard(ctx, route, in.c.q.Resume)
 }
 
 // KnownRoutes are the routes something knows, sorted: those that ever held
@@ -218,6 +240,7 @@ func (in *Inspector) KnownRoutes(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	known = queue.BaseRoutes(known)
 	for _, name := range in.reg.Tasks() {
 		if h := in.reg.handlers[name]; h.info != nil {
 			known = append(known, h.info().Route)

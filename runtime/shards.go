@@ -202,3 +202,41 @@ func (c *Client) shardsServed(ctx context.Context, served map[string]bool) error
 	}
 	return nil
 }
+
+// shardsOf returns every shard of route that holds or may hold jobs, the
+// route itself first: its current shards and the others still listed.
+func (c *Client) shardsOf(ctx context.Context, route string) ([]string, error) {
+	n, err := c.q.Shards(ctx, route)
+	if err != nil {
+		return nil, err
+	}
+	listed, err := c.q.Routes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return queue.RouteShards(route, n, listed), nil
+}
+
+// Shards returns the shard count of route: 1 for a route never sharded.
+func (in *Inspector) Shards(ctx context.Context, route string) (int, error) {
+	if err := queue.CheckRoute(route); err != nil {
+		return 0, badQuery("route", "route: %w", err)
+	}
+	return in.c.q.Shards(ctx, route)
+}
+
+// SetShards spreads route over n shards (1 to 256; 1 unshards it), each a
+// hash tag of its own chosen so that the shards fall evenly over a Redis
+// Cluster's masters. It takes effect in every producer and worker within
+// queue.ShardRefresh, in this process at once; no job is lost: the shards of
+// the earlier count are drained by the workers of the route. A route need
+// not exist yet.
+func (in *Inspector) SetShards(ctx context.Context, route string, n int) error {
+	if err := queue.CheckRoute(route); err != nil {
+		return badQuery("route", "route: %w", err)
+	}
+	if err := queue.CheckShards(n); err != nil {
+		return badQuery("shards", "%w", err)
+	}
+	return in.c.q.SetShards(ctx, route, n)
+}
