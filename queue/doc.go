@@ -31,7 +31,7 @@
 //	<ns>:route:{<r>}:cron:<name>            HASH    a cron entry's state: tick, last and next run, run count, last job and error
 //	<ns>:routes                             SET     every route used, less those idle for RouteIdleTTL (prune.go)
 //	<ns>:routes-idle                        HASH    route -> when first seen idle (ms) and its enqueued counter then (prune.go)
-//	<ns>:route-shards                       HASH    route -> its shard count, 2-256; absent: 1 (shard.go)
+//	<ns>:route-shards                       HASH    route -> its shard count, 1-256, once set; absent: 1 (shard.go)
 //	<ns>:workers                            ZSET    worker id -> last heartbeat (ms) (workers.go)
 //	<ns>:worker:<id>                        STRING  the worker's heartbeat state (the runtime's JSON), with its TTL
 //

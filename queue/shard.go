@@ -184,7 +184,7 @@ type shardCount struct {
 	roundRobin atomic.Uint64 // the next shard of a job with no key
 }
 
-// SetShards stores route's shard count n (1 removes it), and, when the
+// SetShards stores route's shard count n, and, when the
 // route is paused, pauses its shards too: a shard created while the route is
 // paused must not run jobs. The count is written before the pause is read,
 // and Pause pauses the route before it reads the count, so one of the two
@@ -196,13 +196,10 @@ func (q *Queue) SetShards(ctx context.Context, route string, n int) error {
 	if err := CheckShards(n); err != nil {
 		return err
 	}
-	var err error
-	if n == 1 {
-		err = q.rdb.HDel(ctx, RouteShardsKey(q.ns), route).Err()
-	} else {
-		err = q.rdb.HSet(ctx, RouteShardsKey(q.ns), route, n).Err()
-	}
-	if err != nil {
+	// A count of 1 is stored too, not deleted: a route in the hash was
+	// sharded once, and its workers look for shards of an earlier count
+	// to drain (see RouteShards).
+	if err := q.rdb.HSet(ctx, RouteShardsKey(q.ns), route, n).Err(); err != nil {
 		return fmt.Errorf("set shards of route %s: %w", route, err)
 	}
 	c := q.shardCountOf(route)

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -183,5 +184,182 @@ func TestShards_IdsOfAShardResolveForJobCancelAndAwait(t *testing.T) {
 		}
 		waitFor(t, 10*time.Second, "the jobs not canceled to run", func() bool { return seen.n.Load() >= 7 })
 		seen.check(t, append(append([]string{}, ids[:1]...), ids[2:]...))
+	})
+}
+
+// PUT /api/v1/routes/{route}/shards stores the count every producer reads;
+// GET reads it back; a count out of range is a 400 naming shards.
+func TestShards_SetAndReadOverHTTP(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		api := serveAPI(t, runtime.NewInspector(c), runtime.APIOptions{})
+		if got := api.want(http.StatusOK, "GET", "/api/v1/routes/web/shards", ""); got["route"] != "web" || got["shards"] != float64(1) {
+			t.Fatalf("GET of a route never sharded = %v", got)
+		}
+		if got := api.want(http.StatusOK, "PUT", "/api/v1/routes/web/shards", `{"shards": 6}`); got["route"] != "web" || got["shards"] != float64(6) {
+			t.Fatalf("PUT = %v", got)
+		}
+		if got := api.want(http.StatusOK, "GET", "/api/v1/routes/web/shards", ""); got["shards"] != float64(6) {
+			t.Fatalf("GET after PUT = %v", got)
+		}
+		if n, err := runtime.QueueOf(c).Shards(ctxT(t), "web"); err != nil || n != 6 {
+			t.Fatalf("stored count = %d, %v", n, err)
+		}
+		for _, b := range []string{`{"shards": 0}`, `{"shards": 257}`} {
+			if got := api.want(http.StatusBadRequest, "PUT", "/api/v1/routes/web/shards", b); got["field"] != "shards" || !strings.Contains(fmt.Sprint(got["error"]), "1-256") {
+				t.Fatalf("PUT %s = %v", b, got)
+			}
+		}
+		if got := api.want(http.StatusBadRequest, "PUT", "/api/v1/routes/we~b/shards", `{"shards": 2}`); got["field"] != "route" {
+			t.Fatalf("PUT on a shard's name = %v", got)
+		}
+	})
+}
+
+// fetchNone fails t when a fetch from any of shards takes a job.
+func fetchNone(t *testing.T, c *runtime.Client, shards []string) {
+	t.Helper()
+	q := runtime.QueueOf(c)
+	now := q.Now()
+	for _, s := range shards {
+		ds, err := q.Fetch(ctxT(t), s, queue.Priorities, 10, now.Add(time.Minute), now)
+		if err != nil || len(ds) != 0 {
+			t.Fatalf("a fetch from shard %s of a paused route took %d job(s), %v", s, len(ds), err)
+		}
+	}
+}
+
+// Pausing a sharded route pauses every shard, those made by a later
+// change of the count too; the route lists once, its shards' jobs summed;
+// resuming lets every job run once.
+func TestShards_PauseStopsEveryShardAndTheRouteListsOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		in := runtime.NewInspector(c)
+		if err := in.SetShards(ctx, "ps", 4); err != nil {
+			t.Fatal(err)
+		}
+		ids := enqueueEcho(t, c, "ps", 8)
+		if err := in.Pause(ctx, "ps"); err != nil {
+			t.Fatal(err)
+		}
+		fetchNone(t, c, queue.ShardNames("ps", 4))
+		if err := in.SetShards(ctx, "ps", 8); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, enqueueEcho(t, c, "ps", 8)...)
+		fetchNone(t, c, queue.ShardNames("ps", 8))
+		fetchNone(t, c, queue.ShardNames("ps", 4))
+
+		routes, err := in.Routes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var listed []runtime.RouteInfo
+		for _, r := range routes {
+			if queue.ShardBase(r.Route) == "ps" {
+				listed = append(listed, r)
+			}
+		}
+		if len(listed) != 1 || listed[0].Route != "ps" || listed[0].Normal != 16 || !listed[0].Paused {
+			t.Fatalf("routes listing of ps = %+v; want one paused entry of 16 pending jobs", listed)
+		}
+		page, err := in.Jobs(ctx, runtime.JobQuery{Route: "ps", State: runtime.StatusPending, Limit: 100})
+		if err != nil || len(page.Jobs) != 16 || page.Jobs[0].Route != "ps" {
+			t.Fatalf("jobs of route ps: %d listed, %v", len(page.Jobs), err)
+		}
+
+		seen := newRanOnce()
+		startWorker(t, echoWorker(t, c, seen, "ps"))
+		if err := in.Resume(ctx, "ps"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "every job of the resumed route to run", func() bool { return seen.n.Load() >= int64(len(ids)) })
+		seen.check(t, ids)
+	})
+}
+
+// Changing the count while jobs wait and producers enqueue loses no job and
+// runs none twice. A worker running across the change (of another client,
+// which learns the count from Redis) and one started after it, which knows
+// only the new count, drain the shards of the earlier count as well.
+func TestShards_ChangingTheCountLiveLosesNoJob(t *testing.T) {
+	for _, change := range [][2]int{{12, 4}, {1, 6}} {
+		t.Run(fmt.Sprintf("%d_to_%d", change[0], change[1]), func(t *testing.T) {
+			t.Parallel()
+			url := redistest.Shared(t).URL()
+			producer := connect(t, url)
+			worker := connect(t, url, runtime.WithNamespace(runtime.QueueOf(producer).Namespace()))
+			ctx := ctxT(t)
+			in := runtime.NewInspector(producer)
+			if err := in.SetShards(ctx, "live", change[0]); err != nil {
+				t.Fatal(err)
+			}
+			ids := enqueueEcho(t, producer, "live", 600)
+			seen := newRanOnce()
+			changed := make(chan struct{})
+			before := runtime.NewWorker(worker, fastOpts(runtime.WorkerOptions{Routes: []string{"live"}, Concurrency: 4}))
+			runtime.Handle(before, testtasks.Echo.With(worker), func(ctx context.Context, m Msg) (Reply, error) {
+				<-changed // the jobs of the earlier count wait for the change
+				j, _ := runtime.CurrentJob(ctx)
+				seen.ran(j.ID)
+				return Reply{Text: m.Text}, nil
+			})
+			startWorker(t, before)
+
+			for i := range 600 {
+				id, err := testtasks.Echo.With(producer).Enqueue(ctx, Msg{Text: fmt.Sprint(i)}, runtime.Route("live"))
+				if err != nil {
+					t.Fatalf("enqueue: %v", err)
+				}
+				ids = append(ids, id)
+				switch i {
+				case 200:
+					if err := in.SetShards(ctx, "live", change[1]); err != nil {
+						t.Fatalf("SetShards: %v", err)
+					}
+					close(changed)
+				case 300:
+					startWorker(t, echoWorker(t, worker, seen, "live"))
+				}
+			}
+			shards := map[string]bool{}
+			for _, id := range ids {
+				r, _ := queue.RouteOf(id)
+				shards[r] = true
+			}
+			if len(shards) < max(change[0], change[1]) {
+				t.Fatalf("jobs went to %d shards over the change %v", len(shards), change)
+			}
+			waitFor(t, 30*time.Second, "every job to run", func() bool { return seen.n.Load() >= int64(len(ids)) })
+			seen.check(t, ids)
+		})
+	}
+}
+
+// A worker that starts after the count shrank knows only the new shards;
+// it finds those of the earlier count in the routes set and drains them.
+func TestShards_AWorkerStartedAfterAShrinkDrainsTheEarlierShards(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		in := runtime.NewInspector(c)
+		if err := in.SetShards(ctx, "shrink", 12); err != nil {
+			t.Fatal(err)
+		}
+		ids := enqueueEcho(t, c, "shrink", 240)
+		for _, n := range []int{3, 1} {
+			if err := in.SetShards(ctx, "shrink", n); err != nil {
+				t.Fatal(err)
+			}
+			seen := newRanOnce()
+			stop := startWorker(t, echoWorker(t, c, seen, "shrink"))
+			waitFor(t, 20*time.Second, "the jobs of the earlier shards to run", func() bool { return seen.n.Load() >= int64(len(ids)) })
+			stop()
+			seen.check(t, ids)
+			ids = enqueueEcho(t, c, "shrink", 24) // for the next count
+			if err := in.SetShards(ctx, "shrink", 12); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, enqueueEcho(t, c, "shrink", 240)...)
+		}
 	})
 }
