@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -360,6 +361,122 @@ func TestShards_AWorkerStartedAfterAShrinkDrainsTheEarlierShards(t *testing.T) {
 				t.Fatal(err)
 			}
 			ids = append(ids, enqueueEcho(t, c, "shrink", 240)...)
+		}
+	})
+}
+
+// An idle worker of a sharded route is woken by a job on any shard, those
+// of a count raised while it runs included: it listens on every shard's
+// channel, and never waits for its safety poll (an hour here).
+func TestShards_IdleWorkerWakesForEveryShardOnesAddedLiveToo(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		in := runtime.NewInspector(c)
+		if err := in.SetShards(ctx, "wk", 5); err != nil {
+			t.Fatal(err)
+		}
+		task := testtasks.Echo.With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{SafetyPoll: time.Hour, Routes: []string{"wk"}}))
+		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
+		startWorker(t, w)
+		call := func(n int) {
+			for i := range n {
+				if got, err := task.Call(ctx, Msg{Text: fmt.Sprint(i)}, runtime.Route("wk")); err != nil || got.Text != fmt.Sprint(i) {
+					t.Fatalf("call %d = %+v, %v", i, got, err)
+				}
+			}
+		}
+		call(10)
+		if got, err := task.Call(ctx, Msg{Text: "later"}, runtime.Route("wk"), runtime.Delay(200*time.Millisecond)); err != nil || got.Text != "later" {
+			t.Fatalf("delayed call = %+v, %v", got, err)
+		}
+		if err := in.SetShards(ctx, "wk", 9); err != nil {
+			t.Fatal(err)
+		}
+		call(18)
+	})
+}
+
+// A key meets itself on a sharded route: a unique job's duplicate and a
+// chosen id's second enqueue go to the shard of the first and are refused.
+func TestShards_UniqueKeysAndChosenIDsAreRefusedTwice(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		if err := runtime.NewInspector(c).SetShards(ctx, "uq", 8); err != nil {
+			t.Fatal(err)
+		}
+		task := testtasks.Echo.With(c)
+		for i := range 8 {
+			msg := Msg{Text: fmt.Sprint("u", i)}
+			first, err := task.Enqueue(ctx, msg, runtime.Route("uq"), runtime.Unique(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := task.Enqueue(ctx, msg, runtime.Route("uq"), runtime.Unique(time.Hour))
+			if !errors.Is(err, runtime.ErrDuplicate) || again != first {
+				t.Fatalf("duplicate of unique job %s = %s, %v", first, again, err)
+			}
+			id := fmt.Sprint("order-", i)
+			if _, err := task.Enqueue(ctx, msg, runtime.Route("uq"), runtime.WithID(id)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := task.Enqueue(ctx, msg, runtime.Route("uq"), runtime.WithID(id)); !errors.Is(err, runtime.ErrDuplicate) {
+				t.Fatalf("second enqueue of chosen id %s = %v", id, err)
+			}
+			if info := jobInfo(t, c, id); info.Route != "uq" || info.Status != runtime.StatusPending {
+				t.Fatalf("Job(%s) = route %q, %s", id, info.Route, info.Status)
+			}
+		}
+	})
+}
+
+// The queue-depth gauges have one series per route, its shards summed, and
+// none per shard; a job's end is counted under its route too.
+func TestShards_MetricsHaveOneSeriesPerRoute(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		if err := runtime.NewInspector(c).SetShards(ctx, "mx", 6); err != nil {
+			t.Fatal(err)
+		}
+		enqueueEcho(t, c, "mx", 12)
+		scrapeUntil(t, c, 0, []want{
+			{"bananas_queue_pending", []string{"route=mx", "priority=normal"}, 12},
+			{"bananas_route_paused", []string{"route=mx"}, 0},
+		})
+		if s := scrapeMetrics(t, c); strings.Contains(s.body, "mx~") {
+			t.Fatalf("a shard has series of its own:\n%s", s.body)
+		}
+	})
+}
+
+// Cancel-waiting and the dead-letter queue of a sharded route act on and
+// list every shard.
+func TestShards_CancelWaitingAndTheDLQSeeTheWholeRoute(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		in := runtime.NewInspector(c)
+		if err := in.SetShards(ctx, "cw", 4); err != nil {
+			t.Fatal(err)
+		}
+		enqueueEcho(t, c, "cw", 8)
+		if n, err := in.CancelWaiting(ctx, "cw", ""); err != nil || n != 8 {
+			t.Fatalf("CancelWaiting = %d, %v; want the 8 jobs of 4 shards", n, err)
+		}
+		failing := testtasks.Note.With(c)
+		for range 4 {
+			if _, err := failing.Enqueue(ctx, Msg{}, runtime.Route("cw"), runtime.MaxRetries(0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"cw"}}))
+		runtime.Handle(w, failing, func(context.Context, Msg) (runtime.None, error) { return runtime.None{}, errors.New("no") })
+		startWorker(t, w)
+		waitFor(t, 20*time.Second, "4 dead jobs in the route's DLQ", func() bool {
+			page, err := in.Jobs(ctx, runtime.JobQuery{Route: "cw", State: runtime.StatusFailed, Limit: 10})
+			return err == nil && len(page.Jobs) == 4
+		})
+		if n, err := in.PurgeDead(ctx, "cw", "", 0); err != nil || n != 4 {
+			t.Fatalf("PurgeDead of the route = %d, %v", n, err)
 		}
 	})
 }
