@@ -80,8 +80,8 @@
 // BANANAS_NAMESPACE, WORKER_MODE, WORKER_CONCURRENCY, ...; flags override,
 // a bad value exits 2 naming the variable) and runs one of worker,
 // scheduler, api, enqueue, job (and job cancel, job delete), jobs, queues,
-// pause, resume, cancel, dlq (list, replay, purge), cron (list, run) and
-// workers; -h or help lists them with the environment. RunCommand is the
+// pause, resume, cancel, route shards, dlq (list, replay, purge), cron
+// (list, run) and workers; -h or help lists them with the environment. RunCommand is the
 // same without the process around it. The process (configuration,
 // listeners, the worker, scheduler and api commands) is package
 // runtime/internal/shell, which main.go hands a client, a worker and the
