@@ -265,6 +265,21 @@ func (q *Queue) AllShards(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
+// LoadShards reads every sharded route's count into this process's cache in
+// one round trip, so that the first jobs of a route spread at once.
+func (q *Queue) LoadShards(ctx context.Context) error {
+	counts, err := q.AllShards(ctx)
+	if err != nil {
+		return err
+	}
+	for r, n := range counts {
+		c := q.shardCountOf(r)
+		c.n.Store(int64(n))
+		c.readAt.Store(int64(q.mono()) + 1)
+	}
+	return nil
+}
+
 func (q *Queue) shardCountOf(route string) *shardCount {
 	v, ok := q.shards.Load(route)
 	if !ok {
@@ -278,17 +293,19 @@ func (q *Queue) shardCountOf(route string) *shardCount {
 // ShardCount returns route's shard count as this process knows it: read
 // from Redis on first use, then again in the background every ShardRefresh.
 // A count that cannot be read is taken as the last one known (1 at first):
-// a stale count only sends a job to a shard that is still served.
+// a stale count only sends a job to a shard that is still served. On a
+// cluster the first read is not waited for either, as noteRoute does not
+// wait for the routes set: the hash lives outside every route's slot, and
+// its node can be down while the route's is up (LoadShards, at Connect,
+// has read the counts set by then).
 func (q *Queue) ShardCount(ctx context.Context, route string) int {
 	c := q.shardCountOf(route)
 	now := int64(q.mono()) + 1
 	last := c.readAt.Load()
 	switch {
-	case last == 0:
-		if c.reading.CompareAndSwap(false, true) {
-			q.refreshShards(ctx, route, c)
-		}
-	case now-last >= int64(ShardRefresh) && c.reading.CompareAndSwap(false, true):
+	case last == 0 && !q.cluster && c.reading.CompareAndSwap(false, true):
+		q.refreshShards(ctx, route, c)
+	case (last == 0 || now-last >= int64(ShardRefresh)) && c.reading.CompareAndSwap(false, true):
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -166,6 +166,8 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 		emb.close()
 		return nil, fmt.Errorf("bananas: connect %s: %w", redactURL(url), err)
 	}
+	// Read on first use when this fails (see queue.ShardCount).
+	_ = q.LoadShards(ctx)
 	l := results.NewListener(rdb)
 	clockCtx, stopClock := context.WithCancel(context.Background())
 	go (&queue.ClockSync{Queue: q}).Run(clockCtx)

@@ -26,7 +26,17 @@ type workerShards struct {
 	mu   sync.Mutex
 	subs map[string][]*results.Subscription // shards listened to by refresh (not by subscribe)
 	seen map[string]bool                    // every shard listened to
+
+	// State of refresh, owned by its caller (Run, then run).
+	counts   []any    // the counts read last, by route
+	listed   []string // the routes set as read last
+	readsAgo int      // refreshes since the routes set was read
 }
+
+// listedEvery is how many refreshes pass between reads of the routes set
+// while no count changes: it finds shards a producer with a stale count
+// wrote after the worker last looked (a change of a count reads it at once).
+const listedEvery = 10
 
 func newWorkerShards(w *Worker) *workerShards {
 	s := &workerShards{w: w, subs: map[string][]*results.Subscription{}, seen: map[string]bool{}}
@@ -70,8 +80,9 @@ func (s *workerShards) now() []string {
 }
 
 // refresh reads the shard counts of the worker's routes (one HMGET) and,
-// when one of them was ever sharded, the routes set, then listens on the
-// channels of the shards it did not know and wakes the fetcher for them.
+// when one of them was ever sharded, the routes set (at the first refresh,
+// when a count changed, and every listedEvery refreshes), then listens on
+// the channels of the shards it did not know and wakes the fetcher for them.
 func (s *workerShards) refresh(ctx context.Context) error {
 	q := s.w.c.q
 	routes := s.w.opts.Routes
@@ -82,12 +93,14 @@ func (s *workerShards) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var listed []string
-	if slices.ContainsFunc(vals, func(v any) bool { return v != nil }) {
-		if listed, err = q.Routes(ctx); err != nil {
+	sharded := slices.ContainsFunc(vals, func(v any) bool { return v != nil })
+	if sharded && (s.counts == nil || !slices.Equal(vals, s.counts) || s.readsAgo >= listedEvery) {
+		if s.listed, err = q.Routes(ctx); err != nil {
 			return err
 		}
+		s.counts, s.readsAgo = vals, 0
 	}
+	s.readsAgo++
 	groups := make([][]string, len(routes))
 	for i, r := range routes {
 		n := 1
@@ -96,7 +109,7 @@ func (s *workerShards) refresh(ctx context.Context) error {
 				n = k
 			}
 		}
-		groups[i] = queue.RouteShards(r, n, listed)
+		groups[i] = queue.RouteShards(r, n, s.listed)
 	}
 	added, err := s.listen(ctx, groups)
 	s.groups.Store(&groups)
