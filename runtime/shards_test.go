@@ -126,6 +126,14 @@ func TestShards_TwelveShardsShareTheWorkEvenlyOverThreeMasters(t *testing.T) {
 	if len(shards) != 12 {
 		t.Fatalf("jobs went to %d shards, want 12: %v", len(shards), shards)
 	}
+	// A producer connected after the change spreads from its first job:
+	// Connect read the count (on a cluster a first read is not waited for).
+	late := connect(t, cl.URL(), runtime.WithNamespace(runtime.QueueOf(c).Namespace()))
+	id, err := testtasks.Echo.With(late).Enqueue(ctx, Msg{}, runtime.Route("hot"))
+	if r, _ := queue.RouteOf(id); err != nil || r == "hot" {
+		t.Fatalf("the first job of a new producer went to %q, %v; want a shard other than the route itself", r, err)
+	}
+	ids = append(ids, id)
 	for range 2 {
 		startWorker(t, echoWorker(t, c, seen, "hot"))
 	}
@@ -479,4 +487,31 @@ func TestShards_CancelWaitingAndTheDLQSeeTheWholeRoute(t *testing.T) {
 			t.Fatalf("PurgeDead of the route = %d, %v", n, err)
 		}
 	})
+}
+
+// The command line sets and reads a route's shard count, and queues lists a
+// sharded route once.
+func TestCLI_RouteShardsSetsAndReadsTheCount(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	if out := a.ok("route", "shards", "email"); out != "route email: 1 shard(s)\n" {
+		t.Fatalf("route shards email = %q", out)
+	}
+	if out := a.ok("route", "shards", "email", "6"); out != "route email: 6 shard(s)\n" {
+		t.Fatalf("route shards email 6 = %q", out)
+	}
+	if out := a.ok("route", "shards", "email", "--json"); !strings.Contains(out, `"shards": 6`) || !strings.Contains(out, `"route": "email"`) {
+		t.Fatalf("route shards email --json = %q", out)
+	}
+	code, out, errOut := a.run("route", "shards", "email", "300")
+	if code == 0 || out != "" || !strings.Contains(errOut, "shards") || !strings.Contains(errOut, "1-256") {
+		t.Fatalf("route shards email 300 = %d %q %q", code, out, errOut)
+	}
+	for range 12 {
+		a.ok("enqueue", "send_email", `{"To":"a@b","Subject":"s"}`)
+	}
+	out = a.ok("queues")
+	if n := strings.Count(out, "email"); n != 1 || strings.Contains(out, "~") {
+		t.Fatalf("queues lists the sharded route %d times:\n%s", n, out)
+	}
 }
