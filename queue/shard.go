@@ -181,7 +181,8 @@ type shardCount struct {
 	n          atomic.Int64
 	readAt     atomic.Int64 // monotonic ns of the last read; 0: never read
 	reading    atomic.Bool
-	roundRobin atomic.Uint64 // the next shard of a job with no key
+	roundRobin atomic.Uint64 // the next shard of a job of a batch with no key
+	turn       atomic.Pointer[shardTurn]
 }
 
 // SetShards stores route's shard count n, and, when the
@@ -346,6 +347,56 @@ func (q *Queue) ShardOf(ctx context.Context, route, key string) string {
 		i = int(q.shardCountOf(route).roundRobin.Add(1) % uint64(n))
 	}
 	return ShardNames(route, n)[i]
+}
+
+// shardWindow is how long single enqueues without a key keep going to one
+// shard (ShardNow): long enough that the enqueues of closed-loop producers
+// come back to the group they were coalesced in for several round trips
+// (see committer: a batch waits for the callers its group answered last,
+// and one whose callers went to another shard waits out its linger). On a
+// three-master cluster, 16 producers enqueued 20,000 jobs over 12 shards in
+// 0.31-0.37 s so, against 0.62-0.79 s with each job to the next shard.
+const shardWindow = 2 * time.Millisecond
+
+// shardTurn is which shard a process's single enqueues of a route go to
+// now, and how many it sent to each.
+type shardTurn struct {
+	n         int
+	current   atomic.Int64 // the shard's index
+	until     atomic.Int64 // monotonic ns at which the next shard is picked
+	switching atomic.Bool
+	sent      []atomic.Int64 // by shard index
+}
+
+// ShardNow returns the shard of route a single enqueue without a key goes
+// to: one shard for a shardWindow, then the shard this process has sent
+// the fewest jobs to, so that the shards get even counts whatever the load
+// of each window. A batch spreads its jobs with ShardOf instead.
+func (q *Queue) ShardNow(ctx context.Context, route string) string {
+	n := q.ShardCount(ctx, route)
+	if n <= 1 {
+		return route
+	}
+	c := q.shardCountOf(route)
+	t := c.turn.Load()
+	if t == nil || t.n != n {
+		c.turn.CompareAndSwap(t, &shardTurn{n: n, sent: make([]atomic.Int64, n)})
+		t = c.turn.Load()
+	}
+	if now := int64(q.mono()); now >= t.until.Load() && t.switching.CompareAndSwap(false, true) {
+		least := 0
+		for i := range t.sent {
+			if t.sent[i].Load() < t.sent[least].Load() {
+				least = i
+			}
+		}
+		t.current.Store(int64(least))
+		t.until.Store(now + int64(shardWindow))
+		t.switching.Store(false)
+	}
+	i := int(t.current.Load())
+	t.sent[i].Add(1)
+	return ShardNames(route, n)[i%n] // t.n may differ from n while a change of the count races this call
 }
 
 // RouteShards returns the shards of route that hold or may hold jobs: the

@@ -31,6 +31,7 @@ func (t *Task[A, R]) jobJSON(data []byte, opts []Option) (batchJob, error) {
 	if err != nil {
 		return batchJob{}, err
 	}
+	cfg.batch = true
 	job, err := t.newJob(c, cfg, args, now, runAt)
 	if err != nil {
 		return batchJob{}, err

@@ -196,8 +196,12 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 	}
 	if j.ID == "" {
 		shard := cfg.route
-		if !cfg.unsharded {
+		switch {
+		case cfg.unsharded:
+		case j.UniqueKey != "" || cfg.batch:
 			shard = c.q.ShardOf(context.Background(), cfg.route, j.UniqueKey)
+		default:
+			shard = c.q.ShardNow(context.Background(), cfg.route)
 		}
 		j.ID = queue.NewID(shard, now)
 	}
@@ -256,6 +260,7 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 	if err != nil {
 		return nil, err
 	}
+	cfg.batch = true
 	jobs := make([]queue.NewJob, len(args))
 	for i, a := range args {
 		if jobs[i], err = t.newJob(c, cfg, a, now, runAt); err != nil {
