@@ -185,11 +185,11 @@ type shardCount struct {
 	turn       atomic.Pointer[shardTurn]
 }
 
-// SetShards stores route's shard count n, and, when the
-// route is paused, pauses its shards too: a shard created while the route is
-// paused must not run jobs. The count is written before the pause is read,
-// and Pause pauses the route before it reads the count, so one of the two
-// always sees the other.
+// SetShards stores route's shard count n, and, when the route is paused,
+// pauses its shards too: a shard created while the route is paused must not
+// run jobs. The count is written before the pause is read, and a pause of
+// the whole route (runtime's Inspector.Pause) pauses the route itself before
+// it reads the count, so one of the two always sees the other.
 func (q *Queue) SetShards(ctx context.Context, route string, n int) error {
 	if err := CheckRoute(route); err != nil {
 		return err
