@@ -77,7 +77,10 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 	if jq.Newest {
 		sort.Sort(sort.Reverse(sort.StringSlice(routes)))
 	}
-	start, inner, err := routeCursor(routes, jq)
+	// A listing over several routes (every route, or a sharded route's
+	// shards) says in its cursor which route it stopped in.
+	multi := jq.Route == "" || len(routes) > 1
+	start, inner, err := routeCursor(routes, jq, multi)
 	if err != nil {
 		return JobPage{}, err
 	}
@@ -110,23 +113,23 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 		}
 		if got.Next != "" {
 			page.Next = got.Next
-			if jq.Route == "" {
+			if multi {
 				page.Next = routes[i] + "/" + got.Next
 			}
 			break
 		}
-		if len(page.Jobs) >= jq.Limit && i+1 < len(routes) && jq.Route == "" {
+		if len(page.Jobs) >= jq.Limit && i+1 < len(routes) && multi {
 			page.Next = routes[i+1] + "/"
 		}
 	}
 	return page, nil
 }
 
-// routeCursor finds where a listing of every route resumes: across routes
-// the cursor is "route/inner", the route it stopped in and the queue's
-// cursor within it; routes are in the listing's order.
-func routeCursor(routes []string, jq JobQuery) (start int, inner string, err error) {
-	if jq.Route != "" || jq.Cursor == "" {
+// routeCursor finds where a listing of several routes (multi) resumes:
+// across routes the cursor is "route/inner", the route it stopped in and the
+// queue's cursor within it; routes are in the listing's order.
+func routeCursor(routes []string, jq JobQuery, multi bool) (start int, inner string, err error) {
+	if !multi || jq.Cursor == "" {
 		return 0, jq.Cursor, nil
 	}
 	r, c, ok := strings.Cut(jq.Cursor, "/")

@@ -520,3 +520,41 @@ func TestCLI_RouteShardsSetsAndReadsTheCount(t *testing.T) {
 		t.Fatalf("queues lists the sharded route %d times:\n%s", n, out)
 	}
 }
+
+// A sharded route's jobs list page by page across its shards, oldest and
+// newest first, each job once.
+func TestShards_ListingARouteGoesPageByPageAcrossItsShards(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		in := runtime.NewInspector(c)
+		if err := in.SetShards(ctx, "pg", 5); err != nil {
+			t.Fatal(err)
+		}
+		ids := enqueueEcho(t, c, "pg", 23)
+		for _, newest := range []bool{false, true} {
+			seen := map[string]int{}
+			q := runtime.JobQuery{Route: "pg", State: runtime.StatusPending, Limit: 4, Newest: newest}
+			for pages := 0; ; pages++ {
+				if pages > 20 {
+					t.Fatal("the listing does not end")
+				}
+				page, err := in.Jobs(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, j := range page.Jobs {
+					seen[j.ID]++
+				}
+				if page.Next == "" {
+					break
+				}
+				q.Cursor = page.Next
+			}
+			for _, id := range ids {
+				if seen[id] != 1 {
+					t.Fatalf("newest %v: job %s listed %d times (%d distinct listed)", newest, id, seen[id], len(seen))
+				}
+			}
+		}
+	})
+}
