@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -556,5 +557,41 @@ func TestShards_ListingARouteGoesPageByPageAcrossItsShards(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// The dashboard's overview lists a sharded route once, by its name, with
+// its pause form; the stats count the jobs of every shard.
+func TestShards_DashboardAndStatsSeeTheRouteWhole(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		in := runtime.NewInspector(c)
+		if err := in.SetShards(ctx, "dash", 7); err != nil {
+			t.Fatal(err)
+		}
+		ids := enqueueEcho(t, c, "dash", 14)
+		resp, err := http.Get(serveAPI(t, in, runtime.APIOptions{}).url + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if n := strings.Count(string(body), "/routes/dash/pause"); n != 1 || strings.Contains(string(body), "dash~") {
+			t.Fatalf("the overview has %d pause forms of route dash, or names a shard:\n%s", n, body)
+		}
+		seen := newRanOnce()
+		startWorker(t, echoWorker(t, c, seen, "dash"))
+		waitFor(t, 20*time.Second, "the jobs to run", func() bool { return seen.n.Load() >= int64(len(ids)) })
+		waitFor(t, 10*time.Second, "the stats to count every shard's jobs", func() bool {
+			st, err := in.Stats(ctx, time.Hour)
+			if err != nil {
+				return false
+			}
+			var enq, done int64
+			for _, p := range st.Points {
+				enq, done = enq+p.Enqueued, done+p.Processed
+			}
+			return enq == 14 && done == 14
+		})
 	})
 }
