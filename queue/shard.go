@@ -459,3 +459,28 @@ func BaseRoutes(routes []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// Holding reports, for each of routes, whether it holds a job to run or
+// recover: ready, scheduled, or leased (the dead-letter set is not looked
+// at), in one pipelined round trip of one EXISTS per route. Workers ask it
+// of the shards of an earlier count, which they drain but need not fetch
+// from once empty.
+func (q *Queue) Holding(ctx context.Context, routes []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(routes))
+	if len(routes) == 0 {
+		return out, nil
+	}
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(routes))
+	for i, r := range routes {
+		k := q.Keys(r)
+		cmds[i] = pipe.Exists(ctx, k.List(High), k.List(Normal), k.List(Low), k.Scheduled(), k.Active())
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("read which shards hold jobs: %w", err)
+	}
+	for i, r := range routes {
+		out[r] = cmds[i].Val() > 0
+	}
+	return out, nil
+}

@@ -175,3 +175,42 @@ func TestSetShards_OfAPausedRoutePausesItsNewShards(t *testing.T) {
 		}
 	})
 }
+
+func TestHolding_ReadyScheduledOrLeasedJobsButNotDeadOnes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := q.Now()
+		enqueue := func(route string, runAt time.Time) {
+			t.Helper()
+			j := job(t, route)
+			j.RunAt = runAt
+			if _, err := q.Enqueue(ctx, route, queue.Normal, []queue.NewJob{j}, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		enqueue("ready", time.Time{})
+		enqueue("later", now.Add(time.Hour))
+		enqueue("leased", time.Time{})
+		if ds, err := q.Fetch(ctx, "leased", queue.Priorities, 1, now.Add(time.Minute), now); err != nil || len(ds) != 1 {
+			t.Fatalf("fetch = %d, %v", len(ds), err)
+		}
+		enqueue("dead", time.Time{})
+		ds, err := q.Fetch(ctx, "dead", queue.Priorities, 1, now.Add(time.Minute), now)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("fetch = %d, %v", len(ds), err)
+		}
+		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "boom", Final: true, Record: []byte("rec"), TTL: time.Minute}, now); out != queue.DeadEnded || err != nil {
+			t.Fatalf("fail = %v, %v", out, err)
+		}
+		got, err := q.Holding(ctx, []string{"ready", "later", "leased", "dead", "empty"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{"ready": true, "later": true, "leased": true, "dead": false, "empty": false}
+		for r, w := range want {
+			if got[r] != w {
+				t.Errorf("Holding(%s) = %v, want %v", r, got[r], w)
+			}
+		}
+	})
+}

@@ -29,13 +29,16 @@ type workerShards struct {
 
 	// State of refresh, owned by its caller (Run, then run).
 	counts   []any    // the counts read last, by route
-	listed   []string // the routes set as read last
-	readsAgo int      // refreshes since the routes set was read
+	earlier  []string // shards of earlier counts that held jobs at the last look
+	readsAgo int      // refreshes since the last look
+	reReads  int      // looks still due at the next refreshes, after a change
 }
 
-// listedEvery is how many refreshes pass between reads of the routes set
-// while no count changes: it finds shards a producer with a stale count
-// wrote after the worker last looked (a change of a count reads it at once).
+// listedEvery is how many refreshes pass between looks at the shards of
+// earlier counts while no count changes: a look finds the shards a producer
+// with a stale count wrote to, a delayed job or retry became due in, or a
+// replay put a job back in. A change of a count looks at once and at the
+// two refreshes after, while producers still learn of it.
 const listedEvery = 10
 
 func newWorkerShards(w *Worker) *workerShards {
@@ -93,23 +96,33 @@ func (s *workerShards) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	counts := make([]int, len(routes))
+	for i := range routes {
+		counts[i] = 1
+		if v, ok := vals[i].(string); ok {
+			if k, err := strconv.Atoi(v); err == nil && queue.CheckShards(k) == nil {
+				counts[i] = k
+			}
+		}
+	}
 	sharded := slices.ContainsFunc(vals, func(v any) bool { return v != nil })
-	if sharded && (s.counts == nil || !slices.Equal(vals, s.counts) || s.readsAgo >= listedEvery) {
-		if s.listed, err = q.Routes(ctx); err != nil {
+	changed := s.counts == nil || !slices.Equal(vals, s.counts)
+	if changed {
+		s.reReads = 2
+	}
+	if sharded && (changed || s.reReads > 0 || s.readsAgo >= listedEvery) {
+		if s.earlier, err = s.earlierShards(ctx, counts); err != nil {
 			return err
+		}
+		if !changed {
+			s.reReads--
 		}
 		s.counts, s.readsAgo = vals, 0
 	}
 	s.readsAgo++
 	groups := make([][]string, len(routes))
 	for i, r := range routes {
-		n := 1
-		if v, ok := vals[i].(string); ok {
-			if k, err := strconv.Atoi(v); err == nil && queue.CheckShards(k) == nil {
-				n = k
-			}
-		}
-		groups[i] = queue.RouteShards(r, n, s.listed)
+		groups[i] = queue.RouteShards(r, counts[i], s.earlier)
 	}
 	added, err := s.listen(ctx, groups)
 	s.groups.Store(&groups)
@@ -117,6 +130,28 @@ func (s *workerShards) refresh(ctx context.Context) error {
 		s.w.engine.Wake() // jobs may have been pushed to them before the listening began
 	}
 	return err
+}
+
+// earlierShards returns the shards of the worker's routes in the routes set
+// that are not among the current ones (counts, by route) and hold a job to
+// run or recover: those a fetch must still look at. An empty one is left
+// out, so that a count that shrank does not cost every fetch a round trip
+// per empty shard until the routes set forgets them.
+func (s *workerShards) earlierShards(ctx context.Context, counts []int) ([]string, error) {
+	q := s.w.c.q
+	listed, err := q.Routes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var earlier []string
+	for i, r := range s.w.opts.Routes {
+		earlier = append(earlier, queue.RouteShards(r, counts[i], listed)[counts[i]:]...)
+	}
+	holding, err := q.Holding(ctx, earlier)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(earlier, func(sh string) bool { return !holding[sh] }), nil
 }
 
 // listen subscribes to the wake and cancel channels of the shards in groups
