@@ -595,3 +595,38 @@ func TestShards_DashboardAndStatsSeeTheRouteWhole(t *testing.T) {
 		})
 	})
 }
+
+// Once the shards of an earlier count are empty, an idle worker's fetches
+// no longer look at them: each safety poll costs what one shard costs.
+func TestShards_EmptiedEarlierShardsCostFetchesNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		in := runtime.NewInspector(c)
+		if err := in.SetShards(ctx, "emptied", 12); err != nil {
+			t.Fatal(err)
+		}
+		ids := enqueueEcho(t, c, "emptied", 120)
+		if err := in.SetShards(ctx, "emptied", 1); err != nil {
+			t.Fatal(err)
+		}
+		seen := newRanOnce()
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"emptied"}, SafetyPoll: 20 * time.Millisecond}))
+		runtime.Handle(w, testtasks.Echo.With(c), func(ctx context.Context, m Msg) (Reply, error) {
+			j, _ := runtime.CurrentJob(ctx)
+			seen.ran(j.ID)
+			return Reply{}, nil
+		})
+		counter := &commandCounter{}
+		runtime.QueueOf(c).Client().AddHook(counter)
+		startWorker(t, w)
+		waitFor(t, 20*time.Second, "the earlier shards' jobs to run", func() bool { return seen.n.Load() >= int64(len(ids)) })
+		seen.check(t, ids)
+		// 25 safety polls in half a second: a fetch of 12 shards each would
+		// be 300 commands, of the one shard 25 and a few more.
+		waitFor(t, 20*time.Second, "an idle worker to stop fetching the emptied shards", func() bool {
+			start := counter.n.Load()
+			time.Sleep(500 * time.Millisecond)
+			return counter.n.Load()-start < 100
+		})
+	})
+}
