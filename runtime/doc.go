@@ -65,6 +65,16 @@
 // for ShutdownTimeout, then hands the rest back to the front of their queues
 // without counting an attempt, and returns.
 //
+// # Sharded routes
+//
+// Inspector.SetShards spreads a route over up to 256 shards, each a hash tag
+// of its own placed so that the shards fall evenly over a Redis Cluster's
+// masters (queue.ShardNames). Producers spread the route's jobs over them (a
+// job with a unique key or chosen id to its key's shard), workers of the
+// route fetch from every shard in turn and drain the shards of an earlier
+// count, and everything users see names the route (shards.go). Within a
+// route priority then holds per shard.
+//
 // # Cron
 //
 // Schedule registers a task to be enqueued on a cron spec in a time zone
