@@ -45,7 +45,9 @@ demo:
 # against the Go API, /metrics, queues and job-list pages at 1M pending jobs
 # over 50 routes; the fill takes about 10 s on 2 cores). BENCH_ADMIN_FLAGS
 # sizes it, e.g. BENCH_ADMIN_FLAGS='-depth 10000'. Then, where redis-server is
-# installed, what WaitForReplicas costs (bench-replica, below).
+# installed, what WaitForReplicas costs (bench-replica, below). On a cluster
+# URL, -shards 12: each master's share of one route's commands, unsharded and
+# over 12 shards.
 BENCH_ADMIN_FLAGS ?=
 # BENCH_IDLE: the counts of extra workers the idle-worker scenario runs with.
 BENCH_IDLE ?= 0,100
@@ -54,6 +56,8 @@ bench:
 	$(GO) run ./examples/bench -admin $(BENCH_ADMIN_FLAGS)
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \
 	else echo "# idle workers skipped: -idle needs REDIS_URL (each worker has its own client)"; fi
+	@case "$$REDIS_URL" in *+cluster://*) $(GO) run ./examples/bench -shards 12 -n 20000;; \
+	*) echo "# shard balance skipped: -shards needs a Redis Cluster (REDIS_URL=redis+cluster://...)";; esac
 	@if command -v redis-server >/dev/null; then ./scripts/bench-replica.sh; \
 	else echo "# bench-replica skipped: it needs redis-server for a master and its replica"; fi
 

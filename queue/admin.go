@@ -12,13 +12,14 @@ import (
 // dead one); the message names the state.
 var ErrWrongState = errors.New("job is in the wrong state")
 
-// Pause stops every worker, in every process, from taking jobs of route:
+// Pause stops every worker, in every process, from taking jobs of route (a
+// route or one shard of it, see ShardNames):
 // fetch.lua and claim.lua take nothing from a paused route, while enqueues go
 // on and jobs already running finish. The route need not have had a job yet:
 // a route can be paused before its first enqueue. Pausing a paused route
 // changes nothing.
 func (q *Queue) Pause(ctx context.Context, route string) error {
-	if err := CheckRoute(route); err != nil {
+	if err := CheckShardRoute(route); err != nil {
 		return err
 	}
 	// Retry-safe: a second run finds the route paused.
@@ -32,7 +33,7 @@ func (q *Queue) Pause(ctx context.Context, route string) error {
 // that they fetch at once. Resuming a route that is not paused changes
 // nothing.
 func (q *Queue) Resume(ctx context.Context, route string) error {
-	if err := CheckRoute(route); err != nil {
+	if err := CheckShardRoute(route); err != nil {
 		return err
 	}
 	k := q.Keys(route)

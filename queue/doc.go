@@ -33,6 +33,7 @@
 //	<ns>:route:{<r>}:keeper                 STRING  the token of the process that promotes, reaps and purges the route (keep.lua), with its TTL
 //	<ns>:routes                             SET     every route used, less those idle for RouteIdleTTL (prune.go)
 //	<ns>:routes-idle                        HASH    route -> when first seen idle (ms) and its enqueued counter then (prune.go)
+//	<ns>:route-shards                       HASH    route -> its shard count, 1-256, once set; absent: 1 (shard.go)
 //	<ns>:workers                            ZSET    worker id -> last heartbeat (ms) (workers.go)
 //	<ns>:worker:<id>                        STRING  the worker's heartbeat state (the runtime's JSON), with its TTL
 //
@@ -139,8 +140,17 @@
 // set is small, and a zset of up to 128 members is a listpack, where each insert
 // scans and moves memory (2.4 µs a member measured in a drain).
 //
+// # Shards
+//
+// A sharded route spreads its jobs over N hash tags, so over a cluster's
+// masters: shard 0 is the route itself, shard i > 0 the route named with a
+// suffix, <r>~<k> (ShardNames picks k so the shards' slots fall in N equal
+// slot ranges). To every script a shard is a route of its own, with every key
+// above; the routes set lists shards by name. ValidRoute refuses the ~, so
+// a user's route is never a shard; ValidShardRoute accepts both.
+//
 // # Ids
 //
-// NewID makes a ULID followed by "." and the route: the id alone locates the
-// job. Ids chosen by callers are found by searching the routes set.
+// NewID makes a ULID followed by "." and the route — the shard, for a job of
+// a sharded route: the id alone locates the job. Ids chosen by callers are found by searching the routes set.
 package queue

@@ -91,7 +91,7 @@ type enqGroup struct {
 }
 
 func (q *Queue) checkEnqueue(ctx context.Context, route string, priority Priority) error {
-	if err := CheckRoute(route); err != nil {
+	if err := CheckShardRoute(route); err != nil {
 		return err
 	}
 	if !ValidPriority(priority) {

@@ -51,7 +51,8 @@ func NewID(route string, now time.Time) string {
 	return b.String()
 }
 
-// RouteOf returns the route encoded in an id made by NewID.
+// RouteOf returns the route encoded in an id made by NewID: a route or a
+// shard of one (see ShardNames), whose keys hold the job.
 func RouteOf(id string) (string, bool) {
 	if len(id) < ulid.EncodedSize+2 || id[ulid.EncodedSize] != '.' {
 		return "", false
@@ -60,7 +61,7 @@ func RouteOf(id string) (string, bool) {
 		return "", false
 	}
 	route := id[ulid.EncodedSize+1:]
-	return route, ValidRoute(route)
+	return route, ValidShardRoute(route)
 }
 
 // CheckID validates a caller-chosen job id (runtime.WithID) on its own; see
@@ -74,7 +75,7 @@ func CheckID(id string) error {
 
 // CheckChosenID validates id, chosen by the caller for a job of route: as
 // CheckID, and an id of the shape NewID makes (a ULID, a dot, a route) must
-// end in route itself. Such an id is located by its suffix alone (RouteOf),
+// end in route itself or one of its shards (the job then goes to that shard). Such an id is located by its suffix alone (RouteOf),
 // so one ending in another route would send Job, Cancel, Delete and Await to
 // that route's keys, where the job is not. Ids of any other shape (order-42,
 // invoice.7) are located by searching the known routes.
@@ -88,7 +89,7 @@ func CheckChosenID(id, route string) error {
 // CheckIDRoute is the rule of CheckChosenID that needs the job's route, for
 // an id that CheckID already passed (runtime.WithID checks it on its own).
 func CheckIDRoute(id, route string) error {
-	if r, ok := RouteOf(id); ok && r != route {
+	if r, ok := RouteOf(id); ok && ShardBase(r) != ShardBase(route) {
 		return fmt.Errorf("invalid job id %q for route %q: an id of the shape Bananas generates (a ULID, a dot, a route) is located by the route it ends in, and this one ends in route %q; end it in .%s or choose an id of another shape", id, route, r, route)
 	}
 	return nil

@@ -119,7 +119,7 @@ const (
 // between the two reads of a page is left out. A bad State, Priority or
 // Cursor is an error wrapping ErrBadQuery that names it.
 func (q *Queue) ListJobs(ctx context.Context, lq ListQuery) (ListPage, error) {
-	if err := CheckRoute(lq.Route); err != nil {
+	if err := CheckShardRoute(lq.Route); err != nil {
 		return ListPage{}, fmt.Errorf("%w: route: %w", ErrBadQuery, err)
 	}
 	if lq.Priority != "" && (lq.State != ListPending || !ValidPriority(lq.Priority)) {

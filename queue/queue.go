@@ -25,6 +25,7 @@ type Queue struct {
 	ns     string
 	s      *scripts
 	routes sync.Map // route → *routeNote: routes this process enqueued to
+	shards sync.Map // route → *shardCount: shard counts this process read (shard.go)
 	// cluster: rdb is a Redis Cluster client, where a pub/sub subscriber may
 	// sit on another node than the one a script runs on (see ack.lua).
 	cluster bool

@@ -63,7 +63,7 @@ func (c *Client) warnIfUnserved(id string) (stop func()) {
 	t := time.AfterFunc(c.unservedAfter, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if takers, err := c.routeTakers(ctx); err == nil && takers[route] == 0 {
+		if takers, err := c.routeTakers(ctx); err == nil && takers[queue.ShardBase(route)] == 0 {
 			slog.Default().Warn("bananas: waiting for a job of a route that no live worker takes; it runs when a worker of the route starts",
 				"job", id, "route", route, "waited", c.unservedAfter)
 		}
@@ -166,6 +166,8 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 		emb.close()
 		return nil, fmt.Errorf("bananas: connect %s: %w", redactURL(url), err)
 	}
+	// Read on first use when this fails (see queue.ShardCount).
+	_ = q.LoadShards(ctx)
 	l := results.NewListener(rdb)
 	clockCtx, stopClock := context.WithCancel(context.Background())
 	go (&queue.ClockSync{Queue: q}).Run(clockCtx)
@@ -208,7 +210,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		return nil, fmt.Errorf("bananas: %w", err)
 	}
 	info := &JobInfo{
-		ID: s.ID, Name: s.Name, Route: s.Route, Priority: Priority(s.Priority), Status: Status(s.Status),
+		ID: s.ID, Name: s.Name, Route: queue.ShardBase(s.Route), Priority: Priority(s.Priority), Status: Status(s.Status),
 		Description: s.Envelope.Description, Attempts: attempts(s.Attempts, s.Status == queue.StatusProcessing), MaxRetries: s.MaxRetries, Error: s.Error,
 		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
 		CreatedAt: s.CreatedAt, ScheduledAt: s.RunAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,

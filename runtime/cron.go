@@ -36,6 +36,7 @@ func Schedule[A, R any](w *Worker, t *Task[A, R], spec, tz string) {
 		w.regErrs = append(w.regErrs, fmt.Errorf("cron entry %s: %w", t.name, err))
 		return
 	}
+	cfg.unsharded = true
 	w.cron = append(w.cron, CronEntry{
 		Name: t.name, Route: cfg.route, Priority: cfg.priority, Spec: spec, TZ: tz,
 		job: func(c *Client, tick time.Time) (queue.NewJob, error) {

@@ -65,6 +65,16 @@
 // for ShutdownTimeout, then hands the rest back to the front of their queues
 // without counting an attempt, and returns.
 //
+// # Sharded routes
+//
+// Inspector.SetShards spreads a route over up to 256 shards, each a hash tag
+// of its own placed so that the shards fall evenly over a Redis Cluster's
+// masters (queue.ShardNames). Producers spread the route's jobs over them (a
+// job with a unique key or chosen id to its key's shard), workers of the
+// route fetch from every shard in turn and drain the shards of an earlier
+// count, and everything users see names the route (shards.go). Within a
+// route priority then holds per shard.
+//
 // # Cron
 //
 // Schedule registers a task to be enqueued on a cron spec in a time zone
@@ -80,8 +90,8 @@
 // BANANAS_NAMESPACE, WORKER_MODE, WORKER_CONCURRENCY, ...; flags override,
 // a bad value exits 2 naming the variable) and runs one of worker,
 // scheduler, api, enqueue, job (and job cancel, job delete), jobs, queues,
-// pause, resume, cancel, dlq (list, replay, purge), cron (list, run) and
-// workers; -h or help lists them with the environment. RunCommand is the
+// pause, resume, cancel, route shards, dlq (list, replay, purge), cron
+// (list, run) and workers; -h or help lists them with the environment. RunCommand is the
 // same without the process around it. The process (configuration,
 // listeners, the worker, scheduler and api commands) is package
 // runtime/internal/shell, which main.go hands a client, a worker and the

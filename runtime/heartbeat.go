@@ -64,7 +64,7 @@ func (w *Worker) servedRoutes(ctx context.Context) (map[string]bool, error) {
 			out[r] = true
 		}
 	}
-	return out, nil
+	return out, w.c.shardsServed(ctx, out)
 }
 
 // routeTakers counts, per route, the live workers (from their heartbeats)

@@ -67,7 +67,8 @@ func (in *Inspector) Tasks() []TaskInfo {
 type RouteInfo = admin.Route
 
 // Routes describes every route ever used, by name, in a few pipelined round
-// trips whatever the depth of the queues.
+// trips whatever the depth of the queues. A sharded route is one entry, its
+// shards' counts summed.
 func (in *Inspector) Routes(ctx context.Context) ([]RouteInfo, error) {
 	routes, err := in.c.q.Routes(ctx)
 	if err != nil {
@@ -78,6 +79,7 @@ func (in *Inspector) Routes(ctx context.Context) ([]RouteInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	depths = queue.MergeShards(depths)
 	takers, err := in.c.routeTakers(ctx)
 	if err != nil {
 		return nil, err
@@ -173,13 +175,14 @@ func (in *Inspector) Workers(ctx context.Context) ([]WorkerState, error) { retur
 // Cron reads the state of every registered cron entry.
 func (in *Inspector) Cron(ctx context.Context) ([]CronStatus, error) { return in.reg.CronStatus(ctx) }
 
-// routesOr is route alone when it is set, else every route.
+// routesOr is route alone (with its shards) when it is set, else every
+// route and shard.
 func (in *Inspector) routesOr(ctx context.Context, route string) ([]string, error) {
 	if route != "" {
 		if err := queue.CheckRoute(route); err != nil {
 			return nil, badQuery("route", "route: %w", err)
 		}
-		return []string{route}, nil
+		return in.c.shardsOf(ctx, route)
 	}
 	return in.c.q.Routes(ctx)
 }

@@ -77,7 +77,10 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 	if jq.Newest {
 		sort.Sort(sort.Reverse(sort.StringSlice(routes)))
 	}
-	start, inner, err := routeCursor(routes, jq)
+	// A listing over several routes (every route, or a sharded route's
+	// shards) says in its cursor which route it stopped in.
+	multi := jq.Route == "" || len(routes) > 1
+	start, inner, err := routeCursor(routes, jq, multi)
 	if err != nil {
 		return JobPage{}, err
 	}
@@ -103,30 +106,30 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 		inner = ""
 		for _, j := range got.Jobs {
 			page.Jobs = append(page.Jobs, JobInfo{
-				ID: j.ID, Name: j.Name, Route: j.Route, Priority: Priority(j.Priority), Status: statusOfState(j.State),
+				ID: j.ID, Name: j.Name, Route: queue.ShardBase(j.Route), Priority: Priority(j.Priority), Status: statusOfState(j.State),
 				Description: j.Description, Attempts: attempts(j.Attempts, j.State == "active"), MaxRetries: j.MaxRetries, Error: j.Error,
 				CreatedAt: j.CreatedAt, ScheduledAt: j.RunAt, FinishedAt: j.DiedAt, LeaseDeadline: j.LeaseDeadline,
 			})
 		}
 		if got.Next != "" {
 			page.Next = got.Next
-			if jq.Route == "" {
+			if multi {
 				page.Next = routes[i] + "/" + got.Next
 			}
 			break
 		}
-		if len(page.Jobs) >= jq.Limit && i+1 < len(routes) && jq.Route == "" {
+		if len(page.Jobs) >= jq.Limit && i+1 < len(routes) && multi {
 			page.Next = routes[i+1] + "/"
 		}
 	}
 	return page, nil
 }
 
-// routeCursor finds where a listing of every route resumes: across routes
-// the cursor is "route/inner", the route it stopped in and the queue's
-// cursor within it; routes are in the listing's order.
-func routeCursor(routes []string, jq JobQuery) (start int, inner string, err error) {
-	if jq.Route != "" || jq.Cursor == "" {
+// routeCursor finds where a listing of several routes (multi) resumes:
+// across routes the cursor is "route/inner", the route it stopped in and the
+// queue's cursor within it; routes are in the listing's order.
+func routeCursor(routes []string, jq JobQuery, multi bool) (start int, inner string, err error) {
+	if !multi || jq.Cursor == "" {
 		return 0, jq.Cursor, nil
 	}
 	r, c, ok := strings.Cut(jq.Cursor, "/")
@@ -197,7 +200,26 @@ func (in *Inspector) Pause(ctx context.Context, route string) error {
 	if err := in.checkKnownRoute(ctx, route, false); err != nil {
 		return err
 	}
-	return in.c.q.Pause(ctx, route)
+	// The route itself first: SetShards pauses the shards it makes when
+	// it finds the route paused, and this reads the shards after.
+	if err := in.c.q.Pause(ctx, route); err != nil {
+		return err
+	}
+	return in.eachShard(ctx, route, in.c.q.Pause)
+}
+
+// eachShard runs f on every shard of route but the route itself.
+func (in *Inspector) eachShard(ctx context.Context, route string, f func(context.Context, string) error) error {
+	shards, err := in.c.shardsOf(ctx, route)
+	if err != nil {
+		return err
+	}
+	for _, s := range shards[1:] {
+		if err := f(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Resume lets workers take jobs of route again, at once. A route that is
@@ -207,7 +229,10 @@ func (in *Inspector) Resume(ctx context.Context, route string) error {
 	if err := in.checkKnownRoute(ctx, route, true); err != nil {
 		return err
 	}
-	return in.c.q.Resume(ctx, route)
+	if err := in.c.q.Resume(ctx, route); err != nil {
+		return err
+	}
+	return in.eachShard(ctx, route, in.c.q.Resume)
 }
 
 // KnownRoutes are the routes something knows, sorted: those that ever held
@@ -218,6 +243,7 @@ func (in *Inspector) KnownRoutes(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	known = queue.BaseRoutes(known)
 	for _, name := range in.reg.Tasks() {
 		if h := in.reg.handlers[name]; h.info != nil {
 			known = append(known, h.info().Route)
@@ -410,6 +436,7 @@ func (in *Inspector) unservedWarning(ctx context.Context, id string) string {
 	if !ok {
 		return ""
 	}
+	route = queue.ShardBase(route)
 	takers, err := in.served.read(ctx, in.c.routeTakers)
 	if err != nil || takers[route] > 0 {
 		return ""

@@ -13,6 +13,7 @@ import (
 // batchJob is one job of a batch submission, checked and encoded, not sent.
 type batchJob struct {
 	route     string
+	shard     string // the shard of route it goes to (Client.shardOf)
 	priority  Priority
 	name      string
 	uniqueTTL time.Duration
@@ -30,17 +31,19 @@ func (t *Task[A, R]) jobJSON(data []byte, opts []Option) (batchJob, error) {
 	if err != nil {
 		return batchJob{}, err
 	}
+	cfg.batch = true
 	job, err := t.newJob(c, cfg, args, now, runAt)
 	if err != nil {
 		return batchJob{}, err
 	}
-	return batchJob{route: cfg.route, priority: cfg.priority, name: t.name, uniqueTTL: cfg.uniqueTTL, job: job}, nil
+	return batchJob{route: cfg.route, shard: c.shardOf(cfg, &job), priority: cfg.priority, name: t.name, uniqueTTL: cfg.uniqueTTL, job: job}, nil
 }
 
 // batchGroup is the jobs of a batch that one script call writes: those of
-// one route and priority, by their index in the batch.
+// one shard of a route and priority, by their index in the batch.
 type batchGroup struct {
 	route    string
+	shard    string
 	priority Priority
 	idx      []int
 }
@@ -53,10 +56,10 @@ func (in *Inspector) enqueueBatch(ctx context.Context, jobs []batchJob) ([]strin
 	var groups []*batchGroup
 	byKey := map[[2]string]*batchGroup{}
 	for i, j := range jobs {
-		key := [2]string{j.route, string(j.priority)}
+		key := [2]string{j.shard, string(j.priority)}
 		g := byKey[key]
 		if g == nil {
-			g = &batchGroup{route: j.route, priority: j.priority}
+			g = &batchGroup{route: j.route, shard: j.shard, priority: j.priority}
 			byKey[key] = g
 			groups = append(groups, g)
 		}
@@ -69,7 +72,7 @@ func (in *Inspector) enqueueBatch(ctx context.Context, jobs []batchJob) ([]strin
 		for k, i := range g.idx {
 			news[k] = jobs[i].job
 		}
-		holders, err := in.c.q.Enqueue(ctx, g.route, g.priority, news, in.c.q.Now())
+		holders, err := in.c.q.Enqueue(ctx, g.shard, g.priority, news, in.c.q.Now())
 		if err != nil {
 			return nil, batchIncomplete(jobs, ids, groups[gi:], err)
 		}

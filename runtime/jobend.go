@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
 )
@@ -54,7 +55,7 @@ type JobEnd struct {
 // jobEndOf is the public view of e.
 func jobEndOf(e engine.JobEnd) JobEnd {
 	out := JobEnd{
-		ID: e.ID, Task: e.Task, Route: e.Route, Priority: e.Priority, RetryAt: e.RetryAt,
+		ID: e.ID, Task: e.Task, Route: queue.ShardBase(e.Route), Priority: e.Priority, RetryAt: e.RetryAt,
 		Attempt: e.Attempt, Error: e.Error, StartedAt: e.StartedAt, EndedAt: e.EndedAt,
 		Result: e.Result, Worker: e.Worker, Recovered: e.Recovered,
 	}
@@ -154,7 +155,7 @@ func (h *jobEndHook) stop() {
 type countEnds struct{ m *metrics.Set }
 
 func (c countEnds) JobEnded(e engine.JobEnd) {
-	s := c.m.For(e.Route, string(e.Priority), e.Task)
+	s := c.m.For(queue.ShardBase(e.Route), string(e.Priority), e.Task)
 	switch e.Ending {
 	case engine.Completed:
 		s.Succeeded()
@@ -176,5 +177,5 @@ func (c countEnds) JobEnded(e engine.JobEnd) {
 type engineMetrics struct{ *metrics.Set }
 
 func (m engineMetrics) For(route, priority, task string) engine.RunMetrics {
-	return m.Set.For(route, priority, task)
+	return m.Set.For(queue.ShardBase(route), priority, task)
 }

@@ -19,14 +19,15 @@ func newMetrics(q *queue.Queue) *metrics.Set {
 
 // depthReader reads the depths of every known route: the set of routes,
 // then the depths in one pipelined round trip (queue.Depths) — a few
-// commands per route whatever the queues hold, never a scan of them.
+// commands per route whatever the queues hold, never a scan of them. A
+// sharded route is one series, its shards summed.
 func depthReader(q *queue.Queue) metrics.DepthFunc {
 	return func(ctx context.Context) ([]metrics.Depth, error) {
 		routes, err := q.Routes(ctx)
 		if err == nil {
 			var ds []queue.Depth
 			if ds, err = q.Depths(ctx, routes); err == nil {
-				return toMetricDepths(ds, q), nil
+				return toMetricDepths(queue.MergeShards(ds), q), nil
 			}
 		}
 		// Counted by the collector; the line says why.

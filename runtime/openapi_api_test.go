@@ -447,6 +447,12 @@ func (r *specRig) theActionsConform(pending, scheduled, dead string) {
 	r.conforms(http.StatusOK, "POST", "/api/v1/jobs/"+pending+"/cancel", "")
 	r.conforms(http.StatusOK, "DELETE", "/api/v1/jobs/"+scheduled, "")
 	r.conforms(http.StatusOK, "POST", "/api/v1/routes/held/resume", "")
+	r.conforms(http.StatusOK, "PUT", "/api/v1/routes/held/shards", `{"shards":3}`)
+	r.conforms(http.StatusOK, "GET", "/api/v1/routes/held/shards", "")
+	if e := r.answerConforms(http.StatusBadRequest, "PUT", "/api/v1/routes/held/shards", `{"shards":0}`); e["field"] != "shards" {
+		r.t.Errorf("PUT shards 0: 400 %v; want an error about shards", e)
+	}
+	r.conforms(http.StatusOK, "PUT", "/api/v1/routes/held/shards", `{"shards":1}`)
 	r.conforms(http.StatusOK, "POST", "/api/v1/dlq/"+dead+"/replay", "")
 	r.waitDead("the replayed job to die again")
 	r.conforms(http.StatusOK, "POST", "/api/v1/dlq/replay?task=send_email", "")

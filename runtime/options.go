@@ -24,6 +24,14 @@ type jobConfig struct {
 	description string
 	backoff     time.Duration
 	errs        []error
+	// unsharded: the job goes to the route itself, shard 0, whatever the
+	// route's shards (a cron tick, whose job is written with the entry's
+	// state in one script).
+	unsharded bool
+	// batch: the job is one of several enqueued in one call, which go to
+	// the route's shards in turn (a single enqueue without a key goes to
+	// the shard of the moment, see queue.ShardNow).
+	batch bool
 }
 
 func (c *jobConfig) fail(format string, args ...any) {

@@ -109,7 +109,7 @@ func (t *Task[A, R]) Enqueue(ctx context.Context, args A, opts ...Option) (strin
 	if err != nil {
 		return "", err
 	}
-	h, err := c.q.EnqueueOne(ctx, cfg.route, cfg.priority, job)
+	h, err := c.q.EnqueueOne(ctx, c.shardOf(cfg, &job), cfg.priority, job)
 	if err != nil {
 		return "", fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
@@ -179,20 +179,40 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 	if err != nil {
 		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
-	id := cfg.id
-	if id == "" {
-		id = queue.NewID(cfg.route, now)
-	}
 	retries := c.maxRetries
 	if cfg.hasRetries {
 		retries = cfg.maxRetries
 	}
-	j := queue.NewJob{ID: id, Name: t.name, Envelope: env, MaxRetries: retries, RunAt: runAt, ChosenID: cfg.id != ""}
+	j := queue.NewJob{ID: cfg.id, Name: t.name, Envelope: env, MaxRetries: retries, RunAt: runAt, ChosenID: cfg.id != ""}
 	if cfg.uniqueTTL > 0 {
 		sum := sha256.Sum256(append([]byte(t.name+"\x00"), raw...))
 		j.UniqueKey, j.UniqueTTL = hex.EncodeToString(sum[:16]), cfg.uniqueTTL
 	}
+	if j.ID == "" {
+		shard := cfg.route
+		switch {
+		case cfg.unsharded:
+		case j.UniqueKey != "" || cfg.batch:
+			shard = c.q.ShardOf(context.Background(), cfg.route, j.UniqueKey)
+		default:
+			shard = c.q.ShardNow(context.Background(), cfg.route)
+		}
+		j.ID = queue.NewID(shard, now)
+	}
 	return j, nil
+}
+
+// shardOf returns the shard of cfg's route that job j, built by newJob,
+// goes to: the one its id ends in, or for a chosen id of another shape the
+// one its id hashes to (so a second enqueue of the id meets the first).
+func (c *Client) shardOf(cfg jobConfig, j *queue.NewJob) string {
+	if r, ok := queue.RouteOf(j.ID); ok {
+		return r
+	}
+	if cfg.unsharded {
+		return cfg.route
+	}
+	return c.q.ShardOf(context.Background(), cfg.route, j.ID)
 }
 
 // prepare resolves the client and options of an enqueue of n jobs, and the
@@ -234,13 +254,14 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 	if err != nil {
 		return nil, err
 	}
+	cfg.batch = true
 	jobs := make([]queue.NewJob, len(args))
 	for i, a := range args {
 		if jobs[i], err = t.newJob(c, cfg, a, now, runAt); err != nil {
 			return nil, err
 		}
 	}
-	holders, err := c.q.Enqueue(ctx, cfg.route, cfg.priority, jobs, now)
+	holders, err := c.enqueueSharded(ctx, cfg, jobs, now)
 	if err != nil {
 		return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
@@ -340,4 +361,37 @@ func (c *Client) lookupResult(ctx context.Context, id string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
 	return b, err
+}
+
+// enqueueSharded writes jobs of cfg's route with one Enqueue per shard they
+// go to, and returns the holders in the jobs' order.
+func (c *Client) enqueueSharded(ctx context.Context, cfg jobConfig, jobs []queue.NewJob, now time.Time) ([]string, error) {
+	var shards []string
+	byShard := map[string][]int{}
+	for i := range jobs {
+		s := c.shardOf(cfg, &jobs[i])
+		if _, ok := byShard[s]; !ok {
+			shards = append(shards, s)
+		}
+		byShard[s] = append(byShard[s], i)
+	}
+	if len(shards) == 1 {
+		return c.q.Enqueue(ctx, shards[0], cfg.priority, jobs, now)
+	}
+	holders := make([]string, len(jobs))
+	for _, s := range shards {
+		idx := byShard[s]
+		part := make([]queue.NewJob, len(idx))
+		for k, i := range idx {
+			part[k] = jobs[i]
+		}
+		h, err := c.q.Enqueue(ctx, s, cfg.priority, part, now)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range idx {
+			holders[i] = h[k]
+		}
+	}
+	return holders, nil
 }

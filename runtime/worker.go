@@ -32,6 +32,7 @@ type Worker struct {
 
 	middleware Middleware     // WorkerOptions.Middleware composed, nil when none
 	engine     *engine.Engine // set by Run
+	shards     *workerShards  // set by Run
 	// keeper holds the keeper locks of the routes this worker promotes,
 	// reaps and purges (set by Run; nil for a scheduler, which promotes
 	// every route).
@@ -92,6 +93,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer hook.stop() // after the engine has stopped: every end told
 		sinks = append(sinks, hook)
 	}
+	w.shards = newWorkerShards(w)
 	w.keeper = w.newKeeper()
 	w.engine = engine.New(w.engineConfig(sinks))
 
@@ -121,6 +123,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.keeper.OnChange = func(held []string) { _ = schedule.set(len(held) > 0) }
 	}
 
+	if err := w.shards.refresh(ctx); err != nil {
+		w.opts.Logger.Warn("bananas: cannot read the shards of the worker's routes; working the routes themselves until they read", "err", err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); w.shards.run(bg) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); w.wakeOnReconnect(bg) }()
 	for _, loop := range w.schedulingLoops(promoterWake) {
@@ -177,7 +184,7 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 func (w *Worker) engineConfig(sinks []engine.JobEndSink) engine.Config {
 	return engine.Config{
 		Queue: w.c.q, Metrics: engineMetrics{w.c.metrics}, Sinks: sinks, Logger: w.opts.Logger, ID: w.id,
-		Routes: w.opts.Routes, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
+		Routes: w.opts.Routes, RoutesNow: w.shards.now, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
 		FetchJobs: !w.opts.SchedulerOnly, Concurrency: w.opts.Concurrency,
 		Lease: w.opts.Lease, ShutdownTimeout: w.opts.ShutdownTimeout, JobTimeout: w.opts.JobTimeout,
 		ResultTTL: w.opts.ResultTTL, FailureTTL: w.opts.FailureTTL, SafetyPoll: w.opts.SafetyPoll,
@@ -228,39 +235,20 @@ func (w *Worker) warnUntakenRoutes() {
 	}
 }
 
-// subscribe listens, before the first fetch, on the wake channel of every
-// route (so no push after that fetch goes unnoticed), on its cancel channel
-// and on its keeper channel.
+// subscribe listens, before the first fetch, on the channels of every
+// route (subscribeRoute), so that no push after that fetch goes unnoticed;
+// the shards a route gains later are listened to as they come (workerShards).
 func (w *Worker) subscribe(ctx context.Context) ([]*results.Subscription, error) {
 	var subs []*results.Subscription
-	fail := func(err error) ([]*results.Subscription, error) {
-		for _, s := range subs {
-			s.Close()
-		}
-		return nil, fmt.Errorf("bananas: worker: subscribe: %w", err)
-	}
-	wakes := w.engine.WakeChannels()
 	for _, r := range w.opts.Routes {
-		s, err := w.c.listener.SubscribeFunc(ctx, wakes[r], func([]byte) { w.engine.Wake(r) })
+		s, err := w.subscribeRoute(ctx, r)
 		if err != nil {
-			return fail(err)
+			for _, s := range subs {
+				s.Close()
+			}
+			return nil, err
 		}
-		subs = append(subs, s)
-		// Cancel requests of running jobs: acted on at once here; the
-		// renewals find those this missed (CancelRequests).
-		s, err = w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(r).CancelChannel(), func(id []byte) { w.engine.Cancel(string(id)) })
-		if err != nil {
-			return fail(err)
-		}
-		subs = append(subs, s)
-		if w.keeper == nil {
-			continue
-		}
-		s, err = w.c.listener.SubscribeFunc(ctx, w.c.q.Keys(r).KeeperChannel(), func([]byte) { w.keeper.Kick() })
-		if err != nil {
-			return fail(err)
-		}
-		subs = append(subs, s)
+		subs = append(subs, s...)
 	}
 	return subs, nil
 }

@@ -36,7 +36,7 @@ func (w *Worker) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 
 // jobOf is the Job a handler's context carries (CurrentJob).
 func jobOf(d *queue.Dispatch) Job {
-	return Job{ID: d.ID, Name: d.Name, Route: d.Route, Priority: Priority(d.Priority), Attempt: d.Attempts + 1}
+	return Job{ID: d.ID, Name: d.Name, Route: queue.ShardBase(d.Route), Priority: Priority(d.Priority), Attempt: d.Attempts + 1}
 }
 
 // outcome is what a handler returned.

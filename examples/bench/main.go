@@ -89,6 +89,8 @@ func main() {
 		spike(ctx, c, *spikeBase)
 	case *adminMode:
 		admin(ctx, c, *n, *producers, *nroutes, *depth)
+	case *shardCount > 0:
+		shardBalance(ctx, c)
 	default:
 		scenarios(ctx, c)
 	}

@@ -46,6 +46,11 @@ type Admin interface {
 	// CancelWaiting cancels every pending and scheduled job of route (of
 	// task, when given) and says how many it canceled.
 	CancelWaiting(ctx context.Context, route, task string) (int, error)
+	// Shards is the shard count of route, 1 for a route never sharded;
+	// SetShards spreads route over n shards (1 to 256; a bad n is a
+	// refusal naming the field shards).
+	Shards(ctx context.Context, route string) (int, error)
+	SetShards(ctx context.Context, route string, n int) error
 
 	// Tasks are the registered tasks, sorted by name.
 	Tasks() []Task

@@ -375,6 +375,8 @@ func body(e endpoint) string {
 		return `{"name": "t", "args": {}}`
 	case openapi.Submissions:
 		return `{"jobs": [{"name": "t", "args": {}}]}`
+	case openapi.ShardCount:
+		return `{"shards": 4}`
 	}
 	return ""
 }

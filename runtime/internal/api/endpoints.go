@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/bananas-go/bananas/runtime/admin"
@@ -125,6 +126,15 @@ var endpoints = []endpoint{
 		Query:     []openapi.Param{{Name: "task", Desc: "Only waiting jobs of this task."}},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Canceled.", Type: canceledCount{}}, badRequest, notFound}},
 		(*server).cancelWaiting},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/routes/{route}/shards", ID: "getRouteShards", Tag: "queues",
+		Summary: "A route's shard count: 1 for a route never sharded.", PathParams: []openapi.Param{route},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The shard count.", Type: shardCount{}}, badRequest}},
+		(*server).shards},
+	{openapi.Endpoint{Method: "PUT", Path: "/api/v1/routes/{route}/shards", ID: "setRouteShards", Tag: "queues", Action: true,
+		Summary:    "Spread a route over N shards (1 to 256), each a hash tag of its own, so that its jobs fall evenly over a Redis Cluster's masters; changeable live, no job lost.",
+		PathParams: []openapi.Param{route}, Body: openapi.ShardCount,
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Set.", Type: shardCount{}}, badRequest, tooLarge}},
+		(*server).setShards},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/dlq", ID: "listDeadJobs", Tag: "dlq", Summary: "List the dead-letter queue.", Query: deadListing,
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of dead jobs.", Type: admin.JobPage{}, Name: "DeadJobList"}, badRequest}},
 		(*server).dead},
@@ -188,4 +198,47 @@ func (s *server) cancelWaiting(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, canceledCount{Route: r.PathValue("route"), Canceled: n})
+}
+
+// shardCount is the answer of GET and PUT /api/v1/routes/{route}/shards.
+type shardCount struct {
+	Route  string `json:"route"`
+	Shards int    `json:"shards"`
+}
+
+func (s *server) shards(w http.ResponseWriter, r *http.Request) error {
+	n, err := s.a.Shards(r.Context(), r.PathValue("route"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, shardCount{Route: r.PathValue("route"), Shards: n})
+}
+
+// setShards reads {"shards": N}; the admin layer checks N's range.
+func (s *server) setShards(w http.ResponseWriter, r *http.Request) error {
+	var body map[string]json.RawMessage
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&body); err != nil {
+		return bodyError(err)
+	}
+	if dec.More() {
+		return BadRequest("", "the body holds more than one JSON value")
+	}
+	for k := range body {
+		if k != "shards" {
+			return BadRequest(k, "unknown field %q (want shards)", k)
+		}
+	}
+	raw, ok := body["shards"]
+	if !ok {
+		return BadRequest("shards", `shards is missing: want {"shards": N}, N from 1 to 256`)
+	}
+	var n int
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return BadRequest("shards", "shards: want a whole number from 1 to 256, got JSON %s", clip(raw))
+	}
+	if err := s.a.SetShards(r.Context(), r.PathValue("route"), n); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, shardCount{Route: r.PathValue("route"), Shards: n})
 }

@@ -28,6 +28,7 @@ type fakeAdmin struct {
 	task    string
 	older   time.Duration
 	window  time.Duration
+	shards  int
 }
 
 var _ admin.Admin = (*fakeAdmin)(nil)
@@ -94,7 +95,20 @@ func (f *fakeAdmin) CancelWaiting(_ context.Context, route, task string) (int, e
 	return 3, f.err
 }
 func (f *fakeAdmin) Resume(_ context.Context, route string) error { f.route = route; return f.err }
-func (f *fakeAdmin) Tasks() []admin.Task                          { return []admin.Task{{Name: "t"}} }
+func (f *fakeAdmin) Shards(_ context.Context, route string) (int, error) {
+	f.route = route
+	return max(f.shards, 1), f.err
+}
+
+// SetShards refuses n out of range as the admin layer does.
+func (f *fakeAdmin) SetShards(_ context.Context, route string, n int) error {
+	if n < 1 || n > 256 {
+		return admin.BadQuery("shards", "invalid shards %d: shards is 1-256", n)
+	}
+	f.route, f.shards = route, n
+	return f.err
+}
+func (f *fakeAdmin) Tasks() []admin.Task { return []admin.Task{{Name: "t"}} }
 func (f *fakeAdmin) Cron(context.Context) ([]admin.CronEntry, error) {
 	return nil, f.err
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ type fakeAdmin struct {
 	routes  []admin.Route
 	cron    []admin.CronEntry
 	workers []admin.Worker
+	shards  int // Shards' answer, set by SetShards
 }
 
 func (f *fakeAdmin) Submit(_ context.Context, s admin.Submission) (string, string, error) {
@@ -82,6 +84,20 @@ func (f *fakeAdmin) Pause(_ context.Context, route string) error {
 func (f *fakeAdmin) Resume(_ context.Context, route string) error {
 	f.acted = append(f.acted, "resume "+route)
 	return f.errs["Resume"]
+}
+
+func (f *fakeAdmin) Shards(_ context.Context, route string) (int, error) {
+	f.acted = append(f.acted, "shards "+route)
+	return max(f.shards, 1), f.errs["Shards"]
+}
+
+func (f *fakeAdmin) SetShards(_ context.Context, route string, n int) error {
+	if n < 1 || n > 256 {
+		return admin.BadQuery("shards", "invalid shards %d: shards is 1-256", n)
+	}
+	f.acted = append(f.acted, fmt.Sprintf("set shards %s %d", route, n))
+	f.shards = n
+	return f.errs["SetShards"]
 }
 
 func (f *fakeAdmin) RunCron(_ context.Context, name string) (string, error) {

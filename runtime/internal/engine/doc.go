@@ -18,6 +18,10 @@
 // write failed or changed nothing (its lease lost) is not told. The
 // worker's counters of ends are one of those sinks.
 //
+// It works the routes Config.RoutesNow returns at each pass (the shards of
+// sharded routes, which the runtime keeps current), else Config.Routes; a
+// shard is a route like any other here.
+//
 // It knows package queue's types, and Redis only through the Queue
 // interface (*queue.Queue), results, and the worker's metrics only through
 // the Metrics interface (run times, waits, overruns). It must not know task

@@ -25,7 +25,11 @@ type Config struct {
 	ID string
 	// Routes in order of preference, the priorities and task names
 	// (JobTypes: nil for every task) the worker fetches.
-	Routes     []string
+	Routes []string
+	// RoutesNow, when set, returns the routes to fetch, reap and purge now,
+	// in place of Routes: the shards of sharded routes, which change while
+	// the worker runs. It is called on every fetch, so it must be cheap.
+	RoutesNow  func() []string
 	Priorities []queue.Priority
 	JobTypes   []string
 	// Tasks are the names of the tasks Exec can run, sorted; a job of
@@ -62,14 +66,14 @@ type Config struct {
 	ServedRoutes func(ctx context.Context) (map[string]bool, error)
 	// Kept returns the routes whose leases this worker reaps and whose old
 	// dead-lettered jobs it purges: those it keeps (one worker per route
-	// does, see scheduler.Keeper). Nil: every route of Routes.
+	// does, see scheduler.Keeper). Nil: every route it works (routes).
 	Kept func() []string
 }
 
 // kept is the routes the worker reaps and purges now (Config.Kept).
 func (c *Config) kept() []string {
 	if c.Kept == nil {
-		return c.Routes
+		return c.routes()
 	}
 	return c.Kept()
 }
@@ -170,20 +174,15 @@ func (e *Engine) passOn(route string) {
 	}
 }
 
-// WakeChannels returns the channel the worker listens on for each of its
-// routes: its own (the route's idle set names it), or, for a worker that
-// takes only some tasks, the route's, published whenever a ready list goes
-// from empty to non-empty.
-func (e *Engine) WakeChannels() map[string]string {
-	out := make(map[string]string, len(e.cfg.Routes))
-	for _, r := range e.cfg.Routes {
-		if len(e.cfg.JobTypes) > 0 {
-			out[r] = e.cfg.Queue.Keys(r).WakeChannel()
-		} else {
-			out[r] = e.cfg.Queue.Keys(r).WakeChannelOf(e.cfg.ID)
-		}
+// WakeChannel returns the channel the worker listens on for route: its
+// own (the route's idle set names it), or, for a worker that takes only
+// some tasks, the route's, published whenever a ready list goes from empty
+// to non-empty.
+func (e *Engine) WakeChannel(route string) string {
+	if len(e.cfg.JobTypes) > 0 {
+		return e.cfg.Queue.Keys(route).WakeChannel()
 	}
-	return out
+	return e.cfg.Queue.Keys(route).WakeChannelOf(e.cfg.ID)
 }
 
 // Cancel cancels the runs of job id on this worker, if any (see
@@ -229,7 +228,7 @@ func (e *Engine) stopWaiting() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	if err := e.cfg.Queue.StopWaiting(ctx, e.cfg.Routes, e.cfg.ID); err != nil {
+	if err := e.cfg.Queue.StopWaiting(ctx, e.cfg.routes(), e.cfg.ID); err != nil {
 		e.cfg.Logger.Warn("bananas: leave the routes' idle sets; until its entries lapse a wake-up may go to this stopped worker",
 			"err", err)
 	}
@@ -315,6 +314,14 @@ func next(ctx context.Context, t *time.Ticker) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// routes returns the routes to work now (RoutesNow, else Routes).
+func (c *Config) routes() []string {
+	if c.RoutesNow != nil {
+		return c.RoutesNow()
+	}
+	return c.Routes
 }
 
 // handles reports whether Exec can run jobs of task name.

@@ -228,7 +228,7 @@ func (f *fetcher) fetch(ctx context.Context, free int) (int, error) {
 		}
 		f.outages.ok(route)
 	}
-	for _, route := range f.cfg.Routes {
+	for _, route := range f.cfg.routes() {
 		if got == free || ctx.Err() != nil {
 			break
 		}

@@ -6,7 +6,7 @@ import "reflect"
 // the api package serves its table of them (one mux route each), and
 // Document describes the same table, so that a route is declared once.
 type Endpoint struct {
-	Method  string // GET, POST, DELETE
+	Method  string // GET, POST, PUT, DELETE
 	Path    string // as the mux takes it: /api/v1/jobs/{id}
 	ID, Tag string // the operationId and the tag
 	Summary string
@@ -66,6 +66,8 @@ const (
 	// Submissions is {"jobs": [Submission, …]}, up to the endpoint's
 	// MaxBatch of them.
 	Submissions
+	// ShardCount is {"shards": N}, a route's shard count.
+	ShardCount
 )
 
 // Response is one answer of an endpoint.

@@ -78,6 +78,8 @@ func (b *builder) operation(e Endpoint) (map[string]any, error) {
 		o["requestBody"] = b.submissionBody()
 	case Submissions:
 		o["requestBody"] = batchBody(e.MaxBatch)
+	case ShardCount:
+		o["requestBody"] = shardsBody()
 	}
 	return o, nil
 }
@@ -177,6 +179,22 @@ func batchBody(most int) map[string]any {
 			"required":             []any{"jobs"},
 			"properties": map[string]any{
 				"jobs": map[string]any{"type": "array", "minItems": 1, "maxItems": most, "items": map[string]any{"$ref": schemas + "Submission"}},
+			},
+		}),
+	}
+}
+
+// shardsBody is the body of PUT /api/v1/routes/{route}/shards.
+func shardsBody() map[string]any {
+	return map[string]any{
+		"required":    true,
+		"description": "The route's shard count: 1 (not sharded) to 256.",
+		"content": jsonBody(map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []any{"shards"},
+			"properties": map[string]any{
+				"shards": map[string]any{"type": "integer", "minimum": 1, "maximum": 256},
 			},
 		}),
 	}
