@@ -108,7 +108,10 @@ func (s *workerShards) refresh(ctx context.Context) error {
 	}
 	sharded := slices.ContainsFunc(vals, func(v any) bool { return v != nil })
 	changed := s.counts == nil || !slices.Equal(vals, s.counts)
-	if changed {
+	switch {
+	case !sharded:
+		s.reReads = 0 // nothing to look at again: no shard of an earlier count
+	case changed:
 		s.reReads = 2
 	}
 	if sharded && (changed || s.reReads > 0 || s.readsAgo >= listedEvery) {

@@ -3,9 +3,13 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
@@ -223,4 +227,77 @@ func TestWakeup_DelayedJobsRunAfterTheWorkerThatKeptTheRouteStops(t *testing.T) 
 			t.Fatalf("a job delayed 300 ms ran after %s: the route waited for its keeper lock to run out", took)
 		}
 	})
+}
+
+// A worker that waits for jobs on a route another worker keeps calls Redis
+// only every several seconds: no per-second poll, no promoter's reads, no
+// shard count read while nothing changes (each such loop run by every idle
+// worker would cost Redis in proportion to the workers).
+func TestWakeup_AnIdleStandbyWorkerCallsRedisRarely(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		k := runtime.QueueOf(c).Keys("default")
+		if err := c.Redis().Set(ctx, k.Keeper(), "another worker's token", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		w := runtime.NewWorker(c, runtime.WorkerOptions{Logger: quiet()})
+		runtime.Handle(w, testtasks.Echo.With(c), func(ctx context.Context, m Msg) (Reply, error) { return Reply{}, nil })
+		calls := &namedCounter{}
+		runtime.QueueOf(c).Client().AddHook(calls)
+		startWorker(t, w)
+		waitFor(t, 10*time.Second, "the worker to wait", func() bool { return c.Redis().ZCard(ctx, k.Idle()).Val() == 1 })
+		time.Sleep(500 * time.Millisecond) // its start-up calls are done
+		before := calls.snapshot()
+		time.Sleep(7 * time.Second) // two of the shard counts' 3 s refreshes, seven of a 1 s poll
+		sent := calls.since(before)
+		total := 0
+		for _, n := range sent {
+			total += n
+		}
+		// A heartbeat (every 15 s) and a clock sync (every 30 s) may fall in.
+		if total > 4 || sent["hmget"] > 0 || sent["evalsha"] > 0 {
+			t.Fatalf("an idle standby worker sent %v in 7 s, want no shard count read, no script and at most a heartbeat and a clock sync", sent)
+		}
+	})
+}
+
+// namedCounter counts the commands a client sends, by name.
+type namedCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (h *namedCounter) add(cmds ...redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == nil {
+		h.n = map[string]int{}
+	}
+	for _, c := range cmds {
+		h.n[c.Name()]++
+	}
+}
+
+func (h *namedCounter) snapshot() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.n)
+}
+
+func (h *namedCounter) since(before map[string]int) map[string]int {
+	out := map[string]int{}
+	for name, n := range h.snapshot() {
+		if d := n - before[name]; d > 0 {
+			out[name] = d
+		}
+	}
+	return out
+}
+
+func (h *namedCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *namedCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.add(cmd); return next(ctx, cmd) }
+}
+func (h *namedCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.add(cmds...); return next(ctx, cmds) }
 }
