@@ -50,7 +50,9 @@ type WorkerOptions struct {
 	// worker on a channel of its own, and a worker whose connection to
 	// Redis was cut looks at once when it is back, so the poll only
 	// matters for a wake-up sent to a worker that died before it fetched.
-	// An idle worker's poll is much of what it costs Redis. Default 30s.
+	// An idle worker's poll is much of what it costs Redis. Default 30s;
+	// 1s for a worker with JobTypes, which is not woken for a job of its
+	// tasks queued behind others and looks for them at its poll.
 	// (The promoter of the routes the worker keeps looks at least every
 	// second, or every SafetyPoll when that is shorter.)
 	SafetyPoll time.Duration
@@ -102,6 +104,9 @@ func (w *Worker) withDefaults() error {
 	}
 	if o.SafetyPoll == 0 {
 		o.SafetyPoll = 30 * time.Second
+		if len(o.JobTypes) > 0 {
+			o.SafetyPoll = time.Second
+		}
 	}
 	errs := slices.Clone(w.regErrs)
 	for _, r := range o.Routes {
