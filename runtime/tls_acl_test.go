@@ -186,6 +186,7 @@ func TestACL_TheDocumentedUserRunsWorkersProducersAndTheCommandLine(t *testing.T
 	r := newACLRig(t)
 	r.enqueueWaitingForReplicasIsStoredNotRefused()
 	stopWorker := r.startWorker()
+	r.aSecondWorkerStandsByForTheRoutesKeeper()
 	dead := r.producersEnqueueAwaitDelayDedupeAndFail()
 	r.aJobKeyHoldingGarbageIsDeadLettered()
 	r.aRunningJobIsCanceledOnceItsLeaseIsRenewed()
@@ -251,6 +252,21 @@ func (r *aclRig) startWorker() (stop func()) {
 		return Reply{}, ctx.Err()
 	})
 	return startWorker(r.t, w)
+}
+
+// A second worker of the route finds its keeper lock held (keep.lua reads
+// how long it has left), waits in the route's idle set, and stops (leaving
+// it), so that the jobs below go to the first.
+func (r *aclRig) aSecondWorkerStandsByForTheRoutesKeeper() {
+	w := runtime.NewWorker(r.c, fastOpts(runtime.WorkerOptions{Routes: []string{"default"}, Concurrency: 1}))
+	runtime.Handle(w, testtasks.Echo.With(r.c), func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
+	stop := startWorker(r.t, w)
+	idle := runtime.QueueOf(r.c).Keys("default").Idle()
+	waitFor(r.t, 10*time.Second, "both workers to wait", func() bool { return r.db1.ZCard(r.ctx, idle).Val() == 2 })
+	stop()
+	if n := r.db1.ZCard(r.ctx, idle).Val(); n != 1 {
+		r.t.Fatalf("%d workers wait after the second stopped, want 1", n)
+	}
 }
 
 // Producers: enqueue and await, delays, uniqueness, failures. It returns
