@@ -301,3 +301,46 @@ func (h *namedCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *namedCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error { h.add(cmds...); return next(ctx, cmds) }
 }
+
+// A worker on two routes is woken for one while a job of the other fills
+// it: it hands the wake-up on to another waiting worker of that route,
+// which runs the job now rather than after the busy worker's job ends.
+func TestWakeup_ABusyWorkerHandsItsWakeUpOn(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := testtasks.Echo.With(c)
+		release := make(chan struct{})
+		defer close(release)
+		handler := func(ctx context.Context, m Msg) (Reply, error) {
+			if m.Text == "block" {
+				<-release
+			}
+			return Reply{Text: m.Text}, nil
+		}
+		b := runtime.QueueOf(c).Keys("b").Idle()
+		waiting := func(n int64) func() bool {
+			return func() bool { return c.Redis().ZCard(ctx, b).Val() == n }
+		}
+		other := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"b"}, Concurrency: 1, SafetyPoll: time.Hour}))
+		runtime.Handle(other, task, handler)
+		startWorker(t, other)
+		waitFor(t, 10*time.Second, "the route b worker to wait", waiting(1))
+		both := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"a", "b"}, Concurrency: 1, SafetyPoll: time.Hour}))
+		runtime.Handle(both, task, handler)
+		startWorker(t, both)
+		waitFor(t, 10*time.Second, "the two-route worker to wait on b, last", waiting(2))
+		if _, err := task.Enqueue(ctx, Msg{Text: "block"}, runtime.Route("a")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the blocking job to run", func() bool {
+			n, err := c.Redis().ZCard(ctx, runtime.QueueOf(c).Keys("a").Active()).Result()
+			return err == nil && n == 1
+		})
+		// The two-route worker is full, and still the last to wait on b.
+		ctx5, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if got, err := task.Call(ctx5, Msg{Text: "now"}, runtime.Route("b")); err != nil || got.Text != "now" {
+			t.Fatalf("a job of b while its last waiting worker was full = %+v, %v", got, err)
+		}
+	})
+}

@@ -161,7 +161,9 @@ func New(cfg Config) *Engine {
 // route, which can run the job now.
 func (e *Engine) Wake(route string) {
 	notify(e.fetch.wake)
-	if route != "" && e.slots.free() == 0 {
+	// A worker that takes only some tasks hears the route's channel, not a
+	// wake-up meant for it alone: it has none to hand on.
+	if route != "" && len(e.cfg.JobTypes) == 0 && e.slots.free() == 0 {
 		go e.passOn(route)
 	}
 }
