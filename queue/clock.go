@@ -169,17 +169,20 @@ func (s *ClockSync) Run(ctx context.Context) {
 	}
 	t := time.NewTicker(min(check, every))
 	defer t.Stop()
-	last := time.Now()
+	// A sync in turn falls on the process's beat (see beat.go).
+	due := time.NewTimer(UntilBeat(every))
+	defer due.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if !s.Queue.clockDiverged() {
+				continue
+			}
+		case <-due.C:
 		}
-		if time.Since(last) < every && !s.Queue.clockDiverged() {
-			continue
-		}
-		last = time.Now()
+		due.Reset(UntilBeat(every))
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := s.Queue.SyncClock(cctx)
 		cancel()

@@ -192,10 +192,18 @@ func (k *Keeper) call(ctx context.Context, r string, ttl time.Duration, now time
 	if k.Outage != nil {
 		k.Outage.OK(r)
 	}
-	if mine {
-		return now.Add(ttl / 3)
+	// On the process's beat (queue.UntilBeat) when the wait is long enough:
+	// a standby's try and a holder's renewal then share Redis's wake-up
+	// with the process's other periodic calls. A shorter wait gets a jitter
+	// instead, so that the standbys of a route do not call in one instant.
+	wait := ttl / 3
+	if !mine {
+		wait = left
+		if left < queue.Beat {
+			wait += rand.N(ttl/10 + 1)
+		}
 	}
-	return now.Add(left + rand.N(ttl/10+1))
+	return now.Add(queue.UntilBeat(wait))
 }
 
 // release gives up every lock held, so the standbys take over at their

@@ -164,7 +164,7 @@ func (f *fetcher) waitForWork(ctx context.Context) {
 		}
 		return
 	}
-	f.safety.Reset(f.cfg.SafetyPoll)
+	f.safety.Reset(queue.UntilBeat(f.cfg.SafetyPoll)) // with the process's other periodic calls
 	select {
 	case <-f.wake:
 		f.wakes++

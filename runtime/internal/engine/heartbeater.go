@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/bananas-go/bananas/queue"
+
 	"github.com/bananas-go/bananas/scheduler"
 )
 
@@ -27,11 +29,23 @@ type heartbeater struct {
 func (h *heartbeater) Run(ctx context.Context) {
 	q := h.cfg.Queue
 	outage := scheduler.NewOutageLog(h.cfg.Logger, "heartbeat")
-	t := time.NewTicker(HeartbeatEvery)
+	// Beats fall on the process's beat (queue.UntilBeat), with its other
+	// periodic calls: one wake-up of Redis for all of them.
+	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	var last time.Time
 	lastInFlight := -1
-	for ok := true; ok; ok = next(ctx, t) {
+	for first := true; ; first = false {
+		if !first {
+			t.Reset(queue.UntilBeat(HeartbeatEvery))
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
 		inFlight := h.runs.count()
 		// An idle worker's state does not change: it beats every third
 		// tick, still twice within HeartbeatTTL. Idle workers are what a
