@@ -17,17 +17,8 @@ import (
 // and Await returns the canceled error as for any canceled job.
 func TestCancel_AJobCanceledWhileItsWorkerIsDeadEndsCanceledNotRetried(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Shared(t)
-	ns := redistest.Namespace(t)
-	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
-	ctx := ctxT(t)
-	task := crashy.With(c)
-	id, err := task.Enqueue(ctx, Msg{Text: "payload"})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	killWorkerMidJob(t, srv, ns)
+	c, id := aJobOfAKilledWorker(t)
+	ctx, task := ctxT(t), crashy.With(c)
 
 	in := runtime.NewInspector(c)
 	if s, err := in.Cancel(ctx, id); err != nil || s != runtime.StatusProcessing {

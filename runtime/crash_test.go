@@ -39,17 +39,8 @@ func runWorkerProcess(url, ns string) {
 // worker in this process recovers the job once the dead one's lease expires.
 func TestCrash_KilledWorkerProcessJobIsRecovered(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Shared(t)
-	ns := redistest.Namespace(t)
-	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
-	ctx := ctxT(t)
-	task := crashy.With(c)
-	id, err := task.Enqueue(ctx, Msg{Text: "payload"})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	killWorkerMidJob(t, srv, ns)
+	c, id := aJobOfAKilledWorker(t)
+	ctx, task := ctxT(t), crashy.With(c)
 	if s := jobStatus(t, c, id); s != runtime.StatusProcessing {
 		t.Fatalf("right after the kill the job is %s, want processing (its lease not yet expired)", s)
 	}
@@ -70,6 +61,22 @@ func TestCrash_KilledWorkerProcessJobIsRecovered(t *testing.T) {
 // killWorkerMidJob starts a worker process on namespace ns of srv, waits for
 // it to start the crashy job "payload", and kills it with SIGKILL: the job
 // stays leased by a worker that will never renew or finish it.
+// aJobOfAKilledWorker enqueues a crashy job on a client of its own
+// namespace, and has a worker process take it and die mid-run with SIGKILL
+// (killWorkerMidJob): the job is left leased by nobody.
+func aJobOfAKilledWorker(t *testing.T) (*runtime.Client, string) {
+	t.Helper()
+	srv := redistest.Shared(t)
+	ns := redistest.Namespace(t)
+	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
+	id, err := crashy.With(c).Enqueue(ctxT(t), Msg{Text: "payload"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	killWorkerMidJob(t, srv, ns)
+	return c, id
+}
+
 func killWorkerMidJob(t *testing.T, srv *redistest.Server, ns string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
@@ -260,16 +259,8 @@ func TestOnJobEnd_ABlockedHookDoesNotHoldUpJobs(t *testing.T) {
 // the completion of the run that worker gives it.
 func TestOnJobEnd_AJobRecoveredFromADeadWorkerIsToldARecoveredRetry(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Shared(t)
-	ns := redistest.Namespace(t)
-	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
-	ctx := ctxT(t)
-	task := crashy.With(c)
-	id, err := task.Enqueue(ctx, Msg{Text: "payload"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	killWorkerMidJob(t, srv, ns)
+	c, id := aJobOfAKilledWorker(t)
+	ctx, task := ctxT(t), crashy.With(c)
 
 	var l endLog
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{OnJobEnd: l.add}))

@@ -566,16 +566,8 @@ func TestMetrics_AnUnreadableJobAddsNoWait(t *testing.T) {
 // retried, then the rerun that succeeds.
 func TestMetrics_ARunLostWithItsWorkerIsCountedByTheWorkerThatRecoversIt(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Shared(t)
-	ns := redistest.Namespace(t)
-	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
-	ctx := ctxT(t)
-	task := crashy.With(c)
-	id, err := task.Enqueue(ctx, Msg{Text: "payload"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	killWorkerMidJob(t, srv, ns)
+	c, id := aJobOfAKilledWorker(t)
+	ctx, task := ctxT(t), crashy.With(c)
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 	runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) { return Reply{Text: m.Text}, nil })
 	startWorker(t, w)
