@@ -18,7 +18,7 @@ type handler struct {
 	info        func() TaskInfo
 	enqueueJSON func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error)
 	// For a batch of the API: a job from JSON, checked and encoded, not sent.
-	jobJSON func(c *Client, data []byte, opts []Option) (batchJob, error)
+	jobJSON func(c *Client, data []byte, opts []Option, shards batchShards) (batchJob, error)
 	// For `job ID`: stored args and result as the JSON of their Go types.
 	argsJSON, resultJSON func(msgpack []byte) (json.RawMessage, error)
 	// For the OpenAPI document: the Go types of the args and the result (nil
@@ -41,8 +41,8 @@ func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, 
 		enqueueJSON: func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error) {
 			return t.With(c).EnqueueJSON(ctx, data, opts...)
 		},
-		jobJSON: func(c *Client, data []byte, opts []Option) (batchJob, error) {
-			return t.With(c).jobJSON(data, opts)
+		jobJSON: func(c *Client, data []byte, opts []Option, shards batchShards) (batchJob, error) {
+			return t.With(c).jobJSON(data, opts, shards)
 		},
 		argsJSON:   jsonOf[A],
 		resultJSON: jsonOf[R],

@@ -22,7 +22,7 @@ type batchJob struct {
 
 // jobJSON decodes data with the task's strict decoder and builds the job
 // Enqueue would send, without sending it.
-func (t *Task[A, R]) jobJSON(data []byte, opts []Option) (batchJob, error) {
+func (t *Task[A, R]) jobJSON(data []byte, opts []Option, shards batchShards) (batchJob, error) {
 	args, err := t.decodeArgsJSON(data)
 	if err != nil {
 		return batchJob{}, err
@@ -31,12 +31,23 @@ func (t *Task[A, R]) jobJSON(data []byte, opts []Option) (batchJob, error) {
 	if err != nil {
 		return batchJob{}, err
 	}
-	cfg.batch = true
+	cfg.shard = shards.of(c, cfg.route)
 	job, err := t.newJob(c, cfg, args, now, runAt)
 	if err != nil {
 		return batchJob{}, err
 	}
 	return batchJob{route: cfg.route, shard: c.shardOf(cfg, &job), priority: cfg.priority, name: t.name, uniqueTTL: cfg.uniqueTTL, job: job}, nil
+}
+
+// batchShards is the shard each route's jobs without a key go to in one
+// batch (jobConfig.shard), picked at the route's first job.
+type batchShards map[string]string
+
+func (s batchShards) of(c *Client, route string) string {
+	if s[route] == "" {
+		s[route] = c.q.ShardOf(context.Background(), route, "")
+	}
+	return s[route]
 }
 
 // batchGroup is the jobs of a batch that one script call writes: those of

@@ -65,8 +65,10 @@ func submissionOptions(s admin.Submission) ([]Option, error) {
 // the task's strict decoder, its route, priority and delay, its payload size
 // — and one refused job refuses the batch, with every refused job named and
 // nothing enqueued. Then the jobs are written with one script call per route
-// and priority among them (a batch of one route and priority is one call,
-// atomic in Redis). A batch over several routes or priorities is several
+// (shard) and priority among them: the jobs of a route without a unique key
+// or chosen id go to one of its shards, so a batch of one route and priority
+// is one call, atomic in Redis, unless keys spread it over the shards of a
+// sharded route. A batch over several routes or priorities is several
 // calls, in the order the batch first names each: should Redis fail part-way,
 // the calls before the failing one are stored, the failing one may or may not
 // have run (its reply can be lost after it ran), and the ones after it are
@@ -79,11 +81,12 @@ func (in *Inspector) SubmitBatch(ctx context.Context, subs []admin.Submission, r
 		skip[r.Index] = true
 	}
 	jobs := make([]batchJob, len(subs))
+	shards := batchShards{}
 	for i, s := range subs {
 		if skip[i] {
 			continue
 		}
-		j, err := in.batchJob(s)
+		j, err := in.batchJob(s, shards)
 		if err != nil {
 			p := admin.Classify(err)
 			if p.Class == admin.Failure {
@@ -104,7 +107,7 @@ func (in *Inspector) SubmitBatch(ctx context.Context, subs []admin.Submission, r
 
 // batchJob checks one submission of a batch and builds its job; a refusal
 // names the field (admin.Classify).
-func (in *Inspector) batchJob(s admin.Submission) (batchJob, error) {
+func (in *Inspector) batchJob(s admin.Submission, shards batchShards) (batchJob, error) {
 	opts, err := submissionOptions(s)
 	if err != nil {
 		return batchJob{}, err
@@ -113,7 +116,7 @@ func (in *Inspector) batchJob(s admin.Submission) (batchJob, error) {
 	if h == nil {
 		return batchJob{}, in.unknownTask(s.Name)
 	}
-	j, err := h.jobJSON(in.c, s.Args, opts)
+	j, err := h.jobJSON(in.c, s.Args, opts, shards)
 	switch {
 	case err == nil:
 		return j, nil

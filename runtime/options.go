@@ -28,10 +28,11 @@ type jobConfig struct {
 	// route's shards (a cron tick, whose job is written with the entry's
 	// state in one script).
 	unsharded bool
-	// batch: the job is one of several enqueued in one call, which go to
-	// the route's shards in turn (a single enqueue without a key goes to
-	// the shard of the moment, see queue.ShardNow).
-	batch bool
+	// shard: the shard of the route a batch's jobs without a key go to,
+	// one per batch and route so that such a batch stays one script call,
+	// all or nothing (the batches go to the shards in turn). Empty for a
+	// single enqueue, which goes to the shard of the moment (queue.ShardNow).
+	shard string
 }
 
 func (c *jobConfig) fail(format string, args ...any) {

@@ -180,10 +180,27 @@ func TestShards_IdsOfAShardResolveForJobCancelAndAwait(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r, _ := queue.RouteOf(ids[1]); r == "sh" || queue.ShardBase(r) != "sh" {
-			t.Fatalf("the second job went to %q, not to another shard of sh", r)
+		// A batch without keys is one call to one shard, all or nothing; the
+		// next batch goes to the next shard.
+		first, _ := queue.RouteOf(ids[0])
+		for _, id := range ids {
+			if r, _ := queue.RouteOf(id); r != first || queue.ShardBase(r) != "sh" {
+				t.Fatalf("batch jobs went to %q and %q, want one shard of sh", first, r)
+			}
+		}
+		more, err := task.EnqueueMany(ctx, msgs[:2], runtime.Route("sh"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := queue.RouteOf(more[0]); r == first || queue.ShardBase(r) != "sh" {
+			t.Fatalf("the next batch went to %q, want another shard of sh than %q", r, first)
 		}
 		in := runtime.NewInspector(c)
+		for _, id := range more {
+			if err := in.Delete(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, id := range ids[:2] {
 			if info := jobInfo(t, c, id); info.Route != "sh" || info.Status != runtime.StatusPending {
 				t.Fatalf("Job(%s) = route %q, %s", id, info.Route, info.Status)

@@ -138,8 +138,12 @@ func (c *Client) holderOf(ctx context.Context, name, holder string, cfg jobConfi
 }
 
 // EnqueueMany adds one job per element of args in one round trip (per 1,000
-// jobs) and returns their ids in order. With Unique, a duplicate's slot holds
-// the existing job's id and the error matches ErrDuplicate.
+// jobs) and returns their ids in order, all or none. With Unique, a
+// duplicate's slot holds the existing job's id and the error matches
+// ErrDuplicate. On a sharded route, unique keys and chosen ids spread a
+// batch over the route's shards, one call each: when one fails after
+// others went through, the ids of the jobs stored are returned with the
+// error ("" for the others).
 func (t *Task[A, R]) EnqueueMany(ctx context.Context, args []A, opts ...Option) ([]string, error) {
 	return t.enqueue(ctx, args, opts)
 }
@@ -192,8 +196,10 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 		shard := cfg.route
 		switch {
 		case cfg.unsharded:
-		case j.UniqueKey != "" || cfg.batch:
+		case j.UniqueKey != "":
 			shard = c.q.ShardOf(context.Background(), cfg.route, j.UniqueKey)
+		case cfg.shard != "":
+			shard = cfg.shard
 		default:
 			shard = c.q.ShardNow(context.Background(), cfg.route)
 		}
@@ -254,14 +260,26 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 	if err != nil {
 		return nil, err
 	}
-	cfg.batch = true
+	cfg.shard = c.q.ShardOf(ctx, cfg.route, "")
 	jobs := make([]queue.NewJob, len(args))
 	for i, a := range args {
 		if jobs[i], err = t.newJob(c, cfg, a, now, runAt); err != nil {
 			return nil, err
 		}
 	}
-	holders, err := c.enqueueSharded(ctx, cfg, jobs, now)
+	holders, stored, err := c.enqueueSharded(ctx, cfg, jobs, now)
+	if err != nil && stored != nil {
+		// Part-way over the shards of a sharded route: say which are in.
+		ids := make([]string, len(jobs))
+		n := 0
+		for i := range jobs {
+			if stored[i] {
+				ids[i], n = jobs[i].ID, n+1
+			}
+		}
+		return ids, fmt.Errorf("bananas: enqueue %s: %d of %d jobs were stored before a call failed (their unique keys or ids spread them over the route's shards, one call each): their ids are returned, \"\" for the others; enqueue only those again: %w",
+			t.name, n, len(jobs), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
@@ -364,8 +382,12 @@ func (c *Client) lookupResult(ctx context.Context, id string) ([]byte, error) {
 }
 
 // enqueueSharded writes jobs of cfg's route with one Enqueue per shard they
-// go to, and returns the holders in the jobs' order.
-func (c *Client) enqueueSharded(ctx context.Context, cfg jobConfig, jobs []queue.NewJob, now time.Time) ([]string, error) {
+// go to, and returns the holders in the jobs' order. Jobs without a key
+// share one shard (jobConfig.shard): only unique keys and chosen ids of
+// other shapes spread a batch over several calls, each all or nothing on
+// its own. Should one fail, those before it are stored: stored says which
+// jobs (nil when none is), so that a caller does not enqueue them twice.
+func (c *Client) enqueueSharded(ctx context.Context, cfg jobConfig, jobs []queue.NewJob, now time.Time) (holders []string, stored []bool, err error) {
 	var shards []string
 	byShard := map[string][]int{}
 	for i := range jobs {
@@ -376,10 +398,11 @@ func (c *Client) enqueueSharded(ctx context.Context, cfg jobConfig, jobs []queue
 		byShard[s] = append(byShard[s], i)
 	}
 	if len(shards) == 1 {
-		return c.q.Enqueue(ctx, shards[0], cfg.priority, jobs, now)
+		holders, err = c.q.Enqueue(ctx, shards[0], cfg.priority, jobs, now)
+		return holders, nil, err
 	}
-	holders := make([]string, len(jobs))
-	for _, s := range shards {
+	holders = make([]string, len(jobs))
+	for n, s := range shards {
 		idx := byShard[s]
 		part := make([]queue.NewJob, len(idx))
 		for k, i := range idx {
@@ -387,11 +410,20 @@ func (c *Client) enqueueSharded(ctx context.Context, cfg jobConfig, jobs []queue
 		}
 		h, err := c.q.Enqueue(ctx, s, cfg.priority, part, now)
 		if err != nil {
-			return nil, err
+			if n == 0 {
+				return nil, nil, err
+			}
+			return nil, stored, err
+		}
+		if stored == nil {
+			stored = make([]bool, len(jobs))
+		}
+		for _, i := range idx {
+			stored[i] = true
 		}
 		for k, i := range idx {
 			holders[i] = h[k]
 		}
 	}
-	return holders, nil
+	return holders, nil, nil
 }
