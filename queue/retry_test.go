@@ -120,17 +120,7 @@ func TestScripts_SecondRunOfEnqueueFetchAckChangesNothing(t *testing.T) {
 func TestFetch_ResentFetchThatEmptiedTheRouteAnswersWithItsJobs(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		now := time.Now()
-		jobs := []queue.NewJob{job(t, "r"), job(t, "r")}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
-			t.Fatal(err)
-		}
-		var armed atomic.Bool
-		twice := &redistest.Twice{Only: func(name string) bool { return armed.Load() && (name == "evalsha" || name == "eval") }}
-		q.Client().AddHook(twice)
-		armed.Store(true)
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
-		armed.Store(false)
+		ds, twice, err := fetchSentTwice(t, q, 2, 10)
 		if err != nil || len(ds) != 2 || twice.Runs() != 1 {
 			t.Fatalf("fetch = %d jobs, %v, %d resent; want both jobs from a fetch sent twice", len(ds), err, twice.Runs())
 		}
@@ -146,17 +136,7 @@ func TestFetch_ResentFetchThatEmptiedTheRouteAnswersWithItsJobs(t *testing.T) {
 func TestFetch_ResentFetchAnswersWithTheJobsTheFirstLeased(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		now := time.Now()
-		jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r"), job(t, "r"), job(t, "r")}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
-			t.Fatal(err)
-		}
-		var armed atomic.Bool
-		twice := &redistest.Twice{Only: func(name string) bool { return armed.Load() && (name == "evalsha" || name == "eval") }}
-		q.Client().AddHook(twice)
-		armed.Store(true)
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 3, now.Add(time.Minute), now)
-		armed.Store(false)
+		ds, twice, err := fetchSentTwice(t, q, 5, 3)
 		if err != nil || len(ds) != 3 || twice.Runs() != 1 {
 			t.Fatalf("fetch = %d jobs, %v, %d resent; want 3 jobs from a fetch sent twice", len(ds), err, twice.Runs())
 		}
@@ -498,4 +478,27 @@ func heavyThenLight(t *testing.T, q *queue.Queue, now time.Time) (heavy, light q
 		t.Fatal(err)
 	}
 	return heavy, light
+}
+
+// fetchSentTwice enqueues pending jobs on route r, then fetches up to asked
+// of them with the fetch's script sent to Redis twice (as go-redis resends
+// a command whose reply was lost).
+func fetchSentTwice(t *testing.T, q *queue.Queue, pending, asked int) ([]*queue.Dispatch, *redistest.Twice, error) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	jobs := make([]queue.NewJob, pending)
+	for i := range jobs {
+		jobs[i] = job(t, "r")
+	}
+	if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+		t.Fatal(err)
+	}
+	var armed atomic.Bool
+	twice := &redistest.Twice{Only: func(name string) bool { return armed.Load() && (name == "evalsha" || name == "eval") }}
+	q.Client().AddHook(twice)
+	armed.Store(true)
+	ds, err := q.Fetch(ctx, "r", queue.Priorities, asked, now.Add(time.Minute), now)
+	armed.Store(false)
+	return ds, twice, err
 }
