@@ -206,6 +206,20 @@ func (q *Queue) SetShards(ctx context.Context, route string, n int) error {
 	if err := CheckShards(n); err != nil {
 		return err
 	}
+	// The new shards of a paused route are paused before the count that
+	// sends jobs to them is stored: a job in an unpaused shard would run
+	// while the route is paused.
+	paused, err := q.PausedRoutes(ctx, []string{route})
+	if err != nil {
+		return fmt.Errorf("set shards of route %s: %w", route, err)
+	}
+	if paused[route] {
+		for _, s := range ShardNames(route, n)[1:] {
+			if err := q.Pause(ctx, s); err != nil {
+				return fmt.Errorf("set shards of route %s: pause its new shards, as the route is paused (the count is not changed): %w", route, err)
+			}
+		}
+	}
 	// A count of 1 is stored too, not deleted: a route in the hash was
 	// sharded once, and its workers look for shards of an earlier count
 	// to drain (see RouteShards).
@@ -215,17 +229,6 @@ func (q *Queue) SetShards(ctx context.Context, route string, n int) error {
 	c := q.shardCountOf(route)
 	c.n.Store(int64(n))
 	c.readAt.Store(int64(q.mono()) + 1)
-	paused, err := q.PausedRoutes(ctx, []string{route})
-	if err != nil {
-		return fmt.Errorf("set shards of route %s: %w", route, err)
-	}
-	if paused[route] {
-		for _, s := range ShardNames(route, n)[1:] {
-			if err := q.Pause(ctx, s); err != nil {
-				return err
-			}
-		}
-	}
 	if err := q.rdb.Publish(ctx, ShardsChannel(q.ns), route).Err(); err != nil {
 		return fmt.Errorf("set shards of route %s: stored; announcing it (workers see it within %s): %w", route, WorkerShardRefresh, err)
 	}
