@@ -243,12 +243,14 @@ func (s *workerShards) run(ctx context.Context) {
 // untilNext is how long to wait for the next refresh: short while a change
 // is new, a read failed, or shards of an earlier count still hold jobs
 // (they are dropped from the fetches at the first look that finds them
-// empty).
+// empty). The long wait ends on the process's beat (queue.UntilBeat), with
+// its other periodic calls: a read of its own at another instant would
+// wake an otherwise idle Redis for it alone.
 func (s *workerShards) untilNext(failing bool) time.Duration {
 	if s.reReads > 0 || failing || len(s.earlier) > 0 {
 		return queue.ShardRefresh
 	}
-	return queue.WorkerShardRefresh
+	return queue.UntilBeat(queue.WorkerShardRefresh)
 }
 
 // subscribeRoute listens on route's wake channel (a job made ready while
