@@ -374,7 +374,7 @@ func (q *Queue) handBack(ctx context.Context, l *LostFetch, ids []string, now ti
 		v := verdicts[i]
 		args = append(args, id, v.Record, max(1, durMS(v.TTL)))
 	}
-	keys = append(keys, k.Idle())
+	keys = append(keys, k.Idle(), q.endedKey(k))
 	// Retry-safe: fenced by the token, which the first run released.
 	res, err := q.s.handback.Run(ctx, q.rdb, keys, args...).Slice()
 	if err != nil {

@@ -54,6 +54,11 @@ func (k Keys) Scheduled() string       { return k.base + "scheduled" }
 func (k Keys) Dead() string            { return k.base + "dead" }
 func (k Keys) Stats() string           { return k.base + "stats" }
 
+// Ended is the LIST of the records of jobs that ended for good (completed,
+// dead, canceled) and wait to be stored in the task history, oldest first
+// (see ended.go).
+func (k Keys) Ended() string { return k.base + "ended" }
+
 // Payloads is the hash of light jobs' payloads (id -> payload): a job enqueued
 // ready to run lives there, not in a hash of its own, until it finishes or fails.
 func (k Keys) Payloads() string { return k.base + "payloads" }

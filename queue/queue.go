@@ -40,6 +40,8 @@ type Queue struct {
 
 	replicas replication // what an enqueue waits for before it returns (see WaitForReplicas)
 
+	keepEnded atomic.Bool // ends also go to the routes' ended lists (see KeepEnded)
+
 	acks *committer[string, ackReq, bool]     // coalesced acks, by route
 	enqs *committer[enqGroup, NewJob, string] // coalesced single enqueues, by route and priority
 }

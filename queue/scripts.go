@@ -20,6 +20,8 @@ type scripts struct {
 	// admin actions (admin.go)
 	pause, resume, remove, canceled, cancels *redis.Script
 
+	stored, shed *redis.Script // the ended list of the task history (ended.go)
+
 	list   *redis.Script // read-only: ListJobs (list.lua)
 	prune  *redis.Script // read-only: PruneRoutes (prune.lua)
 	lookup *redis.Script // read-only: Lookup, Result (lookup.lua)
@@ -54,6 +56,8 @@ func loadScripts() *scripts {
 		remove:   load("remove"),
 		canceled: load("canceled"),
 		cancels:  load("cancels"),
+		stored:   load("stored"),
+		shed:     load("shed"),
 	}
 }
 

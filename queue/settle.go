@@ -119,6 +119,7 @@ func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any)
 		}
 		args = append(args, r.d.ID, tok, r.record, ttl, jk)
 	}
+	keys = append(keys, q.endedKey(k))
 	return keys, args
 }
 
@@ -147,7 +148,7 @@ type Failure struct {
 func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Outcome, error) {
 	k := q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups(),
-		k.History(HourOf(now)), k.Cancels()}
+		k.History(HourOf(now)), k.Cancels(), q.endedKey(k)}
 	final := 0
 	switch {
 	case f.Final:
@@ -173,7 +174,7 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 func (q *Queue) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl time.Duration, now time.Time) (Outcome, error) {
 	k := q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads(), k.Groups(),
-		k.Cancels(), k.Result(d.ID), k.Stats(), k.History(HourOf(now)), k.Idle()}
+		k.Cancels(), k.Result(d.ID), k.Stats(), k.History(HourOf(now)), k.Idle(), q.endedKey(k)}
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
 	n, err := q.s.requeue.Run(ctx, q.rdb, keys, d.ID, d.Token, k.WakeChannel(),
 		canceled, max(1, durMS(ttl)), ResultChannel(q.ns, d.ID), ms(now)).Int()

@@ -34,6 +34,9 @@ type Record struct {
 	// Earlier: the job's lives before it was replayed, oldest first, as
 	// queue.ParseEarlierLife reads them.
 	Earlier []string `msgpack:"ph,omitempty"`
+	// Worker is the id of the worker that recorded the end, kept when the
+	// end also goes to the task history (which shows it).
+	Worker string `msgpack:"w,omitempty"`
 }
 
 // Encode encodes r for storage and for its pub/sub announcement: a msgpack
@@ -44,12 +47,12 @@ type Record struct {
 func Encode(r Record) ([]byte, error) {
 	n := 3 // id, ok, t
 	for _, set := range []bool{len(r.Value) > 0, r.Error != "", r.Attempts != 0, r.Name != "", r.Priority != "", r.CreatedAt != 0, r.StartedAt != 0,
-		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled, len(r.FailedAt) > 0, len(r.Earlier) > 0} {
+		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled, len(r.FailedAt) > 0, len(r.Earlier) > 0, r.Worker != ""} {
 		if set {
 			n++
 		}
 	}
-	b := make([]byte, 0, 96+len(r.ID)+len(r.Value)+len(r.Error)+len(r.Name)+len(r.Args)+len(r.Description))
+	b := make([]byte, 0, 96+len(r.ID)+len(r.Value)+len(r.Error)+len(r.Name)+len(r.Args)+len(r.Description)+len(r.Worker))
 	b = mpack.MapHeader(b, n)
 	b = mpack.String(mpack.String(b, "id"), r.ID)
 	b = mpack.Bool(mpack.String(b, "ok"), r.OK)
@@ -101,6 +104,9 @@ func Encode(r Record) ([]byte, error) {
 		for _, l := range r.Earlier {
 			b = mpack.String(b, l)
 		}
+	}
+	if r.Worker != "" {
+		b = mpack.String(mpack.String(b, "w"), r.Worker)
 	}
 	return b, nil
 }
@@ -164,6 +170,8 @@ func Decode(b []byte) (Record, error) {
 					return err
 				}
 			}
+		case "w":
+			r.Worker, err = d.DecodeString()
 		default:
 			err = d.Skip() // a field from a newer writer
 		}

@@ -67,17 +67,36 @@ end
 
 local bn_prios = { high = 1, normal = 2, low = 3 }
 
+-- The task history: a script that ends a job for good (completed, dead,
+-- canceled) also appends the job's record to the route's ended list, where
+-- it waits until a worker has stored it in the history (see
+-- queue/ended.go), when its caller keeps a history. The caller says so by
+-- giving the ended list as that key; a caller that keeps none gives the
+-- route's stats key again, and nothing is appended.
+local function bn_ended(ended, stats, record)
+  if ended == stats then return end
+  -- Garbage under the list's key (another type) must not stop the job's
+  -- end, which has written already: it is replaced, as bn_count replaces a
+  -- scrambled counter; it held no record (records only ever go to a list).
+  local r = redis.pcall('RPUSH', ended, record)
+  if type(r) == 'table' and r['err'] then
+    redis.call('DEL', ended)
+    redis.call('RPUSH', ended, record)
+  end
+end
+
 -- bn_end_canceled ends a job canceled, as every script that can end one does:
 -- the job dropped (if job is given: its key, whatever it holds, and its entry
 -- in payloads), its canceled record stored for ttl under result and announced
 -- on channel, its cancel request (if cancels is given) dropped, and the cancel
 -- counted in the route's stats and the hour's history.
-local function bn_end_canceled(result, record, ttl, channel, cancels, id, stats, history, now, job, payloads)
+local function bn_end_canceled(result, record, ttl, channel, cancels, id, stats, history, ended, now, job, payloads)
   if job then
     redis.call('DEL', job)
     redis.call('HDEL', payloads, id)
   end
   redis.call('SET', result, record, 'PX', ttl)
+  bn_ended(ended, stats, record)
   redis.call('PUBLISH', channel, record)
   if cancels then redis.call('SREM', cancels, id) end
   bn_count(stats, 'canceled', 1)
@@ -148,7 +167,7 @@ end
 -- timeline, the last bn_failed_kept of them: one small field each, so the
 -- hash stays a listpack (a list in one field would outgrow 64 bytes).
 local bn_failed_kept = 20
-local function bn_settle(job, scheduled, dead, result, stats, history, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel, prior, max)
+local function bn_settle(job, scheduled, dead, result, stats, history, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel, prior, max, ended)
   local attempts = prior + 1
   bn_count(stats, 'failed', 1)
   bn_history(history, now, 'f', 1)
@@ -164,6 +183,7 @@ local function bn_settle(job, scheduled, dead, result, stats, history, id, now, 
   redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'x', 'f', now, 'fa' .. attempts, now)
   redis.call('ZADD', dead, now, id)
   redis.call('SET', result, record, 'PX', ttl)
+  bn_ended(ended, stats, record)
   bn_count(stats, 'dead', 1)
   bn_history(history, now, 'd', 1)
   redis.call('PUBLISH', channel, record)

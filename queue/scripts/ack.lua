@@ -14,6 +14,8 @@
 -- KEYS[6]  HASH  route:{r}:history:<hour of now>
 -- KEYS[6+i]  STRING  route:{r}:result:<id_i>, i = 1..n
 -- KEYS[7+n..]  HASH  route:{r}:job:<id> of the jobs dispatched with a hash of their own
+-- KEYS[#KEYS]  LIST  route:{r}:ended: the records are appended for the task history,
+--              or the stats key again when the caller keeps none
 -- ARGV[1]  result channel prefix (a job's channel is prefix .. id .. "}")
 -- ARGV[2]  1: announce only on channels with a subscriber (standalone Redis,
 --          where PUBSUB NUMSUB sees every subscriber); 0: always (Redis Cluster)
@@ -47,10 +49,11 @@ for i = 1, n do
   bn_str(ARGV[a + 1], 'token')
   if bn_num(ARGV[a + 3], 'result ttl') <= 0 then error('bananas: result ttl must be > 0') end
   local jk = bn_num(ARGV[a + 4], 'job key index')
-  if jk ~= 0 and (jk <= 6 + n or jk > #KEYS) then error('bananas: job key index out of range') end
+  if jk ~= 0 and (jk <= 6 + n or jk >= #KEYS) then error('bananas: job key index out of range') end
   channels[i] = prefix .. ids[i] .. '}'
 end
-if #KEYS < 6 + n then error('bananas: ack needs a result key per job') end
+if #KEYS < 7 + n then error('bananas: ack needs a result key per job and the ended list') end
+local ended = KEYS[#KEYS]
 bn_need_type(KEYS[1], 'zset', 'active set')
 bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[4], 'hash', 'payloads hash')
@@ -105,6 +108,7 @@ end
 for _, i in ipairs(records) do
   local a = first_job + 5 * (i - 1)
   redis.call('SET', KEYS[6 + i], ARGV[a + 2], 'PX', ARGV[a + 3])
+  bn_ended(ended, KEYS[3], ARGV[a + 2])
   if not only_heard or heard[i] then redis.call('PUBLISH', channels[i], ARGV[a + 2]) end
 end
 for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end

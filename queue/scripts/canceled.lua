@@ -16,6 +16,7 @@
 -- KEYS[7]  HASH    route:{r}:job:<id>
 -- KEYS[8]  SET     route:{r}:cancels
 -- KEYS[9]  HASH    route:{r}:history:<hour of now>
+-- KEYS[10] LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  result record (opaque bytes, also the pub/sub payload)
@@ -37,5 +38,5 @@ if redis.call('HGET', KEYS[2], id) ~= token then return 0 end
 
 redis.call('HDEL', KEYS[2], id)
 bn_release(KEYS[1], KEYS[5], token, 1)
-bn_end_canceled(KEYS[6], ARGV[3], ARGV[4], ARGV[5], KEYS[8], id, KEYS[3], KEYS[9], now, KEYS[7], KEYS[4])
+bn_end_canceled(KEYS[6], ARGV[3], ARGV[4], ARGV[5], KEYS[8], id, KEYS[3], KEYS[9], KEYS[10], now, KEYS[7], KEYS[4])
 return 1

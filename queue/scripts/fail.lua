@@ -26,6 +26,8 @@
 -- KEYS[9]  HASH    route:{r}:groups
 -- KEYS[10] HASH    route:{r}:history:<hour of now>
 -- KEYS[11] SET     route:{r}:cancels
+-- KEYS[12] LIST    route:{r}:ended: a dead job's record is appended for the task
+--                  history, or the stats key again when the caller keeps none
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  now (unix ms)
@@ -85,6 +87,7 @@ if why then
   bn_history(KEYS[10], now, 'd', 1)
   bn_bury(KEYS[1], KEYS[5], KEYS[7], id, now, 'dead-lettered without a retry: ' .. why .. '; the run failed with: ' .. ARGV[4])
   redis.call('SET', KEYS[6], ARGV[7], 'PX', ttl)
+  bn_ended(KEYS[12], KEYS[7], ARGV[7])
   redis.call('PUBLISH', ARGV[9], ARGV[7])
   return 2
 end
@@ -95,4 +98,4 @@ if final == 2 then
   redis.call('PUBLISH', ARGV[11], tostring(retry_at))
   return 5
 end
-return bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11], prior, max)
+return bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11], prior, max, KEYS[12])

@@ -34,6 +34,7 @@
 -- KEYS[9+2i]   HASH    route:{r}:job:<id_i>, one per id (i from 1)
 -- KEYS[10+2i]  STRING  route:{r}:result:<id_i>
 -- KEYS[11+2n]   ZSET    route:{r}:idle   waiting workers: one is woken per job handed back (bn_wake)
+-- KEYS[12+2n]   LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
 -- ARGV[1]  fencing token of the fetch
 -- ARGV[2]  marker deadline (unix ms): until when a late copy must find the token used
 -- ARGV[3]  the route's wake channel, for workers that take only some tasks
@@ -50,7 +51,7 @@ bn_str(ARGV[3], 'wake channel')
 local prefix = bn_str(ARGV[4], 'result channel prefix')
 local now = bn_num(ARGV[5], 'now')
 local n = (#ARGV - 5) / 3
-if n ~= math.floor(n) or #KEYS ~= 11 + 2 * n then error('bananas: handback needs 2 keys and 3 args per job, and the idle set') end
+if n ~= math.floor(n) or #KEYS ~= 12 + 2 * n then error('bananas: handback needs 2 keys and 3 args per job, the idle set and the ended list') end
 for i = 1, n do
   if bn_num(ARGV[5 + 3 * i], 'canceled record ttl') <= 0 then error('bananas: canceled record ttl must be > 0') end
 end
@@ -99,7 +100,7 @@ for _, id in ipairs(gone) do redis.call('HDEL', KEYS[2], id) end
 for _, c in ipairs(canceled) do
   local id = c[1]
   redis.call('HDEL', KEYS[2], id)
-  bn_end_canceled(c[3], c[4], c[5], prefix .. id .. '}', KEYS[8], id, KEYS[9], KEYS[10], now, c[2], KEYS[3])
+  bn_end_canceled(c[3], c[4], c[5], prefix .. id .. '}', KEYS[8], id, KEYS[9], KEYS[10], KEYS[12 + 2 * n], now, c[2], KEYS[3])
 end
 local left = 0
 if released > 0 then
@@ -116,7 +117,7 @@ if left <= 0 then
   redis.call('ZADD', KEYS[1], marker, token)
 end
 if #back > 0 then
-  bn_wake(KEYS[#KEYS], #back, now)
+  bn_wake(KEYS[11 + 2 * n], #back, now)
   redis.call('PUBLISH', ARGV[3], '1')
 end
 local ended = earlier

@@ -39,6 +39,7 @@
 -- KEYS[10+3i]  HASH    route:{r}:job:<id_i>
 -- KEYS[11+3i]  STRING  route:{r}:result:<id_i>
 -- KEYS[12+3i]  any     route:{r}:garbage:<id_i>  where a job key that is not a hash goes
+-- KEYS[#KEYS]   LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  result channel prefix (the channel is prefix .. id .. "}")
 -- ARGV[3]  schedule channel
@@ -57,8 +58,9 @@ local now = bn_num(ARGV[1], 'now')
 local prefix = bn_str(ARGV[2], 'channel prefix')
 local sched = bn_str(ARGV[3], 'schedule channel')
 local e = bn_num(ARGV[4], 'empty group count')
-local n = (#KEYS - 9) / 3
-if n ~= math.floor(n) or #ARGV ~= 4 + e + 7 * n then error('bananas: reap needs 3 keys and 7 args per job') end
+local n = (#KEYS - 10) / 3
+if n ~= math.floor(n) or #ARGV ~= 4 + e + 7 * n then error('bananas: reap needs 3 keys and 7 args per job, and the ended list') end
+local ended = KEYS[#KEYS]
 for i = 0, n - 1 do
   local a = 5 + e + 7 * i
   bn_num(ARGV[a + 3], 'retry-at')
@@ -109,17 +111,18 @@ for i = 0, n - 1 do
       if asked then
         -- Nothing of the job is needed to end it canceled; what its key held
         -- goes with it, as no dead-lettered stub is there to be purged with it.
-        bn_end_canceled(result, record, ttl, channel, KEYS[9], id, KEYS[5], KEYS[8], now, job, KEYS[6])
+        bn_end_canceled(result, record, ttl, channel, KEYS[9], id, KEYS[5], KEYS[8], ended, now, job, KEYS[6])
         reply = {6, 'job ' .. id .. ': its job key held a ' .. kind .. ', not a job hash; dropped, as the job was asked to cancel and ends canceled'}
       elseif payload then
         local max = bn_materialize(job, KEYS[6], id, payload)
-        reply = {bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, 0, max),
+        reply = {bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, 0, max, ended),
           'job ' .. id .. ': ' .. why .. '; its payload was kept and it was recovered'}
       else
         bn_stub(job, now)
         bn_count(KEYS[5], 'failed', 1)
         bn_bury(job, KEYS[4], KEYS[5], id, now, 'dead-lettered: ' .. why)
         redis.call('SET', result, record, 'PX', ttl)
+        bn_ended(ended, KEYS[5], record)
         redis.call('PUBLISH', channel, record)
         reply = {4, 'job ' .. id .. ': ' .. why .. '; dead-lettered as a stub'}
       end
@@ -136,18 +139,19 @@ for i = 0, n - 1 do
       -- Asked to cancel, a job ends canceled whatever its counts hold: they
       -- only matter to a retry, and the caller's record is a canceled one.
       if asked then
-        bn_end_canceled(result, record, ttl, channel, KEYS[9], id, KEYS[5], KEYS[8], now, job, KEYS[6])
+        bn_end_canceled(result, record, ttl, channel, KEYS[9], id, KEYS[5], KEYS[8], ended, now, job, KEYS[6])
         reply = 6
       elseif why then
         bn_count(KEYS[5], 'failed', 1)
         bn_bury(job, KEYS[4], KEYS[5], id, now, 'dead-lettered without a retry: ' .. why .. '; ' .. lost)
         redis.call('SET', result, record, 'PX', ttl)
+        bn_ended(ended, KEYS[5], record)
         redis.call('PUBLISH', channel, record)
         reply = {4, 'job ' .. id .. ': ' .. why .. '; dead-lettered'}
       else
         local prior, max = tonumber(fields[1] or '0'), tonumber(fields[2])
         if payload then prior, max = 0, bn_materialize(job, KEYS[6], id, payload) end
-        reply = bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, prior, max)
+        reply = bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, prior, max, ended)
       end
     end
   end

@@ -34,6 +34,7 @@
 -- KEYS[10]  HASH    route:{r}:stats
 -- KEYS[11]  SET     route:{r}:cancels
 -- KEYS[12]  HASH    route:{r}:history:<hour of now>
+-- KEYS[13]  LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
 -- ARGV[1]  id
 -- ARGV[2]  "delete" or "cancel"
 -- ARGV[3]  cancel: the result record (opaque bytes) to store and announce; delete: ""
@@ -113,7 +114,7 @@ if state == 'scheduled' then redis.call('ZREM', KEYS[6], id) end
 if payload then redis.call('HDEL', KEYS[2], id) end
 if kind ~= 'none' then redis.call('DEL', KEYS[1]) end
 if cancel then
-  bn_end_canceled(KEYS[9], ARGV[3], ARGV[4], ARGV[5], nil, id, KEYS[10], KEYS[12], now)
+  bn_end_canceled(KEYS[9], ARGV[3], ARGV[4], ARGV[5], nil, id, KEYS[10], KEYS[12], KEYS[13], now)
 else
   bn_count(KEYS[10], 'deleted', 1)
 end

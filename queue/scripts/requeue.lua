@@ -28,6 +28,7 @@
 -- KEYS[11] HASH    route:{r}:stats
 -- KEYS[12] HASH    route:{r}:history:<hour of now>
 -- KEYS[13] ZSET    route:{r}:idle   waiting workers: one is woken (bn_wake)
+-- KEYS[14] LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  the route's wake channel, for workers that take only some tasks
@@ -54,7 +55,7 @@ for k = 4, 6 do bn_need_type(KEYS[k], 'list', 'ready list') end
 if redis.call('SISMEMBER', KEYS[9], id) == 1 then
   redis.call('HDEL', KEYS[3], id)
   bn_release(KEYS[2], KEYS[8], token, 1)
-  bn_end_canceled(KEYS[10], ARGV[4], ARGV[5], ARGV[6], KEYS[9], id, KEYS[11], KEYS[12], now, KEYS[1], KEYS[7])
+  bn_end_canceled(KEYS[10], ARGV[4], ARGV[5], ARGV[6], KEYS[9], id, KEYS[11], KEYS[12], KEYS[14], now, KEYS[1], KEYS[7])
   return 6
 end
 local kind = bn_typeof(KEYS[1])
