@@ -17,6 +17,7 @@ package history
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -92,6 +93,16 @@ type Store interface {
 	Close()
 }
 
+// ErrNoStore matches the error of Open for a URL whose scheme no imported
+// package registered.
+var ErrNoStore = errors.New("history: no store registered for the URL's scheme")
+
+// Migrator is a Store that creates and migrates its own schema; Open's
+// caller migrates it before use when it is one.
+type Migrator interface {
+	Migrate(ctx context.Context) error
+}
+
 // Opener opens a store from its URL.
 type Opener func(ctx context.Context, url string) (Store, error)
 
@@ -127,7 +138,7 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	mu.Unlock()
 	if !ok {
 		sort.Strings(known)
-		return nil, fmt.Errorf("history: no store registered for %s:// URLs (registered: %v); import _ \"github.com/bananas-go/bananas/history/postgres\" in the program's main package", u.Scheme, known)
+		return nil, fmt.Errorf("%w: %s:// (registered: %v); import _ \"github.com/bananas-go/bananas/history/postgres\" in the program's main package", ErrNoStore, u.Scheme, known)
 	}
 	return open(ctx, rawURL)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bananas-go/bananas/history"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -43,6 +44,8 @@ type Client struct {
 	unservedAfter time.Duration // how long Await waits before it checks that a live worker takes the job's route
 
 	metrics *metrics.Set // what MetricsHandler serves: this client's enqueues, its workers' runs, the queues' depths
+
+	history history.Store // the task history (WithHistory), or nil
 }
 
 // defaultUnservedAfter is how long an Await or Call waits before it looks
@@ -81,6 +84,7 @@ type connectConfig struct {
 	localClock func() time.Time // the host's wall clock; a skewed or stepped one in tests
 	replicas   int
 	replicaTO  time.Duration
+	history    history.Store
 }
 
 // WithNamespace puts every key under ns instead of $BANANAS_NAMESPACE (or "bananas").
@@ -168,13 +172,14 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	}
 	// Read on first use when this fails (see queue.ShardCount).
 	_ = q.LoadShards(ctx)
+	keepsEnded(q, cfg.history)
 	l := results.NewListener(rdb)
 	clockCtx, stopClock := context.WithCancel(context.Background())
 	go (&queue.ClockSync{Queue: q}).Run(clockCtx)
 	return &Client{
 		rdb: rdb, q: q, listener: l, waiter: results.NewWaiter(l, func(id string) string { return queue.ResultChannel(cfg.namespace, id) }, 0),
 		maxPayload: cfg.maxPayload, maxRetries: cfg.maxRetries, embedded: emb, stopClock: stopClock,
-		unservedAfter: defaultUnservedAfter, metrics: newMetrics(q),
+		unservedAfter: defaultUnservedAfter, metrics: newMetrics(q), history: cfg.history,
 	}, nil
 }
 
@@ -204,7 +209,7 @@ func Default() *Client { return defaultClient.Load() }
 func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 	s, err := c.q.Lookup(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
+		return c.jobFromHistory(ctx, id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bananas: %w", err)

@@ -2,6 +2,9 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"github.com/bananas-go/bananas/history"
 	"io"
 	"log/slog"
 	"net/http"
@@ -81,8 +84,19 @@ func program(register []func(*Worker)) shell.Program {
 		Rules:      configRules,
 		LogRedisTo: logRedisTo, // go-redis's lines as the program's (see redisLogger)
 		Connect: func(ctx context.Context, cfg *Config, log *slog.Logger) (shell.Session, error) {
-			c, err := Connect(ctx, cfg.RedisURL, WithNamespace(cfg.Namespace), DefaultRetries(cfg.MaxRetries))
+			opts := []ConnectOption{WithNamespace(cfg.Namespace), DefaultRetries(cfg.MaxRetries)}
+			store, err := openHistory(ctx, cfg.HistoryURL)
 			if err != nil {
+				return nil, err
+			}
+			if store != nil {
+				opts = append(opts, WithHistory(store))
+			}
+			c, err := Connect(ctx, cfg.RedisURL, opts...)
+			if err != nil {
+				if store != nil {
+					store.Close()
+				}
 				return nil, err
 			}
 			w := NewWorker(c, workerOptions(cfg, log))
@@ -105,7 +119,13 @@ func (s session) Admin() admin.Admin            { return s.w.Inspector() }
 func (s session) Tasks() []string               { return s.w.Tasks() }
 func (s session) MetricsHandler() http.Handler  { return s.c.MetricsHandler() }
 func (s session) Run(ctx context.Context) error { return s.w.Run(ctx) }
-func (s session) Close() error                  { return s.c.Close() }
+func (s session) Close() error {
+	err := s.c.Close()
+	if h := s.c.History(); h != nil {
+		h.Close()
+	}
+	return err
+}
 func (s session) APIHandler(o shell.HandlerOptions) http.Handler {
 	return APIHandler(s.w.Inspector(), APIOptions{Token: o.Token, ReadOnly: o.ReadOnly, MetricsNeedToken: o.MetricsNeedToken, Logger: o.Logger})
 }
@@ -116,6 +136,7 @@ func workerOptions(c *Config, log *slog.Logger) WorkerOptions {
 		Routes: c.Routes, Priorities: c.Priorities, Concurrency: shell.WorkerConcurrency(c), Lease: c.Lease,
 		ShutdownTimeout: c.ShutdownTimeout, JobTimeout: c.JobTimeout,
 		ResultTTL: c.ResultTTLSuccess, FailureTTL: c.ResultTTLFailure, Logger: log,
+		HistoryRetention: c.HistoryRetention, HistoryBacklog: c.HistoryBacklog,
 	}
 	switch c.Mode {
 	case ModeThin:
@@ -126,4 +147,27 @@ func workerOptions(c *Config, log *slog.Logger) WorkerOptions {
 		o.SchedulerOnly = true
 	}
 	return o
+}
+
+// openHistory opens the task history of HISTORY_URL and migrates its
+// schema, or returns nil when url is "". A URL whose store the program does
+// not import is a usage error naming the import.
+func openHistory(ctx context.Context, url string) (history.Store, error) {
+	if url == "" {
+		return nil, nil
+	}
+	store, err := history.Open(ctx, url)
+	if errors.Is(err, history.ErrNoStore) {
+		return nil, cli.Usage(fmt.Errorf("HISTORY_URL: %w", err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("HISTORY_URL: %w", err)
+	}
+	if m, ok := store.(history.Migrator); ok {
+		if err := m.Migrate(ctx); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("HISTORY_URL: migrate the task history's schema: %w", err)
+		}
+	}
+	return store, nil
 }

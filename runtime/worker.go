@@ -176,6 +176,9 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 		cr := w.cronRunner()
 		loops = append(loops, func(ctx context.Context) { _ = cr.Run(ctx) })
 	}
+	if hw := w.historyWriter(); hw != nil {
+		loops = append(loops, hw.Run)
+	}
 	return loops
 }
 

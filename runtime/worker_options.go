@@ -25,6 +25,14 @@ type WorkerOptions struct {
 	// call to Redis) goes on beside the next jobs, for at most Concurrency
 	// jobs at a time, so a worker holds at most 2×Concurrency leases.
 	Concurrency int
+	// HistoryBacklog is how many ended jobs a route keeps in Redis for the
+	// task history (WithHistory) while the history cannot be written; past
+	// it the oldest are dropped and counted
+	// (bananas_history_dropped_total). Default 1,000,000.
+	HistoryBacklog int64
+	// HistoryRetention is how long the task history keeps a row. Default
+	// 30 days.
+	HistoryRetention time.Duration
 	// Lease is how long a running job is held without renewal; it is renewed
 	// every Lease/3, and a job whose lease runs out is recovered. Default 30s.
 	Lease time.Duration

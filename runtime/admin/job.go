@@ -61,6 +61,9 @@ type Job struct {
 	// registers the task (nil otherwise).
 	Result     []byte
 	ResultJSON json.RawMessage
+	// FromHistory: Redis has let the job go and this is its newest row in
+	// the task history, which keeps what the job was and how it ended.
+	FromHistory bool
 }
 
 // Retries is how many of the job's attempts were retries: every run after
@@ -83,11 +86,14 @@ type jobWire struct {
 	FailedAt  []Time          `json:"failed_at"` // when its last failed runs ended, oldest first; [] when none
 	Args      json.RawMessage `json:"args"`
 	Result    json.RawMessage `json:"result"`
+	// FromHistory is true when the job was read from the task history (Redis
+	// had let it go).
+	FromHistory bool `json:"from_history,omitempty"`
 }
 
 func (j *Job) wire() jobWire {
 	w := jobWire{jobSummaryWire: j.summary(), TimeoutMS: j.Timeout.Milliseconds(), StartedAt: Time(j.StartedAt),
-		FailedAt: Map(j.FailedAt, func(t time.Time) Time { return Time(t) }), Args: j.Args, Result: j.ResultJSON}
+		FailedAt: Map(j.FailedAt, func(t time.Time) Time { return Time(t) }), Args: j.Args, Result: j.ResultJSON, FromHistory: j.FromHistory}
 	if w.Args == nil {
 		w.Args = json.RawMessage("null")
 	}

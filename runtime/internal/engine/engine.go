@@ -81,6 +81,7 @@ func (c *Config) kept() []string {
 // Queue is what the engine asks of Redis: *queue.Queue.
 type Queue interface {
 	Now() time.Time
+	KeepsEnded() bool
 	FetchOrWait(ctx context.Context, route string, priorities []queue.Priority, n int, leaseUntil, now time.Time, w queue.Waiter) ([]*queue.Dispatch, error)
 	WakeWaiters(ctx context.Context, route string, n int) (int, error)
 	StopWaiting(ctx context.Context, routes []string, worker string) error

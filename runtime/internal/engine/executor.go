@@ -208,6 +208,7 @@ func (x *executor) ack(r *run, result []byte) (pending bool) {
 	now := x.cfg.Queue.Now()
 	rec := recordOf(d)
 	rec.OK, rec.Value, rec.FinishedAt, rec.Error = true, result, now.UnixMilli(), d.LastError
+	x.cfg.stamp(&rec)
 	encoded, err := results.Encode(rec)
 	if err != nil {
 		log.Warn("bananas: encode result record", "err", err)
@@ -253,6 +254,7 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 		delay = snooze
 	}
 	rec := failureRecord(d, msg, now)
+	x.cfg.stamp(&rec)
 	encoded, _ := results.Encode(rec)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
@@ -307,6 +309,7 @@ func (x *executor) finishCanceled(r *run) {
 	rec := recordOf(d)
 	now := x.cfg.Queue.Now()
 	rec.Error, rec.Canceled, rec.FinishedAt = "canceled while running", true, now.UnixMilli()
+	x.cfg.stamp(&rec)
 	encoded, _ := results.Encode(rec)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()

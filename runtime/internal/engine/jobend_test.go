@@ -29,7 +29,8 @@ type fakeQueue struct {
 	verdict queue.Verdict
 }
 
-func (q *fakeQueue) Now() time.Time { return time.Now() }
+func (q *fakeQueue) Now() time.Time   { return time.Now() }
+func (q *fakeQueue) KeepsEnded() bool { return false }
 func (q *fakeQueue) Fetch(context.Context, string, []queue.Priority, int, time.Time, time.Time) ([]*queue.Dispatch, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -107,3 +107,12 @@ func unixMS(t time.Time) int64 {
 	}
 	return t.UnixMilli()
 }
+
+// stamp names the worker in rec when the end also goes to the task
+// history, which shows who ran the job; a record that goes to Redis alone
+// stays without it (a few bytes less a job).
+func (c *Config) stamp(rec *results.Record) {
+	if c.Queue.KeepsEnded() {
+		rec.Worker = c.ID
+	}
+}

@@ -47,6 +47,9 @@ type Set struct {
 	run, wait                                           *prometheus.HistogramVec
 	overran                                             *prometheus.CounterVec
 
+	historyWritten, historyDropped *prometheus.CounterVec
+	historyBacklog                 *prometheus.GaugeVec
+
 	enqueuedOf cache[prometheus.Counter]
 	seriesOf   cache[*Series]
 
@@ -90,6 +93,18 @@ func New() *Set {
 		Name: "bananas_handlers_overran_total",
 		Help: "Handlers that ignored their context and returned long after their timeout, holding a slot meanwhile.",
 	}, []string{"task"})
+	s.historyWritten = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bananas_history_written_total",
+		Help: "Finished jobs this process's workers wrote to the task history.",
+	}, []string{"route"})
+	s.historyDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bananas_history_dropped_total",
+		Help: "Finished jobs dropped unwritten because the task history's backlog in Redis was full (HISTORY_BACKLOG).",
+	}, []string{"route"})
+	s.historyBacklog = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "bananas_history_backlog",
+		Help: "Finished jobs waiting in Redis to be written to the task history, as this process's history writer last saw them.",
+	}, []string{"route"})
 	s.enqueuedOf.make = func(l labels) prometheus.Counter {
 		return s.enqueued.WithLabelValues(l.route, l.priority, l.task)
 	}
@@ -100,7 +115,7 @@ func New() *Set {
 	})
 	s.reg.MustRegister(
 		s.enqueued, s.processed, s.failed, s.retried, s.dead, s.canceled, s.snoozed,
-		s.run, s.wait, s.overran,
+		s.run, s.wait, s.overran, s.historyWritten, s.historyDropped, s.historyBacklog,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "bananas_jobs_in_flight",
 			Help: "Jobs this process's workers hold: running, or their outcome being recorded.",
@@ -114,6 +129,21 @@ func New() *Set {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return s
+}
+
+// HistoryWritten counts n finished jobs of route written to the history.
+func (s *Set) HistoryWritten(route string, n int) {
+	s.historyWritten.WithLabelValues(route).Add(float64(n))
+}
+
+// HistoryDropped counts n finished jobs of route dropped unwritten.
+func (s *Set) HistoryDropped(route string, n int64) {
+	s.historyDropped.WithLabelValues(route).Add(float64(n))
+}
+
+// HistoryBacklog sets how many finished jobs of route wait to be written.
+func (s *Set) HistoryBacklog(route string, n int64) {
+	s.historyBacklog.WithLabelValues(route).Set(float64(n))
 }
 
 // Handler serves the Set's metrics in the Prometheus exposition formats. A

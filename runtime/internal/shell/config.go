@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +51,12 @@ type Config struct {
 	// token: ":9100" (every interface) or "10.0.0.5:9100"; "" serves it on
 	// the API's port only.
 	MetricsAddr string
+	// HistoryURL is where the task history is kept (HISTORY_URL), "" for
+	// none; HistoryRetention how long it keeps a row, HistoryBacklog how
+	// many finished jobs a route keeps in Redis while it cannot be written.
+	HistoryURL       string
+	HistoryRetention time.Duration
+	HistoryBacklog   int64
 	// rules check REDIS_URL when a flag sets it after LoadConfig.
 	rules *Rules
 }
@@ -86,6 +93,7 @@ func LoadConfig(getenv func(string) string, r Rules) (Config, error) {
 		JobTimeout: r.JobTimeout, MaxRetries: r.MaxRetries, ShutdownTimeout: 30 * time.Second,
 		Lease: 30 * time.Second, ResultTTLSuccess: r.ResultTTLSuccess, ResultTTLFailure: r.ResultTTLFailure,
 		LogLevel: slog.LevelInfo, LogFormat: "text", rules: &r,
+		HistoryRetention: 30 * 24 * time.Hour, HistoryBacklog: 1_000_000,
 	}
 	for _, v := range configVars {
 		if raw := strings.TrimSpace(getenv(v.name)); raw != "" {
@@ -201,6 +209,30 @@ var configVars = []configVar{
 			return envError("METRICS_PORT", v, err.Error())
 		}
 		c.MetricsAddr = addr
+		return nil
+	}},
+	{"HISTORY_URL", "history-url", "task history store: postgres://user:pass@host/db (the program imports github.com/bananas-go/bananas/history/postgres)", func(c *Config, v string) error {
+		u, err := url.Parse(v)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return envError("HISTORY_URL", c.rules.RedactURL(v), "a URL such as postgres://user:pass@host:5432/db")
+		}
+		c.HistoryURL = v
+		return nil
+	}},
+	{"HISTORY_RETENTION", "history-retention", "how long the task history keeps a row (default 720h: 30 days)", func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Hour {
+			return envError("HISTORY_RETENTION", v, "a Go duration of at least 1h, such as 720h")
+		}
+		c.HistoryRetention = d
+		return nil
+	}},
+	{"HISTORY_BACKLOG", "history-backlog", "finished jobs a route keeps in Redis while the task history cannot be written; the oldest past it are dropped and counted (default 1000000)", func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return envError("HISTORY_BACKLOG", v, "a whole number >= 1")
+		}
+		c.HistoryBacklog = n
 		return nil
 	}},
 	{"LOG_LEVEL", "log-level", "debug|info|warn|error", func(c *Config, v string) error {

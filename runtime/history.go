@@ -1,0 +1,112 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/internal/historian"
+)
+
+// WithHistory keeps a task history in store (such as the PostgreSQL one of
+// package history/postgres): every job that ends for good — completed, dead,
+// canceled — through this client is also kept in Redis, in the same atomic
+// step as its end, until a worker of this client that keeps its route has
+// written it to store; Job falls back to store once Redis has let a job go.
+// Under Main, HISTORY_URL sets it.
+func WithHistory(store history.Store) ConnectOption {
+	return func(c *connectConfig) { c.history = store }
+}
+
+// History returns the client's history store, or nil when it keeps none.
+func (c *Client) History() history.Store { return c.history }
+
+// jobFromHistory is the newest row of job id in the client's history, as a
+// JobInfo, or ErrJobNotFound.
+func (c *Client) jobFromHistory(ctx context.Context, id string) (*JobInfo, error) {
+	if c.history == nil {
+		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
+	}
+	rows, err := c.history.Job(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("bananas: read job %s from the task history: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
+	}
+	return jobInfoOfRow(rows[0]), nil
+}
+
+// jobInfoOfRow is the JobInfo of a history row: what the row keeps.
+func jobInfoOfRow(r history.Row) *JobInfo {
+	info := &JobInfo{
+		ID: r.ID, Name: r.Task, Route: r.Route, Priority: Priority(r.Priority), Attempts: r.Attempt, Error: r.Error,
+		CreatedAt: r.EnqueuedAt, StartedAt: r.StartedAt, FinishedAt: r.EndedAt, FromHistory: true,
+	}
+	switch r.Status {
+	case history.Completed:
+		info.Status = StatusCompleted
+	case history.Canceled:
+		info.Status = StatusCanceled
+	default:
+		info.Status = StatusFailed
+	}
+	if isJSONValue(r.Args) {
+		info.Args = r.Args
+	}
+	if isJSONValue(r.Result) {
+		info.ResultJSON = r.Result
+	}
+	return info
+}
+
+func isJSONValue(b json.RawMessage) bool { return len(b) > 0 && string(b) != "null" }
+
+// historyWriter returns the writer that moves the ended jobs of the routes
+// w keeps into the client's history, or nil when the client keeps none.
+func (w *Worker) historyWriter() *historian.Writer {
+	store := w.c.history
+	if store == nil {
+		return nil
+	}
+	return &historian.Writer{
+		Queue: w.c.q, Store: store, Routes: w.keptRoutes,
+		Row:       w.historyRow,
+		Cap:       w.opts.HistoryBacklog,
+		Retention: w.opts.HistoryRetention,
+		Logger:    w.opts.Logger,
+		Dropped:   w.c.metrics.HistoryDropped,
+		Written:   w.c.metrics.HistoryWritten,
+		Backlog:   w.c.metrics.HistoryBacklog,
+	}
+}
+
+// historyRow is the row of rec with its args and result as the JSON of
+// their Go types, by the task's generated code when the task is registered
+// on w, or declared in the program (args only); null otherwise.
+func (w *Worker) historyRow(route string, rec results.Record) history.Row {
+	var args, result []byte
+	if h := w.handlers[rec.Name]; h != nil {
+		if len(rec.Args) > 0 {
+			if b, err := h.argsJSON(rec.Args); err == nil {
+				args = b
+			}
+		}
+		if len(rec.Value) > 0 && h.resultType != nil {
+			if b, err := h.resultJSON(rec.Value); err == nil {
+				result = b
+			}
+		}
+	} else {
+		args = declaredArgsJSON(rec.Name, rec.Args)
+	}
+	return historian.RowOf(route, rec, args, result)
+}
+
+// keepsEnded tells the queue to keep ends for the history.
+func keepsEnded(q *queue.Queue, store history.Store) {
+	q.KeepEnded(store != nil)
+}

@@ -1,0 +1,233 @@
+// Package historian moves the jobs that ended for good from Redis into the
+// task history: it reads the head of each kept route's ended list (package
+// queue, ended.go), writes those records to a history.Store as rows, and
+// only then drops them from Redis. A store that is down or slow leaves them
+// waiting in Redis, within a cap past which the oldest are dropped and
+// counted; a writer killed mid-batch leaves them to be written again, which
+// the store keeps once (rows are keyed by job id, life and attempt).
+//
+// It owns that loop and the retention sweep. It must not know task types
+// (the caller's Row turns a record into a row, args and result as JSON) or
+// which worker keeps which route (the caller's Routes says): one writer per
+// route at a time is the keeper's lock, not this package's.
+package historian
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+)
+
+// Defaults of Writer's fields.
+const (
+	DefaultBatch     = 1000
+	DefaultBacklog   = 1_000_000
+	DefaultRetention = 30 * 24 * time.Hour
+	DefaultInterval  = time.Second
+	maxBackoff       = 30 * time.Second
+	sweepEvery       = time.Hour
+)
+
+// Writer is one worker's history writer.
+type Writer struct {
+	Queue  *queue.Queue
+	Store  history.Store
+	Routes func() []string // the routes to move, each the worker keeps
+	// Row turns a record of route into its row (args and result as JSON).
+	Row func(route string, rec results.Record) history.Row
+	// Batch is the most records a write carries; Cap the most a route's
+	// ended list keeps (the oldest past it are dropped); Retention how long
+	// rows are kept; Interval how often an idle writer looks. Zero: the
+	// defaults above.
+	Batch     int
+	Cap       int64
+	Retention time.Duration
+	Interval  time.Duration
+	Logger    *slog.Logger
+	// Dropped is told of records dropped past the cap; Written of rows
+	// written; Backlog of how many records a route's list held at its last
+	// read (the batch read, or the list's length when the batch was full).
+	// Each may be nil.
+	Dropped func(route string, n int64)
+	Written func(route string, n int)
+	Backlog func(route string, n int64)
+}
+
+// Run moves records until ctx ends.
+func (w *Writer) Run(ctx context.Context) {
+	w.defaults()
+	backoff := time.Duration(0)
+	var swept time.Time
+	failing := false
+	for ctx.Err() == nil {
+		more, err := w.round(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if !failing {
+				w.Logger.Warn("bananas: the task history cannot be written; finished jobs wait in Redis", "err", err)
+			}
+			failing = true
+			backoff = min(max(2*backoff, w.Interval), maxBackoff)
+		case err == nil:
+			if failing {
+				w.Logger.Info("bananas: the task history is written again")
+			}
+			failing, backoff = false, 0
+		}
+		if !failing && time.Since(swept) >= sweepEvery {
+			swept = time.Now()
+			if err := w.Store.DropBefore(ctx, time.Now().Add(-w.Retention)); err != nil && ctx.Err() == nil {
+				w.Logger.Warn("bananas: the task history's old rows cannot be dropped", "err", err)
+			}
+		}
+		wait := w.Interval
+		switch {
+		case failing:
+			wait = backoff
+		case more:
+			continue // a full batch: more may wait
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (w *Writer) defaults() {
+	if w.Batch <= 0 {
+		w.Batch = DefaultBatch
+	}
+	if w.Cap <= 0 {
+		w.Cap = DefaultBacklog
+	}
+	if w.Retention <= 0 {
+		w.Retention = DefaultRetention
+	}
+	if w.Interval <= 0 {
+		w.Interval = DefaultInterval
+	}
+	if w.Logger == nil {
+		w.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// round moves one batch of every route; more reports that a batch was full.
+func (w *Writer) round(ctx context.Context) (more bool, err error) {
+	for _, r := range w.Routes() {
+		full, rerr := w.move(ctx, r)
+		if rerr != nil {
+			err = rerr
+			continue
+		}
+		more = more || full
+	}
+	return more, err
+}
+
+// move writes the head of route's ended list and drops what it wrote. A
+// full batch may mean a backlog past the cap: the list is shed to the cap
+// first (a list shorter than a batch and the cap is not past the cap, so an
+// idle route costs one read).
+func (w *Writer) move(ctx context.Context, route string) (full bool, err error) {
+	recs, err := w.Queue.Ended(ctx, route, w.Batch)
+	if err != nil {
+		return false, err
+	}
+	if len(recs) == w.Batch || int64(len(recs)) > w.Cap {
+		if err := w.shed(ctx, route); err != nil {
+			return false, err
+		}
+		if recs, err = w.Queue.Ended(ctx, route, w.Batch); err != nil {
+			return false, err
+		}
+	}
+	w.tellBacklog(ctx, route, len(recs))
+	if len(recs) == 0 {
+		return false, nil
+	}
+	rows := make([]history.Row, 0, len(recs))
+	for _, b := range recs {
+		rec, derr := results.Decode(b)
+		if derr != nil {
+			// Garbage, not a record a script wrote: dropped with the batch.
+			w.Logger.Warn("bananas: an entry of the ended list is not a job's record; dropped", "route", route, "err", derr)
+			continue
+		}
+		rows = append(rows, w.Row(route, rec))
+	}
+	if len(rows) > 0 {
+		if err := w.Store.Write(ctx, rows); err != nil {
+			return false, err
+		}
+	}
+	if _, err := w.Queue.Stored(ctx, route, recs); err != nil {
+		return false, err
+	}
+	if w.Written != nil {
+		w.Written(queue.ShardBase(route), len(rows))
+	}
+	return len(recs) == w.Batch, nil
+}
+
+// shed keeps route's ended list within the cap.
+func (w *Writer) shed(ctx context.Context, route string) error {
+	n, err := w.Queue.Shed(ctx, route, w.Cap)
+	if err != nil || n == 0 {
+		return err
+	}
+	w.Logger.Warn("bananas: the task history's backlog is full; the oldest finished jobs were dropped unwritten", "route", route, "dropped", n, "cap", w.Cap)
+	if w.Dropped != nil {
+		w.Dropped(queue.ShardBase(route), n)
+	}
+	return nil
+}
+
+// tellBacklog reports route's backlog: read, when the batch was not full,
+// else the list's length (one more read, only while a backlog drains).
+func (w *Writer) tellBacklog(ctx context.Context, route string, read int) {
+	if w.Backlog == nil {
+		return
+	}
+	n := int64(read)
+	if read == w.Batch {
+		if m, err := w.Queue.EndedBacklog(ctx, []string{route}); err == nil {
+			n = m[route]
+		}
+	}
+	w.Backlog(queue.ShardBase(route), n)
+}
+
+// RowOf is the row of rec, a record of route, with args and result as
+// given (JSON, or nil for null).
+func RowOf(route string, rec results.Record, args, result []byte) history.Row {
+	row := history.Row{
+		ID: rec.ID, Life: len(rec.Earlier), Attempt: rec.Attempts,
+		Task: rec.Name, Route: queue.ShardBase(route), Priority: rec.Priority,
+		Error: rec.Error, Worker: rec.Worker,
+		EnqueuedAt: fromMS(rec.CreatedAt), StartedAt: fromMS(rec.StartedAt), EndedAt: fromMS(rec.FinishedAt),
+		Args: args, Result: result,
+	}
+	switch {
+	case rec.OK:
+		row.Status = history.Completed
+	case rec.Canceled:
+		row.Status = history.Canceled
+	default:
+		row.Status = history.Failed
+	}
+	return row
+}
+
+func fromMS(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
