@@ -76,13 +76,10 @@ local bn_prios = { high = 1, normal = 2, low = 3 }
 local function bn_ended(ended, stats, record)
   if ended == stats then return end
   -- Garbage under the list's key (another type) must not stop the job's
-  -- end, which has written already: it is replaced, as bn_count replaces a
-  -- scrambled counter; it held no record (records only ever go to a list).
-  local r = redis.pcall('RPUSH', ended, record)
-  if type(r) == 'table' and r['err'] then
-    redis.call('DEL', ended)
-    redis.call('RPUSH', ended, record)
-  end
+  -- end: it is replaced, as bn_count replaces a scrambled counter; it held
+  -- no record (records only ever go to a list).
+  if not bn_type(ended, 'list') then redis.call('DEL', ended) end
+  redis.call('RPUSH', ended, record)
 end
 
 -- bn_end_canceled ends a job canceled, as every script that can end one does:

@@ -105,11 +105,17 @@ if #light > 0 then bn_sliced('HDEL', KEYS[4], light) end
 for first = 1, #heavy, 200 do
   redis.call('DEL', unpack(heavy, first, math.min(first + 199, #heavy)))
 end
+local kept = {}
 for _, i in ipairs(records) do
   local a = first_job + 5 * (i - 1)
   redis.call('SET', KEYS[6 + i], ARGV[a + 2], 'PX', ARGV[a + 3])
-  bn_ended(ended, KEYS[3], ARGV[a + 2])
   if not only_heard or heard[i] then redis.call('PUBLISH', channels[i], ARGV[a + 2]) end
+  if ended ~= KEYS[3] then kept[#kept + 1] = ARGV[a + 2] end
+end
+if #kept > 0 then
+  -- As bn_ended, for the whole call at once.
+  if not bn_type(ended, 'list') then redis.call('DEL', ended) end
+  bn_sliced('RPUSH', ended, kept)
 end
 for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end
 bn_count(KEYS[3], 'processed', #done)
