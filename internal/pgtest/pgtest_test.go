@@ -1,0 +1,64 @@
+package pgtest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestMain(m *testing.M) { Main(m) }
+
+func connect(t *testing.T, s *Server) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+func TestStart_AnswersOnAFreePortNot5432(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	if s.Port() == 5432 {
+		t.Fatal("a test server must never use port 5432")
+	}
+	var v string
+	if err := connect(t, s).QueryRow(context.Background(), "SELECT current_user").Scan(&v); err != nil || v != "postgres" {
+		t.Fatalf("current_user = %q, %v; want postgres", v, err)
+	}
+	//lint:ignore SA4000 each call may start a server: two calls must return the one shared server
+	if Shared(t) != Shared(t) {
+		t.Fatal("Shared returned two servers")
+	}
+}
+
+// A server stopped as by a crash refuses connections, and once resumed
+// serves on the same URL what it committed before the stop.
+func TestStopResume_KeepsCommittedRows(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close(ctx)
+	s.Stop()
+	if c, err := pgx.Connect(ctx, s.URL()); err == nil {
+		_ = c.Close(ctx)
+		t.Fatal("connected to a stopped server")
+	}
+	if err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	if err := connect(t, s).QueryRow(ctx, "SELECT v FROM t").Scan(&v); err != nil || v != "kept" {
+		t.Fatalf("after Resume: %q, %v; want kept", v, err)
+	}
+}
