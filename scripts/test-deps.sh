@@ -6,9 +6,9 @@
 # puts them (/usr/lib/postgresql/<version>/bin); the dashboard's tests drive a
 # headless Chromium (the Debian package chromium). On Debian/Ubuntu each is
 # installed when this runs as root or with passwordless sudo; otherwise this
-# stops at once with the command to run, instead of a wall of failing tests. BANANAS_NO_INSTALL=1 never
-# installs; BANANAS_SKIP_BROWSER=1 skips the browser tests and so needs no
-# Chromium.
+# stops at once with the command to run, instead of a wall of failing tests.
+# BANANAS_NO_INSTALL=1 never installs; BANANAS_SKIP_BROWSER=1 skips the
+# browser tests and so needs no Chromium.
 set -eu
 
 have() { command -v "$1" >/dev/null 2>&1; }
