@@ -1,5 +1,6 @@
 // Package pgtest starts real PostgreSQL servers for tests: a private server
-// per test (Start) and one shared per test binary (Shared, stopped by Main).
+// per test (Start) and one shared per test binary (Shared, stopped by Main),
+// on which tests isolate themselves by database (Database).
 // A server is a fresh cluster made by initdb in a temporary directory,
 // listening on a free loopback port (never 5432) with trust authentication
 // for the user postgres, fsync off, and dies with the test process. It owns

@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -60,5 +61,29 @@ func TestStopResume_KeepsCommittedRows(t *testing.T) {
 	var v string
 	if err := connect(t, s).QueryRow(ctx, "SELECT v FROM t").Scan(&v); err != nil || v != "kept" {
 		t.Fatalf("after Resume: %q, %v; want kept", v, err)
+	}
+}
+
+// Each call makes a database of its own, empty, on the one server.
+func TestDatabase_OneEmptyDatabasePerCall(t *testing.T) {
+	t.Parallel()
+	s := Shared(t)
+	a, b := s.Database(t), s.Database(t)
+	if a == b {
+		t.Fatal("two calls returned one database")
+	}
+	ctx := context.Background()
+	for _, url := range []string{a, b} {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var db string
+		var tables int
+		err = conn.QueryRow(ctx, "SELECT current_database(), (SELECT count(*) FROM pg_tables WHERE schemaname = 'public')").Scan(&db, &tables)
+		_ = conn.Close(ctx)
+		if err != nil || tables != 0 || !strings.Contains(url, "/"+db+"?") {
+			t.Fatalf("%s: database %q with %d tables, %v", url, db, tables, err)
+		}
 	}
 }
