@@ -2,10 +2,14 @@ package pgtest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -36,8 +40,8 @@ func TestStart_AnswersOnAFreePortNot5432(t *testing.T) {
 	}
 }
 
-// A server stopped as by a crash refuses connections, and once resumed
-// serves on the same URL what it committed before the stop.
+// A server stopped as by a crash answers no connection, old or new, and
+// once resumed serves on the same URL what it committed before the stop.
 func TestStopResume_KeepsCommittedRows(t *testing.T) {
 	t.Parallel()
 	s := Start(t)
@@ -49,8 +53,11 @@ func TestStopResume_KeepsCommittedRows(t *testing.T) {
 	if _, err := conn.Exec(ctx, "CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')"); err != nil {
 		t.Fatal(err)
 	}
-	_ = conn.Close(ctx)
+	defer conn.Close(ctx)
 	s.Stop()
+	if _, err := conn.Exec(ctx, "INSERT INTO t VALUES ('lost')"); err == nil {
+		t.Fatal("a connection made before Stop still answered after it")
+	}
 	if c, err := pgx.Connect(ctx, s.URL()); err == nil {
 		_ = c.Close(ctx)
 		t.Fatal("connected to a stopped server")
@@ -85,5 +92,31 @@ func TestDatabase_OneEmptyDatabasePerCall(t *testing.T) {
 		if err != nil || tables != 0 || !strings.Contains(url, "/"+db+"?") {
 			t.Fatalf("%s: database %q with %d tables, %v", url, db, tables, err)
 		}
+	}
+}
+
+// Close of a stopped server removes its System V shared memory segment,
+// which postgres removes itself only when it shuts down.
+func TestClose_AfterStopLeavesNoSharedMemory(t *testing.T) {
+	t.Parallel()
+	s, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(s.dir, "data", "postmaster.pid"))
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	f := strings.Fields(strings.Split(string(b), "\n")[6])
+	id, _ := strconv.Atoi(f[len(f)-1])
+	s.Stop()
+	s.Close()
+	var ds unix.SysvShmDesc
+	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err == nil {
+		t.Fatalf("shared memory segment %d still there after Close", id)
+	}
+	if _, err := os.Stat(s.dir); !os.IsNotExist(err) {
+		t.Fatalf("directory %s still there after Close: %v", s.dir, err)
 	}
 }

@@ -40,19 +40,21 @@ func (s *Server) URL() string {
 func (s *Server) Port() int { return s.port }
 
 // Close stops the server and removes its directory. Idempotent. It asks
-// for an immediate shutdown (SIGQUIT), in which postgres still removes its
-// System V shared memory segment, which a SIGKILL would leave behind; it
-// kills the server if it has not exited within 5 s.
+// for an immediate shutdown (SIGQUIT), in which postgres removes its System
+// V shared memory segment; a server that Stop killed, or that does not exit
+// within 5 s, is killed and its segment removed here.
 func (s *Server) Close() {
 	s.once.Do(func() {
 		select {
 		case <-s.exited:
+			s.removeShm()
 		default:
 			_ = s.cmd.Process.Signal(syscall.SIGQUIT)
 			select {
 			case <-s.exited:
 			case <-time.After(5 * time.Second):
 				s.Stop()
+				s.removeShm()
 			}
 		}
 		_ = os.RemoveAll(s.dir)
@@ -103,36 +105,25 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// Stop kills the server as a crash would (SIGKILL to postgres and every
-// backend: they share a process group) and waits until postgres has exited;
-// its port and directory stay for Resume. An outage, for tests of what
-// clients do while PostgreSQL is away. Not safe for concurrent use with
-// Close.
+// Stop kills the server as a crash would (SIGKILL to postgres and to each
+// of its backends) and waits until they have exited; its port and
+// directory stay for Resume. An outage, for tests of what clients do while
+// PostgreSQL is away: no connection made before Stop answers after it.
+// Not safe for concurrent use with Close.
 func (s *Server) Stop() {
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	killAll(s.cmd.Process.Pid)
 	<-s.exited
 }
 
 // Resume starts a stopped server again on the same port, in the same
 // directory, and waits until it answers. PostgreSQL recovers from its
 // write-ahead log first, so what it committed before Stop is there.
-//
-// A backend killed by Stop may not be gone yet (its exit is the kernel's
-// business, not its parent's), and postgres refuses to start while one
-// still holds the old shared memory; so Resume starts it again until it
-// stays up, within 10 s.
-func (s *Server) Resume() error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := s.run()
-		if err == nil || !errors.Is(err, errExitedAtStart) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond) // waiting for the old backends' exit, bounded by the deadline
-	}
-}
-
-var errExitedAtStart = errors.New("exited at start")
+func (s *Server) Resume() error { return s.run() }
 
 // start makes a cluster and starts postgres on a free port, retrying with
 // another port if the one picked was taken meanwhile.
@@ -212,7 +203,7 @@ func credential() (*syscall.Credential, error) {
 
 func (s *Server) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(s.bin, name), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: s.cred, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: s.cred}
 	cmd.Dir = s.dir
 	return cmd
 }
@@ -269,7 +260,7 @@ func (s *Server) waitReady(exited chan struct{}, logPath string) error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("pgtest: postgres on port %d %w:\n%s", s.port, errExitedAtStart, tail(logPath))
+			return fmt.Errorf("pgtest: postgres on port %d exited at start:\n%s", s.port, tail(logPath))
 		default:
 		}
 		if time.Now().After(deadline) {
