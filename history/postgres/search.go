@@ -47,20 +47,10 @@ func (s *Store) Job(ctx context.Context, id string) ([]history.Row, error) {
 // OR args @> '{"customer":{"id":42}}'). Next is the cursor of the page's
 // last row when more rows may follow.
 func (s *Store) Search(ctx context.Context, q history.Query) (history.Page, error) {
-	where, args, err := conditions(q)
+	sql, args, limit, err := searchSQL(q)
 	if err != nil {
 		return history.Page{}, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	limit = min(limit, MaxLimit)
-	sql := "SELECT " + columns + " FROM bananas_history"
-	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
-	}
-	sql += order + " LIMIT " + strconv.Itoa(limit+1)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return history.Page{}, fmt.Errorf("history/postgres: search: %w", err)
@@ -75,6 +65,25 @@ func (s *Store) Search(ctx context.Context, q history.Query) (history.Page, erro
 		page.Next = encodeCursor(page.Rows[limit-1])
 	}
 	return page, nil
+}
+
+// searchSQL is the query of q's page and its parameters; it reads one row
+// more than the page's limit, to tell whether another page follows.
+func searchSQL(q history.Query) (sql string, args []any, limit int, err error) {
+	where, args, err := conditions(q)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	limit = q.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	limit = min(limit, MaxLimit)
+	sql = "SELECT " + columns + " FROM bananas_history"
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
+	}
+	return sql + order + " LIMIT " + strconv.Itoa(limit+1), args, limit, nil
 }
 
 // conditions are q's WHERE conditions and their parameters.
@@ -123,8 +132,9 @@ func conditions(q history.Query) ([]string, []any, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		// ended_at <= ? repeats the row comparison's first column so that
-		// an index on (task, ended_at) and the others seeks to it too.
+		// ended_at <= ? repeats the row comparison's first column for the
+		// planner's partition pruning, which reads no row comparison: a
+		// later page opens no partition of a later day.
 		add("ended_at <= ? AND (ended_at, id, life, attempt) < (?, ?, ?, ?)", c.EndedAt, c.EndedAt, c.ID, c.Life, c.Attempt)
 	}
 	return where, args, nil
