@@ -40,6 +40,19 @@ func TestStart_AnswersOnAFreePortNot5432(t *testing.T) {
 	}
 }
 
+// On a machine without PostgreSQL, a test that needs it fails with the
+// command that installs it.
+func TestStart_WithoutPostgreSQLSaysHowToInstallIt(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	saved := debianInitdb
+	debianInitdb = filepath.Join(t.TempDir(), "*", "bin", "initdb")
+	t.Cleanup(func() { debianInitdb = saved })
+	_, err := start()
+	if err == nil || !strings.Contains(err.Error(), "apt-get install postgresql") {
+		t.Fatalf("start without PostgreSQL: %v; want the command that installs it", err)
+	}
+}
+
 // A server stopped as by a crash answers no connection, old or new, and
 // once resumed serves on the same URL what it committed before the stop.
 func TestStopResume_KeepsCommittedRows(t *testing.T) {

@@ -145,7 +145,6 @@ func start() (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	var last error
 	for range 5 {
 		if s.port, err = redistest.FreePort(); err != nil {
 			break
@@ -153,14 +152,13 @@ func start() (*Server, error) {
 		if err = s.run(); err == nil {
 			return s, nil
 		}
-		last = err
 	}
 	_ = os.RemoveAll(dir)
-	if err != nil && last == nil {
-		last = err
-	}
-	return nil, last
+	return nil, err
 }
+
+// debianInitdb is where Debian's package postgresql puts initdb, off PATH.
+var debianInitdb = "/usr/lib/postgresql/*/bin/initdb"
 
 // binDir finds initdb on PATH or, as Debian installs it, under
 // /usr/lib/postgresql/<version>/bin (the newest version).
@@ -170,7 +168,7 @@ func binDir() (string, error) {
 			return filepath.Dir(p), nil
 		}
 	}
-	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	found, _ := filepath.Glob(debianInitdb)
 	sort.Slice(found, func(i, j int) bool { return pgVersion(found[i]) > pgVersion(found[j]) })
 	if len(found) > 0 {
 		return filepath.Dir(found[0]), nil
@@ -217,6 +215,9 @@ func (s *Server) initdb() error {
 	}
 	out, err := s.command("initdb", "-D", filepath.Join(s.dir, "data"), "--auth=trust", "-U", "postgres",
 		"--no-sync", "--encoding=UTF8", "--locale=C").CombinedOutput()
+	if err != nil && s.cred != nil {
+		return fmt.Errorf("pgtest: initdb as the user postgres in %s (which it must be able to reach: set TMPDIR elsewhere if not): %w\n%s", s.dir, err, out)
+	}
 	if err != nil {
 		return fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
 	}
