@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,5 +144,18 @@ func TestRegistry_OpensPostgresURLsMigrated(t *testing.T) {
 			t.Fatal(err)
 		}
 		st.Close()
+	}
+}
+
+// A program that imports package history but not this one links no
+// PostgreSQL driver.
+func TestHistory_LinksNoPostgreSQLDriver(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "github.com/bananas-go/bananas/history").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "jackc") || strings.Contains(string(out), "history/postgres") {
+		t.Fatalf("package history depends on the driver or on this package:\n%s", out)
 	}
 }
