@@ -135,17 +135,18 @@ func TestWrite_SameBatchTwiceStoresEachRowOnce(t *testing.T) {
 	}
 }
 
-// Two writers of overlapping batches, in opposite orders, spanning days
-// whose partitions neither has made yet, store each row once.
+// Two writers of overlapping batches, in opposite orders, each larger
+// than one INSERT carries, spanning days whose partitions neither has made
+// yet, store each row once.
 func TestWrite_ConcurrentOverlappingBatchesStoreEachRowOnce(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Shared(t).Database(t)
 	s, other := openURL(t, url), openURL(t, url)
 	var all []history.Row
-	for i := range 1500 {
+	for i := range 2000 {
 		all = append(all, row(fmt.Sprintf("j%04d", i), base.Add(time.Duration(i)*time.Minute))) // two days
 	}
-	a := slices.Clone(all[:1000])
+	a := slices.Clone(all[:1500])
 	b := slices.Clone(all[500:])
 	slices.Reverse(b)
 	var wg sync.WaitGroup
@@ -160,7 +161,7 @@ func TestWrite_ConcurrentOverlappingBatchesStoreEachRowOnce(t *testing.T) {
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatalf("Write: %v, %v", errs[0], errs[1])
 	}
-	if n := count(t, s); n != 1500 {
-		t.Fatalf("%d rows stored; want 1500", n)
+	if n := count(t, s); n != 2000 {
+		t.Fatalf("%d rows stored; want 2000", n)
 	}
 }
