@@ -1,0 +1,126 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/history"
+	_ "github.com/bananas-go/bananas/history/postgres" // registers postgres:// for history.Open
+	"github.com/bananas-go/bananas/internal/pgtest"
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// lostReply is a store whose first write is committed but reported as
+// failed: what a worker killed between the commit and the drop from Redis
+// leaves behind. The batch is written again; the store keeps it once.
+type lostReply struct {
+	history.Store
+	lost atomic.Bool
+}
+
+func (s *lostReply) Write(ctx context.Context, rows []history.Row) error {
+	if err := s.Store.Write(ctx, rows); err != nil {
+		return err
+	}
+	if s.lost.CompareAndSwap(false, true) {
+		return errors.New("the reply of the commit was lost")
+	}
+	return nil
+}
+
+// countRows counts every row of the history by paging through it.
+func countRows(t *testing.T, store history.Store, q history.Query) (int, map[string]int) {
+	t.Helper()
+	seen := map[string]int{}
+	n := 0
+	q.Limit = 500
+	for {
+		page, err := store.Search(context.Background(), q)
+		if err != nil {
+			t.Fatalf("search: %v", err)
+		}
+		for _, r := range page.Rows {
+			seen[fmt.Sprintf("%s/%d/%d", r.ID, r.Life, r.Attempt)]++
+			n++
+		}
+		if page.Next == "" {
+			return n, seen
+		}
+		q.Cursor = page.Next
+	}
+}
+
+func TestHistory_PostgreSQLKeepsEveryEndOnceThroughAnOutageAndALostCommit(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	opened, err := history.Open(ctx, pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(opened.Close)
+	if err := opened.(history.Migrator).Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store := &lostReply{Store: opened}
+	c := connect(t, sharedRedisURL(t), runtime.WithHistory(store))
+	ok := runtime.NewTask[histArgs, histResult]("pg_ok", runtime.Route("pghist")).With(c)
+	bad := runtime.NewTask[histArgs, runtime.None]("pg_bad", runtime.Route("pghist"), runtime.MaxRetries(0)).With(c)
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"pghist"}, Concurrency: 16}))
+	runtime.Handle(w, ok, func(_ context.Context, a histArgs) (histResult, error) { return histResult{Double: 2 * a.N}, nil })
+	runtime.Handle(w, bad, func(context.Context, histArgs) (runtime.None, error) { return runtime.None{}, errors.New("refused") })
+	startWorker(t, w)
+	enqueue := func(from, to int) {
+		for i := from; i < to; i++ {
+			task := ok.Enqueue
+			if i%5 == 0 {
+				task = func(ctx context.Context, a histArgs, o ...runtime.Option) (string, error) { return bad.Enqueue(ctx, a, o...) }
+			}
+			if _, err := task(ctx, histArgs{N: i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// While PostgreSQL restarts, a search fails: -1.
+	total := func() int {
+		page, err := opened.Search(ctx, history.Query{Route: "pghist", Limit: 500})
+		if err != nil {
+			return -1
+		}
+		n := len(page.Rows)
+		if page.Next != "" {
+			n, _ = countRows(t, opened, history.Query{Route: "pghist"})
+		}
+		return n
+	}
+	ended := c.Namespace() + ":route:{pghist}:ended"
+	waiting := func() int64 { n, _ := c.Redis().LLen(ctx, ended).Result(); return n }
+	// The first write's commit is reported lost: its batch stays in Redis
+	// and is written again, stored once.
+	enqueue(0, 200)
+	waitFor(t, 30*time.Second, "200 rows in PostgreSQL and none waiting in Redis", func() bool { return total() == 200 && waiting() == 0 })
+
+	// PostgreSQL goes away: the ends wait in Redis, and reach it when it is back.
+	pg.Stop()
+	enqueue(200, 300)
+	waitFor(t, 30*time.Second, "100 ends waiting in Redis", func() bool { return waiting() == 100 })
+	if err := pg.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "300 rows after the outage, none waiting", func() bool { return total() == 300 && waiting() == 0 })
+	n, seen := countRows(t, opened, history.Query{Route: "pghist"})
+	for key, times := range seen {
+		if times != 1 {
+			t.Errorf("row %s stored %d times", key, times)
+		}
+	}
+	failed, _ := countRows(t, opened, history.Query{Route: "pghist", Status: history.Failed})
+	if n != 300 || failed != 60 || !store.lost.Load() {
+		t.Fatalf("rows = %d (failed %d), lost commit seen %v; want 300 (60), true", n, failed, store.lost.Load())
+	}
+}
