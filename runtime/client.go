@@ -43,6 +43,8 @@ type Client struct {
 	unservedAfter time.Duration // how long Await waits before it checks that a live worker takes the job's route
 
 	metrics *metrics.Set // what MetricsHandler serves: this client's enqueues, its workers' runs, the queues' depths
+
+	onceClaimTTL, onceMarkerTTL time.Duration // Once's; zero: OnceClaimTTL, OnceMarkerTTL (tests shorten them)
 }
 
 // defaultUnservedAfter is how long an Await or Call waits before it looks
