@@ -300,3 +300,24 @@ func TestOnce_RerunOfAKilledWorkersJobSkipsTheEffect(t *testing.T) {
 		t.Fatalf("job = %+v; want two attempts: the killed run and the rerun", info)
 	}
 }
+
+// On a Redis Cluster, keys with braces of their own work, and a waiting
+// caller hears the first one finish whichever node its key lives on.
+func TestOnce_OnACluster(t *testing.T) {
+	t.Parallel()
+	c := connect(t, redistest.SharedCluster(t).URL())
+	for _, key := range []string{"{a}", "b}{", "plain", "another"} {
+		finish, first := inFirstCall(t, c, key)
+		var n atomic.Int32
+		second := waitingSecond(t, c, key, counting(&n))
+		finish(nil)
+		if err := recv(t, first, 10*time.Second, "the first call"); err != nil {
+			t.Fatal(err)
+		}
+		// Within the claim's ttl (30 s): the announcement reached the waiter.
+		got := recv(t, second, 10*time.Second, "the second call")
+		if got[0] != false || got[1] != nil || n.Load() != 0 {
+			t.Fatalf("second Once of %q = %v, fn ran %d times; want not ran", key, got, n.Load())
+		}
+	}
+}
