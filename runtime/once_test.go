@@ -321,3 +321,54 @@ func TestOnce_OnACluster(t *testing.T) {
 		}
 	}
 }
+
+// A claim is renewed while fn runs: a second caller keeps waiting through
+// many of the claim's ttls, and finds the effect done at the end. (The ttl
+// is twice the embedded server's 250-ms expiry tick.)
+func TestOnce_ClaimIsRenewedWhileFnRuns(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		const ttl = 500 * time.Millisecond
+		runtime.SetOnceTTLs(c, ttl, time.Hour)
+		finish, first := inFirstCall(t, c, "long effect")
+		var n atomic.Int32
+		second := waitingSecond(t, c, "long effect", counting(&n))
+		began := time.Now()
+		waitFor(t, 10*time.Second, "four claim ttls to pass with the first caller still in fn", func() bool {
+			select {
+			case got := <-second:
+				t.Fatalf("the second caller returned %v after %s while the first still ran fn", got, time.Since(began))
+			default:
+			}
+			return time.Since(began) > 4*ttl
+		})
+		finish(nil)
+		if err := recv(t, first, 10*time.Second, "the first call"); err != nil {
+			t.Fatal(err)
+		}
+		if got := recv(t, second, 10*time.Second, "the second call"); got[0] != false || got[1] != nil || n.Load() != 0 {
+			t.Fatalf("second Once = %v, fn ran %d times; want not ran", got, n.Load())
+		}
+	})
+}
+
+// A caller whose claim was taken by another (it went unrenewed past its
+// ttl) has fn's context canceled with ErrOnceClaimLost.
+func TestOnce_ClaimTakenByAnotherCancelsFn(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		runtime.SetOnceTTLs(c, 150*time.Millisecond, time.Hour)
+		claim := runtime.QueueOf(c).OnceKeys("stolen").Claim
+		ran, err := c.Once(ctxT(t), "stolen", func(ctx context.Context) error {
+			if err := c.Redis().Set(ctx, claim, "another caller", time.Minute).Err(); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return context.Cause(ctx)
+		})
+		if !ran || !errors.Is(err, runtime.ErrOnceClaimLost) {
+			t.Fatalf("Once = %v, %v; want fn's context canceled with ErrOnceClaimLost", ran, err)
+		}
+		if got, _ := c.Redis().Get(ctxT(t), claim).Result(); got != "another caller" {
+			t.Fatalf("claim after the run = %q; want the other caller's left alone", got)
+		}
+	})
+}
