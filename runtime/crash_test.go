@@ -67,10 +67,6 @@ func TestCrash_KilledWorkerProcessJobIsRecovered(t *testing.T) {
 	}
 }
 
-// killWorkerMidJob starts a worker process on namespace ns of srv (env added
-// to its environment), waits for it to start the crashy job "payload", and
-// kills it with SIGKILL: the job stays leased by a worker that will never
-// renew or finish it.
 // aJobOfAKilledWorker enqueues a crashy job on a client of its own
 // namespace, and has a worker process take it and die mid-run with SIGKILL
 // (killWorkerMidJob): the job is left leased by nobody.
@@ -87,6 +83,10 @@ func aJobOfAKilledWorker(t *testing.T) (*runtime.Client, string) {
 	return c, id
 }
 
+// killWorkerMidJob starts a worker process on namespace ns of srv (env added
+// to its environment), waits for it to start the crashy job "payload", and
+// kills it with SIGKILL: the job stays leased by a worker that will never
+// renew or finish it.
 func killWorkerMidJob(t *testing.T, srv *redistest.Server, ns string, env ...string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
