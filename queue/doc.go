@@ -36,6 +36,8 @@
 //	<ns>:route-shards                       HASH    route -> its shard count, 1-256, once set; absent: 1 (shard.go)
 //	<ns>:workers                            ZSET    worker id -> last heartbeat (ms) (workers.go)
 //	<ns>:worker:<id>                        STRING  the worker's heartbeat state (the runtime's JSON), with its TTL
+//	<ns>:once:{<h>}:done                    STRING  runtime.Once: when the effect of key h was done (ms), kept 7 days (once.go)
+//	<ns>:once:{<h>}:claim                   STRING  runtime.Once: the token of the caller running the effect, with its TTL
 //
 // Pub/sub channels (keys.go names each):
 //
@@ -45,6 +47,10 @@
 //	<ns>:cancel:{<r>}      the id of a running job of the route whose cancellation was asked for
 //	<ns>:schedule          the run-at (ms) of a newly scheduled job (a sleeping promoter wakes earlier)
 //	<ns>:result:{<id>}     the result record of the job, as it finishes (Await, Call)
+//	<ns>:once:{<h>}        the effect of Once key h was done ("done") or its claim given up ("released")
+//
+// A Once key is the caller's and may hold any byte: h is its SHA-256, the
+// first 128 bits in hex, a hash tag of its own (OnceKeysOf).
 //
 // # Light jobs and job hashes
 //
@@ -82,7 +88,9 @@
 // scripts/*.lua hold one script per transition (enqueue and push, fetch,
 // claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge,
 // cron, and the admin actions pause, resume, remove — delete and cancel —,
-// canceled and cancels), each headed by its KEYS/ARGV/return contract; every
+// canceled and cancels; and, outside routes, keep, unlock and relock for
+// locks, once_claim, once_done and once_release for runtime.Once), each
+// headed by its KEYS/ARGV/return contract; every
 // state change is one of them. Every key a script touches is passed in KEYS —
 // where the ids are not known in advance (promote, reap, purge) the caller reads
 // them first and the script re-checks each one before it moves it. Every

@@ -46,6 +46,8 @@ type Client struct {
 	metrics *metrics.Set // what MetricsHandler serves: this client's enqueues, its workers' runs, the queues' depths
 
 	history history.Store // the task history (WithHistory), or nil
+
+	onceClaimTTL, onceMarkerTTL time.Duration // Once's; zero: OnceClaimTTL, OnceMarkerTTL (tests shorten them)
 }
 
 // defaultUnservedAfter is how long an Await or Call waits before it looks

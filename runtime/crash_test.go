@@ -19,7 +19,9 @@ var crashy = testtasks.Echo
 
 // runWorkerProcess is the body of the test binary when it is re-executed as a
 // separate worker process: it takes crashy jobs, says so on stdout, and hangs
-// until it is killed.
+// until it is killed. With BANANAS_TEST_WORKER_ONCE set, the handler first
+// does its job's effect through runtime.Once (onceEffect), and says so only
+// once that returned.
 func runWorkerProcess(url, ns string) {
 	ctx := context.Background()
 	c, err := runtime.Connect(ctx, url, runtime.WithNamespace(ns))
@@ -28,7 +30,14 @@ func runWorkerProcess(url, ns string) {
 		os.Exit(1)
 	}
 	w := runtime.NewWorker(c, runtime.WorkerOptions{Lease: 500 * time.Millisecond, Logger: quiet()})
+	withOnce := os.Getenv("BANANAS_TEST_WORKER_ONCE") != ""
 	runtime.Handle(w, crashy, func(ctx context.Context, m Msg) (Reply, error) {
+		if withOnce {
+			if ran, err := onceEffect(ctx, c); !ran || err != nil {
+				fmt.Println("once:", ran, err)
+				select {}
+			}
+		}
 		fmt.Println("started", m.Text)
 		select {}
 	})
@@ -58,9 +67,6 @@ func TestCrash_KilledWorkerProcessJobIsRecovered(t *testing.T) {
 	}
 }
 
-// killWorkerMidJob starts a worker process on namespace ns of srv, waits for
-// it to start the crashy job "payload", and kills it with SIGKILL: the job
-// stays leased by a worker that will never renew or finish it.
 // aJobOfAKilledWorker enqueues a crashy job on a client of its own
 // namespace, and has a worker process take it and die mid-run with SIGKILL
 // (killWorkerMidJob): the job is left leased by nobody.
@@ -77,10 +83,15 @@ func aJobOfAKilledWorker(t *testing.T) (*runtime.Client, string) {
 	return c, id
 }
 
-func killWorkerMidJob(t *testing.T, srv *redistest.Server, ns string) {
+// killWorkerMidJob starts a worker process on namespace ns of srv (env added
+// to its environment), waits for it to start the crashy job "payload", and
+// kills it with SIGKILL: the job stays leased by a worker that will never
+// renew or finish it.
+func killWorkerMidJob(t *testing.T, srv *redistest.Server, ns string, env ...string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "BANANAS_TEST_WORKER_URL="+srv.URL(), "BANANAS_TEST_WORKER_NS="+ns)
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

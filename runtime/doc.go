@@ -83,6 +83,15 @@
 // exactly once however many do; CronStatus reads last_run, next_run,
 // run_count and last_error.
 //
+// # Once
+//
+// Once (in a handler) and Client.Once run a side effect at most once per key
+// across a job's retries, the recovery of its lease and duplicate jobs: a
+// marker kept 7 days once fn succeeded makes later calls skip fn, and a
+// claim renewed while fn runs makes a concurrent caller wait for the first,
+// running fn itself only if the first failed or died. fn succeeding and its
+// process dying before the marker is written runs fn again: docs/ONCE.md.
+//
 // # Main and the command line
 //
 // Main turns an application's main into a worker, a scheduler and an

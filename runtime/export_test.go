@@ -17,3 +17,9 @@ func QueueOf(c *Client) *queue.Queue { return c.q }
 func WithLocalClock(now func() time.Time) ConnectOption {
 	return func(c *connectConfig) { c.localClock = now }
 }
+
+// SetOnceTTLs shortens the claim and marker TTLs of c's Once calls, for
+// tests of a dead holder's claim and of the marker's expiry.
+func SetOnceTTLs(c *Client, claim, marker time.Duration) {
+	c.onceClaimTTL, c.onceMarkerTTL = claim, marker
+}

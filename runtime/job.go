@@ -106,10 +106,23 @@ type Job struct {
 
 type jobKey struct{}
 
+// jobValue is what a handler's context holds under jobKey: its job
+// (CurrentJob) and the client of the worker running it (Once).
+type jobValue struct {
+	job Job
+	c   *Client
+}
+
 // CurrentJob returns the job whose handler received ctx.
 func CurrentJob(ctx context.Context) (Job, bool) {
-	j, ok := ctx.Value(jobKey{}).(Job)
-	return j, ok
+	v, ok := ctx.Value(jobKey{}).(jobValue)
+	return v.job, ok
+}
+
+// clientOf returns the client of the worker whose handler received ctx, or nil.
+func clientOf(ctx context.Context) *Client {
+	v, _ := ctx.Value(jobKey{}).(jobValue)
+	return v.c
 }
 
 // None stands for a missing argument or result type: a task declared

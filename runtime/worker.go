@@ -194,7 +194,7 @@ func (w *Worker) engineConfig(sinks []engine.JobEndSink) engine.Config {
 		RetryDelay:   w.retryDelay,
 		Exec:         w.exec,
 		JobKey:       jobKey{},
-		JobValue:     func(d *queue.Dispatch) any { return jobOf(d) },
+		JobValue:     func(d *queue.Dispatch) any { return jobValue{job: jobOf(d), c: w.c} },
 		State:        w.heartbeatState(),
 		ServedRoutes: w.servedRoutes,
 		Kept:         w.keptRoutes,
