@@ -56,20 +56,47 @@ func (r Report) String() string {
 // the harness makes due at once unless its task has a backoff= of its own,
 // or a job a handler enqueues — until none is left to run, and reports
 // what ran. Jobs delayed into the future and paused routes are left as
-// they are. It uses a worker of its own over every known route, stopped
-// before it returns: a job enqueued meanwhile to a route no job had when
-// Drain started is left for the next Drain. Past Options.DrainTimeout it
-// fails t, listing what is still waiting.
+// they are. It runs workers of its own over every known route, stopped
+// before it returns. Past Options.DrainTimeout it fails t, listing what is
+// still waiting.
 func (h *Harness) Drain(t TB) Report {
 	t.Helper()
 	ctx := context.Background()
-	routes, err := h.Inspector.KnownRoutes(ctx)
-	if err != nil {
-		t.Fatalf("bananastest: Drain: read the known routes: %v", err)
-		return Report{}
-	}
-	var mu sync.Mutex
+	deadline := time.Now().Add(h.opts.DrainTimeout)
 	var report Report
+	for {
+		routes, err := h.Inspector.KnownRoutes(ctx)
+		if err != nil {
+			t.Fatalf("bananastest: Drain: read the known routes: %v", err)
+			return report
+		}
+		if err := h.round(ctx, routes, &report, deadline); err != nil {
+			t.Fatalf("bananastest: Drain: %v\nran: %s", err, report)
+			return report
+		}
+		// The worker has stopped and told every end: what is read now
+		// moves only by the clock, and the report knows every retry.
+		left, err := h.leftToRun(ctx, routes, retried(report.Ends))
+		if err != nil {
+			t.Fatalf("bananastest: Drain: %v\nran: %s", err, report)
+			return report
+		}
+		if left == "" {
+			return report
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bananastest: Drain: jobs still to run after %s:\n%s\nran: %s", h.opts.DrainTimeout, left, report)
+			return report
+		}
+	}
+}
+
+// round runs one worker over routes until two readings in a row find
+// nothing left to run (a reading of the routes is not atomic, so one may
+// miss a job that moves while it reads), or the deadline; the worker has
+// stopped, and report has every end it recorded, when round returns.
+func (h *Harness) round(ctx context.Context, routes []string, report *Report, deadline time.Time) error {
+	var mu sync.Mutex
 	w := h.newWorker(routes, func(e runtime.JobEnd) {
 		mu.Lock()
 		report.add(e)
@@ -78,43 +105,55 @@ func (h *Harness) Drain(t TB) Report {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(runCtx) }()
-	left, waitErr := h.waitIdle(ctx, routes, done)
-	stop()
-	if runErr := <-done; runErr != nil {
-		t.Fatalf("bananastest: Drain: the worker stopped: %v", runErr)
-		return report
-	}
-	if waitErr != nil {
-		t.Fatalf("bananastest: Drain: %v; still to run:\n%s\nran: %s", waitErr, left, report)
-	}
-	return report
-}
-
-// waitIdle waits until nothing in routes is left to run: no job pending in
-// an unpaused route, running, or scheduled and due. It returns early when
-// the worker stopped (done holds its error for the caller); on a timeout or
-// a failure to read, it says what was left.
-func (h *Harness) waitIdle(ctx context.Context, routes []string, done chan error) (left string, err error) {
-	deadline := time.Now().Add(h.opts.DrainTimeout)
-	for {
-		left, err := h.leftToRun(ctx, routes)
-		if err != nil || left == "" {
-			return left, err
-		}
-		if time.Now().After(deadline) {
-			return left, fmt.Errorf("jobs still to run after %s", h.opts.DrainTimeout)
+	var waitErr error
+	for idle := 0; idle < 2 && waitErr == nil; {
+		mu.Lock()
+		ids := retried(report.Ends)
+		mu.Unlock()
+		left, err := h.leftToRun(ctx, routes, ids)
+		switch {
+		case err != nil:
+			waitErr = err
+		case left == "":
+			idle++
+		case time.Now().After(deadline):
+			idle = 2 // the caller reads what is left, and fails
+		default:
+			idle = 0
 		}
 		select {
 		case runErr := <-done:
-			done <- runErr
-			return left, nil
+			stop()
+			return fmt.Errorf("the worker stopped: %v", runErr)
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
+	stop()
+	if runErr := <-done; runErr != nil {
+		return fmt.Errorf("the worker stopped: %v", runErr)
+	}
+	return waitErr
 }
 
-// leftToRun describes what in routes is still to run, "" when nothing is.
-func (h *Harness) leftToRun(ctx context.Context, routes []string) (string, error) {
+// retryGrace is how far past the local clock a retry of this Drain's may be
+// scheduled and still count as due: the worker reckons a retry's time on
+// the Redis server's clock, which it estimates.
+const retryGrace = 100 * time.Millisecond
+
+// retried is the set of jobs whose last end in ends is a retry (or snooze):
+// they run again, and Drain waits for them once due.
+func retried(ends []runtime.JobEnd) map[string]bool {
+	ids := map[string]bool{}
+	for _, e := range ends {
+		ids[e.ID] = e.Status == runtime.StatusScheduled
+	}
+	return ids
+}
+
+// leftToRun describes what in routes is still to run, "" when nothing is:
+// jobs pending in an unpaused route, running, or scheduled and due (the
+// retries of ids within retryGrace).
+func (h *Harness) leftToRun(ctx context.Context, routes []string, ids map[string]bool) (string, error) {
 	infos, err := h.Inspector.Routes(ctx)
 	if err != nil {
 		return "", fmt.Errorf("read the routes: %w", err)
@@ -126,7 +165,7 @@ func (h *Harness) leftToRun(ctx context.Context, routes []string) (string, error
 		}
 		due := 0
 		if r.Scheduled > 0 {
-			if due, err = h.dueScheduled(ctx, r.Route); err != nil {
+			if due, err = h.dueScheduled(ctx, r.Route, ids); err != nil {
 				return "", err
 			}
 		}
@@ -138,8 +177,8 @@ func (h *Harness) leftToRun(ctx context.Context, routes []string) (string, error
 }
 
 // dueScheduled counts the scheduled jobs of route that are ready to run
-// now, which the worker's promoter is about to make pending.
-func (h *Harness) dueScheduled(ctx context.Context, route string) (int, error) {
+// now, which a worker's promoter makes pending.
+func (h *Harness) dueScheduled(ctx context.Context, route string, ids map[string]bool) (int, error) {
 	now := time.Now()
 	due := 0
 	q := runtime.JobQuery{Route: route, State: runtime.StatusScheduled, Limit: 500}
@@ -149,7 +188,11 @@ func (h *Harness) dueScheduled(ctx context.Context, route string) (int, error) {
 			return 0, fmt.Errorf("list the scheduled jobs of route %s: %w", route, err)
 		}
 		for _, j := range page.Jobs {
-			if !j.ScheduledAt.After(now) {
+			by := now
+			if ids[j.ID] {
+				by = now.Add(retryGrace)
+			}
+			if !j.ScheduledAt.After(by) {
 				due++
 			}
 		}
