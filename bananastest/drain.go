@@ -57,7 +57,9 @@ func (r Report) String() string {
 // or a job a handler enqueues — until none is left to run, and reports
 // what ran. Jobs delayed into the future and paused routes are left as
 // they are. It runs workers of its own over every known route, stopped
-// before it returns. Past Options.DrainTimeout it fails t, listing what is
+// before it returns; they run the registered cron entries as any worker
+// does, so a tick that falls within a Drain adds its job (a test of a cron
+// task enqueues one with h.Inspector.RunCron). Past Options.DrainTimeout it fails t, listing what is
 // still waiting.
 func (h *Harness) Drain(t TB) Report {
 	t.Helper()
