@@ -51,8 +51,6 @@ func run(f func(tb bananastest.TB)) *recorder {
 	return r
 }
 
-func (r *recorder) failed() bool { return r.fatal != "" || len(r.errors) > 0 }
-
 func enqueueEmail(t *testing.T, h *bananastest.Harness, a tasks.EmailArgs) string {
 	t.Helper()
 	id, err := tasks.SendEmail.With(h.Client).Enqueue(context.Background(), a)
@@ -246,5 +244,40 @@ func TestRequireDead_FailsListingDeadAndEnqueuedJobs(t *testing.T) {
 		if !strings.Contains(r.fatal, want) {
 			t.Errorf("the failure does not say %q:\n%s", want, r.fatal)
 		}
+	}
+}
+
+func TestDrain_FailsListingWhatIsStillToRunPastItsTimeout(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	stuck := bananas.NewTask[Step, bananas.None]("stuck", bananas.Route("slow"))
+	h := bananastest.NewWithOptions(t, bananastest.Options{
+		DrainTimeout: 200 * time.Millisecond,
+		Worker:       bananas.WorkerOptions{ShutdownTimeout: 20 * time.Millisecond},
+	}, func(w *bananas.Worker) {
+		bananas.Handle(w, stuck, func(ctx context.Context, _ Step) (bananas.None, error) {
+			<-release
+			return bananas.None{}, nil
+		})
+	})
+	if _, err := stuck.With(h.Client).Enqueue(context.Background(), Step{}); err != nil {
+		t.Fatal(err)
+	}
+	r := run(func(tb bananastest.TB) { h.Drain(tb) })
+	for _, want := range []string{"jobs still to run after 200ms", "route slow: 1 pending"} {
+		if !strings.Contains(r.fatal, want) {
+			t.Errorf("the failure does not say %q:\n%s", want, r.fatal)
+		}
+	}
+}
+
+func TestStart_RunsTheWorkerLiveForCallAndAwait(t *testing.T) {
+	h := bananastest.New(t, tasks.Register)
+	h.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := tasks.CountWords.With(h.Client).Call(ctx, tasks.Text{Body: "one two"})
+	if err != nil || n != 2 {
+		t.Fatalf("count_words = %d, %v; want 2", n, err)
 	}
 }
