@@ -13,7 +13,7 @@
 // asserts what is waiting with typed predicates over the args, runs it, and
 // reads what died:
 //
-//	id, _ := tasks.SendEmail.With(h.Client).Enqueue(ctx, tasks.EmailArgs{To: "ana"})
+//	_, err := tasks.SendEmail.With(h.Client).Enqueue(ctx, tasks.EmailArgs{To: "ana"})
 //	bananastest.RequireEnqueued(t, h.Client, tasks.SendEmail, func(a tasks.EmailArgs) bool { return a.To == "ana" })
 //	report := h.Drain(t)           // runs what is ready with the registered handlers
 //	dead := bananastest.RequireDead(t, h.Client, tasks.SendEmail, nil)

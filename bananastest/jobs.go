@@ -12,7 +12,9 @@ import (
 
 // Job is a job of a task whose args are A, as a listing found it.
 type Job[A any] struct {
-	ID       string
+	ID string
+	// Args are decoded from the JSON the Inspector renders them as (Info.Args),
+	// so a field that JSON leaves out (json:"-") is its zero value here.
 	Args     A
 	Status   runtime.Status // pending or scheduled when enqueued; failed when dead
 	Route    string
