@@ -79,7 +79,9 @@ func TestHistory_PostgreSQLKeepsEveryEndOnceThroughAnOutageAndALostCommit(t *tes
 		for i := from; i < to; i++ {
 			task := ok.Enqueue
 			if i%5 == 0 {
-				task = func(ctx context.Context, a histArgs, o ...runtime.Option) (string, error) { return bad.Enqueue(ctx, a, o...) }
+				task = func(ctx context.Context, a histArgs, o ...runtime.Option) (string, error) {
+					return bad.Enqueue(ctx, a, o...)
+				}
 			}
 			if _, err := task(ctx, histArgs{N: i}); err != nil {
 				t.Fatal(err)
