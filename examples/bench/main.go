@@ -75,6 +75,10 @@ func main() {
 		replicated(ctx, url, ns)
 		return
 	}
+	if *historyMode {
+		historyBench(ctx, url, ns)
+		return
+	}
 	c, err := runtime.Connect(ctx, url, runtime.WithNamespace(ns))
 	if err != nil {
 		log.Fatal(err)
