@@ -65,7 +65,12 @@ func (b *builder) operation(e Endpoint) (map[string]any, error) {
 		params = append(params, map[string]any{"name": p.Name, "in": "path", "required": true, "description": p.Desc, "schema": str()})
 	}
 	for _, p := range e.Query {
-		params = append(params, map[string]any{"name": p.Name, "in": "query", "description": p.Desc, "schema": paramSchema(p)})
+		param := map[string]any{"name": p.Name, "in": "query", "description": p.Desc, "schema": paramSchema(p)}
+		if p.Prefix {
+			param["name"] = strings.TrimRight(p.Name, ".")
+			param["style"], param["explode"] = "form", true
+		}
+		params = append(params, param)
 	}
 	if len(params) > 0 {
 		o["parameters"] = params
@@ -149,6 +154,13 @@ func paramSchema(p Param) map[string]any {
 		return map[string]any{"$ref": schemas + "Duration"}
 	case p.Kind == Integer:
 		return map[string]any{"type": "integer", "minimum": p.Min, "maximum": p.Max}
+	case p.Kind == DateTime:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case p.Prefix:
+		return map[string]any{"type": "object", "additionalProperties": str(),
+			"propertyNames": map[string]any{"pattern": "^" + regexp.QuoteMeta(p.Name) + "[^.]+(\\.[^.]+)*$"}}
+	case len(p.Enum) > 0 && p.NoDefault:
+		return map[string]any{"type": "string", "enum": anys(p.Enum)}
 	case len(p.Enum) > 0:
 		return map[string]any{"type": "string", "enum": anys(p.Enum), "default": p.Enum[0]}
 	}
