@@ -84,4 +84,3 @@ func TestHistory_AnswerIsThePageOfRows(t *testing.T) {
 		t.Fatalf("read back %+v, %v", back, err)
 	}
 }
-
