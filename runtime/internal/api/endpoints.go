@@ -54,7 +54,7 @@ var (
 		{Name: "until", Desc: "Only jobs that ended before this RFC 3339 time.", Kind: openapi.DateTime},
 		{Name: "q", Desc: "Only jobs whose id or error contains this text."},
 		{Name: "args.", Prefix: true,
-			Desc: "args.<field>=value: only jobs whose args hold value at field, compared as text; a dotted path reaches into nested objects (args.customer.id=42). Several are all required."},
+			Desc: "It also takes args.<field>=value query parameters: only jobs whose args hold value at field, compared as text; a dotted path reaches into nested objects (args.customer.id=42), and several must all hold."},
 		{Name: "cursor", Desc: "Where the previous page ended (its next cursor)."},
 		{Name: "limit", Desc: "At most this many rows (default 50).", Kind: openapi.Integer, Min: 1, Max: 500},
 	}

@@ -45,9 +45,10 @@ type Param struct {
 	Min, Max int
 	// Prefix: Name is a prefix such as "args.", and the endpoint takes any
 	// query parameter named by it and more ("args.customer.id"), each a
-	// text value. The document says so as an object parameter, exploded in
-	// form style (its keys are the parameters' names), whose keys must
-	// start with the prefix.
+	// text value. OpenAPI declares parameters by their names, so the
+	// document says this in the operation's description (Desc), and a
+	// strict validator of the document refuses such a parameter: the
+	// document is narrower than the server there.
 	Prefix bool
 }
 
