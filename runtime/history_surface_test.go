@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -313,5 +314,66 @@ func TestOpenAPI_HistoryAnswersFollowTheDocument(t *testing.T) {
 	none := newSpecRig(t, connect(t, "mem://"))
 	if e := none.answerConforms(http.StatusNotFound, "GET", "/api/v1/history", ""); !strings.Contains(fmt.Sprint(e["error"]), "HISTORY_URL") {
 		t.Errorf("without a history: 404 %v; want it to name HISTORY_URL", e)
+	}
+}
+
+// histmemStores are the stores of histmem:// URLs, by URL: a program run
+// in-process by RunCommand opens its HISTORY_URL through history.Open, as a
+// program that imports a store's package does.
+var histmemStores sync.Map
+
+func init() {
+	history.Register("histmem", func(_ context.Context, url string) (history.Store, error) {
+		s, ok := histmemStores.Load(url)
+		if !ok {
+			return nil, fmt.Errorf("no histmem store %s", url)
+		}
+		return s.(*searchStore), nil
+	})
+}
+
+// histmemURL is a HISTORY_URL that opens s.
+func histmemURL(t *testing.T, s *searchStore) string {
+	url := "histmem://" + strings.ReplaceAll(t.Name(), "/", "-")
+	histmemStores.Store(url, s)
+	t.Cleanup(func() { histmemStores.Delete(url) })
+	return url
+}
+
+func TestCLI_HistorySearchesAndMigratesTheStoreOfHISTORY_URL(t *testing.T) {
+	t.Parallel()
+	store := storeWith(t, historyRows(8, time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)))
+	a := newApp(t).with("HISTORY_URL", histmemURL(t, store))
+	out := a.ok("history", "--status", "failed", "--limit", "1")
+	want := "ENDED                 ID        TASK    ROUTE    STATUS  ATTEMPT  ERROR\n" +
+		"2026-11-26T11:58:00Z  hist-002  t_echo  default  failed  3        smtp: mailbox 2 full\n" +
+		"more: --cursor 1\n"
+	if out != want {
+		t.Fatalf("history printed\n%s\nwant\n%s", out, want)
+	}
+	var page runtime.HistoryPage
+	if err := json.Unmarshal([]byte(a.ok("history", "--arg", "N=7", "--json")), &page); err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != "hist-007" {
+		t.Fatalf("history --arg N=7 --json = %+v, %v; want hist-007", page, err)
+	}
+	store.mu.Lock()
+	before := store.migrations
+	store.mu.Unlock()
+	if out := a.ok("history", "migrate"); out != "the task history's schema is created and up to date\n" {
+		t.Fatalf("history migrate printed %q", out)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if store.migrations <= before {
+		t.Fatalf("history migrate ran no migration (%d, then %d)", before, store.migrations)
+	}
+}
+
+func TestCLI_HistoryWithoutHISTORY_URLIsAConfigurationError(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"history"}, {"history", "migrate"}} {
+		code, out, errOut := newApp(t).run(args...)
+		if code != runtime.ExitUsage || out != "" || !strings.Contains(errOut, "HISTORY_URL") {
+			t.Fatalf("%v without HISTORY_URL: exit %d, stdout %q, stderr %q; want exit 2 naming HISTORY_URL", args, code, out, errOut)
+		}
 	}
 }
