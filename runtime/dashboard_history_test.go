@@ -33,7 +33,7 @@ func TestDashboard_HistoryFiltersByStatusPagesAndOpensAJobGoneFromRedis(t *testi
 
 	run(t, ctx, "open the history from the header", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS(`nav a[href="/history"]`)),
 		chromedp.Click(chromedp.CSS(`nav a[href="/history"]`)), chromedp.WaitVisible(chromedp.CSS("#history")))
-	if got := ids(t, ctx); len(got) != 40 || got[0] != "hist-000" || got[39] != "hist-039" {
+	if got := historyTableIDs(t, ctx); len(got) != 40 || got[0] != "hist-000" || got[39] != "hist-039" {
 		t.Fatalf("the history lists %v; want the 40 rows newest end first", got)
 	}
 	shoot(t, ctx, "history")
@@ -44,39 +44,7 @@ func TestDashboard_HistoryFiltersByStatusPagesAndOpensAJobGoneFromRedis(t *testi
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.Contains(loc, "status=failed") || !strings.Contains(loc, "limit=5") {
 		t.Fatalf("the filter is at %q; want status=failed and limit=5 in the link", loc)
 	}
-	var seen []string
-	for page := 1; ; page++ {
-		got := ids(t, ctx)
-		statuses, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#history tbody [data-col=status]')].map(td => td.textContent.trim())`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range statuses {
-			if s != "failed" {
-				t.Fatalf("page %d of failed jobs shows a %s job: %v", page, s, got)
-			}
-		}
-		if len(got) > 5 {
-			t.Fatalf("page %d holds %d rows; want at most 5", page, len(got))
-		}
-		seen = append(seen, got...)
-		more, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector('#next')`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !more {
-			break
-		}
-		if len(seen) >= len(failed) {
-			t.Fatalf("after %v, a Next link; want the last page", seen)
-		}
-		// The next page opens on the next failed job, newest end first.
-		run(t, ctx, fmt.Sprintf("follow page %d's Next link to %s", page, failed[len(seen)]), chromedp.Click(chromedp.CSS("#next")),
-			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#history tbody tr:first-child a[href="/jobs/%s"]`, failed[len(seen)]))))
-		if page == 1 {
-			shoot(t, ctx, "history-page-2")
-		}
-	}
+	seen := followNextPages(t, ctx, failed)
 	if strings.Join(seen, " ") != strings.Join(failed, " ") {
 		t.Fatalf("the pages of failed jobs list %v; want %v", seen, failed)
 	}
@@ -101,8 +69,50 @@ func TestDashboard_HistoryFiltersByStatusPagesAndOpensAJobGoneFromRedis(t *testi
 	shoot(t, ctx, "job-from-history")
 }
 
-// ids are the job ids of the history table on the page, in order.
-func ids(t *testing.T, ctx context.Context) []string {
+// followNextPages reads the history table's pages of failed jobs, following
+// Next until the last page, and returns the ids in the order shown. Each
+// page must hold failed jobs only, five at most, and open on the next of
+// want.
+func followNextPages(t *testing.T, ctx context.Context, want []string) []string {
+	t.Helper()
+	var seen []string
+	for page := 1; ; page++ {
+		got := historyTableIDs(t, ctx)
+		statuses, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#history tbody [data-col=status]')].map(td => td.textContent.trim())`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range statuses {
+			if s != "failed" {
+				t.Fatalf("page %d of failed jobs shows a %s job: %v", page, s, got)
+			}
+		}
+		if len(got) > 5 {
+			t.Fatalf("page %d holds %d rows; want at most 5", page, len(got))
+		}
+		seen = append(seen, got...)
+		more, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector('#next')`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !more {
+			break
+		}
+		if len(seen) >= len(want) {
+			t.Fatalf("after %v, a Next link; want the last page", seen)
+		}
+		// The next page opens on the next failed job, newest end first.
+		run(t, ctx, fmt.Sprintf("follow page %d's Next link to %s", page, want[len(seen)]), chromedp.Click(chromedp.CSS("#next")),
+			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#history tbody tr:first-child a[href="/jobs/%s"]`, want[len(seen)]))))
+		if page == 1 {
+			shoot(t, ctx, "history-page-2")
+		}
+	}
+	return seen
+}
+
+// historyTableIDs are the job ids of the history table on the page, in order.
+func historyTableIDs(t *testing.T, ctx context.Context) []string {
 	t.Helper()
 	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#history tbody td.id a')].map(a => a.textContent.trim())`))
 	if err != nil {

@@ -118,3 +118,19 @@ func TestJobPage_AJobFromTheHistorySaysSoAndOffersNoAction(t *testing.T) {
 		}
 	}
 }
+
+func TestJobPage_ACompletedJobFromTheHistoryShowsItsResult(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	f := &fakeAdmin{jobs: map[string]*admin.Job{"j2": {
+		ID: "j2", Name: "count_words", Route: "default", Priority: queue.Low, Status: queue.StatusCompleted, Attempts: 1, FromHistory: true,
+		CreatedAt: t0, StartedAt: t0.Add(time.Second), FinishedAt: t0.Add(2 * time.Second),
+		Args: json.RawMessage(`{"Body":"a b c"}`), ResultJSON: json.RawMessage(`3`),
+	}}}
+	srv, c := server(t, f)
+	status, body := get(t, c, srv.URL+"/jobs/j2")
+	for _, want := range []string{`id="from-history"`, `<pre class="json" id="result">3</pre>`, `&#34;Body&#34;: &#34;a b c&#34;`, `<span>Completed</span>`} {
+		if status != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("GET /jobs/j2 = %d, lacking %s:\n%s", status, want, body)
+		}
+	}
+}
