@@ -64,7 +64,7 @@ func TestCLI_JobsSaysWhatItListsAndWhereCompletedJobsAre(t *testing.T) {
 		t.Fatalf("jobs with none pending:\n%s", out)
 	}
 	code, _, errOut := a.run("jobs", "--state", "completed")
-	for _, want := range []string{"result record", "job ID", "history is not yet available", "pending, scheduled, processing or failed"} {
+	for _, want := range []string{"result record", "job ID", "app history, GET /api/v1/history", "pending, scheduled, processing or failed"} {
 		if code != 2 || !strings.Contains(errOut, want) {
 			t.Fatalf("jobs --state completed = %d %q; want 2 saying %q", code, errOut, want)
 		}

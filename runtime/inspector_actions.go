@@ -35,7 +35,7 @@ func queueState(s Status) (string, error) {
 	case StatusCompleted, StatusCanceled:
 		return "", badQuery("state", "state %q: finished jobs are not listed; a completed or canceled job is kept as its result record "+
 			"for its result TTL (RESULT_TTL_SUCCESS, 1h by default; RESULT_TTL_FAILURE, 24h, for a canceled one) and shown by its id "+
-			"(job ID, GET /api/v1/jobs/{id}); a searchable task history is not yet available. Listed states: pending, scheduled, processing or failed", s)
+			"(job ID, GET /api/v1/jobs/{id}), and searched in the task history when the program keeps one (HISTORY_URL: app history, GET /api/v1/history). Listed states: pending, scheduled, processing or failed", s)
 	}
 	return "", badQuery("state", "state %q: use pending, scheduled, processing or failed", s)
 }

@@ -62,6 +62,15 @@ type Admin interface {
 	// Stats is the per-minute history of the last window (at most 24h).
 	Stats(ctx context.Context, window time.Duration) (Stats, error)
 
+	// History is one page of the task history, newest end first: the jobs
+	// Redis has let go, as the program's history store keeps them. A
+	// program that keeps none refuses with ErrNoHistory.
+	History(ctx context.Context, q HistoryQuery) (HistoryPage, error)
+	// MigrateHistory creates or migrates the history store's schema, and
+	// says whether the store has one to migrate (a store that keeps its
+	// own has nothing to do). ErrNoHistory without a history.
+	MigrateHistory(ctx context.Context) (migrated bool, err error)
+
 	// OpenAPI is the OpenAPI document of the HTTP API for the registered
 	// tasks; ArgsSchemas each task's args JSON Schema, by task name.
 	OpenAPI() ([]byte, error)

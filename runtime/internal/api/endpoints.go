@@ -44,6 +44,20 @@ var (
 		{Name: "order", Desc: "Oldest first (default) or newest first.", Enum: []string{"oldest", "newest"}},
 	}
 	deadListing = deadStates(listing)
+	// historyParams are what a search of the task history takes.
+	historyParams = []openapi.Param{
+		{Name: "task", Desc: "Only ends of jobs of this task (wire name)."},
+		{Name: "route", Desc: "Only ends of jobs of this route."},
+		{Name: "status", Desc: "Only jobs that ended so: completed, failed (dead-lettered) or canceled; any when absent.",
+			Enum: []string{"completed", "failed", "canceled"}, NoDefault: true},
+		{Name: "since", Desc: "Only jobs that ended at or after this RFC 3339 time.", Kind: openapi.DateTime},
+		{Name: "until", Desc: "Only jobs that ended before this RFC 3339 time.", Kind: openapi.DateTime},
+		{Name: "q", Desc: "Only jobs whose id or error contains this text."},
+		{Name: "args.", Prefix: true,
+			Desc: "It also takes args.<field>=value query parameters: only jobs whose args hold value at field, compared as text; a dotted path reaches into nested objects (args.customer.id=42), and several must all hold."},
+		{Name: "cursor", Desc: "Where the previous page ended (its next cursor)."},
+		{Name: "limit", Desc: "At most this many rows (default 50).", Kind: openapi.Integer, Min: 1, Max: 500},
+	}
 )
 
 // deadStates is the listing of the dead-letter queue: failed jobs only.
@@ -104,6 +118,13 @@ var endpoints = []endpoint{
 		Action: true, PathParams: []openapi.Param{jobID},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Deleted.", Type: deleted{}}, notFound, conflict}},
 		(*server).delete},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/history", ID: "searchHistory", Tag: "history",
+		Summary: "Search the task history: the jobs that ended for good (completed, failed, canceled), newest end first, kept after Redis lets them go (HISTORY_URL).",
+		Query:   historyParams,
+		// 404: the program keeps no task history (no HISTORY_URL).
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of the history, newest end first.", Type: admin.HistoryPage{}, Name: "HistoryPage",
+			Inner: map[string]string{"jobs": "HistoryRow"}}, badRequest, notFound}},
+		(*server).history},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/tasks", ID: "listTasks", Tag: "tasks", Summary: "The registered tasks, their defaults and args.",
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The tasks.", Type: admin.Task{}, List: true, Name: "Task",
 			Inner: map[string]string{"cron": "CronSpec"}}}},

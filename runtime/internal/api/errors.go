@@ -13,21 +13,35 @@ import (
 )
 
 // onlyParams refuses a query parameter the endpoint does not take, or one
-// given twice: a typo must not be silently ignored.
+// given twice: a typo must not be silently ignored. A known name ending in
+// a dot is a prefix ("args."): it takes every parameter named by it and more.
 func onlyParams(r *http.Request, known ...string) error {
 	for k, vs := range r.URL.Query() {
 		ok := false
 		for _, want := range known {
-			ok = ok || k == want
+			ok = ok || k == want || (strings.HasSuffix(want, ".") && strings.HasPrefix(k, want))
 		}
 		if !ok {
-			return BadRequest(k, "unknown query parameter %q (this endpoint takes: %s)", k, orNone(known))
+			return BadRequest(k, "unknown query parameter %q (this endpoint takes: %s)", k, orNone(namesOf(known)))
 		}
 		if len(vs) > 1 {
 			return BadRequest(k, "query parameter %q given %d times", k, len(vs))
 		}
 	}
 	return nil
+}
+
+// namesOf are the parameter names as people read them: a prefix as
+// "args.<field>".
+func namesOf(known []string) []string {
+	out := make([]string, len(known))
+	for i, k := range known {
+		out[i] = k
+		if strings.HasSuffix(k, ".") {
+			out[i] = k + "<field>"
+		}
+	}
+	return out
 }
 
 func orNone(xs []string) string {

@@ -29,6 +29,8 @@ type fakeAdmin struct {
 	older   time.Duration
 	window  time.Duration
 	shards  int
+	hquery  admin.HistoryQuery
+	hpage   admin.HistoryPage
 }
 
 var _ admin.Admin = (*fakeAdmin)(nil)
@@ -118,6 +120,11 @@ func (f *fakeAdmin) Workers(context.Context) ([]admin.Worker, error) { return ni
 func (f *fakeAdmin) Stats(_ context.Context, window time.Duration) (admin.Stats, error) {
 	f.window = window
 	return admin.Stats{Window: window}, f.err
+}
+
+func (f *fakeAdmin) History(_ context.Context, q admin.HistoryQuery) (admin.HistoryPage, error) {
+	f.hquery = q
+	return f.hpage, f.err
 }
 
 func (f *fakeAdmin) OpenAPI() ([]byte, error) { return []byte(`{"openapi":"3.1.0"}`), f.err }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bananas-go/bananas/runtime/admin"
@@ -233,6 +234,50 @@ func jobQuery(r *http.Request) (admin.JobQuery, error) {
 		q.Newest = true
 	default:
 		return q, BadRequest("order", "order %q: use oldest or newest", o)
+	}
+	return q, nil
+}
+
+// history serves GET /api/v1/history: a page of the task history.
+func (s *server) history(w http.ResponseWriter, r *http.Request) error {
+	q, err := historyQuery(r)
+	if err != nil {
+		return err
+	}
+	return answer(w, http.StatusOK)(s.a.History(r.Context(), q))
+}
+
+// historyQuery reads a search of the task history from r's query; the admin
+// layer checks what the values mean (the status, the limit's range).
+func historyQuery(r *http.Request) (admin.HistoryQuery, error) {
+	v := r.URL.Query()
+	q := admin.HistoryQuery{Task: v.Get("task"), Route: v.Get("route"), Status: admin.Status(v.Get("status")), Text: v.Get("q"), Cursor: v.Get("cursor")}
+	for _, f := range []struct {
+		name string
+		to   *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		if s := v.Get(f.name); s != "" {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return q, BadRequest(f.name, "%s %q: want an RFC 3339 time such as 2026-11-26T22:00:00Z", f.name, s)
+			}
+			*f.to = t
+		}
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 500 {
+			return q, BadRequest("limit", "limit %q: want a number from 1 to 500", s)
+		}
+		q.Limit = n
+	}
+	for k := range v {
+		if path, ok := strings.CutPrefix(k, "args."); ok {
+			if q.Args == nil {
+				q.Args = map[string]string{}
+			}
+			q.Args[path] = v.Get(k)
+		}
 	}
 	return q, nil
 }

@@ -34,6 +34,9 @@ var adminCommands = []adminCommand{
 	{"dlq", cmdDLQ, [][2]string{{"dlq list|replay|purge", "the dead-letter queue: list, replay ID, replay --all, purge [--yes]"}}},
 	{"cron", cmdCron, [][2]string{{"cron list", "cron entries and their state"}, {"cron run NAME", "enqueue one job of a cron entry now"}}},
 	{"workers", cmdWorkers, [][2]string{{"workers", "live workers, from their heartbeats"}}},
+	{"history", cmdHistory, [][2]string{
+		{"history", "search the task history of ended jobs [--task T --route R --status S --since T --until T --q TEXT --arg F=V]"},
+		{"history migrate", "create or migrate the task history's schema (HISTORY_URL)"}}},
 }
 
 // adminCommandNamed is the admin command called name.

@@ -214,8 +214,9 @@ func flagError(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
 	if m := badFlagValue.FindStringSubmatch(msg); m != nil {
 		why := m[3]
-		if f := fs.Lookup(m[2]); f != nil {
-			if _, ok := f.Value.(flag.Getter).Get().(time.Duration); ok {
+		// A flag of fs.Func is no Getter: its function says what it wants.
+		if g, ok := fs.Lookup(m[2]).Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
 				why = "not a duration, e.g. 30s, 5m or 1h"
 			}
 		}

@@ -36,6 +36,11 @@ type fakeAdmin struct {
 	cron    []admin.CronEntry
 	workers []admin.Worker
 	shards  int // Shards' answer, set by SetShards
+
+	history   admin.HistoryPage // History's answer
+	hqueries  []admin.HistoryQuery
+	migrated  bool // MigrateHistory's answer
+	migrateds int  // calls of MigrateHistory
 }
 
 func (f *fakeAdmin) Submit(_ context.Context, s admin.Submission) (string, string, error) {
@@ -112,6 +117,16 @@ func (f *fakeAdmin) Routes(context.Context) ([]admin.Route, error) {
 func (f *fakeAdmin) Cron(context.Context) ([]admin.CronEntry, error) { return f.cron, f.errs["Cron"] }
 func (f *fakeAdmin) Workers(context.Context) ([]admin.Worker, error) {
 	return f.workers, f.errs["Workers"]
+}
+
+func (f *fakeAdmin) History(_ context.Context, q admin.HistoryQuery) (admin.HistoryPage, error) {
+	f.hqueries = append(f.hqueries, q)
+	return f.history, f.errs["History"]
+}
+
+func (f *fakeAdmin) MigrateHistory(context.Context) (bool, error) {
+	f.migrateds++
+	return f.migrated, f.errs["MigrateHistory"]
 }
 
 // fakeApp is a program whose admin layer is a fakeAdmin.

@@ -60,6 +60,7 @@ func New(a admin.Admin, cfg Config) *Dashboard {
 		"GET /charts":    d.view(d.charts),
 		"GET /jobs":      d.view(d.jobs),
 		"GET /jobs/{id}": d.view(d.job),
+		"GET /history":   d.view(d.history),
 		"GET /cron":      d.view(d.cron),
 		"GET /workers":   d.view(d.workers),
 		"GET /tasks":     d.view(d.tasks),

@@ -1,6 +1,7 @@
 // Package dashboard is the web dashboard the API serves at GET /: server-rendered
-// pages of routes, per-minute charts, jobs, one job, cron entries, workers and
-// tasks (each with its args JSON Schema), with the actions an operator takes
+// pages of routes, per-minute charts, jobs, one job (from Redis, or from the
+// task history once Redis has let it go), the task history's search, cron
+// entries, workers and tasks (each with its args JSON Schema), with the actions an operator takes
 // on them (replay, delete, cancel, pause, resume, purge or replay every
 // failed job of a route's dead-letter queue, run a cron entry now), and the same replay, delete and cancel in bulk on the
 // jobs ticked on a page of the job list (at most MaxBulk at once; a job that

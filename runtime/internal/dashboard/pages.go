@@ -126,13 +126,18 @@ func (d *Dashboard) job(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// A job read from the history is gone from Redis: no action reaches it.
+	live := !j.FromHistory
 	data := jobData{
 		Job: j, Timeline: timeline(j), Args: indentJSON(j.Args), Result: indentJSON(j.ResultJSON),
-		CanReplay: j.Status == queue.StatusFailed,
-		CanDelete: j.Status == queue.StatusPending || j.Status == queue.StatusScheduled,
-		CanCancel: slices.Contains([]admin.Status{queue.StatusPending, queue.StatusScheduled, queue.StatusProcessing}, j.Status),
+		CanReplay: live && j.Status == queue.StatusFailed,
+		CanDelete: live && (j.Status == queue.StatusPending || j.Status == queue.StatusScheduled),
+		CanCancel: live && slices.Contains([]admin.Status{queue.StatusPending, queue.StatusScheduled, queue.StatusProcessing}, j.Status),
 		Back:      "/jobs/" + url.PathEscape(j.ID),
 		RouteLink: "/jobs?" + url.Values{"route": {j.Route}}.Encode(),
+	}
+	if j.FromHistory {
+		data.RouteLink = "/history?" + url.Values{"route": {j.Route}}.Encode()
 	}
 	data.ErrorText, data.Detail, _ = strings.Cut(j.Error, "\n")
 	p.Title, p.Nav, p.Data = "Job "+j.ID, "job", &data
@@ -162,6 +167,9 @@ func replayed(n int) int { return 4*n + 3 }
 // lease, its end. Runs are numbered across lives.
 func timeline(j *admin.Job) []event {
 	evs := []event{{What: "Created", At: j.CreatedAt}}
+	if j.FromHistory {
+		return historyTimeline(j, evs)
+	}
 	failed := failedRuns(j)
 	base := 0 // runs of the earlier lives
 	for _, l := range j.Earlier {
@@ -222,6 +230,19 @@ func timeline(j *admin.Job) []event {
 		return a.step - b.step
 	})
 	return evs
+}
+
+// historyTimeline is the timeline of a job read from the task history,
+// which keeps its creation, the start of the run that ended it and its end.
+func historyTimeline(j *admin.Job, evs []event) []event {
+	if !j.StartedAt.IsZero() {
+		evs = append(evs, event{What: fmt.Sprintf("Run %d started", max(j.Attempts, 1)), At: j.StartedAt})
+	}
+	what := map[admin.Status]string{queue.StatusCompleted: "Completed", queue.StatusCanceled: "Canceled"}[j.Status]
+	if what == "" {
+		what = "Failed for good"
+	}
+	return append(evs, event{What: what, At: j.FinishedAt, Bad: j.Status == queue.StatusFailed})
 }
 
 // failedRuns is how many of j's attempts failed: all of them, unless its

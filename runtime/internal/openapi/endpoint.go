@@ -37,10 +37,19 @@ func (e Endpoint) Pattern() string { return e.Method + " " + e.Path }
 type Param struct {
 	Name, Desc string
 	Kind       ParamKind
-	// Enum, when set, are the values it takes, the first being the default.
-	Enum []string
+	// Enum, when set, are the values it takes, the first being the default
+	// unless NoDefault: a filter whose absence means any value.
+	Enum      []string
+	NoDefault bool
 	// Min and Max bound an Integer.
 	Min, Max int
+	// Prefix: Name is a prefix such as "args.", and the endpoint takes any
+	// query parameter named by it and more ("args.customer.id"), each a
+	// text value. OpenAPI declares parameters by their names, so the
+	// document says this in the operation's description (Desc), and a
+	// strict validator of the document refuses such a parameter: the
+	// document is narrower than the server there.
+	Prefix bool
 }
 
 // ParamKind is the type of a parameter's value.
@@ -53,6 +62,8 @@ const (
 	Integer
 	// Duration is a Go duration (time.ParseDuration): "30s".
 	Duration
+	// DateTime is an RFC 3339 time: "2026-11-26T22:00:00Z".
+	DateTime
 )
 
 // Body is the request body of an endpoint.

@@ -756,3 +756,41 @@ func TestAnswerNamesAreComponentNames(t *testing.T) {
 		t.Error("lineItemJSON has its Go name too")
 	}
 }
+
+// A filter's enum has no default (its absence means any value), a time is a
+// date-time, and a family of parameters named by a prefix is said in the
+// operation's description, never declared as one parameter.
+func TestQueryParametersOfASearch(t *testing.T) {
+	raw, err := Document(nil, Options{Endpoints: []Endpoint{{Method: "GET", Path: "/s", ID: "s", Tag: "t", Summary: "Search.",
+		Query: []Param{
+			{Name: "status", Desc: "Status.", Enum: []string{"a", "b"}, NoDefault: true},
+			{Name: "since", Desc: "Since.", Kind: DateTime},
+			{Name: "args.", Desc: "It also takes args.<field>=value.", Prefix: true},
+		},
+		Responses: []Response{{Status: 200, Desc: "OK.", Type: struct{}{}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Description string `json:"description"`
+			Parameters  []struct {
+				Name   string         `json:"name"`
+				Schema map[string]any `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	op := doc.Paths["/s"]["get"]
+	if op.Description != "It also takes args.<field>=value." || len(op.Parameters) != 2 {
+		t.Fatalf("operation = %+v; want the prefix in its description and two parameters", op)
+	}
+	if s := op.Parameters[0].Schema; s["default"] != nil || len(s["enum"].([]any)) != 2 {
+		t.Errorf("status schema = %v; want its enum without a default", s)
+	}
+	if s := op.Parameters[1].Schema; s["type"] != "string" || s["format"] != "date-time" {
+		t.Errorf("since schema = %v; want a date-time string", s)
+	}
+}

@@ -65,6 +65,15 @@ func (b *builder) operation(e Endpoint) (map[string]any, error) {
 		params = append(params, map[string]any{"name": p.Name, "in": "path", "required": true, "description": p.Desc, "schema": str()})
 	}
 	for _, p := range e.Query {
+		if p.Prefix {
+			// OpenAPI names parameters one by one: a family of names is said
+			// in words (an object exploded in form style would take every
+			// pair of the query as its key, and validators then misread the
+			// other parameters).
+			desc, _ := o["description"].(string)
+			o["description"] = strings.TrimSpace(desc + " " + p.Desc)
+			continue
+		}
 		params = append(params, map[string]any{"name": p.Name, "in": "query", "description": p.Desc, "schema": paramSchema(p)})
 	}
 	if len(params) > 0 {
@@ -149,6 +158,10 @@ func paramSchema(p Param) map[string]any {
 		return map[string]any{"$ref": schemas + "Duration"}
 	case p.Kind == Integer:
 		return map[string]any{"type": "integer", "minimum": p.Min, "maximum": p.Max}
+	case p.Kind == DateTime:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case len(p.Enum) > 0 && p.NoDefault:
+		return map[string]any{"type": "string", "enum": anys(p.Enum)}
 	case len(p.Enum) > 0:
 		return map[string]any{"type": "string", "enum": anys(p.Enum), "default": p.Enum[0]}
 	}

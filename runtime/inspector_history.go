@@ -1,0 +1,107 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
+)
+
+// HistoryQuery selects a page of the task history (admin's word).
+type HistoryQuery = admin.HistoryQuery
+
+// HistoryPage is one page of the task history, newest end first.
+type HistoryPage = admin.HistoryPage
+
+// HistoryRow is one end of one job as the task history keeps it.
+type HistoryRow = admin.HistoryRow
+
+// ErrNoHistory matches the refusal of a history call in a program that
+// keeps no task history (no HISTORY_URL, no WithHistory).
+var ErrNoHistory = admin.ErrNoHistory
+
+// History is one page of the client's task history, newest end first. Every
+// field of q is checked before the store is asked: a bad value is a refusal
+// naming its field.
+func (in *Inspector) History(ctx context.Context, q HistoryQuery) (HistoryPage, error) {
+	store := in.c.History()
+	if store == nil {
+		return HistoryPage{}, ErrNoHistory
+	}
+	hq, err := historyQuery(q)
+	if err != nil {
+		return HistoryPage{}, err
+	}
+	page, err := store.Search(ctx, hq)
+	if err != nil {
+		return HistoryPage{}, fmt.Errorf("bananas: search the task history: %w", err)
+	}
+	return HistoryPage{Next: page.Next, Jobs: admin.Map(page.Rows, historyRowView)}, nil
+}
+
+// historyQuery is q in the store's words, or the refusal of its first bad
+// field.
+func historyQuery(q HistoryQuery) (history.Query, error) {
+	if q.Status != "" && !slices.Contains(admin.HistoryStatuses, q.Status) {
+		return history.Query{}, admin.InvalidValue("status", string(q.Status), "use completed, failed or canceled")
+	}
+	if q.Limit == 0 {
+		q.Limit = 50
+	}
+	if q.Limit < 1 || q.Limit > 500 {
+		return history.Query{}, badQuery("limit", "limit %d: want 1 to 500", q.Limit)
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
+		return history.Query{}, badQuery("until", "until %s is not after since %s: no job ends in between",
+			q.Until.UTC().Format(time.RFC3339), q.Since.UTC().Format(time.RFC3339))
+	}
+	for path := range q.Args {
+		if path == "" || slices.Contains(strings.Split(path, "."), "") {
+			return history.Query{}, badQuery("args."+path, "args.%s: want a field of the args, or a dotted path to one (args.customer.id)", path)
+		}
+	}
+	return history.Query{Task: q.Task, Route: q.Route, Status: history.Status(q.Status), Since: q.Since, Until: q.Until,
+		Text: q.Text, Args: q.Args, Cursor: q.Cursor, Limit: q.Limit}, nil
+}
+
+// historyRowView is the admin view of a history row.
+func historyRowView(r history.Row) HistoryRow {
+	status := queue.StatusFailed
+	switch r.Status {
+	case history.Completed:
+		status = queue.StatusCompleted
+	case history.Canceled:
+		status = queue.StatusCanceled
+	}
+	v := HistoryRow{ID: r.ID, Life: r.Life, Attempt: r.Attempt, Task: r.Task, Route: r.Route, Priority: Priority(r.Priority),
+		Status: status, Error: r.Error, EnqueuedAt: r.EnqueuedAt, StartedAt: r.StartedAt, EndedAt: r.EndedAt, Worker: r.Worker}
+	if isJSONValue(r.Args) {
+		v.Args = r.Args
+	}
+	if isJSONValue(r.Result) {
+		v.Result = r.Result
+	}
+	return v
+}
+
+// MigrateHistory creates or migrates the schema of the client's history
+// store (a history.Migrator), and says whether it had one to migrate.
+func (in *Inspector) MigrateHistory(ctx context.Context) (bool, error) {
+	store := in.c.History()
+	if store == nil {
+		return false, ErrNoHistory
+	}
+	m, ok := store.(history.Migrator)
+	if !ok {
+		return false, nil
+	}
+	if err := m.Migrate(ctx); err != nil {
+		return false, fmt.Errorf("bananas: migrate the task history's schema: %w", err)
+	}
+	return true, nil
+}
