@@ -42,8 +42,8 @@ func (s Status) Valid() bool { return s == Completed || s == Failed || s == Canc
 type Row struct {
 	ID string
 	// Life counts the job's replays before this end (0 for a job never
-	// replayed); Attempt is the run that ended it, 1-based. With ID they
-	// key the row.
+	// replayed); Attempt is the run that ended it, 1-based, or 0 for a job
+	// canceled before it ever ran. With ID they key the row.
 	Life, Attempt int
 	Task          string
 	Route         string
@@ -92,6 +92,10 @@ type Store interface {
 	DropBefore(ctx context.Context, t time.Time) error
 	Close()
 }
+
+// ErrBadCursor matches the error of a Search whose cursor is not one a
+// search of the same store returned.
+var ErrBadCursor = errors.New("history: the cursor is not one a search returned (pass a page's Next unchanged)")
 
 // ErrNoStore matches the error of Open for a URL whose scheme no imported
 // package registered.

@@ -12,6 +12,7 @@ import (
 	_ "github.com/bananas-go/bananas/history/postgres" // registers postgres:// for history.Open
 	"github.com/bananas-go/bananas/internal/pgtest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // lostReply is a store whose first write is committed but reported as
@@ -122,6 +123,9 @@ func TestHistory_PostgreSQLKeepsEveryEndOnceThroughAnOutageAndALostCommit(t *tes
 		}
 	}
 	failed, _ := countRows(t, opened, history.Query{Route: "pghist", Status: history.Failed})
+	if _, err := runtime.NewInspector(c).History(ctx, runtime.HistoryQuery{Cursor: "forged"}); !errors.Is(err, admin.ErrBadQuery) {
+		t.Errorf("a forged cursor: %v; want a refusal matching ErrBadQuery", err)
+	}
 	if n != 300 || failed != 60 || !store.lost.Load() {
 		t.Fatalf("rows = %d (failed %d), lost commit seen %v; want 300 (60), true", n, failed, store.lost.Load())
 	}

@@ -122,7 +122,7 @@ func TestHistory_EveryJobThatEndsForGoodReachesTheStore(t *testing.T) {
 				r.Route != "hist" || r.Attempt != 1 || r.Worker == "" || r.EndedAt.IsZero() || r.StartedAt.IsZero() || r.EnqueuedAt.IsZero() {
 				t.Errorf("completed row = %+v", r)
 			}
-			if r, _ := store.row(badID); r.Status != history.Failed || r.Error != "boom" || string(r.Args) != `{"N":1}` {
+			if r, _ := store.row(badID); r.Status != history.Failed || r.Error != "boom" || string(r.Args) != `{"N":1}` || r.StartedAt.IsZero() {
 				t.Errorf("dead row = %+v", r)
 			}
 			if r, _ := store.row(later); r.Status != history.Canceled || !r.StartedAt.IsZero() {

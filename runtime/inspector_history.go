@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,6 +39,9 @@ func (in *Inspector) History(ctx context.Context, q HistoryQuery) (HistoryPage, 
 		return HistoryPage{}, err
 	}
 	page, err := store.Search(ctx, hq)
+	if errors.Is(err, history.ErrBadCursor) {
+		return HistoryPage{}, badQuery("cursor", "cursor %q: pass a page's next unchanged", q.Cursor)
+	}
 	if err != nil {
 		return HistoryPage{}, fmt.Errorf("bananas: search the task history: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -191,7 +190,7 @@ func encodeCursor(r history.Row) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-var errCursor = errors.New("history/postgres: the cursor is not one a search returned (pass a page's Next unchanged)")
+var errCursor = fmt.Errorf("history/postgres: %w", history.ErrBadCursor)
 
 func decodeCursor(s string) (cursor, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)

@@ -32,6 +32,7 @@ func recordOf(d *queue.Dispatch) results.Record {
 func failureRecord(d *queue.Dispatch, msg string, now time.Time) results.Record {
 	rec := jobRecord(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
 	rec.Error, rec.Attempts, rec.FinishedAt = msg, d.Attempts+1, now.UnixMilli()
+	rec.StartedAt = unixMS(d.StartedAt()) // the failed run's: the history shows when it started
 	rec.FailedAt, rec.Earlier = append(failedAtMS(d.FailedAt), now.UnixMilli()), d.Earlier
 	if n := len(rec.FailedAt); n > queue.FailuresKept {
 		rec.FailedAt = rec.FailedAt[n-queue.FailuresKept:]
