@@ -115,8 +115,10 @@ end
 -- first (it is the likeliest alive and warm); an entry past its time is
 -- dropped with every older one. Returns how many were woken. Like bn_count
 -- it never raises: the set is a hint, and an idle key of another type
--- (garbage) is dropped, leaving the workers to their safety poll.
-local function bn_wake(idle, n, now)
+-- (garbage) is dropped, leaving the workers to their safety poll. The
+-- message is '1', or msg when given (wake.lua's hand-on says so: workers
+-- ignore it, and a count of wake-ups can tell a push's from a hand-on's).
+local function bn_wake(idle, n, now, msg)
   if n < 1 then return 0 end
   local popped = redis.pcall('ZPOPMAX', idle, n)
   if popped['err'] then
@@ -129,7 +131,7 @@ local function bn_wake(idle, n, now)
       redis.call('ZREMRANGEBYSCORE', idle, '-inf', now)
       break
     end
-    redis.call('PUBLISH', popped[i], '1')
+    redis.call('PUBLISH', popped[i], msg or '1')
     woke = woke + 1
   end
   return woke

@@ -9,8 +9,9 @@
 -- KEYS[1]  ZSET  route:{r}:idle
 -- ARGV[1]  n, the most workers to wake (>= 1)
 -- ARGV[2]  now (unix ms): entries past their time are not woken
+-- Publishes 'handed-on' (a push publishes '1'; workers read neither).
 -- Returns: how many workers were woken.
 local n = bn_num(ARGV[1], 'count')
 local now = bn_num(ARGV[2], 'now')
 if n < 1 then error('bananas: count must be >= 1') end
-return bn_wake(KEYS[1], n, now)
+return bn_wake(KEYS[1], n, now, 'handed-on')
