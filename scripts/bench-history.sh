@@ -6,7 +6,7 @@
 # `go run ./examples/bench -history` against them; stops both.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bindir=$(dirname "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")
+bindir=$(dirname "$(readlink -f "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")")
 [ -x "$bindir/initdb" ] || { echo "bench-history: no initdb; install PostgreSQL (Debian: apt-get install postgresql)" >&2; exit 2; }
 dir=$(mktemp -d)
 chmod 755 "$dir"

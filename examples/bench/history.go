@@ -46,14 +46,17 @@ func historyBench(ctx context.Context, url, ns string) {
 	off, on := connectBench(ctx, url, ns+"off", nil), connectBench(ctx, url, ns+"on", lagged)
 	defer off.Close()
 	defer on.Close()
-	var offRates, onRates []float64
+	var offRates, onRates, storedRates []float64
 	for range 3 {
-		offRates = append(offRates, drainOnce(ctx, off, *n))
-		onRates = append(onRates, drainOnce(ctx, on, *n))
+		r, _ := drainOnce(ctx, off, *n)
+		offRates = append(offRates, r)
+		r, stored := drainOnce(ctx, on, *n)
+		onRates, storedRates = append(onRates, r), append(storedRates, stored)
 	}
 	report("history_off_drain_jobs_per_s", median(offRates))
 	report("history_on_drain_jobs_per_s", median(onRates))
 	report("history_on_vs_off", median(onRates)/median(offRates))
+	report("history_on_stored_jobs_per_s", median(storedRates))
 	historyLag(ctx, on, lagged)
 	historySearches(ctx, store)
 }
@@ -71,8 +74,10 @@ func connectBench(ctx context.Context, url, ns string, store history.Store) *run
 }
 
 // drainOnce enqueues jobs no-op jobs on c, runs a worker until every one has
-// run, and returns the jobs per second of that drain.
-func drainOnce(ctx context.Context, c *runtime.Client, jobs int) float64 {
+// run, and returns the jobs per second of that drain; with a history, it
+// keeps the worker until every end is stored, and returns the jobs per
+// second from the start to then too (stored; else 0).
+func drainOnce(ctx context.Context, c *runtime.Client, jobs int) (drained, stored float64) {
 	batchOf := make([]tasks.Payload, *batch)
 	for i := 0; i < jobs; i += len(batchOf) {
 		if _, err := tasks.Noop.With(c).EnqueueMany(ctx, batchOf[:min(len(batchOf), jobs-i)]); err != nil {
@@ -89,10 +94,15 @@ func drainOnce(ctx context.Context, c *runtime.Client, jobs int) float64 {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(wctx) }()
 	<-obs.finished
-	rate := float64(jobs) / time.Since(start).Seconds()
+	drained = float64(jobs) / time.Since(start).Seconds()
+	if c.History() != nil {
+		ended := c.Namespace() + ":route:{default}:ended"
+		waitFor(func() bool { l, err := c.Redis().LLen(ctx, ended).Result(); return err == nil && l == 0 }, 5*time.Minute)
+		stored = float64(jobs) / time.Since(start).Seconds()
+	}
 	stop()
 	<-done
-	return rate
+	return drained, stored
 }
 
 // lagStore records, for every row it writes, how long after the job's end
