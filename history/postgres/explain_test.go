@@ -64,15 +64,17 @@ func explain(t *testing.T, s *Store, sql string, args ...any) string {
 
 var seqScanOfRows = regexp.MustCompile(`Seq Scan on (\S+) .*rows=[1-9]|Seq Scan on (\S+) [^\n]*\n\s+Filter[^\n]*\n\s+Rows Removed`)
 
-// Over 100,000 rows of a week, every search but one for text reads its
-// page through an index: no sequential scan reads a row. Run with -explain
+// Over 100,000 rows of a week, every search reads its page through an
+// index (text through pg_trgm's): no sequential scan reads a row. Run with -explain
 // (-v to see the plans).
-func TestSearchPlans_EverySearchButTextReadsAnIndex(t *testing.T) {
+func TestSearchPlans_EverySearchReadsAnIndex(t *testing.T) {
 	if !*explainFlag {
 		t.Skip("fills a table with 100,000 rows: run with -explain")
 	}
 	s := newStore(t)
-	end := day(time.Now()).Add(-time.Hour)
+	// Seven whole days: a partition holding a sliver of a day is read
+	// whole, rightly, and would pass for a sequential scan of the table.
+	end := day(time.Now())
 	fill(t, s, 100_000, 7, end)
 	first, err := s.Search(context.Background(), history.Query{Task: "task.t03"})
 	if err != nil {
@@ -92,7 +94,7 @@ func TestSearchPlans_EverySearchButTextReadsAnIndex(t *testing.T) {
 		{"args customer.id (a string)", history.Query{Args: map[string]string{"customer.id": "c-42"}}, true},
 		{"args n (a number, 1% of rows)", history.Query{Args: map[string]string{"n": "42"}}, true},
 		{"text in the error, frequent", history.Query{Text: "no such user"}, true},
-		{"text in the id, one row", history.Query{Text: "01J0004242"}, false},
+		{"text in the id, one row", history.Query{Text: "01J0004242"}, true},
 	} {
 		sql, args, _, err := searchSQL(tc.q)
 		if err != nil {

@@ -41,7 +41,20 @@ var migrations = []string{
 	CREATE INDEX bananas_history_status ON bananas_history (status, ended_at DESC);
 	CREATE INDEX bananas_history_ended ON bananas_history (ended_at DESC, id DESC, life DESC, attempt DESC);
 	CREATE INDEX bananas_history_args ON bananas_history USING gin (args jsonb_path_ops);`,
+	// Text in the id or the error (ILIKE '%text%') through trigram indexes;
+	// see trigrams: without the pg_trgm extension the version is recorded
+	// and such searches read every row in range.
+	trigramsMigration,
 }
+
+// trigramsMigration is version 2. pg_trgm ships with PostgreSQL (contrib)
+// and is a trusted extension, which a database's owner may create; where it
+// cannot be created (a role without that right, a server without contrib)
+// the version goes without it: searching text still works, by reading the
+// rows.
+const trigramsMigration = `CREATE EXTENSION IF NOT EXISTS pg_trgm;
+	CREATE INDEX bananas_history_error_trgm ON bananas_history USING gin (error gin_trgm_ops);
+	CREATE INDEX bananas_history_id_trgm ON bananas_history USING gin (id gin_trgm_ops);`
 
 // Migrate brings the schema to the newest version, in one transaction, and
 // makes the partitions of today and tomorrow (UTC). It is idempotent, and
@@ -65,7 +78,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return fmt.Errorf("the schema is at version %d, newer than this program's %d: upgrade the program", have, len(migrations))
 		}
 		for v := have + 1; v <= len(migrations); v++ {
-			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+			if err := apply(ctx, tx, migrations[v-1]); err != nil {
 				return fmt.Errorf("version %d: %w", v, err)
 			}
 			if _, err := tx.Exec(ctx, "INSERT INTO bananas_history_versions (version) VALUES ($1)", v); err != nil {
@@ -79,6 +92,24 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("history/postgres: migrate: %w", err)
 	}
 	return nil
+}
+
+// apply runs one version's statements; the trigram version runs in a
+// savepoint, and a failure to create pg_trgm leaves it out (see
+// trigramsMigration).
+func apply(ctx context.Context, tx pgx.Tx, sql string) error {
+	if sql != trigramsMigration {
+		_, err := tx.Exec(ctx, sql)
+		return err
+	}
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := sp.Exec(ctx, sql); err != nil {
+		return sp.Rollback(ctx)
+	}
+	return sp.Commit(ctx)
 }
 
 // ensurePartitions makes the partitions of days that do not exist yet.

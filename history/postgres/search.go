@@ -82,6 +82,16 @@ func searchSQL(q history.Query) (sql string, args []any, limit int, err error) {
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
+	if q.Text != "" || len(q.Args) > 0 {
+		// Text and args values are what a search is narrowed by, and are
+		// mostly rare: the rows they match are found through their own
+		// indexes (trigram, GIN) first and then ordered. Left to itself the
+		// planner walks the end-time index in the page's order, filtering
+		// as it goes, and reads every row in range when few match (1M
+		// rows: 0.5 s against 3-8 ms). The cost moves to values that match
+		// many rows: all of them are read before the page is cut.
+		sql = "WITH matched AS MATERIALIZED (" + sql + ") SELECT " + columns + " FROM matched"
+	}
 	return sql + order + " LIMIT " + strconv.Itoa(limit+1), args, limit, nil
 }
 
