@@ -156,3 +156,19 @@ func TestEnded_GarbageUnderTheListDoesNotStopAnAck(t *testing.T) {
 		}
 	})
 }
+
+func TestDepths_CountTheEndedListAndReadGarbageThereAsNone(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.Client().RPush(ctx, q.Keys("r").Ended(), "a", "b").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Client().Set(ctx, q.Keys("s").Ended(), "garbage", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := q.Depths(ctx, []string{"r", "s"})
+		if err != nil || ds[0].Ended != 2 || ds[1].Ended != 0 {
+			t.Fatalf("depths = %+v, %v; want 2 ended on r, none on s", ds, err)
+		}
+	})
+}

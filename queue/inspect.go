@@ -197,6 +197,9 @@ type Depth struct {
 	// created; zero when none waits.
 	OldestPending time.Time
 	Paused        bool // the route is paused (Keys.Paused)
+	// Ended is how many ended jobs wait in the route's ended list to be
+	// written to the task history (0 when none is kept).
+	Ended int64
 }
 
 // Depths counts the jobs of each route in one pipelined round trip, and one
@@ -206,6 +209,7 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 	pipe := q.rdb.Pipeline()
 	type cmds struct {
 		h, n, l, s, a, d, paused *redis.IntCmd
+		ended                    *redis.IntCmd
 		heads                    [3]*redis.StringCmd
 	}
 	cs := make([]cmds, len(routes))
@@ -215,14 +219,21 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 			h: pipe.LLen(ctx, k.List(High)), n: pipe.LLen(ctx, k.List(Normal)), l: pipe.LLen(ctx, k.List(Low)),
 			s: pipe.ZCard(ctx, k.Scheduled()), a: pipe.HLen(ctx, k.Leases()), d: pipe.ZCard(ctx, k.Dead()),
 			paused: pipe.Exists(ctx, k.Paused()),
+			ended:  pipe.LLen(ctx, k.Ended()),
 		}
 		for j, p := range Priorities {
 			cs[i].heads[j] = pipe.LIndex(ctx, k.List(p), 0)
 		}
 	}
 	done, _ := pipe.Exec(ctx)
+	endedCmds := make(map[redis.Cmder]bool, len(cs))
+	for _, c := range cs {
+		endedCmds[c.ended] = true
+	}
 	for _, c := range done {
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) { // Nil: an empty list's head
+		// Nil: an empty list's head. Garbage under an ended list is
+		// replaced by the next end (bn_ended): it reads as none.
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) && !(endedCmds[c] && isWrongType(err)) {
 			return nil, fmt.Errorf("read queue depths: %w", err)
 		}
 	}
@@ -235,7 +246,7 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 	var pipe2 redis.Pipeliner
 	for i, c := range cs {
 		out[i] = Depth{Route: routes[i], High: c.h.Val(), Normal: c.n.Val(), Low: c.l.Val(),
-			Scheduled: c.s.Val(), Active: c.a.Val(), Dead: c.d.Val(), Paused: c.paused.Val() > 0}
+			Scheduled: c.s.Val(), Active: c.a.Val(), Dead: c.d.Val(), Paused: c.paused.Val() > 0, Ended: c.ended.Val()}
 		for _, head := range c.heads {
 			id := head.Val()
 			if id == "" {

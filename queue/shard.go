@@ -457,6 +457,7 @@ func MergeShards(ds []Depth) []Depth {
 		m.High, m.Normal, m.Low = m.High+d.High, m.Normal+d.Normal, m.Low+d.Low
 		m.Scheduled, m.Active, m.Dead = m.Scheduled+d.Scheduled, m.Active+d.Active, m.Dead+d.Dead
 		m.Paused = m.Paused || d.Paused
+		m.Ended += d.Ended
 		if !d.OldestPending.IsZero() && (m.OldestPending.IsZero() || d.OldestPending.Before(m.OldestPending)) {
 			m.OldestPending = d.OldestPending
 		}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -172,6 +175,23 @@ func TestHistory_AStoreDownKeepsFinishedJobsInRedisUntilItReturns(t *testing.T) 
 	})
 	if store.count() != 0 {
 		t.Fatalf("rows = %d while the store is down", store.count())
+	}
+	// The backlog shows: the route's view, its JSON, the dashboard.
+	srv := httptest.NewServer(runtime.APIHandler(w.Inspector(), runtime.APIOptions{}))
+	defer srv.Close()
+	for _, page := range []struct{ path, want string }{
+		{"/api/v1/queues", `"history_backlog":50`},
+		{"/", "50 not yet in history"},
+	} {
+		resp, err := http.Get(srv.URL + page.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), page.want) {
+			t.Errorf("GET %s: %d, no %q in %.300s", page.path, resp.StatusCode, page.want, body)
+		}
 	}
 	store.setDown(false)
 	waitFor(t, 40*time.Second, "every finished job written once the store is back", func() bool { return store.count() == n })

@@ -17,6 +17,9 @@ type Route struct {
 	OldestPending     time.Time // created time of the oldest pending job; zero when none
 	OldestPendingAge  time.Duration
 	Workers           int // live workers (from heartbeats) that take the route
+	// HistoryBacklog is how many ended jobs wait in Redis to be written to
+	// the task history: 0 when none is kept, or when it keeps up.
+	HistoryBacklog int64
 }
 
 // Pending is the route's ready jobs of every priority.
@@ -40,11 +43,12 @@ type routeWire struct {
 	OldestPendingAt  Time   `json:"oldest_pending_at"`
 	OldestPendingAge int64  `json:"oldest_pending_age_ms"`
 	Workers          int    `json:"workers"`
+	HistoryBacklog   int64  `json:"history_backlog,omitempty"` // ended jobs waiting for the task history
 }
 
 func (r Route) wire() routeWire {
 	w := routeWire{Route: r.Route, High: r.High, Normal: r.Normal, Low: r.Low, Pending: r.Pending(), Scheduled: r.Scheduled,
-		Active: r.Active, Dead: r.Dead, Paused: r.Paused, OldestPendingAt: Time(r.OldestPending), Workers: r.Workers}
+		Active: r.Active, Dead: r.Dead, Paused: r.Paused, OldestPendingAt: Time(r.OldestPending), Workers: r.Workers, HistoryBacklog: r.HistoryBacklog}
 	if !r.OldestPending.IsZero() {
 		w.OldestPendingAge = r.OldestPendingAge.Milliseconds()
 	}
@@ -238,6 +242,6 @@ func (r *Route) UnmarshalJSON(data []byte) error {
 	}
 	*r = Route{Route: w.Route, High: w.High, Normal: w.Normal, Low: w.Low, Scheduled: w.Scheduled, Active: w.Active, Dead: w.Dead,
 		Paused: w.Paused, OldestPending: time.Time(w.OldestPendingAt), OldestPendingAge: time.Duration(w.OldestPendingAge) * time.Millisecond,
-		Workers: w.Workers}
+		Workers: w.Workers, HistoryBacklog: w.HistoryBacklog}
 	return nil
 }
