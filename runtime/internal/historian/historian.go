@@ -55,6 +55,8 @@ type Writer struct {
 	Dropped func(route string, n int64)
 	Written func(route string, n int)
 	Backlog func(route string, n int64)
+
+	backlogs map[string]int64 // by shard, for Backlog's sum per route
 }
 
 // Run moves records until ctx ends.
@@ -201,7 +203,20 @@ func (w *Writer) tellBacklog(ctx context.Context, route string, read int) {
 			n = m[route]
 		}
 	}
-	w.Backlog(queue.ShardBase(route), n)
+	// A sharded route's shards each have a list: the route's backlog is
+	// their sum.
+	if w.backlogs == nil {
+		w.backlogs = map[string]int64{}
+	}
+	w.backlogs[route] = n
+	base := queue.ShardBase(route)
+	var sum int64
+	for r, m := range w.backlogs {
+		if queue.ShardBase(r) == base {
+			sum += m
+		}
+	}
+	w.Backlog(base, sum)
 }
 
 // RowOf is the row of rec, a record of route, with args and result as
