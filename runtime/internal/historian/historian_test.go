@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // downStore refuses every write.
 type downStore struct{ history.Store }
 
-func (downStore) Write(context.Context, []history.Row) error { return errors.New("down") }
+func (downStore) Write(context.Context, []history.Row) error  { return errors.New("down") }
 func (downStore) DropBefore(context.Context, time.Time) error { return nil }
 
 func TestWriter_AShardedRoutesBacklogIsTheSumOfItsShards(t *testing.T) {
