@@ -40,7 +40,7 @@ var migrations = []string{
 	CREATE INDEX bananas_history_route ON bananas_history (route, ended_at DESC);
 	CREATE INDEX bananas_history_status ON bananas_history (status, ended_at DESC);
 	CREATE INDEX bananas_history_ended ON bananas_history (ended_at DESC, id DESC, life DESC, attempt DESC);
-	CREATE INDEX bananas_history_args ON bananas_history USING gin (args jsonb_path_ops);`,
+	CREATE INDEX bananas_history_args ON bananas_history USING gin (args jsonb_path_ops) WITH (gin_pending_list_limit = 512);`,
 	// Text in the id or the error (ILIKE '%text%') through trigram indexes;
 	// see trigrams: without the pg_trgm extension the version is recorded
 	// and such searches read every row in range.
@@ -53,8 +53,8 @@ var migrations = []string{
 // the version goes without it: searching text still works, by reading the
 // rows.
 const trigramsMigration = `CREATE EXTENSION IF NOT EXISTS pg_trgm;
-	CREATE INDEX bananas_history_error_trgm ON bananas_history USING gin (error gin_trgm_ops);
-	CREATE INDEX bananas_history_id_trgm ON bananas_history USING gin (id gin_trgm_ops);`
+	CREATE INDEX bananas_history_error_trgm ON bananas_history USING gin (error gin_trgm_ops) WITH (gin_pending_list_limit = 512);
+	CREATE INDEX bananas_history_id_trgm ON bananas_history USING gin (id gin_trgm_ops) WITH (gin_pending_list_limit = 512);`
 
 // Migrate brings the schema to the newest version, in one transaction, and
 // makes the partitions of today and tomorrow (UTC). It is idempotent, and
