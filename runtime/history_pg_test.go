@@ -11,6 +11,7 @@ import (
 	"github.com/bananas-go/bananas/history"
 	_ "github.com/bananas-go/bananas/history/postgres" // registers postgres:// for history.Open
 	"github.com/bananas-go/bananas/internal/pgtest"
+	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -128,5 +129,71 @@ func TestHistory_PostgreSQLKeepsEveryEndOnceThroughAnOutageAndALostCommit(t *tes
 	}
 	if n != 300 || failed != 60 || !store.lost.Load() {
 		t.Fatalf("rows = %d (failed %d), lost commit seen %v; want 300 (60), true", n, failed, store.lost.Load())
+	}
+}
+
+// countingStore counts the rows written through it, stored or not.
+type countingStore struct {
+	history.Store
+	rows atomic.Int64
+}
+
+func (s *countingStore) Write(ctx context.Context, rows []history.Row) error {
+	if err := s.Store.Write(ctx, rows); err != nil {
+		return err
+	}
+	s.rows.Add(int64(len(rows)))
+	return nil
+}
+
+// On a Redis Cluster each route's ended list lives with the route, on the
+// route's master; two workers keep the routes between them, and every end
+// of every route is written to PostgreSQL once.
+func TestHistory_OnAClusterEveryRoutesEndsAreWrittenOnce(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	ctx := ctxT(t)
+	opened, err := history.Open(ctx, pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(opened.Close)
+	store := &countingStore{Store: opened}
+	c := connect(t, redistest.SharedCluster(t).URL(), runtime.WithHistory(store))
+	routes := []string{"hc-a", "hc-b", "hc-c", "hc-d", "hc-e", "hc-f"}
+	for range 2 {
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: routes, Concurrency: 8}))
+		for _, r := range routes {
+			task := runtime.NewTask[histArgs, histResult]("hc_"+r, runtime.Route(r)).With(c)
+			runtime.Handle(w, task, func(_ context.Context, a histArgs) (histResult, error) { return histResult{Double: 2 * a.N}, nil })
+		}
+		startWorker(t, w)
+	}
+	const each = 40
+	for _, r := range routes {
+		task := runtime.NewTask[histArgs, histResult]("hc_"+r, runtime.Route(r)).With(c)
+		for i := range each {
+			if _, err := task.Enqueue(ctx, histArgs{N: i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rows := func() int {
+		page, err := opened.Search(ctx, history.Query{Limit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Rows)
+	}
+	waitFor(t, 30*time.Second, "every route's ends written", func() bool { return rows() == each*len(routes) })
+	for _, r := range routes {
+		key := c.Namespace() + ":route:{" + r + "}:ended"
+		waitFor(t, 10*time.Second, key+" emptied", func() bool {
+			n, err := c.Redis().LLen(ctx, key).Result()
+			return err == nil && n == 0
+		})
+	}
+	if n, written := rows(), store.rows.Load(); n != each*len(routes) || written != int64(n) {
+		t.Fatalf("rows = %d, written %d times; want %d each written once (one writer per route: its keeper)", n, written, each*len(routes))
 	}
 }

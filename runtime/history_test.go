@@ -24,7 +24,6 @@ type memStore struct {
 	mu     sync.Mutex
 	rows   map[string]history.Row // by id/life/attempt
 	writes int
-	dupes  int // rows written again (kept once)
 	down   bool
 }
 
@@ -40,11 +39,9 @@ func (m *memStore) Write(_ context.Context, rows []history.Row) error {
 	}
 	m.writes++
 	for _, r := range rows {
-		if _, ok := m.rows[rowKey(r)]; ok {
-			m.dupes++
-			continue
+		if _, ok := m.rows[rowKey(r)]; !ok {
+			m.rows[rowKey(r)] = r
 		}
-		m.rows[rowKey(r)] = r
 	}
 	return nil
 }
@@ -238,46 +235,5 @@ func TestMain_HistoryURLWithoutTheStoreImportedIsAUsageErrorNamingTheImport(t *t
 	code := runtime.RunCommand(ctxT(t), []string{"queues"}, func(k string) string { return env[k] }, &out, &errOut)
 	if code != runtime.ExitUsage || !strings.Contains(errOut.String(), "github.com/bananas-go/bananas/history/postgres") {
 		t.Fatalf("exit %d, stderr %q; want %d naming the import", code, errOut.String(), runtime.ExitUsage)
-	}
-}
-
-// On a Redis Cluster each route's ended list lives with the route, on the
-// route's master; two workers keep the routes between them, and every end
-// of every route is written once.
-func TestHistory_OnAClusterEveryRoutesEndsAreWrittenOnce(t *testing.T) {
-	t.Parallel()
-	store := newMemStore()
-	c := connect(t, redistest.SharedCluster(t).URL(), runtime.WithHistory(store))
-	ctx := ctxT(t)
-	routes := []string{"hc-a", "hc-b", "hc-c", "hc-d", "hc-e", "hc-f"}
-	for range 2 {
-		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: routes, Concurrency: 8}))
-		for _, r := range routes {
-			task := runtime.NewTask[histArgs, histResult]("hc_"+r, runtime.Route(r)).With(c)
-			runtime.Handle(w, task, func(_ context.Context, a histArgs) (histResult, error) { return histResult{Double: 2 * a.N}, nil })
-		}
-		startWorker(t, w)
-	}
-	const each = 40
-	for _, r := range routes {
-		task := runtime.NewTask[histArgs, histResult]("hc_"+r, runtime.Route(r)).With(c)
-		for i := range each {
-			if _, err := task.Enqueue(ctx, histArgs{N: i}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	waitFor(t, 30*time.Second, "every route's ends written", func() bool { return store.count() == each*len(routes) })
-	for _, r := range routes {
-		key := c.Namespace() + ":route:{" + r + "}:ended"
-		waitFor(t, 10*time.Second, key+" emptied", func() bool {
-			n, err := c.Redis().LLen(ctx, key).Result()
-			return err == nil && n == 0
-		})
-	}
-	store.mu.Lock()
-	defer store.mu.Unlock()
-	if len(store.rows) != each*len(routes) || store.dupes != 0 {
-		t.Fatalf("rows = %d, written again %d; want %d, 0 (one writer per route: its keeper)", len(store.rows), store.dupes, each*len(routes))
 	}
 }
