@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,6 +159,9 @@ func TestHistory_OnAClusterEveryRoutesEndsAreWrittenOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(opened.Close)
+	if err := opened.(history.Migrator).Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
 	store := &countingStore{Store: opened}
 	c := connect(t, redistest.SharedCluster(t).URL(), runtime.WithHistory(store))
 	routes := []string{"hc-a", "hc-b", "hc-c", "hc-d", "hc-e", "hc-f"}
@@ -195,5 +199,27 @@ func TestHistory_OnAClusterEveryRoutesEndsAreWrittenOnce(t *testing.T) {
 	}
 	if n, written := rows(), store.rows.Load(); n != each*len(routes) || written != int64(n) {
 		t.Fatalf("rows = %d, written %d times; want %d each written once (one writer per route: its keeper)", n, written, each*len(routes))
+	}
+}
+
+// HISTORY_MIGRATE=0 leaves the schema alone at start: until `history
+// migrate` makes it, a search fails; after, it answers.
+func TestMain_HistoryMigrateOffLeavesTheSchemaToTheCommand(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	env := map[string]string{"REDIS_URL": "mem://", "HISTORY_URL": pg.URL(), "HISTORY_MIGRATE": "0"}
+	run := func(args ...string) (int, string) {
+		var out strings.Builder
+		code := runtime.RunCommand(ctxT(t), args, func(k string) string { return env[k] }, &out, &out)
+		return code, out.String()
+	}
+	if code, out := run("history"); code == runtime.ExitOK {
+		t.Fatalf("history before any migration: exit 0, %q; want a failure (no schema)", out)
+	}
+	if code, out := run("history", "migrate"); code != runtime.ExitOK {
+		t.Fatalf("history migrate: exit %d, %q", code, out)
+	}
+	if code, out := run("history", "--json"); code != runtime.ExitOK || !strings.Contains(out, `"jobs"`) {
+		t.Fatalf("history after the migration: exit %d, %q", code, out)
 	}
 }

@@ -85,7 +85,7 @@ func program(register []func(*Worker)) shell.Program {
 		LogRedisTo: logRedisTo, // go-redis's lines as the program's (see redisLogger)
 		Connect: func(ctx context.Context, cfg *Config, log *slog.Logger) (shell.Session, error) {
 			opts := []ConnectOption{WithNamespace(cfg.Namespace), DefaultRetries(cfg.MaxRetries)}
-			store, err := openHistory(ctx, cfg.HistoryURL)
+			store, err := openHistory(ctx, cfg.HistoryURL, cfg.HistoryMigrate)
 			if err != nil {
 				return nil, err
 			}
@@ -149,10 +149,10 @@ func workerOptions(c *Config, log *slog.Logger) WorkerOptions {
 	return o
 }
 
-// openHistory opens the task history of HISTORY_URL and migrates its
-// schema, or returns nil when url is "". A URL whose store the program does
-// not import is a usage error naming the import.
-func openHistory(ctx context.Context, url string) (history.Store, error) {
+// openHistory opens the task history of HISTORY_URL and, with migrate,
+// migrates its schema; it returns nil when url is "". A URL whose store the
+// program does not import is a usage error naming the import.
+func openHistory(ctx context.Context, url string, migrate bool) (history.Store, error) {
 	if url == "" {
 		return nil, nil
 	}
@@ -163,7 +163,7 @@ func openHistory(ctx context.Context, url string) (history.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("HISTORY_URL: %w", err)
 	}
-	if m, ok := store.(history.Migrator); ok {
+	if m, ok := store.(history.Migrator); ok && migrate {
 		if err := m.Migrate(ctx); err != nil {
 			store.Close()
 			return nil, fmt.Errorf("HISTORY_URL: migrate the task history's schema: %w", err)

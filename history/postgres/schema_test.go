@@ -131,13 +131,17 @@ func TestWrite_FailsWhileServerIsDownAndWorksAfterResume(t *testing.T) {
 	}
 }
 
-// history.Open of a postgres:// or postgresql:// URL opens a migrated store.
-func TestRegistry_OpensPostgresURLsMigrated(t *testing.T) {
+// history.Open of a postgres:// or postgresql:// URL opens a store that
+// migrates (history.Migrator), and writes once migrated.
+func TestRegistry_OpensPostgresURLs(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Shared(t).Database(t)
 	for _, u := range []string{url, "postgresql" + url[len("postgres"):]} {
 		st, err := history.Open(context.Background(), u)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.(history.Migrator).Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.Write(context.Background(), []history.Row{row("a", base)}); err != nil {

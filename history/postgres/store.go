@@ -15,17 +15,9 @@ import (
 )
 
 func init() {
-	open := func(ctx context.Context, url string) (history.Store, error) {
-		s, err := Open(ctx, url)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.Migrate(ctx); err != nil {
-			s.Close()
-			return nil, err
-		}
-		return s, nil
-	}
+	// The schema is the caller's to migrate (history.Migrator): a program
+	// migrates at start unless its operators manage the schema themselves.
+	open := func(ctx context.Context, url string) (history.Store, error) { return Open(ctx, url) }
 	history.Register("postgres", open)
 	history.Register("postgresql", open)
 }

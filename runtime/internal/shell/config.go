@@ -57,6 +57,9 @@ type Config struct {
 	HistoryURL       string
 	HistoryRetention time.Duration
 	HistoryBacklog   int64
+	// HistoryMigrate: the program migrates the history's schema at start
+	// (HISTORY_MIGRATE, default on; off when operators migrate it).
+	HistoryMigrate bool
 	// rules check REDIS_URL when a flag sets it after LoadConfig.
 	rules *Rules
 }
@@ -93,7 +96,7 @@ func LoadConfig(getenv func(string) string, r Rules) (Config, error) {
 		JobTimeout: r.JobTimeout, MaxRetries: r.MaxRetries, ShutdownTimeout: 30 * time.Second,
 		Lease: 30 * time.Second, ResultTTLSuccess: r.ResultTTLSuccess, ResultTTLFailure: r.ResultTTLFailure,
 		LogLevel: slog.LevelInfo, LogFormat: "text", rules: &r,
-		HistoryRetention: 30 * 24 * time.Hour, HistoryBacklog: 1_000_000,
+		HistoryRetention: 30 * 24 * time.Hour, HistoryBacklog: 1_000_000, HistoryMigrate: true,
 	}
 	for _, v := range configVars {
 		if raw := strings.TrimSpace(getenv(v.name)); raw != "" {
@@ -225,6 +228,14 @@ var configVars = []configVar{
 			return envError("HISTORY_RETENTION", v, "a Go duration of at least 1h, such as 720h")
 		}
 		c.HistoryRetention = d
+		return nil
+	}},
+	{"HISTORY_MIGRATE", "history-migrate", "1: create and migrate the task history's schema at start (default); 0: leave it to `app history migrate` or the operators", func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return envError("HISTORY_MIGRATE", v, "use 1 or 0 (true or false)")
+		}
+		c.HistoryMigrate = b
 		return nil
 	}},
 	{"HISTORY_BACKLOG", "history-backlog", "finished jobs a route keeps in Redis while the task history cannot be written; the oldest past it are dropped and counted (default 1000000)", func(c *Config, v string) error {
