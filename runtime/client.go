@@ -174,7 +174,7 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	}
 	// Read on first use when this fails (see queue.ShardCount).
 	_ = q.LoadShards(ctx)
-	keepsEnded(q, cfg.history)
+	q.KeepEnded(cfg.history != nil) // ends wait in Redis for the history (see WithHistory)
 	l := results.NewListener(rdb)
 	clockCtx, stopClock := context.WithCancel(context.Background())
 	go (&queue.ClockSync{Queue: q}).Run(clockCtx)

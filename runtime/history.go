@@ -2,11 +2,9 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/bananas-go/bananas/history"
-	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime/internal/historian"
 )
@@ -40,30 +38,15 @@ func (c *Client) jobFromHistory(ctx context.Context, id string) (*JobInfo, error
 	return jobInfoOfRow(rows[0]), nil
 }
 
-// jobInfoOfRow is the JobInfo of a history row: what the row keeps.
+// jobInfoOfRow is the JobInfo of a history row: what the row keeps, as
+// the history's view of it has it.
 func jobInfoOfRow(r history.Row) *JobInfo {
-	info := &JobInfo{
-		ID: r.ID, Name: r.Task, Route: r.Route, Priority: Priority(r.Priority), Attempts: r.Attempt, Error: r.Error,
-		CreatedAt: r.EnqueuedAt, StartedAt: r.StartedAt, FinishedAt: r.EndedAt, FromHistory: true,
+	v := historyRowView(r)
+	return &JobInfo{
+		ID: v.ID, Name: v.Task, Route: v.Route, Priority: v.Priority, Status: v.Status, Attempts: v.Attempt, Error: v.Error,
+		CreatedAt: v.EnqueuedAt, StartedAt: v.StartedAt, FinishedAt: v.EndedAt, Args: v.Args, ResultJSON: v.Result, FromHistory: true,
 	}
-	switch r.Status {
-	case history.Completed:
-		info.Status = StatusCompleted
-	case history.Canceled:
-		info.Status = StatusCanceled
-	default:
-		info.Status = StatusFailed
-	}
-	if isJSONValue(r.Args) {
-		info.Args = r.Args
-	}
-	if isJSONValue(r.Result) {
-		info.ResultJSON = r.Result
-	}
-	return info
 }
-
-func isJSONValue(b json.RawMessage) bool { return len(b) > 0 && string(b) != "null" }
 
 // historyWriter returns the writer that moves the ended jobs of the routes
 // w keeps into the client's history, or nil when the client keeps none.
@@ -104,9 +87,4 @@ func (w *Worker) historyRow(route string, rec results.Record) history.Row {
 		args = declaredArgsJSON(rec.Name, rec.Args)
 	}
 	return historian.RowOf(route, rec, args, result)
-}
-
-// keepsEnded tells the queue to keep ends for the history.
-func keepsEnded(q *queue.Queue, store history.Store) {
-	q.KeepEnded(store != nil)
 }

@@ -35,6 +35,21 @@ func (s *lostReply) Write(ctx context.Context, rows []history.Row) error {
 	return nil
 }
 
+// openHistory opens and migrates the history at url, closed when the test
+// ends.
+func openHistory(t *testing.T, ctx context.Context, url string) history.Store {
+	t.Helper()
+	store, err := history.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	if err := store.(history.Migrator).Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
 // countRows counts every row of the history by paging through it.
 func countRows(t *testing.T, store history.Store, q history.Query) (int, map[string]int) {
 	t.Helper()
@@ -62,14 +77,7 @@ func TestHistory_PostgreSQLKeepsEveryEndOnceThroughAnOutageAndALostCommit(t *tes
 	pg := pgtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	opened, err := history.Open(ctx, pg.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(opened.Close)
-	if err := opened.(history.Migrator).Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	opened := openHistory(t, ctx, pg.URL())
 	store := &lostReply{Store: opened}
 	c := connect(t, sharedRedisURL(t), runtime.WithHistory(store))
 	ok := runtime.NewTask[histArgs, histResult]("pg_ok", runtime.Route("pghist")).With(c)
@@ -154,14 +162,7 @@ func TestHistory_OnAClusterEveryRoutesEndsAreWrittenOnce(t *testing.T) {
 	t.Parallel()
 	pg := pgtest.Start(t)
 	ctx := ctxT(t)
-	opened, err := history.Open(ctx, pg.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(opened.Close)
-	if err := opened.(history.Migrator).Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	opened := openHistory(t, ctx, pg.URL())
 	store := &countingStore{Store: opened}
 	c := connect(t, redistest.SharedCluster(t).URL(), runtime.WithHistory(store))
 	routes := []string{"hc-a", "hc-b", "hc-c", "hc-d", "hc-e", "hc-f"}

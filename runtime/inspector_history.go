@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -109,3 +110,6 @@ func (in *Inspector) MigrateHistory(ctx context.Context) (bool, error) {
 	}
 	return true, nil
 }
+
+// isJSONValue reports whether b holds a value, not nothing or null.
+func isJSONValue(b json.RawMessage) bool { return len(b) > 0 && string(b) != "null" }

@@ -8,23 +8,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bindir=$(dirname "$(readlink -f "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")")
 [ -x "$bindir/initdb" ] || { echo "bench-history: no initdb; install PostgreSQL (Debian: apt-get install postgresql)" >&2; exit 2; }
-dir=$(mktemp -d)
-chmod 755 "$dir"
-pids=()
-stop() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap stop EXIT
-free_port() {
-  local p
-  for _ in $(seq 200); do
-    p=$((10000 + RANDOM % 13000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-  echo "no free port" >&2; exit 1
-}
+# shellcheck source=scripts/throwaway.sh
+. "$(dirname "$0")/throwaway.sh"
+chmod 755 "$dir" # PostgreSQL, run as its own user, must reach it
 as_pg=()
 if [ "$(id -u)" = 0 ]; then
   chown postgres "$dir"

@@ -4,18 +4,8 @@
 # `go run ./examples/bench -replicated` against the master, and stops both.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-dir=$(mktemp -d)
-pids=()
-stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
-trap stop EXIT
-free_port() {
-  local p
-  for _ in $(seq 200); do
-    p=$((10000 + RANDOM % 13000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-  echo "no free port" >&2; exit 1
-}
+# shellcheck source=scripts/throwaway.sh
+. "$(dirname "$0")/throwaway.sh"
 start() { # port dir [extra...]
   local port=$1 d=$2; shift 2
   mkdir -p "$d"

@@ -55,8 +55,6 @@ type Writer struct {
 	Dropped func(route string, n int64)
 	Written func(route string, n int)
 	Backlog func(route string, n int64)
-
-	backlogs map[string]int64 // by shard, for Backlog's sum per route
 }
 
 // Run moves records until ctx ends.
@@ -121,14 +119,22 @@ func (w *Writer) defaults() {
 }
 
 // round moves one batch of every route; more reports that a batch was full.
+// It reports each route's backlog, its shards' summed.
 func (w *Writer) round(ctx context.Context) (more bool, err error) {
+	backlogs := map[string]int64{}
 	for _, r := range w.Routes() {
-		full, rerr := w.move(ctx, r)
+		full, waiting, rerr := w.move(ctx, r)
+		backlogs[queue.ShardBase(r)] += waiting
 		if rerr != nil {
 			err = rerr
 			continue
 		}
 		more = more || full
+	}
+	if w.Backlog != nil {
+		for route, n := range backlogs {
+			w.Backlog(route, n)
+		}
 	}
 	return more, err
 }
@@ -137,22 +143,22 @@ func (w *Writer) round(ctx context.Context) (more bool, err error) {
 // full batch may mean a backlog past the cap: the list is shed to the cap
 // first (a list shorter than a batch and the cap is not past the cap, so an
 // idle route costs one read).
-func (w *Writer) move(ctx context.Context, route string) (full bool, err error) {
+func (w *Writer) move(ctx context.Context, route string) (full bool, waiting int64, err error) {
 	recs, err := w.Queue.Ended(ctx, route, w.Batch)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if len(recs) == w.Batch || int64(len(recs)) > w.Cap {
 		if err := w.shed(ctx, route); err != nil {
-			return false, err
+			return false, 0, err
 		}
 		if recs, err = w.Queue.Ended(ctx, route, w.Batch); err != nil {
-			return false, err
+			return false, 0, err
 		}
 	}
-	w.tellBacklog(ctx, route, len(recs))
+	waiting = w.waiting(ctx, route, len(recs))
 	if len(recs) == 0 {
-		return false, nil
+		return false, 0, nil
 	}
 	rows := make([]history.Row, 0, len(recs))
 	for _, b := range recs {
@@ -166,16 +172,16 @@ func (w *Writer) move(ctx context.Context, route string) (full bool, err error) 
 	}
 	if len(rows) > 0 {
 		if err := w.Store.Write(ctx, rows); err != nil {
-			return false, err
+			return false, waiting, err
 		}
 	}
 	if _, err := w.Queue.Stored(ctx, route, recs); err != nil {
-		return false, err
+		return false, waiting, err
 	}
 	if w.Written != nil {
 		w.Written(queue.ShardBase(route), len(rows))
 	}
-	return len(recs) == w.Batch, nil
+	return len(recs) == w.Batch, waiting, nil
 }
 
 // shed keeps route's ended list within the cap.
@@ -191,32 +197,18 @@ func (w *Writer) shed(ctx context.Context, route string) error {
 	return nil
 }
 
-// tellBacklog reports route's backlog: read, when the batch was not full,
-// else the list's length (one more read, only while a backlog drains).
-func (w *Writer) tellBacklog(ctx context.Context, route string, read int) {
-	if w.Backlog == nil {
-		return
+// waiting is how many records route's list held at this read: read, when
+// the batch was not full, else the list's length (one more read, only
+// while a backlog drains).
+func (w *Writer) waiting(ctx context.Context, route string, read int) int64 {
+	if read < w.Batch || w.Backlog == nil {
+		return int64(read)
 	}
-	n := int64(read)
-	if read == w.Batch {
-		if m, err := w.Queue.EndedBacklog(ctx, []string{route}); err == nil {
-			n = m[route]
-		}
+	m, err := w.Queue.EndedBacklog(ctx, []string{route})
+	if err != nil {
+		return int64(read)
 	}
-	// A sharded route's shards each have a list: the route's backlog is
-	// their sum.
-	if w.backlogs == nil {
-		w.backlogs = map[string]int64{}
-	}
-	w.backlogs[route] = n
-	base := queue.ShardBase(route)
-	var sum int64
-	for r, m := range w.backlogs {
-		if queue.ShardBase(r) == base {
-			sum += m
-		}
-	}
-	w.Backlog(base, sum)
+	return m[route]
 }
 
 // RowOf is the row of rec, a record of route, with args and result as
