@@ -60,11 +60,21 @@ func (w *Worker) historyWriter() *historian.Writer {
 		Row:       w.historyRow,
 		Cap:       w.opts.HistoryBacklog,
 		Retention: w.opts.HistoryRetention,
+		Migrate:   w.historyMigrate(),
 		Logger:    w.opts.Logger,
 		Dropped:   w.c.metrics.HistoryDropped,
 		Written:   w.c.metrics.HistoryWritten,
 		Backlog:   w.c.metrics.HistoryBacklog,
 	}
+}
+
+// historyMigrate is the writer's Migrate: the store's, when the worker
+// migrates it (HistoryMigrate) and it has one.
+func (w *Worker) historyMigrate() func(context.Context) error {
+	if m, ok := w.c.history.(history.Migrator); ok && w.opts.HistoryMigrate {
+		return m.Migrate
+	}
+	return nil
 }
 
 // historyRow is the row of rec with its args and result as the JSON of

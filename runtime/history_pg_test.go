@@ -214,8 +214,8 @@ func TestMain_HistoryMigrateOffLeavesTheSchemaToTheCommand(t *testing.T) {
 		code := runtime.RunCommand(ctxT(t), args, func(k string) string { return env[k] }, &out, &out)
 		return code, out.String()
 	}
-	if code, out := run("history"); code == runtime.ExitOK {
-		t.Fatalf("history before any migration: exit 0, %q; want a failure (no schema)", out)
+	if code, out := run("history"); code == runtime.ExitOK || !strings.Contains(out, "app history migrate") {
+		t.Fatalf("history before any migration: exit %d, %q; want a failure saying how to make the schema", code, out)
 	}
 	if code, out := run("history", "migrate"); code != runtime.ExitOK {
 		t.Fatalf("history migrate: exit %d, %q", code, out)
@@ -223,4 +223,41 @@ func TestMain_HistoryMigrateOffLeavesTheSchemaToTheCommand(t *testing.T) {
 	if code, out := run("history", "--json"); code != runtime.ExitOK || !strings.Contains(out, `"jobs"`) {
 		t.Fatalf("history after the migration: exit %d, %q", code, out)
 	}
+}
+
+// A worker whose PostgreSQL is down when it starts still starts and runs
+// its jobs; their ends wait in Redis, and once PostgreSQL answers the
+// worker creates the schema and writes them.
+func TestHistory_AWorkerStartsAndRunsWhilePostgreSQLIsDown(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	pg.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	store, err := history.Open(ctx, pg.URL())
+	if err != nil {
+		t.Fatalf("open while PostgreSQL is down: %v", err)
+	}
+	t.Cleanup(store.Close)
+	c := connect(t, sharedRedisURL(t), runtime.WithHistory(store))
+	task := runtime.NewTask[histArgs, histResult]("pg_late", runtime.Route("pglate")).With(c)
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"pglate"}, HistoryMigrate: true}))
+	runtime.Handle(w, task, func(_ context.Context, a histArgs) (histResult, error) { return histResult{Double: 2 * a.N}, nil })
+	startWorker(t, w)
+	const n = 30
+	for i := range n {
+		if _, err := task.Enqueue(ctx, histArgs{N: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended := c.Namespace() + ":route:{pglate}:ended"
+	waiting := func() int64 { l, _ := c.Redis().LLen(ctx, ended).Result(); return l }
+	waitFor(t, 30*time.Second, "every job run, its end waiting in Redis", func() bool { return waiting() == n })
+	if err := pg.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the schema made and every end written", func() bool {
+		page, err := store.Search(ctx, history.Query{Route: "pglate", Limit: 500})
+		return err == nil && len(page.Rows) == n && waiting() == 0
+	})
 }

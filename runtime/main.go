@@ -85,7 +85,7 @@ func program(register []func(*Worker)) shell.Program {
 		LogRedisTo: logRedisTo, // go-redis's lines as the program's (see redisLogger)
 		Connect: func(ctx context.Context, cfg *Config, log *slog.Logger) (shell.Session, error) {
 			opts := []ConnectOption{WithNamespace(cfg.Namespace), DefaultRetries(cfg.MaxRetries)}
-			store, err := openHistory(ctx, cfg.HistoryURL, cfg.HistoryMigrate)
+			store, err := openHistory(ctx, cfg.HistoryURL)
 			if err != nil {
 				return nil, err
 			}
@@ -136,7 +136,7 @@ func workerOptions(c *Config, log *slog.Logger) WorkerOptions {
 		Routes: c.Routes, Priorities: c.Priorities, Concurrency: shell.WorkerConcurrency(c), Lease: c.Lease,
 		ShutdownTimeout: c.ShutdownTimeout, JobTimeout: c.JobTimeout,
 		ResultTTL: c.ResultTTLSuccess, FailureTTL: c.ResultTTLFailure, Logger: log,
-		HistoryRetention: c.HistoryRetention, HistoryBacklog: c.HistoryBacklog,
+		HistoryRetention: c.HistoryRetention, HistoryBacklog: c.HistoryBacklog, HistoryMigrate: c.HistoryMigrate,
 	}
 	switch c.Mode {
 	case ModeThin:
@@ -149,10 +149,12 @@ func workerOptions(c *Config, log *slog.Logger) WorkerOptions {
 	return o
 }
 
-// openHistory opens the task history of HISTORY_URL and, with migrate,
-// migrates its schema; it returns nil when url is "". A URL whose store the
-// program does not import is a usage error naming the import.
-func openHistory(ctx context.Context, url string, migrate bool) (history.Store, error) {
+// openHistory opens the task history of HISTORY_URL, or returns nil when
+// url is "". A URL whose store the program does not import is a usage error
+// naming the import. The store is not reached here: a worker starts, and
+// runs its jobs, while it is down (its writer migrates the schema, with
+// HISTORY_MIGRATE, and writes when it answers).
+func openHistory(ctx context.Context, url string) (history.Store, error) {
 	if url == "" {
 		return nil, nil
 	}
@@ -162,12 +164,6 @@ func openHistory(ctx context.Context, url string, migrate bool) (history.Store, 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("HISTORY_URL: %w", err)
-	}
-	if m, ok := store.(history.Migrator); ok && migrate {
-		if err := m.Migrate(ctx); err != nil {
-			store.Close()
-			return nil, fmt.Errorf("HISTORY_URL: migrate the task history's schema: %w", err)
-		}
 	}
 	return store, nil
 }

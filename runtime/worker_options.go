@@ -33,6 +33,10 @@ type WorkerOptions struct {
 	// HistoryRetention is how long the task history keeps a row. Default
 	// 30 days.
 	HistoryRetention time.Duration
+	// HistoryMigrate makes the worker create or migrate the history store's
+	// schema (a history.Migrator) before it first writes to it, retrying
+	// while the store is down. Main sets it unless HISTORY_MIGRATE=0.
+	HistoryMigrate bool
 	// Lease is how long a running job is held without renewal; it is renewed
 	// every Lease/3, and a job whose lease runs out is recovered. Default 30s.
 	Lease time.Duration

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/bananas-go/bananas/history"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Search's page sizes: Limit 0 is DefaultLimit, and a larger Limit than
@@ -29,7 +31,7 @@ const order = " ORDER BY ended_at DESC, id DESC, life DESC, attempt DESC"
 func (s *Store) Job(ctx context.Context, id string) ([]history.Row, error) {
 	rows, err := s.pool.Query(ctx, "SELECT "+columns+" FROM bananas_history WHERE id = $1"+order, id)
 	if err != nil {
-		return nil, fmt.Errorf("history/postgres: job %s: %w", id, err)
+		return nil, fmt.Errorf("history/postgres: job %s: %w", id, noSchema(err))
 	}
 	out, err := collect(rows)
 	if err != nil {
@@ -52,7 +54,7 @@ func (s *Store) Search(ctx context.Context, q history.Query) (history.Page, erro
 	}
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return history.Page{}, fmt.Errorf("history/postgres: search: %w", err)
+		return history.Page{}, fmt.Errorf("history/postgres: search: %w", noSchema(err))
 	}
 	out, err := collect(rows)
 	if err != nil {
@@ -251,4 +253,14 @@ func compact(j []byte) json.RawMessage {
 		return j
 	}
 	return b.Bytes()
+}
+
+// noSchema names what to do when the table does not exist yet; other
+// errors pass as they are.
+func noSchema(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table
+		return fmt.Errorf("the task history has no schema yet: a worker creates it when it starts (HISTORY_MIGRATE=1, the default), or run `app history migrate`: %w", err)
+	}
+	return err
 }

@@ -17,7 +17,9 @@ import (
 func init() {
 	// The schema is the caller's to migrate (history.Migrator): a program
 	// migrates at start unless its operators manage the schema themselves.
-	open := func(ctx context.Context, url string) (history.Store, error) { return Open(ctx, url) }
+	// Nor does it wait for the server: a program starts, and runs its jobs,
+	// while PostgreSQL is down; the store connects when first used.
+	open := func(ctx context.Context, url string) (history.Store, error) { return openLazy(ctx, url) }
 	history.Register("postgres", open)
 	history.Register("postgresql", open)
 }
@@ -32,9 +34,22 @@ var _ history.Store = (*Store)(nil)
 
 // Open connects to the database url names (postgres://user@host/db, with
 // pgx's parameters: sslmode, search_path, pool_max_conns and the others) and
-// checks that it answers. It does not create the schema: Migrate does,
-// and history.Open of a postgres:// URL calls both.
+// checks that it answers. It does not create the schema: Migrate does.
+// history.Open of a postgres:// URL does neither: it connects on first use.
 func Open(ctx context.Context, url string) (*Store, error) {
+	s, err := openLazy(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.pool.Ping(ctx); err != nil {
+		s.pool.Close()
+		return nil, fmt.Errorf("history/postgres: connect to %s: %w", s.pool.Config().ConnConfig.Host, err)
+	}
+	return s, nil
+}
+
+// openLazy is Open without the check: the pool connects when first used.
+func openLazy(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("history/postgres: %w", err)
@@ -42,10 +57,6 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("history/postgres: %w", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("history/postgres: connect to %s: %w", cfg.ConnConfig.Host, err)
 	}
 	return &Store{pool: pool}, nil
 }

@@ -14,6 +14,7 @@ package historian
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -55,6 +56,10 @@ type Writer struct {
 	Dropped func(route string, n int64)
 	Written func(route string, n int)
 	Backlog func(route string, n int64)
+	// Migrate, when set, creates or migrates the store's schema before the
+	// first write, retried like a write until it succeeds: a worker starts
+	// and runs its jobs while the store is down.
+	Migrate func(ctx context.Context) error
 }
 
 // Run moves records until ctx ends.
@@ -121,6 +126,12 @@ func (w *Writer) defaults() {
 // round moves one batch of every route; more reports that a batch was full.
 // It reports each route's backlog, its shards' summed.
 func (w *Writer) round(ctx context.Context) (more bool, err error) {
+	if w.Migrate != nil {
+		if err := w.Migrate(ctx); err != nil {
+			return false, fmt.Errorf("migrate the schema: %w", err)
+		}
+		w.Migrate = nil
+	}
 	backlogs := map[string]int64{}
 	for _, r := range w.Routes() {
 		full, waiting, rerr := w.move(ctx, r)

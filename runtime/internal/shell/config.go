@@ -230,7 +230,7 @@ var configVars = []configVar{
 		c.HistoryRetention = d
 		return nil
 	}},
-	{"HISTORY_MIGRATE", "history-migrate", "1: create and migrate the task history's schema at start (default); 0: leave it to `app history migrate` or the operators", func(c *Config, v string) error {
+	{"HISTORY_MIGRATE", "history-migrate", "1: workers create and migrate the task history's schema when they start (default); 0: leave it to `app history migrate` or the operators", func(c *Config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return envError("HISTORY_MIGRATE", v, "use 1 or 0 (true or false)")
