@@ -48,6 +48,7 @@ type Client struct {
 	history history.Store // the task history (WithHistory), or nil
 
 	onceClaimTTL, onceMarkerTTL time.Duration // Once's; zero: OnceClaimTTL, OnceMarkerTTL (tests shorten them)
+	onceWriteTimeout            time.Duration // Once's; zero: onceWriteTimeout (tests shorten it)
 }
 
 // defaultUnservedAfter is how long an Await or Call waits before it looks

@@ -23,3 +23,7 @@ func WithLocalClock(now func() time.Time) ConnectOption {
 func SetOnceTTLs(c *Client, claim, marker time.Duration) {
 	c.onceClaimTTL, c.onceMarkerTTL = claim, marker
 }
+
+// SetOnceWriteTimeout shortens how long the writes of fn's outcome may
+// take, for the test that it is counted from fn's return.
+func SetOnceWriteTimeout(c *Client, d time.Duration) { c.onceWriteTimeout = d }

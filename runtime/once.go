@@ -145,22 +145,31 @@ func (c *Client) onceRun(ctx context.Context, key, token string, fn func(context
 	defer cancel(nil)
 	stopRenewing := c.renewOnceClaim(key, token, cancel)
 	defer stopRenewing()
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), onceWriteTimeout)
-	defer wcancel()
+	// The writes of fn's outcome get their time when fn has returned,
+	// however long it ran, and go on after ctx ended.
+	write := func(f func(context.Context) error) error {
+		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), c.onceWriteTimeoutOr())
+		defer wcancel()
+		return f(wctx)
+	}
+	release := func(wctx context.Context) error { _, err := c.q.OnceRelease(wctx, key, token); return err }
 
 	returned := false
 	defer func() {
 		if !returned { // fn panicked: let a waiting caller run it, and the panic go on
-			_, _ = c.q.OnceRelease(wctx, key, token)
+			_ = write(release)
 		}
 	}()
 	err := fn(runCtx)
 	returned = true
 	if err != nil {
-		_, _ = c.q.OnceRelease(wctx, key, token)
+		_ = write(release)
 		return err
 	}
-	if _, err := c.q.OnceDone(wctx, key, token, c.onceMarkerTTLOr()); err != nil {
+	if err := write(func(wctx context.Context) error {
+		_, err := c.q.OnceDone(wctx, key, token, c.onceMarkerTTLOr())
+		return err
+	}); err != nil {
 		return fmt.Errorf("bananas: Once(%s): fn succeeded but its marker could not be stored, so a later call runs fn again: %w", shownOnceKey(key), err)
 	}
 	return nil
@@ -217,4 +226,11 @@ func shownOnceKey(key string) string {
 		return fmt.Sprintf("%q...", key[:64])
 	}
 	return fmt.Sprintf("%q", key)
+}
+
+func (c *Client) onceWriteTimeoutOr() time.Duration {
+	if c.onceWriteTimeout > 0 {
+		return c.onceWriteTimeout
+	}
+	return onceWriteTimeout
 }

@@ -372,3 +372,19 @@ func TestOnce_ClaimTakenByAnotherCancelsFn(t *testing.T) {
 		}
 	})
 }
+
+// The marker's write gets its time when fn returns: an fn that runs longer
+// than a write may take still leaves its marker, and is not run again.
+func TestOnce_AnFnLongerThanTheWriteTimeoutStillLeavesItsMarker(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		runtime.SetOnceWriteTimeout(c, 50*time.Millisecond)
+		var n atomic.Int32
+		slow := func(context.Context) error { n.Add(1); time.Sleep(200 * time.Millisecond); return nil }
+		if ran, err := c.Once(ctxT(t), "slow effect", slow); !ran || err != nil {
+			t.Fatalf("first Once = %v, %v; want ran", ran, err)
+		}
+		if ran, err := c.Once(ctxT(t), "slow effect", slow); ran || err != nil || n.Load() != 1 {
+			t.Fatalf("second Once = %v, %v, fn ran %d times; want not ran, once", ran, err, n.Load())
+		}
+	})
+}
