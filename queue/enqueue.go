@@ -18,6 +18,13 @@ type NewJob struct {
 	// ChosenID marks an id the caller chose (WithID): the script checks it is
 	// free. Ids from NewID are unique by construction and skip that read.
 	ChosenID bool
+	// Keyed puts the job in its flow, the jobs of Name and Key (flow.go):
+	// it waits in the route's keyed set instead of a ready list, the flows
+	// are served round-robin within each priority, and the task's limits
+	// (SetTaskLimits) hold it back per flow. Key may be "": the task's jobs
+	// form one flow (a task limited as a whole). CheckKey bounds Key.
+	Keyed bool
+	Key   string
 
 	// payload, when set, is the job's light-job payload, built by EnqueueOne
 	// on the caller's goroutine so the coalesced flush, which is serial, has

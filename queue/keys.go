@@ -155,3 +155,33 @@ func resultChannelPrefix(ns string) string { return ns + ":result:{" }
 func ValidNamespace(ns string) bool {
 	return ns != "" && len(ns) <= 64 && !strings.ContainsAny(ns, "{} \t\r\n")
 }
+
+// Flow control (limits.go, flow.go). A flow is the jobs of one task and one
+// key (the key "" when the task is limited but not keyed); its jobs wait in
+// the route's keyed sets rather than its ready lists, so that a flow held
+// back by a limit holds back nobody else.
+
+// Limits is the HASH of the route's limits: "route" -> the route's own,
+// "t:<task>" -> a task's, each "max rate period-ms burst".
+func (k Keys) Limits() string { return k.base + "limits" }
+
+// Keyed is the ZSET of the route's waiting keyed jobs of one priority, all
+// scores 0, ordered by member: the flow, then its order of arrival, then
+// the id (see flow.go), so that a flow's jobs are a range of it.
+func (k Keys) Keyed(priority Priority) string { return k.base + "keyed:" + string(priority) }
+
+// Ring is the LIST of the flows that have jobs waiting at one priority and
+// may start one now, served round-robin.
+func (k Keys) Ring(priority Priority) string { return k.base + "ring:" + string(priority) }
+
+// Flows is the HASH of the state of every flow that has jobs waiting or
+// running: flow -> its rings, waiting count, rate state and running jobs.
+func (k Keys) Flows() string { return k.base + "flows" }
+
+// Held is the ZSET of flows held back by a limit: flow -> when to look at it
+// again (ms).
+func (k Keys) Held() string { return k.base + "held" }
+
+// FlowOf is the HASH of every keyed job waiting or running: id -> its member
+// in the keyed set, which names its flow.
+func (k Keys) FlowOf() string { return k.base + "flowof" }

@@ -1,0 +1,226 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Limits caps a task's (or a whole route's) jobs: how many run at once,
+// across every worker and process, and how many start per period. The zero
+// Limits limits nothing. A task's limits apply per key when its jobs are keyed
+// (NewJob.Key), and to all of its jobs together otherwise; a route's limits
+// apply to every job of the route together, on top of each task's own.
+type Limits struct {
+	MaxRunning int           // at most this many run at once; 0: no cap
+	Rate       int           // at most this many start per Per; 0: no rate
+	Per        time.Duration // the rate's period: a second, a minute or an hour
+	Burst      int           // starts allowed back to back after a quiet spell; 0 means Rate
+}
+
+// LimitMax bounds every number of a Limits: far above any real cap, and low
+// enough that the scripts' arithmetic (float64 milliseconds) stays exact.
+const LimitMax = 1_000_000_000
+
+// IsZero reports whether l limits nothing.
+func (l Limits) IsZero() bool { return l.MaxRunning == 0 && l.Rate == 0 }
+
+// Check says what is wrong with l, naming the field.
+func (l Limits) Check() error {
+	switch {
+	case l.MaxRunning < 0 || l.MaxRunning > LimitMax:
+		return fmt.Errorf("max_running must be between 1 and %d, got %d", LimitMax, l.MaxRunning)
+	case l.Rate < 0 || l.Rate > LimitMax:
+		return fmt.Errorf("rate must be between 1 and %d per period, got %d", LimitMax, l.Rate)
+	case l.Rate > 0 && l.Per != time.Second && l.Per != time.Minute && l.Per != time.Hour:
+		return fmt.Errorf("rate period must be a second, a minute or an hour, got %s", l.Per)
+	case l.Burst < 0 || l.Burst > LimitMax:
+		return fmt.Errorf("burst must be between 1 and %d, got %d", LimitMax, l.Burst)
+	case l.Burst > 0 && l.Rate == 0:
+		return errors.New("burst needs a rate")
+	}
+	return nil
+}
+
+// RateString writes l's rate as "N/s", "N/m" or "N/h"; "" when l has none.
+func (l Limits) RateString() string {
+	if l.Rate == 0 {
+		return ""
+	}
+	unit := "s"
+	switch l.Per {
+	case time.Minute:
+		unit = "m"
+	case time.Hour:
+		unit = "h"
+	}
+	return strconv.Itoa(l.Rate) + "/" + unit
+}
+
+// ParseRate reads "N/s", "N/m" or "N/h" (N >= 1) into Rate and Per.
+func ParseRate(s string) (n int, per time.Duration, err error) {
+	num, unit, ok := strings.Cut(s, "/")
+	if ok {
+		switch unit {
+		case "s":
+			per = time.Second
+		case "m":
+			per = time.Minute
+		case "h":
+			per = time.Hour
+		default:
+			ok = false
+		}
+	}
+	if ok {
+		n, err = strconv.Atoi(num)
+		ok = err == nil && n >= 1 && n <= LimitMax && num == strconv.Itoa(n)
+	}
+	if !ok {
+		return 0, 0, fmt.Errorf("rate %q is not N/s, N/m or N/h with N a whole number from 1 to %d", s, LimitMax)
+	}
+	return n, per, nil
+}
+
+// encode writes l as the scripts read it: "max rate period-ms burst", the
+// burst already defaulted to the rate.
+func (l Limits) encode() string {
+	burst := l.Burst
+	if burst == 0 {
+		burst = l.Rate
+	}
+	return fmt.Sprintf("%d %d %d %d", l.MaxRunning, l.Rate, l.Per.Milliseconds(), burst)
+}
+
+// decodeLimits reads what encode wrote; ok is false for anything else
+// (garbage, which the scripts treat as no limit).
+func decodeLimits(s string) (l Limits, ok bool) {
+	f := strings.Fields(s)
+	if len(f) != 4 {
+		return Limits{}, false
+	}
+	var n [4]int
+	for i, v := range f {
+		x, err := strconv.Atoi(v)
+		if err != nil || x < 0 || x > LimitMax*1000 {
+			return Limits{}, false
+		}
+		n[i] = x
+	}
+	l = Limits{MaxRunning: n[0], Rate: n[1], Per: time.Duration(n[2]) * time.Millisecond, Burst: n[3]}
+	if l.Rate > 0 && l.Burst == l.Rate {
+		l.Burst = 0
+	}
+	if l.Rate == 0 {
+		l.Per, l.Burst = 0, 0
+	}
+	return l, l.Check() == nil
+}
+
+// The fields of a route's limits hash (Keys.Limits): the route's own, and
+// one per task that has limits.
+const routeLimitsField = "route"
+
+func taskLimitsField(task string) string { return "t:" + task }
+
+// SetTaskLimits stores task's limits on route, where every worker's fetch
+// reads them: a worker stores the limits of the tasks it registers when it
+// starts. Zero limits remove the task's.
+func (q *Queue) SetTaskLimits(ctx context.Context, route, task string, l Limits) error {
+	if err := CheckShardRoute(route); err != nil {
+		return err
+	}
+	if task == "" {
+		return errors.New("task limits need a task name")
+	}
+	if err := l.Check(); err != nil {
+		return fmt.Errorf("limits of task %s: %w", task, err)
+	}
+	key := q.Keys(route).Limits()
+	var err error
+	if l.IsZero() {
+		err = q.rdb.HDel(ctx, key, taskLimitsField(task)).Err()
+	} else {
+		err = q.rdb.HSet(ctx, key, taskLimitsField(task), l.encode()).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("store limits of task %s on route %s: %w", task, route, err)
+	}
+	return nil
+}
+
+// RouteLimits returns the limits of route as a whole, zero when it has none;
+// a stored value that is garbage reads as none, as the scripts read it.
+func (q *Queue) RouteLimits(ctx context.Context, route string) (Limits, error) {
+	if err := CheckShardRoute(route); err != nil {
+		return Limits{}, err
+	}
+	v, err := q.rdb.HGet(ctx, q.Keys(route).Limits(), routeLimitsField).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Limits{}, fmt.Errorf("read limits of route %s: %w", route, err)
+	}
+	l, _ := decodeLimits(v)
+	return l, nil
+}
+
+// TaskLimits returns the limits stored for each task of route (SetTaskLimits).
+func (q *Queue) TaskLimits(ctx context.Context, route string) (map[string]Limits, error) {
+	if err := CheckShardRoute(route); err != nil {
+		return nil, err
+	}
+	all, err := q.rdb.HGetAll(ctx, q.Keys(route).Limits()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read limits of route %s: %w", route, err)
+	}
+	out := make(map[string]Limits)
+	for field, v := range all {
+		task, ok := strings.CutPrefix(field, "t:")
+		if l, good := decodeLimits(v); ok && good && !l.IsZero() {
+			out[task] = l
+		}
+	}
+	return out, nil
+}
+
+// SetRouteLimits replaces the limits of route as a whole (zero removes
+// them), in force at the next fetch of every worker, and wakes the route's
+// idle workers so that a raised limit is used at once.
+func (q *Queue) SetRouteLimits(ctx context.Context, route string, l Limits) error {
+	if err := CheckShardRoute(route); err != nil {
+		return err
+	}
+	if err := l.Check(); err != nil {
+		return err
+	}
+	k := q.Keys(route)
+	var err error
+	if l.IsZero() {
+		err = q.rdb.HDel(ctx, k.Limits(), routeLimitsField).Err()
+	} else {
+		err = q.rdb.HSet(ctx, k.Limits(), routeLimitsField, l.encode()).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("store limits of route %s: %w", route, err)
+	}
+	if _, err := q.WakeWaiters(ctx, route, 1<<20); err != nil {
+		return fmt.Errorf("wake the workers of route %s: %w", route, err)
+	}
+	return nil
+}
+
+// MaxKeyLen bounds a job's key (NewJob.Key), which every waiting job of its
+// flow carries in its member of the keyed set.
+const MaxKeyLen = 256
+
+// CheckKey says what is wrong with k as a job's key.
+func CheckKey(k string) error {
+	if len(k) > MaxKeyLen {
+		return fmt.Errorf("key is %d bytes long, more than the %d allowed", len(k), MaxKeyLen)
+	}
+	return nil
+}
