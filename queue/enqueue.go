@@ -130,9 +130,9 @@ func (q *Queue) writeChunk(ctx context.Context, route string, priority Priority,
 			break
 		}
 	}
-	keys := make([]string, 0, 7+3*len(jobs))
+	keys := make([]string, 0, 19+3*len(jobs))
 	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt, k.History(HourOf(now)))
-	args := make([]any, 0, 6+7*len(jobs))
+	args := make([]any, 0, 6+8*len(jobs))
 	args = append(args, ms(now), string(priority), k.WakeChannel(), ScheduleChannel(q.ns), len(jobs), rttl)
 	for _, j := range jobs { // checked by Enqueue or EnqueueOne (checkNewJob)
 		job := k.Job(j.ID)
@@ -147,9 +147,14 @@ func (q *Queue) writeChunk(ctx context.Context, route string, priority Priority,
 			check = 1
 		}
 		keys = append(keys, job, unique, k.Result(j.ID))
-		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl, check)
+		flow := ""
+		if j.Keyed {
+			flow = j.Name + "|" + j.Key
+		}
+		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl, check, flow)
 	}
 	keys = append(keys, k.Idle())
+	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: enqueue.lua answers a second run of this call as the first.
 	res, err := q.runWrite(ctx, q.s.enqueue, keys, args...)
 	if err != nil {

@@ -33,7 +33,7 @@ func plain(jobs []NewJob, now time.Time) bool {
 
 // isPlain reports whether j is a plain job (see above).
 func isPlain(j *NewJob, now time.Time) bool {
-	return !j.ChosenID && (j.UniqueTTL <= 0 || j.UniqueKey == "") && !j.RunAt.After(now)
+	return !j.ChosenID && !j.Keyed && (j.UniqueTTL <= 0 || j.UniqueKey == "") && !j.RunAt.After(now)
 }
 
 // enqueuePlain writes plain jobs (see plain), already checked by checkNewJob,
@@ -83,6 +83,9 @@ func checkNewJob(route string, j *NewJob) error {
 		return fmt.Errorf("enqueue: task name must not contain |")
 	case j.MaxRetries < 0:
 		return fmt.Errorf("enqueue: max retries must be >= 0")
+	}
+	if err := CheckKey(j.Key); err != nil {
+		return fmt.Errorf("enqueue: %w", err)
 	}
 	return nil
 }

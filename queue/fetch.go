@@ -64,6 +64,11 @@ func (q *Queue) Fetch(ctx context.Context, route string, priorities []Priority, 
 type Waiter struct {
 	Channel string
 	Until   time.Time
+	// Due, when set, is told when the fetch left a flow held back by a limit
+	// (see flow.go) and took fewer than n: the time that flow, or the route's
+	// own rate, lets a job start, when the worker should fetch again
+	// (nothing else wakes it then).
+	Due func(at time.Time)
 }
 
 // FetchOrWait is Fetch that, when it takes fewer than n jobs, registers w
@@ -76,8 +81,9 @@ func (q *Queue) FetchOrWait(ctx context.Context, route string, priorities []Prio
 		return nil, nil
 	}
 	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.Paused(), k.Idle()}, lists...)
+	keys = append(keys, k.FlowKeys()...)
 	token := fetchToken(now)
-	args := []any{n, ms(leaseUntil), token, w.Channel, ms(w.Until)}
+	args := []any{n, ms(leaseUntil), token, w.Channel, ms(w.Until), priorityDigits(priorities), ms(now)}
 	var res any
 	var err error
 	// Retry-safe, alone or with the acks riding along (go-redis resends a
@@ -91,7 +97,11 @@ func (q *Queue) FetchOrWait(ctx context.Context, route string, priorities []Prio
 	if err != nil {
 		return nil, lostOr(fmt.Errorf("fetch from route %s: %w", route, err), route, token, leaseUntil)
 	}
-	return q.load(ctx, route, strs(res), leaseUntil)
+	reply := strs(res)
+	if at, ok := dueOf(reply); ok && w.Due != nil {
+		w.Due(at)
+	}
+	return q.load(ctx, route, reply, leaseUntil)
 }
 
 // LostFetch is the error of a fetch or claim whose outcome is unknown: the
@@ -236,6 +246,9 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 	var cmds []*redis.MapStringStringCmd
 	for i := 1; i+1 < len(reply); i += 2 {
 		if reply[i] == "" {
+			if strings.HasPrefix(reply[i+1], dueMark) {
+				continue
+			}
 			q.warn("bananas: dropped a ready-list entry that is not a job to run", "route", route, "why", reply[i+1])
 			continue
 		}

@@ -28,7 +28,7 @@ type scripts struct {
 }
 
 func loadScripts() *scripts {
-	prelude := mustRead("_prelude.lua")
+	prelude := mustRead("_prelude.lua") + "\n" + mustRead("_flow.lua")
 	load := func(name string) *redis.Script {
 		return redis.NewScript(prelude + "\n" + mustRead(name+".lua"))
 	}

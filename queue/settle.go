@@ -120,6 +120,7 @@ func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any)
 		args = append(args, r.d.ID, tok, r.record, ttl, jk)
 	}
 	keys = append(keys, q.endedKey(k))
+	keys = append(keys, k.FlowKeys()...)
 	return keys, args
 }
 

@@ -14,8 +14,9 @@
 -- KEYS[6]  HASH  route:{r}:history:<hour of now>
 -- KEYS[6+i]  STRING  route:{r}:result:<id_i>, i = 1..n
 -- KEYS[7+n..]  HASH  route:{r}:job:<id> of the jobs dispatched with a hash of their own
--- KEYS[#KEYS]  LIST  route:{r}:ended: the records are appended for the task history,
+-- KEYS[#KEYS-12]  LIST  route:{r}:ended: the records are appended for the task history,
 --              or the stats key again when the caller keeps none
+-- KEYS[#KEYS-11..]  the route's flow keys (Keys.FlowKeys): a keyed job's slot is freed
 -- ARGV[1]  result channel prefix (a job's channel is prefix .. id .. "}")
 -- ARGV[2]  1: announce only on channels with a subscriber (standalone Redis,
 --          where PUBSUB NUMSUB sees every subscriber); 0: always (Redis Cluster)
@@ -49,11 +50,12 @@ for i = 1, n do
   bn_str(ARGV[a + 1], 'token')
   if bn_num(ARGV[a + 3], 'result ttl') <= 0 then error('bananas: result ttl must be > 0') end
   local jk = bn_num(ARGV[a + 4], 'job key index')
-  if jk ~= 0 and (jk <= 6 + n or jk >= #KEYS) then error('bananas: job key index out of range') end
+  if jk ~= 0 and (jk <= 6 + n or jk >= #KEYS - 12) then error('bananas: job key index out of range') end
   channels[i] = prefix .. ids[i] .. '}'
 end
-if #KEYS < 7 + n then error('bananas: ack needs a result key per job and the ended list') end
-local ended = KEYS[#KEYS]
+if #KEYS < 19 + n then error('bananas: ack needs a result key per job, the ended list and the flow keys') end
+local ended = KEYS[#KEYS - 12]
+local F = bn_flowkeys()
 bn_need_type(KEYS[1], 'zset', 'active set')
 bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[4], 'hash', 'payloads hash')
@@ -96,6 +98,10 @@ for i = 1, n do
   end
 end
 if #done == 0 then return out end
+-- Keyed jobs in flight hold slots to free; flow keys of another type
+-- (garbage) are dropped first, before any other write.
+local keyed = not bn_type(F.flowof, 'hash') or redis.call('HLEN', F.flowof) > 0
+if keyed then bn_flow_repair(F) end
 -- What the jobs were goes first. At maxmemory with noeviction, Redis refuses
 -- a script's commands that may grow memory only until the script's first
 -- write: a call that starts by freeing memory completes whole, so acks go
@@ -118,6 +124,14 @@ if #kept > 0 then
   bn_sliced('RPUSH', ended, kept)
 end
 for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end
+local wake = false
+if keyed then
+  for _, id in ipairs(done) do
+    local _, held = bn_flow_release(F, id, now, false)
+    wake = wake or held
+  end
+end
+bn_flow_wake(F, #done, now, wake)
 bn_count(KEYS[3], 'processed', #done)
 bn_history(KEYS[6], now, 'p', #done)
 for i = 5, first_job - 1, 2 do bn_history(KEYS[6], now, ARGV[i], tonumber(ARGV[i + 1])) end

@@ -22,6 +22,7 @@
 -- KEYS[8+3i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
 -- KEYS[9+3i]  STRING  route:{r}:result:<id_i>   its result record (a finished job still holds its id)
 -- KEYS[7+3n]  ZSET    route:{r}:idle   waiting workers: one is woken per job made ready (bn_wake)
+-- KEYS[8+3n..19+3n]  the route's flow keys (Keys.FlowKeys, see _flow.lua)
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  priority: high|normal|low
 -- ARGV[3]  the route's wake channel (published when the list was empty), for
@@ -29,17 +30,21 @@
 -- ARGV[4]  schedule channel (published with the earliest run-at when a job is scheduled)
 -- ARGV[5]  n, the number of jobs
 -- ARGV[6]  receipt ttl ms: > 0 when a job has a caller-chosen id, else 0 (no receipt)
--- ARGV[7+7i .. 13+7i] per job: id, name, envelope (msgpack), max retries, run-at ms (0 = now),
---          unique ttl ms (0 = none), 1 for a caller-chosen id or 0 for a fresh one (NewID)
+-- ARGV[7+8i .. 14+8i] per job: id, name, envelope (msgpack), max retries, run-at ms (0 = now),
+--          unique ttl ms (0 = none), 1 for a caller-chosen id or 0 for a fresh one (NewID),
+--          and its flow "name|key", or "" for a job of no flow. A keyed job made
+--          ready waits in its flow (bn_flow_add); one scheduled for later keeps
+--          its flow in its hash (field k) until promote.lua makes it wait there.
 -- Returns: an array of n strings: "" for a job written, else the id of the job that already holds its id or unique key.
 local now = bn_num(ARGV[1], 'now')
 local prio = ARGV[2]
 bn_prio(prio, 'priority')
 local n = bn_num(ARGV[5], 'job count')
 local receipt_ttl = bn_num(ARGV[6], 'receipt ttl')
-if #KEYS ~= 7 + 3 * n or #ARGV ~= 6 + 7 * n then
-  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (7 + 3 * n) .. ' keys and ' .. (6 + 7 * n) .. ' args')
+if #KEYS ~= 19 + 3 * n or #ARGV ~= 6 + 8 * n then
+  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (19 + 3 * n) .. ' keys and ' .. (6 + 8 * n) .. ' args')
 end
+local F = bn_flowkeys()
 bn_need_type(KEYS[1], 'list', 'ready list')
 bn_need_type(KEYS[2], 'zset', 'scheduled set')
 bn_need_type(KEYS[4], 'hash', 'payloads hash')
@@ -53,8 +58,12 @@ local reply = {}
 local seen_id, seen_unique = {}, {}
 local own = {}
 for i = 0, n - 1 do
-  local a = 7 + 7 * i
+  local a = 7 + 8 * i
   local id = bn_str(ARGV[a], 'job id')
+  local flow = ARGV[a + 7]
+  if flow ~= '' and string.sub(flow, 1, #ARGV[a + 1] + 1) ~= ARGV[a + 1] .. '|' then
+    error('bananas: a job\'s flow must be its task name, | and its key')
+  end
   if string.find(bn_str(ARGV[a + 1], 'task name'), '|', 1, true) then error('bananas: task name must not contain |') end
   bn_str(ARGV[a + 2], 'envelope')
   if bn_num(ARGV[a + 3], 'max retries') < 0 then error('bananas: max retries must be >= 0') end
@@ -82,17 +91,27 @@ end
 -- Pass 2: write the jobs that are new; the list, the payloads and the set take
 -- them in one call each (per 200).
 local written, earliest = 0, nil
-local ready, payloads, later = {}, {}, {}
+local ready, payloads, later, keyed = {}, {}, {}, {}
+if n > 0 then bn_flow_repair(F) end
 for i = 0, n - 1 do
   if reply[i + 1] == '' and not own[i] then
-    local a = 7 + 7 * i
-    local id, run_at, uttl = ARGV[a], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+    local a = 7 + 8 * i
+    local id, run_at, uttl, flow = ARGV[a], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), ARGV[a + 7]
     local ukey = KEYS[8 + 3 * i]
     if run_at > now then
-      bn_write_job(KEYS[7 + 3 * i], {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}, ARGV[a + 2])
+      local small = {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}
+      if flow ~= '' then
+        small[#small + 1] = 'k'
+        small[#small + 1] = flow
+      end
+      bn_write_job(KEYS[7 + 3 * i], small, ARGV[a + 2])
       later[#later + 1] = run_at
       later[#later + 1] = id
       if earliest == nil or run_at < earliest then earliest = run_at end
+    elseif flow ~= '' then
+      keyed[#keyed + 1] = {id, flow}
+      payloads[#payloads + 1] = id
+      payloads[#payloads + 1] = bn_payload(ARGV[a + 1], prio, ARGV[a + 3], now, ARGV[a + 2])
     else
       ready[#ready + 1] = id
       payloads[#payloads + 1] = id
@@ -102,12 +121,20 @@ for i = 0, n - 1 do
     written = written + 1
   end
 end
+if #payloads > 0 then bn_sliced('HSET', KEYS[4], payloads) end
 if #ready > 0 then
   local was_empty = redis.call('LLEN', KEYS[1]) == 0
-  bn_sliced('HSET', KEYS[4], payloads)
   bn_sliced('RPUSH', KEYS[1], ready)
-  bn_wake(KEYS[#KEYS], #ready, now)
+  bn_wake(F.idle, #ready, now)
   if was_empty then redis.call('PUBLISH', ARGV[3], '1') end
+end
+if #keyed > 0 then
+  local woke = 0
+  for _, j in ipairs(keyed) do
+    woke = woke + bn_flow_add(F, bn_prio(prio, 'priority'), bn_member(j[2], bn_flow_next_seq(F), j[1]), j[1])
+  end
+  bn_wake(F.idle, woke, now)
+  if woke > 0 then redis.call('PUBLISH', ARGV[3], '1') end
 end
 if #later > 0 then bn_sliced('ZADD', KEYS[2], later) end
 if written > 0 then

@@ -17,6 +17,18 @@
 -- nothing, checked before any write; a retry of a call that leased before the
 -- pause still answers with its jobs, so they are not left leased unseen.
 --
+-- Flow control (see _flow.lua): within each priority the route's flows —
+-- keyed jobs, grouped by task and key — are served round-robin, one job per
+-- flow per turn, the ready list of unkeyed jobs taking half of the turns
+-- while both have jobs. A flow at its task's cap (max running) or out of
+-- rate goes to the held set, off the ring, so it holds nobody back; due
+-- held flows are put back in their rings first. The route's own limits cap
+-- the whole call. Every check and count is in this one script, on the
+-- route's slot; a retry of the call finds its token and takes nothing.
+-- When the call takes fewer than n and some flow is held, the reply ends
+-- with an entry "" whose payload is "due:<ms>", the time the earliest held
+-- flow is looked at again, for the worker to fetch then.
+--
 -- Garbage is dropped, never leased: an empty list entry, and an entry of a
 -- job already leased (a duplicate id in a list, which would run the job twice).
 -- Each comes back as an id "" with the reason as its payload, for the caller
@@ -28,7 +40,8 @@
 -- KEYS[4]  HASH  route:{r}:groups    lease group token -> jobs still leased
 -- KEYS[5]  STRING  route:{r}:paused  exists while the route is paused
 -- KEYS[6]  ZSET  route:{r}:idle      wake channel of a waiting worker -> until (ms)
--- KEYS[7..]  LIST  route:{r}:queue:<priority>, in the order to drain them
+-- KEYS[7..#KEYS-12]  LIST  route:{r}:queue:<priority>, in the order to drain them
+-- KEYS[#KEYS-11..]  the route's flow keys (Keys.FlowKeys, see _flow.lua)
 -- ARGV[1]  n, the most jobs to take (>= 1)
 -- ARGV[2]  lease deadline (unix ms)
 -- ARGV[3]  fencing token, unique to this call: every job of the call gets it (a
@@ -39,6 +52,8 @@
 --          worker waits, and is registered in the idle set until ARGV[5]
 --          (unix ms), for the next job made ready to wake it alone (bn_wake)
 -- ARGV[5]  until when that registration holds (unix ms; read only with ARGV[4])
+-- ARGV[6]  the priority of each list, a digit each (1 high, 2 normal, 3 low)
+-- ARGV[7]  now (unix ms)
 -- Returns: a flat array token, id1, payload1, id2, payload2, ... (empty when
 --          nothing was taken or dropped, or the route is paused): the call's token once, then each
 --          job's id and payload; payload is "" for a job with its own hash; an
@@ -49,13 +64,27 @@ local token = bn_str(ARGV[3], 'token')
 local waiter = ARGV[4] or ''
 local waiter_until = 0
 if waiter ~= '' then waiter_until = bn_num(ARGV[5], 'idle until') end
+local now = bn_num(ARGV[7], 'now')
 if want < 1 then error('bananas: count must be >= 1') end
-if #KEYS < 7 then error('bananas: fetch needs at least one list key') end
--- Nothing ready, and no earlier run of this call to answer for: the fetch of
--- an idle worker (its safety poll, or a wake-up another worker won) costs
--- four commands instead of one per key. Its only write is the worker's
--- idle entry, which bn_idle guards itself.
-if redis.call('EXISTS', unpack(KEYS, 7)) == 0 and
+local F = bn_flowkeys()
+local m = F.first - 7
+local prios = {}
+for c in string.gmatch(ARGV[6] or '', '%d') do prios[#prios + 1] = tonumber(c) end
+if m < 1 or #prios ~= m then error('bananas: fetch needs a priority digit per list key') end
+for _, i in ipairs(prios) do
+  if i < 1 or i > 3 then error('bananas: a list priority digit must be 1, 2 or 3') end
+end
+-- Nothing ready, no flow held, and no earlier run of this call to answer
+-- for: the fetch of an idle worker (its safety poll, or a wake-up another
+-- worker won) costs a few commands. Its only write is the worker's idle
+-- entry, which bn_idle guards itself.
+local watched = {}
+for idx = 1, m do
+  watched[#watched + 1] = KEYS[6 + idx]
+  watched[#watched + 1] = F.ring[prios[idx]]
+end
+watched[#watched + 1] = F.held
+if redis.call('EXISTS', unpack(watched)) == 0 and
     not (bn_type(KEYS[4], 'hash') and redis.call('HEXISTS', KEYS[4], token) == 1) then
   if waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end
   return {}
@@ -64,7 +93,7 @@ bn_need_type(KEYS[1], 'zset', 'active set')
 bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[3], 'hash', 'payloads hash')
 bn_need_type(KEYS[4], 'hash', 'groups hash')
-for k = 7, #KEYS do bn_need_type(KEYS[k], 'list', 'ready list') end
+for k = 7, 6 + m do bn_need_type(KEYS[k], 'list', 'ready list') end
 
 if redis.call('HEXISTS', KEYS[4], token) == 1 then
   return bn_leased_under(KEYS[2], KEYS[3], token)
@@ -74,43 +103,175 @@ if redis.call('EXISTS', KEYS[5]) == 1 then
   if waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end
   return {}
 end
+bn_flow_repair(F)
+
+-- Held flows that are due go back to their rings.
+local due = redis.call('ZRANGEBYSCORE', F.held, '-inf', now, 'LIMIT', 0, 100)
+for _, flow in ipairs(due) do
+  redis.call('ZREM', F.held, flow)
+  if bn_flow_ring(F, flow) == 0 then bn_flow_put(F, flow, bn_flow_state(F, flow), now) end
+end
+
+-- The route's own limits bound the whole call.
+local rl = bn_limits(redis.call('HGET', F.limits, 'route'))
+local rst = bn_flow_state(F, '#route')
+local budget, route_next = want, nil
+if rl.cap > 0 then budget = math.min(budget, rl.cap - redis.call('HLEN', KEYS[2])) end
+local room
+room, route_next = bn_rate_room(rl, rst.tat, now)
+budget = math.min(budget, room)
 
 local out = {token}
 local taken = 0
-for k = 7, #KEYS do
-  if taken >= want then break end
-  local ids = redis.call('LPOP', KEYS[k], want - taken)
-  if ids then
-    local tokens, seen = {}, {}
-    for first = 1, #ids, 200 do
-      local last = math.min(first + 199, #ids)
-      local pays = redis.call('HMGET', KEYS[3], unpack(ids, first, last))
-      local held = redis.call('HMGET', KEYS[2], unpack(ids, first, last))
-      for j = 1, #pays do
-        local id = ids[first + j - 1]
-        if id == '' then
-          out[#out + 1] = ''
-          out[#out + 1] = 'an empty id in ' .. KEYS[k]
-        elseif held[j] or seen[id] then
-          out[#out + 1] = ''
-          out[#out + 1] = 'job ' .. id .. ' is in ' .. KEYS[k] .. ' but already leased'
-        else
-          taken = taken + 1
-          tokens[#tokens + 1] = id
-          tokens[#tokens + 1] = token
-          seen[id] = true
-          out[#out + 1] = id
-          out[#out + 1] = pays[j] or ''
-        end
+local opened = false
+
+-- lease puts job id under this call's lease. The group enters the active
+-- set with its first job, so that the slots counted later in this same call
+-- (bn_live_holders) see the lease.
+local function lease(id, payload)
+  redis.call('HSET', KEYS[2], id, token)
+  if not opened then
+    redis.call('ZADD', KEYS[1], deadline, token)
+    opened = true
+  end
+  taken = taken + 1
+  out[#out + 1] = id
+  out[#out + 1] = payload or ''
+end
+
+local function dropped(why)
+  out[#out + 1] = ''
+  out[#out + 1] = why
+end
+
+local function take_list(key, n)
+  if n <= 0 then return end
+  local ids = redis.call('LPOP', key, n)
+  if not ids then return end
+  local seen = {}
+  for first = 1, #ids, 200 do
+    local last = math.min(first + 199, #ids)
+    local pays = redis.call('HMGET', KEYS[3], unpack(ids, first, last))
+    local held = redis.call('HMGET', KEYS[2], unpack(ids, first, last))
+    for j = 1, #pays do
+      local id = ids[first + j - 1]
+      if id == '' then
+        dropped('an empty id in ' .. key)
+      elseif held[j] or seen[id] then
+        dropped('job ' .. id .. ' is in ' .. key .. ' but already leased')
+      else
+        seen[id] = true
+        lease(id, pays[j])
       end
     end
-    if #tokens > 0 then bn_sliced('HSET', KEYS[2], tokens) end
+  end
+end
+
+local limits_of = {}
+local function task_limits(flow)
+  local task = string.match(flow, '^([^|]*)|') or ''
+  if not limits_of[task] then limits_of[task] = bn_limits(redis.call('HGET', F.limits, 't:' .. task)) end
+  return limits_of[task]
+end
+
+-- room_of returns how many jobs flow may start now under its task's limits,
+-- and when to look at it again when none.
+local function room_of(l, st)
+  local n, again = math.huge, nil
+  if l.cap > 0 then
+    if #st.holders >= l.cap then
+      local soonest
+      st.holders, soonest = bn_live_holders(KEYS[2], KEYS[1], st.holders, now)
+      again = soonest
+    end
+    n = l.cap - #st.holders
+  end
+  local r, next_at = bn_rate_room(l, st.tat, now)
+  if r < n then n, again = r, next_at end
+  if n <= 0 then return 0, again or deadline end
+  return n, nil
+end
+
+-- visit serves the flow at the head of ring i: one job (all it may take,
+-- up to n, when it is the only flow of the ring), then back to the ring's
+-- tail while it has jobs waiting and room, or to the held set.
+local function visit(i, flow, n)
+  if redis.call('ZSCORE', F.held, flow) then return end
+  local l = task_limits(flow)
+  local st = bn_flow_state(F, flow)
+  local r, again = room_of(l, st)
+  if r == 0 then
+    bn_flow_hold(F, flow, again)
+    bn_flow_put(F, flow, st, now)
+    return
+  end
+  if redis.call('LLEN', F.ring[i]) > 0 then n = 1 end
+  n = math.min(n, r)
+  local heads = bn_flow_head(F, i, flow, n + 1)
+  local got = 0
+  for j = 1, math.min(n, #heads) do
+    redis.call('ZREM', F.keyed[i], heads[j])
+    local _, _, id = bn_member_parts(heads[j])
+    if not id or id == '' then
+      dropped('a keyed entry that names no job: ' .. bn_shown(heads[j]))
+    elseif redis.call('HEXISTS', KEYS[2], id) == 1 then
+      dropped('job ' .. id .. ' waits in ' .. F.keyed[i] .. ' but is already leased')
+    else
+      lease(id, redis.call('HGET', KEYS[3], id))
+      if l.cap > 0 then st.holders[#st.holders + 1] = id end
+      got = got + 1
+    end
+  end
+  bn_rate_take(l, st, now, got)
+  if #heads > n then
+    r, again = room_of(l, st)
+    if r > 0 then redis.call('RPUSH', F.ring[i], flow) else bn_flow_hold(F, flow, again) end
+  end
+  bn_flow_put(F, flow, st, now)
+end
+
+-- take_ring takes up to n jobs from ring i, a turn per flow. A turn that
+-- takes nothing moved a flow off the ring (held, or nothing left waiting)
+-- or dropped garbage; a full round of those ends the loop.
+local function take_ring(i, n)
+  local stop = taken + n
+  local idle, round = 0, redis.call('LLEN', F.ring[i]) + 1
+  while taken < stop and idle <= round do
+    local flow = redis.call('LPOP', F.ring[i])
+    if not flow then return end
+    local before = taken
+    visit(i, flow, stop - taken)
+    if taken == before then idle = idle + 1 else idle = 0 end
+  end
+end
+
+for idx = 1, m do
+  local left = budget - taken
+  if left <= 0 then break end
+  local i, list = prios[idx], KEYS[6 + idx]
+  if redis.call('LLEN', F.ring[i]) > 0 and redis.call('LLEN', list) > 0 then
+    take_ring(i, math.ceil(left / 2))
+    take_list(list, budget - taken)
+    take_ring(i, budget - taken)
+  elseif redis.call('LLEN', F.ring[i]) > 0 then
+    take_ring(i, left)
+  else
+    take_list(list, left)
   end
 end
 if taken > 0 then
-  redis.call('ZADD', KEYS[1], deadline, token)
   redis.call('HSET', KEYS[4], token, taken)
+  if rl.rate > 0 then
+    bn_rate_take(rl, rst, now, taken)
+    bn_flow_put(F, '#route', rst, now)
+  end
 end
-if taken < want and waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end
+if taken < want then
+  if waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end
+  local next_at = route_next
+  local first = redis.call('ZRANGE', F.held, 0, 0, 'WITHSCORES')
+  if #first == 2 and (not next_at or tonumber(first[2]) < next_at) then next_at = tonumber(first[2]) end
+  if next_at then dropped('due:' .. string.format('%.0f', math.ceil(next_at))) end
+end
 if #out > 1 then return out end
 return {}

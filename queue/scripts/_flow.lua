@@ -1,0 +1,240 @@
+-- _flow.lua is prepended, after _prelude.lua, to every script of this folder:
+-- the flow control shared by the scripts that make keyed jobs wait, start
+-- them and end them (see queue/flow.go for the model).
+--
+-- A flow is the jobs of one task and one key: its name is "task|key" (task
+-- names never hold '|'). Its waiting jobs are members of the route's keyed
+-- set of their priority (all scores 0, ordered by member):
+--   4-digit length of the flow, the flow, 15-digit order of arrival, the id
+-- so that a flow's jobs are one range of the set, oldest first. flowof maps
+-- the id of every keyed job waiting or running to its member.
+--
+-- A flow that has jobs waiting at a priority is in that priority's ring, a
+-- list served round-robin by fetch.lua, or in the held set when a limit holds
+-- it back (score: when to look at it again). A flow's state in the flows
+-- hash is "tat id1 id2 ...": the rate's theoretical arrival time (ms, or -)
+-- and the ids of its running jobs, the slots it holds.
+--
+-- Every flow script is given the route's flow keys as the last 12 of its
+-- KEYS (Keys.FlowKeys), read with bn_flowkeys.
+
+local bn_prio_names = {'high', 'normal', 'low'}
+
+local function bn_flowkeys()
+  local at = #KEYS - 11
+  return {keyed = {KEYS[at], KEYS[at + 1], KEYS[at + 2]}, ring = {KEYS[at + 3], KEYS[at + 4], KEYS[at + 5]},
+    flows = KEYS[at + 6], held = KEYS[at + 7], flowof = KEYS[at + 8], limits = KEYS[at + 9],
+    idle = KEYS[at + 10], stats = KEYS[at + 11], first = at}
+end
+
+-- bn_flow_repair drops a flow key that holds another type than its own:
+-- garbage, which held nothing a flow script wrote, and which would otherwise
+-- stop every fetch of the route. A keyed set of another type held no job
+-- either: keyed jobs only ever go to a zset.
+local function bn_flow_repair(F)
+  local want = {[F.flows] = 'hash', [F.held] = 'zset', [F.flowof] = 'hash', [F.limits] = 'hash'}
+  for i = 1, 3 do
+    want[F.keyed[i]] = 'zset'
+    want[F.ring[i]] = 'list'
+  end
+  for key, t in pairs(want) do
+    if not bn_type(key, t) then redis.call('DEL', key) end
+  end
+end
+
+local function bn_member(flow, seq, id)
+  return string.format('%04d', #flow) .. flow .. string.format('%015.0f', seq) .. id
+end
+
+-- bn_member_parts returns a member's flow, order and id; nil for garbage.
+local function bn_member_parts(m)
+  local n = tonumber(string.sub(m, 1, 4))
+  if not n or not string.find(string.sub(m, 1, 4), '^%d%d%d%d$') or #m < 4 + n + 16 then return nil end
+  local seq = string.sub(m, 5 + n, 19 + n)
+  if not string.find(seq, '^%d+$') then return nil end
+  return string.sub(m, 5, 4 + n), seq, string.sub(m, 20 + n)
+end
+
+-- bn_flow_head returns up to n members of flow waiting at priority index i,
+-- oldest first.
+local function bn_flow_head(F, i, flow, n)
+  local p = string.format('%04d', #flow) .. flow
+  return redis.call('ZRANGEBYLEX', F.keyed[i], '[' .. p, '(' .. p .. ':', 'LIMIT', 0, n)
+end
+
+local function bn_flow_waits(F, flow)
+  for i = 1, 3 do
+    if #bn_flow_head(F, i, flow, 1) > 0 then return true end
+  end
+  return false
+end
+
+-- bn_limits reads a limits value ("max rate period-ms burst"); garbage, or
+-- none, reads as no limit at all: a scrambled limit must not hold a flow
+-- back for ever.
+local function bn_limits(v)
+  local l = {cap = 0, rate = 0}
+  if not v then return l end
+  local c, r, per, b = string.match(v, '^(%d+) (%d+) (%d+) (%d+)$')
+  if not c then return l end
+  l.cap = tonumber(c)
+  r, per, b = tonumber(r), tonumber(per), tonumber(b)
+  if r > 0 and per > 0 and b > 0 then
+    l.rate, l.interval, l.burst = r, per / r, b
+  end
+  return l
+end
+
+local function bn_flow_state(F, flow)
+  local st = {holders = {}}
+  local v = redis.call('HGET', F.flows, flow)
+  if not v then return st end
+  local first = true
+  for w in string.gmatch(v, '%S+') do
+    if first then
+      st.tat = tonumber(w)
+      first = false
+    else
+      st.holders[#st.holders + 1] = w
+    end
+  end
+  return st
+end
+
+local function bn_flow_put(F, flow, st, now)
+  if st.tat and st.tat <= now then st.tat = nil end
+  if not st.tat and #st.holders == 0 then
+    redis.call('HDEL', F.flows, flow)
+    return
+  end
+  local v = st.tat and string.format('%.3f', st.tat) or '-'
+  if #st.holders > 0 then v = v .. ' ' .. table.concat(st.holders, ' ') end
+  redis.call('HSET', F.flows, flow, v)
+end
+
+-- bn_rate_room returns how many starts the rate allows now, and when the
+-- next one is allowed when none is (GCRA: each start moves the theoretical
+-- arrival time tat on by one interval, and a start is allowed while tat
+-- stays within burst intervals of now). A tat too far ahead (garbage, or
+-- written on a clock that stepped back) counts as a full burst spent.
+local function bn_rate_room(l, tat, now)
+  if l.rate == 0 then return math.huge, nil end
+  local span = l.burst * l.interval
+  if not tat or tat < now then tat = now end
+  if tat > now + span then tat = now + span end
+  local room = math.floor((now + span - tat) / l.interval + 1e-9)
+  if room >= 1 then return room, nil end
+  return 0, tat + l.interval - span
+end
+
+local function bn_rate_take(l, st, now, n)
+  if l.rate == 0 or n == 0 then return end
+  local tat = st.tat
+  if not tat or tat < now then tat = now end
+  if tat > now + l.burst * l.interval then tat = now + l.burst * l.interval end
+  st.tat = tat + n * l.interval
+end
+
+-- bn_live_holders keeps, of a flow's holders, the jobs still leased under a
+-- lease that has not run out, each once; returns also the earliest deadline
+-- of those leases. A slot whose lease ran out is free (its worker is gone,
+-- and the reaper hands its job back), so a killed worker's slots come back
+-- when its leases end, even before the reaper runs.
+local function bn_live_holders(leases, active, holders, now)
+  local live, seen, soonest = {}, {}, nil
+  for _, id in ipairs(holders) do
+    if not seen[id] then
+      seen[id] = true
+      local token = redis.call('HGET', leases, id)
+      local deadline = token and tonumber(redis.call('ZSCORE', active, token))
+      if deadline and deadline >= now then
+        live[#live + 1] = id
+        if not soonest or deadline < soonest then soonest = deadline end
+      end
+    end
+  end
+  return live, soonest
+end
+
+-- bn_flow_hold puts flow in the held set until when (a lower time wins),
+-- counted as throttled once per hold.
+local function bn_flow_hold(F, flow, when)
+  local cur = tonumber(redis.call('ZSCORE', F.held, flow))
+  if cur and cur <= when then return end
+  redis.call('ZADD', F.held, when, flow)
+  if not cur then bn_count(F.stats, 'throttled', 1) end
+end
+
+-- bn_flow_ring puts flow in the ring of each priority it has jobs waiting
+-- at, unless it is held. Returns how many rings took it.
+local function bn_flow_ring(F, flow)
+  if redis.call('ZSCORE', F.held, flow) then return 0 end
+  local n = 0
+  for i = 1, 3 do
+    if #bn_flow_head(F, i, flow, 1) > 0 then
+      redis.call('RPUSH', F.ring[i], flow)
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- bn_flow_add makes a keyed job wait: its member in the keyed set of
+-- priority index i, its id in flowof, and its flow in the ring when it had
+-- nothing waiting there and is not held. Returns 1 when the flow is not held
+-- (the job may start now: wake a worker for it), else 0.
+local function bn_flow_add(F, i, member, id)
+  local flow = bn_member_parts(member)
+  local was = #bn_flow_head(F, i, flow, 1) > 0
+  redis.call('ZADD', F.keyed[i], 0, member)
+  redis.call('HSET', F.flowof, id, member)
+  if redis.call('ZSCORE', F.held, flow) then return 0 end
+  if not was then redis.call('RPUSH', F.ring[i], flow) end
+  return 1
+end
+
+-- bn_flow_next_seq returns the next order of arrival of the route's keyed
+-- jobs (kept in the flows hash under "#seq": a flow's name always holds a
+-- '|', so no flow is named so).
+local function bn_flow_next_seq(F)
+  local r = redis.pcall('HINCRBY', F.flows, '#seq', 1)
+  if type(r) == 'table' then
+    redis.call('HSET', F.flows, '#seq', 1)
+    return 1
+  end
+  return r
+end
+
+-- bn_flow_release frees the slot of job id, whose lease is ending (success,
+-- failure, cancel, hand-back, a reaped lease): it leaves its flow's holders
+-- and flowof, and a flow held back by its cap is looked at again at once.
+-- keep: the job goes on waiting in its flow (hand-back, reap): its flowof
+-- entry stays. Returns the job's member, or nil for a job of no flow, and
+-- whether a worker should be woken.
+local function bn_flow_release(F, id, now, keep)
+  local member = redis.call('HGET', F.flowof, id)
+  if not member then return nil, false end
+  if not keep then redis.call('HDEL', F.flowof, id) end
+  local flow = bn_member_parts(member)
+  if not flow then return nil, false end
+  local st = bn_flow_state(F, flow)
+  local left = {}
+  for _, h in ipairs(st.holders) do
+    if h ~= id then left[#left + 1] = h end
+  end
+  st.holders = left
+  bn_flow_put(F, flow, st, now)
+  local held = tonumber(redis.call('ZSCORE', F.held, flow))
+  if held and held > now then
+    redis.call('ZADD', F.held, now, flow)
+    return member, true
+  end
+  return member, held ~= nil
+end
+
+-- bn_flow_wake wakes up to n idle workers when a slot was freed on a route
+-- that has a limit of its own (its fetch may have stopped at it) or of a
+-- held flow.
+local function bn_flow_wake(F, n, now, freed_held)
+  if freed_held or redis.call('HEXISTS', F.limits, 'route') == 1 then bn_wake(F.idle, n, now) end
+end
