@@ -1,9 +1,15 @@
 package queue
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Flow control: keyed jobs, their round-robin and their limits.
@@ -68,4 +74,138 @@ func dueOf(reply []string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// FlowState is what a route's flow control holds at one moment.
+type FlowState struct {
+	Limits    Limits            // the route's own limits
+	Tasks     map[string]Limits // each task's limits stored on the route
+	Running   int               // keyed jobs running under a cap: the slots held
+	Waiting   int               // keyed jobs waiting in their flows
+	Held      int               // flows held back by a limit now
+	Throttled int64             // times a flow was held back, since the route's stats began
+	Busiest   []FlowInfo        // the flows with the most jobs running, then waiting
+}
+
+// FlowInfo is one flow: the jobs of one task and one key.
+type FlowInfo struct {
+	Task, Key string
+	Running   int       // slots it holds
+	Waiting   int       // jobs waiting
+	HeldUntil time.Time // zero unless held back by a limit: when it is looked at again
+}
+
+// flowScan bounds how many flows Flows reads: a route can hold a million
+// keys, and a look at its state must stay cheap.
+const flowScan = 10000
+
+// Flows reads the flow control state of route: its limits, counts, and up
+// to n of its busiest flows (among the first flowScan flows read).
+func (q *Queue) Flows(ctx context.Context, route string, n int) (FlowState, error) {
+	if err := CheckShardRoute(route); err != nil {
+		return FlowState{}, err
+	}
+	k := q.Keys(route)
+	var st FlowState
+	var err error
+	if st.Limits, err = q.RouteLimits(ctx, route); err != nil {
+		return st, err
+	}
+	if st.Tasks, err = q.TaskLimits(ctx, route); err != nil {
+		return st, err
+	}
+	pipe := q.rdb.Pipeline()
+	cards := make([]*redis.IntCmd, 0, 3)
+	for _, p := range Priorities {
+		cards = append(cards, pipe.ZCard(ctx, k.Keyed(p)))
+	}
+	heldN := pipe.ZCard(ctx, k.Held())
+	held := pipe.ZRangeWithScores(ctx, k.Held(), 0, flowScan-1)
+	throttled := pipe.HGet(ctx, k.Stats(), "throttled")
+	flows := pipe.HScan(ctx, k.Flows(), 0, "*|*", flowScan)
+	rings := make([]*redis.StringSliceCmd, 0, 3)
+	for _, p := range Priorities {
+		rings = append(rings, pipe.LRange(ctx, k.Ring(p), 0, 999))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return st, fmt.Errorf("read flows of route %s: %w", route, err)
+	}
+	for _, c := range cards {
+		st.Waiting += int(c.Val())
+	}
+	st.Held = int(heldN.Val())
+	st.Throttled, _ = strconv.ParseInt(throttled.Val(), 10, 64)
+	byName := map[string]*FlowInfo{}
+	info := func(flow string) *FlowInfo {
+		if f, ok := byName[flow]; ok {
+			return f
+		}
+		task, key, _ := strings.Cut(flow, "|")
+		f := &FlowInfo{Task: task, Key: key}
+		byName[flow] = f
+		return f
+	}
+	kv, _ := flows.Val()
+	for i := 0; i+1 < len(kv); i += 2 {
+		running := len(strings.Fields(kv[i+1])) - 1
+		if running > 0 {
+			info(kv[i]).Running = running
+			st.Running += running
+		}
+	}
+	for _, r := range rings {
+		for _, flow := range r.Val() {
+			if strings.Contains(flow, "|") {
+				info(flow)
+			}
+		}
+	}
+	for _, z := range held.Val() {
+		if name, ok := z.Member.(string); ok && strings.Contains(name, "|") {
+			info(name).HeldUntil = time.UnixMilli(int64(z.Score))
+		}
+	}
+	st.Busiest, err = q.busiest(ctx, k, byName, n)
+	return st, err
+}
+
+// busiest counts the waiting jobs of the flows known and returns the n
+// with the most running, then waiting.
+func (q *Queue) busiest(ctx context.Context, k Keys, byName map[string]*FlowInfo, n int) ([]FlowInfo, error) {
+	out := make([]FlowInfo, 0, len(byName))
+	pipe := q.rdb.Pipeline()
+	counts := make([][]*redis.IntCmd, 0, len(byName))
+	for flow, f := range byName {
+		prefix := fmt.Sprintf("%04d", len(flow)) + flow
+		var cs []*redis.IntCmd
+		for _, p := range Priorities {
+			cs = append(cs, pipe.ZLexCount(ctx, k.Keyed(p), "["+prefix, "("+prefix+":"))
+		}
+		counts = append(counts, cs)
+		out = append(out, *f)
+	}
+	if len(out) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("count the waiting jobs of route %s's flows: %w", k.Route(), err)
+		}
+	}
+	for i, cs := range counts {
+		for _, c := range cs {
+			out[i].Waiting += int(c.Val())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Running != b.Running {
+			return a.Running > b.Running
+		}
+		if a.Waiting != b.Waiting {
+			return a.Waiting > b.Waiting
+		}
+		return a.Task+"|"+a.Key < b.Task+"|"+b.Key
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
 }

@@ -82,3 +82,29 @@ func TestFlow_MaxRunningOneRunsEachKeyOneAtATimeInOrder(t *testing.T) {
 		}
 	})
 }
+
+func TestFlows_ShowRunningWaitingAndHeldPerKey(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.SetTaskLimits(ctx, "seen", "t", queue.Limits{MaxRunning: 1}); err != nil {
+			t.Fatal(err)
+		}
+		enqueueKeyed(t, q, "seen", queue.Normal, "t", "A", 3)
+		enqueueKeyed(t, q, "seen", queue.Normal, "t", "B", 1)
+		fetchIDs(t, q, "seen", 10)
+		fetchIDs(t, q, "seen", 10) // finds A at its cap: held
+		st, err := q.Flows(ctx, "seen", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Running != 2 || st.Waiting != 2 || st.Held != 1 || st.Throttled != 1 {
+			t.Fatalf("state %+v, want 2 running, 2 waiting, A held once", st)
+		}
+		if len(st.Busiest) != 2 || st.Busiest[0].Key != "A" || st.Busiest[0].Waiting != 2 || st.Busiest[0].HeldUntil.IsZero() {
+			t.Fatalf("busiest %+v, want A first with 2 waiting and held", st.Busiest)
+		}
+		if l := st.Tasks["t"]; l.MaxRunning != 1 {
+			t.Fatalf("task limits %+v", st.Tasks)
+		}
+	})
+}
