@@ -52,6 +52,7 @@ const (
 // outcome, and the reason for an entry it dropped or left.
 func (q *Queue) replay(ctx context.Context, k Keys, id, task string) (int64, string, error) {
 	keys := []string{k.Job(id), k.Dead(), k.List(High), k.List(Normal), k.List(Low), k.Result(id), k.Stats(), k.Idle()}
+	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: the job moves only while it is in the dead-letter set (a
 	// second run answers that it is not).
 	res, err := q.s.replay.Run(ctx, q.rdb, keys, id, k.WakeChannel(), task, ms(q.Now())).Slice()

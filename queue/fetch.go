@@ -388,6 +388,7 @@ func (q *Queue) handBack(ctx context.Context, l *LostFetch, ids []string, now ti
 		args = append(args, id, v.Record, max(1, durMS(v.TTL)))
 	}
 	keys = append(keys, k.Idle(), q.endedKey(k))
+	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: fenced by the token, which the first run released.
 	res, err := q.s.handback.Run(ctx, q.rdb, keys, args...).Slice()
 	if err != nil {

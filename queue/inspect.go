@@ -200,6 +200,10 @@ type Depth struct {
 	// Ended is how many ended jobs wait in the route's ended list to be
 	// written to the task history (0 when none is kept).
 	Ended int64
+	// Held is how many flows a limit holds back now, and Throttled how many
+	// times one was held back (the route's stats counter): see flow.go.
+	// High, Normal and Low count keyed jobs waiting in their flows too.
+	Held, Throttled int64
 }
 
 // Depths counts the jobs of each route in one pipelined round trip, and one
@@ -209,7 +213,9 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 	pipe := q.rdb.Pipeline()
 	type cmds struct {
 		h, n, l, s, a, d, paused *redis.IntCmd
-		ended                    *redis.IntCmd
+		ended, held              *redis.IntCmd
+		keyed                    [3]*redis.IntCmd
+		throttled                *redis.StringCmd
 		heads                    [3]*redis.StringCmd
 	}
 	cs := make([]cmds, len(routes))
@@ -218,8 +224,13 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 		cs[i] = cmds{
 			h: pipe.LLen(ctx, k.List(High)), n: pipe.LLen(ctx, k.List(Normal)), l: pipe.LLen(ctx, k.List(Low)),
 			s: pipe.ZCard(ctx, k.Scheduled()), a: pipe.HLen(ctx, k.Leases()), d: pipe.ZCard(ctx, k.Dead()),
-			paused: pipe.Exists(ctx, k.Paused()),
-			ended:  pipe.LLen(ctx, k.Ended()),
+			paused:    pipe.Exists(ctx, k.Paused()),
+			ended:     pipe.LLen(ctx, k.Ended()),
+			held:      pipe.ZCard(ctx, k.Held()),
+			throttled: pipe.HGet(ctx, k.Stats(), "throttled"),
+		}
+		for j, p := range Priorities {
+			cs[i].keyed[j] = pipe.ZCard(ctx, k.Keyed(p))
 		}
 		for j, p := range Priorities {
 			cs[i].heads[j] = pipe.LIndex(ctx, k.List(p), 0)
@@ -229,10 +240,16 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 	endedCmds := make(map[redis.Cmder]bool, len(cs))
 	for _, c := range cs {
 		endedCmds[c.ended] = true
+		endedCmds[c.held] = true
+		endedCmds[c.throttled] = true
+		for _, k := range c.keyed {
+			endedCmds[k] = true
+		}
 	}
 	for _, c := range done {
 		// Nil: an empty list's head. Garbage under an ended list is
-		// replaced by the next end (bn_ended): it reads as none.
+		// replaced by the next end (bn_ended), and under a flow key by the
+		// next flow script (bn_flow_repair): it reads as none.
 		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) && !(endedCmds[c] && isWrongType(err)) {
 			return nil, fmt.Errorf("read queue depths: %w", err)
 		}
@@ -246,7 +263,12 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 	var pipe2 redis.Pipeliner
 	for i, c := range cs {
 		out[i] = Depth{Route: routes[i], High: c.h.Val(), Normal: c.n.Val(), Low: c.l.Val(),
-			Scheduled: c.s.Val(), Active: c.a.Val(), Dead: c.d.Val(), Paused: c.paused.Val() > 0, Ended: c.ended.Val()}
+			Scheduled: c.s.Val(), Active: c.a.Val(), Dead: c.d.Val(), Paused: c.paused.Val() > 0, Ended: c.ended.Val(),
+			Held: c.held.Val()}
+		out[i].Throttled, _ = strconv.ParseInt(c.throttled.Val(), 10, 64)
+		out[i].High += c.keyed[0].Val()
+		out[i].Normal += c.keyed[1].Val()
+		out[i].Low += c.keyed[2].Val()
 		for _, head := range c.heads {
 			id := head.Val()
 			if id == "" {

@@ -33,6 +33,7 @@ func (q *Queue) Promote(ctx context.Context, route string, now time.Time) (int, 
 			args = append(args, id)
 		}
 		keys = append(keys, k.Idle())
+		keys = append(keys, k.FlowKeys()...)
 		// Retry-safe: each id moves only while it is still scheduled and due.
 		res, err := q.s.promote.Run(ctx, q.rdb, keys, args...).Slice()
 		if err != nil {

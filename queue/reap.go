@@ -119,6 +119,7 @@ func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, token
 		args = append(args, id, page.owners[i], fields[i]["a"], ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)), cancelRead)
 	}
 	keys = append(keys, q.endedKey(k))
+	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: a job is reaped only while its lease, attempts and group
 	// expiry are as read above; the first run changed them.
 	res, err := q.s.reap.Run(ctx, q.rdb, keys, args...).Result()

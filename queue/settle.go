@@ -150,6 +150,7 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 	k := q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups(),
 		k.History(HourOf(now)), k.Cancels(), q.endedKey(k)}
+	keys = append(keys, k.FlowKeys()...)
 	final := 0
 	switch {
 	case f.Final:
@@ -176,6 +177,7 @@ func (q *Queue) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl t
 	k := q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads(), k.Groups(),
 		k.Cancels(), k.Result(d.ID), k.Stats(), k.History(HourOf(now)), k.Idle(), q.endedKey(k)}
+	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
 	n, err := q.s.requeue.Run(ctx, q.rdb, keys, d.ID, d.Token, k.WakeChannel(),
 		canceled, max(1, durMS(ttl)), ResultChannel(q.ns, d.ID), ms(now)).Int()

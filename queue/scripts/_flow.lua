@@ -238,3 +238,16 @@ end
 local function bn_flow_wake(F, n, now, freed_held)
   if freed_held or redis.call('HEXISTS', F.limits, 'route') == 1 then bn_wake(F.idle, n, now) end
 end
+
+-- bn_flow_back puts a keyed job whose lease ends without ending the job (a
+-- hand-back, a lost lease) back in its place in its flow, at priority index
+-- i: its member keeps its order of arrival, so it is its flow's next. Its
+-- slot is freed and a worker woken. Returns false for a job of no flow,
+-- which the caller pushes to its ready list.
+local function bn_flow_back(F, i, id, now)
+  local member = bn_flow_release(F, id, now, true)
+  if not member then return false end
+  bn_flow_add(F, i, member, id)
+  bn_wake(F.idle, 1, now)
+  return true
+end

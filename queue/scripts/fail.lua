@@ -28,6 +28,9 @@
 -- KEYS[11] SET     route:{r}:cancels
 -- KEYS[12] LIST    route:{r}:ended: a dead job's record is appended for the task
 --                  history, or the stats key again when the caller keeps none
+-- KEYS[13..24]  the route's flow keys (Keys.FlowKeys): a keyed job's slot is
+--          freed, and its hash keeps its flow and place (fields k and q) for
+--          its retry, or a replay, to wait where it waited
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  now (unix ms)
@@ -72,8 +75,12 @@ if exists then
   if not why then prior, max = tonumber(f[1] or '0'), tonumber(f[2]) end
 end
 
+local F = bn_flowkeys()
+bn_flow_repair(F)
 redis.call('HDEL', KEYS[3], id)
 bn_release(KEYS[2], KEYS[9], token, 1)
+local member, freed_held = bn_flow_release(F, id, now, false)
+bn_flow_wake(F, 1, now, freed_held)
 if bn_type(KEYS[11], 'set') then redis.call('SREM', KEYS[11], id) end -- another type: cancels.lua refuses it
 if payload then
   max = bn_materialize(KEYS[1], KEYS[8], id, payload)
@@ -81,6 +88,10 @@ elseif not exists then
   return 3
 end
 redis.call('HSET', KEYS[1], 'st', started)
+if member then
+  local flow, seq = bn_member_parts(member)
+  redis.call('HSET', KEYS[1], 'k', flow, 'q', seq)
+end
 if why then
   bn_count(KEYS[7], 'failed', 1)
   bn_history(KEYS[10], now, 'f', 1)

@@ -35,6 +35,8 @@
 -- KEYS[10+2i]  STRING  route:{r}:result:<id_i>
 -- KEYS[11+2n]   ZSET    route:{r}:idle   waiting workers: one is woken per job handed back (bn_wake)
 -- KEYS[12+2n]   LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
+-- KEYS[13+2n..24+2n]  the route's flow keys (Keys.FlowKeys): a keyed job goes
+--          back to its place in its flow (bn_flow_back), its slot freed
 -- ARGV[1]  fencing token of the fetch
 -- ARGV[2]  marker deadline (unix ms): until when a late copy must find the token used
 -- ARGV[3]  the route's wake channel, for workers that take only some tasks
@@ -51,7 +53,7 @@ bn_str(ARGV[3], 'wake channel')
 local prefix = bn_str(ARGV[4], 'result channel prefix')
 local now = bn_num(ARGV[5], 'now')
 local n = (#ARGV - 5) / 3
-if n ~= math.floor(n) or #KEYS ~= 12 + 2 * n then error('bananas: handback needs 2 keys and 3 args per job, the idle set and the ended list') end
+if n ~= math.floor(n) or #KEYS ~= 24 + 2 * n then error('bananas: handback needs 2 keys and 3 args per job, the idle set, the ended list and the flow keys') end
 for i = 1, n do
   if bn_num(ARGV[5 + 3 * i], 'canceled record ttl') <= 0 then error('bananas: canceled record ttl must be > 0') end
 end
@@ -84,7 +86,7 @@ for i = 1, n do
     elseif asked and record ~= '' then
       canceled[#canceled + 1] = { id, job, result, record, ARGV[5 + 3 * i] }
     elseif not asked then
-      back[#back + 1] = { id, KEYS[4 + (bn_prios[prio] or 2)] }
+      back[#back + 1] = { id, KEYS[4 + (bn_prios[prio] or 2)], bn_prios[prio] or 2 }
     end -- asked after the caller's read: left leased, for the reaper
   elseif id ~= '' and record ~= '' and bn_type(result, 'string') and redis.call('GET', result) == record then
     earlier[#earlier + 1] = id
@@ -92,14 +94,22 @@ for i = 1, n do
 end
 
 local released = #back + #gone + #canceled
+local F = bn_flowkeys()
+if released > 0 then bn_flow_repair(F) end
 for i = #back, 1, -1 do
   redis.call('HDEL', KEYS[2], back[i][1])
-  redis.call('LPUSH', back[i][2], back[i][1])
+  if not bn_flow_back(F, back[i][3], back[i][1], now) then redis.call('LPUSH', back[i][2], back[i][1]) end
 end
-for _, id in ipairs(gone) do redis.call('HDEL', KEYS[2], id) end
+for _, id in ipairs(gone) do
+  redis.call('HDEL', KEYS[2], id)
+  local _, freed_held = bn_flow_release(F, id, now, false)
+  bn_flow_wake(F, 1, now, freed_held)
+end
 for _, c in ipairs(canceled) do
   local id = c[1]
   redis.call('HDEL', KEYS[2], id)
+  local _, freed_held = bn_flow_release(F, id, now, false)
+  bn_flow_wake(F, 1, now, freed_held)
   bn_end_canceled(c[3], c[4], c[5], prefix .. id .. '}', KEYS[8], id, KEYS[9], KEYS[10], KEYS[12 + 2 * n], now, c[2], KEYS[3])
 end
 local left = 0

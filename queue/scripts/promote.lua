@@ -20,6 +20,9 @@
 -- KEYS[7+2i]  HASH  route:{r}:job:<id_i>
 -- KEYS[8+2i]  any   route:{r}:garbage:<id_i>  where a job key that is not a hash goes
 -- KEYS[7+2n]  ZSET  route:{r}:idle   waiting workers: one is woken per job moved (bn_wake)
+-- KEYS[8+2n..19+2n]  the route's flow keys (Keys.FlowKeys): a keyed job (its
+--          hash has its flow, field k) waits in its flow instead of a list, in
+--          its old place (field q) when it had one, else at the back
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  the route's wake channel, for workers that take only some tasks
 -- ARGV[3+i]  the ids, matching the key pairs
@@ -28,7 +31,8 @@
 local now = bn_num(ARGV[1], 'now')
 bn_str(ARGV[2], 'wake channel')
 local n = #ARGV - 2
-if #KEYS ~= 7 + 2 * n then error('bananas: promote needs two keys per id and the idle set') end
+if #KEYS ~= 19 + 2 * n then error('bananas: promote needs two keys per id, the idle set and the flow keys') end
+local F = bn_flowkeys()
 bn_need_type(KEYS[1], 'zset', 'scheduled set')
 
 -- Pass 1, reads only: what to do with each due id, and which keys that
@@ -45,7 +49,14 @@ for i = 0, n - 1 do
     if kind == 'hash' then
       local prio = redis.call('HGET', job, 'p')
       step.why = bn_bad_prio(prio)
-      if not step.why then step.list = KEYS[1 + bn_prios[prio]] end
+      if not step.why then
+        step.list, step.prio = KEYS[1 + bn_prios[prio]], bn_prios[prio]
+        local kq = redis.call('HMGET', job, 'k', 'q')
+        if kq[1] and string.find(kq[1], '|', 1, true) then
+          step.flow = kq[1]
+          if kq[2] and string.find(kq[2], '^%d+$') and #kq[2] == 15 then step.seq = tonumber(kq[2]) end
+        end
+      end
     end
     if step.list then needs[step.list] = 'ready list' elseif kind ~= 'none' then needs[KEYS[5]] = 'dead-letter set' end
     plan[#plan + 1] = step
@@ -57,10 +68,16 @@ end
 
 -- Pass 2: every due id leaves the scheduled set.
 local moved, woke, out = 0, false, {0}
+if #plan > 0 then bn_flow_repair(F) end
 for _, step in ipairs(plan) do
   local id, job = step.id, step.job
   redis.call('ZREM', KEYS[1], id)
-  if step.list then
+  if step.flow then
+    local seq = step.seq or bn_flow_next_seq(F)
+    redis.call('HSET', job, 'q', string.format('%015.0f', seq))
+    if bn_flow_add(F, step.prio, bn_member(step.flow, seq, id), id) == 1 then woke = true end
+    moved = moved + 1
+  elseif step.list then
     if bn_push(step.list, id, false) then woke = true end
     moved = moved + 1
   elseif step.why then
@@ -75,7 +92,7 @@ for _, step in ipairs(plan) do
     out[#out + 1] = 'job ' .. id .. ': ' .. aside .. '; dead-lettered as a stub'
   end
 end
-bn_wake(KEYS[#KEYS], moved, now)
+bn_wake(F.idle, moved, now)
 if woke then redis.call('PUBLISH', ARGV[2], '1') end
 out[1] = moved
 return out

@@ -39,7 +39,9 @@
 -- KEYS[10+3i]  HASH    route:{r}:job:<id_i>
 -- KEYS[11+3i]  STRING  route:{r}:result:<id_i>
 -- KEYS[12+3i]  any     route:{r}:garbage:<id_i>  where a job key that is not a hash goes
--- KEYS[#KEYS]   LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
+-- KEYS[#KEYS-12]  LIST  route:{r}:ended (task history), or the stats key again when the caller keeps none
+-- KEYS[#KEYS-11..]  the route's flow keys (Keys.FlowKeys): a keyed job's slot
+--          is freed, and its hash keeps its flow and place (fields k and q)
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  result channel prefix (the channel is prefix .. id .. "}")
 -- ARGV[3]  schedule channel
@@ -58,9 +60,10 @@ local now = bn_num(ARGV[1], 'now')
 local prefix = bn_str(ARGV[2], 'channel prefix')
 local sched = bn_str(ARGV[3], 'schedule channel')
 local e = bn_num(ARGV[4], 'empty group count')
-local n = (#KEYS - 10) / 3
-if n ~= math.floor(n) or #ARGV ~= 4 + e + 7 * n then error('bananas: reap needs 3 keys and 7 args per job, and the ended list') end
-local ended = KEYS[#KEYS]
+local n = (#KEYS - 22) / 3
+if n ~= math.floor(n) or #ARGV ~= 4 + e + 7 * n then error('bananas: reap needs 3 keys and 7 args per job, the ended list and the flow keys') end
+local ended = KEYS[#KEYS - 12]
+local F = bn_flowkeys()
 for i = 0, n - 1 do
   local a = 5 + e + 7 * i
   bn_num(ARGV[a + 3], 'retry-at')
@@ -85,6 +88,16 @@ local lost = 'lease expired: the worker running it stopped renewing (crashed or 
 -- Every read of a job comes before its writes, and nothing written for one
 -- job can make the reads or writes of the next raise (the route keys' types
 -- are checked above, job keys' types per job), so no job is left half-moved.
+-- unslot frees the slot of a reaped keyed job; one that stays (retried or
+-- dead-lettered) keeps its flow and place in its hash.
+local function unslot(id, job)
+  local member, freed_held = bn_flow_release(F, id, now, false)
+  bn_flow_wake(F, 1, now, freed_held)
+  local flow, seq
+  if member then flow, seq = bn_member_parts(member) end
+  if flow and bn_typeof(job) == 'hash' then redis.call('HSET', job, 'k', flow, 'q', seq) end
+end
+if n > 0 then bn_flow_repair(F) end
 local out = {}
 for i = 0, n - 1 do
   local a = 5 + e + 7 * i
@@ -154,6 +167,7 @@ for i = 0, n - 1 do
         reply = bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, prior, max, ended)
       end
     end
+    if reply ~= 0 then unslot(id, job) end
   end
   out[#out + 1] = reply
 end

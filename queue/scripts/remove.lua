@@ -35,6 +35,8 @@
 -- KEYS[11]  SET     route:{r}:cancels
 -- KEYS[12]  HASH    route:{r}:history:<hour of now>
 -- KEYS[13]  LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
+-- KEYS[14..25]  the route's flow keys (Keys.FlowKeys): a keyed job waits in
+--           its flow's keyed set (found by its flowof entry), not in a list
 -- ARGV[1]  id
 -- ARGV[2]  "delete" or "cancel"
 -- ARGV[3]  cancel: the result record (opaque bytes) to store and announce; delete: ""
@@ -88,10 +90,22 @@ elseif payload or kind == 'hash' then
   else
     p = redis.call('HGET', KEYS[1], 'p')
   end
+  local F = bn_flowkeys()
+  bn_flow_repair(F)
+  local member = redis.call('HGET', F.flowof, id)
+  if member then
+    for i = 1, 3 do
+      if redis.call('ZREM', F.keyed[i], member) == 1 then
+        list = F.keyed[i]
+        redis.call('HDEL', F.flowof, id)
+        break
+      end
+    end
+  end
   local order = {}
-  if p and bn_prios[p] then order[1] = bn_prios[p] end
+  if list then order = {} elseif p and bn_prios[p] then order[1] = bn_prios[p] end
   for i = 1, 3 do
-    if i ~= order[1] then order[#order + 1] = i end
+    if not list and i ~= order[1] then order[#order + 1] = i end
   end
   -- LREM writes only when it finds the id: a job in no list is refused
   -- with nothing written.

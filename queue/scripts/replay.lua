@@ -29,6 +29,8 @@
 -- KEYS[6]  STRING  route:{r}:result:<id>
 -- KEYS[7]  HASH    route:{r}:stats
 -- KEYS[8]  ZSET    route:{r}:idle   waiting workers: one is woken (bn_wake)
+-- KEYS[9..20]  the route's flow keys (Keys.FlowKeys): a keyed job (field k)
+--          waits at the back of its flow instead of a list
 -- ARGV[1]  id (any string the dead-letter set holds, even "")
 -- ARGV[2]  the route's wake channel, for workers that take only some tasks
 -- ARGV[3]  task name to replay only jobs of ("" or absent: any)
@@ -83,5 +85,14 @@ redis.call('HSET', KEYS[1], 'a', 0, 's', 'q', 'pn', lives + 1, 'pr', runs + atte
 if lives + 1 > 10 then redis.call('HDEL', KEYS[1], 'ph' .. (lives + 1 - 10)) end
 bn_count(KEYS[7], 'replayed', 1)
 bn_wake(KEYS[8], 1, now)
+local flow = redis.call('HGET', KEYS[1], 'k')
+if flow and string.find(flow, '|', 1, true) then
+  local F = bn_flowkeys()
+  bn_flow_repair(F)
+  local seq = bn_flow_next_seq(F)
+  redis.call('HSET', KEYS[1], 'q', string.format('%015.0f', seq))
+  if bn_flow_add(F, bn_prios[prio], bn_member(flow, seq, id), id) == 1 then redis.call('PUBLISH', ARGV[2], '1') end
+  return {1, ''}
+end
 if bn_push(KEYS[2 + bn_prios[prio]], id, false) then redis.call('PUBLISH', ARGV[2], '1') end
 return {1, ''}

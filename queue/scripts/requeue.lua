@@ -29,6 +29,8 @@
 -- KEYS[12] HASH    route:{r}:history:<hour of now>
 -- KEYS[13] ZSET    route:{r}:idle   waiting workers: one is woken (bn_wake)
 -- KEYS[14] LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
+-- KEYS[15..26]  the route's flow keys (Keys.FlowKeys): a keyed job goes back
+--          to its place in its flow (bn_flow_back), its slot freed
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  the route's wake channel, for workers that take only some tasks
@@ -52,9 +54,13 @@ bn_need_type(KEYS[8], 'hash', 'groups hash')
 bn_need_type(KEYS[9], 'set', 'cancels set')
 for k = 4, 6 do bn_need_type(KEYS[k], 'list', 'ready list') end
 
+local F = bn_flowkeys()
+bn_flow_repair(F)
 if redis.call('SISMEMBER', KEYS[9], id) == 1 then
   redis.call('HDEL', KEYS[3], id)
   bn_release(KEYS[2], KEYS[8], token, 1)
+  local _, freed_held = bn_flow_release(F, id, now, false)
+  bn_flow_wake(F, 1, now, freed_held)
   bn_end_canceled(KEYS[10], ARGV[4], ARGV[5], ARGV[6], KEYS[9], id, KEYS[11], KEYS[12], KEYS[14], now, KEYS[1], KEYS[7])
   return 6
 end
@@ -76,7 +82,12 @@ end
 
 redis.call('HDEL', KEYS[3], id)
 bn_release(KEYS[2], KEYS[8], token, 1)
-if not prio then return 3 end
+if not prio then
+  local _, freed_held = bn_flow_release(F, id, now, false)
+  bn_flow_wake(F, 1, now, freed_held)
+  return 3
+end
+if bn_flow_back(F, bn_prios[prio], id, now) then return 1 end
 bn_wake(KEYS[13], 1, now)
 if bn_push(KEYS[3 + bn_prios[prio]], id, true) then
   redis.call('PUBLISH', ARGV[3], '1')
