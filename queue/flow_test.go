@@ -108,3 +108,197 @@ func TestFlows_ShowRunningWaitingAndHeldPerKey(t *testing.T) {
 		}
 	})
 }
+
+// fetchAt fetches at a chosen time on Redis's clock, with a lease of lease.
+func fetchAt(t *testing.T, q *queue.Queue, route string, n int, now time.Time, lease time.Duration) []*queue.Dispatch {
+	t.Helper()
+	ds, err := q.Fetch(context.Background(), route, queue.Priorities, n, now.Add(lease), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func TestFlow_RateStartsBurstThenOnePerInterval(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.SetTaskLimits(ctx, "rated", "t", queue.Limits{Rate: 10, Per: time.Second, Burst: 2}); err != nil {
+			t.Fatal(err)
+		}
+		enqueueKeyed(t, q, "rated", queue.Normal, "t", "", 10)
+		now := q.Now()
+		if got := fetchAt(t, q, "rated", 10, now, time.Minute); len(got) != 2 {
+			t.Fatalf("took %d at first, want the burst of 2", len(got))
+		}
+		if got := fetchAt(t, q, "rated", 10, now.Add(50*time.Millisecond), time.Minute); len(got) != 0 {
+			t.Fatalf("took %d 50 ms later, want none before the 100 ms interval", len(got))
+		}
+		if got := fetchAt(t, q, "rated", 10, now.Add(100*time.Millisecond), time.Minute); len(got) != 1 {
+			t.Fatalf("took %d after one interval, want 1", len(got))
+		}
+		if got := fetchAt(t, q, "rated", 10, now.Add(400*time.Millisecond), time.Minute); len(got) != 2 {
+			t.Fatalf("took %d after a quiet 300 ms, want the burst of 2 again", len(got))
+		}
+	})
+}
+
+func TestFlow_AFetchHeldBackByRateSaysWhenToComeBack(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.SetTaskLimits(ctx, "due", "t", queue.Limits{Rate: 1, Per: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		enqueueKeyed(t, q, "due", queue.Normal, "t", "k", 3)
+		now := q.Now()
+		var due time.Time
+		w := queue.Waiter{Channel: "w", Until: now.Add(time.Minute), Due: func(at time.Time) { due = at }}
+		ds, err := q.FetchOrWait(ctx, "due", queue.Priorities, 5, now.Add(time.Minute), now, w)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("took %d (%v), want 1", len(ds), err)
+		}
+		if d := due.Sub(now); d < 990*time.Millisecond || d > 1010*time.Millisecond {
+			t.Fatalf("due %v after the fetch, want 1 s", d)
+		}
+	})
+}
+
+func TestFlow_AnExpiredLeaseFreesItsSlotBeforeTheReaperRuns(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.SetTaskLimits(ctx, "lost", "t", queue.Limits{MaxRunning: 1}); err != nil {
+			t.Fatal(err)
+		}
+		ids := enqueueKeyed(t, q, "lost", queue.Normal, "t", "k", 2)
+		now := q.Now()
+		if got := fetchAt(t, q, "lost", 5, now, time.Second); len(got) != 1 {
+			t.Fatalf("took %d, want 1", len(got))
+		}
+		if got := fetchAt(t, q, "lost", 5, now.Add(500*time.Millisecond), time.Second); len(got) != 0 {
+			t.Fatalf("took %d while the slot's lease holds", len(got))
+		}
+		got := fetchAt(t, q, "lost", 5, now.Add(1001*time.Millisecond), time.Second)
+		if len(got) != 1 || got[0].ID != ids[1] {
+			t.Fatalf("after the lease ran out took %v, want the key's second job", got)
+		}
+	})
+}
+
+func TestFlow_AHandedBackJobIsItsKeysNextAndFreesItsSlot(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.SetTaskLimits(ctx, "back", "t", queue.Limits{MaxRunning: 1}); err != nil {
+			t.Fatal(err)
+		}
+		ids := enqueueKeyed(t, q, "back", queue.Normal, "t", "k", 3)
+		_, ds := fetchIDs(t, q, "back", 5)
+		if out, err := q.Requeue(ctx, ds[0], []byte("c"), time.Minute, q.Now()); err != nil || out != queue.HandedBack {
+			t.Fatalf("requeue: %v %v", out, err)
+		}
+		got, ds := fetchIDs(t, q, "back", 5)
+		if len(got) != 1 || got[0] != ids[0] {
+			t.Fatalf("after the hand-back took %v, want the same first job %s", got, ids[0])
+		}
+		if _, err := q.Fail(ctx, ds[0], queue.Failure{Message: "x", RetryAt: q.Now(), Record: []byte("f"), TTL: time.Minute}, q.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Promote(ctx, "back", q.Now().Add(time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = fetchIDs(t, q, "back", 5)
+		if len(got) != 1 || got[0] != ids[0] {
+			t.Fatalf("after a failure and its retry took %v, want the retried first job %s before %s", got, ids[0], ids[1])
+		}
+	})
+}
+
+func TestFlow_RouteCapBoundsEveryJobOfTheRoute(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.SetRouteLimits(ctx, "capped", queue.Limits{MaxRunning: 3}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 5; i++ {
+			if _, err := q.Enqueue(ctx, "capped", queue.Normal, []queue.NewJob{job(t, "capped")}, q.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		enqueueKeyed(t, q, "capped", queue.Normal, "t", "k", 5)
+		got, ds := fetchIDs(t, q, "capped", 10)
+		if len(got) != 3 {
+			t.Fatalf("took %d, want the route's cap of 3", len(got))
+		}
+		if _, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ = fetchIDs(t, q, "capped", 10); len(got) != 1 {
+			t.Fatalf("after one ended took %d, want 1", len(got))
+		}
+		if err := q.SetRouteLimits(ctx, "capped", queue.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ = fetchIDs(t, q, "capped", 10); len(got) != 6 {
+			t.Fatalf("with the limit removed took %d, want the 6 left", len(got))
+		}
+	})
+}
+
+func TestFlow_PrioritiesHoldAcrossKeys(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		enqueueKeyed(t, q, "prio", queue.Low, "t", "A", 3)
+		high := enqueueKeyed(t, q, "prio", queue.High, "t", "B", 1)
+		got, _ := fetchIDs(t, q, "prio", 1)
+		if len(got) != 1 || got[0] != high[0] {
+			t.Fatalf("took %v, want the high job %s first", got, high[0])
+		}
+	})
+}
+
+func TestFlow_GarbageLimitsAndStateNeverHoldAKeyBack(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		k := q.Keys("junk")
+		ids := enqueueKeyed(t, q, "junk", queue.Normal, "t", "k", 2)
+		rdb := q.Client()
+		if err := rdb.HSet(ctx, k.Limits(), "t:t", "not a limit", "route", "1 2 x").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.HSet(ctx, k.Flows(), "t|k", "9e99 ghost1 ghost2").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Set(ctx, k.Held(), "garbage", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := fetchIDs(t, q, "junk", 5)
+		if len(got) != 2 || got[0] != ids[0] {
+			t.Fatalf("took %v, want both jobs: garbage limits read as none", got)
+		}
+	})
+}
+
+func TestFlow_AFetchRunTwiceTakesNothingMore(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.SetTaskLimits(ctx, "twice", "t", queue.Limits{MaxRunning: 2}); err != nil {
+			t.Fatal(err)
+		}
+		enqueueKeyed(t, q, "twice", queue.Normal, "t", "k", 4)
+		got, ds := fetchIDs(t, q, "twice", 5)
+		if len(got) != 2 {
+			t.Fatalf("took %d, want the cap of 2", len(got))
+		}
+		for _, d := range ds {
+			if _, err := q.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ = fetchIDs(t, q, "twice", 5); len(got) != 2 {
+			t.Fatalf("after acks run twice took %d, want 2: a second ack frees no second slot", len(got))
+		}
+		if got, _ = fetchIDs(t, q, "twice", 5); len(got) != 0 {
+			t.Fatalf("took %d more over the cap", len(got))
+		}
+	})
+}

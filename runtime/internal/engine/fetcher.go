@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -24,6 +25,10 @@ type fetcher struct {
 	handBacks *handBacks
 	outages   *outages
 	wake      chan struct{} // signaled when a route's ready list was pushed to
+	// due is the earliest time (unix ms, Redis's clock; 0: none) a fetch
+	// said a flow held back by a limit may start a job: nothing wakes the
+	// worker then, so its wait ends by it (see queue.Waiter.Due).
+	due atomic.Int64
 
 	// State of Run, owned by its goroutine.
 	done        chan fetched // fetches that returned
@@ -164,7 +169,11 @@ func (f *fetcher) waitForWork(ctx context.Context) {
 		}
 		return
 	}
-	f.safety.Reset(queue.UntilBeat(f.cfg.SafetyPoll)) // with the process's other periodic calls
+	wait := queue.UntilBeat(f.cfg.SafetyPoll) // with the process's other periodic calls
+	if at := f.due.Swap(0); at != 0 {
+		wait = min(wait, max(0, time.UnixMilli(at).Sub(f.cfg.Queue.Now())+time.Millisecond))
+	}
+	f.safety.Reset(wait)
 	select {
 	case <-f.wake:
 		f.wakes++
@@ -270,7 +279,7 @@ func (f *fetcher) fetchRoute(ctx context.Context, route string, n int) (int, err
 	if len(f.cfg.JobTypes) > 0 {
 		ds, err = q.FetchTypes(rctx, route, f.cfg.Priorities, f.cfg.JobTypes, n, now.Add(f.cfg.Lease), now)
 	} else {
-		w := queue.Waiter{Channel: q.Keys(route).WakeChannelOf(f.cfg.ID), Until: now.Add(f.waitHold())}
+		w := queue.Waiter{Channel: q.Keys(route).WakeChannelOf(f.cfg.ID), Until: now.Add(f.waitHold()), Due: f.noteDue}
 		ds, err = q.FetchOrWait(rctx, route, f.cfg.Priorities, n, now.Add(f.cfg.Lease), now, w)
 	}
 	f.exec.startAll(ds) // their slots were reserved by Run
@@ -279,6 +288,18 @@ func (f *fetcher) fetchRoute(ctx context.Context, route string, n int) (int, err
 		f.handBacks.add(lost)
 	}
 	return len(ds), err
+}
+
+// noteDue keeps the earliest of the times fetches said a held flow may
+// start a job.
+func (f *fetcher) noteDue(at time.Time) {
+	ms := at.UnixMilli()
+	for {
+		cur := f.due.Load()
+		if (cur != 0 && cur <= ms) || f.due.CompareAndSwap(cur, ms) {
+			return
+		}
+	}
 }
 
 // waitHold is how long a worker's entry in an idle set holds: past its
