@@ -182,7 +182,10 @@ func isNoScript(err error) bool {
 func (q *Queue) FetchTypes(ctx context.Context, route string, priorities []Priority, types []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
 	const window = 256
 	k := q.Keys(route)
-	var out []*Dispatch
+	out, err := q.fetchKeyedTypes(ctx, route, priorities, types, n, leaseUntil, now)
+	if err != nil || len(out) >= n {
+		return out, err
+	}
 	for _, list := range k.Lists(priorities) {
 		for start := int64(0); len(out) < n; {
 			ids, err := q.rdb.LRange(ctx, list, start, start+window-1).Result()
@@ -225,6 +228,31 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities []Prior
 		}
 	}
 	return out, nil
+}
+
+// fetchKeyedTypes takes, for FetchTypes, up to n keyed jobs of the given
+// task names from their flows (fetch.lua with the names: the ready lists
+// are claim.lua's).
+func (q *Queue) fetchKeyedTypes(ctx context.Context, route string, priorities []Priority, types []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
+	k := q.Keys(route)
+	lists := k.Lists(priorities)
+	if len(lists) == 0 || n < 1 {
+		return nil, nil
+	}
+	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.Paused(), k.Idle()}, lists...)
+	keys = append(keys, k.FlowKeys()...)
+	token := fetchToken(now)
+	args := []any{n, ms(leaseUntil), token, "", 0, priorityDigits(priorities), ms(now)}
+	for _, t := range types {
+		args = append(args, t)
+	}
+	// Retry-safe: fetch.lua answers a second run of one token with the jobs
+	// the first leased.
+	res, err := q.s.fetch.Run(ctx, q.rdb, keys, args...).Result()
+	if err != nil {
+		return nil, lostOr(fmt.Errorf("fetch keyed jobs from route %s: %w", route, err), route, token, leaseUntil)
+	}
+	return q.load(ctx, route, strs(res), leaseUntil)
 }
 
 // load turns the reply of fetch.lua or claim.lua (the call's token, then id

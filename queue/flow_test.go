@@ -302,3 +302,22 @@ func TestFlow_AFetchRunTwiceTakesNothingMore(t *testing.T) {
 		}
 	})
 }
+
+func TestFlow_AWorkerOfSomeTasksTakesOnlyTheirKeyedJobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		enqueueKeyed(t, q, "types", queue.Normal, "other", "A", 2)
+		mine := enqueueKeyed(t, q, "types", queue.Normal, "mine", "B", 2)
+		now := q.Now()
+		ds, err := q.FetchTypes(ctx, "types", queue.Priorities, []string{"mine"}, 10, now.Add(time.Minute), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != 2 || ds[0].ID != mine[0] || ds[1].ID != mine[1] {
+			t.Fatalf("took %d jobs, want mine's 2 in order", len(ds))
+		}
+		if got, _ := fetchIDs(t, q, "types", 10); len(got) != 2 {
+			t.Fatalf("a worker of every task then took %d, want other's 2", len(got))
+		}
+	})
+}

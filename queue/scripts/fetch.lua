@@ -54,6 +54,9 @@
 -- ARGV[5]  until when that registration holds (unix ms; read only with ARGV[4])
 -- ARGV[6]  the priority of each list, a digit each (1 high, 2 normal, 3 low)
 -- ARGV[7]  now (unix ms)
+-- ARGV[8..]  task names, for a worker that runs only those (Queue.FetchTypes):
+--          only flows of those tasks are served, and the ready lists are left
+--          to claim.lua; none: every flow and list
 -- Returns: a flat array token, id1, payload1, id2, payload2, ... (empty when
 --          nothing was taken or dropped, or the route is paused): the call's token once, then each
 --          job's id and payload; payload is "" for a job with its own hash; an
@@ -67,6 +70,11 @@ if waiter ~= '' then waiter_until = bn_num(ARGV[5], 'idle until') end
 local now = bn_num(ARGV[7], 'now')
 if want < 1 then error('bananas: count must be >= 1') end
 local F = bn_flowkeys()
+local only
+if #ARGV > 7 then
+  only = {}
+  for i = 8, #ARGV do only[bn_str(ARGV[i], 'task name')] = true end
+end
 local m = F.first - 7
 local prios = {}
 for c in string.gmatch(ARGV[6] or '', '%d') do prios[#prios + 1] = tonumber(c) end
@@ -80,7 +88,7 @@ end
 -- entry, which bn_idle guards itself.
 local watched = {}
 for idx = 1, m do
-  watched[#watched + 1] = KEYS[6 + idx]
+  if not only then watched[#watched + 1] = KEYS[6 + idx] end
   watched[#watched + 1] = F.ring[prios[idx]]
 end
 watched[#watched + 1] = F.held
@@ -197,6 +205,10 @@ end
 -- tail while it has jobs waiting and room, or to the held set.
 local function visit(i, flow, n)
   if redis.call('ZSCORE', F.held, flow) then return end
+  if only and not only[string.match(flow, '^([^|]*)|') or ''] then
+    redis.call('RPUSH', F.ring[i], flow) -- another worker's to run
+    return
+  end
   local l = task_limits(flow)
   local st = bn_flow_state(F, flow)
   local r, again = room_of(l, st)
@@ -249,7 +261,9 @@ for idx = 1, m do
   local left = budget - taken
   if left <= 0 then break end
   local i, list = prios[idx], KEYS[6 + idx]
-  if redis.call('LLEN', F.ring[i]) > 0 and redis.call('LLEN', list) > 0 then
+  if only then
+    take_ring(i, left)
+  elseif redis.call('LLEN', F.ring[i]) > 0 and redis.call('LLEN', list) > 0 then
     take_ring(i, math.ceil(left / 2))
     take_list(list, budget - taken)
     take_ring(i, budget - taken)
