@@ -45,6 +45,19 @@ func (k Keys) FlowKeys() []string {
 	}
 }
 
+// memberID reads the job id at the end of a member of a keyed set: after
+// the 4-digit length of the flow, the flow and the 15-digit order.
+func memberID(m string) (string, bool) {
+	if len(m) < 4 {
+		return "", false
+	}
+	n, err := strconv.Atoi(m[:4])
+	if err != nil || n < 0 || len(m) <= 4+n+15 {
+		return "", false
+	}
+	return m[4+n+15:], true
+}
+
 // priorityDigits writes priorities as fetch.lua reads them, in drain order:
 // a digit each, 1 high, 2 normal, 3 low.
 func priorityDigits(priorities []Priority) string {

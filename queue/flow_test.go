@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -318,6 +319,40 @@ func TestFlow_AWorkerOfSomeTasksTakesOnlyTheirKeyedJobs(t *testing.T) {
 		}
 		if got, _ := fetchIDs(t, q, "types", 10); len(got) != 2 {
 			t.Fatalf("a worker of every task then took %d, want other's 2", len(got))
+		}
+	})
+}
+
+func TestListJobs_PendingListsKeyedJobsAfterTheReadyLists(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		plain := job(t, "listed")
+		if _, err := q.Enqueue(ctx, "listed", queue.Normal, []queue.NewJob{plain}, q.Now()); err != nil {
+			t.Fatal(err)
+		}
+		keyed := enqueueKeyed(t, q, "listed", queue.Normal, "t", "k", 3)
+		want := append([]string{plain.ID}, keyed...)
+		for _, newest := range []bool{false, true} {
+			var got []string
+			cursor := ""
+			for pages := 0; pages < 10; pages++ {
+				page, err := q.ListJobs(ctx, queue.ListQuery{Route: "listed", State: queue.ListPending, Limit: 2, Cursor: cursor, Newest: newest})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, j := range page.Jobs {
+					got = append(got, j.ID)
+				}
+				if cursor = page.Next; cursor == "" {
+					break
+				}
+			}
+			if newest {
+				slices.Reverse(got)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("newest=%v listed %v, want %v", newest, got, want)
+			}
 		}
 	})
 }

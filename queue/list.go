@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ErrBadQuery is wrapped by the error of a listing whose query cannot be
@@ -140,7 +142,7 @@ func (q *Queue) ListJobs(ctx context.Context, lq ListQuery) (ListPage, error) {
 	}
 	switch lq.State {
 	case ListPending:
-		return q.listReady(ctx, lq, cur)
+		return q.listPending(ctx, lq, cur)
 	case ListScheduled, ListDead:
 		return q.listSorted(ctx, lq, cur)
 	case ListActive:
@@ -235,8 +237,12 @@ func parseCursor(lq ListQuery) (*listCursor, error) {
 	}
 	switch c.state {
 	case ListPending:
-		if !ValidPriority(c.list) || (lq.Priority != "" && Priority(c.list) != lq.Priority) {
+		prio, keyed := strings.CutPrefix(c.list, keyedPhase)
+		if !ValidPriority(prio) || (lq.Priority != "" && Priority(prio) != lq.Priority) {
 			return nil, bad("it continues a listing of another priority")
+		}
+		if keyed && c.x != "" && c.key != "0" {
+			return nil, bad(forged)
 		}
 	case ListScheduled, ListDead:
 		if !cursorScore(c.key) || c.x == "" {
@@ -259,6 +265,124 @@ func cursorScore(s string) bool {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	return err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+// keyedPhase marks a pending listing's cursor that stands in the keyed
+// jobs of a priority (their flows, see flow.go): a pending listing goes
+// through the ready lists, then the keyed sets (Newest: the other way round).
+const keyedPhase = "k:"
+
+// listPending lists pending jobs: those of the ready lists, then those
+// waiting in their flows, each a phase of the listing with a cursor of its own.
+func (q *Queue) listPending(ctx context.Context, lq ListQuery, cur *listCursor) (ListPage, error) {
+	prios := []Priority{High, Normal, Low}
+	if lq.Priority != "" {
+		prios = []Priority{lq.Priority}
+	} else if lq.Newest {
+		prios = []Priority{Low, Normal, High}
+	}
+	var page ListPage
+	var err error
+	var from Priority // the keyed phase: its priority
+	if cur != nil {
+		if p, ok := strings.CutPrefix(cur.list, keyedPhase); ok {
+			from = Priority(p)
+		}
+	}
+	switch {
+	case from != "":
+		page, err = q.listKeyed(ctx, lq, from, cur)
+	case lq.Newest && cur == nil:
+		from = prios[0]
+		page, err = q.listKeyed(ctx, lq, from, nil)
+	default:
+		return q.listReadyThenKeyed(ctx, lq, cur, prios)
+	}
+	if err != nil || page.Next != "" {
+		return page, err
+	}
+	// The priority's keyed jobs are through: the next priority's, or, for
+	// Newest after the last, the ready lists from their start.
+	for i, p := range prios {
+		if p == from && i+1 < len(prios) {
+			page.Next = listCursor{state: ListPending, newest: lq.Newest, list: keyedPhase + string(prios[i+1])}.encode()
+			return page, nil
+		}
+	}
+	if lq.Newest {
+		page.Next = listCursor{state: ListPending, newest: true, list: string(prios[0])}.encode()
+	}
+	return page, nil
+}
+
+// listReadyThenKeyed lists the ready lists and, once they are through (in
+// the head-first order), goes on to the keyed jobs.
+func (q *Queue) listReadyThenKeyed(ctx context.Context, lq ListQuery, cur *listCursor, prios []Priority) (ListPage, error) {
+	page, err := q.listReady(ctx, lq, cur)
+	if err != nil || page.Next != "" || lq.Newest {
+		return page, err
+	}
+	n, err := q.keyedWaiting(ctx, lq.Route, prios)
+	if err == nil && n > 0 {
+		page.Next = listCursor{state: ListPending, list: keyedPhase + string(prios[0])}.encode()
+	}
+	return page, err
+}
+
+// keyedWaiting counts the keyed jobs waiting at the given priorities.
+func (q *Queue) keyedWaiting(ctx context.Context, route string, prios []Priority) (int64, error) {
+	k := q.Keys(route)
+	pipe := q.rdb.Pipeline()
+	cards := make([]*redis.IntCmd, len(prios))
+	for i, p := range prios {
+		cards[i] = pipe.ZCard(ctx, k.Keyed(p))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isWrongType(err) {
+		return 0, fmt.Errorf("count keyed jobs of route %s: %w", route, err)
+	}
+	var n int64
+	for _, c := range cards {
+		n += c.Val()
+	}
+	return n, nil
+}
+
+// listKeyed lists the keyed jobs waiting at priority p, flow by flow (the
+// order of their members), after the cursor's member.
+func (q *Queue) listKeyed(ctx context.Context, lq ListQuery, p Priority, cur *listCursor) (ListPage, error) {
+	k := q.Keys(lq.Route)
+	dir := 1
+	if lq.Newest {
+		dir = -1
+	}
+	score, member := "", ""
+	if cur != nil && cur.x != "" {
+		score, member = "0", cur.x
+	}
+	res, err := q.s.list.Run(ctx, q.rdb, []string{k.Keyed(p)}, "zset", dir, scanOf(lq), score, member).Slice()
+	if err != nil {
+		return ListPage{}, fmt.Errorf("list keyed jobs of route %s: %w", lq.Route, err)
+	}
+	var cands []candidate
+	var members []string
+	for i := 1; i+1 < len(res); i += 2 {
+		m, _ := res[i].(string)
+		if id, ok := memberID(m); ok {
+			cands = append(cands, candidate{id: id})
+			members = append(members, m)
+		}
+	}
+	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scanOf(lq)))
+	if err != nil {
+		return ListPage{}, err
+	}
+	for i := range page.Jobs {
+		page.Jobs[i].State = ListPending
+	}
+	if went < len(cands) {
+		page.Next = listCursor{state: ListPending, newest: lq.Newest, list: keyedPhase + string(p), key: "0", x: members[went-1]}.encode()
+	}
+	return page, nil
 }
 
 // listReady lists pending jobs: the window call finds the cursor in its list
