@@ -31,6 +31,12 @@
 //	<ns>:route:{<r>}:cron:<name>            HASH    a cron entry's state: tick, last and next run, run count, last job and error
 //	<ns>:route:{<r>}:idle                   ZSET    waiting workers: wake channel -> until when the entry holds (ms) (idle.go)
 //	<ns>:route:{<r>}:keeper                 STRING  the token of the process that promotes, reaps and purges the route (keep.lua), with its TTL
+//	<ns>:route:{<r>}:keyed:high|normal|low  ZSET    waiting keyed jobs, scores 0, member = flow, order, id (flow.go)
+//	<ns>:route:{<r>}:ring:high|normal|low   LIST    flows with jobs waiting that may start one, served round-robin
+//	<ns>:route:{<r>}:flows                  HASH    flow -> its rate state and the ids of its running jobs
+//	<ns>:route:{<r>}:held                   ZSET    flows held back by a limit -> when to look again (ms)
+//	<ns>:route:{<r>}:flowof                 HASH    id of a keyed job waiting or running -> its member in keyed
+//	<ns>:route:{<r>}:limits                 HASH    "route" and "t:<task>" -> limits (limits.go)
 //	<ns>:routes                             SET     every route used, less those idle for RouteIdleTTL (prune.go)
 //	<ns>:routes-idle                        HASH    route -> when first seen idle (ms) and its enqueued counter then (prune.go)
 //	<ns>:route-shards                       HASH    route -> its shard count, 1-256, once set; absent: 1 (shard.go)
@@ -119,6 +125,17 @@
 // knows it (Queue.Now: TIME read at the last sync, advanced by the host's
 // monotonic clock, see clock.go), so that leases and run-at times are judged
 // on one clock and no step of a host's wall clock moves them.
+//
+// # Flow control
+//
+// A job enqueued with a key (NewJob.Keyed) belongs to a flow, the jobs of one
+// task and one key, and waits in the keyed set of its priority instead of a
+// ready list. fetch.lua serves each priority's flows round-robin from its
+// ring, and holds back — to the held set, off the ring — a flow at its
+// task's cap or out of its rate, so it holds nobody else back; the route's
+// own limits bound the whole fetch. Every script that ends a lease frees
+// the job's slot; a lease that runs out frees it too. flow.go has the
+// diagram, scripts/_flow.lua the shared steps.
 //
 // # Pausing and canceling
 //
