@@ -356,3 +356,33 @@ func TestListJobs_PendingListsKeyedJobsAfterTheReadyLists(t *testing.T) {
 		}
 	})
 }
+
+func TestFlow_KeyedAndUnkeyedJobsShareTheTurns(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		plain := make([]queue.NewJob, 40)
+		for i := range plain {
+			plain[i] = job(t, "mixed")
+		}
+		if _, err := q.Enqueue(ctx, "mixed", queue.Normal, plain, q.Now()); err != nil {
+			t.Fatal(err)
+		}
+		keyed := enqueueKeyed(t, q, "mixed", queue.Normal, "t", "k", 40)
+		isKeyed := map[string]bool{}
+		for _, id := range keyed {
+			isKeyed[id] = true
+		}
+		var nKeyed int
+		for i := 0; i < 40; i++ {
+			got, _ := fetchIDs(t, q, "mixed", 1)
+			if len(got) == 1 && isKeyed[got[0]] {
+				nKeyed++
+			}
+		}
+		// Each fetch of one job serves the keyed or the unkeyed first at
+		// random (its token): both must have had turns.
+		if nKeyed < 5 || nKeyed > 35 {
+			t.Fatalf("%d of 40 single fetches took a keyed job, want both kinds served", nKeyed)
+		}
+	})
+}

@@ -264,9 +264,17 @@ for idx = 1, m do
   if only then
     take_ring(i, left)
   elseif redis.call('LLEN', F.ring[i]) > 0 and redis.call('LLEN', list) > 0 then
-    take_ring(i, math.ceil(left / 2))
-    take_list(list, budget - taken)
-    take_ring(i, budget - taken)
+    -- Half the turns each; which goes first varies with the call's token,
+    -- so that a worker fetching one job at a time serves both.
+    if string.byte(token, #token) % 2 == 0 then
+      take_ring(i, math.ceil(left / 2))
+      take_list(list, budget - taken)
+      take_ring(i, budget - taken)
+    else
+      take_list(list, math.ceil(left / 2))
+      take_ring(i, budget - taken)
+      take_list(list, budget - taken)
+    end
   elseif redis.call('LLEN', F.ring[i]) > 0 then
     take_ring(i, left)
   else
