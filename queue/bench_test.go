@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -232,5 +233,55 @@ func BenchmarkDepths(b *testing.B) {
 		if err != nil || len(ds) != 50 || ds[0].OldestPending.IsZero() {
 			b.Fatalf("depths = %v, %v", ds, err)
 		}
+	}
+}
+
+// BenchmarkFetchAckKeyed drains jobs by fetches of 64 and their acks, and reports
+// the Redis CPU time per job: unkeyed jobs, and keyed jobs over 1,000 keys
+// capped at one running job each (flow.go).
+func BenchmarkFetchAckKeyed(b *testing.B) {
+	for _, keyed := range []bool{false, true} {
+		name := "unkeyed"
+		if keyed {
+			name = "keyed1000cap1"
+		}
+		b.Run(name, func(b *testing.B) {
+			q, rdb := benchQueue(b)
+			ctx := context.Background()
+			env, _ := queue.EncodeEnvelope(queue.Envelope{Args: make([]byte, 80)})
+			if err := q.SetTaskLimits(ctx, "r", "t", queue.Limits{MaxRunning: 1}); err != nil {
+				b.Fatal(err)
+			}
+			jobs := make([]queue.NewJob, b.N)
+			for i := range jobs {
+				jobs[i] = queue.NewJob{ID: queue.NewID("r", time.Now()), Name: "t", Envelope: env, Keyed: keyed, Key: strconv.Itoa(i % 1000)}
+			}
+			if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, q.Now()); err != nil {
+				b.Fatal(err)
+			}
+			before := redisUsec(b, rdb)
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				now := q.Now()
+				ds, err := q.Fetch(ctx, "r", queue.Priorities, 64, now.Add(time.Minute), now)
+				if err != nil || len(ds) == 0 {
+					b.Fatalf("fetch: %d, %v", len(ds), err)
+				}
+				var wg sync.WaitGroup
+				for _, d := range ds {
+					wg.Add(1)
+					go func() { // concurrent acks share calls, as a worker's do
+						defer wg.Done()
+						if _, err := q.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
+							b.Error(err)
+						}
+					}()
+				}
+				wg.Wait()
+				done += len(ds)
+			}
+			b.StopTimer()
+			b.ReportMetric((redisUsec(b, rdb)-before)/float64(b.N), "redis-µs/job")
+		})
 	}
 }

@@ -95,7 +95,7 @@ type FlowState struct {
 	Tasks     map[string]Limits // each task's limits stored on the route
 	Running   int               // keyed jobs running under a cap: the slots held
 	Waiting   int               // keyed jobs waiting in their flows
-	Held      int               // flows held back by a limit now
+	Held      int               // flows held back by a limit now: parked at their cap, or out of rate
 	Throttled int64             // times a flow was held back, since the route's stats began
 	Busiest   []FlowInfo        // the flows with the most jobs running, then waiting
 }
@@ -105,7 +105,8 @@ type FlowInfo struct {
 	Task, Key string
 	Running   int       // slots it holds
 	Waiting   int       // jobs waiting
-	HeldUntil time.Time // zero unless held back by a limit: when it is looked at again
+	Parked    bool      // at its cap: it waits for one of its running jobs to end
+	HeldUntil time.Time // zero unless out of rate: when its next start is allowed
 }
 
 // flowScan bounds how many flows Flows reads: a route can hold a million
@@ -160,10 +161,15 @@ func (q *Queue) Flows(ctx context.Context, route string, n int) (FlowState, erro
 	}
 	kv, _ := flows.Val()
 	for i := 0; i+1 < len(kv); i += 2 {
-		running := len(strings.Fields(kv[i+1])) - 1
+		f := strings.Fields(kv[i+1]) // "tat park id1 id2 ..."
+		running := max(0, len(f)-2)
 		if running > 0 {
 			info(kv[i]).Running = running
 			st.Running += running
+		}
+		if len(f) > 1 && f[1] != "0" {
+			info(kv[i]).Parked = true
+			st.Held++
 		}
 	}
 	for _, r := range rings {

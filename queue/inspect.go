@@ -200,8 +200,9 @@ type Depth struct {
 	// Ended is how many ended jobs wait in the route's ended list to be
 	// written to the task history (0 when none is kept).
 	Ended int64
-	// Held is how many flows a limit holds back now, and Throttled how many
-	// times one was held back (the route's stats counter): see flow.go.
+	// Held is how many flows their rate holds back now, and Throttled how
+	// many times a flow was held back by its cap or rate (the route's stats
+	// counter): see flow.go.
 	// High, Normal and Low count keyed jobs waiting in their flows too.
 	Held, Throttled int64
 }

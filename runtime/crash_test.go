@@ -30,6 +30,14 @@ func runWorkerProcess(url, ns string) {
 		os.Exit(1)
 	}
 	w := runtime.NewWorker(c, runtime.WorkerOptions{Lease: 500 * time.Millisecond, Logger: quiet()})
+	if os.Getenv("BANANAS_TEST_WORKER_TASK") == "capped" {
+		runtime.Handle(w, capped, func(ctx context.Context, m Msg) (Reply, error) {
+			fmt.Println("started", m.Text)
+			select {}
+		})
+		_ = w.Run(ctx)
+		return
+	}
 	withOnce := os.Getenv("BANANAS_TEST_WORKER_ONCE") != ""
 	runtime.Handle(w, crashy, func(ctx context.Context, m Msg) (Reply, error) {
 		if withOnce {

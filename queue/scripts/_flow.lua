@@ -10,10 +10,14 @@
 -- the id of every keyed job waiting or running to its member.
 --
 -- A flow that has jobs waiting at a priority is in that priority's ring, a
--- list served round-robin by fetch.lua, or in the held set when a limit holds
--- it back (score: when to look at it again). A flow's state in the flows
--- hash is "tat id1 id2 ...": the rate's theoretical arrival time (ms, or -)
--- and the ids of its running jobs, the slots it holds.
+-- list served round-robin by fetch.lua, unless a limit holds it back: at its
+-- cap it is parked (its state says at which priorities) until the release
+-- of one of its slots puts it back — every script that ends a lease does,
+-- the reaper's included, and sweep.lua repairs a flow whose slots' leases
+-- are gone without one; out of rate it waits in the held set (score: when
+-- its next start is allowed). A flow's state in the flows hash is
+-- "tat park id1 id2 ..." (see bn_flow_parse): its rate, where it is parked,
+-- its running jobs.
 --
 -- Every flow script is given the route's flow keys as the last 12 of its
 -- KEYS (Keys.FlowKeys), read with bn_flowkeys.
@@ -62,13 +66,6 @@ local function bn_flow_head(F, i, flow, n)
   return redis.call('ZRANGEBYLEX', F.keyed[i], '[' .. p, '(' .. p .. ':', 'LIMIT', 0, n)
 end
 
-local function bn_flow_waits(F, flow)
-  for i = 1, 3 do
-    if #bn_flow_head(F, i, flow, 1) > 0 then return true end
-  end
-  return false
-end
-
 -- bn_limits reads a limits value ("max rate period-ms burst"); garbage, or
 -- none, reads as no limit at all: a scrambled limit must not hold a flow
 -- back for ever.
@@ -85,15 +82,23 @@ local function bn_limits(v)
   return l
 end
 
-local function bn_flow_state(F, flow)
-  local st = {holders = {}}
-  local v = redis.call('HGET', F.flows, flow)
+-- bn_flow_parse reads a flow's state, "tat park id1 id2 ...": tat the
+-- rate's theoretical arrival time (ms, or -), park the priorities (bits 1
+-- high, 2 normal, 4 low) at which the flow waits for a slot of its cap (off
+-- the ring, put back by the release of a slot), then the ids of its running
+-- jobs. Garbage reads as a fresh state: no rate spent, nothing parked, no
+-- slot held.
+local function bn_flow_parse(v)
+  local st = {holders = {}, park = 0}
   if not v then return st end
-  local first = true
+  local n = 0
   for w in string.gmatch(v, '%S+') do
-    if first then
+    n = n + 1
+    if n == 1 then
       st.tat = tonumber(w)
-      first = false
+    elseif n == 2 then
+      local m = tonumber(w)
+      if m and m >= 0 and m <= 7 and m == math.floor(m) then st.park = m end
     else
       st.holders[#st.holders + 1] = w
     end
@@ -101,15 +106,30 @@ local function bn_flow_state(F, flow)
   return st
 end
 
-local function bn_flow_put(F, flow, st, now)
+local function bn_flow_state(F, flow)
+  return bn_flow_parse(redis.call('HGET', F.flows, flow))
+end
+
+-- bn_flow_encode writes a state back, or false when there is nothing left
+-- to keep (no rate spent, nothing parked, no slot held).
+local function bn_flow_encode(st, now)
   if st.tat and st.tat <= now then st.tat = nil end
-  if not st.tat and #st.holders == 0 then
-    redis.call('HDEL', F.flows, flow)
-    return
-  end
-  local v = st.tat and string.format('%.3f', st.tat) or '-'
+  if not st.tat and st.park == 0 and #st.holders == 0 then return false end
+  local v = (st.tat and string.format('%.3f', st.tat) or '-') .. ' ' .. st.park
   if #st.holders > 0 then v = v .. ' ' .. table.concat(st.holders, ' ') end
-  redis.call('HSET', F.flows, flow, v)
+  return v
+end
+
+local function bn_flow_put(F, flow, st, now)
+  local v = bn_flow_encode(st, now)
+  if v then redis.call('HSET', F.flows, flow, v) else redis.call('HDEL', F.flows, flow) end
+end
+
+-- bn_bits: the park bit of each priority index.
+local bn_bits = {1, 2, 4}
+
+local function bn_has_bit(mask, i)
+  return math.floor(mask / bn_bits[i]) % 2 == 1
 end
 
 -- bn_rate_room returns how many starts the rate allows now, and when the
@@ -156,19 +176,21 @@ local function bn_live_holders(leases, active, holders, now)
   return live, soonest
 end
 
--- bn_flow_hold puts flow in the held set until when (a lower time wins),
--- counted as throttled once per hold.
-local function bn_flow_hold(F, flow, when)
-  local cur = tonumber(redis.call('ZSCORE', F.held, flow))
-  if cur and cur <= when then return end
-  redis.call('ZADD', F.held, when, flow)
-  if not cur then bn_count(F.stats, 'throttled', 1) end
+-- bn_flow_hold puts flows in the held set, each until its time (a lower
+-- time already there wins): pairs is a flat list time, flow, .... Flows
+-- new to the set count as throttled, once per hold.
+local function bn_flow_hold(F, pairs)
+  if #pairs == 0 then return end
+  local added = 0
+  for first = 1, #pairs, 200 do
+    added = added + redis.call('ZADD', F.held, 'LT', unpack(pairs, first, math.min(first + 199, #pairs)))
+  end
+  if added > 0 then bn_count(F.stats, 'throttled', added) end
 end
 
 -- bn_flow_ring puts flow in the ring of each priority it has jobs waiting
--- at, unless it is held. Returns how many rings took it.
+-- at. Returns how many rings took it.
 local function bn_flow_ring(F, flow)
-  if redis.call('ZSCORE', F.held, flow) then return 0 end
   local n = 0
   for i = 1, 3 do
     if #bn_flow_head(F, i, flow, 1) > 0 then
@@ -181,16 +203,29 @@ end
 
 -- bn_flow_add makes a keyed job wait: its member in the keyed set of
 -- priority index i, its id in flowof, and its flow in the ring when it had
--- nothing waiting there and is not held. Returns 1 when the flow is not held
--- (the job may start now: wake a worker for it), else 0.
+-- nothing waiting there (a flow with jobs waiting is in the ring already,
+-- or parked at its cap, or held by its rate: the next visit, release or due
+-- time serves it). Returns 1 when the flow joined the ring (wake a worker),
+-- else 0.
 local function bn_flow_add(F, i, member, id)
   local flow = bn_member_parts(member)
   local was = #bn_flow_head(F, i, flow, 1) > 0
   redis.call('ZADD', F.keyed[i], 0, member)
   redis.call('HSET', F.flowof, id, member)
-  if redis.call('ZSCORE', F.held, flow) then return 0 end
-  if not was then redis.call('RPUSH', F.ring[i], flow) end
+  if was then return 0 end
+  redis.call('RPUSH', F.ring[i], flow)
   return 1
+end
+
+-- bn_flow_unpark puts a flow parked at its cap back in the rings it waits
+-- at. Returns whether it was parked.
+local function bn_flow_unpark(F, flow, st)
+  if st.park == 0 then return false end
+  for i = 1, 3 do
+    if bn_has_bit(st.park, i) then redis.call('RPUSH', F.ring[i], flow) end
+  end
+  st.park = 0
+  return true
 end
 
 -- bn_flow_next_seq returns the next order of arrival of the route's keyed
@@ -207,7 +242,7 @@ end
 
 -- bn_flow_release frees the slot of job id, whose lease is ending (success,
 -- failure, cancel, hand-back, a reaped lease): it leaves its flow's holders
--- and flowof, and a flow held back by its cap is looked at again at once.
+-- and flowof, and a flow parked at its cap goes back to its rings.
 -- keep: the job goes on waiting in its flow (hand-back, reap): its flowof
 -- entry stays. Returns the job's member, or nil for a job of no flow, and
 -- whether a worker should be woken.
@@ -223,20 +258,16 @@ local function bn_flow_release(F, id, now, keep)
     if h ~= id then left[#left + 1] = h end
   end
   st.holders = left
+  local woke = bn_flow_unpark(F, flow, st)
   bn_flow_put(F, flow, st, now)
-  local held = tonumber(redis.call('ZSCORE', F.held, flow))
-  if held and held > now then
-    redis.call('ZADD', F.held, now, flow)
-    return member, true
-  end
-  return member, held ~= nil
+  return member, woke
 end
 
 -- bn_flow_wake wakes up to n idle workers when a slot was freed on a route
 -- that has a limit of its own (its fetch may have stopped at it) or of a
--- held flow.
-local function bn_flow_wake(F, n, now, freed_held)
-  if freed_held or redis.call('HEXISTS', F.limits, 'route') == 1 then bn_wake(F.idle, n, now) end
+-- parked flow.
+local function bn_flow_wake(F, n, now, unparked)
+  if unparked or redis.call('HEXISTS', F.limits, 'route') == 1 then bn_wake(F.idle, n, now) end
 end
 
 -- bn_flow_back puts a keyed job whose lease ends without ending the job (a
@@ -250,4 +281,65 @@ local function bn_flow_back(F, i, id, now)
   bn_flow_add(F, i, member, id)
   bn_wake(F.idle, 1, now)
   return true
+end
+
+-- bn_flow_release_many is bn_flow_release for the jobs of a whole call
+-- (ack.lua), its reads and writes one call per kind. Returns how many flows
+-- it put back in their rings.
+local function bn_flow_release_many(F, ids, now)
+  local members = {}
+  for first = 1, #ids, 200 do
+    local got = redis.call('HMGET', F.flowof, unpack(ids, first, math.min(first + 199, #ids)))
+    for j = 1, #got do members[first + j - 1] = got[j] end
+  end
+  local gone, freed, order = {}, {}, {}
+  for j, id in ipairs(ids) do
+    if members[j] then
+      gone[#gone + 1] = id
+      local flow = bn_member_parts(members[j])
+      if flow then
+        if not freed[flow] then
+          freed[flow] = {}
+          order[#order + 1] = flow
+        end
+        freed[flow][id] = true
+      end
+    end
+  end
+  if #gone == 0 then return 0 end
+  bn_sliced('HDEL', F.flowof, gone)
+  if #order == 0 then return 0 end
+  local states = {}
+  for first = 1, #order, 200 do
+    local got = redis.call('HMGET', F.flows, unpack(order, first, math.min(first + 199, #order)))
+    for j = 1, #got do states[first + j - 1] = got[j] end
+  end
+  local puts, dels, rings, unparked = {}, {}, {{}, {}, {}}, 0
+  for j, flow in ipairs(order) do
+    local st, left = bn_flow_parse(states[j]), {}
+    for _, h in ipairs(st.holders) do
+      if not freed[flow][h] then left[#left + 1] = h end
+    end
+    st.holders = left
+    if st.park ~= 0 then
+      for i = 1, 3 do
+        if bn_has_bit(st.park, i) then rings[i][#rings[i] + 1] = flow end
+      end
+      st.park = 0
+      unparked = unparked + 1
+    end
+    local v = bn_flow_encode(st, now)
+    if v then
+      puts[#puts + 1] = flow
+      puts[#puts + 1] = v
+    else
+      dels[#dels + 1] = flow
+    end
+  end
+  if #puts > 0 then bn_sliced('HSET', F.flows, puts) end
+  if #dels > 0 then bn_sliced('HDEL', F.flows, dels) end
+  for i = 1, 3 do
+    if #rings[i] > 0 then bn_sliced('RPUSH', F.ring[i], rings[i]) end
+  end
+  return unparked
 end

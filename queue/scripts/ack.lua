@@ -124,14 +124,13 @@ if #kept > 0 then
   bn_sliced('RPUSH', ended, kept)
 end
 for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end
-local wake = false
-if keyed then
-  for _, id in ipairs(done) do
-    local _, held = bn_flow_release(F, id, now, false)
-    wake = wake or held
-  end
+local unparked = 0
+if keyed then unparked = bn_flow_release_many(F, done, now) end
+if redis.call('HEXISTS', F.limits, 'route') == 1 then
+  bn_wake(F.idle, #done, now)
+elseif unparked > 0 then
+  bn_wake(F.idle, unparked, now)
 end
-bn_flow_wake(F, #done, now, wake)
 bn_count(KEYS[3], 'processed', #done)
 bn_history(KEYS[6], now, 'p', #done)
 for i = 5, first_job - 1, 2 do bn_history(KEYS[6], now, ARGV[i], tonumber(ARGV[i + 1])) end

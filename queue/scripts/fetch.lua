@@ -113,11 +113,15 @@ if redis.call('EXISTS', KEYS[5]) == 1 then
 end
 bn_flow_repair(F)
 
--- Held flows that are due go back to their rings.
+-- Flows due in the held set go back to their rings: their rate allows a
+-- start again.
 local due = redis.call('ZRANGEBYSCORE', F.held, '-inf', now, 'LIMIT', 0, 100)
 for _, flow in ipairs(due) do
   redis.call('ZREM', F.held, flow)
-  if bn_flow_ring(F, flow) == 0 then bn_flow_put(F, flow, bn_flow_state(F, flow), now) end
+  local st = bn_flow_state(F, flow)
+  st.park = 0
+  bn_flow_put(F, flow, st, now)
+  bn_flow_ring(F, flow)
 end
 
 -- The route's own limits bound the whole call.
@@ -136,15 +140,26 @@ local opened = false
 -- lease puts job id under this call's lease. The group enters the active
 -- set with its first job, so that the slots counted later in this same call
 -- (bn_live_holders) see the lease.
+local leasing = {}
 local function lease(id, payload)
-  redis.call('HSET', KEYS[2], id, token)
+  leasing[#leasing + 1] = id
+  leasing[#leasing + 1] = token
+  taken = taken + 1
+  out[#out + 1] = id
+  out[#out + 1] = payload or ''
+end
+
+-- flush writes the leases taken so far: before a later turn of this call
+-- counts a flow's slots (bn_live_holders), which reads them. The group
+-- enters the active set with its first job.
+local function flush()
+  if #leasing == 0 then return end
+  bn_sliced('HSET', KEYS[2], leasing)
+  leasing = {}
   if not opened then
     redis.call('ZADD', KEYS[1], deadline, token)
     opened = true
   end
-  taken = taken + 1
-  out[#out + 1] = id
-  out[#out + 1] = payload or ''
 end
 
 local function dropped(why)
@@ -173,6 +188,7 @@ local function take_list(key, n)
       end
     end
   end
+  flush()
 end
 
 local limits_of = {}
@@ -182,78 +198,144 @@ local function task_limits(flow)
   return limits_of[task]
 end
 
--- room_of returns how many jobs flow may start now under its task's limits,
--- and when to look at it again when none.
-local function room_of(l, st)
-  local n, again = math.huge, nil
+-- room_of returns how many jobs a flow may start now under its task's
+-- limits; when none, 'cap' or 'rate' and when to look at it again. The
+-- slots are checked against their leases only when they fill the cap.
+local function room_of(l, st, check)
+  local n, why, again = math.huge, nil, nil
   if l.cap > 0 then
-    if #st.holders >= l.cap then
-      local soonest
-      st.holders, soonest = bn_live_holders(KEYS[2], KEYS[1], st.holders, now)
-      again = soonest
+    if check and #st.holders >= l.cap then
+      st.holders, again = bn_live_holders(KEYS[2], KEYS[1], st.holders, now)
     end
     n = l.cap - #st.holders
+    if n <= 0 then why = 'cap' end
   end
-  local r, next_at = bn_rate_room(l, st.tat, now)
-  if r < n then n, again = r, next_at end
-  if n <= 0 then return 0, again or deadline end
-  return n, nil
+  if not why then
+    local r, next_at = bn_rate_room(l, st.tat, now)
+    if r < n then n, again = r, next_at end
+    if n <= 0 then why = 'rate' end
+  end
+  if why then return 0, why, again or deadline end
+  return n
 end
 
--- visit serves the flow at the head of ring i: one job (all it may take,
--- up to n, when it is the only flow of the ring), then back to the ring's
--- tail while it has jobs waiting and room, or to the held set.
-local function visit(i, flow, n)
-  if redis.call('ZSCORE', F.held, flow) then return end
-  if only and not only[string.match(flow, '^([^|]*)|') or ''] then
-    redis.call('RPUSH', F.ring[i], flow) -- another worker's to run
-    return
+-- A turn of ring i: the flows at its head each start up to quota jobs
+-- (one, when the ring holds more flows than the call wants jobs), then go
+-- back to the tail while they have jobs waiting and room; a flow at its cap
+-- is parked, one out of rate held until its next start is allowed. Reads and writes go out in one call per
+-- kind for the whole turn.
+local function turn(i, flows, budget)
+  -- park: a flow at its cap waits off the ring, for the release of one of
+  -- its slots (every script that ends a lease puts it back), counted as
+  -- throttled.
+  local parks = 0
+  local function park(st, i)
+    if not bn_has_bit(st.park, i) then st.park = st.park + bn_bits[i] end
+    parks = parks + 1
   end
-  local l = task_limits(flow)
-  local st = bn_flow_state(F, flow)
-  local r, again = room_of(l, st)
-  if r == 0 then
-    bn_flow_hold(F, flow, again)
-    bn_flow_put(F, flow, st, now)
-    return
-  end
-  if redis.call('LLEN', F.ring[i]) > 0 then n = 1 end
-  n = math.min(n, r)
-  local heads = bn_flow_head(F, i, flow, n + 1)
-  local got = 0
-  for j = 1, math.min(n, #heads) do
-    redis.call('ZREM', F.keyed[i], heads[j])
-    local _, _, id = bn_member_parts(heads[j])
-    if not id or id == '' then
-      dropped('a keyed entry that names no job: ' .. bn_shown(heads[j]))
-    elseif redis.call('HEXISTS', KEYS[2], id) == 1 then
-      dropped('job ' .. id .. ' waits in ' .. F.keyed[i] .. ' but is already leased')
-    else
-      lease(id, redis.call('HGET', KEYS[3], id))
-      if l.cap > 0 then st.holders[#st.holders + 1] = id end
-      got = got + 1
+  local uniq, seen = {}, {}
+  for _, f in ipairs(flows) do
+    if not seen[f] then
+      seen[f] = true
+      uniq[#uniq + 1] = f
     end
   end
-  bn_rate_take(l, st, now, got)
-  if #heads > n then
-    r, again = room_of(l, st)
-    if r > 0 then redis.call('RPUSH', F.ring[i], flow) else bn_flow_hold(F, flow, again) end
+  local states = redis.call('HMGET', F.flows, unpack(uniq))
+  local quota = math.ceil(budget / #uniq)
+  local ids, members, back, unvisited, holds, dirty = {}, {}, {}, {}, {}, {}
+  for idx, flow in ipairs(uniq) do
+    local left = budget - #ids
+    if left <= 0 then
+      unvisited[#unvisited + 1] = flow
+    elseif only and not only[string.match(flow, '^([^|]*)|') or ''] then
+      back[#back + 1] = flow -- another worker's to run
+    else
+      local l, st = task_limits(flow), bn_flow_parse(states[idx])
+      -- A flow of a task without limits keeps no state (but what a limit
+      -- since removed left, which is dropped).
+      if states[idx] or l.cap > 0 or l.rate > 0 then dirty[#dirty + 1] = {flow, st} end
+      local r, why, again = room_of(l, st, true)
+      if why == 'cap' then
+        park(st, i)
+      elseif why then
+        holds[#holds + 1] = again
+        holds[#holds + 1] = flow
+      else
+        local k = math.min(r, quota, left)
+        local heads = bn_flow_head(F, i, flow, k + 1)
+        local got = 0
+        for j = 1, math.min(k, #heads) do
+          members[#members + 1] = heads[j]
+          local _, _, id = bn_member_parts(heads[j])
+          if not id or id == '' then
+            dropped('a keyed entry that names no job: ' .. bn_shown(heads[j]))
+          else
+            ids[#ids + 1] = id
+            got = got + 1
+            if l.cap > 0 then st.holders[#st.holders + 1] = id end
+          end
+        end
+        bn_rate_take(l, st, now, got)
+        if #heads > k then
+          r, why, again = room_of(l, st, false)
+          if why == 'cap' then
+            park(st, i)
+          elseif why then
+            holds[#holds + 1] = again
+            holds[#holds + 1] = flow
+          else
+            back[#back + 1] = flow
+          end
+        end
+      end
+    end
   end
-  bn_flow_put(F, flow, st, now)
+  if #members > 0 then bn_sliced('ZREM', F.keyed[i], members) end
+  if #ids > 0 then
+    local held = redis.call('HMGET', KEYS[2], unpack(ids))
+    local pays = redis.call('HMGET', KEYS[3], unpack(ids))
+    for j, id in ipairs(ids) do
+      if held[j] then
+        dropped('job ' .. id .. ' waits in ' .. F.keyed[i] .. ' but is already leased')
+      else
+        lease(id, pays[j])
+      end
+    end
+  end
+  local puts, gone = {}, {}
+  for _, d in ipairs(dirty) do
+    local v = bn_flow_encode(d[2], now)
+    if v then
+      puts[#puts + 1] = d[1]
+      puts[#puts + 1] = v
+    else
+      gone[#gone + 1] = d[1]
+    end
+  end
+  if #puts > 0 then bn_sliced('HSET', F.flows, puts) end
+  if #gone > 0 then bn_sliced('HDEL', F.flows, gone) end
+  if #back > 0 then bn_sliced('RPUSH', F.ring[i], back) end
+  for j = #unvisited, 1, -1 do redis.call('LPUSH', F.ring[i], unvisited[j]) end
+  bn_flow_hold(F, holds)
+  if parks > 0 then bn_count(F.stats, 'throttled', parks) end
+  flush()
+  return #back + #unvisited
 end
 
--- take_ring takes up to n jobs from ring i, a turn per flow. A turn that
--- takes nothing moved a flow off the ring (held, or nothing left waiting)
--- or dropped garbage; a full round of those ends the loop.
+-- take_ring takes up to n jobs from ring i, turn after turn, until the
+-- ring is empty; a call looks at most at 2,000 flows (parked, held, or with
+-- nothing left waiting, they leave the ring as it looks). A turn returns
+-- how many of its flows stay in the ring.
 local function take_ring(i, n)
-  local stop = taken + n
-  local idle, round = 0, redis.call('LLEN', F.ring[i]) + 1
-  while taken < stop and idle <= round do
-    local flow = redis.call('LPOP', F.ring[i])
-    if not flow then return end
+  local stop, looked = taken + n, 0
+  while taken < stop and looked < 2000 do
+    local flows = redis.call('LPOP', F.ring[i], math.min(stop - taken, 200))
+    if not flows then return end
+    looked = looked + #flows
     local before = taken
-    visit(i, flow, stop - taken)
-    if taken == before then idle = idle + 1 else idle = 0 end
+    -- A turn that took nothing and left every flow in the ring (another
+    -- worker's tasks) would only go round again.
+    if turn(i, flows, stop - taken) == #flows and taken == before then return end
   end
 end
 
