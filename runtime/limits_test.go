@@ -12,6 +12,7 @@ import (
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
+	kt "github.com/bananas-go/bananas/runtime/internal/keytasks"
 )
 
 type shopArgs struct {
@@ -278,5 +279,52 @@ func TestKeyBy_ChosenIDOnAnotherShardIsRefused(t *testing.T) {
 	}
 	if _, err := task.Enqueue(ctx, shopArgs{Shop: "s"}, runtime.WithID("order-1")); !errors.Is(err, runtime.ErrDuplicate) {
 		t.Fatalf("the same chosen id again: %v; want ErrDuplicate", err)
+	}
+}
+
+// The key functions bananagen writes (runtime/internal/keytasks) read a
+// field, a path through pointers ("" where one is nil), integers, unsigned
+// integers, bools and defined types.
+func TestKeyBy_GeneratedKeyFuncsReadTheirPath(t *testing.T) {
+	t.Parallel()
+	c := connect(t, "mem://")
+	full := kt.Order{Customer: "ann", Seq: -42, Total: 18446744073709551615, Paid: true,
+		Shop: &kt.Shop{ID: "s1", Owner: &kt.Owner{Account: -7, VIP: true, Tier: 3}}, Home: kt.Shop{ID: "home"}}
+	noOwner := kt.Order{Shop: &kt.Shop{ID: "s2"}}
+	keyOf := func(jobs []queue.NewJob, _ []string, err error) []string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, j := range jobs {
+			if !j.Keyed {
+				t.Fatalf("job of %s is not keyed", j.Name)
+			}
+			out = append(out, j.Key)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		task string
+		got  []string
+		want []string
+	}{
+		{"customer", keyOf(runtime.BuiltJobs(kt.ByCustomer, c, []kt.Order{full, {}})), []string{"ann", ""}},
+		{"account", keyOf(runtime.BuiltJobs(kt.ByAccount, c, []*kt.Order{&full, &noOwner, {}, nil})), []string{"-7", "", "", ""}},
+		{"home", keyOf(runtime.BuiltJobs(kt.ByHome, c, []kt.Order{full})), []string{"home"}},
+		{"tier", keyOf(runtime.BuiltJobs(kt.ByTier, c, []kt.Order{full, noOwner})), []string{"3", ""}},
+		{"vip", keyOf(runtime.BuiltJobs(kt.ByVIP, c, []kt.Order{full, noOwner})), []string{"true", ""}},
+		{"seq", keyOf(runtime.BuiltJobs(kt.BySeq, c, []kt.Order{full})), []string{"-42"}},
+		{"total", keyOf(runtime.BuiltJobs(kt.ByTotal, c, []kt.Order{full})), []string{"18446744073709551615"}},
+		{"limited", keyOf(runtime.BuiltJobs(kt.Limited, c, []runtime.None{{}})), []string{""}},
+	} {
+		if strings.Join(tc.got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: keys %q; want %q", tc.task, tc.got, tc.want)
+		}
+	}
+	info := kt.ByCustomer.Info()
+	if info.Key != "Customer" || info.MaxRunning != 2 || info.Rate != "100/s" || info.Burst != 10 {
+		t.Fatalf("generated task describes key %q, limits %d %q %d; want Customer, 2 100/s 10", info.Key, info.MaxRunning, info.Rate, info.Burst)
 	}
 }
