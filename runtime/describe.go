@@ -54,7 +54,20 @@ func (t *Task[A, R]) Info() TaskInfo {
 		Name: t.name, Route: cfg.route, Priority: cfg.priority, Retries: cfg.maxRetries,
 		Timeout: cfg.timeout, Unique: cfg.uniqueTTL, ResultTTL: cfg.resultTTL, Backoff: cfg.backoff,
 		ArgsType: t.argsType, Args: t.fields, Result: t.result,
+		Key: t.keyInfo(), MaxRunning: t.limitSpec.MaxRunning, Rate: t.limits.RateString(), Burst: t.limitSpec.Burst,
 	}
+}
+
+// keyInfo is the key of the task's description: the args path it is read
+// from, "func" for a KeyBy that names none, "" for no KeyBy.
+func (t *Task[A, R]) keyInfo() string {
+	switch {
+	case t.keyBy == nil:
+		return ""
+	case t.keyPath == "":
+		return "func"
+	}
+	return t.keyPath
 }
 
 // EnqueueJSON decodes args from JSON with the task's strict decoder (unknown

@@ -26,10 +26,18 @@
 // refused with an error that gives its size and the limit.
 //
 // Enqueue options: Route, WithPriority, Delay, At, MaxRetries, Timeout, Unique,
-// WithID, ResultTTL, Description. An invalid option is an error of the
+// WithID, ResultTTL, Description, Key. An invalid option is an error of the
 // enqueue, naming what is wrong; nothing is written. A duplicate (same WithID,
 // or same args within a Unique window) returns the existing id with an error
 // matching ErrDuplicate.
+//
+// # Flow control
+//
+// Task.Limit caps how a task's jobs start (TaskLimits: how many run at once,
+// how many start per second, minute or hour), across every worker; Task.KeyBy
+// (or the Key option) keys its jobs, and the limits then hold per key, the
+// keys of a priority served in turn (limits.go). A worker stores the limits
+// of the tasks it registers when it starts; the queue's fetch enforces them.
 //
 // # Job ids and statuses
 //
@@ -70,7 +78,8 @@
 // Inspector.SetShards spreads a route over up to 256 shards, each a hash tag
 // of its own placed so that the shards fall evenly over a Redis Cluster's
 // masters (queue.ShardNames). Producers spread the route's jobs over them (a
-// job with a unique key or chosen id to its key's shard), workers of the
+// keyed job to its flow's shard, a job with a unique key or chosen id to
+// its key's shard), workers of the
 // route fetch from every shard in turn and drain the shards of an earlier
 // count, and everything users see names the route (shards.go). Within a
 // route priority then holds per shard.

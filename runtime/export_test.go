@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -27,3 +28,26 @@ func SetOnceTTLs(c *Client, claim, marker time.Duration) {
 // SetOnceWriteTimeout shortens how long the writes of fn's outcome may
 // take, for the test that it is counted from fn's return.
 func SetOnceWriteTimeout(c *Client, d time.Duration) { c.onceWriteTimeout = d }
+
+// BuiltJobs builds the jobs an EnqueueMany of args with opts would write,
+// and the shard each would be written to, without writing them: what the
+// queue is handed, for tests of what the runtime asks of it.
+func BuiltJobs[A, R any](t *Task[A, R], c *Client, args []A, opts ...Option) ([]queue.NewJob, []string, error) {
+	t = t.With(c)
+	c, cfg, now, runAt, err := t.prepare(opts, len(args))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(args) > 1 {
+		cfg.shard = c.q.ShardOf(context.Background(), cfg.route, "")
+	}
+	jobs := make([]queue.NewJob, len(args))
+	shards := make([]string, len(args))
+	for i, a := range args {
+		if jobs[i], err = t.newJob(c, cfg, a, now, runAt); err != nil {
+			return nil, nil, err
+		}
+		shards[i] = c.shardOf(cfg, &jobs[i])
+	}
+	return jobs, shards, nil
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+
+	"github.com/bananas-go/bananas/queue"
 )
 
 // handler is the non-generic form of a registered task: bytes in, bytes out.
@@ -16,6 +18,7 @@ type handler struct {
 	// For the admin layer: the task's description, and a JSON enqueue
 	// through its generated decoder.
 	info        func() TaskInfo
+	limits      func() queue.Limits // the task's, stored by Run on its route
 	enqueueJSON func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error)
 	// For a batch of the API: a job from JSON, checked and encoded, not sent.
 	jobJSON func(c *Client, data []byte, opts []Option, shards batchShards) (batchJob, error)
@@ -37,6 +40,7 @@ func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, 
 	w.register(&handler{
 		name:     t.name,
 		info:     t.Info,
+		limits:   func() queue.Limits { return t.limits },
 		argsType: reflect.TypeFor[A](), resultType: resultType,
 		enqueueJSON: func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error) {
 			return t.With(c).EnqueueJSON(ctx, data, opts...)

@@ -23,6 +23,8 @@ type jobConfig struct {
 	resultTTL   time.Duration
 	description string
 	backoff     time.Duration
+	key         string // Key's
+	hasKey      bool
 	errs        []error
 	// unsharded: the job goes to the route itself, shard 0, whatever the
 	// route's shards (a cron tick, whose job is written with the entry's

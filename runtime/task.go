@@ -29,6 +29,13 @@ type Task[A, R any] struct {
 	fields     []Field
 	result     string
 	decodeJSON func([]byte) (A, error)
+
+	// Flow control (limits.go): the limits as given and as the queue takes
+	// them, the key of a job's args, and the args path it reads.
+	limitSpec TaskLimits
+	limits    queue.Limits
+	keyBy     func(A) string
+	keyPath   string
 }
 
 // NewTask declares the task with wire name name. defaults apply to every
@@ -140,8 +147,9 @@ func (c *Client) holderOf(ctx context.Context, name, holder string, cfg jobConfi
 // EnqueueMany adds one job per element of args in one round trip (per 1,000
 // jobs) and returns their ids in order, all or none. With Unique, a
 // duplicate's slot holds the existing job's id and the error matches
-// ErrDuplicate. On a sharded route, unique keys and chosen ids spread a
-// batch over the route's shards, one call each: when one fails after
+// ErrDuplicate. On a sharded route, keys (KeyBy, Key: each flow lives on one
+// shard), unique keys and chosen ids spread a batch over the route's shards,
+// one call each: when one fails after
 // others went through, the ids of the jobs stored are returned with the
 // error ("" for the others).
 func (t *Task[A, R]) EnqueueMany(ctx context.Context, args []A, opts ...Option) ([]string, error) {
@@ -164,7 +172,8 @@ func (t *Task[A, R]) config(opts []Option) (jobConfig, error) {
 }
 
 // newJob encodes one job of the task: args checked against the payload limit,
-// the envelope, a fresh id (or the WithID one) and the unique key.
+// the envelope, its key (keyOf), a fresh id (or the WithID one) and the
+// unique key.
 func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Time) (queue.NewJob, error) {
 	e := encoders.Get().(*encoder)
 	defer encoders.Put(e)
@@ -188,35 +197,61 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 		retries = cfg.maxRetries
 	}
 	j := queue.NewJob{ID: cfg.id, Name: t.name, Envelope: env, MaxRetries: retries, RunAt: runAt, ChosenID: cfg.id != ""}
+	if j.Keyed, j.Key, err = t.keyOf(cfg, args); err != nil {
+		return queue.NewJob{}, err
+	}
 	if cfg.uniqueTTL > 0 {
 		sum := sha256.Sum256(append([]byte(t.name+"\x00"), raw...))
 		j.UniqueKey, j.UniqueTTL = hex.EncodeToString(sum[:16]), cfg.uniqueTTL
 	}
-	if j.ID == "" {
-		shard := cfg.route
-		switch {
-		case cfg.unsharded:
-		case j.UniqueKey != "":
-			shard = c.q.ShardOf(context.Background(), cfg.route, j.UniqueKey)
-		case cfg.shard != "":
-			shard = cfg.shard
-		default:
-			shard = c.q.ShardNow(context.Background(), cfg.route)
-		}
-		j.ID = queue.NewID(shard, now)
+	if j.ID != "" {
+		return j, t.checkFlowID(c, cfg, j)
 	}
+	shard := cfg.route
+	switch {
+	case cfg.unsharded:
+	case j.Keyed: // a flow lives on one shard, whatever its unique keys
+		shard = c.flowShard(context.Background(), cfg.route, t.name, j.Key)
+	case j.UniqueKey != "":
+		shard = c.q.ShardOf(context.Background(), cfg.route, j.UniqueKey)
+	case cfg.shard != "":
+		shard = cfg.shard
+	default:
+		shard = c.q.ShardNow(context.Background(), cfg.route)
+	}
+	j.ID = queue.NewID(shard, now)
 	return j, nil
+}
+
+// checkFlowID refuses a keyed job whose chosen id, of the shape Bananas
+// generates, names another shard of the route than the one its flow lives
+// on: the id decides where the job is written, and a flow split over shards
+// would be limited on each of them apart.
+func (t *Task[A, R]) checkFlowID(c *Client, cfg jobConfig, j queue.NewJob) error {
+	r, ok := queue.RouteOf(j.ID)
+	if !j.Keyed || !ok || cfg.unsharded {
+		return nil
+	}
+	if want := c.flowShard(context.Background(), cfg.route, t.name, j.Key); r != want {
+		return fmt.Errorf("bananas: enqueue %s: runtime.WithID: the id ends in shard %s, but the job's key %q lives on shard %s of route %s: end the id in .%s or choose an id of another shape",
+			t.name, r, j.Key, want, cfg.route, want)
+	}
+	return nil
 }
 
 // shardOf returns the shard of cfg's route that job j, built by newJob,
 // goes to: the one its id ends in, or for a chosen id of another shape the
-// one its id hashes to (so a second enqueue of the id meets the first).
+// shard of its flow when it is keyed, else the one its id hashes to (so a
+// second enqueue of the id meets the first).
 func (c *Client) shardOf(cfg jobConfig, j *queue.NewJob) string {
 	if r, ok := queue.RouteOf(j.ID); ok {
 		return r
 	}
 	if cfg.unsharded {
 		return cfg.route
+	}
+	if j.Keyed { // a chosen id of another shape: its flow's shard
+		return c.flowShard(context.Background(), cfg.route, j.Name, j.Key)
 	}
 	return c.q.ShardOf(context.Background(), cfg.route, j.ID)
 }
@@ -277,7 +312,7 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 				ids[i], n = jobs[i].ID, n+1
 			}
 		}
-		return ids, fmt.Errorf("bananas: enqueue %s: %d of %d jobs were stored before a call failed (their unique keys or ids spread them over the route's shards, one call each): their ids are returned, \"\" for the others; enqueue only those again: %w",
+		return ids, fmt.Errorf("bananas: enqueue %s: %d of %d jobs were stored before a call failed (their keys, unique keys or ids spread them over the route's shards, one call each): their ids are returned, \"\" for the others; enqueue only those again: %w",
 			t.name, n, len(jobs), err)
 	}
 	if err != nil {
@@ -383,8 +418,8 @@ func (c *Client) lookupResult(ctx context.Context, id string) ([]byte, error) {
 
 // enqueueSharded writes jobs of cfg's route with one Enqueue per shard they
 // go to, and returns the holders in the jobs' order. Jobs without a key
-// share one shard (jobConfig.shard): only unique keys and chosen ids of
-// other shapes spread a batch over several calls, each all or nothing on
+// share one shard (jobConfig.shard): only keys (a flow's shard), unique keys
+// and chosen ids of other shapes spread a batch over several calls, each all or nothing on
 // its own. Should one fail, those before it are stored: stored says which
 // jobs (nil when none is), so that a caller does not enqueue them twice.
 func (c *Client) enqueueSharded(ctx context.Context, cfg jobConfig, jobs []queue.NewJob, now time.Time) (holders []string, stored []bool, err error) {

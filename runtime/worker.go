@@ -81,12 +81,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("bananas: worker: %w", err)
 	}
 	w.middleware = chain(w.opts.Middleware)
-	w.c.q.OnWarning(w.opts.Logger.Warn)
-	// Measured again now that there is a logger to warn of a large skew.
-	if err := w.c.q.SyncClock(ctx); err != nil {
-		w.opts.Logger.Warn("bananas: read the Redis server's clock; using the last reading", "err", err)
+	if err := w.prepare(ctx); err != nil {
+		return fmt.Errorf("bananas: worker: %w", err)
 	}
-	w.warnEviction(ctx)
 	sinks := []engine.JobEndSink{countEnds{w.c.metrics}}
 	if w.opts.OnJobEnd != nil {
 		hook := newJobEndHook(w.opts.OnJobEnd, w.opts.Logger)
@@ -151,6 +148,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.engine.Run(ctx)
 	w.opts.Logger.Info("bananas: worker stopped", "worker", w.id)
 	return nil
+}
+
+// prepare is what Run does before its loops start: the queue's warnings
+// to the logger, the clock measured again (now that there is a logger to
+// warn of a large skew), eviction warned of, and the tasks' limits stored
+// (an error of the last fails Run: a worker that cannot store them would
+// run jobs under the limits of an older version of the code).
+func (w *Worker) prepare(ctx context.Context) error {
+	w.c.q.OnWarning(w.opts.Logger.Warn)
+	if err := w.c.q.SyncClock(ctx); err != nil {
+		w.opts.Logger.Warn("bananas: read the Redis server's clock; using the last reading", "err", err)
+	}
+	w.warnEviction(ctx)
+	return w.storeTaskLimits(ctx)
 }
 
 // schedulingLoops are the promoter (due delayed jobs and retries to their

@@ -83,6 +83,13 @@ type Task struct {
 	Args      []Field
 	Result    string
 	Cron      *CronSpec // nil: the task has no cron entry
+	// Flow control: the args path a job's key is read from ("" when the
+	// task's jobs are not keyed by their args; "func" for a key function
+	// that names no path), and the limits per key.
+	Key        string
+	MaxRunning int    // 0: no cap
+	Rate       string // "N/s", "N/m" or "N/h"; "": no rate
+	Burst      int    // 0: the rate's N
 }
 
 func (t Task) MarshalJSON() ([]byte, error) { return json.Marshal(t.wire()) }
@@ -102,12 +109,16 @@ type taskWire struct {
 	Args       []Field   `json:"args"`
 	Result     string    `json:"result,omitempty"`
 	Cron       *CronSpec `json:"cron,omitempty"`
+	Key        string    `json:"key,omitempty"`
+	MaxRunning int       `json:"max_running,omitempty"`
+	Rate       string    `json:"rate,omitempty"`
+	Burst      int       `json:"burst,omitempty"`
 }
 
 func (t Task) wire() taskWire {
 	w := taskWire{Name: t.Name, Route: t.Route, Priority: t.Priority, MaxRetries: t.Retries, TimeoutMS: t.Timeout.Milliseconds(),
 		UniqueMS: t.Unique.Milliseconds(), BackoffMS: t.Backoff.Milliseconds(), ArgsType: t.ArgsType, Args: t.Args, Result: t.Result,
-		Cron: t.Cron}
+		Cron: t.Cron, Key: t.Key, MaxRunning: t.MaxRunning, Rate: t.Rate, Burst: t.Burst}
 	if w.Args == nil {
 		w.Args = []Field{}
 	}

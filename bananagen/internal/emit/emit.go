@@ -120,7 +120,74 @@ func stub(f *jen.File, p model.Package, t model.Task) {
 	// stub takes and returns.
 	f.Var().Id(t.Stub).Op("*").Add(rt("Task")).Types(typ(p, t.Args), typ(p, t.Result)).Op("=").Add(rt("NewTask")).Types(typ(p, t.Args), typ(p, t.Result)).
 		Call(wrapArgs(opts)...).Op(".").Line().Id("Describe").Call(
-		jen.Lit(t.ArgsType), fieldList, jen.Lit(t.ResultType), jen.Id(decoderName(t))).Op(".").Id("Var").Call(jen.Lit(t.Stub))
+		jen.Lit(t.ArgsType), fieldList, jen.Lit(t.ResultType), jen.Id(decoderName(t))).Op(".").Id("Var").Call(jen.Lit(t.Stub)).
+		Add(flow(p, t)...)
+}
+
+// flow writes the calls that declare the task's flow control: Limit when
+// it has limits, KeyBy and DescribeKey when it has a key; nothing for a task
+// with neither, whose declaration stays as it is.
+func flow(p model.Package, t model.Task) []jen.Code {
+	var out []jen.Code
+	if t.MaxRunning > 0 || t.Rate != "" || t.Burst > 0 {
+		var kv []jen.Code
+		if t.MaxRunning > 0 {
+			kv = append(kv, jen.Id("MaxRunning").Op(":").Lit(t.MaxRunning))
+		}
+		if t.Rate != "" {
+			kv = append(kv, jen.Id("Rate").Op(":").Lit(t.Rate))
+		}
+		if t.Burst > 0 {
+			kv = append(kv, jen.Id("Burst").Op(":").Lit(t.Burst))
+		}
+		out = append(out, jen.Op(".").Line().Id("Limit").Call(rt("TaskLimits").Values(kv...)))
+	}
+	if t.Key != nil {
+		out = append(out, jen.Op(".").Line().Id("KeyBy").Call(keyFunc(p, t)).Op(".").Id("DescribeKey").Call(jen.Lit(t.Key.Path)))
+	}
+	return out
+}
+
+// keyFunc writes the func that reads a job's key from its args: "" where a
+// pointer on the path is nil, an integer or a bool formatted by strconv.
+func keyFunc(p model.Package, t model.Task) jen.Code {
+	k := t.Key
+	var body []jen.Code
+	sel := jen.Id("a")
+	if k.ArgsPointer {
+		body = append(body, jen.If(jen.Id("a").Op("==").Nil()).Block(jen.Return(jen.Lit(""))))
+	}
+	for _, h := range k.Hops {
+		sel = jen.Add(sel).Dot(h.Name)
+		if h.Pointer {
+			body = append(body, jen.If(jen.Add(sel).Op("==").Nil()).Block(jen.Return(jen.Lit(""))))
+		}
+	}
+	var val jen.Code
+	switch k.Leaf {
+	case model.KeyString:
+		val = sel
+		if !k.Exact {
+			val = jen.String().Call(sel)
+		}
+	case model.KeyBool:
+		if !k.Exact {
+			sel = jen.Bool().Call(sel)
+		}
+		val = jen.Qual("strconv", "FormatBool").Call(sel)
+	case model.KeyInt:
+		if !k.Exact {
+			sel = jen.Int64().Call(sel)
+		}
+		val = jen.Qual("strconv", "FormatInt").Call(sel, jen.Lit(10))
+	case model.KeyUint:
+		if !k.Exact {
+			sel = jen.Uint64().Call(sel)
+		}
+		val = jen.Qual("strconv", "FormatUint").Call(sel, jen.Lit(10))
+	}
+	body = append(body, jen.Return(val))
+	return jen.Func().Params(jen.Id("a").Add(typ(p, t.Args))).String().Block(body...)
 }
 
 // wrapArgs puts each argument on its own line when there are options, so

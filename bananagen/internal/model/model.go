@@ -41,9 +41,44 @@ type Task struct {
 
 	Cron *Cron // set for //bananas:cron functions
 
+	// Flow control (//bananas:task only): the key of a job's args, and the
+	// limits that hold per key (zero: none).
+	Key        *Key
+	MaxRunning int
+	Rate       string // "N/s", "N/m" or "N/h"
+	Burst      int
+
 	Directive string // the directive line, quoted in the stub's comment
 	Doc       string // the function's doc comment without the directive, carried to the stub ("" when none)
 }
+
+// Key is where a job's key is read from its args: a path of fields to a
+// string, bool or integer leaf.
+type Key struct {
+	Path        string   // as written: Order.Shop
+	ArgsPointer bool     // the args are a pointer to a struct: nil args, key ""
+	Hops        []KeyHop // the fields from the args to the leaf, the leaf last
+	Leaf        KeyLeaf
+	// Exact: the leaf's type is string, bool, int64 or uint64 itself, and
+	// needs no conversion before it is written as a string.
+	Exact bool
+}
+
+// KeyHop is one field of a key's path.
+type KeyHop struct {
+	Name    string
+	Pointer bool // a pointer to a struct: nil, key ""
+}
+
+// KeyLeaf is the kind of the field a key is read from.
+type KeyLeaf int
+
+const (
+	KeyString KeyLeaf = iota
+	KeyBool
+	KeyInt
+	KeyUint
+)
 
 // Cron is the schedule of a //bananas:cron function.
 type Cron struct {

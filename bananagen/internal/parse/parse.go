@@ -168,9 +168,11 @@ func checkTask(p *packages.Package, fd *ast.FuncDecl, d *directive, errs *collec
 		bad(fd.Name.Pos(), "the stub %s for task function %s would clash with %s declared at %s: rename one of them",
 			t.Stub, fn, t.Stub, p.Fset.Position(other.Pos()))
 	}
-	if !checkSignature(p, fd, obj.Type().(*types.Signature), d.kind, &t, errs) {
+	sig := obj.Type().(*types.Signature)
+	if !checkSignature(p, fd, sig, d.kind, &t, errs) {
 		ok = false
 	}
+	checkFlow(p.Types, fn, sig, d, &t, bad)
 	return t, ok
 }
 
@@ -233,8 +235,10 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 			return false
 		}
 		t.Cron.TZ = kv.value
+	case "key", "max_running", "rate", "burst":
+		return checkFlowKey(t, kind, kv, bad)
 	default:
-		keys := "name, route, priority, retries, backoff, timeout, unique, result_ttl"
+		keys := "name, route, priority, retries, backoff, timeout, unique, result_ttl, key, max_running, rate, burst"
 		if kind == "cron" {
 			keys = "name, route, priority, retries, backoff, timeout, result_ttl, tz"
 		}
