@@ -133,10 +133,12 @@ func (c *Client) flowShard(ctx context.Context, route, name, key string) string 
 	return queue.ShardNames(route, n)[queue.JumpHash(h.Sum64(), n)]
 }
 
-// storeTaskLimits stores the limits of every registered task on its route
-// and on each of the route's shards, zero limits too, so that limits
-// removed from the code are removed from Redis (a worker's start is when
-// they are brought up to date).
+// storeTaskLimits stores the limits of every registered task on its route,
+// on every route the worker takes jobs from (a job can be sent to another
+// route than its task's, runtime.Route, and the limits must hold there too),
+// and on each of their shards; zero limits too, so that limits removed from
+// the code are removed from Redis (a worker's start is when they are
+// brought up to date).
 func (w *Worker) storeTaskLimits(ctx context.Context) error {
 	shardsOf := map[string][]string{}
 	for _, name := range w.Tasks() {
@@ -144,19 +146,24 @@ func (w *Worker) storeTaskLimits(ctx context.Context) error {
 		if h.info == nil || h.limits == nil {
 			continue
 		}
-		route := h.info().Route
-		shards, ok := shardsOf[route]
-		if !ok {
+		l := h.limits()
+		routes := append([]string{h.info().Route}, w.opts.Routes...)
+		for _, route := range routes {
+			shards, ok := shardsOf[route]
+			if ok {
+				continue // stored for this task already
+			}
 			var err error
 			if shards, err = w.c.shardsOf(ctx, route); err != nil {
 				return fmt.Errorf("store the limits of task %s: read the shards of route %s: %w", name, route, err)
 			}
 			shardsOf[route] = shards
 		}
-		l := h.limits()
-		for _, s := range shards {
-			if err := w.c.q.SetTaskLimits(ctx, s, name, l); err != nil {
-				return fmt.Errorf("store the limits of task %s: %w", name, err)
+		for _, route := range routes {
+			for _, s := range shardsOf[route] {
+				if err := w.c.q.SetTaskLimits(ctx, s, name, l); err != nil {
+					return fmt.Errorf("store the limits of task %s: %w", name, err)
+				}
 			}
 		}
 	}

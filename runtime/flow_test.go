@@ -1,0 +1,208 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// capped is a task limited to one running job per key, everywhere.
+var capped = runtime.NewTask[Msg, Reply]("t_capped").Limit(runtime.TaskLimits{MaxRunning: 1})
+
+// byText is a task keyed by its args' text, without limits.
+var byText = runtime.NewTask[Msg, Reply]("t_by_text").KeyBy(func(m Msg) string { return m.Text })
+
+// perKey records, per key, the jobs running now, the most ever at once and
+// the order jobs started in.
+type perKey struct {
+	mu      sync.Mutex
+	running map[string]int
+	most    map[string]int
+	order   map[string][]string
+	total   int
+}
+
+func newPerKey() *perKey {
+	return &perKey{running: map[string]int{}, most: map[string]int{}, order: map[string][]string{}}
+}
+
+func (p *perKey) start(key, text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running[key]++
+	p.most[key] = max(p.most[key], p.running[key])
+	p.order[key] = append(p.order[key], text)
+}
+
+func (p *perKey) end(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running[key]--
+	p.total++
+}
+
+func (p *perKey) done() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
+// keyOfText reads the key a test job carries in its text: "key/seq".
+func keyOfText(text string) string {
+	for i := range text {
+		if text[i] == '/' {
+			return text[:i]
+		}
+	}
+	return text
+}
+
+// twoWorkersRunCapped runs jobs of 5 keys, 8 each, on two workers of
+// concurrency 8, and checks each key ran one job at a time, in enqueue order.
+func twoWorkersRunCapped(t *testing.T, c *runtime.Client, route string) {
+	t.Helper()
+	ctx := ctxT(t)
+	seen := newPerKey()
+	for range 2 {
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{route}, Concurrency: 8}))
+		runtime.Handle(w, capped, func(ctx context.Context, m Msg) (Reply, error) {
+			key := keyOfText(m.Text)
+			seen.start(key, m.Text)
+			time.Sleep(5 * time.Millisecond)
+			seen.end(key)
+			return Reply{Text: m.Text}, nil
+		})
+		startWorker(t, w)
+	}
+	task := capped.With(c)
+	want := map[string][]string{}
+	for i := range 8 {
+		for k := range 5 {
+			key := fmt.Sprintf("k%d", k)
+			text := fmt.Sprintf("%s/%d", key, i)
+			if _, err := task.Enqueue(ctx, Msg{Text: text}, runtime.Route(route), runtime.Key(key)); err != nil {
+				t.Fatal(err)
+			}
+			want[key] = append(want[key], text)
+		}
+	}
+	waitFor(t, 30*time.Second, "all 40 jobs to run", func() bool { return seen.done() == 40 })
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	for key, texts := range want {
+		if seen.most[key] != 1 {
+			t.Errorf("key %s ran %d jobs at once, want 1", key, seen.most[key])
+		}
+		if fmt.Sprint(seen.order[key]) != fmt.Sprint(texts) {
+			t.Errorf("key %s started %v, want enqueue order %v", key, seen.order[key], texts)
+		}
+	}
+}
+
+func TestFlow_MaxRunningOnePerKeyAcrossWorkersInEnqueueOrder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) { twoWorkersRunCapped(t, c, "capped") })
+}
+
+func TestCluster_MaxRunningOnePerKeyAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	cl := redistest.SharedCluster(t)
+	c := connect(t, cl.URL())
+	// Routes on different masters, each with its own flows.
+	for _, r := range []string{"r1", "r2", "r3"} {
+		t.Run(r, func(t *testing.T) { twoWorkersRunCapped(t, c, r) })
+	}
+}
+
+// A route's limit set while its jobs run is in force within a second, in
+// every worker; removed, the route runs at full concurrency again.
+func TestFlow_RouteLimitChangedUnderLoad(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		var mu sync.Mutex
+		running, most, ended := 0, 0, 0
+		observe := func() (int, int, int) { mu.Lock(); defer mu.Unlock(); return running, most, ended }
+		task := byText.With(c) // keyed, each job its own key: no cap of a key binds
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"lim"}, Concurrency: 6}))
+		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond) // the job's work
+			mu.Lock()
+			running--
+			ended++
+			mu.Unlock()
+			return Reply{}, nil
+		})
+		jobs := make([]Msg, 2000)
+		for i := range jobs {
+			jobs[i].Text = fmt.Sprint(i)
+		}
+		if _, err := task.EnqueueMany(ctx, jobs, runtime.Route("lim")); err != nil {
+			t.Fatal(err)
+		}
+		startWorker(t, w)
+		waitFor(t, 10*time.Second, "6 jobs at once without a route limit", func() bool { _, m, _ := observe(); return m == 6 })
+		q := runtime.QueueOf(c)
+		if err := q.SetRouteLimits(ctx, "lim", queue.Limits{MaxRunning: 2}); err != nil {
+			t.Fatal(err)
+		}
+		// Jobs fetched before the limit was set end within a few job times.
+		_, _, before := observe()
+		waitFor(t, time.Second, "the route limit of 2 to be in force", func() bool {
+			r, _, e := observe()
+			return r <= 2 && e >= before+12
+		})
+		mu.Lock()
+		most, ended = running, 0
+		mu.Unlock()
+		waitFor(t, 10*time.Second, "50 jobs to end under the limit", func() bool { _, _, e := observe(); return e >= 50 })
+		if _, m, _ := observe(); m > 2 {
+			t.Fatalf("%d jobs ran at once under a route limit of 2", m)
+		}
+		if err := q.SetRouteLimits(ctx, "lim", queue.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, time.Second, "more than 2 at once once the limit is removed", func() bool { r, _, _ := observe(); return r > 2 })
+	})
+}
+
+// A worker process SIGKILLed while it holds a key's only slot: the key's
+// next job starts within the dead worker's lease (500 ms) and a second, and
+// the killed job is recovered and runs too.
+func TestFlow_AKilledWorkersSlotComesBackWithinItsLease(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Shared(t)
+	ns := redistest.Namespace(t)
+	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
+	ctx, task := ctxT(t), capped.With(c)
+	for _, text := range []string{"payload", "second"} {
+		if _, err := task.Enqueue(ctx, Msg{Text: text}, runtime.Key("A")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killWorkerMidJob(t, srv, ns, "BANANAS_TEST_WORKER_TASK=capped")
+	killed := time.Now()
+	started := make(chan string, 4)
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
+	runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
+		started <- m.Text
+		return Reply{}, nil
+	})
+	startWorker(t, w)
+	next := recv(t, started, 5*time.Second, "a job of the key after the kill")
+	if took := time.Since(killed); took > 1500*time.Millisecond {
+		t.Fatalf("the key's next job (%s) started %v after the kill, want within the lease and a second", next, took)
+	}
+	again := recv(t, started, 10*time.Second, "the other job of the key")
+	if (next != "second" || again != "payload") && (next != "payload" || again != "second") {
+		t.Fatalf("after the kill ran %q then %q, want the killed job and the second, once each", next, again)
+	}
+}
