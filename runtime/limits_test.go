@@ -186,7 +186,8 @@ func TestKeyBy_AKeysJobsAllGoToOneShard(t *testing.T) {
 
 // A worker stores the limits of the tasks it registers on their route and
 // each of its shards when it starts, and removes those of a task that has
-// none left in the code.
+// none left in the code; a shard the route gains later gets them as the
+// worker comes to serve it.
 func TestWorker_StoresTheLimitsOfItsTasksAtStart(t *testing.T) {
 	t.Parallel()
 	c := connect(t, redistest.Shared(t).URL())
@@ -216,6 +217,17 @@ func TestWorker_StoresTheLimitsOfItsTasksAtStart(t *testing.T) {
 		waitFor(t, 10*time.Second, "the limits stored on shard "+s, func() bool {
 			got, err := q.TaskLimits(ctx, s)
 			return err == nil && len(got) == 1 && got["limited"] == want
+		})
+	}
+
+	// The shards a route gains while the worker runs get the limits too.
+	if err := runtime.NewInspector(c).SetShards(ctx, "limits", 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range queue.ShardNames("limits", 5) {
+		waitFor(t, 10*time.Second, "the limits stored on new shard "+s, func() bool {
+			got, err := q.TaskLimits(ctx, s)
+			return err == nil && got["limited"] == want
 		})
 	}
 }
