@@ -159,7 +159,7 @@ func (w *Worker) storeTaskLimits(ctx context.Context) error {
 		l := h.limits()
 		for _, s := range shards {
 			if err := w.c.q.SetTaskLimits(ctx, s, name, l); err != nil {
-				return fmt.Errorf("store the limits of task %s: %w", name, err)
+				return fmt.Errorf("store the limits of its tasks: %w", err) // err names the task and the shard
 			}
 		}
 	}

@@ -250,6 +250,9 @@ func TestTaskInfo_CarriesTheKeyAndTheLimits(t *testing.T) {
 			t.Errorf("%s = %v; want %v (in %s)", k, got[k], v, b)
 		}
 	}
+	if key := shopTask("unnamed").Info().Key; key != "func" {
+		t.Errorf("a KeyBy that names no path is described as key %q; want \"func\"", key)
+	}
 	b, _ = json.Marshal(runtime.NewTask[shopArgs, runtime.None]("plain").Info())
 	for _, k := range []string{`"key"`, `"max_running"`, `"rate"`, `"burst"`} {
 		if strings.Contains(string(b), k) {
@@ -339,4 +342,25 @@ func TestKeyBy_GeneratedKeyFuncsReadTheirPath(t *testing.T) {
 	if info.Key != "Customer" || info.MaxRunning != 2 || info.Rate != "100/s" || info.Burst != 10 {
 		t.Fatalf("generated task describes key %q, limits %d %q %d; want Customer, 2 100/s 10", info.Key, info.MaxRunning, info.Rate, info.Burst)
 	}
+}
+
+// A worker that cannot store its tasks' limits does not start: it would run
+// jobs under limits the code no longer has.
+func TestWorker_RunFailsWhenTheLimitsCannotBeStored(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		q := runtime.QueueOf(c)
+		if err := c.Redis().Set(ctx, q.Keys("wronglimits").Limits(), "not a hash", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		task := runtime.NewTask[shopArgs, runtime.None]("stuck", runtime.Route("wronglimits")).Limit(runtime.TaskLimits{MaxRunning: 1})
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"wronglimits"}}))
+		runtime.Handle(w, task, func(context.Context, shopArgs) (runtime.None, error) { return runtime.None{}, nil })
+		runCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		err := w.Run(runCtx)
+		if err == nil || !strings.Contains(err.Error(), "limits of task stuck on route wronglimits") {
+			t.Fatalf("Run: %v; want it to fail naming the task whose limits it could not store", err)
+		}
+	})
 }
