@@ -89,7 +89,10 @@ func (t *Task[A, R]) DescribeKey(path string) *Task[A, R] {
 // Key gives the job the key k, in place of the task's KeyBy: the job joins
 // the flow of k (see Task.KeyBy). On a task with neither KeyBy nor limits it
 // still puts the job in a flow, so that flows are served in turn. A key
-// longer than queue.MaxKeyLen bytes is an error of the enqueue.
+// longer than queue.MaxKeyLen bytes is an error of the enqueue. On a sharded
+// route a keyed job goes to its flow's shard, where its Unique key or chosen
+// id is checked: identical args enqueued under two keys may land on two
+// shards, and both be enqueued.
 func Key(k string) Option {
 	return func(c *jobConfig) {
 		if err := queue.CheckKey(k); err != nil {
@@ -162,10 +165,28 @@ func (w *Worker) storeTaskLimits(ctx context.Context) error {
 		for _, route := range routes {
 			for _, s := range shardsOf[route] {
 				if err := w.c.q.SetTaskLimits(ctx, s, name, l); err != nil {
-					return fmt.Errorf("store the limits of task %s: %w", name, err)
+					return fmt.Errorf("store the limits of its tasks: %w", err) // err names the task and the shard
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// storeShardLimits stores, on shards the worker has just come to serve (a
+// route's shard count changed), the limits of the registered tasks of their
+// route, so that a new shard limits the flows that move to it. A failure is
+// warned of: the worker's next start stores them again.
+func (w *Worker) storeShardLimits(ctx context.Context, shards []string) {
+	for _, sh := range shards {
+		for _, name := range w.Tasks() {
+			h := w.handlers[name]
+			if h.info == nil || h.limits == nil || h.info().Route != queue.ShardBase(sh) {
+				continue
+			}
+			if err := w.c.q.SetTaskLimits(ctx, sh, name, h.limits()); err != nil {
+				w.opts.Logger.Warn("bananas: cannot store the limits of a task on a new shard of its route", "task", name, "shard", sh, "err", err)
+			}
+		}
+	}
 }

@@ -186,7 +186,8 @@ func TestKeyBy_AKeysJobsAllGoToOneShard(t *testing.T) {
 
 // A worker stores the limits of the tasks it registers on their route and
 // each of its shards when it starts, and removes those of a task that has
-// none left in the code.
+// none left in the code; a shard the route gains later gets them as the
+// worker comes to serve it.
 func TestWorker_StoresTheLimitsOfItsTasksAtStart(t *testing.T) {
 	t.Parallel()
 	c := connect(t, redistest.Shared(t).URL())
@@ -218,6 +219,17 @@ func TestWorker_StoresTheLimitsOfItsTasksAtStart(t *testing.T) {
 			return err == nil && len(got) == 1 && got["limited"] == want
 		})
 	}
+
+	// The shards a route gains while the worker runs get the limits too.
+	if err := runtime.NewInspector(c).SetShards(ctx, "limits", 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range queue.ShardNames("limits", 5) {
+		waitFor(t, 10*time.Second, "the limits stored on new shard "+s, func() bool {
+			got, err := q.TaskLimits(ctx, s)
+			return err == nil && got["limited"] == want
+		})
+	}
 }
 
 func TestTaskInfo_CarriesTheKeyAndTheLimits(t *testing.T) {
@@ -237,6 +249,9 @@ func TestTaskInfo_CarriesTheKeyAndTheLimits(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s = %v; want %v (in %s)", k, got[k], v, b)
 		}
+	}
+	if key := shopTask("unnamed").Info().Key; key != "func" {
+		t.Errorf("a KeyBy that names no path is described as key %q; want \"func\"", key)
 	}
 	b, _ = json.Marshal(runtime.NewTask[shopArgs, runtime.None]("plain").Info())
 	for _, k := range []string{`"key"`, `"max_running"`, `"rate"`, `"burst"`} {
@@ -327,4 +342,25 @@ func TestKeyBy_GeneratedKeyFuncsReadTheirPath(t *testing.T) {
 	if info.Key != "Customer" || info.MaxRunning != 2 || info.Rate != "100/s" || info.Burst != 10 {
 		t.Fatalf("generated task describes key %q, limits %d %q %d; want Customer, 2 100/s 10", info.Key, info.MaxRunning, info.Rate, info.Burst)
 	}
+}
+
+// A worker that cannot store its tasks' limits does not start: it would run
+// jobs under limits the code no longer has.
+func TestWorker_RunFailsWhenTheLimitsCannotBeStored(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		q := runtime.QueueOf(c)
+		if err := c.Redis().Set(ctx, q.Keys("wronglimits").Limits(), "not a hash", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		task := runtime.NewTask[shopArgs, runtime.None]("stuck", runtime.Route("wronglimits")).Limit(runtime.TaskLimits{MaxRunning: 1})
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"wronglimits"}}))
+		runtime.Handle(w, task, func(context.Context, shopArgs) (runtime.None, error) { return runtime.None{}, nil })
+		runCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		err := w.Run(runCtx)
+		if err == nil || !strings.Contains(err.Error(), "limits of task stuck on route wronglimits") {
+			t.Fatalf("Run: %v; want it to fail naming the task whose limits it could not store", err)
+		}
+	})
 }

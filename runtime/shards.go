@@ -130,7 +130,8 @@ func (s *workerShards) refresh(ctx context.Context) error {
 	}
 	added, err := s.listen(ctx, groups)
 	s.groups.Store(&groups)
-	if added {
+	if len(added) > 0 {
+		s.w.storeShardLimits(ctx, added)
 		s.w.engine.Wake("") // jobs may have been pushed to them before the listening began
 		if s.w.keeper != nil {
 			s.w.keeper.Kick() // the new shards want a keeper now, not at the next round
@@ -162,8 +163,9 @@ func (s *workerShards) earlierShards(ctx context.Context, counts []int) ([]strin
 }
 
 // listen subscribes to the wake and cancel channels of the shards in groups
-// not yet listened to, and drops those of shards no longer in them.
-func (s *workerShards) listen(ctx context.Context, groups [][]string) (added bool, err error) {
+// not yet listened to, and drops those of shards no longer in them; added
+// is the shards it began to listen to.
+func (s *workerShards) listen(ctx context.Context, groups [][]string) (added []string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	want := map[string]bool{}
@@ -177,7 +179,8 @@ func (s *workerShards) listen(ctx context.Context, groups [][]string) (added boo
 			if err != nil {
 				return added, err
 			}
-			s.subs[sh], s.seen[sh], added = subs, true, true
+			s.subs[sh], s.seen[sh] = subs, true
+			added = append(added, sh)
 		}
 	}
 	for sh, subs := range s.subs {

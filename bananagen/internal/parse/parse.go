@@ -3,9 +3,10 @@
 // against go/types, and turns what passes into the plain model. It collects
 // every mistake with its position before it gives up.
 //
-// A route, a priority and a cron schedule are checked by the same functions
-// a worker uses (queue.ValidRoute, queue.ValidPriority,
-// scheduler.ParseSchedule), so the generator accepts exactly what runs. It
+// A route, a priority, a rate and a cron schedule are checked by the same
+// functions a worker uses (queue.ValidRoute, queue.ValidPriority,
+// queue.ParseRate, scheduler.ParseSchedule), so the generator accepts
+// exactly what runs. It
 // must not import the runtime, whose stubs it writes.
 package parse
 
