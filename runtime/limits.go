@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 
 	"github.com/bananas-go/bananas/queue"
 )
@@ -174,14 +175,15 @@ func (w *Worker) storeTaskLimits(ctx context.Context) error {
 }
 
 // storeShardLimits stores, on shards the worker has just come to serve (a
-// route's shard count changed), the limits of the registered tasks of their
-// route, so that a new shard limits the flows that move to it. A failure is
+// route's shard count changed), the limits of the registered tasks (as
+// storeTaskLimits: on the tasks' own routes and the worker's), so that a new shard limits the flows that move to it. A failure is
 // warned of: the worker's next start stores them again.
 func (w *Worker) storeShardLimits(ctx context.Context, shards []string) {
 	for _, sh := range shards {
 		for _, name := range w.Tasks() {
 			h := w.handlers[name]
-			if h.info == nil || h.limits == nil || h.info().Route != queue.ShardBase(sh) {
+			base := queue.ShardBase(sh)
+			if h.info == nil || h.limits == nil || (h.info().Route != base && !slices.Contains(w.opts.Routes, base)) {
 				continue
 			}
 			if err := w.c.q.SetTaskLimits(ctx, sh, name, h.limits()); err != nil {
