@@ -31,9 +31,12 @@ func (p *reaper) Run(ctx context.Context) {
 	}
 }
 
-// interval is how often the worker looks for expired leases on its routes.
+// interval is how often the worker looks for expired leases on its routes:
+// at most a second, so that the slots of a killed worker's keyed jobs (see
+// queue/flow.go), which its reaped leases free, are back within its lease
+// and a second. A look costs one read of the route's active set.
 func (p *reaper) interval() time.Duration {
-	return min(max(p.cfg.Lease/4, 50*time.Millisecond), 5*time.Second)
+	return min(max(p.cfg.Lease/4, 50*time.Millisecond), time.Second)
 }
 
 // reap recovers the expired jobs of route and tells their ends: those
