@@ -228,3 +228,51 @@ func (q *Queue) busiest(ctx context.Context, k Keys, byName map[string]*FlowInfo
 	}
 	return out, nil
 }
+
+// SweepFlows puts back in their rings the flows of route parked at their cap
+// whose slots are gone without a release — their jobs' leases or flowof
+// entries dropped from Redis by hand: every script that ends a lease frees
+// its slot itself, so this only repairs what garbage did. It reads the
+// route's flows hash, up to flowScan entries a call, and returns how many
+// flows it put back. A worker's reaper runs it now and then.
+func (q *Queue) SweepFlows(ctx context.Context, route string, now time.Time) (int, error) {
+	if err := CheckShardRoute(route); err != nil {
+		return 0, err
+	}
+	k := q.Keys(route)
+	var parked []string
+	var cursor uint64
+	for read := 0; read < flowScan; {
+		kv, next, err := q.rdb.HScan(ctx, k.Flows(), cursor, "*|*", 500).Result()
+		if err != nil {
+			if isWrongType(err) {
+				return 0, nil // garbage: the next flow script drops it
+			}
+			return 0, fmt.Errorf("read the flows of route %s: %w", route, err)
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if f := strings.Fields(kv[i+1]); len(f) > 1 && f[1] != "0" {
+				parked = append(parked, kv[i])
+			}
+		}
+		read += len(kv) / 2
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	total := 0
+	for start := 0; start < len(parked); start += 200 {
+		args := []any{ms(now)}
+		for _, f := range parked[start:min(start+200, len(parked))] {
+			args = append(args, f)
+		}
+		keys := append([]string{k.Leases(), k.Active()}, k.FlowKeys()...)
+		// Retry-safe: a flow put back is no longer parked.
+		n, err := q.s.sweep.Run(ctx, q.rdb, keys, args...).Int()
+		if err != nil {
+			return total, fmt.Errorf("sweep the flows of route %s: %w", route, err)
+		}
+		total += n
+	}
+	return total, nil
+}

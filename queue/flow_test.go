@@ -390,3 +390,26 @@ func TestFlow_KeyedAndUnkeyedJobsShareTheTurns(t *testing.T) {
 		}
 	})
 }
+
+func TestSweepFlows_PutsBackAFlowWhoseSlotsLeaseWasDroppedByHand(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.SetTaskLimits(ctx, "swept", "t", queue.Limits{MaxRunning: 1}); err != nil {
+			t.Fatal(err)
+		}
+		ids := enqueueKeyed(t, q, "swept", queue.Normal, "t", "k", 2)
+		fetchIDs(t, q, "swept", 5)
+		if err := q.Client().Del(ctx, q.Keys("swept").Leases()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := fetchIDs(t, q, "swept", 5); len(got) != 0 {
+			t.Fatalf("took %v while the key is parked", got)
+		}
+		if n, err := q.SweepFlows(ctx, "swept", q.Now()); err != nil || n != 1 {
+			t.Fatalf("sweep: %d, %v; want the one parked flow put back", n, err)
+		}
+		if got, _ := fetchIDs(t, q, "swept", 5); len(got) != 1 || got[0] != ids[1] {
+			t.Fatalf("after the sweep took %v, want the key's second job", got)
+		}
+	})
+}

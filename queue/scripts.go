@@ -22,6 +22,8 @@ type scripts struct {
 
 	stored, shed *redis.Script // the ended list of the task history (ended.go)
 
+	sweep *redis.Script // SweepFlows (flow.go)
+
 	list   *redis.Script // read-only: ListJobs (list.lua)
 	prune  *redis.Script // read-only: PruneRoutes (prune.lua)
 	lookup *redis.Script // read-only: Lookup, Result (lookup.lua)
@@ -58,6 +60,7 @@ func loadScripts() *scripts {
 		cancels:  load("cancels"),
 		stored:   load("stored"),
 		shed:     load("shed"),
+		sweep:    load("sweep"),
 	}
 }
 

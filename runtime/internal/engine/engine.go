@@ -95,6 +95,7 @@ type Queue interface {
 	FinishCanceled(ctx context.Context, d *queue.Dispatch, record []byte, ttl time.Duration) (bool, error)
 	Requeue(ctx context.Context, d *queue.Dispatch, canceled []byte, ttl time.Duration, now time.Time) (queue.Outcome, error)
 	Reap(ctx context.Context, route string, now time.Time, decide func(queue.Expired) queue.Verdict) (map[string]queue.Outcome, error)
+	SweepFlows(ctx context.Context, route string, now time.Time) (int, error)
 	Purge(ctx context.Context, route string, cutoff time.Time) (int, error)
 	PruneRoutes(ctx context.Context, keep map[string]bool, now time.Time) ([]string, error)
 	Beat(ctx context.Context, id string, state []byte, now time.Time, ttl time.Duration) error

@@ -24,10 +24,30 @@ const expiredLease = "lease expired: the worker running it stopped renewing (cra
 func (p *reaper) Run(ctx context.Context) {
 	t := time.NewTicker(p.interval())
 	defer t.Stop()
-	for ok := true; ok; ok = next(ctx, t) {
+	for tick, ok := 0, true; ok; tick, ok = tick+1, next(ctx, t) {
+		sweep := tick%sweepEvery == 0
 		for _, route := range p.cfg.kept() {
 			p.reap(ctx, route)
+			if sweep {
+				p.sweep(ctx, route)
+			}
 		}
+	}
+}
+
+// sweepEvery is how many reaps apart the reaper repairs the route's flows
+// parked at a cap whose slots are gone without a release (queue.SweepFlows):
+// garbage only, which may wait that long.
+const sweepEvery = 30
+
+// sweep runs queue.SweepFlows on route, saying what it repaired.
+func (p *reaper) sweep(ctx context.Context, route string) {
+	n, err := p.cfg.Queue.SweepFlows(ctx, route, p.cfg.Queue.Now())
+	switch {
+	case err != nil && ctx.Err() == nil:
+		p.cfg.Logger.Warn("bananas: cannot sweep the flows of a route", "route", route, "err", err)
+	case n > 0:
+		p.cfg.Logger.Warn("bananas: flows held at their cap by slots that were gone were put back", "route", route, "flows", n)
 	}
 }
 
