@@ -95,6 +95,8 @@ func main() {
 		admin(ctx, c, *n, *producers, *nroutes, *depth)
 	case *shardCount > 0:
 		shardBalance(ctx, c)
+	case *flowMode:
+		flowBench(ctx, c)
 	default:
 		scenarios(ctx, c)
 	}

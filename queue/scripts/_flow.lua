@@ -51,12 +51,17 @@ local function bn_member(flow, seq, id)
 end
 
 -- bn_member_parts returns a member's flow, order and id; nil for garbage.
+-- Plain string cuts: it runs for every keyed job started and ended.
 local function bn_member_parts(m)
   local n = tonumber(string.sub(m, 1, 4))
-  if not n or not string.find(string.sub(m, 1, 4), '^%d%d%d%d$') or #m < 4 + n + 16 then return nil end
-  local seq = string.sub(m, 5 + n, 19 + n)
-  if not string.find(seq, '^%d+$') then return nil end
-  return string.sub(m, 5, 4 + n), seq, string.sub(m, 20 + n)
+  if not n or n < 0 or #m < 20 + n then return nil end
+  return string.sub(m, 5, 4 + n), string.sub(m, 5 + n, 19 + n), string.sub(m, 20 + n)
+end
+
+-- bn_task_of returns the task of a flow ("task|key").
+local function bn_task_of(flow)
+  local bar = string.find(flow, '|', 1, true)
+  return bar and string.sub(flow, 1, bar - 1) or ''
 end
 
 -- bn_flow_head returns up to n members of flow waiting at priority index i,

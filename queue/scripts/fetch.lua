@@ -193,7 +193,7 @@ end
 
 local limits_of = {}
 local function task_limits(flow)
-  local task = string.match(flow, '^([^|]*)|') or ''
+  local task = bn_task_of(flow)
   if not limits_of[task] then limits_of[task] = bn_limits(redis.call('HGET', F.limits, 't:' .. task)) end
   return limits_of[task]
 end
@@ -247,7 +247,7 @@ local function turn(i, flows, budget)
     local left = budget - #ids
     if left <= 0 then
       unvisited[#unvisited + 1] = flow
-    elseif only and not only[string.match(flow, '^([^|]*)|') or ''] then
+    elseif only and not only[bn_task_of(flow)] then
       back[#back + 1] = flow -- another worker's to run
     else
       local l, st = task_limits(flow), bn_flow_parse(states[idx])

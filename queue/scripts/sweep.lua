@@ -22,8 +22,7 @@ for a = 2, #ARGV do
   local flow = ARGV[a]
   local st = bn_flow_state(F, flow)
   if st.park ~= 0 then
-    local task = string.match(flow, '^([^|]*)|') or ''
-    local l = bn_limits(redis.call('HGET', F.limits, 't:' .. task))
+    local l = bn_limits(redis.call('HGET', F.limits, 't:' .. bn_task_of(flow)))
     st.holders = bn_live_holders(KEYS[1], KEYS[2], st.holders, now)
     if l.cap == 0 or #st.holders < l.cap then
       bn_flow_unpark(F, flow, st)

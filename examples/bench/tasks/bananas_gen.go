@@ -53,6 +53,74 @@ var Bounce *runtime.Task[Payload, runtime.None] = runtime.NewTask[Payload, runti
 		{Name: "Body", Type: "string"},
 	}, "", decodeBounceArgs).Var("Bounce")
 
+// PerUser enqueues perUser, the task of wire name "per_user":
+//
+//	//bananas:task retries=0 route=peruser key=User max_running=1
+//
+// perUser runs one job per user at a time, across every worker.
+var PerUser *runtime.Task[Keyed, runtime.None] = runtime.NewTask[Keyed, runtime.None](
+	"per_user",
+	runtime.Route("peruser"),
+	runtime.MaxRetries(0),
+).
+	Describe("Keyed", []runtime.Field{
+		{Name: "User", Type: "string"},
+		{Name: "At", Type: "int64"},
+	}, "", decodePerUserArgs).Var("PerUser").
+	Limit(runtime.TaskLimits{MaxRunning: 1}).
+	KeyBy(func(a Keyed) string {
+		return a.User
+	}).DescribeKey("User")
+
+// Fair enqueues fair, the task of wire name "fair":
+//
+//	//bananas:task retries=0 route=fair key=User
+//
+// fair serves its users round-robin, without limits.
+var Fair *runtime.Task[Keyed, runtime.None] = runtime.NewTask[Keyed, runtime.None](
+	"fair",
+	runtime.Route("fair"),
+	runtime.MaxRetries(0),
+).
+	Describe("Keyed", []runtime.Field{
+		{Name: "User", Type: "string"},
+		{Name: "At", Type: "int64"},
+	}, "", decodeFairArgs).Var("Fair").
+	KeyBy(func(a Keyed) string {
+		return a.User
+	}).DescribeKey("User")
+
+// Rated enqueues rated, the task of wire name "rated":
+//
+//	//bananas:task retries=0 route=rated rate=1000/s
+//
+// rated starts at most 1,000 jobs a second, across every worker.
+var Rated *runtime.Task[Keyed, runtime.None] = runtime.NewTask[Keyed, runtime.None](
+	"rated",
+	runtime.Route("rated"),
+	runtime.MaxRetries(0),
+).
+	Describe("Keyed", []runtime.Field{
+		{Name: "User", Type: "string"},
+		{Name: "At", Type: "int64"},
+	}, "", decodeRatedArgs).Var("Rated").
+	Limit(runtime.TaskLimits{Rate: "1000/s"})
+
+// Plain enqueues plain, the task of wire name "plain":
+//
+//	//bananas:task retries=0 route=plain
+//
+// plain is perUser without a key: the flow scenarios' baseline.
+var Plain *runtime.Task[Keyed, runtime.None] = runtime.NewTask[Keyed, runtime.None](
+	"plain",
+	runtime.Route("plain"),
+	runtime.MaxRetries(0),
+).
+	Describe("Keyed", []runtime.Field{
+		{Name: "User", Type: "string"},
+		{Name: "At", Type: "int64"},
+	}, "", decodePlainArgs).Var("Plain")
+
 // Register registers every task and cron entry of this package on w.
 func Register(w *runtime.Worker) {
 	runtime.Handle(w, Noop, func(ctx context.Context, args Payload) (runtime.None, error) {
@@ -67,6 +135,18 @@ func Register(w *runtime.Worker) {
 	})
 	runtime.Handle(w, Bounce, func(ctx context.Context, args Payload) (runtime.None, error) {
 		return runtime.None{}, bounce(ctx, args)
+	})
+	runtime.Handle(w, PerUser, func(ctx context.Context, args Keyed) (runtime.None, error) {
+		return runtime.None{}, perUser(ctx, args)
+	})
+	runtime.Handle(w, Fair, func(ctx context.Context, args Keyed) (runtime.None, error) {
+		return runtime.None{}, fair(ctx, args)
+	})
+	runtime.Handle(w, Rated, func(ctx context.Context, args Keyed) (runtime.None, error) {
+		return runtime.None{}, rated(ctx, args)
+	})
+	runtime.Handle(w, Plain, func(ctx context.Context, args Keyed) (runtime.None, error) {
+		return runtime.None{}, plain(ctx, args)
 	})
 }
 
@@ -101,6 +181,34 @@ func decodeDelayedArgs(data []byte) (Stamp, error) {
 // decodeBounceArgs decodes JSON args of bounce, refusing unknown fields.
 func decodeBounceArgs(data []byte) (Payload, error) {
 	var args Payload
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
+}
+
+// decodePerUserArgs decodes JSON args of per_user, refusing unknown fields.
+func decodePerUserArgs(data []byte) (Keyed, error) {
+	var args Keyed
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
+}
+
+// decodeFairArgs decodes JSON args of fair, refusing unknown fields.
+func decodeFairArgs(data []byte) (Keyed, error) {
+	var args Keyed
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
+}
+
+// decodeRatedArgs decodes JSON args of rated, refusing unknown fields.
+func decodeRatedArgs(data []byte) (Keyed, error) {
+	var args Keyed
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
+}
+
+// decodePlainArgs decodes JSON args of plain, refusing unknown fields.
+func decodePlainArgs(data []byte) (Keyed, error) {
+	var args Keyed
 	err := runtime.DecodeStrictJSON(data, &args)
 	return args, err
 }

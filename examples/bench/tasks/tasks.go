@@ -59,3 +59,44 @@ const BounceText = "smtp: 550 mailbox unavailable"
 func bounce(ctx context.Context, p Payload) error {
 	return fmt.Errorf("%s: %s: %w", p.To, BounceText, runtime.SkipRetry)
 }
+
+// Keyed is the args of the flow-control scenarios: the user a job is for.
+type Keyed struct {
+	User string
+	At   int64
+}
+
+// OnKeyed is called by the flow-control scenarios' handlers.
+var OnKeyed = func(k Keyed) {}
+
+// perUser runs one job per user at a time, across every worker.
+//
+//bananas:task retries=0 route=peruser key=User max_running=1
+func perUser(ctx context.Context, k Keyed) error {
+	OnKeyed(k)
+	return nil
+}
+
+// fair serves its users round-robin, without limits.
+//
+//bananas:task retries=0 route=fair key=User
+func fair(ctx context.Context, k Keyed) error {
+	OnKeyed(k)
+	return nil
+}
+
+// rated starts at most 1,000 jobs a second, across every worker.
+//
+//bananas:task retries=0 route=rated rate=1000/s
+func rated(ctx context.Context, k Keyed) error {
+	OnKeyed(k)
+	return nil
+}
+
+// plain is perUser without a key: the flow scenarios' baseline.
+//
+//bananas:task retries=0 route=plain
+func plain(ctx context.Context, k Keyed) error {
+	OnKeyed(k)
+	return nil
+}

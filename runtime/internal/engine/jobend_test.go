@@ -89,7 +89,7 @@ func (q *fakeQueue) Requeue(context.Context, *queue.Dispatch, []byte, time.Durat
 func (q *fakeQueue) Reap(context.Context, string, time.Time, func(queue.Expired) queue.Verdict) (map[string]queue.Outcome, error) {
 	return nil, nil
 }
-func (q *fakeQueue) Purge(context.Context, string, time.Time) (int, error) { return 0, nil }
+func (q *fakeQueue) Purge(context.Context, string, time.Time) (int, error)      { return 0, nil }
 func (q *fakeQueue) SweepFlows(context.Context, string, time.Time) (int, error) { return 0, nil }
 func (q *fakeQueue) PruneRoutes(context.Context, map[string]bool, time.Time) ([]string, error) {
 	return nil, nil
