@@ -153,12 +153,11 @@ func (w *Worker) storeTaskLimits(ctx context.Context) error {
 		l := h.limits()
 		routes := append([]string{h.info().Route}, w.opts.Routes...)
 		for _, route := range routes {
-			shards, ok := shardsOf[route]
-			if ok {
-				continue // stored for this task already
+			if _, read := shardsOf[route]; read {
+				continue
 			}
-			var err error
-			if shards, err = w.c.shardsOf(ctx, route); err != nil {
+			shards, err := w.c.shardsOf(ctx, route)
+			if err != nil {
 				return fmt.Errorf("store the limits of task %s: read the shards of route %s: %w", name, route, err)
 			}
 			shardsOf[route] = shards
