@@ -47,7 +47,9 @@ demo:
 # sizes it, e.g. BENCH_ADMIN_FLAGS='-depth 10000'. Then, where redis-server is
 # installed, what WaitForReplicas costs (bench-replica, below). On a cluster
 # URL, -shards 12: each master's share of one route's commands, unsharded and
-# over 12 shards. Where PostgreSQL is installed, the task history
+# over 12 shards. Flow control (-flow): a keyed drain at max_running=1
+# against the unkeyed one, a rate held under competing workers, a late key
+# behind a backlog (docs/FLOW-CONTROL.md). Where PostgreSQL is installed, the task history
 # (bench-history: the drain with it on against off, its lag, its searches
 # over 1M rows).
 BENCH_ADMIN_FLAGS ?=
@@ -56,6 +58,7 @@ BENCH_IDLE ?= 0,100
 bench:
 	$(GO) run ./examples/bench
 	$(GO) run ./examples/bench -admin $(BENCH_ADMIN_FLAGS)
+	$(GO) run ./examples/bench -flow
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \
 	else echo "# idle workers skipped: -idle needs REDIS_URL (each worker has its own client)"; fi
 	@case "$$REDIS_URL" in *+cluster://*) $(GO) run ./examples/bench -shards 12 -n 20000;; \

@@ -97,8 +97,14 @@ func aJobOfAKilledWorker(t *testing.T) (*runtime.Client, string) {
 // renew or finish it.
 func killWorkerMidJob(t *testing.T, srv *redistest.Server, ns string, env ...string) {
 	t.Helper()
+	killWorkerMidJobAt(t, srv.URL(), ns, env...)
+}
+
+// killWorkerMidJobAt is killWorkerMidJob on the server (or cluster) of url.
+func killWorkerMidJobAt(t *testing.T, url, ns string, env ...string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BANANAS_TEST_WORKER_URL="+srv.URL(), "BANANAS_TEST_WORKER_NS="+ns)
+	cmd.Env = append(os.Environ(), "BANANAS_TEST_WORKER_URL="+url, "BANANAS_TEST_WORKER_NS="+ns)
 	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -121,8 +122,8 @@ func TestCluster_MaxRunningOnePerKeyAcrossWorkers(t *testing.T) {
 
 // A route's limit set while its jobs run is in force within a second, in
 // every worker; removed, the route runs at full concurrency again.
-func TestFlow_RouteLimitChangedUnderLoad(t *testing.T) {
-	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+func routeLimitUnderLoad(t *testing.T, c *runtime.Client) {
+	{
 		ctx := ctxT(t)
 		var mu sync.Mutex
 		running, most, ended := 0, 0, 0
@@ -171,7 +172,14 @@ func TestFlow_RouteLimitChangedUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, time.Second, "more than 2 at once once the limit is removed", func() bool { r, _, _ := observe(); return r > 2 })
-	})
+	}
+}
+
+func TestFlow_RouteLimitChangedUnderLoad(t *testing.T) { eachBackend(t, routeLimitUnderLoad) }
+
+func TestCluster_RouteLimitChangedUnderLoad(t *testing.T) {
+	t.Parallel()
+	routeLimitUnderLoad(t, connect(t, redistest.SharedCluster(t).URL()))
 }
 
 // A worker process SIGKILLed while it holds a key's only slot: the key's
@@ -179,16 +187,24 @@ func TestFlow_RouteLimitChangedUnderLoad(t *testing.T) {
 // the killed job is recovered and runs too.
 func TestFlow_AKilledWorkersSlotComesBackWithinItsLease(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Shared(t)
+	killedHoldingASlot(t, redistest.Shared(t).URL())
+}
+
+func TestCluster_AKilledWorkersSlotComesBackWithinItsLease(t *testing.T) {
+	t.Parallel()
+	killedHoldingASlot(t, redistest.SharedCluster(t).URL())
+}
+
+func killedHoldingASlot(t *testing.T, url string) {
 	ns := redistest.Namespace(t)
-	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
+	c := connect(t, url, runtime.WithNamespace(ns))
 	ctx, task := ctxT(t), capped.With(c)
 	for _, text := range []string{"payload", "second"} {
 		if _, err := task.Enqueue(ctx, Msg{Text: text}, runtime.Key("A")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	killWorkerMidJob(t, srv, ns, "BANANAS_TEST_WORKER_TASK=capped")
+	killWorkerMidJobAt(t, url, ns, "BANANAS_TEST_WORKER_TASK=capped")
 	killed := time.Now()
 	started := make(chan string, 4)
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
@@ -205,4 +221,75 @@ func TestFlow_AKilledWorkersSlotComesBackWithinItsLease(t *testing.T) {
 	if (next != "second" || again != "payload") && (next != "payload" || again != "second") {
 		t.Fatalf("after the kill ran %q then %q, want the killed job and the second, once each", next, again)
 	}
+}
+
+// rated starts at most 20 jobs a second, one at a time after the first.
+var rated = runtime.NewTask[Msg, Reply]("t_rated").Limit(runtime.TaskLimits{Rate: "20/s", Burst: 1})
+
+// A task's rate holds across two workers: 11 jobs take at least 10
+// intervals of 50 ms, and a late key of a keyed task goes first past
+// another key's backlog.
+func rateAndFairnessOn(t *testing.T, c *runtime.Client) {
+	ctx := ctxT(t)
+	var mu sync.Mutex
+	var starts []time.Time
+	order := []string{}
+	for range 2 {
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
+		runtime.Handle(w, rated.With(c), func(ctx context.Context, m Msg) (Reply, error) {
+			mu.Lock()
+			starts = append(starts, time.Now())
+			mu.Unlock()
+			return Reply{}, nil
+		})
+		runtime.Handle(w, byText.With(c), func(ctx context.Context, m Msg) (Reply, error) {
+			mu.Lock()
+			order = append(order, m.Text)
+			mu.Unlock()
+			return Reply{}, nil
+		})
+		startWorker(t, w)
+	}
+	if _, err := rated.With(c).EnqueueMany(ctx, make([]Msg, 11)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "11 rated jobs to start", func() bool { mu.Lock(); defer mu.Unlock(); return len(starts) == 11 })
+	mu.Lock()
+	if span := starts[10].Sub(starts[0]); span < 450*time.Millisecond {
+		t.Errorf("11 jobs at 20/s with a burst of 1 started within %v, want at least 500 ms less the clocks' play", span)
+	}
+	mu.Unlock()
+	backlog := make([]Msg, 300)
+	for i := range backlog {
+		backlog[i].Text = "busy"
+	}
+	// Paused, the route takes both keys in before either runs.
+	q := runtime.QueueOf(c)
+	if err := q.Pause(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := byText.With(c).EnqueueMany(ctx, backlog); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := byText.With(c).Enqueue(ctx, Msg{Text: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Resume(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the keyed jobs to run", func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 301 })
+	mu.Lock()
+	defer mu.Unlock()
+	if at := slices.Index(order, "late"); at < 0 || at > 16 {
+		t.Fatalf("the late key's job started %d-th, behind 300 of another key; want within the first turn of 8 slots, two fetches", at)
+	}
+}
+
+func TestFlow_RateAcrossWorkersAndALateKeyFirst(t *testing.T) {
+	eachBackend(t, rateAndFairnessOn)
+}
+
+func TestCluster_RateAcrossWorkersAndALateKeyFirst(t *testing.T) {
+	t.Parallel()
+	rateAndFairnessOn(t, connect(t, redistest.SharedCluster(t).URL()))
 }
