@@ -289,6 +289,10 @@ func (r *aclRig) producersEnqueueAwaitDelayDedupeAndFail() (dead string) {
 			t.Fatalf("Await %s: %v", id, err)
 		}
 	}
+	// A keyed job waits in its flow (zrangebylex) and frees its slot.
+	if got, err := echo.Call(ctx, Msg{Text: "keyed"}, runtime.Key("k")); err != nil || got.Text != "keyed" {
+		t.Fatalf("keyed Call = %+v, %v", got, err)
+	}
 	if _, err := echo.Enqueue(ctx, Msg{Text: "u"}, runtime.Unique(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
