@@ -46,8 +46,20 @@ local function bn_flow_repair(F)
   end
 end
 
+-- bn_len4 writes a flow's length as the 4 digits that start its members,
+-- each length formatted once per script call.
+local bn_len4_of = {}
+local function bn_len4(n)
+  local v = bn_len4_of[n]
+  if not v then
+    v = string.format('%04d', n)
+    bn_len4_of[n] = v
+  end
+  return v
+end
+
 local function bn_member(flow, seq, id)
-  return string.format('%04d', #flow) .. flow .. string.format('%015.0f', seq) .. id
+  return bn_len4(#flow) .. flow .. string.format('%015.0f', seq) .. id
 end
 
 -- bn_member_parts returns a member's flow, order and id; nil for garbage.
@@ -56,6 +68,20 @@ local function bn_member_parts(m)
   local n = tonumber(string.sub(m, 1, 4))
   if not n or n < 0 or #m < 20 + n then return nil end
   return string.sub(m, 5, 4 + n), string.sub(m, 5 + n, 19 + n), string.sub(m, 20 + n)
+end
+
+-- bn_member_flow returns a member's flow only, and bn_member_id its id
+-- only: nil for garbage.
+local function bn_member_flow(m)
+  local n = tonumber(string.sub(m, 1, 4))
+  if not n or n < 0 or #m < 20 + n then return nil end
+  return string.sub(m, 5, 4 + n)
+end
+
+local function bn_member_id(m)
+  local n = tonumber(string.sub(m, 1, 4))
+  if not n or n < 0 or #m < 20 + n then return nil end
+  return string.sub(m, 20 + n)
 end
 
 -- bn_task_of returns the task of a flow ("task|key").
@@ -67,7 +93,7 @@ end
 -- bn_flow_head returns up to n members of flow waiting at priority index i,
 -- oldest first.
 local function bn_flow_head(F, i, flow, n)
-  local p = string.format('%04d', #flow) .. flow
+  local p = bn_len4(#flow) .. flow
   return redis.call('ZRANGEBYLEX', F.keyed[i], '[' .. p, '(' .. p .. ':', 'LIMIT', 0, n)
 end
 
@@ -301,7 +327,7 @@ local function bn_flow_release_many(F, ids, now)
   for j, id in ipairs(ids) do
     if members[j] then
       gone[#gone + 1] = id
-      local flow = bn_member_parts(members[j])
+      local flow = bn_member_flow(members[j])
       if flow then
         if not freed[flow] then
           freed[flow] = {}

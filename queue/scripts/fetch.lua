@@ -266,7 +266,7 @@ local function turn(i, flows, budget)
         local got = 0
         for j = 1, math.min(k, #heads) do
           members[#members + 1] = heads[j]
-          local _, _, id = bn_member_parts(heads[j])
+          local id = bn_member_id(heads[j])
           if not id or id == '' then
             dropped('a keyed entry that names no job: ' .. bn_shown(heads[j]))
           else
