@@ -41,7 +41,7 @@ func flowBench(ctx context.Context, c *runtime.Client) {
 		late = append(late, lateKey(ctx, c))
 	}
 	reportRuns("flow_drain_unkeyed_jobs_per_s", plainRates)
-	reportRuns(fmt.Sprintf("flow_drain_%dkeys_max_running1_jobs_per_s", *flowKeys), keyedRates)
+	reportRuns(fmt.Sprintf("flow_drain_%dkeys_cap1_jobs_per_s", *flowKeys), keyedRates)
 	reportRuns("flow_drain_keyed_vs_unkeyed", ratios)
 	reportRuns("flow_redis_bytes_per_pending_unkeyed_job", plainBytes)
 	reportRuns("flow_redis_bytes_per_pending_keyed_job", keyedBytes)
