@@ -149,3 +149,47 @@ func enqueueEveryWay(ctx context.Context, t *testing.T, task *runtime.Task[testt
 
 	return want
 }
+
+// twiceCapped is a keyed task with a cap of two running jobs per key.
+var twiceCapped = runtime.NewTask[testtasks.Msg, testtasks.Reply]("t_twice_capped").
+	Limit(runtime.TaskLimits{MaxRunning: 2}).
+	KeyBy(func(m testtasks.Msg) string { return strconv.Itoa(len(m.Text) % 3) })
+
+// The same with flow control: every command sent twice, each keyed job runs
+// once per attempt, and once all finished no slot, flow or keyed entry is
+// left: a release run twice frees its slot once.
+func TestEveryCallSentTwice_KeyedJobsRunOncePerAttemptAndLeaveNoSlot(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		twice := &redistest.Twice{}
+		c.Redis().AddHook(twice)
+		task := twiceCapped.With(c)
+		ctx := ctxT(t)
+		mu, runs := startOnceFailer(t, c, task)
+		want := enqueueEveryWay(ctx, t, task)
+		for id := range want {
+			if _, err := task.Await(ctx, id); err != nil {
+				t.Fatalf("Await(%s): %v", id, err)
+			}
+		}
+		mu.Lock()
+		for id, n := range want {
+			if runs[id] != n {
+				t.Errorf("job %s ran %d times, want %d", id, runs[id], n)
+			}
+		}
+		mu.Unlock()
+		if twice.Runs() == 0 {
+			t.Fatal("no command was sent twice")
+		}
+		k := queue.RouteKeys(c.Namespace(), "default")
+		for _, key := range append(k.FlowKeys()[:9], k.Leases(), k.Payloads()) {
+			if n, _ := c.Redis().Exists(ctx, key).Result(); n != 0 && key != k.Flows() {
+				t.Errorf("%s still exists after every job finished", key)
+			}
+		}
+		// The flows hash keeps only its order counter.
+		if f, _ := c.Redis().HGetAll(ctx, k.Flows()).Result(); len(f) > 1 {
+			t.Errorf("flows hash holds %v after every job finished, want no flow", f)
+		}
+	})
+}
