@@ -293,3 +293,42 @@ func TestCluster_RateAcrossWorkersAndALateKeyFirst(t *testing.T) {
 	t.Parallel()
 	rateAndFairnessOn(t, connect(t, redistest.SharedCluster(t).URL()))
 }
+
+// A job held back by its key's cap stays pending: no attempt spent, no
+// failure, listed with the route's pending jobs, and it runs once the
+// key's running job ends.
+func TestFlow_AHeldBackJobStaysPendingWithNoAttemptSpent(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx, task := ctxT(t), capped.With(c)
+		release, started := make(chan struct{}), make(chan string, 2)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
+		runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
+			started <- m.Text
+			<-release
+			return Reply{}, nil
+		})
+		startWorker(t, w)
+		first, err := task.Enqueue(ctx, Msg{Text: "first"}, runtime.Key("A"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := task.Enqueue(ctx, Msg{Text: "second"}, runtime.Key("A"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := recv(t, started, 5*time.Second, "the key's first job"); got != "first" {
+			t.Fatalf("started %q first", got)
+		}
+		info := jobInfo(t, c, second)
+		if info.Status != runtime.StatusPending || info.Attempts != 0 || info.Error != "" {
+			t.Fatalf("the held-back job is %+v, want pending with no attempt and no error", info)
+		}
+		if s := jobStatus(t, c, first); s != runtime.StatusProcessing {
+			t.Fatalf("the running job is %s", s)
+		}
+		close(release)
+		if got := recv(t, started, 5*time.Second, "the key's second job"); got != "second" {
+			t.Fatalf("started %q second", got)
+		}
+	})
+}
