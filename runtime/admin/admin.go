@@ -51,6 +51,13 @@ type Admin interface {
 	// refusal naming the field shards).
 	Shards(ctx context.Context, route string) (int, error)
 	SetShards(ctx context.Context, route string, n int) error
+	// Limits are route's own limits (none: zero); SetLimits changes them
+	// (a bad field is a refusal naming it) and returns those now in force,
+	// which every worker's next fetch honours; Flows is what the route's
+	// flow control holds now, with its busiest keys.
+	Limits(ctx context.Context, route string) (Limits, error)
+	SetLimits(ctx context.Context, route string, p LimitsPatch) (Limits, error)
+	Flows(ctx context.Context, route string) (Flows, error)
 
 	// Tasks are the registered tasks, sorted by name.
 	Tasks() []Task

@@ -377,6 +377,27 @@ func body(e endpoint) string {
 		return `{"jobs": [{"name": "t", "args": {}}]}`
 	case openapi.ShardCount:
 		return `{"shards": 4}`
+	case openapi.RouteLimits:
+		return `{"max_running": 4, "rate": null}`
 	}
 	return ""
+}
+
+// A limits body hands the admin layer each field given, null as "" (remove
+// it), and leaves out what was left out.
+func TestSetLimits_NullRemovesAndOmittedStays(t *testing.T) {
+	f := &fakeAdmin{}
+	h := newAPI(f, Config{})
+	if r := send(t, h, "PUT", "/api/v1/routes/r/limits", `{"max_running": 12, "rate": null}`); r.status != 200 {
+		t.Fatalf("PUT: %d %s", r.status, r.raw)
+	}
+	p := f.patch
+	if f.route != "r" || p.MaxRunning == nil || *p.MaxRunning != "12" || p.Rate == nil || *p.Rate != "" || p.Burst != nil {
+		t.Fatalf("patch %+v for route %q, want max_running 12, rate removed, burst left", p, f.route)
+	}
+	for body, field := range map[string]string{`{"burst": "5"}`: "burst", `{"rate": ""}`: "rate", `{"x": 1}`: "x", `[]`: ""} {
+		if r := send(t, h, "PUT", "/api/v1/routes/r/limits", body); r.status != 400 || !strings.Contains(r.raw, `"field":"`+field+`"`) && field != "" {
+			t.Errorf("PUT %s: %d %s, want a 400 naming %q", body, r.status, r.raw, field)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
@@ -156,6 +157,19 @@ var endpoints = []endpoint{
 		PathParams: []openapi.Param{route}, Body: openapi.ShardCount,
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Set.", Type: shardCount{}}, badRequest, tooLarge}},
 		(*server).setShards},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/routes/{route}/limits", ID: "getRouteLimits", Tag: "queues",
+		Summary: "A route's own limits (every job of the route together, on top of each task's own): null where there is none.", PathParams: []openapi.Param{route},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The limits.", Type: admin.Limits{}}, badRequest}},
+		(*server).limits},
+	{openapi.Endpoint{Method: "PUT", Path: "/api/v1/routes/{route}/limits", ID: "setRouteLimits", Tag: "queues", Action: true,
+		Summary:    "Change a route's own limits: max_running (jobs running at once), rate (starts per second, minute or hour) and burst; a field left out stays, null removes it. In force at every worker's next fetch.",
+		PathParams: []openapi.Param{route}, Body: openapi.RouteLimits,
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The limits now in force.", Type: admin.Limits{}}, badRequest, tooLarge}},
+		(*server).setLimits},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/routes/{route}/flows", ID: "getRouteFlows", Tag: "queues",
+		Summary: "What a route's flow control holds now: its limits and each task's, keyed jobs running and waiting, flows held back, and the busiest keys.", PathParams: []openapi.Param{route},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The route's flows.", Type: admin.Flows{}}, badRequest}},
+		(*server).flows},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/dlq", ID: "listDeadJobs", Tag: "dlq", Summary: "List the dead-letter queue.", Query: deadListing,
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of dead jobs.", Type: admin.JobPage{}, Name: "DeadJobList"}, badRequest}},
 		(*server).dead},
@@ -262,4 +276,90 @@ func (s *server) setShards(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, shardCount{Route: r.PathValue("route"), Shards: n})
+}
+
+func (s *server) limits(w http.ResponseWriter, r *http.Request) error {
+	l, err := s.a.Limits(r.Context(), r.PathValue("route"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, l)
+}
+
+func (s *server) flows(w http.ResponseWriter, r *http.Request) error {
+	f, err := s.a.Flows(r.Context(), r.PathValue("route"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, f)
+}
+
+// setLimits reads {"max_running": N|null, "rate": "N/s"|null, "burst":
+// M|null}: a field left out stays as it is, null removes it; the admin
+// layer checks each value.
+func (s *server) setLimits(w http.ResponseWriter, r *http.Request) error {
+	var body map[string]json.RawMessage
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&body); err != nil {
+		return bodyError(err)
+	}
+	if dec.More() {
+		return BadRequest("", "the body holds more than one JSON value")
+	}
+	var p admin.LimitsPatch
+	for k, raw := range body {
+		var v *string
+		var err error
+		switch k {
+		case "max_running", "burst":
+			v, err = countOrNull(k, raw)
+		case "rate":
+			v, err = rateOrNull(raw)
+		default:
+			return BadRequest(k, "unknown field %q (want max_running, rate or burst)", k)
+		}
+		if err != nil {
+			return err
+		}
+		switch k {
+		case "max_running":
+			p.MaxRunning = v
+		case "burst":
+			p.Burst = v
+		default:
+			p.Rate = v
+		}
+	}
+	l, err := s.a.SetLimits(r.Context(), r.PathValue("route"), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, l)
+}
+
+// countOrNull reads a whole number, or null (""), of a limits body.
+func countOrNull(field string, raw json.RawMessage) (*string, error) {
+	none := ""
+	if string(raw) == "null" {
+		return &none, nil
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil || n < 1 {
+		return nil, BadRequest(field, "%s: want a whole number from 1 to 1000000000, or null to remove it, got JSON %s", field, clip(raw))
+	}
+	v := strconv.FormatInt(n, 10)
+	return &v, nil
+}
+
+// rateOrNull reads "N/s", "N/m", "N/h", or null (""), of a limits body.
+func rateOrNull(raw json.RawMessage) (*string, error) {
+	none := ""
+	if string(raw) == "null" {
+		return &none, nil
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil || v == "" {
+		return nil, BadRequest("rate", `rate: want "N/s", "N/m" or "N/h", or null to remove it, got JSON %s`, clip(raw))
+	}
+	return &v, nil
 }

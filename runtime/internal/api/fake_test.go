@@ -29,6 +29,8 @@ type fakeAdmin struct {
 	older   time.Duration
 	window  time.Duration
 	shards  int
+	limits  admin.Limits
+	patch   admin.LimitsPatch
 	hquery  admin.HistoryQuery
 	hpage   admin.HistoryPage
 }
@@ -100,6 +102,26 @@ func (f *fakeAdmin) Resume(_ context.Context, route string) error { f.route = ro
 func (f *fakeAdmin) Shards(_ context.Context, route string) (int, error) {
 	f.route = route
 	return max(f.shards, 1), f.err
+}
+
+func (f *fakeAdmin) Limits(_ context.Context, route string) (admin.Limits, error) {
+	f.route = route
+	return f.limits, f.err
+}
+
+// SetLimits keeps the patch and answers the limits it sets (its max_running).
+func (f *fakeAdmin) SetLimits(_ context.Context, route string, p admin.LimitsPatch) (admin.Limits, error) {
+	f.route, f.patch = route, p
+	if p.MaxRunning != nil && *p.MaxRunning != "" {
+		f.limits.MaxRunning = len(*p.MaxRunning)
+	}
+	f.limits.Route = route
+	return f.limits, f.err
+}
+
+func (f *fakeAdmin) Flows(_ context.Context, route string) (admin.Flows, error) {
+	f.route = route
+	return admin.Flows{Route: route, Busiest: []admin.Flow{{Task: "t", Key: "A", Running: 1, Parked: true}}}, f.err
 }
 
 // SetShards refuses n out of range as the admin layer does.

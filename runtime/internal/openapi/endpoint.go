@@ -79,6 +79,9 @@ const (
 	Submissions
 	// ShardCount is {"shards": N}, a route's shard count.
 	ShardCount
+	// RouteLimits is {"max_running": N|null, "rate": "N/s"|null,
+	// "burst": M|null}: a change of a route's limits.
+	RouteLimits
 )
 
 // Response is one answer of an endpoint.

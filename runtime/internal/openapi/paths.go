@@ -89,6 +89,8 @@ func (b *builder) operation(e Endpoint) (map[string]any, error) {
 		o["requestBody"] = batchBody(e.MaxBatch)
 	case ShardCount:
 		o["requestBody"] = shardsBody()
+	case RouteLimits:
+		o["requestBody"] = limitsBody()
 	}
 	return o, nil
 }
@@ -208,6 +210,25 @@ func shardsBody() map[string]any {
 			"required":             []any{"shards"},
 			"properties": map[string]any{
 				"shards": map[string]any{"type": "integer", "minimum": 1, "maximum": 256},
+			},
+		}),
+	}
+}
+
+func limitsBody() map[string]any {
+	orNull := func(schema map[string]any) map[string]any {
+		return map[string]any{"oneOf": []any{schema, map[string]any{"type": "null"}}}
+	}
+	return map[string]any{
+		"required":    true,
+		"description": "The route's own limits to change: a field left out stays as it is, null removes it.",
+		"content": jsonBody(map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"properties": map[string]any{
+				"max_running": orNull(map[string]any{"type": "integer", "minimum": 1, "maximum": 1000000000}),
+				"rate":        orNull(map[string]any{"type": "string", "pattern": "^[1-9][0-9]*/[smh]$"}),
+				"burst":       orNull(map[string]any{"type": "integer", "minimum": 1, "maximum": 1000000000}),
 			},
 		}),
 	}

@@ -1,0 +1,156 @@
+package runtime
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
+)
+
+// busiestShown is how many keys Flows lists.
+const busiestShown = 20
+
+// Limits returns route's own limits. On a sharded route they are the
+// route's first shard's: SetLimits sets every shard alike.
+func (in *Inspector) Limits(ctx context.Context, route string) (admin.Limits, error) {
+	if err := queue.CheckRoute(route); err != nil {
+		return admin.Limits{}, badQuery("route", "route: %w", err)
+	}
+	l, err := in.c.q.RouteLimits(ctx, route)
+	if err != nil {
+		return admin.Limits{}, err
+	}
+	return limitsView(route, l), nil
+}
+
+// SetLimits applies p to route's own limits, on every shard of the route
+// (each shard then holds them: a route of N shards runs N times them), and
+// returns those now in force. The workers' next fetch honours them, and the
+// route's idle workers are woken so that a raised limit is used at once.
+func (in *Inspector) SetLimits(ctx context.Context, route string, p admin.LimitsPatch) (admin.Limits, error) {
+	if err := queue.CheckRoute(route); err != nil {
+		return admin.Limits{}, badQuery("route", "route: %w", err)
+	}
+	cur, err := in.c.q.RouteLimits(ctx, route)
+	if err != nil {
+		return admin.Limits{}, err
+	}
+	next, err := patchLimits(cur, p)
+	if err != nil {
+		return admin.Limits{}, err
+	}
+	shards, err := in.c.shardsOf(ctx, route)
+	if err != nil {
+		return admin.Limits{}, err
+	}
+	for _, s := range shards {
+		if err := in.c.q.SetRouteLimits(ctx, s, next); err != nil {
+			return admin.Limits{}, err
+		}
+	}
+	return limitsView(route, next), nil
+}
+
+// patchLimits applies p to l, checking each field given, named when bad.
+func patchLimits(l queue.Limits, p admin.LimitsPatch) (queue.Limits, error) {
+	count := func(field string, v *string, into *int) error {
+		if v == nil {
+			return nil
+		}
+		if *v == "" {
+			*into = 0
+			return nil
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(*v))
+		if err != nil || n < 1 || n > queue.LimitMax {
+			return admin.InvalidValue(field, *v, "want a whole number from 1 to "+strconv.Itoa(queue.LimitMax)+", or null to remove it")
+		}
+		*into = n
+		return nil
+	}
+	if err := count("max_running", p.MaxRunning, &l.MaxRunning); err != nil {
+		return l, err
+	}
+	if p.Rate != nil {
+		l.Rate, l.Per = 0, 0
+		if *p.Rate != "" {
+			n, per, err := queue.ParseRate(strings.TrimSpace(*p.Rate))
+			if err != nil {
+				return l, admin.InvalidValue("rate", *p.Rate, "want N/s, N/m or N/h with N from 1 to "+strconv.Itoa(queue.LimitMax)+", or null to remove it")
+			}
+			l.Rate, l.Per = n, per
+		}
+	}
+	if err := count("burst", p.Burst, &l.Burst); err != nil {
+		return l, err
+	}
+	if l.Rate == 0 && l.Burst > 0 {
+		if p.Burst != nil {
+			return l, admin.Invalid("burst", "burst needs a rate: set rate too, or remove burst with null")
+		}
+		l.Burst = 0 // a rate removed takes its burst with it
+	}
+	if err := l.Check(); err != nil {
+		return l, admin.Invalid("", "%v", err)
+	}
+	return l, nil
+}
+
+func limitsView(route string, l queue.Limits) admin.Limits {
+	return admin.Limits{Route: route, MaxRunning: l.MaxRunning, Rate: l.RateString(), Burst: l.Burst}
+}
+
+// Flows reads what route's flow control holds now, over every shard of a
+// sharded route (the busiest keys of all its shards together).
+func (in *Inspector) Flows(ctx context.Context, route string) (admin.Flows, error) {
+	if err := queue.CheckRoute(route); err != nil {
+		return admin.Flows{}, badQuery("route", "route: %w", err)
+	}
+	shards, err := in.c.shardsOf(ctx, route)
+	if err != nil {
+		return admin.Flows{}, err
+	}
+	out := admin.Flows{Route: route, Tasks: map[string]admin.TaskLimits{}}
+	for i, s := range shards {
+		st, err := in.c.q.Flows(ctx, s, busiestShown)
+		if err != nil {
+			return admin.Flows{}, err
+		}
+		if i == 0 {
+			out.Limits = limitsView(route, st.Limits)
+		}
+		for name, l := range st.Tasks {
+			out.Tasks[name] = admin.TaskLimits{MaxRunning: l.MaxRunning, Rate: l.RateString(), Burst: l.Burst}
+		}
+		out.Running += st.Running
+		out.Waiting += st.Waiting
+		out.Held += st.Held
+		out.Throttled += st.Throttled
+		for _, f := range st.Busiest {
+			out.Busiest = append(out.Busiest, admin.Flow{Task: f.Task, Key: f.Key, Running: f.Running, Waiting: f.Waiting,
+				Parked: f.Parked, HeldUntil: f.HeldUntil})
+		}
+	}
+	busiestFirst(out.Busiest)
+	if len(out.Busiest) > busiestShown {
+		out.Busiest = out.Busiest[:busiestShown]
+	}
+	return out, nil
+}
+
+// busiestFirst sorts flows by running, then waiting, then name.
+func busiestFirst(fs []admin.Flow) {
+	slices.SortFunc(fs, func(a, b admin.Flow) int {
+		if c := cmp.Compare(b.Running, a.Running); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.Waiting, a.Waiting); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Task+"|"+a.Key, b.Task+"|"+b.Key)
+	})
+}

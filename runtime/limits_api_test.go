@@ -1,0 +1,98 @@
+package runtime_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// PUT /api/v1/routes/{route}/limits changes the route's own limits (a
+// field left out stays, null removes it) and answers those in force; GET
+// reads them; each bad field is a 400 naming it; the fetch honours them.
+func TestRouteLimits_SetChangeAndRemoveOverHTTP(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		api := serveAPI(t, runtime.NewInspector(c), runtime.APIOptions{})
+		const path = "/api/v1/routes/billing/limits"
+		none := map[string]any{"route": "billing", "max_running": nil, "rate": nil, "burst": nil}
+		if got := api.want(http.StatusOK, "GET", path, ""); fmt.Sprint(got) != fmt.Sprint(none) {
+			t.Fatalf("GET of a route without limits = %v, want %v", got, none)
+		}
+		got := api.want(http.StatusOK, "PUT", path, `{"max_running": 20, "rate": "500/s", "burst": 50}`)
+		if got["max_running"] != float64(20) || got["rate"] != "500/s" || got["burst"] != float64(50) {
+			t.Fatalf("PUT = %v", got)
+		}
+		l, err := runtime.QueueOf(c).RouteLimits(ctxT(t), "billing")
+		if err != nil || l.MaxRunning != 20 || l.Rate != 500 || l.Burst != 50 {
+			t.Fatalf("stored limits = %+v, %v", l, err)
+		}
+		got = api.want(http.StatusOK, "PUT", path, `{"rate": null}`)
+		if got["max_running"] != float64(20) || got["rate"] != nil || got["burst"] != nil {
+			t.Fatalf("PUT rate null = %v, want max_running kept and the rate gone with its burst", got)
+		}
+		if got := api.want(http.StatusOK, "GET", path, ""); got["max_running"] != float64(20) || got["rate"] != nil {
+			t.Fatalf("GET after the change = %v", got)
+		}
+		for body, field := range map[string]string{
+			`{"max_running": 0}`:          "max_running",
+			`{"max_running": "ten"}`:      "max_running",
+			`{"max_running": 1.5}`:        "max_running",
+			`{"rate": "fast"}`:            "rate",
+			`{"rate": "0/s"}`:             "rate",
+			`{"rate": 100}`:               "rate",
+			`{"burst": 5}`:                "burst",
+			`{"burst": -1}`:               "burst",
+			`{"max_runing": 3}`:           "max_runing",
+			`{"max_running": 2000000000}`: "max_running",
+		} {
+			got := api.want(http.StatusBadRequest, "PUT", path, body)
+			if got["field"] != field || !strings.Contains(fmt.Sprint(got["error"]), field) {
+				t.Errorf("PUT %s = %v, want a 400 naming %s", body, got, field)
+			}
+		}
+		if got := api.want(http.StatusBadRequest, "PUT", "/api/v1/routes/b~x/limits", `{"max_running": 2}`); got["field"] != "route" {
+			t.Fatalf("PUT on a shard's name = %v", got)
+		}
+		if got := api.want(http.StatusOK, "PUT", path, `{"max_running": null}`); fmt.Sprint(got) != fmt.Sprint(none) {
+			t.Fatalf("PUT max_running null = %v, want no limit left", got)
+		}
+	})
+}
+
+// GET /api/v1/routes/{route}/flows shows the keys running and waiting, the
+// key held at its cap first.
+func TestRouteFlows_ShowTheBusiestKeysOverHTTP(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		q := runtime.QueueOf(c)
+		if err := q.SetTaskLimits(ctx, "default", "t_capped", queue.Limits{MaxRunning: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"A", "A", "A", "B"} {
+			if _, err := capped.With(c).Enqueue(ctx, Msg{}, runtime.Key(key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := q.Now()
+		if _, err := q.Fetch(ctx, "default", queue.Priorities, 10, now.Add(60e9), now); err != nil {
+			t.Fatal(err)
+		}
+		api := serveAPI(t, runtime.NewInspector(c), runtime.APIOptions{})
+		got := api.want(http.StatusOK, "GET", "/api/v1/routes/default/flows", "")
+		if got["running"] != float64(2) || got["waiting"] != float64(2) || got["held"] != float64(1) {
+			t.Fatalf("flows = %v, want 2 running, 2 waiting, 1 held", got)
+		}
+		busiest, _ := got["busiest"].([]any)
+		first, _ := busiest[0].(map[string]any)
+		if len(busiest) != 2 || first["key"] != "A" || first["waiting"] != float64(2) || first["parked"] != true {
+			t.Fatalf("busiest = %v, want A first, parked with 2 waiting", busiest)
+		}
+		tasks, _ := got["tasks"].(map[string]any)
+		if tl, _ := tasks["t_capped"].(map[string]any); tl["max_running"] != float64(1) {
+			t.Fatalf("tasks = %v", tasks)
+		}
+	})
+}
