@@ -96,3 +96,29 @@ func TestRouteFlows_ShowTheBusiestKeysOverHTTP(t *testing.T) {
 		}
 	})
 }
+
+// The command line sets, changes, removes and reads a route's limits, and
+// names the flag of a bad value.
+func TestCLI_LimitsSetChangeRemoveAndShow(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	if out := a.ok("limits", "email"); !strings.HasPrefix(out, "route email: max running none, rate none, burst none\n") {
+		t.Fatalf("limits email = %q", out)
+	}
+	out := a.ok("limits", "email", "--max-running", "20", "--rate", "100/s", "--burst", "10")
+	if !strings.HasPrefix(out, "route email: max running 20, rate 100/s, burst 10\n") {
+		t.Fatalf("limits email --max-running 20 --rate 100/s --burst 10 = %q", out)
+	}
+	if out := a.ok("limits", "email", "--rate", "none"); !strings.HasPrefix(out, "route email: max running 20, rate none, burst none\n") {
+		t.Fatalf("limits email --rate none = %q", out)
+	}
+	if out := a.ok("limits", "email", "--json"); !strings.Contains(out, `"max_running": 20`) || !strings.Contains(out, `"rate": null`) {
+		t.Fatalf("limits email --json = %q", out)
+	}
+	for _, bad := range [][]string{{"--max-running", "0"}, {"--rate", "fast"}, {"--burst", "3"}} {
+		code, out, errOut := a.run(append([]string{"limits", "email"}, bad...)...)
+		if code != 2 || out != "" || !strings.Contains(errOut, bad[0]) {
+			t.Errorf("limits email %v = %d %q %q, want exit 2 naming %s", bad, code, out, errOut, bad[0])
+		}
+	}
+}

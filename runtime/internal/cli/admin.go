@@ -30,6 +30,7 @@ var adminCommands = []adminCommand{
 	{"pause", cmdPause(true), [][2]string{{"pause ROUTE", "stop every worker from taking jobs of a route (enqueues go on)"}}},
 	{"resume", cmdPause(false), [][2]string{{"resume ROUTE", "let workers take jobs of a paused route again"}}},
 	{"route", cmdRoute, [][2]string{{"route shards ROUTE [N]", "print a route's shard count, or spread the route over N shards (1-256) [--json]"}}},
+	{"limits", cmdLimits, [][2]string{{"limits ROUTE", "a route's own limits and its keys running, waiting and held back; --max-running N, --rate N/s, --burst M change them (none removes) [--json]"}}},
 	{"cancel", cmdCancelWaiting, [][2]string{{"cancel ROUTE", "cancel every pending and scheduled job of a route [--task T]"}}},
 	{"dlq", cmdDLQ, [][2]string{{"dlq list|replay|purge", "the dead-letter queue: list, replay ID, replay --all, purge [--yes]"}}},
 	{"cron", cmdCron, [][2]string{{"cron list", "cron entries and their state"}, {"cron run NAME", "enqueue one job of a cron entry now"}}},
