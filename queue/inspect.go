@@ -205,6 +205,9 @@ type Depth struct {
 	// counter): see flow.go.
 	// High, Normal and Low count keyed jobs waiting in their flows too.
 	Held, Throttled int64
+	// KeyedRunning is how many keyed jobs run now: those of flowof that
+	// wait in no keyed set.
+	KeyedRunning int64
 }
 
 // Depths counts the jobs of each route in one pipelined round trip, and one
@@ -214,7 +217,7 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 	pipe := q.rdb.Pipeline()
 	type cmds struct {
 		h, n, l, s, a, d, paused *redis.IntCmd
-		ended, held              *redis.IntCmd
+		ended, held, flowof      *redis.IntCmd
 		keyed                    [3]*redis.IntCmd
 		throttled                *redis.StringCmd
 		heads                    [3]*redis.StringCmd
@@ -228,6 +231,7 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 			paused:    pipe.Exists(ctx, k.Paused()),
 			ended:     pipe.LLen(ctx, k.Ended()),
 			held:      pipe.ZCard(ctx, k.Held()),
+			flowof:    pipe.HLen(ctx, k.FlowOf()),
 			throttled: pipe.HGet(ctx, k.Stats(), "throttled"),
 		}
 		for j, p := range Priorities {
@@ -242,6 +246,7 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 	for _, c := range cs {
 		endedCmds[c.ended] = true
 		endedCmds[c.held] = true
+		endedCmds[c.flowof] = true
 		endedCmds[c.throttled] = true
 		for _, k := range c.keyed {
 			endedCmds[k] = true
@@ -270,6 +275,7 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 		out[i].High += c.keyed[0].Val()
 		out[i].Normal += c.keyed[1].Val()
 		out[i].Low += c.keyed[2].Val()
+		out[i].KeyedRunning = max(0, c.flowof.Val()-c.keyed[0].Val()-c.keyed[1].Val()-c.keyed[2].Val())
 		for _, head := range c.heads {
 			id := head.Val()
 			if id == "" {

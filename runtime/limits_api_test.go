@@ -122,3 +122,32 @@ func TestCLI_LimitsSetChangeRemoveAndShow(t *testing.T) {
 		}
 	}
 }
+
+// The metrics read from Redis at scrape time count the keys held back by a
+// limit and the keyed jobs running.
+func TestMetrics_ThrottledAndLimitRunningPerRoute(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		q := runtime.QueueOf(c)
+		if err := q.SetTaskLimits(ctx, "default", "t_capped", queue.Limits{MaxRunning: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"A", "A", "B"} {
+			if _, err := capped.With(c).Enqueue(ctx, Msg{}, runtime.Key(key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := q.Now()
+		if _, err := q.Fetch(ctx, "default", queue.Priorities, 10, now.Add(60e9), now); err != nil {
+			t.Fatal(err)
+		}
+		s := scrapeMetrics(t, c)
+		if v := s.value("bananas_limit_running", "route=default"); v != 2 {
+			t.Errorf("bananas_limit_running = %v, want the 2 keyed jobs running", v)
+		}
+		if v := s.value("bananas_jobs_throttled_total", "route=default"); v != 1 {
+			t.Errorf("bananas_jobs_throttled_total = %v, want A held back once", v)
+		}
+		s.lint(t)
+	})
+}

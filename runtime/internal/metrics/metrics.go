@@ -32,6 +32,9 @@ type Depth struct {
 	// none does.
 	OldestPendingAge time.Duration
 	Paused           bool
+	// Throttled counts the times a flow of the route was held back by a
+	// limit; LimitRunning is how many keyed jobs run now (flow control).
+	Throttled, LimitRunning int64
 }
 
 // DepthFunc reads the depths of every route. It is called once per scrape,
@@ -298,10 +301,12 @@ var (
 	descDead      = prometheus.NewDesc("bananas_queue_dead", "Jobs in the dead-letter queue (read from Redis at scrape time).", []string{"route"}, nil)
 	descOldest    = prometheus.NewDesc("bananas_queue_oldest_pending_seconds", "How long the oldest ready job of the route has waited; 0 when none waits.", []string{"route"}, nil)
 	descPaused    = prometheus.NewDesc("bananas_route_paused", "1 when the route is paused (its jobs are not fetched), else 0.", []string{"route"}, nil)
+	descThrottled = prometheus.NewDesc("bananas_jobs_throttled_total", "Times a key (or a limited task) of the route was held back by its cap or its rate (read from Redis at scrape time).", []string{"route"}, nil)
+	descLimitRun  = prometheus.NewDesc("bananas_limit_running", "Keyed jobs of the route running now, the jobs flow control counts against its caps (read from Redis at scrape time).", []string{"route"}, nil)
 )
 
 func (c *depthCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPending, descScheduled, descActive, descDead, descOldest, descPaused} {
+	for _, d := range []*prometheus.Desc{descPending, descScheduled, descActive, descDead, descOldest, descPaused, descThrottled, descLimitRun} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -334,6 +339,8 @@ func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 			paused = 1
 		}
 		gauge(descPaused, paused, d.Route)
+		ch <- prometheus.MustNewConstMetric(descThrottled, prometheus.CounterValue, float64(d.Throttled), d.Route)
+		gauge(descLimitRun, float64(d.LimitRunning), d.Route)
 	}
 }
 
