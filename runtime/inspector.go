@@ -90,6 +90,7 @@ func (in *Inspector) Routes(ctx context.Context) ([]RouteInfo, error) {
 		out[i] = RouteInfo{
 			Route: d.Route, High: d.High, Normal: d.Normal, Low: d.Low, Scheduled: d.Scheduled, Active: d.Active, Dead: d.Dead,
 			Paused: d.Paused, OldestPending: d.OldestPending, Workers: takers[d.Route], HistoryBacklog: d.Ended,
+			HeldKeys: d.Held, Throttled: d.Throttled, LimitRunning: d.KeyedRunning,
 		}
 		if !d.OldestPending.IsZero() {
 			out[i].OldestPendingAge = max(now.Sub(d.OldestPending), 0)

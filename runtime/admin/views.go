@@ -20,6 +20,9 @@ type Route struct {
 	// HistoryBacklog is how many ended jobs wait in Redis to be written to
 	// the task history: 0 when none is kept, or when it keeps up.
 	HistoryBacklog int64
+	// Flow control (docs/FLOW-CONTROL.md): keys held back by their rate
+	// now, times a key was held back by its cap or rate, keyed jobs running.
+	HeldKeys, Throttled, LimitRunning int64
 }
 
 // Pending is the route's ready jobs of every priority.
@@ -44,11 +47,15 @@ type routeWire struct {
 	OldestPendingAge int64  `json:"oldest_pending_age_ms"`
 	Workers          int    `json:"workers"`
 	HistoryBacklog   int64  `json:"history_backlog,omitempty"` // ended jobs waiting for the task history
+	HeldKeys         int64  `json:"held_keys,omitempty"`       // keys held back by their rate now
+	Throttled        int64  `json:"throttled,omitempty"`       // times a key was held back by its cap or rate
+	LimitRunning     int64  `json:"limit_running,omitempty"`   // keyed jobs running
 }
 
 func (r Route) wire() routeWire {
 	w := routeWire{Route: r.Route, High: r.High, Normal: r.Normal, Low: r.Low, Pending: r.Pending(), Scheduled: r.Scheduled,
-		Active: r.Active, Dead: r.Dead, Paused: r.Paused, OldestPendingAt: Time(r.OldestPending), Workers: r.Workers, HistoryBacklog: r.HistoryBacklog}
+		Active: r.Active, Dead: r.Dead, Paused: r.Paused, OldestPendingAt: Time(r.OldestPending), Workers: r.Workers, HistoryBacklog: r.HistoryBacklog,
+		HeldKeys: r.HeldKeys, Throttled: r.Throttled, LimitRunning: r.LimitRunning}
 	if !r.OldestPending.IsZero() {
 		w.OldestPendingAge = r.OldestPendingAge.Milliseconds()
 	}
@@ -253,6 +260,6 @@ func (r *Route) UnmarshalJSON(data []byte) error {
 	}
 	*r = Route{Route: w.Route, High: w.High, Normal: w.Normal, Low: w.Low, Scheduled: w.Scheduled, Active: w.Active, Dead: w.Dead,
 		Paused: w.Paused, OldestPending: time.Time(w.OldestPendingAt), OldestPendingAge: time.Duration(w.OldestPendingAge) * time.Millisecond,
-		Workers: w.Workers, HistoryBacklog: w.HistoryBacklog}
+		Workers: w.Workers, HistoryBacklog: w.HistoryBacklog, HeldKeys: w.HeldKeys, Throttled: w.Throttled, LimitRunning: w.LimitRunning}
 	return nil
 }

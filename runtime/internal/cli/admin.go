@@ -453,6 +453,9 @@ var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it 
 		if r.Paused {
 			state = "PAUSED"
 		}
+		if r.LimitRunning > 0 || r.HeldKeys > 0 {
+			state += fmt.Sprintf(", %d keyed running, %d held by rate", r.LimitRunning, r.HeldKeys)
+		}
 		if !r.OldestPending.IsZero() {
 			oldest = r.OldestPendingAge.Round(time.Second).String()
 		}
