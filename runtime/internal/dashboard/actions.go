@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 
 	"github.com/bananas-go/bananas/queue"
 )
@@ -118,4 +121,17 @@ func (d *Dashboard) bulk(r *http.Request) (string, url.Values, error) {
 func refusal(err error) bool {
 	status, _ := statusOf(err)
 	return status != http.StatusInternalServerError
+}
+
+// setLimits sets a route's own limits from the form: each field as typed, an
+// empty one removing its limit.
+func (d *Dashboard) setLimits(r *http.Request) (string, url.Values, error) {
+	route := r.PathValue("route")
+	field := func(name string) *string {
+		v := strings.TrimSpace(r.PostFormValue(name))
+		return &v
+	}
+	p := admin.LimitsPatch{MaxRunning: field("max_running"), Rate: field("rate"), Burst: field("burst")}
+	_, err := d.a.SetLimits(r.Context(), route, p)
+	return "/routes/" + url.PathEscape(route) + "/limits", done("limits-set"), err
 }

@@ -56,14 +56,15 @@ func New(a admin.Admin, cfg Config) *Dashboard {
 	static, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix("/static/", http.FileServerFS(static))
 	for pattern, h := range map[string]http.Handler{
-		"GET /{$}":       d.view(d.overview),
-		"GET /charts":    d.view(d.charts),
-		"GET /jobs":      d.view(d.jobs),
-		"GET /jobs/{id}": d.view(d.job),
-		"GET /history":   d.view(d.history),
-		"GET /cron":      d.view(d.cron),
-		"GET /workers":   d.view(d.workers),
-		"GET /tasks":     d.view(d.tasks),
+		"GET /{$}":                   d.view(d.overview),
+		"GET /charts":                d.view(d.charts),
+		"GET /jobs":                  d.view(d.jobs),
+		"GET /jobs/{id}":             d.view(d.job),
+		"GET /history":               d.view(d.history),
+		"GET /cron":                  d.view(d.cron),
+		"GET /workers":               d.view(d.workers),
+		"GET /tasks":                 d.view(d.tasks),
+		"GET /routes/{route}/limits": d.view(d.limits),
 		"GET /static/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// A name fs.Sub refuses (bytes that are not UTF-8) is an "invalid
 			// name" error that the file server answers 500: it names no file.
@@ -83,6 +84,7 @@ func New(a admin.Admin, cfg Config) *Dashboard {
 		"POST /jobs/{id}/cancel":           d.action(d.cancel),
 		"POST /routes/{route}/pause":       d.action(d.pause),
 		"POST /routes/{route}/resume":      d.action(d.resume),
+		"POST /routes/{route}/limits":      d.action(d.setLimits),
 		"POST /routes/{route}/purge-dead":  d.action(d.purgeDead),
 		"POST /routes/{route}/replay-dead": d.action(d.replayDead),
 		"POST /jobs/bulk":                  d.action(d.bulk),
@@ -249,6 +251,7 @@ var flashes = map[string]string{
 	"canceled":         "Canceled.",
 	"cancel-requested": "Cancel sent: the worker running the job will stop it.",
 	"paused":           "Paused: no worker takes this route's jobs until it is resumed.",
+	"limits-set":       "Limits set: every worker honours them at its next fetch.",
 	"resumed":          "Resumed.",
 	"cron-run":         "Enqueued now, outside the schedule: the entry's next run stays as planned.",
 	"purged":           "Purged %s failed jobs from the dead-letter queue.",

@@ -332,3 +332,14 @@ func (d *Dashboard) tasks(r *http.Request, p *page) (int, error) {
 	p.Title, p.Nav, p.Data = "Tasks", "tasks", rows
 	return http.StatusOK, nil
 }
+
+// limits is a route's page of flow control: its own limits, with a form to
+// change them, and its keys running, waiting and held back.
+func (d *Dashboard) limits(r *http.Request, p *page) (int, error) {
+	f, err := d.a.Flows(r.Context(), r.PathValue("route"))
+	if err != nil {
+		return 0, err
+	}
+	p.Title, p.Nav, p.Current, p.Data = "Limits of "+f.Route, "limits", "overview", f
+	return http.StatusOK, nil
+}

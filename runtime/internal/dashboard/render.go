@@ -104,7 +104,7 @@ func when(t time.Time) string {
 func parsePages() map[string]*template.Template {
 	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"overview", "charts", "jobs", "job", "history", "cron", "workers", "tasks", "login", "error"} {
+	for _, name := range []string{"overview", "charts", "jobs", "job", "history", "cron", "workers", "tasks", "limits", "login", "error"} {
 		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
 	}
 	return pages

@@ -1,0 +1,77 @@
+package runtime_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// From the overview to a route's limits page: the busy key shows at its cap
+// with its jobs waiting; the form sets the route's limits, which are then in
+// force in Redis, and an emptied field removes its limit.
+func TestDashboard_SetARoutesLimitsAndSeeItsBusiestKey(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, redistest.Shared(t).URL())
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"billing"}, Concurrency: 4}))
+	runtime.Handle(w, capped, func(ctx context.Context, m Msg) (Reply, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return Reply{}, nil
+	})
+	startWorker(t, w)
+	for _, key := range []string{"customer-7", "customer-7", "customer-7", "customer-9"} {
+		if _, err := capped.With(c).Enqueue(ctxT(t), Msg{}, runtime.Route("billing"), runtime.Key(key)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := w.Inspector()
+	waitFor(t, 20*time.Second, "both keys to run a job", func() bool {
+		f, err := in.Flows(ctxT(t), "billing")
+		return err == nil && f.Running == 2 && f.Waiting == 2
+	})
+	url := serveAPI(t, in, runtime.APIOptions{}).url
+
+	run(t, ctx, "open the route's limits from the overview", chromedp.Navigate(url+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#route-billing .limits-link`)), chromedp.Click(chromedp.CSS(`#route-billing .limits-link`)),
+		chromedp.WaitVisible(chromedp.CSS(`#busiest`)))
+	if got := innerText(t, ctx, "#busiest tbody tr:first-child"); !strings.Contains(got, "customer-7") || !strings.Contains(got, "at its cap") || !strings.Contains(got, "2") {
+		t.Fatalf("the busiest key's row = %q; want customer-7 at its cap with 2 waiting", got)
+	}
+	if got := text(t, ctx, `[data-limit=max_running]`); got != "none" {
+		t.Fatalf("max running before the form = %q", got)
+	}
+	run(t, ctx, "set the route's limits", chromedp.SetValue(chromedp.CSS(`input[name=max_running]`), "20"),
+		chromedp.SetValue(chromedp.CSS(`input[name=rate]`), "500/s"), chromedp.SetValue(chromedp.CSS(`input[name=burst]`), "50"),
+		chromedp.Click(chromedp.CSS(`button[name=set]`)), chromedp.WaitVisible(chromedp.CSS("#flash")))
+	l, err := runtime.QueueOf(c).RouteLimits(ctxT(t), "billing")
+	if err != nil || l.MaxRunning != 20 || l.Rate != 500 || l.Per != time.Second || l.Burst != 50 {
+		t.Fatalf("limits in Redis after the form = %+v, %v", l, err)
+	}
+	if got := text(t, ctx, `[data-limit=rate]`); got != "500/s" {
+		t.Fatalf("rate shown after the form = %q", got)
+	}
+	shoot(t, ctx, "limits")
+	run(t, ctx, "empty the rate and the burst", chromedp.Clear(chromedp.CSS(`input[name=rate]`)),
+		chromedp.Clear(chromedp.CSS(`input[name=burst]`)),
+		chromedp.Click(chromedp.CSS(`button[name=set]`)))
+	waitFor(t, 10*time.Second, "the form to remove the rate and its burst", func() bool {
+		l, err := runtime.QueueOf(c).RouteLimits(ctxT(t), "billing")
+		return err == nil && l == (queue.Limits{MaxRunning: 20})
+	})
+	run(t, ctx, "the page after the change", chromedp.WaitVisible(chromedp.CSS("#flash")))
+	if got := text(t, ctx, `[data-limit=rate]`); got != "none" {
+		t.Fatalf("rate shown after emptying it = %q", got)
+	}
+}
