@@ -75,13 +75,10 @@ type Waiter struct {
 // in the same script: no job made ready after the fetch looked can miss
 // the worker, and a push wakes only workers that wait.
 func (q *Queue) FetchOrWait(ctx context.Context, route string, priorities []Priority, n int, leaseUntil, now time.Time, w Waiter) ([]*Dispatch, error) {
-	k := q.Keys(route)
-	lists := k.Lists(priorities)
-	if len(lists) == 0 || n < 1 {
+	keys := q.fetchKeys(route, priorities)
+	if keys == nil || n < 1 {
 		return nil, nil
 	}
-	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.Paused(), k.Idle()}, lists...)
-	keys = append(keys, k.FlowKeys()...)
 	token := fetchToken(now)
 	args := []any{n, ms(leaseUntil), token, w.Channel, ms(w.Until), priorityDigits(priorities), ms(now)}
 	var res any
@@ -102,6 +99,18 @@ func (q *Queue) FetchOrWait(ctx context.Context, route string, priorities []Prio
 		w.Due(at)
 	}
 	return q.load(ctx, route, reply, leaseUntil)
+}
+
+// fetchKeys are fetch.lua's KEYS for route at priorities: nil when no
+// priority is given.
+func (q *Queue) fetchKeys(route string, priorities []Priority) []string {
+	k := q.Keys(route)
+	lists := k.Lists(priorities)
+	if len(lists) == 0 {
+		return nil
+	}
+	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.Paused(), k.Idle()}, lists...)
+	return append(keys, k.FlowKeys()...)
 }
 
 // LostFetch is the error of a fetch or claim whose outcome is unknown: the
@@ -234,13 +243,10 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities []Prior
 // task names from their flows (fetch.lua with the names: the ready lists
 // are claim.lua's).
 func (q *Queue) fetchKeyedTypes(ctx context.Context, route string, priorities []Priority, types []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
-	k := q.Keys(route)
-	lists := k.Lists(priorities)
-	if len(lists) == 0 || n < 1 {
+	keys := q.fetchKeys(route, priorities)
+	if keys == nil || n < 1 {
 		return nil, nil
 	}
-	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.Paused(), k.Idle()}, lists...)
-	keys = append(keys, k.FlowKeys()...)
 	token := fetchToken(now)
 	args := []any{n, ms(leaseUntil), token, "", 0, priorityDigits(priorities), ms(now)}
 	for _, t := range types {

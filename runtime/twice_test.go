@@ -23,35 +23,13 @@ import (
 // counters count each job once.
 func TestEveryCallSentTwice_EachJobRunsOncePerAttempt(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		twice := &redistest.Twice{}
-		c.Redis().AddHook(twice)
-		task := testtasks.Echo.With(c)
+		want, k := runEveryWaySentTwice(t, c, testtasks.Echo)
 		ctx := ctxT(t)
-
-		mu, runs := startOnceFailer(t, c, task)
-		want := enqueueEveryWay(ctx, t, task)
-		for id := range want {
-			if _, err := task.Await(ctx, id); err != nil {
-				t.Fatalf("Await(%s): %v", id, err)
-			}
-		}
-		mu.Lock()
-		for id, n := range want {
-			if runs[id] != n {
-				t.Errorf("job %s ran %d times, want %d", id, runs[id], n)
-			}
-		}
-		mu.Unlock()
-		if twice.Runs() == 0 {
-			t.Fatal("no command was sent twice")
-		}
-
-		k := queue.RouteKeys(c.Namespace(), "default")
 		stats, err := c.Redis().HGetAll(ctx, k.Stats()).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		total := strconv.Itoa(len(want))
+		total := strconv.Itoa(want)
 		if stats["enqueued"] != total || stats["processed"] != total {
 			t.Errorf("stats = %v, want enqueued and processed %s", stats, total)
 		}
@@ -61,6 +39,36 @@ func TestEveryCallSentTwice_EachJobRunsOncePerAttempt(t *testing.T) {
 			}
 		}
 	})
+}
+
+// runEveryWaySentTwice sends every command of a worker of task and of its
+// producer twice, enqueues jobs every way (enqueueEveryWay), waits for them
+// all and checks each ran once per attempt; it returns how many jobs it
+// enqueued and the keys of their route.
+func runEveryWaySentTwice(t *testing.T, c *runtime.Client, of *runtime.Task[testtasks.Msg, testtasks.Reply]) (int, queue.Keys) {
+	t.Helper()
+	twice := &redistest.Twice{}
+	c.Redis().AddHook(twice)
+	task := of.With(c)
+	ctx := ctxT(t)
+	mu, runs := startOnceFailer(t, c, task)
+	want := enqueueEveryWay(ctx, t, task)
+	for id := range want {
+		if _, err := task.Await(ctx, id); err != nil {
+			t.Fatalf("Await(%s): %v", id, err)
+		}
+	}
+	mu.Lock()
+	for id, n := range want {
+		if runs[id] != n {
+			t.Errorf("job %s ran %d times, want %d", id, runs[id], n)
+		}
+	}
+	mu.Unlock()
+	if twice.Runs() == 0 {
+		t.Fatal("no command was sent twice")
+	}
+	return len(want), queue.RouteKeys(c.Namespace(), "default")
 }
 
 // startOnceFailer starts a worker that counts each job's runs and fails the
@@ -160,28 +168,8 @@ var twiceCapped = runtime.NewTask[testtasks.Msg, testtasks.Reply]("t_twice_cappe
 // left: a release run twice frees its slot once.
 func TestEveryCallSentTwice_KeyedJobsRunOncePerAttemptAndLeaveNoSlot(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		twice := &redistest.Twice{}
-		c.Redis().AddHook(twice)
-		task := twiceCapped.With(c)
+		_, k := runEveryWaySentTwice(t, c, twiceCapped)
 		ctx := ctxT(t)
-		mu, runs := startOnceFailer(t, c, task)
-		want := enqueueEveryWay(ctx, t, task)
-		for id := range want {
-			if _, err := task.Await(ctx, id); err != nil {
-				t.Fatalf("Await(%s): %v", id, err)
-			}
-		}
-		mu.Lock()
-		for id, n := range want {
-			if runs[id] != n {
-				t.Errorf("job %s ran %d times, want %d", id, runs[id], n)
-			}
-		}
-		mu.Unlock()
-		if twice.Runs() == 0 {
-			t.Fatal("no command was sent twice")
-		}
-		k := queue.RouteKeys(c.Namespace(), "default")
 		for _, key := range append(k.FlowKeys()[:9], k.Leases(), k.Payloads()) {
 			if n, _ := c.Redis().Exists(ctx, key).Result(); n != 0 && key != k.Flows() {
 				t.Errorf("%s still exists after every job finished", key)

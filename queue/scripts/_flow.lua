@@ -156,6 +156,23 @@ local function bn_flow_put(F, flow, st, now)
   if v then redis.call('HSET', F.flows, flow, v) else redis.call('HDEL', F.flows, flow) end
 end
 
+-- bn_flow_put_many writes the states of many flows (a list of {flow, st}),
+-- one HSET and one HDEL for them all.
+local function bn_flow_put_many(F, states, now)
+  local puts, dels = {}, {}
+  for _, d in ipairs(states) do
+    local v = bn_flow_encode(d[2], now)
+    if v then
+      puts[#puts + 1] = d[1]
+      puts[#puts + 1] = v
+    else
+      dels[#dels + 1] = d[1]
+    end
+  end
+  if #puts > 0 then bn_sliced('HSET', F.flows, puts) end
+  if #dels > 0 then bn_sliced('HDEL', F.flows, dels) end
+end
+
 -- bn_bits: the park bit of each priority index.
 local bn_bits = {1, 2, 4}
 
@@ -345,7 +362,7 @@ local function bn_flow_release_many(F, ids, now)
     local got = redis.call('HMGET', F.flows, unpack(order, first, math.min(first + 199, #order)))
     for j = 1, #got do states[first + j - 1] = got[j] end
   end
-  local puts, dels, rings, unparked = {}, {}, {{}, {}, {}}, 0
+  local written, rings, unparked = {}, {{}, {}, {}}, 0
   for j, flow in ipairs(order) do
     local st, left = bn_flow_parse(states[j]), {}
     for _, h in ipairs(st.holders) do
@@ -359,16 +376,9 @@ local function bn_flow_release_many(F, ids, now)
       st.park = 0
       unparked = unparked + 1
     end
-    local v = bn_flow_encode(st, now)
-    if v then
-      puts[#puts + 1] = flow
-      puts[#puts + 1] = v
-    else
-      dels[#dels + 1] = flow
-    end
+    written[#written + 1] = {flow, st}
   end
-  if #puts > 0 then bn_sliced('HSET', F.flows, puts) end
-  if #dels > 0 then bn_sliced('HDEL', F.flows, dels) end
+  bn_flow_put_many(F, written, now)
   for i = 1, 3 do
     if #rings[i] > 0 then bn_sliced('RPUSH', F.ring[i], rings[i]) end
   end

@@ -302,18 +302,7 @@ local function turn(i, flows, budget)
       end
     end
   end
-  local puts, gone = {}, {}
-  for _, d in ipairs(dirty) do
-    local v = bn_flow_encode(d[2], now)
-    if v then
-      puts[#puts + 1] = d[1]
-      puts[#puts + 1] = v
-    else
-      gone[#gone + 1] = d[1]
-    end
-  end
-  if #puts > 0 then bn_sliced('HSET', F.flows, puts) end
-  if #gone > 0 then bn_sliced('HDEL', F.flows, gone) end
+  bn_flow_put_many(F, dirty, now)
   if #back > 0 then bn_sliced('RPUSH', F.ring[i], back) end
   for j = #unvisited, 1, -1 do redis.call('LPUSH', F.ring[i], unvisited[j]) end
   bn_flow_hold(F, holds)

@@ -251,13 +251,9 @@ func (s *server) shards(w http.ResponseWriter, r *http.Request) error {
 
 // setShards reads {"shards": N}; the admin layer checks N's range.
 func (s *server) setShards(w http.ResponseWriter, r *http.Request) error {
-	var body map[string]json.RawMessage
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(&body); err != nil {
-		return bodyError(err)
-	}
-	if dec.More() {
-		return BadRequest("", "the body holds more than one JSON value")
+	body, err := objectBody(r)
+	if err != nil {
+		return err
 	}
 	for k := range body {
 		if k != "shards" {
@@ -298,13 +294,9 @@ func (s *server) flows(w http.ResponseWriter, r *http.Request) error {
 // M|null}: a field left out stays as it is, null removes it; the admin
 // layer checks each value.
 func (s *server) setLimits(w http.ResponseWriter, r *http.Request) error {
-	var body map[string]json.RawMessage
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(&body); err != nil {
-		return bodyError(err)
-	}
-	if dec.More() {
-		return BadRequest("", "the body holds more than one JSON value")
+	body, err := objectBody(r)
+	if err != nil {
+		return err
 	}
 	var p admin.LimitsPatch
 	for k, raw := range body {
@@ -362,4 +354,17 @@ func rateOrNull(raw json.RawMessage) (*string, error) {
 		return nil, BadRequest("rate", `rate: want "N/s", "N/m" or "N/h", or null to remove it, got JSON %s`, clip(raw))
 	}
 	return &v, nil
+}
+
+// objectBody reads a request body that is one JSON object, field by field.
+func objectBody(r *http.Request) (map[string]json.RawMessage, error) {
+	var body map[string]json.RawMessage
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&body); err != nil {
+		return nil, bodyError(err)
+	}
+	if dec.More() {
+		return nil, BadRequest("", "the body holds more than one JSON value")
+	}
+	return body, nil
 }
