@@ -8,6 +8,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // PUT /api/v1/routes/{route}/limits changes the route's own limits (a
@@ -149,5 +150,26 @@ func TestMetrics_ThrottledAndLimitRunningPerRoute(t *testing.T) {
 			t.Errorf("bananas_jobs_throttled_total = %v, want A held back once", v)
 		}
 		s.lint(t)
+	})
+}
+
+// A route sharded after it was limited gives its new shards its limits.
+func TestRouteLimits_NewShardsGetTheRoutesLimits(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		in := runtime.NewInspector(c)
+		max := "7"
+		if _, err := in.SetLimits(ctx, "wide", admin.LimitsPatch{MaxRunning: &max}); err != nil {
+			t.Fatal(err)
+		}
+		if err := in.SetShards(ctx, "wide", 3); err != nil {
+			t.Fatal(err)
+		}
+		q := runtime.QueueOf(c)
+		for _, s := range queue.ShardNames("wide", 3) {
+			if l, err := q.RouteLimits(ctx, s); err != nil || l.MaxRunning != 7 {
+				t.Fatalf("shard %s limits = %+v, %v; want the route's max running 7", s, l, err)
+			}
+		}
 	})
 }

@@ -343,5 +343,28 @@ func (in *Inspector) SetShards(ctx context.Context, route string, n int) error {
 	if err := queue.CheckShards(n); err != nil {
 		return badQuery("shards", "%w", err)
 	}
-	return in.c.q.SetShards(ctx, route, n)
+	if err := in.c.q.SetShards(ctx, route, n); err != nil {
+		return err
+	}
+	return in.copyRouteLimits(ctx, route)
+}
+
+// copyRouteLimits gives every shard of route the route's own limits (those
+// of its first shard, the route itself), so that a shard made by SetShards
+// is limited as the others are.
+func (in *Inspector) copyRouteLimits(ctx context.Context, route string) error {
+	l, err := in.c.q.RouteLimits(ctx, route)
+	if err != nil || l.IsZero() {
+		return err
+	}
+	shards, err := in.c.shardsOf(ctx, route)
+	if err != nil {
+		return err
+	}
+	for _, s := range shards {
+		if err := in.c.q.SetRouteLimits(ctx, s, l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
