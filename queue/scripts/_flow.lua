@@ -340,17 +340,21 @@ local function bn_flow_release_many(F, ids, now)
     local got = redis.call('HMGET', F.flowof, unpack(ids, first, math.min(first + 199, #ids)))
     for j = 1, #got do members[first + j - 1] = got[j] end
   end
+  -- freed: flow -> the one id it frees, or a set of them when several.
   local gone, freed, order = {}, {}, {}
   for j, id in ipairs(ids) do
     if members[j] then
       gone[#gone + 1] = id
       local flow = bn_member_flow(members[j])
-      if flow then
-        if not freed[flow] then
-          freed[flow] = {}
-          order[#order + 1] = flow
-        end
-        freed[flow][id] = true
+      local was = flow and freed[flow]
+      if not flow then
+      elseif not was then
+        freed[flow] = id
+        order[#order + 1] = flow
+      elseif type(was) == 'table' then
+        was[id] = true
+      else
+        freed[flow] = {[was] = true, [id] = true}
       end
     end
   end
@@ -362,22 +366,38 @@ local function bn_flow_release_many(F, ids, now)
     local got = redis.call('HMGET', F.flows, unpack(order, first, math.min(first + 199, #order)))
     for j = 1, #got do states[first + j - 1] = got[j] end
   end
-  local written, rings, unparked = {}, {{}, {}, {}}, 0
+  local written, dels, rings, unparked = {}, {}, {{}, {}, {}}, 0
   for j, flow in ipairs(order) do
-    local st, left = bn_flow_parse(states[j]), {}
-    for _, h in ipairs(st.holders) do
-      if not freed[flow][h] then left[#left + 1] = h end
-    end
-    st.holders = left
-    if st.park ~= 0 then
+    local f, v = freed[flow], states[j]
+    -- The common end of a job of a flow capped at one: its state is "- P id"
+    -- (no rate spent, parked at P, this job its only slot), and all that
+    -- is left to do is to put it back at P and drop the state: no parse.
+    local p = type(f) == 'string' and v and #v == #f + 4 and string.sub(v, 5) == f and string.sub(v, 1, 2) == '- '
+      and string.sub(v, 4, 4) == ' ' and tonumber(string.sub(v, 3, 3))
+    if p then
+      dels[#dels + 1] = flow
       for i = 1, 3 do
-        if bn_has_bit(st.park, i) then rings[i][#rings[i] + 1] = flow end
+        if bn_has_bit(p, i) then rings[i][#rings[i] + 1] = flow end
       end
-      st.park = 0
-      unparked = unparked + 1
+      if p ~= 0 then unparked = unparked + 1 end
+    else
+      if type(f) == 'string' then f = {[f] = true} end
+      local st, left = bn_flow_parse(v), {}
+      for _, h in ipairs(st.holders) do
+        if not f[h] then left[#left + 1] = h end
+      end
+      st.holders = left
+      if st.park ~= 0 then
+        for i = 1, 3 do
+          if bn_has_bit(st.park, i) then rings[i][#rings[i] + 1] = flow end
+        end
+        st.park = 0
+        unparked = unparked + 1
+      end
+      written[#written + 1] = {flow, st}
     end
-    written[#written + 1] = {flow, st}
   end
+  if #dels > 0 then bn_sliced('HDEL', F.flows, dels) end
   bn_flow_put_many(F, written, now)
   for i = 1, 3 do
     if #rings[i] > 0 then bn_sliced('RPUSH', F.ring[i], rings[i]) end
