@@ -214,7 +214,9 @@ func killedHoldingASlot(t *testing.T, url string) {
 	})
 	startWorker(t, w)
 	next := recv(t, started, 5*time.Second, "a job of the key after the kill")
-	if took := time.Since(killed); took > 1500*time.Millisecond {
+	took := time.Since(killed)
+	t.Logf("the key's next job started %v after the kill", took)
+	if took > 1500*time.Millisecond {
 		t.Fatalf("the key's next job (%s) started %v after the kill, want within the lease and a second", next, took)
 	}
 	again := recv(t, started, 10*time.Second, "the other job of the key")
