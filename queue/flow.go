@@ -20,19 +20,21 @@ import (
 // its flow is in that priority's ring while the flow may start a job:
 //
 //	enqueue ──► keyed:<p> (flow's range) ──► ring:<p> ──fetch──► leased ──► ack/fail/…
-//	                                            │  ▲                            │
-//	                        at its cap or rate  ▼  │ due, or a slot freed        │
-//	                                           held ◄─────────────────────────────┘
+//	                                          │  ▲  ▲                         │
+//	                               at its cap │  │  └──── parked ◄────────────┘ a slot freed
+//	                                          ▼  │ due
+//	                              out of rate: held
 //
 // fetch.lua serves each priority's ring round-robin, one job per flow per
 // turn, so a key with a long backlog delays another key's first job by at
-// most one turn of the ring; a flow at its task's cap (max running, counted
-// per flow by the ids of its running jobs, each checked against its lease)
-// or out of rate leaves the ring for the held set, and holds nobody back. A
-// slot is freed by whatever ends the lease — ack, fail, cancel, hand-back,
-// reap — and by the lease running out, so a killed worker's slots come back
-// by its lease deadline. Every step is in the scripts of the transition it
-// belongs to; see scripts/_flow.lua.
+// most one turn of the ring. A flow at its task's cap (max running, counted
+// per flow by the ids of its running jobs, each checked against its lease
+// when they fill the cap) is parked off the ring, and whatever ends the
+// lease of one of its jobs — ack, fail, cancel, hand-back, reap — puts it
+// back; a killed worker's slots come back when the reaper recovers its
+// leases. A flow out of rate waits in the held set until its next start is
+// allowed. Either holds nobody back. Every step is in the scripts of the
+// transition it belongs to; see scripts/_flow.lua.
 
 // FlowKeys returns the route's flow keys, in the order every flow script
 // takes them as its last KEYS: the keyed sets and rings of each priority,
