@@ -206,8 +206,8 @@ end
 -- bn_live_holders keeps, of a flow's holders, the jobs still leased under a
 -- lease that has not run out, each once; returns also the earliest deadline
 -- of those leases. A slot whose lease ran out is free (its worker is gone,
--- and the reaper hands its job back), so a killed worker's slots come back
--- when its leases end, even before the reaper runs.
+-- and the reaper hands its job back): a flow looked at when its slots fill
+-- its cap counts only those still held.
 local function bn_live_holders(leases, active, holders, now)
   local live, seen, soonest = {}, {}, nil
   for _, id in ipairs(holders) do
