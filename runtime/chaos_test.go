@@ -69,12 +69,17 @@ func runChaosWorker(spec string) {
 		defer out.Unlock()
 		fmt.Printf(format+"\n", args...)
 	}
-	runtime.Handle(w, testtasks.Echo, func(ctx context.Context, m Msg) (Reply, error) {
+	run := func(ctx context.Context, m Msg) (Reply, error) {
 		j, _ := runtime.CurrentJob(ctx)
 		say("ran %s %d", j.ID, j.Attempt)
 		time.Sleep(5 * time.Millisecond) // the job's work
 		return Reply{Text: m.Text}, nil
-	})
+	}
+	if chaosKeyed() {
+		runtime.Handle(w, capped, run)
+	} else {
+		runtime.Handle(w, testtasks.Echo, run)
+	}
 	go func() {
 		for ctx.Err() == nil {
 			say("goroutines %d", goruntime.NumGoroutine())
@@ -83,6 +88,11 @@ func runChaosWorker(spec string) {
 	}()
 	_ = w.Run(ctx)
 }
+
+// chaosKeyed says the run's jobs are keyed and capped (BANANAS_CHAOS_KEYED=1,
+// which the worker processes inherit): 20 keys, one running job each, so
+// that every kill, cut and restart also hits slots held and freed.
+func chaosKeyed() bool { return os.Getenv("BANANAS_CHAOS_KEYED") != "" }
 
 // chaosWorker is one worker process of the run and what it reported.
 type chaosWorker struct {
@@ -320,7 +330,13 @@ func startChaosProducer(producer *runtime.Client) *chaosProducer {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), chaosCall)
 			began := time.Now()
-			id, err := testtasks.Echo.With(producer).Enqueue(ctx, Msg{Text: strconv.Itoa(i)})
+			var id string
+			var err error
+			if chaosKeyed() { // 20 keys, each capped at one running job
+				id, err = capped.With(producer).Enqueue(ctx, Msg{Text: strconv.Itoa(i)}, runtime.Key(strconv.Itoa(i%20)))
+			} else {
+				id, err = testtasks.Echo.With(producer).Enqueue(ctx, Msg{Text: strconv.Itoa(i)})
+			}
 			cancel()
 			p.longestCall = max(p.longestCall, time.Since(began))
 			if err != nil {
