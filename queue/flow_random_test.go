@@ -10,11 +10,11 @@ import (
 	"github.com/bananas-go/bananas/queue"
 )
 
-// Random enqueues, fetches, acks, failures with their retries, hand-backs,
+// Random enqueues, fetches, acks, failures with their retries, hand-backs
 // and deletes over 3 keys of each of two tasks (capped at 2 and at 1), at 3
-// priorities: at every step no key
-// runs more jobs than its cap, and in the end every job not deleted has
-// completed and no flow is left behind — no key stuck, none lost.
+// priorities: at every step no key runs more jobs than its cap, and in the
+// end every job has ended (completed, dead or deleted) and no flow is left
+// behind — no key stuck, none lost.
 func TestFlow_RandomStepsNeverOverrunACapNorStickAKey(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
