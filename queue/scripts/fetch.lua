@@ -111,27 +111,31 @@ if redis.call('EXISTS', KEYS[5]) == 1 then
   if waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end
   return {}
 end
-bn_flow_repair(F)
-
--- Flows due in the held set go back to their rings: their rate allows a
--- start again.
-local due = redis.call('ZRANGEBYSCORE', F.held, '-inf', now, 'LIMIT', 0, 100)
-for _, flow in ipairs(due) do
-  redis.call('ZREM', F.held, flow)
-  local st = bn_flow_state(F, flow)
-  st.park = 0
-  bn_flow_put(F, flow, st, now)
-  bn_flow_ring(F, flow)
-end
-
--- The route's own limits bound the whole call.
-local rl = bn_limits(redis.call('HGET', F.limits, 'route'))
-local rst = bn_flow_state(F, '#route')
+-- A route without flow control (no ring, held flow or limits) skips all
+-- of it in one EXISTS.
+local flowy = redis.call('EXISTS', F.ring[1], F.ring[2], F.ring[3], F.held, F.limits) > 0
+local rl, rst = bn_limits(nil), nil
 local budget, route_next = want, nil
-if rl.cap > 0 then budget = math.min(budget, rl.cap - redis.call('HLEN', KEYS[2])) end
-local room
-room, route_next = bn_rate_room(rl, rst.tat, now)
-budget = math.min(budget, room)
+if flowy then
+  bn_flow_repair(F)
+  -- Flows due in the held set go back to their rings: their rate allows a
+  -- start again.
+  local due = redis.call('ZRANGEBYSCORE', F.held, '-inf', now, 'LIMIT', 0, 100)
+  for _, flow in ipairs(due) do
+    redis.call('ZREM', F.held, flow)
+    local st = bn_flow_state(F, flow)
+    st.park = 0
+    bn_flow_put(F, flow, st, now)
+    bn_flow_ring(F, flow)
+  end
+  -- The route's own limits bound the whole call.
+  rl = bn_limits(redis.call('HGET', F.limits, 'route'))
+  rst = bn_flow_state(F, '#route')
+  if rl.cap > 0 then budget = math.min(budget, rl.cap - redis.call('HLEN', KEYS[2])) end
+  local room
+  room, route_next = bn_rate_room(rl, rst.tat, now)
+  budget = math.min(budget, room)
+end
 
 local out = {token}
 local taken = 0
@@ -332,9 +336,10 @@ for idx = 1, m do
   local left = budget - taken
   if left <= 0 then break end
   local i, list = prios[idx], KEYS[6 + idx]
+  local ring = flowy and redis.call('LLEN', F.ring[i]) > 0
   if only then
     take_ring(i, left)
-  elseif redis.call('LLEN', F.ring[i]) > 0 and redis.call('LLEN', list) > 0 then
+  elseif ring and redis.call('LLEN', list) > 0 then
     -- Half the turns each; which goes first varies with the call's token,
     -- so that a worker fetching one job at a time serves both.
     if string.byte(token, #token) % 2 == 0 then
@@ -346,7 +351,7 @@ for idx = 1, m do
       take_ring(i, budget - taken)
       take_list(list, budget - taken)
     end
-  elseif redis.call('LLEN', F.ring[i]) > 0 then
+  elseif ring then
     take_ring(i, left)
   else
     take_list(list, left)
@@ -362,7 +367,7 @@ end
 if taken < want then
   if waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end
   local next_at = route_next
-  local first = redis.call('ZRANGE', F.held, 0, 0, 'WITHSCORES')
+  local first = flowy and redis.call('ZRANGE', F.held, 0, 0, 'WITHSCORES') or {}
   if #first == 2 and (not next_at or tonumber(first[2]) < next_at) then next_at = tonumber(first[2]) end
   if next_at then dropped('due:' .. string.format('%.0f', math.ceil(next_at))) end
 end
