@@ -255,9 +255,14 @@ end
 -- or parked at its cap, or held by its rate: the next visit, release or due
 -- time serves it). Returns 1 when the flow joined the ring (wake a worker),
 -- else 0.
-local function bn_flow_add(F, i, member, id)
+-- waiting, when given, remembers across the calls of one script the flows
+-- known to have jobs waiting at a priority, so that a batch of one flow's
+-- jobs reads the keyed set once.
+local function bn_flow_add(F, i, member, id, waiting)
   local flow = bn_member_parts(member)
-  local was = #bn_flow_head(F, i, flow, 1) > 0
+  local seen = waiting and waiting[i .. flow]
+  local was = seen or #bn_flow_head(F, i, flow, 1) > 0
+  if waiting then waiting[i .. flow] = true end
   redis.call('ZADD', F.keyed[i], 0, member)
   redis.call('HSET', F.flowof, id, member)
   if was then return 0 end
@@ -279,13 +284,15 @@ end
 -- bn_flow_next_seq returns the next order of arrival of the route's keyed
 -- jobs (kept in the flows hash under "#seq": a flow's name always holds a
 -- '|', so no flow is named so).
-local function bn_flow_next_seq(F)
-  local r = redis.pcall('HINCRBY', F.flows, '#seq', 1)
+-- With n, it takes n orders at once and returns the first of them.
+local function bn_flow_next_seq(F, n)
+  n = n or 1
+  local r = redis.pcall('HINCRBY', F.flows, '#seq', n)
   if type(r) == 'table' then
-    redis.call('HSET', F.flows, '#seq', 1)
-    return 1
+    redis.call('HSET', F.flows, '#seq', n)
+    r = n
   end
-  return r
+  return r - n + 1
 end
 
 -- bn_flow_release frees the slot of job id, whose lease is ending (success,

@@ -129,9 +129,9 @@ if #ready > 0 then
   if was_empty then redis.call('PUBLISH', ARGV[3], '1') end
 end
 if #keyed > 0 then
-  local woke = 0
-  for _, j in ipairs(keyed) do
-    woke = woke + bn_flow_add(F, bn_prio(prio, 'priority'), bn_member(j[2], bn_flow_next_seq(F), j[1]), j[1])
+  local woke, waiting, seq = 0, {}, bn_flow_next_seq(F, #keyed)
+  for n, j in ipairs(keyed) do
+    woke = woke + bn_flow_add(F, bn_prio(prio, 'priority'), bn_member(j[2], seq + n - 1, j[1]), j[1], waiting)
   end
   bn_wake(F.idle, woke, now)
   if woke > 0 then redis.call('PUBLISH', ARGV[3], '1') end

@@ -247,6 +247,38 @@ local function turn(i, flows, budget)
   local states = redis.call('HMGET', F.flows, unpack(uniq))
   local quota = math.ceil(budget / #uniq)
   local ids, members, back, unvisited, holds, dirty = {}, {}, {}, {}, {}, {}
+  -- hold_back parks a flow at its cap, or holds it until its rate allows
+  -- a start; false when it has room.
+  local function hold_back(flow, st, why, again)
+    if why == 'cap' then
+      park(st, i)
+    elseif why then
+      holds[#holds + 1] = again
+      holds[#holds + 1] = flow
+    else
+      return false
+    end
+    return true
+  end
+  -- take starts up to k of flow's oldest jobs at priority i and says
+  -- whether more wait.
+  local function take(flow, st, l, k)
+    local heads = bn_flow_head(F, i, flow, k + 1)
+    local got = 0
+    for j = 1, math.min(k, #heads) do
+      members[#members + 1] = heads[j]
+      local id = bn_member_id(heads[j])
+      if not id or id == '' then
+        dropped('a keyed entry that names no job: ' .. bn_shown(heads[j]))
+      else
+        ids[#ids + 1] = id
+        got = got + 1
+        if l.cap > 0 then st.holders[#st.holders + 1] = id end
+      end
+    end
+    bn_rate_take(l, st, now, got)
+    return #heads > k
+  end
   for idx, flow in ipairs(uniq) do
     local left = budget - #ids
     if left <= 0 then
@@ -259,38 +291,9 @@ local function turn(i, flows, budget)
       -- since removed left, which is dropped).
       if states[idx] or l.cap > 0 or l.rate > 0 then dirty[#dirty + 1] = {flow, st} end
       local r, why, again = room_of(l, st, true)
-      if why == 'cap' then
-        park(st, i)
-      elseif why then
-        holds[#holds + 1] = again
-        holds[#holds + 1] = flow
-      else
-        local k = math.min(r, quota, left)
-        local heads = bn_flow_head(F, i, flow, k + 1)
-        local got = 0
-        for j = 1, math.min(k, #heads) do
-          members[#members + 1] = heads[j]
-          local id = bn_member_id(heads[j])
-          if not id or id == '' then
-            dropped('a keyed entry that names no job: ' .. bn_shown(heads[j]))
-          else
-            ids[#ids + 1] = id
-            got = got + 1
-            if l.cap > 0 then st.holders[#st.holders + 1] = id end
-          end
-        end
-        bn_rate_take(l, st, now, got)
-        if #heads > k then
-          r, why, again = room_of(l, st, false)
-          if why == 'cap' then
-            park(st, i)
-          elseif why then
-            holds[#holds + 1] = again
-            holds[#holds + 1] = flow
-          else
-            back[#back + 1] = flow
-          end
-        end
+      if not hold_back(flow, st, why, again) and take(flow, st, l, math.min(r, quota, left))
+          and not hold_back(flow, st, select(2, room_of(l, st, false))) then
+        back[#back + 1] = flow
       end
     end
   end
