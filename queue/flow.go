@@ -215,8 +215,14 @@ func (q *Queue) busiest(ctx context.Context, k Keys, byName map[string]*FlowInfo
 			out[i].Waiting += int(c.Val())
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	return BusiestFirst(out, n), nil
+}
+
+// BusiestFirst sorts flows by running jobs, then waiting ones, then name,
+// and keeps the first n.
+func BusiestFirst(flows []FlowInfo, n int) []FlowInfo {
+	sort.Slice(flows, func(i, j int) bool {
+		a, b := flows[i], flows[j]
 		if a.Running != b.Running {
 			return a.Running > b.Running
 		}
@@ -225,10 +231,7 @@ func (q *Queue) busiest(ctx context.Context, k Keys, byName map[string]*FlowInfo
 		}
 		return a.Task+"|"+a.Key < b.Task+"|"+b.Key
 	})
-	if len(out) > n {
-		out = out[:n]
-	}
-	return out, nil
+	return flows[:min(n, len(flows))]
 }
 
 // SweepFlows puts back in their rings the flows of route parked at their cap

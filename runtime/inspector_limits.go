@@ -1,9 +1,7 @@
 package runtime
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -115,6 +113,7 @@ func (in *Inspector) Flows(ctx context.Context, route string) (admin.Flows, erro
 		return admin.Flows{}, err
 	}
 	out := admin.Flows{Route: route, Tasks: map[string]admin.TaskLimits{}}
+	var busiest []queue.FlowInfo
 	for i, s := range shards {
 		st, err := in.c.q.Flows(ctx, s, busiestShown)
 		if err != nil {
@@ -130,27 +129,11 @@ func (in *Inspector) Flows(ctx context.Context, route string) (admin.Flows, erro
 		out.Waiting += st.Waiting
 		out.Held += st.Held
 		out.Throttled += st.Throttled
-		for _, f := range st.Busiest {
-			out.Busiest = append(out.Busiest, admin.Flow{Task: f.Task, Key: f.Key, Running: f.Running, Waiting: f.Waiting,
-				Parked: f.Parked, HeldUntil: f.HeldUntil})
-		}
+		busiest = append(busiest, st.Busiest...)
 	}
-	busiestFirst(out.Busiest)
-	if len(out.Busiest) > busiestShown {
-		out.Busiest = out.Busiest[:busiestShown]
+	for _, f := range queue.BusiestFirst(busiest, busiestShown) {
+		out.Busiest = append(out.Busiest, admin.Flow{Task: f.Task, Key: f.Key, Running: f.Running, Waiting: f.Waiting,
+			Parked: f.Parked, HeldUntil: f.HeldUntil})
 	}
 	return out, nil
-}
-
-// busiestFirst sorts flows by running, then waiting, then name.
-func busiestFirst(fs []admin.Flow) {
-	slices.SortFunc(fs, func(a, b admin.Flow) int {
-		if c := cmp.Compare(b.Running, a.Running); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.Waiting, a.Waiting); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Task+"|"+a.Key, b.Task+"|"+b.Key)
-	})
 }
