@@ -123,14 +123,8 @@ func (q *Queue) Flows(ctx context.Context, route string, n int) (FlowState, erro
 	}
 	k := q.Keys(route)
 	var st FlowState
-	var err error
-	if st.Limits, err = q.RouteLimits(ctx, route); err != nil {
-		return st, err
-	}
-	if st.Tasks, err = q.TaskLimits(ctx, route); err != nil {
-		return st, err
-	}
 	pipe := q.rdb.Pipeline()
+	limits := pipe.HGetAll(ctx, k.Limits())
 	cards := make([]*redis.IntCmd, 0, 3)
 	for _, p := range Priorities {
 		cards = append(cards, pipe.ZCard(ctx, k.Keyed(p)))
@@ -143,9 +137,15 @@ func (q *Queue) Flows(ctx context.Context, route string, n int) (FlowState, erro
 	for _, p := range Priorities {
 		rings = append(rings, pipe.LRange(ctx, k.Ring(p), 0, 999))
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return st, fmt.Errorf("read flows of route %s: %w", route, err)
+	done, _ := pipe.Exec(ctx)
+	for _, c := range done {
+		// A key of another type (garbage) reads as empty: the next flow
+		// script drops it (bn_flow_repair).
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
+			return st, fmt.Errorf("read flows of route %s: %w", route, err)
+		}
 	}
+	st.Limits, st.Tasks = limitsOf(limits.Val())
 	for _, c := range cards {
 		st.Waiting += int(c.Val())
 	}
@@ -186,6 +186,7 @@ func (q *Queue) Flows(ctx context.Context, route string, n int) (FlowState, erro
 			info(name).HeldUntil = time.UnixMilli(int64(z.Score))
 		}
 	}
+	var err error
 	st.Busiest, err = q.busiest(ctx, k, byName, n)
 	return st, err
 }

@@ -119,7 +119,10 @@ func decodeLimits(s string) (l Limits, ok bool) {
 	if l.Rate == 0 {
 		l.Per, l.Burst = 0, 0
 	}
-	return l, l.Check() == nil
+	if l.Check() != nil {
+		return Limits{}, false
+	}
+	return l, true
 }
 
 // The fields of a route's limits hash (Keys.Limits): the route's own, and
@@ -177,14 +180,22 @@ func (q *Queue) TaskLimits(ctx context.Context, route string) (map[string]Limits
 	if err != nil {
 		return nil, fmt.Errorf("read limits of route %s: %w", route, err)
 	}
-	out := make(map[string]Limits)
+	_, tasks := limitsOf(all)
+	return tasks, nil
+}
+
+// limitsOf reads a route's limits hash: the route's own limits and each
+// task's, garbage left out as the scripts leave it out.
+func limitsOf(all map[string]string) (route Limits, tasks map[string]Limits) {
+	route, _ = decodeLimits(all[routeLimitsField])
+	tasks = make(map[string]Limits)
 	for field, v := range all {
 		task, ok := strings.CutPrefix(field, "t:")
 		if l, good := decodeLimits(v); ok && good && !l.IsZero() {
-			out[task] = l
+			tasks[task] = l
 		}
 	}
-	return out, nil
+	return route, tasks
 }
 
 // SetRouteLimits replaces the limits of route as a whole (zero removes
