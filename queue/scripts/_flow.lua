@@ -107,7 +107,7 @@ local function bn_limits(v)
   if not c then return l end
   l.cap = tonumber(c)
   r, per, b = tonumber(r), tonumber(per), tonumber(b)
-  if r > 0 and per > 0 and b > 0 then
+  if r > 0 and b > 0 and (per == 1000 or per == 60000 or per == 3600000) then
     l.rate, l.interval, l.burst = r, per / r, b
   end
   return l
