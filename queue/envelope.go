@@ -26,6 +26,10 @@ type Envelope struct {
 	FailureTTL  int64  `msgpack:"f,omitempty"` // ms the failure record is kept; 0 = default
 	Description string `msgpack:"d,omitempty"` // free text shown by `job` and the dashboard
 	Backoff     int64  `msgpack:"b,omitempty"` // ms: the first retry's delay, doubling after; 0 = the worker's Backoff
+	// Workflow is the id of the workflow the job is a step of, Step that
+	// step's index in it (workflow.go); "" for a job of no workflow.
+	Workflow string `msgpack:"w,omitempty"`
+	Step     int    `msgpack:"s,omitempty"`
 }
 
 // EncodeEnvelope encodes e for storage: a msgpack map with the struct's tags
@@ -34,7 +38,7 @@ type Envelope struct {
 // Written by hand because every enqueue pays for it; msgpack.Unmarshal reads it.
 func EncodeEnvelope(e Envelope) ([]byte, error) {
 	n := 1
-	for _, set := range []bool{e.Timeout != 0, e.ResultTTL != 0, e.FailureTTL != 0, e.Description != "", e.Backoff != 0} {
+	for _, set := range []bool{e.Timeout != 0, e.ResultTTL != 0, e.FailureTTL != 0, e.Description != "", e.Backoff != 0, e.Workflow != "", e.Step != 0} {
 		if set {
 			n++
 		}
@@ -55,6 +59,14 @@ func EncodeEnvelope(e Envelope) ([]byte, error) {
 	if e.Description != "" {
 		b = mpack.String(b, "d")
 		b = mpack.String(b, e.Description)
+	}
+	if e.Workflow != "" {
+		b = mpack.String(b, "w")
+		b = mpack.String(b, e.Workflow)
+	}
+	if e.Step != 0 {
+		b = mpack.String(b, "s")
+		b = mpack.Int(b, int64(e.Step))
 	}
 	return b, nil
 }
@@ -82,6 +94,10 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 			e.Description, err = d.DecodeString()
 		case "b":
 			e.Backoff, err = d.DecodeInt64()
+		case "w":
+			e.Workflow, err = d.DecodeString()
+		case "s":
+			e.Step, err = d.DecodeInt()
 		default:
 			err = d.Skip() // a field from a newer writer
 		}

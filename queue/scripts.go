@@ -24,6 +24,9 @@ type scripts struct {
 
 	sweep *redis.Script // SweepFlows (flow.go)
 
+	// workflows (workflow.go)
+	wfSubmit, wfAdvance, wfCreated, wfCancel, wfRetry, wfDue *redis.Script
+
 	list   *redis.Script // read-only: ListJobs (list.lua)
 	prune  *redis.Script // read-only: PruneRoutes (prune.lua)
 	lookup *redis.Script // read-only: Lookup, Result (lookup.lua)
@@ -34,33 +37,42 @@ func loadScripts() *scripts {
 	load := func(name string) *redis.Script {
 		return redis.NewScript(prelude + "\n" + mustRead(name+".lua"))
 	}
+	wf := func(name string) *redis.Script {
+		return redis.NewScript(mustRead("_prelude.lua") + "\n" + mustRead("_workflow.lua") + "\n" + mustRead(name+".lua"))
+	}
 	return &scripts{
-		enqueue:  load("enqueue"),
-		push:     load("push"),
-		fetch:    load("fetch"),
-		claim:    load("claim"),
-		ack:      load("ack"),
-		fail:     load("fail"),
-		requeue:  load("requeue"),
-		handback: load("handback"),
-		renew:    load("renew"),
-		reap:     load("reap"),
-		promote:  load("promote"),
-		replay:   load("replay"),
-		purge:    load("purge"),
-		cron:     load("cron"),
-		wake:     load("wake"),
-		list:     load("list"),
-		prune:    load("prune"),
-		lookup:   load("lookup"),
-		pause:    load("pause"),
-		resume:   load("resume"),
-		remove:   load("remove"),
-		canceled: load("canceled"),
-		cancels:  load("cancels"),
-		stored:   load("stored"),
-		shed:     load("shed"),
-		sweep:    load("sweep"),
+		wfSubmit:  wf("wf_submit"),
+		wfAdvance: wf("wf_advance"),
+		wfCreated: wf("wf_created"),
+		wfCancel:  wf("wf_cancel"),
+		wfRetry:   wf("wf_retry"),
+		wfDue:     wf("wf_due"),
+		enqueue:   load("enqueue"),
+		push:      load("push"),
+		fetch:     load("fetch"),
+		claim:     load("claim"),
+		ack:       load("ack"),
+		fail:      load("fail"),
+		requeue:   load("requeue"),
+		handback:  load("handback"),
+		renew:     load("renew"),
+		reap:      load("reap"),
+		promote:   load("promote"),
+		replay:    load("replay"),
+		purge:     load("purge"),
+		cron:      load("cron"),
+		wake:      load("wake"),
+		list:      load("list"),
+		prune:     load("prune"),
+		lookup:    load("lookup"),
+		pause:     load("pause"),
+		resume:    load("resume"),
+		remove:    load("remove"),
+		canceled:  load("canceled"),
+		cancels:   load("cancels"),
+		stored:    load("stored"),
+		shed:      load("shed"),
+		sweep:     load("sweep"),
 	}
 }
 

@@ -49,6 +49,8 @@ type Client struct {
 
 	onceClaimTTL, onceMarkerTTL time.Duration // Once's; zero: OnceClaimTTL, OnceMarkerTTL (tests shorten them)
 	onceWriteTimeout            time.Duration // Once's; zero: onceWriteTimeout (tests shorten it)
+
+	wfState // the runner of workflows (workflow.go)
 }
 
 // defaultUnservedAfter is how long an Await or Call waits before it looks

@@ -41,8 +41,9 @@ type Task[A, R any] struct {
 // NewTask declares the task with wire name name. defaults apply to every
 // enqueue before the enqueue's own options (annotation keys become defaults).
 func NewTask[A, R any](name string, defaults ...Option) *Task[A, R] {
-	declareArgs[A](name)
-	return &Task[A, R]{name: name, defaults: defaults}
+	t := &Task[A, R]{name: name, defaults: defaults}
+	declareArgs(name, t)
+	return t
 }
 
 // declaredTasks maps the name of every task declared in the program (by
@@ -54,10 +55,13 @@ var declaredTasks sync.Map // name -> *argsDecoder
 type argsDecoder struct {
 	typ    reflect.Type
 	toJSON func(msgpack []byte) (json.RawMessage, error) // nil: declared with different types
+	// keyOf reads the key (KeyBy) of stored args, for a workflow's step
+	// whose args were a predecessor's result; nil as toJSON.
+	keyOf func(msgpack []byte) (string, error)
 }
 
-func declareArgs[A any](name string) {
-	d := &argsDecoder{typ: reflect.TypeFor[A](), toJSON: jsonOf[A]}
+func declareArgs[A, R any](name string, t *Task[A, R]) {
+	d := &argsDecoder{typ: reflect.TypeFor[A](), toJSON: jsonOf[A], keyOf: t.keyOfStored}
 	if prev, loaded := declaredTasks.LoadOrStore(name, d); loaded && prev.(*argsDecoder).typ != d.typ {
 		declaredTasks.Store(name, &argsDecoder{typ: d.typ})
 	}

@@ -84,7 +84,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.prepare(ctx); err != nil {
 		return fmt.Errorf("bananas: worker: %w", err)
 	}
-	sinks := []engine.JobEndSink{countEnds{w.c.metrics}}
+	sinks := []engine.JobEndSink{countEnds{w.c.metrics}, workflowSink{w.c, w.opts.Logger.Warn}}
 	if w.opts.OnJobEnd != nil {
 		hook := newJobEndHook(w.opts.OnJobEnd, w.opts.Logger)
 		defer hook.stop() // after the engine has stopped: every end told
@@ -179,7 +179,7 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 		Safety: min(w.opts.SafetyPoll, scheduler.DefaultPromoterSafety),
 		Outage: scheduler.NewOutageLog(w.opts.Logger, "promoter (due delayed jobs and retries to their queues)"),
 	}
-	loops := []func(context.Context){func(ctx context.Context) { p.Run(ctx) }}
+	loops := []func(context.Context){func(ctx context.Context) { p.Run(ctx) }, w.workflowKeeper().Run}
 	if w.keeper != nil {
 		loops = append(loops, w.keeper.Run)
 	}

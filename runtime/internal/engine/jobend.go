@@ -66,6 +66,11 @@ type JobEnd struct {
 	// Recovered: the end was recorded by the reaper of this worker, the
 	// job's lease having expired on the worker that ran it.
 	Recovered bool
+	// Workflow is the id of the workflow the job is a step of, Step the
+	// step's index in it; "" for a job of no workflow, and for an end the
+	// reaper recorded (the workflow's keeper reads those back).
+	Workflow string
+	Step     int
 }
 
 // JobEndSink receives the ends of a worker's jobs, one call per recorded
@@ -89,6 +94,7 @@ func (c *Config) runEnd(d *queue.Dispatch, how Ending, now time.Time) JobEnd {
 	return JobEnd{
 		ID: d.ID, Task: d.Name, Route: d.Route, Priority: d.Priority, Ending: how,
 		Attempt: d.Attempts + 1, StartedAt: d.StartedAt(), EndedAt: now, Worker: c.ID,
+		Workflow: d.Envelope.Workflow, Step: d.Envelope.Step,
 	}
 }
 

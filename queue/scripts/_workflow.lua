@@ -1,0 +1,167 @@
+-- _workflow.lua is prepended (after _prelude.lua) to the workflow scripts
+-- (wf_*.lua). A workflow is one hash (Keys of WorkflowKey), under the
+-- workflow's own hash tag, so each of its transitions is one script on one
+-- slot; its steps' jobs live on their own routes and are made by the caller
+-- from what these scripts return (see queue/workflow.go).
+--
+-- Fields: st (running|completed|failed|canceled), n (steps), fin (the final
+-- step), left (steps not completed), why (the step that failed or canceled
+-- the workflow), c and f (created and finished, ms); per step k (0-based,
+-- predecessors before successors): l:k label, t:k template (opaque), j:k job
+-- id, a:k predecessors ("0,3", in order), nx:k successors, x:k args of a
+-- step without predecessors, v:k "1" for a gather (no job: its result is the
+-- array of its predecessors' results), s:k state — w waiting for
+-- predecessors, c creating (its job may or may not exist yet), r created, d
+-- completed, f failed, x canceled —, p:k predecessors not completed, o:k
+-- result, e:k error.
+
+local wf_states = {w = true, c = true, r = true, d = true, f = true, x = true}
+local wf_status = {running = true, completed = true, failed = true, canceled = true}
+
+local function wf_list(s)
+  local out = {}
+  if s == nil or s == false or s == '' then return out end
+  for part in string.gmatch(s, '[^,]+') do
+    local n = tonumber(part)
+    if n ~= nil then out[#out + 1] = n end
+  end
+  return out
+end
+
+local function wf_get(rec, field)
+  local v = redis.call('HGET', rec, field)
+  if v == false then return nil end
+  return v
+end
+
+-- wf_check raises, before any write, unless rec is a workflow whose fields
+-- these scripts can read; returns its step count.
+local function wf_check(rec)
+  if not bn_type(rec, 'hash') then error('bananas: workflow key (' .. rec .. ') is not a hash') end
+  local st = wf_get(rec, 'st')
+  if st == nil then return nil end
+  if not wf_status[st] then error('bananas: workflow ' .. rec .. ' has status ' .. tostring(st)) end
+  local n = tonumber(wf_get(rec, 'n'))
+  if n == nil or n < 1 then error('bananas: workflow ' .. rec .. ' has no step count') end
+  return n
+end
+
+local function wf_state(rec, k)
+  local s = wf_get(rec, 's:' .. k)
+  if s == nil or not wf_states[s] then return '?' end
+  return s
+end
+
+-- wf_array is the msgpack header of an array of n elements.
+local function wf_array(n)
+  if n < 16 then return string.char(0x90 + n) end
+  if n < 65536 then return string.char(0xdc, math.floor(n / 256), n % 256) end
+  return string.char(0xdd, math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256)
+end
+
+-- wf_result is step k's result as msgpack: nil (0xc0) for a step whose
+-- task returns nothing.
+local function wf_result(rec, k)
+  local v = wf_get(rec, 'o:' .. k)
+  if v == nil or v == '' then return '\192' end
+  return v
+end
+
+-- wf_args is what step m runs with: its own args without predecessors,
+-- one predecessor's result, or the array of several's (always an array for
+-- a gather).
+local function wf_args(rec, m)
+  local preds = wf_list(wf_get(rec, 'a:' .. m))
+  if #preds == 0 then
+    local x = wf_get(rec, 'x:' .. m)
+    if x == nil or x == '' then return '\192' end
+    return x
+  end
+  if #preds == 1 and wf_get(rec, 'v:' .. m) ~= '1' then return wf_result(rec, preds[1]) end
+  local parts = {wf_array(#preds)}
+  for i, p in ipairs(preds) do parts[i + 1] = wf_result(rec, p) end
+  return table.concat(parts)
+end
+
+-- wf_waiting counts step m's predecessors not completed (the p:k counter,
+-- recounted when it is not a number).
+local function wf_waiting(rec, m)
+  local n = 0
+  for _, p in ipairs(wf_list(wf_get(rec, 'a:' .. m))) do
+    if wf_state(rec, p) ~= 'd' then n = n + 1 end
+  end
+  return n
+end
+
+local wf_complete
+
+-- wf_ready starts step m, whose predecessors all completed: a gather
+-- completes at once; a step with a job is marked creating and its index
+-- added to out, for the caller to make its job.
+local function wf_ready(rec, m, out)
+  if wf_get(rec, 'v:' .. m) == '1' then
+    wf_complete(rec, m, wf_args(rec, m), out)
+    return
+  end
+  redis.call('HSET', rec, 's:' .. m, 'c')
+  out[#out + 1] = m
+end
+
+-- wf_complete records step k completed with value, and starts each
+-- successor whose last predecessor it was.
+wf_complete = function(rec, k, value, out)
+  redis.call('HSET', rec, 's:' .. k, 'd', 'o:' .. k, value)
+  redis.call('HDEL', rec, 'e:' .. k)
+  local left = tonumber(wf_get(rec, 'left'))
+  if left == nil then
+    left = 0
+    for i = 0, tonumber(wf_get(rec, 'n')) - 1 do
+      if wf_state(rec, i) ~= 'd' then left = left + 1 end
+    end
+  else
+    left = left - 1
+  end
+  redis.call('HSET', rec, 'left', left)
+  for _, m in ipairs(wf_list(wf_get(rec, 'nx:' .. k))) do
+    local p = tonumber(wf_get(rec, 'p:' .. m))
+    if p == nil then p = wf_waiting(rec, m) else p = p - 1 end
+    redis.call('HSET', rec, 'p:' .. m, p)
+    if p <= 0 and wf_state(rec, m) == 'w' then wf_ready(rec, m, out) end
+  end
+end
+
+-- wf_cancel_below marks canceled every step downstream of k that waits for
+-- it: it can no longer run.
+local function wf_cancel_below(rec, k, why)
+  local stack = wf_list(wf_get(rec, 'nx:' .. k))
+  while #stack > 0 do
+    local m = table.remove(stack)
+    if wf_state(rec, m) == 'w' then
+      redis.call('HSET', rec, 's:' .. m, 'x', 'e:' .. m, why)
+      for _, s in ipairs(wf_list(wf_get(rec, 'nx:' .. m))) do stack[#stack + 1] = s end
+    end
+  end
+end
+
+-- wf_ready_reply is the reply entries of the steps in out: index, job id,
+-- template and args of each.
+local function wf_ready_reply(rec, out, reply)
+  for _, m in ipairs(out) do
+    reply[#reply + 1] = tostring(m)
+    reply[#reply + 1] = wf_get(rec, 'j:' .. m) or ''
+    reply[#reply + 1] = wf_get(rec, 't:' .. m) or ''
+    reply[#reply + 1] = wf_args(rec, m)
+  end
+  return reply
+end
+
+-- wf_finish ends the workflow when nothing is left to complete: completed,
+-- kept for ttl ms, and announced on channel.
+local function wf_finish(rec, now, ttl, channel)
+  if tonumber(wf_get(rec, 'left')) == 0 and wf_get(rec, 'st') ~= 'completed' then
+    redis.call('HSET', rec, 'st', 'completed', 'f', now)
+    redis.call('HDEL', rec, 'why')
+    redis.call('PEXPIRE', rec, ttl)
+    redis.call('PUBLISH', channel, 'completed')
+  end
+end

@@ -1,0 +1,405 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A workflow is a graph of steps, each an ordinary job on its own route,
+// that starts only when its predecessors completed, with their results as
+// its args. Its record is one hash under its own hash tag:
+//
+//	<ns>:workflow:{<id>}   HASH  status, steps, their states, job ids, results (scripts/_workflow.lua)
+//	<ns>:workflows         ZSET  id of a workflow not yet settled -> when its keeper looks at it (ms)
+//	<ns>:workflow:{<id>}   channel: the workflow ended (completed, failed or canceled)
+//
+// Its steps' jobs live on other slots than its record, so no script both
+// ends a step's job and makes its successor's. Each step's job id is fixed
+// when the workflow is submitted, and a job is made only with its chosen
+// id, so making it twice makes it once: the worker that ends a step's job
+// advances the workflow (AdvanceWorkflow) and makes the jobs it returns,
+// then says so (StepsCreated); a worker that dies between any two of those
+// calls leaves the workflow in the index, where the keeper finds it and
+// does the rest (DueWorkflows).
+//
+//	step:  waiting --(predecessors completed)--> creating --(job made)--> created
+//	         |                                     |                       |
+//	         +--(a predecessor failed: canceled)   +--(workflow canceled)  +--> completed | failed | canceled
+
+// StepState is where a workflow step is, as its record holds it.
+type StepState byte
+
+const (
+	StepWaiting   StepState = 'w' // for its predecessors
+	StepCreating  StepState = 'c' // its predecessors completed; its job is being made
+	StepCreated   StepState = 'r' // its job exists: pending, scheduled or running
+	StepCompleted StepState = 'd'
+	StepFailed    StepState = 'f'
+	StepCanceled  StepState = 'x'
+)
+
+// Workflow statuses, as the record holds them.
+const (
+	WorkflowRunning   = "running"
+	WorkflowCompleted = "completed"
+	WorkflowFailed    = "failed"
+	WorkflowCanceled  = "canceled"
+)
+
+// WorkflowStep is one step of a workflow to submit.
+type WorkflowStep struct {
+	Label string
+	// JobID is the id of the step's job, fixed now and made only with it;
+	// "" for a gather.
+	JobID string
+	// Template is how the caller makes the step's job from its args: opaque
+	// here, returned with each ReadyStep.
+	Template []byte
+	// After lists the predecessors' indices, each before this step, in the
+	// order their results are given (several: an array).
+	After []int
+	// Args are the args of a step without predecessors (msgpack).
+	Args []byte
+	// Gather: no job; the step completes with the array of its
+	// predecessors' results as soon as they all completed.
+	Gather bool
+}
+
+// ReadyStep is a step whose predecessors completed, whose job the caller
+// makes with JobID, Template and Args (its predecessors' results), then
+// reports with StepsCreated.
+type ReadyStep struct {
+	Index    int
+	JobID    string
+	Template []byte
+	Args     []byte
+}
+
+// StepEnd is how a step's job ended, for AdvanceWorkflow.
+type StepEnd byte
+
+const (
+	StepEndCompleted StepEnd = 'd'
+	StepEndFailed    StepEnd = 'f'
+	StepEndCanceled  StepEnd = 'x'
+)
+
+// ErrWorkflowNotFound: no workflow of that id (never submitted, or its
+// record expired).
+var ErrWorkflowNotFound = errors.New("workflow not found")
+
+// WorkflowKey is the record of workflow id.
+func WorkflowKey(ns, id string) string { return ns + ":workflow:{" + id + "}" }
+
+// WorkflowChannel is where the end of workflow id is announced.
+func WorkflowChannel(ns, id string) string { return ns + ":workflow:{" + id + "}" }
+
+// WorkflowIndex is the zset of workflows not yet settled.
+func WorkflowIndex(ns string) string { return ns + ":workflows" }
+
+// MaxWorkflowSteps bounds a workflow: its record is one hash, and each
+// submission one script call.
+const MaxWorkflowSteps = 10000
+
+// CheckWorkflowID refuses an id that cannot name a workflow record.
+func CheckWorkflowID(id string) error {
+	if id == "" || len(id) > 200 || strings.ContainsAny(id, "{} \t\r\n") {
+		return fmt.Errorf("invalid workflow id %q: 1-200 characters without spaces or braces", id)
+	}
+	return nil
+}
+
+// SubmitWorkflow stores workflow id with steps, final the step whose result
+// is the workflow's, and returns the steps to make now. The workflow is in
+// the index, looked at by the keeper after grace, before its record exists:
+// a submitter that dies between the two leaves an entry the keeper drops.
+func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowStep, final int, grace time.Duration, now time.Time) ([]ReadyStep, error) {
+	if err := CheckWorkflowID(id); err != nil {
+		return nil, err
+	}
+	if len(steps) == 0 || len(steps) > MaxWorkflowSteps {
+		return nil, fmt.Errorf("a workflow has 1 to %d steps, got %d", MaxWorkflowSteps, len(steps))
+	}
+	if final < 0 || final >= len(steps) {
+		return nil, fmt.Errorf("final step %d of %d", final, len(steps))
+	}
+	args := []any{now.UnixMilli(), len(steps), final}
+	next := make([][]int, len(steps))
+	for k, s := range steps {
+		for _, p := range s.After {
+			if p < 0 || p >= k {
+				return nil, fmt.Errorf("step %d (%s) comes after step %d: a step comes after steps listed before it", k, s.Label, p)
+			}
+			next[p] = append(next[p], k)
+		}
+		if s.Gather && len(s.After) == 0 {
+			return nil, fmt.Errorf("step %d (%s) gathers nothing", k, s.Label)
+		}
+	}
+	for k, s := range steps {
+		f := strconv.Itoa(k)
+		args = append(args, "l:"+f, s.Label, "s:"+f, "w", "p:"+f, len(s.After))
+		if s.Gather {
+			args = append(args, "v:"+f, "1")
+		} else {
+			args = append(args, "j:"+f, s.JobID, "t:"+f, s.Template)
+		}
+		if len(s.After) > 0 {
+			args = append(args, "a:"+f, joinInts(s.After))
+		} else {
+			args = append(args, "x:"+f, s.Args)
+		}
+		if len(next[k]) > 0 {
+			args = append(args, "nx:"+f, joinInts(next[k]))
+		}
+	}
+	if err := q.rdb.ZAdd(ctx, WorkflowIndex(q.ns), redis.Z{Score: float64(now.Add(grace).UnixMilli()), Member: id}).Err(); err != nil {
+		return nil, fmt.Errorf("submit workflow %s: %w", id, err)
+	}
+	res, err := q.s.wfSubmit.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("submit workflow %s: %w", id, err)
+	}
+	return readySteps(res, 1)
+}
+
+// WorkflowAdvance is what AdvanceWorkflow, RetryWorkflow and the keeper
+// learn: the workflow's status, the step that failed or canceled it (-1
+// when none did), and the steps to make now.
+type WorkflowAdvance struct {
+	Status string
+	Why    int
+	Ready  []ReadyStep
+	// Stale: the end was of a job the step no longer has; nothing changed.
+	Stale bool
+}
+
+// WorkflowTTLs are how long an ended workflow's record is kept.
+type WorkflowTTLs struct {
+	Completed, Failed time.Duration
+}
+
+// AdvanceWorkflow records that job, the job of step of workflow id, ended
+// as how said with value (a completed job's result, else its error), and
+// returns the steps to make now. ErrWorkflowNotFound when the record is
+// gone.
+func (q *Queue) AdvanceWorkflow(ctx context.Context, id string, step int, job string, how StepEnd, value []byte, keep WorkflowTTLs, now time.Time) (WorkflowAdvance, error) {
+	res, err := q.s.wfAdvance.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, now.UnixMilli(), step, job, string(how), value,
+		keep.Completed.Milliseconds(), keep.Failed.Milliseconds(), WorkflowChannel(q.ns, id)).Slice()
+	if err != nil {
+		return WorkflowAdvance{}, fmt.Errorf("advance workflow %s: %w", id, err)
+	}
+	if len(res) == 1 {
+		if s, _ := res[0].(string); s == "stale" {
+			return WorkflowAdvance{Stale: true, Why: -1}, nil
+		}
+		return WorkflowAdvance{}, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+	}
+	a := WorkflowAdvance{Status: str(res[0]), Why: -1}
+	if w, err := strconv.Atoi(str(res[1])); err == nil {
+		a.Why = w
+	}
+	a.Ready, err = readySteps(res, 2)
+	return a, err
+}
+
+// StepsCreated records that the jobs of steps of workflow id were made,
+// and returns the ids of those whose workflow was canceled meanwhile: the
+// caller cancels them.
+func (q *Queue) StepsCreated(ctx context.Context, id string, steps []int) ([]string, error) {
+	if len(steps) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(steps))
+	for i, s := range steps {
+		args[i] = s
+	}
+	out, err := q.s.wfCreated.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: record created steps: %w", id, err)
+	}
+	return out, nil
+}
+
+// CancelWorkflow cancels workflow id: its steps that have not run are
+// canceled, and the ids of the jobs of its steps that were made and may
+// still run are returned, for the caller to cancel. The status after the
+// call is "canceled", or "completed" for a workflow already completed.
+func (q *Queue) CancelWorkflow(ctx context.Context, id string, keep time.Duration, now time.Time) (status string, jobs []string, err error) {
+	out, err := q.s.wfCancel.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, now.UnixMilli(), keep.Milliseconds(), WorkflowChannel(q.ns, id)).StringSlice()
+	if err != nil {
+		return "", nil, fmt.Errorf("cancel workflow %s: %w", id, err)
+	}
+	if out[0] == "missing" {
+		return "", nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+	}
+	return out[0], out[1:], nil
+}
+
+// RetryWorkflow runs again the failed and canceled steps of workflow id
+// listed in ids (step index -> the fresh job id it runs under; "" for a
+// gather), and returns the steps to make now.
+func (q *Queue) RetryWorkflow(ctx context.Context, id string, ids map[int]string, now time.Time) (WorkflowAdvance, error) {
+	args := []any{now.UnixMilli()}
+	for k, j := range ids {
+		args = append(args, k, j)
+	}
+	res, err := q.s.wfRetry.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).Slice()
+	if err != nil {
+		return WorkflowAdvance{}, fmt.Errorf("retry workflow %s: %w", id, err)
+	}
+	if str(res[0]) == "missing" {
+		return WorkflowAdvance{}, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+	}
+	a := WorkflowAdvance{Status: str(res[0]), Why: -1}
+	a.Ready, err = readySteps(res, 1)
+	return a, err
+}
+
+// DueWorkflows takes up to n workflows whose time in the index has come,
+// putting each back at next.
+func (q *Queue) DueWorkflows(ctx context.Context, now, next time.Time, n int) ([]string, error) {
+	return q.s.wfDue.Run(ctx, q.rdb, []string{WorkflowIndex(q.ns)}, now.UnixMilli(), next.UnixMilli(), n).StringSlice()
+}
+
+// SettleWorkflow takes workflow id out of the index: it has ended and no
+// step of it is left to make or to watch.
+func (q *Queue) SettleWorkflow(ctx context.Context, id string) error {
+	return q.rdb.ZRem(ctx, WorkflowIndex(q.ns), id).Err()
+}
+
+// WatchWorkflow has the keeper look at workflow id again at the latest at.
+func (q *Queue) WatchWorkflow(ctx context.Context, id string, at time.Time) error {
+	return q.rdb.ZAddLT(ctx, WorkflowIndex(q.ns), redis.Z{Score: float64(at.UnixMilli()), Member: id}).Err()
+}
+
+// WorkflowIDs lists up to n workflows not yet settled, oldest look first.
+func (q *Queue) WorkflowIDs(ctx context.Context, n int64) ([]string, error) {
+	return q.rdb.ZRange(ctx, WorkflowIndex(q.ns), 0, n-1).Result()
+}
+
+// WorkflowRecord is a snapshot of a workflow's record.
+type WorkflowRecord struct {
+	ID                 string
+	Status             string
+	Final              int
+	Why                int // the step that failed or canceled it; -1 when none did
+	CreatedAt, EndedAt time.Time
+	Steps              []StepRecord
+	TTL                time.Duration // how long the record is kept; 0 while it runs
+}
+
+// StepRecord is one step of a WorkflowRecord.
+type StepRecord struct {
+	Label, JobID string
+	Template     []byte
+	After        []int
+	State        StepState
+	Gather       bool
+	Result       []byte // a completed step's (msgpack)
+	Error        string // a failed or canceled step's
+	Args         []byte // a step without predecessors
+}
+
+// ReadWorkflow reads the record of workflow id (one HGETALL, so one
+// instant), or ErrWorkflowNotFound. A field that does not read (garbage)
+// reads as empty, never as an error: the record is shown as it is.
+func (q *Queue) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, error) {
+	if err := CheckWorkflowID(id); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrWorkflowNotFound, err)
+	}
+	key := WorkflowKey(q.ns, id)
+	pipe := q.rdb.Pipeline()
+	all := pipe.HGetAll(ctx, key)
+	ttl := pipe.PTTL(ctx, key)
+	_, err := pipe.Exec(ctx)
+	if err != nil && !isWrongType(err) {
+		return nil, fmt.Errorf("read workflow %s: %w", id, err)
+	}
+	f := all.Val()
+	n, _ := strconv.Atoi(f["n"])
+	if f["st"] == "" || n < 1 || n > MaxWorkflowSteps {
+		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+	}
+	w := &WorkflowRecord{ID: id, Status: f["st"], Why: -1, CreatedAt: parseMS(f["c"]), EndedAt: parseMS(f["f"]), Steps: make([]StepRecord, n)}
+	w.Final, _ = strconv.Atoi(f["fin"])
+	if why, err := strconv.Atoi(f["why"]); err == nil && why >= 0 && why < n {
+		w.Why = why
+	}
+	if d := ttl.Val(); d > 0 {
+		w.TTL = d
+	}
+	for k := range w.Steps {
+		s := strconv.Itoa(k)
+		st := StepState(0)
+		if v := f["s:"+s]; len(v) == 1 {
+			st = StepState(v[0])
+		}
+		w.Steps[k] = StepRecord{
+			Label: f["l:"+s], JobID: f["j:"+s], Template: []byte(f["t:"+s]), After: splitInts(f["a:"+s]), State: st,
+			Gather: f["v:"+s] == "1", Error: f["e:"+s], Args: []byte(f["x:"+s]),
+		}
+		if v, ok := f["o:"+s]; ok {
+			w.Steps[k].Result = []byte(v)
+		}
+	}
+	return w, nil
+}
+
+// readySteps reads the (index, job id, template, args) entries of a
+// workflow script's reply from res[from].
+func readySteps(res []any, from int) ([]ReadyStep, error) {
+	if (len(res)-from)%4 != 0 {
+		return nil, fmt.Errorf("workflow script replied %d entries", len(res))
+	}
+	var out []ReadyStep
+	for i := from; i+3 < len(res); i += 4 {
+		k, err := strconv.Atoi(str(res[i]))
+		if err != nil {
+			return nil, fmt.Errorf("workflow script replied step %v", res[i])
+		}
+		out = append(out, ReadyStep{Index: k, JobID: str(res[i+1]), Template: []byte(str(res[i+2])), Args: []byte(str(res[i+3]))})
+	}
+	return out, nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func joinInts(xs []int) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(x))
+	}
+	return b.String()
+}
+
+func splitInts(s string) []int {
+	if s == "" {
+		return nil
+	}
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(p); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// CreatingSteps returns the steps of workflow id left creating, with what
+// their jobs are made of.
+func (q *Queue) CreatingSteps(ctx context.Context, id string) (WorkflowAdvance, error) {
+	return q.RetryWorkflow(ctx, id, nil, q.Now())
+}

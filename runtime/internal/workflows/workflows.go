@@ -1,0 +1,294 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+)
+
+// ErrPermanent marks an error of Make that making the job again cannot
+// mend (args over the payload limit, a template that does not read): the
+// step fails with it.
+var ErrPermanent = errors.New("step cannot be made")
+
+// Runner moves the workflows of one namespace on.
+type Runner struct {
+	Q *queue.Queue
+	// Make makes the job of step s of workflow wf under s.JobID; a job
+	// already there under that id is success. An error matching
+	// ErrPermanent fails the step; any other leaves it for the keeper.
+	Make func(ctx context.Context, wf string, s queue.ReadyStep) error
+	// CancelJob cancels job id; a job not found or already ended is not an
+	// error.
+	CancelJob func(ctx context.Context, id string) error
+	// TTLs are how long an ended workflow's record is kept.
+	TTLs queue.WorkflowTTLs
+	// Grace is how long after a submission, or a step made, the keeper
+	// first looks: the caller should be done by then.
+	Grace  time.Duration
+	Logger *slog.Logger
+}
+
+func (r *Runner) logger() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.Default()
+}
+
+// Submit stores workflow id and makes the jobs of its first steps.
+func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowStep, final int) error {
+	ready, err := r.Q.SubmitWorkflow(ctx, id, steps, final, r.Grace, r.Q.Now())
+	if err != nil {
+		return err
+	}
+	return r.makeAll(ctx, id, ready)
+}
+
+// StepEnded advances workflow wf, whose step's job ended as how said, with
+// value its result (completed) or its error.
+func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte) error {
+	a, err := r.Q.AdvanceWorkflow(ctx, wf, step, job, how, value, r.TTLs, r.Q.Now())
+	if err != nil || a.Stale {
+		return err
+	}
+	if err := r.makeAll(ctx, wf, a.Ready); err != nil {
+		return err
+	}
+	if a.Status == queue.WorkflowCompleted {
+		return r.Q.SettleWorkflow(ctx, wf)
+	}
+	return nil
+}
+
+// makeAll makes the jobs of ready steps of wf and records them made; a
+// step that cannot be made fails. The jobs of steps whose workflow was
+// canceled meanwhile are canceled. On an error the steps stay creating,
+// and the keeper makes them.
+func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep) error {
+	if len(ready) == 0 {
+		return nil
+	}
+	made := make([]int, 0, len(ready))
+	var failed []queue.ReadyStep
+	var errs []error
+	for _, s := range ready {
+		err := r.Make(ctx, wf, s)
+		switch {
+		case err == nil:
+			made = append(made, s.Index)
+		case errors.Is(err, ErrPermanent):
+			s.Args = []byte(err.Error())
+			failed = append(failed, s)
+		default:
+			errs = append(errs, err)
+		}
+	}
+	canceled, err := r.Q.StepsCreated(ctx, wf, made)
+	if err != nil {
+		return err
+	}
+	for _, id := range canceled {
+		if err := r.CancelJob(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range failed {
+		// Made as far as it goes: the step is created, then fails.
+		if _, err := r.Q.StepsCreated(ctx, wf, []int{s.Index}); err != nil {
+			return err
+		}
+		if err := r.StepEnded(ctx, wf, s.Index, s.JobID, queue.StepEndFailed, s.Args); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		_ = r.Q.WatchWorkflow(ctx, wf, r.Q.Now().Add(r.Grace))
+		return fmt.Errorf("workflow %s: make steps: %w", wf, errors.Join(errs...))
+	}
+	return nil
+}
+
+// Cancel cancels workflow id: its steps not yet run are canceled, and
+// those running are asked to stop. It returns the status after the call.
+func (r *Runner) Cancel(ctx context.Context, id string) (string, error) {
+	st, jobs, err := r.Q.CancelWorkflow(ctx, id, r.TTLs.Failed, r.Q.Now())
+	if err != nil {
+		return "", err
+	}
+	var errs []error
+	for _, j := range jobs {
+		if err := r.CancelJob(ctx, j); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return st, errors.Join(errs...)
+}
+
+// Retry runs the failed and canceled steps of workflow id again, each under
+// a fresh job id from newID (given the step's old one); completed steps
+// keep their results. It returns how many steps it reset.
+func (r *Runner) Retry(ctx context.Context, id string, newID func(old string) string) (int, error) {
+	rec, err := r.Q.ReadWorkflow(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	ids := map[int]string{}
+	for k, s := range rec.Steps {
+		if s.State == queue.StepFailed || s.State == queue.StepCanceled {
+			ids[k] = ""
+			if !s.Gather {
+				ids[k] = newID(s.JobID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	if err := r.Q.WatchWorkflow(ctx, id, r.Q.Now().Add(r.Grace)); err != nil {
+		return 0, err
+	}
+	a, err := r.Q.RetryWorkflow(ctx, id, ids, r.Q.Now())
+	if err != nil {
+		return 0, err
+	}
+	return len(ids), r.makeAll(ctx, id, a.Ready)
+}
+
+// Check looks at workflow id as the keeper does: it makes the jobs of the
+// steps left creating, reads the end of every step whose job ended without
+// the workflow hearing of it, and takes the workflow out of the index once
+// nothing of it is left to watch.
+func (r *Runner) Check(ctx context.Context, id string) error {
+	rec, err := r.Q.ReadWorkflow(ctx, id)
+	if errors.Is(err, queue.ErrWorkflowNotFound) {
+		return r.Q.SettleWorkflow(ctx, id) // expired, or its submitter died before storing it
+	}
+	if err != nil {
+		return err
+	}
+	watching := false
+	var errs []error
+	for k, s := range rec.Steps {
+		switch s.State {
+		case queue.StepCreating:
+			watching = true
+		case queue.StepCreated:
+			watching = true
+			if err := r.checkJob(ctx, id, k, s.JobID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if rec.Steps != nil && hasCreating(rec) {
+		a, err := r.Q.CreatingSteps(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := r.makeAll(ctx, id, a.Ready); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !watching && rec.Status != queue.WorkflowRunning {
+		return r.Q.SettleWorkflow(ctx, id)
+	}
+	return errors.Join(errs...)
+}
+
+func hasCreating(rec *queue.WorkflowRecord) bool {
+	for _, s := range rec.Steps {
+		if s.State == queue.StepCreating {
+			return true
+		}
+	}
+	return false
+}
+
+// checkJob reads how the job of step k of wf stands and, when it ended,
+// advances the workflow with its end.
+func (r *Runner) checkJob(ctx context.Context, wf string, k int, job string) error {
+	st, err := r.Q.Lookup(ctx, job)
+	if errors.Is(err, queue.ErrNotFound) {
+		return r.StepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte("its job "+job+" is gone: its record expired or was deleted"))
+	}
+	if err != nil {
+		return err
+	}
+	if !st.Status.Finished() {
+		return nil
+	}
+	var rec results.Record
+	if len(st.Result) > 0 {
+		if rec, err = results.Decode(st.Result); err != nil {
+			return r.StepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte("its job's result record does not read: "+err.Error()))
+		}
+	}
+	switch st.Status {
+	case queue.StatusCompleted:
+		return r.StepEnded(ctx, wf, k, job, queue.StepEndCompleted, rec.Value)
+	case queue.StatusCanceled:
+		return r.StepEnded(ctx, wf, k, job, queue.StepEndCanceled, []byte(orText(rec.Error, st.Error, "canceled")))
+	default:
+		return r.StepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte(orText(rec.Error, st.Error, "failed")))
+	}
+}
+
+func orText(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// Keeper looks, every so often, at the workflows whose time in the index
+// has come, in every process that runs one: DueWorkflows hands each to one
+// keeper per period.
+type Keeper struct {
+	R *Runner
+	// Tick is how often it looks for due workflows.
+	Tick time.Duration
+	// Every is how often a workflow still running is looked at.
+	Every time.Duration
+}
+
+// Run looks until ctx ends.
+func (k *Keeper) Run(ctx context.Context) {
+	t := time.NewTicker(k.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		k.pass(ctx)
+	}
+}
+
+func (k *Keeper) pass(ctx context.Context) {
+	for {
+		now := k.R.Q.Now()
+		ids, err := k.R.Q.DueWorkflows(ctx, now, now.Add(k.Every), 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				k.R.logger().Warn("bananas: workflow keeper", "err", err)
+			}
+			return
+		}
+		for _, id := range ids {
+			if err := k.R.Check(ctx, id); err != nil && ctx.Err() == nil {
+				k.R.logger().Warn("bananas: workflow keeper", "workflow", id, "err", err)
+			}
+		}
+		if len(ids) < 100 {
+			return
+		}
+	}
+}

@@ -1,0 +1,347 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows"
+)
+
+// Step is one step of a workflow whose result is an R: a job of a task
+// (Task.Step, Then) or the gathered results of several steps (Gather).
+// Steps are values that name nodes of a graph: one Step used as the
+// predecessor of two others is one step, run once. The step a workflow is
+// enqueued from is its final step: every step it comes after is part of
+// the workflow, and its result is the workflow's.
+type Step[R any] struct {
+	node *stepNode
+}
+
+// stepNode is a step of the graph, as the typed calls build it.
+type stepNode struct {
+	task   string // the task's wire name; "" for a gather
+	after  []*stepNode
+	args   []byte // a first step's args (msgpack)
+	argErr error  // encoding its args failed
+	cfg    func(*Client) (jobConfig, error)
+	keyed  func(c *Client) (keyed, known bool, key string)
+	client *Client // the task's own client (With), or nil for the default
+	name   string  // the task's Go variable, for messages
+	label  string  // the step's label as given (the HTTP API's "id"); "": made from its task's name
+}
+
+// Step is a first step of a workflow: a job of t with args.
+func (t *Task[A, R]) Step(args A, opts ...Option) Step[R] {
+	n := t.stepNode(opts)
+	n.args, n.argErr = encode(args)
+	if n.argErr == nil && t.keyBy != nil {
+		key := t.keyBy(args)
+		n.keyed = func(*Client) (bool, bool, string) { return true, true, key }
+	}
+	return Step[R]{n}
+}
+
+func (t *Task[A, R]) stepNode(opts []Option) *stepNode {
+	n := &stepNode{task: t.name, client: t.client, name: t.varName}
+	n.cfg = func(*Client) (jobConfig, error) { return t.config(opts) }
+	n.keyed = func(c *Client) (bool, bool, string) {
+		cfg, err := t.config(opts)
+		switch {
+		case err == nil && cfg.hasKey:
+			return true, true, cfg.key
+		case t.keyBy != nil:
+			return true, false, ""
+		case !t.limits.IsZero():
+			return true, true, ""
+		}
+		return false, true, ""
+	}
+	return n
+}
+
+// Then is a step of next that starts when prev completed, with prev's
+// result as its args: the compiler checks that next takes what prev
+// returns.
+func Then[R, S any](prev Step[R], next *Task[R, S], opts ...Option) Step[S] {
+	n := next.stepNode(opts)
+	n.after = []*stepNode{prev.node}
+	return Step[S]{n}
+}
+
+// Gather is a step that completes when every one of steps completed, with
+// their results in the order given: Then(Gather(b, c), join) runs join
+// with []R{b's, c's}. It runs no job of its own.
+func Gather[R any](steps ...Step[R]) Step[[]R] {
+	n := &stepNode{}
+	for _, s := range steps {
+		n.after = append(n.after, s.node)
+	}
+	return Step[[]R]{n}
+}
+
+// WorkflowError is what Await returns for a workflow that failed or was
+// canceled: the step (its label), its job, and what ended it.
+type WorkflowError struct {
+	Workflow string
+	Step     string
+	JobID    string
+	Err      error
+}
+
+func (e *WorkflowError) Error() string {
+	return fmt.Sprintf("bananas: workflow %s: step %s (job %s): %v", e.Workflow, e.Step, e.JobID, e.Err)
+}
+
+func (e *WorkflowError) Unwrap() error { return e.Err }
+
+// ErrWorkflowNotFound: no workflow of that id (never submitted, or its
+// record expired).
+var ErrWorkflowNotFound = errors.New("bananas: workflow not found")
+
+// stepTemplate is what a step's job is made of, fixed when its workflow is
+// submitted and stored in the workflow's record: the enqueue options as
+// they were resolved then.
+type stepTemplate struct {
+	Name        string   `json:"n"`
+	Route       string   `json:"r"`
+	Priority    Priority `json:"p"`
+	MaxRetries  int      `json:"m"`
+	Timeout     int64    `json:"o,omitempty"`
+	ResultTTL   int64    `json:"t,omitempty"`
+	Backoff     int64    `json:"b,omitempty"`
+	Description string   `json:"d,omitempty"`
+	Keyed       bool     `json:"kd,omitempty"`
+	Key         *string  `json:"k,omitempty"` // known when submitted; nil: read from the args (KeyBy)
+}
+
+// Enqueue submits the workflow that ends in s — s and every step it comes
+// after — in one call, and returns its id: every step is stored or none
+// is. The first steps' jobs are made at once; each other step's when its
+// predecessors completed.
+func (s Step[R]) Enqueue(ctx context.Context) (string, error) {
+	if s.node == nil {
+		return "", errors.New("bananas: enqueue workflow: a zero Step")
+	}
+	c, err := s.node.clientOrDefault()
+	if err != nil {
+		return "", err
+	}
+	id, _, err := c.submitWorkflow(ctx, orderSteps(s.node))
+	return id, err
+}
+
+// submitWorkflow submits the workflow of nodes, each after its
+// predecessors, the final step last, and returns its id and its steps as
+// stored (labels and job ids).
+func (c *Client) submitWorkflow(ctx context.Context, nodes []*stepNode) (string, []queue.WorkflowStep, error) {
+	if len(nodes) > queue.MaxWorkflowSteps {
+		return "", nil, fmt.Errorf("bananas: enqueue workflow: %d steps, over the limit of %d", len(nodes), queue.MaxWorkflowSteps)
+	}
+	now := c.q.Now()
+	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
+	steps, err := c.workflowSteps(ctx, id, nodes, now)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := c.workflowRunner().Submit(ctx, id, steps, len(steps)-1); err != nil {
+		return "", nil, fmt.Errorf("bananas: enqueue workflow: %w", err)
+	}
+	return id, steps, nil
+}
+
+func (n *stepNode) clientOrDefault() (*Client, error) {
+	if n.client != nil {
+		return n.client, nil
+	}
+	if c := Default(); c != nil {
+		return c, nil
+	}
+	return nil, errors.New("bananas: workflow has no client: call runtime.SetDefault(client) once at start, or use the final step's task's With(client)")
+}
+
+// orderSteps lists the steps final comes after, each once, predecessors
+// before successors, final last.
+func orderSteps(final *stepNode) []*stepNode {
+	var out []*stepNode
+	seen := map[*stepNode]bool{}
+	var visit func(n *stepNode)
+	visit = func(n *stepNode) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		for _, p := range n.after {
+			visit(p)
+		}
+		out = append(out, n)
+	}
+	visit(final)
+	return out
+}
+
+// workflowSteps turns the typed steps into the record's, with their labels
+// (the task's name, then name-2, name-3 ... for its further steps), job ids
+// and templates.
+func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode, now time.Time) ([]queue.WorkflowStep, error) {
+	index := map[*stepNode]int{}
+	seen := map[string]int{}
+	steps := make([]queue.WorkflowStep, len(nodes))
+	for k, n := range nodes {
+		index[n] = k
+		base := n.task
+		if base == "" {
+			base = "gather"
+		}
+		seen[base]++
+		label := base
+		if seen[base] > 1 {
+			label = base + "-" + strconv.Itoa(seen[base])
+		}
+		if n.label != "" {
+			label = n.label
+		}
+		s := queue.WorkflowStep{Label: label, Gather: n.task == ""}
+		for _, p := range n.after {
+			s.After = append(s.After, index[p])
+		}
+		if !s.Gather {
+			if len(n.after) == 0 {
+				if n.argErr != nil {
+					return nil, fmt.Errorf("bananas: enqueue workflow: step %s: encode args: %w", label, n.argErr)
+				}
+				if err := checkPayload("args of step ", label, len(n.args), c.maxPayload); err != nil {
+					return nil, err
+				}
+				s.Args = n.args
+			}
+			var err error
+			if s.Template, s.JobID, err = c.stepJob(ctx, wf, k, n, now); err != nil {
+				return nil, fmt.Errorf("bananas: enqueue workflow: step %s: %w", label, err)
+			}
+		}
+		steps[k] = s
+	}
+	return steps, nil
+}
+
+// stepJob resolves step k's options into its template, and fixes its job
+// id: on the shard its job goes to, or of a shape of its own (located by
+// searching the routes) for a keyed step of a sharded route whose key is
+// read from args not known yet.
+func (c *Client) stepJob(ctx context.Context, wf string, k int, n *stepNode, now time.Time) ([]byte, string, error) {
+	cfg, err := n.cfg(c)
+	if err != nil {
+		return nil, "", err
+	}
+	switch {
+	case cfg.uniqueTTL > 0, cfg.id != "":
+		return nil, "", errors.New("runtime.Unique and runtime.WithID do not apply to a workflow's step: its job id is the workflow's to choose")
+	case cfg.delay > 0, !cfg.runAt.IsZero():
+		return nil, "", errors.New("runtime.Delay and runtime.At do not apply to a workflow's step: it starts when its predecessors complete")
+	}
+	retries := c.maxRetries
+	if cfg.hasRetries {
+		retries = cfg.maxRetries
+	}
+	tpl := stepTemplate{Name: n.task, Route: cfg.route, Priority: cfg.priority, MaxRetries: retries,
+		Timeout: cfg.timeout.Milliseconds(), ResultTTL: cfg.resultTTL.Milliseconds(), Backoff: cfg.backoff.Milliseconds(), Description: cfg.description}
+	keyed, known, key := n.keyed(c)
+	tpl.Keyed = keyed
+	if keyed && known {
+		tpl.Key = &key
+	}
+	b, err := json.Marshal(tpl)
+	if err != nil {
+		return nil, "", err
+	}
+	var shard string
+	switch {
+	case keyed && known:
+		shard = c.flowShard(ctx, cfg.route, n.task, key)
+	case keyed && c.q.ShardCount(ctx, cfg.route) > 1:
+		return b, wf + "-" + strconv.Itoa(k), nil
+	default:
+		shard = c.q.ShardNow(ctx, cfg.route)
+	}
+	return b, queue.NewID(shard, now), nil
+}
+
+// makeStep makes the job of step s of workflow wf: the runner's Make.
+func (c *Client) makeStep(ctx context.Context, wf string, s queue.ReadyStep) error {
+	var tpl stepTemplate
+	if err := json.Unmarshal(s.Template, &tpl); err != nil || tpl.Name == "" || queue.CheckRoute(tpl.Route) != nil {
+		return fmt.Errorf("%w: its template does not read (%q)", workflows.ErrPermanent, s.Template)
+	}
+	if err := checkPayload("args of ", tpl.Name, len(s.Args), c.maxPayload); err != nil {
+		return fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
+	}
+	env, err := queue.EncodeEnvelope(queue.Envelope{
+		Args: s.Args, Timeout: tpl.Timeout, ResultTTL: tpl.ResultTTL, FailureTTL: tpl.ResultTTL,
+		Backoff: tpl.Backoff, Description: tpl.Description, Workflow: wf, Step: s.Index,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
+	}
+	j := queue.NewJob{ID: s.JobID, Name: tpl.Name, Envelope: env, MaxRetries: tpl.MaxRetries, ChosenID: true, Keyed: tpl.Keyed}
+	if tpl.Keyed {
+		if tpl.Key != nil {
+			j.Key = *tpl.Key
+		} else if j.Key, err = keyOfStoredArgs(tpl.Name, s.Args); err != nil {
+			return fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
+		}
+	}
+	cfg := jobConfig{route: tpl.Route}
+	prio := tpl.Priority
+	if !queue.ValidPriority(prio) {
+		prio = PriorityNormal
+	}
+	_, err = c.q.Enqueue(ctx, c.shardOf(cfg, &j), prio, []queue.NewJob{j}, c.q.Now())
+	if err != nil {
+		return err
+	}
+	c.metrics.Enqueued(tpl.Route, string(prio), tpl.Name, 1)
+	return nil
+}
+
+// workflowRunner is the client's runner of workflows.
+func (c *Client) workflowRunner() *workflows.Runner {
+	c.wfOnce.Do(func() {
+		c.wf = &workflows.Runner{
+			Q: c.q, Make: c.makeStep, CancelJob: c.cancelStepJob,
+			TTLs:  queue.WorkflowTTLs{Completed: DefaultWorkflowTTL, Failed: DefaultFailedWorkflowTTL},
+			Grace: 5 * time.Second,
+		}
+	})
+	return c.wf
+}
+
+// Workflow records are kept this long once ended: a completed workflow's,
+// and a failed or canceled one's, which a retry may run again.
+const (
+	DefaultWorkflowTTL       = 24 * time.Hour
+	DefaultFailedWorkflowTTL = 7 * 24 * time.Hour
+)
+
+// cancelStepJob cancels the job of a step; a job gone or already ended is
+// not an error.
+func (c *Client) cancelStepJob(ctx context.Context, id string) error {
+	_, err := (&Inspector{c: c}).Cancel(ctx, id)
+	if errors.Is(err, ErrJobNotFound) || errors.Is(err, ErrWrongState) {
+		return nil
+	}
+	return err
+}
+
+// wfState is a client's runner of workflows, made at first use.
+type wfState struct {
+	wfOnce sync.Once
+	wf     *workflows.Runner
+}

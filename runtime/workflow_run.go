@@ -1,0 +1,289 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/engine"
+	"github.com/bananas-go/bananas/runtime/internal/workflows"
+)
+
+// keyOfStored is the key (KeyBy) of stored args of t.
+func (t *Task[A, R]) keyOfStored(b []byte) (string, error) {
+	if t.keyBy == nil {
+		return "", nil
+	}
+	var a A
+	if err := decode(b, &a); err != nil {
+		return "", fmt.Errorf("decode args of %s for its key: %w", t.name, err)
+	}
+	key := t.keyBy(a)
+	if err := queue.CheckKey(key); err != nil {
+		return "", fmt.Errorf("the key of the args of %s: %w", t.name, err)
+	}
+	return key, nil
+}
+
+// keyOfStoredArgs is the key of a step's job of task name, read from its
+// args by the task's KeyBy: the process that makes the job must declare
+// the task (link its generated code).
+func keyOfStoredArgs(name string, args []byte) (string, error) {
+	v, ok := declaredTasks.Load(name)
+	if !ok || v.(*argsDecoder).keyOf == nil {
+		return "", fmt.Errorf("task %s is keyed by its args, and this program does not declare it (or declares it twice with other types): link its generated code to make its steps", name)
+	}
+	return v.(*argsDecoder).keyOf(args)
+}
+
+// Await waits until workflow id, whose final step is s, ends, and returns
+// the final step's result, or a *WorkflowError naming the step that failed
+// or canceled it, or ctx's error. After a retry it waits again.
+func (s Step[R]) Await(ctx context.Context, id string) (R, error) {
+	var zero R
+	if s.node == nil {
+		return zero, errors.New("bananas: await workflow: a zero Step")
+	}
+	c, err := s.node.clientOrDefault()
+	if err != nil {
+		return zero, err
+	}
+	rec, err := c.awaitWorkflow(ctx, id)
+	if err != nil {
+		return zero, err
+	}
+	if rec.Status != queue.WorkflowCompleted {
+		return zero, workflowError(rec)
+	}
+	var out R
+	if b := rec.Steps[rec.Final].Result; len(b) > 0 {
+		if err := decode(b, &out); err != nil {
+			return zero, fmt.Errorf("bananas: decode result of workflow %s: %w", id, err)
+		}
+	}
+	return out, nil
+}
+
+// awaitWorkflow waits for workflow id to end: completed, failed or
+// canceled. It listens before it reads, so no end is missed, and reads
+// again every second in case an announcement was lost.
+func (c *Client) awaitWorkflow(ctx context.Context, id string) (*queue.WorkflowRecord, error) {
+	sub, err := c.listener.Subscribe(ctx, queue.WorkflowChannel(c.q.Namespace(), id))
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Close()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		reconnected := c.listener.Reconnected()
+		rec, err := c.q.ReadWorkflow(ctx, id)
+		if errors.Is(err, queue.ErrWorkflowNotFound) {
+			return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rec.Status != queue.WorkflowRunning {
+			return rec, nil
+		}
+		select {
+		case <-sub.C:
+		case <-tick.C:
+		case <-reconnected:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// workflowError is the error of rec, a workflow that failed or was
+// canceled.
+func workflowError(rec *queue.WorkflowRecord) error {
+	e := &WorkflowError{Workflow: rec.ID}
+	k := rec.Why
+	if k < 0 {
+		k = rec.Final
+	}
+	s := rec.Steps[k]
+	e.Step, e.JobID = s.Label, s.JobID
+	msg := s.Error
+	if msg == "" {
+		msg = rec.Status
+	}
+	name := ""
+	if tpl, ok := readTemplate(s.Template); ok {
+		name = tpl.Name
+	}
+	e.Err = &JobError{ID: s.JobID, Name: name, Message: msg, Canceled: s.State == queue.StepCanceled || rec.Status == queue.WorkflowCanceled}
+	return e
+}
+
+// WorkflowInfo is a snapshot of a workflow.
+type WorkflowInfo struct {
+	ID string
+	// Status is pending (no step has started), running, completed,
+	// failed or canceled.
+	Status             string
+	CreatedAt, EndedAt time.Time
+	Steps              []WorkflowStepInfo
+	// Final is the index in Steps of the step whose result is the
+	// workflow's; Result its result (msgpack) once completed.
+	Final  int
+	Result []byte
+}
+
+// WorkflowStepInfo is one step of a WorkflowInfo.
+type WorkflowStepInfo struct {
+	Label string
+	Name  string // its task; "" for a gather
+	JobID string // "" for a gather
+	// Status is its job's: pending (also while it waits for its
+	// predecessors), scheduled, processing, completed, failed or canceled.
+	Status Status
+	After  []string // the labels of its predecessors, in order
+	Error  string
+}
+
+// Workflow returns a snapshot of workflow id, or an error matching
+// ErrWorkflowNotFound.
+func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error) {
+	rec, err := c.q.ReadWorkflow(ctx, id)
+	if errors.Is(err, queue.ErrWorkflowNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	info := &WorkflowInfo{ID: id, Status: rec.Status, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt, Final: rec.Final, Steps: make([]WorkflowStepInfo, len(rec.Steps))}
+	started := false
+	for k, s := range rec.Steps {
+		si := WorkflowStepInfo{Label: s.Label, Error: s.Error}
+		if tpl, ok := readTemplate(s.Template); ok && !s.Gather {
+			si.Name, si.JobID = tpl.Name, s.JobID
+		}
+		for _, p := range s.After {
+			if p >= 0 && p < len(rec.Steps) {
+				si.After = append(si.After, rec.Steps[p].Label)
+			}
+		}
+		switch s.State {
+		case queue.StepCompleted:
+			si.Status, started = StatusCompleted, true
+		case queue.StepFailed:
+			si.Status, started = StatusFailed, true
+		case queue.StepCanceled:
+			si.Status = StatusCanceled
+		case queue.StepCreated:
+			si.Status = StatusPending
+			if j, err := c.q.Lookup(ctx, s.JobID); err == nil {
+				si.Status = j.Status
+				started = started || j.Status != StatusPending && j.Status != StatusScheduled
+			}
+		default:
+			si.Status = StatusPending
+		}
+		info.Steps[k] = si
+	}
+	if info.Status == queue.WorkflowRunning && !started {
+		info.Status = "pending"
+	}
+	if rec.Status == queue.WorkflowCompleted {
+		info.Result = rec.Steps[rec.Final].Result
+	}
+	return info, nil
+}
+
+func readTemplate(b []byte) (stepTemplate, bool) {
+	var tpl stepTemplate
+	err := json.Unmarshal(b, &tpl)
+	return tpl, err == nil && tpl.Name != ""
+}
+
+// CancelWorkflow cancels workflow id: its steps not yet run are canceled at
+// once, and its running steps' jobs are asked to stop. It returns the
+// workflow's status after the call (canceled; completed for a workflow
+// that had completed).
+func (c *Client) CancelWorkflow(ctx context.Context, id string) (string, error) {
+	st, err := c.workflowRunner().Cancel(ctx, id)
+	if errors.Is(err, queue.ErrWorkflowNotFound) {
+		return "", fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
+	}
+	return st, err
+}
+
+// RetryWorkflow runs the failed and canceled steps of workflow id again,
+// each under a new job id; completed steps keep their results and do not
+// run again. It returns how many steps run again (0: nothing had failed or
+// been canceled).
+func (c *Client) RetryWorkflow(ctx context.Context, id string) (int, error) {
+	n, err := c.workflowRunner().Retry(ctx, id, func(old string) string {
+		if r, ok := queue.RouteOf(old); ok {
+			return queue.NewID(r, c.q.Now())
+		}
+		step := "r"
+		if i := strings.LastIndexByte(old, '-'); i >= 0 {
+			step = old[i+1:]
+		}
+		return ulid.MustNew(ulid.Timestamp(c.q.Now()), ulid.DefaultEntropy()).String() + "-" + step
+	})
+	if errors.Is(err, queue.ErrWorkflowNotFound) {
+		return 0, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
+	}
+	return n, err
+}
+
+// workflowSink advances the workflow of every step whose job a worker
+// ended: completed, dead-lettered or canceled. It hands the work to a
+// goroutine, as a sink must; should the process die first, the workflow's
+// keeper reads the end back from the job.
+type workflowSink struct {
+	c   *Client
+	log func(msg string, args ...any)
+}
+
+func (s workflowSink) JobEnded(e engine.JobEnd) {
+	if e.Workflow == "" {
+		return
+	}
+	var how queue.StepEnd
+	value := []byte(e.Error)
+	switch e.Ending {
+	case engine.Completed:
+		how, value = queue.StepEndCompleted, e.Result
+	case engine.Dead:
+		how = queue.StepEndFailed
+	case engine.Canceled:
+		how = queue.StepEndCanceled
+	default:
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.c.workflowRunner().StepEnded(ctx, e.Workflow, e.Step, e.ID, how, value); err != nil {
+			s.log("bananas: advance workflow (its keeper will)", "workflow", e.Workflow, "job", e.ID, "err", err)
+		}
+	}()
+}
+
+// workflowKeeper is the worker's loop over the workflows left
+// half-advanced: it looks every lease (at least every second).
+func (w *Worker) workflowKeeper() *workflows.Keeper {
+	r := w.c.workflowRunner()
+	every := w.opts.Lease
+	if every < time.Second {
+		every = time.Second
+	}
+	tick := every / 4
+	if tick < 100*time.Millisecond {
+		tick = 100 * time.Millisecond
+	}
+	return &workflows.Keeper{R: r, Tick: tick, Every: every}
+}

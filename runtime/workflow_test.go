@@ -1,0 +1,198 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// Tasks of the workflow tests: a document split in two halves, each
+// measured, the measures joined.
+var (
+	wfSplit   = runtime.NewTask[string, string]("wf_split")
+	wfLeft    = runtime.NewTask[string, int]("wf_left")
+	wfRight   = runtime.NewTask[string, int]("wf_right", runtime.Route("wf_other"))
+	wfJoin    = runtime.NewTask[[]int, string]("wf_join")
+	wfDouble  = runtime.NewTask[int, int]("wf_double")
+	wfExplode = runtime.NewTask[int, int]("wf_explode", runtime.MaxRetries(0))
+)
+
+// wfRuns counts the runs of each task and remembers their args.
+type wfRuns struct {
+	mu   sync.Mutex
+	runs map[string]int
+	args map[string][]string
+	fail map[string]bool // tasks that fail until told otherwise
+}
+
+func newWFRuns() *wfRuns {
+	return &wfRuns{runs: map[string]int{}, args: map[string][]string{}, fail: map[string]bool{}}
+}
+
+func (r *wfRuns) ran(task string, args any) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runs[task]++
+	r.args[task] = append(r.args[task], fmt.Sprint(args))
+	if r.fail[task] {
+		return errors.New(task + " broke")
+	}
+	return nil
+}
+
+func (r *wfRuns) count(task string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs[task]
+}
+
+func (r *wfRuns) setFail(task string, on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail[task] = on
+}
+
+func wfWorker(t *testing.T, c *runtime.Client, r *wfRuns) {
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"default", "wf_other"}, Concurrency: 8}))
+	runtime.Handle(w, wfSplit, func(_ context.Context, doc string) (string, error) {
+		return strings.ToUpper(doc), r.ran("split", doc)
+	})
+	runtime.Handle(w, wfLeft, func(_ context.Context, s string) (int, error) {
+		return len(s), r.ran("left", s)
+	})
+	runtime.Handle(w, wfRight, func(_ context.Context, s string) (int, error) {
+		return 2 * len(s), r.ran("right", s)
+	})
+	runtime.Handle(w, wfJoin, func(_ context.Context, xs []int) (string, error) {
+		return fmt.Sprint(xs), r.ran("join", xs)
+	})
+	runtime.Handle(w, wfDouble, func(_ context.Context, x int) (int, error) {
+		return 2 * x, r.ran("double", x)
+	})
+	runtime.Handle(w, wfExplode, func(_ context.Context, x int) (int, error) {
+		return x, r.ran("explode", x)
+	})
+	startWorker(t, w)
+}
+
+func TestWorkflow_DiamondPassesResultsOnInOrder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		r := newWFRuns()
+		wfWorker(t, c, r)
+		a := wfSplit.With(c).Step("abc")
+		b, d := runtime.Then(a, wfLeft.With(c)), runtime.Then(a, wfRight.With(c))
+		j := runtime.Then(runtime.Gather(b, d), wfJoin.With(c))
+		id, err := j.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := j.Await(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != "[3 6]" {
+			t.Fatalf("result = %q, want [3 6]", got)
+		}
+		if n := r.count("split"); n != 1 {
+			t.Fatalf("split ran %d times; one Step used twice is one step", n)
+		}
+		info, err := c.Workflow(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status != "completed" || len(info.Steps) != 5 {
+			t.Fatalf("workflow = %+v", info)
+		}
+		for _, s := range info.Steps {
+			if s.Status != runtime.StatusCompleted {
+				t.Fatalf("step %s is %s", s.Label, s.Status)
+			}
+		}
+	})
+}
+
+func TestWorkflow_DeadStepFailsItAndCancelsWhatCameAfterRetryRunsOnlyThose(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		r := newWFRuns()
+		r.setFail("explode", true)
+		wfWorker(t, c, r)
+		first := wfDouble.With(c).Step(5)
+		boom := runtime.Then(first, wfExplode.With(c))
+		last := runtime.Then(runtime.Then(boom, wfDouble.With(c)), wfDouble.With(c))
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = last.Await(ctx, id)
+		var we *runtime.WorkflowError
+		if !errors.As(err, &we) || we.Step != "wf_explode" || !strings.Contains(err.Error(), "explode broke") {
+			t.Fatalf("Await = %v; want a *WorkflowError naming wf_explode", err)
+		}
+		info, err := c.Workflow(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []runtime.Status{runtime.StatusCompleted, runtime.StatusFailed, runtime.StatusCanceled, runtime.StatusCanceled}
+		for k, s := range info.Steps {
+			if s.Status != want[k] {
+				t.Fatalf("step %d (%s) is %s, want %s", k, s.Label, s.Status, want[k])
+			}
+		}
+		if info.Status != "failed" {
+			t.Fatalf("status %s", info.Status)
+		}
+		r.setFail("explode", false)
+		n, err := c.RetryWorkflow(ctx, id)
+		if err != nil || n != 3 {
+			t.Fatalf("RetryWorkflow = %d, %v; want 3 steps", n, err)
+		}
+		got, err := last.Await(ctx, id)
+		if err != nil || got != 40 {
+			t.Fatalf("Await after retry = %d, %v; want 40", got, err)
+		}
+		if d := r.count("double"); d != 3 {
+			t.Fatalf("double ran %d times, want 3: the completed first step must not run again", d)
+		}
+	})
+}
+
+func TestWorkflow_CancelCancelsWaitingAndRunningSteps(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		started := make(chan struct{}, 1)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
+		slow := runtime.NewTask[int, int]("wf_slow")
+		runtime.Handle(w, slow, func(ctx context.Context, x int) (int, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return 0, ctx.Err()
+		})
+		runtime.Handle(w, wfDouble, func(_ context.Context, x int) (int, error) { return 2 * x, nil })
+		startWorker(t, w)
+		last := runtime.Then(slow.With(c).Step(1), wfDouble.With(c))
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recv(t, started, 10*time.Second, "the first step to start")
+		if st, err := c.CancelWorkflow(ctx, id); err != nil || st != "canceled" {
+			t.Fatalf("CancelWorkflow = %q, %v", st, err)
+		}
+		_, err = last.Await(ctx, id)
+		if !errors.Is(err, runtime.ErrJobCanceled) {
+			t.Fatalf("Await = %v; want canceled", err)
+		}
+		waitFor(t, 10*time.Second, "the running step's job to end canceled", func() bool {
+			info, err := c.Workflow(ctx, id)
+			return err == nil && info.Steps[0].Status == runtime.StatusCanceled && info.Steps[1].Status == runtime.StatusCanceled
+		})
+	})
+}
