@@ -324,7 +324,12 @@ func (q *Queue) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, e
 	}
 	f := all.Val()
 	n, _ := strconv.Atoi(f["n"])
-	if f["st"] == "" || n < 1 || n > MaxWorkflowSteps {
+	switch f["st"] {
+	case WorkflowRunning, WorkflowCompleted, WorkflowFailed, WorkflowCanceled:
+	default: // none, or garbage: not a workflow these scripts can move
+		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+	}
+	if n < 1 || n > MaxWorkflowSteps {
 		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
 	}
 	w := &WorkflowRecord{ID: id, Status: f["st"], Why: -1, CreatedAt: parseMS(f["c"]), EndedAt: parseMS(f["f"]), Steps: make([]StepRecord, n)}

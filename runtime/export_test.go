@@ -51,3 +51,7 @@ func BuiltJobs[A, R any](t *Task[A, R], c *Client, args []A, opts ...Option) ([]
 	}
 	return jobs, shards, nil
 }
+
+// SetStepEndHook has f called with each workflow step's end, once its
+// job's end is recorded and before the workflow is advanced.
+func SetStepEndHook(f func(workflow string, step int)) { stepEndHook = f }

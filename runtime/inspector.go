@@ -160,7 +160,20 @@ func (in *Inspector) Enqueue(ctx context.Context, name string, args []byte, opts
 // A job that exists but is not dead-lettered is an error matching
 // ErrWrongState that names its state.
 func (in *Inspector) Replay(ctx context.Context, id string) error {
+	// A workflow's step goes back under its keeper's watch first, so that
+	// the workflow hears of its end even should its worker die; once
+	// replayed, the step and the steps its failure canceled wait again.
+	var step *queue.JobState
+	if st, err := in.c.q.Lookup(ctx, id); err == nil && st.Envelope.Workflow != "" {
+		step = st
+		if err := in.c.q.WatchWorkflow(ctx, st.Envelope.Workflow, in.c.q.Now().Add(in.c.workflowRunner().Grace)); err != nil {
+			return err
+		}
+	}
 	err := in.c.q.Replay(ctx, id)
+	if err == nil && step != nil {
+		return in.c.workflowRunner().Replayed(ctx, step.Envelope.Workflow, step.Envelope.Step, id)
+	}
 	if errors.Is(err, queue.ErrNotFound) {
 		if info, jerr := in.c.Job(ctx, id); jerr == nil && info.Status != StatusFailed {
 			return wrongState("replay", id, info.Status)

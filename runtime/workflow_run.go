@@ -264,6 +264,9 @@ func (s workflowSink) JobEnded(e engine.JobEnd) {
 	default:
 		return
 	}
+	if stepEndHook != nil {
+		stepEndHook(e.Workflow, e.Step)
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -272,6 +275,11 @@ func (s workflowSink) JobEnded(e engine.JobEnd) {
 		}
 	}()
 }
+
+// stepEndHook, when set (by tests), is called with each step's end once
+// its job's end is recorded and before the workflow is advanced: the
+// instant a process killed there leaves to the keeper.
+var stepEndHook func(workflow string, step int)
 
 // workflowKeeper is the worker's loop over the workflows left
 // half-advanced: it looks every lease (at least every second).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -194,5 +195,59 @@ func TestWorkflow_CancelCancelsWaitingAndRunningSteps(t *testing.T) {
 			info, err := c.Workflow(ctx, id)
 			return err == nil && info.Steps[0].Status == runtime.StatusCanceled && info.Steps[1].Status == runtime.StatusCanceled
 		})
+	})
+}
+
+// A step whose args are not its predecessor's result is a compile error;
+// the same workflow with matching types compiles.
+func TestWorkflow_AMismatchOfResultAndArgsDoesNotCompile(t *testing.T) {
+	t.Parallel()
+	build := func(dir string) (string, error) {
+		cmd := exec.Command("go", "vet", "./testdata/wftypes/"+dir)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := build("good"); err != nil {
+		t.Fatalf("the matching workflow does not compile: %v\n%s", err, out)
+	}
+	out, err := build("bad")
+	if err == nil {
+		t.Fatal("a workflow whose step takes []byte after a step returning int compiled")
+	}
+	if !strings.Contains(out, "main.go:13") || !strings.Contains(out, "[]byte") {
+		t.Fatalf("the compile error does not point at the mismatch:\n%s", out)
+	}
+}
+
+// A dead step's job replayed from the dead-letter set that then completes
+// brings the workflow back: what it canceled runs, and the workflow
+// completes.
+func TestWorkflow_ReplayOfTheDeadStepResumesTheWorkflow(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		r := newWFRuns()
+		r.setFail("explode", true)
+		wfWorker(t, c, r)
+		last := runtime.Then(runtime.Then(wfDouble.With(c).Step(1), wfExplode.With(c)), wfDouble.With(c))
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = last.Await(ctx, id)
+		var we *runtime.WorkflowError
+		if !errors.As(err, &we) {
+			t.Fatalf("Await = %v; want a *WorkflowError", err)
+		}
+		r.setFail("explode", false)
+		if err := runtime.NewInspector(c).Replay(ctx, we.JobID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := last.Await(ctx, id)
+		if err != nil || got != 4 {
+			t.Fatalf("Await after the replay = %d, %v; want 4", got, err)
+		}
+		if n := r.count("explode"); n != 2 {
+			t.Fatalf("explode ran %d times, want 2", n)
+		}
 	})
 }

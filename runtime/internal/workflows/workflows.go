@@ -160,6 +160,41 @@ func (r *Runner) Retry(ctx context.Context, id string, newID func(old string) st
 	return len(ids), r.makeAll(ctx, id, a.Ready)
 }
 
+// Replayed runs step k of workflow id again under its own job id, which
+// was just replayed from the dead-letter set: the step and the steps its
+// failure canceled wait again, and the workflow runs.
+func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) error {
+	rec, err := r.Q.ReadWorkflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if k < 0 || k >= len(rec.Steps) || rec.Steps[k].JobID != job || rec.Steps[k].State != queue.StepFailed {
+		return nil
+	}
+	next := make([][]int, len(rec.Steps))
+	for m, s := range rec.Steps {
+		for _, p := range s.After {
+			if p >= 0 && p < len(next) {
+				next[p] = append(next[p], m)
+			}
+		}
+	}
+	ids := map[int]string{k: ""}
+	for stack := next[k]; len(stack) > 0; {
+		m := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if _, seen := ids[m]; !seen && rec.Steps[m].State == queue.StepCanceled {
+			ids[m] = "" // never made: it keeps its job id
+			stack = append(stack, next[m]...)
+		}
+	}
+	a, err := r.Q.RetryWorkflow(ctx, id, ids, r.Q.Now())
+	if err != nil {
+		return err
+	}
+	return r.makeAll(ctx, id, a.Ready)
+}
+
 // Check looks at workflow id as the keeper does: it makes the jobs of the
 // steps left creating, reads the end of every step whose job ended without
 // the workflow hearing of it, and takes the workflow out of the index once
@@ -181,6 +216,14 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 		case queue.StepCreated:
 			watching = true
 			if err := r.checkJob(ctx, id, k, s.JobID); err != nil {
+				errs = append(errs, err)
+			}
+		case queue.StepFailed:
+			// Its dead job may have been replayed: watched until it is
+			// dead again or completed.
+			live, err := r.checkReplayed(ctx, id, k, s.JobID)
+			watching = watching || live
+			if err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -236,6 +279,29 @@ func (r *Runner) checkJob(ctx context.Context, wf string, k int, job string) err
 	default:
 		return r.StepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte(orText(rec.Error, st.Error, "failed")))
 	}
+}
+
+// checkReplayed looks at the job of step k of wf, which failed: a job
+// replayed from the dead-letter set that completed advances the workflow;
+// live reports one that may still run.
+func (r *Runner) checkReplayed(ctx context.Context, wf string, k int, job string) (live bool, err error) {
+	if job == "" {
+		return false, nil
+	}
+	st, err := r.Q.Lookup(ctx, job)
+	if errors.Is(err, queue.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch st.Status {
+	case queue.StatusFailed, queue.StatusCanceled:
+		return false, nil
+	case queue.StatusCompleted:
+		return false, r.checkJob(ctx, wf, k, job)
+	}
+	return true, nil
 }
 
 func orText(s ...string) string {

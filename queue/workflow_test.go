@@ -1,0 +1,165 @@
+package queue_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// chain3 is a workflow of a first step, then b, then a gather of one and
+// its successor: "a" -> "b" -> gather -> "d".
+func wfSteps(t *testing.T) []queue.WorkflowStep {
+	args, err := msgpack.Marshal(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []queue.WorkflowStep{
+		{Label: "a", JobID: "job-a", Template: []byte("tpl-a"), Args: args},
+		{Label: "b", JobID: "job-b", Template: []byte("tpl-b"), Args: args},
+		{Label: "g", Gather: true, After: []int{1, 0}},
+		{Label: "d", JobID: "job-d", Template: []byte("tpl-d"), After: []int{2}},
+	}
+}
+
+var keepWF = queue.WorkflowTTLs{Completed: time.Hour, Failed: time.Hour}
+
+func mp(t *testing.T, v any) []byte {
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		ready, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now)
+		if err != nil || len(ready) != 2 || ready[0].JobID != "job-a" || ready[1].JobID != "job-b" {
+			t.Fatalf("submit = %+v, %v; want a and b ready", ready, err)
+		}
+		if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
+			t.Fatal(err)
+		}
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), keepWF, now)
+		if err != nil || len(a.Ready) != 0 || a.Status != "running" {
+			t.Fatalf("a completed: %+v, %v; want nothing ready yet", a, err)
+		}
+		a, err = q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), keepWF, now)
+		if err != nil || len(a.Ready) != 1 || a.Ready[0].JobID != "job-d" {
+			t.Fatalf("b completed: %+v, %v; want d ready", a, err)
+		}
+		var got []string
+		if err := msgpack.Unmarshal(a.Ready[0].Args, &got); err != nil || strings.Join(got, ",") != "B,A" {
+			t.Fatalf("d's args = %q (%v); want [B A], the gather's order", got, err)
+		}
+		if _, err := q.StepsCreated(ctx, "wf1", []int{3}); err != nil {
+			t.Fatal(err)
+		}
+		a, err = q.AdvanceWorkflow(ctx, "wf1", 3, "job-d", queue.StepEndCompleted, mp(t, 7), keepWF, now)
+		if err != nil || a.Status != "completed" {
+			t.Fatalf("d completed: %+v, %v", a, err)
+		}
+		rec, err := q.ReadWorkflow(ctx, "wf1")
+		if err != nil || rec.Status != "completed" || rec.TTL <= 0 {
+			t.Fatalf("record = %+v, %v; want completed with a TTL", rec, err)
+		}
+	})
+}
+
+func TestWorkflow_AStaleEndChangesNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		if _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "another-job", queue.StepEndFailed, []byte("boom"), keepWF, now)
+		if err != nil || !a.Stale {
+			t.Fatalf("advance with another job id = %+v, %v; want stale", a, err)
+		}
+		if _, err := q.AdvanceWorkflow(ctx, "nope", 0, "job-a", queue.StepEndFailed, nil, keepWF, now); err == nil {
+			t.Fatal("advance of a workflow that does not exist succeeded")
+		}
+	})
+}
+
+func TestWorkflow_GarbageIsRefusedBeforeAnyWrite(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		key := queue.WorkflowKey(q.Namespace(), "wf1")
+		q.Client().Set(ctx, key, "garbage", 0)
+		if _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err == nil || !strings.Contains(err.Error(), "not a hash") {
+			t.Fatalf("submit over a string = %v; want refused", err)
+		}
+		if v, _ := q.Client().Get(ctx, key).Result(); v != "garbage" {
+			t.Fatalf("the key was written: %q", v)
+		}
+		q.Client().Del(ctx, key)
+		q.Client().HSet(ctx, key, "st", "dancing", "n", 4)
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndFailed, nil, keepWF, now); err == nil {
+			t.Fatal("advance of a record with a garbage status succeeded")
+		}
+		if _, err := q.ReadWorkflow(ctx, "wf{1}"); err == nil {
+			t.Fatal("an id with braces was read")
+		}
+	})
+}
+
+func TestWorkflow_AGarbageCounterIsRecounted(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		if _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		key := queue.WorkflowKey(q.Namespace(), "wf1")
+		q.Client().HSet(ctx, key, "p:2", "x", "left", "y")
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), keepWF, now); err != nil {
+			t.Fatal(err)
+		}
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, 2), keepWF, now)
+		if err != nil || len(a.Ready) != 1 {
+			t.Fatalf("b completed: %+v, %v; want d ready despite the garbage counter", a, err)
+		}
+	})
+}
+
+// The workflow scripts run twice with the same arguments change nothing the
+// first did not.
+func TestWorkflowScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) {
+	runTwiceCases(t, []twiceCase{
+		{"submit, created, advance, fail, cancel, retry, due", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx, now := context.Background(), time.Now()
+			h.during(func() {
+				if _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := q.SubmitWorkflow(ctx, "wf2", wfSteps(t), 3, time.Minute, now); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), keepWF, now); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndFailed, []byte("boom"), keepWF, now); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := q.RetryWorkflow(ctx, "wf1", map[int]string{1: "job-b2", 2: "", 3: "job-d2"}, now); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := q.CancelWorkflow(ctx, "wf2", time.Hour, now); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := q.DueWorkflows(ctx, now.Add(time.Hour), now.Add(2*time.Hour), 10); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}},
+	})
+}
