@@ -44,6 +44,8 @@
 //	<ns>:worker:<id>                        STRING  the worker's heartbeat state (the runtime's JSON), with its TTL
 //	<ns>:once:{<h>}:done                    STRING  runtime.Once: when the effect of key h was done (ms), kept 7 days (once.go)
 //	<ns>:once:{<h>}:claim                   STRING  runtime.Once: the token of the caller running the effect, with its TTL
+//	<ns>:workflow:{<id>}                    HASH    a workflow: its status, and its steps' states, job ids and results (workflow.go)
+//	<ns>:workflows                          ZSET    workflows their keeper watches: id -> when it looks next (ms)
 //
 // Pub/sub channels (keys.go names each):
 //
@@ -54,6 +56,7 @@
 //	<ns>:schedule          the run-at (ms) of a newly scheduled job (a sleeping promoter wakes earlier)
 //	<ns>:result:{<id>}     the result record of the job, as it finishes (Await, Call)
 //	<ns>:once:{<h>}        the effect of Once key h was done ("done") or its claim given up ("released")
+//	<ns>:workflow:{<id>}   the workflow ended: completed, failed or canceled
 //
 // A Once key is the caller's and may hold any byte: h is its SHA-256, the
 // first 128 bits in hex, a hash tag of its own (OnceKeysOf).
@@ -95,7 +98,8 @@
 // claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge,
 // cron, and the admin actions pause, resume, remove — delete and cancel —,
 // canceled and cancels; and, outside routes, keep, unlock and relock for
-// locks, once_claim, once_done and once_release for runtime.Once), each
+// locks, once_claim, once_done and once_release for runtime.Once, and the
+// wf_* scripts of workflows), each
 // headed by its KEYS/ARGV/return contract; every
 // state change is one of them. Every key a script touches is passed in KEYS —
 // where the ids are not known in advance (promote, reap, purge) the caller reads
@@ -136,6 +140,14 @@
 // own limits bound the whole fetch. Every script that ends a lease frees
 // the job's slot; a lease that runs out frees it too. flow.go has the
 // diagram, scripts/_flow.lua the shared steps.
+//
+// # Workflows
+//
+// A workflow's record is one hash under its own hash tag; its steps' jobs
+// are ordinary jobs on their routes, each made under a job id fixed when the
+// workflow was submitted. The scripts wf_*.lua move the record; the caller
+// makes the jobs they return, and the keeper (DueWorkflows) finishes what a
+// dead caller left. workflow.go has the diagram.
 //
 // # Pausing and canceling
 //

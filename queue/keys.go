@@ -185,3 +185,14 @@ func (k Keys) Held() string { return k.base + "held" }
 // FlowOf is the HASH of every keyed job waiting or running: id -> its member
 // in the keyed set, which names its flow.
 func (k Keys) FlowOf() string { return k.base + "flowof" }
+
+// WorkflowKey is the record of workflow id, under the workflow's own hash
+// tag (workflow.go).
+func WorkflowKey(ns, id string) string { return ns + ":workflow:{" + id + "}" }
+
+// WorkflowChannel is where the end of workflow id is announced.
+func WorkflowChannel(ns, id string) string { return ns + ":workflow:{" + id + "}" }
+
+// WorkflowIndex is the zset of the workflows their keeper watches: id ->
+// when it looks at it next (ms).
+func WorkflowIndex(ns string) string { return ns + ":workflows" }

@@ -94,15 +94,6 @@ const (
 // record expired).
 var ErrWorkflowNotFound = errors.New("workflow not found")
 
-// WorkflowKey is the record of workflow id.
-func WorkflowKey(ns, id string) string { return ns + ":workflow:{" + id + "}" }
-
-// WorkflowChannel is where the end of workflow id is announced.
-func WorkflowChannel(ns, id string) string { return ns + ":workflow:{" + id + "}" }
-
-// WorkflowIndex is the zset of workflows not yet settled.
-func WorkflowIndex(ns string) string { return ns + ":workflows" }
-
 // MaxWorkflowSteps bounds a workflow: its record is one hash, and each
 // submission one script call.
 const MaxWorkflowSteps = 10000

@@ -190,6 +190,7 @@ func TestACL_TheDocumentedUserRunsWorkersProducersAndTheCommandLine(t *testing.T
 	dead := r.producersEnqueueAwaitDelayDedupeAndFail()
 	r.aJobKeyHoldingGarbageIsDeadLettered()
 	r.aRunningJobIsCanceledOnceItsLeaseIsRenewed()
+	r.aWorkflowRunsFailsAndIsRetried()
 	handed := r.aJobRunningAtShutdownIsHandedBack(stopWorker)
 	a := &app{t: t, env: map[string]string{"REDIS_URL": r.url, "BANANAS_NAMESPACE": r.ns, "LOG_LEVEL": "error", "WORKER_ROUTING_KEYS": "default,email,images"}}
 	r.theCommandLineActsOnJobsAndPagesThem(a, dead, handed)
@@ -197,6 +198,39 @@ func TestACL_TheDocumentedUserRunsWorkersProducersAndTheCommandLine(t *testing.T
 
 	if denied := aclDenials(t, r.admin); len(denied) > 0 {
 		t.Fatalf("Redis refused the runtime under the documented user: %v", denied)
+	}
+}
+
+// A workflow is submitted, advanced, failed by a step, retried, read and
+// canceled: the workflow scripts and reads under the documented user.
+func (r *aclRig) aWorkflowRunsFailsAndIsRetried() {
+	t, ctx := r.t, r.ctx
+	echo := testtasks.Echo.With(r.c)
+	both := runtime.Gather(echo.Step(Msg{Text: "a"}), echo.Step(Msg{Text: "b"}))
+	id, err := both.Enqueue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := both.Await(ctx, id); err != nil || len(got) != 2 || got[1].Text != "b" {
+		t.Fatalf("workflow Await = %+v, %v", got, err)
+	}
+	failing := runtime.Gather(testtasks.Note.With(r.c).Step(Msg{Text: "n"}))
+	id, err = failing.Enqueue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var we *runtime.WorkflowError
+	if _, err := failing.Await(ctx, id); !errors.As(err, &we) {
+		t.Fatalf("failing workflow Await = %v", err)
+	}
+	if n, err := r.c.RetryWorkflow(ctx, id); err != nil || n != 2 {
+		t.Fatalf("RetryWorkflow = %d, %v", n, err)
+	}
+	if _, err := r.c.CancelWorkflow(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.c.Workflow(ctx, id); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -157,9 +157,13 @@ func (c *Client) submitWorkflow(ctx context.Context, nodes []*stepNode) (string,
 	return id, steps, nil
 }
 
+// clientOrDefault is the client of the workflow ending in n: that of the
+// first of its steps whose task has one (With), else the default.
 func (n *stepNode) clientOrDefault() (*Client, error) {
-	if n.client != nil {
-		return n.client, nil
+	for _, s := range orderSteps(n) {
+		if s.client != nil {
+			return s.client, nil
+		}
 	}
 	if c := Default(); c != nil {
 		return c, nil
