@@ -36,6 +36,7 @@ type stepNode struct {
 	client *Client // the task's own client (With), or nil for the default
 	name   string  // the task's Go variable, for messages
 	label  string  // the step's label as given (the HTTP API's "id"); "": made from its task's name
+	zero   bool    // stands for a zero Step given as a predecessor: refused at submission
 }
 
 // Step is a first step of a workflow: a job of t with args.
@@ -178,6 +179,9 @@ func orderSteps(final *stepNode) []*stepNode {
 	seen := map[*stepNode]bool{}
 	var visit func(n *stepNode)
 	visit = func(n *stepNode) {
+		if n == nil {
+			n = &stepNode{zero: true}
+		}
 		if seen[n] {
 			return
 		}
@@ -196,26 +200,31 @@ func orderSteps(final *stepNode) []*stepNode {
 // and templates.
 func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode, now time.Time) ([]queue.WorkflowStep, error) {
 	index := map[*stepNode]int{}
-	seen := map[string]int{}
+	seen, taken := map[string]int{}, map[string]bool{}
 	steps := make([]queue.WorkflowStep, len(nodes))
 	for k, n := range nodes {
+		if n.zero {
+			return nil, errors.New("bananas: enqueue workflow: a zero Step, not made by Task.Step, Then or Gather, is given as a predecessor")
+		}
 		index[n] = k
 		base := n.task
 		if base == "" {
 			base = "gather"
 		}
-		seen[base]++
-		label := base
-		if seen[base] > 1 {
-			label = base + "-" + strconv.Itoa(seen[base])
+		label := n.label
+		for label == "" || taken[label] {
+			seen[base]++
+			label = base
+			if seen[base] > 1 {
+				label = base + "-" + strconv.Itoa(seen[base])
+			}
 		}
-		if n.label != "" {
-			label = n.label
-		}
+		taken[label] = true
 		s := queue.WorkflowStep{Label: label, Gather: n.task == ""}
 		for _, p := range n.after {
 			s.After = append(s.After, index[p])
 		}
+
 		if !s.Gather {
 			if len(n.after) == 0 {
 				if n.argErr != nil {

@@ -251,3 +251,32 @@ func TestWorkflow_ReplayOfTheDeadStepResumesTheWorkflow(t *testing.T) {
 		}
 	})
 }
+
+// Labels stay unique however tasks are named, and a zero Step given as a
+// predecessor is refused before anything is stored.
+func TestWorkflow_LabelsAreUniqueAndAZeroStepIsRefused(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		d2 := runtime.NewTask[int, int]("wf_double-2")
+		last := runtime.Then(runtime.Then(runtime.Then(wfDouble.With(c).Step(1), wfDouble.With(c)), d2.With(c)), wfDouble.With(c))
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Workflow(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, s := range info.Steps {
+			if seen[s.Label] {
+				t.Fatalf("label %q twice in %+v", s.Label, info.Steps)
+			}
+			seen[s.Label] = true
+		}
+		var zero runtime.Step[int]
+		if _, err := runtime.Then(zero, wfDouble.With(c)).Enqueue(ctx); err == nil || !strings.Contains(err.Error(), "zero Step") {
+			t.Fatalf("Enqueue after a zero Step = %v; want refused", err)
+		}
+	})
+}

@@ -41,13 +41,18 @@ func (r *Runner) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// Submit stores workflow id and makes the jobs of its first steps.
+// Submit stores workflow id and makes the jobs of its first steps. Once
+// the workflow is stored the submission has succeeded: a first step whose
+// job could not be made now is made by the keeper, within the grace.
 func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowStep, final int) error {
 	ready, err := r.Q.SubmitWorkflow(ctx, id, steps, final, r.Grace, r.Q.Now())
 	if err != nil {
 		return err
 	}
-	return r.makeAll(ctx, id, ready)
+	if err := r.makeAll(ctx, id, ready); err != nil {
+		r.logger().Warn("bananas: make the first steps of a workflow (its keeper will)", "workflow", id, "err", err)
+	}
+	return nil
 }
 
 // StepEnded advances workflow wf, whose step's job ended as how said, with
