@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -82,8 +83,28 @@ func wfWorker(t *testing.T, c *runtime.Client, r *wfRuns) {
 	startWorker(t, w)
 }
 
+// wfBackends runs f as parallel subtests against the embedded server, a
+// real redis-server and a real 3-master cluster, each in its own namespace.
+func wfBackends(t *testing.T, f func(t *testing.T, c *runtime.Client)) {
+	t.Helper()
+	t.Parallel()
+	for _, name := range []string{"embedded", "redis", "cluster"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url := "mem://"
+			switch name {
+			case "redis":
+				url = redistest.Shared(t).URL()
+			case "cluster":
+				url = redistest.SharedCluster(t).URL()
+			}
+			f(t, connect(t, url))
+		})
+	}
+}
+
 func TestWorkflow_DiamondPassesResultsOnInOrder(t *testing.T) {
-	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+	wfBackends(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		r := newWFRuns()
 		wfWorker(t, c, r)
@@ -120,7 +141,7 @@ func TestWorkflow_DiamondPassesResultsOnInOrder(t *testing.T) {
 }
 
 func TestWorkflow_DeadStepFailsItAndCancelsWhatCameAfterRetryRunsOnlyThose(t *testing.T) {
-	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+	wfBackends(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		r := newWFRuns()
 		r.setFail("explode", true)
@@ -166,7 +187,7 @@ func TestWorkflow_DeadStepFailsItAndCancelsWhatCameAfterRetryRunsOnlyThose(t *te
 }
 
 func TestWorkflow_CancelCancelsWaitingAndRunningSteps(t *testing.T) {
-	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+	wfBackends(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		started := make(chan struct{}, 1)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
@@ -223,7 +244,7 @@ func TestWorkflow_AMismatchOfResultAndArgsDoesNotCompile(t *testing.T) {
 // brings the workflow back: what it canceled runs, and the workflow
 // completes.
 func TestWorkflow_ReplayOfTheDeadStepResumesTheWorkflow(t *testing.T) {
-	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+	wfBackends(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		r := newWFRuns()
 		r.setFail("explode", true)
@@ -255,7 +276,7 @@ func TestWorkflow_ReplayOfTheDeadStepResumesTheWorkflow(t *testing.T) {
 // Labels stay unique however tasks are named, and a zero Step given as a
 // predecessor is refused before anything is stored.
 func TestWorkflow_LabelsAreUniqueAndAZeroStepIsRefused(t *testing.T) {
-	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+	wfBackends(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		d2 := runtime.NewTask[int, int]("wf_double-2")
 		last := runtime.Then(runtime.Then(runtime.Then(wfDouble.With(c).Step(1), wfDouble.With(c)), d2.With(c)), wfDouble.With(c))
