@@ -287,48 +287,78 @@ func (c *Client) stepJob(ctx context.Context, wf string, k int, n *stepNode, now
 	return b, queue.NewID(shard, now), nil
 }
 
-// makeStep makes the job of step s of workflow wf: the runner's Make.
-func (c *Client) makeStep(ctx context.Context, wf string, s queue.ReadyStep) error {
+// makeSteps makes the jobs of steps of workflow wf: the runner's Make. The
+// jobs of one shard and priority go in one call.
+func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadyStep) []error {
+	errs := make([]error, len(steps))
+	type group struct {
+		shard string
+		prio  Priority
+	}
+	var order []group
+	jobs := map[group][]queue.NewJob{}
+	index := map[group][]int{}
+	for i, s := range steps {
+		j, route, prio, err := c.stepJobOf(wf, s)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		g := group{c.shardOf(jobConfig{route: route}, &j), prio}
+		if _, ok := jobs[g]; !ok {
+			order = append(order, g)
+		}
+		jobs[g], index[g] = append(jobs[g], j), append(index[g], i)
+	}
+	for _, g := range order {
+		_, err := c.q.Enqueue(ctx, g.shard, g.prio, jobs[g], c.q.Now())
+		for _, i := range index[g] {
+			errs[i] = err
+		}
+		if err == nil {
+			c.metrics.Enqueued(queue.ShardBase(g.shard), string(g.prio), jobs[g][0].Name, len(jobs[g]))
+		}
+	}
+	return errs
+}
+
+// stepJobOf is the job of step s of workflow wf, made from its template
+// with its args, and its route and priority.
+func (c *Client) stepJobOf(wf string, s queue.ReadyStep) (queue.NewJob, string, Priority, error) {
 	var tpl stepTemplate
 	if err := json.Unmarshal(s.Template, &tpl); err != nil || tpl.Name == "" || queue.CheckRoute(tpl.Route) != nil {
-		return fmt.Errorf("%w: its template does not read (%q)", workflows.ErrPermanent, s.Template)
+		return queue.NewJob{}, "", "", fmt.Errorf("%w: its template does not read (%q)", workflows.ErrPermanent, s.Template)
 	}
 	if err := checkPayload("args of ", tpl.Name, len(s.Args), c.maxPayload); err != nil {
-		return fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
+		return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
 	}
 	env, err := queue.EncodeEnvelope(queue.Envelope{
 		Args: s.Args, Timeout: tpl.Timeout, ResultTTL: tpl.ResultTTL, FailureTTL: tpl.ResultTTL,
 		Backoff: tpl.Backoff, Description: tpl.Description, Workflow: wf, Step: s.Index,
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
+		return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
 	}
 	j := queue.NewJob{ID: s.JobID, Name: tpl.Name, Envelope: env, MaxRetries: tpl.MaxRetries, ChosenID: true, Keyed: tpl.Keyed}
 	if tpl.Keyed {
 		if tpl.Key != nil {
 			j.Key = *tpl.Key
 		} else if j.Key, err = keyOfStoredArgs(tpl.Name, s.Args); err != nil {
-			return fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
+			return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
 		}
 	}
-	cfg := jobConfig{route: tpl.Route}
 	prio := tpl.Priority
 	if !queue.ValidPriority(prio) {
 		prio = PriorityNormal
 	}
-	_, err = c.q.Enqueue(ctx, c.shardOf(cfg, &j), prio, []queue.NewJob{j}, c.q.Now())
-	if err != nil {
-		return err
-	}
-	c.metrics.Enqueued(tpl.Route, string(prio), tpl.Name, 1)
-	return nil
+	return j, tpl.Route, prio, nil
 }
 
 // workflowRunner is the client's runner of workflows.
 func (c *Client) workflowRunner() *workflows.Runner {
 	c.wfOnce.Do(func() {
 		c.wf = &workflows.Runner{
-			Q: c.q, Make: c.makeStep, CancelJob: c.cancelStepJob,
+			Q: c.q, Make: c.makeSteps, CancelJob: c.cancelStepJob,
 			TTLs:  queue.WorkflowTTLs{Completed: DefaultWorkflowTTL, Failed: DefaultFailedWorkflowTTL},
 			Grace: 5 * time.Second,
 		}

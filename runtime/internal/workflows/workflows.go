@@ -19,10 +19,11 @@ var ErrPermanent = errors.New("step cannot be made")
 // Runner moves the workflows of one namespace on.
 type Runner struct {
 	Q *queue.Queue
-	// Make makes the job of step s of workflow wf under s.JobID; a job
-	// already there under that id is success. An error matching
-	// ErrPermanent fails the step; any other leaves it for the keeper.
-	Make func(ctx context.Context, wf string, s queue.ReadyStep) error
+	// Make makes the jobs of steps of workflow wf, each under its JobID,
+	// and returns one error per step (nil: made; a job already there under
+	// that id is made). An error matching ErrPermanent fails the step; any
+	// other leaves it for the keeper.
+	Make func(ctx context.Context, wf string, steps []queue.ReadyStep) []error
 	// CancelJob cancels job id; a job not found or already ended is not an
 	// error.
 	CancelJob func(ctx context.Context, id string) error
@@ -82,8 +83,8 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 	made := make([]int, 0, len(ready))
 	var failed []queue.ReadyStep
 	var errs []error
-	for _, s := range ready {
-		err := r.Make(ctx, wf, s)
+	for i, err := range r.Make(ctx, wf, ready) {
+		s := ready[i]
 		switch {
 		case err == nil:
 			made = append(made, s.Index)
