@@ -33,12 +33,12 @@ type scripts struct {
 }
 
 func loadScripts() *scripts {
-	prelude := mustRead("_prelude.lua") + "\n" + mustRead("_flow.lua")
+	prelude := mustRead("_checks.lua") + "\n" + mustRead("_prelude.lua") + "\n" + mustRead("_flow.lua")
 	load := func(name string) *redis.Script {
 		return redis.NewScript(prelude + "\n" + mustRead(name+".lua"))
 	}
 	wf := func(name string) *redis.Script {
-		return redis.NewScript(mustRead("_prelude.lua") + "\n" + mustRead("_workflow.lua") + "\n" + mustRead(name+".lua"))
+		return redis.NewScript(mustRead("_checks.lua") + "\n" + mustRead("_workflow.lua") + "\n" + mustRead(name+".lua"))
 	}
 	return &scripts{
 		wfSubmit:  wf("wf_submit"),

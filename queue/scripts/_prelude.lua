@@ -1,39 +1,6 @@
--- _prelude.lua is prepended to every script of this folder when it is loaded.
--- It holds the argument checks and the two endings every failure path shares, so
--- that each transition script validates all of its input before its first write.
-
-local function bn_num(v, what)
-  local n = tonumber(v)
-  if n == nil then
-    error('bananas: ' .. what .. ' must be a number, got ' .. tostring(v))
-  end
-  return n
-end
-
-local function bn_str(v, what)
-  if v == nil or v == false or v == '' then
-    error('bananas: ' .. what .. ' must not be empty')
-  end
-  return v
-end
-
--- bn_type reports whether key holds a value of type want ('hash', 'zset',
--- 'list', 'string') or nothing at all. Scripts check the keys they read before
--- their first write: a key of the wrong type (written by hand, by a foreign
--- tool) would otherwise raise WRONGTYPE half-way through, after writes Redis
--- does not roll back.
-local function bn_type(key, want)
-  local t = redis.call('TYPE', key)
-  if type(t) == 'table' then t = t['ok'] end
-  return t == want or t == 'none'
-end
-
--- bn_need_type raises, before any write, when key holds another type than want.
-local function bn_need_type(key, want, what)
-  if not bn_type(key, want) then
-    error('bananas: ' .. what .. ' (' .. key .. ') is not a ' .. want)
-  end
-end
+-- _prelude.lua is prepended (after _checks.lua) to every script of a route when
+-- it is loaded. It holds the steps many transitions share: counters, the
+-- endings every failure path shares, wake-ups, the light jobs' payloads.
 
 -- bn_count adds n to a counter of a stats hash and never raises: a counter
 -- that is not an integer (garbage), or a stats key of another type, is reset
