@@ -44,6 +44,8 @@ type Queue struct {
 
 	acks *committer[string, ackReq, bool]     // coalesced acks, by route
 	enqs *committer[enqGroup, NewJob, string] // coalesced single enqueues, by route and priority
+
+	advances *committer[string, stepEnd, WorkflowAdvance] // coalesced ends of steps, by workflow (workflow.go)
 }
 
 // New returns a Queue over rdb (a *redis.Client or *redis.ClusterClient) with
@@ -61,6 +63,7 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 	// jobs at concurrency 64: 5.3–5.7k round trips in all, against 9.2k with
 	// two ack flushes in flight.
 	q.acks = newCommitter(1, 0, q.ackMany)
+	q.advances = newCommitter(1, 0, q.advanceMany)
 	q.enqs = newCommitter(1, enqueueLinger, func(ctx context.Context, g enqGroup, jobs []NewJob) ([]string, error) {
 		return q.enqueueChunk(ctx, g.route, g.priority, jobs, q.Now())
 	})

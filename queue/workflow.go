@@ -133,9 +133,15 @@ func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowS
 			return nil, fmt.Errorf("step %d (%s) gathers nothing", k, s.Label)
 		}
 	}
+	var roots []ReadyStep
 	for k, s := range steps {
 		f := strconv.Itoa(k)
-		args = append(args, "l:"+f, s.Label, "s:"+f, "w", "p:"+f, len(s.After))
+		state := "w"
+		if len(s.After) == 0 {
+			state = "c"
+			roots = append(roots, ReadyStep{Index: k, JobID: s.JobID, Template: s.Template, Args: s.Args})
+		}
+		args = append(args, "l:"+f, s.Label, "s:"+f, state, "p:"+f, len(s.After))
 		if s.Gather {
 			args = append(args, "v:"+f, "1")
 		} else {
@@ -157,6 +163,9 @@ func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowS
 	if err != nil {
 		return nil, fmt.Errorf("submit workflow %s: %w", id, err)
 	}
+	if len(res) == 1 && str(res[0]) == "new" {
+		return roots, nil
+	}
 	return readySteps(res, 1)
 }
 
@@ -167,8 +176,6 @@ type WorkflowAdvance struct {
 	Status string
 	Why    int
 	Ready  []ReadyStep
-	// Stale: the end was of a job the step no longer has; nothing changed.
-	Stale bool
 }
 
 // WorkflowTTLs are how long an ended workflow's record is kept.
@@ -178,26 +185,52 @@ type WorkflowTTLs struct {
 
 // AdvanceWorkflow records that job, the job of step of workflow id, ended
 // as how said with value (a completed job's result, else its error), and
-// returns the steps to make now. ErrWorkflowNotFound when the record is
-// gone.
-func (q *Queue) AdvanceWorkflow(ctx context.Context, id string, step int, job string, how StepEnd, value []byte, keep WorkflowTTLs, now time.Time) (WorkflowAdvance, error) {
-	res, err := q.s.wfAdvance.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, now.UnixMilli(), step, job, string(how), value,
-		keep.Completed.Milliseconds(), keep.Failed.Milliseconds(), WorkflowChannel(q.ns, id)).Slice()
+// returns the workflow's status and the steps to make now. The ends of one
+// workflow's steps that come together go in one call (wf_advance.lua takes
+// several); the steps to make are returned to one of their callers.
+// ErrWorkflowNotFound when the record is gone.
+func (q *Queue) AdvanceWorkflow(ctx context.Context, id string, step int, job string, how StepEnd, value []byte, keep WorkflowTTLs) (WorkflowAdvance, error) {
+	return q.advances.do(ctx, id, stepEnd{step, job, how, value, keep})
+}
+
+// stepEnd is one end given to AdvanceWorkflow.
+type stepEnd struct {
+	step  int
+	job   string
+	how   StepEnd
+	value []byte
+	keep  WorkflowTTLs
+}
+
+// advanceMany runs wf_advance.lua for ends of workflow id; the first end's
+// answer carries the steps to make, the others' only the status.
+func (q *Queue) advanceMany(ctx context.Context, id string, ends []stepEnd) ([]WorkflowAdvance, error) {
+	keep := ends[0].keep
+	args := make([]any, 0, 4+4*len(ends))
+	args = append(args, q.Now().UnixMilli(), keep.Completed.Milliseconds(), keep.Failed.Milliseconds(), WorkflowChannel(q.ns, id))
+	for _, e := range ends {
+		args = append(args, e.step, e.job, string(e.how), e.value)
+	}
+	res, err := q.s.wfAdvance.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).Slice()
 	if err != nil {
-		return WorkflowAdvance{}, fmt.Errorf("advance workflow %s: %w", id, err)
+		return nil, fmt.Errorf("advance workflow %s: %w", id, err)
 	}
 	if len(res) == 1 {
-		if s, _ := res[0].(string); s == "stale" {
-			return WorkflowAdvance{Stale: true, Why: -1}, nil
-		}
-		return WorkflowAdvance{}, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
+		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
 	}
 	a := WorkflowAdvance{Status: str(res[0]), Why: -1}
 	if w, err := strconv.Atoi(str(res[1])); err == nil {
 		a.Why = w
 	}
-	a.Ready, err = readySteps(res, 2)
-	return a, err
+	if a.Ready, err = readySteps(res, 2); err != nil {
+		return nil, err
+	}
+	outs := make([]WorkflowAdvance, len(ends))
+	outs[0] = a
+	for i := 1; i < len(outs); i++ {
+		outs[i] = WorkflowAdvance{Status: a.Status, Why: a.Why}
+	}
+	return outs, nil
 }
 
 // StepsCreated records that the jobs of steps of workflow id were made,

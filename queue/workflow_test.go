@@ -46,11 +46,11 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 		if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), keepWF, now)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), keepWF)
 		if err != nil || len(a.Ready) != 0 || a.Status != "running" {
 			t.Fatalf("a completed: %+v, %v; want nothing ready yet", a, err)
 		}
-		a, err = q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), keepWF, now)
+		a, err = q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), keepWF)
 		if err != nil || len(a.Ready) != 1 || a.Ready[0].JobID != "job-d" {
 			t.Fatalf("b completed: %+v, %v; want d ready", a, err)
 		}
@@ -61,7 +61,7 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 		if _, err := q.StepsCreated(ctx, "wf1", []int{3}); err != nil {
 			t.Fatal(err)
 		}
-		a, err = q.AdvanceWorkflow(ctx, "wf1", 3, "job-d", queue.StepEndCompleted, mp(t, 7), keepWF, now)
+		a, err = q.AdvanceWorkflow(ctx, "wf1", 3, "job-d", queue.StepEndCompleted, mp(t, 7), keepWF)
 		if err != nil || a.Status != "completed" {
 			t.Fatalf("d completed: %+v, %v", a, err)
 		}
@@ -78,11 +78,15 @@ func TestWorkflow_AStaleEndChangesNothing(t *testing.T) {
 		if _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "another-job", queue.StepEndFailed, []byte("boom"), keepWF, now)
-		if err != nil || !a.Stale {
-			t.Fatalf("advance with another job id = %+v, %v; want stale", a, err)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "another-job", queue.StepEndFailed, []byte("boom"), keepWF)
+		if err != nil || a.Status != "running" {
+			t.Fatalf("advance with another job id = %+v, %v; want the workflow running", a, err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "nope", 0, "job-a", queue.StepEndFailed, nil, keepWF, now); err == nil {
+		rec, err := q.ReadWorkflow(ctx, "wf1")
+		if err != nil || rec.Steps[0].State != queue.StepCreating {
+			t.Fatalf("after a stale end: %+v, %v; want step a still creating", rec, err)
+		}
+		if _, err := q.AdvanceWorkflow(ctx, "nope", 0, "job-a", queue.StepEndFailed, nil, keepWF); err == nil {
 			t.Fatal("advance of a workflow that does not exist succeeded")
 		}
 	})
@@ -101,7 +105,7 @@ func TestWorkflow_GarbageIsRefusedBeforeAnyWrite(t *testing.T) {
 		}
 		q.Client().Del(ctx, key)
 		q.Client().HSet(ctx, key, "st", "dancing", "n", 4)
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndFailed, nil, keepWF, now); err == nil {
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndFailed, nil, keepWF); err == nil {
 			t.Fatal("advance of a record with a garbage status succeeded")
 		}
 		if _, err := q.ReadWorkflow(ctx, "wf{1}"); err == nil {
@@ -118,10 +122,10 @@ func TestWorkflow_AGarbageCounterIsRecounted(t *testing.T) {
 		}
 		key := queue.WorkflowKey(q.Namespace(), "wf1")
 		q.Client().HSet(ctx, key, "p:2", "x", "left", "y")
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), keepWF, now); err != nil {
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), keepWF); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, 2), keepWF, now)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, 2), keepWF)
 		if err != nil || len(a.Ready) != 1 {
 			t.Fatalf("b completed: %+v, %v; want d ready despite the garbage counter", a, err)
 		}
@@ -144,10 +148,10 @@ func TestWorkflowScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) 
 				if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), keepWF, now); err != nil {
+				if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), keepWF); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndFailed, []byte("boom"), keepWF, now); err != nil {
+				if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndFailed, []byte("boom"), keepWF); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := q.RetryWorkflow(ctx, "wf1", map[int]string{1: "job-b2", 2: "", 3: "job-d2"}, now); err != nil {

@@ -1,90 +1,111 @@
--- wf_advance.lua: a step's job ended (Queue.AdvanceWorkflow). Completed: its
--- result is kept for its successors, each successor whose last predecessor
--- it was is marked creating and returned (a gather completes at once), and
--- the workflow completes when no step is left. Failed or canceled: the
--- workflow fails (or is canceled), and every step that waited for this one
--- is canceled at once, since it can no longer run. A failed step that then
--- completes (its dead job replayed) brings those steps back.
+-- wf_advance.lua: steps' jobs ended (Queue.AdvanceWorkflow), one or more ends
+-- of one workflow in one call, applied in order. Completed: the step's result
+-- is kept for its successors, each successor whose last predecessor it was is
+-- marked creating and returned (a gather completes at once), and the workflow
+-- completes when no step is left. Failed or canceled: the workflow fails (or
+-- is canceled), and every step that waited for this one is canceled at once,
+-- since it can no longer run. A failed step that then completes (its dead job
+-- replayed) brings those steps back.
 --
 -- An end of a job the step no longer has (a job id of before a retry) is
--- stale and changes nothing. Run twice, the second call finds the step in
--- the state the first left and writes nothing; it returns the steps still
--- creating among its successors, as the first did.
+-- stale and changes nothing. Every end is checked before the first write.
+-- Run twice, the second call finds each step in the state the first left and
+-- writes nothing; it returns the steps still creating among the successors,
+-- as the first did.
 --
 -- KEYS[1]  HASH  workflow:{<id>}
 -- ARGV[1]  now (unix ms)
--- ARGV[2]  step index
--- ARGV[3]  the job id that ended
--- ARGV[4]  "d" completed, "f" failed, "x" canceled
--- ARGV[5]  the result (d) or the error (f, x)
--- ARGV[6]  ms a completed workflow is kept
--- ARGV[7]  ms a failed or canceled workflow is kept
--- ARGV[8]  the workflow's channel, announced on when it ends
+-- ARGV[2]  ms a completed workflow is kept
+-- ARGV[3]  ms a failed or canceled workflow is kept
+-- ARGV[4]  the workflow's channel, announced on when it ends
+-- ARGV[5+4i .. 8+4i] per end: step index, the job id that ended, "d"
+--          completed, "f" failed or "x" canceled, and the result (d) or the
+--          error (f, x)
 -- Returns  {status, why, index, job id, template, args, ...}: the workflow's
 --          status, the step that failed it ("" if none), then each step
 --          creating among the successors; {"missing"} when there is no
---          workflow, {"stale"} for the end of another job.
+--          workflow.
 local rec = KEYS[1]
 local now = bn_num(ARGV[1], 'now')
-local k = bn_num(ARGV[2], 'step index')
-local job, how, value = ARGV[3], ARGV[4], ARGV[5]
-local keep_done = bn_num(ARGV[6], 'completed ttl')
-local keep_failed = bn_num(ARGV[7], 'failed ttl')
-local channel = ARGV[8]
-if how ~= 'd' and how ~= 'f' and how ~= 'x' then error('bananas: step end must be d, f or x, got ' .. tostring(how)) end
+local keep_done = bn_num(ARGV[2], 'completed ttl')
+local keep_failed = bn_num(ARGV[3], 'failed ttl')
+local channel = ARGV[4]
+if (#ARGV - 4) % 4 ~= 0 or #ARGV < 8 then error('bananas: step ends must come in fours') end
 local n = wf_check(rec)
 if n == nil then return {'missing'} end
-if k < 0 or k >= n then error('bananas: step ' .. k .. ' of a workflow of ' .. n) end
-if wf_get(rec, 'j:' .. k) ~= job or wf_get(rec, 'v:' .. k) == '1' then return {'stale'} end
+for i = 5, #ARGV, 4 do
+  local k = bn_num(ARGV[i], 'step index')
+  if k < 0 or k >= n then error('bananas: step ' .. k .. ' of a workflow of ' .. n) end
+  local how = ARGV[i + 2]
+  if how ~= 'd' and how ~= 'f' and how ~= 'x' then error('bananas: step end must be d, f or x, got ' .. tostring(how)) end
+end
 
-local s = wf_state(rec, k)
-local out = {}
-if how == 'd' and s ~= 'd' then
-  local was_failed = (s == 'f')
-  wf_complete(rec, k, value, out)
-  if was_failed then
-    -- Its dead job was replayed and completed: what waited for it can run
-    -- again, and the workflow runs unless another step failed.
-    local stack = wf_list(wf_get(rec, 'nx:' .. k))
-    while #stack > 0 do
-      local m = table.remove(stack)
-      if wf_state(rec, m) == 'x' and wf_get(rec, 'st') ~= 'canceled' then
-        redis.call('HSET', rec, 's:' .. m, 'w', 'p:' .. m, wf_waiting(rec, m))
-        redis.call('HDEL', rec, 'e:' .. m)
-        for _, x in ipairs(wf_list(wf_get(rec, 'nx:' .. m))) do stack[#stack + 1] = x end
-      end
-    end
-    for _, m in ipairs(wf_list(wf_get(rec, 'nx:' .. k))) do
-      if wf_state(rec, m) == 'w' and wf_waiting(rec, m) == 0 then wf_ready(rec, m, out) end
-    end
-    if wf_get(rec, 'st') == 'failed' then
-      local other = nil
-      for i = 0, n - 1 do
-        if wf_state(rec, i) == 'f' then other = i break end
-      end
-      if other == nil then
-        redis.call('HSET', rec, 'st', 'running')
-        redis.call('HDEL', rec, 'why', 'f')
-        redis.call('PERSIST', rec)
-      else
-        redis.call('HSET', rec, 'why', other)
-      end
+-- wf_unfail brings back what failed step k's failure canceled, k having
+-- completed: those steps wait again, and the workflow runs unless another
+-- step failed.
+local function wf_unfail(k, out)
+  local stack = wf_list(wf_get(rec, 'nx:' .. k))
+  while #stack > 0 do
+    local m = table.remove(stack)
+    if wf_state(rec, m) == 'x' and wf_get(rec, 'st') ~= 'canceled' then
+      redis.call('HSET', rec, 's:' .. m, 'w', 'p:' .. m, wf_waiting(rec, m))
+      redis.call('HDEL', rec, 'e:' .. m)
+      for _, x in ipairs(wf_list(wf_get(rec, 'nx:' .. m))) do stack[#stack + 1] = x end
     end
   end
-  wf_finish(rec, now, keep_done, channel)
-elseif how ~= 'd' and (s == 'r' or s == 'c') then
-  local label = wf_get(rec, 'l:' .. k) or tostring(k)
-  redis.call('HSET', rec, 's:' .. k, how, 'e:' .. k, value)
-  wf_cancel_below(rec, k, 'canceled: step ' .. label .. (how == 'f' and ' failed' or ' was canceled'))
-  if wf_get(rec, 'st') == 'running' then
-    redis.call('HSET', rec, 'st', how == 'f' and 'failed' or 'canceled', 'why', k, 'f', now)
-    redis.call('PEXPIRE', rec, keep_failed)
-    redis.call('PUBLISH', channel, 'ended')
-  end
-elseif how == 'd' then
   for _, m in ipairs(wf_list(wf_get(rec, 'nx:' .. k))) do
-    if wf_state(rec, m) == 'c' then out[#out + 1] = m end
+    if wf_state(rec, m) == 'w' and wf_waiting(rec, m) == 0 then wf_ready(rec, m, out) end
+  end
+  if wf_get(rec, 'st') == 'failed' then
+    local other = nil
+    for i = 0, n - 1 do
+      if wf_state(rec, i) == 'f' then other = i break end
+    end
+    if other == nil then
+      redis.call('HSET', rec, 'st', 'running')
+      redis.call('HDEL', rec, 'why', 'f')
+      redis.call('PERSIST', rec)
+    else
+      redis.call('HSET', rec, 'why', other)
+    end
   end
 end
-local reply = {wf_get(rec, 'st') or '', wf_get(rec, 'why') or ''}
-return wf_ready_reply(rec, out, reply)
+
+-- wf_end applies one end of step k's job.
+local function wf_end(k, job, how, value, out)
+  if wf_get(rec, 'j:' .. k) ~= job or wf_get(rec, 'v:' .. k) == '1' then return end -- stale
+  local s = wf_state(rec, k)
+  if how == 'd' and s ~= 'd' then
+    wf_complete(rec, k, value, out)
+    if s == 'f' then wf_unfail(k, out) end
+    wf_finish(rec, now, keep_done, channel)
+  elseif how ~= 'd' and (s == 'r' or s == 'c') then
+    local label = wf_get(rec, 'l:' .. k) or tostring(k)
+    redis.call('HSET', rec, 's:' .. k, how, 'e:' .. k, value)
+    wf_cancel_below(rec, k, 'canceled: step ' .. label .. (how == 'f' and ' failed' or ' was canceled'))
+    if wf_get(rec, 'st') == 'running' then
+      redis.call('HSET', rec, 'st', how == 'f' and 'failed' or 'canceled', 'why', k, 'f', now)
+      redis.call('PEXPIRE', rec, keep_failed)
+      redis.call('PUBLISH', channel, 'ended')
+    end
+  elseif how == 'd' then
+    for _, m in ipairs(wf_list(wf_get(rec, 'nx:' .. k))) do
+      if wf_state(rec, m) == 'c' then out[#out + 1] = m end
+    end
+  end
+end
+
+local out = {}
+for i = 5, #ARGV, 4 do
+  wf_end(tonumber(ARGV[i]), ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], out)
+end
+-- A step is returned once, however many of its predecessors' ends came in
+-- this call.
+local seen, ready = {}, {}
+for _, m in ipairs(out) do
+  if not seen[m] and wf_state(rec, m) == 'c' then
+    seen[m] = true
+    ready[#ready + 1] = m
+  end
+end
+return wf_ready_reply(rec, ready, {wf_get(rec, 'st') or '', wf_get(rec, 'why') or ''})

@@ -1,8 +1,8 @@
 -- wf_submit.lua: store a new workflow, every step at once (Queue.SubmitWorkflow).
--- The steps without predecessors are marked creating and returned, for the
--- caller to make their jobs; until it says they are made (wf_created.lua)
--- the keeper makes them again should the caller die (a job id is fixed
--- here, so making it twice makes it once).
+-- The caller gives the steps without predecessors as creating, and makes
+-- their jobs; until it says they are made (wf_created.lua) the keeper makes
+-- them again should the caller die (a job id is fixed here, so making it
+-- twice makes it once).
 --
 -- Run twice, the second call finds the workflow stored and writes nothing;
 -- it returns the steps still creating, as the first did.
@@ -12,8 +12,9 @@
 -- ARGV[2]  n, the number of steps
 -- ARGV[3]  the final step's index
 -- ARGV[4..] field, value pairs: the steps' fields, as _workflow.lua lists them
--- Returns  {"new"|"stored", index, job id, template, args, ...} for each step
---          creating.
+-- Returns  {"new"} for a workflow stored now; {"stored", index, job id,
+--          template, args, ...} with each step still creating for one stored
+--          before.
 local rec = KEYS[1]
 local now = bn_num(ARGV[1], 'now')
 local n = bn_num(ARGV[2], 'n')
@@ -36,11 +37,4 @@ for i = 4, #ARGV, 2000 do
   redis.call('HSET', rec, unpack(ARGV, i, last))
 end
 redis.call('HSET', rec, 'st', 'running', 'n', n, 'fin', fin, 'left', n, 'c', now)
-local out = {}
-for k = 0, n - 1 do
-  if wf_get(rec, 'a:' .. k) == nil then
-    redis.call('HSET', rec, 'p:' .. k, 0)
-    wf_ready(rec, k, out)
-  end
-end
-return wf_ready_reply(rec, out, {'new'})
+return {'new'}

@@ -59,8 +59,8 @@ func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowSt
 // StepEnded advances workflow wf, whose step's job ended as how said, with
 // value its result (completed) or its error.
 func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte) error {
-	a, err := r.Q.AdvanceWorkflow(ctx, wf, step, job, how, value, r.TTLs, r.Q.Now())
-	if err != nil || a.Stale {
+	a, err := r.Q.AdvanceWorkflow(ctx, wf, step, job, how, value, r.TTLs)
+	if err != nil {
 		return err
 	}
 	if err := r.makeAll(ctx, wf, a.Ready); err != nil {
