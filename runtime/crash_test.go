@@ -107,6 +107,13 @@ func killWorkerMidJob(t *testing.T, srv *redistest.Server, ns string, env ...str
 // killWorkerMidJobAt is killWorkerMidJob on the server (or cluster) of url.
 func killWorkerMidJobAt(t *testing.T, url, ns string, env ...string) {
 	t.Helper()
+	killWorkerWhenItSays(t, url, ns, "started payload", env...)
+}
+
+// killWorkerWhenItSays starts a worker process (runWorkerProcess) with env
+// and SIGKILLs it once it prints said.
+func killWorkerWhenItSays(t *testing.T, url, ns, said string, env ...string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "BANANAS_TEST_WORKER_URL="+url, "BANANAS_TEST_WORKER_NS="+ns)
 	cmd.Env = append(cmd.Env, env...)
@@ -126,8 +133,8 @@ func killWorkerMidJobAt(t *testing.T, url, ns string, env ...string) {
 		}
 		close(line)
 	}()
-	if got := recv(t, line, 20*time.Second, "the worker process to start the job"); got != "started payload" {
-		t.Fatalf("worker process said %q", got)
+	if got := recv(t, line, 20*time.Second, "the worker process to say "+said); got != said {
+		t.Fatalf("worker process said %q, want %q", got, said)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

@@ -1,11 +1,8 @@
 package runtime_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -75,7 +72,7 @@ func killedBeforeAdvance(t *testing.T, url string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	killAtHook(t, url, ns)
+	killWorkerWhenItSays(t, url, ns, "acked", "BANANAS_TEST_WORKER_TASK=workflow")
 	before, err := c.Workflow(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -121,34 +118,3 @@ func killedBeforeAdvance(t *testing.T, url string) {
 }
 
 func redisOf(c *runtime.Client) redis.UniversalClient { return c.Redis() }
-
-// killAtHook starts a worker process that runs step a and SIGKILLs it once
-// it says it recorded the step's end.
-func killAtHook(t *testing.T, url, ns string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BANANAS_TEST_WORKER_URL="+url, "BANANAS_TEST_WORKER_NS="+ns, "BANANAS_TEST_WORKER_TASK=workflow")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			line <- s.Text()
-		}
-		close(line)
-	}()
-	if got := recv(t, line, 20*time.Second, "the worker process to record step a's end"); got != "acked" {
-		t.Fatalf("worker process said %q", got)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-}
