@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/bananas-go/bananas/queue"
 )
 
 // ErrWorkflowNotFound: no workflow of that id (never submitted, or its
@@ -113,3 +115,6 @@ type WorkflowStepSubmission struct {
 
 // MaxWorkflowLabel is the longest label of a step.
 const MaxWorkflowLabel = 64
+
+// MaxWorkflowSteps is the most steps a workflow has.
+const MaxWorkflowSteps = queue.MaxWorkflowSteps
