@@ -25,10 +25,33 @@ func (in *Inspector) Workflow(ctx context.Context, id string) (*admin.Workflow, 
 	for k, s := range info.Steps {
 		w.Steps[k] = admin.WorkflowStep{Label: s.Label, Name: s.Name, JobID: s.JobID, Status: s.Status, After: s.After, Error: s.Error}
 	}
+	in.endedJobs(ctx, id, w)
 	if info.Status == queue.WorkflowCompleted && info.Final >= 0 && info.Final < len(info.Steps) {
 		w.Result = in.resultJSON(info.Steps[info.Final].Name, info.Result)
 	}
 	return w, nil
+}
+
+// endedJobs corrects the status of the steps whose job ended before their
+// workflow heard of it (its record still says created): a job's bare
+// lookup reads any result record as completed, where its record may say
+// failed or canceled, which Client.Job reads.
+func (in *Inspector) endedJobs(ctx context.Context, id string, w *admin.Workflow) {
+	rec, err := in.c.q.ReadWorkflow(ctx, id)
+	if err != nil || len(rec.Steps) != len(w.Steps) {
+		return
+	}
+	for k, s := range rec.Steps {
+		if s.State != queue.StepCreated || w.Steps[k].Status != queue.StatusCompleted {
+			continue
+		}
+		if j, err := in.c.Job(ctx, s.JobID); err == nil {
+			w.Steps[k].Status = j.Status
+			if j.Status != queue.StatusCompleted {
+				w.Steps[k].Error = j.Error
+			}
+		}
+	}
 }
 
 // resultJSON is b, a result of task name (a gather's when name is ""), as
