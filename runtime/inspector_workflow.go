@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/bananas-go/bananas/queue"
@@ -54,6 +55,46 @@ func (in *Inspector) endedJobs(ctx context.Context, id string, w *admin.Workflow
 	}
 }
 
+// settleEnded advances workflow id with the end of each step whose job
+// ended without the workflow hearing of it (its record still says
+// created), read as Client.Job reads it: completed, failed or canceled.
+func (in *Inspector) settleEnded(ctx context.Context, id string) error {
+	rec, err := in.c.q.ReadWorkflow(ctx, id)
+	if errors.Is(err, queue.ErrWorkflowNotFound) {
+		return fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
+	}
+	if err != nil {
+		return err
+	}
+	for k, s := range rec.Steps {
+		if s.State != queue.StepCreated {
+			continue
+		}
+		j, err := in.c.Job(ctx, s.JobID)
+		if err != nil || !j.Status.Finished() {
+			continue
+		}
+		how, value := queue.StepEndFailed, []byte(orDefault(j.Error, "failed"))
+		switch j.Status {
+		case StatusCompleted:
+			how, value = queue.StepEndCompleted, j.Result
+		case StatusCanceled:
+			how, value = queue.StepEndCanceled, []byte(orDefault(j.Error, "canceled"))
+		}
+		if err := in.c.workflowRunner().StepEnded(ctx, id, k, s.JobID, how, value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orDefault(s, otherwise string) string {
+	if s != "" {
+		return s
+	}
+	return otherwise
+}
+
 // resultJSON is b, a result of task name (a gather's when name is ""), as
 // JSON: through the registered task's generated code, else as the msgpack
 // reads without its type; nil for none, a task without a result, or bytes
@@ -91,6 +132,11 @@ func (in *Inspector) CancelWorkflow(ctx context.Context, id string) (*admin.Work
 	if _, err := in.c.CancelWorkflow(ctx, id); err != nil {
 		return nil, err
 	}
+	// The jobs the cancel ended (those not started) are read back into the
+	// record now, as the keeper would later: the answer shows them ended.
+	if err := in.settleEnded(ctx, id); err != nil {
+		return nil, err
+	}
 	return in.Workflow(ctx, id)
 }
 
@@ -99,6 +145,12 @@ func (in *Inspector) CancelWorkflow(ctx context.Context, id string) (*admin.Work
 func (in *Inspector) RetryWorkflow(ctx context.Context, id string) (*admin.Workflow, int, error) {
 	if err := queue.CheckWorkflowID(id); err != nil {
 		return nil, 0, fmt.Errorf("%w: %s", ErrWorkflowNotFound, err)
+	}
+	// A step whose job ended without the workflow hearing of it yet (its
+	// worker died, or the job was canceled where no worker runs) is read
+	// back first, as the keeper would: a retry runs it again too.
+	if err := in.settleEnded(ctx, id); err != nil {
+		return nil, 0, err
 	}
 	n, err := in.c.RetryWorkflow(ctx, id)
 	if err != nil {

@@ -1,12 +1,14 @@
 package runtime_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	quickstart "github.com/bananas-go/bananas/examples/quickstart/tasks"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -88,11 +90,10 @@ func TestWorkflowAPI_DiamondOverJSONCompletesWithTheJoinsResult(t *testing.T) {
 }
 
 // A workflow whose steps do not fit together is refused whole, with a 400
-// naming the step, its id and both types; nothing runs.
+// naming the step, its id and both types; no job is made.
 func TestWorkflowAPI_RefusalsNameTheStep(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
-		r := newWFRuns()
-		api := wfAPI(t, c, r)
+		api := serveAPI(t, runtime.NewInspector(c, registerWF), runtime.APIOptions{})
 		first := `{"id": "a", "name": "wf_split", "args": "abc"}`
 		for body, want := range map[string][]string{
 			`{"steps": [` + first + `, {"id": "b", "name": "wf_join", "after": ["a"]}]}`:                                                         {"steps[1].after", `"b"`, "[]int", "string"},
@@ -120,8 +121,8 @@ func TestWorkflowAPI_RefusalsNameTheStep(t *testing.T) {
 				}
 			}
 		}
-		if n := r.count("split"); n != 0 {
-			t.Fatalf("a refused workflow ran: split ran %d times", n)
+		if page := api.want(http.StatusOK, "GET", "/api/v1/jobs", ""); len(page["jobs"].([]any)) != 0 {
+			t.Fatalf("a refused workflow made jobs: %v", page)
 		}
 	})
 }
@@ -196,4 +197,49 @@ func TestWorkflowAPI_CancelOverHTTP(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The command line shows a workflow and its steps, a step's job names its
+// workflow, and cancel and retry act on it: the retried step runs on a
+// worker, and the workflow completes with its result.
+func TestCLI_WorkflowShowCancelRetry(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	c := connect(t, a.env["REDIS_URL"], runtime.WithNamespace(a.env["BANANAS_NAMESPACE"]))
+	id, err := quickstart.CountWords.With(c).Step(quickstart.Text{Body: "a b c"}).Enqueue(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := a.ok("workflow", id)
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[0], "workflow "+id+": pending") || len(lines) < 4 {
+		t.Fatalf("workflow %s = %q", id, out)
+	}
+	row := strings.Fields(lines[3])
+	if len(row) != 6 || row[0] != "count_words" || row[1] != "count_words" || row[3] != "pending" {
+		t.Fatalf("the step's row = %q", lines[3])
+	}
+	if job := a.ok("job", row[2]); !strings.Contains(job, "workflow ") || !strings.Contains(job, id) {
+		t.Fatalf("job %s = %q; want its workflow %s", row[2], job, id)
+	}
+	if out := a.ok("workflow", "cancel", id); !strings.HasPrefix(out, "canceled workflow "+id) || !strings.Contains(out, ": canceled (") {
+		t.Fatalf("workflow cancel = %q", out)
+	}
+	if out := a.ok("workflow", "retry", id); !strings.HasPrefix(out, "workflow "+id+": 1 step(s) run again") {
+		t.Fatalf("workflow retry = %q", out)
+	}
+	a.background("worker")
+	waitFor(t, 20*time.Second, "the retried workflow to complete", func() bool {
+		return strings.HasPrefix(a.ok("workflow", id), "workflow "+id+": completed")
+	})
+	var w struct {
+		Status string
+		Result int
+	}
+	if err := json.Unmarshal([]byte(a.ok("workflow", id, "--json")), &w); err != nil || w.Result != 3 {
+		t.Fatalf("workflow --json = %+v, %v; want result 3", w, err)
+	}
+	if code, _, errOut := a.run("workflow", "01M84ZSHR0JRGTE9KQMVTY94SD"); code != 1 || !strings.Contains(errOut, "workflow not found") {
+		t.Fatalf("an unknown workflow: exit %d, %q", code, errOut)
+	}
 }
