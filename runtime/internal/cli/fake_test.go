@@ -168,7 +168,9 @@ func (f *fakeAdmin) workflow(id string) (*admin.Workflow, error) {
 	return nil, fmt.Errorf("%w: %s", admin.ErrWorkflowNotFound, id)
 }
 
-func (f *fakeAdmin) Workflow(_ context.Context, id string) (*admin.Workflow, error) { return f.workflow(id) }
+func (f *fakeAdmin) Workflow(_ context.Context, id string) (*admin.Workflow, error) {
+	return f.workflow(id)
+}
 
 func (f *fakeAdmin) CancelWorkflow(_ context.Context, id string) (*admin.Workflow, error) {
 	f.acted = append(f.acted, "cancel workflow "+id)
