@@ -1,14 +1,18 @@
 package runtime_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	quickstart "github.com/bananas-go/bananas/examples/quickstart/tasks"
+	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -242,4 +246,37 @@ func TestCLI_WorkflowShowCancelRetry(t *testing.T) {
 	if code, _, errOut := a.run("workflow", "01M84ZSHR0JRGTE9KQMVTY94SD"); code != 1 || !strings.Contains(errOut, "workflow not found") {
 		t.Fatalf("an unknown workflow: exit %d, %q", code, errOut)
 	}
+}
+
+// No workflow submission, however hostile, panics the server or gets a 5xx.
+func FuzzAPI_WorkflowSubmitNeverFailsTheServer(f *testing.F) {
+	for _, seed := range []string{
+		diamondJSON, `{"steps":[{"id":"a","name":"wf_split","args":"x"},{"id":"b","name":"wf_join","after":["a"]}]}`,
+		`{"steps":[{"id":"a","name":"wf_split"}]}`, `{"steps":[{"id":"a","name":"wf_split","args":null}]}`, `{"steps":null}`,
+		`{"steps":[{"id":"a","name":"wf_double","args":1e400}]}`, `{"steps":[{"id":"a","name":"wf_split","args":"x","after":[]}]}`,
+		`{"steps":[{"id":"a","name":"wf_split","args":"x"},{"id":"b","name":"wf_left","after":["a","a"]}]}`,
+		`{"steps":[{"id":"{}","name":"wf_split","args":"x"}]}`, `{"steps":[{"id":"a","name":"wf_join","args":[[[[[[[[[[]]]]]]]]]]}]}`,
+		`{"steps":[{"id":"a","name":"wf_join","after":["a"]}]}`, `{"steps":[{}]}`, `{"steps":{}}`,
+	} {
+		f.Add(seed)
+	}
+	c, err := runtime.Connect(context.Background(), "mem://", runtime.WithNamespace(redistest.Namespace(f)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = c.Close() })
+	h := runtime.APIHandler(runtime.NewInspector(c, registerWF), runtime.APIOptions{})
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "http://127.0.0.1/api/v1/workflows", bytes.NewBufferString(body))
+		req.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("POST %q = %d %s", body, rec.Code, rec.Body)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+			t.Fatalf("POST %q answered %d with a body that is not JSON: %q", body, rec.Code, rec.Body)
+		}
+	})
 }
