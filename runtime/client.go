@@ -234,6 +234,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			info.Name, info.Priority = rec.Name, Priority(rec.Priority)
 			info.CreatedAt, info.StartedAt, info.FinishedAt = fromMS(rec.CreatedAt), fromMS(rec.StartedAt), fromMS(rec.FinishedAt)
 			info.ArgsMsgpack, info.MaxRetries, info.Description = rec.Args, rec.MaxRetries, rec.Description
+			info.Workflow = rec.Workflow
 			info.Timeout = time.Duration(rec.Timeout) * time.Millisecond
 			info.FailedAt = nil
 			for _, ms := range rec.FailedAt {

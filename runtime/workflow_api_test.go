@@ -87,8 +87,8 @@ func TestWorkflowAPI_DiamondOverJSONCompletesWithTheJoinsResult(t *testing.T) {
 			t.Fatalf("split ran %d times", n)
 		}
 		job := api.want(http.StatusOK, "GET", "/api/v1/jobs/"+jobs["split"].(string), "")
-		if job["status"] != "completed" {
-			t.Fatalf("the split's job = %v", job)
+		if job["status"] != "completed" || job["workflow"] != id {
+			t.Fatalf("the split's job = %v; want completed, naming workflow %s", job, id)
 		}
 	})
 }

@@ -64,10 +64,8 @@ type Job struct {
 	// FromHistory: Redis has let the job go and this is its newest row in
 	// the task history, which keeps what the job was and how it ended.
 	FromHistory bool
-	// Workflow is the id of the workflow the job is a step of, as its
-	// envelope says while Redis keeps the job's hash (pending, running,
-	// failed); "" for a job of no workflow, or one read from its result
-	// record alone.
+	// Workflow is the id of the workflow the job is a step of; "" for a
+	// job of no workflow (or one read from the task history).
 	Workflow string
 }
 
