@@ -86,7 +86,7 @@ func (in *Inspector) workflowNodes(s admin.WorkflowSubmission) ([]*stepNode, err
 		if err != nil {
 			return nil, err
 		}
-		step, err := in.jsonStep(at, st, preds)
+		step, err := in.checkStep(at, st, preds)
 		if err != nil {
 			return nil, err
 		}
@@ -121,9 +121,9 @@ func (in *Inspector) stepPredecessors(at string, i int, st admin.WorkflowStepSub
 	return preds, nil
 }
 
-// jsonStep checks one step — its task, its args or its predecessors'
+// checkStep checks one step — its task, its args or its predecessors'
 // results, its task's options — and builds its node.
-func (in *Inspector) jsonStep(at string, st admin.WorkflowStepSubmission, preds []jsonStep) (jsonStep, error) {
+func (in *Inspector) checkStep(at string, st admin.WorkflowStepSubmission, preds []jsonStep) (jsonStep, error) {
 	h := in.reg.handlers[st.Name]
 	if h == nil {
 		return jsonStep{}, admin.OnField(at+".name", fmt.Errorf("%w: step %q: no task named %q (registered: %s)", ErrUnknownTask, st.ID, st.Name, strings.Join(in.reg.Tasks(), ", ")))
