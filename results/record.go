@@ -37,6 +37,9 @@ type Record struct {
 	// Worker is the id of the worker that recorded the end, kept when the
 	// end also goes to the task history (which shows it).
 	Worker string `msgpack:"w,omitempty"`
+	// Workflow is the id of the workflow the job was a step of, so that a
+	// completed step's job still names it.
+	Workflow string `msgpack:"wf,omitempty"`
 }
 
 // Encode encodes r for storage and for its pub/sub announcement: a msgpack
@@ -47,12 +50,12 @@ type Record struct {
 func Encode(r Record) ([]byte, error) {
 	n := 3 // id, ok, t
 	for _, set := range []bool{len(r.Value) > 0, r.Error != "", r.Attempts != 0, r.Name != "", r.Priority != "", r.CreatedAt != 0, r.StartedAt != 0,
-		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled, len(r.FailedAt) > 0, len(r.Earlier) > 0, r.Worker != ""} {
+		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled, len(r.FailedAt) > 0, len(r.Earlier) > 0, r.Worker != "", r.Workflow != ""} {
 		if set {
 			n++
 		}
 	}
-	b := make([]byte, 0, 96+len(r.ID)+len(r.Value)+len(r.Error)+len(r.Name)+len(r.Args)+len(r.Description)+len(r.Worker))
+	b := make([]byte, 0, 96+len(r.ID)+len(r.Value)+len(r.Error)+len(r.Name)+len(r.Args)+len(r.Description)+len(r.Worker)+len(r.Workflow))
 	b = mpack.MapHeader(b, n)
 	b = mpack.String(mpack.String(b, "id"), r.ID)
 	b = mpack.Bool(mpack.String(b, "ok"), r.OK)
@@ -107,6 +110,9 @@ func Encode(r Record) ([]byte, error) {
 	}
 	if r.Worker != "" {
 		b = mpack.String(mpack.String(b, "w"), r.Worker)
+	}
+	if r.Workflow != "" {
+		b = mpack.String(mpack.String(b, "wf"), r.Workflow)
 	}
 	return b, nil
 }
@@ -172,6 +178,8 @@ func Decode(b []byte) (Record, error) {
 			}
 		case "w":
 			r.Worker, err = d.DecodeString()
+		case "wf":
+			r.Workflow, err = d.DecodeString()
 		default:
 			err = d.Skip() // a field from a newer writer
 		}

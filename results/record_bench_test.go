@@ -37,6 +37,7 @@ func TestRecordCodec_MatchesMsgpack(t *testing.T) {
 		{ID: "x", OK: false, Error: strings.Repeat("boom ", 100), Attempts: 300, FinishedAt: 1795370000000,
 			Name: "send_email", Priority: "high", CreatedAt: 1795360000000, StartedAt: 1795369999000},
 		{ID: "y", OK: true, Value: make([]byte, 70000), Error: "last failure", Attempts: 2, FinishedAt: 5},
+		{ID: "z", OK: true, FinishedAt: 6, Worker: "w1", Workflow: "01M8DHQF1349GHA0SAC0DDZAS2"},
 	} {
 		got, err := results.Encode(r)
 		if err != nil {

@@ -225,6 +225,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
 		CreatedAt: s.CreatedAt, ScheduledAt: s.RunAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 		LeaseDeadline: s.LeaseDeadline, ArgsMsgpack: s.Envelope.Args, FailedAt: s.FailedAt, Earlier: earlierLives(s.Earlier),
+		Workflow: s.Envelope.Workflow,
 	}
 	if s.Status == queue.StatusCompleted && s.Result != nil {
 		if rec, err := results.Decode(s.Result); err == nil {
@@ -233,6 +234,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			info.Name, info.Priority = rec.Name, Priority(rec.Priority)
 			info.CreatedAt, info.StartedAt, info.FinishedAt = fromMS(rec.CreatedAt), fromMS(rec.StartedAt), fromMS(rec.FinishedAt)
 			info.ArgsMsgpack, info.MaxRetries, info.Description = rec.Args, rec.MaxRetries, rec.Description
+			info.Workflow = rec.Workflow
 			info.Timeout = time.Duration(rec.Timeout) * time.Millisecond
 			info.FailedAt = nil
 			for _, ms := range rec.FailedAt {

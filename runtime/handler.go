@@ -27,6 +27,8 @@ type handler struct {
 	// For the OpenAPI document: the Go types of the args and the result (nil
 	// for None: the task has no result).
 	argsType, resultType reflect.Type
+	// For a workflow submitted as JSON: a step of the task (workflow_json.go).
+	stepJSON func(c *Client, args []byte, first bool) (*stepNode, error)
 }
 
 // Handle registers fn as the handler of task t on worker w. Generated Register
@@ -47,6 +49,9 @@ func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, 
 		},
 		jobJSON: func(c *Client, data []byte, opts []Option, shards batchShards) (batchJob, error) {
 			return t.With(c).jobJSON(data, opts, shards)
+		},
+		stepJSON: func(c *Client, args []byte, first bool) (*stepNode, error) {
+			return t.With(c).stepNodeJSON(args, first)
 		},
 		argsJSON:   jsonOf[A],
 		resultJSON: jsonOf[R],

@@ -584,3 +584,58 @@ func TestOpenAPI_DocumentAcceptsAndRefusesBatchesAsTheAPIDoes(t *testing.T) {
 		}
 	})
 }
+
+// The workflow routes' answers follow the document: a submission (201), the
+// workflow pending, completed with its result, canceled and retried, the
+// 404 of an unknown one and the 400 of a step that does not take what it
+// comes after; a body the API refuses, the document refuses too.
+func TestOpenAPI_WorkflowRoutesFollowTheDocument(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		r := newSpecRig(t, c)
+		one := `{"steps":[{"id":"count","name":"count_words","args":{"Body":"a b c"}}]}`
+		created := r.conforms(http.StatusCreated, "POST", "/api/v1/workflows", one).(map[string]any)
+		id, _ := created["id"].(string)
+		var got map[string]any
+		waitFor(t, 20*time.Second, "the workflow to complete", func() bool {
+			got = r.conforms(http.StatusOK, "GET", "/api/v1/workflows/"+id, "").(map[string]any)
+			return got["status"] == "completed"
+		})
+		if got["result"] != float64(3) {
+			t.Fatalf("completed workflow = %v; want result 3", got)
+		}
+		r.conforms(http.StatusOK, "POST", "/api/v1/workflows/"+id+"/cancel", "")
+		r.conforms(http.StatusOK, "POST", "/api/v1/workflows/"+id+"/retry", "")
+		r.conforms(http.StatusOK, "POST", "/api/v1/routes/email/pause", "")
+		held := r.conforms(http.StatusCreated, "POST", "/api/v1/workflows",
+			`{"steps":[{"id":"mail","name":"send_email","args":{"To":"a@b","Subject":"s"}}]}`).(map[string]any)
+		if w := r.conforms(http.StatusOK, "GET", "/api/v1/workflows/"+held["id"].(string), "").(map[string]any); w["status"] != "pending" {
+			t.Fatalf("a workflow waiting on a paused route = %v", w)
+		}
+		r.conforms(http.StatusOK, "POST", "/api/v1/workflows/"+held["id"].(string)+"/cancel", "")
+		r.conforms(http.StatusOK, "POST", "/api/v1/workflows/"+held["id"].(string)+"/retry", "")
+		for _, path := range []string{"/api/v1/workflows/01M84ZSHR0JRGTE9KQMVTY94SD", "/api/v1/workflows/01M84ZSHR0JRGTE9KQMVTY94SD/cancel"} {
+			method := "GET"
+			if strings.HasSuffix(path, "/cancel") {
+				method = "POST"
+			}
+			r.conforms(http.StatusNotFound, method, path, "")
+		}
+		mismatch := `{"steps":[{"id":"count","name":"count_words","args":{"Body":"a"}},{"id":"echo","name":"t_echo","after":["count"]}]}`
+		if e := r.conforms(http.StatusBadRequest, "POST", "/api/v1/workflows", mismatch).(map[string]any); e["field"] != "steps[1].after" {
+			t.Fatalf("400 of a type mismatch = %v", e)
+		}
+		for what, body := range map[string]string{
+			"args and after":   `{"steps":[{"id":"a","name":"count_words","args":{"Body":"a"}},{"id":"b","name":"count_words","args":{"Body":"b"},"after":["a"]}]}`,
+			"an unknown key":   `{"steps":[{"id":"a","name":"count_words","args":{"Body":"a"},"route":"x"}]}`,
+			"no steps":         `{"steps":[]}`,
+			"a bad id":         `{"steps":[{"id":"a b","name":"count_words","args":{"Body":"a"}}]}`,
+			"an unknown task":  `{"steps":[{"id":"a","name":"nope","args":{}}]}`,
+			"a body key wrong": `{"Steps":[{"id":"a","name":"count_words","args":{"Body":"a"}}]}`,
+		} {
+			r.answerConforms(http.StatusBadRequest, "POST", "/api/v1/workflows", body)
+			if ok, _ := r.v.ValidateHttpRequestSync(r.request("POST", "/api/v1/workflows", body)); ok {
+				t.Errorf("%s: the API refuses %s with 400, the served document accepts it", what, body)
+			}
+		}
+	})
+}

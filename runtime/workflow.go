@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
 )
 
@@ -105,7 +106,7 @@ func (e *WorkflowError) Unwrap() error { return e.Err }
 
 // ErrWorkflowNotFound: no workflow of that id (never submitted, or its
 // record expired).
-var ErrWorkflowNotFound = errors.New("bananas: workflow not found")
+var ErrWorkflowNotFound = admin.ErrWorkflowNotFound
 
 // stepTemplate is what a step's job is made of, fixed when its workflow is
 // submitted and stored in the workflow's record: the enqueue options as

@@ -59,6 +59,23 @@ type Admin interface {
 	SetLimits(ctx context.Context, route string, p LimitsPatch) (Limits, error)
 	Flows(ctx context.Context, route string) (Flows, error)
 
+	// SubmitWorkflow checks s — its labels, each step's task, args and
+	// predecessors, and that each step takes what its predecessors return
+	// — and submits it whole, or refuses it naming the step
+	// ("steps[2].after"). It returns the workflow's id and each step's job
+	// id by label.
+	SubmitWorkflow(ctx context.Context, s WorkflowSubmission) (id string, jobs map[string]string, err error)
+	// Workflow is a snapshot of workflow id (ErrWorkflowNotFound).
+	Workflow(ctx context.Context, id string) (*Workflow, error)
+	// CancelWorkflow cancels workflow id — its steps not yet run are
+	// canceled, its running steps' jobs asked to stop — and returns it
+	// after the call (a completed workflow stays completed).
+	CancelWorkflow(ctx context.Context, id string) (*Workflow, error)
+	// RetryWorkflow runs the failed and canceled steps of workflow id
+	// again, each under a new job id, and returns it after the call with
+	// how many steps run again (0: none had failed or been canceled).
+	RetryWorkflow(ctx context.Context, id string) (*Workflow, int, error)
+
 	// Tasks are the registered tasks, sorted by name.
 	Tasks() []Task
 	Cron(ctx context.Context) ([]CronEntry, error)

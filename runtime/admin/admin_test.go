@@ -68,6 +68,7 @@ func TestClassify_EachErrorHasItsClassAndField(t *testing.T) {
 		msg   string
 	}{
 		{fmt.Errorf("%w: 01J.default", admin.ErrJobNotFound), admin.NotFound, "", "job not found: 01J.default"},
+		{fmt.Errorf("%w: 01W", admin.ErrWorkflowNotFound), admin.NotFound, "", "workflow not found: 01W"},
 		{fmt.Errorf("%w: biling (known: billing)", admin.ErrUnknownRoute), admin.NotFound, "route", "unknown route: biling (known: billing)"},
 		{fmt.Errorf("%w: nightly", admin.ErrUnknownCron), admin.NotFound, "name", "unknown cron entry: nightly"},
 		{fmt.Errorf("%w: cannot delete job x: it is processing", admin.ErrWrongState), admin.Conflict, "", "job is in the wrong state: cannot delete job x: it is processing"},

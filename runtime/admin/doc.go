@@ -1,6 +1,6 @@
 // Package admin is the vocabulary of the operator surfaces: the one set of
 // view types (a job, a page of jobs, a route, a task, a cron entry, a
-// worker, the per-minute stats, a page of the task history), their JSON (the HTTP API's bodies and every
+// worker, the per-minute stats, a page of the task history, a workflow), their JSON (the HTTP API's bodies and every
 // command's --json: one convention), the errors the admin layer refuses
 // with and how each surface classes them, and the Admin interface that the
 // CLI, the HTTP API and the dashboard call.

@@ -137,7 +137,7 @@ func Classify(err error) Problem {
 		p.Field, p.Value, p.Reason = fe.field, fe.value, fe.reason
 	}
 	switch {
-	case errors.Is(err, ErrJobNotFound), errors.Is(err, ErrNoHistory):
+	case errors.Is(err, ErrJobNotFound), errors.Is(err, ErrWorkflowNotFound), errors.Is(err, ErrNoHistory):
 		p.Class = NotFound
 	case errors.Is(err, ErrUnknownRoute):
 		p.Class, p.Field = NotFound, or(p.Field, "route")

@@ -64,6 +64,9 @@ type Job struct {
 	// FromHistory: Redis has let the job go and this is its newest row in
 	// the task history, which keeps what the job was and how it ended.
 	FromHistory bool
+	// Workflow is the id of the workflow the job is a step of; "" for a
+	// job of no workflow (or one read from the task history).
+	Workflow string
 }
 
 // Retries is how many of the job's attempts were retries: every run after
@@ -89,11 +92,13 @@ type jobWire struct {
 	// FromHistory is true when the job was read from the task history (Redis
 	// had let it go).
 	FromHistory bool `json:"from_history,omitempty"`
+	// Workflow is the id of the workflow the job is a step of.
+	Workflow string `json:"workflow,omitempty"`
 }
 
 func (j *Job) wire() jobWire {
 	w := jobWire{jobSummaryWire: j.summary(), TimeoutMS: j.Timeout.Milliseconds(), StartedAt: Time(j.StartedAt),
-		FailedAt: Map(j.FailedAt, func(t time.Time) Time { return Time(t) }), Args: j.Args, Result: j.ResultJSON, FromHistory: j.FromHistory}
+		FailedAt: Map(j.FailedAt, func(t time.Time) Time { return Time(t) }), Args: j.Args, Result: j.ResultJSON, FromHistory: j.FromHistory, Workflow: j.Workflow}
 	if w.Args == nil {
 		w.Args = json.RawMessage("null")
 	}
@@ -224,7 +229,7 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		Attempts: s.Attempts, MaxRetries: s.MaxRetries, Error: s.Error, CreatedAt: time.Time(s.CreatedAt),
 		ScheduledAt: time.Time(s.ScheduledAt), FinishedAt: time.Time(s.FinishedAt), LeaseDeadline: time.Time(s.LeaseDeadline),
 		Timeout: time.Duration(w.TimeoutMS) * time.Millisecond, StartedAt: time.Time(w.StartedAt),
-		FailedAt: Map(w.FailedAt, func(t Time) time.Time { return time.Time(t) })}
+		FailedAt: Map(w.FailedAt, func(t Time) time.Time { return time.Time(t) }), Workflow: w.Workflow}
 	if len(w.Args) > 0 && string(w.Args) != "null" {
 		j.Args = w.Args
 	}

@@ -379,6 +379,8 @@ func body(e endpoint) string {
 		return `{"shards": 4}`
 	case openapi.RouteLimits:
 		return `{"max_running": 4, "rate": null}`
+	case openapi.WorkflowSteps:
+		return `{"steps": [{"id": "a", "name": "t", "args": {}}, {"id": "b", "name": "t", "after": ["a"]}]}`
 	}
 	return ""
 }

@@ -28,9 +28,10 @@ func Endpoints() []openapi.Endpoint {
 
 // Parameters that several endpoints share.
 var (
-	jobID    = openapi.Param{Name: "id", Desc: "The job's id."}
-	route    = openapi.Param{Name: "route", Desc: "The route (queue)."}
-	deadTask = openapi.Param{Name: "task", Desc: "Only dead jobs of this task."}
+	jobID      = openapi.Param{Name: "id", Desc: "The job's id."}
+	workflowID = openapi.Param{Name: "id", Desc: "The workflow's id."}
+	route      = openapi.Param{Name: "route", Desc: "The route (queue)."}
+	deadTask   = openapi.Param{Name: "task", Desc: "Only dead jobs of this task."}
 	// listing is what a job listing takes: the queues' states (active is
 	// processing, dead is failed). Finished jobs are not listed: they are
 	// results, read by id.
@@ -75,6 +76,9 @@ var (
 	conflict   = openapi.Response{Status: http.StatusConflict}
 	tooLarge   = openapi.Response{Status: http.StatusRequestEntityTooLarge}
 	theJob     = openapi.Response{Status: http.StatusOK, Desc: "The job.", Type: admin.Job{}, Name: "Job"}
+	// theWorkflow is a workflow, as read after the call.
+	theWorkflow = openapi.Response{Status: http.StatusOK, Desc: "The workflow.", Type: admin.Workflow{}, Name: "Workflow",
+		Inner: map[string]string{"steps": "WorkflowStep"}}
 )
 
 // batchAnswer is an answer to a batch other than success.
@@ -119,6 +123,24 @@ var endpoints = []endpoint{
 		Action: true, PathParams: []openapi.Param{jobID},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Deleted.", Type: deleted{}}, notFound, conflict}},
 		(*server).delete},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/workflows", ID: "submitWorkflow", Tag: "workflows",
+		Summary: "Submit a workflow: steps that each start when the steps they come after completed, with their results as args; all stored, or none.",
+		Action:  true, Body: openapi.WorkflowSteps, MaxBatch: admin.MaxWorkflowSteps, Responses: []openapi.Response{
+			{Status: http.StatusCreated, Desc: "Submitted: the workflow's id, and each step's job id by the step's id.", Type: workflowSubmitted{}, Name: "WorkflowSubmitted", Location: true},
+			badRequest, tooLarge}},
+		(*server).submitWorkflow},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/workflows/{id}", ID: "getWorkflow", Tag: "workflows",
+		Summary:    "A workflow: its status, its steps with their jobs, and its result once completed.",
+		PathParams: []openapi.Param{workflowID}, Responses: []openapi.Response{theWorkflow, notFound}},
+		(*server).workflow},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/workflows/{id}/cancel", ID: "cancelWorkflow", Tag: "workflows", Action: true,
+		Summary:    "Cancel a workflow: its steps not yet run are canceled, its running steps' jobs asked to stop. A completed workflow stays completed.",
+		PathParams: []openapi.Param{workflowID}, Responses: []openapi.Response{theWorkflow, notFound}},
+		(*server).cancelWorkflow},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/workflows/{id}/retry", ID: "retryWorkflow", Tag: "workflows", Action: true,
+		Summary:    "Run a workflow's failed and canceled steps again, each under a new job id; its completed steps keep their results.",
+		PathParams: []openapi.Param{workflowID}, Responses: []openapi.Response{theWorkflow, notFound}},
+		(*server).retryWorkflow},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/history", ID: "searchHistory", Tag: "history",
 		Summary: "Search the task history: the jobs that ended for good (completed, failed, canceled), newest end first, kept after Redis lets them go (HISTORY_URL).",
 		Query:   historyParams,

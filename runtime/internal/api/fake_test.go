@@ -33,6 +33,8 @@ type fakeAdmin struct {
 	patch   admin.LimitsPatch
 	hquery  admin.HistoryQuery
 	hpage   admin.HistoryPage
+	wfSub   admin.WorkflowSubmission
+	wfCalls []string // the workflow actions taken: "cancel ID", "retry ID"
 }
 
 var _ admin.Admin = (*fakeAdmin)(nil)
@@ -154,3 +156,41 @@ func (f *fakeAdmin) ArgsSchemas() (map[string]json.RawMessage, error) {
 	return map[string]json.RawMessage{}, f.err
 }
 func (f *fakeAdmin) Ready(context.Context) error { return f.readyErr }
+
+func (f *fakeAdmin) SubmitWorkflow(_ context.Context, s admin.WorkflowSubmission) (string, map[string]string, error) {
+	f.wfSub = s
+	if f.err != nil {
+		return "", nil, f.err
+	}
+	jobs := map[string]string{}
+	for i, st := range s.Steps {
+		jobs[st.ID] = "j" + string(rune('a'+i%26))
+	}
+	return "w1", jobs, nil
+}
+
+// workflow is the workflow every read answers: a split and its successor.
+func (f *fakeAdmin) workflow(id string) (*admin.Workflow, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &admin.Workflow{ID: id, Status: "running", Steps: []admin.WorkflowStep{
+		{Label: "a", Name: "t", JobID: "ja", Status: "completed"},
+		{Label: "b", Name: "t", JobID: "jb", Status: "pending", After: []string{"a"}},
+	}}, nil
+}
+
+func (f *fakeAdmin) Workflow(_ context.Context, id string) (*admin.Workflow, error) {
+	return f.workflow(id)
+}
+
+func (f *fakeAdmin) CancelWorkflow(_ context.Context, id string) (*admin.Workflow, error) {
+	f.wfCalls = append(f.wfCalls, "cancel "+id)
+	return f.workflow(id)
+}
+
+func (f *fakeAdmin) RetryWorkflow(_ context.Context, id string) (*admin.Workflow, int, error) {
+	f.wfCalls = append(f.wfCalls, "retry "+id)
+	w, err := f.workflow(id)
+	return w, 1, err
+}

@@ -7,7 +7,7 @@
 //
 // It owns parsing and printing, and how the admin layer's errors become an
 // exit status (exitStatus). The admin commands (enqueue, job, jobs, queues,
-// pause, resume, cancel, route shards, dlq, cron, workers, history) call an admin.Admin — the runtime's
+// pause, resume, cancel, route shards, limits, workflow, dlq, cron, workers, history) call an admin.Admin — the runtime's
 // Inspector, which the program's App opens — and print its values: a table
 // from their fields, or with --json the value itself, whose JSON is the
 // API's. The commands that run the runtime (worker, scheduler, api) are

@@ -41,6 +41,9 @@ type fakeAdmin struct {
 	hqueries  []admin.HistoryQuery
 	migrated  bool // MigrateHistory's answer
 	migrateds int  // calls of MigrateHistory
+
+	workflows map[string]*admin.Workflow // Workflow's answers, by id
+	retried   int                        // RetryWorkflow's count
 }
 
 func (f *fakeAdmin) Submit(_ context.Context, s admin.Submission) (string, string, error) {
@@ -156,4 +159,30 @@ func run(t *testing.T, app *fakeApp, args ...string) (int, string, string) {
 		t.Errorf("%v left %d connection(s) open", args, app.opened)
 	}
 	return code, out.String(), errOut.String()
+}
+
+func (f *fakeAdmin) workflow(id string) (*admin.Workflow, error) {
+	if w := f.workflows[id]; w != nil {
+		return w, nil
+	}
+	return nil, fmt.Errorf("%w: %s", admin.ErrWorkflowNotFound, id)
+}
+
+func (f *fakeAdmin) Workflow(_ context.Context, id string) (*admin.Workflow, error) {
+	return f.workflow(id)
+}
+
+func (f *fakeAdmin) CancelWorkflow(_ context.Context, id string) (*admin.Workflow, error) {
+	f.acted = append(f.acted, "cancel workflow "+id)
+	w, err := f.workflow(id)
+	if err == nil && w.Status != "completed" {
+		w.Status = "canceled"
+	}
+	return w, err
+}
+
+func (f *fakeAdmin) RetryWorkflow(_ context.Context, id string) (*admin.Workflow, int, error) {
+	f.acted = append(f.acted, "retry workflow "+id)
+	w, err := f.workflow(id)
+	return w, f.retried, err
 }

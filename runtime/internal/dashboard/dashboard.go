@@ -65,6 +65,8 @@ func New(a admin.Admin, cfg Config) *Dashboard {
 		"GET /workers":               d.view(d.workers),
 		"GET /tasks":                 d.view(d.tasks),
 		"GET /routes/{route}/limits": d.view(d.limits),
+		"GET /workflows":             http.HandlerFunc(d.workflows),
+		"GET /workflows/{id}":        d.view(d.workflow),
 		"GET /static/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// A name fs.Sub refuses (bytes that are not UTF-8) is an "invalid
 			// name" error that the file server answers 500: it names no file.
@@ -89,6 +91,8 @@ func New(a admin.Admin, cfg Config) *Dashboard {
 		"POST /routes/{route}/replay-dead": d.action(d.replayDead),
 		"POST /jobs/bulk":                  d.action(d.bulk),
 		"POST /cron/{name}/run":            d.action(d.runCron),
+		"POST /workflows/{id}/cancel":      d.action(d.cancelWorkflow),
+		"POST /workflows/{id}/retry":       d.action(d.retryWorkflow),
 	} {
 		d.mux.Handle(pattern, h)
 		d.handlers[pattern] = h
@@ -246,16 +250,18 @@ func localPath(s string) (string, bool) {
 // flashes are the messages an action's redirect may ask for, by key: the
 // query string never carries text to show.
 var flashes = map[string]string{
-	"replayed":         "Replayed: the job is pending again with its attempts reset.",
-	"deleted":          "Deleted.",
-	"canceled":         "Canceled.",
-	"cancel-requested": "Cancel sent: the worker running the job will stop it.",
-	"paused":           "Paused: no worker takes this route's jobs until it is resumed.",
-	"limits-set":       "Limits set: every worker honours them at its next fetch.",
-	"resumed":          "Resumed.",
-	"cron-run":         "Enqueued now, outside the schedule: the entry's next run stays as planned.",
-	"purged":           "Purged %s failed jobs from the dead-letter queue.",
-	"replayed-dead":    "Replayed %s failed jobs: they are pending again with their attempts reset.",
+	"replayed":          "Replayed: the job is pending again with its attempts reset.",
+	"deleted":           "Deleted.",
+	"canceled":          "Canceled.",
+	"cancel-requested":  "Cancel sent: the worker running the job will stop it.",
+	"paused":            "Paused: no worker takes this route's jobs until it is resumed.",
+	"limits-set":        "Limits set: every worker honours them at its next fetch.",
+	"resumed":           "Resumed.",
+	"cron-run":          "Enqueued now, outside the schedule: the entry's next run stays as planned.",
+	"workflow-canceled": "Canceled: the steps not yet run are canceled, and the running ones asked to stop.",
+	"workflow-retried":  "Retried: %s failed or canceled steps run again; the completed ones keep their results.",
+	"purged":            "Purged %s failed jobs from the dead-letter queue.",
+	"replayed-dead":     "Replayed %s failed jobs: they are pending again with their attempts reset.",
 	// A bulk action reports both counts: a job refused is one that moved
 	// to a state the action does not fit, or is gone, since the page showed it.
 	"bulk-replayed": "Replayed %s selected jobs; %r refused (no longer failed, or gone).",

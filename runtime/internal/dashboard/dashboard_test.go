@@ -30,6 +30,28 @@ type fakeAdmin struct {
 	replayErr error
 	// listed is the last query Jobs was given.
 	listed admin.JobQuery
+	// workflows are Workflow's answers, by id; wfActed the workflow
+	// actions taken ("retry ID").
+	workflows map[string]*admin.Workflow
+	wfActed   []string
+}
+
+func (f *fakeAdmin) Workflow(_ context.Context, id string) (*admin.Workflow, error) {
+	if w, ok := f.workflows[id]; ok {
+		return w, nil
+	}
+	return nil, fmt.Errorf("%w: %s", admin.ErrWorkflowNotFound, id)
+}
+
+func (f *fakeAdmin) CancelWorkflow(ctx context.Context, id string) (*admin.Workflow, error) {
+	f.wfActed = append(f.wfActed, "cancel "+id)
+	return f.Workflow(ctx, id)
+}
+
+func (f *fakeAdmin) RetryWorkflow(ctx context.Context, id string) (*admin.Workflow, int, error) {
+	f.wfActed = append(f.wfActed, "retry "+id)
+	w, err := f.Workflow(ctx, id)
+	return w, 2, err
 }
 
 func (f *fakeAdmin) Routes(context.Context) ([]admin.Route, error) { return f.routes, nil }

@@ -1,9 +1,11 @@
 // Package dashboard is the web dashboard the API serves at GET /: server-rendered
 // pages of routes, per-minute charts, jobs, one job (from Redis, or from the
 // task history once Redis has let it go), the task history's search, cron
-// entries, workers and tasks (each with its args JSON Schema), with the actions an operator takes
+// entries, workers and tasks (each with its args JSON Schema), a workflow with its
+// steps (found by id, or from a step's job), with the actions an operator takes
 // on them (replay, delete, cancel, pause, resume, purge or replay every
-// failed job of a route's dead-letter queue, run a cron entry now), and the same replay, delete and cancel in bulk on the
+// failed job of a route's dead-letter queue, run a cron entry now, cancel or
+// retry a workflow), and the same replay, delete and cancel in bulk on the
 // jobs ticked on a page of the job list (at most MaxBulk at once; a job that
 // moved meanwhile is counted as refused).
 //

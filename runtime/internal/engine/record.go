@@ -86,7 +86,7 @@ func CanceledRecord(id, name string, priority queue.Priority, created time.Time,
 func jobRecord(id, name string, priority queue.Priority, created time.Time, maxRetries int, e queue.Envelope) results.Record {
 	return results.Record{
 		ID: id, Name: name, Priority: string(priority), CreatedAt: unixMS(created),
-		Args: e.Args, MaxRetries: maxRetries, Timeout: e.Timeout, Description: e.Description,
+		Args: e.Args, MaxRetries: maxRetries, Timeout: e.Timeout, Description: e.Description, Workflow: e.Workflow,
 	}
 }
 

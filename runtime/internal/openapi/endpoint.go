@@ -21,7 +21,7 @@ type Endpoint struct {
 	// other.
 	Query []Param
 	// Body is the request body the endpoint reads; MaxBatch, the most
-	// submissions a Submissions body holds.
+	// submissions a Submissions body holds, or steps a WorkflowSteps body.
 	Body     Body
 	MaxBatch int
 	// Responses are its answers. An answer of 400, 404, 409 or 413 without
@@ -82,6 +82,9 @@ const (
 	// RouteLimits is {"max_running": N|null, "rate": "N/s"|null,
 	// "burst": M|null}: a change of a route's limits.
 	RouteLimits
+	// WorkflowSteps is {"steps": [{"id", "name", "args"} or {"id", "name",
+	// "after": [id, …]}, …]}, up to the endpoint's MaxBatch steps.
+	WorkflowSteps
 )
 
 // Response is one answer of an endpoint.
@@ -103,7 +106,8 @@ type Response struct {
 	// Inner names the components of types Type holds, by the JSON key of
 	// Type that holds them (its element, for a list or a pointer).
 	Inner map[string]string
-	// Location: the answer has a Location header, the new job's URL.
+	// Location: the answer has a Location header, the URL of the job or
+	// workflow made.
 	Location bool
 }
 

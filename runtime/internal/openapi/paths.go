@@ -91,6 +91,8 @@ func (b *builder) operation(e Endpoint) (map[string]any, error) {
 		o["requestBody"] = shardsBody()
 	case RouteLimits:
 		o["requestBody"] = limitsBody()
+	case WorkflowSteps:
+		o["requestBody"] = b.workflowBody(e.MaxBatch)
 	}
 	return o, nil
 }
@@ -126,7 +128,7 @@ func (b *builder) responses(e Endpoint) (map[string]any, error) {
 		}
 		resp := map[string]any{"description": r.Desc, "content": jsonBody(schema)}
 		if r.Location {
-			resp["headers"] = map[string]any{"Location": map[string]any{"description": "The job's URL.", "schema": str()}}
+			resp["headers"] = map[string]any{"Location": map[string]any{"description": "The URL of the job or workflow made.", "schema": str()}}
 		}
 		out[code] = resp
 	}
@@ -234,6 +236,40 @@ func limitsBody() map[string]any {
 	}
 }
 
+// workflowBody is the body of POST /api/v1/workflows: up to most steps,
+// each a job of a registered task.
+func (b *builder) workflowBody(most int) map[string]any {
+	name := str()
+	if len(b.tasks) > 0 {
+		name = map[string]any{"type": "string", "enum": anys(b.tasks)}
+	}
+	step := map[string]any{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []any{"id", "name"},
+		"properties": map[string]any{
+			"id":   map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$", "description": "The step's id, unique in the workflow."},
+			"name": name,
+			"args": map[string]any{"description": "A first step's args, as its task's submission takes them (POST /api/v1/jobs): its task's schema exactly."},
+			"after": map[string]any{"type": "array", "minItems": 1, "items": str(),
+				"description": "The ids of the steps it comes after, each listed before it: it runs with the one's result, or with the list of several's results in this order, and takes their type (or a list of it)."},
+		},
+		"not": map[string]any{"required": []any{"args", "after"}},
+	}
+	return map[string]any{
+		"required":    true,
+		"description": fmt.Sprintf("Up to %d steps, each a job of a registered task: a first step with its args, any other after the steps whose results it takes. The last step's result is the workflow's. Every step is checked, and stored, before any runs.", most),
+		"content": jsonBody(map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []any{"steps"},
+			"properties": map[string]any{
+				"steps": map[string]any{"type": "array", "minItems": 1, "maxItems": most, "items": step},
+			},
+		}),
+	}
+}
+
 // errorResponses are the error answers, each the Error shape.
 func errorResponses() map[string]any {
 	e := func(desc string) map[string]any {
@@ -245,7 +281,7 @@ func errorResponses() map[string]any {
 		"BadRequest":   e("The request is wrong: field names the body key or query parameter."),
 		"Unauthorized": unauthorized,
 		"Forbidden":    e("The API is read-only (API_READ_ONLY): actions are refused."),
-		"NotFound":     e("No such job."),
+		"NotFound":     e("No such job, workflow, route or cron entry."),
 		"Conflict":     e("The job is not in a state that allows this."),
 		"TooLarge":     e("The body is over the server's limit."),
 		"ServerError":  e("The server or Redis failed; the request may be sent again."),

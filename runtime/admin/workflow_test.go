@@ -1,0 +1,74 @@
+package admin_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
+)
+
+// A workflow's JSON: "id" is each step's label, "after" [] for a first
+// step, "result" null until it completed, unset times null; it reads back
+// into the same workflow.
+func TestWorkflow_JSONIsTheOneShapeAndReadsBack(t *testing.T) {
+	created := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	w := admin.Workflow{ID: "W1", Status: "running", CreatedAt: created, Steps: []admin.WorkflowStep{
+		{Label: "split", Name: "wf_split", JobID: "J1.default", Status: "completed"},
+		{Label: "join", Name: "wf_join", JobID: "J2.default", Status: "pending", After: []string{"split"}},
+	}}
+	b, err := json.Marshal(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	steps, _ := m["steps"].([]any)
+	first, _ := steps[0].(map[string]any)
+	for key, want := range map[string]any{"id": "W1", "status": "running", "created_at": "2026-11-27T03:00:00Z", "ended_at": nil, "result": nil} {
+		if !reflect.DeepEqual(m[key], want) {
+			t.Errorf("%s = %#v; want %#v (in %s)", key, m[key], want, b)
+		}
+	}
+	if first["id"] != "split" || first["job_id"] != "J1.default" || !reflect.DeepEqual(first["after"], []any{}) || first["error"] != nil {
+		t.Errorf("first step = %v; want id split, after [] and no error", first)
+	}
+	var back admin.Workflow
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.ID != w.ID || !back.CreatedAt.Equal(created) || len(back.Steps) != 2 || back.Steps[1].Label != "join" || back.Steps[1].After[0] != "split" || back.Result != nil {
+		t.Fatalf("read back %+v; want %+v", back, w)
+	}
+	w.Status, w.Result = "completed", json.RawMessage(`"[3 6]"`)
+	if b, _ := json.Marshal(w); !json.Valid(b) || !reflect.DeepEqual(decode(t, b)["result"], "[3 6]") {
+		t.Fatalf("completed workflow = %s; want its result", b)
+	}
+}
+
+func decode(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A step's job names its workflow in "workflow", left out for a job of none.
+func TestJob_JSONNamesItsWorkflow(t *testing.T) {
+	b, _ := json.Marshal(admin.Job{ID: "J1", Workflow: "W1"})
+	if decode(t, b)["workflow"] != "W1" {
+		t.Fatalf("job = %s; want workflow W1", b)
+	}
+	var back admin.Job
+	if err := json.Unmarshal(b, &back); err != nil || back.Workflow != "W1" {
+		t.Fatalf("read back %+v, %v", back, err)
+	}
+	if b, _ := json.Marshal(admin.Job{ID: "J2"}); decode(t, b)["workflow"] != nil {
+		t.Fatalf("job of no workflow = %s; want no workflow key", b)
+	}
+}

@@ -1,0 +1,141 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/bananas-go/bananas/runtime/admin"
+)
+
+// workflowSubmitted is the answer to a workflow's submission: its id and
+// each step's job id by the step's id.
+type workflowSubmitted struct {
+	ID    string            `json:"id"`
+	Steps map[string]string `json:"steps"`
+}
+
+// workflowStepKeys are the keys a step of a submitted workflow takes.
+var workflowStepKeys = map[string]bool{"id": true, "name": true, "args": true, "after": true}
+
+// submitWorkflow serves POST /api/v1/workflows: the body {"steps": [...]}
+// is read here, its keys matched exactly; the admin layer checks what the
+// steps mean (their tasks, args, order and types).
+func (s *server) submitWorkflow(w http.ResponseWriter, r *http.Request) error {
+	sub, err := workflowBody(r)
+	if err != nil {
+		return err
+	}
+	id, jobs, err := s.a.SubmitWorkflow(r.Context(), sub)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/v1/workflows/"+url.PathEscape(id))
+	return writeJSON(w, http.StatusCreated, workflowSubmitted{ID: id, Steps: jobs})
+}
+
+// workflowBody reads {"steps": [step, …]}, each step {"id", "name",
+// "args"} or {"id", "name", "after": [id, …]}.
+func workflowBody(r *http.Request) (admin.WorkflowSubmission, error) {
+	var sub admin.WorkflowSubmission
+	var raw json.RawMessage
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&raw); err != nil {
+		return sub, workflowBodyError(err)
+	}
+	if dec.More() {
+		return sub, BadRequest("", "the body holds more than one JSON value")
+	}
+	var body map[string]json.RawMessage
+	if json.Unmarshal(raw, &body) != nil || body == nil {
+		return sub, BadRequest("", `the body is JSON %s: want {"steps": [step, …]}`, clip(raw))
+	}
+	for k := range body {
+		if k != "steps" {
+			return sub, BadRequest(k, `unknown field %q (want steps: {"steps": [step, …]})`, k)
+		}
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(body["steps"], &items); err != nil || items == nil {
+		return sub, BadRequest("steps", `steps: want an array of steps, each {"id", "name", "args"} or {"id", "name", "after"}`)
+	}
+	switch {
+	case len(items) == 0:
+		return sub, BadRequest("steps", "steps: empty: a workflow has 1 to %d steps, the last one's result being the workflow's", admin.MaxWorkflowSteps)
+	case len(items) > admin.MaxWorkflowSteps:
+		return sub, BadRequest("steps", "steps: %d steps, over the limit of %d", len(items), admin.MaxWorkflowSteps)
+	}
+	sub.Steps = make([]admin.WorkflowStepSubmission, len(items))
+	for i, item := range items {
+		st, err := workflowStep(fmt.Sprintf("steps[%d]", i), item)
+		if err != nil {
+			return sub, err
+		}
+		sub.Steps[i] = st
+	}
+	return sub, nil
+}
+
+// workflowStep reads step at of a workflow's body.
+func workflowStep(at string, raw json.RawMessage) (admin.WorkflowStepSubmission, error) {
+	var st admin.WorkflowStepSubmission
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return st, BadRequest(at, `%s: want a step {"id": …, "name": …, "args": …} or {"id": …, "name": …, "after": […]}, got %s`, at, clip(raw))
+	}
+	for k := range fields {
+		if !workflowStepKeys[k] {
+			return st, BadRequest(at+"."+k, "%s: unknown field %q (want id, name, args or after)", at, k)
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"id", &st.ID}, {"name", &st.Name}} {
+		v, ok := jsonString(fields[f.key])
+		if !ok {
+			return st, BadRequest(at+"."+f.key, "%s.%s: want a string, got %s", at, f.key, orMissing(fields[f.key]))
+		}
+		*f.dst = v
+	}
+	st.Args = fields["args"]
+	if after, ok := fields["after"]; ok {
+		if err := json.Unmarshal(after, &st.After); err != nil || st.After == nil {
+			return st, BadRequest(at+".after", "%s.after: want an array of the ids of steps listed before it, got %s", at, clip(after))
+		}
+	}
+	return st, nil
+}
+
+func orMissing(raw json.RawMessage) string {
+	if raw == nil {
+		return "nothing"
+	}
+	return clip(raw)
+}
+
+// workflowBodyError names what is wrong with the body of a workflow.
+func workflowBodyError(err error) error {
+	e := bodyError(err)
+	if be, ok := e.(*Error); ok && be.Status == http.StatusBadRequest {
+		be.Field = ""
+		if be.Msg == "empty body: want a JSON object" {
+			be.Msg = `empty body: want {"steps": [step, …]}`
+		}
+	}
+	return e
+}
+
+func (s *server) workflow(w http.ResponseWriter, r *http.Request) error {
+	return answer(w, http.StatusOK)(s.a.Workflow(r.Context(), r.PathValue("id")))
+}
+
+func (s *server) cancelWorkflow(w http.ResponseWriter, r *http.Request) error {
+	return answer(w, http.StatusOK)(s.a.CancelWorkflow(r.Context(), r.PathValue("id")))
+}
+
+func (s *server) retryWorkflow(w http.ResponseWriter, r *http.Request) error {
+	wf, _, err := s.a.RetryWorkflow(r.Context(), r.PathValue("id"))
+	return answer(w, http.StatusOK)(wf, err)
+}

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/bananas-go/bananas/runtime/admin"
+)
+
+// cmdWorkflow is `workflow ID [--json]`, `workflow cancel ID` and
+// `workflow retry ID`.
+func cmdWorkflow(e *Env, args []string) error {
+	if len(args) > 0 && (args[0] == "cancel" || args[0] == "retry") {
+		e.Name = "workflow " + args[0]
+		return cmdWorkflowAction(e, args[0], args[1:])
+	}
+	fs := e.Flags("ID [--json] | cancel ID | retry ID: show a workflow and its steps, cancel it, or run its failed and canceled steps again")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{errors.New("want one workflow ID")}
+	}
+	c, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w, err := c.Workflow(e.Ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.Stdout, w)
+	}
+	return printWorkflow(e.Stdout, w)
+}
+
+// cmdWorkflowAction is `workflow cancel ID` and `workflow retry ID`: what
+// the action did, then the workflow after it.
+func cmdWorkflowAction(e *Env, action string, args []string) error {
+	fs := e.Flags(action + " ID [--json]")
+	asJSON := fs.Bool("json", false, "print the workflow after the call as JSON")
+	pos, err := Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{fmt.Errorf("want one workflow ID after %s", action)}
+	}
+	c, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var w *admin.Workflow
+	said := ""
+	switch action {
+	case "cancel":
+		if w, err = c.CancelWorkflow(e.Ctx, pos[0]); err == nil {
+			said = fmt.Sprintf("canceled workflow %s: its steps not yet run are canceled, its running steps' jobs asked to stop", w.ID)
+			if w.Status == "completed" {
+				said = fmt.Sprintf("workflow %s had completed: nothing to cancel", w.ID)
+			}
+		}
+	case "retry":
+		var n int
+		if w, n, err = c.RetryWorkflow(e.Ctx, pos[0]); err == nil {
+			said = fmt.Sprintf("workflow %s: %d step(s) run again", w.ID, n)
+			if n == 0 {
+				said = fmt.Sprintf("workflow %s: no step had failed or been canceled: nothing to run again", w.ID)
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.Stdout, w)
+	}
+	fmt.Fprintln(e.Stdout, said)
+	fmt.Fprintln(e.Stdout)
+	return printWorkflow(e.Stdout, w)
+}
+
+// printWorkflow writes a workflow for people: its status and times, its
+// result once completed, then its steps.
+func printWorkflow(out io.Writer, w *admin.Workflow) error {
+	fmt.Fprintf(out, "workflow %s: %s (created %s, ended %s)\n", w.ID, w.Status, stamp(w.CreatedAt), stamp(w.EndedAt))
+	if w.Status == "completed" {
+		fmt.Fprintf(out, "result: %s\n", jsonOrDash(w.Result))
+	}
+	fmt.Fprintln(out)
+	rows := make([][]string, len(w.Steps))
+	for i, s := range w.Steps {
+		task := s.Name
+		if task == "" {
+			task = "(gather)"
+		}
+		rows[i] = []string{s.Label, task, orDash(s.JobID), string(s.Status), orDash(strings.Join(s.After, ",")), orDash(firstLine(s.Error))}
+	}
+	return table(out, []string{"STEP", "TASK", "JOB", "STATUS", "AFTER", "ERROR"}, rows)
+}
