@@ -49,7 +49,9 @@ demo:
 # URL, -shards 12: each master's share of one route's commands, unsharded and
 # over 12 shards. Flow control (-flow): a keyed drain at max_running=1
 # against the unkeyed one, a rate held under competing workers, a late key
-# behind a backlog (docs/FLOW-CONTROL.md). Where PostgreSQL is installed, the task history
+# behind a backlog (docs/FLOW-CONTROL.md). Workflows (-workflow): the added
+# latency per step of a chain, a 1,000-way gather against the same jobs
+# enqueued plainly, Redis bytes per stored step. Where PostgreSQL is installed, the task history
 # (bench-history: the drain with it on against off, its lag, its searches
 # over 1M rows).
 BENCH_ADMIN_FLAGS ?=
@@ -59,6 +61,7 @@ bench:
 	$(GO) run ./examples/bench
 	$(GO) run ./examples/bench -admin $(BENCH_ADMIN_FLAGS)
 	$(GO) run ./examples/bench -flow
+	$(GO) run ./examples/bench -workflow
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \
 	else echo "# idle workers skipped: -idle needs REDIS_URL (each worker has its own client)"; fi
 	@case "$$REDIS_URL" in *+cluster://*) $(GO) run ./examples/bench -shards 12 -n 20000;; \
