@@ -33,6 +33,8 @@ test-faults:
 # worker SIGKILLs, cut and silent connections and Redis restarts, in a random
 # order (BANANAS_CHAOS_SEED repeats one); about two and a half minutes. It prints the
 # faults, jobs, duplicates, the longest wait and goroutines per worker.
+# BANANAS_CHAOS_KEYED=1: keyed, capped jobs; BANANAS_CHAOS_WORKFLOW=1:
+# workflows instead of jobs (docs/OPERATIONS.md).
 test-chaos:
 	BANANAS_CHAOS=1 $(GO) test -count=1 -timeout 10m -v -run '^TestChaos_' ./runtime/
 
