@@ -17,18 +17,20 @@ import (
 
 // The workflow chaos run (BANANAS_CHAOS=1 BANANAS_CHAOS_WORKFLOW=1): the
 // chaos run's workers, proxy, Redis and faults, with a producer that submits
-// workflows instead of jobs: chains of chaosChain steps and fan-outs of
-// chaosFan steps gathered into a join and one step after it, two in ten
-// with a step that fails for good. At the end every acknowledged workflow
-// has ended as it was built to (completed with the result its steps add
-// up to, or failed by its failing step, which says why), and no step's
-// handler ran to completion twice in one attempt: only a lease lost (the
-// reaper records it as a failed attempt) may run a completed step again.
+// workflows instead of jobs: chains of chaosChain steps, and fan-outs of
+// chaosFan steps of 300 ms (so that faults catch steps running) gathered
+// into a join with one step after it; two in ten have a step that fails for
+// good. At the end every acknowledged workflow has ended as it was built to
+// (completed with the result its steps add up to, or failed by its failing
+// step, which says why), and no step's handler ran to completion twice in
+// one attempt: only a lost lease (the reaper records it as a failed
+// attempt) may run a completed step again.
 const (
 	chaosWFPace = 150 * time.Millisecond // between two submissions
 	chaosChain  = 5
 	chaosFan    = 6
 	chaosFailAt = "fail@" // a step whose args' Text is fail@<its N> fails for good
+	chaosSlow   = "slow"  // a step whose args' Text is slow runs 300 ms
 )
 
 // The steps of the workflow chaos run: each link adds one to N and passes
@@ -50,6 +52,9 @@ func handleChaosSteps(w *runtime.Worker, say func(format string, args ...any)) {
 		j, _ := runtime.CurrentJob(ctx)
 		say("ran %s %d", j.ID, j.Attempt)
 		time.Sleep(5 * time.Millisecond) // the step's work
+		if m.Text == chaosSlow {
+			time.Sleep(300 * time.Millisecond) // long enough for a kill or a hang to catch it running
+		}
 		if m.Text == chaosFailAt+strconv.Itoa(m.N) {
 			return Msg{}, fmt.Errorf("step %d fails for good: %w", m.N, runtime.SkipRetry)
 		}
@@ -77,8 +82,9 @@ type chaosWF struct {
 }
 
 // chaosWorkflowOf is the i-th workflow of the producer: a chain (even i)
-// or a fan-out gathered into a join and a link (odd i); i%10 == 0 fails at
-// the chain's third step, i%10 == 3 at the fan-out's third branch.
+// or a fan-out of slow steps gathered into a join and a link (odd i);
+// i%10 == 0 fails at the chain's third step, i%10 == 3 at the fan-out's
+// third branch.
 func chaosWorkflowOf(c *runtime.Client, i int) chaosWF {
 	link := chaosLink.With(c)
 	if i%2 == 0 {
@@ -97,7 +103,7 @@ func chaosWorkflowOf(c *runtime.Client, i int) chaosWF {
 	wf := chaosWF{want: chaosFan + 1, fails: i%10 == 3}
 	branches := make([]runtime.Step[Msg], chaosFan)
 	for b := range branches {
-		m := Msg{}
+		m := Msg{Text: chaosSlow}
 		if wf.fails && b == 2 {
 			m.Text = chaosFailAt + "0"
 		}
