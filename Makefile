@@ -33,6 +33,8 @@ test-faults:
 # worker SIGKILLs, cut and silent connections and Redis restarts, in a random
 # order (BANANAS_CHAOS_SEED repeats one); about two and a half minutes. It prints the
 # faults, jobs, duplicates, the longest wait and goroutines per worker.
+# BANANAS_CHAOS_KEYED=1: keyed, capped jobs; BANANAS_CHAOS_WORKFLOW=1:
+# workflows instead of jobs (docs/OPERATIONS.md).
 test-chaos:
 	BANANAS_CHAOS=1 $(GO) test -count=1 -timeout 10m -v -run '^TestChaos_' ./runtime/
 
@@ -49,7 +51,9 @@ demo:
 # URL, -shards 12: each master's share of one route's commands, unsharded and
 # over 12 shards. Flow control (-flow): a keyed drain at max_running=1
 # against the unkeyed one, a rate held under competing workers, a late key
-# behind a backlog (docs/FLOW-CONTROL.md). Where PostgreSQL is installed, the task history
+# behind a backlog (docs/FLOW-CONTROL.md). Workflows (-workflow): the added
+# latency per step of a chain, a 1,000-way gather against the same jobs
+# enqueued plainly, Redis bytes per stored step. Where PostgreSQL is installed, the task history
 # (bench-history: the drain with it on against off, its lag, its searches
 # over 1M rows).
 BENCH_ADMIN_FLAGS ?=
@@ -59,6 +63,7 @@ bench:
 	$(GO) run ./examples/bench
 	$(GO) run ./examples/bench -admin $(BENCH_ADMIN_FLAGS)
 	$(GO) run ./examples/bench -flow
+	$(GO) run ./examples/bench -workflow
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \
 	else echo "# idle workers skipped: -idle needs REDIS_URL (each worker has its own client)"; fi
 	@case "$$REDIS_URL" in *+cluster://*) $(GO) run ./examples/bench -shards 12 -n 20000;; \

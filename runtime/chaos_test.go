@@ -43,8 +43,9 @@ const (
 )
 
 // runChaosWorker is the body of the test binary re-executed as a worker of
-// the chaos run: it says on stdout which job it runs and, every 250 ms, how
-// many goroutines it has, until it is killed or told to stop (SIGTERM).
+// the chaos run: it says on stdout which job it runs, which it ran to
+// completion (id and attempt) and, every 250 ms, how many goroutines it
+// has, until it is killed or told to stop (SIGTERM).
 func runChaosWorker(spec string) {
 	url, rest, _ := strings.Cut(spec, "|")
 	ns, skew, _ := strings.Cut(rest, "|")
@@ -73,11 +74,15 @@ func runChaosWorker(spec string) {
 		j, _ := runtime.CurrentJob(ctx)
 		say("ran %s %d", j.ID, j.Attempt)
 		time.Sleep(5 * time.Millisecond) // the job's work
+		say("done %s %d", j.ID, j.Attempt)
 		return Reply{Text: m.Text}, nil
 	}
-	if chaosKeyed() {
+	switch {
+	case chaosWorkflow():
+		handleChaosSteps(w, say)
+	case chaosKeyed():
 		runtime.Handle(w, capped, run)
-	} else {
+	default:
 		runtime.Handle(w, testtasks.Echo, run)
 	}
 	go func() {
@@ -105,37 +110,10 @@ func TestChaos_EveryAcknowledgedJobRunsThroughKillsCutsAndARedisRestart(t *testi
 	if os.Getenv("BANANAS_CHAOS") == "" {
 		t.Skip("the chaos run takes about three minutes: make test-chaos (BANANAS_CHAOS=1)")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("BANANAS_CHAOS_SEED"), 10, 64); err == nil {
-		seed = s
+	if chaosWorkflow() {
+		t.Skip("BANANAS_CHAOS_WORKFLOW=1 runs the workflow chaos run instead")
 	}
-	rng := rand.New(rand.NewPCG(seed, seed))
-	t.Logf("seed %d (BANANAS_CHAOS_SEED repeats the run's order of faults)", seed)
-
-	srv := redistest.StartPersistent(t)
-	px, err := faultproxy.New(srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = px.Close() })
-	r := &chaosRun{
-		t:        t,
-		ns:       redistest.Namespace(t),
-		url:      "redis://" + px.Addr() + "/0?read_timeout=3s&write_timeout=3s",
-		firstRun: map[string]time.Time{},
-		runs:     map[string]int{},
-		workers:  make([]*chaosWorker, chaosWorkers),
-		killed:   map[int]bool{},
-	}
-	direct := connect(t, srv.URL(), runtime.WithNamespace(r.ns))
-	for i := range chaosWorkers {
-		r.start(i)
-	}
-	t.Cleanup(func() {
-		for i := range chaosWorkers {
-			r.kill(i)
-		}
-	})
+	r, rng, px, srv, direct := startChaos(t)
 
 	// The producer, through the proxy like the workers.
 	p := startChaosProducer(connect(t, r.url, runtime.WithNamespace(r.ns), runtime.DefaultRetries(50)))
@@ -180,14 +158,55 @@ func TestChaos_EveryAcknowledgedJobRunsThroughKillsCutsAndARedisRestart(t *testi
 	}
 }
 
+// startChaos starts the chaos run's Redis (persisting every write), the
+// proxy in front of it and the worker processes behind the proxy, and
+// returns the run, its random order of faults, and a client that reaches
+// Redis directly.
+func startChaos(t *testing.T) (*chaosRun, *rand.Rand, *faultproxy.Proxy, *redistest.Server, *runtime.Client) {
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("BANANAS_CHAOS_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	rng := rand.New(rand.NewPCG(seed, seed))
+	t.Logf("seed %d (BANANAS_CHAOS_SEED repeats the run's order of faults)", seed)
+
+	srv := redistest.StartPersistent(t)
+	px, err := faultproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	r := &chaosRun{
+		t:        t,
+		ns:       redistest.Namespace(t),
+		url:      "redis://" + px.Addr() + "/0?read_timeout=3s&write_timeout=3s",
+		firstRun: map[string]time.Time{},
+		runs:     map[string]int{},
+		done:     map[string][]int{},
+		workers:  make([]*chaosWorker, chaosWorkers),
+		killed:   map[int]bool{},
+	}
+	direct := connect(t, srv.URL(), runtime.WithNamespace(r.ns))
+	for i := range chaosWorkers {
+		r.start(i)
+	}
+	t.Cleanup(func() {
+		for i := range chaosWorkers {
+			r.kill(i)
+		}
+	})
+	return r, rng, px, srv, direct
+}
+
 // chaosRun is the worker processes of the chaos run and what they reported.
 type chaosRun struct {
 	t       *testing.T
 	url, ns string
 
-	mu       sync.Mutex // guards firstRun, runs and the workers' reports
+	mu       sync.Mutex // guards firstRun, runs, done and the workers' reports
 	firstRun map[string]time.Time
 	runs     map[string]int
+	done     map[string][]int // job id -> the attempts whose handler ran to completion
 	workers  []*chaosWorker
 	before   []int        // each worker's goroutines before the first fault
 	killed   map[int]bool // the workers SIGKILLed during the run
@@ -222,6 +241,9 @@ func (r *chaosRun) start(i int) {
 				if _, ok := r.firstRun[f[1]]; !ok {
 					r.firstRun[f[1]] = time.Now()
 				}
+			case len(f) == 3 && f[0] == "done":
+				attempt, _ := strconv.Atoi(f[2])
+				r.done[f[1]] = append(r.done[f[1]], attempt)
 			case len(f) == 2 && f[0] == "goroutines":
 				n, _ := strconv.Atoi(f[1])
 				w.goroutines = append(w.goroutines, n)

@@ -97,6 +97,8 @@ func main() {
 		shardBalance(ctx, c)
 	case *flowMode:
 		flowBench(ctx, c)
+	case *wfMode:
+		workflowBench(ctx, c, url, ns)
 	default:
 		scenarios(ctx, c)
 	}

@@ -121,6 +121,36 @@ var Plain *runtime.Task[Keyed, runtime.None] = runtime.NewTask[Keyed, runtime.No
 		{Name: "At", Type: "int64"},
 	}, "", decodePlainArgs).Var("Plain")
 
+// Link enqueues link, the task of wire name "link":
+//
+//	//bananas:task retries=0
+//
+// link is a step of the workflow scenarios' chains: it reports when the
+// step before it ended, and returns when it ends itself, which the next
+// step is given.
+var Link *runtime.Task[Stamp, Stamp] = runtime.NewTask[Stamp, Stamp]("link", runtime.MaxRetries(0)).
+	Describe("Stamp", []runtime.Field{
+		{Name: "At", Type: "int64"},
+	}, "Stamp", decodeLinkArgs).Var("Link")
+
+// Leaf enqueues leaf, the task of wire name "leaf":
+//
+//	//bananas:task retries=0
+//
+// leaf is a step of the workflow scenarios' fan-out.
+var Leaf *runtime.Task[Stamp, Stamp] = runtime.NewTask[Stamp, Stamp]("leaf", runtime.MaxRetries(0)).
+	Describe("Stamp", []runtime.Field{
+		{Name: "At", Type: "int64"},
+	}, "Stamp", decodeLeafArgs).Var("Leaf")
+
+// Join enqueues join, the task of wire name "join":
+//
+//	//bananas:task retries=0
+//
+// join is the fan-in after the leaves: how many it was given.
+var Join *runtime.Task[[]Stamp, int] = runtime.NewTask[[]Stamp, int]("join", runtime.MaxRetries(0)).
+	Describe("[]Stamp", nil, "int", decodeJoinArgs).Var("Join")
+
 // Register registers every task and cron entry of this package on w.
 func Register(w *runtime.Worker) {
 	runtime.Handle(w, Noop, func(ctx context.Context, args Payload) (runtime.None, error) {
@@ -148,6 +178,9 @@ func Register(w *runtime.Worker) {
 	runtime.Handle(w, Plain, func(ctx context.Context, args Keyed) (runtime.None, error) {
 		return runtime.None{}, plain(ctx, args)
 	})
+	runtime.Handle(w, Link, link)
+	runtime.Handle(w, Leaf, leaf)
+	runtime.Handle(w, Join, join)
 }
 
 // decodeNoopArgs decodes JSON args of noop, refusing unknown fields.
@@ -209,6 +242,27 @@ func decodeRatedArgs(data []byte) (Keyed, error) {
 // decodePlainArgs decodes JSON args of plain, refusing unknown fields.
 func decodePlainArgs(data []byte) (Keyed, error) {
 	var args Keyed
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
+}
+
+// decodeLinkArgs decodes JSON args of link, refusing unknown fields.
+func decodeLinkArgs(data []byte) (Stamp, error) {
+	var args Stamp
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
+}
+
+// decodeLeafArgs decodes JSON args of leaf, refusing unknown fields.
+func decodeLeafArgs(data []byte) (Stamp, error) {
+	var args Stamp
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
+}
+
+// decodeJoinArgs decodes JSON args of join, refusing unknown fields.
+func decodeJoinArgs(data []byte) ([]Stamp, error) {
+	var args []Stamp
 	err := runtime.DecodeStrictJSON(data, &args)
 	return args, err
 }

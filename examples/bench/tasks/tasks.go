@@ -100,3 +100,37 @@ func plain(ctx context.Context, k Keyed) error {
 	OnKeyed(k)
 	return nil
 }
+
+// OnLink is called by link at its start with the end of the step before it
+// (zero for a chain's first step); OnLeaf by leaf.
+var (
+	OnLink = func(prevEnd time.Time) {}
+	OnLeaf = func() {}
+)
+
+// link is a step of the workflow scenarios' chains: it reports when the
+// step before it ended, and returns when it ends itself, which the next
+// step is given.
+//
+//bananas:task retries=0
+func link(ctx context.Context, s Stamp) (Stamp, error) {
+	var prev time.Time
+	if s.At != 0 {
+		prev = time.Unix(0, s.At)
+	}
+	OnLink(prev)
+	return Stamp{At: time.Now().UnixNano()}, nil
+}
+
+// leaf is a step of the workflow scenarios' fan-out.
+//
+//bananas:task retries=0
+func leaf(ctx context.Context, s Stamp) (Stamp, error) {
+	OnLeaf()
+	return s, nil
+}
+
+// join is the fan-in after the leaves: how many it was given.
+//
+//bananas:task retries=0
+func join(ctx context.Context, all []Stamp) (int, error) { return len(all), nil }
