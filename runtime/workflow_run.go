@@ -181,10 +181,15 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 		case queue.StepCanceled:
 			si.Status = StatusCanceled
 		case queue.StepCreated:
+			// Its job may have ended unheard of: read as Job reads it,
+			// from its result record when that is all it is.
 			si.Status = StatusPending
-			if j, err := c.q.Lookup(ctx, s.JobID); err == nil {
+			if j, err := c.Job(ctx, s.JobID); err == nil {
 				si.Status = j.Status
 				started = started || j.Status != StatusPending && j.Status != StatusScheduled
+				if j.Status == StatusFailed || j.Status == StatusCanceled {
+					si.Error = j.Error
+				}
 			}
 		default:
 			si.Status = StatusPending
@@ -211,7 +216,12 @@ func readTemplate(b []byte) (stepTemplate, bool) {
 // workflow's status after the call (canceled; completed for a workflow
 // that had completed).
 func (c *Client) CancelWorkflow(ctx context.Context, id string) (string, error) {
-	st, err := c.workflowRunner().Cancel(ctx, id)
+	r := c.workflowRunner()
+	st, err := r.Cancel(ctx, id)
+	if err == nil {
+		// The steps whose waiting jobs the cancel ended show so at once.
+		err = r.ReadEnds(ctx, id)
+	}
 	if errors.Is(err, queue.ErrWorkflowNotFound) {
 		return "", fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 	}
@@ -223,7 +233,16 @@ func (c *Client) CancelWorkflow(ctx context.Context, id string) (string, error) 
 // run again. It returns how many steps run again (0: nothing had failed or
 // been canceled).
 func (c *Client) RetryWorkflow(ctx context.Context, id string) (int, error) {
-	n, err := c.workflowRunner().Retry(ctx, id, func(old string) string {
+	r := c.workflowRunner()
+	// A step whose job ended unheard of (its worker died, or it was
+	// canceled where no worker runs) is read back first: a retry runs it
+	// again too.
+	if err := r.ReadEnds(ctx, id); errors.Is(err, queue.ErrWorkflowNotFound) {
+		return 0, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
+	} else if err != nil {
+		return 0, err
+	}
+	n, err := r.Retry(ctx, id, func(old string) string {
 		if r, ok := queue.RouteOf(old); ok {
 			return queue.NewID(r, c.q.Now())
 		}

@@ -301,3 +301,34 @@ func TestWorkflow_LabelsAreUniqueAndAZeroStepIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// A step's job canceled while it waits, where no worker of its route runs:
+// the keeper reads the cancel back from the job's record, and the workflow
+// ends canceled, the step after it canceled too.
+func TestWorkflow_AStepCanceledWhileWaitingIsReadBackAsCanceled(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"wf_nobody"}}))
+		startWorker(t, w) // its keeper only
+		last := runtime.Then(wfDouble.With(c).Step(1), wfDouble.With(c))
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Workflow(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runtime.NewInspector(c).Cancel(ctx, info.Steps[0].JobID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = last.Await(ctx, id)
+		if !errors.Is(err, runtime.ErrJobCanceled) {
+			t.Fatalf("Await = %v; want the canceled step's error", err)
+		}
+		info, err = c.Workflow(ctx, id)
+		if err != nil || info.Status != "canceled" || info.Steps[1].Status != runtime.StatusCanceled {
+			t.Fatalf("workflow = %+v, %v; want canceled, its second step canceled", info, err)
+		}
+	})
+}

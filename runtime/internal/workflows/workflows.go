@@ -271,20 +271,39 @@ func (r *Runner) checkJob(ctx context.Context, wf string, k int, job string) err
 	if !st.Status.Finished() {
 		return nil
 	}
+	// The queue reads any job that is only its result record as completed:
+	// the record says whether it completed, failed or was canceled.
 	var rec results.Record
 	if len(st.Result) > 0 {
 		if rec, err = results.Decode(st.Result); err != nil {
 			return r.StepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte("its job's result record does not read: "+err.Error()))
 		}
 	}
-	switch st.Status {
-	case queue.StatusCompleted:
+	switch {
+	case st.Status == queue.StatusCompleted && (rec.OK || len(st.Result) == 0):
 		return r.StepEnded(ctx, wf, k, job, queue.StepEndCompleted, rec.Value)
-	case queue.StatusCanceled:
+	case st.Status == queue.StatusCanceled || rec.Canceled:
 		return r.StepEnded(ctx, wf, k, job, queue.StepEndCanceled, []byte(orText(rec.Error, st.Error, "canceled")))
 	default:
 		return r.StepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte(orText(rec.Error, st.Error, "failed")))
 	}
+}
+
+// ReadEnds advances workflow id with the end of every step whose job ended
+// without the workflow hearing of it yet (a worker that died before it
+// advanced, a job canceled while it waited): what the keeper does, at once.
+func (r *Runner) ReadEnds(ctx context.Context, id string) error {
+	rec, err := r.Q.ReadWorkflow(ctx, id)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for k, s := range rec.Steps {
+		if s.State == queue.StepCreated {
+			errs = append(errs, r.checkJob(ctx, id, k, s.JobID))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkReplayed looks at the job of step k of wf, which failed: a job

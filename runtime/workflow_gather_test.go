@@ -8,13 +8,9 @@ import (
 	"github.com/bananas-go/bananas/runtime"
 )
 
-// A workflow may end in a Gather (its result is the gathered results). With
-// every step's task bound to a client (With) and no default client, the
-// gather, which has no task to bind, must submit and await on its steps'
-// client: Step.Enqueue finds its client only on the final step's own task,
-// so this workflow cannot be enqueued at all ("workflow has no client ...
-// use the final step's task's With(client)"), and with a default client set
-// it would go to that client instead of the steps'.
+// A workflow may end in a Gather, whose result is the gathered results: with
+// every step's task bound to a client (With) and no default client, it is
+// submitted and awaited on its steps' client.
 func TestWorkflow_EndingInAGatherEnqueuesOnItsStepsClient(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
