@@ -1,6 +1,7 @@
 // Command quickstart shows Bananas end to end on the embedded Redis (mem://),
 // with no other process: typed enqueues to two routes and three priorities,
-// workers that take only their routes, a typed result awaited, a failing
+// workers that take only their routes, a typed result awaited, a typed
+// workflow (a gather of two steps, then a step after it), a failing
 // job retried with backoff and then dead-lettered, and the HTTP API and
 // Prometheus metrics serving it all.
 //
@@ -67,6 +68,9 @@ func run() error {
 	stopWorkers, waitWorkers := d.startWorkers()
 	defer stopWorkers()
 	if err := d.awaitResults(words, later); err != nil {
+		return err
+	}
+	if err := d.workflow(); err != nil {
 		return err
 	}
 	if err := d.deadLetter(); err != nil {
@@ -156,6 +160,30 @@ func (d *demo) startWorkers() (stop, wait func()) {
 		}()
 	}
 	return cancel, wg.Wait
+}
+
+// workflow runs two count_words steps and sums their results: a Gather,
+// then a step of sum_counts, whose args ([]int) the compiler checks against
+// what count_words returns (int).
+func (d *demo) workflow() error {
+	last := runtime.Then(runtime.Gather(
+		tasks.CountWords.Step(tasks.Text{Body: "one two three"}),
+		tasks.CountWords.Step(tasks.Text{Body: "four five"}),
+	), tasks.SumCounts)
+	id, err := last.Enqueue(d.ctx)
+	if err != nil {
+		return err
+	}
+	total, err := last.Await(d.ctx, id)
+	if err != nil {
+		return err
+	}
+	info, err := d.c.Workflow(d.ctx, id)
+	if err != nil {
+		return err
+	}
+	say("workflow: count_words x2 -> gather -> sum_counts = %d (%s, %d steps: %s/workflows/%s)", total, info.Status, len(info.Steps), d.base, id)
+	return nil
 }
 
 // awaitResults awaits the count_words results, a typed round trip on the

@@ -40,6 +40,15 @@ var CountWords *runtime.Task[Text, int] = runtime.NewTask[Text, int]("count_word
 		{Name: "Body", Type: "string"},
 	}, "int", decodeCountWordsArgs).Var("CountWords")
 
+// SumCounts enqueues sumCounts, the task of wire name "sum_counts":
+//
+//	//bananas:task
+//
+// sumCounts adds up word counts: the last step of the quickstart's workflow,
+// after a Gather of count_words steps.
+var SumCounts *runtime.Task[[]int, int] = runtime.NewTask[[]int, int]("sum_counts").
+	Describe("[]int", nil, "int", decodeSumCountsArgs).Var("SumCounts")
+
 // Register registers every task and cron entry of this package on w.
 func Register(w *runtime.Worker) {
 	runtime.Handle(w, SendEmail, func(ctx context.Context, args EmailArgs) (runtime.None, error) {
@@ -47,6 +56,7 @@ func Register(w *runtime.Worker) {
 	})
 	runtime.Handle(w, ResizeImage, resizeImage)
 	runtime.Handle(w, CountWords, countWords)
+	runtime.Handle(w, SumCounts, sumCounts)
 }
 
 // decodeSendEmailArgs decodes JSON args of send_email, refusing unknown fields.
@@ -66,6 +76,13 @@ func decodeResizeImageArgs(data []byte) (ResizeArgs, error) {
 // decodeCountWordsArgs decodes JSON args of count_words, refusing unknown fields.
 func decodeCountWordsArgs(data []byte) (Text, error) {
 	var args Text
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
+}
+
+// decodeSumCountsArgs decodes JSON args of sum_counts, refusing unknown fields.
+func decodeSumCountsArgs(data []byte) ([]int, error) {
+	var args []int
 	err := runtime.DecodeStrictJSON(data, &args)
 	return args, err
 }

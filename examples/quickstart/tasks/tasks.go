@@ -50,3 +50,15 @@ type Text struct{ Body string }
 func countWords(ctx context.Context, t Text) (int, error) {
 	return len(strings.Fields(t.Body)), nil
 }
+
+// sumCounts adds up word counts: the last step of the quickstart's workflow,
+// after a Gather of count_words steps.
+//
+//bananas:task
+func sumCounts(ctx context.Context, counts []int) (int, error) {
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return total, nil
+}
