@@ -43,7 +43,7 @@ func ExampleNewWorker() {
 	stop()
 	fmt.Println(<-done)
 	// Output:
-	// [count_words resize_image send_email]
+	// [count_words resize_image send_email sum_counts]
 	// https://x.test/dog-50w.png 4850
 	// <nil>
 }

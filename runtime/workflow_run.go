@@ -13,6 +13,7 @@ import (
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
+	"github.com/bananas-go/bananas/scheduler"
 )
 
 // keyOfStored is the key (KeyBy) of stored args of t.
@@ -301,7 +302,8 @@ func (s workflowSink) JobEnded(e engine.JobEnd) {
 var stepEndHook func(workflow string, step int)
 
 // workflowKeeper is the worker's loop over the workflows left
-// half-advanced: it looks every lease (at least every second).
+// half-advanced: it looks every lease (at least every second), while the
+// worker keeps a route.
 func (w *Worker) workflowKeeper() *workflows.Keeper {
 	r := w.c.workflowRunner()
 	every := w.opts.Lease
@@ -312,5 +314,10 @@ func (w *Worker) workflowKeeper() *workflows.Keeper {
 	if tick < 100*time.Millisecond {
 		tick = 100 * time.Millisecond
 	}
-	return &workflows.Keeper{R: r, Tick: tick, Every: every}
+	k := &workflows.Keeper{R: r, Tick: tick, Every: every, Logger: w.opts.Logger,
+		Outage: scheduler.NewOutageLog(w.opts.Logger, "workflow keeper (steps a dead worker left unmade or unheard of)")}
+	if w.keeper != nil {
+		k.Active = func() bool { return len(w.keeper.Held()) > 0 }
+	}
+	return k
 }

@@ -12,7 +12,8 @@
 // finish: a step's job is made only under the id fixed at submission, and a
 // step's end is read back from its job's result record.
 //
-// It knows package queue and result records (package results). It must not
+// It knows package queue, result records (package results) and the
+// scheduler's outage log. It must not
 // know task types, codecs or the typed API: making a step's job from its
 // template is the runtime's Make function, and a step's args and result are
 // opaque bytes here.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/scheduler"
 )
 
 // ErrPermanent marks an error of Make that making the job again cannot
@@ -347,6 +348,13 @@ type Keeper struct {
 	Tick time.Duration
 	// Every is how often a workflow still running is looked at.
 	Every time.Duration
+	// Active, when set, says whether this process looks now: a worker
+	// looks only while it keeps a route, so that the workers standing by
+	// do not each poll Redis.
+	Active func() bool
+	// Outage is told of every pass, failed or not.
+	Outage *scheduler.OutageLog
+	Logger *slog.Logger
 }
 
 // Run looks until ctx ends.
@@ -359,7 +367,9 @@ func (k *Keeper) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		k.pass(ctx)
+		if k.Active == nil || k.Active() {
+			k.pass(ctx)
+		}
 	}
 }
 
@@ -369,15 +379,22 @@ func (k *Keeper) pass(ctx context.Context) {
 		ids, err := k.R.Q.DueWorkflows(ctx, now, now.Add(k.Every), 100)
 		if err != nil {
 			if ctx.Err() == nil {
-				k.R.logger().Warn("bananas: workflow keeper", "err", err)
+				k.Outage.Failed("", err)
 			}
 			return
 		}
 		for _, id := range ids {
-			if err := k.R.Check(ctx, id); err != nil && ctx.Err() == nil {
-				k.R.logger().Warn("bananas: workflow keeper", "workflow", id, "err", err)
+			err := k.R.Check(ctx, id)
+			switch {
+			case err == nil, ctx.Err() != nil:
+			case scheduler.Unreachable(err):
+				k.Outage.Failed("", err)
+				return
+			default:
+				k.Logger.Warn("bananas: workflow keeper", "workflow", id, "err", err)
 			}
 		}
+		k.Outage.OK("")
 		if len(ids) < 100 {
 			return
 		}
