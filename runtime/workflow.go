@@ -299,8 +299,9 @@ func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadySt
 	var order []group
 	jobs := map[group][]queue.NewJob{}
 	index := map[group][]int{}
+	templates := map[string]*stepTemplate{} // the steps of one task and options share theirs
 	for i, s := range steps {
-		j, route, prio, err := c.stepJobOf(wf, s)
+		j, route, prio, err := c.stepJobOf(wf, s, templates)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -325,10 +326,14 @@ func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadySt
 
 // stepJobOf is the job of step s of workflow wf, made from its template
 // with its args, and its route and priority.
-func (c *Client) stepJobOf(wf string, s queue.ReadyStep) (queue.NewJob, string, Priority, error) {
-	var tpl stepTemplate
-	if err := json.Unmarshal(s.Template, &tpl); err != nil || tpl.Name == "" || queue.CheckRoute(tpl.Route) != nil {
-		return queue.NewJob{}, "", "", fmt.Errorf("%w: its template does not read (%q)", workflows.ErrPermanent, s.Template)
+func (c *Client) stepJobOf(wf string, s queue.ReadyStep, templates map[string]*stepTemplate) (queue.NewJob, string, Priority, error) {
+	tpl := templates[string(s.Template)]
+	if tpl == nil {
+		tpl = &stepTemplate{}
+		if err := json.Unmarshal(s.Template, tpl); err != nil || tpl.Name == "" || queue.CheckRoute(tpl.Route) != nil {
+			return queue.NewJob{}, "", "", fmt.Errorf("%w: its template does not read (%q)", workflows.ErrPermanent, s.Template)
+		}
+		templates[string(s.Template)] = tpl
 	}
 	if err := checkPayload("args of ", tpl.Name, len(s.Args), c.maxPayload); err != nil {
 		return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", workflows.ErrPermanent, err)

@@ -108,10 +108,11 @@ local function wf_ready(rec, m, out)
 end
 
 -- wf_complete records step k completed with value, and starts each
--- successor whose last predecessor it was.
-wf_complete = function(rec, k, value, out)
+-- successor whose last predecessor it was. had_error false: the step holds
+-- no error to drop (it was created, not failed or canceled).
+wf_complete = function(rec, k, value, out, had_error)
   redis.call('HSET', rec, 's:' .. k, 'd', 'o:' .. k, value)
-  redis.call('HDEL', rec, 'e:' .. k)
+  if had_error ~= false then redis.call('HDEL', rec, 'e:' .. k) end
   local left = tonumber(wf_get(rec, 'left'))
   if left == nil then
     left = 0

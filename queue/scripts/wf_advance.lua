@@ -73,10 +73,12 @@ end
 
 -- wf_end applies one end of step k's job.
 local function wf_end(k, job, how, value, out)
-  if wf_get(rec, 'j:' .. k) ~= job or wf_get(rec, 'v:' .. k) == '1' then return end -- stale
-  local s = wf_state(rec, k)
+  local f = redis.call('HMGET', rec, 'j:' .. k, 'v:' .. k, 's:' .. k)
+  if f[1] ~= job or f[2] == '1' then return end -- stale
+  local s = f[3]
+  if not s or not wf_states[s] then s = '?' end
   if how == 'd' and s ~= 'd' then
-    wf_complete(rec, k, value, out)
+    wf_complete(rec, k, value, out, s ~= 'r' and s ~= 'c')
     if s == 'f' then wf_unfail(k, out) end
     wf_finish(rec, now, keep_done, channel)
   elseif how ~= 'd' and (s == 'r' or s == 'c') then
