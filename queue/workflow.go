@@ -110,27 +110,31 @@ func CheckWorkflowID(id string) error {
 // is the workflow's, and returns the steps to make now. The workflow is in
 // the index, looked at by the keeper after grace, before its record exists:
 // a submitter that dies between the two leaves an entry the keeper drops.
-func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowStep, final int, grace time.Duration, now time.Time) ([]ReadyStep, error) {
+//
+// own is true when this call stored the workflow: its steps to make are
+// its own, made by no one else before it. A retried call that finds the
+// workflow stored returns the steps still creating, not its own.
+func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowStep, final int, grace time.Duration, now time.Time) (ready []ReadyStep, own bool, err error) {
 	if err := CheckWorkflowID(id); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(steps) == 0 || len(steps) > MaxWorkflowSteps {
-		return nil, fmt.Errorf("a workflow has 1 to %d steps, got %d", MaxWorkflowSteps, len(steps))
+		return nil, false, fmt.Errorf("a workflow has 1 to %d steps, got %d", MaxWorkflowSteps, len(steps))
 	}
 	if final < 0 || final >= len(steps) {
-		return nil, fmt.Errorf("final step %d of %d", final, len(steps))
+		return nil, false, fmt.Errorf("final step %d of %d", final, len(steps))
 	}
 	args := []any{now.UnixMilli(), len(steps), final}
 	next := make([][]int, len(steps))
 	for k, s := range steps {
 		for _, p := range s.After {
 			if p < 0 || p >= k {
-				return nil, fmt.Errorf("step %d (%s) comes after step %d: a step comes after steps listed before it", k, s.Label, p)
+				return nil, false, fmt.Errorf("step %d (%s) comes after step %d: a step comes after steps listed before it", k, s.Label, p)
 			}
 			next[p] = append(next[p], k)
 		}
 		if s.Gather && len(s.After) == 0 {
-			return nil, fmt.Errorf("step %d (%s) gathers nothing", k, s.Label)
+			return nil, false, fmt.Errorf("step %d (%s) gathers nothing", k, s.Label)
 		}
 	}
 	var roots []ReadyStep
@@ -157,25 +161,30 @@ func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowS
 		}
 	}
 	if err := q.rdb.ZAdd(ctx, WorkflowIndex(q.ns), redis.Z{Score: float64(now.Add(grace).UnixMilli()), Member: id}).Err(); err != nil {
-		return nil, fmt.Errorf("submit workflow %s: %w", id, err)
+		return nil, false, fmt.Errorf("submit workflow %s: %w", id, err)
 	}
 	res, err := q.s.wfSubmit.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("submit workflow %s: %w", id, err)
+		return nil, false, fmt.Errorf("submit workflow %s: %w", id, err)
 	}
 	if len(res) == 1 && str(res[0]) == "new" {
-		return roots, nil
+		return roots, true, nil
 	}
-	return readySteps(res, 1)
+	ready, err = readySteps(res, 1)
+	return ready, false, err
 }
 
 // WorkflowAdvance is what AdvanceWorkflow, RetryWorkflow and the keeper
 // learn: the workflow's status, the step that failed or canceled it (-1
-// when none did), and the steps to make now.
+// when none did), and the steps to make now: Ready, which this call marked
+// creating (AdvanceWorkflow: no other caller was given them), and Again,
+// which it found creating (another caller may be making them, or may have
+// made some).
 type WorkflowAdvance struct {
 	Status string
 	Why    int
 	Ready  []ReadyStep
+	Again  []ReadyStep
 }
 
 // WorkflowTTLs are how long an ended workflow's record is kept.
@@ -222,8 +231,12 @@ func (q *Queue) advanceMany(ctx context.Context, id string, ends []stepEnd) ([]W
 	if w, err := strconv.Atoi(str(res[1])); err == nil {
 		a.Why = w
 	}
-	if a.Ready, err = readySteps(res, 2); err != nil {
+	own, _ := res[2].(int64)
+	if a.Ready, err = readySteps(res, 3); err != nil {
 		return nil, err
+	}
+	if int(own) < len(a.Ready) {
+		a.Ready, a.Again = a.Ready[:own:own], a.Ready[own:]
 	}
 	outs := make([]WorkflowAdvance, len(ends))
 	outs[0] = a

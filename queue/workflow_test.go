@@ -39,8 +39,8 @@ func mp(t *testing.T, v any) []byte {
 func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		ready, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now)
-		if err != nil || len(ready) != 2 || ready[0].JobID != "job-a" || ready[1].JobID != "job-b" {
+		ready, own, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now)
+		if err != nil || !own || len(ready) != 2 || ready[0].JobID != "job-a" || ready[1].JobID != "job-b" {
 			t.Fatalf("submit = %+v, %v; want a and b ready", ready, err)
 		}
 		if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
@@ -75,7 +75,7 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 func TestWorkflow_AStaleEndChangesNothing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		if _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
 		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "another-job", queue.StepEndFailed, []byte("boom"), keepWF)
@@ -97,7 +97,7 @@ func TestWorkflow_GarbageIsRefusedBeforeAnyWrite(t *testing.T) {
 		ctx, now := context.Background(), time.Now()
 		key := queue.WorkflowKey(q.Namespace(), "wf1")
 		q.Client().Set(ctx, key, "garbage", 0)
-		if _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err == nil || !strings.Contains(err.Error(), "not a hash") {
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err == nil || !strings.Contains(err.Error(), "not a hash") {
 			t.Fatalf("submit over a string = %v; want refused", err)
 		}
 		if v, _ := q.Client().Get(ctx, key).Result(); v != "garbage" {
@@ -117,7 +117,7 @@ func TestWorkflow_GarbageIsRefusedBeforeAnyWrite(t *testing.T) {
 func TestWorkflow_AGarbageCounterIsRecounted(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		if _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
 		key := queue.WorkflowKey(q.Namespace(), "wf1")
@@ -139,10 +139,10 @@ func TestWorkflowScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) 
 		{"submit, created, advance, fail, cancel, retry, due", func(t *testing.T, q *queue.Queue, h *twice) {
 			ctx, now := context.Background(), time.Now()
 			h.during(func() {
-				if _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+				if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.SubmitWorkflow(ctx, "wf2", wfSteps(t), 3, time.Minute, now); err != nil {
+				if _, _, err := q.SubmitWorkflow(ctx, "wf2", wfSteps(t), 3, time.Minute, now); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
@@ -165,5 +165,33 @@ func TestWorkflowScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) 
 				}
 			})
 		}},
+	})
+}
+
+// The steps an advance marks creating are its caller's own; a second end
+// of the same step (a resent call, or the keeper reading the end back)
+// finds them creating and returns them apart, and a second submission is
+// not the workflow's first.
+func TestWorkflow_OnlyTheCallThatMarksStepsCreatingOwnsThem(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		steps := []queue.WorkflowStep{
+			{Label: "a", JobID: "job-a", Template: []byte("t"), Args: mp(t, 1)},
+			{Label: "b", JobID: "job-b", Template: []byte("t"), After: []int{0}},
+		}
+		if _, own, err := q.SubmitWorkflow(ctx, "wf1", steps, 1, time.Minute, now); err != nil || !own {
+			t.Fatalf("first submission: own %v, %v", own, err)
+		}
+		if ready, own, err := q.SubmitWorkflow(ctx, "wf1", steps, 1, time.Minute, now); err != nil || own || len(ready) != 1 {
+			t.Fatalf("second submission: %d ready, own %v, %v; want a's step, not its own", len(ready), own, err)
+		}
+		first, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 2), keepWF)
+		if err != nil || len(first.Ready) != 1 || len(first.Again) != 0 {
+			t.Fatalf("first end: %+v, %v; want b its own", first, err)
+		}
+		again, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 2), keepWF)
+		if err != nil || len(again.Ready) != 0 || len(again.Again) != 1 || again.Again[0].JobID != "job-b" {
+			t.Fatalf("second end: %+v, %v; want b found creating, not its own", again, err)
+		}
 	})
 }

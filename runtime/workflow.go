@@ -290,7 +290,7 @@ func (c *Client) stepJob(ctx context.Context, wf string, k int, n *stepNode, now
 
 // makeSteps makes the jobs of steps of workflow wf: the runner's Make. The
 // jobs of one shard and priority go in one call.
-func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadyStep) []error {
+func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadyStep, own bool) []error {
 	errs := make([]error, len(steps))
 	type group struct {
 		shard string
@@ -301,7 +301,7 @@ func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadySt
 	index := map[group][]int{}
 	templates := map[string]*stepTemplate{} // the steps of one task and options share theirs
 	for i, s := range steps {
-		j, route, prio, err := c.stepJobOf(wf, s, templates)
+		j, route, prio, err := c.stepJobOf(wf, s, templates, own)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -326,7 +326,7 @@ func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadySt
 
 // stepJobOf is the job of step s of workflow wf, made from its template
 // with its args, and its route and priority.
-func (c *Client) stepJobOf(wf string, s queue.ReadyStep, templates map[string]*stepTemplate) (queue.NewJob, string, Priority, error) {
+func (c *Client) stepJobOf(wf string, s queue.ReadyStep, templates map[string]*stepTemplate, own bool) (queue.NewJob, string, Priority, error) {
 	tpl := templates[string(s.Template)]
 	if tpl == nil {
 		tpl = &stepTemplate{}
@@ -346,6 +346,9 @@ func (c *Client) stepJobOf(wf string, s queue.ReadyStep, templates map[string]*s
 		return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
 	}
 	j := queue.NewJob{ID: s.JobID, Name: tpl.Name, Envelope: env, MaxRetries: tpl.MaxRetries, ChosenID: true, Keyed: tpl.Keyed}
+	if _, fresh := queue.RouteOf(s.JobID); fresh && own {
+		j.ChosenID = false
+	}
 	if tpl.Keyed {
 		if tpl.Key != nil {
 			j.Key = *tpl.Key

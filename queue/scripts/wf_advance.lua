@@ -21,10 +21,11 @@
 -- ARGV[5+4i .. 8+4i] per end: step index, the job id that ended, "d"
 --          completed, "f" failed or "x" canceled, and the result (d) or the
 --          error (f, x)
--- Returns  {status, why, index, job id, template, args, ...}: the workflow's
---          status, the step that failed it ("" if none), then each step
---          creating among the successors; {"missing"} when there is no
---          workflow.
+-- Returns  {status, why, own, index, job id, template, args, ...}: the
+--          workflow's status, the step that failed it ("" if none), how many
+--          of the steps that follow this call marked creating (a second run
+--          marks none), then each step creating among the successors;
+--          {"missing"} when there is no workflow.
 local rec = KEYS[1]
 local now = bn_num(ARGV[1], 'now')
 local keep_done = bn_num(ARGV[2], 'completed ttl')
@@ -71,7 +72,9 @@ local function wf_unfail(k, out)
   end
 end
 
--- wf_end applies one end of step k's job.
+-- wf_end applies one end of step k's job: the steps it marks creating go
+-- in out, those of a step already completed found creating in again.
+local again = {}
 local function wf_end(k, job, how, value, out)
   local f = redis.call('HMGET', rec, 'j:' .. k, 'v:' .. k, 's:' .. k)
   if f[1] ~= job or f[2] == '1' then return end -- stale
@@ -92,7 +95,7 @@ local function wf_end(k, job, how, value, out)
     end
   elseif how == 'd' then
     for _, m in ipairs(wf_list(wf_get(rec, 'nx:' .. k))) do
-      if wf_state(rec, m) == 'c' then out[#out + 1] = m end
+      if wf_state(rec, m) == 'c' then again[#again + 1] = m end
     end
   end
 end
@@ -102,7 +105,7 @@ for i = 5, #ARGV, 4 do
   wf_end(tonumber(ARGV[i]), ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], out)
 end
 -- A step is returned once, however many of its predecessors' ends came in
--- this call.
+-- this call: first those this call marked creating, then those it found so.
 local seen, ready = {}, {}
 for _, m in ipairs(out) do
   if not seen[m] and wf_state(rec, m) == 'c' then
@@ -110,4 +113,11 @@ for _, m in ipairs(out) do
     ready[#ready + 1] = m
   end
 end
-return wf_ready_reply(rec, ready, {wf_get(rec, 'st') or '', wf_get(rec, 'why') or ''})
+local own = #ready
+for _, m in ipairs(again) do
+  if not seen[m] and wf_state(rec, m) == 'c' then
+    seen[m] = true
+    ready[#ready + 1] = m
+  end
+end
+return wf_ready_reply(rec, ready, {wf_get(rec, 'st') or '', wf_get(rec, 'why') or '', own})

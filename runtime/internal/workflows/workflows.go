@@ -24,7 +24,14 @@ type Runner struct {
 	// and returns one error per step (nil: made; a job already there under
 	// that id is made). An error matching ErrPermanent fails the step; any
 	// other leaves it for the keeper.
-	Make func(ctx context.Context, wf string, steps []queue.ReadyStep) []error
+	//
+	// own: the caller's own script call marked these steps creating, all at
+	// once, so any maker before it made all of them (the keeper makes every
+	// step creating) or none, and Make may check only the last job of each
+	// call (the plain enqueue's check). Otherwise, as for the keeper, whose
+	// steps may be a union of several callers' (some made, some not), it
+	// checks each job.
+	Make func(ctx context.Context, wf string, steps []queue.ReadyStep, own bool) []error
 	// CancelJob cancels job id; a job not found or already ended is not an
 	// error.
 	CancelJob func(ctx context.Context, id string) error
@@ -47,11 +54,11 @@ func (r *Runner) logger() *slog.Logger {
 // the workflow is stored the submission has succeeded: a first step whose
 // job could not be made now is made by the keeper, within the grace.
 func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowStep, final int) error {
-	ready, err := r.Q.SubmitWorkflow(ctx, id, steps, final, r.Grace, r.Q.Now())
+	ready, own, err := r.Q.SubmitWorkflow(ctx, id, steps, final, r.Grace, r.Q.Now())
 	if err != nil {
 		return err
 	}
-	if err := r.makeAll(ctx, id, ready); err != nil {
+	if err := r.makeAll(ctx, id, ready, own); err != nil {
 		r.logger().Warn("bananas: make the first steps of a workflow (its keeper will)", "workflow", id, "err", err)
 	}
 	return nil
@@ -60,11 +67,20 @@ func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowSt
 // StepEnded advances workflow wf, whose step's job ended as how said, with
 // value its result (completed) or its error.
 func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte) error {
+	return r.stepEnded(ctx, wf, step, job, how, value, true)
+}
+
+// stepEnded is StepEnded; own as Make's (false when the end was read back
+// by the keeper, whose advance may return steps another caller is making).
+func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte, own bool) error {
 	a, err := r.Q.AdvanceWorkflow(ctx, wf, step, job, how, value, r.TTLs)
 	if err != nil {
 		return err
 	}
-	if err := r.makeAll(ctx, wf, a.Ready); err != nil {
+	if err := r.makeAll(ctx, wf, a.Ready, own); err != nil {
+		return err
+	}
+	if err := r.makeAll(ctx, wf, a.Again, false); err != nil {
 		return err
 	}
 	if a.Status == queue.WorkflowCompleted {
@@ -77,14 +93,14 @@ func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string,
 // step that cannot be made fails. The jobs of steps whose workflow was
 // canceled meanwhile are canceled. On an error the steps stay creating,
 // and the keeper makes them.
-func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep) error {
+func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep, own bool) error {
 	if len(ready) == 0 {
 		return nil
 	}
 	made := make([]int, 0, len(ready))
 	var failed []queue.ReadyStep
 	var errs []error
-	for i, err := range r.Make(ctx, wf, ready) {
+	for i, err := range r.Make(ctx, wf, ready, own) {
 		s := ready[i]
 		switch {
 		case err == nil:
@@ -110,7 +126,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 		if _, err := r.Q.StepsCreated(ctx, wf, []int{s.Index}); err != nil {
 			return err
 		}
-		if err := r.StepEnded(ctx, wf, s.Index, s.JobID, queue.StepEndFailed, s.Args); err != nil {
+		if err := r.stepEnded(ctx, wf, s.Index, s.JobID, queue.StepEndFailed, s.Args, own); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -164,7 +180,7 @@ func (r *Runner) Retry(ctx context.Context, id string, newID func(old string) st
 	if err != nil {
 		return 0, err
 	}
-	return len(ids), r.makeAll(ctx, id, a.Ready)
+	return len(ids), r.makeAll(ctx, id, a.Ready, false) // a resent call returns every step creating
 }
 
 // Replayed runs step k of workflow id again under its own job id, which
@@ -199,7 +215,7 @@ func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) err
 	if err != nil {
 		return err
 	}
-	return r.makeAll(ctx, id, a.Ready)
+	return r.makeAll(ctx, id, a.Ready, false) // a resent call returns every step creating
 }
 
 // Check looks at workflow id as the keeper does: it makes the jobs of the
@@ -240,7 +256,7 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if err := r.makeAll(ctx, id, a.Ready); err != nil {
+		if err := r.makeAll(ctx, id, a.Ready, false); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -264,7 +280,7 @@ func hasCreating(rec *queue.WorkflowRecord) bool {
 func (r *Runner) checkJob(ctx context.Context, wf string, k int, job string) error {
 	st, err := r.Q.Lookup(ctx, job)
 	if errors.Is(err, queue.ErrNotFound) {
-		return r.StepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte("its job "+job+" is gone: its record expired or was deleted"))
+		return r.stepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte("its job "+job+" is gone: its record expired or was deleted"), false)
 	}
 	if err != nil {
 		return err
@@ -277,16 +293,16 @@ func (r *Runner) checkJob(ctx context.Context, wf string, k int, job string) err
 	var rec results.Record
 	if len(st.Result) > 0 {
 		if rec, err = results.Decode(st.Result); err != nil {
-			return r.StepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte("its job's result record does not read: "+err.Error()))
+			return r.stepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte("its job's result record does not read: "+err.Error()), false)
 		}
 	}
 	switch {
 	case st.Status == queue.StatusCompleted && (rec.OK || len(st.Result) == 0):
-		return r.StepEnded(ctx, wf, k, job, queue.StepEndCompleted, rec.Value)
+		return r.stepEnded(ctx, wf, k, job, queue.StepEndCompleted, rec.Value, false)
 	case st.Status == queue.StatusCanceled || rec.Canceled:
-		return r.StepEnded(ctx, wf, k, job, queue.StepEndCanceled, []byte(orText(rec.Error, st.Error, "canceled")))
+		return r.stepEnded(ctx, wf, k, job, queue.StepEndCanceled, []byte(orText(rec.Error, st.Error, "canceled")), false)
 	default:
-		return r.StepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte(orText(rec.Error, st.Error, "failed")))
+		return r.stepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte(orText(rec.Error, st.Error, "failed")), false)
 	}
 }
 
