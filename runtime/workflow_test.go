@@ -332,3 +332,45 @@ func TestWorkflow_AStepCanceledWhileWaitingIsReadBackAsCanceled(t *testing.T) {
 		}
 	})
 }
+
+// wfKeyed is a task keyed by its args and capped at one running job per
+// key: a step of it whose args are its predecessor's result gets its key
+// when its job is made.
+var wfKeyed = runtime.NewTask[int, int]("wf_keyed").
+	KeyBy(func(x int) string { return fmt.Sprint(x % 2) }).
+	Limit(runtime.TaskLimits{MaxRunning: 1})
+
+func TestWorkflow_AKeyedStepTakesItsKeyFromItsArgs(t *testing.T) {
+	wfBackends(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		keys := make(chan string, 4)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
+		runtime.Handle(w, wfDouble, func(_ context.Context, x int) (int, error) { return 2 * x, nil })
+		runtime.Handle(w, wfKeyed, func(ctx context.Context, x int) (int, error) {
+			// While it runs, its flow (task and key) holds its slot.
+			st, err := runtime.QueueOf(c).Flows(ctx, "default", 10)
+			if err != nil {
+				return 0, err
+			}
+			for _, f := range st.Busiest {
+				if f.Task == "wf_keyed" && f.Running == 1 {
+					keys <- f.Key
+				}
+			}
+			return x + 1, nil
+		})
+		startWorker(t, w)
+		last := runtime.Then(runtime.Then(wfDouble.With(c).Step(3), wfKeyed.With(c)), wfDouble.With(c))
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := last.Await(ctx, id)
+		if err != nil || got != 14 {
+			t.Fatalf("Await = %d, %v; want (3*2+1)*2 = 14", got, err)
+		}
+		if k := recv(t, keys, 5*time.Second, "the keyed step's key"); k != "0" {
+			t.Fatalf("the keyed step ran with key %q, want \"0\" (6 %% 2)", k)
+		}
+	})
+}
