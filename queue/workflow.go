@@ -316,11 +316,6 @@ func (q *Queue) WatchWorkflow(ctx context.Context, id string, at time.Time) erro
 	return q.rdb.ZAddLT(ctx, WorkflowIndex(q.ns), redis.Z{Score: float64(at.UnixMilli()), Member: id}).Err()
 }
 
-// WorkflowIDs lists up to n workflows not yet settled, oldest look first.
-func (q *Queue) WorkflowIDs(ctx context.Context, n int64) ([]string, error) {
-	return q.rdb.ZRange(ctx, WorkflowIndex(q.ns), 0, n-1).Result()
-}
-
 // WorkflowRecord is a snapshot of a workflow's record.
 type WorkflowRecord struct {
 	ID                 string
@@ -360,12 +355,77 @@ func (q *Queue) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, e
 		return nil, fmt.Errorf("read workflow %s: %w", id, err)
 	}
 	f := all.Val()
-	n, _ := strconv.Atoi(f["n"])
+	w, err := workflowHead(id, f)
+	if err != nil {
+		return nil, err
+	}
+	if d := ttl.Val(); d > 0 {
+		w.TTL = d
+	}
+	for k := range w.Steps {
+		w.Steps[k] = stepRecord(f, strconv.Itoa(k))
+	}
+	return w, nil
+}
+
+// ReadWorkflowEnd reads what an Await needs of workflow id: its status and,
+// once it ended, the one step that tells how (the final step's result, or
+// the failed or canceled step's error); the record's other steps are left
+// zero. Two short reads instead of the whole record, which a workflow of
+// many steps makes long: one while it runs.
+func (q *Queue) ReadWorkflowEnd(ctx context.Context, id string) (*WorkflowRecord, error) {
+	if err := CheckWorkflowID(id); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrWorkflowNotFound, err)
+	}
+	key := WorkflowKey(q.ns, id)
+	head, err := q.rdb.HMGet(ctx, key, "st", "n", "fin", "why").Result()
+	if err != nil && !isWrongType(err) {
+		return nil, fmt.Errorf("read workflow %s: %w", id, err)
+	}
+	f := map[string]string{}
+	for i, name := range []string{"st", "n", "fin", "why"} {
+		if i < len(head) {
+			f[name], _ = head[i].(string)
+		}
+	}
+	w, err := workflowHead(id, f)
+	if err != nil || w.Status == WorkflowRunning {
+		return w, err
+	}
+	k := w.Why
+	if w.Status == WorkflowCompleted || k < 0 {
+		k = w.Final
+	}
+	if k < 0 || k >= len(w.Steps) {
+		return w, nil
+	}
+	ks := strconv.Itoa(k)
+	names := []string{"l:" + ks, "j:" + ks, "t:" + ks, "a:" + ks, "s:" + ks, "v:" + ks, "e:" + ks, "x:" + ks, "o:" + ks}
+	vals, err := q.rdb.HMGet(ctx, key, names...).Result()
+	if err != nil && !isWrongType(err) {
+		return nil, fmt.Errorf("read workflow %s: %w", id, err)
+	}
+	for i, name := range names {
+		if i < len(vals) {
+			if v, ok := vals[i].(string); ok {
+				f[name] = v
+			}
+		}
+	}
+	w.Steps[k] = stepRecord(f, ks)
+	return w, nil
+}
+
+// workflowHead reads a record's own fields of f, with room for its steps;
+// ErrWorkflowNotFound for none, or for a status or count that does not
+// read (garbage: not a workflow these scripts can move).
+func workflowHead(id string, f map[string]string) (*WorkflowRecord, error) {
 	switch f["st"] {
 	case WorkflowRunning, WorkflowCompleted, WorkflowFailed, WorkflowCanceled:
-	default: // none, or garbage: not a workflow these scripts can move
+	default:
 		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
 	}
+	n, _ := strconv.Atoi(f["n"])
 	if n < 1 || n > MaxWorkflowSteps {
 		return nil, fmt.Errorf("workflow %s: %w", id, ErrWorkflowNotFound)
 	}
@@ -374,24 +434,23 @@ func (q *Queue) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, e
 	if why, err := strconv.Atoi(f["why"]); err == nil && why >= 0 && why < n {
 		w.Why = why
 	}
-	if d := ttl.Val(); d > 0 {
-		w.TTL = d
-	}
-	for k := range w.Steps {
-		s := strconv.Itoa(k)
-		st := StepState(0)
-		if v := f["s:"+s]; len(v) == 1 {
-			st = StepState(v[0])
-		}
-		w.Steps[k] = StepRecord{
-			Label: f["l:"+s], JobID: f["j:"+s], Template: []byte(f["t:"+s]), After: splitInts(f["a:"+s]), State: st,
-			Gather: f["v:"+s] == "1", Error: f["e:"+s], Args: []byte(f["x:"+s]),
-		}
-		if v, ok := f["o:"+s]; ok {
-			w.Steps[k].Result = []byte(v)
-		}
-	}
 	return w, nil
+}
+
+// stepRecord reads step s's fields of f.
+func stepRecord(f map[string]string, s string) StepRecord {
+	st := StepState(0)
+	if v := f["s:"+s]; len(v) == 1 {
+		st = StepState(v[0])
+	}
+	r := StepRecord{
+		Label: f["l:"+s], JobID: f["j:"+s], Template: []byte(f["t:"+s]), After: splitInts(f["a:"+s]), State: st,
+		Gather: f["v:"+s] == "1", Error: f["e:"+s], Args: []byte(f["x:"+s]),
+	}
+	if v, ok := f["o:"+s]; ok {
+		r.Result = []byte(v)
+	}
+	return r
 }
 
 // readySteps reads the (index, job id, template, args) entries of a

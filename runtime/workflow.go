@@ -255,11 +255,8 @@ func (c *Client) stepJob(ctx context.Context, wf string, k int, n *stepNode, now
 	if err != nil {
 		return nil, "", err
 	}
-	switch {
-	case cfg.uniqueTTL > 0, cfg.id != "":
-		return nil, "", errors.New("runtime.Unique and runtime.WithID do not apply to a workflow's step: its job id is the workflow's to choose")
-	case cfg.delay > 0, !cfg.runAt.IsZero():
-		return nil, "", errors.New("runtime.Delay and runtime.At do not apply to a workflow's step: it starts when its predecessors complete")
+	if err := checkStepConfig(cfg); err != nil {
+		return nil, "", err
 	}
 	retries := c.maxRetries
 	if cfg.hasRetries {
@@ -286,6 +283,18 @@ func (c *Client) stepJob(ctx context.Context, wf string, k int, n *stepNode, now
 		shard = c.q.ShardNow(ctx, cfg.route)
 	}
 	return b, queue.NewID(shard, now), nil
+}
+
+// checkStepConfig refuses the options that do not apply to a workflow's
+// step, whether given to Step or Then or as its task's defaults.
+func checkStepConfig(cfg jobConfig) error {
+	switch {
+	case cfg.uniqueTTL > 0, cfg.id != "":
+		return errors.New("runtime.Unique and runtime.WithID do not apply to a workflow's step: its job id is the workflow's to choose")
+	case cfg.delay > 0, !cfg.runAt.IsZero():
+		return errors.New("runtime.Delay and runtime.At do not apply to a workflow's step: it starts when its predecessors complete")
+	}
+	return nil
 }
 
 // makeSteps makes the jobs of steps of workflow wf: the runner's Make. The

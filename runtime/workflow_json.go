@@ -161,13 +161,11 @@ func (in *Inspector) checkStep(at string, st admin.WorkflowStepSubmission, preds
 // workflow's step (the enqueue would refuse them the same way, later).
 func stepOptions(at string, st admin.WorkflowStepSubmission, n *stepNode, c *Client) error {
 	cfg, err := n.cfg(c)
-	switch {
-	case err != nil:
-		return admin.Invalid(at+".name", "step %q: %s", st.ID, admin.Message(err))
-	case cfg.uniqueTTL > 0, cfg.id != "":
-		return admin.Invalid(at+".name", "step %q: task %s is unique (runtime.Unique or WithID), which does not apply to a workflow's step: its job id is the workflow's to choose", st.ID, st.Name)
-	case cfg.delay > 0, !cfg.runAt.IsZero():
-		return admin.Invalid(at+".name", "step %q: task %s is delayed (runtime.Delay or At), which does not apply to a workflow's step: it starts when its predecessors complete", st.ID, st.Name)
+	if err == nil {
+		err = checkStepConfig(cfg)
+	}
+	if err != nil {
+		return admin.Invalid(at+".name", "step %q: task %s's defaults: %s", st.ID, st.Name, admin.Message(err))
 	}
 	return nil
 }

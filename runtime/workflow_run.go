@@ -72,8 +72,9 @@ func (s Step[R]) Await(ctx context.Context, id string) (R, error) {
 }
 
 // awaitWorkflow waits for workflow id to end: completed, failed or
-// canceled. It listens before it reads, so no end is missed, and reads
-// again every second in case an announcement was lost.
+// canceled, and returns the record's status and the step that tells how
+// (ReadWorkflowEnd). It listens before it reads, so no end is missed, and
+// reads again every second in case an announcement was lost.
 func (c *Client) awaitWorkflow(ctx context.Context, id string) (*queue.WorkflowRecord, error) {
 	sub, err := c.listener.Subscribe(ctx, queue.WorkflowChannel(c.q.Namespace(), id))
 	if err != nil {
@@ -84,7 +85,7 @@ func (c *Client) awaitWorkflow(ctx context.Context, id string) (*queue.WorkflowR
 	defer tick.Stop()
 	for {
 		reconnected := c.listener.Reconnected()
-		rec, err := c.q.ReadWorkflow(ctx, id)
+		rec, err := c.q.ReadWorkflowEnd(ctx, id)
 		if errors.Is(err, queue.ErrWorkflowNotFound) {
 			return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 		}
