@@ -67,6 +67,54 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 			deadline = time.UnixMilli(int64(score))
 		}
 	}
+	return stateOf(id, route, p, deadline)
+}
+
+// LookupMany is Lookup of each of ids in one pipelined round trip (ids of
+// another shape than NewID's, which must be searched for, one by one), nil
+// for a job not found; a running job's LeaseDeadline is left zero.
+func (q *Queue) LookupMany(ctx context.Context, ids []string) ([]*JobState, error) {
+	out := make([]*JobState, len(ids))
+	cmds := make([]*redis.Cmd, len(ids))
+	routes := make([]string, len(ids))
+	pipe := q.rdb.Pipeline()
+	for i, id := range ids {
+		if route, ok := RouteOf(id); ok {
+			routes[i] = route
+			cmds[i] = q.s.lookup.EvalSha(ctx, pipe, lookupKeys(q.Keys(route), id), id)
+		}
+	}
+	if pipe.Len() > 0 {
+		_, _ = pipe.Exec(ctx) // each command's own error is read below
+	}
+	for i, id := range ids {
+		var s *JobState
+		var err error
+		if cmds[i] == nil || isNoScript(cmds[i].Err()) {
+			s, err = q.Lookup(ctx, id) // searched for, or the script loaded
+		} else {
+			var res []any
+			if res, err = cmds[i].Slice(); err == nil {
+				var p peeked
+				if p, err = parsePeek(res); err == nil {
+					s, err = stateOf(id, routes[i], p, time.Time{})
+				}
+			}
+		}
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("look up job %s: %w", id, err)
+		default:
+			out[i] = s
+		}
+	}
+	return out, nil
+}
+
+// stateOf is the snapshot of job id of route that lookup.lua read (p),
+// its lease deadline given.
+func stateOf(id, route string, p peeked, deadline time.Time) (*JobState, error) {
 	f := p.hash
 	if len(f) == 0 {
 		return lookupLight(id, route, p, deadline)
@@ -135,11 +183,21 @@ type peeked struct {
 }
 
 func (q *Queue) peek(ctx context.Context, k Keys, id string) (peeked, error) {
-	var p peeked
-	res, err := q.s.lookup.Run(ctx, q.rdb, []string{k.Job(id), k.Payloads(), k.Scheduled(), k.Leases(), k.Result(id)}, id).Slice()
+	res, err := q.s.lookup.Run(ctx, q.rdb, lookupKeys(k, id), id).Slice()
 	if err != nil {
-		return p, err
+		return peeked{}, err
 	}
+	return parsePeek(res)
+}
+
+// lookupKeys are lookup.lua's keys for job id of the route of k.
+func lookupKeys(k Keys, id string) []string {
+	return []string{k.Job(id), k.Payloads(), k.Scheduled(), k.Leases(), k.Result(id)}
+}
+
+// parsePeek reads lookup.lua's reply.
+func parsePeek(res []any) (peeked, error) {
+	var p peeked
 	if len(res) != 5 {
 		return p, fmt.Errorf("lookup.lua answered %d values, want 5", len(res))
 	}

@@ -164,6 +164,10 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 		return nil, err
 	}
 	info := &WorkflowInfo{ID: id, Status: rec.Status, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt, Final: rec.Final, Steps: make([]WorkflowStepInfo, len(rec.Steps))}
+	jobs, err := c.createdJobs(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
 	started := false
 	for k, s := range rec.Steps {
 		si := WorkflowStepInfo{Label: s.Label, Error: s.Error}
@@ -183,16 +187,8 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 		case queue.StepCanceled:
 			si.Status = StatusCanceled
 		case queue.StepCreated:
-			// Its job may have ended unheard of: read as Job reads it,
-			// from its result record when that is all it is.
-			si.Status = StatusPending
-			if j, err := c.Job(ctx, s.JobID); err == nil {
-				si.Status = j.Status
-				started = started || j.Status != StatusPending && j.Status != StatusScheduled
-				if j.Status == StatusFailed || j.Status == StatusCanceled {
-					si.Error = j.Error
-				}
-			}
+			si.Status, si.Error = createdStepStatus(s.JobID, jobs[k])
+			started = started || si.Status != StatusPending && si.Status != StatusScheduled
 		default:
 			si.Status = StatusPending
 		}
@@ -205,6 +201,43 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 		info.Result = rec.Steps[rec.Final].Result
 	}
 	return info, nil
+}
+
+// createdJobs looks up the jobs of rec's created steps, by step, in one
+// pipelined round trip.
+func (c *Client) createdJobs(ctx context.Context, rec *queue.WorkflowRecord) (map[int]*queue.JobState, error) {
+	var steps []int
+	var ids []string
+	for k, s := range rec.Steps {
+		if s.State == queue.StepCreated {
+			steps, ids = append(steps, k), append(ids, s.JobID)
+		}
+	}
+	states, err := c.q.LookupMany(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]*queue.JobState, len(steps))
+	for i, k := range steps {
+		out[k] = states[i]
+	}
+	return out, nil
+}
+
+// createdStepStatus is the status of a created step's job (st; nil: not
+// found), and its error once it failed or was canceled: its job may have
+// ended without the workflow hearing of it yet.
+func createdStepStatus(job string, st *queue.JobState) (Status, string) {
+	how, value, ended := workflows.JobEnd(job, st)
+	switch {
+	case !ended:
+		return st.Status, ""
+	case how == queue.StepEndCompleted:
+		return StatusCompleted, ""
+	case how == queue.StepEndCanceled:
+		return StatusCanceled, string(value)
+	}
+	return StatusFailed, string(value)
 }
 
 func readTemplate(b []byte) (stepTemplate, bool) {

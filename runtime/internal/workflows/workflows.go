@@ -230,28 +230,17 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	watching := false
+	watching := hasCreating(rec)
 	var errs []error
-	for k, s := range rec.Steps {
-		switch s.State {
-		case queue.StepCreating:
-			watching = true
-		case queue.StepCreated:
-			watching = true
-			if err := r.checkJob(ctx, id, k, s.JobID); err != nil {
-				errs = append(errs, err)
-			}
-		case queue.StepFailed:
-			// Its dead job may have been replayed: watched until it is
-			// dead again or completed.
-			live, err := r.checkReplayed(ctx, id, k, s.JobID)
-			watching = watching || live
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}
+	live, err := r.readEnds(ctx, id, rec)
+	if err != nil {
+		errs = append(errs, err)
 	}
-	if rec.Steps != nil && hasCreating(rec) {
+	for _, s := range rec.Steps {
+		watching = watching || s.State == queue.StepCreated
+	}
+	watching = watching || live
+	if hasCreating(rec) {
 		a, err := r.Q.CreatingSteps(ctx, id)
 		if err != nil {
 			return err
@@ -275,35 +264,73 @@ func hasCreating(rec *queue.WorkflowRecord) bool {
 	return false
 }
 
-// checkJob reads how the job of step k of wf stands and, when it ended,
-// advances the workflow with its end.
-func (r *Runner) checkJob(ctx context.Context, wf string, k int, job string) error {
-	st, err := r.Q.Lookup(ctx, job)
-	if errors.Is(err, queue.ErrNotFound) {
-		return r.stepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte("its job "+job+" is gone: its record expired or was deleted"), false)
-	}
-	if err != nil {
-		return err
+// JobEnd is how job stands, as its snapshot st (nil: not found) tells:
+// whether it ended, and how and with what (its result, or its error) for
+// AdvanceWorkflow. The queue reads any job that is only its result record
+// as completed: the record says whether it completed, failed or was
+// canceled.
+func JobEnd(job string, st *queue.JobState) (how queue.StepEnd, value []byte, ended bool) {
+	if st == nil {
+		return queue.StepEndFailed, []byte("its job " + job + " is gone: its record expired or was deleted"), true
 	}
 	if !st.Status.Finished() {
-		return nil
+		return 0, nil, false
 	}
-	// The queue reads any job that is only its result record as completed:
-	// the record says whether it completed, failed or was canceled.
 	var rec results.Record
 	if len(st.Result) > 0 {
+		var err error
 		if rec, err = results.Decode(st.Result); err != nil {
-			return r.stepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte("its job's result record does not read: "+err.Error()), false)
+			return queue.StepEndFailed, []byte("its job's result record does not read: " + err.Error()), true
 		}
 	}
 	switch {
 	case st.Status == queue.StatusCompleted && (rec.OK || len(st.Result) == 0):
-		return r.stepEnded(ctx, wf, k, job, queue.StepEndCompleted, rec.Value, false)
+		return queue.StepEndCompleted, rec.Value, true
 	case st.Status == queue.StatusCanceled || rec.Canceled:
-		return r.stepEnded(ctx, wf, k, job, queue.StepEndCanceled, []byte(orText(rec.Error, st.Error, "canceled")), false)
-	default:
-		return r.stepEnded(ctx, wf, k, job, queue.StepEndFailed, []byte(orText(rec.Error, st.Error, "failed")), false)
+		return queue.StepEndCanceled, []byte(orText(rec.Error, st.Error, "canceled")), true
 	}
+	return queue.StepEndFailed, []byte(orText(rec.Error, st.Error, "failed")), true
+}
+
+// readEnds looks up, in one pipelined round trip, the jobs of rec's created
+// steps and of its failed ones, and advances workflow id with each end it
+// has not heard of: a created step's job that ended, a failed step's dead
+// job replayed and completed. live reports a failed step's replayed job
+// that may still run.
+func (r *Runner) readEnds(ctx context.Context, id string, rec *queue.WorkflowRecord) (live bool, err error) {
+	var steps []int
+	var jobs []string
+	for k, s := range rec.Steps {
+		if (s.State == queue.StepCreated || s.State == queue.StepFailed) && !s.Gather && s.JobID != "" {
+			steps, jobs = append(steps, k), append(jobs, s.JobID)
+		}
+	}
+	if len(jobs) == 0 {
+		return false, nil
+	}
+	states, err := r.Q.LookupMany(ctx, jobs)
+	if err != nil {
+		return false, err
+	}
+	var errs []error
+	for i, k := range steps {
+		how, value, ended := JobEnd(jobs[i], states[i])
+		if rec.Steps[k].State == queue.StepFailed {
+			// Only a replayed job tells anything new: watched until it is
+			// dead again or completed.
+			if states[i] == nil || !ended {
+				live = live || states[i] != nil
+				continue
+			}
+			if how != queue.StepEndCompleted {
+				continue
+			}
+		} else if !ended {
+			continue
+		}
+		errs = append(errs, r.stepEnded(ctx, id, k, jobs[i], how, value, false))
+	}
+	return live, errors.Join(errs...)
 }
 
 // ReadEnds advances workflow id with the end of every step whose job ended
@@ -314,36 +341,8 @@ func (r *Runner) ReadEnds(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for k, s := range rec.Steps {
-		if s.State == queue.StepCreated {
-			errs = append(errs, r.checkJob(ctx, id, k, s.JobID))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// checkReplayed looks at the job of step k of wf, which failed: a job
-// replayed from the dead-letter set that completed advances the workflow;
-// live reports one that may still run.
-func (r *Runner) checkReplayed(ctx context.Context, wf string, k int, job string) (live bool, err error) {
-	if job == "" {
-		return false, nil
-	}
-	st, err := r.Q.Lookup(ctx, job)
-	if errors.Is(err, queue.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	switch st.Status {
-	case queue.StatusFailed, queue.StatusCanceled:
-		return false, nil
-	case queue.StatusCompleted:
-		return false, r.checkJob(ctx, wf, k, job)
-	}
-	return true, nil
+	_, err = r.readEnds(ctx, id, rec)
+	return err
 }
 
 func orText(s ...string) string {
