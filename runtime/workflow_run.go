@@ -263,8 +263,9 @@ func (c *Client) CancelWorkflow(ctx context.Context, id string) (string, error) 
 	return st, err
 }
 
-// RetryWorkflow runs the failed and canceled steps of workflow id again,
-// each under a new job id; completed steps keep their results and do not
+// RetryWorkflow runs the failed and canceled steps of workflow id again:
+// a dead step's job is replayed from the dead-letter set, any other step
+// runs under a new job id; completed steps keep their results and do not
 // run again. It returns how many steps run again (0: nothing had failed or
 // been canceled).
 func (c *Client) RetryWorkflow(ctx context.Context, id string) (int, error) {
@@ -277,7 +278,10 @@ func (c *Client) RetryWorkflow(ctx context.Context, id string) (int, error) {
 	} else if err != nil {
 		return 0, err
 	}
-	n, err := r.Retry(ctx, id, func(old string) string {
+	n, err := r.Retry(ctx, id, func(ctx context.Context, old string) string {
+		if c.q.Replay(ctx, old) == nil {
+			return old // a dead step's own job runs again
+		}
 		if r, ok := queue.RouteOf(old); ok {
 			return queue.NewID(r, c.q.Now())
 		}

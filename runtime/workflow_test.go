@@ -183,6 +183,11 @@ func TestWorkflow_DeadStepFailsItAndCancelsWhatCameAfterRetryRunsOnlyThose(t *te
 		if d := r.count("double"); d != 3 {
 			t.Fatalf("double ran %d times, want 3: the completed first step must not run again", d)
 		}
+		// The dead step ran again as its own job, replayed: no dead job of
+		// it is left for a replay to run it a third time.
+		if j := jobInfo(t, c, we.JobID); j.Status != runtime.StatusCompleted {
+			t.Fatalf("the dead step's job after the retry: %s, want completed (replayed, not left dead)", j.Status)
+		}
 	})
 }
 

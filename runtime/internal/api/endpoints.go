@@ -138,7 +138,7 @@ var endpoints = []endpoint{
 		PathParams: []openapi.Param{workflowID}, Responses: []openapi.Response{theWorkflow, notFound}},
 		(*server).cancelWorkflow},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/workflows/{id}/retry", ID: "retryWorkflow", Tag: "workflows", Action: true,
-		Summary:    "Run a workflow's failed and canceled steps again, each under a new job id; its completed steps keep their results.",
+		Summary:    "Run a workflow's failed and canceled steps again (a dead step's job replayed, a canceled step under a new job id); its completed steps keep their results.",
 		PathParams: []openapi.Param{workflowID}, Responses: []openapi.Response{theWorkflow, notFound}},
 		(*server).retryWorkflow},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/history", ID: "searchHistory", Tag: "history",

@@ -154,11 +154,18 @@ func (r *Runner) Cancel(ctx context.Context, id string) (string, error) {
 }
 
 // Retry runs the failed and canceled steps of workflow id again, each under
-// a fresh job id from newID (given the step's old one); completed steps
-// keep their results. It returns how many steps it reset.
-func (r *Runner) Retry(ctx context.Context, id string, newID func(old string) string) (int, error) {
+// the job id rerunAs gives it (given its old one: the old id itself for a
+// dead job it replayed, so that no dead job of the step is left to replay
+// and run it twice, else a fresh one); completed steps keep their results.
+// It returns how many steps it reset.
+func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.Context, old string) string) (int, error) {
 	rec, err := r.Q.ReadWorkflow(ctx, id)
 	if err != nil {
+		return 0, err
+	}
+	// Watched before any job is replayed: its end is heard of even should
+	// this process die before the record says so.
+	if err := r.Q.WatchWorkflow(ctx, id, r.Q.Now().Add(r.Grace)); err != nil {
 		return 0, err
 	}
 	ids := map[int]string{}
@@ -166,15 +173,12 @@ func (r *Runner) Retry(ctx context.Context, id string, newID func(old string) st
 		if s.State == queue.StepFailed || s.State == queue.StepCanceled {
 			ids[k] = ""
 			if !s.Gather {
-				ids[k] = newID(s.JobID)
+				ids[k] = rerunAs(ctx, s.JobID)
 			}
 		}
 	}
 	if len(ids) == 0 {
 		return 0, nil
-	}
-	if err := r.Q.WatchWorkflow(ctx, id, r.Q.Now().Add(r.Grace)); err != nil {
-		return 0, err
 	}
 	a, err := r.Q.RetryWorkflow(ctx, id, ids, r.Q.Now())
 	if err != nil {
