@@ -170,7 +170,7 @@ func (n *stepNode) clientOrDefault() (*Client, error) {
 	if c := Default(); c != nil {
 		return c, nil
 	}
-	return nil, errors.New("bananas: workflow has no client: call runtime.SetDefault(client) once at start, or use the final step's task's With(client)")
+	return nil, errors.New("bananas: workflow has no client: call runtime.SetDefault(client) once at start, or bind a task of one of its steps with With(client)")
 }
 
 // orderSteps lists the steps final comes after, each once, predecessors
