@@ -2,6 +2,8 @@ package queue
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +32,10 @@ type Envelope struct {
 	// step's index in it (workflow.go); "" for a job of no workflow.
 	Workflow string `msgpack:"w,omitempty"`
 	Step     int    `msgpack:"s,omitempty"`
+	// Headers are the job's string headers (CheckHeaders bounds them): a
+	// trace context, a tenant, what middleware on either side passes along
+	// beside the args. Written in key order.
+	Headers map[string]string `msgpack:"h,omitempty"`
 }
 
 // EncodeEnvelope encodes e for storage: a msgpack map with the struct's tags
@@ -38,7 +44,7 @@ type Envelope struct {
 // Written by hand because every enqueue pays for it; msgpack.Unmarshal reads it.
 func EncodeEnvelope(e Envelope) ([]byte, error) {
 	n := 1
-	for _, set := range []bool{e.Timeout != 0, e.ResultTTL != 0, e.FailureTTL != 0, e.Description != "", e.Backoff != 0, e.Workflow != "", e.Step != 0} {
+	for _, set := range []bool{e.Timeout != 0, e.ResultTTL != 0, e.FailureTTL != 0, e.Description != "", e.Backoff != 0, e.Workflow != "", e.Step != 0, len(e.Headers) > 0} {
 		if set {
 			n++
 		}
@@ -67,6 +73,17 @@ func EncodeEnvelope(e Envelope) ([]byte, error) {
 	if e.Step != 0 {
 		b = mpack.String(b, "s")
 		b = mpack.Int(b, int64(e.Step))
+	}
+	if len(e.Headers) > 0 {
+		if err := CheckHeaders(e.Headers); err != nil {
+			return nil, err
+		}
+		b = mpack.String(b, "h")
+		b = mpack.MapHeader(b, len(e.Headers))
+		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+			b = mpack.String(b, k)
+			b = mpack.String(b, e.Headers[k])
+		}
 	}
 	return b, nil
 }
@@ -98,6 +115,8 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 			e.Workflow, err = d.DecodeString()
 		case "s":
 			e.Step, err = d.DecodeInt()
+		case "h":
+			e.Headers, err = decodeHeaders(d)
 		default:
 			err = d.Skip() // a field from a newer writer
 		}

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"bytes"
+	"maps"
 	"runtime"
 	"strings"
 	"testing"
@@ -51,6 +52,11 @@ func FuzzEnvelope_DecodeNeverPanicsAndReencodesWhatItAccepts(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(good)
+	withHeaders, err := queue.EncodeEnvelope(queue.Envelope{Args: []byte{0xc0}, Headers: map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tenant": "acme"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(withHeaders)
 	f.Add([]byte{})
 	f.Add([]byte{0x80})
 	for _, b := range hostileEnvelopes() {
@@ -73,7 +79,8 @@ func FuzzEnvelope_DecodeNeverPanicsAndReencodesWhatItAccepts(f *testing.F) {
 			t.Fatalf("an envelope decoded from % x re-encodes to % x, which does not decode: %v", b, again, err)
 		}
 		if !bytes.Equal(e.Args, e2.Args) || e.Timeout != e2.Timeout || e.ResultTTL != e2.ResultTTL ||
-			e.FailureTTL != e2.FailureTTL || e.Description != e2.Description || e.Backoff != e2.Backoff {
+			e.FailureTTL != e2.FailureTTL || e.Description != e2.Description || e.Backoff != e2.Backoff ||
+			!maps.Equal(e.Headers, e2.Headers) {
 			t.Fatalf("round trip changed the envelope: %+v → %+v", e, e2)
 		}
 	})

@@ -51,6 +51,9 @@ type Client struct {
 	onceWriteTimeout            time.Duration // Once's; zero: onceWriteTimeout (tests shorten it)
 
 	wfState // the runner of workflows (workflow.go)
+
+	hooks   enqueueHooks                // AddEnqueueHook's (hooks.go)
+	hookRun atomic.Pointer[EnqueueHook] // the hooks composed; nil while there are none
 }
 
 // defaultUnservedAfter is how long an Await or Call waits before it looks

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -102,6 +103,25 @@ type Job struct {
 	Route    string
 	Priority Priority
 	Attempt  int // 1 on the first run, 2 on the first retry, ...
+
+	headers *map[string]string // the envelope's (Header, Headers); a pointer keeps Job comparable
+}
+
+// Header returns the job's header key (runtime.Header, EnqueueHook), ""
+// when it has none of that name.
+func (j Job) Header(key string) string {
+	if j.headers == nil {
+		return ""
+	}
+	return (*j.headers)[key]
+}
+
+// Headers returns a copy of the job's headers, nil when it has none.
+func (j Job) Headers() map[string]string {
+	if j.headers == nil {
+		return nil
+	}
+	return maps.Clone(*j.headers)
 }
 
 type jobKey struct{}

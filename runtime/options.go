@@ -23,7 +23,8 @@ type jobConfig struct {
 	resultTTL   time.Duration
 	description string
 	backoff     time.Duration
-	key         string // Key's
+	headers     map[string]string // Header's; never written in place (copied on change)
+	key         string            // Key's
 	hasKey      bool
 	errs        []error
 	// unsharded: the job goes to the route itself, shard 0, whatever the

@@ -116,6 +116,21 @@ func (t *Task[A, R]) Enqueue(ctx context.Context, args A, opts ...Option) (strin
 	if err != nil {
 		return "", err
 	}
+	if c.hookRun.Load() == nil {
+		return t.enqueueOne(ctx, c, cfg, args, now, runAt)
+	}
+	var id string
+	e := &Enqueueing{Task: t.name, Route: cfg.route, Count: 1}
+	err = c.hooked(ctx, e, cfg, func(ctx context.Context, cfg jobConfig) (err error) {
+		id, err = t.enqueueOne(ctx, c, cfg, args, now, runAt)
+		e.IDs = []string{id}
+		return err
+	})
+	return id, err
+}
+
+// enqueueOne stores one job of the task.
+func (t *Task[A, R]) enqueueOne(ctx context.Context, c *Client, cfg jobConfig, args A, now, runAt time.Time) (string, error) {
 	job, err := t.newJob(c, cfg, args, now, runAt)
 	if err != nil {
 		return "", err
@@ -191,7 +206,7 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 	env, err := queue.EncodeEnvelope(queue.Envelope{
 		Args: raw, Timeout: cfg.timeout.Milliseconds(), Description: cfg.description,
 		ResultTTL: cfg.resultTTL.Milliseconds(), FailureTTL: cfg.resultTTL.Milliseconds(),
-		Backoff: cfg.backoff.Milliseconds(),
+		Backoff: cfg.backoff.Milliseconds(), Headers: cfg.headers,
 	})
 	if err != nil {
 		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
@@ -299,6 +314,19 @@ func (t *Task[A, R]) enqueue(ctx context.Context, args []A, opts []Option) ([]st
 	if err != nil {
 		return nil, err
 	}
+	var ids []string
+	e := &Enqueueing{Task: t.name, Route: cfg.route, Count: len(args)}
+	err = c.hooked(ctx, e, cfg, func(ctx context.Context, cfg jobConfig) (err error) {
+		ids, err = t.enqueueBatch(ctx, c, cfg, args, now, runAt)
+		e.IDs = ids
+		return err
+	})
+	return ids, err
+}
+
+// enqueueBatch stores the jobs of a batch of the task (EnqueueMany).
+func (t *Task[A, R]) enqueueBatch(ctx context.Context, c *Client, cfg jobConfig, args []A, now, runAt time.Time) ([]string, error) {
+	var err error
 	cfg.shard = c.q.ShardOf(ctx, cfg.route, "")
 	jobs := make([]queue.NewJob, len(args))
 	for i, a := range args {

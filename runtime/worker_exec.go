@@ -36,7 +36,11 @@ func (w *Worker) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 
 // jobOf is the Job a handler's context carries (CurrentJob).
 func jobOf(d *queue.Dispatch) Job {
-	return Job{ID: d.ID, Name: d.Name, Route: queue.ShardBase(d.Route), Priority: Priority(d.Priority), Attempt: d.Attempts + 1}
+	j := Job{ID: d.ID, Name: d.Name, Route: queue.ShardBase(d.Route), Priority: Priority(d.Priority), Attempt: d.Attempts + 1}
+	if d.Envelope.Headers != nil {
+		j.headers = &d.Envelope.Headers
+	}
+	return j
 }
 
 // outcome is what a handler returned.

@@ -122,6 +122,9 @@ type stepTemplate struct {
 	Description string   `json:"d,omitempty"`
 	Keyed       bool     `json:"kd,omitempty"`
 	Key         *string  `json:"k,omitempty"` // known when submitted; nil: read from the args (KeyBy)
+	// Headers are the step's job's (runtime.Header, the submission's
+	// EnqueueHooks).
+	Headers map[string]string `json:"h,omitempty"`
 }
 
 // Enqueue submits the workflow that ends in s — s and every step it comes
@@ -143,13 +146,28 @@ func (s Step[R]) Enqueue(ctx context.Context) (string, error) {
 // submitWorkflow submits the workflow of nodes, each after its
 // predecessors, the final step last, and returns its id and its steps as
 // stored (labels and job ids).
-func (c *Client) submitWorkflow(ctx context.Context, nodes []*stepNode) (string, []queue.WorkflowStep, error) {
+func (c *Client) submitWorkflow(ctx context.Context, nodes []*stepNode) (id string, steps []queue.WorkflowStep, err error) {
+	if c.hookRun.Load() == nil {
+		return c.submitSteps(ctx, nodes, nil)
+	}
+	e := &Enqueueing{Task: nodes[len(nodes)-1].task, Count: len(nodes), Workflow: true}
+	err = c.hooked(ctx, e, jobConfig{}, func(ctx context.Context, cfg jobConfig) (err error) {
+		id, steps, err = c.submitSteps(ctx, nodes, cfg.headers)
+		e.IDs = []string{id}
+		return err
+	})
+	return id, steps, err
+}
+
+// submitSteps is submitWorkflow without its hooks; headers go to every
+// step's job, over its own.
+func (c *Client) submitSteps(ctx context.Context, nodes []*stepNode, headers map[string]string) (string, []queue.WorkflowStep, error) {
 	if len(nodes) > queue.MaxWorkflowSteps {
 		return "", nil, fmt.Errorf("bananas: enqueue workflow: %d steps, over the limit of %d", len(nodes), queue.MaxWorkflowSteps)
 	}
 	now := c.q.Now()
 	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
-	steps, err := c.workflowSteps(ctx, id, nodes, now)
+	steps, err := c.workflowSteps(ctx, id, nodes, now, headers)
 	if err != nil {
 		return "", nil, err
 	}
@@ -199,7 +217,7 @@ func orderSteps(final *stepNode) []*stepNode {
 // workflowSteps turns the typed steps into the record's, with their labels
 // (the task's name, then name-2, name-3 ... for its further steps), job ids
 // and templates.
-func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode, now time.Time) ([]queue.WorkflowStep, error) {
+func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode, now time.Time, headers map[string]string) ([]queue.WorkflowStep, error) {
 	index := map[*stepNode]int{}
 	seen, taken := map[string]int{}, map[string]bool{}
 	steps := make([]queue.WorkflowStep, len(nodes))
@@ -237,7 +255,7 @@ func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode
 				s.Args = n.args
 			}
 			var err error
-			if s.Template, s.JobID, err = c.stepJob(ctx, wf, k, n, now); err != nil {
+			if s.Template, s.JobID, err = c.stepJob(ctx, wf, k, n, now, headers); err != nil {
 				return nil, fmt.Errorf("bananas: enqueue workflow: step %s: %w", label, err)
 			}
 		}
@@ -250,9 +268,15 @@ func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode
 // id: on the shard its job goes to, or of a shape of its own (located by
 // searching the routes) for a keyed step of a sharded route whose key is
 // read from args not known yet.
-func (c *Client) stepJob(ctx context.Context, wf string, k int, n *stepNode, now time.Time) ([]byte, string, error) {
+func (c *Client) stepJob(ctx context.Context, wf string, k int, n *stepNode, now time.Time, headers map[string]string) ([]byte, string, error) {
 	cfg, err := n.cfg(c)
 	if err != nil {
+		return nil, "", err
+	}
+	if len(headers) > 0 {
+		cfg = (&Enqueueing{headers: headers}).withHeaders(cfg)
+	}
+	if err := queue.CheckHeaders(cfg.headers); err != nil {
 		return nil, "", err
 	}
 	if err := checkStepConfig(cfg); err != nil {
@@ -263,7 +287,7 @@ func (c *Client) stepJob(ctx context.Context, wf string, k int, n *stepNode, now
 		retries = cfg.maxRetries
 	}
 	tpl := stepTemplate{Name: n.task, Route: cfg.route, Priority: cfg.priority, MaxRetries: retries,
-		Timeout: cfg.timeout.Milliseconds(), ResultTTL: cfg.resultTTL.Milliseconds(), Backoff: cfg.backoff.Milliseconds(), Description: cfg.description}
+		Timeout: cfg.timeout.Milliseconds(), ResultTTL: cfg.resultTTL.Milliseconds(), Backoff: cfg.backoff.Milliseconds(), Description: cfg.description, Headers: cfg.headers}
 	keyed, known, key := n.keyed(c)
 	tpl.Keyed = keyed
 	if keyed && known {
@@ -349,7 +373,7 @@ func (c *Client) stepJobOf(wf string, s queue.ReadyStep, templates map[string]*s
 	}
 	env, err := queue.EncodeEnvelope(queue.Envelope{
 		Args: s.Args, Timeout: tpl.Timeout, ResultTTL: tpl.ResultTTL, FailureTTL: tpl.ResultTTL,
-		Backoff: tpl.Backoff, Description: tpl.Description, Workflow: wf, Step: s.Index,
+		Backoff: tpl.Backoff, Description: tpl.Description, Workflow: wf, Step: s.Index, Headers: tpl.Headers,
 	})
 	if err != nil {
 		return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", workflows.ErrPermanent, err)

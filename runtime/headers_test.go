@@ -1,0 +1,122 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bananas-go/bananas/runtime"
+)
+
+var hdrEcho = runtime.NewTask[string, string]("hdr_echo", runtime.Header("tenant", "default-tenant"))
+
+// A job's headers — from its task's defaults, its enqueue's options and the
+// client's enqueue hooks — reach its handler (Job.Header) and the worker's
+// middleware, through a retry, for Enqueue, EnqueueMany, Call and a
+// workflow's steps alike.
+func TestHeaders_ReachTheHandlerFromOptionsAndEnqueueHooks(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		hdrEcho := hdrEcho.With(c)
+		var mu sync.Mutex
+		var calls []string
+		c.AddEnqueueHook(func(ctx context.Context, e *runtime.Enqueueing, next func(context.Context) error) error {
+			e.SetHeader("trace", "t-"+e.Task)
+			err := next(ctx)
+			mu.Lock()
+			calls = append(calls, fmt.Sprintf("%s count=%d workflow=%v ids=%d", e.Task, e.Count, e.Workflow, len(e.IDs)))
+			mu.Unlock()
+			return err
+		})
+		var seenByMiddleware sync.Map
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4, Middleware: []runtime.Middleware{
+			func(ctx context.Context, job runtime.Job, next func(context.Context) error) error {
+				seenByMiddleware.Store(job.ID, job.Header("trace"))
+				return next(ctx)
+			},
+		}}))
+		failed := sync.Map{}
+		runtime.Handle(w, hdrEcho, func(ctx context.Context, s string) (string, error) {
+			job, _ := runtime.CurrentJob(ctx)
+			if s == "retry" {
+				if _, again := failed.LoadOrStore(job.ID, true); !again {
+					return "", fmt.Errorf("first run fails")
+				}
+			}
+			h := job.Headers()
+			keys := make([]string, 0, len(h))
+			for k, v := range h {
+				keys = append(keys, k+"="+v)
+			}
+			slices.Sort(keys)
+			return strings.Join(keys, " "), nil
+		})
+		startWorker(t, w)
+
+		want := "tenant=acme trace=t-hdr_echo"
+		id, err := hdrEcho.Enqueue(ctx, "retry", runtime.Header("tenant", "acme"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := hdrEcho.Await(ctx, id); err != nil || got != want {
+			t.Fatalf("a retried job's handler saw headers %q, %v; want %q", got, err, want)
+		}
+		if v, _ := seenByMiddleware.Load(id); v != "t-hdr_echo" {
+			t.Fatalf("middleware saw trace header %v", v)
+		}
+		ids, err := hdrEcho.EnqueueMany(ctx, []string{"a", "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if got, err := hdrEcho.Await(ctx, id); err != nil || got != "tenant=default-tenant trace=t-hdr_echo" {
+				t.Fatalf("a batch's job saw headers %q, %v", got, err)
+			}
+		}
+		if got, err := hdrEcho.Call(ctx, "c"); err != nil || got != "tenant=default-tenant trace=t-hdr_echo" {
+			t.Fatalf("Call's job saw headers %q, %v", got, err)
+		}
+		final := runtime.Then(hdrEcho.Step("w", runtime.Header("tenant", "wf")), hdrEcho)
+		wf, err := final.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := final.Await(ctx, wf); err != nil || got != "tenant=default-tenant trace=t-hdr_echo" {
+			t.Fatalf("a workflow's second step saw headers %q, %v", got, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		wantCalls := []string{"hdr_echo count=1 workflow=false ids=1", "hdr_echo count=2 workflow=false ids=2",
+			"hdr_echo count=1 workflow=false ids=1", "hdr_echo count=2 workflow=true ids=1"}
+		if !slices.Equal(calls, wantCalls) {
+			t.Fatalf("hook calls:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(wantCalls, "\n"))
+		}
+	})
+}
+
+// A header that breaks the bounds is refused at enqueue with an error naming
+// it, whether an option or a hook set it; nothing is stored.
+func TestHeaders_OverTheirBoundsAreRefusedAtEnqueue(t *testing.T) {
+	c := connect(t, "mem://")
+	ctx := ctxT(t)
+	if _, err := hdrEcho.With(c).Enqueue(ctx, "x", runtime.Header("bad name", "v")); err == nil || !strings.Contains(err.Error(), `runtime.Header: header name "bad name"`) {
+		t.Fatalf("Enqueue with a header name holding a space: %v", err)
+	}
+	c.AddEnqueueHook(func(ctx context.Context, e *runtime.Enqueueing, next func(context.Context) error) error {
+		e.SetHeader("big", strings.Repeat("x", 5000))
+		return next(ctx)
+	})
+	if _, err := hdrEcho.With(c).Enqueue(ctx, "x"); err == nil || !strings.Contains(err.Error(), "header big: value of 5000 bytes, at most 2048") {
+		t.Fatalf("Enqueue with a hook's oversized header: %v", err)
+	}
+	if _, err := runtime.Then(hdrEcho.With(c).Step("a"), hdrEcho.With(c)).Enqueue(ctx); err == nil || !strings.Contains(err.Error(), "header big") {
+		t.Fatalf("a workflow's Enqueue with a hook's oversized header: %v", err)
+	}
+	n, err := c.Redis().DBSize(ctx).Result()
+	if err != nil || n != 0 {
+		t.Fatalf("refused enqueues left %d keys, %v", n, err)
+	}
+}

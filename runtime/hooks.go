@@ -1,0 +1,127 @@
+package runtime
+
+import (
+	"context"
+	"maps"
+	"sync"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// EnqueueHook wraps every typed enqueue of a client (AddEnqueueHook):
+// Enqueue, EnqueueMany, Call's enqueue and a workflow's Enqueue. It is the
+// producer side's seam, as Middleware is the worker's: a tracer starts a
+// span around next and writes its context into the jobs' headers
+// (Enqueueing.SetHeader), a logger notes what went where. next stores the
+// jobs, with ctx itself or a context derived from it; after it returns,
+// Enqueueing.IDs holds their ids. The hook returns next's error, or its
+// own to refuse the enqueue (next must then not have been called). next
+// must be called at most once, before the hook returns.
+type EnqueueHook func(ctx context.Context, e *Enqueueing, next func(context.Context) error) error
+
+// Enqueueing is one enqueue call as an EnqueueHook sees it.
+type Enqueueing struct {
+	Task  string // the task's name; for a workflow, its final step's
+	Route string // the route the jobs go to; "" for a workflow, whose steps each have theirs
+	Count int    // jobs (steps, for a workflow) the call stores: 1 for Enqueue and Call
+	// Workflow: the call submits a workflow (Step.Enqueue); its headers go
+	// to every step's job.
+	Workflow bool
+	// IDs are, once next has returned, the ids of the call's jobs in order
+	// ("" for one not stored), or the workflow's id; a duplicate's is the
+	// id of the job that holds its place.
+	IDs []string
+
+	headers map[string]string
+}
+
+// SetHeader sets a header on every job of the call, over a runtime.Header
+// option of the same name. Names and values are checked when the jobs are
+// encoded: an enqueue whose headers break queue.CheckHeaders fails with an
+// error naming the header.
+func (e *Enqueueing) SetHeader(key, value string) {
+	if e.headers == nil {
+		e.headers = map[string]string{}
+	}
+	e.headers[key] = value
+}
+
+// Header returns the header the call's hooks set under key so far.
+func (e *Enqueueing) Header(key string) string { return e.headers[key] }
+
+// withHeaders is cfg with the hooks' headers over its own (a copy: cfg's
+// map may be shared with the task's defaults).
+func (e *Enqueueing) withHeaders(cfg jobConfig) jobConfig {
+	if len(e.headers) == 0 {
+		return cfg
+	}
+	h := maps.Clone(cfg.headers)
+	if h == nil {
+		h = make(map[string]string, len(e.headers))
+	}
+	maps.Copy(h, e.headers)
+	cfg.headers = h
+	return cfg
+}
+
+// enqueueHooks are a client's EnqueueHooks as added; Client.hookRun holds
+// them composed (hooks[0] outermost), nil while there are none, so that an
+// enqueue without hooks pays one atomic load.
+type enqueueHooks struct {
+	mu    sync.Mutex
+	hooks []EnqueueHook
+}
+
+// AddEnqueueHook adds h to the hooks around the client's enqueues, inside
+// those added before it. Add hooks before the client enqueues (at start,
+// as otelbananas.Instrument does): an enqueue already under way runs the
+// hooks of when it began.
+func (c *Client) AddEnqueueHook(h EnqueueHook) {
+	if h == nil {
+		panic("bananas: AddEnqueueHook(nil)")
+	}
+	c.hooks.mu.Lock()
+	defer c.hooks.mu.Unlock()
+	c.hooks.hooks = append(c.hooks.hooks, h)
+	run := composeHooks(append([]EnqueueHook(nil), c.hooks.hooks...))
+	c.hookRun.Store(&run)
+}
+
+func composeHooks(hs []EnqueueHook) EnqueueHook {
+	if len(hs) == 1 {
+		return hs[0]
+	}
+	outer, inner := hs[0], composeHooks(hs[1:])
+	return func(ctx context.Context, e *Enqueueing, next func(context.Context) error) error {
+		return outer(ctx, e, func(ctx context.Context) error { return inner(ctx, e, next) })
+	}
+}
+
+// hooked runs do inside the client's hooks for e, or alone when it has
+// none; do gets cfg with the hooks' headers.
+func (c *Client) hooked(ctx context.Context, e *Enqueueing, cfg jobConfig, do func(context.Context, jobConfig) error) error {
+	run := c.hookRun.Load()
+	if run == nil {
+		return do(ctx, cfg)
+	}
+	return (*run)(ctx, e, func(ctx context.Context) error { return do(ctx, e.withHeaders(cfg)) })
+}
+
+// Header sets a header the job carries beside its args: its handler reads
+// it in Job.Headers (CurrentJob), middleware in the Job it is given. A job
+// carries at most queue.MaxHeaders headers of printable-ASCII names; see
+// queue.CheckHeaders for the sizes.
+func Header(key, value string) Option {
+	return func(c *jobConfig) {
+		if err := queue.CheckHeaderKey(key); err != nil {
+			c.fail("runtime.Header: %v", err)
+			return
+		}
+		h := maps.Clone(c.headers)
+		if h == nil {
+			h = map[string]string{}
+		}
+		h[key] = value
+		c.headers = h
+	}
+}
