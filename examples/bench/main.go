@@ -99,6 +99,8 @@ func main() {
 		flowBench(ctx, c)
 	case *wfMode:
 		workflowBench(ctx, c, url, ns)
+	case *tracingMode:
+		tracingBench(ctx, c, url, ns)
 	default:
 		scenarios(ctx, c)
 	}

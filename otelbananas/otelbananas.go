@@ -1,0 +1,195 @@
+package otelbananas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// ScopeName is the instrumentation scope of the spans this package makes.
+const ScopeName = "github.com/bananas-go/bananas/otelbananas"
+
+// Attribute keys of Bananas's own, beside the messaging conventions'.
+const (
+	// AttemptKey is the run's attempt: 1 for the first run, 2 for the
+	// first retry, and so on.
+	AttemptKey = attribute.Key("bananas.job.attempt")
+	// TaskKey is the task's name.
+	TaskKey = attribute.Key("bananas.task")
+	// WorkflowKey is the id of a workflow submitted by the span's enqueue.
+	WorkflowKey = attribute.Key("bananas.workflow.id")
+)
+
+// system is messaging.system's value for Bananas; processName a run's
+// messaging.operation.name.
+var (
+	system      = semconv.MessagingSystemKey.String("bananas")
+	processName = semconv.MessagingOperationName("process")
+)
+
+// Option configures Instrument and Middleware.
+type Option func(*config)
+
+type config struct {
+	provider   trace.TracerProvider
+	propagator propagation.TextMapPropagator
+}
+
+// WithTracerProvider makes the spans with tp instead of the global
+// provider (otel.GetTracerProvider).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.provider = tp }
+}
+
+// WithPropagator carries the context in the job's headers with p instead
+// of W3C trace context and baggage. Producer and worker must use the same.
+func WithPropagator(p propagation.TextMapPropagator) Option {
+	return func(c *config) { c.propagator = p }
+}
+
+// newConfig applies opts over the defaults. The propagator defaults to W3C
+// trace context and baggage, not the global one: the global propagator does
+// nothing until a program sets it, and a trace that silently stops at the
+// queue is the failure this package exists to prevent.
+func newConfig(opts []Option) (config, trace.Tracer) {
+	c := config{
+		provider:   otel.GetTracerProvider(),
+		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c, c.provider.Tracer(ScopeName)
+}
+
+// Instrument makes c's typed enqueues (Enqueue, EnqueueMany, Call, a
+// workflow's Enqueue) PRODUCER spans, and puts their context in the jobs'
+// headers. Call it once per client, before it enqueues.
+func Instrument(c *runtime.Client, opts ...Option) {
+	cfg, tracer := newConfig(opts)
+	c.AddEnqueueHook(func(ctx context.Context, e *runtime.Enqueueing, next func(context.Context) error) error {
+		dest := e.Route
+		if e.Workflow {
+			dest = "workflow"
+		}
+		attrs := []attribute.KeyValue{
+			system, semconv.MessagingDestinationName(dest),
+			semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
+		}
+		if e.Task != "" {
+			attrs = append(attrs, TaskKey.String(e.Task))
+		}
+		if e.Count != 1 || e.Workflow {
+			attrs = append(attrs, semconv.MessagingBatchMessageCount(e.Count))
+		}
+		ctx, span := tracer.Start(ctx, "send "+dest, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+		defer span.End()
+		cfg.propagator.Inject(ctx, enqueueCarrier{e})
+		err := next(ctx)
+		if len(e.IDs) == 1 && e.IDs[0] != "" {
+			if e.Workflow {
+				span.SetAttributes(WorkflowKey.String(e.IDs[0]))
+			} else {
+				span.SetAttributes(semconv.MessagingMessageID(e.IDs[0]))
+			}
+		}
+		if err != nil && !errors.Is(err, runtime.ErrDuplicate) {
+			fail(span, err)
+		}
+		return err
+	})
+}
+
+// Middleware makes each run of a job a CONSUMER span, a child of the
+// context its enqueue put in its headers and linked to it, and gives the
+// handler a context holding that span and the enqueue's baggage. A failed
+// run's span has status Error and error.type; a panic's, error.type panic.
+func Middleware(opts ...Option) runtime.Middleware {
+	cfg, tracer := newConfig(opts)
+	var names sync.Map // route → "process <route>", so a run makes no string
+	return func(ctx context.Context, job runtime.Job, next func(context.Context) error) (err error) {
+		ctx = cfg.propagator.Extract(ctx, jobCarrier{job})
+		name, ok := names.Load(job.Route)
+		if !ok {
+			name, _ = names.LoadOrStore(job.Route, "process "+job.Route)
+		}
+		start := make([]trace.SpanStartOption, 0, 3) // room for the link
+		start = append(start,
+			trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(
+				system, semconv.MessagingOperationTypeProcess, processName,
+				semconv.MessagingDestinationName(job.Route), semconv.MessagingMessageID(job.ID),
+				TaskKey.String(job.Name), AttemptKey.Int(job.Attempt),
+			))
+		if sent := trace.SpanContextFromContext(ctx); sent.IsValid() {
+			start = append(start, trace.WithLinks(trace.Link{SpanContext: sent}))
+		}
+		ctx, span := tracer.Start(ctx, name.(string), start...)
+		defer func() {
+			if p := recover(); p != nil {
+				span.SetAttributes(semconv.ErrorTypeKey.String("panic"))
+				span.SetStatus(codes.Error, fmt.Sprint("panic: ", p))
+				span.End()
+				panic(p)
+			}
+			if err != nil {
+				fail(span, err)
+			}
+			span.End()
+		}()
+		return next(ctx)
+	}
+}
+
+// fail marks span failed by err: status Error with err's message, error.type
+// err's Go type, and err recorded as an event.
+func fail(span trace.Span, err error) {
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+	span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
+}
+
+// errorType names err for error.type: its Go type, or for the runtime's
+// sentinel errors which wrap nothing more telling, their own names.
+func errorType(err error) string {
+	switch {
+	case errors.Is(err, runtime.SkipRetry):
+		return "skip_retry"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+// enqueueCarrier writes the propagator's fields as the enqueue's headers.
+type enqueueCarrier struct{ e *runtime.Enqueueing }
+
+func (c enqueueCarrier) Get(key string) string { return c.e.Header(key) }
+func (c enqueueCarrier) Set(key, value string) { c.e.SetHeader(key, value) }
+func (c enqueueCarrier) Keys() []string        { return nil }
+
+// jobCarrier reads the propagator's fields from a job's headers.
+type jobCarrier struct{ job runtime.Job }
+
+func (c jobCarrier) Get(key string) string { return c.job.Header(key) }
+func (c jobCarrier) Set(string, string)    {}
+func (c jobCarrier) Keys() []string {
+	h := c.job.Headers()
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	return keys
+}

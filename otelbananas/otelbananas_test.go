@@ -1,0 +1,264 @@
+package otelbananas_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/otelbananas"
+	"github.com/bananas-go/bananas/runtime"
+)
+
+func TestMain(m *testing.M) {
+	if url := os.Getenv("BANANAS_OTEL_WORKER_URL"); url != "" {
+		runWorkerProcess(url, os.Getenv("BANANAS_OTEL_WORKER_NS"), os.Getenv("BANANAS_OTEL_WORKER_SPANS"))
+		return
+	}
+	redistest.Main(m)
+}
+
+// flaky fails its first runs (as many as its args say), then returns its
+// args; its span context and baggage are what the handler saw.
+var flaky = runtime.NewTask[int, seen]("otel_flaky", runtime.Route("orders"), runtime.MaxRetries(3), runtime.RetryBackoff(time.Millisecond))
+
+type seen struct {
+	TraceID, SpanID, Tenant string
+}
+
+var errFlaky = errors.New("payment gateway said no")
+
+type runs struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *runs) handler(ctx context.Context, failures int) (seen, error) {
+	job, _ := runtime.CurrentJob(ctx)
+	r.mu.Lock()
+	r.n[job.ID]++
+	n := r.n[job.ID]
+	r.mu.Unlock()
+	if n <= failures {
+		return seen{}, fmt.Errorf("attempt %d: %w", n, errFlaky)
+	}
+	sc := trace.SpanContextFromContext(ctx)
+	return seen{sc.TraceID().String(), sc.SpanID().String(), baggage.FromContext(ctx).Member("tenant").Value()}, nil
+}
+
+func eachBackend(t *testing.T, f func(t *testing.T, url string)) {
+	t.Parallel()
+	for _, name := range []string{"embedded", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url := "mem://"
+			if name == "redis" {
+				url = redistest.Shared(t).URL()
+			}
+			f(t, url)
+		})
+	}
+}
+
+func connect(t *testing.T, url string, ns string) *runtime.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := runtime.Connect(ctx, url, runtime.WithNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func startWorker(t *testing.T, c *runtime.Client, tp trace.TracerProvider) *runs {
+	r := &runs{n: map[string]int{}}
+	w := runtime.NewWorker(c, runtime.WorkerOptions{
+		Concurrency: 4, Routes: []string{"orders"}, Lease: time.Second,
+		Middleware: []runtime.Middleware{otelbananas.Middleware(otelbananas.WithTracerProvider(tp))},
+	})
+	runtime.Handle(w, flaky, r.handler)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+// A job enqueued inside a request's span is one trace: a PRODUCER span
+// "send orders", child of the request, and a CONSUMER span "process orders"
+// per run — two failed retries, then the run that completed — each a child
+// of the enqueue's span and linked to it, with the messaging attributes and
+// the attempt. The handler's context holds its run's span and the
+// request's baggage.
+func TestTrace_OneTraceFromTheRequestThroughEveryRetry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		c := connect(t, url, redistest.Namespace(t))
+		otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
+		startWorker(t, c, tp)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		member, _ := baggage.NewMember("tenant", "acme")
+		bag, _ := baggage.New(member)
+		ctx = baggage.ContextWithBaggage(ctx, bag)
+		ctx, request := tp.Tracer("test").Start(ctx, "GET /orders", trace.WithSpanKind(trace.SpanKindServer))
+		id, err := flaky.With(c).Enqueue(ctx, 2)
+		request.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := flaky.With(c).Await(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		spans := waitSpans(t, rec, 5)
+		send := only(t, spans, "send orders")
+		checkKind(t, send, trace.SpanKindProducer)
+		if send.Parent().SpanID() != request.SpanContext().SpanID() || send.SpanContext().TraceID() != request.SpanContext().TraceID() {
+			t.Fatalf("send span's parent is %s, want the request's span %s", send.Parent().SpanID(), request.SpanContext().SpanID())
+		}
+		checkAttrs(t, send, map[string]string{"messaging.system": "bananas", "messaging.destination.name": "orders",
+			"messaging.operation.type": "send", "messaging.message.id": id, "bananas.task": "otel_flaky"})
+
+		processes := all(spans, "process orders")
+		if len(processes) != 3 {
+			t.Fatalf("%d process spans, want 3 (two failed runs and the one that completed)", len(processes))
+		}
+		for i, p := range processes {
+			checkKind(t, p, trace.SpanKindConsumer)
+			if p.Parent().SpanID() != send.SpanContext().SpanID() || p.SpanContext().TraceID() != send.SpanContext().TraceID() {
+				t.Fatalf("run %d's parent is %s, want the send span %s", i+1, p.Parent().SpanID(), send.SpanContext().SpanID())
+			}
+			if l := p.Links(); len(l) != 1 || l[0].SpanContext.SpanID() != send.SpanContext().SpanID() {
+				t.Fatalf("run %d links to %v, want the send span", i+1, l)
+			}
+			checkAttrs(t, p, map[string]string{"messaging.system": "bananas", "messaging.destination.name": "orders",
+				"messaging.operation.type": "process", "messaging.message.id": id, "bananas.job.attempt": fmt.Sprint(i + 1)})
+			if i < 2 {
+				if p.Status().Code != codes.Error {
+					t.Fatalf("failed run %d has status %v, want Error", i+1, p.Status())
+				}
+				checkAttrs(t, p, map[string]string{"error.type": "*fmt.wrapError"})
+			} else if p.Status().Code == codes.Error || attr(p, "error.type") != "" {
+				t.Fatalf("the completed run's span has status %v and error.type %q", p.Status(), attr(p, "error.type"))
+			}
+		}
+		last := processes[2]
+		if got.TraceID != last.SpanContext().TraceID().String() || got.SpanID != last.SpanContext().SpanID().String() {
+			t.Fatalf("the handler's context held span %s/%s, want its run's %s/%s", got.TraceID, got.SpanID, last.SpanContext().TraceID(), last.SpanContext().SpanID())
+		}
+		if got.Tenant != "acme" {
+			t.Fatalf("the handler's context held baggage tenant=%q, want the request's acme", got.Tenant)
+		}
+	})
+}
+
+// A batch is one PRODUCER span with messaging.batch.message_count, and each
+// of its jobs' runs is its child.
+func TestTrace_ABatchIsOneSendSpan(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		c := connect(t, url, redistest.Namespace(t))
+		otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
+		startWorker(t, c, tp)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		ids, err := flaky.With(c).EnqueueMany(ctx, []int{0, 0, 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if _, err := flaky.With(c).Await(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		spans := waitSpans(t, rec, 4)
+		send := only(t, spans, "send orders")
+		checkAttrs(t, send, map[string]string{"messaging.batch.message_count": "3"})
+		if v := attr(send, "messaging.message.id"); v != "" {
+			t.Fatalf("a batch's send span names one message id %q", v)
+		}
+		for _, p := range all(spans, "process orders") {
+			if p.Parent().SpanID() != send.SpanContext().SpanID() {
+				t.Fatalf("a batch job's run has parent %s, want the batch's send span", p.Parent().SpanID())
+			}
+		}
+	})
+}
+
+// waitSpans waits until rec holds n ended spans.
+func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, n int) []sdktrace.ReadOnlySpan {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		spans := rec.Ended()
+		if len(spans) >= n {
+			return spans
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d spans ended, want %d", len(spans), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func all(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func only(t *testing.T, spans []sdktrace.ReadOnlySpan, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	got := all(spans, name)
+	if len(got) != 1 {
+		t.Fatalf("%d spans named %q, want 1", len(got), name)
+	}
+	return got[0]
+}
+
+func checkKind(t *testing.T, s sdktrace.ReadOnlySpan, want trace.SpanKind) {
+	t.Helper()
+	if s.SpanKind() != want {
+		t.Fatalf("span %q is of kind %v, want %v", s.Name(), s.SpanKind(), want)
+	}
+}
+
+func attr(s sdktrace.ReadOnlySpan, key string) string {
+	for _, a := range s.Attributes() {
+		if a.Key == attribute.Key(key) {
+			return a.Value.String()
+		}
+	}
+	return ""
+}
+
+func checkAttrs(t *testing.T, s sdktrace.ReadOnlySpan, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got := attr(s, k); got != v {
+			t.Fatalf("span %q: %s = %q, want %q", s.Name(), k, got, v)
+		}
+	}
+}
