@@ -262,3 +262,54 @@ func checkAttrs(t *testing.T, s sdktrace.ReadOnlySpan, want map[string]string) {
 		}
 	}
 }
+
+var (
+	wfCount = runtime.NewTask[string, int]("otel_count", runtime.Route("orders"))
+	wfSum   = runtime.NewTask[[]int, int]("otel_sum", runtime.Route("orders"))
+)
+
+// A workflow's submission is one PRODUCER span "send workflow", with its
+// steps counted and its id, and every step's run is its child: the whole
+// workflow is one trace under the request that submitted it.
+func TestTrace_AWorkflowIsOneTraceUnderItsSubmission(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		c := connect(t, url, redistest.Namespace(t))
+		otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
+		w := runtime.NewWorker(c, runtime.WorkerOptions{Concurrency: 4, Routes: []string{"orders"}, Lease: time.Second,
+			Middleware: []runtime.Middleware{otelbananas.Middleware(otelbananas.WithTracerProvider(tp))}})
+		runtime.Handle(w, wfCount, func(_ context.Context, s string) (int, error) { return len(s), nil })
+		runtime.Handle(w, wfSum, func(_ context.Context, xs []int) (int, error) { return xs[0] + xs[1], nil })
+		wctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = w.Run(wctx) }()
+		t.Cleanup(func() { stop(); <-done })
+
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		ctx, request := tp.Tracer("test").Start(ctx, "POST /reports")
+		final := runtime.Then(runtime.Gather(wfCount.With(c).Step("ab"), wfCount.With(c).Step("cde")), wfSum.With(c))
+		id, err := final.Enqueue(ctx)
+		request.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := final.Await(ctx, id); err != nil || got != 5 {
+			t.Fatalf("Await = %d, %v", got, err)
+		}
+		spans := waitSpans(t, rec, 5)
+		send := only(t, spans, "send workflow")
+		checkKind(t, send, trace.SpanKindProducer)
+		checkAttrs(t, send, map[string]string{"bananas.workflow.id": id, "messaging.batch.message_count": "4", "bananas.task": "otel_sum"})
+		runs := all(spans, "process orders")
+		if len(runs) != 3 {
+			t.Fatalf("%d process spans, want 3 (two counts and the sum)", len(runs))
+		}
+		for _, r := range runs {
+			if r.Parent().SpanID() != send.SpanContext().SpanID() || r.SpanContext().TraceID() != request.SpanContext().TraceID() {
+				t.Fatalf("step run %s (%s) is under %s, want the workflow's send span %s", attr(r, "bananas.task"), attr(r, "messaging.message.id"), r.Parent().SpanID(), send.SpanContext().SpanID())
+			}
+		}
+	})
+}
