@@ -134,7 +134,13 @@ func Middleware(opts ...Option) runtime.Middleware {
 		if sent := trace.SpanContextFromContext(ctx); sent.IsValid() {
 			start = append(start, trace.WithLinks(trace.Link{SpanContext: sent}))
 		}
+		if job.Workflow != "" {
+			start = append(start, trace.WithAttributes(WorkflowKey.String(job.Workflow)), trace.WithLinks(afterLinks(job)...))
+		}
 		ctx, span := tracer.Start(ctx, name.(string), start...)
+		if job.Workflow != "" {
+			_ = runtime.LeaveTrail(ctx, traceparent(span.SpanContext()))
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				span.SetAttributes(semconv.ErrorTypeKey.String("panic"))
@@ -149,6 +155,30 @@ func Middleware(opts ...Option) runtime.Middleware {
 		}()
 		return next(ctx)
 	}
+}
+
+// afterLinks are the links of a workflow step's run to the runs of its
+// predecessors, whose span contexts they left as their trails.
+func afterLinks(job runtime.Job) []trace.Link {
+	var links []trace.Link
+	for _, t := range job.After() {
+		ctx := w3c.Extract(context.Background(), propagation.MapCarrier{"traceparent": t})
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{predecessor}})
+		}
+	}
+	return links
+}
+
+// w3c reads a trail; predecessor marks a link to a predecessor's run.
+var (
+	w3c         = propagation.TraceContext{}
+	predecessor = attribute.String("bananas.link", "predecessor")
+)
+
+// traceparent is sc in the W3C traceparent form, a run's trail.
+func traceparent(sc trace.SpanContext) string {
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 }
 
 // fail marks span failed by err: status Error with err's message, error.type

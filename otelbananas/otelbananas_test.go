@@ -306,10 +306,38 @@ func TestTrace_AWorkflowIsOneTraceUnderItsSubmission(t *testing.T) {
 		if len(runs) != 3 {
 			t.Fatalf("%d process spans, want 3 (two counts and the sum)", len(runs))
 		}
+		counts := map[trace.SpanID]bool{}
+		var sum sdktrace.ReadOnlySpan
 		for _, r := range runs {
 			if r.Parent().SpanID() != send.SpanContext().SpanID() || r.SpanContext().TraceID() != request.SpanContext().TraceID() {
 				t.Fatalf("step run %s (%s) is under %s, want the workflow's send span %s", attr(r, "bananas.task"), attr(r, "messaging.message.id"), r.Parent().SpanID(), send.SpanContext().SpanID())
 			}
+			checkAttrs(t, r, map[string]string{"bananas.workflow.id": id})
+			if attr(r, "bananas.task") == "otel_count" {
+				counts[r.SpanContext().SpanID()] = true
+				if len(r.Links()) != 1 {
+					t.Fatalf("a first step's run has links %v, want only the one to the send span", r.Links())
+				}
+			} else {
+				sum = r
+			}
+		}
+		linked := map[trace.SpanID]bool{}
+		for _, l := range sum.Links() {
+			if l.SpanContext.SpanID() != send.SpanContext().SpanID() {
+				linked[l.SpanContext.SpanID()] = true
+			}
+		}
+		if len(linked) != 2 || !linked[keys(counts)[0]] || !linked[keys(counts)[1]] {
+			t.Fatalf("the sum step's run links to %v besides the send span; want the two count runs %v, its predecessors through the Gather", keys(linked), keys(counts))
 		}
 	})
+}
+
+func keys(m map[trace.SpanID]bool) []trace.SpanID {
+	out := make([]trace.SpanID, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

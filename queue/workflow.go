@@ -79,7 +79,15 @@ type ReadyStep struct {
 	JobID    string
 	Template []byte
 	Args     []byte
+	// After are the trails its predecessors' completed runs left
+	// (AdvanceWorkflow), comma-separated, at most MaxAfterTrails; a
+	// Gather's stand for theirs. "" when none left one.
+	After string
 }
+
+// MaxAfterTrails bounds ReadyStep.After: a step after a Gather of a
+// thousand steps is given the trails of the first few.
+const MaxAfterTrails = 8
 
 // StepEnd is how a step's job ended, for AdvanceWorkflow.
 type StepEnd byte
@@ -198,8 +206,34 @@ type WorkflowTTLs struct {
 // workflow's steps that come together go in one call (wf_advance.lua takes
 // several); the steps to make are returned to one of their callers.
 // ErrWorkflowNotFound when the record is gone.
-func (q *Queue) AdvanceWorkflow(ctx context.Context, id string, step int, job string, how StepEnd, value []byte, keep WorkflowTTLs) (WorkflowAdvance, error) {
-	return q.advances.do(ctx, id, stepEnd{step, job, how, value, keep})
+//
+// trail is what a completed run left for the steps after it (at most
+// MaxTrail bytes without commas, else it is dropped): each step made later
+// is given those of its predecessors in ReadyStep.After.
+func (q *Queue) AdvanceWorkflow(ctx context.Context, id string, step int, job string, how StepEnd, value []byte, trail string, keep WorkflowTTLs) (WorkflowAdvance, error) {
+	if CheckTrail(trail) != nil {
+		trail = ""
+	}
+	return q.advances.do(ctx, id, stepEnd{step, job, how, value, trail, keep})
+}
+
+// MaxTrail bounds a run's trail (AdvanceWorkflow): a W3C traceparent is 55
+// bytes.
+const MaxTrail = 128
+
+// CheckTrail says what is wrong with trail as a run's trail, or nil: at
+// most MaxTrail bytes of printable ASCII without commas, which separate
+// the trails of a step's predecessors.
+func CheckTrail(trail string) error {
+	if len(trail) > MaxTrail {
+		return fmt.Errorf("trail of %d bytes, at most %d", len(trail), MaxTrail)
+	}
+	for i := 0; i < len(trail); i++ {
+		if c := trail[i]; c < ' ' || c > '~' || c == ',' {
+			return fmt.Errorf("trail holds byte %#x at %d: printable ASCII without commas", c, i)
+		}
+	}
+	return nil
 }
 
 // stepEnd is one end given to AdvanceWorkflow.
@@ -208,6 +242,7 @@ type stepEnd struct {
 	job   string
 	how   StepEnd
 	value []byte
+	trail string
 	keep  WorkflowTTLs
 }
 
@@ -215,10 +250,10 @@ type stepEnd struct {
 // answer carries the steps to make, the others' only the status.
 func (q *Queue) advanceMany(ctx context.Context, id string, ends []stepEnd) ([]WorkflowAdvance, error) {
 	keep := ends[0].keep
-	args := make([]any, 0, 4+4*len(ends))
+	args := make([]any, 0, 4+5*len(ends))
 	args = append(args, q.Now().UnixMilli(), keep.Completed.Milliseconds(), keep.Failed.Milliseconds(), WorkflowChannel(q.ns, id))
 	for _, e := range ends {
-		args = append(args, e.step, e.job, string(e.how), e.value)
+		args = append(args, e.step, e.job, string(e.how), e.value, e.trail)
 	}
 	res, err := q.s.wfAdvance.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).Slice()
 	if err != nil {
@@ -456,16 +491,16 @@ func stepRecord(f map[string]string, s string) StepRecord {
 // readySteps reads the (index, job id, template, args) entries of a
 // workflow script's reply from res[from].
 func readySteps(res []any, from int) ([]ReadyStep, error) {
-	if (len(res)-from)%4 != 0 {
+	if (len(res)-from)%5 != 0 {
 		return nil, fmt.Errorf("workflow script replied %d entries", len(res))
 	}
 	var out []ReadyStep
-	for i := from; i+3 < len(res); i += 4 {
+	for i := from; i+4 < len(res); i += 5 {
 		k, err := strconv.Atoi(str(res[i]))
 		if err != nil {
 			return nil, fmt.Errorf("workflow script replied step %v", res[i])
 		}
-		out = append(out, ReadyStep{Index: k, JobID: str(res[i+1]), Template: []byte(str(res[i+2])), Args: []byte(str(res[i+3]))})
+		out = append(out, ReadyStep{Index: k, JobID: str(res[i+1]), Template: []byte(str(res[i+2])), Args: []byte(str(res[i+3])), After: str(res[i+4])})
 	}
 	return out, nil
 }

@@ -46,11 +46,11 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 		if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), keepWF)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), "", keepWF)
 		if err != nil || len(a.Ready) != 0 || a.Status != "running" {
 			t.Fatalf("a completed: %+v, %v; want nothing ready yet", a, err)
 		}
-		a, err = q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), keepWF)
+		a, err = q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), "", keepWF)
 		if err != nil || len(a.Ready) != 1 || a.Ready[0].JobID != "job-d" {
 			t.Fatalf("b completed: %+v, %v; want d ready", a, err)
 		}
@@ -61,7 +61,7 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 		if _, err := q.StepsCreated(ctx, "wf1", []int{3}); err != nil {
 			t.Fatal(err)
 		}
-		a, err = q.AdvanceWorkflow(ctx, "wf1", 3, "job-d", queue.StepEndCompleted, mp(t, 7), keepWF)
+		a, err = q.AdvanceWorkflow(ctx, "wf1", 3, "job-d", queue.StepEndCompleted, mp(t, 7), "", keepWF)
 		if err != nil || a.Status != "completed" {
 			t.Fatalf("d completed: %+v, %v", a, err)
 		}
@@ -78,7 +78,7 @@ func TestWorkflow_AStaleEndChangesNothing(t *testing.T) {
 		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "another-job", queue.StepEndFailed, []byte("boom"), keepWF)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "another-job", queue.StepEndFailed, []byte("boom"), "", keepWF)
 		if err != nil || a.Status != "running" {
 			t.Fatalf("advance with another job id = %+v, %v; want the workflow running", a, err)
 		}
@@ -86,7 +86,7 @@ func TestWorkflow_AStaleEndChangesNothing(t *testing.T) {
 		if err != nil || rec.Steps[0].State != queue.StepCreating {
 			t.Fatalf("after a stale end: %+v, %v; want step a still creating", rec, err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "nope", 0, "job-a", queue.StepEndFailed, nil, keepWF); err == nil {
+		if _, err := q.AdvanceWorkflow(ctx, "nope", 0, "job-a", queue.StepEndFailed, nil, "", keepWF); err == nil {
 			t.Fatal("advance of a workflow that does not exist succeeded")
 		}
 	})
@@ -105,7 +105,7 @@ func TestWorkflow_GarbageIsRefusedBeforeAnyWrite(t *testing.T) {
 		}
 		q.Client().Del(ctx, key)
 		q.Client().HSet(ctx, key, "st", "dancing", "n", 4)
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndFailed, nil, keepWF); err == nil {
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndFailed, nil, "", keepWF); err == nil {
 			t.Fatal("advance of a record with a garbage status succeeded")
 		}
 		if _, err := q.ReadWorkflow(ctx, "wf{1}"); err == nil {
@@ -122,10 +122,10 @@ func TestWorkflow_AGarbageCounterIsRecounted(t *testing.T) {
 		}
 		key := queue.WorkflowKey(q.Namespace(), "wf1")
 		q.Client().HSet(ctx, key, "p:2", "x", "left", "y")
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), keepWF); err != nil {
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), "", keepWF); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, 2), keepWF)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, 2), "", keepWF)
 		if err != nil || len(a.Ready) != 1 {
 			t.Fatalf("b completed: %+v, %v; want d ready despite the garbage counter", a, err)
 		}
@@ -148,10 +148,10 @@ func TestWorkflowScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) 
 				if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), keepWF); err != nil {
+				if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), "", keepWF); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndFailed, []byte("boom"), keepWF); err != nil {
+				if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndFailed, []byte("boom"), "", keepWF); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := q.RetryWorkflow(ctx, "wf1", map[int]string{1: "job-b2", 2: "", 3: "job-d2"}, now); err != nil {
@@ -185,11 +185,11 @@ func TestWorkflow_OnlyTheCallThatMarksStepsCreatingOwnsThem(t *testing.T) {
 		if ready, own, err := q.SubmitWorkflow(ctx, "wf1", steps, 1, time.Minute, now); err != nil || own || len(ready) != 1 {
 			t.Fatalf("second submission: %d ready, own %v, %v; want a's step, not its own", len(ready), own, err)
 		}
-		first, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 2), keepWF)
+		first, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 2), "", keepWF)
 		if err != nil || len(first.Ready) != 1 || len(first.Again) != 0 {
 			t.Fatalf("first end: %+v, %v; want b its own", first, err)
 		}
-		again, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 2), keepWF)
+		again, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 2), "", keepWF)
 		if err != nil || len(again.Ready) != 0 || len(again.Again) != 1 || again.Again[0].JobID != "job-b" {
 			t.Fatalf("second end: %+v, %v; want b found creating, not its own", again, err)
 		}
@@ -216,6 +216,45 @@ func TestLookupMany_ReadsEachJobAsLookupDoes(t *testing.T) {
 		}
 		if got[0] == nil || got[0].Status != queue.StatusPending || got[1] != nil || got[2] == nil || got[2].Status != queue.StatusScheduled {
 			t.Fatalf("LookupMany = %+v, %+v, %+v; want pending, nil, scheduled", got[0], got[1], got[2])
+		}
+	})
+}
+
+// The trails completed runs leave reach the steps after them, a gather's
+// predecessors' standing for it, in the gather's order.
+func TestWorkflow_AStepIsGivenItsPredecessorsTrails(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), "trail-a", keepWF); err != nil {
+			t.Fatal(err)
+		}
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), "trail-b", keepWF)
+		if err != nil || len(a.Ready) != 1 || a.Ready[0].After != "trail-b,trail-a" {
+			t.Fatalf("d ready: %+v, %v; want it given trail-b,trail-a, the gather's predecessors in order", a.Ready, err)
+		}
+	})
+}
+
+// A trail that would break the list of a step's predecessors' trails (a
+// comma, over MaxTrail bytes) is dropped: the end is applied without it.
+func TestWorkflow_AnUnfitTrailIsDropped(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), "x,y", keepWF); err != nil {
+			t.Fatal(err)
+		}
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), strings.Repeat("t", queue.MaxTrail+1), keepWF)
+		if err != nil || len(a.Ready) != 1 || a.Ready[0].After != "" {
+			t.Fatalf("d ready: %+v, %v; want no trails, both predecessors' being unfit", a.Ready, err)
 		}
 	})
 }

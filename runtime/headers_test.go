@@ -120,3 +120,36 @@ func TestHeaders_OverTheirBoundsAreRefusedAtEnqueue(t *testing.T) {
 		t.Fatalf("refused enqueues left %d keys, %v", n, err)
 	}
 }
+
+// What a workflow step's run leaves (LeaveTrail) reaches the steps after it
+// (Job.After), in their predecessors' order; a bad trail, or a context that
+// is not a run's, is an error naming what is wrong.
+func TestLeaveTrail_ReachesTheStepsAfterAndRefusesBadTrails(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		if err := runtime.LeaveTrail(ctx, "x"); err == nil || !strings.Contains(err.Error(), "ctx is not a job's") {
+			t.Fatalf("LeaveTrail outside a run: %v", err)
+		}
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
+		runtime.Handle(w, hdrEcho, func(ctx context.Context, s string) (string, error) {
+			job, _ := runtime.CurrentJob(ctx)
+			if err := runtime.LeaveTrail(ctx, "a,b"); err == nil || !strings.Contains(err.Error(), "without commas") {
+				return "", fmt.Errorf("LeaveTrail with a comma: %v", err)
+			}
+			if err := runtime.LeaveTrail(ctx, "left-by-"+s); err != nil {
+				return "", err
+			}
+			return strings.Join(job.After(), " "), nil
+		})
+		startWorker(t, w)
+		task := hdrEcho.With(c)
+		last := runtime.Then(task.Step("x"), task)
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := last.Await(ctx, id); err != nil || got != "left-by-x" {
+			t.Fatalf("the second step saw trails %q, %v; want left-by-x, its predecessor's", got, err)
+		}
+	})
+}

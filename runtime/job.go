@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -103,6 +104,9 @@ type Job struct {
 	Route    string
 	Priority Priority
 	Attempt  int // 1 on the first run, 2 on the first retry, ...
+	// Workflow is the id of the workflow the job is a step of, "" for a
+	// job of no workflow.
+	Workflow string
 
 	headers *map[string]string // the envelope's (Header, Headers); a pointer keeps Job comparable
 }
@@ -114,6 +118,43 @@ func (j Job) Header(key string) string {
 		return ""
 	}
 	return (*j.headers)[key]
+}
+
+// AfterHeader is the header of a workflow step's job that holds the trails
+// its predecessors' runs left (LeaveTrail), comma-separated: Job.After.
+const AfterHeader = "bananas-after"
+
+// After returns the trails the runs of a workflow step's predecessors left
+// (LeaveTrail), in the order of the predecessors (a Gather's standing for
+// it), at most queue.MaxAfterTrails; nil for a job of no workflow, a first
+// step, or predecessors that left none.
+func (j Job) After() []string {
+	v := j.Header(AfterHeader)
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// LeaveTrail sets what this run leaves for the workflow steps after its
+// job's step: once it completes, each of them reads it in Job.After. A
+// tracing middleware leaves its span's context there, so that a step's span
+// links to its predecessors'. At most queue.MaxTrail bytes of printable
+// ASCII without commas. The run of a job of no workflow leaves nothing (and
+// no error); a later call replaces an earlier one. ctx is the handler's, or
+// a middleware's.
+func LeaveTrail(ctx context.Context, trail string) error {
+	v, ok := ctx.Value(jobKey{}).(jobValue)
+	if !ok {
+		return errors.New("bananas: LeaveTrail: ctx is not a job's (call it with the context a handler or middleware received)")
+	}
+	if err := queue.CheckTrail(trail); err != nil {
+		return fmt.Errorf("bananas: LeaveTrail: %w", err)
+	}
+	if v.trail != nil {
+		*v.trail = trail
+	}
+	return nil
 }
 
 // Headers returns a copy of the job's headers, nil when it has none.
@@ -129,8 +170,9 @@ type jobKey struct{}
 // jobValue is what a handler's context holds under jobKey: its job
 // (CurrentJob) and the client of the worker running it (Once).
 type jobValue struct {
-	job Job
-	c   *Client
+	job   Job
+	c     *Client
+	trail *string // LeaveTrail's, for a workflow step's run; nil for other jobs
 }
 
 // CurrentJob returns the job whose handler received ctx.

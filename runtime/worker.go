@@ -205,7 +205,7 @@ func (w *Worker) engineConfig(sinks []engine.JobEndSink) engine.Config {
 		RetryDelay:   w.retryDelay,
 		Exec:         w.exec,
 		JobKey:       jobKey{},
-		JobValue:     func(d *queue.Dispatch) any { return jobValue{job: jobOf(d), c: w.c} },
+		JobValue:     jobValueOf(w.c),
 		State:        w.heartbeatState(),
 		ServedRoutes: w.servedRoutes,
 		Kept:         w.keptRoutes,

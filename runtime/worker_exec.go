@@ -20,6 +20,10 @@ import (
 func (w *Worker) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 	h := w.handlers[d.Name] // the engine runs only the tasks it was given (Config.Tasks)
 	o := runHandler(ctx, h, d.Envelope.Args, w.middleware, jobOf(d))
+	var trail string
+	if v, _ := ctx.Value(jobKey{}).(jobValue); v.trail != nil {
+		trail = *v.trail
+	}
 	if o.err != nil {
 		var de *decodeError
 		var ra *retryAfter
@@ -31,12 +35,24 @@ func (w *Worker) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 	if err := checkPayload("result of ", d.Name, len(o.result), w.c.maxPayload); err != nil {
 		return engine.Outcome{Failed: true, Message: err.Error(), Final: true}
 	}
-	return engine.Outcome{Result: o.result}
+	return engine.Outcome{Result: o.result, Trail: trail}
+}
+
+// jobValueOf makes the value a run's context holds under jobKey: its job,
+// the client, and for a workflow step's run the place of its trail.
+func jobValueOf(c *Client) func(d *queue.Dispatch) any {
+	return func(d *queue.Dispatch) any {
+		v := jobValue{job: jobOf(d), c: c}
+		if d.Envelope.Workflow != "" {
+			v.trail = new(string)
+		}
+		return v
+	}
 }
 
 // jobOf is the Job a handler's context carries (CurrentJob).
 func jobOf(d *queue.Dispatch) Job {
-	j := Job{ID: d.ID, Name: d.Name, Route: queue.ShardBase(d.Route), Priority: Priority(d.Priority), Attempt: d.Attempts + 1}
+	j := Job{ID: d.ID, Name: d.Name, Route: queue.ShardBase(d.Route), Priority: Priority(d.Priority), Attempt: d.Attempts + 1, Workflow: d.Envelope.Workflow}
 	if d.Envelope.Headers != nil {
 		j.headers = &d.Envelope.Headers
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -373,7 +374,7 @@ func (c *Client) stepJobOf(wf string, s queue.ReadyStep, templates map[string]*s
 	}
 	env, err := queue.EncodeEnvelope(queue.Envelope{
 		Args: s.Args, Timeout: tpl.Timeout, ResultTTL: tpl.ResultTTL, FailureTTL: tpl.ResultTTL,
-		Backoff: tpl.Backoff, Description: tpl.Description, Workflow: wf, Step: s.Index, Headers: tpl.Headers,
+		Backoff: tpl.Backoff, Description: tpl.Description, Workflow: wf, Step: s.Index, Headers: afterHeaders(tpl.Headers, s.After),
 	})
 	if err != nil {
 		return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
@@ -394,6 +395,22 @@ func (c *Client) stepJobOf(wf string, s queue.ReadyStep, templates map[string]*s
 		prio = PriorityNormal
 	}
 	return j, tpl.Route, prio, nil
+}
+
+// afterHeaders is a step's job's headers: its template's, with its
+// predecessors' trails (Job.After) when they fit within the bounds of
+// headers; a step whose template leaves them no room goes without.
+func afterHeaders(h map[string]string, after string) map[string]string {
+	if after == "" {
+		return h
+	}
+	with := make(map[string]string, len(h)+1)
+	maps.Copy(with, h)
+	with[AfterHeader] = after
+	if queue.CheckHeaders(with) != nil {
+		return h
+	}
+	return with
 }
 
 // workflowRunner is the client's runner of workflows.

@@ -328,7 +328,7 @@ func (s workflowSink) JobEnded(e engine.JobEnd) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := s.c.workflowRunner().StepEnded(ctx, e.Workflow, e.Step, e.ID, how, value); err != nil {
+		if err := s.c.workflowRunner().StepEnded(ctx, e.Workflow, e.Step, e.ID, how, value, e.Trail); err != nil {
 			s.log("bananas: advance workflow (its keeper will)", "workflow", e.Workflow, "job", e.ID, "err", err)
 		}
 	}()

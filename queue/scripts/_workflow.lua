@@ -13,7 +13,8 @@
 -- array of its predecessors' results), s:k state — w waiting for
 -- predecessors, c creating (its job may or may not exist yet), r created, d
 -- completed, f failed, x canceled —, p:k predecessors not completed, o:k
--- result, e:k error.
+-- result, e:k error, h:k the trail its completed run left (see
+-- Queue.AdvanceWorkflow).
 
 local wf_states = {w = true, c = true, r = true, d = true, f = true, x = true}
 local wf_status = {running = true, completed = true, failed = true, canceled = true}
@@ -144,14 +145,34 @@ local function wf_cancel_below(rec, k, why)
   end
 end
 
+-- wf_trails is the trails step m's predecessors' runs left, comma-joined,
+-- at most 8 (queue.MaxAfterTrails): a gather's predecessors stand for it.
+local function wf_trails(rec, m)
+  local out = {}
+  local function add(p, depth)
+    if #out >= 8 then return end
+    if wf_get(rec, 'v:' .. p) == '1' then
+      if depth < 2 then
+        for _, q in ipairs(wf_list(wf_get(rec, 'a:' .. p))) do add(q, depth + 1) end
+      end
+      return
+    end
+    local h = wf_get(rec, 'h:' .. p)
+    if h ~= nil and h ~= '' then out[#out + 1] = h end
+  end
+  for _, p in ipairs(wf_list(wf_get(rec, 'a:' .. m))) do add(p, 0) end
+  return table.concat(out, ',')
+end
+
 -- wf_ready_reply is the reply entries of the steps in out: index, job id,
--- template and args of each.
+-- template, args and predecessors' trails of each.
 local function wf_ready_reply(rec, out, reply)
   for _, m in ipairs(out) do
     reply[#reply + 1] = tostring(m)
     reply[#reply + 1] = wf_get(rec, 'j:' .. m) or ''
     reply[#reply + 1] = wf_get(rec, 't:' .. m) or ''
     reply[#reply + 1] = wf_args(rec, m)
+    reply[#reply + 1] = wf_trails(rec, m)
   end
   return reply
 end

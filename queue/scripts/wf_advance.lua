@@ -18,10 +18,11 @@
 -- ARGV[2]  ms a completed workflow is kept
 -- ARGV[3]  ms a failed or canceled workflow is kept
 -- ARGV[4]  the workflow's channel, announced on when it ends
--- ARGV[5+4i .. 8+4i] per end: step index, the job id that ended, "d"
---          completed, "f" failed or "x" canceled, and the result (d) or the
---          error (f, x)
--- Returns  {status, why, own, index, job id, template, args, ...}: the
+-- ARGV[5+5i .. 9+5i] per end: step index, the job id that ended, "d"
+--          completed, "f" failed or "x" canceled, the result (d) or the
+--          error (f, x), and the trail the run left ("" for none; at most
+--          128 bytes without commas)
+-- Returns  {status, why, own, index, job id, template, args, trails, ...}: the
 --          workflow's status, the step that failed it ("" if none), how many
 --          of the steps that follow this call marked creating (a second run
 --          marks none), then each step creating among the successors;
@@ -31,14 +32,15 @@ local now = bn_num(ARGV[1], 'now')
 local keep_done = bn_num(ARGV[2], 'completed ttl')
 local keep_failed = bn_num(ARGV[3], 'failed ttl')
 local channel = ARGV[4]
-if (#ARGV - 4) % 4 ~= 0 or #ARGV < 8 then error('bananas: step ends must come in fours') end
+if (#ARGV - 4) % 5 ~= 0 or #ARGV < 9 then error('bananas: step ends must come in fives') end
 local n = wf_check(rec)
 if n == nil then return {'missing'} end
-for i = 5, #ARGV, 4 do
+for i = 5, #ARGV, 5 do
   local k = bn_num(ARGV[i], 'step index')
   if k < 0 or k >= n then error('bananas: step ' .. k .. ' of a workflow of ' .. n) end
   local how = ARGV[i + 2]
   if how ~= 'd' and how ~= 'f' and how ~= 'x' then error('bananas: step end must be d, f or x, got ' .. tostring(how)) end
+  if #ARGV[i + 4] > 128 or string.find(ARGV[i + 4], ',', 1, true) then error('bananas: a trail is at most 128 bytes, without commas') end
 end
 
 -- wf_unfail brings back what failed step k's failure canceled, k having
@@ -75,12 +77,13 @@ end
 -- wf_end applies one end of step k's job: the steps it marks creating go
 -- in out, those of a step already completed found creating in again.
 local again = {}
-local function wf_end(k, job, how, value, out)
+local function wf_end(k, job, how, value, trail, out)
   local f = redis.call('HMGET', rec, 'j:' .. k, 'v:' .. k, 's:' .. k)
   if f[1] ~= job or f[2] == '1' then return end -- stale
   local s = f[3]
   if not s or not wf_states[s] then s = '?' end
   if how == 'd' and s ~= 'd' then
+    if trail ~= '' then redis.call('HSET', rec, 'h:' .. k, trail) end
     wf_complete(rec, k, value, out, s ~= 'r' and s ~= 'c')
     if s == 'f' then wf_unfail(k, out) end
     wf_finish(rec, now, keep_done, channel)
@@ -101,8 +104,8 @@ local function wf_end(k, job, how, value, out)
 end
 
 local out = {}
-for i = 5, #ARGV, 4 do
-  wf_end(tonumber(ARGV[i]), ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], out)
+for i = 5, #ARGV, 5 do
+  wf_end(tonumber(ARGV[i]), ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], out)
 end
 -- A step is returned once, however many of its predecessors' ends came in
 -- this call: first those this call marked creating, then those it found so.

@@ -129,6 +129,9 @@ type Outcome struct {
 	// Snooze > 0: run the job again that much later, without counting a
 	// failed attempt (runtime.RetryAfter).
 	Snooze time.Duration
+	// Trail is what a completed run leaves for the workflow steps after its
+	// job's (JobEnd.Trail): a trace context, say.
+	Trail string
 }
 
 // callTimeout bounds each Redis call of the engine: a fetch, the record of

@@ -192,6 +192,7 @@ func (x *executor) execute(r *run) (pending bool) {
 		x.fail(r, o.Message, o.Final, o.Snooze)
 		return false
 	}
+	r.trail = o.Trail
 	return x.ack(r, o.Result)
 }
 
@@ -226,7 +227,9 @@ func (x *executor) ack(r *run, result []byte) (pending bool) {
 			log.Warn("bananas: job finished but no longer leased to this run (its lease was lost, or a resent ack completed it already); this result not written")
 		default:
 			log.Debug("bananas: job succeeded", "took", now.Sub(d.StartedAt()).Round(time.Microsecond))
-			x.cfg.tell(x.cfg.completedEnd(d, result, encoded, now))
+			end := x.cfg.completedEnd(d, result, encoded, now)
+			end.Trail = r.trail
+			x.cfg.tell(end)
 		}
 		x.runs.untrack(r)
 		x.end(r)

@@ -56,8 +56,10 @@ type JobEnd struct {
 	// StartedAt is when the run started (zero for a job recovered by the
 	// reaper); EndedAt when its end was judged, on Redis's clock.
 	StartedAt, EndedAt time.Time
-	// Result is the encoded result of a completed run.
+	// Result is the encoded result of a completed run, Trail what it left
+	// for the workflow steps after it (Outcome.Trail).
 	Result []byte
+	Trail  string
 	// Record is the encoded result record (package results) the end stored:
 	// a completed, dead or canceled job's; nil when it stored none.
 	Record []byte

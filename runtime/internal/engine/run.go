@@ -23,6 +23,7 @@ type run struct {
 	recording atomic.Bool
 	handedOn  bool       // its slot was handed on when Exec returned (slots.handOn)
 	m         RunMetrics // its job's metrics, resolved once at start
+	trail     string     // its Outcome.Trail, told with its end
 }
 
 // Causes with which a run's context is canceled when the job is no longer

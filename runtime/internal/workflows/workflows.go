@@ -65,15 +65,16 @@ func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowSt
 }
 
 // StepEnded advances workflow wf, whose step's job ended as how said, with
-// value its result (completed) or its error.
-func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte) error {
-	return r.stepEnded(ctx, wf, step, job, how, value, true)
+// value its result (completed) or its error, and trail what its run left
+// for the steps after it (queue.AdvanceWorkflow).
+func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte, trail string) error {
+	return r.stepEnded(ctx, wf, step, job, how, value, trail, true)
 }
 
 // stepEnded is StepEnded; own as Make's (false when the end was read back
 // by the keeper, whose advance may return steps another caller is making).
-func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte, own bool) error {
-	a, err := r.Q.AdvanceWorkflow(ctx, wf, step, job, how, value, r.TTLs)
+func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte, trail string, own bool) error {
+	a, err := r.Q.AdvanceWorkflow(ctx, wf, step, job, how, value, trail, r.TTLs)
 	if err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 		if _, err := r.Q.StepsCreated(ctx, wf, []int{s.Index}); err != nil {
 			return err
 		}
-		if err := r.stepEnded(ctx, wf, s.Index, s.JobID, queue.StepEndFailed, s.Args, own); err != nil {
+		if err := r.stepEnded(ctx, wf, s.Index, s.JobID, queue.StepEndFailed, s.Args, "", own); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -332,7 +333,7 @@ func (r *Runner) readEnds(ctx context.Context, id string, rec *queue.WorkflowRec
 		} else if !ended {
 			continue
 		}
-		errs = append(errs, r.stepEnded(ctx, id, k, jobs[i], how, value, false))
+		errs = append(errs, r.stepEnded(ctx, id, k, jobs[i], how, value, "", false))
 	}
 	return live, errors.Join(errs...)
 }
