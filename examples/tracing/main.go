@@ -10,9 +10,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -27,6 +29,13 @@ import (
 )
 
 func main() {
+	if err := run(os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run serves the checkout, posts one order to it and prints the trace to out.
+func run(out io.Writer) error {
 	ctx := context.Background()
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
@@ -34,7 +43,7 @@ func main() {
 
 	c, err := runtime.Connect(ctx, "mem://")
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer c.Close()
 	runtime.SetDefault(c)
@@ -66,26 +75,29 @@ func main() {
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	go func() { _ = http.Serve(ln, mux) }()
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
 
 	resp, err := http.Post("http://"+ln.Addr().String()+"/checkout", "application/json", nil)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
+	defer resp.Body.Close()
 	var receipt tasks.Receipt
 	if err := json.NewDecoder(resp.Body).Decode(&receipt); err != nil {
-		log.Fatal(err)
+		return fmt.Errorf("POST /checkout answered %s: %w", resp.Status, err)
 	}
-	resp.Body.Close()
-	fmt.Printf("POST /checkout -> %+v\n\n", receipt)
-	printTree(spans.GetSpans())
+	fmt.Fprintf(out, "POST /checkout -> %+v\n\n", receipt)
+	printTree(out, spans.GetSpans())
+	return nil
 }
 
 // printTree prints the spans as a tree under their parents, in start order,
 // each with its kind, start offset, duration, status and attributes.
-func printTree(spans tracetest.SpanStubs) {
+func printTree(out io.Writer, spans tracetest.SpanStubs) {
 	children := map[trace.SpanID][]tracetest.SpanStub{}
 	byID := map[trace.SpanID]bool{}
 	for _, s := range spans {
@@ -103,7 +115,7 @@ func printTree(spans tracetest.SpanStubs) {
 		return
 	}
 	t0 := roots[0].StartTime
-	fmt.Printf("trace %s\n", roots[0].SpanContext.TraceID())
+	fmt.Fprintf(out, "trace %s\n", roots[0].SpanContext.TraceID())
 	var walk func(s tracetest.SpanStub, indent string)
 	walk = func(s tracetest.SpanStub, indent string) {
 		status := "ok"
@@ -114,7 +126,7 @@ func printTree(spans tracetest.SpanStubs) {
 		if len(s.Links) > 0 {
 			link = " link→" + s.Links[0].SpanContext.SpanID().String()
 		}
-		fmt.Printf("%s%s [%s] span %s%s, +%.1f ms, %.1f ms, %s\n", indent, s.Name, strings.ToLower(s.SpanKind.String()),
+		fmt.Fprintf(out, "%s%s [%s] span %s%s, +%.1f ms, %.1f ms, %s\n", indent, s.Name, strings.ToLower(s.SpanKind.String()),
 			s.SpanContext.SpanID(), link, ms(s.StartTime.Sub(t0)), ms(s.EndTime.Sub(s.StartTime)), status)
 		attrs := make([]string, 0, len(s.Attributes))
 		for _, a := range s.Attributes {
@@ -122,7 +134,7 @@ func printTree(spans tracetest.SpanStubs) {
 		}
 		sort.Strings(attrs)
 		if len(attrs) > 0 {
-			fmt.Printf("%s    %s\n", indent, strings.Join(attrs, " "))
+			fmt.Fprintf(out, "%s    %s\n", indent, strings.Join(attrs, " "))
 		}
 		kids := children[s.SpanContext.SpanID()]
 		sort.Slice(kids, func(i, j int) bool { return kids[i].StartTime.Before(kids[j].StartTime) })
