@@ -107,10 +107,12 @@ type Job struct {
 type jobKey struct{}
 
 // jobValue is what a handler's context holds under jobKey: its job
-// (CurrentJob) and the client of the worker running it (Once).
+// (CurrentJob), the client of the worker running it (Once) and where its
+// progress goes (Progress).
 type jobValue struct {
-	job Job
-	c   *Client
+	job      Job
+	c        *Client
+	progress progressRun
 }
 
 // CurrentJob returns the job whose handler received ctx.
