@@ -91,14 +91,16 @@ type progressRun struct {
 }
 
 // progressFlusher keeps the last progress of each run in memory and writes
-// the runs that changed every ProgressEvery in one pipelined round trip,
-// so that a job costs Redis at most one write per period however often its
-// handler calls Progress. A worker runs one (Run) beside its engine.
+// the runs that changed in one pipelined round trip at most once per
+// ProgressEvery, so that a job costs Redis at most one write per period
+// however often its handler calls Progress. A worker runs one (Run) beside
+// its engine; it sleeps while no run reports.
 type progressFlusher struct {
 	q      *queue.Queue
 	every  time.Duration
 	outage *scheduler.OutageLog
 
+	kick  chan struct{} // a run reported, or a write waits to be tried again
 	mu    sync.Mutex
 	dirty map[progressKey]queue.ProgressWrite
 }
@@ -106,7 +108,7 @@ type progressFlusher struct {
 type progressKey struct{ route, id, token string }
 
 func newProgressFlusher(q *queue.Queue, outage *scheduler.OutageLog) *progressFlusher {
-	return &progressFlusher{q: q, every: ProgressEvery, outage: outage, dirty: map[progressKey]queue.ProgressWrite{}}
+	return &progressFlusher{q: q, every: ProgressEvery, outage: outage, kick: make(chan struct{}, 1), dirty: map[progressKey]queue.ProgressWrite{}}
 }
 
 func (f *progressFlusher) now() time.Time { return f.q.Now() }
@@ -116,25 +118,55 @@ func (f *progressFlusher) set(w queue.ProgressWrite) {
 	f.mu.Lock()
 	f.dirty[progressKey{w.Route, w.ID, w.Token}] = w
 	f.mu.Unlock()
+	f.wake()
 }
 
-// Run flushes every period until ctx ends, then once more, so that the last
-// values said before the worker stopped are written.
-func (f *progressFlusher) Run(ctx context.Context) {
-	t := time.NewTicker(f.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			f.flush(ctx)
-		case <-ctx.Done():
-			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			f.flush(last)
-			cancel()
-			return
-		}
+// wake tells Run there is something to write, without waiting.
+func (f *progressFlusher) wake() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
 	}
 }
+
+// Run flushes until ctx ends, then once more, so that the last values said
+// before the worker stopped are written. It sleeps while no run reports,
+// and flushes at most once per period: at once when the last flush is a
+// period old, else when it will be.
+func (f *progressFlusher) Run(ctx context.Context) {
+	final := func() {
+		last, cancel := context.WithTimeout(context.WithoutCancel(ctx), progressCallTimeout)
+		defer cancel()
+		f.flush(last)
+	}
+	var last time.Time
+	for {
+		select {
+		case <-f.kick:
+		case <-ctx.Done():
+			final()
+			return
+		}
+		if wait := f.every - time.Since(last); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				final()
+				return
+			}
+		}
+		last = time.Now()
+		call, cancel := context.WithTimeout(ctx, progressCallTimeout)
+		f.flush(call)
+		cancel()
+	}
+}
+
+// progressCallTimeout bounds one flush: a Redis that does not answer holds
+// the values back (they wait for the next flush), never the loop.
+const progressCallTimeout = 5 * time.Second
 
 // flush writes the runs that changed since the last flush. A write that did
 // not reach Redis is kept for the next flush, unless its run said something
@@ -160,12 +192,16 @@ func (f *progressFlusher) flush(ctx context.Context) {
 	f.outage.Failed("progress", err)
 	now := f.now()
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for _, w := range failed {
 		k := progressKey{w.Route, w.ID, w.Token}
 		if _, newer := f.dirty[k]; !newer && w.At.Add(w.TTL).After(now) {
 			f.dirty[k] = w
 		}
+	}
+	again := len(f.dirty) > 0
+	f.mu.Unlock()
+	if again {
+		f.wake() // a period from now: Run waits out the period since this flush
 	}
 }
 

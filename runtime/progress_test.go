@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/bananas-go/bananas/internal/faultproxy"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
@@ -176,7 +178,8 @@ func TestProgress_LongNoteIsCutAndBadPercentRefused(t *testing.T) {
 // Progress called with a context that is not a handler's is an error that
 // says so, and stores nothing.
 func TestProgress_OutsideAHandlerIsAnError(t *testing.T) {
-	for _, ctx := range []context.Context{context.Background(), context.WithValue(context.Background(), struct{}{}, 1)} {
+	type otherKey struct{}
+	for _, ctx := range []context.Context{context.Background(), context.WithValue(context.Background(), otherKey{}, 1)} {
 		err := runtime.Progress(ctx, 50, "x")
 		if err == nil || !strings.Contains(err.Error(), "not a handler's context") {
 			t.Errorf("Progress(%v) = %v; want an error saying ctx is not a handler's", ctx, err)
@@ -317,5 +320,60 @@ func TestProgress_ManyCallsCostAtMostOneWritePerPeriod(t *testing.T) {
 	t.Logf("%d Progress calls over %s: %d writes (at most %d)", r.calls, d.Round(time.Millisecond), writes, limit)
 	if r.calls < 1000 || writes < 1 || writes > limit {
 		t.Fatalf("%d Progress calls over %s cost %d writes of the progress key; want 1 to %d", r.calls, d, writes, limit)
+	}
+}
+
+// Progress never waits on Redis: while the worker's connections hang,
+// 1,000 calls return at once, and once Redis answers again the last value
+// said is written and shown.
+func TestProgress_CallsNeverWaitOnRedisAndTheLastValueGoesOutAfter(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	px, err := faultproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	ns := redistest.Namespace(t)
+	direct := connect(t, srv.URL(), runtime.WithNamespace(ns))
+	viaProxy := connect(t, "redis://"+px.Addr()+"/0", runtime.WithNamespace(ns))
+	logs := &logCount{n: map[string]int{}}
+	w := runtime.NewWorker(viaProxy, fastOpts(runtime.WorkerOptions{Lease: 30 * time.Second, Logger: slog.New(logs)}))
+	started, calls, took := make(chan struct{}), make(chan struct{}), make(chan time.Duration, 1)
+	runtime.Handle(w, testtasks.Echo, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+		close(started)
+		<-calls
+		begin := time.Now()
+		for i := range 1000 {
+			if err := runtime.Progress(ctx, i/10, fmt.Sprintf("call %d", i)); err != nil {
+				return testtasks.Reply{}, err
+			}
+		}
+		took <- time.Since(begin)
+		<-ctx.Done()
+		return testtasks.Reply{}, nil
+	})
+	startWorker(t, w)
+	ctx := ctxT(t)
+	id, err := testtasks.Echo.With(direct).Enqueue(ctx, testtasks.Msg{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv(t, started, 10*time.Second, "the job to start")
+	px.Hang()
+	close(calls)
+	if d := recv(t, took, 5*time.Second, "1,000 Progress calls while Redis hangs"); d > time.Second {
+		t.Fatalf("1,000 Progress calls took %s while Redis hung; want them to return at once", d)
+	}
+	waitFor(t, 20*time.Second, "the worker to log that writing progress failed", func() bool {
+		return logs.containing("outage: progress") > 0
+	})
+	px.Resume()
+	waitFor(t, 20*time.Second, "the last value said to be shown", func() bool {
+		p := progressOf(t, direct, id)
+		return p != nil && p.Percent == 99 && p.Note == "call 999"
+	})
+	if _, err := w.Inspector().Cancel(ctx, id); err != nil {
+		t.Fatal(err)
 	}
 }
