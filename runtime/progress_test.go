@@ -377,3 +377,38 @@ func TestProgress_CallsNeverWaitOnRedisAndTheLastValueGoesOutAfter(t *testing.T)
 		t.Fatal(err)
 	}
 }
+
+// On a Redis Cluster the progress of jobs of several routes, on the masters
+// their slots fall on, goes out in one flush and each is read back from its
+// job's slot.
+func TestProgress_OnAClusterEachJobsProgressIsReadFromItsSlot(t *testing.T) {
+	t.Parallel()
+	c := connect(t, redistest.SharedCluster(t).URL())
+	ctx := ctxT(t)
+	routes := []string{"images", "email", "default", "reports"}
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: routes, Concurrency: len(routes)}))
+	runtime.Handle(w, testtasks.Echo, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+		if err := runtime.Progress(ctx, m.N, m.Text); err != nil {
+			return testtasks.Reply{}, err
+		}
+		<-ctx.Done()
+		return testtasks.Reply{}, nil
+	})
+	startWorker(t, w)
+	ids := make([]string, len(routes))
+	for i, r := range routes {
+		var err error
+		if ids[i], err = testtasks.Echo.With(c).Enqueue(ctx, testtasks.Msg{Text: "on " + r, N: 10 * (i + 1)}, runtime.Route(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, id := range ids {
+		waitFor(t, 10*time.Second, "the progress of the job on "+routes[i], func() bool {
+			p := progressOf(t, c, id)
+			return p != nil && p.Percent == 10*(i+1) && p.Note == "on "+routes[i]
+		})
+		if _, err := w.Inspector().Cancel(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
