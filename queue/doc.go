@@ -22,6 +22,7 @@
 //	<ns>:route:{<r>}:dead                   ZSET    id -> died-at (ms)
 //	<ns>:route:{<r>}:unique:<hash>          STRING  id holding a unique key, with its TTL
 //	<ns>:route:{<r>}:result:<id>            STRING  result record of a finished job, with its TTL
+//	<ns>:route:{<r>}:progress:<id>          STRING  a running job's progress, the run's attempt and lease token in it, with a TTL (progress.go)
 //	<ns>:route:{<r>}:stats                  HASH    counters
 //	<ns>:route:{<r>}:receipt:<call>         STRING  reply of an enqueue call with a chosen id, for its retry (10 min)
 //	<ns>:route:{<r>}:garbage:<id>           any     a job key of the wrong type, set aside when its job is dead-lettered
@@ -96,7 +97,7 @@
 //
 // scripts/*.lua hold one script per transition (enqueue and push, fetch,
 // claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge,
-// cron, and the admin actions pause, resume, remove — delete and cancel —,
+// cron, progress, and the admin actions pause, resume, remove — delete and cancel —,
 // canceled and cancels; and, outside routes, keep, unlock and relock for
 // locks, once_claim, once_done and once_release for runtime.Once, and the
 // wf_* scripts of workflows), each

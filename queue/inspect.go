@@ -45,6 +45,10 @@ type JobState struct {
 	Envelope                         Envelope
 	BadEnvelope                      error
 	Result                           []byte // the stored result record, if any
+	// Progress is what the running job's current run last said of how far
+	// it got (runtime.Progress); nil when that run said nothing yet, or the
+	// job is not running. LookupMany leaves it nil.
+	Progress *Progress
 }
 
 // Lookup returns a consistent snapshot of job id (lookup.lua: one atomic
@@ -59,15 +63,25 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("look up job %s: %w", id, err)
 	}
-	// A leased job's deadline is its lease group's (see Keys.Groups): one more
-	// read, only for a job that is running.
+	// A leased job's deadline is its lease group's (see Keys.Groups), and its
+	// progress is a key of its own: one more round trip, only for a job that
+	// is running.
 	var deadline time.Time
+	var progress *redis.StringCmd
 	if p.leased {
-		if score, err := q.rdb.ZScore(ctx, k.Active(), p.lease).Result(); err == nil {
-			deadline = time.UnixMilli(int64(score))
+		pipe := q.rdb.Pipeline()
+		score := pipe.ZScore(ctx, k.Active(), p.lease)
+		progress = pipe.Get(ctx, k.Progress(id))
+		_, _ = pipe.Exec(ctx) // each read is optional: its error leaves it out
+		if score.Err() == nil {
+			deadline = time.UnixMilli(int64(score.Val()))
 		}
 	}
-	return stateOf(id, route, p, deadline)
+	s, err := stateOf(id, route, p, deadline)
+	if err == nil && progress != nil && progress.Err() == nil && s.Status == StatusProcessing {
+		s.Progress = progressOf(progress.Val(), p.lease, s.Attempts+1)
+	}
+	return s, err
 }
 
 // LookupMany is Lookup of each of ids in one pipelined round trip (ids of

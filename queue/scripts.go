@@ -24,6 +24,8 @@ type scripts struct {
 
 	sweep *redis.Script // SweepFlows (flow.go)
 
+	progress *redis.Script // WriteProgress (progress.go)
+
 	// workflows (workflow.go)
 	wfSubmit, wfAdvance, wfCreated, wfCancel, wfRetry, wfDue *redis.Script
 
@@ -73,6 +75,7 @@ func loadScripts() *scripts {
 		stored:    load("stored"),
 		shed:      load("shed"),
 		sweep:     load("sweep"),
+		progress:  load("progress"),
 	}
 }
 

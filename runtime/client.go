@@ -252,6 +252,9 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			}
 		}
 	}
+	if p := s.Progress; p != nil && info.Status == StatusProcessing {
+		info.Progress = &JobProgress{Percent: p.Percent, Note: p.Note, At: p.At}
+	}
 	info.Args = declaredArgsJSON(info.Name, info.ArgsMsgpack)
 	return info, nil
 }

@@ -92,6 +92,14 @@
 // exactly once however many do; CronStatus reads last_run, next_run,
 // run_count and last_error.
 //
+// # Progress
+//
+// Progress (in a handler) says how far the job has got: a percent and a
+// short note, which Client.Job, the CLI, the API and the dashboard show
+// while the job's current run goes on. It only records the value in memory;
+// the worker writes each job's last value at most once per ProgressEvery
+// (progress.go, docs/DESIGN-NOTES.md).
+//
 // # Once
 //
 // Once (in a handler) and Client.Once run a side effect at most once per key

@@ -168,11 +168,13 @@ func (j Job) Headers() map[string]string {
 type jobKey struct{}
 
 // jobValue is what a handler's context holds under jobKey: its job
-// (CurrentJob) and the client of the worker running it (Once).
+// (CurrentJob), the client of the worker running it (Once) and where its
+// progress goes (Progress).
 type jobValue struct {
-	job   Job
-	c     *Client
-	trail *string // LeaveTrail's, for a workflow step's run; nil for other jobs
+	job      Job
+	c        *Client
+	progress progressRun
+	trail    *string // LeaveTrail's, for a workflow step's run; nil for other jobs
 }
 
 // CurrentJob returns the job whose handler received ctx.

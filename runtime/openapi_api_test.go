@@ -45,10 +45,18 @@ type specRig struct {
 // entry) on c, serves its API with a token, and reads the document it serves.
 func newSpecRig(t *testing.T, c *runtime.Client) *specRig {
 	t.Helper()
+	return newSpecRigWith(t, c, func(w *runtime.Worker) {
+		testtasks.Register(w)
+		quickstart.Register(w)
+		runtime.Schedule(w, testtasks.Tick, "@every 1s", "")
+	})
+}
+
+// newSpecRigWith is newSpecRig with the handlers register sets up.
+func newSpecRigWith(t *testing.T, c *runtime.Client, register func(*runtime.Worker)) *specRig {
+	t.Helper()
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"default", "email", "images"}}))
-	testtasks.Register(w)
-	quickstart.Register(w)
-	runtime.Schedule(w, testtasks.Tick, "@every 1s", "")
+	register(w)
 	startWorker(t, w)
 	srv := httptest.NewServer(runtime.APIHandler(w.Inspector(), runtime.APIOptions{Token: specToken}))
 	t.Cleanup(srv.Close)

@@ -37,6 +37,8 @@ type Worker struct {
 	// reaps and purges (set by Run; nil for a scheduler, which promotes
 	// every route).
 	keeper *scheduler.Keeper
+	// progress writes the progress its handlers report (set by Run).
+	progress *progressFlusher
 }
 
 // NewWorker returns a worker over client c. Register handlers (the generated
@@ -92,6 +94,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.shards = newWorkerShards(w)
 	w.keeper = w.newKeeper()
+	w.progress = newProgressFlusher(w.c.q, scheduler.NewOutageLog(w.opts.Logger, "progress (running jobs' progress to Redis)"))
 	w.engine = engine.New(w.engineConfig(sinks))
 
 	// The promoter and the cron runner outlive ctx until the engine has
@@ -179,7 +182,7 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 		Safety: min(w.opts.SafetyPoll, scheduler.DefaultPromoterSafety),
 		Outage: scheduler.NewOutageLog(w.opts.Logger, "promoter (due delayed jobs and retries to their queues)"),
 	}
-	loops := []func(context.Context){func(ctx context.Context) { p.Run(ctx) }, w.workflowKeeper().Run}
+	loops := []func(context.Context){func(ctx context.Context) { p.Run(ctx) }, w.workflowKeeper().Run, w.progress.Run}
 	if w.keeper != nil {
 		loops = append(loops, w.keeper.Run)
 	}
@@ -205,7 +208,7 @@ func (w *Worker) engineConfig(sinks []engine.JobEndSink) engine.Config {
 		RetryDelay:   w.retryDelay,
 		Exec:         w.exec,
 		JobKey:       jobKey{},
-		JobValue:     jobValueOf(w.c),
+		JobValue:     w.handlerValue,
 		State:        w.heartbeatState(),
 		ServedRoutes: w.servedRoutes,
 		Kept:         w.keptRoutes,

@@ -38,18 +38,6 @@ func (w *Worker) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 	return engine.Outcome{Result: o.result, Trail: trail}
 }
 
-// jobValueOf makes the value a run's context holds under jobKey: its job,
-// the client, and for a workflow step's run the place of its trail.
-func jobValueOf(c *Client) func(d *queue.Dispatch) any {
-	return func(d *queue.Dispatch) any {
-		v := jobValue{job: jobOf(d), c: c}
-		if d.Envelope.Workflow != "" {
-			v.trail = new(string)
-		}
-		return v
-	}
-}
-
 // jobOf is the Job a handler's context carries (CurrentJob).
 func jobOf(d *queue.Dispatch) Job {
 	j := Job{ID: d.ID, Name: d.Name, Route: queue.ShardBase(d.Route), Priority: Priority(d.Priority), Attempt: d.Attempts + 1, Workflow: d.Envelope.Workflow}

@@ -67,6 +67,17 @@ type Job struct {
 	// Workflow is the id of the workflow the job is a step of; "" for a
 	// job of no workflow (or one read from the task history).
 	Workflow string
+	// Progress is what the running job's current run last reported
+	// (runtime.Progress); nil when the job is not running or its current
+	// run has reported nothing yet (a retry starts with none).
+	Progress *Progress
+}
+
+// Progress is how far a running job has got, as its handler last said.
+type Progress struct {
+	Percent int       // 0..100
+	Note    string    // at most 200 bytes
+	At      time.Time // when the handler said it
 }
 
 // Retries is how many of the job's attempts were retries: every run after
@@ -94,6 +105,12 @@ type jobWire struct {
 	FromHistory bool `json:"from_history,omitempty"`
 	// Workflow is the id of the workflow the job is a step of.
 	Workflow string `json:"workflow,omitempty"`
+	// Progress, Note and At are what the running job's current run last
+	// reported: how far it got (0..100), its note and when; all three
+	// absent while there is none.
+	Progress *int    `json:"progress,omitempty"`
+	Note     *string `json:"note,omitempty"`
+	At       *Time   `json:"at,omitempty"`
 }
 
 func (j *Job) wire() jobWire {
@@ -104,6 +121,10 @@ func (j *Job) wire() jobWire {
 	}
 	if w.Result == nil {
 		w.Result = json.RawMessage("null")
+	}
+	if p := j.Progress; p != nil {
+		at := Time(p.At)
+		w.Progress, w.Note, w.At = &p.Percent, &p.Note, &at
 	}
 	return w
 }
@@ -235,6 +256,15 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 	}
 	if len(w.Result) > 0 && string(w.Result) != "null" {
 		j.ResultJSON = w.Result
+	}
+	if w.Progress != nil {
+		j.Progress = &Progress{Percent: *w.Progress}
+		if w.Note != nil {
+			j.Progress.Note = *w.Note
+		}
+		if w.At != nil {
+			j.Progress.At = time.Time(*w.At)
+		}
 	}
 	return nil
 }

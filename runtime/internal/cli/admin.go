@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -209,7 +210,7 @@ func cmdJob(e *Env, args []string) error {
 	for i, t := range j.FailedAt {
 		failed[i] = stamp(t)
 	}
-	return table(e.Stdout, nil, [][]string{
+	rows := [][]string{
 		{"id", j.ID}, {"task", j.Name}, {"route", j.Route}, {"priority", string(j.Priority)},
 		{"status", string(j.Status)}, {"description", orDash(j.Description)}, {"workflow", orDash(j.Workflow)},
 		{"attempts", attemptsText(j.Attempts, j.MaxRetries)},
@@ -218,7 +219,26 @@ func cmdJob(e *Env, args []string) error {
 		{"started", stamp(j.StartedAt)}, {"failed runs ended", orDash(strings.Join(failed, ", "))},
 		{"finished", stamp(j.FinishedAt)},
 		{"args", jsonOrDash(j.Args)}, {"result", jsonOrDash(j.ResultJSON)},
-	})
+	}
+	if p := j.Progress; p != nil {
+		// Only while the current run has reported some: after the status.
+		rows = slices.Insert(rows, 5, []string{"progress", progressText(p, time.Now())})
+	}
+	return table(e.Stdout, nil, rows)
+}
+
+// progressText is a running job's progress for a person: "40% resizing (2s ago)".
+func progressText(p *admin.Progress, now time.Time) string {
+	s := fmt.Sprintf("%d%%", p.Percent)
+	if p.Note != "" { // a note may hold any character: one line of the table
+		s += " " + strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return ' '
+			}
+			return r
+		}, p.Note)
+	}
+	return s + " (" + max(now.Sub(p.At), 0).Round(time.Second).String() + " ago)"
 }
 
 // attemptsText says a job's attempts (runs started that count) and how many

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -330,5 +331,30 @@ func TestExitStatus_FollowsTheClassOfTheError(t *testing.T) {
 		if code, msg := exitStatus(c.err); code != c.code || msg != c.msg {
 			t.Errorf("exitStatus(%v) = %d %q; want %d %q", c.err, code, msg, c.code, c.msg)
 		}
+	}
+}
+
+// A running job that reported progress shows a progress row under its
+// status: percent, note and how long ago; one without shows none.
+func TestJob_ShowsTheProgressOfARunningJob(t *testing.T) {
+	j := &admin.Job{ID: jobID, Name: "resize_image", Route: "images", Priority: "normal", Status: "processing", Attempts: 1,
+		Progress: &admin.Progress{Percent: 40, Note: "resizing\nline two", At: time.Now().Add(-2 * time.Second)}}
+	f := &fakeAdmin{jobs: map[string]*admin.Job{jobID: j}}
+	out := wantRun(t, &fakeApp{admin: f}, 0, "", "job", jobID)
+	if !regexp.MustCompile(`(?m)^status +processing\nprogress +40% resizing line two \([23]s ago\)\n`).MatchString(out) {
+		t.Fatalf("job table of a running job with progress:\n%s\nwant a progress row under its status", out)
+	}
+	raw := wantRun(t, &fakeApp{admin: f}, 0, "", "job", jobID, "--json")
+	var back admin.Job
+	if err := json.Unmarshal([]byte(raw), &back); err != nil || back.Progress == nil || back.Progress.Percent != 40 ||
+		back.Progress.Note != j.Progress.Note || !back.Progress.At.Equal(j.Progress.At) {
+		t.Fatalf("job --json = %s (%v); want progress, note and at that read back", raw, err)
+	}
+	j.Progress = nil
+	if out := wantRun(t, &fakeApp{admin: f}, 0, "", "job", jobID); strings.Contains(out, "progress") {
+		t.Fatalf("job table without progress:\n%s\nwant no progress row", out)
+	}
+	if raw := wantRun(t, &fakeApp{admin: f}, 0, "", "job", jobID, "--json"); strings.Contains(raw, `"progress"`) || strings.Contains(raw, `"note"`) || strings.Contains(raw, `"at"`) {
+		t.Fatalf("job --json without progress = %s; want no progress, note or at", raw)
 	}
 }

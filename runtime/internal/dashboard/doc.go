@@ -1,6 +1,7 @@
 // Package dashboard is the web dashboard the API serves at GET /: server-rendered
 // pages of routes, per-minute charts, jobs, one job (from Redis, or from the
-// task history once Redis has let it go), the task history's search, cron
+// task history once Redis has let it go; a running one's status and progress
+// kept fresh in place while it runs), the task history's search, cron
 // entries, workers and tasks (each with its args JSON Schema), a workflow with its
 // steps (found by id, or from a step's job), with the actions an operator takes
 // on them (replay, delete, cancel, pause, resume, purge or replay every

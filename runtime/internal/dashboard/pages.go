@@ -110,6 +110,10 @@ func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
 	return http.StatusOK, nil
 }
 
+// jobRefresh is how often a running job's page polls for its status and
+// progress, which its worker writes every 250 ms.
+const jobRefresh = time.Second
+
 type jobData struct {
 	Job                  *admin.Job
 	Timeline             []event
@@ -119,6 +123,9 @@ type jobData struct {
 	CanCancel            bool
 	Back                 string // this page, where actions return
 	RouteLink            string
+	// Live: the job runs, and the page keeps its status and progress fresh
+	// (live.js, every second) until it stops.
+	Live bool
 }
 
 func (d *Dashboard) job(r *http.Request, p *page) (int, error) {
@@ -141,6 +148,9 @@ func (d *Dashboard) job(r *http.Request, p *page) (int, error) {
 	}
 	data.ErrorText, data.Detail, _ = strings.Cut(j.Error, "\n")
 	p.Title, p.Nav, p.Data = "Job "+j.ID, "job", &data
+	if data.Live = live && j.Status == queue.StatusProcessing; data.Live {
+		p.Refresh = jobRefresh.Milliseconds()
+	}
 	return http.StatusOK, nil
 }
 

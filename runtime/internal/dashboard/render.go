@@ -23,6 +23,13 @@ var funcs = template.FuncMap{
 	// instant is when to the millisecond: a job's timeline can hold several
 	// events in one second.
 	"instant": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000Z") },
+	// ago is how long ago t was, for a job's progress: "2s ago".
+	"ago": func(t time.Time) string {
+		if d := time.Since(t); d >= time.Second {
+			return age(d) + " ago"
+		}
+		return "just now"
+	},
 	"since": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
