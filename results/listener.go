@@ -26,6 +26,7 @@ type Listener struct {
 	channels  map[string]*channelState
 	reconnect chan struct{}
 	closed    bool
+	stop      chan struct{} // closed by Close: ends a wait between reconnects
 	loopDone  chan struct{}
 }
 
@@ -48,7 +49,7 @@ type Subscription struct {
 
 // NewListener returns a listener over rdb; it connects on first Subscribe.
 func NewListener(rdb redis.UniversalClient) *Listener {
-	return &Listener{rdb: rdb, channels: map[string]*channelState{}, reconnect: make(chan struct{})}
+	return &Listener{rdb: rdb, channels: map[string]*channelState{}, reconnect: make(chan struct{}), stop: make(chan struct{})}
 }
 
 // ErrClosed is returned by Subscribe after Close.
@@ -182,12 +183,18 @@ func (l *Listener) open(ctx context.Context) *redis.PubSub {
 	return live.Subscribe(ctx)
 }
 
+// maxReceivePause bounds the pause between failed receives: a result
+// published meanwhile is still read from its stored record by its waiter
+// (Waiter re-reads on reconnect), so the pause delays no result for good.
+const maxReceivePause = time.Second
+
 // receive dispatches everything the connection delivers until it is closed.
 // On a cluster a broken connection is replaced by one to a master that
 // answers (see open), subscribed to every channel again.
 func (l *Listener) receive(ps *redis.PubSub, done chan struct{}) {
 	defer close(done)
 	_, cluster := l.rdb.(*redis.ClusterClient)
+	var pause time.Duration // between failed receives: Redis down answers at once
 	for {
 		msg, err := ps.Receive(context.Background())
 		if err != nil {
@@ -207,9 +214,18 @@ func (l *Listener) receive(ps *redis.PubSub, done chan struct{}) {
 					return
 				}
 			}
-			// Otherwise go-redis reconnects and resubscribes on the next Receive.
+			// Otherwise go-redis reconnects and resubscribes on the next
+			// Receive: after a pause, growing while Redis stays down, or
+			// a refused connection would be retried in a hot loop.
+			pause = min(max(2*pause, 10*time.Millisecond), maxReceivePause)
+			select {
+			case <-time.After(pause):
+			case <-l.stop:
+				return
+			}
 			continue
 		}
+		pause = 0
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
@@ -323,6 +339,7 @@ func (l *Listener) Close() error {
 		return nil
 	}
 	l.closed = true
+	close(l.stop)
 	ps, done := l.ps, l.loopDone
 	l.mu.Unlock()
 	if ps == nil {
