@@ -3,7 +3,7 @@
 // scripts/bench-compare.sh can set the two side by side on one redis-server:
 //
 //	go run . -addr 127.0.0.1:6390          # asynq's defaults
-//	go run . -addr 127.0.0.1:6390 -fast    # its fastest polling (below)
+//	go run . -addr 127.0.0.1:6390 -fast    # polling fast (below)
 //
 // Every result line on stdout is `asynq <metric>=<value>` (`asynq-fast` with
 // -fast); notes go to stderr. It flushes the Redis database it is given, since
