@@ -3,14 +3,19 @@ GO ?= go
 .PHONY: test lint test-faults test-chaos fuzz demo bench bench-compare bench-replica bench-history fmt
 
 # The one test command (README, .ci/run): what the tests need installed
-# (scripts/test-deps.sh), formatting, vet, staticcheck (make lint), and every
-# test with the race detector against real redis-server processes the tests
-# start.
+# (scripts/test-deps.sh), formatting, vet, staticcheck (make lint), the peer
+# harnesses built and vetted (they are run only by make bench-compare), and
+# every test with the race detector against real redis-server processes the
+# tests start.
+# The peer harnesses under bench/peers are modules of their own, so that asynq
+# and River stay out of the library's go.mod; ./... at the root skips them.
+PEERS := bench/peers/asynq bench/peers/river
 test: lint
 	@./scripts/test-deps.sh
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	@for p in $(PEERS); do echo "$$p: go build, go vet"; (cd $$p && $(GO) build -o /dev/null ./... && $(GO) vet ./...) || exit 1; done
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 # staticcheck at a pinned version, fetched into the module cache on first use
@@ -19,6 +24,7 @@ test: lint
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	$(GO) run $(STATICCHECK) ./...
+	@for p in $(PEERS); do echo "$$p: staticcheck"; (cd $$p && $(GO) run $(STATICCHECK) ./...) || exit 1; done
 
 # The network-fault load test: workers and a producer reach a real
 # redis-server through a proxy that cuts their connections, holds them silent
@@ -74,11 +80,15 @@ bench:
 	@if command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then ./scripts/bench-history.sh; \
 	else echo "# bench-history skipped: it needs PostgreSQL's initdb and postgres (Debian: apt-get install postgresql)"; fi
 
-# asynq and make bench side by side on one throwaway Redis; rewrites the
-# table in docs/PERFORMANCE.md. BENCH_PEER is the shared peer harness.
-BENCH_PEER ?= ../shared/bench
+# The project's bench (default scenarios) against asynq and River, each at
+# its defaults and polling fast (asynq 10 ms, River 1 ms), and against Redis with
+# appendfsync everysec and always, on throwaway redis-server and PostgreSQL
+# processes: medians of RUNS (3) runs in alternating order, N (50000) jobs a
+# scenario. Writes bench/peers/last-compare.txt and the table in
+# docs/PERFORMANCE.md (COMPARE_DOC=0: not the doc). Needs only this
+# repository, redis-server and PostgreSQL (scripts/bench-compare.sh).
 bench-compare:
-	./examples/bench/compare-doc.sh $(BENCH_PEER)
+	./scripts/bench-compare.sh
 
 # What runtime.WaitForReplicas costs a single enqueue: a throwaway
 # redis-server with a replica, the enqueue with and without it, medians of

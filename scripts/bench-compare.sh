@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# bench-compare.sh: Bananas against asynq and River, side by side, with
+# nothing outside this repository (make bench-compare).
+#
+# Starts throwaway servers on free ports: a redis-server that persists nothing
+# (--save '' --appendonly no), one with appendonly yes + appendfsync everysec,
+# one with appendfsync always, and a PostgreSQL cluster (initdb in a temporary
+# directory, as the postgres user when run as root; fsync and
+# synchronous_commit at their defaults, on). Then, RUNS times (default 3), the
+# order reversed every other run, it runs each configuration:
+#
+#   bananas               go run ./examples/bench (default scenarios), the Redis that persists nothing
+#   asynq, asynq-fast     bench/peers/asynq at its defaults and with -fast, same Redis
+#   river, river-fast     bench/peers/river at its defaults and with -fast, the PostgreSQL
+#   bananas-aof-everysec  the project's bench on the everysec Redis
+#   bananas-aof-always    the project's bench on the always Redis
+#
+# and prints the medians, the ratios bananas/peer and each run's values. The
+# result is written to bench/peers/last-compare.txt and between the compare
+# markers of docs/PERFORMANCE.md (COMPARE_DOC=0: not to the doc).
+#
+# N (default 50000) sizes the enqueue, batch and drain scenarios of every
+# harness; CONFIGS (space-separated names from the list above) runs a subset.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=${RUNS:-3}
+n=${N:-50000}
+configs=(${CONFIGS:-bananas asynq asynq-fast river river-fast bananas-aof-everysec bananas-aof-always})
+command -v redis-server >/dev/null || { echo "bench-compare: redis-server is not on PATH (Debian: apt-get install redis-server)" >&2; exit 2; }
+pgbin=$(dirname "$(readlink -f "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")")
+[ -x "$pgbin/initdb" ] || { echo "bench-compare: no initdb; install PostgreSQL (Debian: apt-get install postgresql)" >&2; exit 2; }
+# shellcheck source=scripts/throwaway.sh
+. "$(dirname "$0")/throwaway.sh"
+
+# Built first, so that compiling never overlaps a measurement.
+echo "# building the project's bench and the peer harnesses" >&2
+(cd "$root" && go build -o "$dir/bananas" ./examples/bench)
+(cd "$root/bench/peers/asynq" && go build -o "$dir/asynq" .)
+(cd "$root/bench/peers/river" && go build -o "$dir/river" .)
+
+# start_redis name [redis-server options...] sets $port; not run in $(...), so
+# that $pids keeps the server and the server does not hold the caller's output.
+start_redis() {
+  local name=$1; shift
+  port=$(free_port)
+  mkdir -p "$dir/$name"
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --dir "$dir/$name" --daemonize no \
+    --logfile "$dir/$name/redis.log" "$@" </dev/null >/dev/null 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+  redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "redis-server $name did not start" >&2; cat "$dir/$name/redis.log" >&2; exit 1; }
+}
+start_redis plain --appendonly no; plain=$port
+start_redis everysec --appendonly yes --appendfsync everysec; everysec=$port
+start_redis always --appendonly yes --appendfsync always; always=$port
+
+chmod 755 "$dir" # PostgreSQL, run as its own user, must reach it
+as_pg=()
+if [ "$(id -u)" = 0 ]; then
+  chown postgres "$dir"
+  as_pg=(runuser -u postgres --)
+fi
+"${as_pg[@]}" "$pgbin/initdb" -D "$dir/pg" -U postgres --auth=trust --no-sync >/dev/null
+pgport=$(free_port)
+"${as_pg[@]}" "$pgbin/postgres" -D "$dir/pg" -p "$pgport" -k "$dir" -c listen_addresses=127.0.0.1 \
+  >"$dir/pg.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 0.1; done
+"$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" || { echo "PostgreSQL did not start" >&2; cat "$dir/pg.log" >&2; exit 1; }
+dsn="postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
+pgsetting() { "$pgbin/psql" -At -h 127.0.0.1 -p "$pgport" -U postgres -c "show $1"; }
+
+run() { # config run: one harness run, its result lines relabelled with the config's name
+  local cfg=$1 i=$2 port="" cmd
+  case $cfg in
+    bananas) port=$plain; cmd=("$dir/bananas" -n "$n") ;;
+    bananas-aof-everysec) port=$everysec; cmd=("$dir/bananas" -n "$n") ;;
+    bananas-aof-always) port=$always; cmd=("$dir/bananas" -n "$n") ;;
+    asynq) port=$plain; cmd=("$dir/asynq" -addr "127.0.0.1:$plain" -n "$n") ;;
+    asynq-fast) port=$plain; cmd=("$dir/asynq" -addr "127.0.0.1:$plain" -n "$n" -fast) ;;
+    river) cmd=("$dir/river" -dsn "$dsn" -n "$n") ;;
+    river-fast) cmd=("$dir/river" -dsn "$dsn" -n "$n" -fast) ;;
+    *) echo "bench-compare: unknown configuration $cfg" >&2; exit 2 ;;
+  esac
+  [ -z "$port" ] || redis-cli -p "$port" flushall >/dev/null
+  echo "# run $i: $cfg" >&2
+  if ! REDIS_URL="redis://127.0.0.1:${port:-$plain}/0" "${cmd[@]}" >"$dir/out.$i.$cfg" 2>"$dir/err.$i.$cfg"; then
+    echo "bench-compare: $cfg failed in run $i:" >&2; cat "$dir/err.$i.$cfg" >&2; exit 1
+  fi
+  sed -nE "s/^[a-z-]+ ([a-z0-9_]+=[-0-9.eE+]+)\$/$i $cfg \1/p" "$dir/out.$i.$cfg" >>"$dir/results"
+}
+
+: >"$dir/results"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+for i in $(seq "$runs"); do
+  order=("${configs[@]}")
+  if [ $((i % 2)) = 0 ]; then
+    order=(); for ((k = ${#configs[@]} - 1; k >= 0; k--)); do order+=("${configs[k]}"); done
+  fi
+  for cfg in "${order[@]}"; do run "$cfg" "$i"; done
+done
+
+out="$root/bench/peers/last-compare.txt"
+{
+  echo "Measured $(date -u +'%Y-%m-%d %H:%M UTC') on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end;"
+  echo "$(redis-server --version | cut -d' ' -f1-3), PostgreSQL $(pgsetting server_version) (fsync=$(pgsetting fsync), synchronous_commit=$(pgsetting synchronous_commit)), $(go version | cut -d' ' -f3), data on $(df -T "$dir" | awk 'NR==2{print $2}');"
+  echo "bananas, asynq, asynq-fast: a Redis that persists nothing (save '', appendonly no); bananas-aof-*: appendonly yes with appendfsync everysec / always."
+  echo "N=$n RUNS=$runs (medians of the runs; each run's values below the table)."
+  echo
+  python3 "$root/scripts/bench-table.py" "$dir/results" "${configs[@]}"
+} >"$out"
+cat "$out"
+if [ "${COMPARE_DOC:-1}" != 0 ]; then
+  python3 - "$root/docs/PERFORMANCE.md" "$out" <<'PY'
+import sys
+doc, section = sys.argv[1], open(sys.argv[2]).read()
+text = open(doc).read()
+begin, end = "<!-- compare:begin -->", "<!-- compare:end -->"
+a, b = text.index(begin) + len(begin), text.index(end)
+open(doc, "w").write(text[:a] + "\n" + section + text[b:])
+PY
+  echo "# written to bench/peers/last-compare.txt and docs/PERFORMANCE.md" >&2
+fi
