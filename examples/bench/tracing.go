@@ -16,7 +16,7 @@ import (
 	"github.com/bananas-go/bananas/runtime"
 )
 
-var tracingMode = flag.Bool("tracing", false, "instead of the scenarios: the drain of -n jobs at -concurrency with otelbananas (every span recorded by the SDK and dropped by a no-op exporter) against without, -runs times, alternating")
+var tracingMode = flag.Bool("tracing", false, "instead of the scenarios: the drain of -n jobs at -concurrency with otelbananas (every span recorded by the SDK and dropped by a no-op exporter; and with 1% of traces sampled) against without, -runs times, alternating")
 
 // discard is a span exporter that drops what it is given: the SDK's whole
 // cost (sampling, recording, batching) is paid, no exporter's.
@@ -25,34 +25,47 @@ type discard struct{}
 func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discard) Shutdown(context.Context) error                             { return nil }
 
-// tracingBench drains n no-op jobs with and without tracing, the jobs of the
-// traced drain enqueued by an instrumented client (so they carry their trace
-// context), and reports each side's jobs per second and their ratio.
+// tracingBench drains n no-op jobs with and without tracing (every trace
+// sampled, and 1% of them), the jobs of a traced drain enqueued by an
+// instrumented client (so they carry their trace context), and reports each
+// drain's jobs per second and its ratio to the plain one.
 func tracingBench(ctx context.Context, c *runtime.Client, url, ns string) {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}), sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	defer func() { _ = tp.Shutdown(ctx) }()
-	traced, err := runtime.Connect(ctx, url, runtime.WithNamespace(ns))
+	all := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	some := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))
+	defer func() { _ = all.Shutdown(ctx); _ = some.Shutdown(ctx) }()
+	traced, mwAll := instrumented(ctx, url, ns, all)
+	defer traced.Close()
+	sampled, mwSome := instrumented(ctx, url, ns, some)
+	defer sampled.Close()
+	var on, off, ratio, onSome, ratioSome []float64
+	for r := 1; r <= *flowRuns; r++ {
+		note("tracing round %d of %d", r, *flowRuns)
+		var t, p, q float64
+		if r%2 == 1 {
+			p, t, q = tracedDrain(ctx, c, nil), tracedDrain(ctx, traced, mwAll), tracedDrain(ctx, sampled, mwSome)
+		} else {
+			q, t, p = tracedDrain(ctx, sampled, mwSome), tracedDrain(ctx, traced, mwAll), tracedDrain(ctx, c, nil)
+		}
+		note("  drain: traced %.0f jobs/s, 1%% sampled %.0f jobs/s, plain %.0f jobs/s (%.2fx, %.2fx)", t, q, p, t/p, q/p)
+		on, off, ratio = append(on, t), append(off, p), append(ratio, t/p)
+		onSome, ratioSome = append(onSome, q), append(ratioSome, q/p)
+	}
+	reportRuns("tracing_drain_jobs_per_s", on)
+	reportRuns("tracing_sampled1pct_drain_jobs_per_s", onSome)
+	reportRuns("tracing_plain_drain_jobs_per_s", off)
+	reportRuns("tracing_drain_vs_plain", ratio)
+	reportRuns("tracing_sampled1pct_drain_vs_plain", ratioSome)
+}
+
+// instrumented is a client of namespace ns whose enqueues are traced with
+// tp, and the worker middleware that traces runs with it.
+func instrumented(ctx context.Context, url, ns string, tp *sdktrace.TracerProvider) (*runtime.Client, runtime.Middleware) {
+	c, err := runtime.Connect(ctx, url, runtime.WithNamespace(ns))
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer traced.Close()
-	otelbananas.Instrument(traced, otelbananas.WithTracerProvider(tp))
-	mw := otelbananas.Middleware(otelbananas.WithTracerProvider(tp))
-	var on, off, ratio []float64
-	for r := 1; r <= *flowRuns; r++ {
-		note("tracing round %d of %d", r, *flowRuns)
-		var t, p float64
-		if r%2 == 1 {
-			p, t = tracedDrain(ctx, c, nil), tracedDrain(ctx, traced, mw)
-		} else {
-			t, p = tracedDrain(ctx, traced, mw), tracedDrain(ctx, c, nil)
-		}
-		note("  drain: traced %.0f jobs/s, plain %.0f jobs/s (%.2fx)", t, p, t/p)
-		on, off, ratio = append(on, t), append(off, p), append(ratio, t/p)
-	}
-	reportRuns("tracing_drain_jobs_per_s", on)
-	reportRuns("tracing_plain_drain_jobs_per_s", off)
-	reportRuns("tracing_drain_vs_plain", ratio)
+	otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
+	return c, otelbananas.Middleware(otelbananas.WithTracerProvider(tp))
 }
 
 // tracedDrain enqueues n no-op jobs through c, then drains them with one
