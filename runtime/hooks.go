@@ -49,19 +49,17 @@ func (e *Enqueueing) SetHeader(key, value string) {
 // Header returns the header the call's hooks set under key so far.
 func (e *Enqueueing) Header(key string) string { return e.headers[key] }
 
-// withHeaders is cfg with the hooks' headers over its own (a copy: cfg's
-// map may be shared with the task's defaults).
-func (e *Enqueueing) withHeaders(cfg jobConfig) jobConfig {
-	if len(e.headers) == 0 {
-		return cfg
+// withHeaders is headers with over's over them: a new map, as a job's
+// headers may be shared with its task's defaults or its template; headers
+// itself when over is empty.
+func withHeaders(headers, over map[string]string) map[string]string {
+	if len(over) == 0 {
+		return headers
 	}
-	h := maps.Clone(cfg.headers)
-	if h == nil {
-		h = make(map[string]string, len(e.headers))
-	}
-	maps.Copy(h, e.headers)
-	cfg.headers = h
-	return cfg
+	h := make(map[string]string, len(headers)+len(over))
+	maps.Copy(h, headers)
+	maps.Copy(h, over)
+	return h
 }
 
 // enqueueHooks are a client's EnqueueHooks as added; Client.hookRun holds
@@ -104,7 +102,10 @@ func (c *Client) hooked(ctx context.Context, e *Enqueueing, cfg jobConfig, do fu
 	if run == nil {
 		return do(ctx, cfg)
 	}
-	return (*run)(ctx, e, func(ctx context.Context) error { return do(ctx, e.withHeaders(cfg)) })
+	return (*run)(ctx, e, func(ctx context.Context) error {
+		cfg.headers = withHeaders(cfg.headers, e.headers)
+		return do(ctx, cfg)
+	})
 }
 
 // Header sets a header the job carries beside its args: its handler reads
@@ -117,11 +118,6 @@ func Header(key, value string) Option {
 			c.fail("runtime.Header: %v", err)
 			return
 		}
-		h := maps.Clone(c.headers)
-		if h == nil {
-			h = map[string]string{}
-		}
-		h[key] = value
-		c.headers = h
+		c.headers = withHeaders(c.headers, map[string]string{key: value})
 	}
 }

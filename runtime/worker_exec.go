@@ -20,9 +20,11 @@ import (
 func (w *Worker) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 	h := w.handlers[d.Name] // the engine runs only the tasks it was given (Config.Tasks)
 	o := runHandler(ctx, h, d.Envelope.Args, w.middleware, jobOf(d))
-	var trail string
-	if v, _ := ctx.Value(jobKey{}).(jobValue); v.trail != nil {
-		trail = *v.trail
+	var trail string // LeaveTrail's: only a workflow step's run has a place for one
+	if d.Envelope.Workflow != "" {
+		if v, _ := ctx.Value(jobKey{}).(jobValue); v.trail != nil {
+			trail = *v.trail
+		}
 	}
 	if o.err != nil {
 		var de *decodeError

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -274,9 +273,7 @@ func (c *Client) stepJob(ctx context.Context, wf string, k int, n *stepNode, now
 	if err != nil {
 		return nil, "", err
 	}
-	if len(headers) > 0 {
-		cfg = (&Enqueueing{headers: headers}).withHeaders(cfg)
-	}
+	cfg.headers = withHeaders(cfg.headers, headers)
 	if err := queue.CheckHeaders(cfg.headers); err != nil {
 		return nil, "", err
 	}
@@ -404,9 +401,7 @@ func afterHeaders(h map[string]string, after string) map[string]string {
 	if after == "" {
 		return h
 	}
-	with := make(map[string]string, len(h)+1)
-	maps.Copy(with, h)
-	with[AfterHeader] = after
+	with := withHeaders(h, map[string]string{AfterHeader: after})
 	if queue.CheckHeaders(with) != nil {
 		return h
 	}

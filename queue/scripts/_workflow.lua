@@ -14,7 +14,7 @@
 -- predecessors, c creating (its job may or may not exist yet), r created, d
 -- completed, f failed, x canceled —, p:k predecessors not completed, o:k
 -- result, e:k error, h:k the trail its completed run left (see
--- Queue.AdvanceWorkflow).
+-- Queue.AdvanceWorkflow); ht "1" once any step has one.
 
 local wf_states = {w = true, c = true, r = true, d = true, f = true, x = true}
 local wf_status = {running = true, completed = true, failed = true, canceled = true}
@@ -146,11 +146,15 @@ local function wf_cancel_below(rec, k, why)
 end
 
 -- wf_trails is the trails step m's predecessors' runs left, comma-joined,
--- at most 8 (queue.MaxAfterTrails): a gather's predecessors stand for it.
+-- at most 8 (queue.MaxAfterTrails) read from the first 64 predecessors: a
+-- gather's predecessors stand for it. A workflow whose runs left no trail
+-- (no tracing) pays one HGET for it.
 local function wf_trails(rec, m)
-  local out = {}
+  if wf_get(rec, 'ht') ~= '1' then return '' end
+  local out, looked = {}, 0
   local function add(p, depth)
-    if #out >= 8 then return end
+    if #out >= 8 or looked >= 64 then return end
+    looked = looked + 1
     if wf_get(rec, 'v:' .. p) == '1' then
       if depth < 2 then
         for _, q in ipairs(wf_list(wf_get(rec, 'a:' .. p))) do add(q, depth + 1) end

@@ -83,7 +83,7 @@ local function wf_end(k, job, how, value, trail, out)
   local s = f[3]
   if not s or not wf_states[s] then s = '?' end
   if how == 'd' and s ~= 'd' then
-    if trail ~= '' then redis.call('HSET', rec, 'h:' .. k, trail) end
+    if trail ~= '' then redis.call('HSET', rec, 'h:' .. k, trail, 'ht', '1') end
     wf_complete(rec, k, value, out, s ~= 'r' and s ~= 'c')
     if s == 'f' then wf_unfail(k, out) end
     wf_finish(rec, now, keep_done, channel)
