@@ -27,8 +27,6 @@ runs=${RUNS:-3}
 n=${N:-50000}
 configs=(${CONFIGS:-bananas asynq asynq-fast river river-fast bananas-aof-everysec bananas-aof-always})
 command -v redis-server >/dev/null || { echo "bench-compare: redis-server is not on PATH (Debian: apt-get install redis-server)" >&2; exit 2; }
-pgbin=$(dirname "$(readlink -f "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")")
-[ -x "$pgbin/initdb" ] || { echo "bench-compare: no initdb; install PostgreSQL (Debian: apt-get install postgresql)" >&2; exit 2; }
 # shellcheck source=scripts/throwaway.sh
 . "$(dirname "$0")/throwaway.sh"
 
@@ -38,36 +36,11 @@ echo "# building the project's bench and the peer harnesses" >&2
 (cd "$root/bench/peers/asynq" && go build -o "$dir/asynq" .)
 (cd "$root/bench/peers/river" && go build -o "$dir/river" .)
 
-# start_redis name [redis-server options...] sets $port; not run in $(...), so
-# that $pids keeps the server and the server does not hold the caller's output.
-start_redis() {
-  local name=$1; shift
-  port=$(free_port)
-  mkdir -p "$dir/$name"
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --dir "$dir/$name" --daemonize no \
-    --logfile "$dir/$name/redis.log" "$@" </dev/null >/dev/null 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
-  redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "redis-server $name did not start" >&2; cat "$dir/$name/redis.log" >&2; exit 1; }
-}
-start_redis plain --appendonly no; plain=$port
-start_redis everysec --appendonly yes --appendfsync everysec; everysec=$port
-start_redis always --appendonly yes --appendfsync always; always=$port
-
-chmod 755 "$dir" # PostgreSQL, run as its own user, must reach it
-as_pg=()
-if [ "$(id -u)" = 0 ]; then
-  chown postgres "$dir"
-  as_pg=(runuser -u postgres --)
-fi
-"${as_pg[@]}" "$pgbin/initdb" -D "$dir/pg" -U postgres --auth=trust --no-sync >/dev/null
-pgport=$(free_port)
-"${as_pg[@]}" "$pgbin/postgres" -D "$dir/pg" -p "$pgport" -k "$dir" -c listen_addresses=127.0.0.1 \
-  >"$dir/pg.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 0.1; done
-"$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" || { echo "PostgreSQL did not start" >&2; cat "$dir/pg.log" >&2; exit 1; }
-dsn="postgres://postgres@127.0.0.1:$pgport/postgres?sslmode=disable"
+plain=$(free_port); start_redis "$plain" "$dir/plain" --appendonly no
+everysec=$(free_port); start_redis "$everysec" "$dir/everysec" --appendonly yes --appendfsync everysec
+always=$(free_port); start_redis "$always" "$dir/always" --appendonly yes --appendfsync always
+start_postgres
+dsn=$pgdsn
 pgsetting() { "$pgbin/psql" -At -h 127.0.0.1 -p "$pgport" -U postgres -c "show $1"; }
 
 run() { # config run: one harness run, its result lines relabelled with the config's name
