@@ -86,7 +86,8 @@ type ReadyStep struct {
 }
 
 // MaxAfterTrails bounds ReadyStep.After: a step after a Gather of a
-// thousand steps is given the trails of the first few.
+// thousand steps is given the trails of the first few (looked for among
+// its first 64 predecessors).
 const MaxAfterTrails = 8
 
 // StepEnd is how a step's job ended, for AdvanceWorkflow.
