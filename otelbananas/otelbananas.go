@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -116,28 +118,18 @@ func Instrument(c *runtime.Client, opts ...Option) {
 // run's span has status Error and error.type; a panic's, error.type panic.
 func Middleware(opts ...Option) runtime.Middleware {
 	cfg, tracer := newConfig(opts)
-	var names sync.Map // route → "process <route>", so a run makes no string
+	names := new(spanNames)
 	return func(ctx context.Context, job runtime.Job, next func(context.Context) error) (err error) {
-		ctx = cfg.propagator.Extract(ctx, jobCarrier{job})
-		name, ok := names.Load(job.Route)
-		if !ok {
-			name, _ = names.LoadOrStore(job.Route, "process "+job.Route)
-		}
-		start := make([]trace.SpanStartOption, 0, 3) // room for the link
-		start = append(start,
-			trace.WithSpanKind(trace.SpanKindConsumer),
-			trace.WithAttributes(
-				system, semconv.MessagingOperationTypeProcess, processName,
-				semconv.MessagingDestinationName(job.Route), semconv.MessagingMessageID(job.ID),
-				TaskKey.String(job.Name), AttemptKey.Int(job.Attempt),
-			))
-		if sent := trace.SpanContextFromContext(ctx); sent.IsValid() {
-			start = append(start, trace.WithLinks(trace.Link{SpanContext: sent}))
-		}
+		k := kits.Get().(*startKit)
+		k.carrier.job = job
+		ctx = cfg.propagator.Extract(ctx, &k.carrier) // a propagator reads the carrier in Extract, and keeps none of it
+		k.carrier.job = runtime.Job{}
+		start := k.options(ctx, job)
 		if job.Workflow != "" {
 			start = append(start, trace.WithAttributes(WorkflowKey.String(job.Workflow)), trace.WithLinks(afterLinks(job)...))
 		}
-		ctx, span := tracer.Start(ctx, name.(string), start...)
+		ctx, span := tracer.Start(ctx, names.of(job.Route), start...)
+		kits.Put(k) // Start copied what it needs of the kit
 		if job.Workflow != "" {
 			_ = runtime.LeaveTrail(ctx, traceparent(span.SpanContext()))
 		}
@@ -155,6 +147,73 @@ func Middleware(opts ...Option) runtime.Middleware {
 		}()
 		return next(ctx)
 	}
+}
+
+// A startKit is what a run's span is started with: the carrier its
+// context is read through, its attributes, its link to the enqueue's span,
+// and the options over them. The options are made once per kit, over the
+// kit's own arrays, and kits are pooled: a run fills a kit in place and
+// boxes nothing, and tracing's cost per job is the SDK's. A kit is free
+// again once Start returns: Start copies the attributes and links it is
+// given.
+type startKit struct {
+	carrier jobCarrier
+	attrs   [7]attribute.KeyValue
+	link    [1]trace.Link
+	// withLink is the option list with the link last; without the link,
+	// the list but its last.
+	withLink [3]trace.SpanStartOption
+}
+
+var kits = sync.Pool{New: func() any {
+	k := new(startKit)
+	k.attrs[0], k.attrs[1], k.attrs[2] = system, semconv.MessagingOperationTypeProcess, processName
+	k.withLink = [3]trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(k.attrs[:]...),
+		trace.WithLinks(k.link[:]...),
+	}
+	return k
+}}
+
+// options fills k for job, whose enqueue's span context (if any) ctx
+// holds, and returns the options to start its run's span with. The slice
+// is full: an append copies it, and leaves the kit's as it is.
+func (k *startKit) options(ctx context.Context, job runtime.Job) []trace.SpanStartOption {
+	k.attrs[3] = semconv.MessagingDestinationName(job.Route)
+	k.attrs[4] = semconv.MessagingMessageID(job.ID)
+	k.attrs[5] = TaskKey.String(job.Name)
+	k.attrs[6] = AttemptKey.Int(job.Attempt)
+	if sent := trace.SpanContextFromContext(ctx); sent.IsValid() {
+		k.link[0] = trace.Link{SpanContext: sent}
+		return k.withLink[:3:3]
+	}
+	return k.withLink[:2:2]
+}
+
+// spanNames maps a route to its runs' span name, "process <route>", so
+// that a run makes no string: copied on write, read without a lock.
+type spanNames struct {
+	mu    sync.Mutex
+	names atomic.Pointer[map[string]string]
+}
+
+func (n *spanNames) of(route string) string {
+	if m := n.names.Load(); m != nil {
+		if name, ok := (*m)[route]; ok {
+			return name
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	next := map[string]string{}
+	if m := n.names.Load(); m != nil {
+		maps.Copy(next, *m)
+	}
+	name := "process " + route
+	next[route] = name
+	n.names.Store(&next)
+	return name
 }
 
 // afterLinks are the links of a workflow step's run to the runs of its

@@ -38,19 +38,27 @@ func CheckHeaders(h map[string]string) error {
 	}
 	total := 0
 	for k, v := range h {
-		if err := CheckHeaderKey(k); err != nil {
+		if err := checkHeader(k, v, &total); err != nil {
 			return err
 		}
-		if len(v) > MaxHeaderValue {
-			return fmt.Errorf("header %s: value of %d bytes, at most %d", k, len(v), MaxHeaderValue)
-		}
-		if !utf8.ValidString(v) {
-			return fmt.Errorf("header %s: value is not UTF-8", k)
-		}
-		total += len(k) + len(v)
 	}
-	if total > MaxHeadersBytes {
-		return fmt.Errorf("headers of %d bytes: at most %d, names and values together", total, MaxHeadersBytes)
+	return nil
+}
+
+// checkHeader says what is wrong with header k=v, or nil; total counts the
+// bytes of the headers checked so far, k and v included.
+func checkHeader(k, v string, total *int) error {
+	if err := CheckHeaderKey(k); err != nil {
+		return err
+	}
+	if len(v) > MaxHeaderValue {
+		return fmt.Errorf("header %s: value of %d bytes, at most %d", k, len(v), MaxHeaderValue)
+	}
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("header %s: value is not UTF-8", k)
+	}
+	if *total += len(k) + len(v); *total > MaxHeadersBytes {
+		return fmt.Errorf("headers of %d bytes or more: at most %d, names and values together", *total, MaxHeadersBytes)
 	}
 	return nil
 }
@@ -78,6 +86,7 @@ func decodeHeaders(d *msgpack.Decoder) (map[string]string, error) {
 		return nil, fmt.Errorf("%d headers: a job carries at most %d", n, MaxHeaders)
 	}
 	h := make(map[string]string, n)
+	total := 0
 	for range n {
 		k, err := d.DecodeString()
 		if err != nil {
@@ -87,10 +96,10 @@ func decodeHeaders(d *msgpack.Decoder) (map[string]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %w", clip(k), err)
 		}
+		if err := checkHeader(k, v, &total); err != nil {
+			return nil, err
+		}
 		h[k] = v
-	}
-	if err := CheckHeaders(h); err != nil {
-		return nil, err
 	}
 	return h, nil
 }
