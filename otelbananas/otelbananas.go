@@ -75,8 +75,8 @@ func newConfig(opts []Option) (config, trace.Tracer) {
 }
 
 // Instrument makes c's typed enqueues (Enqueue, EnqueueMany, Call, a
-// workflow's Enqueue) PRODUCER spans, and puts their context in the jobs'
-// headers. Call it once per client, before it enqueues.
+// workflow's Enqueue) and the submissions of its HTTP API and CLI PRODUCER
+// spans, and puts their context in the jobs' headers. Call it once per client, before it enqueues.
 func Instrument(c *runtime.Client, opts ...Option) {
 	cfg, tracer := newConfig(opts)
 	c.AddEnqueueHook(func(ctx context.Context, e *runtime.Enqueueing, next func(context.Context) error) error {
@@ -84,9 +84,11 @@ func Instrument(c *runtime.Client, opts ...Option) {
 		if e.Workflow {
 			dest = "workflow"
 		}
-		attrs := []attribute.KeyValue{
-			system, semconv.MessagingDestinationName(dest),
-			semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send"),
+		attrs := []attribute.KeyValue{system, semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send")}
+		name := "send" // a batch over several routes has no one destination
+		if dest != "" {
+			name += " " + dest
+			attrs = append(attrs, semconv.MessagingDestinationName(dest))
 		}
 		if e.Task != "" {
 			attrs = append(attrs, TaskKey.String(e.Task))
@@ -94,7 +96,7 @@ func Instrument(c *runtime.Client, opts ...Option) {
 		if e.Count != 1 || e.Workflow {
 			attrs = append(attrs, semconv.MessagingBatchMessageCount(e.Count))
 		}
-		ctx, span := tracer.Start(ctx, "send "+dest, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+		ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
 		defer span.End()
 		cfg.propagator.Inject(ctx, enqueueCarrier{e})
 		err := next(ctx)

@@ -19,6 +19,7 @@ import (
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/otelbananas"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 func TestMain(m *testing.M) {
@@ -198,6 +199,54 @@ func TestTrace_ABatchIsOneSendSpan(t *testing.T) {
 		for _, p := range all(spans, "process orders") {
 			if p.Parent().SpanID() != send.SpanContext().SpanID() {
 				t.Fatalf("a batch job's run has parent %s, want the batch's send span", p.Parent().SpanID())
+			}
+		}
+	})
+}
+
+// A batch submitted through the Inspector (the HTTP API's POST
+// /api/v1/jobs with a list) is one PRODUCER span too; over two routes it
+// has no one destination, so it is named "send", and each job's run, on
+// either route, is its child.
+func TestTrace_ASubmittedBatchOverTwoRoutesIsOneSendSpan(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		c := connect(t, url, redistest.Namespace(t))
+		otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
+		w := runtime.NewWorker(c, runtime.WorkerOptions{
+			Concurrency: 4, Routes: []string{"orders", "refunds"}, Lease: time.Second,
+			Middleware: []runtime.Middleware{otelbananas.Middleware(otelbananas.WithTracerProvider(tp))},
+		})
+		runtime.Handle(w, flaky, (&runs{n: map[string]int{}}).handler)
+		wctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = w.Run(wctx) }()
+		t.Cleanup(func() { stop(); <-done })
+
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		ids, err := w.Inspector().SubmitBatch(ctx, []admin.Submission{
+			{Name: "otel_flaky", Args: []byte("0")}, {Name: "otel_flaky", Args: []byte("0"), Route: "refunds"},
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if _, err := flaky.With(c).Await(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		spans := waitSpans(t, rec, 3)
+		send := only(t, spans, "send")
+		checkKind(t, send, trace.SpanKindProducer)
+		checkAttrs(t, send, map[string]string{"messaging.batch.message_count": "2", "bananas.task": "otel_flaky", "messaging.operation.type": "send"})
+		if v := attr(send, "messaging.destination.name"); v != "" {
+			t.Fatalf("a batch over two routes names destination %q", v)
+		}
+		for _, name := range []string{"process orders", "process refunds"} {
+			if p := only(t, spans, name); p.Parent().SpanID() != send.SpanContext().SpanID() {
+				t.Fatalf("%s has parent %s, want the batch's send span", name, p.Parent().SpanID())
 			}
 		}
 	})

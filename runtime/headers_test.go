@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 var hdrEcho = runtime.NewTask[string, string]("hdr_echo", runtime.Header("tenant", "default-tenant"))
@@ -27,7 +28,7 @@ func TestHeaders_ReachTheHandlerFromOptionsAndEnqueueHooks(t *testing.T) {
 			e.SetHeader("trace", "t-"+e.Task)
 			err := next(ctx)
 			mu.Lock()
-			calls = append(calls, fmt.Sprintf("%s count=%d workflow=%v ids=%d", e.Task, e.Count, e.Workflow, len(e.IDs)))
+			calls = append(calls, fmt.Sprintf("%s route=%s count=%d workflow=%v ids=%d", e.Task, e.Route, e.Count, e.Workflow, len(e.IDs)))
 			mu.Unlock()
 			return err
 		})
@@ -87,10 +88,34 @@ func TestHeaders_ReachTheHandlerFromOptionsAndEnqueueHooks(t *testing.T) {
 		if got, err := final.Await(ctx, wf); err != nil || got != "tenant=default-tenant trace=t-hdr_echo" {
 			t.Fatalf("a workflow's second step saw headers %q, %v", got, err)
 		}
+		// The API's and the CLI's submissions, through the Inspector: one
+		// job, and a batch as one call.
+		in := w.Inspector()
+		id, _, err = in.Submit(ctx, admin.Submission{Name: "hdr_echo", Args: []byte(`"api"`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := hdrEcho.Await(ctx, id); err != nil || got != "tenant=default-tenant trace=t-hdr_echo" {
+			t.Fatalf("a submitted job saw headers %q, %v", got, err)
+		}
+		ids, err = in.SubmitBatch(ctx, []admin.Submission{{Name: "hdr_echo", Args: []byte(`"b1"`)}, {Name: "hdr_echo", Args: []byte(`"b2"`)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if got, err := hdrEcho.Await(ctx, id); err != nil || got != "tenant=default-tenant trace=t-hdr_echo" {
+				t.Fatalf("a submitted batch's job saw headers %q, %v", got, err)
+			}
+		}
+		if _, err := in.SubmitBatch(ctx, []admin.Submission{{Name: "hdr_echo", Args: []byte(`"c1"`)}, {Name: "hdr_echo", Args: []byte(`"c2"`), Route: "elsewhere"}}, nil); err != nil {
+			t.Fatal(err)
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		wantCalls := []string{"hdr_echo count=1 workflow=false ids=1", "hdr_echo count=2 workflow=false ids=2",
-			"hdr_echo count=1 workflow=false ids=1", "hdr_echo count=2 workflow=true ids=1"}
+		wantCalls := []string{"hdr_echo route=default count=1 workflow=false ids=1", "hdr_echo route=default count=2 workflow=false ids=2",
+			"hdr_echo route=default count=1 workflow=false ids=1", "hdr_echo route= count=2 workflow=true ids=1",
+			"hdr_echo route=default count=1 workflow=false ids=1", "hdr_echo route=default count=2 workflow=false ids=2",
+			"hdr_echo route= count=2 workflow=false ids=2"}
 		if !slices.Equal(calls, wantCalls) {
 			t.Fatalf("hook calls:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(wantCalls, "\n"))
 		}

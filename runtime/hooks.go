@@ -9,7 +9,9 @@ import (
 )
 
 // EnqueueHook wraps every typed enqueue of a client (AddEnqueueHook):
-// Enqueue, EnqueueMany, Call's enqueue and a workflow's Enqueue. It is the
+// Enqueue, EnqueueMany, Call's enqueue and a workflow's Enqueue, and the
+// submissions of its Inspector (the HTTP API's and the CLI's), a batch as
+// one call. It is the
 // producer side's seam, as Middleware is the worker's: a tracer starts a
 // span around next and writes its context into the jobs' headers
 // (Enqueueing.SetHeader), a logger notes what went where. next stores the
@@ -21,8 +23,8 @@ type EnqueueHook func(ctx context.Context, e *Enqueueing, next func(context.Cont
 
 // Enqueueing is one enqueue call as an EnqueueHook sees it.
 type Enqueueing struct {
-	Task  string // the task's name; for a workflow, its final step's
-	Route string // the route the jobs go to; "" for a workflow, whose steps each have theirs
+	Task  string // the task's name; for a workflow, its final step's; "" for a submitted batch of several tasks
+	Route string // the route the jobs go to; "" for a workflow, whose steps each have theirs, and for a submitted batch over several routes
 	Count int    // jobs (steps, for a workflow) the call stores: 1 for Enqueue and Call
 	// Workflow: the call submits a workflow (Step.Enqueue); its headers go
 	// to every step's job.

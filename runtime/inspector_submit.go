@@ -61,6 +61,11 @@ func submissionOptions(s admin.Submission) ([]Option, error) {
 
 // SubmitBatch checks every job of a batch and enqueues them all, or none.
 //
+// The client's enqueue hooks (AddEnqueueHook) wrap the whole batch once, as
+// they wrap an EnqueueMany: Enqueueing.Task and Route are the batch's when
+// all its jobs share them, "" otherwise, and the headers the hooks set go
+// to every job.
+//
 // All or nothing: every job is checked first — its task, its args through
 // the task's strict decoder, its route, priority and delay, its payload size
 // — and one refused job refuses the batch, with every refused job named and
@@ -76,6 +81,46 @@ func submissionOptions(s admin.Submission) ([]Option, error) {
 // stored and "" for the others, and Jobs lists every job not known to be
 // stored.
 func (in *Inspector) SubmitBatch(ctx context.Context, subs []admin.Submission, refused []admin.BatchRefusal) ([]string, error) {
+	if in.c.hookRun.Load() == nil {
+		return in.submitBatch(ctx, subs, refused, nil)
+	}
+	e := &Enqueueing{Count: len(subs)}
+	e.Task, e.Route = in.batchTaskRoute(subs)
+	var ids []string
+	err := in.c.hooked(ctx, e, jobConfig{}, func(ctx context.Context, cfg jobConfig) (err error) {
+		ids, err = in.submitBatch(ctx, subs, refused, cfg.headers)
+		e.IDs = ids
+		return err
+	})
+	return ids, err
+}
+
+// batchTaskRoute is the task and the route every job of subs has, each ""
+// when they differ (or a task is unknown: its route is).
+func (in *Inspector) batchTaskRoute(subs []admin.Submission) (task, route string) {
+	for i, s := range subs {
+		r := s.Route
+		if h := in.reg.handlers[s.Name]; r == "" && h != nil {
+			r = h.info().Route
+		} else if h == nil {
+			r = ""
+		}
+		if i == 0 {
+			task, route = s.Name, r
+			continue
+		}
+		if s.Name != task {
+			task = ""
+		}
+		if r != route {
+			route = ""
+		}
+	}
+	return task, route
+}
+
+// submitBatch is SubmitBatch inside the hooks, whose headers go to every job.
+func (in *Inspector) submitBatch(ctx context.Context, subs []admin.Submission, refused []admin.BatchRefusal, headers map[string]string) ([]string, error) {
 	skip := make([]bool, len(subs))
 	for _, r := range refused {
 		skip[r.Index] = true
@@ -86,7 +131,7 @@ func (in *Inspector) SubmitBatch(ctx context.Context, subs []admin.Submission, r
 		if skip[i] {
 			continue
 		}
-		j, err := in.batchJob(s, shards)
+		j, err := in.batchJob(s, shards, headers)
 		if err != nil {
 			p := admin.Classify(err)
 			if p.Class == admin.Failure {
@@ -105,12 +150,15 @@ func (in *Inspector) SubmitBatch(ctx context.Context, subs []admin.Submission, r
 	return in.enqueueBatch(ctx, jobs)
 }
 
-// batchJob checks one submission of a batch and builds its job; a refusal
-// names the field (admin.Classify).
-func (in *Inspector) batchJob(s admin.Submission, shards batchShards) (batchJob, error) {
+// batchJob checks one submission of a batch and builds its job, carrying
+// headers; a refusal names the field (admin.Classify).
+func (in *Inspector) batchJob(s admin.Submission, shards batchShards, headers map[string]string) (batchJob, error) {
 	opts, err := submissionOptions(s)
 	if err != nil {
 		return batchJob{}, err
+	}
+	if len(headers) > 0 {
+		opts = append(opts, func(c *jobConfig) { c.headers = withHeaders(c.headers, headers) })
 	}
 	h := in.reg.handlers[s.Name]
 	if h == nil {
