@@ -85,9 +85,15 @@ func connect(t *testing.T, url string, ns string) *runtime.Client {
 }
 
 func startWorker(t *testing.T, c *runtime.Client, tp trace.TracerProvider) *runs {
+	r, _ := startWorkerOf(t, c, tp, "orders")
+	return r
+}
+
+// startWorkerOf starts a traced worker of flaky's runs on routes.
+func startWorkerOf(t *testing.T, c *runtime.Client, tp trace.TracerProvider, routes ...string) (*runs, *runtime.Worker) {
 	r := &runs{n: map[string]int{}}
 	w := runtime.NewWorker(c, runtime.WorkerOptions{
-		Concurrency: 4, Routes: []string{"orders"}, Lease: time.Second,
+		Concurrency: 4, Routes: routes, Lease: time.Second,
 		Middleware: []runtime.Middleware{otelbananas.Middleware(otelbananas.WithTracerProvider(tp))},
 	})
 	runtime.Handle(w, flaky, r.handler)
@@ -95,7 +101,7 @@ func startWorker(t *testing.T, c *runtime.Client, tp trace.TracerProvider) *runs
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return r
+	return r, w
 }
 
 // A job enqueued inside a request's span is one trace: a PRODUCER span
@@ -214,15 +220,7 @@ func TestTrace_ASubmittedBatchOverTwoRoutesIsOneSendSpan(t *testing.T) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		c := connect(t, url, redistest.Namespace(t))
 		otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
-		w := runtime.NewWorker(c, runtime.WorkerOptions{
-			Concurrency: 4, Routes: []string{"orders", "refunds"}, Lease: time.Second,
-			Middleware: []runtime.Middleware{otelbananas.Middleware(otelbananas.WithTracerProvider(tp))},
-		})
-		runtime.Handle(w, flaky, (&runs{n: map[string]int{}}).handler)
-		wctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); _ = w.Run(wctx) }()
-		t.Cleanup(func() { stop(); <-done })
+		_, w := startWorkerOf(t, c, tp, "orders", "refunds")
 
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
