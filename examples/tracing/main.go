@@ -56,8 +56,9 @@ func run(out io.Writer) error {
 	})
 	tasks.Register(w)
 	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() { _ = w.Run(wctx) }()
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = w.Run(wctx) }()
+	defer func() { stop(); <-stopped }() // the worker stops before its client closes
 
 	// The checkout handler's span is what an HTTP instrumentation such as
 	// otelhttp would start; the job's spans hang under it.
