@@ -114,6 +114,23 @@ func Instrument(c *runtime.Client, opts ...Option) {
 	})
 }
 
+// Install returns a function that instruments a worker's client
+// (Instrument) and adds the tracing middleware to the worker (Middleware):
+// what a program run by runtime.Main, which builds both itself, registers
+// to be traced:
+//
+//	func main() { runtime.Main(tasks.Register, otelbananas.Install()) }
+//
+// Main runs it for every subcommand, so the enqueues of the CLI and the
+// submissions of the HTTP API are traced too. Do not also Instrument the
+// same client: each hook would make its own span.
+func Install(opts ...Option) func(*runtime.Worker) {
+	return func(w *runtime.Worker) {
+		Instrument(w.Client(), opts...)
+		w.Use(Middleware(opts...))
+	}
+}
+
 // Middleware makes each run of a job a CONSUMER span, a child of the
 // context its enqueue put in its headers and linked to it, and gives the
 // handler a context holding that span and the enqueue's baggage. A failed

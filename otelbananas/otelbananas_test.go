@@ -1,6 +1,7 @@
 package otelbananas_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -248,6 +249,57 @@ func TestTrace_ASubmittedBatchOverTwoRoutesIsOneSendSpan(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A program run by runtime.Main, which builds its client and worker
+// itself, is traced by registering Install: its worker's runs are CONSUMER
+// spans, children of the enqueue's span of another process's instrumented
+// client.
+func TestTrace_InstallTracesTheWorkerMainBuilds(t *testing.T) {
+	t.Parallel()
+	url, ns := redistest.Shared(t).URL(), redistest.Namespace(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	env := map[string]string{"REDIS_URL": url, "BANANAS_NAMESPACE": ns, "WORKER_ROUTING_KEYS": "orders", "LOG_LEVEL": "error"}
+	r := &runs{n: map[string]int{}}
+	wctx, stop := context.WithCancel(context.Background())
+	exited := make(chan int, 1)
+	var out bytes.Buffer
+	go func() {
+		exited <- runtime.RunCommand(wctx, []string{"worker"}, func(k string) string { return env[k] }, &out, &out,
+			func(w *runtime.Worker) { runtime.Handle(w, flaky, r.handler) }, otelbananas.Install(otelbananas.WithTracerProvider(tp)))
+	}()
+	t.Cleanup(func() {
+		stop()
+		if code := <-exited; code != runtime.ExitOK {
+			t.Errorf("the worker exited %d: %s", code, out.String())
+		}
+	})
+
+	c := connect(t, url, ns)
+	otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	id, err := flaky.With(c).Enqueue(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flaky.With(c).Await(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	spans := waitSpans(t, rec, 3)
+	send := only(t, spans, "send orders")
+	processes := all(spans, "process orders")
+	if len(processes) != 2 {
+		t.Fatalf("%d process spans, want 2 (a failed run and the one that completed)", len(processes))
+	}
+	for i, p := range processes {
+		checkKind(t, p, trace.SpanKindConsumer)
+		if p.Parent().SpanID() != send.SpanContext().SpanID() {
+			t.Fatalf("run %d's parent is %s, want the send span %s", i+1, p.Parent().SpanID(), send.SpanContext().SpanID())
+		}
+		checkAttrs(t, p, map[string]string{"messaging.message.id": id, "bananas.job.attempt": fmt.Sprint(i + 1)})
+	}
 }
 
 // waitSpans waits until rec holds n ended spans.

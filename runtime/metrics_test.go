@@ -581,3 +581,57 @@ func TestMetrics_ARunLostWithItsWorkerIsCountedByTheWorkerThatRecoversIt(t *test
 		{"bananas_jobs_processed_total", labels, 1},
 	})
 }
+
+// Worker.Use, which a function registered with Main calls on the worker
+// Main builds, adds middleware inside WorkerOptions.Middleware, in the
+// order of the calls; a nil one is refused by Run, and a call once the
+// worker runs panics rather than being silently ignored.
+func TestMiddleware_UseAddsInsideTheOptionsOnesBeforeRun(t *testing.T) {
+	c := connect(t, "mem://")
+	ctx := ctxT(t)
+	echo := testtasks.Echo.With(c)
+	var mu sync.Mutex
+	var order []string
+	named := func(name string) runtime.Middleware {
+		return func(ctx context.Context, job runtime.Job, next func(context.Context) error) error {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			return next(ctx)
+		}
+	}
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"mw"}, Middleware: []runtime.Middleware{named("options")}}))
+	w.Use(named("first use"))
+	w.Use(named("second use"))
+	if w.Client() != c {
+		t.Fatal("Worker.Client is not the client the worker was made with")
+	}
+	runtime.Handle(w, echo, func(context.Context, testtasks.Msg) (testtasks.Reply, error) { return testtasks.Reply{}, nil })
+	startWorker(t, w)
+	id, err := echo.Enqueue(ctx, testtasks.Msg{}, runtime.Route("mw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := echo.Await(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if g := strings.Join(order, ", "); g != "options, first use, second use" {
+		t.Errorf("middleware ran in the order %s; want the options' outermost, then Use's in call order", g)
+	}
+	mu.Unlock()
+	func() {
+		defer func() {
+			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "Worker.Use called after Run") {
+				t.Errorf("Use on a running worker: recovered %v, want a panic saying so", p)
+			}
+		}()
+		w.Use(named("late"))
+	}()
+
+	nilUse := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	nilUse.Use(named("fine"), nil)
+	if err := nilUse.Run(ctx); err == nil || !strings.Contains(err.Error(), "Worker.Use: middleware 1 of the call is nil") {
+		t.Fatalf("Run after Use(nil) = %v; want the nil middleware named", err)
+	}
+}

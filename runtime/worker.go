@@ -54,6 +54,29 @@ func NewWorker(c *Client, opts WorkerOptions) *Worker {
 // ID returns the worker's id (host-pid-random).
 func (w *Worker) ID() string { return w.id }
 
+// Client returns the client the worker runs on: the one NewWorker was
+// given, or for a program run by Main, the one Main connected. A function
+// registered with Main reaches it here (to add an EnqueueHook, say).
+func (w *Worker) Client() *Client { return w.c }
+
+// Use adds middleware to the worker, inside WorkerOptions.Middleware and
+// any added before, so that a function registered with Main, which builds
+// the worker itself, can add a tracing or logging middleware. Call it
+// before Run; a call once Run has started panics, as the middleware chain
+// is fixed then.
+func (w *Worker) Use(ms ...Middleware) {
+	if w.started.Load() {
+		panic("bananas: Worker.Use called after Run: add middleware before the worker runs")
+	}
+	for i, m := range ms {
+		if m == nil { // refused by Run with the other registration errors
+			w.regErrs = append(w.regErrs, fmt.Errorf("Worker.Use: middleware %d of the call is nil", i))
+			return
+		}
+	}
+	w.opts.Middleware = append(slices.Clip(w.opts.Middleware), ms...)
+}
+
 func (w *Worker) register(h *handler) {
 	if _, dup := w.handlers[h.name]; dup {
 		w.regErrs = append(w.regErrs, fmt.Errorf("task %s is registered twice", h.name))
