@@ -15,6 +15,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -95,6 +96,12 @@ func Instrument(c *runtime.Client, opts ...Option) {
 		}
 		if e.Count != 1 || e.Workflow {
 			attrs = append(attrs, semconv.MessagingBatchMessageCount(e.Count))
+		}
+		if !trace.SpanContextFromContext(ctx).IsValid() {
+			// A submission over the HTTP API continues its caller's trace.
+			if h := runtime.RequestHeader(ctx); h != nil {
+				ctx = cfg.propagator.Extract(ctx, propagation.HeaderCarrier(h))
+			}
 		}
 		ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
 		defer span.End()
@@ -285,8 +292,15 @@ func errorType(err error) string {
 type enqueueCarrier struct{ e *runtime.Enqueueing }
 
 func (c enqueueCarrier) Get(key string) string { return c.e.Header(key) }
-func (c enqueueCarrier) Set(key, value string) { c.e.SetHeader(key, value) }
-func (c enqueueCarrier) Keys() []string        { return nil }
+
+// Set drops a value over a header's bound (a caller's baggage of several
+// kilobytes, say): tracing must not make an enqueue fail.
+func (c enqueueCarrier) Set(key, value string) {
+	if len(value) <= queue.MaxHeaderValue {
+		c.e.SetHeader(key, value)
+	}
+}
+func (c enqueueCarrier) Keys() []string { return nil }
 
 // jobCarrier reads the propagator's fields from a job's headers.
 type jobCarrier struct{ job runtime.Job }

@@ -3,9 +3,13 @@ package otelbananas_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,6 +89,16 @@ func connect(t *testing.T, url string, ns string) *runtime.Client {
 	return c
 }
 
+// tracedClient is a client of its own namespace at url, instrumented with
+// a provider whose spans rec records.
+func tracedClient(t *testing.T, url string) (*tracetest.SpanRecorder, *sdktrace.TracerProvider, *runtime.Client) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	c := connect(t, url, redistest.Namespace(t))
+	otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
+	return rec, tp, c
+}
+
 func startWorker(t *testing.T, c *runtime.Client, tp trace.TracerProvider) *runs {
 	r, _ := startWorkerOf(t, c, tp, "orders")
 	return r
@@ -113,10 +127,7 @@ func startWorkerOf(t *testing.T, c *runtime.Client, tp trace.TracerProvider, rou
 // request's baggage.
 func TestTrace_OneTraceFromTheRequestThroughEveryRetry(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		rec := tracetest.NewSpanRecorder()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-		c := connect(t, url, redistest.Namespace(t))
-		otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
+		rec, tp, c := tracedClient(t, url)
 		startWorker(t, c, tp)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -181,10 +192,7 @@ func TestTrace_OneTraceFromTheRequestThroughEveryRetry(t *testing.T) {
 // of its jobs' runs is its child.
 func TestTrace_ABatchIsOneSendSpan(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		rec := tracetest.NewSpanRecorder()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-		c := connect(t, url, redistest.Namespace(t))
-		otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
+		rec, tp, c := tracedClient(t, url)
 		startWorker(t, c, tp)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -217,10 +225,7 @@ func TestTrace_ABatchIsOneSendSpan(t *testing.T) {
 // either route, is its child.
 func TestTrace_ASubmittedBatchOverTwoRoutesIsOneSendSpan(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		rec := tracetest.NewSpanRecorder()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-		c := connect(t, url, redistest.Namespace(t))
-		otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
+		rec, tp, c := tracedClient(t, url)
 		_, w := startWorkerOf(t, c, tp, "orders", "refunds")
 
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -302,6 +307,63 @@ func TestTrace_InstallTracesTheWorkerMainBuilds(t *testing.T) {
 	}
 }
 
+// A job submitted over the HTTP API continues the trace of the caller
+// that sent its trace context in the request's headers (another service,
+// in any language): the send span is a child of the caller's span, and the
+// run sees the caller's baggage. A baggage over a header's bound is
+// dropped, and the submission still succeeds.
+func TestTrace_AnHTTPSubmissionContinuesTheCallersTrace(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		rec, tp, c := tracedClient(t, url)
+		_, w := startWorkerOf(t, c, tp, "orders")
+		srv := httptest.NewServer(runtime.APIHandler(w.Inspector(), runtime.APIOptions{}))
+		t.Cleanup(srv.Close)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+
+		const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+		submit := func(baggage string) string {
+			t.Helper()
+			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/jobs", strings.NewReader(`{"name":"otel_flaky","args":0}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
+			req.Header.Set("baggage", baggage)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var body struct{ ID string }
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusCreated {
+				t.Fatalf("POST /api/v1/jobs: %d, %v", resp.StatusCode, err)
+			}
+			return body.ID
+		}
+		for _, tc := range []struct{ baggage, tenant string }{
+			{"tenant=acme", "acme"},
+			{"tenant=acme,big=" + strings.Repeat("x", 3000), ""},
+		} {
+			rec.Reset()
+			id := submit(tc.baggage)
+			got, err := flaky.With(c).Await(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.TraceID != callerTrace || got.Tenant != tc.tenant {
+				t.Fatalf("with baggage of %d bytes the run saw trace %s and tenant %q; want the caller's trace and tenant %q", len(tc.baggage), got.TraceID, got.Tenant, tc.tenant)
+			}
+			spans := waitSpans(t, rec, 2)
+			send := only(t, spans, "send orders")
+			if send.Parent().SpanID().String() != callerSpan || send.SpanContext().TraceID().String() != callerTrace || !send.Parent().IsRemote() {
+				t.Fatalf("the send span's parent is %s of trace %s, want the caller's span %s of %s", send.Parent().SpanID(), send.SpanContext().TraceID(), callerSpan, callerTrace)
+			}
+			if p := only(t, spans, "process orders"); p.Parent().SpanID() != send.SpanContext().SpanID() {
+				t.Fatalf("the run's parent is %s, want the send span", p.Parent().SpanID())
+			}
+		}
+	})
+}
+
 // waitSpans waits until rec holds n ended spans.
 func waitSpans(t *testing.T, rec *tracetest.SpanRecorder, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
@@ -372,10 +434,7 @@ var (
 // workflow is one trace under the request that submitted it.
 func TestTrace_AWorkflowIsOneTraceUnderItsSubmission(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		rec := tracetest.NewSpanRecorder()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-		c := connect(t, url, redistest.Namespace(t))
-		otelbananas.Instrument(c, otelbananas.WithTracerProvider(tp))
+		rec, tp, c := tracedClient(t, url)
 		w := runtime.NewWorker(c, runtime.WorkerOptions{Concurrency: 4, Routes: []string{"orders"}, Lease: time.Second,
 			Middleware: []runtime.Middleware{otelbananas.Middleware(otelbananas.WithTracerProvider(tp))}})
 		runtime.Handle(w, wfCount, func(_ context.Context, s string) (int, error) { return len(s), nil })

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -31,11 +32,31 @@ type APIOptions struct {
 // must be application/json (415). The JSON shapes are the CLI's
 // --json shapes. Mount it on a server of your own, or let runtime.Main serve
 // it on API_PORT.
+//
+// The client's enqueue hooks run around the submissions it makes, with the
+// request's context, in which RequestHeader finds the request's headers.
 func APIHandler(in *Inspector, o APIOptions) http.Handler {
-	return api.New(in, api.Config{
+	h := api.New(in, api.Config{
 		Token: o.Token, ReadOnly: o.ReadOnly, Logger: o.Logger, MetricsNeedToken: o.MetricsNeedToken,
 		MaxBody: int64(in.c.maxPayload) + 64<<10, // the args, and room for the rest of the submission
 		Metrics: in.c.MetricsHandler(),
 		Extra:   dashboardRoutes(in, o),
 	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && in.c.hookRun.Load() != nil {
+			r = r.WithContext(context.WithValue(r.Context(), requestHeaderKey{}, r.Header))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type requestHeaderKey struct{}
+
+// RequestHeader returns the headers of the HTTP API request (APIHandler)
+// that ctx serves, when the client has an enqueue hook: a hook finds there
+// the trace context of a caller that submits jobs over HTTP (otelbananas
+// continues its trace). nil for any other context.
+func RequestHeader(ctx context.Context) http.Header {
+	h, _ := ctx.Value(requestHeaderKey{}).(http.Header)
+	return h
 }
