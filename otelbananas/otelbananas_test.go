@@ -315,6 +315,13 @@ func TestTrace_InstallTracesTheWorkerMainBuilds(t *testing.T) {
 func TestTrace_AnHTTPSubmissionContinuesTheCallersTrace(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
 		rec, tp, c := tracedClient(t, url)
+		var hookSaw sync.Map // what a hook of the program's own finds in RequestHeader
+		c.AddEnqueueHook(func(ctx context.Context, e *runtime.Enqueueing, next func(context.Context) error) error {
+			h := runtime.RequestHeader(ctx)
+			hookSaw.Store("traceparent", h.Get("traceparent"))
+			hookSaw.Store("Authorization", h.Get("Authorization"))
+			return next(ctx)
+		})
 		_, w := startWorkerOf(t, c, tp, "orders")
 		srv := httptest.NewServer(runtime.APIHandler(w.Inspector(), runtime.APIOptions{}))
 		t.Cleanup(srv.Close)
@@ -328,6 +335,7 @@ func TestTrace_AnHTTPSubmissionContinuesTheCallersTrace(t *testing.T) {
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
 			req.Header.Set("baggage", baggage)
+			req.Header.Set("Authorization", "Bearer not-for-hooks")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -360,6 +368,12 @@ func TestTrace_AnHTTPSubmissionContinuesTheCallersTrace(t *testing.T) {
 			if p := only(t, spans, "process orders"); p.Parent().SpanID() != send.SpanContext().SpanID() {
 				t.Fatalf("the run's parent is %s, want the send span", p.Parent().SpanID())
 			}
+		}
+		if parent, _ := hookSaw.Load("traceparent"); parent == "" {
+			t.Fatal("an enqueue hook found no traceparent in RequestHeader")
+		}
+		if auth, _ := hookSaw.Load("Authorization"); auth != "" {
+			t.Fatalf("an enqueue hook found the caller's Authorization %q in RequestHeader", auth)
 		}
 	})
 }

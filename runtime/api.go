@@ -44,7 +44,10 @@ func APIHandler(in *Inspector, o APIOptions) http.Handler {
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && in.c.hookRun.Load() != nil {
-			r = r.WithContext(context.WithValue(r.Context(), requestHeaderKey{}, r.Header))
+			header := r.Header.Clone() // the caller's credentials are no hook's business
+			header.Del("Authorization")
+			header.Del("Cookie")
+			r = r.WithContext(context.WithValue(r.Context(), requestHeaderKey{}, header))
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -55,7 +58,8 @@ type requestHeaderKey struct{}
 // RequestHeader returns the headers of the HTTP API request (APIHandler)
 // that ctx serves, when the client has an enqueue hook: a hook finds there
 // the trace context of a caller that submits jobs over HTTP (otelbananas
-// continues its trace). nil for any other context.
+// continues its trace). Authorization and Cookie are left out. nil for any
+// other context.
 func RequestHeader(ctx context.Context) http.Header {
 	h, _ := ctx.Value(requestHeaderKey{}).(http.Header)
 	return h
