@@ -74,3 +74,20 @@ func BenchmarkMiddleware_EverySpanRecorded(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMiddleware_Unsampled is the middleware's cost per run of a job
+// whose trace was not sampled (1% sampling, parent-based): what tracing
+// adds to most runs in production.
+func BenchmarkMiddleware_Unsampled(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	ctx, job := capturedRun(b, tp)
+	mw := otelbananas.Middleware(otelbananas.WithTracerProvider(tp))
+	next := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = mw(ctx, job, next)
+		}
+	})
+}
