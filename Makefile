@@ -8,7 +8,9 @@ GO ?= go
 # every test with the race detector against real redis-server processes the
 # tests start.
 # The peer harnesses under bench/peers are modules of their own, so that asynq
-# and River stay out of the library's go.mod; ./... at the root skips them.
+# and River stay out of the library's go.mod; ./... at the root skips them. They
+# drive their scenarios with internal/benchkit, as examples/bench does, through
+# a replace of this module.
 PEERS := bench/peers/asynq bench/peers/river
 test: lint
 	@./scripts/test-deps.sh

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/examples/bench/tasks"
+	"github.com/bananas-go/bananas/internal/benchkit"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -124,7 +125,7 @@ func (r *adminRig) requestRate(addr string, raw []byte, perReq int) float64 {
 	}
 	start := time.Now()
 	reqs := max(1, r.n/perReq)
-	parallel(r.producers, reqs, func() {
+	benchkit.Parallel(r.producers, reqs, func(int) {
 		ka := <-conns
 		defer func() { conns <- ka }()
 		if _, err := ka.conn.Write(raw); err != nil {
@@ -153,7 +154,7 @@ func (r *adminRig) handlerRate(h http.Handler, raw []byte) float64 {
 // per second: the yardstick of the HTTP submissions.
 func (r *adminRig) goEnqueueRate() float64 {
 	start := time.Now()
-	parallel(r.producers, r.n, func() {
+	benchkit.Parallel(r.producers, r.n, func(int) {
 		if _, err := tasks.Noop.Enqueue(r.ctx, payload); err != nil {
 			r.fatalf("%v", err)
 		}
@@ -228,7 +229,7 @@ func (r *adminRig) batchSubmissions(body []byte, apiRate float64) {
 	many := payloads(maxBatch)
 	start := time.Now()
 	manyCalls := max(1, r.n/maxBatch)
-	parallel(r.producers, manyCalls, func() {
+	benchkit.Parallel(r.producers, manyCalls, func(int) {
 		if _, err := tasks.Noop.EnqueueMany(r.ctx, many); err != nil {
 			r.fatalf("%v", err)
 		}
@@ -244,7 +245,7 @@ func (r *adminRig) batchSubmissions(body []byte, apiRate float64) {
 // for the record.
 func (r *adminRig) netHTTPSubmissions(body []byte) {
 	start := time.Now()
-	parallel(r.producers, r.n, func() {
+	benchkit.Parallel(r.producers, r.n, func(int) {
 		r.wantCreated(r.client.Post(r.apiBase+"/api/v1/jobs", "application/json", bytes.NewReader(body)))
 	})
 	report("api_submit_nethttp_client_jobs_per_s", float64(r.n)/time.Since(start).Seconds())
@@ -356,7 +357,7 @@ func (r *adminRig) median(path string) float64 {
 		ds = append(ds, r.get(path))
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ms(ds[len(ds)/2])
+	return benchkit.Ms(ds[len(ds)/2])
 }
 
 // listPages measures a /metrics scrape, the queues and pages of a route's

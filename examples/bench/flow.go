@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/examples/bench/tasks"
+	"github.com/bananas-go/bananas/internal/benchkit"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -128,7 +129,7 @@ func rateHeld(ctx context.Context, c *runtime.Client) float64 {
 		_, stop := quietWorker(c, []string{"rated"}, 16)
 		stops = append(stops, stop)
 	}
-	waitFor(func() bool { mu.Lock(); defer mu.Unlock(); return len(at) > 0 }, 10*time.Second)
+	benchkit.WaitFor(func() bool { mu.Lock(); defer mu.Unlock(); return len(at) > 0 }, 10*time.Second)
 	mu.Lock()
 	first := at[0]
 	mu.Unlock()
@@ -174,7 +175,7 @@ func lateKey(ctx context.Context, c *runtime.Client) float64 {
 	}
 	_, stop := quietWorker(c, []string{"fair"}, *conc)
 	defer stop()
-	waitFor(func() bool { return ran.Load() >= 1000 }, 30*time.Second)
+	benchkit.WaitFor(func() bool { return ran.Load() >= 1000 }, 30*time.Second)
 	sent := time.Now()
 	if _, err := tasks.Fair.Enqueue(ctx, tasks.Keyed{User: "late"}); err != nil {
 		log.Fatal(err)
@@ -187,7 +188,7 @@ func lateKey(ctx context.Context, c *runtime.Client) float64 {
 		log.Fatal("the late user's job did not start within 60s")
 	}
 	left := int64(*backlogN) - ran.Load()
-	note("  late key: first job started %.1f ms after its enqueue, %d jobs of the busy user still waiting", ms(took), left)
-	waitFor(func() bool { return ran.Load() >= int64(*backlogN) }, 120*time.Second)
-	return ms(took)
+	note("  late key: first job started %.1f ms after its enqueue, %d jobs of the busy user still waiting", benchkit.Ms(took), left)
+	benchkit.WaitFor(func() bool { return ran.Load() >= int64(*backlogN) }, 120*time.Second)
+	return benchkit.Ms(took)
 }

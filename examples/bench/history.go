@@ -18,6 +18,7 @@ import (
 	"github.com/bananas-go/bananas/examples/bench/tasks"
 	"github.com/bananas-go/bananas/history"
 	_ "github.com/bananas-go/bananas/history/postgres" // postgres:// for history.Open
+	"github.com/bananas-go/bananas/internal/benchkit"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -97,7 +98,7 @@ func drainOnce(ctx context.Context, c *runtime.Client, jobs int) (drained, store
 	drained = float64(jobs) / time.Since(start).Seconds()
 	if c.History() != nil {
 		ended := c.Namespace() + ":route:{default}:ended"
-		waitFor(func() bool { l, err := c.Redis().LLen(ctx, ended).Result(); return err == nil && l == 0 }, 5*time.Minute)
+		benchkit.WaitFor(func() bool { l, err := c.Redis().LLen(ctx, ended).Result(); return err == nil && l == 0 }, 5*time.Minute)
 		stored = float64(jobs) / time.Since(start).Seconds()
 	}
 	stop()
@@ -141,16 +142,16 @@ func historyLag(ctx context.Context, c *runtime.Client, s *lagStore) {
 	defer stop()
 	go func() { _ = w.Run(wctx) }()
 	s.on.Store(true)
-	sent := paced(*historyRate, time.Duration(*secs)*time.Second, func() {
+	sent := benchkit.Paced(*historyRate, time.Duration(*secs)*time.Second, func() {
 		if _, err := tasks.Noop.With(c).Enqueue(ctx, tasks.Payload{}); err != nil {
 			log.Print(err)
 		}
 	})
-	waitFor(func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.lags) >= sent }, 60*time.Second)
+	benchkit.WaitFor(func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.lags) >= sent }, 60*time.Second)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	report("history_lag_p50_ms", ms(quantile(s.lags, 0.5)))
-	report("history_lag_p99_ms", ms(quantile(s.lags, 0.99)))
+	report("history_lag_p50_ms", benchkit.Ms(benchkit.Quantile(s.lags, 0.5)))
+	report("history_lag_p99_ms", benchkit.Ms(benchkit.Quantile(s.lags, 0.99)))
 }
 
 // historySearches fills the history to historyRows rows and times a search

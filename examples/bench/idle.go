@@ -11,9 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bananas-go/bananas/examples/bench/tasks"
-	"github.com/bananas-go/bananas/runtime"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/examples/bench/tasks"
+	"github.com/bananas-go/bananas/internal/benchkit"
+	"github.com/bananas-go/bananas/runtime"
 )
 
 var idleCounts = flag.String("idle", "", "instead of the scenarios: for each comma-separated count N of extra workers (such as 0,100), "+
@@ -59,21 +61,21 @@ func (r *idleRig) measure(ctx context.Context, c *runtime.Client, extra int) {
 	}
 	// Every worker's connections are open once it has beaten (its
 	// heartbeat, pub/sub and fetch connections are dialed at start).
-	waitFor(func() bool { ws, err := c.Workers(ctx); return err == nil && len(ws) == extra+1 }, 30*time.Second)
+	benchkit.WaitFor(func() bool { ws, err := c.Workers(ctx); return err == nil && len(ws) == extra+1 }, 30*time.Second)
 	time.Sleep(200 * time.Millisecond)
 	conns := r.counters(ctx).clients - before.clients
 	note("idle: 1 busy worker and %d more, %d jobs/s for %ds", extra, *rate, *secs)
 	r.obs.latOn.Store(true)
 	at := r.counters(ctx)
-	sent := paced(*rate, time.Duration(*secs)*time.Second, func() {
+	sent := benchkit.Paced(*rate, time.Duration(*secs)*time.Second, func() {
 		if _, err := tasks.Ping.With(c).Enqueue(ctx, tasks.Stamp{At: time.Now().UnixNano()}); err != nil {
 			log.Print(err)
 		}
 	})
-	waitFor(func() bool { r.obs.mu.Lock(); defer r.obs.mu.Unlock(); return len(r.obs.lat) >= sent }, 30*time.Second)
+	benchkit.WaitFor(func() bool { r.obs.mu.Lock(); defer r.obs.mu.Unlock(); return len(r.obs.lat) >= sent }, 30*time.Second)
 	load := r.counters(ctx).minus(at)
 	r.obs.mu.Lock()
-	p99 := quantile(r.obs.lat, 0.99)
+	p99 := benchkit.Quantile(r.obs.lat, 0.99)
 	r.obs.mu.Unlock()
 	time.Sleep(time.Second) // let the last wake-ups and acks settle before the quiet phase
 	// An idle worker calls Redis every few seconds (its safety poll and
@@ -87,7 +89,7 @@ func (r *idleRig) measure(ctx context.Context, c *runtime.Client, extra int) {
 	prefix := fmt.Sprintf("idle%d_", extra)
 	report(prefix+"redis_us_per_job", load.cpuUS/float64(sent))
 	report(prefix+"commands_per_job", load.commands/float64(sent))
-	report(prefix+"p99_ms", ms(p99))
+	report(prefix+"p99_ms", benchkit.Ms(p99))
 	report(prefix+"redis_us_per_worker_s", quiet.cpuUS/workers)
 	report(prefix+"commands_per_worker_s", quiet.commands/workers)
 	report(prefix+"connections_per_worker", float64(conns)/workers)

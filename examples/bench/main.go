@@ -19,8 +19,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bananas-go/bananas/examples/bench/tasks"
+	"github.com/bananas-go/bananas/internal/benchkit"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -176,7 +175,7 @@ func enqueueScenario(ctx context.Context, c *runtime.Client) {
 	note("enqueue: %d single enqueues from %d goroutines", *n, *producers)
 	mem0 := usedMemory(ctx, c.Redis())
 	start := time.Now()
-	parallel(*producers, *n, func() {
+	benchkit.Parallel(*producers, *n, func(int) {
 		if _, err := tasks.Noop.Enqueue(ctx, payload); err != nil {
 			log.Fatal(err)
 		}
@@ -229,7 +228,7 @@ func batchScenario(ctx context.Context, obs *observations) {
 		wg.Wait()
 	}
 	report("enqueue_batch_jobs_per_s", float64(*n)/time.Since(start).Seconds())
-	waitFor(func() bool { return obs.noops.Load() >= int64(*n) }, 60*time.Second)
+	benchkit.WaitFor(func() bool { return obs.noops.Load() >= int64(*n) }, 60*time.Second)
 }
 
 // latencyScenario measures enqueue-to-start at a fixed rate for `secs`
@@ -237,15 +236,15 @@ func batchScenario(ctx context.Context, obs *observations) {
 func latencyScenario(ctx context.Context, obs *observations) {
 	note("latency: %d jobs/s for %ds", *rate, *secs)
 	obs.latOn.Store(true)
-	sent := paced(*rate, time.Duration(*secs)*time.Second, func() {
+	sent := benchkit.Paced(*rate, time.Duration(*secs)*time.Second, func() {
 		if _, err := tasks.Ping.Enqueue(ctx, tasks.Stamp{At: time.Now().UnixNano()}); err != nil {
 			log.Print(err)
 		}
 	})
-	waitFor(func() bool { obs.mu.Lock(); defer obs.mu.Unlock(); return len(obs.lat) >= sent }, 10*time.Second)
+	benchkit.WaitFor(func() bool { obs.mu.Lock(); defer obs.mu.Unlock(); return len(obs.lat) >= sent }, 10*time.Second)
 	obs.mu.Lock()
-	report("latency_p50_ms", ms(quantile(obs.lat, 0.50)))
-	report("latency_p99_ms", ms(quantile(obs.lat, 0.99)))
+	report("latency_p50_ms", benchkit.Ms(benchkit.Quantile(obs.lat, 0.50)))
+	report("latency_p99_ms", benchkit.Ms(benchkit.Quantile(obs.lat, 0.99)))
 	obs.mu.Unlock()
 }
 
@@ -260,8 +259,8 @@ func callScenario(ctx context.Context) {
 		}
 		rts = append(rts, time.Since(t0))
 	}
-	report("call_p50_ms", ms(quantile(rts, 0.50)))
-	report("call_p99_ms", ms(quantile(rts, 0.99)))
+	report("call_p50_ms", benchkit.Ms(benchkit.Quantile(rts, 0.50)))
+	report("call_p99_ms", benchkit.Ms(benchkit.Quantile(rts, 0.99)))
 }
 
 // delayedScenario enqueues jobs due in 1s and measures their lateness: start
@@ -274,10 +273,10 @@ func delayedScenario(ctx context.Context, obs *observations) {
 			log.Fatal(err)
 		}
 	}
-	waitFor(func() bool { obs.mu.Lock(); defer obs.mu.Unlock(); return len(obs.lateness) >= *delayedN }, 20*time.Second)
+	benchkit.WaitFor(func() bool { obs.mu.Lock(); defer obs.mu.Unlock(); return len(obs.lateness) >= *delayedN }, 20*time.Second)
 	obs.mu.Lock()
-	report("delay_lateness_p50_ms", ms(quantile(obs.lateness, 0.50)))
-	report("delay_lateness_p99_ms", ms(quantile(obs.lateness, 0.99)))
+	report("delay_lateness_p50_ms", benchkit.Ms(benchkit.Quantile(obs.lateness, 0.50)))
+	report("delay_lateness_p99_ms", benchkit.Ms(benchkit.Quantile(obs.lateness, 0.99)))
 	obs.mu.Unlock()
 }
 
@@ -285,56 +284,13 @@ func note(format string, args ...any) { fmt.Fprintf(os.Stderr, "# "+format+"\n",
 
 func report(metric string, v float64) { fmt.Printf("bananas %s=%.3f\n", metric, v) }
 
-func parallel(workers, total int, f func()) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(total) {
-				f()
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// paced calls f perSec times a second (each in its own goroutine) for d and returns the count.
-func paced(perSec int, d time.Duration, f func()) int {
-	interval := time.Second / time.Duration(perSec)
-	start := time.Now()
-	sent := 0
-	for time.Since(start) < d {
-		if w := time.Until(start.Add(time.Duration(sent) * interval)); w > 0 {
-			time.Sleep(w)
-		}
-		go f()
-		sent++
-	}
-	return sent
-}
-
-// waitFor polls cond until it holds or the limit passes.
-func waitFor(cond func() bool, limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for !cond() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
+// usedMemory is the Redis server's used_memory, 0 when INFO fails.
 func usedMemory(ctx context.Context, rdb redis.UniversalClient) int64 {
 	info, err := rdb.Info(ctx, "memory").Result()
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
+	return benchkit.UsedMemory(info)
 }
 
 // cleanup deletes the run's namespace (on every master of a cluster).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/examples/bench/tasks"
+	"github.com/bananas-go/bananas/internal/benchkit"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -37,7 +38,7 @@ func replicated(ctx context.Context, url, ns string) {
 	defer waiting.Close()
 	rate := func(c *runtime.Client) float64 {
 		start := time.Now()
-		parallel(*producers, *n, func() {
+		benchkit.Parallel(*producers, *n, func(int) {
 			if _, err := tasks.Noop.With(c).Enqueue(ctx, payload); err != nil {
 				log.Fatal(err)
 			}

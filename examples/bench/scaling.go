@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/examples/bench/tasks"
+	"github.com/bananas-go/bananas/internal/benchkit"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -85,7 +86,7 @@ func drainWith(ctx context.Context, url string, procs, conc, n int) float64 {
 		children = append(children, cmd)
 	}
 	in := runtime.NewInspector(c)
-	waitFor(func() bool {
+	benchkit.WaitFor(func() bool {
 		routes, err := in.Routes(ctx)
 		for _, r := range routes {
 			if r.Route == "default" {

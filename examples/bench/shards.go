@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bananas-go/bananas/examples/bench/tasks"
+	"github.com/bananas-go/bananas/internal/benchkit"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -61,7 +62,7 @@ func shardRun(ctx context.Context, c *runtime.Client, jobs int) {
 	obs := &observations{}
 	obs.hook(jobs)
 	start := time.Now()
-	parallel(*producers, jobs, func() {
+	benchkit.Parallel(*producers, jobs, func(int) {
 		if _, err := tasks.Noop.Enqueue(ctx, payload); err != nil {
 			log.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/examples/bench/tasks"
+	"github.com/bananas-go/bananas/internal/benchkit"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -39,7 +40,7 @@ func spike(ctx context.Context, c *runtime.Client, base int) {
 		report("spike_recovery_ms", -1)
 		return
 	}
-	report("spike_recovery_ms", ms(recovered))
+	report("spike_recovery_ms", benchkit.Ms(recovered))
 }
 
 // spikeSample is one ping job: when it was sent and its enqueue-to-start.
@@ -75,12 +76,12 @@ func (r *spikeRun) send(ctx context.Context, base int) {
 	}
 	note("spike: %d jobs/s for 3s, %d jobs/s for 1s, %d jobs/s for 3s", base, 10*base, base)
 	r.start = time.Now()
-	sent := paced(base, 3*time.Second, send)
+	sent := benchkit.Paced(base, 3*time.Second, send)
 	r.spikeStart = time.Now()
-	sent += paced(10*base, time.Second, send)
+	sent += benchkit.Paced(10*base, time.Second, send)
 	r.spikeEnd = time.Now()
-	sent += paced(base, 3*time.Second, send)
-	waitFor(func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.samples) >= sent }, 30*time.Second)
+	sent += benchkit.Paced(base, 3*time.Second, send)
+	benchkit.WaitFor(func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.samples) >= sent }, 30*time.Second)
 }
 
 // basePreP99 is the p99 of the jobs sent at the base rate before the spike,
@@ -92,7 +93,7 @@ func (r *spikeRun) basePreP99() time.Duration {
 			basePre = append(basePre, s.lat)
 		}
 	}
-	return quantile(basePre, 0.99)
+	return benchkit.Quantile(basePre, 0.99)
 }
 
 // printWindows prints the table of p50/p99 per window of send time and
@@ -109,13 +110,13 @@ func (r *spikeRun) printWindows(window time.Duration) (recovered time.Duration) 
 		keys = append(keys, k)
 	}
 	sort.Ints(keys)
-	fmt.Printf("# spike: enqueue-to-start latency per %s window (sent at), base p99 %.2f ms\n", window, ms(baseP99))
+	fmt.Printf("# spike: enqueue-to-start latency per %s window (sent at), base p99 %.2f ms\n", window, benchkit.Ms(baseP99))
 	fmt.Printf("%-12s %8s %10s %10s\n", "window_s", "jobs", "p50_ms", "p99_ms")
 	recovered = time.Duration(-1)
 	for _, k := range keys {
 		from := time.Duration(k) * window
 		l := buckets[k]
-		p99 := quantile(l, 0.99)
+		p99 := benchkit.Quantile(l, 0.99)
 		phase := ""
 		at := r.start.Add(from)
 		// A window belongs to the phase its middle falls in: paced's phases
@@ -125,7 +126,7 @@ func (r *spikeRun) printWindows(window time.Duration) (recovered time.Duration) 
 		if !mid.Before(r.spikeStart) && mid.Before(r.spikeEnd) {
 			phase = " spike"
 		}
-		fmt.Printf("%-12.2f %8d %10.2f %10.2f%s\n", from.Seconds(), len(l), ms(quantile(l, 0.5)), ms(p99), phase)
+		fmt.Printf("%-12.2f %8d %10.2f %10.2f%s\n", from.Seconds(), len(l), benchkit.Ms(benchkit.Quantile(l, 0.5)), benchkit.Ms(p99), phase)
 		if recovered < 0 && !mid.Before(r.spikeEnd) && p99 <= 2*baseP99 {
 			recovered = at.Add(window).Sub(r.spikeEnd) // by the end of this window at the latest
 		}

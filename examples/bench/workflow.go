@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/examples/bench/tasks"
+	"github.com/bananas-go/bananas/internal/benchkit"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -105,20 +106,20 @@ func chainLatency(ctx context.Context) (stepP50, stepP99, plainP50, plainP99 flo
 			log.Fatal(err)
 		}
 	}
-	parallel(*wfChainConc, 2**wfChainConc, func() { runChain(); ping() }) // warm up: scripts loaded, connections open
+	benchkit.Parallel(*wfChainConc, 2**wfChainConc, func(int) { runChain(); ping() }) // warm up: scripts loaded, connections open
 	on.Store(true)
-	parallel(*wfChainConc, *wfChains*(chainLen-1), func() {
+	benchkit.Parallel(*wfChainConc, *wfChains*(chainLen-1), func(int) {
 		d := ping()
 		mu.Lock()
 		plain = append(plain, d)
 		mu.Unlock()
 	})
-	parallel(*wfChainConc, *wfChains, runChain)
+	benchkit.Parallel(*wfChainConc, *wfChains, func(int) { runChain() })
 	on.Store(false)
 	mu.Lock()
 	defer mu.Unlock()
-	stepP50, stepP99 = ms(quantile(steps, 0.50)), ms(quantile(steps, 0.99))
-	plainP50, plainP99 = ms(quantile(plain, 0.50)), ms(quantile(plain, 0.99))
+	stepP50, stepP99 = benchkit.Ms(benchkit.Quantile(steps, 0.50)), benchkit.Ms(benchkit.Quantile(steps, 0.99))
+	plainP50, plainP99 = benchkit.Ms(benchkit.Quantile(plain, 0.50)), benchkit.Ms(benchkit.Quantile(plain, 0.99))
 	note("  added per step (%d hand-overs): p50 %.2f ms, p99 %.2f ms; plain enqueue->start (%d jobs): p50 %.2f ms, p99 %.2f ms",
 		len(steps), stepP50, stepP99, len(plain), plainP50, plainP99)
 	return
@@ -148,7 +149,7 @@ func gatherAgainstPlain(ctx context.Context, plainFirst bool) (wf, plain float64
 			log.Fatal(err)
 		}
 		<-all
-		plain = ms(time.Since(t0))
+		plain = benchkit.Ms(time.Since(t0))
 	}
 	runWF := func() {
 		ran.Store(0)
@@ -167,7 +168,7 @@ func gatherAgainstPlain(ctx context.Context, plainFirst bool) (wf, plain float64
 		if err != nil || n != len(args) {
 			log.Fatalf("gather workflow %s: join saw %d leaves, err %v", id, n, err)
 		}
-		wf = ms(time.Since(t0))
+		wf = benchkit.Ms(time.Since(t0))
 	}
 	if plainFirst {
 		runPlain()
@@ -194,7 +195,7 @@ func storedBytes(ctx context.Context, url, ns string) (perStep, perWorkflow, per
 		log.Fatal(err)
 	}
 	mem0 := usedMemory(ctx, c.Redis())
-	parallel(*producers, *wfStored, func() {
+	benchkit.Parallel(*producers, *wfStored, func(int) {
 		if _, err := chain(c).Enqueue(ctx); err != nil {
 			log.Fatal(err)
 		}

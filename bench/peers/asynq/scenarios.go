@@ -10,6 +10,8 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/internal/benchkit"
 )
 
 // observations is what the handlers record for the scenarios measured on the
@@ -65,7 +67,7 @@ func enqueueScenario(ctx context.Context, rc *redis.Client, client *asynq.Client
 	note("enqueue: %d single enqueues from %d goroutines", *n, *producers)
 	mem0 := usedMemory(ctx, rc)
 	start := time.Now()
-	parallel(*producers, *n, func() {
+	benchkit.Parallel(*producers, *n, func(int) {
 		if _, err := client.Enqueue(asynq.NewTask("noop", payload)); err != nil {
 			log.Fatal(err)
 		}
@@ -90,12 +92,12 @@ func drainScenario(srv *asynq.Server, obs *observations) {
 func latencyScenario(client *asynq.Client, obs *observations) {
 	note("latency: %d jobs/s for %ds", *rate, *secs)
 	var failed atomic.Int64
-	sent := paced(*rate, time.Duration(*secs)*time.Second, func() {
+	sent := benchkit.Paced(*rate, time.Duration(*secs)*time.Second, func() {
 		if _, err := client.Enqueue(asynq.NewTask("ping", unixNano(time.Now()))); err != nil {
 			failed.Add(1)
 		}
 	})
-	if !waitFor(func() bool { return obs.count(&obs.lat)+int(failed.Load()) >= sent }, 60*time.Second) {
+	if !benchkit.WaitFor(func() bool { return obs.count(&obs.lat)+int(failed.Load()) >= sent }, 60*time.Second) {
 		note("latency: only %d of %d jobs started within 60s", obs.count(&obs.lat), sent)
 	}
 	if f := failed.Load(); f > 0 {
@@ -103,8 +105,8 @@ func latencyScenario(client *asynq.Client, obs *observations) {
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	report("latency_p50_ms", ms(quantile(obs.lat, 0.50)))
-	report("latency_p99_ms", ms(quantile(obs.lat, 0.99)))
+	report("latency_p50_ms", benchkit.Ms(benchkit.Quantile(obs.lat, 0.50)))
+	report("latency_p99_ms", benchkit.Ms(benchkit.Quantile(obs.lat, 0.99)))
 }
 
 // delayedScenario enqueues jobs due in 1s and measures start time - due time.
@@ -116,13 +118,13 @@ func delayedScenario(client *asynq.Client, obs *observations) {
 			log.Fatal(err)
 		}
 	}
-	if !waitFor(func() bool { return obs.count(&obs.lateness) >= *delayedN }, 30*time.Second) {
+	if !benchkit.WaitFor(func() bool { return obs.count(&obs.lateness) >= *delayedN }, 30*time.Second) {
 		note("delayed: only %d of %d jobs started within 30s", obs.count(&obs.lateness), *delayedN)
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	report("delay_lateness_p50_ms", ms(quantile(obs.lateness, 0.50)))
-	report("delay_lateness_p99_ms", ms(quantile(obs.lateness, 0.99)))
+	report("delay_lateness_p50_ms", benchkit.Ms(benchkit.Quantile(obs.lateness, 0.50)))
+	report("delay_lateness_p99_ms", benchkit.Ms(benchkit.Quantile(obs.lateness, 0.99)))
 }
 
 func unixNano(t time.Time) []byte { return strconv.AppendInt(nil, t.UnixNano(), 10) }

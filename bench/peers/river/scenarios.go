@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+
+	"github.com/bananas-go/bananas/internal/benchkit"
 )
 
 // NoopArgs encodes to the project's bench payload as JSON, about 90 bytes.
@@ -88,7 +90,7 @@ func enqueueScenario(ctx context.Context, client *river.Client[pgx.Tx], st *stor
 	note("enqueue: %d single inserts from %d goroutines", *n, *producers)
 	size0 := st.bytes()
 	start := time.Now()
-	parallel(*producers, *n, func(int) {
+	benchkit.Parallel(*producers, *n, func(int) {
 		if _, err := client.Insert(ctx, noop, nil); err != nil {
 			log.Fatal(err)
 		}
@@ -117,7 +119,7 @@ func batchScenario(ctx context.Context, client *river.Client[pgx.Tx], obs *obser
 	obs.reset(*n)
 	calls := (*n + *batch - 1) / *batch
 	start := time.Now()
-	parallel(*producers, calls, func(i int) {
+	benchkit.Parallel(*producers, calls, func(i int) {
 		params := make([]river.InsertManyParams, min(*batch, *n-i**batch))
 		for j := range params {
 			params[j] = river.InsertManyParams{Args: noop}
@@ -138,12 +140,12 @@ func batchScenario(ctx context.Context, client *river.Client[pgx.Tx], obs *obser
 func latencyScenario(ctx context.Context, client *river.Client[pgx.Tx], obs *observations) {
 	note("latency: %d jobs/s for %ds", *rate, *secs)
 	var failed atomic.Int64
-	sent := paced(*rate, time.Duration(*secs)*time.Second, func() {
+	sent := benchkit.Paced(*rate, time.Duration(*secs)*time.Second, func() {
 		if _, err := client.Insert(ctx, StampArgs{At: time.Now().UnixNano()}, nil); err != nil {
 			failed.Add(1)
 		}
 	})
-	if !waitFor(func() bool { return obs.count(&obs.lat)+int(failed.Load()) >= sent }, 60*time.Second) {
+	if !benchkit.WaitFor(func() bool { return obs.count(&obs.lat)+int(failed.Load()) >= sent }, 60*time.Second) {
 		note("latency: only %d of %d jobs started within 60s", obs.count(&obs.lat), sent)
 	}
 	if f := failed.Load(); f > 0 {
@@ -151,8 +153,8 @@ func latencyScenario(ctx context.Context, client *river.Client[pgx.Tx], obs *obs
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	report("latency_p50_ms", ms(quantile(obs.lat, 0.50)))
-	report("latency_p99_ms", ms(quantile(obs.lat, 0.99)))
+	report("latency_p50_ms", benchkit.Ms(benchkit.Quantile(obs.lat, 0.50)))
+	report("latency_p99_ms", benchkit.Ms(benchkit.Quantile(obs.lat, 0.99)))
 }
 
 // delayedScenario inserts jobs due in 1s and measures start time - due time.
@@ -164,11 +166,11 @@ func delayedScenario(ctx context.Context, client *river.Client[pgx.Tx], obs *obs
 			log.Fatal(err)
 		}
 	}
-	if !waitFor(func() bool { return obs.count(&obs.lateness) >= *delayedN }, 30*time.Second) {
+	if !benchkit.WaitFor(func() bool { return obs.count(&obs.lateness) >= *delayedN }, 30*time.Second) {
 		note("delayed: only %d of %d jobs started within 30s", obs.count(&obs.lateness), *delayedN)
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	report("delay_lateness_p50_ms", ms(quantile(obs.lateness, 0.50)))
-	report("delay_lateness_p99_ms", ms(quantile(obs.lateness, 0.99)))
+	report("delay_lateness_p50_ms", benchkit.Ms(benchkit.Quantile(obs.lateness, 0.50)))
+	report("delay_lateness_p99_ms", benchkit.Ms(benchkit.Quantile(obs.lateness, 0.99)))
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/bananas-go/bananas/internal/benchkit"
 )
 
 // store is River's schema on the server: made fresh, measured, emptied.
@@ -46,7 +48,7 @@ func (s *store) bytes() int64 {
 // settleAndTruncate waits until River's batched completer has marked every job
 // completed, so that truncating cannot race with it, then empties river_job.
 func (s *store) settleAndTruncate() {
-	ok := waitFor(func() bool {
+	ok := benchkit.WaitFor(func() bool {
 		var left int64
 		if err := s.pool.QueryRow(s.ctx, "SELECT count(*) FROM "+s.table+" WHERE state <> 'completed'").Scan(&left); err != nil {
 			log.Fatal(err)
