@@ -63,19 +63,6 @@ func (r *runs) handler(ctx context.Context, failures int) (seen, error) {
 	return seen{sc.TraceID().String(), sc.SpanID().String(), baggage.FromContext(ctx).Member("tenant").Value()}, nil
 }
 
-func eachBackend(t *testing.T, f func(t *testing.T, url string)) {
-	t.Parallel()
-	for _, name := range []string{"embedded", "redis"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			url := "mem://"
-			if name == "redis" {
-				url = redistest.Shared(t).URL()
-			}
-			f(t, url)
-		})
-	}
-}
 
 func connect(t *testing.T, url string, ns string) *runtime.Client {
 	t.Helper()
@@ -126,7 +113,7 @@ func startWorkerOf(t *testing.T, c *runtime.Client, tp trace.TracerProvider, rou
 // the attempt. The handler's context holds its run's span and the
 // request's baggage.
 func TestTrace_OneTraceFromTheRequestThroughEveryRetry(t *testing.T) {
-	eachBackend(t, func(t *testing.T, url string) {
+	redistest.EachURL(t, func(t *testing.T, url string) {
 		rec, tp, c := tracedClient(t, url)
 		startWorker(t, c, tp)
 
@@ -191,7 +178,7 @@ func TestTrace_OneTraceFromTheRequestThroughEveryRetry(t *testing.T) {
 // A batch is one PRODUCER span with messaging.batch.message_count, and each
 // of its jobs' runs is its child.
 func TestTrace_ABatchIsOneSendSpan(t *testing.T) {
-	eachBackend(t, func(t *testing.T, url string) {
+	redistest.EachURL(t, func(t *testing.T, url string) {
 		rec, tp, c := tracedClient(t, url)
 		startWorker(t, c, tp)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -224,7 +211,7 @@ func TestTrace_ABatchIsOneSendSpan(t *testing.T) {
 // has no one destination, so it is named "send", and each job's run, on
 // either route, is its child.
 func TestTrace_ASubmittedBatchOverTwoRoutesIsOneSendSpan(t *testing.T) {
-	eachBackend(t, func(t *testing.T, url string) {
+	redistest.EachURL(t, func(t *testing.T, url string) {
 		rec, tp, c := tracedClient(t, url)
 		_, w := startWorkerOf(t, c, tp, "orders", "refunds")
 
@@ -313,7 +300,7 @@ func TestTrace_InstallTracesTheWorkerMainBuilds(t *testing.T) {
 // run sees the caller's baggage. A baggage over a header's bound is
 // dropped, and the submission still succeeds.
 func TestTrace_AnHTTPSubmissionContinuesTheCallersTrace(t *testing.T) {
-	eachBackend(t, func(t *testing.T, url string) {
+	redistest.EachURL(t, func(t *testing.T, url string) {
 		rec, tp, c := tracedClient(t, url)
 		var hookSaw sync.Map // what a hook of the program's own finds in RequestHeader
 		c.AddEnqueueHook(func(ctx context.Context, e *runtime.Enqueueing, next func(context.Context) error) error {
@@ -447,7 +434,7 @@ var (
 // steps counted and its id, and every step's run is its child: the whole
 // workflow is one trace under the request that submitted it.
 func TestTrace_AWorkflowIsOneTraceUnderItsSubmission(t *testing.T) {
-	eachBackend(t, func(t *testing.T, url string) {
+	redistest.EachURL(t, func(t *testing.T, url string) {
 		rec, tp, c := tracedClient(t, url)
 		w := runtime.NewWorker(c, runtime.WorkerOptions{Concurrency: 4, Routes: []string{"orders"}, Lease: time.Second,
 			Middleware: []runtime.Middleware{otelbananas.Middleware(otelbananas.WithTracerProvider(tp))}})

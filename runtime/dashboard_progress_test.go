@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -38,10 +37,7 @@ func TestDashboard_RunningJobsPageFollowsItsProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the job's first progress", func() bool {
-		p := progressOf(t, c, id)
-		return p != nil && p.Percent == 25
-	})
+	waitProgress(t, c, id, 25, "")
 	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
 
 	run(t, ctx, "open the running job's page", chromedp.Navigate(url+"/jobs/"+id), chromedp.WaitVisible(chromedp.CSS("#progress-text")))

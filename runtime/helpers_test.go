@@ -29,17 +29,7 @@ func TestMain(m *testing.M) {
 // private one per test) and a real redis-server (shared, a namespace per test).
 func eachBackend(t *testing.T, f func(t *testing.T, c *runtime.Client)) {
 	t.Helper()
-	t.Parallel()
-	for _, name := range []string{"embedded", "redis"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			url := "mem://"
-			if name == "redis" {
-				url = redistest.Shared(t).URL()
-			}
-			f(t, connect(t, url))
-		})
-	}
+	redistest.EachURL(t, func(t *testing.T, url string) { f(t, connect(t, url)) })
 }
 
 func connect(t *testing.T, url string, opts ...runtime.ConnectOption) *runtime.Client {

@@ -24,6 +24,16 @@ func progressOf(t *testing.T, c *runtime.Client, id string) *runtime.JobProgress
 	return jobInfo(t, c, id).Progress
 }
 
+// waitProgress waits until Client.Job shows job id at percent, with note
+// unless note is "".
+func waitProgress(t *testing.T, c *runtime.Client, id string, percent int, note string) {
+	t.Helper()
+	waitFor(t, 20*time.Second, fmt.Sprintf("job %s to show progress %d%% %q", id, percent, note), func() bool {
+		p := progressOf(t, c, id)
+		return p != nil && p.Percent == percent && (note == "" || p.Note == note)
+	})
+}
+
 // A handler's progress is seen, while it runs, by Client.Job and by GET
 // /api/v1/jobs/{id} (as the OpenAPI document describes it), each new value
 // replacing the last; once the job ended, neither shows any.
@@ -109,10 +119,7 @@ func TestProgress_RetryShowsNoneOfTheFailedAttempt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the first attempt's progress", func() bool {
-			p := progressOf(t, c, id)
-			return p != nil && p.Percent == 60
-		})
+		waitProgress(t, c, id, 60, "")
 		close(fail)
 		recv(t, second, 10*time.Second, "the second attempt to start")
 		info := jobInfo(t, c, id)
@@ -128,10 +135,7 @@ func TestProgress_RetryShowsNoneOfTheFailedAttempt(t *testing.T) {
 			t.Fatalf("stored progress during the retry = %q, %v; want the first attempt's", stored, err)
 		}
 		close(report)
-		waitFor(t, 5*time.Second, "the second attempt's progress", func() bool {
-			p := progressOf(t, c, id)
-			return p != nil && p.Percent == 10 && p.Note == "second attempt"
-		})
+		waitProgress(t, c, id, 10, "second attempt")
 		if _, err := w.Inspector().Cancel(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -369,10 +373,7 @@ func TestProgress_CallsNeverWaitOnRedisAndTheLastValueGoesOutAfter(t *testing.T)
 		return logs.containing("outage: progress") > 0
 	})
 	px.Resume()
-	waitFor(t, 20*time.Second, "the last value said to be shown", func() bool {
-		p := progressOf(t, direct, id)
-		return p != nil && p.Percent == 99 && p.Note == "call 999"
-	})
+	waitProgress(t, direct, id, 99, "call 999")
 	if _, err := w.Inspector().Cancel(ctx, id); err != nil {
 		t.Fatal(err)
 	}
@@ -403,10 +404,7 @@ func TestProgress_OnAClusterEachJobsProgressIsReadFromItsSlot(t *testing.T) {
 		}
 	}
 	for i, id := range ids {
-		waitFor(t, 10*time.Second, "the progress of the job on "+routes[i], func() bool {
-			p := progressOf(t, c, id)
-			return p != nil && p.Percent == 10*(i+1) && p.Note == "on "+routes[i]
-		})
+		waitProgress(t, c, id, 10*(i+1), "on "+routes[i])
 		if _, err := w.Inspector().Cancel(ctx, id); err != nil {
 			t.Fatal(err)
 		}

@@ -29,3 +29,22 @@ func EachBackend(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
 		})
 	}
 }
+
+// EachURL runs f as parallel subtests against the two servers as a program
+// names them in runtime.Connect: "embedded", mem:// (a private server per
+// client), and "redis", the shared real redis-server's URL. A test of its
+// own namespace (Namespace) shares the real one safely.
+func EachURL(t *testing.T, f func(t *testing.T, url string)) {
+	t.Helper()
+	t.Parallel()
+	for _, name := range []string{"embedded", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url := "mem://"
+			if name == "redis" {
+				url = Shared(t).URL()
+			}
+			f(t, url)
+		})
+	}
+}
