@@ -81,9 +81,6 @@ func submissionOptions(s admin.Submission) ([]Option, error) {
 // stored and "" for the others, and Jobs lists every job not known to be
 // stored.
 func (in *Inspector) SubmitBatch(ctx context.Context, subs []admin.Submission, refused []admin.BatchRefusal) ([]string, error) {
-	if in.c.hookRun.Load() == nil {
-		return in.submitBatch(ctx, subs, refused, nil)
-	}
 	e := &Enqueueing{Count: len(subs)}
 	e.Task, e.Route = in.batchTaskRoute(subs)
 	var ids []string

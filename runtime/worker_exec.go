@@ -19,12 +19,13 @@ import (
 // result over the payload limit cannot), or a snooze (RetryAfter).
 func (w *Worker) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 	h := w.handlers[d.Name] // the engine runs only the tasks it was given (Config.Tasks)
-	o := runHandler(ctx, h, d.Envelope.Args, w.middleware, jobOf(d))
-	var trail string // LeaveTrail's: only a workflow step's run has a place for one
-	if d.Envelope.Workflow != "" {
-		if v, _ := ctx.Value(jobKey{}).(jobValue); v.trail != nil {
-			trail = *v.trail
-		}
+	// ctx holds the run's jobValue (handlerValue, the engine's Config.JobValue):
+	// its Job is the one middleware is given, and its trail what LeaveTrail set.
+	v, _ := ctx.Value(jobKey{}).(jobValue)
+	o := runHandler(ctx, h, d.Envelope.Args, w.middleware, v.job)
+	var trail string // only a workflow step's run has a place for one
+	if v.trail != nil {
+		trail = *v.trail
 	}
 	if o.err != nil {
 		var de *decodeError

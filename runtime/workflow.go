@@ -147,9 +147,6 @@ func (s Step[R]) Enqueue(ctx context.Context) (string, error) {
 // predecessors, the final step last, and returns its id and its steps as
 // stored (labels and job ids).
 func (c *Client) submitWorkflow(ctx context.Context, nodes []*stepNode) (id string, steps []queue.WorkflowStep, err error) {
-	if c.hookRun.Load() == nil {
-		return c.submitSteps(ctx, nodes, nil)
-	}
 	e := &Enqueueing{Task: nodes[len(nodes)-1].task, Count: len(nodes), Workflow: true}
 	err = c.hooked(ctx, e, jobConfig{}, func(ctx context.Context, cfg jobConfig) (err error) {
 		id, steps, err = c.submitSteps(ctx, nodes, cfg.headers)
