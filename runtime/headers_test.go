@@ -178,3 +178,46 @@ func TestLeaveTrail_ReachesTheStepsAfterAndRefusesBadTrails(t *testing.T) {
 		}
 	})
 }
+
+// A hook that breaks its contract cannot lose jobs behind a nil error or
+// store them twice: returning nil without calling next fails the enqueue,
+// and a second call of next stores nothing and says so.
+func TestEnqueueHook_SkippingOrRepeatingNextIsAnError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hook runtime.EnqueueHook
+		want string
+	}{
+		{"skips next", func(ctx context.Context, e *runtime.Enqueueing, next func(context.Context) error) error { return nil },
+			"returned nil without calling next: nothing was enqueued"},
+		{"calls next twice", func(ctx context.Context, e *runtime.Enqueueing, next func(context.Context) error) error {
+			if err := next(ctx); err != nil {
+				return err
+			}
+			return next(ctx)
+		}, "called next a second time: that call enqueued nothing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := connect(t, "mem://")
+			c.AddEnqueueHook(tc.hook)
+			ctx := ctxT(t)
+			if _, err := hdrEcho.With(c).Enqueue(ctx, "x"); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Enqueue = %v; want an error saying the hook %s", err, tc.name)
+			}
+			if _, err := hdrEcho.With(c).EnqueueMany(ctx, []string{"a", "b"}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("EnqueueMany = %v; want an error saying the hook %s", err, tc.name)
+			}
+			jobs, err := runtime.NewInspector(c).Jobs(ctx, runtime.JobQuery{Route: "default", State: runtime.StatusPending, Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if tc.name == "calls next twice" {
+				want = 3 // each call stored its jobs once
+			}
+			if len(jobs.Jobs) != want {
+				t.Fatalf("%d jobs pending, want %d", len(jobs.Jobs), want)
+			}
+		})
+	}
+}

@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bananas-go/bananas/queue"
 )
@@ -11,14 +13,15 @@ import (
 // EnqueueHook wraps every typed enqueue of a client (AddEnqueueHook):
 // Enqueue, EnqueueMany, Call's enqueue and a workflow's Enqueue, and the
 // submissions of its Inspector (the HTTP API's and the CLI's), a batch as
-// one call. It is the
-// producer side's seam, as Middleware is the worker's: a tracer starts a
-// span around next and writes its context into the jobs' headers
-// (Enqueueing.SetHeader), a logger notes what went where. next stores the
-// jobs, with ctx itself or a context derived from it; after it returns,
-// Enqueueing.IDs holds their ids. The hook returns next's error, or its
-// own to refuse the enqueue (next must then not have been called). next
-// must be called at most once, before the hook returns.
+// one call. It is the producer side's seam, as Middleware is the worker's:
+// a tracer starts a span around next and writes its context into the
+// jobs' headers (Enqueueing.SetHeader), a logger notes what went where.
+// next stores the jobs, with ctx itself or a context derived from it;
+// after it returns, Enqueueing.IDs holds their ids. The hook returns
+// next's error, or its own to refuse the enqueue without calling next.
+// next is called once, before the hook returns: a hook that returns nil
+// without calling it makes the enqueue fail (nothing was stored), and a
+// second call stores nothing and returns an error.
 type EnqueueHook func(ctx context.Context, e *Enqueueing, next func(context.Context) error) error
 
 // Enqueueing is one enqueue call as an EnqueueHook sees it.
@@ -104,11 +107,26 @@ func (c *Client) hooked(ctx context.Context, e *Enqueueing, cfg jobConfig, do fu
 	if run == nil {
 		return do(ctx, cfg)
 	}
-	return (*run)(ctx, e, func(ctx context.Context) error {
+	// A hook that skips next, or calls it twice, would lose the jobs behind a
+	// nil error or store them twice: both are errors instead.
+	var called atomic.Bool
+	err := (*run)(ctx, e, func(ctx context.Context) error {
+		if called.Swap(true) {
+			return errNextTwice
+		}
 		cfg.headers = withHeaders(cfg.headers, e.headers)
 		return do(ctx, cfg)
 	})
+	if err == nil && !called.Load() {
+		return errNextSkipped
+	}
+	return err
 }
+
+var (
+	errNextTwice   = errors.New("bananas: an EnqueueHook called next a second time: that call enqueued nothing (call next once)")
+	errNextSkipped = errors.New("bananas: an EnqueueHook returned nil without calling next: nothing was enqueued (call next, or return an error to refuse the enqueue)")
+)
 
 // Header sets a header the job carries beside its args: its handler reads
 // it in Job.Headers (CurrentJob), middleware in the Job it is given. A job
