@@ -147,10 +147,8 @@ end
 
 -- wf_trails is the trails step m's predecessors' runs left, comma-joined,
 -- at most 8 (queue.MaxAfterTrails) read from the first 64 predecessors: a
--- gather's predecessors stand for it. A workflow whose runs left no trail
--- (no tracing) pays one HGET for it.
+-- gather's predecessors stand for it.
 local function wf_trails(rec, m)
-  if wf_get(rec, 'ht') ~= '1' then return '' end
   local out, looked = {}, 0
   local function add(p, depth)
     if #out >= 8 or looked >= 64 then return end
@@ -171,12 +169,15 @@ end
 -- wf_ready_reply is the reply entries of the steps in out: index, job id,
 -- template, args and predecessors' trails of each.
 local function wf_ready_reply(rec, out, reply)
+  -- A workflow whose runs left no trail (no tracing) pays one HGET a call
+  -- for them, however many steps the call makes.
+  local traced = #out > 0 and wf_get(rec, 'ht') == '1'
   for _, m in ipairs(out) do
     reply[#reply + 1] = tostring(m)
     reply[#reply + 1] = wf_get(rec, 'j:' .. m) or ''
     reply[#reply + 1] = wf_get(rec, 't:' .. m) or ''
     reply[#reply + 1] = wf_args(rec, m)
-    reply[#reply + 1] = wf_trails(rec, m)
+    reply[#reply + 1] = traced and wf_trails(rec, m) or ''
   end
   return reply
 end
