@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -230,13 +229,8 @@ func cmdJob(e *Env, args []string) error {
 // progressText is a running job's progress for a person: "40% resizing (2s ago)".
 func progressText(p *admin.Progress, now time.Time) string {
 	s := fmt.Sprintf("%d%%", p.Percent)
-	if p.Note != "" { // a note may hold any character: one line of the table
-		s += " " + strings.Map(func(r rune) rune {
-			if unicode.IsControl(r) {
-				return ' '
-			}
-			return r
-		}, p.Note)
+	if p.Note != "" {
+		s += " " + p.Note
 	}
 	return s + " (" + max(now.Sub(p.At), 0).Round(time.Second).String() + " ago)"
 }

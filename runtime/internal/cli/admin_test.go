@@ -334,6 +334,19 @@ func TestExitStatus_FollowsTheClassOfTheError(t *testing.T) {
 	}
 }
 
+// Text a job carries (a description, an error) with a tab, a newline or an
+// escape stays in its cell and its row: each control character is a space.
+func TestJob_ControlCharactersInAJobsTextStayInTheirCell(t *testing.T) {
+	j := &admin.Job{ID: jobID, Name: "count_words", Route: "default", Priority: "low", Status: "pending",
+		Description: "nightly\tbatch\nstatus  forged\x1b[2J"}
+	f := &fakeAdmin{jobs: map[string]*admin.Job{jobID: j}}
+	out := wantRun(t, &fakeApp{admin: f}, 0, "", "job", jobID)
+	if !strings.Contains(out, "description        nightly batch status  forged [2J\n") || strings.Contains(out, "\x1b") ||
+		strings.Count(out, "\nstatus ") != 1 {
+		t.Fatalf("job table of a job whose description holds control characters:\n%s", out)
+	}
+}
+
 // A running job that reported progress shows a progress row under its
 // status: percent, note and how long ago; one without shows none.
 func TestJob_ShowsTheProgressOfARunningJob(t *testing.T) {

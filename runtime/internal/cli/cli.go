@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -241,9 +242,28 @@ func table(w io.Writer, header []string, rows [][]string) error {
 		fmt.Fprintln(tw, strings.Join(header, "\t"))
 	}
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = oneCell(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// oneCell is s with its control characters (a tab, a newline, an escape)
+// as spaces: a cell's text comes from jobs (a description, an error, a
+// progress note) and must stay in its cell and its row.
+func oneCell(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // stamp is a time as the tables show it: RFC 3339 in UTC, "-" for none.
