@@ -2,7 +2,6 @@ package queue
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,7 +79,13 @@ func EncodeEnvelope(e Envelope) ([]byte, error) {
 		}
 		b = mpack.String(b, "h")
 		b = mpack.MapHeader(b, len(e.Headers))
-		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+		var names [MaxHeaders]string // CheckHeaders held them to MaxHeaders: sorted without an allocation
+		keys := names[:0]
+		for k := range e.Headers {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
 			b = mpack.String(b, k)
 			b = mpack.String(b, e.Headers[k])
 		}
