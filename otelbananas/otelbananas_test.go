@@ -63,7 +63,6 @@ func (r *runs) handler(ctx context.Context, failures int) (seen, error) {
 	return seen{sc.TraceID().String(), sc.SpanID().String(), baggage.FromContext(ctx).Member("tenant").Value()}, nil
 }
 
-
 func connect(t *testing.T, url string, ns string) *runtime.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
