@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,6 +77,11 @@ const (
 	// matches little gives a short (even empty) page with a Next rather
 	// than a call that reads the whole route.
 	listScan = 1000
+	// listSteps bounds the window calls of one page: the pending listing's
+	// five parts (the ready lists, then three keyed sets; Newest the other
+	// way round), with room for a page whose jobs finished between a
+	// window and its read.
+	listSteps = 8
 	// listEnvelopeMax is the largest stored envelope read for a job's
 	// description: the description comes after the arguments.
 	listEnvelopeMax = 2048
@@ -83,10 +89,15 @@ const (
 
 // ListJobs returns one page of route's jobs in one state, filtered.
 //
-// Each call goes through at most 1000 entries of the route and reads at most
-// Limit jobs; a page can hold fewer jobs than Limit, none even, and still a
-// Next: ask again with it. Its cost does not grow with the route's depth save
-// where said below.
+// A page is filled: it holds Limit jobs, or every job left when fewer are
+// left (and then no Next), whichever of the route's lists and sets they
+// wait in — a pending listing goes through the ready lists and the keyed
+// sets (the jobs waiting in their flows, see flow.go) as one listing, and
+// a Next never leads to a page with nothing in it. Only a filter (Task,
+// Text) makes a page short: each call goes through at most 1000 entries of
+// the route, so a filter that matches little gives a short page, an empty
+// one even, with a Next: ask again with it. Its cost does not grow with the
+// route's depth save where said below.
 //
 // What a cursor guarantees while jobs are pushed, popped and removed between
 // the calls:
@@ -136,19 +147,52 @@ func (q *Queue) ListJobs(ctx context.Context, lq ListQuery) (ListPage, error) {
 	case lq.Limit < 0 || lq.Limit > listMax:
 		return ListPage{}, fmt.Errorf("%w: limit %d: use 1 to %d", ErrBadQuery, lq.Limit, listMax)
 	}
+	switch lq.State {
+	case ListPending, ListScheduled, ListDead, ListActive:
+	default:
+		return ListPage{}, fmt.Errorf("%w: state %q: use pending, scheduled, active or dead", ErrBadQuery, lq.State)
+	}
 	cur, err := parseCursor(lq)
 	if err != nil {
 		return ListPage{}, err
 	}
+	// Window after window until the page is full, the listing ends or the
+	// entries a call may go through are spent: a window ends where one part
+	// of the listing does (a priority's keyed set), and a job can finish
+	// between a window and its read, so one window alone can come back
+	// short with more to come.
+	page := ListPage{Jobs: []ListedJob{}}
+	budget := listScan
+	for step := 1; ; step++ {
+		sub := lq
+		sub.Limit = lq.Limit - len(page.Jobs)
+		got, went, err := q.listWindow(ctx, sub, cur, min(scanOf(sub), budget))
+		if err != nil {
+			return ListPage{}, err
+		}
+		page.Jobs = append(page.Jobs, got.Jobs...)
+		page.Next = got.Next
+		budget -= went
+		if page.Next == "" || len(page.Jobs) >= lq.Limit || budget <= 0 || step == listSteps {
+			return page, nil
+		}
+		if cur, err = parseCursor(ListQuery{State: lq.State, Priority: lq.Priority, Newest: lq.Newest, Cursor: page.Next}); err != nil {
+			return ListPage{}, err
+		}
+	}
+}
+
+// listWindow lists one window of at most scan entries from cur on, and
+// returns how many entries it went through.
+func (q *Queue) listWindow(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
 	switch lq.State {
 	case ListPending:
-		return q.listPending(ctx, lq, cur)
+		return q.listPending(ctx, lq, cur, scan)
 	case ListScheduled, ListDead:
-		return q.listSorted(ctx, lq, cur)
-	case ListActive:
-		return q.listActive(ctx, lq, cur)
+		return q.listSorted(ctx, lq, cur, scan)
+	default:
+		return q.listActive(ctx, lq, cur, scan)
 	}
-	return ListPage{}, fmt.Errorf("%w: state %q: use pending, scheduled, active or dead", ErrBadQuery, lq.State)
 }
 
 // scanOf is how many entries a call goes through: Limit when every entry
@@ -272,18 +316,25 @@ func cursorScore(s string) bool {
 // through the ready lists, then the keyed sets (Newest: the other way round).
 const keyedPhase = "k:"
 
-// listPending lists pending jobs: those of the ready lists, then those
-// waiting in their flows, each a phase of the listing with a cursor of its own.
-func (q *Queue) listPending(ctx context.Context, lq ListQuery, cur *listCursor) (ListPage, error) {
-	prios := []Priority{High, Normal, Low}
-	if lq.Priority != "" {
-		prios = []Priority{lq.Priority}
-	} else if lq.Newest {
-		prios = []Priority{Low, Normal, High}
+// pendingPrios is the priorities a pending listing goes through, in its
+// order.
+func pendingPrios(lq ListQuery) []Priority {
+	switch {
+	case lq.Priority != "":
+		return []Priority{lq.Priority}
+	case lq.Newest:
+		return []Priority{Low, Normal, High}
 	}
-	var page ListPage
-	var err error
-	var from Priority // the keyed phase: its priority
+	return []Priority{High, Normal, Low}
+}
+
+// listPending lists pending jobs: those of the ready lists, then those
+// waiting in their flows (Newest: the other way round), each a part of the
+// listing with a cursor of its own. A window ends with its part; its Next
+// is then the start of the next part that holds jobs, or "" when none does.
+func (q *Queue) listPending(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
+	prios := pendingPrios(lq)
+	var from Priority // the keyed part: its priority
 	if cur != nil {
 		if p, ok := strings.CutPrefix(cur.list, keyedPhase); ok {
 			from = Priority(p)
@@ -291,65 +342,101 @@ func (q *Queue) listPending(ctx context.Context, lq ListQuery, cur *listCursor) 
 	}
 	switch {
 	case from != "":
-		page, err = q.listKeyed(ctx, lq, from, cur)
 	case lq.Newest && cur == nil:
 		from = prios[0]
-		page, err = q.listKeyed(ctx, lq, from, nil)
 	default:
-		return q.listReadyThenKeyed(ctx, lq, cur, prios)
+		return q.listReadyThenKeyed(ctx, lq, cur, prios, scan)
 	}
+	page, went, err := q.listKeyed(ctx, lq, from, cur, scan)
 	if err != nil || page.Next != "" {
-		return page, err
+		return page, went, err
 	}
-	// The priority's keyed jobs are through: the next priority's, or, for
-	// Newest after the last, the ready lists from their start.
-	for i, p := range prios {
-		if p == from && i+1 < len(prios) {
-			page.Next = listCursor{state: ListPending, newest: lq.Newest, list: keyedPhase + string(prios[i+1])}.encode()
-			return page, nil
+	// The priority's keyed jobs are through: on to the next priority's that
+	// holds some, or, for Newest after the last, the ready lists.
+	rest := prios[slices.Index(prios, from)+1:]
+	cards, err := q.keyedWaiting(ctx, lq.Route, rest)
+	if err != nil {
+		return ListPage{}, 0, err
+	}
+	for i, n := range cards {
+		if n > 0 {
+			page.Next = listCursor{state: ListPending, newest: lq.Newest, list: keyedPhase + string(rest[i])}.encode()
+			return page, went, nil
 		}
 	}
 	if lq.Newest {
-		page.Next = listCursor{state: ListPending, newest: true, list: string(prios[0])}.encode()
+		n, err := q.readyWaiting(ctx, lq.Route, prios)
+		if err != nil {
+			return ListPage{}, 0, err
+		}
+		if n > 0 {
+			page.Next = listCursor{state: ListPending, newest: true, list: string(prios[0])}.encode()
+		}
 	}
-	return page, nil
+	return page, went, nil
 }
 
 // listReadyThenKeyed lists the ready lists and, once they are through (in
 // the head-first order), goes on to the keyed jobs.
-func (q *Queue) listReadyThenKeyed(ctx context.Context, lq ListQuery, cur *listCursor, prios []Priority) (ListPage, error) {
-	page, err := q.listReady(ctx, lq, cur)
+func (q *Queue) listReadyThenKeyed(ctx context.Context, lq ListQuery, cur *listCursor, prios []Priority, scan int) (ListPage, int, error) {
+	page, went, err := q.listReady(ctx, lq, cur, scan)
 	if err != nil || page.Next != "" || lq.Newest {
-		return page, err
+		return page, went, err
 	}
-	n, err := q.keyedWaiting(ctx, lq.Route, prios)
-	if err == nil && n > 0 {
-		page.Next = listCursor{state: ListPending, list: keyedPhase + string(prios[0])}.encode()
+	cards, err := q.keyedWaiting(ctx, lq.Route, prios)
+	if err != nil {
+		return ListPage{}, 0, err
 	}
-	return page, err
+	for i, n := range cards {
+		if n > 0 {
+			page.Next = listCursor{state: ListPending, list: keyedPhase + string(prios[i])}.encode()
+			break
+		}
+	}
+	return page, went, nil
 }
 
-// keyedWaiting counts the keyed jobs waiting at the given priorities.
-func (q *Queue) keyedWaiting(ctx context.Context, route string, prios []Priority) (int64, error) {
+// keyedWaiting counts the keyed jobs waiting at each of the priorities.
+func (q *Queue) keyedWaiting(ctx context.Context, route string, prios []Priority) ([]int64, error) {
 	k := q.Keys(route)
-	pipe := q.rdb.Pipeline()
-	cards := make([]*redis.IntCmd, len(prios))
-	for i, p := range prios {
-		cards[i] = pipe.ZCard(ctx, k.Keyed(p))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !isWrongType(err) {
-		return 0, fmt.Errorf("count keyed jobs of route %s: %w", route, err)
-	}
+	return q.cards(ctx, route, prios, func(pipe redis.Pipeliner, p Priority) *redis.IntCmd { return pipe.ZCard(ctx, k.Keyed(p)) })
+}
+
+// readyWaiting counts the jobs in the ready lists of the priorities.
+func (q *Queue) readyWaiting(ctx context.Context, route string, prios []Priority) (int64, error) {
+	k := q.Keys(route)
+	cards, err := q.cards(ctx, route, prios, func(pipe redis.Pipeliner, p Priority) *redis.IntCmd { return pipe.LLen(ctx, k.List(p)) })
 	var n int64
 	for _, c := range cards {
-		n += c.Val()
+		n += c
 	}
-	return n, nil
+	return n, err
+}
+
+// cards runs count for each priority in one pipeline; a key of the wrong
+// type (garbage) counts 0.
+func (q *Queue) cards(ctx context.Context, route string, prios []Priority, count func(redis.Pipeliner, Priority) *redis.IntCmd) ([]int64, error) {
+	if len(prios) == 0 {
+		return nil, nil
+	}
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(prios))
+	for i, p := range prios {
+		cmds[i] = count(pipe, p)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isWrongType(err) {
+		return nil, fmt.Errorf("count pending jobs of route %s: %w", route, err)
+	}
+	out := make([]int64, len(cmds))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
 }
 
 // listKeyed lists the keyed jobs waiting at priority p, flow by flow (the
 // order of their members), after the cursor's member.
-func (q *Queue) listKeyed(ctx context.Context, lq ListQuery, p Priority, cur *listCursor) (ListPage, error) {
+func (q *Queue) listKeyed(ctx context.Context, lq ListQuery, p Priority, cur *listCursor, scan int) (ListPage, int, error) {
 	k := q.Keys(lq.Route)
 	dir := 1
 	if lq.Newest {
@@ -359,9 +446,9 @@ func (q *Queue) listKeyed(ctx context.Context, lq ListQuery, p Priority, cur *li
 	if cur != nil && cur.x != "" {
 		score, member = "0", cur.x
 	}
-	res, err := q.s.list.Run(ctx, q.rdb, []string{k.Keyed(p)}, "zset", dir, scanOf(lq), score, member).Slice()
+	res, err := q.s.list.Run(ctx, q.rdb, []string{k.Keyed(p)}, "zset", dir, scan, score, member).Slice()
 	if err != nil {
-		return ListPage{}, fmt.Errorf("list keyed jobs of route %s: %w", lq.Route, err)
+		return ListPage{}, 0, fmt.Errorf("list keyed jobs of route %s: %w", lq.Route, err)
 	}
 	var cands []candidate
 	var members []string
@@ -372,9 +459,9 @@ func (q *Queue) listKeyed(ctx context.Context, lq ListQuery, p Priority, cur *li
 			members = append(members, m)
 		}
 	}
-	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scanOf(lq)))
+	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scan))
 	if err != nil {
-		return ListPage{}, err
+		return ListPage{}, 0, err
 	}
 	for i := range page.Jobs {
 		page.Jobs[i].State = ListPending
@@ -382,19 +469,14 @@ func (q *Queue) listKeyed(ctx context.Context, lq ListQuery, p Priority, cur *li
 	if went < len(cands) {
 		page.Next = listCursor{state: ListPending, newest: lq.Newest, list: keyedPhase + string(p), key: "0", x: members[went-1]}.encode()
 	}
-	return page, nil
+	return page, went, nil
 }
 
 // listReady lists pending jobs: the window call finds the cursor in its list
 // and reads on, list after list in listing order.
-func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor) (ListPage, error) {
+func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
 	k := q.Keys(lq.Route)
-	prios := []Priority{High, Normal, Low}
-	if lq.Priority != "" {
-		prios = []Priority{lq.Priority}
-	} else if lq.Newest {
-		prios = []Priority{Low, Normal, High}
-	}
+	prios := pendingPrios(lq)
 	dir := 1
 	if lq.Newest {
 		dir = -1
@@ -412,9 +494,9 @@ func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor) (L
 	for _, p := range prios {
 		keys = append(keys, k.List(p))
 	}
-	res, err := q.s.list.Run(ctx, q.rdb, keys, "list", dir, scanOf(lq), li, pos, x, a).Slice()
+	res, err := q.s.list.Run(ctx, q.rdb, keys, "list", dir, scan, li, pos, x, a).Slice()
 	if err != nil {
-		return ListPage{}, fmt.Errorf("list pending jobs of route %s: %w", lq.Route, err)
+		return ListPage{}, 0, fmt.Errorf("list pending jobs of route %s: %w", lq.Route, err)
 	}
 	// res[0] says whether entries follow; the window holds one more entry
 	// than is gone through, which answers that and is the cursor's A.
@@ -425,9 +507,9 @@ func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor) (L
 		id, _ := res[i+2].(string)
 		cands = append(cands, candidate{id: id, list: int(n), pos: p})
 	}
-	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scanOf(lq)))
+	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scan))
 	if err != nil {
-		return ListPage{}, err
+		return ListPage{}, 0, err
 	}
 	for i := range page.Jobs {
 		page.Jobs[i].State = ListPending
@@ -440,11 +522,11 @@ func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor) (L
 		}
 		page.Next = c.encode()
 	}
-	return page, nil
+	return page, went, nil
 }
 
 // listSorted lists scheduled or dead jobs, by score then id.
-func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor) (ListPage, error) {
+func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
 	k := q.Keys(lq.Route)
 	set := k.Scheduled()
 	if lq.State == ListDead {
@@ -458,9 +540,9 @@ func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor) (
 	if cur != nil {
 		score, id = cur.key, cur.x
 	}
-	res, err := q.s.list.Run(ctx, q.rdb, []string{set}, "zset", dir, scanOf(lq), score, id).Slice()
+	res, err := q.s.list.Run(ctx, q.rdb, []string{set}, "zset", dir, scan, score, id).Slice()
 	if err != nil {
-		return ListPage{}, fmt.Errorf("list %s jobs of route %s: %w", lq.State, lq.Route, err)
+		return ListPage{}, 0, fmt.Errorf("list %s jobs of route %s: %w", lq.State, lq.Route, err)
 	}
 	var cands []candidate // one more than is gone through: is there more?
 	for i := 1; i+1 < len(res); i += 2 {
@@ -469,9 +551,9 @@ func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor) (
 		at, _ := strconv.ParseFloat(s, 64)
 		cands = append(cands, candidate{id: id, score: s, at: at})
 	}
-	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scanOf(lq)))
+	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scan))
 	if err != nil {
-		return ListPage{}, err
+		return ListPage{}, 0, err
 	}
 	at := make(map[string]float64, len(cands))
 	for _, c := range cands[:went] {
@@ -491,16 +573,16 @@ func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor) (
 		last := cands[went-1]
 		page.Next = listCursor{state: lq.State, newest: lq.Newest, key: last.score, x: last.id}.encode()
 	}
-	return page, nil
+	return page, went, nil
 }
 
 // listActive lists leased jobs by (lease token, id). The leases are read
 // whole: there are as many as jobs running, however deep the route.
-func (q *Queue) listActive(ctx context.Context, lq ListQuery, cur *listCursor) (ListPage, error) {
+func (q *Queue) listActive(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
 	k := q.Keys(lq.Route)
 	leases, err := q.rdb.HGetAll(ctx, k.Leases()).Result()
 	if err != nil && !isWrongType(err) {
-		return ListPage{}, fmt.Errorf("list active jobs of route %s: %w", lq.Route, err)
+		return ListPage{}, 0, fmt.Errorf("list active jobs of route %s: %w", lq.Route, err)
 	}
 	all := make([]candidate, 0, len(leases))
 	for id, token := range leases {
@@ -527,10 +609,10 @@ func (q *Queue) listActive(ctx context.Context, lq ListQuery, cur *listCursor) (
 			return before(c, all[i])
 		})
 	}
-	cands := all[start:min(len(all), start+scanOf(lq))]
+	cands := all[start:min(len(all), start+scan)]
 	page, went, err := q.describe(ctx, lq, cands, len(cands))
 	if err != nil {
-		return ListPage{}, err
+		return ListPage{}, 0, err
 	}
 	for i := range page.Jobs {
 		page.Jobs[i].State = ListActive
@@ -539,7 +621,7 @@ func (q *Queue) listActive(ctx context.Context, lq ListQuery, cur *listCursor) (
 		last := cands[went-1]
 		page.Next = listCursor{state: ListActive, newest: lq.Newest, key: last.score, x: last.id}.encode()
 	}
-	return page, nil
+	return page, went, nil
 }
 
 // describe reads the first n candidates (describe mode of list.lua), keeps the

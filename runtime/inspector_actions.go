@@ -119,10 +119,50 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 			break
 		}
 		if len(page.Jobs) >= jq.Limit && i+1 < len(routes) && multi {
-			page.Next = routes[i+1] + "/"
+			// The page is full at a route's end: the next page starts at
+			// the next route that holds a job in the state, if any does,
+			// so that no cursor leads to an empty page.
+			r, err := in.nextHolding(ctx, routes[i+1:], state, jq.Priority)
+			if err != nil {
+				return JobPage{}, err
+			}
+			if r != "" {
+				page.Next = r + "/"
+			}
 		}
 	}
 	return page, nil
+}
+
+// nextHolding is the first of routes that holds a job in the queue's
+// listing state (at priority p, when set), or "" when none does: one
+// pipelined read of their depths.
+func (in *Inspector) nextHolding(ctx context.Context, routes []string, state string, p Priority) (string, error) {
+	depths, err := in.c.q.Depths(ctx, routes)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range depths {
+		n := d.High + d.Normal + d.Low // keyed jobs included
+		switch {
+		case state == queue.ListScheduled:
+			n = d.Scheduled
+		case state == queue.ListActive:
+			n = d.Active
+		case state == queue.ListDead:
+			n = d.Dead
+		case p == queue.High:
+			n = d.High
+		case p == queue.Normal:
+			n = d.Normal
+		case p == queue.Low:
+			n = d.Low
+		}
+		if n > 0 {
+			return d.Route, nil
+		}
+	}
+	return "", nil
 }
 
 // routeCursor finds where a listing of several routes (multi) resumes:

@@ -315,13 +315,15 @@ var cmdJobs = listCommand("[--route R] [--state S] [--task T] [--q TEXT] [--limi
 				}
 				rows[i] = []string{j.ID, j.Route, j.Name, string(j.Priority), string(j.Status), fmt.Sprint(j.Attempts), when, orDash(firstLine(j.Error))}
 			}
-			return listing{rows: rows, js: page, next: page.Next, caption: jobsCaption(q, len(rows))}, nil
+			return listing{rows: rows, js: page, next: page.Next, caption: jobsCaption(q, len(rows), page.Next != "")}, nil
 		}
 	})
 
 // jobsCaption says what a page of `jobs` lists, and how to list the rest:
-// an empty table alone does not say that it showed only pending jobs.
-func jobsCaption(q *admin.JobQuery, n int) string {
+// an empty table alone does not say that it showed only pending jobs. A
+// page is empty with more to come only when a filter (--task, --q) matched
+// none of the entries the page read: it says so, never "no jobs".
+func jobsCaption(q *admin.JobQuery, n int, more bool) string {
 	where := "every route"
 	if n == 0 {
 		where = "any route"
@@ -333,7 +335,10 @@ func jobsCaption(q *admin.JobQuery, n int) string {
 		where += ", task " + q.Task
 	}
 	what := fmt.Sprintf("%s jobs on %s", q.State, where)
-	if n == 0 {
+	switch {
+	case n == 0 && more:
+		return fmt.Sprintf("none of the %s jobs this page read on %s matched; more to read (next page below)", q.State, where)
+	case n == 0:
 		what = "no " + what
 	}
 	return what + " (--state pending, scheduled, processing or failed lists the others; a completed job is shown by job ID while its result is kept)"
@@ -436,7 +441,7 @@ func listCommand(usage string, header []string, setup func(fs *flag.FlagSet) lis
 		if l.caption != "" {
 			fmt.Fprintln(e.Stdout, l.caption)
 			if len(l.rows) == 0 {
-				return nil
+				return pageTable(e, l.next, nil, nil)
 			}
 		}
 		return pageTable(e, l.next, header, l.rows)
