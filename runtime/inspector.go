@@ -26,6 +26,7 @@ type Inspector struct {
 	reg *Worker // the registered tasks and cron entries; never run
 
 	served servedRoutes // for the warning of a submission to a route nobody takes
+	paused pausedRoutes // for the warning of a submission to a paused route
 
 	// The OpenAPI document, built once: the tasks do not change.
 	openapiOnce sync.Once

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -28,7 +29,73 @@ func (in *Inspector) Submit(ctx context.Context, s admin.Submission) (id, warnin
 	if err != nil {
 		return id, "", err
 	}
-	return id, in.unservedWarning(ctx, id), nil
+	return id, in.submitWarning(ctx, id), nil
+}
+
+// submitWarning is what the submitter of job id should know: that its
+// route is paused (the job waits until it is resumed), and that no live
+// worker takes its route; "" when neither holds, or when it cannot be read
+// (the job was enqueued all the same).
+func (in *Inspector) submitWarning(ctx context.Context, id string) string {
+	unserved := in.unservedWarning(ctx, id)
+	shard, ok := queue.RouteOf(id)
+	if !ok {
+		return unserved
+	}
+	paused, err := in.paused.read(ctx, shard, in.c.q.PausedRoutes)
+	if err != nil || !paused {
+		return unserved
+	}
+	msg := pausedWarning(queue.ShardBase(shard), id)
+	if unserved != "" {
+		msg += "; and " + unserved
+	}
+	return msg
+}
+
+// pausedWarning says that job id waits on paused route, and how to resume
+// it: the warning of a submission to a paused route, and the reason a wait
+// for its result ends with the job still pending.
+func pausedWarning(route, id string) string {
+	return fmt.Sprintf("route %s is paused: job %s waits, and no worker takes it, until the route is resumed; "+
+		"resume with `app resume %[1]s` (or POST /api/v1/routes/%[1]s/resume, or Resume on the dashboard)", route, id)
+}
+
+// pausedRoutes keeps for a second whether each route (a shard, for a
+// sharded route) was paused at the last read, so that a stream of
+// submissions reads it once a second, not once a submission: a pause takes
+// effect on the workers within about a second too.
+type pausedRoutes struct {
+	mu   sync.Mutex
+	seen map[string]pausedAt
+}
+
+type pausedAt struct {
+	at     time.Time
+	paused bool
+}
+
+// pausedRoutesMax bounds the routes remembered: past it the memory starts
+// afresh.
+const pausedRoutesMax = 4096
+
+// read tells whether route is paused, read by fresh when the last answer
+// is older than servedRoutesFor.
+func (p *pausedRoutes) read(ctx context.Context, route string, fresh func(context.Context, []string) (map[string]bool, error)) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.seen[route]; ok && time.Since(e.at) < servedRoutesFor {
+		return e.paused, nil
+	}
+	got, err := fresh(ctx, []string{route})
+	if err != nil {
+		return false, err
+	}
+	if p.seen == nil || len(p.seen) >= pausedRoutesMax {
+		p.seen = map[string]pausedAt{}
+	}
+	p.seen[route] = pausedAt{time.Now(), got[route]}
+	return got[route], nil
 }
 
 // submissionOptions are the enqueue options of a submission's route,

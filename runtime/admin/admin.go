@@ -16,7 +16,7 @@ type Admin interface {
 	// Submit checks s (its task, its args through the task's strict
 	// decoder, its route, priority and delay) and enqueues it. Warning,
 	// when not "", is what the submitter should know of the job it made
-	// (no live worker takes its route).
+	// (its route is paused, or no live worker takes it).
 	Submit(ctx context.Context, s Submission) (id, warning string, err error)
 	// SubmitBatch checks every job and enqueues them all, returning their
 	// ids in order, or none: refused lists the jobs refused already (their

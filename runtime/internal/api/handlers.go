@@ -17,8 +17,9 @@ type (
 	// submitted is the answer to a submission, or to a run of a cron entry.
 	submitted struct {
 		ID string `json:"id"`
-		// Warning is present when no live worker takes the job's route: the
-		// job waits until one does.
+		// Warning is present when the job's route is paused, or no live
+		// worker takes it: the job waits until the route is resumed, or
+		// until a worker takes it.
 		Warning string `json:"warning,omitempty"`
 	}
 	batchCreated struct {

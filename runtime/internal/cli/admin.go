@@ -176,7 +176,26 @@ func await(e *Env, c Conn, id string, timeout time.Duration) (json.RawMessage, e
 	case "canceled":
 		return nil, fmt.Errorf("job %s (%s) was canceled: %s", id, j.Name, j.Error)
 	}
+	if j.Status == "pending" && routePaused(e, c, j.Route) {
+		return nil, fmt.Errorf("job %s is still pending after --timeout %s: route %s is paused, and no worker takes its jobs until it is resumed; "+
+			"resume with `app resume %[3]s`", id, timeout, j.Route)
+	}
 	return nil, fmt.Errorf("job %s is still %s after --timeout %s", id, j.Status, timeout)
+}
+
+// routePaused says whether route is paused now; false when that cannot be
+// read (the wait's own answer stands then).
+func routePaused(e *Env, c Conn, route string) bool {
+	routes, err := c.Routes(e.Ctx)
+	if err != nil {
+		return false
+	}
+	for _, r := range routes {
+		if r.Route == route {
+			return r.Paused
+		}
+	}
+	return false
 }
 
 func cmdJob(e *Env, args []string) error {

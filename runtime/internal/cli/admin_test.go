@@ -141,6 +141,31 @@ func TestEnqueueWait_OfAJobThatDidNotCompleteExits1WithWhy(t *testing.T) {
 	wantRun(t, &fakeApp{admin: f}, 1, "enqueue: job "+jobID+": context canceled\n", "enqueue", "send_email", `{}`, "--wait")
 }
 
+// A wait that ends with the job still pending on a paused route says the
+// route is paused and how to resume it, not only "still pending".
+func TestEnqueueWait_OnAPausedRouteSaysItIsPaused(t *testing.T) {
+	f := &fakeAdmin{id: jobID, warning: "route default is paused: job " + jobID + " waits",
+		routes: []admin.Route{{Route: "bulk"}, {Route: "default", Paused: true}},
+		jobs:   map[string]*admin.Job{jobID: {ID: jobID, Name: "count_words", Route: "default", Status: "pending"}}}
+	want := "enqueue: job " + jobID + " is still pending after --timeout 1s: route default is paused, and no worker takes its jobs until it is resumed; " +
+		"resume with `app resume default`\n"
+	wantRun(t, &fakeApp{admin: f}, 1, "warning: "+f.warning+"\n"+want, "enqueue", "count_words", `{}`, "--wait", "--timeout", "1s")
+	// Resumed meanwhile: only still pending.
+	f.routes[1].Paused = false
+	wantRun(t, &fakeApp{admin: f}, 1, "warning: "+f.warning+"\nenqueue: job "+jobID+" is still pending after --timeout 1s\n", "enqueue", "count_words", `{}`, "--wait", "--timeout", "1s")
+}
+
+// A page of jobs that a filter emptied while more remain to read says so
+// and gives the cursor; it never says there are no jobs.
+func TestJobs_AnEmptyFilteredPageWithMoreSaysNoneMatchedYet(t *testing.T) {
+	f := &fakeAdmin{page: admin.JobPage{Jobs: []admin.Job{}, Next: "c2"}}
+	out := wantRun(t, &fakeApp{admin: f}, 0, "", "jobs", "--route", "bulk", "--task", "send_email")
+	want := "none of the pending jobs this page read on route bulk, task send_email matched; more to read (next page below)\nmore: --cursor c2\n"
+	if out != want {
+		t.Fatalf("jobs printed\n%s\nwant\n%s", out, want)
+	}
+}
+
 // On this process's own mem:// server no worker can run the job: --wait
 // says so at once instead of waiting for ever.
 func TestEnqueueWait_OnMemWithNoWorkerSaysTheJobCannotFinish(t *testing.T) {
