@@ -282,16 +282,17 @@ func (q *Queue) advanceMany(ctx context.Context, id string, ends []stepEnd) ([]W
 	return outs, nil
 }
 
-// StepsCreated records that the jobs of steps of workflow id were made,
-// and returns the ids of those whose workflow was canceled meanwhile: the
-// caller cancels them.
-func (q *Queue) StepsCreated(ctx context.Context, id string, steps []int) ([]string, error) {
+// StepsCreated records that the jobs of steps of workflow id were made
+// (each under its JobID), and returns the ids of those whose steps no
+// longer want them: the workflow was canceled meanwhile, or a retry gave
+// the step a fresh job id. The caller cancels them.
+func (q *Queue) StepsCreated(ctx context.Context, id string, steps []ReadyStep) ([]string, error) {
 	if len(steps) == 0 {
 		return nil, nil
 	}
-	args := make([]any, len(steps))
-	for i, s := range steps {
-		args[i] = s
+	args := make([]any, 0, 2*len(steps))
+	for _, s := range steps {
+		args = append(args, s.Index, s.JobID)
 	}
 	out, err := q.s.wfCreated.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).StringSlice()
 	if err != nil {
@@ -316,8 +317,9 @@ func (q *Queue) CancelWorkflow(ctx context.Context, id string, keep time.Duratio
 }
 
 // RetryWorkflow runs again the failed and canceled steps of workflow id
-// listed in ids (step index -> the fresh job id it runs under; "" for a
-// gather), and returns the steps to make now.
+// listed in ids (step index -> the fresh job id it runs under; "" keeps
+// its job id: a gather's, or a job that may still run), and returns the
+// steps to make now.
 func (q *Queue) RetryWorkflow(ctx context.Context, id string, ids map[int]string, now time.Time) (WorkflowAdvance, error) {
 	args := []any{now.UnixMilli()}
 	for k, j := range ids {

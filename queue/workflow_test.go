@@ -28,6 +28,16 @@ func wfSteps(t *testing.T) []queue.WorkflowStep {
 
 var keepWF = queue.WorkflowTTLs{Completed: time.Hour, Failed: time.Hour}
 
+// made is the steps whose jobs were made, for StepsCreated: index, job id
+// pairs.
+func made(pairs ...any) []queue.ReadyStep {
+	var out []queue.ReadyStep
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out = append(out, queue.ReadyStep{Index: pairs[i].(int), JobID: pairs[i+1].(string)})
+	}
+	return out
+}
+
 func mp(t *testing.T, v any) []byte {
 	b, err := msgpack.Marshal(v)
 	if err != nil {
@@ -43,7 +53,7 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 		if err != nil || !own || len(ready) != 2 || ready[0].JobID != "job-a" || ready[1].JobID != "job-b" {
 			t.Fatalf("submit = %+v, %v; want a and b ready", ready, err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
+		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 			t.Fatal(err)
 		}
 		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), "", keepWF)
@@ -58,7 +68,7 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 		if err := msgpack.Unmarshal(a.Ready[0].Args, &got); err != nil || strings.Join(got, ",") != "B,A" {
 			t.Fatalf("d's args = %q (%v); want [B A], the gather's order", got, err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", []int{3}); err != nil {
+		if _, err := q.StepsCreated(ctx, "wf1", made(3, "job-d")); err != nil {
 			t.Fatal(err)
 		}
 		a, err = q.AdvanceWorkflow(ctx, "wf1", 3, "job-d", queue.StepEndCompleted, mp(t, 7), "", keepWF)
@@ -145,7 +155,7 @@ func TestWorkflowScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) 
 				if _, _, err := q.SubmitWorkflow(ctx, "wf2", wfSteps(t), 3, time.Minute, now); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
+				if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), "", keepWF); err != nil {
@@ -228,7 +238,7 @@ func TestWorkflow_AStepIsGivenItsPredecessorsTrails(t *testing.T) {
 		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
+		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), "trail-a", keepWF); err != nil {
@@ -255,6 +265,35 @@ func TestWorkflow_AnUnfitTrailIsDropped(t *testing.T) {
 		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), strings.Repeat("t", queue.MaxTrail+1), keepWF)
 		if err != nil || len(a.Ready) != 1 || a.Ready[0].After != "" {
 			t.Fatalf("d ready: %+v, %v; want no trails, both predecessors' being unfit", a.Ready, err)
+		}
+	})
+}
+
+// A job made for a step that has another job id by now (a retry gave it a
+// fresh one while a slow caller made the old) is returned to cancel, and
+// the step is not marked created by it: the step never has two jobs.
+func TestWorkflow_AJobMadeUnderAStepsOldIDIsReturnedToCancel(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := q.CancelWorkflow(ctx, "wf1", time.Hour, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.RetryWorkflow(ctx, "wf1", map[int]string{0: "job-a2", 1: "", 2: "", 3: ""}, now); err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.StepsCreated(ctx, "wf1", made(0, "job-a"))
+		if err != nil || len(got) != 1 || got[0] != "job-a" {
+			t.Fatalf("StepsCreated of the old job = %v, %v; want it returned to cancel", got, err)
+		}
+		rec, err := q.ReadWorkflow(ctx, "wf1")
+		if err != nil || rec.Steps[0].State != queue.StepCreating || rec.Steps[0].JobID != "job-a2" {
+			t.Fatalf("step a = %+v, %v; want still creating under job-a2", rec.Steps[0], err)
+		}
+		if got, err := q.StepsCreated(ctx, "wf1", made(0, "job-a2")); err != nil || len(got) != 0 {
+			t.Fatalf("StepsCreated of the new job = %v, %v", got, err)
 		}
 	})
 }
