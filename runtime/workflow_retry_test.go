@@ -161,3 +161,33 @@ func wfWorkerStoppable(t *testing.T, c *runtime.Client, r *wfRuns) (stop func())
 	})
 	return startWorker(t, w)
 }
+
+// The *JobError inside a *WorkflowError carries the failed step's job's
+// attempts, as `app job` shows them.
+func TestWorkflowError_CarriesTheStepsJobAttempts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		twice := runtime.NewTask[int, int]("wf_fails_twice", runtime.MaxRetries(1))
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 2}))
+		runtime.Handle(w, twice, func(context.Context, int) (int, error) { return 0, errors.New("still broken") })
+		startWorker(t, w)
+		s := twice.With(c).Step(1)
+		id, err := s.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Await(ctx, id)
+		var we *runtime.WorkflowError
+		var je *runtime.JobError
+		if !errors.As(err, &we) || !errors.As(err, &je) {
+			t.Fatalf("Await = %v; want a *WorkflowError around a *JobError", err)
+		}
+		info := jobInfo(t, c, we.JobID)
+		if info.Attempts != 2 || je.Attempts != info.Attempts {
+			t.Fatalf("JobError.Attempts = %d, the job's = %d; want both 2", je.Attempts, info.Attempts)
+		}
+		if !strings.Contains(err.Error(), "failed after 2 attempt(s): still broken") {
+			t.Fatalf("error %q; want it to say 2 attempts", err)
+		}
+	})
+}

@@ -60,7 +60,7 @@ func (s Step[R]) Await(ctx context.Context, id string) (R, error) {
 		return zero, err
 	}
 	if rec.Status != queue.WorkflowCompleted {
-		return zero, workflowError(rec)
+		return zero, c.workflowError(ctx, rec)
 	}
 	var out R
 	if b := rec.Steps[rec.Final].Result; len(b) > 0 {
@@ -106,8 +106,10 @@ func (c *Client) awaitWorkflow(ctx context.Context, id string) (*queue.WorkflowR
 }
 
 // workflowError is the error of rec, a workflow that failed or was
-// canceled.
-func workflowError(rec *queue.WorkflowRecord) error {
+// canceled. Its JobError carries what `app job` shows of the step's job:
+// its attempts (0 for a step that never ran: canceled before its job was
+// made, or its job gone).
+func (c *Client) workflowError(ctx context.Context, rec *queue.WorkflowRecord) error {
 	e := &WorkflowError{Workflow: rec.ID}
 	k := rec.Why
 	if k < 0 {
@@ -123,7 +125,13 @@ func workflowError(rec *queue.WorkflowRecord) error {
 	if tpl, ok := readTemplate(s.Template); ok {
 		name = tpl.Name
 	}
-	e.Err = &JobError{ID: s.JobID, Name: name, Message: msg, Canceled: s.State == queue.StepCanceled || rec.Status == queue.WorkflowCanceled}
+	je := &JobError{ID: s.JobID, Name: name, Message: msg, Canceled: s.State == queue.StepCanceled || rec.Status == queue.WorkflowCanceled}
+	if s.JobID != "" && !s.Gather {
+		if info, err := c.Job(ctx, s.JobID); err == nil {
+			je.Attempts = info.Attempts
+		}
+	}
+	e.Err = je
 	return e
 }
 
