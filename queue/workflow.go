@@ -17,6 +17,7 @@ import (
 //
 //	<ns>:workflow:{<id>}   HASH  status, steps, their states, job ids, results (scripts/_workflow.lua)
 //	<ns>:workflows         ZSET  id of a workflow not yet settled -> when its keeper looks at it (ms)
+//	<ns>:workflows:all     ZSET  id of every workflow whose record may still exist -> created (ms) (workflow_list.go)
 //	<ns>:workflow:{<id>}   channel: the workflow ended (completed, failed or canceled)
 //
 // Its steps' jobs live on other slots than its record, so no script both
@@ -133,7 +134,7 @@ func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowS
 	if final < 0 || final >= len(steps) {
 		return nil, false, fmt.Errorf("final step %d of %d", final, len(steps))
 	}
-	args := []any{now.UnixMilli(), len(steps), final}
+	args := []any{now.UnixMilli(), len(steps), final, id}
 	next := make([][]int, len(steps))
 	for k, s := range steps {
 		for _, p := range s.After {
@@ -169,10 +170,21 @@ func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowS
 			args = append(args, "nx:"+f, joinInts(next[k]))
 		}
 	}
-	if err := q.rdb.ZAdd(ctx, WorkflowIndex(q.ns), redis.Z{Score: float64(now.Add(grace).UnixMilli()), Member: id}).Err(); err != nil {
+	// Both indices first, each entry harmless should the record never come:
+	// the keeper and the list drop an entry without a record.
+	keys := []string{WorkflowKey(q.ns, id), WorkflowList(q.ns)}
+	pipe := q.rdb.Pipeline()
+	pipe.ZAdd(ctx, WorkflowIndex(q.ns), redis.Z{Score: float64(now.Add(grace).UnixMilli()), Member: id})
+	if q.cluster {
+		// The list lives on another node than the record: the script
+		// cannot write it.
+		pipe.ZAddNX(ctx, keys[1], redis.Z{Score: float64(now.UnixMilli()), Member: id})
+		keys = keys[:1]
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, false, fmt.Errorf("submit workflow %s: %w", id, err)
 	}
-	res, err := q.s.wfSubmit.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).Slice()
+	res, err := q.s.wfSubmit.Run(ctx, q.rdb, keys, args...).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("submit workflow %s: %w", id, err)
 	}

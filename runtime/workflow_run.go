@@ -147,6 +147,9 @@ type WorkflowInfo struct {
 	// workflow's; Result its result (msgpack) once completed.
 	Final  int
 	Result []byte
+	// FailedStep is the label of the step that failed or canceled the
+	// workflow; "" when none did.
+	FailedStep string
 }
 
 // WorkflowStepInfo is one step of a WorkflowInfo.
@@ -207,6 +210,9 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 	}
 	if rec.Status == queue.WorkflowCompleted {
 		info.Result = rec.Steps[rec.Final].Result
+	}
+	if rec.Why >= 0 {
+		info.FailedStep = rec.Steps[rec.Why].Label
 	}
 	return info, nil
 }

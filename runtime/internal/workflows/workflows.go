@@ -387,12 +387,16 @@ type Keeper struct {
 	// Outage is told of every pass, failed or not.
 	Outage *scheduler.OutageLog
 	Logger *slog.Logger
+
+	pruneFrom int // where prune goes on among the old entries kept
 }
 
-// Run looks until ctx ends.
+// Run looks until ctx ends. Every period it also drops from the list of
+// workflows some of the entries whose records expired (prune).
 func (k *Keeper) Run(ctx context.Context) {
 	t := time.NewTicker(k.Tick)
 	defer t.Stop()
+	var pruned time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -401,6 +405,33 @@ func (k *Keeper) Run(ctx context.Context) {
 		}
 		if k.Active == nil || k.Active() {
 			k.pass(ctx)
+			if time.Since(pruned) >= k.Every {
+				pruned = time.Now()
+				k.prune(ctx)
+			}
+		}
+	}
+}
+
+// prune drops from the list of workflows up to 1,000 entries, old enough
+// for their records to have expired, whose records are gone. It goes on
+// from where the last call stopped among the entries of workflows that
+// live on (running for days), so those are not read again each period.
+func (k *Keeper) prune(ctx context.Context) {
+	ttl := min(k.R.TTLs.Completed, k.R.TTLs.Failed)
+	before := k.R.Q.Now().Add(-ttl)
+	for range 10 {
+		kept, end, err := k.R.Q.PruneWorkflowList(ctx, before, k.pruneFrom, 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				k.Logger.Warn("bananas: workflow keeper: prune the list of workflows", "err", err)
+			}
+			return
+		}
+		k.pruneFrom += kept
+		if end {
+			k.pruneFrom = 0
+			return
 		}
 	}
 }
