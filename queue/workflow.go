@@ -17,6 +17,7 @@ import (
 //
 //	<ns>:workflow:{<id>}   HASH  status, steps, their states, job ids, results (scripts/_workflow.lua)
 //	<ns>:workflows         ZSET  id of a workflow not yet settled -> when its keeper looks at it (ms)
+//	<ns>:workflows:all     ZSET  id of every workflow whose record may still exist -> created (ms) (workflow_list.go)
 //	<ns>:workflow:{<id>}   channel: the workflow ended (completed, failed or canceled)
 //
 // Its steps' jobs live on other slots than its record, so no script both
@@ -133,7 +134,7 @@ func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowS
 	if final < 0 || final >= len(steps) {
 		return nil, false, fmt.Errorf("final step %d of %d", final, len(steps))
 	}
-	args := []any{now.UnixMilli(), len(steps), final}
+	args := []any{now.UnixMilli(), len(steps), final, id}
 	next := make([][]int, len(steps))
 	for k, s := range steps {
 		for _, p := range s.After {
@@ -169,10 +170,21 @@ func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowS
 			args = append(args, "nx:"+f, joinInts(next[k]))
 		}
 	}
-	if err := q.rdb.ZAdd(ctx, WorkflowIndex(q.ns), redis.Z{Score: float64(now.Add(grace).UnixMilli()), Member: id}).Err(); err != nil {
+	// Both indices first, each entry harmless should the record never come:
+	// the keeper and the list drop an entry without a record.
+	keys := []string{WorkflowKey(q.ns, id), WorkflowList(q.ns)}
+	pipe := q.rdb.Pipeline()
+	pipe.ZAdd(ctx, WorkflowIndex(q.ns), redis.Z{Score: float64(now.Add(grace).UnixMilli()), Member: id})
+	if q.cluster {
+		// The list lives on another node than the record: the script
+		// cannot write it.
+		pipe.ZAddNX(ctx, keys[1], redis.Z{Score: float64(now.UnixMilli()), Member: id})
+		keys = keys[:1]
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, false, fmt.Errorf("submit workflow %s: %w", id, err)
 	}
-	res, err := q.s.wfSubmit.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).Slice()
+	res, err := q.s.wfSubmit.Run(ctx, q.rdb, keys, args...).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("submit workflow %s: %w", id, err)
 	}
@@ -282,16 +294,17 @@ func (q *Queue) advanceMany(ctx context.Context, id string, ends []stepEnd) ([]W
 	return outs, nil
 }
 
-// StepsCreated records that the jobs of steps of workflow id were made,
-// and returns the ids of those whose workflow was canceled meanwhile: the
-// caller cancels them.
-func (q *Queue) StepsCreated(ctx context.Context, id string, steps []int) ([]string, error) {
+// StepsCreated records that the jobs of steps of workflow id were made
+// (each under its JobID), and returns the ids of those whose steps no
+// longer want them: the workflow was canceled meanwhile, or a retry gave
+// the step a fresh job id. The caller cancels them.
+func (q *Queue) StepsCreated(ctx context.Context, id string, steps []ReadyStep) ([]string, error) {
 	if len(steps) == 0 {
 		return nil, nil
 	}
-	args := make([]any, len(steps))
-	for i, s := range steps {
-		args[i] = s
+	args := make([]any, 0, 2*len(steps))
+	for _, s := range steps {
+		args = append(args, s.Index, s.JobID)
 	}
 	out, err := q.s.wfCreated.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).StringSlice()
 	if err != nil {
@@ -316,8 +329,9 @@ func (q *Queue) CancelWorkflow(ctx context.Context, id string, keep time.Duratio
 }
 
 // RetryWorkflow runs again the failed and canceled steps of workflow id
-// listed in ids (step index -> the fresh job id it runs under; "" for a
-// gather), and returns the steps to make now.
+// listed in ids (step index -> the fresh job id it runs under; "" keeps
+// its job id: a gather's, or a job that may still run), and returns the
+// steps to make now.
 func (q *Queue) RetryWorkflow(ctx context.Context, id string, ids map[int]string, now time.Time) (WorkflowAdvance, error) {
 	args := []any{now.UnixMilli()}
 	for k, j := range ids {

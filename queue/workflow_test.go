@@ -28,6 +28,16 @@ func wfSteps(t *testing.T) []queue.WorkflowStep {
 
 var keepWF = queue.WorkflowTTLs{Completed: time.Hour, Failed: time.Hour}
 
+// made is the steps whose jobs were made, for StepsCreated: index, job id
+// pairs.
+func made(pairs ...any) []queue.ReadyStep {
+	var out []queue.ReadyStep
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out = append(out, queue.ReadyStep{Index: pairs[i].(int), JobID: pairs[i+1].(string)})
+	}
+	return out
+}
+
 func mp(t *testing.T, v any) []byte {
 	b, err := msgpack.Marshal(v)
 	if err != nil {
@@ -43,7 +53,7 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 		if err != nil || !own || len(ready) != 2 || ready[0].JobID != "job-a" || ready[1].JobID != "job-b" {
 			t.Fatalf("submit = %+v, %v; want a and b ready", ready, err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
+		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 			t.Fatal(err)
 		}
 		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), "", keepWF)
@@ -58,7 +68,7 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 		if err := msgpack.Unmarshal(a.Ready[0].Args, &got); err != nil || strings.Join(got, ",") != "B,A" {
 			t.Fatalf("d's args = %q (%v); want [B A], the gather's order", got, err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", []int{3}); err != nil {
+		if _, err := q.StepsCreated(ctx, "wf1", made(3, "job-d")); err != nil {
 			t.Fatal(err)
 		}
 		a, err = q.AdvanceWorkflow(ctx, "wf1", 3, "job-d", queue.StepEndCompleted, mp(t, 7), "", keepWF)
@@ -145,7 +155,7 @@ func TestWorkflowScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) 
 				if _, _, err := q.SubmitWorkflow(ctx, "wf2", wfSteps(t), 3, time.Minute, now); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
+				if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), "", keepWF); err != nil {
@@ -228,7 +238,7 @@ func TestWorkflow_AStepIsGivenItsPredecessorsTrails(t *testing.T) {
 		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", []int{0, 1}); err != nil {
+		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), "trail-a", keepWF); err != nil {
@@ -255,6 +265,139 @@ func TestWorkflow_AnUnfitTrailIsDropped(t *testing.T) {
 		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), strings.Repeat("t", queue.MaxTrail+1), keepWF)
 		if err != nil || len(a.Ready) != 1 || a.Ready[0].After != "" {
 			t.Fatalf("d ready: %+v, %v; want no trails, both predecessors' being unfit", a.Ready, err)
+		}
+	})
+}
+
+// A job made for a step that has another job id by now (a retry gave it a
+// fresh one while a slow caller made the old) is returned to cancel, and
+// the step is not marked created by it: the step never has two jobs.
+func TestWorkflow_AJobMadeUnderAStepsOldIDIsReturnedToCancel(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := q.CancelWorkflow(ctx, "wf1", time.Hour, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.RetryWorkflow(ctx, "wf1", map[int]string{0: "job-a2", 1: "", 2: "", 3: ""}, now); err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.StepsCreated(ctx, "wf1", made(0, "job-a"))
+		if err != nil || len(got) != 1 || got[0] != "job-a" {
+			t.Fatalf("StepsCreated of the old job = %v, %v; want it returned to cancel", got, err)
+		}
+		rec, err := q.ReadWorkflow(ctx, "wf1")
+		if err != nil || rec.Steps[0].State != queue.StepCreating || rec.Steps[0].JobID != "job-a2" {
+			t.Fatalf("step a = %+v, %v; want still creating under job-a2", rec.Steps[0], err)
+		}
+		if got, err := q.StepsCreated(ctx, "wf1", made(0, "job-a2")); err != nil || len(got) != 0 {
+			t.Fatalf("StepsCreated of the new job = %v, %v", got, err)
+		}
+	})
+}
+
+// Every submitted workflow is in the list, newest first, written by the
+// submission itself; a second run of the submission adds nothing.
+func TestWorkflowList_ASubmissionAddsItOnceAndPagesGoNewestFirst(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		for i, id := range []string{"wf-a", "wf-b", "wf-c", "wf-d", "wf-e"} {
+			at := now.Add(time.Duration(i) * time.Millisecond)
+			if i == 4 {
+				at = now.Add(3 * time.Millisecond) // shares its time with wf-d
+			}
+			for try := range 2 { // then a resent submission
+				if _, _, err := q.SubmitWorkflow(ctx, id, wfSteps(t), 3, time.Minute, at); err != nil {
+					t.Fatal(err)
+				}
+				ms, err := q.Client().ZScore(ctx, queue.WorkflowList(q.Namespace()), id).Result()
+				if err != nil || int64(ms) != at.UnixMilli() {
+					t.Fatalf("submission %d of %s: listed at %v, %v; want at its submission", try+1, id, ms, err)
+				}
+			}
+		}
+		if n, err := q.Client().ZCard(ctx, queue.WorkflowList(q.Namespace())).Result(); err != nil || n != 5 {
+			t.Fatalf("the list holds %d, %v; want the 5 workflows once each", n, err)
+		}
+		var got []string
+		cursor := ""
+		for pages := 0; ; pages++ {
+			page, next, err := q.ListWorkflows(ctx, cursor, 2, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range page {
+				got = append(got, s.ID)
+				if s.Status != "running" || s.Steps != 4 || s.Left != 4 || string(s.Template) != "tpl-d" || s.CreatedAt.IsZero() {
+					t.Fatalf("summary %+v", s)
+				}
+			}
+			if next == "" {
+				break
+			}
+			if pages > 5 {
+				t.Fatal("the pages do not end")
+			}
+			cursor = next
+		}
+		if strings.Join(got, ",") != "wf-e,wf-d,wf-c,wf-b,wf-a" {
+			t.Fatalf("pages gave %v; want every workflow once, newest first", got)
+		}
+		if _, _, err := q.ListWorkflows(ctx, "garbage", 2, nil); err == nil {
+			t.Fatal("a garbage cursor was taken")
+		}
+	})
+}
+
+// A filter keeps the workflows it accepts, and a page carries the failed
+// step of a failed workflow.
+func TestWorkflowList_AFilterKeepsWhatItAcceptsAndAFailedOneNamesItsStep(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		for _, id := range []string{"ok", "bad"} {
+			if _, _, err := q.SubmitWorkflow(ctx, id, wfSteps(t), 3, time.Minute, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := q.AdvanceWorkflow(ctx, "bad", 1, "job-b", queue.StepEndFailed, []byte("boom"), "", keepWF); err != nil {
+			t.Fatal(err)
+		}
+		page, next, err := q.ListWorkflows(ctx, "", 10, func(s *queue.WorkflowSummary) (bool, error) { return s.Status == "failed", nil })
+		if err != nil || next != "" || len(page) != 1 || page[0].ID != "bad" || page[0].FailedStep != "b" || page[0].EndedAt.IsZero() {
+			t.Fatalf("failed ones = %+v, %q, %v; want bad, failed at step b", page, next, err)
+		}
+	})
+}
+
+// An entry whose record is gone (expired) is dropped: by the keeper's
+// prune, and by a list that meets it; a live workflow's entry stays.
+func TestWorkflowList_AnEntryWhoseRecordExpiredIsPruned(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, long := context.Background(), time.Now().Add(-48*time.Hour)
+		for _, id := range []string{"gone-1", "gone-2", "live"} {
+			if _, _, err := q.SubmitWorkflow(ctx, id, wfSteps(t), 3, time.Minute, long); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q.Client().Del(ctx, queue.WorkflowKey(q.Namespace(), "gone-1"), queue.WorkflowKey(q.Namespace(), "gone-2"))
+		kept, end, err := q.PruneWorkflowList(ctx, time.Now().Add(-24*time.Hour), 0, 100)
+		if err != nil || kept != 1 || !end {
+			t.Fatalf("prune = kept %d, end %v, %v; want the live one kept", kept, end, err)
+		}
+		ids, err := q.Client().ZRange(ctx, queue.WorkflowList(q.Namespace()), 0, -1).Result()
+		if err != nil || strings.Join(ids, ",") != "live" {
+			t.Fatalf("the list after the prune: %v, %v; want live alone", ids, err)
+		}
+		// A list that meets an entry without its record drops it too.
+		q.Client().Del(ctx, queue.WorkflowKey(q.Namespace(), "live"))
+		page, _, err := q.ListWorkflows(ctx, "", 10, nil)
+		if err != nil || len(page) != 0 {
+			t.Fatalf("list = %+v, %v; want nothing", page, err)
+		}
+		if n, _ := q.Client().ZCard(ctx, queue.WorkflowList(q.Namespace())).Result(); n != 0 {
+			t.Fatalf("the list holds %d after a list met the gone entry; want 0", n)
 		}
 	})
 }

@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
@@ -20,8 +22,11 @@ func (in *Inspector) Workflow(ctx context.Context, id string) (*admin.Workflow, 
 	if err != nil {
 		return nil, err
 	}
-	w := &admin.Workflow{ID: info.ID, Status: info.Status, CreatedAt: info.CreatedAt, EndedAt: info.EndedAt,
+	w := &admin.Workflow{ID: info.ID, Status: info.Status, CreatedAt: info.CreatedAt, EndedAt: info.EndedAt, FailedStep: info.FailedStep,
 		Steps: make([]admin.WorkflowStep, len(info.Steps))}
+	if info.Final >= 0 && info.Final < len(info.Steps) {
+		w.Task = info.Steps[info.Final].Name
+	}
 	for k, s := range info.Steps {
 		w.Steps[k] = admin.WorkflowStep{Label: s.Label, Name: s.Name, JobID: s.JobID, Status: s.Status, After: s.After, Error: s.Error}
 	}
@@ -83,4 +88,58 @@ func (in *Inspector) RetryWorkflow(ctx context.Context, id string) (*admin.Workf
 	}
 	w, err := in.Workflow(ctx, id)
 	return w, n, err
+}
+
+// Workflows lists a page of workflows, newest first, of wq.Status and
+// wq.Task when they are set. Each row is read from its record's own
+// fields; a running workflow none of whose steps completed is read whole,
+// its steps' jobs looked up, to tell pending from running as its own page
+// does.
+func (in *Inspector) Workflows(ctx context.Context, wq admin.WorkflowQuery) (admin.WorkflowPage, error) {
+	if wq.Status != "" && !slices.Contains(admin.WorkflowStatuses, wq.Status) {
+		return admin.WorkflowPage{}, badQuery("status", "status %q: use pending, running, completed, failed or canceled", wq.Status)
+	}
+	if wq.Limit == 0 {
+		wq.Limit = 50
+	}
+	if wq.Limit < 1 || wq.Limit > 500 {
+		return admin.WorkflowPage{}, badQuery("limit", "limit %d: want 1 to 500", wq.Limit)
+	}
+	keep := func(s *queue.WorkflowSummary) (bool, error) {
+		if wq.Task != "" {
+			if tpl, _ := readTemplate(s.Template); tpl.Name != wq.Task {
+				return false, nil
+			}
+		}
+		if s.Status == queue.WorkflowRunning && s.Left == s.Steps {
+			if wq.Status != "" && wq.Status != "pending" && wq.Status != queue.WorkflowRunning {
+				return false, nil
+			}
+			info, err := in.c.Workflow(ctx, s.ID)
+			if errors.Is(err, ErrWorkflowNotFound) {
+				return false, nil // expired meanwhile
+			}
+			if err != nil {
+				return false, err
+			}
+			s.Status = info.Status
+		}
+		return wq.Status == "" || s.Status == wq.Status, nil
+	}
+	rows, next, err := in.c.q.ListWorkflows(ctx, wq.Cursor, wq.Limit, keep)
+	if errors.Is(err, queue.ErrBadWorkflowCursor) {
+		return admin.WorkflowPage{}, badQuery("cursor", "%v", err)
+	}
+	if err != nil {
+		return admin.WorkflowPage{}, err
+	}
+	page := admin.WorkflowPage{Next: next, Workflows: make([]admin.Workflow, len(rows))}
+	for i, s := range rows {
+		w := admin.Workflow{ID: s.ID, Status: s.Status, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt, FailedStep: s.FailedStep}
+		if tpl, ok := readTemplate(s.Template); ok {
+			w.Task = tpl.Name
+		}
+		page.Workflows[i] = w
+	}
+	return page, nil
 }

@@ -60,7 +60,7 @@ func (s Step[R]) Await(ctx context.Context, id string) (R, error) {
 		return zero, err
 	}
 	if rec.Status != queue.WorkflowCompleted {
-		return zero, workflowError(rec)
+		return zero, c.workflowError(ctx, rec)
 	}
 	var out R
 	if b := rec.Steps[rec.Final].Result; len(b) > 0 {
@@ -106,8 +106,10 @@ func (c *Client) awaitWorkflow(ctx context.Context, id string) (*queue.WorkflowR
 }
 
 // workflowError is the error of rec, a workflow that failed or was
-// canceled.
-func workflowError(rec *queue.WorkflowRecord) error {
+// canceled. Its JobError carries what `app job` shows of the step's job:
+// its attempts (0 for a step that never ran: canceled before its job was
+// made, or its job gone).
+func (c *Client) workflowError(ctx context.Context, rec *queue.WorkflowRecord) error {
 	e := &WorkflowError{Workflow: rec.ID}
 	k := rec.Why
 	if k < 0 {
@@ -123,7 +125,13 @@ func workflowError(rec *queue.WorkflowRecord) error {
 	if tpl, ok := readTemplate(s.Template); ok {
 		name = tpl.Name
 	}
-	e.Err = &JobError{ID: s.JobID, Name: name, Message: msg, Canceled: s.State == queue.StepCanceled || rec.Status == queue.WorkflowCanceled}
+	je := &JobError{ID: s.JobID, Name: name, Message: msg, Canceled: s.State == queue.StepCanceled || rec.Status == queue.WorkflowCanceled}
+	if s.JobID != "" && !s.Gather {
+		if info, err := c.Job(ctx, s.JobID); err == nil {
+			je.Attempts = info.Attempts
+		}
+	}
+	e.Err = je
 	return e
 }
 
@@ -139,6 +147,9 @@ type WorkflowInfo struct {
 	// workflow's; Result its result (msgpack) once completed.
 	Final  int
 	Result []byte
+	// FailedStep is the label of the step that failed or canceled the
+	// workflow; "" when none did.
+	FailedStep string
 }
 
 // WorkflowStepInfo is one step of a WorkflowInfo.
@@ -199,6 +210,9 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 	}
 	if rec.Status == queue.WorkflowCompleted {
 		info.Result = rec.Steps[rec.Final].Result
+	}
+	if rec.Why >= 0 {
+		info.FailedStep = rec.Steps[rec.Why].Label
 	}
 	return info, nil
 }
@@ -264,10 +278,11 @@ func (c *Client) CancelWorkflow(ctx context.Context, id string) (string, error) 
 }
 
 // RetryWorkflow runs the failed and canceled steps of workflow id again:
-// a dead step's job is replayed from the dead-letter set, any other step
-// runs under a new job id; completed steps keep their results and do not
-// run again. It returns how many steps run again (0: nothing had failed or
-// been canceled).
+// a dead step's job is replayed from the dead-letter set, a step whose job
+// waits or runs again already (replayed by another call) keeps it, and any
+// other step runs under a new job id; completed steps keep their results
+// and do not run again. It returns how many steps run again (0: nothing had
+// failed or been canceled).
 func (c *Client) RetryWorkflow(ctx context.Context, id string) (int, error) {
 	r := c.workflowRunner()
 	// A step whose job ended unheard of (its worker died, or it was
@@ -278,23 +293,52 @@ func (c *Client) RetryWorkflow(ctx context.Context, id string) (int, error) {
 	} else if err != nil {
 		return 0, err
 	}
-	n, err := r.Retry(ctx, id, func(ctx context.Context, old string) string {
-		if c.q.Replay(ctx, old) == nil {
-			return old // a dead step's own job runs again
-		}
-		if r, ok := queue.RouteOf(old); ok {
-			return queue.NewID(r, c.q.Now())
-		}
-		step := "r"
-		if i := strings.LastIndexByte(old, '-'); i >= 0 {
-			step = old[i+1:]
-		}
-		return ulid.MustNew(ulid.Timestamp(c.q.Now()), ulid.DefaultEntropy()).String() + "-" + step
-	})
+	n, err := r.Retry(ctx, id, c.rerunStepAs)
+	if err == nil && n > 0 {
+		// A step that kept a job which completed meanwhile completes now.
+		err = r.ReadEnds(ctx, id)
+	}
 	if errors.Is(err, queue.ErrWorkflowNotFound) {
 		return 0, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 	}
 	return n, err
+}
+
+// rerunStepAs is the job id a retried step runs under, given its job old
+// (the Runner's rerunAs). A step never gets a second job while its job may
+// run: a dead job is replayed and kept; a job found waiting or running
+// (replayed by another call: an `app dlq replay --all`, a concurrent
+// retry, a replay whose reply was lost and whose resend found it replayed)
+// or completed is kept, and the step is made again under it, which stores
+// nothing. Only a job that can run no more (canceled, gone) is left for a
+// fresh id. A replay that fails while the job is still dead (the server
+// unreachable, a job that cannot be replayed as stored) fails the retry:
+// a fresh id would leave the dead job for a later replay to run the step
+// again.
+func (c *Client) rerunStepAs(ctx context.Context, old string) (string, error) {
+	replayErr := c.q.Replay(ctx, old)
+	if replayErr == nil {
+		return old, nil
+	}
+	states, err := c.q.LookupMany(ctx, []string{old})
+	if err != nil {
+		return "", err
+	}
+	st := states[0]
+	switch how, _, ended := workflows.JobEnd(old, st); {
+	case !ended, how == queue.StepEndCompleted:
+		return old, nil
+	case st != nil && st.Status == StatusFailed && !errors.Is(replayErr, queue.ErrNotFound):
+		return "", replayErr
+	}
+	if r, ok := queue.RouteOf(old); ok {
+		return queue.NewID(r, c.q.Now()), nil
+	}
+	step := "r"
+	if i := strings.LastIndexByte(old, '-'); i >= 0 {
+		step = old[i+1:]
+	}
+	return ulid.MustNew(ulid.Timestamp(c.q.Now()), ulid.DefaultEntropy()).String() + "-" + step, nil
 }
 
 // workflowSink advances the workflow of every step whose job a worker

@@ -2,7 +2,9 @@
 -- (Queue.RetryWorkflow). Each gets the fresh job id the caller chose (its
 -- old job's end is then stale), waits again for its predecessors, and those
 -- whose predecessors all completed are marked creating and returned.
--- Completed steps keep their results and never run again.
+-- Completed steps keep their results and never run again. A step given ""
+-- keeps its job id: its job is made again under it, which stores nothing
+-- when the job is there (replayed, waiting or running).
 --
 -- The caller read which steps failed or were canceled; a step listed that
 -- is no longer so (another retry came first) is left alone. Run twice, the
@@ -11,7 +13,8 @@
 --
 -- KEYS[1]  HASH  workflow:{<id>}
 -- ARGV[1]  now (unix ms)
--- ARGV[2..] step index, new job id ("" for a gather) pairs
+-- ARGV[2..] step index, new job id pairs ("" keeps the step's job id: a
+--          gather's, or a job the caller found may still run)
 -- Returns  {status, index, job id, template, args, ...} as wf_advance.lua;
 --          {"missing"} when there is no workflow.
 local rec = KEYS[1]

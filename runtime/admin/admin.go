@@ -67,6 +67,9 @@ type Admin interface {
 	SubmitWorkflow(ctx context.Context, s WorkflowSubmission) (id string, jobs map[string]string, err error)
 	// Workflow is a snapshot of workflow id (ErrWorkflowNotFound).
 	Workflow(ctx context.Context, id string) (*Workflow, error)
+	// Workflows lists a page of workflows, newest first (ErrBadQuery for a
+	// bad status, limit or cursor).
+	Workflows(ctx context.Context, q WorkflowQuery) (WorkflowPage, error)
 	// CancelWorkflow cancels workflow id — its steps not yet run are
 	// canceled, its running steps' jobs asked to stop — and returns it
 	// after the call (a completed workflow stays completed).

@@ -35,6 +35,7 @@ type fakeAdmin struct {
 	hpage   admin.HistoryPage
 	wfSub   admin.WorkflowSubmission
 	wfCalls []string // the workflow actions taken: "cancel ID", "retry ID"
+	wfQuery admin.WorkflowQuery
 }
 
 var _ admin.Admin = (*fakeAdmin)(nil)
@@ -182,6 +183,16 @@ func (f *fakeAdmin) workflow(id string) (*admin.Workflow, error) {
 
 func (f *fakeAdmin) Workflow(_ context.Context, id string) (*admin.Workflow, error) {
 	return f.workflow(id)
+}
+
+func (f *fakeAdmin) Workflows(_ context.Context, q admin.WorkflowQuery) (admin.WorkflowPage, error) {
+	f.wfQuery = q
+	if f.err != nil {
+		return admin.WorkflowPage{}, f.err
+	}
+	w, _ := f.workflow("w1")
+	w.Steps, w.Task = nil, "t"
+	return admin.WorkflowPage{Workflows: []admin.Workflow{*w}, Next: "1:w1"}, nil
 }
 
 func (f *fakeAdmin) CancelWorkflow(_ context.Context, id string) (*admin.Workflow, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -138,4 +139,19 @@ func (s *server) cancelWorkflow(w http.ResponseWriter, r *http.Request) error {
 func (s *server) retryWorkflow(w http.ResponseWriter, r *http.Request) error {
 	wf, _, err := s.a.RetryWorkflow(r.Context(), r.PathValue("id"))
 	return answer(w, http.StatusOK)(wf, err)
+}
+
+// workflows serves GET /api/v1/workflows: a page of the list of workflows;
+// the admin layer checks what the values mean.
+func (s *server) workflows(w http.ResponseWriter, r *http.Request) error {
+	v := r.URL.Query()
+	q := admin.WorkflowQuery{Status: v.Get("status"), Task: v.Get("task"), Cursor: v.Get("cursor")}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 500 {
+			return BadRequest("limit", "limit %q: want a number from 1 to 500", l)
+		}
+		q.Limit = n
+	}
+	return answer(w, http.StatusOK)(s.a.Workflows(r.Context(), q))
 }

@@ -97,3 +97,31 @@ func TestWorkflowRoutes_ReadCancelRetryAndTheirRefusals(t *testing.T) {
 	}
 	send(t, newAPI(&fakeAdmin{}, Config{Token: "s"}), "GET", "/api/v1/workflows/w9", "").refused(t, http.StatusUnauthorized, "")
 }
+
+// GET /api/v1/workflows hands its filters to the admin layer and answers
+// {"workflows": [...], "next": ...}, each row without steps; a bad limit
+// is a 400 naming it, and the admin layer's refusal of a filter a 400 too.
+func TestListWorkflows_PassesTheFiltersAndAnswersAPage(t *testing.T) {
+	f := &fakeAdmin{}
+	h := newAPI(f, Config{})
+	r := send(t, h, "GET", "/api/v1/workflows?status=failed&task=t&cursor=9:w&limit=20", "")
+	if r.status != http.StatusOK || r.body["next"] != "1:w1" {
+		t.Fatalf("GET = %d %s", r.status, r.raw)
+	}
+	rows, _ := r.body["workflows"].([]any)
+	if len(rows) != 1 {
+		t.Fatalf("rows %s", r.raw)
+	}
+	row := rows[0].(map[string]any)
+	if _, has := row["steps"]; has || row["id"] != "w1" || row["task"] != "t" || row["status"] != "running" {
+		t.Fatalf("row %v; want id, status and task, no steps", row)
+	}
+	if q := f.wfQuery; q.Status != "failed" || q.Task != "t" || q.Cursor != "9:w" || q.Limit != 20 {
+		t.Fatalf("query %+v", q)
+	}
+	for _, l := range []string{"0", "501", "x"} {
+		send(t, h, "GET", "/api/v1/workflows?limit="+l, "").refused(t, http.StatusBadRequest, "limit")
+	}
+	bad := &fakeAdmin{err: admin.BadQuery("status", "status %q: use pending, running, completed, failed or canceled", "dancing")}
+	send(t, newAPI(bad, Config{}), "GET", "/api/v1/workflows?status=dancing", "").refused(t, http.StatusBadRequest, "status")
+}

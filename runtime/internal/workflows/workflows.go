@@ -98,14 +98,14 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 	if len(ready) == 0 {
 		return nil
 	}
-	made := make([]int, 0, len(ready))
+	made := make([]queue.ReadyStep, 0, len(ready))
 	var failed []queue.ReadyStep
 	var errs []error
 	for i, err := range r.Make(ctx, wf, ready, own) {
 		s := ready[i]
 		switch {
 		case err == nil:
-			made = append(made, s.Index)
+			made = append(made, s)
 		case errors.Is(err, ErrPermanent):
 			s.Args = []byte(err.Error())
 			failed = append(failed, s)
@@ -124,7 +124,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 	}
 	for _, s := range failed {
 		// Made as far as it goes: the step is created, then fails.
-		if _, err := r.Q.StepsCreated(ctx, wf, []int{s.Index}); err != nil {
+		if _, err := r.Q.StepsCreated(ctx, wf, []queue.ReadyStep{s}); err != nil {
 			return err
 		}
 		if err := r.stepEnded(ctx, wf, s.Index, s.JobID, queue.StepEndFailed, s.Args, "", own); err != nil {
@@ -155,11 +155,15 @@ func (r *Runner) Cancel(ctx context.Context, id string) (string, error) {
 }
 
 // Retry runs the failed and canceled steps of workflow id again, each under
-// the job id rerunAs gives it (given its old one: the old id itself for a
-// dead job it replayed, so that no dead job of the step is left to replay
-// and run it twice, else a fresh one); completed steps keep their results.
-// It returns how many steps it reset.
-func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.Context, old string) string) (int, error) {
+// the job id rerunAs gives it, given its old one. rerunAs keeps the old id
+// for a job that runs or may run again (a dead job it replayed, a job
+// replayed by another call and still waiting or running, a job that
+// completed unheard of), so that no step ever has two jobs at once and no
+// dead job of it is left to replay and run it again; it gives a fresh id
+// only to a step whose old job can run no more (canceled, gone). An error
+// of rerunAs stops the retry before the record changes. Completed steps
+// keep their results. It returns how many steps it reset.
+func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.Context, old string) (string, error)) (int, error) {
 	rec, err := r.Q.ReadWorkflow(ctx, id)
 	if err != nil {
 		return 0, err
@@ -171,11 +175,19 @@ func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.
 	}
 	ids := map[int]string{}
 	for k, s := range rec.Steps {
-		if s.State == queue.StepFailed || s.State == queue.StepCanceled {
-			ids[k] = ""
-			if !s.Gather {
-				ids[k] = rerunAs(ctx, s.JobID)
-			}
+		if s.State != queue.StepFailed && s.State != queue.StepCanceled {
+			continue
+		}
+		ids[k] = ""
+		if s.Gather {
+			continue
+		}
+		job, err := rerunAs(ctx, s.JobID)
+		if err != nil {
+			return 0, fmt.Errorf("workflow %s: retry step %s: %w", id, s.Label, err)
+		}
+		if job != s.JobID {
+			ids[k] = job
 		}
 	}
 	if len(ids) == 0 {
@@ -375,12 +387,16 @@ type Keeper struct {
 	// Outage is told of every pass, failed or not.
 	Outage *scheduler.OutageLog
 	Logger *slog.Logger
+
+	pruneFrom int // where prune goes on among the old entries kept
 }
 
-// Run looks until ctx ends.
+// Run looks until ctx ends. Every period it also drops from the list of
+// workflows some of the entries whose records expired (prune).
 func (k *Keeper) Run(ctx context.Context) {
 	t := time.NewTicker(k.Tick)
 	defer t.Stop()
+	var pruned time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -389,6 +405,33 @@ func (k *Keeper) Run(ctx context.Context) {
 		}
 		if k.Active == nil || k.Active() {
 			k.pass(ctx)
+			if time.Since(pruned) >= k.Every {
+				pruned = time.Now()
+				k.prune(ctx)
+			}
+		}
+	}
+}
+
+// prune drops from the list of workflows up to 1,000 entries, old enough
+// for their records to have expired, whose records are gone. It goes on
+// from where the last call stopped among the entries of workflows that
+// live on (running for days), so those are not read again each period.
+func (k *Keeper) prune(ctx context.Context) {
+	ttl := min(k.R.TTLs.Completed, k.R.TTLs.Failed)
+	before := k.R.Q.Now().Add(-ttl)
+	for range 10 {
+		kept, end, err := k.R.Q.PruneWorkflowList(ctx, before, k.pruneFrom, 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				k.Logger.Warn("bananas: workflow keeper: prune the list of workflows", "err", err)
+			}
+			return
+		}
+		k.pruneFrom += kept
+		if end {
+			k.pruneFrom = 0
+			return
 		}
 	}
 }

@@ -1,0 +1,193 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// A step of wfExplode (no retries) that always fails, between two steps of
+// wfDouble: double(1) -> explode -> double.
+func deadStepWorkflow(t *testing.T, c *runtime.Client) (runtime.Step[int], string, *runtime.WorkflowError) {
+	t.Helper()
+	ctx := ctxT(t)
+	last := runtime.Then(runtime.Then(wfDouble.With(c).Step(1), wfExplode.With(c)), wfDouble.With(c))
+	id, err := last.Enqueue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = last.Await(ctx, id)
+	var we *runtime.WorkflowError
+	if !errors.As(err, &we) || we.Step != "wf_explode" {
+		t.Fatalf("Await = %v; want a *WorkflowError naming wf_explode", err)
+	}
+	return last, id, we
+}
+
+// routeDrained waits until route holds no job that waits or runs: every
+// job made for a step has run by then, so the handlers' runs are counted
+// exactly.
+func routeDrained(t *testing.T, c *runtime.Client, route string) {
+	t.Helper()
+	in := runtime.NewInspector(c)
+	waitFor(t, 20*time.Second, "route "+route+" to drain", func() bool {
+		routes, err := in.Routes(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range routes {
+			if r.Route == route {
+				return r.Pending()+r.Scheduled+r.Active == 0
+			}
+		}
+		return true
+	})
+}
+
+// A retry never makes a second job for a step whose job waits: the dead
+// step's job replayed by `dlq replay --all` (which does not touch the
+// workflow) and still pending when the workflow is retried is kept, and the
+// step runs once more, not twice more.
+func TestWorkflowRetry_AStepReplayedByReplayAllAndStillWaitingRunsOnceMore(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		r := newWFRuns()
+		r.setFail("explode", true)
+		stop := wfWorkerStoppable(t, c, r)
+		last, id, we := deadStepWorkflow(t, c)
+		stop() // the replayed job waits: no worker takes it
+
+		in := runtime.NewInspector(c)
+		if n, err := in.ReplayDead(ctx, "", ""); err != nil || n != 1 {
+			t.Fatalf("replay --all = %d, %v; want the dead step's job replayed", n, err)
+		}
+		if n, err := c.RetryWorkflow(ctx, id); err != nil || n != 2 {
+			t.Fatalf("RetryWorkflow = %d, %v; want 2 steps (the dead one and the one it canceled)", n, err)
+		}
+		info, err := c.Workflow(ctx, id)
+		if err != nil || info.Steps[1].JobID != we.JobID {
+			t.Fatalf("after the retry the step's job is %v (%v); want it kept: %s", info, err, we.JobID)
+		}
+		wfWorkerStoppable(t, c, r)
+		if _, err := last.Await(ctx, id); !errors.As(err, &we) {
+			t.Fatalf("Await after the retry = %v; want the step failed again", err)
+		}
+		routeDrained(t, c, "default")
+		if n := r.count("explode"); n != 2 {
+			t.Fatalf("the failing step ran %d times; want 2: its first run and the replayed job's, no second job", n)
+		}
+	})
+}
+
+// A replay of a dead step's job whose reply was lost runs again when the
+// client resends it, and the resend finds the job no longer dead: the step
+// stays failed in its workflow, and a retry then keeps the replayed job
+// instead of making a second one.
+func TestWorkflowRetry_AResentReplayThenARetryRunTheStepOnceMore(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		r := newWFRuns()
+		r.setFail("explode", true)
+		stop := wfWorkerStoppable(t, c, r)
+		last, id, we := deadStepWorkflow(t, c)
+		stop()
+
+		// The first run of replay.lua, whose reply is lost...
+		if err := runtime.QueueOf(c).Replay(ctx, we.JobID); err != nil {
+			t.Fatal(err)
+		}
+		// ...and the resend, which finds the job out of the dead-letter set.
+		err := runtime.NewInspector(c).Replay(ctx, we.JobID)
+		if !errors.Is(err, runtime.ErrWrongState) || !strings.Contains(err.Error(), "pending") {
+			t.Fatalf("the resent replay = %v; want it refused, the job pending", err)
+		}
+		if _, err := c.RetryWorkflow(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		wfWorkerStoppable(t, c, r)
+		if _, err := last.Await(ctx, id); !errors.As(err, &we) {
+			t.Fatalf("Await after the retry = %v; want the step failed again", err)
+		}
+		routeDrained(t, c, "default")
+		if n := r.count("explode"); n != 2 {
+			t.Fatalf("the failing step ran %d times; want 2: its first run and the replayed job's, no second job", n)
+		}
+	})
+}
+
+// A retry that comes while a retried step's job already waits (a second
+// retry, or one racing another) changes nothing: the step keeps its job.
+func TestWorkflowRetry_ASecondRetryKeepsTheWaitingJob(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		r := newWFRuns()
+		r.setFail("explode", true)
+		stop := wfWorkerStoppable(t, c, r)
+		last, id, we := deadStepWorkflow(t, c)
+		stop()
+		if n, err := c.RetryWorkflow(ctx, id); err != nil || n != 2 {
+			t.Fatalf("first retry = %d, %v", n, err)
+		}
+		if n, err := c.RetryWorkflow(ctx, id); err != nil || n != 0 {
+			t.Fatalf("second retry = %d, %v; want nothing to retry", n, err)
+		}
+		r.setFail("explode", false)
+		wfWorkerStoppable(t, c, r)
+		if got, err := last.Await(ctx, id); err != nil || got != 4 {
+			t.Fatalf("Await = %d, %v; want 4", got, err)
+		}
+		routeDrained(t, c, "default")
+		if n := r.count("explode"); n != 2 {
+			t.Fatalf("the step ran %d times; want 2", n)
+		}
+		if j := jobInfo(t, c, we.JobID); j.Status != runtime.StatusCompleted {
+			t.Fatalf("the step's own job is %s; want completed (replayed, kept)", j.Status)
+		}
+	})
+}
+
+// wfWorkerStoppable is wfWorker on the default route, with its stop.
+func wfWorkerStoppable(t *testing.T, c *runtime.Client, r *wfRuns) (stop func()) {
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"default"}, Concurrency: 4}))
+	runtime.Handle(w, wfDouble, func(_ context.Context, x int) (int, error) {
+		return 2 * x, r.ran("double", x)
+	})
+	runtime.Handle(w, wfExplode, func(_ context.Context, x int) (int, error) {
+		return x, r.ran("explode", x)
+	})
+	return startWorker(t, w)
+}
+
+// The *JobError inside a *WorkflowError carries the failed step's job's
+// attempts, as `app job` shows them.
+func TestWorkflowError_CarriesTheStepsJobAttempts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		twice := runtime.NewTask[int, int]("wf_fails_twice", runtime.MaxRetries(1))
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 2}))
+		runtime.Handle(w, twice, func(context.Context, int) (int, error) { return 0, errors.New("still broken") })
+		startWorker(t, w)
+		s := twice.With(c).Step(1)
+		id, err := s.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Await(ctx, id)
+		var we *runtime.WorkflowError
+		var je *runtime.JobError
+		if !errors.As(err, &we) || !errors.As(err, &je) {
+			t.Fatalf("Await = %v; want a *WorkflowError around a *JobError", err)
+		}
+		info := jobInfo(t, c, we.JobID)
+		if info.Attempts != 2 || je.Attempts != info.Attempts {
+			t.Fatalf("JobError.Attempts = %d, the job's = %d; want both 2", je.Attempts, info.Attempts)
+		}
+		if !strings.Contains(err.Error(), "failed after 2 attempt(s): still broken") {
+			t.Fatalf("error %q; want it to say 2 attempts", err)
+		}
+	})
+}
