@@ -56,6 +56,11 @@ type Row struct {
 	StartedAt     time.Time // zero when the job never started (canceled while waiting)
 	EndedAt       time.Time
 	Worker        string // the worker that recorded the end, when known
+	// Sanitized says what a store changed to keep the row, "" when it kept
+	// it as given: text with NUL bytes or invalid UTF-8, JSON its database
+	// refuses. A row is never refused for its content: that would hold
+	// back every later end of its route.
+	Sanitized string
 }
 
 // Query selects rows. Zero fields select everything.

@@ -261,3 +261,79 @@ func TestHistory_AWorkerStartsAndRunsWhilePostgreSQLIsDown(t *testing.T) {
 		return err == nil && len(page.Rows) == n && waiting() == 0
 	})
 }
+
+type poisonedArgs struct{ S string }
+
+// A job whose string arg holds a NUL byte, and one that fails with an error
+// text holding NUL and invalid UTF-8, end among good jobs of their route:
+// each is stored (sanitised, and saying so through the API's view of the
+// row), with every good one, and the route's later ends still reach
+// PostgreSQL. PostgreSQL refuses those bytes (22021, 22P05): taken whole,
+// the batch would be written again and again, and nothing later of the
+// route stored.
+func TestHistory_APoisonedJobIsStoredSanitisedAndLaterEndsStillFlow(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	store := openHistory(t, ctx, pg.URL())
+	c := connect(t, sharedRedisURL(t), runtime.WithHistory(store))
+	task := runtime.NewTask[poisonedArgs, runtime.None]("pg_poison", runtime.Route("pgpoison"), runtime.MaxRetries(0)).With(c)
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"pgpoison"}, Concurrency: 4}))
+	runtime.Handle(w, task, func(_ context.Context, a poisonedArgs) (runtime.None, error) {
+		if strings.HasPrefix(a.S, "fail") {
+			return runtime.None{}, errors.New("bad\x00bytes\xff")
+		}
+		return runtime.None{}, nil
+	})
+	// The jobs end before the worker starts, so that the poisoned ones share
+	// the first batch with good ones.
+	var ids []string
+	enqueue := func(s string) string {
+		id, err := task.Enqueue(ctx, poisonedArgs{S: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		return id
+	}
+	for i := range 5 {
+		enqueue(fmt.Sprint("good", i))
+	}
+	nulArg := enqueue("a\x00b")
+	failed := enqueue("fail")
+	for i := range 5 {
+		enqueue(fmt.Sprint("good", 5+i))
+	}
+	startWorker(t, w)
+	in := runtime.NewInspector(c)
+	stored := func(n int) func() bool {
+		return func() bool {
+			page, err := in.History(ctx, runtime.HistoryQuery{Route: "pgpoison", Limit: 500})
+			return err == nil && len(page.Jobs) == n
+		}
+	}
+	waitFor(t, 30*time.Second, "every end of the first batch stored", stored(len(ids)))
+	rows := map[string]runtime.HistoryRow{}
+	page, err := in.History(ctx, runtime.HistoryQuery{Route: "pgpoison", Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range page.Jobs {
+		rows[r.ID] = r
+	}
+	if r := rows[nulArg]; string(r.Args) != `{"S":"a␀b"}` || !strings.Contains(r.Sanitized, "args: NUL") {
+		t.Errorf("the job with a NUL in its arg: args %s, sanitized %q", r.Args, r.Sanitized)
+	}
+	if r := rows[failed]; r.Status != runtime.StatusFailed || r.Error != "bad␀bytes\uFFFD" || !strings.Contains(r.Sanitized, "error:") {
+		t.Errorf("the job whose error holds NUL and \\xff: status %s, error %q, sanitized %q", r.Status, r.Error, r.Sanitized)
+	}
+	for _, id := range ids {
+		if r, ok := rows[id]; !ok || (id != nulArg && id != failed && r.Sanitized != "") {
+			t.Errorf("job %s: stored %v, sanitized %q", id, ok, r.Sanitized)
+		}
+	}
+	// Later ends of the route still flow.
+	enqueue("after")
+	waitFor(t, 30*time.Second, "the later end stored", stored(len(ids)))
+}

@@ -84,7 +84,7 @@ func historyRowView(r history.Row) HistoryRow {
 		status = queue.StatusCanceled
 	}
 	v := HistoryRow{ID: r.ID, Life: r.Life, Attempt: r.Attempt, Task: r.Task, Route: r.Route, Priority: Priority(r.Priority),
-		Status: status, Error: r.Error, EnqueuedAt: r.EnqueuedAt, StartedAt: r.StartedAt, EndedAt: r.EndedAt, Worker: r.Worker}
+		Status: status, Error: r.Error, EnqueuedAt: r.EnqueuedAt, StartedAt: r.StartedAt, EndedAt: r.EndedAt, Worker: r.Worker, Sanitized: r.Sanitized}
 	if isJSONValue(r.Args) {
 		v.Args = r.Args
 	}

@@ -45,6 +45,9 @@ var migrations = []string{
 	// see trigrams: without the pg_trgm extension the version is recorded
 	// and such searches read every row in range.
 	trigramsMigration,
+	// What the store changed to keep a row (sanitize): '' for a row kept
+	// as given. A constant default adds the column without rewriting rows.
+	`ALTER TABLE bananas_history ADD COLUMN sanitized text NOT NULL DEFAULT ''`,
 }
 
 // trigramsMigration is version 2. pg_trgm ships with PostgreSQL (contrib)

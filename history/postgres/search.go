@@ -227,7 +227,7 @@ func collect(rows pgx.Rows) ([]history.Row, error) {
 		var args, result []byte
 		var started *time.Time
 		if err := rows.Scan(&r.ID, &r.Life, &r.Attempt, &r.Task, &r.Route, &r.Priority, &status,
-			&args, &result, &r.Error, &r.EnqueuedAt, &started, &r.EndedAt, &r.Worker); err != nil {
+			&args, &result, &r.Error, &r.EnqueuedAt, &started, &r.EndedAt, &r.Worker, &r.Sanitized); err != nil {
 			rows.Close()
 			return nil, err
 		}

@@ -83,21 +83,51 @@ func (s *Store) Write(ctx context.Context, rows []history.Row) error {
 			return err
 		}
 	}
-	sorted := slices.Clone(rows)
+	sorted := make([]history.Row, len(rows))
+	for i, r := range rows {
+		sorted[i] = sanitize(r)
+	}
 	slices.SortFunc(sorted, compareKeys)
 	for start := 0; start < len(sorted); start += batchRows {
 		chunk := sorted[start:min(start+batchRows, len(sorted))]
-		err := s.insert(ctx, chunk)
-		if isNoPartition(err) {
-			if err = s.ensurePartitions(ctx, days(chunk)); err == nil {
-				err = s.insert(ctx, chunk)
-			}
-		}
-		if err != nil {
+		if err := s.writeChunk(ctx, chunk); err != nil {
 			return fmt.Errorf("history/postgres: write %d rows: %w", len(chunk), err)
 		}
 	}
 	return nil
+}
+
+// writeChunk inserts rows in one statement. When PostgreSQL refuses a value
+// (a data error, which sanitize's changes should leave none of), it inserts
+// them one at a time, and a row refused alone is stored bare: the rest of
+// the batch, and the later ends of its route, must not wait on one row.
+func (s *Store) writeChunk(ctx context.Context, rows []history.Row) error {
+	err := s.insertMaking(ctx, rows)
+	if !isDataError(err) {
+		return err
+	}
+	for _, r := range rows {
+		err := s.insertMaking(ctx, []history.Row{r})
+		if isDataError(err) {
+			err = s.insertMaking(ctx, []history.Row{bare(r, err)})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertMaking inserts rows, making the day partitions they need when one
+// is missing.
+func (s *Store) insertMaking(ctx context.Context, rows []history.Row) error {
+	err := s.insert(ctx, rows)
+	if isNoPartition(err) {
+		if err = s.ensurePartitions(ctx, days(rows)); err == nil {
+			err = s.insert(ctx, rows)
+		}
+	}
+	return err
 }
 
 func valid(r *history.Row) error {
@@ -116,7 +146,7 @@ func compareKeys(a, b history.Row) int {
 	return cmp.Or(strings.Compare(a.ID, b.ID), cmp.Compare(a.Life, b.Life), cmp.Compare(a.Attempt, b.Attempt), a.EndedAt.Compare(b.EndedAt))
 }
 
-const columns = "id, life, attempt, task, route, priority, status, args, result, error, enqueued_at, started_at, ended_at, worker"
+const columns = "id, life, attempt, task, route, priority, status, args, result, error, enqueued_at, started_at, ended_at, worker, sanitized"
 
 // insert writes rows in one INSERT of unnested arrays, a column each: one
 // statement of 14 parameters whatever the number of rows, prepared once
@@ -127,6 +157,7 @@ const columns = "id, life, attempt, task, route, priority, status, args, result,
 func (s *Store) insert(ctx context.Context, rows []history.Row) error {
 	var c struct {
 		id, task, route, priority, status, error, worker []string
+		sanitized                                        []string
 		life, attempt                                    []int32
 		args, result                                     []*string
 		enqueued, ended                                  []time.Time
@@ -140,13 +171,14 @@ func (s *Store) insert(ctx context.Context, rows []history.Row) error {
 		c.args, c.result = append(c.args, jsonText(r.Args)), append(c.result, jsonText(r.Result))
 		c.enqueued, c.ended = append(c.enqueued, r.EnqueuedAt.UTC()), append(c.ended, r.EndedAt.UTC())
 		c.started = append(c.started, timePtr(r.StartedAt))
+		c.sanitized = append(c.sanitized, r.Sanitized)
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO bananas_history (`+columns+`)
 		SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[],
-			$8::jsonb[], $9::jsonb[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[], $14::text[])
+			$8::jsonb[], $9::jsonb[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[])
 		ON CONFLICT DO NOTHING`,
 		c.id, c.life, c.attempt, c.task, c.route, c.priority, c.status,
-		c.args, c.result, c.error, c.enqueued, c.started, c.ended, c.worker)
+		c.args, c.result, c.error, c.enqueued, c.started, c.ended, c.worker, c.sanitized)
 	return err
 }
 

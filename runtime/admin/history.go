@@ -30,6 +30,9 @@ type HistoryRow struct {
 	StartedAt     time.Time // zero when it never started (canceled while waiting)
 	EndedAt       time.Time
 	Worker        string // the worker that recorded the end, when known
+	// Sanitized says what the store changed to keep the row (NUL bytes or
+	// invalid UTF-8 in its text, JSON it could not store); "" when none.
+	Sanitized string
 }
 
 func (r HistoryRow) MarshalJSON() ([]byte, error) { return json.Marshal(r.wire()) }
@@ -51,13 +54,14 @@ type historyRowWire struct {
 	EnqueuedAt Time            `json:"enqueued_at"`
 	StartedAt  Time            `json:"started_at"` // null when it never started
 	EndedAt    Time            `json:"ended_at"`
-	Worker     string          `json:"worker"` // "" when unknown
+	Worker     string          `json:"worker"`              // "" when unknown
+	Sanitized  string          `json:"sanitized,omitempty"` // what the store changed to keep the row
 }
 
 func (r HistoryRow) wire() historyRowWire {
 	w := historyRowWire{ID: r.ID, Life: r.Life, Attempt: r.Attempt, Task: r.Task, Route: r.Route, Priority: r.Priority,
 		Status: r.Status, Args: r.Args, Result: r.Result, Error: r.Error, EnqueuedAt: Time(r.EnqueuedAt),
-		StartedAt: Time(r.StartedAt), EndedAt: Time(r.EndedAt), Worker: r.Worker}
+		StartedAt: Time(r.StartedAt), EndedAt: Time(r.EndedAt), Worker: r.Worker, Sanitized: r.Sanitized}
 	if !isJSON(w.Args) {
 		w.Args = json.RawMessage("null")
 	}
@@ -76,7 +80,7 @@ func (r *HistoryRow) UnmarshalJSON(data []byte) error {
 	}
 	*r = HistoryRow{ID: w.ID, Life: w.Life, Attempt: w.Attempt, Task: w.Task, Route: w.Route, Priority: w.Priority,
 		Status: w.Status, Error: w.Error, EnqueuedAt: time.Time(w.EnqueuedAt), StartedAt: time.Time(w.StartedAt),
-		EndedAt: time.Time(w.EndedAt), Worker: w.Worker}
+		EndedAt: time.Time(w.EndedAt), Worker: w.Worker, Sanitized: w.Sanitized}
 	if isJSON(w.Args) {
 		r.Args = w.Args
 	}
