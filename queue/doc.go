@@ -33,7 +33,7 @@
 //	<ns>:route:{<r>}:idle                   ZSET    waiting workers: wake channel -> until when the entry holds (ms) (idle.go)
 //	<ns>:route:{<r>}:keeper                 STRING  the token of the process that promotes, reaps and purges the route (keep.lua), with its TTL
 //	<ns>:route:{<r>}:keyed:high|normal|low  ZSET    waiting keyed jobs, scores 0, member = flow, order, id (flow.go)
-//	<ns>:route:{<r>}:ring:high|normal|low   LIST    flows with jobs waiting that may start one, served round-robin
+//	<ns>:route:{<r>}:ring:high|normal|low   ZSET    flows with jobs waiting that may start one -> turn, served round-robin
 //	<ns>:route:{<r>}:flows                  HASH    flow -> its rate state and the ids of its running jobs
 //	<ns>:route:{<r>}:held                   ZSET    flows held back by a limit -> when to look again (ms)
 //	<ns>:route:{<r>}:flowof                 HASH    id of a keyed job waiting or running -> its member in keyed

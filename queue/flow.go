@@ -135,7 +135,7 @@ func (q *Queue) Flows(ctx context.Context, route string, n int) (FlowState, erro
 	flows := pipe.HScan(ctx, k.Flows(), 0, "*|*", flowScan)
 	rings := make([]*redis.StringSliceCmd, 0, 3)
 	for _, p := range Priorities {
-		rings = append(rings, pipe.LRange(ctx, k.Ring(p), 0, 999))
+		rings = append(rings, pipe.ZRange(ctx, k.Ring(p), 0, 999))
 	}
 	done, _ := pipe.Exec(ctx)
 	for _, c := range done {
@@ -235,12 +235,20 @@ func BusiestFirst(flows []FlowInfo, n int) []FlowInfo {
 	return flows[:min(n, len(flows))]
 }
 
-// SweepFlows puts back in their rings the flows of route parked at their cap
-// whose slots are gone without a release — their jobs' leases or flowof
-// entries dropped from Redis by hand: every script that ends a lease frees
-// its slot itself, so this only repairs what garbage did. It reads the
-// route's flows hash, up to flowScan entries a call, and returns how many
-// flows it put back. A worker's reaper runs it now and then.
+// SweepFlows repairs the flows of route that garbage stranded, which no
+// release, due time or new job would put back (every script that ends a
+// lease frees its slot itself, so this only repairs what garbage did):
+//   - a flow parked at its cap whose slots are gone without a release (its
+//     jobs' leases or flowof entries dropped from Redis by hand) goes back
+//     in its rings; it reads the route's flows hash, up to flowScan entries
+//     a call;
+//   - a flow with jobs waiting that is in no ring, not parked and not held
+//     (its ring, held set or state lost to garbage) goes back in its ring;
+//     it looks at up to flowScan such flows a call, resuming where the last
+//     call stopped, so a huge keyed set costs bounded work a call.
+//
+// It returns how many flows it put back. A worker's reaper runs it now and
+// then.
 func (q *Queue) SweepFlows(ctx context.Context, route string, now time.Time) (int, error) {
 	if err := CheckShardRoute(route); err != nil {
 		return 0, err
@@ -252,12 +260,12 @@ func (q *Queue) SweepFlows(ctx context.Context, route string, now time.Time) (in
 		kv, next, err := q.rdb.HScan(ctx, k.Flows(), cursor, "*|*", 500).Result()
 		if err != nil {
 			if isWrongType(err) {
-				return 0, nil // garbage: the next flow script drops it
+				break // garbage: the sweep script drops it
 			}
 			return 0, fmt.Errorf("read the flows of route %s: %w", route, err)
 		}
 		for i := 0; i+1 < len(kv); i += 2 {
-			if f := strings.Fields(kv[i+1]); len(f) > 1 && f[1] != "0" {
+			if f := strings.Fields(kv[i+1]); len(f) > 1 && f[1] != "0" && !strings.HasPrefix(kv[i], "#") {
 				parked = append(parked, kv[i])
 			}
 		}
@@ -266,19 +274,40 @@ func (q *Queue) SweepFlows(ctx context.Context, route string, now time.Time) (in
 			break
 		}
 	}
+	keys := append([]string{k.Leases(), k.Active()}, k.FlowKeys()...)
 	total := 0
-	for start := 0; start < len(parked); start += 200 {
-		args := []any{ms(now)}
-		for _, f := range parked[start:min(start+200, len(parked))] {
+	// sweep runs sweep.lua on some parked flows and, with look > 0, looks
+	// at that many flows with jobs waiting. Retry-safe: a flow put back is
+	// no longer parked, and in its ring.
+	sweep := func(look int, flows []string) (done bool, err error) {
+		args := make([]any, 0, 2+len(flows))
+		args = append(args, ms(now), look)
+		for _, f := range flows {
 			args = append(args, f)
 		}
-		keys := append([]string{k.Leases(), k.Active()}, k.FlowKeys()...)
-		// Retry-safe: a flow put back is no longer parked.
-		n, err := q.s.sweep.Run(ctx, q.rdb, keys, args...).Int()
-		if err != nil {
-			return total, fmt.Errorf("sweep the flows of route %s: %w", route, err)
+		r, err := q.s.sweep.Run(ctx, q.rdb, keys, args...).Int64Slice()
+		if err == nil && len(r) != 2 {
+			err = fmt.Errorf("reply %v is not two numbers", r)
 		}
-		total += n
+		if err != nil {
+			return false, fmt.Errorf("sweep the flows of route %s: %w", route, err)
+		}
+		total += int(r[0])
+		return r[1] == 1, nil
+	}
+	for start := 0; start < len(parked); start += 200 {
+		if _, err := sweep(0, parked[start:min(start+200, len(parked))]); err != nil {
+			return total, err
+		}
+	}
+	for looked := 0; looked < flowScan; looked += 200 {
+		done, err := sweep(200, nil)
+		if err != nil {
+			return total, err
+		}
+		if done {
+			break
+		}
 	}
 	return total, nil
 }

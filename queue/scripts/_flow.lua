@@ -10,14 +10,17 @@
 -- the id of every keyed job waiting or running to its member.
 --
 -- A flow that has jobs waiting at a priority is in that priority's ring, a
--- list served round-robin by fetch.lua, unless a limit holds it back: at its
+-- zset of flows scored by their turn, served round-robin by fetch.lua (a
+-- zset, so that a flow is in a ring once however often it is pushed, and
+-- one look says whether it is there), unless a limit holds it back: at its
 -- cap it is parked (its state says at which priorities) until the release
 -- of one of its slots puts it back — every script that ends a lease does,
 -- the reaper's included, and sweep.lua repairs a flow whose slots' leases
 -- are gone without one; out of rate it waits in the held set (score: when
 -- its next start is allowed). A flow's state in the flows hash is
 -- "tat park id1 id2 ..." (see bn_flow_parse): its rate, where it is parked,
--- its running jobs.
+-- its running jobs. Garbage never strands a flow: bn_flow_rering puts back
+-- in its ring every flow with jobs waiting that is in none of these places.
 --
 -- Every flow script is given the route's flow keys as the last 12 of its
 -- KEYS (Keys.FlowKeys), read with bn_flowkeys.
@@ -29,21 +32,6 @@ local function bn_flowkeys()
   return {keyed = {KEYS[at], KEYS[at + 1], KEYS[at + 2]}, ring = {KEYS[at + 3], KEYS[at + 4], KEYS[at + 5]},
     flows = KEYS[at + 6], held = KEYS[at + 7], flowof = KEYS[at + 8], limits = KEYS[at + 9],
     idle = KEYS[at + 10], stats = KEYS[at + 11], first = at}
-end
-
--- bn_flow_repair drops a flow key that holds another type than its own:
--- garbage, which held nothing a flow script wrote, and which would otherwise
--- stop every fetch of the route. A keyed set of another type held no job
--- either: keyed jobs only ever go to a zset.
-local function bn_flow_repair(F)
-  local want = {[F.flows] = 'hash', [F.held] = 'zset', [F.flowof] = 'hash', [F.limits] = 'hash'}
-  for i = 1, 3 do
-    want[F.keyed[i]] = 'zset'
-    want[F.ring[i]] = 'list'
-  end
-  for key, t in pairs(want) do
-    if not bn_type(key, t) then redis.call('DEL', key) end
-  end
 end
 
 -- bn_len4 writes a flow's length as the 4 digits that start its members,
@@ -180,6 +168,26 @@ local function bn_has_bit(mask, i)
   return math.floor(mask / bn_bits[i]) % 2 == 1
 end
 
+-- bn_ring_push puts flows at the tail of ring i, those already in it left
+-- in their place: pushing a flow twice gives it one turn a round. Returns
+-- how many joined the ring.
+local function bn_ring_push(F, i, flows)
+  if #flows == 0 then return 0 end
+  local last = redis.call('ZRANGE', F.ring[i], -1, -1, 'WITHSCORES')
+  local turn = tonumber(last[2]) or 0
+  local args = {}
+  for _, flow in ipairs(flows) do
+    turn = turn + 1
+    args[#args + 1] = string.format('%.0f', turn)
+    args[#args + 1] = flow
+  end
+  local added = 0
+  for first = 1, #args, 200 do
+    added = added + redis.call('ZADD', F.ring[i], 'NX', unpack(args, first, math.min(first + 199, #args)))
+  end
+  return added
+end
+
 -- bn_rate_room returns how many starts the rate allows now, and when the
 -- next one is allowed when none is (GCRA: each start moves the theoretical
 -- arrival time tat on by one interval, and a start is allowed while tat
@@ -241,10 +249,7 @@ end
 local function bn_flow_ring(F, flow)
   local n = 0
   for i = 1, 3 do
-    if #bn_flow_head(F, i, flow, 1) > 0 then
-      redis.call('RPUSH', F.ring[i], flow)
-      n = n + 1
-    end
+    if #bn_flow_head(F, i, flow, 1) > 0 then n = n + bn_ring_push(F, i, {flow}) end
   end
   return n
 end
@@ -266,8 +271,7 @@ local function bn_flow_add(F, i, member, id, waiting)
   redis.call('ZADD', F.keyed[i], 0, member)
   redis.call('HSET', F.flowof, id, member)
   if was then return 0 end
-  redis.call('RPUSH', F.ring[i], flow)
-  return 1
+  return bn_ring_push(F, i, {flow})
 end
 
 -- bn_flow_unpark puts a flow parked at its cap back in the rings it waits
@@ -275,7 +279,7 @@ end
 local function bn_flow_unpark(F, flow, st)
   if st.park == 0 then return false end
   for i = 1, 3 do
-    if bn_has_bit(st.park, i) then redis.call('RPUSH', F.ring[i], flow) end
+    if bn_has_bit(st.park, i) then bn_ring_push(F, i, {flow}) end
   end
   st.park = 0
   return true
@@ -407,7 +411,83 @@ local function bn_flow_release_many(F, ids, now)
   if #dels > 0 then bn_sliced('HDEL', F.flows, dels) end
   bn_flow_put_many(F, written, now)
   for i = 1, 3 do
-    if #rings[i] > 0 then bn_sliced('RPUSH', F.ring[i], rings[i]) end
+    bn_ring_push(F, i, rings[i])
   end
   return unparked
+end
+
+-- bn_flow_rering puts back in its ring every flow that has jobs waiting at
+-- a priority but is in that priority's ring, parked at it or held by none:
+-- a flow stranded by garbage (a ring, held set or flows hash of another
+-- type, which bn_flow_repair drops, or a flow's state that does not read),
+-- which no release, due time or new job of its key would ever put back. It
+-- looks at up to n flows a call, one priority's keyed set after the other,
+-- and keeps where it stopped in the flows hash under "#rering" (no flow is
+-- named so): a route with a million keys costs bounded work a call. Returns
+-- how many flows it put back, and whether it finished a pass over the keyed
+-- sets. Harmless when run twice: a flow put back is in its ring.
+local function bn_flow_rering(F, n)
+  local i, from = 1, '-'
+  local c = redis.call('HGET', F.flows, '#rering')
+  if c and string.find(c, '^[123][%-(]') then i, from = tonumber(string.sub(c, 1, 1)), string.sub(c, 2) end
+  local pushes, looked = {{}, {}, {}}, 0
+  while looked < n do
+    local m = redis.call('ZRANGEBYLEX', F.keyed[i], from, '+', 'LIMIT', 0, 1)[1]
+    if not m then
+      if i == 3 then
+        i = nil
+        break
+      end
+      i, from = i + 1, '-'
+    else
+      looked = looked + 1
+      local flow = bn_member_flow(m)
+      if not flow then
+        from = '(' .. m
+      else
+        -- The flow's members all sort below its prefix and ':' (their
+        -- order is digits), and no other flow's start with its prefix.
+        from = '(' .. bn_len4(#flow) .. flow .. ':'
+        if not redis.call('ZSCORE', F.ring[i], flow) and not redis.call('ZSCORE', F.held, flow)
+            and not bn_has_bit(bn_flow_state(F, flow).park, i) then
+          pushes[i][#pushes[i] + 1] = flow
+        end
+      end
+    end
+  end
+  local put = 0
+  for j = 1, 3 do put = put + bn_ring_push(F, j, pushes[j]) end
+  if i then
+    redis.call('HSET', F.flows, '#rering', i .. from)
+  else
+    redis.call('HDEL', F.flows, '#rering')
+  end
+  return put, not i
+end
+
+-- bn_flow_repair drops a flow key that holds another type than its own:
+-- garbage, which held nothing a flow script wrote, and which would otherwise
+-- stop every fetch of the route. A keyed set of another type held no job
+-- either: keyed jobs only ever go to a zset. A ring, held set or flows hash
+-- dropped took with it where its flows were: a first pass of
+-- bn_flow_rering puts back the first of them at once, sweep.lua the rest.
+local function bn_flow_repair(F)
+  local want = {[F.flows] = 'hash', [F.held] = 'zset', [F.flowof] = 'hash', [F.limits] = 'hash'}
+  local lost = {[F.flows] = true, [F.held] = true}
+  for i = 1, 3 do
+    want[F.keyed[i]] = 'zset'
+    want[F.ring[i]] = 'zset'
+    lost[F.ring[i]] = true
+  end
+  local stranded = false
+  for key, t in pairs(want) do
+    if not bn_type(key, t) then
+      redis.call('DEL', key)
+      stranded = stranded or lost[key]
+    end
+  end
+  if stranded then
+    redis.call('HDEL', F.flows, '#rering')
+    bn_flow_rering(F, 100)
+  end
 end

@@ -228,7 +228,7 @@ end
 -- back to the tail while they have jobs waiting and room; a flow at its cap
 -- is parked, one out of rate held until its next start is allowed. Reads and writes go out in one call per
 -- kind for the whole turn.
-local function turn(i, flows, budget)
+local function turn(i, uniq, turns, budget)
   -- park: a flow at its cap waits off the ring, for the release of one of
   -- its slots (every script that ends a lease puts it back), counted as
   -- throttled.
@@ -236,13 +236,6 @@ local function turn(i, flows, budget)
   local function park(st, i)
     if not bn_has_bit(st.park, i) then st.park = st.park + bn_bits[i] end
     parks = parks + 1
-  end
-  local uniq, seen = {}, {}
-  for _, f in ipairs(flows) do
-    if not seen[f] then
-      seen[f] = true
-      uniq[#uniq + 1] = f
-    end
   end
   local states = redis.call('HMGET', F.flows, unpack(uniq))
   local quota = math.ceil(budget / #uniq)
@@ -282,6 +275,7 @@ local function turn(i, flows, budget)
   for idx, flow in ipairs(uniq) do
     local left = budget - #ids
     if left <= 0 then
+      unvisited[#unvisited + 1] = turns[idx]
       unvisited[#unvisited + 1] = flow
     elseif only and not only[bn_task_of(flow)] then
       back[#back + 1] = flow -- another worker's to run
@@ -310,12 +304,14 @@ local function turn(i, flows, budget)
     end
   end
   bn_flow_put_many(F, dirty, now)
-  if #back > 0 then bn_sliced('RPUSH', F.ring[i], back) end
-  for j = #unvisited, 1, -1 do redis.call('LPUSH', F.ring[i], unvisited[j]) end
+  -- The flows not looked at keep their turns, ahead of the ring; those
+  -- served go to its tail.
+  if #unvisited > 0 then bn_sliced('ZADD', F.ring[i], unvisited) end
+  bn_ring_push(F, i, back)
   bn_flow_hold(F, holds)
   if parks > 0 then bn_count(F.stats, 'throttled', parks) end
   flush()
-  return #back + #unvisited
+  return #back + #unvisited / 2
 end
 
 -- take_ring takes up to n jobs from ring i, turn after turn, until the
@@ -325,13 +321,18 @@ end
 local function take_ring(i, n)
   local stop, looked = taken + n, 0
   while taken < stop and looked < 2000 do
-    local flows = redis.call('LPOP', F.ring[i], math.min(stop - taken, 200))
-    if not flows then return end
+    local popped = redis.call('ZPOPMIN', F.ring[i], math.min(stop - taken, 200))
+    if #popped == 0 then return end
+    local flows, turns = {}, {}
+    for j = 1, #popped, 2 do
+      flows[#flows + 1] = popped[j]
+      turns[#turns + 1] = popped[j + 1]
+    end
     looked = looked + #flows
     local before = taken
     -- A turn that took nothing and left every flow in the ring (another
     -- worker's tasks) would only go round again.
-    if turn(i, flows, stop - taken) == #flows and taken == before then return end
+    if turn(i, flows, turns, stop - taken) == #flows and taken == before then return end
   end
 end
 
@@ -339,7 +340,7 @@ for idx = 1, m do
   local left = budget - taken
   if left <= 0 then break end
   local i, list = prios[idx], KEYS[6 + idx]
-  local ring = flowy and redis.call('LLEN', F.ring[i]) > 0
+  local ring = flowy and redis.call('ZCARD', F.ring[i]) > 0
   if only then
     take_ring(i, left)
   elseif ring and redis.call('LLEN', list) > 0 then

@@ -1,24 +1,32 @@
--- sweep.lua: put back in their rings the flows parked at their cap whose
--- slots are gone without a release (their jobs' leases dropped by hand, or
--- their flowof entries): a slot is held only by a job still leased under a
--- lease that has not run out. The releases of every script that ends a lease
--- unpark a flow at once; this is the repair of what they cannot see. The
--- caller read the flows from the flows hash; each is checked again here.
--- Harmless when run twice: a flow put back is no longer parked.
+-- sweep.lua: the repair of flows that garbage stranded, which the releases,
+-- due times and new jobs of the other scripts cannot see:
+--   - the flows named, parked at their cap, whose slots are gone without a
+--     release (their jobs' leases dropped by hand, or their flowof entries)
+--     go back in their rings: a slot is held only by a job still leased
+--     under a lease that has not run out. The caller read the flows from
+--     the flows hash; each is checked again here.
+--   - up to ARGV[2] flows with jobs waiting are looked at, resuming where the
+--     last call stopped, and each that is in no ring, not parked and not
+--     held goes back in its ring (bn_flow_rering).
+-- Harmless when run twice: a flow put back is no longer parked, and in its
+-- ring.
 --
 -- KEYS[1]  HASH  route:{r}:leases
 -- KEYS[2]  ZSET  route:{r}:active
 -- KEYS[3..14]  the route's flow keys (Keys.FlowKeys)
 -- ARGV[1]  now (unix ms)
--- ARGV[2..]  flow names
--- Returns: how many flows were put back.
+-- ARGV[2]  how many flows with jobs waiting to look at (>= 0)
+-- ARGV[3..]  names of parked flows
+-- Returns: {how many flows were put back, 1 when the look at the flows with
+--          jobs waiting finished a pass over the route's keyed sets else 0}.
 local now = bn_num(ARGV[1], 'now')
+local budget = bn_num(ARGV[2], 'flows to look at')
 local F = bn_flowkeys()
 bn_need_type(KEYS[1], 'hash', 'leases hash')
 bn_need_type(KEYS[2], 'zset', 'active set')
 bn_flow_repair(F)
 local n = 0
-for a = 2, #ARGV do
+for a = 3, #ARGV do
   local flow = ARGV[a]
   local st = bn_flow_state(F, flow)
   if st.park ~= 0 then
@@ -31,5 +39,11 @@ for a = 2, #ARGV do
     bn_flow_put(F, flow, st, now)
   end
 end
+local done = true
+if budget > 0 then
+  local put
+  put, done = bn_flow_rering(F, budget)
+  n = n + put
+end
 bn_wake(F.idle, n, now)
-return n
+return {n, done and 1 or 0}
