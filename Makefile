@@ -46,7 +46,8 @@ test-faults:
 test-chaos:
 	BANANAS_CHAOS=1 $(GO) test -count=1 -timeout 10m -v -run '^TestChaos_' ./runtime/
 
-# The whole thing on the embedded Redis, no server needed.
+# The whole thing on the embedded Redis, no server needed: the demo, then its
+# dashboard, HTTP API and workers serving for 10 minutes (Ctrl-C ends it).
 demo:
 	$(GO) run ./examples/quickstart
 

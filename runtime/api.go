@@ -41,6 +41,7 @@ func APIHandler(in *Inspector, o APIOptions) http.Handler {
 		MaxBody: int64(in.c.maxPayload) + 64<<10, // the args, and room for the rest of the submission
 		Metrics: in.c.MetricsHandler(),
 		Extra:   dashboardRoutes(in, o),
+		Redis:   in.c.redisAddr(),
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && in.c.hookRun.Load() != nil {

@@ -2,11 +2,16 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
@@ -141,4 +146,96 @@ func infoInt(t *testing.T, info, field string) int64 {
 	}
 	t.Fatalf("INFO has no %s", field)
 	return 0
+}
+
+// While Redis is down, the dashboard answers a 503 page that names the
+// Redis it cannot reach (its address, never its password) and loads itself
+// again every few seconds, with a link to do it at once; once Redis is back
+// the page turns into the dashboard by itself. The API answers 503 with a
+// JSON error naming the same Redis and a Retry-After, not a 500.
+func TestDashboard_RedisDownShowsWhichRedisAndRetriesUntilItIsBack(t *testing.T) {
+	t.Parallel()
+	const password = "s3cret-pw"
+	srv := redistest.Start(t)
+	if err := srv.Client(t).ConfigSet(context.Background(), "requirepass", password).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, "redis://:"+password+"@"+srv.Addr()+"/0")
+	if _, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	api := serveAPI(t, runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{})
+	srv.Stop()
+	// Restarted without requirepass: the client's AUTH then fails, so give
+	// the server its password back before the client reconnects.
+	resume := func() {
+		if err := srv.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Client(t).ConfigSet(context.Background(), "requirepass", password).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "Redis at " + srv.Addr() + " is unreachable"
+
+	for _, path := range []string{"/api/v1/queues", "/api/v1/jobs?route=default"} {
+		resp, err := http.Get(api.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Error string }
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusServiceUnavailable || !strings.HasPrefix(body.Error, want) ||
+			strings.Contains(body.Error, password) || resp.Header.Get("Retry-After") != "5" {
+			t.Fatalf("GET %s with Redis down: %s, Retry-After %q, %+v (%v); want 503 %q..., Retry-After 5, no password",
+				path, resp.Status, resp.Header.Get("Retry-After"), body, err, want)
+		}
+	}
+
+	resp, err := http.Get(api.url + "/jobs?route=default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" ||
+		!strings.Contains(string(page), `<meta http-equiv="refresh" content="5; url=/jobs?route=default">`) {
+		t.Fatalf("GET /jobs with Redis down: %s, Retry-After %q; want 503, Retry-After 5 and a refresh of the page itself:\n%s",
+			resp.Status, resp.Header.Get("Retry-After"), page)
+	}
+
+	ctx := tab(t)
+	run(t, ctx, "open the overview with Redis down", chromedp.Navigate(api.url+"/"), chromedp.WaitVisible(chromedp.CSS("#problem")))
+	if got := text(t, ctx, "#problem"); !strings.HasPrefix(got, want+":") || !strings.Contains(got, "connection refused") {
+		t.Fatalf("the page says %q; want %q and why", got, want)
+	}
+	if got := text(t, ctx, "main"); strings.Contains(got, password) {
+		t.Fatalf("the page shows Redis's password: %q", got)
+	}
+	if got := text(t, ctx, "#retry"); !strings.Contains(got, "tries again every 5 seconds") {
+		t.Fatalf("the page says %q; want that it tries again by itself", got)
+	}
+	waitJS(t, ctx, "a link that tries the page again", `document.querySelector('#retry a').getAttribute('href') === '/'`)
+	shoot(t, ctx, "redis-down")
+
+	resume()
+	waitAcrossLoads(t, ctx, 20*time.Second, "the page to load the overview by itself once Redis is back",
+		`!document.querySelector('#problem') && document.title.startsWith('Overview')`)
+}
+
+// waitAcrossLoads waits until the JavaScript expression holds on the page,
+// through the page loading itself again (which ends a single poll).
+func waitAcrossLoads(t *testing.T, ctx context.Context, within time.Duration, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		ok, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(time.Second)))
+		if err == nil && ok {
+			return
+		}
+		last = err
+	}
+	t.Fatalf("browser: waiting for %s (%s) for %s: %v; the page shows: %s", what, expr, within, last, text(t, ctx, "main"))
 }

@@ -209,3 +209,20 @@ func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	}
 	l.Log(ctx, level, "bananas: go-redis: "+msg)
 }
+
+// redisAddr is the address of c's Redis as an operator reads it, when the
+// surfaces say it is unreachable: host:port, a cluster's seed nodes, or
+// mem:// for the embedded server. It is read from go-redis's options, which
+// hold no credentials in the address.
+func (c *Client) redisAddr() string {
+	if c.embedded != nil {
+		return "mem://"
+	}
+	switch r := c.rdb.(type) {
+	case *redis.Client:
+		return r.Options().Addr
+	case *redis.ClusterClient:
+		return strings.Join(r.Options().Addrs, ",")
+	}
+	return ""
+}

@@ -2,11 +2,16 @@
 // with no other process: typed enqueues to two routes and three priorities,
 // workers that take only their routes, a typed result awaited, a typed
 // workflow (a gather of two steps, then a step after it), a failing
-// job retried with backoff and then dead-lettered, and the HTTP API and
-// Prometheus metrics serving it all.
+// job retried with backoff and then dead-lettered, and the HTTP API, the
+// dashboard and Prometheus metrics serving it all.
 //
-//	go run ./examples/quickstart               # the API runs while the demo does
-//	go run ./examples/quickstart -serve 10m    # and stays up 10 minutes after
+// Once the demo's steps are done, its workers and its dashboard stay up for
+// -serve (10 minutes by default), so that the URL it prints can be opened and
+// jobs sent from the dashboard or the API are run; Ctrl-C ends it sooner.
+//
+//	go run ./examples/quickstart               # the demo, then 10 minutes of serving
+//	go run ./examples/quickstart -serve 1h     # an hour of serving
+//	go run ./examples/quickstart -serve 0      # exit once the demo is done
 package main
 
 import (
@@ -30,32 +35,29 @@ import (
 	"github.com/bananas-go/bananas/runtime"
 )
 
-var start = time.Now()
-
-// say prints one line stamped with the time since start.
-func say(format string, args ...any) {
-	fmt.Printf("%7.3fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-}
-
-var serve = flag.Duration("serve", 0, "keep the HTTP API up this long after the demo (Ctrl-C ends it)")
+var serve = flag.Duration("serve", 10*time.Minute, "keep the dashboard, HTTP API and workers up this long after the demo (0: exit at once; Ctrl-C ends it sooner)")
 
 func main() {
 	flag.Parse()
-	if err := run(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, *serve); err != nil && ctx.Err() == nil {
 		log.Fatal(err)
 	}
 }
 
-func run() error {
-	ctx := context.Background()
+// run runs the demo's steps, printing each to out, then keeps the dashboard,
+// the HTTP API and the workers up for serve or until ctx ends.
+func run(ctx context.Context, out io.Writer, serve time.Duration) (err error) {
+	d := &demo{out: out, start: time.Now()}
 	c, err := runtime.Connect(ctx, "mem://")
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	d.ctx, d.c = ctx, c
 	runtime.SetDefault(c)
-	say("connected to the embedded Redis (mem://), namespace %q", c.Namespace())
-	d := &demo{ctx: ctx, c: c}
+	d.say("connected to the embedded Redis (mem://), namespace %q", c.Namespace())
 	closeAPI, err := d.serveAPI()
 	if err != nil {
 		return err
@@ -65,8 +67,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	stopWorkers, waitWorkers := d.startWorkers()
-	defer stopWorkers()
+	stopWorkers := d.startWorkers()
+	defer func() {
+		if werr := stopWorkers(); err == nil {
+			err = werr
+		}
+	}()
 	if err := d.awaitResults(words, later); err != nil {
 		return err
 	}
@@ -79,28 +85,37 @@ func run() error {
 	if err := d.overHTTP(); err != nil {
 		return err
 	}
-	stopWorkers()
-	waitWorkers()
 	if err := d.showQueues(); err != nil {
 		return err
 	}
 	d.showMetrics()
-	d.keepServing()
-	say("done")
+	d.keepServing(serve)
+	d.say("done")
 	return nil
 }
 
-// demo is what the quickstart's steps share: the client, the admin layer and
-// the address the HTTP API serves on.
+// demo is what the quickstart's steps share: the client, the admin layer,
+// the address the HTTP API serves on and where the steps are printed.
 type demo struct {
 	ctx  context.Context
 	c    *runtime.Client
 	in   *runtime.Inspector
 	base string // "http://host:port" of the HTTP API
+
+	start time.Time
+	mu    sync.Mutex // one line at a time: the workers print too
+	out   io.Writer
 }
 
-// serveAPI serves the admin layer's HTTP API on a free loopback port and
-// returns the function that closes it.
+// say prints one line stamped with the time since the start.
+func (d *demo) say(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, "%7.3fs  %s\n", time.Since(d.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// serveAPI serves the admin layer's HTTP API and the dashboard on a free
+// loopback port and returns the function that closes it.
 func (d *demo) serveAPI() (closeAPI func(), err error) {
 	d.in = runtime.NewInspector(d.c, tasks.Register)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -111,7 +126,7 @@ func (d *demo) serveAPI() (closeAPI func(), err error) {
 	go func() { _ = api.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
 	d.base = base
-	say("dashboard: %s/  HTTP API: %s/api/v1/queues  metrics: %s/metrics  OpenAPI: %s/api/v1/openapi.json", base, base, base, base)
+	d.say("dashboard: %s/  HTTP API: %s/api/v1/queues  metrics: %s/metrics  OpenAPI: %s/api/v1/openapi.json", base, base, base, base)
 	return func() { api.Close() }, nil
 }
 
@@ -119,7 +134,7 @@ func (d *demo) serveAPI() (closeAPI func(), err error) {
 // they are taken in, and a delayed job; it returns the ids of the
 // count_words jobs and of the delayed one.
 func (d *demo) enqueueBeforeWorkers() (words []string, later string, err error) {
-	say("enqueue: 3 count_words (route default, priority low), then 1 send_email (route email, priority high)")
+	d.say("enqueue: 3 count_words (route default, priority low), then 1 send_email (route email, priority high)")
 	words, err = tasks.CountWords.EnqueueMany(d.ctx, []tasks.Text{
 		{Body: "bananas are berries"}, {Body: "strawberries are not"}, {Body: "one"},
 	})
@@ -135,31 +150,34 @@ func (d *demo) enqueueBeforeWorkers() (words []string, later string, err error) 
 		return nil, "", err
 	}
 	info, _ := d.c.Job(d.ctx, later)
-	say("enqueue: count_words delayed 300ms -> %s, status %s", short(later), info.Status)
+	d.say("enqueue: count_words delayed 300ms -> %s, status %s", short(later), info.Status)
 	return words, later, nil
 }
 
 // startWorkers runs two workers: one for email+default (email preferred),
-// one for images only, until stop; wait returns once both have stopped.
-func (d *demo) startWorkers() (stop, wait func()) {
-	logger := slog.New(&eventHandler{})
+// one for images only; stop stops them and returns the first error a worker
+// returned.
+func (d *demo) startWorkers() (stop func() error) {
+	logger := slog.New(&eventHandler{d: d})
 	demoBackoff := func(attempt int) time.Duration { return time.Duration(100<<attempt) * time.Millisecond }
 	general := runtime.NewWorker(d.c, runtime.WorkerOptions{Routes: []string{"email", "default"}, Concurrency: 1, Logger: logger, Backoff: demoBackoff})
 	images := runtime.NewWorker(d.c, runtime.WorkerOptions{Routes: []string{"images"}, Concurrency: 4, Logger: logger, Backoff: demoBackoff})
 	tasks.Register(general)
 	tasks.Register(images)
-	wctx, cancel := context.WithCancel(d.ctx)
-	var wg sync.WaitGroup
+	wctx, cancel := context.WithCancel(context.WithoutCancel(d.ctx)) // Ctrl-C ends the serving; the workers stop after it
+	errs := make(chan error, 2)
 	for _, w := range []*runtime.Worker{general, images} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := w.Run(wctx); err != nil {
-				log.Fatal(err)
-			}
-		}()
+		go func() { errs <- w.Run(wctx) }()
 	}
-	return cancel, wg.Wait
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			cancel()
+			err = errors.Join(<-errs, <-errs)
+		})
+		return err
+	}
 }
 
 // workflow runs two count_words steps and sums their results: a Gather,
@@ -182,7 +200,7 @@ func (d *demo) workflow() error {
 	if err != nil {
 		return err
 	}
-	say("workflow: count_words x2 -> gather -> sum_counts = %d (%s, %d steps: %s/workflows/%s)", total, info.Status, len(info.Steps), d.base, id)
+	d.say("workflow: count_words x2 -> gather -> sum_counts = %d (%s, %d steps: %s/workflows/%s)", total, info.Status, len(info.Steps), d.base, id)
 	return nil
 }
 
@@ -194,19 +212,19 @@ func (d *demo) awaitResults(words []string, later string) error {
 		if err != nil {
 			return err
 		}
-		say("result: count_words #%d = %d words", i+1, n)
+		d.say("result: count_words #%d = %d words", i+1, n)
 	}
 	res, err := tasks.ResizeImage.Call(d.ctx, tasks.ResizeArgs{URL: "https://cdn.example.com/cat.png", Width: 640})
 	if err != nil {
 		return err
 	}
-	say("result: resize_image = %+v (a typed tasks.ResizeResult)", res)
+	d.say("result: resize_image = %+v (a typed tasks.ResizeResult)", res)
 	n, err := tasks.CountWords.Await(d.ctx, later)
 	if err != nil {
 		return err
 	}
 	info, _ := d.c.Job(d.ctx, later)
-	say("result: delayed count_words = %d, ran %s after it was enqueued", n, info.StartedAt.Sub(info.CreatedAt).Round(time.Millisecond))
+	d.say("result: delayed count_words = %d, ran %s after it was enqueued", n, info.StartedAt.Sub(info.CreatedAt).Round(time.Millisecond))
 	return nil
 }
 
@@ -217,19 +235,19 @@ func (d *demo) deadLetter() error {
 	if err != nil {
 		return err
 	}
-	say("enqueue: send_email to %q -> %s (retries=2)", "nobody", short(bad))
+	d.say("enqueue: send_email to %q -> %s (retries=2)", "nobody", short(bad))
 	_, err = tasks.SendEmail.Await(d.ctx, bad)
 	var je *runtime.JobError
 	if !errors.As(err, &je) {
 		return fmt.Errorf("expected the bad email to fail, got %v", err)
 	}
-	say("result: send_email failed for good: %v", je)
+	d.say("result: send_email failed for good: %v", je)
 	dead, err := d.in.Jobs(d.ctx, runtime.JobQuery{Route: "email", State: runtime.StatusFailed})
 	if err != nil {
 		return err
 	}
 	for _, j := range dead.Jobs {
-		say("dead-letter queue (email): %s %s attempts=%d error=%q", short(j.ID), j.Name, j.Attempts, j.Error)
+		d.say("dead-letter queue (email): %s %s attempts=%d error=%q", short(j.ID), j.Name, j.Attempts, j.Error)
 	}
 	return nil
 }
@@ -248,7 +266,7 @@ func (d *demo) overHTTP() error {
 	if err != nil || resp.StatusCode != http.StatusCreated {
 		return fmt.Errorf("POST /api/v1/jobs: %s, %v", resp.Status, err)
 	}
-	say("POST /api/v1/jobs %s -> %s %s", body, resp.Status, short(created.ID))
+	d.say("POST /api/v1/jobs %s -> %s %s", body, resp.Status, short(created.ID))
 	var job struct {
 		Status string
 		Result any
@@ -256,7 +274,7 @@ func (d *demo) overHTTP() error {
 	if err := getJSON(d.base+"/api/v1/jobs/"+created.ID+"/result?wait=10s", &job); err != nil {
 		return err
 	}
-	say("GET /api/v1/jobs/%s/result -> status %s, result %v", short(created.ID), job.Status, job.Result)
+	d.say("GET /api/v1/jobs/%s/result -> status %s, result %v", short(created.ID), job.Status, job.Result)
 	return nil
 }
 
@@ -271,7 +289,7 @@ func (d *demo) showQueues() error {
 		return err
 	}
 	for _, q := range queues {
-		say("GET /api/v1/queues: %-7s pending=%d scheduled=%d active=%d dead=%d", q.Route, q.Pending, q.Scheduled, q.Active, q.Dead)
+		d.say("GET /api/v1/queues: %-7s pending=%d scheduled=%d active=%d dead=%d", q.Route, q.Pending, q.Scheduled, q.Active, q.Dead)
 	}
 	return nil
 }
@@ -287,22 +305,25 @@ func (d *demo) showMetrics() {
 	resp.Body.Close()
 	for _, line := range strings.Split(string(raw), "\n") {
 		if strings.HasPrefix(line, "bananas_jobs_processed_total{") || strings.HasPrefix(line, "bananas_jobs_dead_total{") {
-			say("GET /metrics: %s", line)
+			d.say("GET /metrics: %s", line)
 		}
 	}
 }
 
-// keepServing keeps the HTTP API up for -serve, or until Ctrl-C.
-func (d *demo) keepServing() {
-	if *serve <= 0 {
+// keepServing keeps the dashboard, the HTTP API and the workers up for
+// serve, or until ctx ends (Ctrl-C), saying where and until when.
+func (d *demo) keepServing(serve time.Duration) {
+	if serve <= 0 {
 		return
 	}
-	say("serving the API on %s for %s (Ctrl-C to stop)", d.base, *serve)
-	sig, cancel := signal.NotifyContext(d.ctx, os.Interrupt)
-	defer cancel()
+	until := time.Now().Add(serve)
+	d.say("serving: dashboard %s/ with its workers (routes email, default, images) for %s, until %s; Ctrl-C stops it sooner",
+		d.base, serve, until.Format("15:04:05 MST"))
+	t := time.NewTimer(serve)
+	defer t.Stop()
 	select {
-	case <-sig.Done():
-	case <-time.After(*serve):
+	case <-d.ctx.Done():
+	case <-t.C:
 	}
 }
 
@@ -329,12 +350,13 @@ func short(id string) string {
 
 // eventHandler prints the workers' job events as they happen, one line each.
 type eventHandler struct {
+	d     *demo
 	attrs []slog.Attr
 }
 
 func (h *eventHandler) Enabled(context.Context, slog.Level) bool { return true }
 func (h *eventHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &eventHandler{attrs: append(append([]slog.Attr{}, h.attrs...), as...)}
+	return &eventHandler{d: h.d, attrs: append(append([]slog.Attr{}, h.attrs...), as...)}
 }
 func (h *eventHandler) WithGroup(string) slog.Handler { return h }
 func (h *eventHandler) Handle(_ context.Context, r slog.Record) error {
@@ -356,6 +378,6 @@ func (h *eventHandler) Handle(_ context.Context, r slog.Record) error {
 		add(a)
 	}
 	r.Attrs(add)
-	say("%s", b.String())
+	h.d.say("%s", b.String())
 	return nil
 }

@@ -37,6 +37,9 @@ type Config struct {
 	// Extra routes (the dashboard) mounted on the same mux: pattern -> handler.
 	Extra  map[string]http.Handler
 	Logger *slog.Logger
+	// Redis is the address of the Redis the admin layer reads (no
+	// credentials), named by the 503 answered while it does not answer.
+	Redis string
 }
 
 // MaxResultWait caps ?wait= of GET /api/v1/jobs/{id}/result.

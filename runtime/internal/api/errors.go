@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/bananas-go/bananas/runtime/admin"
@@ -104,15 +105,26 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return // the client left
 	default:
-		if e = httpError(err); e.Status == http.StatusInternalServerError {
+		if down := admin.Unreachable(r.Context(), s.a, s.cfg.Redis, err); down != nil {
+			// Not the server's fault, nor the caller's: worth sending again
+			// once Redis is back, which Retry-After says.
+			s.cfg.Logger.Warn("bananas: api request failed: Redis is unreachable", "method", r.Method, "path", r.URL.Path, "err", err)
+			w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+			e = &Error{Status: http.StatusServiceUnavailable, Msg: down.Error()}
+		} else if e = httpError(err); e.Status == http.StatusInternalServerError {
 			s.cfg.Logger.Error("bananas: api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
 	}
 	_ = writeJSON(w, e.Status, errorBody{Error: e.Msg, Field: e.Field})
 }
 
+// RetryAfterSeconds is the Retry-After of a 503 answered while Redis is
+// unreachable.
+const RetryAfterSeconds = 5
+
 // httpError is the answer to err, an error of the admin layer: its class's
-// status and the field it names. A Failure is a 500 that says what failed.
+// status and the field it names. A Failure is a 500 that says what failed
+// (fail answers a 503 instead while Redis is unreachable).
 func httpError(err error) *Error {
 	p := admin.Classify(err)
 	if p.Class == admin.Failure {

@@ -31,6 +31,9 @@ type Config struct {
 	// JavaScript is on (default 2 s).
 	Refresh time.Duration
 	Logger  *slog.Logger
+	// Redis is the address of the Redis the admin layer reads (no
+	// credentials), named by the page shown while it does not answer.
+	Redis string
 }
 
 // Dashboard serves the pages. Mount it for each of Patterns on a mux.
@@ -131,6 +134,10 @@ type page struct {
 	CSRF     string
 	Flash    string
 	Refresh  int64 // ms between polls of the live part; 0: none
+	// Reload is the seconds after which the browser loads ReloadTo (a
+	// meta refresh, which needs no script); 0: never.
+	Reload   int
+	ReloadTo string
 	Data     any
 }
 
@@ -172,13 +179,42 @@ func (d *Dashboard) render(w http.ResponseWriter, status int, p *page) {
 
 // fail shows err on the error page with its status (statusOf), and logs
 // it when it is a failure of the server or of Redis.
+//
+// While Redis does not answer, the page says so instead, naming it, and
+// loads again every few seconds (a GET itself, an action the page it was
+// sent from): it shows the dashboard once Redis is back.
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, p *page, err error) {
 	status, msg := statusOf(err)
+	prob := &problem{Status: status, Msg: msg}
 	if status == http.StatusInternalServerError {
-		d.cfg.Logger.Error("bananas: dashboard request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		if down := admin.Unreachable(r.Context(), d.a, d.cfg.Redis, err); down != nil {
+			d.cfg.Logger.Warn("bananas: dashboard request failed: Redis is unreachable", "method", r.Method, "path", r.URL.Path, "err", err)
+			prob = &problem{Status: http.StatusServiceUnavailable, Msg: down.Error(), Retry: retryTarget(r), RetryIn: retryIn}
+			p.Reload, p.ReloadTo = retryIn, prob.Retry
+			w.Header().Set("Retry-After", strconv.Itoa(retryIn))
+		} else {
+			d.cfg.Logger.Error("bananas: dashboard request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
 	}
-	p.Nav, p.Title, p.Data = "error", http.StatusText(status), &problem{Status: status, Msg: msg}
-	d.render(w, status, p)
+	p.Nav, p.Title, p.Data = "error", http.StatusText(prob.Status), prob
+	d.render(w, prob.Status, p)
+}
+
+// retryIn is how many seconds the page shown while Redis is unreachable
+// waits before it loads again.
+const retryIn = 5
+
+// retryTarget is the page to load again once Redis may be back: the page
+// asked for, or for an action the page it was sent from (its back field),
+// else the overview: an action is never sent again by itself.
+func retryTarget(r *http.Request) string {
+	if r.Method == http.MethodGet {
+		return r.URL.RequestURI()
+	}
+	if back, ok := localPath(r.PostFormValue("back")); ok {
+		return back
+	}
+	return "/"
 }
 
 // actionFunc does one action and returns where to send the browser and

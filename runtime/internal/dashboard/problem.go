@@ -13,6 +13,10 @@ import (
 type problem struct {
 	Status int
 	Msg    string
+	// Retry, when set, is the page to try again (Redis is unreachable),
+	// which the browser loads by itself after RetryIn seconds.
+	Retry   string
+	RetryIn int
 }
 
 func (p *problem) Error() string { return p.Msg }
@@ -21,7 +25,8 @@ func (p *problem) Error() string { return p.Msg }
 // own problem as it is; a refusal of the admin layer with its class's
 // status (a job or route that does not exist 404, a bad filter 400, a job
 // that moved to a state the action does not fit 409); anything else is a
-// failure of the server or of Redis (500), which the caller logs.
+// failure of the server or of Redis (500), which the caller logs, or
+// answers 503 while Redis is unreachable (Dashboard.fail).
 func statusOf(err error) (int, string) {
 	if p := (*problem)(nil); errors.As(err, &p) {
 		return p.Status, p.Msg

@@ -101,13 +101,13 @@ func (b *builder) operation(e Endpoint) (map[string]any, error) {
 var errorResponse = map[int]string{
 	http.StatusBadRequest: "BadRequest", http.StatusUnauthorized: "Unauthorized", http.StatusForbidden: "Forbidden",
 	http.StatusNotFound: "NotFound", http.StatusConflict: "Conflict", http.StatusRequestEntityTooLarge: "TooLarge",
-	http.StatusInternalServerError: "ServerError",
+	http.StatusInternalServerError: "ServerError", http.StatusServiceUnavailable: "Unavailable",
 }
 
 func (b *builder) responses(e Endpoint) (map[string]any, error) {
 	out := map[string]any{}
 	if !e.Public {
-		out["401"], out["500"] = errRef("Unauthorized"), errRef("ServerError")
+		out["401"], out["500"], out["503"] = errRef("Unauthorized"), errRef("ServerError"), errRef("Unavailable")
 		if e.Action {
 			out["403"] = errRef("Forbidden")
 		}
@@ -277,6 +277,8 @@ func errorResponses() map[string]any {
 	}
 	unauthorized := e("No bearer token, or a wrong one (the server has API_TOKEN set).")
 	unauthorized["headers"] = map[string]any{"WWW-Authenticate": map[string]any{"schema": str()}}
+	unavailable := e("Redis does not answer: error names its address and why. Send the request again after Retry-After seconds.")
+	unavailable["headers"] = map[string]any{"Retry-After": map[string]any{"schema": map[string]any{"type": "integer"}}}
 	return map[string]any{
 		"BadRequest":   e("The request is wrong: field names the body key or query parameter."),
 		"Unauthorized": unauthorized,
@@ -285,6 +287,7 @@ func errorResponses() map[string]any {
 		"Conflict":     e("The job is not in a state that allows this."),
 		"TooLarge":     e("The body is over the server's limit."),
 		"ServerError":  e("The server or Redis failed; the request may be sent again."),
+		"Unavailable":  unavailable,
 	}
 }
 
