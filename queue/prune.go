@@ -22,7 +22,8 @@ const pruneBatch = 500
 
 // PruneRoutes removes from the routes set the routes that have been idle for
 // RouteIdleTTL: holding no job (ready, scheduled, leased, dead, or a light
-// job's payload), not in keep (the routes live workers serve and cron
+// job's payload), neither paused nor with limits of its own (an operator's
+// choice stays listed), not in keep (the routes live workers serve and cron
 // entries fire to), and not enqueued to since they were first seen so (their
 // enqueued counter, which every enqueue bumps in the same script as its
 // write, is unchanged). It returns the routes removed.
@@ -148,8 +149,7 @@ func (q *Queue) pruneRoute(ctx context.Context, route, fp string) (bool, error) 
 func (q *Queue) fingerprints(ctx context.Context, routes []string) ([]string, error) {
 	pipe := q.rdb.Pipeline()
 	for _, r := range routes {
-		k := q.Keys(r)
-		keys := []string{k.List(High), k.List(Normal), k.List(Low), k.Scheduled(), k.Leases(), k.Dead(), k.Payloads(), k.Stats()}
+		keys := pruneKeys(q.Keys(r))
 		q.s.prune.EvalSha(ctx, pipe, keys)
 	}
 	cmds, _ := pipe.Exec(ctx) // each command's own error is read below
@@ -167,8 +167,7 @@ func (q *Queue) fingerprints(ctx context.Context, routes []string) ([]string, er
 		out[i] = s
 	}
 	for _, i := range retry { // loads the script, then runs it
-		k := q.Keys(routes[i])
-		keys := []string{k.List(High), k.List(Normal), k.List(Low), k.Scheduled(), k.Leases(), k.Dead(), k.Payloads(), k.Stats()}
+		keys := pruneKeys(q.Keys(routes[i]))
 		s, err := q.s.prune.Run(ctx, q.rdb, keys).Text()
 		if err != nil {
 			return nil, fmt.Errorf("check route %s for pruning: %w", routes[i], err)
@@ -176,6 +175,11 @@ func (q *Queue) fingerprints(ctx context.Context, routes []string) ([]string, er
 		out[i] = s
 	}
 	return out, nil
+}
+
+// pruneKeys are the keys of a route prune.lua reads.
+func pruneKeys(k Keys) []string {
+	return []string{k.List(High), k.List(Normal), k.List(Low), k.Scheduled(), k.Leases(), k.Dead(), k.Payloads(), k.Stats(), k.Paused(), k.Limits()}
 }
 
 func parseIdle(v string) (since time.Time, fp string, ok bool) {

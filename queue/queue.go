@@ -194,6 +194,19 @@ func (q *Queue) Routes(ctx context.Context) ([]string, error) {
 	return rs, nil
 }
 
+// AddRoute adds route to the routes set now, whatever this process noted
+// before: a route an operator paused or gave limits before its first job is
+// listed from then on (PruneRoutes keeps it while it is paused or has limits).
+func (q *Queue) AddRoute(ctx context.Context, route string) error {
+	if err := CheckShardRoute(route); err != nil {
+		return err
+	}
+	if err := q.rdb.SAdd(ctx, RoutesKey(q.ns), route).Err(); err != nil {
+		return fmt.Errorf("register route %s: %w", route, err)
+	}
+	return nil
+}
+
 // RouteOfJob finds the route of a job id: read off ids made by NewID, and
 // searched for in every known route (one pipelined round trip) for ids chosen
 // by the caller.

@@ -123,8 +123,11 @@ func TestCLI_EnqueueJobQueuesAndWait(t *testing.T) {
 		t.Fatalf("queues table:\n%s", out)
 	}
 	var depths []map[string]any
-	if err := json.Unmarshal([]byte(a.ok("queues", "--json")), &depths); err != nil || len(depths) != 1 || depths[0]["low"] != float64(1) {
-		t.Fatalf("queues --json = %v, %v; want one low job on default", depths, err)
+	// default holds the job; email and images, the other tasks' routes, are
+	// known and show with zeros.
+	if err := json.Unmarshal([]byte(a.ok("queues", "--json")), &depths); err != nil || len(depths) != 3 ||
+		depths[0]["route"] != "default" || depths[0]["low"] != float64(1) || depths[1]["pending"] != float64(0) || depths[2]["pending"] != float64(0) {
+		t.Fatalf("queues --json = %v, %v; want one low job on default, and email and images empty", depths, err)
 	}
 
 	code, _, errOut := a.run("enqueue", "count_words", `{"Bdy": "typo"}`)

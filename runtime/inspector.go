@@ -67,24 +67,21 @@ func (in *Inspector) Tasks() []TaskInfo {
 // RouteInfo is one route's depths and state (see admin.Route).
 type RouteInfo = admin.Route
 
-// Routes describes every route ever used, by name, in a few pipelined round
-// trips whatever the depth of the queues. A sharded route is one entry, its
-// shards' counts summed.
+// Routes describes every known route (see KnownRoutes), by name, in a few
+// pipelined round trips whatever the depth of the queues: a route without
+// a job — paused, given limits or shards, routed to by a registered task,
+// taken by a live worker — is one with zeros. A sharded route is one entry,
+// its shards' counts summed.
 func (in *Inspector) Routes(ctx context.Context) ([]RouteInfo, error) {
-	routes, err := in.c.q.Routes(ctx)
+	routes, takers, err := in.knownRoutes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(routes)
 	depths, err := in.c.q.Depths(ctx, routes)
 	if err != nil {
 		return nil, err
 	}
 	depths = queue.MergeShards(depths)
-	takers, err := in.c.routeTakers(ctx)
-	if err != nil {
-		return nil, err
-	}
 	now := in.c.q.Now()
 	out := make([]RouteInfo, len(depths))
 	for i, d := range depths {
@@ -98,6 +95,49 @@ func (in *Inspector) Routes(ctx context.Context) ([]RouteInfo, error) {
 		}
 	}
 	return out, nil
+}
+
+// knownRoutes is every route the admin layer knows: those of the routes
+// set, shards by name (every route a job was enqueued to, paused or given
+// limits, until idle for queue.RouteIdleTTL), then, by name, the routes of
+// the registered tasks, of the live workers and of sharded routes. takers
+// counts the live workers taking each route.
+func (in *Inspector) knownRoutes(ctx context.Context) (routes []string, takers map[string]int, err error) {
+	if routes, err = in.c.q.Routes(ctx); err != nil {
+		return nil, nil, err
+	}
+	if takers, err = in.c.routeTakers(ctx); err != nil {
+		return nil, nil, err
+	}
+	sharded, err := in.c.q.AllShards(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	have := map[string]bool{}
+	for _, r := range routes {
+		have[queue.ShardBase(r)] = true
+	}
+	add := func(r string) {
+		// A worker's heartbeat is read from Redis: a name that is not a
+		// route is not one.
+		if !have[r] && queue.CheckRoute(r) == nil {
+			have[r] = true
+			routes = append(routes, r)
+		}
+	}
+	for _, name := range in.reg.Tasks() {
+		if h := in.reg.handlers[name]; h.info != nil {
+			add(h.info().Route)
+		}
+	}
+	for r := range takers {
+		add(r)
+	}
+	for r := range sharded {
+		add(r)
+	}
+	sort.Strings(routes)
+	return routes, takers, nil
 }
 
 // Job returns a snapshot of job id, or an error matching ErrJobNotFound;

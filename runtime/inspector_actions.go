@@ -240,6 +240,11 @@ func (in *Inspector) Pause(ctx context.Context, route string) error {
 	if err := in.checkKnownRoute(ctx, route, false); err != nil {
 		return err
 	}
+	// Listed first, so that a paused route shows in Routes however long it
+	// holds no job (the routes set keeps a paused route, see PruneRoutes).
+	if err := in.c.q.AddRoute(ctx, route); err != nil {
+		return err
+	}
 	// The route itself first: SetShards pauses the shards it makes when
 	// it finds the route paused, and this reads the shards after.
 	if err := in.c.q.Pause(ctx, route); err != nil {
@@ -275,29 +280,18 @@ func (in *Inspector) Resume(ctx context.Context, route string) error {
 	return in.eachShard(ctx, route, in.c.q.Resume)
 }
 
-// KnownRoutes are the routes something knows, sorted: those that ever held
-// a job (the routes set), those the registered tasks enqueue to, and those
-// a live worker takes.
+// KnownRoutes are the routes something knows, sorted: those of the routes
+// set (a job was enqueued to them, or they were paused or given limits,
+// and they have not been idle for queue.RouteIdleTTL since; a paused route
+// or one with limits of its own stays), those the registered tasks enqueue
+// to, those a live worker takes and the sharded ones. Routes lists the
+// same routes.
 func (in *Inspector) KnownRoutes(ctx context.Context) ([]string, error) {
-	known, err := in.c.q.Routes(ctx)
+	known, _, err := in.knownRoutes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	known = queue.BaseRoutes(known)
-	for _, name := range in.reg.Tasks() {
-		if h := in.reg.handlers[name]; h.info != nil {
-			known = append(known, h.info().Route)
-		}
-	}
-	takers, err := in.c.routeTakers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for r := range takers {
-		known = append(known, r)
-	}
-	slices.Sort(known)
-	return slices.Compact(known), nil
+	return queue.BaseRoutes(known), nil
 }
 
 // checkKnownRoute refuses a route that is not valid or that nothing knows;

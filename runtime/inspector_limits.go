@@ -45,6 +45,9 @@ func (in *Inspector) SetLimits(ctx context.Context, route string, p admin.Limits
 	if err != nil {
 		return admin.Limits{}, err
 	}
+	if err := in.c.q.AddRoute(ctx, route); err != nil { // shown in Routes from now on
+		return admin.Limits{}, err
+	}
 	for _, s := range shards {
 		if err := in.c.q.SetRouteLimits(ctx, s, next); err != nil {
 			return admin.Limits{}, err
