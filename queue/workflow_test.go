@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -398,6 +399,158 @@ func TestWorkflowList_AnEntryWhoseRecordExpiredIsPruned(t *testing.T) {
 		}
 		if n, _ := q.Client().ZCard(ctx, queue.WorkflowList(q.Namespace())).Result(); n != 0 {
 			t.Fatalf("the list holds %d after a list met the gone entry; want 0", n)
+		}
+	})
+}
+
+// chain is a workflow of n steps, each after the one before: s0 -> s1 ->
+// ... with job ids job-0, job-1, ...
+func chain(t *testing.T, n int) []queue.WorkflowStep {
+	steps := make([]queue.WorkflowStep, n)
+	for k := range steps {
+		steps[k] = queue.WorkflowStep{Label: "s" + strconv.Itoa(k), JobID: "job-" + strconv.Itoa(k), Template: []byte("tpl")}
+		if k == 0 {
+			steps[k].Args = mp(t, 1)
+		} else {
+			steps[k].After = []int{k - 1}
+		}
+	}
+	return steps
+}
+
+func states(t *testing.T, q *queue.Queue, id string) string {
+	t.Helper()
+	rec, err := q.ReadWorkflow(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, s := range rec.Steps {
+		b.WriteByte(byte(s.State))
+	}
+	return b.String()
+}
+
+// A cancel cancels the steps whose jobs are being made (creating) as it
+// cancels those that wait, and hands back their jobs to cancel: a job made
+// after the cancel is then canceled by its maker (StepsCreated returns it).
+func TestWorkflowCancel_AStepBeingCreatedIsCanceledAndItsJobHandedBack(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		if got := states(t, q, "wf1"); got != "ccww" {
+			t.Fatalf("states %q; want a and b creating", got)
+		}
+		st, jobs, err := q.CancelWorkflow(ctx, "wf1", time.Hour, now)
+		if err != nil || st != "canceled" || strings.Join(jobs, ",") != "job-a,job-b" {
+			t.Fatalf("cancel = %s %v %v; want canceled, jobs job-a and job-b to cancel", st, jobs, err)
+		}
+		if got := states(t, q, "wf1"); got != "xxxx" {
+			t.Fatalf("states after the cancel %q; want every step canceled", got)
+		}
+		if back, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil || strings.Join(back, ",") != "job-a,job-b" {
+			t.Fatalf("StepsCreated after the cancel = %v, %v; want both jobs handed back to cancel", back, err)
+		}
+		if got := states(t, q, "wf1"); got != "xxxx" {
+			t.Fatalf("states after the late StepsCreated %q; want every step still canceled", got)
+		}
+	})
+}
+
+// A retry never runs a completed step again, even when the caller lists it
+// (a retry that read the record before the step completed): it keeps its
+// state and result and is not returned to make.
+func TestWorkflowRetry_ACompletedStepListedIsLeftAlone(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", chain(t, 3), 2, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-0")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-0", queue.StepEndCompleted, mp(t, "R0"), "", keepWF); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.StepsCreated(ctx, "wf1", made(1, "job-1")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-1", queue.StepEndFailed, []byte("boom"), "", keepWF); err != nil {
+			t.Fatal(err)
+		}
+		if got := states(t, q, "wf1"); got != "dfx" {
+			t.Fatalf("states %q; want completed, failed, canceled", got)
+		}
+		a, err := q.RetryWorkflow(ctx, "wf1", map[int]string{0: "job-0b", 1: "job-1b", 2: ""}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Ready) != 1 || a.Ready[0].Index != 1 || a.Ready[0].JobID != "job-1b" {
+			t.Fatalf("ready after the retry: %+v; want step 1 alone, under job-1b", a.Ready)
+		}
+		rec, err := q.ReadWorkflow(ctx, "wf1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := rec.Steps[0]; s.State != queue.StepCompleted || s.JobID != "job-0" || string(s.Result) != string(mp(t, "R0")) {
+			t.Fatalf("the completed step after the retry: %+v; want it completed under job-0 with its result", s)
+		}
+		if got := states(t, q, "wf1"); got != "dcw" {
+			t.Fatalf("states %q; want completed, creating, waiting", got)
+		}
+	})
+}
+
+// A step that fails cancels at once every step that comes after it, however
+// far down: the steps after its successors too, on every branch. A replay
+// of it that completes brings them all back.
+func TestWorkflow_AFailedStepCancelsEveryStepDownstream(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		steps := chain(t, 5)
+		// s5 after s2 alone: a second branch below s2, two deep.
+		steps = append(steps, queue.WorkflowStep{Label: "s5", JobID: "job-5", Template: []byte("tpl"), After: []int{2}},
+			queue.WorkflowStep{Label: "s6", JobID: "job-6", Template: []byte("tpl"), After: []int{5}})
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", steps, 4, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		for k := range 2 {
+			j := "job-" + strconv.Itoa(k)
+			if _, err := q.StepsCreated(ctx, "wf1", made(k, j)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.AdvanceWorkflow(ctx, "wf1", k, j, queue.StepEndCompleted, mp(t, k), "", keepWF); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := q.StepsCreated(ctx, "wf1", made(2, "job-2")); err != nil {
+			t.Fatal(err)
+		}
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 2, "job-2", queue.StepEndFailed, []byte("boom"), "", keepWF)
+		if err != nil || a.Status != "failed" || a.Why != 2 {
+			t.Fatalf("s2 failed: %+v, %v", a, err)
+		}
+		if got := states(t, q, "wf1"); got != "ddfxxxx" {
+			t.Fatalf("states %q; want every step below s2 canceled (s3, s4, s5, s6)", got)
+		}
+		rec, err := q.ReadWorkflow(ctx, "wf1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []int{3, 4, 5, 6} {
+			if e := rec.Steps[k].Error; e != "canceled: step s2 failed" {
+				t.Fatalf("step s%d's error %q; want it to name s2", k, e)
+			}
+		}
+		// Its dead job replayed and completed: every step it canceled waits again.
+		a, err = q.AdvanceWorkflow(ctx, "wf1", 2, "job-2", queue.StepEndCompleted, mp(t, 2), "", keepWF)
+		if err != nil || a.Status != "running" {
+			t.Fatalf("s2 completed after all: %+v, %v", a, err)
+		}
+		if got := states(t, q, "wf1"); got != "dddcwcw" {
+			t.Fatalf("states %q; want s3 and s5 creating, s4 and s6 waiting again", got)
 		}
 	})
 }

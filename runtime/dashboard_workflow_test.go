@@ -74,3 +74,50 @@ func TestDashboard_AFailedWorkflowShowsItsErrorAndRetriesByClicking(t *testing.T
 		t.Fatalf("the lookup opened %q; want %s", got, id)
 	}
 }
+
+// The Workflows page lists every workflow newest first, each linked to its
+// page; the status filter keeps the failed one, naming its failed step; a
+// page of one has a next page; a bad limit keeps the form with its error.
+func TestDashboard_WorkflowsPageListsFiltersAndPages(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, redistest.Shared(t).URL())
+	ok1, boom, ok2 := threeWorkflows(t, c)
+	url := serveAPI(t, runtime.NewInspector(c, registerWF), runtime.APIOptions{}).url
+
+	run(t, ctx, "open the list", chromedp.Navigate(url+"/workflows"), chromedp.WaitVisible(chromedp.CSS("#workflows")))
+	rows := innerText(t, ctx, "#workflows tbody")
+	if i, j, k := strings.Index(rows, ok2), strings.Index(rows, boom), strings.Index(rows, ok1); i < 0 || i > j || j > k {
+		t.Fatalf("the rows read %q; want %s, %s, %s in that order", rows, ok2, boom, ok1)
+	}
+	if got := innerText(t, ctx, "#wf-"+boom); !strings.Contains(got, "failed") || !strings.Contains(got, "wf_double") || !strings.Contains(got, "wf_explode") {
+		t.Fatalf("the failed workflow's row = %q", got)
+	}
+	shoot(t, ctx, "workflows")
+
+	run(t, ctx, "filter the failed ones", chromedp.SetValue(chromedp.CSS("#status-filter"), "failed"),
+		chromedp.Click(chromedp.CSS("#filter")), chromedp.WaitNotPresent(chromedp.CSS("#wf-"+ok2)), chromedp.WaitVisible(chromedp.CSS("#wf-"+boom)))
+	if got := innerText(t, ctx, "#workflows tbody"); strings.Contains(got, ok1) || strings.Contains(got, ok2) {
+		t.Fatalf("the failed ones read %q; want %s alone", got, boom)
+	}
+	shoot(t, ctx, "workflows-failed")
+	run(t, ctx, "open the failed one", chromedp.Click(chromedp.CSS("#wf-"+boom+" a")), chromedp.WaitVisible(chromedp.CSS("#steps")))
+	if got := text(t, ctx, "h1 code"); got != boom {
+		t.Fatalf("the link opened %q; want %s", got, boom)
+	}
+
+	run(t, ctx, "a page of one", chromedp.Navigate(url+"/workflows?limit=1"), chromedp.WaitVisible(chromedp.CSS("#next")))
+	if got := innerText(t, ctx, "#workflows tbody"); !strings.Contains(got, ok2) {
+		t.Fatalf("the first page of one reads %q; want %s", got, ok2)
+	}
+	run(t, ctx, "the next page", chromedp.Click(chromedp.CSS("#next")), chromedp.WaitVisible(chromedp.CSS("#wf-"+boom)))
+	if got := innerText(t, ctx, "#workflows tbody"); strings.Contains(got, ok2) {
+		t.Fatalf("the second page of one reads %q; want %s alone", got, boom)
+	}
+	shoot(t, ctx, "workflows-next-page")
+
+	run(t, ctx, "a bad limit", chromedp.Navigate(url+"/workflows?limit=0"), chromedp.WaitVisible(chromedp.CSS("#bad")))
+	if got := text(t, ctx, "#bad"); !strings.Contains(got, "limit") {
+		t.Fatalf("a bad limit says %q", got)
+	}
+}

@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -188,6 +192,69 @@ func TestWorkflowError_CarriesTheStepsJobAttempts(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "failed after 2 attempt(s): still broken") {
 			t.Fatalf("error %q; want it to say 2 attempts", err)
+		}
+	})
+}
+
+// Steps found creating by another call than the one that marked them (the
+// keeper, after their maker died) are made id by id: a step whose job was
+// made, ran and completed before its worker died unheard of is not made
+// again, so it does not run twice, while the step whose job was never made
+// is made and runs.
+func TestWorkflowKeeper_MakesOnlyTheJobsOfStepsNotMadeYet(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx, q := ctxT(t), runtime.QueueOf(c)
+		now := q.Now()
+		tpl := runtime.StepTemplate("wf_double", "default")
+		mpk := func(n int) []byte {
+			b, err := msgpack.Marshal(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		steps := []queue.WorkflowStep{
+			{Label: "a", JobID: queue.NewID("default", now), Template: tpl, Args: mpk(1)},
+			{Label: "b", JobID: queue.NewID("default", now), Template: tpl, Args: mpk(2)},
+			{Label: "both", Gather: true, After: []int{0, 1}},
+		}
+		const id = "wf-keeper" // a namespace of its own per backend
+		ready, own, err := q.SubmitWorkflow(ctx, id, steps, 2, time.Minute, now)
+		if err != nil || !own || len(ready) != 2 {
+			t.Fatalf("submit = %d ready, own %v, %v", len(ready), own, err)
+		}
+		// Its submitter made a's job and died; a worker ran a's job to
+		// completion and died before it told the workflow: both steps are
+		// left creating, a's job completed.
+		if errs := runtime.MakeSteps(ctx, c, id, ready[:1], true); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+		ds, err := q.Fetch(ctx, "default", queue.Priorities, 10, now.Add(time.Minute), now)
+		if err != nil || len(ds) != 1 || ds[0].ID != steps[0].JobID {
+			t.Fatalf("fetch = %v, %v; want a's job", ds, err)
+		}
+		rec, err := results.Encode(results.Record{ID: ds[0].ID, OK: true, Value: mpk(2), FinishedAt: now.UnixMilli(), Name: "wf_double"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := q.Ack(ctx, ds[0], rec, time.Hour); !ok || err != nil {
+			t.Fatalf("ack = %v, %v", ok, err)
+		}
+		if err := runtime.CheckWorkflow(ctx, c, id); err != nil {
+			t.Fatal(err)
+		}
+		r := newWFRuns()
+		wfWorkerStoppable(t, c, r)
+		waitFor(t, 20*time.Second, "the workflow to complete", func() bool {
+			if err := runtime.CheckWorkflow(ctx, c, id); err != nil { // the keeper reads a's end back
+				t.Fatal(err)
+			}
+			info, err := c.Workflow(ctx, id)
+			return err == nil && info.Status == "completed"
+		})
+		routeDrained(t, c, "default")
+		if n := r.count("double"); n != 1 {
+			t.Fatalf("the workers ran the steps' task %d times; want once, for b (a's job had completed)", n)
 		}
 	})
 }

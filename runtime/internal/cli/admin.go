@@ -26,6 +26,7 @@ var adminCommands = []adminCommand{
 	{"enqueue", cmdEnqueue, [][2]string{{"enqueue NAME JSON", "enqueue a task with JSON args [--route R --priority P --delay D --wait]"}}},
 	{"job", cmdJob, [][2]string{{"job ID", "show a job; job cancel ID, job delete ID act on it"}}},
 	{"workflow", cmdWorkflow, [][2]string{{"workflow ID", "show a workflow and its steps; workflow cancel ID, workflow retry ID act on it [--json]"}}},
+	{"workflows", cmdWorkflows, [][2]string{{"workflows", "list the workflows, newest first [--status S --task T --limit N --cursor C --json]"}}},
 	{"jobs", cmdJobs, [][2]string{{"jobs", "list pending jobs [--state scheduled|processing|failed --route R --task T --q TEXT]"}}},
 	{"queues", cmdQueues, [][2]string{{"queues", "jobs per route in each place, paused or not, and its workers"}}},
 	{"pause", cmdPause(true), [][2]string{{"pause ROUTE", "stop every worker from taking jobs of a route (enqueues go on)"}}},

@@ -44,6 +44,16 @@ type fakeAdmin struct {
 
 	workflows map[string]*admin.Workflow // Workflow's answers, by id
 	retried   int                        // RetryWorkflow's count
+	wfPage    admin.WorkflowPage         // Workflows' answer
+	wfQueries []admin.WorkflowQuery
+}
+
+func (f *fakeAdmin) Workflows(_ context.Context, q admin.WorkflowQuery) (admin.WorkflowPage, error) {
+	f.wfQueries = append(f.wfQueries, q)
+	if err := f.errs["Workflows"]; err != nil {
+		return admin.WorkflowPage{}, err
+	}
+	return f.wfPage, nil
 }
 
 func (f *fakeAdmin) Submit(_ context.Context, s admin.Submission) (string, string, error) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -105,3 +106,39 @@ func printWorkflow(out io.Writer, w *admin.Workflow) error {
 	}
 	return table(out, []string{"STEP", "TASK", "JOB", "STATUS", "AFTER", "ERROR"}, rows)
 }
+
+// cmdWorkflows is `workflows [--status S] [--task T] [--limit N] [--cursor
+// C] [--json]`: a page of the list of workflows, newest first.
+var cmdWorkflows = listCommand("[--status S] [--task T] [--limit N] [--cursor C] [--json]: list the workflows, newest first, a page at a time",
+	[]string{"ID", "STATUS", "TASK", "CREATED", "ENDED", "FAILED STEP"},
+	func(fs *flag.FlagSet) lister {
+		q := &admin.WorkflowQuery{}
+		fs.StringVar(&q.Status, "status", "", "only workflows of this status: pending, running, completed, failed or canceled")
+		fs.StringVar(&q.Task, "task", "", "only workflows whose final step is of this task")
+		fs.IntVar(&q.Limit, "limit", 50, "at most this many workflows a page (1 to 500)")
+		fs.StringVar(&q.Cursor, "cursor", "", "the next page's cursor, printed after a page")
+		return func(e *Env, a admin.Admin) (listing, error) {
+			page, err := a.Workflows(e.Ctx, *q)
+			if err != nil {
+				return listing{}, err
+			}
+			rows := admin.Map(page.Workflows, func(w admin.Workflow) []string {
+				task := w.Task
+				if task == "" {
+					task = "(gather)"
+				}
+				return []string{w.ID, w.Status, task, stamp(w.CreatedAt), stamp(w.EndedAt), orDash(w.FailedStep)}
+			})
+			caption := ""
+			if len(rows) == 0 {
+				caption = "no workflows"
+				if q.Status != "" {
+					caption = "no " + q.Status + " workflows"
+				}
+				if page.Next != "" {
+					caption += " on this page: more with --cursor " + page.Next
+				}
+			}
+			return listing{rows: rows, js: page, next: page.Next, caption: caption}, nil
+		}
+	})

@@ -85,3 +85,46 @@ func hasRow(out, key, value string) bool {
 	}
 	return false
 }
+
+// `workflows` prints one row per workflow (id, status, task, created,
+// ended, failed step) and the next page's cursor; its flags reach the
+// admin layer; --json prints the page; a refused filter exits 2 naming it.
+func TestWorkflows_ListsAPageWithItsFilters(t *testing.T) {
+	at := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	f := &fakeAdmin{wfPage: admin.WorkflowPage{Next: "5:W0", Workflows: []admin.Workflow{
+		{ID: "W2", Status: "running", Task: "wf_join", CreatedAt: at},
+		{ID: "W1", Status: "failed", Task: "wf_join", CreatedAt: at, EndedAt: at.Add(time.Minute), FailedStep: "left"},
+	}}}
+	out := wantRun(t, &fakeApp{admin: f}, 0, "", "workflows", "--status", "failed", "--task", "wf_join", "--limit", "2", "--cursor", "9:W3")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := [][]string{
+		{"ID", "STATUS", "TASK", "CREATED", "ENDED", "FAILED", "STEP"},
+		{"W2", "running", "wf_join", "2026-11-27T03:00:00Z", "-", "-"},
+		{"W1", "failed", "wf_join", "2026-11-27T03:00:00Z", "2026-11-27T03:01:00Z", "left"},
+		{"more:", "--cursor", "5:W0"},
+	}
+	for i, w := range want {
+		if i >= len(lines) || fmt.Sprint(strings.Fields(lines[i])) != fmt.Sprint(w) {
+			t.Fatalf("printed %q; row %d want %q", out, i, w)
+		}
+	}
+	if q := f.wfQueries[0]; q.Status != "failed" || q.Task != "wf_join" || q.Limit != 2 || q.Cursor != "9:W3" {
+		t.Fatalf("query %+v", q)
+	}
+	js := wantRun(t, &fakeApp{admin: f}, 0, "", "workflows", "--json")
+	var back struct {
+		Workflows []map[string]any `json:"workflows"`
+		Next      string           `json:"next"`
+	}
+	if err := json.Unmarshal([]byte(js), &back); err != nil || len(back.Workflows) != 2 || back.Next != "5:W0" || back.Workflows[1]["failed_step"] != "left" {
+		t.Fatalf("--json = %s (%v)", js, err)
+	}
+	bad := &fakeAdmin{errs: map[string]error{"Workflows": admin.BadQuery("status", "status %q: use pending, running, completed, failed or canceled", "x")}}
+	if out := wantRun(t, &fakeApp{admin: bad}, 2, "workflows: bad query: status \"x\": use pending, running, completed, failed or canceled\n", "workflows", "--status", "x"); out != "" {
+		t.Fatalf("printed %q", out)
+	}
+	empty := &fakeAdmin{}
+	if out := wantRun(t, &fakeApp{admin: empty}, 0, "", "workflows"); strings.TrimSpace(out) != "no workflows" {
+		t.Fatalf("an empty list printed %q", out)
+	}
+}

@@ -42,17 +42,63 @@ func (d *Dashboard) workflow(r *http.Request, p *page) (int, error) {
 	return http.StatusOK, nil
 }
 
-// workflows is the lookup of a workflow by id: the form, or with ?id= the
-// workflow's page.
+// workflowsData is the list of workflows: its filters as typed, so that
+// the form keeps them, and a page of the list.
+type workflowsData struct {
+	Q        admin.WorkflowQuery
+	Statuses []string
+	Tasks    []string
+	Page     admin.WorkflowPage
+	Next     string // link to the next page; "" at the end
+	Bad      string // why the filter was refused
+}
+
+// workflows is the list of workflows, newest first, filtered by the form's
+// values (a GET: the link is the list), with the lookup of one by id: with
+// ?id= the workflow's page.
 func (d *Dashboard) workflows(w http.ResponseWriter, r *http.Request) {
 	if id := strings.TrimSpace(r.URL.Query().Get("id")); id != "" {
 		http.Redirect(w, r, "/workflows/"+url.PathEscape(id), http.StatusSeeOther)
 		return
 	}
-	d.view(func(_ *http.Request, p *page) (int, error) {
-		p.Title, p.Nav = "Workflows", "workflows"
-		return http.StatusOK, nil
-	}).ServeHTTP(w, r)
+	d.view(d.workflowList).ServeHTTP(w, r)
+}
+
+func (d *Dashboard) workflowList(r *http.Request, p *page) (int, error) {
+	v := r.URL.Query()
+	data := workflowsData{Statuses: admin.WorkflowStatuses,
+		Q: admin.WorkflowQuery{Status: v.Get("status"), Task: strings.TrimSpace(v.Get("task")), Cursor: v.Get("cursor")}}
+	p.Title, p.Nav, p.Data = "Workflows", "workflows", &data
+	for _, t := range d.a.Tasks() {
+		data.Tasks = append(data.Tasks, t.Name)
+	}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 500 {
+			data.Bad = "limit " + strconv.Quote(l) + ": want a number from 1 to 500"
+			return http.StatusBadRequest, nil
+		}
+		data.Q.Limit = n
+	}
+	var err error
+	if data.Page, err = d.a.Workflows(r.Context(), data.Q); err != nil {
+		if status, msg := statusOf(err); status == http.StatusBadRequest {
+			data.Bad = msg // a bad filter keeps the form, so it can be fixed in place
+			return http.StatusBadRequest, nil
+		}
+		return 0, err
+	}
+	if data.Page.Next != "" {
+		next := url.Values{}
+		for k, vs := range v {
+			if k != "cursor" {
+				next[k] = vs
+			}
+		}
+		next.Set("cursor", data.Page.Next)
+		data.Next = "/workflows?" + next.Encode()
+	}
+	return http.StatusOK, nil
 }
 
 func (d *Dashboard) cancelWorkflow(r *http.Request) (string, url.Values, error) {

@@ -1,15 +1,36 @@
 package dashboard
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 )
+
+// Workflows lists the fake's workflows, ids descending, without their
+// steps: of the status asked, and a bad status refused as the admin layer
+// refuses it.
+func (f *fakeAdmin) Workflows(_ context.Context, q admin.WorkflowQuery) (admin.WorkflowPage, error) {
+	if q.Status != "" && !slices.Contains(admin.WorkflowStatuses, q.Status) {
+		return admin.WorkflowPage{}, admin.BadQuery("status", "status %q: use pending, running, completed, failed or canceled", q.Status)
+	}
+	var page admin.WorkflowPage
+	for _, w := range f.workflows {
+		if q.Status == "" || w.Status == q.Status {
+			row := *w
+			row.Steps = nil
+			page.Workflows = append(page.Workflows, row)
+		}
+	}
+	slices.SortFunc(page.Workflows, func(a, b admin.Workflow) int { return strings.Compare(b.ID, a.ID) })
+	return page, nil
+}
 
 func failedWorkflow() *admin.Workflow {
 	return &admin.Workflow{ID: "W1", Status: "failed", Steps: []admin.WorkflowStep{
@@ -75,5 +96,23 @@ func TestWorkflowPage_UnknownIs404AndTheLookupOpensOne(t *testing.T) {
 	resp.Body.Close()
 	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/workflows/W%201%2Fx" {
 		t.Fatalf("lookup = %d to %q", resp.StatusCode, loc)
+	}
+}
+
+// The list's rows link to each workflow's page, and show its failed step;
+// a status the admin layer refuses is a 400 page that keeps the form and
+// says why; HTML in a field is escaped.
+func TestWorkflowsPage_RowsLinkToTheirPagesAndABadStatusKeepsTheForm(t *testing.T) {
+	w := failedWorkflow()
+	w.FailedStep, w.Task = "boom", "wf_<double>"
+	srv, c := server(t, &fakeAdmin{workflows: map[string]*admin.Workflow{"W1": w, "W/2": {ID: "W/2", Status: "running", Task: "t"}}})
+	status, body := get(t, c, srv.URL+"/workflows")
+	if status != http.StatusOK || !strings.Contains(body, `href="/workflows/W1"`) || !strings.Contains(body, `href="/workflows/W%2F2"`) ||
+		!strings.Contains(body, "<code>boom</code>") || !strings.Contains(body, "wf_&lt;double&gt;") {
+		t.Fatalf("GET /workflows = %d:\n%s", status, body)
+	}
+	status, body = get(t, c, srv.URL+"/workflows?status=dancing")
+	if status != http.StatusBadRequest || !strings.Contains(body, `id="bad"`) || !strings.Contains(body, "status") || !strings.Contains(body, `id="workflow-filters"`) {
+		t.Fatalf("GET /workflows?status=dancing = %d:\n%s", status, body)
 	}
 }

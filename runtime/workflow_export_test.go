@@ -1,0 +1,29 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// StepTemplate is the template a submission stores for a step of task name
+// on route: what its job is made of.
+func StepTemplate(name, route string) []byte {
+	b, err := json.Marshal(stepTemplate{Name: name, Route: route, Priority: PriorityNormal})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// MakeSteps makes the jobs of steps of workflow wf as c's runner does
+// (own: the caller's own script call marked them creating).
+func MakeSteps(ctx context.Context, c *Client, wf string, steps []queue.ReadyStep, own bool) []error {
+	return c.makeSteps(ctx, wf, steps, own)
+}
+
+// CheckWorkflow looks at workflow id as its keeper does.
+func CheckWorkflow(ctx context.Context, c *Client, id string) error {
+	return c.workflowRunner().Check(ctx, id)
+}
