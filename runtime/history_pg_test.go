@@ -383,8 +383,8 @@ func TestHistoryAPI_TextPostgreSQLCannotHoldIsA400NamingTheParameter(t *testing.
 	var log failureLog
 	c := connect(t, sharedRedisURL(t), runtime.WithHistory(store))
 	h := runtime.APIHandler(runtime.NewInspector(c), runtime.APIOptions{Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelError}))})
-	nulID := "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMFoiLCJpIjoiYVx1MDAwMGIiLCJsIjowLCJhIjoxfQ" // {"t":...,"i":"a\u0000b","l":0,"a":1}
-	huge := "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMFoiLCJpIjoiYSIsImwiOjk5OTk5OTk5OTk5LCJhIjoxfQ"      // life past int4
+	nulID := "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMFoiLCJpIjoiYVx1MDAwMGIiLCJsIjowLCJhIjoxfQ"    // {"t":...,"i":"a\u0000b","l":0,"a":1}
+	huge := "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMFoiLCJpIjoiYSIsImwiOjk5OTk5OTk5OTk5LCJhIjoxfQ" // life past int4
 	for target, field := range map[string]string{
 		"/api/v1/history?q=%00":           "q",
 		"/api/v1/history?q=%ff":           "q",
