@@ -102,6 +102,11 @@ type Store interface {
 // search of the same store returned.
 var ErrBadCursor = errors.New("history: the cursor is not one a search returned (pass a page's Next unchanged)")
 
+// ErrBadQuery matches the error of a Search that the store refused for a
+// value of the query it cannot compare (text it cannot hold): the query's
+// fault, not the store's.
+var ErrBadQuery = errors.New("history: the query holds a value the store cannot search for")
+
 // ErrNoStore matches the error of Open for a URL whose scheme no imported
 // package registered.
 var ErrNoStore = errors.New("history: no store registered for the URL's scheme")

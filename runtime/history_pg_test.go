@@ -2,9 +2,14 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -336,4 +341,76 @@ func TestHistory_APoisonedJobIsStoredSanitisedAndLaterEndsStillFlow(t *testing.T
 	// Later ends of the route still flow.
 	enqueue("after")
 	waitFor(t, 30*time.Second, "the later end stored", stored(len(ids)))
+}
+
+// apiGet sends GET target to h as a loopback client does, and reads the
+// JSON answer.
+func apiGet(t *testing.T, h http.Handler, target string) (int, map[string]any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1"+target, nil))
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("GET %s: %d, not a JSON object: %s", target, rec.Code, rec.Body)
+	}
+	return rec.Code, body
+}
+
+// failureLog is a logger that keeps what it logs at error level: a request
+// the server failed.
+type failureLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *failureLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, string(p))
+	return len(p), nil
+}
+
+// Text PostgreSQL cannot hold — NUL bytes, invalid UTF-8, a lone
+// continuation byte — in any parameter of a history search, or in a job id
+// looked up in the history, is the caller's: a 400 naming the parameter
+// (a 404 for the id), never a 500 and a server failure in the log.
+func TestHistoryAPI_TextPostgreSQLCannotHoldIsA400NamingTheParameter(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	store := openHistory(t, ctx, pg.URL())
+	var log failureLog
+	c := connect(t, sharedRedisURL(t), runtime.WithHistory(store))
+	h := runtime.APIHandler(runtime.NewInspector(c), runtime.APIOptions{Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelError}))})
+	nulID := "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMFoiLCJpIjoiYVx1MDAwMGIiLCJsIjowLCJhIjoxfQ"    // {"t":...,"i":"a\u0000b","l":0,"a":1}
+	huge := "eyJ0IjoiMjAyNi0xMS0yNlQxMDowMDowMFoiLCJpIjoiYSIsImwiOjk5OTk5OTk5OTk5LCJhIjoxfQ" // life past int4
+	for target, field := range map[string]string{
+		"/api/v1/history?q=%00":           "q",
+		"/api/v1/history?q=%ff":           "q",
+		"/api/v1/history?q=abc%80def":     "q",
+		"/api/v1/history?task=%00":        "task",
+		"/api/v1/history?route=%c3":       "route",
+		"/api/v1/history?status=%00":      "status",
+		"/api/v1/history?args.s=%00":      "args.s",
+		"/api/v1/history?args.s=%ff":      "args.s",
+		"/api/v1/history?args.%00=1":      "args.\x00",
+		"/api/v1/history?cursor=%00":      "cursor",
+		"/api/v1/history?cursor=" + nulID: "cursor",
+		"/api/v1/history?cursor=" + huge:  "cursor",
+	} {
+		status, body := apiGet(t, h, target)
+		want := strings.ToValidUTF8(field, "\uFFFD") // as JSON writes it
+		if status != http.StatusBadRequest || body["field"] != want {
+			t.Errorf("GET %s = %d %v; want 400 naming %q", target, status, body, field)
+		}
+	}
+	if status, body := apiGet(t, h, "/api/v1/jobs/a%00b"); status != http.StatusNotFound {
+		t.Errorf("GET /api/v1/jobs/a%%00b = %d %v; want 404", status, body)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.lines) > 0 {
+		t.Errorf("the server logged failures:\n%s", strings.Join(log.lines, ""))
+	}
 }

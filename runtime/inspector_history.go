@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/queue"
@@ -43,6 +44,9 @@ func (in *Inspector) History(ctx context.Context, q HistoryQuery) (HistoryPage, 
 	if errors.Is(err, history.ErrBadCursor) {
 		return HistoryPage{}, badQuery("cursor", "cursor %q: pass a page's next unchanged", q.Cursor)
 	}
+	if errors.Is(err, history.ErrBadQuery) {
+		return HistoryPage{}, badQuery("", "%s", err)
+	}
 	if err != nil {
 		return HistoryPage{}, fmt.Errorf("bananas: search the task history: %w", err)
 	}
@@ -52,6 +56,21 @@ func (in *Inspector) History(ctx context.Context, q HistoryQuery) (HistoryPage, 
 // historyQuery is q in the store's words, or the refusal of its first bad
 // field.
 func historyQuery(q HistoryQuery) (history.Query, error) {
+	for _, f := range []struct{ name, value string }{
+		{"task", q.Task}, {"route", q.Route}, {"status", string(q.Status)}, {"q", q.Text}, {"cursor", q.Cursor},
+	} {
+		if err := searchableText(f.name, f.value); err != nil {
+			return history.Query{}, err
+		}
+	}
+	for path, value := range q.Args {
+		if err := searchableText("args."+path, path); err != nil {
+			return history.Query{}, err
+		}
+		if err := searchableText("args."+path, value); err != nil {
+			return history.Query{}, err
+		}
+	}
 	if q.Status != "" && !slices.Contains(admin.HistoryStatuses, q.Status) {
 		return history.Query{}, admin.InvalidValue("status", string(q.Status), "use completed, failed or canceled")
 	}
@@ -72,6 +91,20 @@ func historyQuery(q HistoryQuery) (history.Query, error) {
 	}
 	return history.Query{Task: q.Task, Route: q.Route, Status: history.Status(q.Status), Since: q.Since, Until: q.Until,
 		Text: q.Text, Args: q.Args, Cursor: q.Cursor, Limit: q.Limit}, nil
+}
+
+// searchableText refuses, naming field, a value that no stored row can
+// hold: text with a NUL byte or invalid UTF-8, which the store keeps
+// sanitised (a row with a NUL keeps ␀, U+2400, in its place) and
+// PostgreSQL refuses to compare.
+func searchableText(field, value string) error {
+	switch {
+	case strings.Contains(value, "\x00"):
+		return badQuery(field, "%s %q holds a NUL byte, which no stored job holds (the history keeps each as ␀, U+2400)", field, value)
+	case !utf8.ValidString(value):
+		return badQuery(field, "%s %q is not valid UTF-8 (the history keeps text as UTF-8)", field, value)
+	}
+	return nil
 }
 
 // historyRowView is the admin view of a history row.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,8 +28,10 @@ const (
 // order is the searches' order, newest first, and the cursor's key.
 const order = " ORDER BY ended_at DESC, id DESC, life DESC, attempt DESC"
 
-// Job returns the rows of the job id, newest first.
+// Job returns the rows of the job id, newest first. An id holding bytes
+// PostgreSQL cannot store is looked up as Write stores it (sanitize).
 func (s *Store) Job(ctx context.Context, id string) ([]history.Row, error) {
+	id, _ = cleanText(id)
 	rows, err := s.pool.Query(ctx, "SELECT "+columns+" FROM bananas_history WHERE id = $1"+order, id)
 	if err != nil {
 		return nil, fmt.Errorf("history/postgres: job %s: %w", id, noSchema(err))
@@ -54,6 +57,11 @@ func (s *Store) Search(ctx context.Context, q history.Query) (history.Page, erro
 	}
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
+		if isDataError(err) {
+			// A value PostgreSQL cannot compare: NUL or invalid UTF-8 in
+			// text, which no stored row holds.
+			return history.Page{}, fmt.Errorf("history/postgres: search: %w: %s", history.ErrBadQuery, oneLine(err))
+		}
 		return history.Page{}, fmt.Errorf("history/postgres: search: %w", noSchema(err))
 	}
 	out, err := collect(rows)
@@ -213,6 +221,13 @@ func decodeCursor(s string) (cursor, error) {
 	d.DisallowUnknownFields()
 	var c cursor
 	if err := d.Decode(&c); err != nil || c.ID == "" || c.EndedAt.IsZero() {
+		return cursor{}, errCursor
+	}
+	// What a search returned: text PostgreSQL holds, a key's integers, a
+	// time a partition holds. Anything else would be an error of the
+	// server's, or of the driver's encoding, rather than a refusal.
+	if clean, _ := cleanText(c.ID); clean != c.ID || c.Life < 0 || c.Life > math.MaxInt32 || c.Attempt < 0 || c.Attempt > math.MaxInt32 ||
+		c.EndedAt.Before(timeMin) || c.EndedAt.After(timeMax.AddDate(0, 0, 1)) {
 		return cursor{}, errCursor
 	}
 	return c, nil
