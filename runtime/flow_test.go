@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -345,4 +346,48 @@ func TestFlow_AHeldBackJobStaysPendingWithNoAttemptSpent(t *testing.T) {
 			t.Fatalf("started %q second", got)
 		}
 	})
+}
+
+// A deploy that removes or raises a task's rate frees the keys the old
+// rate holds back within about a second, as a route's changed limits do:
+// they do not wait out the old rate's hour.
+func TestFlow_ADeployThatRemovesOrRaisesARateFreesItsHeldKeys(t *testing.T) {
+	for _, after := range []runtime.TaskLimits{{}, {Rate: "100/s"}} {
+		t.Run("rate "+cmp.Or(after.Rate, "removed"), func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, c *runtime.Client) {
+				ctx := ctxT(t)
+				started := make(chan string, 2)
+				run := func(l runtime.TaskLimits) (stop func()) {
+					task := runtime.NewTask[Msg, Reply]("t_hourly").Limit(l).With(c)
+					w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
+					runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
+						started <- m.Text
+						return Reply{}, nil
+					})
+					return startWorker(t, w)
+				}
+				stop := run(runtime.TaskLimits{Rate: "1/h"})
+				task := runtime.NewTask[Msg, Reply]("t_hourly").With(c)
+				for _, text := range []string{"first", "second"} {
+					if _, err := task.Enqueue(ctx, Msg{Text: text}, runtime.Key("A")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got := recv(t, started, 5*time.Second, "the key's first job"); got != "first" {
+					t.Fatalf("started %q first", got)
+				}
+				q := runtime.QueueOf(c)
+				waitFor(t, 5*time.Second, "the key held by its rate", func() bool {
+					st, err := q.Flows(ctx, "default", 10)
+					return err == nil && len(st.Busiest) == 1 && !st.Busiest[0].HeldUntil.IsZero()
+				})
+				stop()
+				run(after)
+				// The old rate would hold it an hour.
+				if got := recv(t, started, 2*time.Second, "the key's second job under the new limits"); got != "second" {
+					t.Fatalf("started %q second", got)
+				}
+			})
+		})
+	}
 }
