@@ -79,3 +79,25 @@ func TestSetRouteLimits_ARaisedRateAllowsTheNextStartWithinItsInterval(t *testin
 		}
 	})
 }
+
+// A key that its task lets start but the route's own rate holds back shows
+// the route's rate as why it waits.
+func TestFlows_AKeyHeldByTheRoutesRateSaysSo(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.SetRouteLimits(ctx, "routerate", queue.Limits{Rate: 1, Per: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		enqueueKeyed(t, q, "routerate", queue.Normal, "t", "A", 2)
+		if got, _ := fetchIDs(t, q, "routerate", 5); len(got) != 1 {
+			t.Fatalf("took %v under the route's 1/h, want one job", got)
+		}
+		st, err := q.Flows(ctx, "routerate", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Held != 1 || len(st.Busiest) != 1 || st.Busiest[0].ByRoute != "rate" {
+			t.Fatalf("state %+v, want key A held by the route's rate", st)
+		}
+	})
+}

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -389,5 +391,48 @@ func TestFlow_ADeployThatRemovesOrRaisesARateFreesItsHeldKeys(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// Keys that wait because the route's own cap is full show as held, with
+// the route's cap as the reason, in `app limits` and over the API.
+func TestLimits_KeysHeldByTheRoutesCapShowAsHeld(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	c := connect(t, a.env["REDIS_URL"], runtime.WithNamespace(a.env["BANANAS_NAMESPACE"]))
+	ctx := ctxT(t)
+	a.ok("limits", "default", "--max-running", "1")
+	for _, key := range []string{"A", "A", "B"} {
+		if _, err := byText.With(c).Enqueue(ctx, Msg{Text: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := runtime.QueueOf(c)
+	now := q.Now()
+	if ds, err := q.Fetch(ctx, "default", queue.Priorities, 10, now.Add(time.Minute), now); err != nil || len(ds) != 1 {
+		t.Fatalf("fetch under the route's cap of 1: %d jobs, %v", len(ds), err)
+	}
+	out := a.ok("limits", "default")
+	if !strings.Contains(out, "2 key(s) held back now") {
+		t.Errorf("limits default = %q, want both keys with jobs waiting held back", out)
+	}
+	for _, key := range []string{"A", "B"} {
+		if !slices.ContainsFunc(strings.Split(out, "\n"), func(line string) bool {
+			f := strings.Fields(line)
+			return len(f) > 1 && f[1] == key && strings.HasSuffix(line, "the route's cap")
+		}) {
+			t.Errorf("limits default = %q, want key %s's row HELD by the route's cap", out, key)
+		}
+	}
+	api := serveAPI(t, runtime.NewInspector(c), runtime.APIOptions{})
+	got := api.want(http.StatusOK, "GET", "/api/v1/routes/default/flows", "")
+	busiest, _ := got["busiest"].([]any)
+	if got["held"] != float64(2) || len(busiest) != 2 {
+		t.Fatalf("flows = %v, want 2 keys held", got)
+	}
+	for _, b := range busiest {
+		if f, _ := b.(map[string]any); f["held_by_route"] != "cap" {
+			t.Errorf("flow %v, want held_by_route cap", f)
+		}
 	}
 }
