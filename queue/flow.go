@@ -97,7 +97,7 @@ type FlowState struct {
 	Tasks     map[string]Limits // each task's limits stored on the route
 	Running   int               // keyed jobs running under a cap: the slots held
 	Waiting   int               // keyed jobs waiting in their flows
-	Held      int               // flows held back by a limit now: parked at their cap, or out of rate
+	Held      int               // flows held back by a limit now: parked at their cap, out of rate, or waiting on the route's limits
 	Throttled int64             // times a flow was held back, since the route's stats began
 	Busiest   []FlowInfo        // the flows with the most jobs running, then waiting
 }
@@ -109,6 +109,11 @@ type FlowInfo struct {
 	Waiting   int       // jobs waiting
 	Parked    bool      // at its cap: it waits for one of its running jobs to end
 	HeldUntil time.Time // zero unless out of rate: when its next start is allowed
+	// ByRoute is why the route's own limits hold back a flow that has jobs
+	// waiting and that its task's limits let start: "cap" (the route's
+	// max running is reached) or "rate" (the route's rate allows no start
+	// now); "" when they do not.
+	ByRoute string
 }
 
 // flowScan bounds how many flows Flows reads: a route can hold a million
@@ -133,6 +138,8 @@ func (q *Queue) Flows(ctx context.Context, route string, n int) (FlowState, erro
 	held := pipe.ZRangeWithScores(ctx, k.Held(), 0, flowScan-1)
 	throttled := pipe.HGet(ctx, k.Stats(), "throttled")
 	flows := pipe.HScan(ctx, k.Flows(), 0, "*|*", flowScan)
+	leased := pipe.HLen(ctx, k.Leases())
+	routeState := pipe.HGet(ctx, k.Flows(), "#route")
 	rings := make([]*redis.StringSliceCmd, 0, 3)
 	for _, p := range Priorities {
 		rings = append(rings, pipe.ZRange(ctx, k.Ring(p), 0, 999))
@@ -186,14 +193,47 @@ func (q *Queue) Flows(ctx context.Context, route string, n int) (FlowState, erro
 			info(name).HeldUntil = time.UnixMilli(int64(z.Score))
 		}
 	}
+	byRoute := routeHold(st.Limits, int(leased.Val()), routeState.Val(), q.Now())
 	var err error
-	st.Busiest, err = q.busiest(ctx, k, byName, n)
+	var heldByRoute int
+	st.Busiest, heldByRoute, err = q.busiest(ctx, k, byName, n, byRoute)
+	st.Held += heldByRoute
 	return st, err
 }
 
+// routeHold says why the route's own limits let no job start now: "cap"
+// when its leased jobs fill its max running, "rate" when its rate (its
+// state "tat park" in the flows hash, as fetch.lua keeps it) allows no
+// start; "" when they let one start.
+func routeHold(l Limits, leased int, state string, now time.Time) string {
+	if l.MaxRunning > 0 && leased >= l.MaxRunning {
+		return "cap"
+	}
+	if l.Rate == 0 {
+		return ""
+	}
+	tat, err := strconv.ParseFloat(strings.Fields(state + " -")[0], 64)
+	if err != nil {
+		return ""
+	}
+	burst := l.Burst
+	if burst == 0 {
+		burst = l.Rate
+	}
+	interval := float64(l.Per.Milliseconds()) / float64(l.Rate)
+	// GCRA (bn_rate_room): a start is allowed while tat stays within the
+	// burst, less the one start, of now.
+	if tat > float64(now.UnixMilli())+float64(burst-1)*interval+1e-6 {
+		return "rate"
+	}
+	return ""
+}
+
 // busiest counts the waiting jobs of the flows known and returns the n
-// with the most running, then waiting.
-func (q *Queue) busiest(ctx context.Context, k Keys, byName map[string]*FlowInfo, n int) ([]FlowInfo, error) {
+// with the most running, then waiting, and how many are held back by the
+// route's own limits (byRoute, when they hold every flow back): those with
+// jobs waiting that neither their cap nor their rate holds.
+func (q *Queue) busiest(ctx context.Context, k Keys, byName map[string]*FlowInfo, n int, byRoute string) ([]FlowInfo, int, error) {
 	out := make([]FlowInfo, 0, len(byName))
 	pipe := q.rdb.Pipeline()
 	counts := make([][]*redis.IntCmd, 0, len(byName))
@@ -208,15 +248,20 @@ func (q *Queue) busiest(ctx context.Context, k Keys, byName map[string]*FlowInfo
 	}
 	if len(out) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("count the waiting jobs of route %s's flows: %w", k.Route(), err)
+			return nil, 0, fmt.Errorf("count the waiting jobs of route %s's flows: %w", k.Route(), err)
 		}
 	}
+	held := 0
 	for i, cs := range counts {
 		for _, c := range cs {
 			out[i].Waiting += int(c.Val())
 		}
+		if f := &out[i]; byRoute != "" && f.Waiting > 0 && !f.Parked && f.HeldUntil.IsZero() {
+			f.ByRoute = byRoute
+			held++
+		}
 	}
-	return BusiestFirst(out, n), nil
+	return BusiestFirst(out, n), held, nil
 }
 
 // BusiestFirst sorts flows by running jobs, then waiting ones, then name,

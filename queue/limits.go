@@ -133,7 +133,11 @@ func taskLimitsField(task string) string { return "t:" + task }
 
 // SetTaskLimits stores task's limits on route, where every worker's fetch
 // reads them: a worker stores the limits of the tasks it registers when it
-// starts. Zero limits remove the task's.
+// starts. Zero limits remove the task's. Limits that change take effect at
+// once for the task's flows held back by the old ones too: its flows held
+// by their rate, and those parked at a cap since raised or removed, go back
+// in their rings and an idle worker is woken (the next fetch holds a flow
+// again if the new limits still do not allow a start).
 func (q *Queue) SetTaskLimits(ctx context.Context, route, task string, l Limits) error {
 	if err := CheckShardRoute(route); err != nil {
 		return err
@@ -145,16 +149,92 @@ func (q *Queue) SetTaskLimits(ctx context.Context, route, task string, l Limits)
 		return fmt.Errorf("limits of task %s: %w", task, err)
 	}
 	key := q.Keys(route).Limits()
-	var err error
-	if l.IsZero() {
+	old, err := q.rdb.HGet(ctx, key, taskLimitsField(task)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
+		return fmt.Errorf("read limits of task %s on route %s: %w", task, route, err)
+	}
+	want := ""
+	if !l.IsZero() {
+		want = l.encode()
+	}
+	if err == nil && old == want || errors.Is(err, redis.Nil) && want == "" {
+		return nil // unchanged: a worker's start is the common call
+	}
+	if want == "" {
 		err = q.rdb.HDel(ctx, key, taskLimitsField(task)).Err()
 	} else {
-		err = q.rdb.HSet(ctx, key, taskLimitsField(task), l.encode()).Err()
+		err = q.rdb.HSet(ctx, key, taskLimitsField(task), want).Err()
 	}
 	if err != nil {
 		return fmt.Errorf("store limits of task %s on route %s: %w", task, route, err)
 	}
+	if err := q.relimitFlows(ctx, route, task); err != nil {
+		return fmt.Errorf("limits of task %s on route %s stored, but: %w", task, route, err)
+	}
 	return nil
+}
+
+// relimitFlows puts back in their rings task's flows on route held by their
+// rate or parked at their cap, for the next fetch to weigh them by the
+// task's limits now in force (sweep.lua). It reads every such flow of the
+// task, a page at a time: a change of limits is rare (a deploy), and every
+// key the old limits hold back must see the new ones.
+func (q *Queue) relimitFlows(ctx context.Context, route, task string) error {
+	k := q.Keys(route)
+	match := globEscape(task) + "|*"
+	var flows []string
+	var cursor uint64
+	for {
+		kv, next, err := q.rdb.ZScan(ctx, k.Held(), cursor, match, 500).Result()
+		if err != nil && !isWrongType(err) {
+			return fmt.Errorf("read the held flows: %w", err)
+		}
+		for i := 0; i < len(kv); i += 2 {
+			flows = append(flows, kv[i])
+		}
+		if cursor = next; err != nil || cursor == 0 {
+			break
+		}
+	}
+	for cursor = 0; ; {
+		kv, next, err := q.rdb.HScan(ctx, k.Flows(), cursor, match, 500).Result()
+		if err != nil && !isWrongType(err) {
+			return fmt.Errorf("read the flows: %w", err)
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if f := strings.Fields(kv[i+1]); len(f) > 1 && f[1] != "0" {
+				flows = append(flows, kv[i])
+			}
+		}
+		if cursor = next; err != nil || cursor == 0 {
+			break
+		}
+	}
+	now := ms(q.Now())
+	keys := append([]string{k.Leases(), k.Active()}, k.FlowKeys()...)
+	for start := 0; start < len(flows); start += 200 {
+		args := []any{now, 0}
+		for _, f := range flows[start:min(start+200, len(flows))] {
+			args = append(args, f)
+		}
+		// Retry-safe: a flow put back is no longer held nor parked.
+		if err := q.s.sweep.Run(ctx, q.rdb, keys, args...).Err(); err != nil {
+			return fmt.Errorf("put back the flows the old limits held: %w", err)
+		}
+	}
+	return nil
+}
+
+// globEscape quotes the characters that SCAN's MATCH reads as a pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // RouteLimits returns the limits of route as a whole, zero when it has none;

@@ -1,9 +1,12 @@
 package runtime_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -345,4 +348,91 @@ func TestFlow_AHeldBackJobStaysPendingWithNoAttemptSpent(t *testing.T) {
 			t.Fatalf("started %q second", got)
 		}
 	})
+}
+
+// A deploy that removes or raises a task's rate frees the keys the old
+// rate holds back within about a second, as a route's changed limits do:
+// they do not wait out the old rate's hour.
+func TestFlow_ADeployThatRemovesOrRaisesARateFreesItsHeldKeys(t *testing.T) {
+	for _, after := range []runtime.TaskLimits{{}, {Rate: "100/s"}} {
+		t.Run("rate "+cmp.Or(after.Rate, "removed"), func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, c *runtime.Client) {
+				ctx := ctxT(t)
+				started := make(chan string, 2)
+				run := func(l runtime.TaskLimits) (stop func()) {
+					task := runtime.NewTask[Msg, Reply]("t_hourly").Limit(l).With(c)
+					w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
+					runtime.Handle(w, task, func(ctx context.Context, m Msg) (Reply, error) {
+						started <- m.Text
+						return Reply{}, nil
+					})
+					return startWorker(t, w)
+				}
+				stop := run(runtime.TaskLimits{Rate: "1/h"})
+				task := runtime.NewTask[Msg, Reply]("t_hourly").With(c)
+				for _, text := range []string{"first", "second"} {
+					if _, err := task.Enqueue(ctx, Msg{Text: text}, runtime.Key("A")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got := recv(t, started, 5*time.Second, "the key's first job"); got != "first" {
+					t.Fatalf("started %q first", got)
+				}
+				q := runtime.QueueOf(c)
+				waitFor(t, 5*time.Second, "the key held by its rate", func() bool {
+					st, err := q.Flows(ctx, "default", 10)
+					return err == nil && len(st.Busiest) == 1 && !st.Busiest[0].HeldUntil.IsZero()
+				})
+				stop()
+				run(after)
+				// The old rate would hold it an hour.
+				if got := recv(t, started, 2*time.Second, "the key's second job under the new limits"); got != "second" {
+					t.Fatalf("started %q second", got)
+				}
+			})
+		})
+	}
+}
+
+// Keys that wait because the route's own cap is full show as held, with
+// the route's cap as the reason, in `app limits` and over the API.
+func TestLimits_KeysHeldByTheRoutesCapShowAsHeld(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	c := connect(t, a.env["REDIS_URL"], runtime.WithNamespace(a.env["BANANAS_NAMESPACE"]))
+	ctx := ctxT(t)
+	a.ok("limits", "default", "--max-running", "1")
+	for _, key := range []string{"A", "A", "B"} {
+		if _, err := byText.With(c).Enqueue(ctx, Msg{Text: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := runtime.QueueOf(c)
+	now := q.Now()
+	if ds, err := q.Fetch(ctx, "default", queue.Priorities, 10, now.Add(time.Minute), now); err != nil || len(ds) != 1 {
+		t.Fatalf("fetch under the route's cap of 1: %d jobs, %v", len(ds), err)
+	}
+	out := a.ok("limits", "default")
+	if !strings.Contains(out, "2 key(s) held back now") {
+		t.Errorf("limits default = %q, want both keys with jobs waiting held back", out)
+	}
+	for _, key := range []string{"A", "B"} {
+		if !slices.ContainsFunc(strings.Split(out, "\n"), func(line string) bool {
+			f := strings.Fields(line)
+			return len(f) > 1 && f[1] == key && strings.HasSuffix(line, "the route's cap")
+		}) {
+			t.Errorf("limits default = %q, want key %s's row HELD by the route's cap", out, key)
+		}
+	}
+	api := serveAPI(t, runtime.NewInspector(c), runtime.APIOptions{})
+	got := api.want(http.StatusOK, "GET", "/api/v1/routes/default/flows", "")
+	busiest, _ := got["busiest"].([]any)
+	if got["held"] != float64(2) || len(busiest) != 2 {
+		t.Fatalf("flows = %v, want 2 keys held", got)
+	}
+	for _, b := range busiest {
+		if f, _ := b.(map[string]any); f["held_by_route"] != "cap" {
+			t.Errorf("flow %v, want held_by_route cap", f)
+		}
+	}
 }

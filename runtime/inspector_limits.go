@@ -136,7 +136,7 @@ func (in *Inspector) Flows(ctx context.Context, route string) (admin.Flows, erro
 	}
 	for _, f := range queue.BusiestFirst(busiest, busiestShown) {
 		out.Busiest = append(out.Busiest, admin.Flow{Task: f.Task, Key: f.Key, Running: f.Running, Waiting: f.Waiting,
-			Parked: f.Parked, HeldUntil: f.HeldUntil})
+			Parked: f.Parked, HeldUntil: f.HeldUntil, ByRoute: f.ByRoute})
 	}
 	return out, nil
 }

@@ -203,6 +203,18 @@ local function bn_rate_room(l, tat, now)
   return 0, tat + l.interval - span
 end
 
+-- bn_rate_clamp brings a tat further ahead than a full burst (garbage, a
+-- clock that stepped back, a rate since raised) back to a full burst spent
+-- now, so that the next start is allowed one interval on, not when the old
+-- tat said. Returns whether it moved the tat (the caller stores the state).
+local function bn_rate_clamp(l, st, now)
+  if l.rate == 0 or not st.tat then return false end
+  local top = now + l.burst * l.interval
+  if st.tat <= top then return false end
+  st.tat = top
+  return true
+end
+
 local function bn_rate_take(l, st, now, n)
   if l.rate == 0 or n == 0 then return end
   local tat = st.tat

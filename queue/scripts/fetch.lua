@@ -114,7 +114,7 @@ end
 -- A route without flow control (no ring, held flow or limits) skips all
 -- of it in one EXISTS.
 local flowy = redis.call('EXISTS', F.ring[1], F.ring[2], F.ring[3], F.held, F.limits) > 0
-local rl, rst = bn_limits(nil), nil
+local rl, rst, route_clamped = bn_limits(nil), nil, false
 local budget, route_next = want, nil
 if flowy then
   bn_flow_repair(F)
@@ -131,6 +131,7 @@ if flowy then
   -- The route's own limits bound the whole call.
   rl = bn_limits(redis.call('HGET', F.limits, 'route'))
   rst = bn_flow_state(F, '#route')
+  route_clamped = bn_rate_clamp(rl, rst, now)
   if rl.cap > 0 then budget = math.min(budget, rl.cap - redis.call('HLEN', KEYS[2])) end
   local room
   room, route_next = bn_rate_room(rl, rst.tat, now)
@@ -207,6 +208,7 @@ end
 -- slots are checked against their leases only when they fill the cap.
 local function room_of(l, st, check)
   local n, why, again = math.huge, nil, nil
+  bn_rate_clamp(l, st, now)
   if l.cap > 0 then
     if check and #st.holders >= l.cap then
       st.holders, again = bn_live_holders(KEYS[2], KEYS[1], st.holders, now)
@@ -367,6 +369,8 @@ if taken > 0 then
     bn_rate_take(rl, rst, now, taken)
     bn_flow_put(F, '#route', rst, now)
   end
+elseif route_clamped then
+  bn_flow_put(F, '#route', rst, now)
 end
 if taken < want then
   if waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end

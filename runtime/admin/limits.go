@@ -78,6 +78,10 @@ type Flow struct {
 	Waiting   int
 	Parked    bool      // at its cap: waits for one of its running jobs to end
 	HeldUntil time.Time // zero unless out of rate: when its next start is allowed
+	// ByRoute is why the route's own limits hold the key back although its
+	// task's let it start: "cap" (the route's max running is reached) or
+	// "rate" (the route's rate allows no start now); "" when they do not.
+	ByRoute string
 }
 
 func (f Flows) MarshalJSON() ([]byte, error) { return json.Marshal(f.wire()) }
@@ -103,12 +107,13 @@ type taskLimitsWire struct {
 }
 
 type flowWire struct {
-	Task      string `json:"task"`
-	Key       string `json:"key"`
-	Running   int    `json:"running"`
-	Waiting   int    `json:"waiting"`
-	Parked    bool   `json:"parked"`
-	HeldUntil Time   `json:"held_until"`
+	Task      string  `json:"task"`
+	Key       string  `json:"key"`
+	Running   int     `json:"running"`
+	Waiting   int     `json:"waiting"`
+	Parked    bool    `json:"parked"`
+	HeldUntil Time    `json:"held_until"`
+	ByRoute   *string `json:"held_by_route"` // "cap", "rate" or null
 }
 
 func (f Flows) wire() flowsWire {
@@ -120,7 +125,15 @@ func (f Flows) wire() flowsWire {
 	}
 	for _, b := range f.Busiest {
 		w.Busiest = append(w.Busiest, flowWire{Task: b.Task, Key: b.Key, Running: b.Running, Waiting: b.Waiting,
-			Parked: b.Parked, HeldUntil: Time(b.HeldUntil)})
+			Parked: b.Parked, HeldUntil: Time(b.HeldUntil), ByRoute: nullString(b.ByRoute)})
 	}
 	return w
+}
+
+// nullString writes "" as null.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -101,6 +101,8 @@ func printFlows(w io.Writer, f admin.Flows) error {
 			held = "at its cap"
 		case !b.HeldUntil.IsZero():
 			held = "rate, until " + b.HeldUntil.UTC().Format("15:04:05.000")
+		case b.ByRoute != "":
+			held = "the route's " + b.ByRoute
 		}
 		rows = append(rows, []string{b.Task, b.Key, strconv.Itoa(b.Running), strconv.Itoa(b.Waiting), held})
 	}
