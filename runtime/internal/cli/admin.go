@@ -176,7 +176,7 @@ func await(e *Env, c Conn, id string, timeout time.Duration) (json.RawMessage, e
 	case "canceled":
 		return nil, fmt.Errorf("job %s (%s) was canceled: %s", id, j.Name, j.Error)
 	}
-	return nil, fmt.Errorf("job %s is still %s after --timeout %s", id, j.Status, timeout)
+	return nil, fmt.Errorf("job %s is still %s after --timeout %s", id, j.Status, admin.FormatDuration(timeout))
 }
 
 func cmdJob(e *Env, args []string) error {
@@ -232,7 +232,7 @@ func progressText(p *admin.Progress, now time.Time) string {
 	if p.Note != "" {
 		s += " " + p.Note
 	}
-	return s + " (" + max(now.Sub(p.At), 0).Round(time.Second).String() + " ago)"
+	return s + " (" + admin.FormatDuration(max(now.Sub(p.At), 0).Round(time.Second)) + " ago)"
 }
 
 // attemptsText says a job's attempts (runs started that count) and how many
@@ -246,7 +246,7 @@ func timeoutText(d time.Duration) string {
 	if d == 0 {
 		return "the worker's default"
 	}
-	return d.String()
+	return admin.FormatDuration(d)
 }
 
 // jsonOrDash is a JSON value for a table: "-" for null.
@@ -472,7 +472,7 @@ var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it 
 			state += fmt.Sprintf(", %d keyed running, %d held by rate", r.LimitRunning, r.HeldKeys)
 		}
 		if !r.OldestPending.IsZero() {
-			oldest = r.OldestPendingAge.Round(time.Second).String()
+			oldest = admin.FormatDuration(r.OldestPendingAge.Round(time.Second))
 		}
 		return []string{r.Route, fmt.Sprint(r.High), fmt.Sprint(r.Normal), fmt.Sprint(r.Low), fmt.Sprint(r.Scheduled),
 			fmt.Sprint(r.Active), fmt.Sprint(r.Dead), oldest, state, workers}
