@@ -25,6 +25,7 @@ import (
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/keytasks"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -878,4 +879,44 @@ func TestDashboard_EveryPageReadsWithoutJavaScriptOnBothBackends(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The tasks page shows each task's flow control (key, max running, rate
+// and burst) and its timeout as configured ("1m", "1h30m", not "1m0s"); a
+// task without args shows no args schema to expand.
+func TestDashboard_TasksShowFlowControlAndPlainTimeouts(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, redistest.Shared(t).URL())
+	minute := runtime.NewTask[testtasks.Msg, runtime.None]("t_minute", runtime.Timeout(time.Minute)).
+		Describe("Msg", []runtime.Field{{Name: "Text", Type: "string"}}, "", nil)
+	long := runtime.NewTask[runtime.None, runtime.None]("t_long", runtime.Timeout(90*time.Minute))
+	in := runtime.NewInspector(c, testtasks.Register, keytasks.Register, func(w *runtime.Worker) {
+		runtime.Handle(w, minute, func(context.Context, testtasks.Msg) (runtime.None, error) { return runtime.None{}, nil })
+		runtime.Handle(w, long, func(context.Context, runtime.None) (runtime.None, error) { return runtime.None{}, nil })
+	})
+	url := serveAPI(t, in, runtime.APIOptions{}).url
+	run(t, ctx, "open the tasks page", chromedp.Navigate(url+"/tasks"), chromedp.WaitVisible(chromedp.CSS("#task-t_key_customer")))
+
+	for row, want := range map[string]string{
+		"#task-t_key_customer [data-col=flow]": "key Customer max running 2 per key rate 100/s per key, burst 10",
+		"#task-t_key_limited [data-col=flow]":  "max running 1",
+		"#task-t_echo [data-col=flow]":         "—",
+		"#task-t_minute [data-col=timeout]":    "1m",
+		"#task-t_long [data-col=timeout]":      "1h30m",
+		"#task-t_long [data-col=args]":         "—",
+	} {
+		if got := innerText(t, ctx, row); got != want {
+			t.Errorf("%s = %q; want %q", row, got, want)
+		}
+	}
+	for _, task := range []string{"t_long", "t_tick"} {
+		if n := text(t, ctx, "#task-"+task+" details.schema"); n != "(no element)" {
+			t.Errorf("%s, a task without args, shows an args schema: %q", task, n)
+		}
+	}
+	if got := text(t, ctx, "#task-t_minute details.schema summary"); got != "JSON Schema" {
+		t.Errorf("t_minute, a task with args, shows no args schema to expand (%q)", got)
+	}
+	shoot(t, ctx, "tasks")
 }

@@ -200,8 +200,15 @@ func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	// connection: that caller reports it (a command its error, a
 	// background loop an outage, once), so go-redis's own line about it is
 	// detail.
+	//
+	// "Unexpected conn[N] state changed by hook to CLOSED" is a connection
+	// handed back to a pool that was closed while it was out: Close of a
+	// go-redis client marks every connection closed, those in use included,
+	// and the call that held one finds it so when it gives it back. The
+	// call itself got its answer; nothing is lost, and nothing is to do.
 	level := slog.LevelWarn
-	if strings.Contains(msg, "failed to dial") || strings.Contains(msg, "failed to get a usable connection") {
+	if strings.Contains(msg, "failed to dial") || strings.Contains(msg, "failed to get a usable connection") ||
+		strings.Contains(msg, "state changed by hook to CLOSED") {
 		level = slog.LevelDebug
 	}
 	if ctx == nil {

@@ -179,9 +179,9 @@ func await(e *Env, c Conn, id string, timeout time.Duration) (json.RawMessage, e
 	}
 	if j.Status == "pending" && routePaused(e, c, j.Route) {
 		return nil, fmt.Errorf("job %s is still pending after --timeout %s: route %s is paused, and no worker takes its jobs until it is resumed; "+
-			"resume with `app resume %[3]s`", id, timeout, j.Route)
+			"resume with `app resume %[3]s`", id, admin.FormatDuration(timeout), j.Route)
 	}
-	return nil, fmt.Errorf("job %s is still %s after --timeout %s", id, j.Status, timeout)
+	return nil, fmt.Errorf("job %s is still %s after --timeout %s", id, j.Status, admin.FormatDuration(timeout))
 }
 
 // routePaused says whether route is paused now; false when that cannot be
@@ -252,7 +252,7 @@ func progressText(p *admin.Progress, now time.Time) string {
 	if p.Note != "" {
 		s += " " + p.Note
 	}
-	return s + " (" + max(now.Sub(p.At), 0).Round(time.Second).String() + " ago)"
+	return s + " (" + admin.FormatDuration(max(now.Sub(p.At), 0).Round(time.Second)) + " ago)"
 }
 
 // attemptsText says a job's attempts (runs started that count) and how many
@@ -266,7 +266,7 @@ func timeoutText(d time.Duration) string {
 	if d == 0 {
 		return "the worker's default"
 	}
-	return d.String()
+	return admin.FormatDuration(d)
 }
 
 // jsonOrDash is a JSON value for a table: "-" for null.
@@ -497,7 +497,7 @@ var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it 
 			state += fmt.Sprintf(", %d keyed running, %d held by rate", r.LimitRunning, r.HeldKeys)
 		}
 		if !r.OldestPending.IsZero() {
-			oldest = r.OldestPendingAge.Round(time.Second).String()
+			oldest = admin.FormatDuration(r.OldestPendingAge.Round(time.Second))
 		}
 		return []string{r.Route, fmt.Sprint(r.High), fmt.Sprint(r.Normal), fmt.Sprint(r.Low), fmt.Sprint(r.Scheduled),
 			fmt.Sprint(r.Active), fmt.Sprint(r.Dead), oldest, state, workers}

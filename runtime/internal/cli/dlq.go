@@ -135,7 +135,7 @@ func purgeWhat(e *Env, a admin.Admin, route, task string, older time.Duration) (
 	what := fmt.Sprintf("%d failed job(s) in the dead-letter queue of route(s) %s", dead, strings.Join(names, ", "))
 	if task != "" || older > 0 {
 		what = fmt.Sprintf("the failed jobs%s%s among the %s", map[bool]string{true: " of task " + task}[task != ""],
-			map[bool]string{true: " that died over " + older.String() + " ago"}[older > 0], what)
+			map[bool]string{true: " that died over " + admin.FormatDuration(older) + " ago"}[older > 0], what)
 	}
 	return what, nil
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 type loginData struct {
@@ -46,7 +48,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		secs := int(math.Ceil(wait.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		p.Data = loginData{Next: next}
-		p.Flash = "Too many tries from this address: wait " + (time.Duration(secs) * time.Second).String() + " and log in again."
+		p.Flash = "Too many tries from this address: wait " + admin.FormatDuration(time.Duration(secs)*time.Second) + " and log in again."
 		d.render(w, http.StatusTooManyRequests, p)
 		return
 	}

@@ -337,7 +337,10 @@ func (d *Dashboard) tasks(r *http.Request, p *page) (int, error) {
 	}
 	rows := make([]taskRow, len(ts))
 	for i, t := range ts {
-		rows[i] = taskRow{Task: t, Schema: indentJSON(schemas[t.Name])}
+		rows[i] = taskRow{Task: t}
+		if t.ArgsType != "" || len(t.Args) > 0 { // a task without args has no schema worth showing
+			rows[i].Schema = indentJSON(schemas[t.Name])
+		}
 	}
 	p.Title, p.Nav, p.Data = "Tasks", "tasks", rows
 	return http.StatusOK, nil

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"fmt"
 	"html/template"
 	"net/url"
 	"strings"
@@ -52,7 +51,7 @@ var funcs = template.FuncMap{
 		if d == 0 {
 			return "—"
 		}
-		return d.String()
+		return admin.FormatDuration(d)
 	},
 	// jobsLink is the job list filtered by route and state.
 	"jobsLink": func(route, state string) string {
@@ -70,21 +69,20 @@ var funcs = template.FuncMap{
 	},
 }
 
-// age is a duration as an operator reads it: the two largest units.
+// age is a duration as an operator reads it: its two largest units, in the
+// spelling of every duration the surfaces show (admin.FormatDuration).
 func age(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "—"
 	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
+		d = d.Truncate(time.Millisecond)
 	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+		d = d.Truncate(time.Second)
+	default:
+		d = d.Truncate(time.Minute)
 	}
-	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+	return admin.FormatDuration(d)
 }
 
 // cronSpec is when a task's cron entry fires, as its spec and time zone:

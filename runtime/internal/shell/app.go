@@ -37,10 +37,30 @@ func (a *app) Configure() error {
 	cfg, err := LoadConfig(a.getenv, a.p.Rules)
 	a.cfg = cfg
 	if err == nil {
-		a.p.LogRedisTo(a.logger(&cfg)) // the Redis client's lines as the program's
+		// A command prints only its own words: the Redis client's lines go
+		// to the program's logger at debug level (LOG_LEVEL=debug shows
+		// them). The worker, scheduler and api commands, which log, send
+		// them to their logger at their own levels instead (runWorker,
+		// cmdAPI).
+		a.p.LogRedisTo(slog.New(atDebug{a.logger(&cfg).Handler()}))
 	}
 	return err
 }
+
+// atDebug logs every record at debug level, whatever level it was logged at.
+type atDebug struct{ h slog.Handler }
+
+func (d atDebug) Enabled(ctx context.Context, _ slog.Level) bool {
+	return d.h.Enabled(ctx, slog.LevelDebug)
+}
+
+func (d atDebug) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	return d.h.Handle(ctx, r)
+}
+
+func (d atDebug) WithAttrs(as []slog.Attr) slog.Handler { return atDebug{d.h.WithAttrs(as)} }
+func (d atDebug) WithGroup(name string) slog.Handler    { return atDebug{d.h.WithGroup(name)} }
 
 func (a *app) Commands() map[string]cli.Command {
 	return map[string]cli.Command{"worker": a.cmdWorker, "scheduler": a.cmdScheduler, "api": a.cmdAPI}

@@ -107,6 +107,7 @@ func (a *app) cmdAPI(e *cli.Env, args []string) error {
 	}
 	a.cfg = *cfg
 	log := a.logger(cfg)
+	a.p.LogRedisTo(log)
 	s, err := a.connect(e.Ctx, cfg, log)
 	if err != nil {
 		return err
