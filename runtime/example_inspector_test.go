@@ -33,7 +33,10 @@ func ExampleInspector_Routes() {
 		fmt.Printf("%s: high %d, normal %d, low %d, scheduled %d, workers %d\n",
 			r.Route, r.High, r.Normal, r.Low, r.Scheduled, r.Workers)
 	}
+	// default, the route of the other registered tasks, has no job: it is
+	// known, and shows with zeros.
 	// Output:
+	// default: high 0, normal 0, low 0, scheduled 0, workers 0
 	// email: high 1, normal 0, low 0, scheduled 1, workers 0
 	// images: high 0, normal 2, low 0, scheduled 0, workers 0
 }
@@ -281,7 +284,11 @@ func ExampleInspector_PurgeDead() {
 	n, err := in.PurgeDead(ctx, "", "", 0)
 	fmt.Println(n, err)
 	routes, _ := in.Routes(ctx)
-	fmt.Println(routes[0].Route, routes[0].Dead)
+	for _, r := range routes {
+		if r.Route == "email" {
+			fmt.Println(r.Route, r.Dead)
+		}
+	}
 	// Output:
 	// 2 <nil>
 	// email 0

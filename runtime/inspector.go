@@ -140,8 +140,11 @@ func (in *Inspector) knownRoutes(ctx context.Context) (routes []string, takers m
 	return routes, takers, nil
 }
 
-// Job returns a snapshot of job id, or an error matching ErrJobNotFound;
-// its args and result are also JSON when its task is registered here.
+// Job returns a snapshot of job id, or an error matching ErrJobNotFound.
+// Its args and result are also JSON: as their Go types when its task is
+// registered here, else as stored, decoded without their types (Untyped
+// says so): a program that does not know the task still shows what the
+// job holds.
 func (in *Inspector) Job(ctx context.Context, id string) (*JobInfo, error) {
 	info, err := in.c.Job(ctx, id)
 	if err != nil {
@@ -153,6 +156,19 @@ func (in *Inspector) Job(ctx context.Context, id string) (*JobInfo, error) {
 	}
 	if string(result) != "null" {
 		info.ResultJSON = result
+	}
+	if h := in.reg.handlers[info.Name]; h != nil && h.argsJSON != nil {
+		return info, nil
+	}
+	if info.Args == nil && len(info.ArgsMsgpack) > 0 {
+		if b, err := untypedJSON(info.ArgsMsgpack); err == nil {
+			info.Args, info.Untyped = b, true
+		}
+	}
+	if info.ResultJSON == nil && len(info.Result) > 0 {
+		if b, err := untypedJSON(info.Result); err == nil {
+			info.ResultJSON, info.Untyped = b, true
+		}
 	}
 	return info, nil
 }

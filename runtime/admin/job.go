@@ -61,6 +61,10 @@ type Job struct {
 	// registers the task (nil otherwise).
 	Result     []byte
 	ResultJSON json.RawMessage
+	// Untyped: no task of the job's name is registered in this program, so
+	// Args or ResultJSON (or both) are the stored msgpack decoded without
+	// their Go types, as generic JSON.
+	Untyped bool
 	// FromHistory: Redis has let the job go and this is its newest row in
 	// the task history, which keeps what the job was and how it ended.
 	FromHistory bool
@@ -103,6 +107,10 @@ type jobWire struct {
 	// FromHistory is true when the job was read from the task history (Redis
 	// had let it go).
 	FromHistory bool `json:"from_history,omitempty"`
+	// Untyped is true when no task of the job's name is registered in the
+	// program that answers: args or result are then the stored values
+	// decoded without their Go types, as generic JSON.
+	Untyped bool `json:"untyped,omitempty"`
 	// Workflow is the id of the workflow the job is a step of.
 	Workflow string `json:"workflow,omitempty"`
 	// Progress, Note and At are what the running job's current run last
@@ -115,7 +123,7 @@ type jobWire struct {
 
 func (j *Job) wire() jobWire {
 	w := jobWire{jobSummaryWire: j.summary(), TimeoutMS: j.Timeout.Milliseconds(), StartedAt: Time(j.StartedAt),
-		FailedAt: Map(j.FailedAt, func(t time.Time) Time { return Time(t) }), Args: j.Args, Result: j.ResultJSON, FromHistory: j.FromHistory, Workflow: j.Workflow}
+		FailedAt: Map(j.FailedAt, func(t time.Time) Time { return Time(t) }), Args: j.Args, Result: j.ResultJSON, FromHistory: j.FromHistory, Untyped: j.Untyped, Workflow: j.Workflow}
 	if w.Args == nil {
 		w.Args = json.RawMessage("null")
 	}

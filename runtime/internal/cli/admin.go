@@ -243,6 +243,9 @@ func cmdJob(e *Env, args []string) error {
 		// Only while the current run has reported some: after the status.
 		rows = slices.Insert(rows, 5, []string{"progress", progressText(p, time.Now())})
 	}
+	if j.Untyped {
+		rows = append(rows, []string{"note", "task " + j.Name + " is not registered in this program: args and result are shown as stored, decoded without their Go types"})
+	}
 	return table(e.Stdout, nil, rows)
 }
 
