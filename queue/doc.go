@@ -47,6 +47,7 @@
 //	<ns>:once:{<h>}:claim                   STRING  runtime.Once: the token of the caller running the effect, with its TTL
 //	<ns>:workflow:{<id>}                    HASH    a workflow: its status, and its steps' states, job ids and results (workflow.go)
 //	<ns>:workflows                          ZSET    workflows their keeper watches: id -> when it looks next (ms)
+//	<ns>:workflows:all                      ZSET    every workflow whose record may still exist: id -> submitted (ms) (workflow_list.go)
 //
 // Pub/sub channels (keys.go names each):
 //

@@ -2,7 +2,8 @@
 // makes the jobs of its first steps, advances a workflow when one of its
 // steps' jobs ends and makes the jobs of the steps that may then start,
 // cancels and retries workflows, and keeps watch (Keeper) over the
-// workflows a dead process left half-advanced.
+// workflows a dead process left half-advanced and over the list of
+// workflows, whose entries of expired records it drops.
 //
 // # What it owns, and what it must not know
 //
