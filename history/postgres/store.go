@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,6 +96,13 @@ func searchTimeoutOf(rawURL string) (string, time.Duration, error) {
 	q.Del("search_timeout")
 	u.RawQuery = q.Encode()
 	return u.String(), d, nil
+}
+
+// String names the database as a log may: postgres://user@host:port/db,
+// without the password.
+func (s *Store) String() string {
+	c := s.pool.Config().ConnConfig
+	return "postgres://" + c.User + "@" + net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))) + "/" + c.Database
 }
 
 // Close closes the store's connections.
