@@ -105,7 +105,11 @@ type logLines struct {
 	b  bytes.Buffer
 }
 
-func (l *logLines) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
 func (l *logLines) lines() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
