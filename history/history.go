@@ -107,6 +107,11 @@ var ErrBadCursor = errors.New("history: the cursor is not one a search returned 
 // fault, not the store's.
 var ErrBadQuery = errors.New("history: the query holds a value the store cannot search for")
 
+// ErrSearchTimeout matches the error of a Search that took longer than the
+// store allows one: too wide a search, to narrow (a shorter window, a
+// task, a route, a status, a longer text).
+var ErrSearchTimeout = errors.New("history: the search took too long and was stopped")
+
 // ErrNoStore matches the error of Open for a URL whose scheme no imported
 // package registered.
 var ErrNoStore = errors.New("history: no store registered for the URL's scheme")

@@ -20,6 +20,7 @@ import (
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/jackc/pgx/v5"
 )
 
 // lostReply is a store whose first write is committed but reported as
@@ -347,8 +348,10 @@ func TestHistory_APoisonedJobIsStoredSanitisedAndLaterEndsStillFlow(t *testing.T
 // JSON answer.
 func apiGet(t *testing.T, h http.Handler, target string) (int, map[string]any) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1"+target, nil))
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "http://127.0.0.1"+target, nil))
 	var body map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatalf("GET %s: %d, not a JSON object: %s", target, rec.Code, rec.Body)
@@ -412,5 +415,41 @@ func TestHistoryAPI_TextPostgreSQLCannotHoldIsA400NamingTheParameter(t *testing.
 	defer log.mu.Unlock()
 	if len(log.lines) > 0 {
 		t.Errorf("the server logged failures:\n%s", strings.Join(log.lines, ""))
+	}
+}
+
+// A search PostgreSQL stops for running past the store's search timeout
+// (HISTORY_URL's search_timeout) is a 400 saying it took too long and how
+// to narrow it, not a 500.
+func TestHistoryAPI_ASearchPastTheTimeoutIsA400SayingToNarrowIt(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	store := openHistory(t, ctx, pg.URL()+"&search_timeout=100ms")
+	c := connect(t, sharedRedisURL(t), runtime.WithHistory(store))
+	h := runtime.APIHandler(runtime.NewInspector(c), runtime.APIOptions{})
+	if status, body := apiGet(t, h, "/api/v1/history?q=abc"); status != http.StatusOK {
+		t.Fatalf("GET /api/v1/history?q=abc = %d %v", status, body)
+	}
+	// Another session holds the table; the search waits for it past the
+	// timeout, as a search reading too many rows runs past it.
+	conn, err := pgx.Connect(ctx, pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE bananas_history IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	status, body := apiGet(t, h, "/api/v1/history?q=abc")
+	_ = tx.Rollback(ctx)
+	msg, _ := body["error"].(string)
+	if status != http.StatusBadRequest || !strings.Contains(msg, "took too long") || !strings.Contains(msg, "narrow it") {
+		t.Fatalf("a search past the timeout = %d %v; want a 400 saying it took too long and to narrow it", status, body)
 	}
 }

@@ -154,7 +154,7 @@ func historyIDs(p runtime.HistoryPage) []string {
 
 func TestInspectorHistory_FiltersNewestFirstAndPagesByCursor(t *testing.T) {
 	t.Parallel()
-	end := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	end := time.Now().UTC().Truncate(time.Minute) // within the default window
 	c := connect(t, "mem://", runtime.WithHistory(storeWith(t, historyRows(20, end))))
 	in := runtime.NewInspector(c, testtasks.Register)
 	ctx := ctxT(t)
@@ -229,6 +229,52 @@ func TestInspectorHistory_RefusesABadQueryNamingItsField(t *testing.T) {
 	}
 	if _, err := in.History(ctxT(t), runtime.HistoryQuery{Status: "done"}); err == nil || !strings.Contains(err.Error(), "completed, failed or canceled") {
 		t.Errorf("status done: %v; want the statuses named", err)
+	}
+}
+
+// A text shorter than the minimum is refused naming q and the minimum: it
+// matches through no trigram index, and would read every row in range.
+func TestInspectorHistory_RefusesATextShorterThanTheMinimum(t *testing.T) {
+	t.Parallel()
+	c := connect(t, "mem://", runtime.WithHistory(storeWith(t, historyRows(3, time.Now()))))
+	in := runtime.NewInspector(c)
+	for _, text := range []string{"a", "ab", "é1"} {
+		_, err := in.History(ctxT(t), runtime.HistoryQuery{Text: text})
+		if p := admin.Classify(err); p.Class != admin.BadInput || p.Field != "q" || !strings.Contains(p.Msg, "at least 3 characters") {
+			t.Errorf("q=%q: %v (field %q); want a refusal of q naming the minimum", text, err, p.Field)
+		}
+	}
+	if p, err := in.History(ctxT(t), runtime.HistoryQuery{Text: "001"}); err != nil || !slices.Equal(historyIDs(p), []string{"hist-001"}) {
+		t.Errorf("q=001: %v, %v; want hist-001", historyIDs(p), err)
+	}
+}
+
+// A search without since reads the default window before its until, or
+// before now, and the page says which window it searched.
+func TestInspectorHistory_WithoutSinceSearchesTheDefaultWindowAndSaysWhich(t *testing.T) {
+	t.Parallel()
+	now := time.Now().UTC()
+	old := historyRows(1, now.Add(-admin.HistoryWindow-time.Hour))[0]
+	old.ID = "old"
+	recent := historyRows(1, now.Add(-admin.HistoryWindow+time.Hour))[0]
+	recent.ID = "recent"
+	c := connect(t, "mem://", runtime.WithHistory(storeWith(t, []history.Row{old, recent})))
+	in := runtime.NewInspector(c)
+	p, err := in.History(ctxT(t), runtime.HistoryQuery{})
+	if err != nil || !slices.Equal(historyIDs(p), []string{"recent"}) {
+		t.Fatalf("no since: %v, %v; want only the row within the window", historyIDs(p), err)
+	}
+	if d := now.Add(-admin.HistoryWindow).Sub(p.Since); d < -time.Minute || d > time.Minute || !p.Until.IsZero() {
+		t.Fatalf("the page says it searched %v to %v; want %s before now, open", p.Since, p.Until, admin.HistoryWindow)
+	}
+	until := now.Add(-admin.HistoryWindow)
+	if p, err = in.History(ctxT(t), runtime.HistoryQuery{Until: until}); err != nil || !slices.Equal(historyIDs(p), []string{"old"}) ||
+		!p.Since.Equal(until.Add(-admin.HistoryWindow)) || !p.Until.Equal(until) {
+		t.Fatalf("until only: %v (%v to %v), %v; want old, the window before until", historyIDs(p), p.Since, p.Until, err)
+	}
+	since := now.Add(-30 * 24 * time.Hour)
+	if p, err = in.History(ctxT(t), runtime.HistoryQuery{Since: since}); err != nil || len(p.Jobs) != 2 || !p.Since.Equal(since) {
+		t.Fatalf("since 30 days: %v (since %v), %v; want both", historyIDs(p), p.Since, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,11 +37,15 @@ func (in *Inspector) History(ctx context.Context, q HistoryQuery) (HistoryPage, 
 	if store == nil {
 		return HistoryPage{}, ErrNoHistory
 	}
-	hq, err := historyQuery(q)
+	hq, err := historyQuery(q, time.Now())
 	if err != nil {
 		return HistoryPage{}, err
 	}
 	page, err := store.Search(ctx, hq)
+	if errors.Is(err, history.ErrSearchTimeout) {
+		return HistoryPage{}, badQuery("", "the search of %s to %s took too long and was stopped: narrow it (a shorter since..until, a task, a route, a status, a longer q)",
+			hq.Since.UTC().Format(time.RFC3339), untilText(hq.Until))
+	}
 	if errors.Is(err, history.ErrBadCursor) {
 		return HistoryPage{}, badQuery("cursor", "cursor %q: pass a page's next unchanged", q.Cursor)
 	}
@@ -50,12 +55,20 @@ func (in *Inspector) History(ctx context.Context, q HistoryQuery) (HistoryPage, 
 	if err != nil {
 		return HistoryPage{}, fmt.Errorf("bananas: search the task history: %w", err)
 	}
-	return HistoryPage{Next: page.Next, Jobs: admin.Map(page.Rows, historyRowView)}, nil
+	return HistoryPage{Next: page.Next, Jobs: admin.Map(page.Rows, historyRowView), Since: hq.Since, Until: hq.Until}, nil
 }
 
-// historyQuery is q in the store's words, or the refusal of its first bad
-// field.
-func historyQuery(q HistoryQuery) (history.Query, error) {
+func untilText(t time.Time) string {
+	if t.IsZero() {
+		return "now"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// historyQuery is q in the store's words at now, or the refusal of its
+// first bad field. A query without since searches the admin.HistoryWindow
+// before its until, or before now.
+func historyQuery(q HistoryQuery, now time.Time) (history.Query, error) {
 	for _, f := range []struct{ name, value string }{
 		{"task", q.Task}, {"route", q.Route}, {"status", string(q.Status)}, {"q", q.Text}, {"cursor", q.Cursor},
 	} {
@@ -79,6 +92,12 @@ func historyQuery(q HistoryQuery) (history.Query, error) {
 	}
 	if q.Limit < 1 || q.Limit > 500 {
 		return history.Query{}, badQuery("limit", "limit %d: want 1 to 500", q.Limit)
+	}
+	if n := utf8.RuneCountInString(q.Text); n > 0 && n < admin.HistoryMinText {
+		return history.Query{}, badQuery("q", "q %q: give at least %d characters (a shorter text matches through no index, and would read every row)", q.Text, admin.HistoryMinText)
+	}
+	if q.Since.IsZero() {
+		q.Since = cmp.Or(q.Until, now).Add(-admin.HistoryWindow)
 	}
 	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
 		return history.Query{}, badQuery("until", "until %s is not after since %s: no job ends in between",

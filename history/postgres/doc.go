@@ -40,9 +40,13 @@
 //   - GIN (args jsonb_path_ops): an args field's match, as containment
 //     (args @> '{"customer":{"id":"42"}}').
 //
-// Text in the id or the error (ILIKE '%text%') has no index: it filters the
-// rows the other conditions (or the time order) read, newest first, until a
-// page is full. A search by text alone over a long history that matches
-// little therefore reads much; narrowing it by time, task, route or status
-// bounds that.
+// Text in the id or the error (ILIKE '%text%') goes through trigram
+// indexes where pg_trgm could be created. A search runs in a read-only
+// transaction under a statement_timeout (DefaultSearchTimeout, or the URL's
+// search_timeout parameter), and one stopped for it is
+// history.ErrSearchTimeout: a search that reads too much is refused, to be
+// narrowed, rather than left to load the database.
+//
+// A row is never refused for its content (sanitize): text PostgreSQL
+// cannot hold is replaced, and the row's sanitized column says so.
 package postgres

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -161,5 +162,18 @@ func TestHistory_LinksNoPostgreSQLDriver(t *testing.T) {
 	}
 	if strings.Contains(string(out), "jackc") || strings.Contains(string(out), "history/postgres") {
 		t.Fatalf("package history depends on the driver or on this package:\n%s", out)
+	}
+}
+
+// A store names its database for a log without the password.
+func TestStore_StringNamesTheDatabaseWithoutThePassword(t *testing.T) {
+	t.Parallel()
+	st, err := history.Open(context.Background(), "postgres://bob:s3cret@db.example:6543/hist?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if got := st.(fmt.Stringer).String(); got != "postgres://bob@db.example:6543/hist" {
+		t.Fatalf("String() = %q; want postgres://bob@db.example:6543/hist", got)
 	}
 }

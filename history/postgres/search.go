@@ -32,15 +32,38 @@ const order = " ORDER BY ended_at DESC, id DESC, life DESC, attempt DESC"
 // PostgreSQL cannot store is looked up as Write stores it (sanitize).
 func (s *Store) Job(ctx context.Context, id string) ([]history.Row, error) {
 	id, _ = cleanText(id)
-	rows, err := s.pool.Query(ctx, "SELECT "+columns+" FROM bananas_history WHERE id = $1"+order, id)
-	if err != nil {
-		return nil, fmt.Errorf("history/postgres: job %s: %w", id, noSchema(err))
-	}
-	out, err := collect(rows)
+	out, err := s.read(ctx, "SELECT "+columns+" FROM bananas_history WHERE id = $1"+order, id)
 	if err != nil {
 		return nil, fmt.Errorf("history/postgres: job %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// read runs a search's query within the search timeout: in a read-only
+// transaction whose statement_timeout is the store's, so that the writes
+// keep no such bound. A search PostgreSQL stopped for it is
+// history.ErrSearchTimeout.
+func (s *Store) read(ctx context.Context, sql string, args ...any) ([]history.Row, error) {
+	var out []history.Row
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if s.searchTimeout > 0 {
+			ms := max(s.searchTimeout.Milliseconds(), 1)
+			if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true)", strconv.FormatInt(ms, 10)); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		out, err = collect(rows)
+		return err
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "57014" && ctx.Err() == nil { // query_canceled, by the timeout
+		return nil, fmt.Errorf("%w (after %s)", history.ErrSearchTimeout, s.searchTimeout)
+	}
+	return out, noSchema(err)
 }
 
 // Search returns one page of the rows q selects, newest first by (ended_at,
@@ -55,16 +78,12 @@ func (s *Store) Search(ctx context.Context, q history.Query) (history.Page, erro
 	if err != nil {
 		return history.Page{}, err
 	}
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		if isDataError(err) {
-			// A value PostgreSQL cannot compare: NUL or invalid UTF-8 in
-			// text, which no stored row holds.
-			return history.Page{}, fmt.Errorf("history/postgres: search: %w: %s", history.ErrBadQuery, oneLine(err))
-		}
-		return history.Page{}, fmt.Errorf("history/postgres: search: %w", noSchema(err))
+	out, err := s.read(ctx, sql, args...)
+	if isDataError(err) {
+		// A value PostgreSQL cannot compare: NUL or invalid UTF-8 in text,
+		// which no stored row holds.
+		return history.Page{}, fmt.Errorf("history/postgres: search: %w: %s", history.ErrBadQuery, oneLine(err))
 	}
-	out, err := collect(rows)
 	if err != nil {
 		return history.Page{}, fmt.Errorf("history/postgres: search: %w", err)
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/internal/pgtest"
 )
 
 func ids(rows []history.Row) []string {
@@ -149,5 +151,46 @@ func TestSearch_BadCursorOrStatusIsAClearError(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "history/postgres: ") || strings.Contains(err.Error(), "SQLSTATE") {
 			t.Errorf("Search(%+v) = %v; want an error of this package", q, err)
 		}
+	}
+}
+
+// A search that runs past the store's search timeout (here one waiting on
+// a lock another transaction holds, which the timeout counts) is stopped by
+// PostgreSQL and reported as history.ErrSearchTimeout; the URL's
+// search_timeout sets the timeout.
+func TestSearch_StoppedPastTheSearchTimeout(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).Database(t)
+	s := openURL(t, url+"&search_timeout=100ms")
+	write(t, s, row("a", base))
+	if got := search(t, s, history.Query{}); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("rows %v; want [a]", got)
+	}
+	ctx := context.Background()
+	locker := openURL(t, url)
+	tx, err := locker.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "LOCK TABLE bananas_history IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	bounded, cancel := context.WithTimeout(ctx, 10*time.Second) // a search the timeout does not stop waits for the lock
+	defer cancel()
+	if _, err := s.Search(bounded, history.Query{Text: "abc"}); !errors.Is(err, history.ErrSearchTimeout) {
+		t.Fatalf("Search while the table is locked: %v; want ErrSearchTimeout", err)
+	}
+	if _, err := s.Job(bounded, "a"); !errors.Is(err, history.ErrSearchTimeout) {
+		t.Fatalf("Job while the table is locked: %v; want ErrSearchTimeout", err)
+	}
+	_ = tx.Rollback(ctx)
+	// The writes keep no such bound, and the pool's sessions none either.
+	write(t, s, row("b", base.Add(time.Minute)))
+	if got := search(t, s, history.Query{}); !slices.Equal(got, []string{"b", "a"}) {
+		t.Fatalf("rows %v; want [b a]", got)
+	}
+	if _, err := Open(ctx, url+"&search_timeout=soon"); err == nil || !strings.Contains(err.Error(), "search_timeout") {
+		t.Fatalf("Open with search_timeout=soon: %v; want a refusal naming it", err)
 	}
 }

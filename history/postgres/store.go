@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +31,15 @@ func init() {
 // use, by several processes too.
 type Store struct {
 	pool *pgxpool.Pool
+	// searchTimeout is the statement_timeout of a search (Search, Job); 0
+	// none.
+	searchTimeout time.Duration
 }
+
+// DefaultSearchTimeout is how long a search may run before PostgreSQL
+// stops it (history.ErrSearchTimeout), unless the URL's search_timeout
+// parameter says otherwise (a Go duration; 0 for none).
+const DefaultSearchTimeout = 5 * time.Second
 
 var _ history.Store = (*Store)(nil)
 
@@ -49,8 +60,12 @@ func Open(ctx context.Context, url string) (*Store, error) {
 }
 
 // openLazy is Open without the check: the pool connects when first used.
-func openLazy(ctx context.Context, url string) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+func openLazy(ctx context.Context, rawURL string) (*Store, error) {
+	rawURL, timeout, err := searchTimeoutOf(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("history/postgres: %w", err)
 	}
@@ -58,7 +73,36 @@ func openLazy(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history/postgres: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, searchTimeout: timeout}, nil
+}
+
+// searchTimeoutOf reads the store's own URL parameter, search_timeout, and
+// takes it out of the URL: pgx would send it to PostgreSQL as a setting
+// of every session, which PostgreSQL does not know.
+func searchTimeoutOf(rawURL string) (string, time.Duration, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return rawURL, DefaultSearchTimeout, nil // pgx's to read, or refuse
+	}
+	q := u.Query()
+	v, ok := q["search_timeout"]
+	if !ok {
+		return rawURL, DefaultSearchTimeout, nil
+	}
+	d, err := time.ParseDuration(v[0])
+	if err != nil || d < 0 {
+		return "", 0, fmt.Errorf("history/postgres: search_timeout=%q: want a Go duration such as 5s, or 0 for none", v[0])
+	}
+	q.Del("search_timeout")
+	u.RawQuery = q.Encode()
+	return u.String(), d, nil
+}
+
+// String names the database as a log may: postgres://user@host:port/db,
+// without the password.
+func (s *Store) String() string {
+	c := s.pool.Config().ConnConfig
+	return "postgres://" + c.User + "@" + net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))) + "/" + c.Database
 }
 
 // Close closes the store's connections.

@@ -98,9 +98,10 @@ type HistoryQuery struct {
 	Task   string
 	Route  string
 	Status Status    // completed, failed or canceled; "" any
-	Since  time.Time // ended at or after
-	Until  time.Time // ended before
-	// Text matches rows whose job id or error holds it.
+	Since  time.Time // ended at or after; zero: the HistoryWindow before Until (or now)
+	Until  time.Time // ended before; zero: no bound
+	// Text matches rows whose job id or error holds it: at least
+	// HistoryMinText characters.
 	Text string
 	// Args selects on the args' fields: a dotted path ("customer.id") to
 	// the value it must hold, compared as text; every pair must match.
@@ -115,10 +116,23 @@ type HistoryQuery struct {
 // surfaces offer them.
 var HistoryStatuses = []Status{"completed", "failed", "canceled"}
 
+// Bounds of a search of the task history, so that no search reads a whole
+// long history: a text shorter than HistoryMinText matches through no
+// trigram index (it would read every row in range), and a search with no
+// since reads the HistoryWindow before its until (or before now).
+const (
+	HistoryMinText = 3
+	HistoryWindow  = 7 * 24 * time.Hour
+)
+
 // HistoryPage is one page of the task history, newest end first.
 type HistoryPage struct {
 	Jobs []HistoryRow
 	Next string // the cursor of the next page; "" at the end
+	// Since and Until are the window searched: the query's, or Since the
+	// HistoryWindow before Until when it had none; Until zero is open (up
+	// to now and after).
+	Since, Until time.Time
 }
 
 // MarshalJSON writes the page as `history --json` and GET /api/v1/history
@@ -129,23 +143,34 @@ func (p HistoryPage) MarshalJSON() ([]byte, error) { return json.Marshal(p.wire(
 func (HistoryPage) WireType() any { return historyPageWire{} }
 
 type historyPageWire struct {
-	Jobs []historyRowWire `json:"jobs"`
-	Next string           `json:"next"` // "" at the end
+	Jobs  []historyRowWire `json:"jobs"`
+	Next  string           `json:"next"`  // "" at the end
+	Since Time             `json:"since"` // the window searched: ended at or after
+	Until Time             `json:"until"` // and before; null: open
 }
 
 func (p HistoryPage) wire() historyPageWire {
-	return historyPageWire{Next: p.Next, Jobs: Map(p.Jobs, func(r HistoryRow) historyRowWire { return r.wire() })}
+	return historyPageWire{Next: p.Next, Jobs: Map(p.Jobs, func(r HistoryRow) historyRowWire { return r.wire() }),
+		Since: Time(p.Since), Until: Time(p.Until)}
 }
 
 // UnmarshalJSON reads the page as MarshalJSON writes it.
 func (p *HistoryPage) UnmarshalJSON(data []byte) error {
 	var w struct {
-		Jobs []HistoryRow `json:"jobs"`
-		Next string       `json:"next"`
+		Jobs  []HistoryRow `json:"jobs"`
+		Next  string       `json:"next"`
+		Since *time.Time   `json:"since"`
+		Until *time.Time   `json:"until"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
 	*p = HistoryPage{Jobs: w.Jobs, Next: w.Next}
+	if w.Since != nil {
+		p.Since = *w.Since
+	}
+	if w.Until != nil {
+		p.Until = *w.Until
+	}
 	return nil
 }

@@ -63,23 +63,24 @@ func TestHistory_WithoutAHistoryIsA404NamingHISTORY_URL(t *testing.T) {
 
 func TestHistory_AnswerIsThePageOfRows(t *testing.T) {
 	at := time.Date(2026, 11, 26, 22, 0, 0, 0, time.UTC)
-	f := &fakeAdmin{hpage: admin.HistoryPage{Next: "n2", Jobs: []admin.HistoryRow{
+	f := &fakeAdmin{hpage: admin.HistoryPage{Next: "n2", Since: at.Add(-7 * 24 * time.Hour), Jobs: []admin.HistoryRow{
 		{ID: "j1", Attempt: 1, Task: "t", Route: "default", Priority: "normal", Status: "completed", Args: json.RawMessage(`{"N":1}`),
 			Result: json.RawMessage(`2`), EnqueuedAt: at, StartedAt: at.Add(time.Second), EndedAt: at.Add(2 * time.Second), Worker: "w1"},
-		{ID: "j2", Life: 1, Attempt: 3, Task: "t", Route: "default", Priority: "high", Status: "canceled", Error: "canceled", EnqueuedAt: at, EndedAt: at},
+		{ID: "j2", Life: 1, Attempt: 3, Task: "t", Route: "default", Priority: "high", Status: "canceled", Error: "canceled␀", EnqueuedAt: at, EndedAt: at,
+			Sanitized: "error: NUL bytes replaced by U+2400"},
 	}}}
 	r := send(t, newAPI(f, Config{}), "GET", "/api/v1/history", "")
 	want := `{"jobs":[` +
 		`{"id":"j1","life":0,"attempt":1,"task":"t","route":"default","priority":"normal","status":"completed","args":{"N":1},"result":2,"error":"",` +
 		`"enqueued_at":"2026-11-26T22:00:00Z","started_at":"2026-11-26T22:00:01Z","ended_at":"2026-11-26T22:00:02Z","worker":"w1"},` +
-		`{"id":"j2","life":1,"attempt":3,"task":"t","route":"default","priority":"high","status":"canceled","args":null,"result":null,"error":"canceled",` +
-		`"enqueued_at":"2026-11-26T22:00:00Z","started_at":null,"ended_at":"2026-11-26T22:00:00Z","worker":""}` +
-		`],"next":"n2"}` + "\n"
+		`{"id":"j2","life":1,"attempt":3,"task":"t","route":"default","priority":"high","status":"canceled","args":null,"result":null,"error":"canceled␀",` +
+		`"enqueued_at":"2026-11-26T22:00:00Z","started_at":null,"ended_at":"2026-11-26T22:00:00Z","worker":"","sanitized":"error: NUL bytes replaced by U+2400"}` +
+		`],"next":"n2","since":"2026-11-19T22:00:00Z","until":null}` + "\n"
 	if r.raw != want {
 		t.Fatalf("answer %d\n%s\nwant\n%s", r.status, r.raw, want)
 	}
 	var back admin.HistoryPage
-	if err := json.Unmarshal([]byte(r.raw), &back); err != nil || !reflect.DeepEqual(back.Jobs[1], f.hpage.Jobs[1]) || back.Next != "n2" ||
+	if err := json.Unmarshal([]byte(r.raw), &back); err != nil || !reflect.DeepEqual(back.Jobs[1], f.hpage.Jobs[1]) || back.Next != "n2" || !back.Since.Equal(f.hpage.Since) || !back.Until.IsZero() ||
 		string(back.Jobs[0].Args) != `{"N":1}` || !back.Jobs[0].StartedAt.Equal(f.hpage.Jobs[0].StartedAt) {
 		t.Fatalf("read back %+v, %v", back, err)
 	}

@@ -31,6 +31,13 @@ const (
 	DefaultInterval  = time.Second
 	maxBackoff       = 30 * time.Second
 	sweepEvery       = time.Hour
+	// logEvery is the most often a lasting condition (a backlog behind,
+	// rows dropped past the cap) is logged again: a log line a round
+	// would bury everything else.
+	logEvery = 5 * time.Minute
+	// behindBatches: the history falls behind when more than this many
+	// batches wait in Redis, and has caught up when less than one does.
+	behindBatches = 10
 )
 
 // Writer is one worker's history writer.
@@ -60,11 +67,18 @@ type Writer struct {
 	// first write, retried like a write until it succeeds: a worker starts
 	// and runs its jobs while the store is down.
 	Migrate func(ctx context.Context) error
+
+	behind     time.Time // when the backlog went past behindBatches; zero: not behind
+	behindLog  time.Time // the last log of the backlog behind
+	dropped    int64     // records dropped past the cap since the last log of them
+	droppedLog time.Time // the last log of records dropped
 }
 
 // Run moves records until ctx ends.
 func (w *Writer) Run(ctx context.Context) {
 	w.defaults()
+	w.Logger.Info("bananas: task history on: jobs that end for good are written to the history store, waiting in Redis while it is away",
+		"store", where(w.Store), "retention", w.Retention.String(), "backlog_cap", w.Cap, "batch", w.Batch)
 	backoff := time.Duration(0)
 	var swept time.Time
 	failing := false
@@ -142,12 +156,44 @@ func (w *Writer) round(ctx context.Context) (more bool, err error) {
 		}
 		more = more || full
 	}
-	if w.Backlog != nil {
-		for route, n := range backlogs {
+	total := int64(0)
+	for route, n := range backlogs {
+		total += n
+		if w.Backlog != nil {
 			w.Backlog(route, n)
 		}
 	}
+	w.logBacklog(total, time.Now())
 	return more, err
+}
+
+// logBacklog logs the history falling behind (more than behindBatches
+// batches waiting in Redis over every route) when it starts and every
+// logEvery while it lasts, and its catching up.
+func (w *Writer) logBacklog(waiting int64, now time.Time) {
+	switch {
+	case waiting > int64(behindBatches*w.Batch):
+		if w.behind.IsZero() {
+			w.behind = now
+		} else if now.Sub(w.behindLog) < logEvery {
+			return
+		}
+		w.behindLog = now
+		w.Logger.Warn("bananas: the task history falls behind: finished jobs wait in Redis to be written", "waiting", waiting,
+			"behind_for", now.Sub(w.behind).Round(time.Second).String(), "backlog_cap", w.Cap)
+	case waiting < int64(w.Batch) && !w.behind.IsZero():
+		w.Logger.Info("bananas: the task history has caught up", "waiting", waiting, "behind_for", now.Sub(w.behind).Round(time.Second).String())
+		w.behind, w.behindLog = time.Time{}, time.Time{}
+	}
+}
+
+// where names the store for a log: its own words (a fmt.Stringer, such as
+// the PostgreSQL store's URL without its password), or its type.
+func where(s history.Store) string {
+	if d, ok := s.(fmt.Stringer); ok {
+		return d.String()
+	}
+	return fmt.Sprintf("%T", s)
 }
 
 // move writes the head of route's ended list and drops what it wrote. A
@@ -201,7 +247,14 @@ func (w *Writer) shed(ctx context.Context, route string) error {
 	if err != nil || n == 0 {
 		return err
 	}
-	w.Logger.Warn("bananas: the task history's backlog is full; the oldest finished jobs were dropped unwritten", "route", route, "dropped", n, "cap", w.Cap)
+	w.dropped += n
+	if now := time.Now(); now.Sub(w.droppedLog) >= logEvery {
+		// dropped counts every route's since the last such line, which
+		// comes at most every logEvery.
+		w.Logger.Warn("bananas: the task history's backlog is full; the oldest finished jobs were dropped unwritten",
+			"route", route, "dropped", w.dropped, "backlog_cap", w.Cap)
+		w.dropped, w.droppedLog = 0, now
+	}
 	if w.Dropped != nil {
 		w.Dropped(queue.ShardBase(route), n)
 	}
@@ -212,7 +265,7 @@ func (w *Writer) shed(ctx context.Context, route string) error {
 // the batch was not full, else the list's length (one more read, only
 // while a backlog drains).
 func (w *Writer) waiting(ctx context.Context, route string, read int) int64 {
-	if read < w.Batch || w.Backlog == nil {
+	if read < w.Batch {
 		return int64(read)
 	}
 	m, err := w.Queue.EndedBacklog(ctx, []string{route})
