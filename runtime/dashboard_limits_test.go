@@ -74,4 +74,51 @@ func TestDashboard_SetARoutesLimitsAndSeeItsBusiestKey(t *testing.T) {
 	if got := text(t, ctx, `[data-limit=rate]`); got != "none" {
 		t.Fatalf("rate shown after emptying it = %q", got)
 	}
+	if got := text(t, ctx, "h1"); got != "Limits and keys of route billing" {
+		t.Errorf("heading = %q, want it to read \"Limits and keys of route billing\"", got)
+	}
+	// The rate emptied: its input shows its placeholder, which must fit.
+	for _, size := range []struct {
+		name string
+		vp   chromedp.Action[chromedp.Void]
+	}{{"390 px", phone()}, {"1280 px", chromedp.EmulateViewport(1280, 800)}} {
+		run(t, ctx, "the page at "+size.name, size.vp, chromedp.WaitVisible(chromedp.CSS("#busiest")))
+		out, err := chromedp.Run(ctx, chromedp.Evaluate[string](limitsLayout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != "" {
+			t.Errorf("the limits page at %s: %s", size.name, out)
+		}
+	}
+	shoot(t, ctx, "limits-emptied")
 }
+
+// limitsLayout lists what is wrong with the limits page's layout at the
+// screen's width: a form label away from its input (its text must sit
+// right above it), a cell of the keys table off the screen, the page wider
+// than the screen, the rate's placeholder cut, a header link marked
+// current (the page is a route's, no section's).
+const limitsLayout = `(() => {
+	const out = [];
+	const vw = document.documentElement.clientWidth;
+	if (document.scrollingElement.scrollWidth > vw) out.push('the page is ' + document.scrollingElement.scrollWidth + ' px wide in ' + vw);
+	for (const l of document.querySelectorAll('.limits-form label')) {
+		const i = l.querySelector('input'), lr = l.getBoundingClientRect(), ir = i.getBoundingClientRect();
+		if (Math.abs(ir.left - lr.left) > 2 || ir.top - lr.top < 8 || ir.top - lr.top > 40 || ir.right > vw) {
+			out.push('label "' + l.textContent.trim() + '" is not right above its input');
+		}
+	}
+	for (const c of document.querySelectorAll('#busiest td')) {
+		const r = c.getBoundingClientRect();
+		if (r.width > 0 && (r.left < 0 || r.right > vw)) out.push('cell "' + c.textContent.trim() + '" is off the screen');
+	}
+	const rate = document.querySelector('input[name=rate]'), cs = getComputedStyle(rate);
+	const g = document.createElement('canvas').getContext('2d');
+	g.font = cs.font;
+	const room = rate.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+	if (rate.value === '' && g.measureText(rate.placeholder).width > room) out.push('the rate placeholder is cut: ' + Math.round(g.measureText(rate.placeholder).width) + ' px in ' + room);
+	const cur = document.querySelector('nav [aria-current]');
+	if (cur) out.push('the header marks "' + cur.textContent.trim() + '" current');
+	return out.join('; ');
+})()`

@@ -353,6 +353,8 @@ func (d *Dashboard) limits(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	p.Title, p.Nav, p.Current, p.Data = "Limits of "+f.Route, "limits", "overview", f
+	// A route's page is no section of the header: none is marked current,
+	// and the page leads back to the overview, where its route is listed.
+	p.Title, p.Nav, p.Data = "Limits of route "+f.Route, "limits", f
 	return http.StatusOK, nil
 }
