@@ -38,6 +38,7 @@ type JobState struct {
 	Attempts, MaxRetries             int
 	Error                            string
 	FailedAt                         []time.Time // when its last failed runs ended, oldest first (see FailuresKept)
+	FailedStartedAt                  []time.Time // when each run of FailedAt started; zero when not kept
 	Earlier                          []string    // its lives before it was replayed, oldest first (see ParseEarlierLife)
 	CreatedAt, StartedAt, FinishedAt time.Time
 	RunAt                            time.Time // scheduled: when it becomes ready
@@ -137,7 +138,7 @@ func stateOf(id, route string, p peeked, deadline time.Time) (*JobState, error) 
 		ID: id, Route: route, Name: f["n"], Priority: Priority(f["p"]), Error: f["err"],
 		Attempts: atoi(f["a"]), MaxRetries: atoi(f["m"]),
 		CreatedAt: parseMS(f["c"]), StartedAt: parseMS(f["st"]), FinishedAt: parseMS(f["f"]),
-		FailedAt: failedAt(f, atoi(f["a"])), Earlier: earlierLives(f),
+		FailedAt: failedAt(f, atoi(f["a"])), FailedStartedAt: failedStartedAt(f, atoi(f["a"])), Earlier: earlierLives(f),
 	}
 	s.Envelope, s.BadEnvelope = decodeStored(id, f)
 	if r, ok := f["r"]; ok {

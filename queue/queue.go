@@ -261,8 +261,8 @@ func parseMS(s string) time.Time {
 }
 
 // FailuresKept is how many failure times a job keeps (fields fa<attempt>,
-// bn_failed_kept in scripts/_prelude.lua): its timeline shows its last
-// FailuresKept failed runs.
+// and their runs' starts sa<attempt>; bn_failed_kept in
+// scripts/_prelude.lua): its timeline shows its last FailuresKept failed runs.
 const FailuresKept = 20
 
 // failedAt reads the failure times of a job hash with the given attempts,
@@ -273,6 +273,19 @@ func failedAt(f map[string]string, attempts int) []time.Time {
 	for k := max(1, attempts-FailuresKept+1); k <= attempts; k++ {
 		if t := parseMS(f["fa"+strconv.Itoa(k)]); !t.IsZero() {
 			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// failedStartedAt reads when each failed run that failedAt reads started
+// (fields sa<attempt>), in the same order: the zero time where a run's start
+// was not kept (a job that failed before they were).
+func failedStartedAt(f map[string]string, attempts int) []time.Time {
+	var out []time.Time
+	for k := max(1, attempts-FailuresKept+1); k <= attempts; k++ {
+		if !parseMS(f["fa"+strconv.Itoa(k)]).IsZero() {
+			out = append(out, parseMS(f["sa"+strconv.Itoa(k)]))
 		}
 	}
 	return out

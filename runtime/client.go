@@ -227,7 +227,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Description: s.Envelope.Description, Attempts: attempts(s.Attempts, s.Status == queue.StatusProcessing), MaxRetries: s.MaxRetries, Error: s.Error,
 		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
 		CreatedAt: s.CreatedAt, ScheduledAt: s.RunAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
-		LeaseDeadline: s.LeaseDeadline, ArgsMsgpack: s.Envelope.Args, FailedAt: s.FailedAt, Earlier: earlierLives(s.Earlier),
+		LeaseDeadline: s.LeaseDeadline, ArgsMsgpack: s.Envelope.Args, FailedAt: s.FailedAt, FailedStartedAt: s.FailedStartedAt, Earlier: earlierLives(s.Earlier),
 		Workflow: s.Envelope.Workflow,
 	}
 	if s.Status == queue.StatusCompleted && s.Result != nil {
@@ -239,7 +239,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			info.ArgsMsgpack, info.MaxRetries, info.Description = rec.Args, rec.MaxRetries, rec.Description
 			info.Workflow = rec.Workflow
 			info.Timeout = time.Duration(rec.Timeout) * time.Millisecond
-			info.FailedAt = nil
+			info.FailedAt, info.FailedStartedAt = nil, nil
 			for _, ms := range rec.FailedAt {
 				info.FailedAt = append(info.FailedAt, fromMS(ms))
 			}

@@ -129,15 +129,17 @@ end
 -- checked by the caller before its first write. A retry is announced on the
 -- schedule channel so a sleeping promoter wakes for it. Returns 1 (retry) or 2 (dead).
 --
--- The time of each failed run is kept in field fa<attempt> for a job's
--- timeline, the last bn_failed_kept of them: one small field each, so the
+-- The time each failed run ended is kept in field fa<attempt> for a job's
+-- timeline, and when it started (started, unix ms; 0 when unknown) in
+-- sa<attempt>, the last bn_failed_kept of them: one small field each, so the
 -- hash stays a listpack (a list in one field would outgrow 64 bytes).
 local bn_failed_kept = 20
-local function bn_settle(job, scheduled, dead, result, stats, history, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel, prior, max, ended)
+local function bn_settle(job, scheduled, dead, result, stats, history, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel, prior, max, ended, started)
   local attempts = prior + 1
   bn_count(stats, 'failed', 1)
   bn_history(history, now, 'f', 1)
-  if attempts > bn_failed_kept then redis.call('HDEL', job, 'fa' .. (attempts - bn_failed_kept)) end
+  if attempts > bn_failed_kept then redis.call('HDEL', job, 'fa' .. (attempts - bn_failed_kept), 'sa' .. (attempts - bn_failed_kept)) end
+  if started and started > 0 then redis.call('HSET', job, 'sa' .. attempts, started) end
   if force_dead == 0 and attempts <= max then
     redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'q', 'fa' .. attempts, now)
     redis.call('ZADD', scheduled, retry_at, id)

@@ -109,4 +109,4 @@ if final == 2 then
   redis.call('PUBLISH', ARGV[11], tostring(retry_at))
   return 5
 end
-return bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11], prior, max, KEYS[12])
+return bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11], prior, max, KEYS[12], started)

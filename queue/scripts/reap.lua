@@ -78,6 +78,14 @@ bn_need_type(KEYS[6], 'hash', 'payloads hash')
 bn_need_type(KEYS[7], 'hash', 'groups hash')
 bn_need_type(KEYS[9], 'set', 'cancels set')
 
+-- token_ms is when the lease of token began, the time its first part
+-- carries in base 36 (queue's fetchToken); 0 for a token that does not.
+local function token_ms(token)
+  local t = tonumber(string.match(token or '', '^(%w+)%-') or '', 36)
+  if not t or t < 0 or t >= 2^53 then return 0 end
+  return math.floor(t)
+end
+
 local function expired(token)
   local score = redis.call('ZSCORE', KEYS[1], token)
   return score ~= false and score ~= nil and tonumber(score) <= now
@@ -128,7 +136,7 @@ for i = 0, n - 1 do
         reply = {6, 'job ' .. id .. ': its job key held a ' .. kind .. ', not a job hash; dropped, as the job was asked to cancel and ends canceled'}
       elseif payload then
         local max = bn_materialize(job, KEYS[6], id, payload)
-        reply = {bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, 0, max, ended),
+        reply = {bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, 0, max, ended, token_ms(token)),
           'job ' .. id .. ': ' .. why .. '; its payload was kept and it was recovered'}
       else
         bn_stub(job, now)
@@ -164,7 +172,7 @@ for i = 0, n - 1 do
       else
         local prior, max = tonumber(fields[1] or '0'), tonumber(fields[2])
         if payload then prior, max = 0, bn_materialize(job, KEYS[6], id, payload) end
-        reply = bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, prior, max, ended)
+        reply = bn_settle(job, KEYS[3], KEYS[4], result, KEYS[5], KEYS[8], id, now, lost, retry_at, 0, record, ttl, channel, sched, prior, max, ended, token_ms(token))
       end
     end
     if reply ~= 0 then unslot(id, job) end

@@ -69,6 +69,7 @@ if attempts and attempts >= 1 and attempts < 2^53 then
   attempts = math.floor(attempts)
   for k = math.max(1, attempts - bn_failed_kept + 1), attempts do
     gone[#gone + 1] = 'fa' .. k
+    gone[#gone + 1] = 'sa' .. k
     local t = tonumber(redis.call('HGET', KEYS[1], 'fa' .. k))
     if t then failed[#failed + 1] = string.format('%d', t) end
   end

@@ -39,6 +39,10 @@ type Job struct {
 	// FailedAt holds when its failed runs ended, oldest first: the last 20
 	// of them (a job's timeline), the final failure of a dead job included.
 	FailedAt []time.Time
+	// FailedStartedAt holds when each run of FailedAt started, in the same
+	// order; the zero time where it was not kept. The dashboard's timeline
+	// shows it.
+	FailedStartedAt []time.Time
 	// Earlier holds the lives it had before it was replayed from the
 	// dead-letter queue, oldest first (the last 10): their runs, failure
 	// times and last error.

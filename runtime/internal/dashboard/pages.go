@@ -172,9 +172,9 @@ func replayed(n int) int { return 4*n + 3 }
 
 // timeline is what happened to j, and what is due, in time order: created,
 // the runs of each earlier life (each failed run it keeps the time of, its
-// last error, its end and its replay), then this life's: each failed run,
-// the last (or current) run's start, the run or retry it waits for, its
-// lease, its end. Runs are numbered across lives.
+// last error, its end and its replay), then this life's: each failed run's
+// start (where kept) and end, the last (or current) run's start, the run or
+// retry it waits for, its lease, its end. Runs are numbered across lives.
 func timeline(j *admin.Job) []event {
 	evs := []event{{What: "Created", At: j.CreatedAt}}
 	if j.FromHistory {
@@ -203,19 +203,27 @@ func timeline(j *admin.Job) []event {
 		base = l.FirstRun + l.Attempts - 1
 	}
 	first := base + failed - len(j.FailedAt) + 1
+	started := map[int]bool{} // runs whose start is shown
 	for i, t := range j.FailedAt {
 		n := first + i
 		evs = append(evs, event{What: fmt.Sprintf("Run %d failed", n), At: t, Bad: true, step: runFail(n)})
+		if i < len(j.FailedStartedAt) && !j.FailedStartedAt[i].IsZero() {
+			evs = append(evs, event{What: fmt.Sprintf("Run %d started", n), At: j.FailedStartedAt[i], step: runStart(n)})
+			started[n] = true
+		}
 	}
 	if !j.StartedAt.IsZero() {
 		// The current run of a running job, the one that ended a finished
 		// one: the run after its failures. A job waiting (a retry) or dead
-		// keeps the start of its last failed run.
+		// keeps the start of its last failed run, shown above when its
+		// failure kept it.
 		n := failed + 1
 		if j.Status == queue.StatusFailed || j.Status == queue.StatusScheduled || j.Status == queue.StatusPending {
 			n = max(failed, 1)
 		}
-		evs = append(evs, event{What: fmt.Sprintf("Run %d started", base+n), At: j.StartedAt, step: runStart(base + n)})
+		if !started[base+n] {
+			evs = append(evs, event{What: fmt.Sprintf("Run %d started", base+n), At: j.StartedAt, step: runStart(base + n)})
+		}
 	}
 	last := replayed(base + failed + 1)
 	if !j.ScheduledAt.IsZero() {
