@@ -38,7 +38,7 @@
 //	<ns>:route:{<r>}:held                   ZSET    flows held back by a limit -> when to look again (ms)
 //	<ns>:route:{<r>}:flowof                 HASH    id of a keyed job waiting or running -> its member in keyed
 //	<ns>:route:{<r>}:limits                 HASH    "route" and "t:<task>" -> limits (limits.go)
-//	<ns>:routes                             SET     every route used, less those idle for RouteIdleTTL (prune.go)
+//	<ns>:routes                             SET     every route used, paused or given limits (AddRoute), less those idle for RouteIdleTTL (prune.go)
 //	<ns>:routes-idle                        HASH    route -> when first seen idle (ms) and its enqueued counter then (prune.go)
 //	<ns>:route-shards                       HASH    route -> its shard count, 1-256, once set; absent: 1 (shard.go)
 //	<ns>:workers                            ZSET    worker id -> last heartbeat (ms) (workers.go)

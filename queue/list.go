@@ -78,8 +78,8 @@ const (
 	// than a call that reads the whole route.
 	listScan = 1000
 	// listSteps bounds the window calls of one page: the pending listing's
-	// five parts (the ready lists, then three keyed sets; Newest the other
-	// way round), with room for a page whose jobs finished between a
+	// four parts (the ready lists, then the three keyed sets; Newest the
+	// other way round), with room for a page whose jobs finished between a
 	// window and its read.
 	listSteps = 8
 	// listEnvelopeMax is the largest stored envelope read for a job's
@@ -93,11 +93,11 @@ const (
 // left (and then no Next), whichever of the route's lists and sets they
 // wait in — a pending listing goes through the ready lists and the keyed
 // sets (the jobs waiting in their flows, see flow.go) as one listing, and
-// a Next never leads to a page with nothing in it. Only a filter (Task,
-// Text) makes a page short: each call goes through at most 1000 entries of
-// the route, so a filter that matches little gives a short page, an empty
-// one even, with a Next: ask again with it. Its cost does not grow with the
-// route's depth save where said below.
+// a Next is given only when a job followed as the page was read. Only a
+// filter (Task, Text) makes a page short: each call goes through at most
+// 1000 entries of the route, so a filter that matches little gives a short
+// page, an empty one even, with a Next: ask again with it. Its cost does
+// not grow with the route's depth save where said below.
 //
 // What a cursor guarantees while jobs are pushed, popped and removed between
 // the calls:
