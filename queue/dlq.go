@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -39,6 +41,14 @@ func (q *Queue) Replay(ctx context.Context, id string) error {
 	return fmt.Errorf("replay job %s: replay.lua answered %d", id, code)
 }
 
+// replayToken is a replay call's token: a resend of the call (its reply
+// lost) finds it on the job it replayed, and answers replayed again.
+func replayToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 // Outcomes of replay.lua.
 const (
 	replayAbsent = 0 // not in the dead-letter set
@@ -55,7 +65,7 @@ func (q *Queue) replay(ctx context.Context, k Keys, id, task string) (int64, str
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: the job moves only while it is in the dead-letter set (a
 	// second run answers that it is not).
-	res, err := q.s.replay.Run(ctx, q.rdb, keys, id, k.WakeChannel(), task, ms(q.Now())).Slice()
+	res, err := q.s.replay.Run(ctx, q.rdb, keys, id, k.WakeChannel(), task, ms(q.Now()), replayToken()).Slice()
 	if err != nil {
 		return 0, "", err
 	}

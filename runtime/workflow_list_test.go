@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	quickstart "github.com/bananas-go/bananas/examples/quickstart/tasks"
+	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -162,5 +163,20 @@ func TestCLI_WorkflowsListsThem(t *testing.T) {
 	}
 	if code, _, errOut := a.run("workflows", "--status", "dancing"); code != 2 || !strings.Contains(errOut, "status") {
 		t.Fatalf("a bad status: exit %d, %q", code, errOut)
+	}
+}
+
+// On a cluster, where the list lives on another node than the records, the
+// workflows are listed all the same.
+func TestWorkflows_ListedOnACluster(t *testing.T) {
+	t.Parallel()
+	c := connect(t, redistest.SharedCluster(t).URL())
+	ok1, boom, ok2 := threeWorkflows(t, c)
+	page, err := runtime.NewInspector(c).Workflows(ctxT(t), admin.WorkflowQuery{})
+	if err != nil || len(page.Workflows) != 3 {
+		t.Fatalf("Workflows = %+v, %v", page, err)
+	}
+	if got := page.Workflows; got[0].ID != ok2 || got[1].ID != boom || got[1].FailedStep != "wf_explode" || got[2].ID != ok1 {
+		t.Fatalf("rows %+v; want %s, %s (failed at wf_explode), %s", got, ok2, boom, ok1)
 	}
 }

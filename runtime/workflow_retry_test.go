@@ -9,6 +9,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime"
@@ -87,10 +88,11 @@ func TestWorkflowRetry_AStepReplayedByReplayAllAndStillWaitingRunsOnceMore(t *te
 	})
 }
 
-// A replay of a dead step's job whose reply was lost runs again when the
-// client resends it, and the resend finds the job no longer dead: the step
-// stays failed in its workflow, and a retry then keeps the replayed job
-// instead of making a second one.
+// A replay of a dead step's job whose reply was lost is resent, and the
+// resend finds the job out of the dead-letter set by its own first run: it
+// answers replayed, as the first run did, and the workflow runs again with
+// the replayed job; a retry then has nothing to run again, and the step
+// runs once more, not twice more.
 func TestWorkflowRetry_AResentReplayThenARetryRunTheStepOnceMore(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
@@ -100,14 +102,51 @@ func TestWorkflowRetry_AResentReplayThenARetryRunTheStepOnceMore(t *testing.T) {
 		last, id, we := deadStepWorkflow(t, c)
 		stop()
 
-		// The first run of replay.lua, whose reply is lost...
-		if err := runtime.QueueOf(c).Replay(ctx, we.JobID); err != nil {
+		// A client each of whose scripts reaches Redis twice, the second
+		// answer kept: a reply lost and the call resent.
+		url := c.EmbeddedURL()
+		if url == "" {
+			url = redistest.Shared(t).URL()
+		}
+		resender := connect(t, url, runtime.WithNamespace(c.Namespace()))
+		resender.Redis().AddHook(&redistest.Twice{Only: func(name string) bool { return name == "evalsha" || name == "eval" }})
+		if err := runtime.NewInspector(resender).Replay(ctx, we.JobID); err != nil {
+			t.Fatalf("the resent replay = %v; want it answered replayed", err)
+		}
+		if info, err := c.Workflow(ctx, id); err != nil || info.Status != "running" || info.Steps[1].JobID != we.JobID {
+			t.Fatalf("after the replay: %+v, %v; want the workflow running, its step under its own job", info, err)
+		}
+		if n, err := c.RetryWorkflow(ctx, id); err != nil || n != 0 {
+			t.Fatalf("RetryWorkflow = %d, %v; want nothing to run again", n, err)
+		}
+		wfWorkerStoppable(t, c, r)
+		if _, err := last.Await(ctx, id); !errors.As(err, &we) {
+			t.Fatalf("Await after the replay = %v; want the step failed again", err)
+		}
+		routeDrained(t, c, "default")
+		if n := r.count("explode"); n != 2 {
+			t.Fatalf("the failing step ran %d times; want 2: its first run and the replayed job's, no second job", n)
+		}
+	})
+}
+
+// A retry while the dead step's job, replayed by a call whose answer was
+// "not in the dead-letter queue" (another caller replayed it first), still
+// waits keeps that job: the step runs once more.
+func TestWorkflowRetry_AfterAReplayAnsweredNotDeadKeepsTheReplayedJob(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		r := newWFRuns()
+		r.setFail("explode", true)
+		stop := wfWorkerStoppable(t, c, r)
+		last, id, we := deadStepWorkflow(t, c)
+		stop()
+		if err := runtime.QueueOf(c).Replay(ctx, we.JobID); err != nil { // the other caller
 			t.Fatal(err)
 		}
-		// ...and the resend, which finds the job out of the dead-letter set.
 		err := runtime.NewInspector(c).Replay(ctx, we.JobID)
 		if !errors.Is(err, runtime.ErrWrongState) || !strings.Contains(err.Error(), "pending") {
-			t.Fatalf("the resent replay = %v; want it refused, the job pending", err)
+			t.Fatalf("the second replay = %v; want it refused, the job pending", err)
 		}
 		if _, err := c.RetryWorkflow(ctx, id); err != nil {
 			t.Fatal(err)

@@ -15,7 +15,9 @@
 -- missing or garbage, its job key not a hash — stays dead, nothing written,
 -- and the reply says why, so it can be repaired and replayed. Route keys of
 -- the wrong type raise before any write. Run twice, the second call finds the
--- job out of the dead-letter set and writes nothing.
+-- job out of the dead-letter set and writes nothing; it answers replayed when
+-- the job holds this call's token (field rt: its own first run replayed it),
+-- else not in the dead-letter set.
 --
 -- Given a task name, only a job of that task (its field n) is replayed;
 -- another is left dead, nothing written, and so is an entry whose job key is
@@ -35,7 +37,10 @@
 -- ARGV[2]  the route's wake channel, for workers that take only some tasks
 -- ARGV[3]  task name to replay only jobs of ("" or absent: any)
 -- ARGV[4]  now (unix ms): when the replay happens, kept with the life it ends
--- Returns: a pair {outcome, reason}: {1, ""} replayed, {0, ""} not in the
+-- ARGV[5]  the call's token (random; "" or absent: none), left on the job
+--          (field rt) so that a resend of this call knows its first run
+-- Returns: a pair {outcome, reason}: {1, ""} replayed (by this call, or by
+--          its first run when it is a resend), {0, ""} not in the
 --          dead-letter set, {2, reason} an entry without a job, dropped, or
 --          {3, reason} left dead: it cannot be replayed as it is, or
 --          {4, ""} left dead: of another task.
@@ -45,7 +50,14 @@ local task = ARGV[3] or ''
 local now = bn_num(ARGV[4], 'now')
 bn_need_type(KEYS[2], 'zset', 'dead-letter set')
 for k = 3, 5 do bn_need_type(KEYS[k], 'list', 'ready list') end
-if not redis.call('ZSCORE', KEYS[2], id) then return {0, ''} end
+local token = ARGV[5] or ''
+if not redis.call('ZSCORE', KEYS[2], id) then
+  -- A resent call (its reply lost) finds the job out of the dead-letter set
+  -- by its own first run, which left its token on the job: it answers as
+  -- the first run did, writing nothing.
+  if token ~= '' and bn_typeof(KEYS[1]) == 'hash' and redis.call('HGET', KEYS[1], 'rt') == token then return {1, ''} end
+  return {0, ''}
+end
 local kind = bn_typeof(KEYS[1])
 if task ~= '' and (kind ~= 'hash' or redis.call('HGET', KEYS[1], 'n') ~= task) then return {4, ''} end
 if kind == 'none' then
@@ -83,6 +95,7 @@ redis.call('ZREM', KEYS[2], id)
 redis.call('DEL', KEYS[6])
 redis.call('HDEL', KEYS[1], unpack(gone))
 redis.call('HSET', KEYS[1], 'a', 0, 's', 'q', 'pn', lives + 1, 'pr', runs + attempts, 'ph' .. (lives + 1), life)
+if token ~= '' then redis.call('HSET', KEYS[1], 'rt', token) else redis.call('HDEL', KEYS[1], 'rt') end
 if lives + 1 > 10 then redis.call('HDEL', KEYS[1], 'ph' .. (lives + 1 - 10)) end
 bn_count(KEYS[7], 'replayed', 1)
 bn_wake(KEYS[8], 1, now)
