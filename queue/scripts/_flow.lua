@@ -430,7 +430,8 @@ local function bn_flow_release_many(F, ids, now)
 end
 
 -- bn_flow_rering puts back in its ring every flow that has jobs waiting at
--- a priority but is in that priority's ring, parked at it or held by none:
+-- a priority but is neither in that priority's ring, nor parked at it, nor
+-- held:
 -- a flow stranded by garbage (a ring, held set or flows hash of another
 -- type, which bn_flow_repair drops, or a flow's state that does not read),
 -- which no release, due time or new job of its key would ever put back. It
