@@ -92,6 +92,19 @@ func TestDashboard_SetARoutesLimitsAndSeeItsBusiestKey(t *testing.T) {
 		}
 	}
 	shoot(t, ctx, "limits-emptied")
+
+	// The route's own cap full (both keys run a job), a new key's job
+	// waits: the page says the route's cap holds it.
+	if err := runtime.QueueOf(c).SetRouteLimits(ctxT(t), "billing", queue.Limits{MaxRunning: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := capped.With(c).Enqueue(ctxT(t), Msg{}, runtime.Route("billing"), runtime.Key("customer-11")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "reload the page", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#busiest`)))
+	if got := innerText(t, ctx, "#busiest tbody tr:nth-child(3)"); !strings.Contains(got, "customer-11") || !strings.Contains(got, "the route's cap") {
+		t.Fatalf("the new key's row = %q; want customer-11 held by the route's cap", got)
+	}
 }
 
 // limitsLayout lists what is wrong with the limits page's layout at the

@@ -168,26 +168,6 @@ local function bn_has_bit(mask, i)
   return math.floor(mask / bn_bits[i]) % 2 == 1
 end
 
--- bn_ring_push puts flows at the tail of ring i, those already in it left
--- in their place: pushing a flow twice gives it one turn a round. Returns
--- how many joined the ring.
-local function bn_ring_push(F, i, flows)
-  if #flows == 0 then return 0 end
-  local last = redis.call('ZRANGE', F.ring[i], -1, -1, 'WITHSCORES')
-  local turn = tonumber(last[2]) or 0
-  local args = {}
-  for _, flow in ipairs(flows) do
-    turn = turn + 1
-    args[#args + 1] = string.format('%.0f', turn)
-    args[#args + 1] = flow
-  end
-  local added = 0
-  for first = 1, #args, 200 do
-    added = added + redis.call('ZADD', F.ring[i], 'NX', unpack(args, first, math.min(first + 199, #args)))
-  end
-  return added
-end
-
 -- bn_rate_room returns how many starts the rate allows now, and when the
 -- next one is allowed when none is (GCRA: each start moves the theoretical
 -- arrival time tat on by one interval, and a start is allowed while tat
@@ -256,6 +236,41 @@ local function bn_flow_hold(F, pairs)
   if added > 0 then bn_count(F.stats, 'throttled', added) end
 end
 
+-- bn_flow_next_seq returns the next order of arrival of the route's keyed
+-- jobs (kept in the flows hash under "#seq": a flow's name always holds a
+-- '|', so no flow is named so).
+-- With n, it takes n orders at once and returns the first of them.
+local function bn_flow_next_seq(F, n)
+  n = n or 1
+  local r = redis.pcall('HINCRBY', F.flows, '#seq', n)
+  if type(r) == 'table' then
+    redis.call('HSET', F.flows, '#seq', n)
+    r = n
+  end
+  return r - n + 1
+end
+
+-- bn_ring_push puts flows at the tail of ring i, those already in it left
+-- in their place: pushing a flow twice gives it one turn a round. A turn
+-- is a number of the route's order counter (bn_flow_next_seq), which only
+-- grows: one HINCRBY, where reading the ring's tail would cost the embedded
+-- server a sort of the ring. Returns how many joined the ring.
+local function bn_ring_push(F, i, flows)
+  if #flows == 0 then return 0 end
+  local turn = bn_flow_next_seq(F, #flows) - 1
+  local args = {}
+  for _, flow in ipairs(flows) do
+    turn = turn + 1
+    args[#args + 1] = string.format('%.0f', turn)
+    args[#args + 1] = flow
+  end
+  local added = 0
+  for first = 1, #args, 200 do
+    added = added + redis.call('ZADD', F.ring[i], 'NX', unpack(args, first, math.min(first + 199, #args)))
+  end
+  return added
+end
+
 -- bn_flow_ring puts flow in the ring of each priority it has jobs waiting
 -- at. Returns how many rings took it.
 local function bn_flow_ring(F, flow)
@@ -295,20 +310,6 @@ local function bn_flow_unpark(F, flow, st)
   end
   st.park = 0
   return true
-end
-
--- bn_flow_next_seq returns the next order of arrival of the route's keyed
--- jobs (kept in the flows hash under "#seq": a flow's name always holds a
--- '|', so no flow is named so).
--- With n, it takes n orders at once and returns the first of them.
-local function bn_flow_next_seq(F, n)
-  n = n or 1
-  local r = redis.pcall('HINCRBY', F.flows, '#seq', n)
-  if type(r) == 'table' then
-    redis.call('HSET', F.flows, '#seq', n)
-    r = n
-  end
-  return r - n + 1
 end
 
 -- bn_flow_release frees the slot of job id, whose lease is ending (success,
@@ -429,7 +430,8 @@ local function bn_flow_release_many(F, ids, now)
 end
 
 -- bn_flow_rering puts back in its ring every flow that has jobs waiting at
--- a priority but is in that priority's ring, parked at it or held by none:
+-- a priority but is neither in that priority's ring, nor parked at it, nor
+-- held:
 -- a flow stranded by garbage (a ring, held set or flows hash of another
 -- type, which bn_flow_repair drops, or a flow's state that does not read),
 -- which no release, due time or new job of its key would ever put back. It
@@ -444,25 +446,33 @@ local function bn_flow_rering(F, n)
   if c and string.find(c, '^[123][%-(]') then i, from = tonumber(string.sub(c, 1, 1)), string.sub(c, 2) end
   local pushes, looked = {{}, {}, {}}, 0
   while looked < n do
-    local m = redis.call('ZRANGEBYLEX', F.keyed[i], from, '+', 'LIMIT', 0, 1)[1]
-    if not m then
+    -- A page of members, which holds many flows when each has few jobs;
+    -- the next page starts past the last flow seen, however many jobs it
+    -- has.
+    local page = redis.call('ZRANGEBYLEX', F.keyed[i], from, '+', 'LIMIT', 0, 100)
+    if #page == 0 then
       if i == 3 then
         i = nil
         break
       end
       i, from = i + 1, '-'
     else
-      looked = looked + 1
-      local flow = bn_member_flow(m)
-      if not flow then
-        from = '(' .. m
-      else
-        -- The flow's members all sort below its prefix and ':' (their
-        -- order is digits), and no other flow's start with its prefix.
-        from = '(' .. bn_len4(#flow) .. flow .. ':'
-        if not redis.call('ZSCORE', F.ring[i], flow) and not redis.call('ZSCORE', F.held, flow)
-            and not bn_has_bit(bn_flow_state(F, flow).park, i) then
-          pushes[i][#pushes[i] + 1] = flow
+      local last
+      for _, m in ipairs(page) do
+        local flow = bn_member_flow(m)
+        if not flow then
+          from = '(' .. m
+        elseif flow ~= last then
+          last = flow
+          looked = looked + 1
+          -- The flow's members all sort below its prefix and ':' (their
+          -- order is digits), and no other flow's start with its prefix.
+          from = '(' .. bn_len4(#flow) .. flow .. ':'
+          if not redis.call('ZSCORE', F.ring[i], flow) and not redis.call('ZSCORE', F.held, flow)
+              and not bn_has_bit(bn_flow_state(F, flow).park, i) then
+            pushes[i][#pushes[i] + 1] = flow
+          end
+          if looked >= n then break end
         end
       end
     end

@@ -228,9 +228,11 @@ end
 -- A turn of ring i: the flows at its head each start up to quota jobs
 -- (one, when the ring holds more flows than the call wants jobs), then go
 -- back to the tail while they have jobs waiting and room; a flow at its cap
--- is parked, one out of rate held until its next start is allowed. Reads and writes go out in one call per
--- kind for the whole turn.
-local function turn(i, uniq, turns, budget)
+-- is parked, one out of rate held until its next start is allowed. flows
+-- are the ring's head, each once (a ring is a zset), and turns their
+-- scores, which the flows not reached keep. Reads and writes go out in one
+-- call per kind for the whole turn.
+local function turn(i, flows, turns, budget)
   -- park: a flow at its cap waits off the ring, for the release of one of
   -- its slots (every script that ends a lease puts it back), counted as
   -- throttled.
@@ -239,8 +241,8 @@ local function turn(i, uniq, turns, budget)
     if not bn_has_bit(st.park, i) then st.park = st.park + bn_bits[i] end
     parks = parks + 1
   end
-  local states = redis.call('HMGET', F.flows, unpack(uniq))
-  local quota = math.ceil(budget / #uniq)
+  local states = redis.call('HMGET', F.flows, unpack(flows))
+  local quota = math.ceil(budget / #flows)
   local ids, members, back, unvisited, holds, dirty = {}, {}, {}, {}, {}, {}
   -- hold_back parks a flow at its cap, or holds it until its rate allows
   -- a start; false when it has room.
@@ -274,7 +276,7 @@ local function turn(i, uniq, turns, budget)
     bn_rate_take(l, st, now, got)
     return #heads > k
   end
-  for idx, flow in ipairs(uniq) do
+  for idx, flow in ipairs(flows) do
     local left = budget - #ids
     if left <= 0 then
       unvisited[#unvisited + 1] = turns[idx]

@@ -36,8 +36,9 @@ func (p *reaper) Run(ctx context.Context) {
 }
 
 // sweepEvery is how many reaps apart the reaper repairs the route's flows
-// parked at a cap whose slots are gone without a release (queue.SweepFlows):
-// garbage only, which may wait that long.
+// that garbage stranded (queue.SweepFlows): parked at a cap whose slots are
+// gone without a release, or with jobs waiting in no ring, not parked and
+// not held. Garbage only, which may wait that long.
 const sweepEvery = 30
 
 // sweep runs queue.SweepFlows on route, saying what it repaired.
@@ -47,7 +48,7 @@ func (p *reaper) sweep(ctx context.Context, route string) {
 	case err != nil && ctx.Err() == nil:
 		p.cfg.Logger.Warn("bananas: cannot sweep the flows of a route", "route", route, "err", err)
 	case n > 0:
-		p.cfg.Logger.Warn("bananas: flows held at their cap by slots that were gone were put back", "route", route, "flows", n)
+		p.cfg.Logger.Warn("bananas: flows that garbage stranded (slots gone, or in no ring) were put back", "route", route, "flows", n)
 	}
 }
 
