@@ -243,6 +243,11 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			for _, ms := range rec.FailedAt {
 				info.FailedAt = append(info.FailedAt, fromMS(ms))
 			}
+			if len(rec.FailedStartedAt) == len(rec.FailedAt) {
+				for _, ms := range rec.FailedStartedAt {
+					info.FailedStartedAt = append(info.FailedStartedAt, fromMS(ms))
+				}
+			}
 			info.Earlier = earlierLives(rec.Earlier)
 			switch {
 			case rec.Canceled:
