@@ -29,6 +29,9 @@ type Dispatch struct {
 	// FailedAt holds when the failed runs before this one ended, oldest
 	// first: the last FailuresKept of them.
 	FailedAt []time.Time
+	// FailedStartedAt holds when each run of FailedAt started, in the same
+	// order; the zero time where it was not kept.
+	FailedStartedAt []time.Time
 	// Earlier holds the lives the job had before it was replayed, as
 	// replay.lua keeps them (ParseEarlierLife reads one), oldest first: its
 	// result record carries them on.
@@ -318,7 +321,7 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 		d.Name, d.Priority = f["n"], Priority(f["p"])
 		d.MaxRetries, d.Attempts = atoi(f["m"]), atoi(f["a"])
 		d.CreatedAt, d.LastError = parseMS(f["c"]), f["err"]
-		d.FailedAt = failedAt(f, d.Attempts)
+		d.FailedAt, d.FailedStartedAt = failedAt(f, d.Attempts), failedStartedAt(f, d.Attempts)
 		d.Earlier = earlierLives(f)
 		d.Envelope, d.BadEnvelope = decodeStored(d.ID, f)
 	}

@@ -46,6 +46,42 @@ type Queue struct {
 	enqs *committer[enqGroup, NewJob, string] // coalesced single enqueues, by route and priority
 
 	advances *committer[string, stepEnd, WorkflowAdvance] // coalesced ends of steps, by workflow (workflow.go)
+
+	// The writes sent in the background (a route's note in the routes set,
+	// a shard count's refresh), which WaitBackground waits for; once it was
+	// called, none is sent.
+	bgMu      sync.Mutex
+	bgStopped bool
+	bg        sync.WaitGroup
+}
+
+// background runs f on a goroutine of its own, counted for WaitBackground;
+// after WaitBackground it runs nothing: the client is closing, and what f
+// would have written, the next process that writes the route writes.
+func (q *Queue) background(f func()) {
+	q.bgMu.Lock()
+	defer q.bgMu.Unlock()
+	if q.bgStopped {
+		return
+	}
+	q.bg.Add(1)
+	go func() {
+		defer q.bg.Done()
+		f()
+	}()
+}
+
+// WaitBackground waits for the writes the queue sent in the background, each
+// bounded by its own timeout, and sends none after. A client calls it before
+// it closes its connections: a process that exits right after an enqueue (a
+// command line) would otherwise cut off the note of the route it wrote to,
+// or have its connection handed back to a closed pool, which go-redis logs
+// ("Unexpected conn[N] state changed by hook to CLOSED").
+func (q *Queue) WaitBackground() {
+	q.bgMu.Lock()
+	q.bgStopped = true
+	q.bgMu.Unlock()
+	q.bg.Wait()
 }
 
 // New returns a Queue over rdb (a *redis.Client or *redis.ClusterClient) with
@@ -121,7 +157,7 @@ func (q *Queue) routeWritten(route string) {
 	if (last != 0 && now-last < int64(routeRenote)) || !n.writtenAt.CompareAndSwap(last, now) {
 		return
 	}
-	go func() {
+	q.background(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := q.rdb.SAdd(ctx, RoutesKey(q.ns), route).Err(); err != nil {
@@ -129,7 +165,7 @@ func (q *Queue) routeWritten(route string) {
 			q.warn("bananas: cannot add a route to the routes set; its jobs are stored, and the route is listed once this succeeds",
 				"route", route, "err", err)
 		}
-	}()
+	})
 }
 
 // routeRetry is how long a route whose SADD failed waits before the next
@@ -162,7 +198,7 @@ func (q *Queue) noteRoute(ctx context.Context, route string) error {
 	if int64(q.mono()) < n.retryAt.Load() || !n.adding.CompareAndSwap(false, true) {
 		return nil
 	}
-	go func() {
+	q.background(func() {
 		defer n.adding.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -173,7 +209,7 @@ func (q *Queue) noteRoute(ctx context.Context, route string) error {
 			return
 		}
 		n.added.Store(true)
-	}()
+	})
 	return nil
 }
 

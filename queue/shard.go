@@ -322,11 +322,11 @@ func (q *Queue) ShardCount(ctx context.Context, route string) int {
 	case last == 0 && !q.cluster && c.reading.CompareAndSwap(false, true):
 		q.refreshShards(ctx, route, c)
 	case (last == 0 || now-last >= int64(ShardRefresh)) && c.reading.CompareAndSwap(false, true):
-		go func() {
+		q.background(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			q.refreshShards(ctx, route, c)
-		}()
+		})
 	}
 	return int(c.n.Load())
 }

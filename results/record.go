@@ -31,6 +31,9 @@ type Record struct {
 	// FailedAt: when its failed runs ended (unix milliseconds, oldest
 	// first), the last queue.FailuresKept of them, the final one included.
 	FailedAt []int64 `msgpack:"fa,omitempty"`
+	// FailedStartedAt: when each run of FailedAt started (unix
+	// milliseconds, 0 where it was not kept), in the same order.
+	FailedStartedAt []int64 `msgpack:"sa,omitempty"`
 	// Earlier: the job's lives before it was replayed, oldest first, as
 	// queue.ParseEarlierLife reads them.
 	Earlier []string `msgpack:"ph,omitempty"`
@@ -50,7 +53,7 @@ type Record struct {
 func Encode(r Record) ([]byte, error) {
 	n := 3 // id, ok, t
 	for _, set := range []bool{len(r.Value) > 0, r.Error != "", r.Attempts != 0, r.Name != "", r.Priority != "", r.CreatedAt != 0, r.StartedAt != 0,
-		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled, len(r.FailedAt) > 0, len(r.Earlier) > 0, r.Worker != "", r.Workflow != ""} {
+		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled, len(r.FailedAt) > 0, len(r.FailedStartedAt) > 0, len(r.Earlier) > 0, r.Worker != "", r.Workflow != ""} {
 		if set {
 			n++
 		}
@@ -99,6 +102,12 @@ func Encode(r Record) ([]byte, error) {
 	if len(r.FailedAt) > 0 {
 		b = mpack.ArrayHeader(mpack.String(b, "fa"), len(r.FailedAt))
 		for _, t := range r.FailedAt {
+			b = mpack.Int(b, t)
+		}
+	}
+	if len(r.FailedStartedAt) > 0 {
+		b = mpack.ArrayHeader(mpack.String(b, "sa"), len(r.FailedStartedAt))
+		for _, t := range r.FailedStartedAt {
 			b = mpack.Int(b, t)
 		}
 	}
@@ -162,6 +171,17 @@ func Decode(b []byte) (Record, error) {
 			r.FailedAt = make([]int64, n) // n is bounded by the bytes present (ReadMap checked them)
 			for i := range r.FailedAt {
 				if r.FailedAt[i], err = d.DecodeInt64(); err != nil {
+					return err
+				}
+			}
+		case "sa":
+			var n int
+			if n, err = d.DecodeArrayLen(); err != nil || n <= 0 {
+				return err
+			}
+			r.FailedStartedAt = make([]int64, n) // n is bounded by the bytes present (ReadMap checked them)
+			for i := range r.FailedStartedAt {
+				if r.FailedStartedAt[i], err = d.DecodeInt64(); err != nil {
 					return err
 				}
 			}

@@ -63,7 +63,8 @@ func TestRecord_RoundTripAndGarbage(t *testing.T) {
 		{ID: "j2", OK: true, Value: []byte{0x81}, Error: "last", Attempts: 1, FinishedAt: 42, Name: "Thumb", Priority: "high",
 			CreatedAt: 40, StartedAt: 41, Args: []byte{0x82, 0x01}, MaxRetries: 7, Timeout: 30000, Description: "from the test", Worker: "host-1-W1"},
 		{ID: "j3", Error: "canceled", FinishedAt: 43, Canceled: true},
-		{ID: "j4", Error: "third", Attempts: 3, FinishedAt: 1763942400000, FailedAt: []int64{1, 1763942399000, 1763942400000}},
+		{ID: "j4", Error: "third", Attempts: 3, FinishedAt: 1763942400000, FailedAt: []int64{1, 1763942399000, 1763942400000},
+			FailedStartedAt: []int64{0, 1763942398000, 1763942399500}},
 		{ID: "j5", Error: "many", FailedAt: make([]int64, 20)},
 	} {
 		b, err := results.Encode(in)

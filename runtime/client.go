@@ -194,6 +194,7 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 // Close releases the client's connections (and stops the embedded server).
 func (c *Client) Close() error {
 	c.stopClock()
+	c.q.WaitBackground() // an enqueue's note of its route, in flight: not cut off by the close
 	err := errors.Join(c.listener.Close(), c.rdb.Close())
 	c.embedded.close()
 	return err
@@ -242,6 +243,11 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 			info.FailedAt, info.FailedStartedAt = nil, nil
 			for _, ms := range rec.FailedAt {
 				info.FailedAt = append(info.FailedAt, fromMS(ms))
+			}
+			if len(rec.FailedStartedAt) == len(rec.FailedAt) {
+				for _, ms := range rec.FailedStartedAt {
+					info.FailedStartedAt = append(info.FailedStartedAt, fromMS(ms))
+				}
 			}
 			info.Earlier = earlierLives(rec.Earlier)
 			switch {

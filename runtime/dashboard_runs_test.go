@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,46 @@ func TestJob_EveryFailedRunKeepsItsStart(t *testing.T) {
 			if started.IsZero() || started.After(info.FailedAt[i]) || (i > 0 && started.Before(info.FailedAt[i-1])) {
 				t.Fatalf("run %d started %v; its failure at %v, the runs' failures %v", i+1, started, info.FailedAt[i], info.FailedAt)
 			}
+		}
+	})
+}
+
+// A job that failed twice and then completed keeps its failed runs' starts
+// in its result record, which is all that is left of it.
+func TestJob_ACompletedJobKeepsItsFailedRunsStarts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := testtasks.Echo.With(c)
+		var runs atomic.Int32
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Backoff: func(int) time.Duration { return 5 * time.Millisecond }}))
+		runtime.Handle(w, task, func(context.Context, testtasks.Msg) (testtasks.Reply, error) {
+			if runs.Add(1) <= 2 {
+				return testtasks.Reply{}, errors.New("not yet")
+			}
+			return testtasks.Reply{Text: "done"}, nil
+		})
+		startWorker(t, w)
+		id, err := task.Enqueue(ctx, testtasks.Msg{Text: "x"}, runtime.MaxRetries(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := task.Await(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status != runtime.StatusCompleted || len(info.FailedAt) != 2 || len(info.FailedStartedAt) != 2 {
+			t.Fatalf("job %s: failed at %v, started at %v; want two failed runs, each with its start", info.Status, info.FailedAt, info.FailedStartedAt)
+		}
+		for i, started := range info.FailedStartedAt {
+			if started.IsZero() || started.After(info.FailedAt[i]) || (i > 0 && started.Before(info.FailedAt[i-1])) {
+				t.Fatalf("run %d started %v; the runs' failures %v", i+1, started, info.FailedAt)
+			}
+		}
+		if info.StartedAt.Before(info.FailedAt[1]) {
+			t.Fatalf("the completed run started %v, before the last failure %v", info.StartedAt, info.FailedAt[1])
 		}
 	})
 }

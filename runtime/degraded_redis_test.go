@@ -150,8 +150,9 @@ func infoInt(t *testing.T, info, field string) int64 {
 
 // While Redis is down, the dashboard answers a 503 page that names the
 // Redis it cannot reach (its address, never its password) and loads itself
-// again every few seconds, with a link to do it at once; once Redis is back
-// the page turns into the dashboard by itself. The API answers 503 with a
+// again every few seconds, with a link to do it at once; an overview left
+// open turns into that page, and once Redis is back the page turns into the
+// dashboard by itself. The API answers 503 with a
 // JSON error naming the same Redis and a Retry-After, not a 500.
 func TestDashboard_RedisDownShowsWhichRedisAndRetriesUntilItIsBack(t *testing.T) {
 	t.Parallel()
@@ -165,6 +166,8 @@ func TestDashboard_RedisDownShowsWhichRedisAndRetriesUntilItIsBack(t *testing.T)
 		t.Fatal(err)
 	}
 	api := serveAPI(t, runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{})
+	ctx := tab(t)
+	run(t, ctx, "open the overview", chromedp.Navigate(api.url+"/"), chromedp.WaitVisible(chromedp.CSS("#route-default")))
 	srv.Stop()
 	// Restarted without requirepass: the client's AUTH then fails, so give
 	// the server its password back before the client reconnects.
@@ -205,8 +208,9 @@ func TestDashboard_RedisDownShowsWhichRedisAndRetriesUntilItIsBack(t *testing.T)
 			resp.Status, resp.Header.Get("Retry-After"), page)
 	}
 
-	ctx := tab(t)
-	run(t, ctx, "open the overview with Redis down", chromedp.Navigate(api.url+"/"), chromedp.WaitVisible(chromedp.CSS("#problem")))
+	// The open overview, polling for fresh counts, turns into the page that
+	// says Redis is down.
+	waitAcrossLoads(t, ctx, 20*time.Second, "the open overview to say Redis is unreachable", `!!document.querySelector('#problem')`)
 	if got := text(t, ctx, "#problem"); !strings.HasPrefix(got, want+":") || !strings.Contains(got, "connection refused") {
 		t.Fatalf("the page says %q; want %q and why", got, want)
 	}

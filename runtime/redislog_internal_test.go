@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,3 +98,40 @@ func TestWorker_LogsGoRedisLinesAsItsOwn(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A short-lived process — a CLI enqueue — closes its client right after its
+// enqueue: Close waits for the writes the enqueue left in flight (the
+// route's note in the routes set), so none is cut off, nor hands its
+// connection back to a closed pool, which go-redis logs as "Unexpected
+// conn[N] state changed by hook to CLOSED".
+func TestClose_WaitsForTheWritesAnEnqueueLeftInFlight(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	say := func(msg string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, msg)
+	}
+	logRedisTo(slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) { say(string(p)); return len(p), nil }), &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer logRedisTo(nil)
+	url, ns := redistest.Shared(t).URL(), redistest.Namespace(t)
+	task := NewTask[string, None]("t_route_note")
+	for i := range 200 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := Connect(ctx, url, WithNamespace(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.q.OnWarning(say)
+		if _, err := task.With(c).Enqueue(ctx, "x", Route("r"+strconv.Itoa(i%5))); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Close()
+		cancel()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) > 0 {
+		t.Fatalf("closing right after an enqueue cut off a write it left in flight, %d times:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+}

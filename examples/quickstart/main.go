@@ -90,7 +90,7 @@ func run(ctx context.Context, out io.Writer, serve time.Duration) (err error) {
 	}
 	d.showMetrics()
 	d.keepServing(serve)
-	d.say("done")
+	d.say("done: stopping the workers and the dashboard")
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 func recordOf(d *queue.Dispatch) results.Record {
 	rec := jobRecord(d.ID, d.Name, d.Priority, d.CreatedAt, d.MaxRetries, d.Envelope)
 	rec.Attempts, rec.StartedAt, rec.FailedAt = d.Attempts+1, unixMS(d.StartedAt()), failedAtMS(d.FailedAt)
+	rec.FailedStartedAt = startedAtMS(d.FailedStartedAt)
 	rec.Earlier = d.Earlier
 	return rec
 }
@@ -36,6 +37,12 @@ func failureRecord(d *queue.Dispatch, msg string, now time.Time) results.Record 
 	rec.FailedAt, rec.Earlier = append(failedAtMS(d.FailedAt), now.UnixMilli()), d.Earlier
 	if n := len(rec.FailedAt); n > queue.FailuresKept {
 		rec.FailedAt = rec.FailedAt[n-queue.FailuresKept:]
+	}
+	if len(d.FailedStartedAt) == len(d.FailedAt) { // both or neither: the starts line up with the failures
+		rec.FailedStartedAt = append(startedAtMS(d.FailedStartedAt), unixMS(d.StartedAt()))
+		if n := len(rec.FailedStartedAt); n > queue.FailuresKept {
+			rec.FailedStartedAt = rec.FailedStartedAt[n-queue.FailuresKept:]
+		}
 	}
 	return rec
 }
@@ -98,6 +105,19 @@ func failedAtMS(ts []time.Time) []int64 {
 	out := make([]int64, len(ts))
 	for i, t := range ts {
 		out[i] = t.UnixMilli()
+	}
+	return out
+}
+
+// startedAtMS is the starts of failed runs as unix milliseconds, 0 for one
+// not kept.
+func startedAtMS(ts []time.Time) []int64 {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]int64, len(ts))
+	for i, t := range ts {
+		out[i] = unixMS(t)
 	}
 	return out
 }
