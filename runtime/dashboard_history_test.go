@@ -120,3 +120,73 @@ func historyTableIDs(t *testing.T, ctx context.Context) []string {
 	}
 	return got
 }
+
+// On a phone (390 px) the history's filters fold under a "Filters" summary
+// that says how many are set, the search and its button share a line, and
+// the first result starts on the first screen; opening the summary shows
+// the fields. On a desktop (1280 px) every field shows without a click.
+// The page says which window it searched.
+func TestDashboard_HistoryFiltersFoldOnAPhoneSoResultsShowOnTheFirstScreen(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	rows := historyRows(12, time.Now().UTC().Truncate(time.Second))
+	c := connect(t, "mem://", runtime.WithHistory(storeWith(t, rows)))
+	url := serveAPI(t, runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{}).url
+	visible := func(css string) bool {
+		t.Helper()
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.checkVisibility() && e.getBoundingClientRect().height > 0; })()`, css)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	top := func(css string) float64 {
+		t.Helper()
+		y, err := chromedp.Run(ctx, chromedp.Evaluate[float64](fmt.Sprintf(`document.querySelector(%q).getBoundingClientRect().top + window.scrollY`, css)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return y
+	}
+
+	run(t, ctx, "open the history on a phone", phone(), chromedp.Navigate(url+"/history?route=default"), chromedp.WaitVisible(chromedp.CSS("#history")))
+	for _, f := range []string{`input[name=task]`, `select[name=status]`, `input[name=since]`} {
+		if visible(f) {
+			t.Errorf("on a phone %s shows before the filters are opened", f)
+		}
+	}
+	if !visible(`input[name=q]`) || !visible("#filter") || top(`input[name=q]`) != top("#filter") {
+		t.Errorf("on a phone the search (at %v) and its button (at %v) are not on one line", top(`input[name=q]`), top("#filter"))
+	}
+	if got := innerText(t, ctx, "#more-filters > summary"); got != "Filters (1 set)" {
+		t.Errorf("the folded filters say %q; want Filters (1 set)", got)
+	}
+	if y := top("#history tbody tr"); y > 844-100 {
+		t.Errorf("the first result starts at %v px; want it on the first screen (844 px high)", y)
+	}
+	if got := innerText(t, ctx, "#window"); !strings.Contains(got, "to now") || !strings.Contains(got, "the last 7 days by default") {
+		t.Errorf("the window line says %q; want the window searched and the default", got)
+	}
+	shoot(t, ctx, "history-filters-folded") // leaves the desktop size on
+	run(t, ctx, "back on a phone, open the filters", phone(), chromedp.Click(chromedp.CSS("#more-filters > summary")))
+	if !visible(`select[name=status]`) || !visible(`input[name=route]`) {
+		t.Fatal("the filters opened on a phone do not show their fields")
+	}
+	shoot(t, ctx, "history-filters-open")
+	run(t, ctx, "filter failed jobs", phone(), chromedp.SetValue(chromedp.CSS(`select[name=status]`), "failed"), chromedp.Click(chromedp.CSS("#filter")),
+		chromedp.WaitReady(chromedp.CSS(`select[name=status] option[selected]`)))
+	if got := innerText(t, ctx, "#more-filters > summary"); got != "Filters (2 set)" {
+		t.Errorf("after filtering the folded filters say %q; want Filters (2 set)", got)
+	}
+
+	run(t, ctx, "on a desktop", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(url+"/history"), chromedp.WaitVisible(chromedp.CSS("#history")))
+	for _, f := range []string{`input[name=task]`, `select[name=status]`, `input[name=since]`, `input[name=q]`} {
+		if !visible(f) {
+			t.Errorf("on a desktop %s does not show", f)
+		}
+	}
+	if visible("#more-filters > summary") {
+		t.Error("on a desktop the filters' summary shows")
+	}
+	shoot(t, ctx, "history-filters-desktop")
+}

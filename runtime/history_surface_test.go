@@ -50,7 +50,7 @@ func (s *searchStore) Search(_ context.Context, q history.Query) (history.Page, 
 	if q.Cursor != "" {
 		n, err := strconv.Atoi(q.Cursor)
 		if err != nil || n < 0 {
-			return history.Page{}, fmt.Errorf("bad cursor %q", q.Cursor)
+			return history.Page{}, fmt.Errorf("%w: %q", history.ErrBadCursor, q.Cursor)
 		}
 		from = min(n, len(rows))
 	}

@@ -52,9 +52,9 @@ var (
 		{Name: "route", Desc: "Only ends of jobs of this route."},
 		{Name: "status", Desc: "Only jobs that ended so: completed, failed (dead-lettered) or canceled; any when absent.",
 			Enum: []string{"completed", "failed", "canceled"}, NoDefault: true},
-		{Name: "since", Desc: "Only jobs that ended at or after this RFC 3339 time.", Kind: openapi.DateTime},
+		{Name: "since", Desc: "Only jobs that ended at or after this RFC 3339 time; without it, the 7 days before until (or before now). The page's since and until say the window searched.", Kind: openapi.DateTime},
 		{Name: "until", Desc: "Only jobs that ended before this RFC 3339 time.", Kind: openapi.DateTime},
-		{Name: "q", Desc: "Only jobs whose id or error contains this text."},
+		{Name: "q", Desc: "Only jobs whose id or error contains this text: 3 characters or more."},
 		{Name: "args.", Prefix: true,
 			Desc: "It also takes args.<field>=value query parameters: only jobs whose args hold value at field, compared as text; a dotted path reaches into nested objects (args.customer.id=42), and several must all hold."},
 		{Name: "cursor", Desc: "Where the previous page ended (its next cursor)."},
@@ -154,7 +154,8 @@ var endpoints = []endpoint{
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/history", ID: "searchHistory", Tag: "history",
 		Summary: "Search the task history: the jobs that ended for good (completed, failed, canceled), newest end first, kept after Redis lets them go (HISTORY_URL).",
 		Query:   historyParams,
-		// 404: the program keeps no task history (no HISTORY_URL).
+		// 404: the program keeps no task history (no HISTORY_URL). 400 also
+		// for a search PostgreSQL stopped past its timeout: to narrow.
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of the history, newest end first.", Type: admin.HistoryPage{}, Name: "HistoryPage",
 			Inner: map[string]string{"jobs": "HistoryRow"}}, badRequest, notFound}},
 		(*server).history},

@@ -23,13 +23,21 @@ type historyData struct {
 	Page         admin.HistoryPage
 	Next         string // link to the next page; "" at the end
 	Bad          string // why the filter was refused
+	// Set counts the filters set besides the text, which the folded
+	// filters' summary says on a phone.
+	Set int
+	// Window says the default window (admin.HistoryWindow), for a search
+	// without since: "7 days".
+	Window  string
+	MinText int
 }
 
 // history lists a page of the task history, newest end first, filtered by
 // the form's values (a GET: the link is the search).
 func (d *Dashboard) history(r *http.Request, p *page) (int, error) {
 	v := r.URL.Query()
-	data := historyData{Statuses: admin.HistoryStatuses, Since: v.Get("since"), Until: v.Get("until")}
+	data := historyData{Statuses: admin.HistoryStatuses, Since: v.Get("since"), Until: v.Get("until"),
+		Window: windowText(admin.HistoryWindow), MinText: admin.HistoryMinText}
 	p.Title, p.Nav, p.Data = "History", "history", &data
 	for _, t := range d.a.Tasks() {
 		data.Tasks = append(data.Tasks, t.Name)
@@ -49,6 +57,12 @@ func (d *Dashboard) history(r *http.Request, p *page) (int, error) {
 		}
 	}
 	data.Args = append(data.Args, "")
+	for _, f := range []string{q.Task, q.Route, string(q.Status), data.Since, data.Until} {
+		if f != "" {
+			data.Set++
+		}
+	}
+	data.Set += len(data.Args) - 1
 	if bad != "" {
 		data.Bad = bad
 		return http.StatusBadRequest, nil
@@ -71,6 +85,17 @@ func (d *Dashboard) history(r *http.Request, p *page) (int, error) {
 		data.Next = "/history?" + next.Encode()
 	}
 	return http.StatusOK, nil
+}
+
+// windowText is d in days, or hours under a day: "7 days".
+func windowText(d time.Duration) string {
+	if days := int(d / (24 * time.Hour)); days > 0 && d%(24*time.Hour) == 0 {
+		if days == 1 {
+			return "1 day"
+		}
+		return strconv.Itoa(days) + " days"
+	}
+	return d.String()
 }
 
 // historyQueryOf reads the history page's filters: the API's parameters,

@@ -223,9 +223,22 @@ func (w *Writer) move(ctx context.Context, route string) (full bool, waiting int
 		if derr != nil {
 			// Garbage, not a record a script wrote: dropped with the batch.
 			w.Logger.Warn("bananas: an entry of the ended list is not a job's record; dropped", "route", route, "err", derr)
+			if w.Dropped != nil {
+				w.Dropped(queue.ShardBase(route), 1)
+			}
 			continue
 		}
-		rows = append(rows, w.Row(route, rec))
+		row, ok := keyable(w.Row(route, rec))
+		if !ok {
+			// No id or no time to key it by: a store refuses such a row,
+			// and would refuse the batch with it again and again.
+			w.Logger.Warn("bananas: a finished job's record has no id or no time; dropped unwritten", "route", route, "id", rec.ID)
+			if w.Dropped != nil {
+				w.Dropped(queue.ShardBase(route), 1)
+			}
+			continue
+		}
+		rows = append(rows, row)
 	}
 	if len(rows) > 0 {
 		if err := w.Store.Write(ctx, rows); err != nil {
@@ -273,6 +286,19 @@ func (w *Writer) waiting(ctx context.Context, route string, read int) int64 {
 		return int64(read)
 	}
 	return m[route]
+}
+
+// keyable is r with an end time a store can key it by: its start, or its
+// enqueue, when its end was not recorded; ok is false when it has no id or
+// no time at all.
+func keyable(r history.Row) (history.Row, bool) {
+	if r.EndedAt.IsZero() {
+		r.EndedAt = r.StartedAt
+		if r.EndedAt.IsZero() {
+			r.EndedAt = r.EnqueuedAt
+		}
+	}
+	return r, r.ID != "" && !r.EndedAt.IsZero()
 }
 
 // RowOf is the row of rec, a record of route, with args and result as

@@ -179,3 +179,89 @@ func TestWriter_LogsThatTheHistoryIsOnAndWhenItFallsBehindAndCatchesUp(t *testin
 		t.Errorf("falling behind logged %d times; want once:\n%s", n, strings.Join(log.lines(), "\n"))
 	}
 }
+
+// keepStore keeps the rows it is given, refusing a batch with a row a
+// store cannot key (no id, no end time), as the PostgreSQL store does.
+type keepStore struct {
+	history.Store
+	mu   sync.Mutex
+	rows []history.Row
+}
+
+func (s *keepStore) Write(_ context.Context, rows []history.Row) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rows {
+		if r.ID == "" || r.EndedAt.IsZero() {
+			return errors.New("a row without an id or an end time")
+		}
+	}
+	s.rows = append(s.rows, rows...)
+	return nil
+}
+func (s *keepStore) DropBefore(context.Context, time.Time) error { return nil }
+func (s *keepStore) ids() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, r := range s.rows {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+// A record without an end time is written with its start as its end, one
+// without an id or any time is dropped and counted: neither holds back the
+// records after it.
+func TestWriter_ARecordWithoutAnIDOrAnEndTimeDoesNotHoldBackItsRoute(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Shared(t).Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q, err := queue.New(rdb, redistest.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, rec := range []results.Record{
+		{ID: "a", OK: true, FinishedAt: 1000},
+		{ID: "no-end", OK: true, StartedAt: 2000},
+		{ID: "", OK: true, FinishedAt: 3000},
+		{ID: "no-time", OK: true},
+		{ID: "b", OK: true, FinishedAt: 4000},
+	} {
+		b, _ := results.Encode(rec)
+		if err := rdb.RPush(ctx, q.Keys("r").Ended(), b).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := &keepStore{}
+	var mu sync.Mutex
+	dropped := int64(0)
+	w := &historian.Writer{
+		Queue: q, Store: store, Routes: func() []string { return []string{"r"} }, Interval: 10 * time.Millisecond,
+		Row:     func(route string, rec results.Record) history.Row { return historian.RowOf(route, rec, nil, nil) },
+		Dropped: func(_ string, n int64) { mu.Lock(); dropped += n; mu.Unlock() },
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(wctx) }()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(store.ids()) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("rows written %v; want a, no-end and b", store.ids())
+		}
+		time.Sleep(5 * time.Millisecond) // polling the store, bounded by the deadline
+	}
+	if got := strings.Join(store.ids(), " "); got != "a no-end b" {
+		t.Fatalf("rows written %q; want a no-end b", got)
+	}
+	if !store.rows[1].EndedAt.Equal(time.UnixMilli(2000)) {
+		t.Errorf("no-end ended at %v; want its start", store.rows[1].EndedAt)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dropped != 2 {
+		t.Errorf("%d records dropped; want 2 (no id, no time)", dropped)
+	}
+}
