@@ -17,6 +17,22 @@ import (
 
 // A step of wfExplode (no retries) that always fails, between two steps of
 // wfDouble: double(1) -> explode -> double.
+// failsOnceMore starts a worker and checks that the workflow's failing step
+// ran once more, and only once: twice in all, its first run and its kept
+// job's, never under a second job.
+func failsOnceMore(t *testing.T, c *runtime.Client, r *wfRuns, last runtime.Step[int], id string) {
+	t.Helper()
+	wfWorkerStoppable(t, c, r)
+	var we *runtime.WorkflowError
+	if _, err := last.Await(ctxT(t), id); !errors.As(err, &we) {
+		t.Fatalf("Await after the retry = %v; want the step failed again", err)
+	}
+	routeDrained(t, c, "default")
+	if n := r.count("explode"); n != 2 {
+		t.Fatalf("the failing step ran %d times; want 2: its first run and the kept job's, no second job", n)
+	}
+}
+
 func deadStepWorkflow(t *testing.T, c *runtime.Client) (runtime.Step[int], string, *runtime.WorkflowError) {
 	t.Helper()
 	ctx := ctxT(t)
@@ -77,14 +93,7 @@ func TestWorkflowRetry_AStepReplayedByReplayAllAndStillWaitingRunsOnceMore(t *te
 		if err != nil || info.Steps[1].JobID != we.JobID {
 			t.Fatalf("after the retry the step's job is %v (%v); want it kept: %s", info, err, we.JobID)
 		}
-		wfWorkerStoppable(t, c, r)
-		if _, err := last.Await(ctx, id); !errors.As(err, &we) {
-			t.Fatalf("Await after the retry = %v; want the step failed again", err)
-		}
-		routeDrained(t, c, "default")
-		if n := r.count("explode"); n != 2 {
-			t.Fatalf("the failing step ran %d times; want 2: its first run and the replayed job's, no second job", n)
-		}
+		failsOnceMore(t, c, r, last, id)
 	})
 }
 
@@ -119,14 +128,7 @@ func TestWorkflowRetry_AResentReplayThenARetryRunTheStepOnceMore(t *testing.T) {
 		if n, err := c.RetryWorkflow(ctx, id); err != nil || n != 0 {
 			t.Fatalf("RetryWorkflow = %d, %v; want nothing to run again", n, err)
 		}
-		wfWorkerStoppable(t, c, r)
-		if _, err := last.Await(ctx, id); !errors.As(err, &we) {
-			t.Fatalf("Await after the replay = %v; want the step failed again", err)
-		}
-		routeDrained(t, c, "default")
-		if n := r.count("explode"); n != 2 {
-			t.Fatalf("the failing step ran %d times; want 2: its first run and the replayed job's, no second job", n)
-		}
+		failsOnceMore(t, c, r, last, id)
 	})
 }
 
@@ -151,14 +153,7 @@ func TestWorkflowRetry_AfterAReplayAnsweredNotDeadKeepsTheReplayedJob(t *testing
 		if _, err := c.RetryWorkflow(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		wfWorkerStoppable(t, c, r)
-		if _, err := last.Await(ctx, id); !errors.As(err, &we) {
-			t.Fatalf("Await after the retry = %v; want the step failed again", err)
-		}
-		routeDrained(t, c, "default")
-		if n := r.count("explode"); n != 2 {
-			t.Fatalf("the failing step ran %d times; want 2: its first run and the replayed job's, no second job", n)
-		}
+		failsOnceMore(t, c, r, last, id)
 	})
 }
 

@@ -74,16 +74,7 @@ func (d *Dashboard) history(r *http.Request, p *page) (int, error) {
 		}
 		return 0, err
 	}
-	if data.Page.Next != "" {
-		next := url.Values{}
-		for k, vs := range v {
-			if k != "cursor" {
-				next[k] = vs
-			}
-		}
-		next.Set("cursor", data.Page.Next)
-		data.Next = "/history?" + next.Encode()
-	}
+	data.Next = nextPage("/history", v, data.Page.Next)
 	return http.StatusOK, nil
 }
 
@@ -146,4 +137,20 @@ func formTime(field, s string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("%s %q: want a time such as 2026-11-26T22:00:00Z (or 2026-11-26T22:00 in UTC)", field, s)
+}
+
+// nextPage is the link to the page after this one of a filtered listing at
+// path: the same query, its cursor replaced by next; "" when there is none.
+func nextPage(path string, q url.Values, next string) string {
+	if next == "" {
+		return ""
+	}
+	v := url.Values{}
+	for k, vs := range q {
+		if k != "cursor" {
+			v[k] = vs
+		}
+	}
+	v.Set("cursor", next)
+	return path + "?" + v.Encode()
 }

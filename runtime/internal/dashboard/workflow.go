@@ -88,16 +88,7 @@ func (d *Dashboard) workflowList(r *http.Request, p *page) (int, error) {
 		}
 		return 0, err
 	}
-	if data.Page.Next != "" {
-		next := url.Values{}
-		for k, vs := range v {
-			if k != "cursor" {
-				next[k] = vs
-			}
-		}
-		next.Set("cursor", data.Page.Next)
-		data.Next = "/workflows?" + next.Encode()
-	}
+	data.Next = nextPage("/workflows", v, data.Page.Next)
 	return http.StatusOK, nil
 }
 
