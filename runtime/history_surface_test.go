@@ -388,11 +388,17 @@ func histmemURL(t *testing.T, s *searchStore) string {
 
 func TestCLI_HistorySearchesAndMigratesTheStoreOfHISTORY_URL(t *testing.T) {
 	t.Parallel()
-	store := storeWith(t, historyRows(8, time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)))
+	end := time.Now().UTC().Truncate(time.Minute) // within the default window
+	store := storeWith(t, historyRows(8, end))
 	a := newApp(t).with("HISTORY_URL", histmemURL(t, store))
-	out := a.ok("history", "--status", "failed", "--limit", "1")
-	want := "ENDED                 ID        TASK    ROUTE    STATUS  ATTEMPT  ERROR\n" +
-		"2026-11-26T11:58:00Z  hist-002  t_echo  default  failed  3        smtp: mailbox 2 full\n" +
+	out := a.ok("history", "--status", "failed", "--limit", "1", "--since", "24h")
+	since, _, _ := strings.Cut(out, "\n")
+	if s, ok := strings.CutPrefix(since, "jobs ended since "); !ok || !strings.HasSuffix(s, ":") {
+		t.Fatalf("history printed %q first; want the window it searched", since)
+	}
+	want := since + "\n" +
+		"ENDED                 ID        TASK    ROUTE    STATUS  ATTEMPT  ERROR\n" +
+		end.Add(-2*time.Minute).Format(time.RFC3339) + "  hist-002  t_echo  default  failed  3        smtp: mailbox 2 full\n" +
 		"more: --cursor 1\n"
 	if out != want {
 		t.Fatalf("history printed\n%s\nwant\n%s", out, want)

@@ -54,13 +54,29 @@ var historySearch = listCommand("[--task T] [--route R] [--status S] [--since T]
 			for i, r := range page.Jobs {
 				rows[i] = []string{stamp(r.EndedAt), r.ID, r.Task, r.Route, string(r.Status), fmt.Sprint(r.Attempt), orDash(firstLine(r.Error))}
 			}
-			l := listing{rows: rows, js: page, next: page.Next}
-			if len(rows) == 0 {
-				l.caption = "no job in the task history matches"
-			}
-			return l, nil
+			return listing{rows: rows, js: page, next: page.Next, caption: historyCaption(page, len(rows))}, nil
 		}
 	})
+
+// historyCaption says which window of ends a page searched, as a search
+// without --since reads only the last admin.HistoryWindow: a job that ended
+// before it is not missing, it is outside the window.
+func historyCaption(page admin.HistoryPage, rows int) string {
+	if page.Since.IsZero() { // a store that does not say its window
+		if rows == 0 {
+			return "no job in the task history matches"
+		}
+		return ""
+	}
+	window := "ended since " + stamp(page.Since)
+	if !page.Until.IsZero() {
+		window += ", before " + stamp(page.Until)
+	}
+	if rows == 0 {
+		return "no job in the task history matches (searched jobs " + window + ")"
+	}
+	return "jobs " + window + ":"
+}
 
 // timeFlag reads an RFC 3339 time, or a duration back from now, into t.
 func timeFlag(t *time.Time) func(string) error {

@@ -55,6 +55,21 @@ func TestHistory_SinceTakesADurationBackFromNow(t *testing.T) {
 	}
 }
 
+func TestHistory_SaysTheWindowItSearched(t *testing.T) {
+	since := time.Date(2026, 11, 19, 22, 0, 0, 0, time.UTC)
+	f := &fakeAdmin{history: admin.HistoryPage{Since: since}}
+	out := wantRun(t, &fakeApp{admin: f}, 0, "", "history")
+	if want := "no job in the task history matches (searched jobs ended since 2026-11-19T22:00:00Z)\n"; out != want {
+		t.Fatalf("an empty page of the default window printed %q; want %q", out, want)
+	}
+	f.history = admin.HistoryPage{Since: since, Until: since.Add(time.Hour), Jobs: []admin.HistoryRow{
+		{ID: "a.email", Task: "send_email", Route: "email", Status: "completed", Attempt: 1, EndedAt: since.Add(time.Minute)}}}
+	out = wantRun(t, &fakeApp{admin: f}, 0, "", "history")
+	if first, _, _ := strings.Cut(out, "\n"); first != "jobs ended since 2026-11-19T22:00:00Z, before 2026-11-19T23:00:00Z:" {
+		t.Fatalf("a page printed %q first; want the window it searched", first)
+	}
+}
+
 func TestHistory_RefusalsAreUsageErrorsNamingTheFlag(t *testing.T) {
 	app := &fakeApp{admin: &fakeAdmin{}}
 	wantRun(t, app, 2, "history: --since yesterday: want an RFC 3339 time such as 2026-11-26T22:00:00Z, or a duration back from now such as 24h (history -h lists the flags)\n",
