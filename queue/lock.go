@@ -12,9 +12,9 @@ import (
 // the only compare-and-delete and compare-and-expire on a key that is not a
 // route's, so they take any client and key rather than a Queue.
 var lockScripts = struct{ unlock, relock, keep *redis.Script }{
-	unlock: redis.NewScript(mustRead("_checks.lua") + "\n" + mustRead("unlock.lua")),
-	relock: redis.NewScript(mustRead("_checks.lua") + "\n" + mustRead("relock.lua")),
-	keep:   redis.NewScript(mustRead("_checks.lua") + "\n" + mustRead("keep.lua")),
+	unlock: newScript("unlock"),
+	relock: newScript("relock"),
+	keep:   newScript("keep"),
 }
 
 // Unlock deletes lock key if it still holds token, and reports whether it

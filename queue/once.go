@@ -13,9 +13,9 @@ import (
 // The scripts of runtime.Once: a claim on a side effect, its marker once it
 // succeeded, and the claim given up when it failed. Its renewal is Relock.
 var onceScripts = struct{ claim, done, release *redis.Script }{
-	claim:   redis.NewScript(mustRead("_checks.lua") + "\n" + mustRead("once_claim.lua")),
-	done:    redis.NewScript(mustRead("_checks.lua") + "\n" + mustRead("once_done.lua")),
-	release: redis.NewScript(mustRead("_checks.lua") + "\n" + mustRead("once_release.lua")),
+	claim:   newScript("once_claim"),
+	done:    newScript("once_done"),
+	release: newScript("once_release"),
 }
 
 // OnceKeys are the names of one Once key's marker, claim and channel. The

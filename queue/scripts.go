@@ -10,8 +10,24 @@ import (
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// scripts holds one Lua script per state transition, each prefixed with the
-// shared checks of scripts/_prelude.lua.
+// scripts holds one Lua script per state transition (newScript).
+//
+// The shared Lua — scripts/_checks.lua, _prelude.lua, _flow.lua and
+// _workflow.lua, in that order — is a library, not a prelude: each script is
+// loaded with only the shared definitions it names, directly or through
+// other shared definitions (the transitive closure), emitted in the shared
+// files' order so that each local is defined before its use (assemble.go).
+// A script thus stays small, far from Lua's limits of 200 locals and 60
+// upvalues a function, and costs Redis only the bytes it runs.
+//
+// For that the shared files hold only top-level definitions of these
+// shapes, each name defined once: "local function name(" whose body is
+// indented and ends at a line "end" at column 0; "local name = ..." on one
+// line; "local name" forward-declared and later completed by
+// "name = function(" ... "end". Comment lines right above a definition go
+// with it; other comments and blank lines are dropped. Loading refuses any
+// other top-level construct, and any definition that names a shared local
+// defined after it.
 type scripts struct {
 	enqueue, push, fetch, claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge, cron *redis.Script
 
@@ -35,47 +51,40 @@ type scripts struct {
 }
 
 func loadScripts() *scripts {
-	prelude := mustRead("_checks.lua") + "\n" + mustRead("_prelude.lua") + "\n" + mustRead("_flow.lua")
-	load := func(name string) *redis.Script {
-		return redis.NewScript(prelude + "\n" + mustRead(name+".lua"))
-	}
-	wf := func(name string) *redis.Script {
-		return redis.NewScript(mustRead("_checks.lua") + "\n" + mustRead("_workflow.lua") + "\n" + mustRead(name+".lua"))
-	}
 	return &scripts{
-		wfSubmit:  wf("wf_submit"),
-		wfAdvance: wf("wf_advance"),
-		wfCreated: wf("wf_created"),
-		wfCancel:  wf("wf_cancel"),
-		wfRetry:   wf("wf_retry"),
-		wfDue:     wf("wf_due"),
-		enqueue:   load("enqueue"),
-		push:      load("push"),
-		fetch:     load("fetch"),
-		claim:     load("claim"),
-		ack:       load("ack"),
-		fail:      load("fail"),
-		requeue:   load("requeue"),
-		handback:  load("handback"),
-		renew:     load("renew"),
-		reap:      load("reap"),
-		promote:   load("promote"),
-		replay:    load("replay"),
-		purge:     load("purge"),
-		cron:      load("cron"),
-		wake:      load("wake"),
-		list:      load("list"),
-		prune:     load("prune"),
-		lookup:    load("lookup"),
-		pause:     load("pause"),
-		resume:    load("resume"),
-		remove:    load("remove"),
-		canceled:  load("canceled"),
-		cancels:   load("cancels"),
-		stored:    load("stored"),
-		shed:      load("shed"),
-		sweep:     load("sweep"),
-		progress:  load("progress"),
+		wfSubmit:  newScript("wf_submit"),
+		wfAdvance: newScript("wf_advance"),
+		wfCreated: newScript("wf_created"),
+		wfCancel:  newScript("wf_cancel"),
+		wfRetry:   newScript("wf_retry"),
+		wfDue:     newScript("wf_due"),
+		enqueue:   newScript("enqueue"),
+		push:      newScript("push"),
+		fetch:     newScript("fetch"),
+		claim:     newScript("claim"),
+		ack:       newScript("ack"),
+		fail:      newScript("fail"),
+		requeue:   newScript("requeue"),
+		handback:  newScript("handback"),
+		renew:     newScript("renew"),
+		reap:      newScript("reap"),
+		promote:   newScript("promote"),
+		replay:    newScript("replay"),
+		purge:     newScript("purge"),
+		cron:      newScript("cron"),
+		wake:      newScript("wake"),
+		list:      newScript("list"),
+		prune:     newScript("prune"),
+		lookup:    newScript("lookup"),
+		pause:     newScript("pause"),
+		resume:    newScript("resume"),
+		remove:    newScript("remove"),
+		canceled:  newScript("canceled"),
+		cancels:   newScript("cancels"),
+		stored:    newScript("stored"),
+		shed:      newScript("shed"),
+		sweep:     newScript("sweep"),
+		progress:  newScript("progress"),
 	}
 }
 

@@ -1,6 +1,6 @@
--- _checks.lua is prepended to every script of this folder when it is loaded:
--- the argument and key-type checks with which each script validates all of its
--- input before its first write.
+-- _checks.lua, a shared file (a script is loaded with the shared definitions
+-- it names, see queue/scripts.go): the argument and key-type checks with which
+-- each script validates all of its input before its first write.
 
 local function bn_num(v, what)
   local n = tonumber(v)

@@ -1,6 +1,6 @@
--- _flow.lua is prepended, after _prelude.lua, to every script of this folder:
--- the flow control shared by the scripts that make keyed jobs wait, start
--- them and end them (see queue/flow.go for the model).
+-- _flow.lua, a shared file (a script is loaded with the shared definitions it
+-- names, see queue/scripts.go): the flow control shared by the scripts that
+-- make keyed jobs wait, start them and end them (see queue/flow.go for the model).
 --
 -- A flow is the jobs of one task and one key: its name is "task|key" (task
 -- names never hold '|'). Its waiting jobs are members of the route's keyed

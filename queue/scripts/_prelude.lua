@@ -1,6 +1,7 @@
--- _prelude.lua is prepended (after _checks.lua) to every script of a route when
--- it is loaded. It holds the steps many transitions share: counters, the
--- endings every failure path shares, wake-ups, the light jobs' payloads.
+-- _prelude.lua, a shared file (a script is loaded with the shared definitions
+-- it names, see queue/scripts.go), holds the steps many transitions share:
+-- counters, the endings every failure path shares, wake-ups, the light jobs'
+-- payloads.
 
 -- bn_count adds n to a counter of a stats hash and never raises: a counter
 -- that is not an integer (garbage), or a stats key of another type, is reset

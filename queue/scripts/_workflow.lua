@@ -1,6 +1,7 @@
--- _workflow.lua is prepended (after _prelude.lua) to the workflow scripts
--- (wf_*.lua). A workflow is one hash (Keys of WorkflowKey), under the
--- workflow's own hash tag, so each of its transitions is one script on one
+-- _workflow.lua, a shared file (a script is loaded with the shared definitions
+-- it names, see queue/scripts.go), serves the workflow scripts (wf_*.lua).
+-- A workflow is one hash (Keys of WorkflowKey), under the workflow's own
+-- hash tag, so each of its transitions is one script on one
 -- slot; its steps' jobs live on their own routes and are made by the caller
 -- from what these scripts return (see queue/workflow.go).
 --

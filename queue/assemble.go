@@ -1,0 +1,231 @@
+package queue
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// sharedLuaFiles hold the Lua definitions the scripts share, in the order
+// they are emitted: a definition only names what an earlier one (or a
+// forward declaration) defines.
+var sharedLuaFiles = []string{"_checks.lua", "_prelude.lua", "_flow.lua", "_workflow.lua"}
+
+// luaDef is one top-level definition of a shared file: a local function, a
+// one-line local, a forward declaration (local name) or the assignment that
+// completes one (name = function(...) ... end).
+type luaDef struct {
+	name string   // the local it declares or assigns
+	at   string   // file:line, for errors
+	text string   // its source, with the comment lines right above it
+	uses []string // the other shared names its code names
+}
+
+var (
+	luaFuncRE   = regexp.MustCompile(`^local function ([A-Za-z_][A-Za-z0-9_]*)\(`)
+	luaAssignRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*) = function\(`)
+	luaLocalRE  = regexp.MustCompile(`^local ([A-Za-z_][A-Za-z0-9_]*)(?: = (.+))?$`)
+	luaIdentRE  = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+)
+
+// parseSharedLua splits the shared files into their definitions. It knows
+// exactly the shapes the files use and refuses anything else, so a construct
+// it would misread (a one-line function, a multi-line table, a block
+// comment, code at the top level) fails loading instead of dropping code a
+// script needs.
+func parseSharedLua(files []string, read func(string) string) ([]luaDef, error) {
+	var defs []luaDef
+	declared := map[string]string{} // forward declarations not yet assigned, and where
+	defined := map[string]bool{}
+	for _, file := range files {
+		lines := strings.Split(read(file), "\n")
+		var doc []string // comment lines right above the next definition
+		for i := 0; i < len(lines); i++ {
+			line := lines[i]
+			at := fmt.Sprintf("%s:%d", file, i+1)
+			switch {
+			case strings.TrimSpace(line) == "":
+				doc = nil
+				continue
+			case strings.HasPrefix(line, "--[") && luaLongBracket(line[2:]):
+				return nil, fmt.Errorf("%s: block comment at the top level: use -- lines", at)
+			case strings.HasPrefix(line, "--"):
+				doc = append(doc, line)
+				continue
+			}
+			var name string
+			body := []string{line}
+			if m := luaFuncRE.FindStringSubmatch(line); m != nil {
+				name = m[1]
+			} else if m := luaAssignRE.FindStringSubmatch(line); m != nil {
+				name = m[1]
+				if declared[name] == "" {
+					return nil, fmt.Errorf("%s: %s assigned without an earlier forward declaration (local %s)", at, name, name)
+				}
+				delete(declared, name)
+			}
+			if name != "" {
+				// A function runs to the first line "end" at column 0; every
+				// line before it is indented or blank.
+				for {
+					i++
+					if i == len(lines) {
+						return nil, fmt.Errorf("%s: function %s has no closing end at column 0", at, name)
+					}
+					l := lines[i]
+					body = append(body, l)
+					if l == "end" {
+						break
+					}
+					if l != "" && l[0] != ' ' && l[0] != '\t' {
+						return nil, fmt.Errorf("%s:%d: unindented line inside function %s: %q", file, i+1, name, l)
+					}
+				}
+			} else if m := luaLocalRE.FindStringSubmatch(line); m != nil {
+				name = m[1]
+				if m[2] == "" {
+					declared[name] = at
+				} else if !luaBalanced(m[2]) {
+					return nil, fmt.Errorf("%s: local %s does not end on its line: keep a shared local on one line", at, name)
+				}
+			} else {
+				return nil, fmt.Errorf("%s: top-level construct the script assembler does not understand: %q", at, line)
+			}
+			if i+1 < len(lines) && strings.TrimSpace(lines[i+1]) != "" &&
+				(lines[i+1][0] == ' ' || lines[i+1][0] == '\t') {
+				return nil, fmt.Errorf("%s:%d: indented line after the definition of %s", file, i+2, name)
+			}
+			if defined[name] && !luaAssignRE.MatchString(line) {
+				return nil, fmt.Errorf("%s: %s is defined twice", at, name)
+			}
+			defined[name] = true
+			defs = append(defs, luaDef{name: name, at: at, text: strings.Join(append(doc, body...), "\n")})
+			doc = nil
+		}
+	}
+	for name, at := range declared {
+		return nil, fmt.Errorf("%s: forward declaration local %s is never assigned", at, name)
+	}
+	// Each definition may name only what is defined before it: a Lua local
+	// is in scope only after its declaration.
+	seen := map[string]bool{}
+	for k := range defs {
+		d := &defs[k]
+		for _, id := range luaNames(d.text) {
+			if id == d.name || !defined[id] {
+				continue
+			}
+			if !seen[id] {
+				return nil, fmt.Errorf("%s: %s names %s, which is defined only after it", d.at, d.name, id)
+			}
+			d.uses = append(d.uses, id)
+		}
+		seen[d.name] = true
+	}
+	return defs, nil
+}
+
+// luaLongBracket reports whether s opens a Lua long bracket: [[ or [=...[.
+func luaLongBracket(s string) bool {
+	s = strings.TrimPrefix(s, "[")
+	s = strings.TrimLeft(s, "=")
+	return strings.HasPrefix(s, "[")
+}
+
+// luaBalanced reports whether the brackets of one line's expression close on
+// that line.
+func luaBalanced(s string) bool {
+	n := 0
+	for _, c := range luaCode(s) {
+		switch c {
+		case '{', '(', '[':
+			n++
+		case '}', ')', ']':
+			n--
+		}
+	}
+	return n == 0
+}
+
+// luaCode drops the -- comment of each line of src.
+func luaCode(src string) string {
+	lines := strings.Split(src, "\n")
+	for i, l := range lines {
+		if j := strings.Index(l, "--"); j >= 0 {
+			lines[i] = l[:j]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// luaNames lists, once each in order of first appearance, the identifiers
+// the code of src names (comments left out).
+func luaNames(src string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, id := range luaIdentRE.FindAllString(luaCode(src), -1) {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+var sharedLua = sync.OnceValues(func() ([]luaDef, error) {
+	return parseSharedLua(sharedLuaFiles, mustRead)
+})
+
+// assembleLua returns the source of scripts/<name>.lua preceded by exactly
+// the shared definitions it needs: those it names, and, transitively, those
+// they name, in the shared files' order.
+func assembleLua(defs []luaDef, body string) string {
+	index := map[string][]int{}
+	for i, d := range defs {
+		index[d.name] = append(index[d.name], i)
+	}
+	need := map[string]bool{}
+	var visit func(string)
+	visit = func(name string) {
+		if need[name] {
+			return
+		}
+		need[name] = true
+		for _, i := range index[name] {
+			for _, u := range defs[i].uses {
+				visit(u)
+			}
+		}
+	}
+	for _, id := range luaNames(body) {
+		if _, ok := index[id]; ok {
+			visit(id)
+		}
+	}
+	var b strings.Builder
+	for _, d := range defs {
+		if need[d.name] {
+			b.WriteString(d.text)
+			b.WriteString("\n\n")
+		}
+	}
+	b.WriteString(body)
+	return b.String()
+}
+
+// scriptSource is the assembled source of scripts/<name>.lua.
+func scriptSource(name string) string {
+	defs, err := sharedLua()
+	if err != nil {
+		panic("queue: shared Lua: " + err.Error())
+	}
+	return assembleLua(defs, mustRead(name+".lua"))
+}
+
+// newScript loads scripts/<name>.lua with the shared definitions it needs.
+func newScript(name string) *redis.Script {
+	return redis.NewScript(scriptSource(name))
+}
