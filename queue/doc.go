@@ -103,7 +103,10 @@
 // locks, once_claim, once_done and once_release for runtime.Once, and the
 // wf_* scripts of workflows), each
 // headed by its KEYS/ARGV/return contract; every
-// state change is one of them. Every key a script touches is passed in KEYS —
+// state change is one of them. The shared Lua of scripts/_*.lua is a library:
+// each script is loaded with only the shared definitions it names, directly
+// or through one another (scripts.go says the shapes those files may hold).
+// Every key a script touches is passed in KEYS —
 // where the ids are not known in advance (promote, reap, purge) the caller reads
 // them first and the script re-checks each one before it moves it. Every
 // script checks all of its arguments and preconditions before its first write,
