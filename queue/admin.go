@@ -119,7 +119,7 @@ func (q *Queue) remove(ctx context.Context, id, mode string, record []byte, ttl 
 	k := q.Keys(route)
 	now := q.Now()
 	keys := []string{k.Job(id), k.Payloads(), k.List(High), k.List(Normal), k.List(Low), k.Scheduled(),
-		k.Leases(), k.Dead(), k.Result(id), k.Stats(), k.Cancels(), k.History(HourOf(now)), q.endedKey(k)}
+		k.Leases(), k.Dead(), k.Result(id), k.Stats(), k.Cancels(), k.Series(HourOf(now)), q.endedKey(k)}
 	keys = append(keys, k.FlowKeys()...)
 	args := []any{id, mode, "", 0, "", "", ms(now)}
 	if mode == "cancel" {
@@ -165,7 +165,7 @@ var stateWords = map[string]string{
 func (q *Queue) FinishCanceled(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration) (bool, error) {
 	k := q.Keys(d.Route)
 	now := q.Now()
-	keys := []string{k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.Result(d.ID), k.Job(d.ID), k.Cancels(), k.History(HourOf(now)), q.endedKey(k)}
+	keys := []string{k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.Result(d.ID), k.Job(d.ID), k.Cancels(), k.Series(HourOf(now)), q.endedKey(k)}
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
 	n, err := q.s.canceled.Run(ctx, q.rdb, keys, d.ID, d.Token, record, max(1, durMS(ttl)), ResultChannel(q.ns, d.ID), ms(now)).Int()

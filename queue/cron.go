@@ -24,7 +24,7 @@ func (q *Queue) FireCron(ctx context.Context, f CronFire, now time.Time) (bool, 
 	}
 	defer q.routeWritten(f.Route)
 	k := q.Keys(f.Route)
-	keys := []string{k.Cron(f.Job.Name), k.List(f.Priority), k.Stats(), k.Job(f.Job.ID), k.History(HourOf(now)), k.Idle()}
+	keys := []string{k.Cron(f.Job.Name), k.List(f.Priority), k.Stats(), k.Job(f.Job.ID), k.Series(HourOf(now)), k.Idle()}
 	// Retry-safe: compare-and-set on the tick; a second run finds it fired.
 	n, err := q.s.cron.Run(ctx, q.rdb, keys, ms(f.Tick), ms(f.Next), ms(now), f.Job.ID, f.Job.Name, f.Job.Envelope,
 		string(f.Priority), f.Job.MaxRetries, k.WakeChannel(), f.Spec, f.TZ).Int()

@@ -28,7 +28,7 @@
 //	<ns>:route:{<r>}:garbage:<id>           any     a job key of the wrong type, set aside when its job is dead-lettered
 //	<ns>:route:{<r>}:paused                 STRING  exists while the route is paused (any type pauses): when it was paused (ms)
 //	<ns>:route:{<r>}:cancels                SET     ids of running jobs whose cancellation was asked for
-//	<ns>:route:{<r>}:history:<hour>         HASH    per-minute counts and time buckets of that hour, 25 h (history.go)
+//	<ns>:route:{<r>}:history:<hour>         HASH    the stats series: per-minute counts and time buckets of that hour, 25 h (series.go)
 //	<ns>:route:{<r>}:cron:<name>            HASH    a cron entry's state: tick, last and next run, run count, last job and error
 //	<ns>:route:{<r>}:idle                   ZSET    waiting workers: wake channel -> until when the entry holds (ms) (idle.go)
 //	<ns>:route:{<r>}:keeper                 STRING  the token of the process that promotes, reaps and purges the route (keep.lua), with its TTL
@@ -62,6 +62,12 @@
 //
 // A Once key is the caller's and may hold any byte: h is its SHA-256, the
 // first 128 bits in hex, a hash tag of its own (OnceKeysOf).
+//
+// The stats series of a route (series.go: the per-minute counts behind the
+// charts and GET /api/v1/stats) lives in route:{<r>}:history:<hour>. The key
+// keeps that name, which servers already hold, so that an upgrade keeps their
+// last 25 h of charts; in code it is the series (Keys.Series, Queue.Series),
+// and "history" means the task history of package history alone.
 //
 // # Light jobs and job hashes
 //

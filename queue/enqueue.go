@@ -131,7 +131,7 @@ func (q *Queue) writeChunk(ctx context.Context, route string, priority Priority,
 		}
 	}
 	keys := make([]string, 0, 19+3*len(jobs))
-	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt, k.History(HourOf(now)))
+	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt, k.Series(HourOf(now)))
 	args := make([]any, 0, 6+8*len(jobs))
 	args = append(args, ms(now), string(priority), k.WakeChannel(), ScheduleChannel(q.ns), len(jobs), rttl)
 	for _, j := range jobs { // checked by Enqueue or EnqueueOne (checkNewJob)

@@ -61,7 +61,7 @@ func (q *Queue) enqueuePlain(ctx context.Context, route string, priority Priorit
 	}
 	last := jobs[len(jobs)-1].ID
 	// Retry-safe: a second run of this call writes nothing (see push.lua).
-	if _, err := q.runWrite(ctx, q.s.push, []string{k.List(priority), k.Stats(), k.Payloads(), k.Job(last), k.Result(last), k.History(HourOf(now)), k.Idle()}, args...); err != nil {
+	if _, err := q.runWrite(ctx, q.s.push, []string{k.List(priority), k.Stats(), k.Payloads(), k.Job(last), k.Result(last), k.Series(HourOf(now)), k.Idle()}, args...); err != nil {
 		return nil, fmt.Errorf("enqueue to route %s: %w", route, err)
 	}
 	return make([]string, len(jobs)), nil

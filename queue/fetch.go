@@ -355,7 +355,7 @@ const handBackMarked = 10 * time.Minute
 // a late copy of the fetch takes nothing. A job asked to cancel while its
 // fetch was lost is not handed back: it ends canceled, with the record and
 // TTL that canceled returns for it (the caller builds every record a job
-// ends with); now is when, for the route's history. Finding the token's jobs
+// ends with); now is when, for the route's stats series. Finding the token's jobs
 // reads every lease of the route once, which only a lost fetch makes anyone
 // do. Retry-safe: a second run finds nothing leased under the token, and
 // when the first run's reply was lost (an error), a retry with the same l
@@ -416,7 +416,7 @@ func (q *Queue) handBack(ctx context.Context, l *LostFetch, ids []string, now ti
 	}
 	keys := make([]string, 0, 11+2*len(ids))
 	keys = append(keys, k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.List(High), k.List(Normal), k.List(Low),
-		k.Cancels(), k.Stats(), k.History(HourOf(now)))
+		k.Cancels(), k.Stats(), k.Series(HourOf(now)))
 	args := make([]any, 0, 5+3*len(ids))
 	args = append(args, l.Token, ms(l.Until.Add(handBackMarked)), k.WakeChannel(), resultChannelPrefix(q.ns), ms(now))
 	for i, id := range ids {

@@ -85,10 +85,12 @@ func (k Keys) Cancels() string { return k.base + "cancels" }
 // a worker that missed the message finds at its next lease renewal.
 func (k Keys) CancelChannel() string { return k.ns + ":cancel:{" + k.route + "}" }
 
-// History holds the route's per-minute counts and time buckets of the hour
-// starting at unix second hour (a multiple of 3600), kept 25 hours; see
-// history.go for its fields.
-func (k Keys) History(hour int64) string { return k.base + "history:" + strconv.FormatInt(hour, 10) }
+// Series holds the route's stats series for the hour starting at unix second
+// hour (a multiple of 3600): per-minute counts and time buckets, kept 25
+// hours; see series.go for its fields. The key keeps the name "history:"
+// that deployments already hold, so that an upgrade keeps their last 25 h of
+// charts; it is not the task history (package history).
+func (k Keys) Series(hour int64) string { return k.base + "history:" + strconv.FormatInt(hour, 10) }
 
 // Lists returns the ready lists of the given priorities, in drain order.
 func (k Keys) Lists(priorities []Priority) []string {

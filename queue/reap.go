@@ -102,7 +102,7 @@ func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, token
 	if err != nil {
 		return 0, 0, fmt.Errorf("read expired jobs of route %s: %w", route, err)
 	}
-	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats(), k.Payloads(), k.Groups(), k.History(HourOf(now)), k.Cancels()}
+	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats(), k.Payloads(), k.Groups(), k.Series(HourOf(now)), k.Cancels()}
 	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns), len(page.empty)}
 	args = append(args, page.empty...)
 	for i, id := range page.ids {

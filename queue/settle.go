@@ -49,7 +49,7 @@ type ackReq struct {
 	d        *Dispatch
 	record   []byte
 	ttl      time.Duration
-	finished time.Time // when the handler returned, for the run-time history
+	finished time.Time // when the handler returned, for the run-time buckets of the stats series
 }
 
 // ackMany runs ack.lua for a batch of one route.
@@ -68,7 +68,7 @@ func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any)
 	k := q.Keys(route)
 	now := q.Now()
 	keys = make([]string, 0, 6+2*len(reqs))
-	keys = append(keys, k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.History(HourOf(now)))
+	keys = append(keys, k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.Series(HourOf(now)))
 	for _, r := range reqs {
 		keys = append(keys, k.Result(r.d.ID))
 	}
@@ -76,20 +76,20 @@ func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any)
 	if q.cluster {
 		onlyHeard = 0 // a subscriber may be on another node
 	}
-	// The history's time buckets, summed here so that the script adds a few
+	// The stats series' time buckets, summed here so that the script adds a few
 	// counts per call, not two per job: the wait of a first run (a retry's
 	// wait is its backoff, not a backlog), and the run time. A stale ack's
 	// times count too; stale acks are rare, and the buckets are for charts.
-	var waits, runs [HistoryBuckets]int
+	var waits, runs [SeriesBuckets]int
 	for _, r := range reqs {
 		started := r.d.StartedAt()
 		if r.d.Attempts == 0 && !r.d.CreatedAt.IsZero() {
-			waits[HistoryBucket(started.Sub(r.d.CreatedAt))]++
+			waits[SeriesBucket(started.Sub(r.d.CreatedAt))]++
 		}
-		runs[HistoryBucket(r.finished.Sub(started))]++
+		runs[SeriesBucket(r.finished.Sub(started))]++
 	}
 	var buckets []any
-	for i := range HistoryBuckets {
+	for i := range SeriesBuckets {
 		if waits[i] > 0 {
 			buckets = append(buckets, "w"+strconv.Itoa(i), waits[i])
 		}
@@ -149,7 +149,7 @@ type Failure struct {
 func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Outcome, error) {
 	k := q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups(),
-		k.History(HourOf(now)), k.Cancels(), q.endedKey(k)}
+		k.Series(HourOf(now)), k.Cancels(), q.endedKey(k)}
 	keys = append(keys, k.FlowKeys()...)
 	final := 0
 	switch {
@@ -172,11 +172,11 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 // and Orphan when the job was gone. A job asked to cancel while it ran is
 // not handed back but ends canceled (EndedCanceled) as FinishCanceled ends
 // it, with canceled, the caller's canceled record, stored for ttl; now is
-// when, for the route's history.
+// when, for the route's stats series.
 func (q *Queue) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl time.Duration, now time.Time) (Outcome, error) {
 	k := q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads(), k.Groups(),
-		k.Cancels(), k.Result(d.ID), k.Stats(), k.History(HourOf(now)), k.Idle(), q.endedKey(k)}
+		k.Cancels(), k.Result(d.ID), k.Stats(), k.Series(HourOf(now)), k.Idle(), q.endedKey(k)}
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
 	n, err := q.s.requeue.Run(ctx, q.rdb, keys, d.ID, d.Token, k.WakeChannel(),

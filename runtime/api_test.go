@@ -281,7 +281,7 @@ func TestAPI_ActionsOnRoutesAndJobs(t *testing.T) {
 		if n := a.want(http.StatusOK, "DELETE", "/api/v1/dlq?task=t_note", "")["purged"]; n != float64(1) {
 			t.Fatalf("purge of t_note's dead jobs purged %v, want 1", n)
 		}
-		// The per-minute history saw all of it.
+		// The per-minute stats series saw all of it.
 		sum := map[string]float64{}
 		for _, p := range a.want(http.StatusOK, "GET", "/api/v1/stats?window=1h", "")["points"].([]any) {
 			for k, v := range p.(map[string]any) {

@@ -8,14 +8,15 @@ import (
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
-// StatsPoint is one minute of history across every route.
+// StatsPoint is one minute of the stats series, summed across every route.
 type StatsPoint = admin.StatsPoint
 
-// Stats is the per-minute history of a window (see admin.Stats).
+// Stats is the per-minute stats series of a window (see admin.Stats).
 type Stats = admin.Stats
 
-// Stats reads the last window (at most 24 h) of per-minute history of every
-// route, as any process sees it: the history lives in Redis.
+// Stats reads the last window (at most 24 h) of the per-minute stats series
+// of every route, as any process sees it: the series lives in Redis
+// (queue.Queue.Series).
 func (in *Inspector) Stats(ctx context.Context, window time.Duration) (Stats, error) {
 	if window <= 0 || window > 24*time.Hour {
 		return Stats{}, badQuery("window", "window %s: want up to 24h", window)
@@ -25,16 +26,16 @@ func (in *Inspector) Stats(ctx context.Context, window time.Duration) (Stats, er
 		return Stats{}, err
 	}
 	now := in.c.q.Now()
-	minutes, err := in.c.q.History(ctx, routes, now.Add(-window+time.Minute), now)
+	minutes, err := in.c.q.Series(ctx, routes, now.Add(-window+time.Minute), now)
 	if err != nil {
 		return Stats{}, err
 	}
 	st := Stats{Window: window, Points: make([]StatsPoint, len(minutes))}
 	for i, m := range minutes {
 		st.Points[i] = StatsPoint{
-			At: m.At, Enqueued: m.Counts[queue.HistoryEnqueued], Processed: m.Counts[queue.HistoryProcessed],
-			Failed: m.Counts[queue.HistoryFailed], Retried: m.Counts[queue.HistoryRetried], Dead: m.Counts[queue.HistoryDead],
-			Canceled: m.Counts[queue.HistoryCanceled],
+			At: m.At, Enqueued: m.Counts[queue.SeriesEnqueued], Processed: m.Counts[queue.SeriesProcessed],
+			Failed: m.Counts[queue.SeriesFailed], Retried: m.Counts[queue.SeriesRetried], Dead: m.Counts[queue.SeriesDead],
+			Canceled: m.Counts[queue.SeriesCanceled],
 			WaitP50:  percentile(m.Wait, 0.50), WaitP99: percentile(m.Wait, 0.99),
 			RunP50: percentile(m.Run, 0.50), RunP99: percentile(m.Run, 0.99),
 		}
@@ -43,7 +44,7 @@ func (in *Inspector) Stats(ctx context.Context, window time.Duration) (Stats, er
 }
 
 // percentile is the upper bound of the bucket holding the p-quantile.
-func percentile(b [queue.HistoryBuckets]int64, p float64) time.Duration {
+func percentile(b [queue.SeriesBuckets]int64, p float64) time.Duration {
 	var total int64
 	for _, n := range b {
 		total += n
@@ -59,8 +60,8 @@ func percentile(b [queue.HistoryBuckets]int64, p float64) time.Duration {
 	for i, n := range b {
 		seen += n
 		if seen >= rank {
-			return queue.HistoryBucketBound(i)
+			return queue.SeriesBucketBound(i)
 		}
 	}
-	return queue.HistoryBucketBound(len(b) - 1)
+	return queue.SeriesBucketBound(len(b) - 1)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bananas-go/bananas/history"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/cli"
 	"github.com/bananas-go/bananas/runtime/internal/shell"
@@ -19,12 +19,11 @@ import (
 
 // Main is the whole application binary: it reads the configuration from the
 // environment (flags override), registers the packages' tasks, and runs the
-// subcommand of os.Args — worker (the default), scheduler, api, enqueue,
-// job (job cancel, job delete), jobs, queues, pause, resume, cancel, dlq (list,
-// replay, purge), cron (list, run), workers; -h or help lists them with
-// the environment. It exits 0 on success, 1 on failure and
-// 2 on a usage or configuration error; SIGINT and SIGTERM shut a worker down
-// gracefully.
+// subcommand of os.Args, worker when none is named. `app help` (or `app -h`)
+// lists every command and the environment; the list is printed from the
+// command tables (package cli), so it is not repeated here. It exits 0 on
+// success, 1 on failure and 2 on a usage or configuration error; SIGINT and
+// SIGTERM shut a worker down gracefully.
 //
 //	func main() { runtime.Main(tasks.Register, billing.Register) }
 func Main(register ...func(*Worker)) {

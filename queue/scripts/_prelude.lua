@@ -15,22 +15,22 @@ local function bn_count(stats, field, n)
   end
 end
 
--- bn_history adds n to what (a queue.History* name, or a time bucket w<i>
--- or t<i>) for the minute of now (unix ms) in history, the route's hash of
--- that hour (Keys.History, which the caller picks from the same now), kept
--- 25 hours. Like bn_count it never raises: the history is for charts.
-local function bn_history(history, now, what, n)
+-- bn_series adds n to what (a queue.Series* name, or a time bucket w<i>
+-- or t<i>) for the minute of now (unix ms) in series, the route's stats
+-- series hash of that hour (Keys.Series, which the caller picks from the same
+-- now), kept 25 hours. Like bn_count it never raises: the series is for charts.
+local function bn_series(series, now, what, n)
   if n == 0 then return end
   local field = (math.floor(now / 60000) % 60) .. ':' .. what
-  local r = redis.pcall('HINCRBY', history, field, n)
+  local r = redis.pcall('HINCRBY', series, field, n)
   if type(r) == 'table' and r['err'] then
-    if not bn_type(history, 'hash') then redis.call('DEL', history) end
-    redis.call('HSET', history, field, n)
+    if not bn_type(series, 'hash') then redis.call('DEL', series) end
+    redis.call('HSET', series, field, n)
     r = n
   end
   -- The expiry is set when a field is born (its count is n), the first of
   -- each kind in a minute, not on every count.
-  if r == n then redis.call('PEXPIRE', history, 90000000) end
+  if r == n then redis.call('PEXPIRE', series, 90000000) end
 end
 
 local bn_prios = { high = 1, normal = 2, low = 3 }
@@ -54,8 +54,8 @@ end
 -- the job dropped (if job is given: its key, whatever it holds, and its entry
 -- in payloads), its canceled record stored for ttl under result and announced
 -- on channel, its cancel request (if cancels is given) dropped, and the cancel
--- counted in the route's stats and the hour's history.
-local function bn_end_canceled(result, record, ttl, channel, cancels, id, stats, history, ended, now, job, payloads)
+-- counted in the route's stats and the hour's stats series.
+local function bn_end_canceled(result, record, ttl, channel, cancels, id, stats, series, ended, now, job, payloads)
   if job then
     redis.call('DEL', job)
     redis.call('HDEL', payloads, id)
@@ -65,7 +65,7 @@ local function bn_end_canceled(result, record, ttl, channel, cancels, id, stats,
   redis.call('PUBLISH', channel, record)
   if cancels then redis.call('SREM', cancels, id) end
   bn_count(stats, 'canceled', 1)
-  bn_history(history, now, 'c', 1)
+  bn_series(series, now, 'c', 1)
 end
 
 local function bn_prio(v, what)
@@ -135,17 +135,17 @@ end
 -- sa<attempt>, the last bn_failed_kept of them: one small field each, so the
 -- hash stays a listpack (a list in one field would outgrow 64 bytes).
 local bn_failed_kept = 20
-local function bn_settle(job, scheduled, dead, result, stats, history, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel, prior, max, ended, started)
+local function bn_settle(job, scheduled, dead, result, stats, series, id, now, msg, retry_at, force_dead, record, ttl, channel, sched_channel, prior, max, ended, started)
   local attempts = prior + 1
   bn_count(stats, 'failed', 1)
-  bn_history(history, now, 'f', 1)
+  bn_series(series, now, 'f', 1)
   if attempts > bn_failed_kept then redis.call('HDEL', job, 'fa' .. (attempts - bn_failed_kept), 'sa' .. (attempts - bn_failed_kept)) end
   if started and started > 0 then redis.call('HSET', job, 'sa' .. attempts, started) end
   if force_dead == 0 and attempts <= max then
     redis.call('HSET', job, 'a', attempts, 'err', msg, 's', 'q', 'fa' .. attempts, now)
     redis.call('ZADD', scheduled, retry_at, id)
     bn_count(stats, 'retried', 1)
-    bn_history(history, now, 'r', 1)
+    bn_series(series, now, 'r', 1)
     redis.call('PUBLISH', sched_channel, tostring(retry_at))
     return 1
   end
@@ -154,7 +154,7 @@ local function bn_settle(job, scheduled, dead, result, stats, history, id, now, 
   redis.call('SET', result, record, 'PX', ttl)
   bn_ended(ended, stats, record)
   bn_count(stats, 'dead', 1)
-  bn_history(history, now, 'd', 1)
+  bn_series(series, now, 'd', 1)
   redis.call('PUBLISH', channel, record)
   return 2
 end

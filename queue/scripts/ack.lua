@@ -11,7 +11,7 @@
 -- KEYS[3]  HASH  route:{r}:stats
 -- KEYS[4]  HASH  route:{r}:payloads
 -- KEYS[5]  HASH  route:{r}:groups
--- KEYS[6]  HASH  route:{r}:history:<hour of now>
+-- KEYS[6]  HASH  route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[6+i]  STRING  route:{r}:result:<id_i>, i = 1..n
 -- KEYS[7+n..]  HASH  route:{r}:job:<id> of the jobs dispatched with a hash of their own
 -- KEYS[#KEYS-12]  LIST  route:{r}:ended: the records are appended for the task history,
@@ -20,8 +20,8 @@
 -- ARGV[1]  result channel prefix (a job's channel is prefix .. id .. "}")
 -- ARGV[2]  1: announce only on channels with a subscriber (standalone Redis,
 --          where PUBSUB NUMSUB sees every subscriber); 0: always (Redis Cluster)
--- ARGV[3]  now (unix ms): the minute the history counts the acks in
--- ARGV[4]  b, the number of history time buckets that follow
+-- ARGV[3]  now (unix ms): the minute the stats series counts the acks in
+-- ARGV[4]  b, the number of stats series time buckets that follow
 -- ARGV[5 .. 4+2b] pairs bucket field (w<i> a wait, t<i> a run time), count:
 --          the call's jobs summed by the caller
 -- ARGV[5+2b+5(i-1) .. 9+2b+5(i-1)] per job i: id, fencing token, result record
@@ -37,11 +37,11 @@ local b = bn_num(ARGV[4], 'bucket count')
 local first_job = 5 + 2 * b
 local n = (#ARGV - first_job + 1) / 5
 if b < 0 or n < 1 or n ~= math.floor(n) then
-  error('bananas: ack needs a channel prefix, an announce flag, now, the history buckets and five args per job')
+  error('bananas: ack needs a channel prefix, an announce flag, now, the series buckets and five args per job')
 end
 for i = 5, first_job - 1, 2 do
-  if not string.match(bn_str(ARGV[i], 'bucket field'), '^[wt]%d%d?$') then error('bananas: bad history bucket field ' .. ARGV[i]) end
-  if bn_num(ARGV[i + 1], 'bucket count') < 1 then error('bananas: history bucket count must be > 0') end
+  if not string.match(bn_str(ARGV[i], 'bucket field'), '^[wt]%d%d?$') then error('bananas: bad series bucket field ' .. ARGV[i]) end
+  if bn_num(ARGV[i + 1], 'bucket count') < 1 then error('bananas: series bucket count must be > 0') end
 end
 local ids, channels = {}, {}
 for i = 1, n do
@@ -134,6 +134,6 @@ elseif unparked > 0 then
   bn_wake(F.idle, unparked, now)
 end
 bn_count(KEYS[3], 'processed', #done)
-bn_history(KEYS[6], now, 'p', #done)
-for i = 5, first_job - 1, 2 do bn_history(KEYS[6], now, ARGV[i], tonumber(ARGV[i + 1])) end
+bn_series(KEYS[6], now, 'p', #done)
+for i = 5, first_job - 1, 2 do bn_series(KEYS[6], now, ARGV[i], tonumber(ARGV[i + 1])) end
 return out

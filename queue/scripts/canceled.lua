@@ -15,7 +15,7 @@
 -- KEYS[6]  STRING  route:{r}:result:<id>
 -- KEYS[7]  HASH    route:{r}:job:<id>
 -- KEYS[8]  SET     route:{r}:cancels
--- KEYS[9]  HASH    route:{r}:history:<hour of now>
+-- KEYS[9]  HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[10] LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
 -- KEYS[11..22]  the route's flow keys (Keys.FlowKeys): a keyed job's slot is freed
 -- ARGV[1]  id
@@ -23,7 +23,7 @@
 -- ARGV[3]  result record (opaque bytes, also the pub/sub payload)
 -- ARGV[4]  result ttl ms (> 0)
 -- ARGV[5]  result channel
--- ARGV[6]  now (unix ms): the minute the history counts the cancel in
+-- ARGV[6]  now (unix ms): the minute the stats series counts the cancel in
 -- Returns: 1 finished as canceled, 0 stale token (nothing written).
 local id = bn_str(ARGV[1], 'job id')
 local token = bn_str(ARGV[2], 'token')

@@ -14,7 +14,7 @@
 -- KEYS[2]  LIST  route:{r}:queue:<priority>
 -- KEYS[3]  HASH  route:{r}:stats
 -- KEYS[4]  HASH  route:{r}:job:<id>      the tick's job
--- KEYS[5]  HASH  route:{r}:history:<hour of now>
+-- KEYS[5]  HASH  route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[6]  ZSET  route:{r}:idle   waiting workers: one is woken (bn_wake)
 -- ARGV[1]  tick (unix ms): the scheduled time being fired
 -- ARGV[2]  next tick (unix ms)
@@ -63,7 +63,7 @@ else
 end
 bn_write_job(KEYS[4], {'n', ARGV[5], 'p', ARGV[7], 'm', ARGV[8], 'c', now}, ARGV[6])
 bn_count(KEYS[3], 'enqueued', 1)
-bn_history(KEYS[5], now, 'e', 1)
+bn_series(KEYS[5], now, 'e', 1)
 bn_wake(KEYS[6], 1, now)
 if bn_push(KEYS[2], id, false) then redis.call('PUBLISH', ARGV[9], '1') end
 return 1

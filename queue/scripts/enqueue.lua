@@ -17,7 +17,7 @@
 -- KEYS[3]  HASH    route:{r}:stats              counters
 -- KEYS[4]  HASH    route:{r}:payloads           id -> payload of light jobs
 -- KEYS[5]  STRING  route:{r}:receipt:<call>     this call's reply, or the stats key again when it keeps none
--- KEYS[6]     HASH    route:{r}:history:<hour of now>
+-- KEYS[6]     HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[7+3i]  HASH    route:{r}:job:<id_i>      the job (i = 0..n-1)
 -- KEYS[8+3i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
 -- KEYS[9+3i]  STRING  route:{r}:result:<id_i>   its result record (a finished job still holds its id)
@@ -139,7 +139,7 @@ end
 if #later > 0 then bn_sliced('ZADD', KEYS[2], later) end
 if written > 0 then
   bn_count(KEYS[3], 'enqueued', written)
-  bn_history(KEYS[6], now, 'e', written)
+  bn_series(KEYS[6], now, 'e', written)
 end
 if earliest ~= nil then redis.call('PUBLISH', ARGV[4], tostring(earliest)) end
 if receipt_ttl > 0 then redis.call('SET', KEYS[5], cjson.encode(reply), 'PX', receipt_ttl) end

@@ -24,7 +24,7 @@
 -- KEYS[7]  HASH    route:{r}:stats
 -- KEYS[8]  HASH    route:{r}:payloads  (a light job gets its hash here first)
 -- KEYS[9]  HASH    route:{r}:groups
--- KEYS[10] HASH    route:{r}:history:<hour of now>
+-- KEYS[10] HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[11] SET     route:{r}:cancels
 -- KEYS[12] LIST    route:{r}:ended: a dead job's record is appended for the task
 --                  history, or the stats key again when the caller keeps none
@@ -94,8 +94,8 @@ if member then
 end
 if why then
   bn_count(KEYS[7], 'failed', 1)
-  bn_history(KEYS[10], now, 'f', 1)
-  bn_history(KEYS[10], now, 'd', 1)
+  bn_series(KEYS[10], now, 'f', 1)
+  bn_series(KEYS[10], now, 'd', 1)
   bn_bury(KEYS[1], KEYS[5], KEYS[7], id, now, 'dead-lettered without a retry: ' .. why .. '; the run failed with: ' .. ARGV[4])
   redis.call('SET', KEYS[6], ARGV[7], 'PX', ttl)
   bn_ended(KEYS[12], KEYS[7], ARGV[7])

@@ -30,7 +30,7 @@
 -- KEYS[7]  LIST  route:{r}:queue:low
 -- KEYS[8]  SET   route:{r}:cancels
 -- KEYS[9]  HASH  route:{r}:stats
--- KEYS[10] HASH  route:{r}:history:<hour of now>
+-- KEYS[10] HASH  route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[9+2i]   HASH    route:{r}:job:<id_i>, one per id (i from 1)
 -- KEYS[10+2i]  STRING  route:{r}:result:<id_i>
 -- KEYS[11+2n]   ZSET    route:{r}:idle   waiting workers: one is woken per job handed back (bn_wake)
@@ -41,7 +41,7 @@
 -- ARGV[2]  marker deadline (unix ms): until when a late copy must find the token used
 -- ARGV[3]  the route's wake channel, for workers that take only some tasks
 -- ARGV[4]  result channel prefix (the channel is prefix .. id .. "}")
--- ARGV[5]  now (unix ms): the minute the history counts a cancel in
+-- ARGV[5]  now (unix ms): the minute the stats series counts a cancel in
 -- ARGV[3+3i .. 5+3i] per id: the id, its canceled record ("" when the
 --          caller read no cancel request for it), that record's ttl ms
 -- Returns: a pair {handed back, ended canceled}: the number of jobs handed

@@ -15,13 +15,13 @@
 -- KEYS[3]  HASH    route:{r}:payloads
 -- KEYS[4]  HASH    route:{r}:job:<last id>
 -- KEYS[5]  STRING  route:{r}:result:<last id>
--- KEYS[6]  HASH    route:{r}:history:<hour of now>
+-- KEYS[6]  HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[7]  ZSET    route:{r}:idle   waiting workers: up to n of them are woken (bn_wake)
 -- ARGV[1]  the route's wake channel, for workers that take only some tasks
 --          (they wait on it rather than in the idle set)
 -- ARGV[2]  1: publish on it whatever the list held (low load: saves the
 --          caller a round trip); 0: only when the list was empty
--- ARGV[3]  now (unix ms), the minute the history counts the jobs in
+-- ARGV[3]  now (unix ms), the minute the stats series counts the jobs in
 -- ARGV[4..]  pairs id, payload ("name|priority|max retries|created ms|envelope")
 -- Returns: 1 written, 0 already written by an earlier run of this call.
 bn_str(ARGV[1], 'wake channel')
@@ -48,7 +48,7 @@ for first = 1, n, 200 do
   len = redis.call('RPUSH', KEYS[1], unpack(ids, first, math.min(first + 199, n)))
 end
 bn_count(KEYS[2], 'enqueued', n)
-bn_history(KEYS[6], now, 'e', n)
+bn_series(KEYS[6], now, 'e', n)
 bn_wake(KEYS[7], n, now)
 if eager or len == n then redis.call('PUBLISH', ARGV[1], '1') end
 return 1

@@ -34,7 +34,7 @@
 -- KEYS[5]  HASH  route:{r}:stats
 -- KEYS[6]  HASH  route:{r}:payloads  (a light job gets its hash here first)
 -- KEYS[7]  HASH  route:{r}:groups    lease group token -> jobs still leased
--- KEYS[8]  HASH  route:{r}:history:<hour of now>
+-- KEYS[8]  HASH  route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[9]  SET   route:{r}:cancels    ids of running jobs asked to stop
 -- KEYS[10+3i]  HASH    route:{r}:job:<id_i>
 -- KEYS[11+3i]  STRING  route:{r}:result:<id_i>

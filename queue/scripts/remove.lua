@@ -33,7 +33,7 @@
 -- KEYS[9]   STRING  route:{r}:result:<id>
 -- KEYS[10]  HASH    route:{r}:stats
 -- KEYS[11]  SET     route:{r}:cancels
--- KEYS[12]  HASH    route:{r}:history:<hour of now>
+-- KEYS[12]  HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[13]  LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
 -- KEYS[14..25]  the route's flow keys (Keys.FlowKeys): a keyed job waits in
 --           its flow's keyed set (found by its flowof entry), not in a list
@@ -43,7 +43,7 @@
 -- ARGV[4]  cancel: result ttl ms (> 0); delete: 0
 -- ARGV[5]  cancel: result channel; delete: ""
 -- ARGV[6]  cancel: the route's cancel channel; delete: ""
--- ARGV[7]  now (unix ms): the minute the history counts a cancel in
+-- ARGV[7]  now (unix ms): the minute the stats series counts a cancel in
 -- Returns: a pair {outcome, state}: {1, "pending" or "scheduled"} removed (a
 --          cancel's record stored and announced), {1, ""} a cancel already
 --          done by an earlier run of this call, {2, "processing"} a cancel

@@ -26,7 +26,7 @@
 -- KEYS[9]  SET     route:{r}:cancels
 -- KEYS[10] STRING  route:{r}:result:<id>
 -- KEYS[11] HASH    route:{r}:stats
--- KEYS[12] HASH    route:{r}:history:<hour of now>
+-- KEYS[12] HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[13] ZSET    route:{r}:idle   waiting workers: one is woken (bn_wake)
 -- KEYS[14] LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
 -- KEYS[15..26]  the route's flow keys (Keys.FlowKeys): a keyed job goes back
@@ -37,7 +37,7 @@
 -- ARGV[4]  the job's canceled record (opaque bytes), stored if it has a cancel request
 -- ARGV[5]  its ttl ms (> 0)
 -- ARGV[6]  result channel
--- ARGV[7]  now (unix ms): the minute the history counts a cancel in
+-- ARGV[7]  now (unix ms): the minute the stats series counts a cancel in
 -- Returns: 1 handed back, 0 stale token (nothing written), 3 the job is gone
 -- (lease released), 6 ended canceled.
 local id = bn_str(ARGV[1], 'job id')

@@ -86,7 +86,7 @@ type Admin interface {
 	// alone, and returns the job's id.
 	RunCron(ctx context.Context, name string) (string, error)
 	Workers(ctx context.Context) ([]Worker, error)
-	// Stats is the per-minute history of the last window (at most 24h).
+	// Stats is the per-minute stats series of the last window (at most 24h).
 	Stats(ctx context.Context, window time.Duration) (Stats, error)
 
 	// History is one page of the task history, newest end first: the jobs

@@ -191,7 +191,7 @@ type Worker struct {
 	LastBeat    time.Time `json:"last_beat"`
 }
 
-// StatsPoint is one minute of history across every route.
+// StatsPoint is one minute of the stats series, summed across every route.
 type StatsPoint struct {
 	At                                                   time.Time // start of the minute
 	Enqueued, Processed, Failed, Retried, Dead, Canceled int64
@@ -201,7 +201,7 @@ type StatsPoint struct {
 	WaitP50, WaitP99, RunP50, RunP99 time.Duration
 }
 
-// Stats is the per-minute history of a window, oldest minute first, every
+// Stats is the per-minute stats series of a window, oldest minute first, every
 // minute present.
 type Stats struct {
 	Window time.Duration

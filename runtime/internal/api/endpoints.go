@@ -233,7 +233,7 @@ var endpoints = []endpoint{
 		(*server).workers},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/stats", ID: "getStats", Tag: "stats", Summary: "Counts of jobs per minute over a window.",
 		Query: []openapi.Param{{Name: "window", Desc: "The window: the last hour (default) or day.", Enum: []string{"1h", "24h"}}},
-		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The per-minute history.", Type: admin.Stats{}, Name: "Stats",
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The per-minute stats series.", Type: admin.Stats{}, Name: "Stats",
 			Inner: map[string]string{"points": "StatsPoint"}}, badRequest}},
 		(*server).stats},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/openapi.json", ID: "getOpenAPI", Tag: "meta", Summary: "This document.",

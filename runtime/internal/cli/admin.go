@@ -13,16 +13,9 @@ import (
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
-// adminCommand is a command over the admin layer and its lines in the
-// program's help: a command is declared once, here.
-type adminCommand struct {
-	name string
-	run  Command
-	help [][2]string // usage, what it does
-}
-
-// adminCommands are the commands over the admin layer, in the help's order.
-var adminCommands = []adminCommand{
+// adminCommands are the commands over the admin layer, in the help's order:
+// a command is declared once, here, with its lines in the help.
+var adminCommands = []Spec{
 	{"enqueue", cmdEnqueue, [][2]string{{"enqueue NAME JSON", "enqueue a task with JSON args [--route R --priority P --delay D --wait]"}}},
 	{"job", cmdJob, [][2]string{{"job ID", "show a job; job cancel ID, job delete ID act on it"}}},
 	{"workflow", cmdWorkflow, [][2]string{{"workflow ID", "show a workflow and its steps; workflow cancel ID, workflow retry ID act on it [--json]"}}},
@@ -42,11 +35,11 @@ var adminCommands = []adminCommand{
 		{"history migrate", "create or migrate the task history's schema (HISTORY_URL)"}}},
 }
 
-// adminCommandNamed is the admin command called name.
-func adminCommandNamed(name string) (Command, bool) {
-	for _, c := range adminCommands {
-		if c.name == name {
-			return c.run, true
+// commandNamed is the command of specs called name.
+func commandNamed(specs []Spec, name string) (Command, bool) {
+	for _, c := range specs {
+		if c.Name == name {
+			return c.Run, true
 		}
 	}
 	return nil, false

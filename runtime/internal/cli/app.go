@@ -16,8 +16,9 @@ type App interface {
 	// Open connects to Redis with the configuration: the admin layer of
 	// the admin commands, closed when the command ends.
 	Open(ctx context.Context) (Conn, error)
-	// Commands are the program's own commands, by name.
-	Commands() map[string]Command
+	// Commands are the program's own commands, in the help's order, each
+	// with its lines in the help (the help lists them from here).
+	Commands() []Spec
 	// Environment are the configuration variables, for the help.
 	Environment() []EnvVar
 }
@@ -38,3 +39,12 @@ type EnvVar struct{ Name, Help string }
 
 // Command runs one command with its arguments (after its name).
 type Command func(e *Env, args []string) error
+
+// Spec declares a command and its lines in the program's help (usage, what
+// it does): a command is declared once, and `app help` lists the commands
+// from their Specs, so that the help names every command and nothing else.
+type Spec struct {
+	Name string
+	Run  Command
+	Help [][2]string
+}

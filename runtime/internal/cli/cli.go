@@ -24,26 +24,23 @@ const (
 	ExitUsage   = 2
 )
 
-// programHelp are the lines of the program's own commands (App.Commands).
-var programHelp = [][2]string{
-	{"worker", "run jobs (the default command)"},
-	{"scheduler", "run cron entries and the promoter of delayed jobs and retries, no jobs"},
-	{"api", "serve the HTTP API and /metrics (API_PORT, default 8080), no jobs"},
-}
-
-// printUsage writes the program's help: its commands, then the admin
-// commands as their table declares them.
-func printUsage(w io.Writer) {
+// printUsage writes the program's help from the command tables: the
+// program's own commands (App.Commands), then the admin commands.
+func printUsage(w io.Writer, app App) {
 	fmt.Fprintf(w, "usage: app [command] [flags]\n\ncommands:\n")
-	lines := append([][2]string{}, programHelp...)
-	for _, c := range adminCommands {
-		lines = append(lines, c.help...)
-	}
-	lines = append(lines, [2]string{"help", "this text"})
-	for _, l := range lines {
+	for _, l := range helpLines(app) {
 		fmt.Fprintf(w, "  %-27s %s\n", l[0], l[1])
 	}
 	fmt.Fprintf(w, "\nEvery command takes -h, and --json where it prints.\n")
+}
+
+// helpLines are the help's lines of every command, help itself last.
+func helpLines(app App) [][2]string {
+	var lines [][2]string
+	for _, c := range append(app.Commands(), adminCommands...) {
+		lines = append(lines, c.Help...)
+	}
+	return append(lines, [2]string{"help", "this text"})
 }
 
 // printEnvironment lists the configuration variables of the program.
@@ -76,23 +73,23 @@ func Run(ctx context.Context, args []string, rw IO, app App) int {
 		cmd, args = args[0], args[1:]
 	}
 	if cmd == "help" {
-		printUsage(rw.Stdout)
+		printUsage(rw.Stdout, app)
 		printEnvironment(rw.Stdout, app.Environment())
 		return ExitOK
 	}
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") && cmd == "worker" {
 		// No command named: the program's help, then the default command's flags.
-		printUsage(rw.Stdout)
+		printUsage(rw.Stdout, app)
 		printEnvironment(rw.Stdout, app.Environment())
 		fmt.Fprintln(rw.Stdout)
 	}
-	run, ok := app.Commands()[cmd]
+	run, ok := commandNamed(app.Commands(), cmd)
 	if !ok {
-		run, ok = adminCommandNamed(cmd)
+		run, ok = commandNamed(adminCommands, cmd)
 	}
 	if !ok {
 		fmt.Fprintf(rw.Stderr, "unknown command %q\n", cmd)
-		printUsage(rw.Stderr)
+		printUsage(rw.Stderr, app)
 		return ExitUsage
 	}
 	if err := app.Configure(); err != nil {

@@ -6,12 +6,13 @@
 // # What it owns, and what it must not know
 //
 // It owns parsing and printing, and how the admin layer's errors become an
-// exit status (exitStatus). The admin commands (enqueue, job, jobs, queues,
-// pause, resume, cancel, route shards, limits, workflow, dlq, cron, workers, history) call an admin.Admin — the runtime's
-// Inspector, which the program's App opens — and print its values: a table
-// from their fields, or with --json the value itself, whose JSON is the
-// API's. The commands that run the runtime (worker, scheduler, api) are
-// given to Run by the runtime as Commands.
+// exit status (exitStatus). The admin commands (the adminCommands table) call
+// an admin.Admin — the runtime's Inspector, which the program's App opens —
+// and print its values: a table from their fields, or with --json the value
+// itself, whose JSON is the API's. The commands that run the runtime (worker,
+// scheduler, api) are given to Run by the runtime as App.Commands. Each
+// command is declared once, as a Spec with its lines in the help: `app help`
+// prints the tables, so the help names every command and nothing else.
 //
 // It must not know Redis or the runtime's types: it imports runtime/admin
 // for the values and errors, never runtime.

@@ -147,6 +147,7 @@ type fakeApp struct {
 	admin    *fakeAdmin
 	embedded bool // REDIS_URL=mem://
 	opened   int  // connections opened and not closed
+	commands []Spec
 }
 
 func (a *fakeApp) Configure() error { return nil }
@@ -156,8 +157,8 @@ func (a *fakeApp) Open(context.Context) (Conn, error) {
 	return Conn{Admin: a.admin, Embedded: a.embedded, Close: func() error { a.opened--; return nil }}, nil
 }
 
-func (a *fakeApp) Commands() map[string]Command { return nil }
-func (a *fakeApp) Environment() []EnvVar        { return nil }
+func (a *fakeApp) Commands() []Spec      { return a.commands }
+func (a *fakeApp) Environment() []EnvVar { return nil }
 
 // run runs the command line of args over app and returns its exit status,
 // stdout and stderr. Every connection it opened must be closed.

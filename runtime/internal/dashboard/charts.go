@@ -16,7 +16,7 @@ func active(p admin.StatsPoint) bool {
 }
 
 // chartWindows are the windows the charts page offers, by query value; the
-// history keeps a day.
+// stats series keeps a day.
 var chartWindows = []struct {
 	Key, Span string
 	D         time.Duration

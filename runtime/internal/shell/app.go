@@ -62,8 +62,14 @@ func (d atDebug) Handle(ctx context.Context, r slog.Record) error {
 func (d atDebug) WithAttrs(as []slog.Attr) slog.Handler { return atDebug{d.h.WithAttrs(as)} }
 func (d atDebug) WithGroup(name string) slog.Handler    { return atDebug{d.h.WithGroup(name)} }
 
-func (a *app) Commands() map[string]cli.Command {
-	return map[string]cli.Command{"worker": a.cmdWorker, "scheduler": a.cmdScheduler, "api": a.cmdAPI}
+// Commands are the commands that run the runtime, with their lines in the
+// program's help.
+func (a *app) Commands() []cli.Spec {
+	return []cli.Spec{
+		{Name: "worker", Run: a.cmdWorker, Help: [][2]string{{"worker", "run jobs (the default command)"}}},
+		{Name: "scheduler", Run: a.cmdScheduler, Help: [][2]string{{"scheduler", "run cron entries and the promoter of delayed jobs and retries, no jobs"}}},
+		{Name: "api", Run: a.cmdAPI, Help: [][2]string{{"api", "serve the HTTP API and /metrics (API_PORT, default 8080), no jobs"}}},
+	}
 }
 
 func (a *app) Environment() []cli.EnvVar {

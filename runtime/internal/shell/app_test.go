@@ -109,6 +109,23 @@ func TestHelp_ListsEveryVariableOfTheTable(t *testing.T) {
 	}
 }
 
+// The commands that run the runtime are in the help, from their table.
+func TestHelp_ListsTheCommandsThatRunTheRuntime(t *testing.T) {
+	code, out, _ := run(stopped(), &fakeProgram{}, env(), "help")
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	cmds := (&app{}).Commands()
+	if len(cmds) != 3 {
+		t.Fatalf("commands %v: want worker, scheduler and api", cmds)
+	}
+	for _, c := range cmds {
+		if l := c.Help[0]; !strings.Contains(out, fmt.Sprintf("\n  %-27s %s\n", l[0], l[1])) {
+			t.Errorf("help lacks %s:\n%s", c.Name, out)
+		}
+	}
+}
+
 // serve runs args in the background until the test ends, and returns its
 // stderr.
 func serve(t *testing.T, f *fakeProgram, getenv func(string) string, args ...string) *syncBuffer {

@@ -10,60 +10,61 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The per-minute history of a route lives in one hash per hour
-// (Keys.History), so that a day is 24 reads per route and an hour at most
+// The stats series of a route — its per-minute counts and time buckets, what
+// the charts and GET /api/v1/stats show — lives in one hash per hour
+// (Keys.Series), so that a day is 24 reads per route and an hour at most
 // two. Its fields are "<minute of the hour>:<what>", what being one of the
-// History* counters or a time bucket: "w<i>" counts jobs whose wait from
+// Series* counters or a time bucket: "w<i>" counts jobs whose wait from
 // enqueue (or due time) to start fell in bucket i, "t<i>" runs whose time
 // fell in it. The scripts that count a transition add to the hash of the hour
-// of their `now` (bn_history in scripts/_prelude.lua), so the history costs a
+// of their `now` (bn_series in scripts/_prelude.lua), so the series costs a
 // few HINCRBYs per call, not per job: a batch of acks adds its counts and
 // buckets summed.
 const (
-	HistoryEnqueued  = "e"
-	HistoryProcessed = "p"
-	HistoryFailed    = "f"
-	HistoryRetried   = "r"
-	HistoryDead      = "d"
-	HistoryCanceled  = "c"
+	SeriesEnqueued  = "e"
+	SeriesProcessed = "p"
+	SeriesFailed    = "f"
+	SeriesRetried   = "r"
+	SeriesDead      = "d"
+	SeriesCanceled  = "c"
 )
 
-// Buckets of times in the history: bucket 0 holds times under 1 ms, bucket i
+// Buckets of times in the series: bucket 0 holds times under 1 ms, bucket i
 // times in [2^(i-1), 2^i) ms, the last one everything above.
-const HistoryBuckets = 28
+const SeriesBuckets = 28
 
-// HistoryBucket is the bucket of d.
-func HistoryBucket(d time.Duration) int {
+// SeriesBucket is the bucket of d.
+func SeriesBucket(d time.Duration) int {
 	ms := d.Milliseconds()
 	i := 0
-	for ms > 0 && i < HistoryBuckets-1 {
+	for ms > 0 && i < SeriesBuckets-1 {
 		ms >>= 1
 		i++
 	}
 	return i
 }
 
-// HistoryBucketBound is the upper bound of bucket i: a percentile read from
+// SeriesBucketBound is the upper bound of bucket i: a percentile read from
 // the buckets is at most this far above the truth (a factor of 2).
-func HistoryBucketBound(i int) time.Duration {
+func SeriesBucketBound(i int) time.Duration {
 	if i <= 0 {
 		return time.Millisecond
 	}
 	return time.Duration(int64(1)<<i) * time.Millisecond
 }
 
-// HourOf is the start of the history hour of t, in unix seconds.
+// HourOf is the start of the series hour of t, in unix seconds.
 func HourOf(t time.Time) int64 {
 	s := t.Unix()
 	return s - s%3600
 }
 
-// Minute is one minute of a route's history.
+// Minute is one minute of a route's stats series.
 type Minute struct {
 	At     time.Time        // start of the minute
-	Counts map[string]int64 // by History* name
-	Wait   [HistoryBuckets]int64
-	Run    [HistoryBuckets]int64
+	Counts map[string]int64 // by Series* name
+	Wait   [SeriesBuckets]int64
+	Run    [SeriesBuckets]int64
 }
 
 // Add adds o's counts and buckets to m.
@@ -80,13 +81,13 @@ func (m *Minute) Add(o Minute) {
 	}
 }
 
-// History reads the minutes from `from` to `to` of the given routes, summed
+// Series reads the minutes from `from` to `to` of the given routes, summed
 // across routes, oldest first, every minute present (zero when nothing
 // happened). One pipelined round trip of an HGETALL per route and hour.
-func (q *Queue) History(ctx context.Context, routes []string, from, to time.Time) ([]Minute, error) {
+func (q *Queue) Series(ctx context.Context, routes []string, from, to time.Time) ([]Minute, error) {
 	first, last := from.Truncate(time.Minute), to.Truncate(time.Minute)
 	if last.Before(first) {
-		return nil, fmt.Errorf("history: %s is before %s", to, from)
+		return nil, fmt.Errorf("stats series: %s is before %s", to, from)
 	}
 	out := make([]Minute, int(last.Sub(first)/time.Minute)+1)
 	for i := range out {
@@ -98,7 +99,7 @@ func (q *Queue) History(ctx context.Context, routes []string, from, to time.Time
 	for _, r := range routes {
 		k := q.Keys(r)
 		for h := HourOf(first); h <= HourOf(last); h += 3600 {
-			cmds = append(cmds, pipe.HGetAll(ctx, k.History(h)))
+			cmds = append(cmds, pipe.HGetAll(ctx, k.Series(h)))
 			hours = append(hours, h)
 		}
 	}
@@ -106,12 +107,12 @@ func (q *Queue) History(ctx context.Context, routes []string, from, to time.Time
 		return out, nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isWrongType(err) {
-		return nil, fmt.Errorf("history: %w", err)
+		return nil, fmt.Errorf("stats series: %w", err)
 	}
 	for i, c := range cmds {
 		fields, err := c.Result()
 		if err != nil {
-			continue // a history key of another type: garbage, nothing to read
+			continue // a series key of another type: garbage, nothing to read
 		}
 		for f, v := range fields {
 			m, what, ok := strings.Cut(f, ":")
@@ -126,7 +127,7 @@ func (q *Queue) History(ctx context.Context, routes []string, from, to time.Time
 				continue
 			}
 			if len(what) > 1 && (what[0] == 'w' || what[0] == 't') {
-				if b, err := strconv.Atoi(what[1:]); err == nil && b >= 0 && b < HistoryBuckets {
+				if b, err := strconv.Atoi(what[1:]); err == nil && b >= 0 && b < SeriesBuckets {
 					if what[0] == 'w' {
 						out[j].Wait[b] += n
 					} else {

@@ -9,11 +9,11 @@ import (
 )
 
 // Every counted transition adds to the minute it happened in, in Redis, so
-// any process reads the same history: enqueues (plain, checked and fired by
+// any process reads the same stats series: enqueues (plain, checked and fired by
 // cron),
 // successes with their wait and run-time buckets, failures that retry, deaths
 // and cancels.
-func TestHistory_EachTransitionCountsInItsMinute(t *testing.T) {
+func TestSeries_EachTransitionCountsInItsMinute(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
 		now := q.Now()
@@ -49,7 +49,7 @@ func TestHistory_EachTransitionCountsInItsMinute(t *testing.T) {
 			t.Fatalf("fire cron = %v, %v", fired, err)
 		}
 
-		minutes, err := q.History(ctx, []string{"r", "other"}, now.Add(-time.Minute), q.Now().Add(time.Minute))
+		minutes, err := q.Series(ctx, []string{"r", "other"}, now.Add(-time.Minute), q.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,11 +57,11 @@ func TestHistory_EachTransitionCountsInItsMinute(t *testing.T) {
 		for _, m := range minutes {
 			sum.Add(m)
 		}
-		want := map[string]int64{queue.HistoryEnqueued: 5, queue.HistoryProcessed: 1, queue.HistoryFailed: 2,
-			queue.HistoryRetried: 1, queue.HistoryDead: 1, queue.HistoryCanceled: 1}
+		want := map[string]int64{queue.SeriesEnqueued: 5, queue.SeriesProcessed: 1, queue.SeriesFailed: 2,
+			queue.SeriesRetried: 1, queue.SeriesDead: 1, queue.SeriesCanceled: 1}
 		for what, n := range want {
 			if sum.Counts[what] != n {
-				t.Errorf("history %q = %d, want %d (all: %v)", what, sum.Counts[what], n, sum.Counts)
+				t.Errorf("series %q = %d, want %d (all: %v)", what, sum.Counts[what], n, sum.Counts)
 			}
 		}
 		var waits, runs int64
@@ -78,24 +78,24 @@ func TestHistory_EachTransitionCountsInItsMinute(t *testing.T) {
 	})
 }
 
-// A history key holding garbage (another type, fields that are no count)
+// A series key holding garbage (another type, fields that are no count)
 // neither fails the transition that counts in it nor the read.
-func TestHistory_GarbageNeitherFailsACountNorTheRead(t *testing.T) {
+func TestSeries_GarbageNeitherFailsACountNorTheRead(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
 		now := q.Now()
-		key := q.Keys("r").History(queue.HourOf(now))
+		key := q.Keys("r").Series(queue.HourOf(now))
 		if err := q.Client().Set(ctx, key, "garbage", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
-			t.Fatalf("enqueue with a garbage history key: %v", err)
+			t.Fatalf("enqueue with a garbage series key: %v", err)
 		}
 		if err := q.Client().HSet(ctx, key, "x:e", "1", "61:e", "1", "3:e", "lots").Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.History(ctx, []string{"r"}, now, now); err != nil {
-			t.Fatalf("read of garbage history: %v", err)
+		if _, err := q.Series(ctx, []string{"r"}, now, now); err != nil {
+			t.Fatalf("read of garbage series: %v", err)
 		}
 	})
 }
