@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/bananas-go/bananas/examples/quickstart/tasks"
 	"github.com/bananas-go/bananas/runtime"
@@ -108,4 +109,38 @@ func ExampleStep_Await_workflowError() {
 	// Output:
 	// check_length bananas: skip retry: 3 words, at most 2
 	// 0
+}
+
+// Task.Step is a first step of a workflow, a job of the task with args.
+// A Step is a node of the graph: given as the predecessor of two steps, it
+// is one step, run once, and both get its result.
+func ExampleTask_Step() {
+	ctx := context.Background()
+	c, _ := runtime.Connect(ctx, "mem://")
+	defer c.Close()
+
+	double := runtime.NewTask[int, int]("twice_count").With(c)
+	triple := runtime.NewTask[int, int]("thrice_count").With(c)
+	var counted atomic.Int32
+	countRuns := func(ctx context.Context, job runtime.Job, next func(context.Context) error) error {
+		if job.Name == "count_words" {
+			counted.Add(1)
+		}
+		return next(ctx)
+	}
+	w := runtime.NewWorker(c, runtime.WorkerOptions{Middleware: []runtime.Middleware{countRuns}, Logger: slog.New(slog.DiscardHandler)})
+	tasks.Register(w)
+	runtime.Handle(w, double, func(ctx context.Context, n int) (int, error) { return 2 * n, nil })
+	runtime.Handle(w, triple, func(ctx context.Context, n int) (int, error) { return 3 * n, nil })
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- w.Run(wctx) }()
+	defer func() { stop(); <-done }()
+
+	count := tasks.CountWords.With(c).Step(tasks.Text{Body: "one two three"})
+	total := runtime.Then(runtime.Gather(runtime.Then(count, double), runtime.Then(count, triple)), tasks.SumCounts.With(c))
+	id, _ := total.Enqueue(ctx)
+	n, err := total.Await(ctx, id)
+	fmt.Println(n, err, "count_words ran", counted.Load(), "time")
+	// Output: 15 <nil> count_words ran 1 time
 }
