@@ -15,8 +15,6 @@ import (
 	"github.com/bananas-go/bananas/runtime"
 )
 
-// A step of wfExplode (no retries) that always fails, between two steps of
-// wfDouble: double(1) -> explode -> double.
 // failsOnceMore starts a worker and checks that the workflow's failing step
 // ran once more, and only once: twice in all, its first run and its kept
 // job's, never under a second job.
@@ -33,20 +31,26 @@ func failsOnceMore(t *testing.T, c *runtime.Client, r *wfRuns, last runtime.Step
 	}
 }
 
-func deadStepWorkflow(t *testing.T, c *runtime.Client) (runtime.Step[int], string, *runtime.WorkflowError) {
+// deadStepWorkflow runs a workflow whose step of wfExplode (no retries)
+// always fails, between two steps of wfDouble: double(1) -> explode ->
+// double, until it failed; then stops its worker, so that what is made
+// again waits. r counts the runs.
+func deadStepWorkflow(t *testing.T, c *runtime.Client) (r *wfRuns, last runtime.Step[int], id string, we *runtime.WorkflowError) {
 	t.Helper()
 	ctx := ctxT(t)
-	last := runtime.Then(runtime.Then(wfDouble.With(c).Step(1), wfExplode.With(c)), wfDouble.With(c))
+	r = newWFRuns()
+	r.setFail("explode", true)
+	stop := wfWorkerStoppable(t, c, r)
+	defer stop()
+	last = runtime.Then(runtime.Then(wfDouble.With(c).Step(1), wfExplode.With(c)), wfDouble.With(c))
 	id, err := last.Enqueue(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = last.Await(ctx, id)
-	var we *runtime.WorkflowError
-	if !errors.As(err, &we) || we.Step != "wf_explode" {
+	if _, err = last.Await(ctx, id); !errors.As(err, &we) || we.Step != "wf_explode" {
 		t.Fatalf("Await = %v; want a *WorkflowError naming wf_explode", err)
 	}
-	return last, id, we
+	return r, last, id, we
 }
 
 // routeDrained waits until route holds no job that waits or runs: every
@@ -76,11 +80,7 @@ func routeDrained(t *testing.T, c *runtime.Client, route string) {
 func TestWorkflowRetry_AStepReplayedByReplayAllAndStillWaitingRunsOnceMore(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
-		r := newWFRuns()
-		r.setFail("explode", true)
-		stop := wfWorkerStoppable(t, c, r)
-		last, id, we := deadStepWorkflow(t, c)
-		stop() // the replayed job waits: no worker takes it
+		r, last, id, we := deadStepWorkflow(t, c) // its worker stopped: a replayed job waits
 
 		in := runtime.NewInspector(c)
 		if n, err := in.ReplayDead(ctx, "", ""); err != nil || n != 1 {
@@ -105,11 +105,7 @@ func TestWorkflowRetry_AStepReplayedByReplayAllAndStillWaitingRunsOnceMore(t *te
 func TestWorkflowRetry_AResentReplayThenARetryRunTheStepOnceMore(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
-		r := newWFRuns()
-		r.setFail("explode", true)
-		stop := wfWorkerStoppable(t, c, r)
-		last, id, we := deadStepWorkflow(t, c)
-		stop()
+		r, last, id, we := deadStepWorkflow(t, c)
 
 		// A client each of whose scripts reaches Redis twice, the second
 		// answer kept: a reply lost and the call resent.
@@ -138,11 +134,7 @@ func TestWorkflowRetry_AResentReplayThenARetryRunTheStepOnceMore(t *testing.T) {
 func TestWorkflowRetry_AfterAReplayAnsweredNotDeadKeepsTheReplayedJob(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
-		r := newWFRuns()
-		r.setFail("explode", true)
-		stop := wfWorkerStoppable(t, c, r)
-		last, id, we := deadStepWorkflow(t, c)
-		stop()
+		r, last, id, we := deadStepWorkflow(t, c)
 		if err := runtime.QueueOf(c).Replay(ctx, we.JobID); err != nil { // the other caller
 			t.Fatal(err)
 		}
@@ -162,11 +154,7 @@ func TestWorkflowRetry_AfterAReplayAnsweredNotDeadKeepsTheReplayedJob(t *testing
 func TestWorkflowRetry_ASecondRetryKeepsTheWaitingJob(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
-		r := newWFRuns()
-		r.setFail("explode", true)
-		stop := wfWorkerStoppable(t, c, r)
-		last, id, we := deadStepWorkflow(t, c)
-		stop()
+		r, last, id, we := deadStepWorkflow(t, c)
 		if n, err := c.RetryWorkflow(ctx, id); err != nil || n != 2 {
 			t.Fatalf("first retry = %d, %v", n, err)
 		}
