@@ -136,7 +136,7 @@ var cmdWorkflows = listCommand("[--status S] [--task T] [--limit N] [--cursor C]
 					caption = "no " + q.Status + " workflows"
 				}
 				if page.Next != "" {
-					caption += " on this page: more with --cursor " + page.Next
+					caption += " on this page; more to read (next page below)"
 				}
 			}
 			return listing{rows: rows, js: page, next: page.Next, caption: caption}, nil

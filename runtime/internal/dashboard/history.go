@@ -86,7 +86,7 @@ func windowText(d time.Duration) string {
 		}
 		return strconv.Itoa(days) + " days"
 	}
-	return d.String()
+	return admin.FormatDuration(d)
 }
 
 // historyQueryOf reads the history page's filters: the API's parameters,

@@ -263,9 +263,11 @@ func (w *Writer) shed(ctx context.Context, route string) error {
 	w.dropped += n
 	if now := time.Now(); now.Sub(w.droppedLog) >= logEvery {
 		// dropped counts every route's since the last such line, which
-		// comes at most every logEvery.
+		// comes at most every logEvery: the route named is the one whose
+		// drop brought the line, and bananas_history_dropped_total has
+		// each route's count.
 		w.Logger.Warn("bananas: the task history's backlog is full; the oldest finished jobs were dropped unwritten",
-			"route", route, "dropped", w.dropped, "backlog_cap", w.Cap)
+			"dropped", w.dropped, "backlog_cap", w.Cap, "last_route", route)
 		w.dropped, w.droppedLog = 0, now
 	}
 	if w.Dropped != nil {
