@@ -315,21 +315,35 @@ func (c *Client) RetryWorkflow(ctx context.Context, id string) (int, error) {
 // unreachable, a job that cannot be replayed as stored) fails the retry:
 // a fresh id would leave the dead job for a later replay to run the step
 // again.
+//
+// The replay and the read are two calls: a job found running by the first
+// can die before the second. Such a job is replayed again, not left dead
+// beside a fresh id; only a job read dead twice whose replay found no
+// dead-letter entry both times (purged) is left for a fresh id.
 func (c *Client) rerunStepAs(ctx context.Context, old string) (string, error) {
-	replayErr := c.q.Replay(ctx, old)
-	if replayErr == nil {
-		return old, nil
-	}
-	states, err := c.q.LookupMany(ctx, []string{old})
-	if err != nil {
-		return "", err
-	}
-	st := states[0]
-	switch how, _, ended := workflows.JobEnd(old, st); {
-	case !ended, how == queue.StepEndCompleted:
-		return old, nil
-	case st != nil && st.Status == StatusFailed && !errors.Is(replayErr, queue.ErrNotFound):
-		return "", replayErr
+	for try := 1; ; try++ {
+		replayErr := c.q.Replay(ctx, old)
+		if replayErr == nil {
+			return old, nil
+		}
+		states, err := c.q.LookupMany(ctx, []string{old})
+		if err != nil {
+			return "", err
+		}
+		st := states[0]
+		how, _, ended := workflows.JobEnd(old, st)
+		if !ended || how == queue.StepEndCompleted {
+			return old, nil
+		}
+		if st == nil || st.Status != StatusFailed {
+			break // canceled or gone: it runs no more
+		}
+		if !errors.Is(replayErr, queue.ErrNotFound) {
+			return "", replayErr
+		}
+		if try == 2 {
+			break // dead, and no dead-letter entry to replay it from
+		}
 	}
 	if r, ok := queue.RouteOf(old); ok {
 		return queue.NewID(r, c.q.Now()), nil

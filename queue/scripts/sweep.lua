@@ -39,8 +39,7 @@ for a = 3, #ARGV do
     st.park = 0
     bn_rate_clamp(bn_limits(redis.call('HGET', F.limits, 't:' .. bn_task_of(flow))), st, now)
     bn_flow_put(F, flow, st, now)
-    bn_flow_ring(F, flow)
-    n = n + 1
+    if bn_flow_ring(F, flow) > 0 then n = n + 1 end
   elseif st.park ~= 0 then
     local l = bn_limits(redis.call('HGET', F.limits, 't:' .. bn_task_of(flow)))
     st.holders = bn_live_holders(KEYS[1], KEYS[2], st.holders, now)
