@@ -311,7 +311,7 @@ func (in *Inspector) checkKnownRoute(ctx context.Context, route string, orPaused
 			return err
 		}
 	}
-	return fmt.Errorf("%w %q: no job, registered task or live worker has it (known routes: %s)", ErrUnknownRoute, route, strings.Join(known, ", "))
+	return fmt.Errorf("%w %q: no job, registered task, live worker, pause, limit or shard count names it (known routes: %s; a typo?)", ErrUnknownRoute, route, strings.Join(known, ", "))
 }
 
 // CancelWaiting cancels every pending and scheduled job of route (of task,

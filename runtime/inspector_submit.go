@@ -83,14 +83,19 @@ const pausedRoutesMax = 4096
 // is older than servedRoutesFor.
 func (p *pausedRoutes) read(ctx context.Context, route string, fresh func(context.Context, []string) (map[string]bool, error)) (bool, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e, ok := p.seen[route]; ok && time.Since(e.at) < servedRoutesFor {
+	e, ok := p.seen[route]
+	p.mu.Unlock()
+	if ok && time.Since(e.at) < servedRoutesFor {
 		return e.paused, nil
 	}
+	// Read without the lock: a slow read of one route holds up no
+	// submission to another.
 	got, err := fresh(ctx, []string{route})
 	if err != nil {
 		return false, err
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.seen == nil || len(p.seen) >= pausedRoutesMax {
 		p.seen = map[string]pausedAt{}
 	}
