@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -217,17 +218,28 @@ func (s *server) livez(w http.ResponseWriter, _ *http.Request) error {
 	return writeJSON(w, http.StatusOK, probeStatus{Status: "ok"})
 }
 
+// limitParam reads a listing's limit parameter into limit, when it is
+// given: 1 to 500 a page.
+func limitParam(v url.Values, limit *int) error {
+	l := v.Get("limit")
+	if l == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(l)
+	if err != nil || n < 1 || n > 500 {
+		return BadRequest("limit", "limit %q: want a number from 1 to 500", l)
+	}
+	*limit = n
+	return nil
+}
+
 // jobQuery reads a listing's parameters (the endpoint has refused the
 // others).
 func jobQuery(r *http.Request) (admin.JobQuery, error) {
 	v := r.URL.Query()
 	q := admin.JobQuery{Route: v.Get("route"), State: admin.Status(v.Get("state")), Task: v.Get("task"), Text: v.Get("q"), Cursor: v.Get("cursor")}
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 500 {
-			return q, BadRequest("limit", "limit %q: want a number from 1 to 500", s)
-		}
-		q.Limit = n
+	if err := limitParam(v, &q.Limit); err != nil {
+		return q, err
 	}
 	switch o := v.Get("order"); o {
 	case "", "oldest":
@@ -265,12 +277,8 @@ func historyQuery(r *http.Request) (admin.HistoryQuery, error) {
 			*f.to = t
 		}
 	}
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 500 {
-			return q, BadRequest("limit", "limit %q: want a number from 1 to 500", s)
-		}
-		q.Limit = n
+	if err := limitParam(v, &q.Limit); err != nil {
+		return q, err
 	}
 	for k := range v {
 		if path, ok := strings.CutPrefix(k, "args."); ok {

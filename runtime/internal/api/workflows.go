@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -146,12 +145,8 @@ func (s *server) retryWorkflow(w http.ResponseWriter, r *http.Request) error {
 func (s *server) workflows(w http.ResponseWriter, r *http.Request) error {
 	v := r.URL.Query()
 	q := admin.WorkflowQuery{Status: v.Get("status"), Task: v.Get("task"), Cursor: v.Get("cursor")}
-	if l := v.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 500 {
-			return BadRequest("limit", "limit %q: want a number from 1 to 500", l)
-		}
-		q.Limit = n
+	if err := limitParam(v, &q.Limit); err != nil {
+		return err
 	}
 	return answer(w, http.StatusOK)(s.a.Workflows(r.Context(), q))
 }
