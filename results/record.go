@@ -164,38 +164,11 @@ func Decode(b []byte) (Record, error) {
 		case "k":
 			r.Canceled, err = d.DecodeBool()
 		case "fa":
-			var n int
-			if n, err = d.DecodeArrayLen(); err != nil || n <= 0 {
-				return err
-			}
-			r.FailedAt = make([]int64, n) // n is bounded by the bytes present (ReadMap checked them)
-			for i := range r.FailedAt {
-				if r.FailedAt[i], err = d.DecodeInt64(); err != nil {
-					return err
-				}
-			}
+			r.FailedAt, err = decodeArray(d, (*msgpack.Decoder).DecodeInt64)
 		case "sa":
-			var n int
-			if n, err = d.DecodeArrayLen(); err != nil || n <= 0 {
-				return err
-			}
-			r.FailedStartedAt = make([]int64, n) // n is bounded by the bytes present (ReadMap checked them)
-			for i := range r.FailedStartedAt {
-				if r.FailedStartedAt[i], err = d.DecodeInt64(); err != nil {
-					return err
-				}
-			}
+			r.FailedStartedAt, err = decodeArray(d, (*msgpack.Decoder).DecodeInt64)
 		case "ph":
-			var n int
-			if n, err = d.DecodeArrayLen(); err != nil || n <= 0 {
-				return err
-			}
-			r.Earlier = make([]string, n) // n is bounded by the bytes present (ReadMap checked them)
-			for i := range r.Earlier {
-				if r.Earlier[i], err = d.DecodeString(); err != nil {
-					return err
-				}
-			}
+			r.Earlier, err = decodeArray(d, (*msgpack.Decoder).DecodeString)
 		case "w":
 			r.Worker, err = d.DecodeString()
 		case "wf":
@@ -212,4 +185,22 @@ func Decode(b []byte) (Record, error) {
 		return r, fmt.Errorf("results: decode record: no job id")
 	}
 	return r, nil
+}
+
+// decodeArray reads an array of elements decoded by elem; nil when the
+// array is empty or nil. Its length is bounded by the bytes present
+// (mpack.ReadMap checked them), so a forged length allocates nothing past
+// the record's size.
+func decodeArray[T any](d *msgpack.Decoder, elem func(*msgpack.Decoder) (T, error)) ([]T, error) {
+	n, err := d.DecodeArrayLen()
+	if err != nil || n <= 0 {
+		return nil, err
+	}
+	out := make([]T, n)
+	for i := range out {
+		if out[i], err = elem(d); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
