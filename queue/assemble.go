@@ -68,21 +68,9 @@ func parseSharedLua(files []string, read func(string) string) ([]luaDef, error) 
 				delete(declared, name)
 			}
 			if name != "" {
-				// A function runs to the first line "end" at column 0; every
-				// line before it is indented or blank.
-				for {
-					i++
-					if i == len(lines) {
-						return nil, fmt.Errorf("%s: function %s has no closing end at column 0", at, name)
-					}
-					l := lines[i]
-					body = append(body, l)
-					if l == "end" {
-						break
-					}
-					if l != "" && l[0] != ' ' && l[0] != '\t' {
-						return nil, fmt.Errorf("%s:%d: unindented line inside function %s: %q", file, i+1, name, l)
-					}
+				var err error
+				if body, i, err = luaFunctionBody(file, lines, i, name); err != nil {
+					return nil, err
 				}
 			} else if m := luaLocalRE.FindStringSubmatch(line); m != nil {
 				name = m[1]
@@ -109,8 +97,35 @@ func parseSharedLua(files []string, read func(string) string) ([]luaDef, error) 
 	for name, at := range declared {
 		return nil, fmt.Errorf("%s: forward declaration local %s is never assigned", at, name)
 	}
-	// Each definition may name only what is defined before it: a Lua local
-	// is in scope only after its declaration.
+	if err := linkLuaUses(defs, defined); err != nil {
+		return nil, err
+	}
+	return defs, nil
+}
+
+// luaFunctionBody returns the lines of the function whose first line is
+// lines[at] (that line included) and the index of its last line: a function
+// runs to the first line "end" at column 0, and every line before it is
+// indented or blank.
+func luaFunctionBody(file string, lines []string, at int, name string) ([]string, int, error) {
+	body := []string{lines[at]}
+	for i := at + 1; i < len(lines); i++ {
+		l := lines[i]
+		body = append(body, l)
+		if l == "end" {
+			return body, i, nil
+		}
+		if l != "" && l[0] != ' ' && l[0] != '\t' {
+			return nil, 0, fmt.Errorf("%s:%d: unindented line inside function %s: %q", file, i+1, name, l)
+		}
+	}
+	return nil, 0, fmt.Errorf("%s:%d: function %s has no closing end at column 0", file, at+1, name)
+}
+
+// linkLuaUses fills each definition's uses with the shared names its text
+// names. Each definition may name only what is defined before it: a Lua
+// local is in scope only after its declaration.
+func linkLuaUses(defs []luaDef, defined map[string]bool) error {
 	seen := map[string]bool{}
 	for k := range defs {
 		d := &defs[k]
@@ -119,13 +134,13 @@ func parseSharedLua(files []string, read func(string) string) ([]luaDef, error) 
 				continue
 			}
 			if !seen[id] {
-				return nil, fmt.Errorf("%s: %s names %s, which is defined only after it", d.at, d.name, id)
+				return fmt.Errorf("%s: %s names %s, which is defined only after it", d.at, d.name, id)
 			}
 			d.uses = append(d.uses, id)
 		}
 		seen[d.name] = true
 	}
-	return defs, nil
+	return nil
 }
 
 // luaLongBracket reports whether s opens a Lua long bracket: [[ or [=...[.
