@@ -36,4 +36,6 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
+// The core is this checkout's: a program that uses this module requires the
+// core itself, at the same commit (README, "Add-ons").
 replace github.com/bananas-go/bananas => ../
