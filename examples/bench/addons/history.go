@@ -22,7 +22,7 @@ import (
 )
 
 var (
-	historyMode = flag.Bool("history", false, "instead of the scenarios, with HISTORY_URL set: the drain with the task history on against off, the history's lag at -history-rate jobs/s, and searches over -history-rows rows")
+	historyMode = flag.Bool("history", false, "with HISTORY_URL set: the drain with the task history on against off, the history's lag at -history-rate jobs/s, and searches over -history-rows rows")
 	historyRate = flag.Int("history-rate", 5000, "with -history: jobs per second of the lag scenario")
 	historyRows = flag.Int("history-rows", 1000000, "with -history: rows the searches run over")
 )
