@@ -7,18 +7,27 @@ GO ?= go
 # harnesses built and vetted (they are run only by make bench-compare), and
 # every test with the race detector against real redis-server processes the
 # tests start.
+# The add-ons are modules of their own, so that the core module (the
+# repository root) requires neither OpenTelemetry nor a PostgreSQL driver:
+# otelbananas, history/postgres (with internal/pgtest, the PostgreSQL servers
+# of its tests, and internal/e2e, the runtime's tests with that store), and
+# the examples that use them. Each reaches this module, and the others,
+# through a replace; ./... at the root skips them, so each is vetted, linted
+# and tested here in turn, as fully as the core.
+ADDONS := otelbananas history/postgres examples/tracing examples/bench/addons
 # The peer harnesses under bench/peers are modules of their own, so that asynq
-# and River stay out of the library's go.mod; ./... at the root skips them. They
-# drive their scenarios with internal/benchkit, as examples/bench does, through
-# a replace of this module.
+# and River stay out of the library's go.mod. They drive their scenarios with
+# internal/benchkit, as examples/bench does, through a replace of this module.
 PEERS := bench/peers/asynq bench/peers/river
 test: lint
 	@./scripts/test-deps.sh
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	@for m in $(ADDONS); do echo "$$m: go vet"; (cd $$m && $(GO) vet ./...) || exit 1; done
 	@for p in $(PEERS); do echo "$$p: go build, go vet"; (cd $$p && $(GO) build -o /dev/null ./... && $(GO) vet ./...) || exit 1; done
 	$(GO) test -race -count=1 -timeout 15m ./...
+	@for m in $(ADDONS); do echo "$$m: go test -race"; (cd $$m && $(GO) test -race -count=1 -timeout 15m ./...) || exit 1; done
 
 # staticcheck at a pinned version, fetched into the module cache on first use
 # (it is not a dependency of the module). A finding that is a test's intent
@@ -26,7 +35,7 @@ test: lint
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	$(GO) run $(STATICCHECK) ./...
-	@for p in $(PEERS); do echo "$$p: staticcheck"; (cd $$p && $(GO) run $(STATICCHECK) ./...) || exit 1; done
+	@for p in $(ADDONS) $(PEERS); do echo "$$p: staticcheck"; (cd $$p && $(GO) run $(STATICCHECK) ./...) || exit 1; done
 
 # The network-fault load test: workers and a producer reach a real
 # redis-server through a proxy that cuts their connections, holds them silent
@@ -62,9 +71,10 @@ demo:
 # against the unkeyed one, a rate held under competing workers, a late key
 # behind a backlog (docs/FLOW-CONTROL.md). Workflows (-workflow): the added
 # latency per step of a chain, a 1,000-way gather against the same jobs
-# enqueued plainly, Redis bytes per stored step. Where PostgreSQL is installed, the task history
-# (bench-history: the drain with it on against off, its lag, its searches
-# over 1M rows).
+# enqueued plainly, Redis bytes per stored step. Tracing (examples/bench/addons
+# -tracing): a drain with otelbananas against without. Where PostgreSQL is
+# installed, the task history (bench-history: the drain with it on against
+# off, its lag, its searches over 1M rows).
 BENCH_ADMIN_FLAGS ?=
 # BENCH_IDLE: the counts of extra workers the idle-worker scenario runs with.
 BENCH_IDLE ?= 0,100
@@ -73,7 +83,7 @@ bench:
 	$(GO) run ./examples/bench -admin $(BENCH_ADMIN_FLAGS)
 	$(GO) run ./examples/bench -flow
 	$(GO) run ./examples/bench -workflow
-	$(GO) run ./examples/bench -tracing -runs 9
+	$(GO) -C examples/bench/addons run . -tracing -runs 9
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \
 	else echo "# idle workers skipped: -idle needs REDIS_URL (each worker has its own client)"; fi
 	@case "$$REDIS_URL" in *+cluster://*) $(GO) run ./examples/bench -shards 12 -n 20000;; \

@@ -227,10 +227,9 @@ func TestHistory_JobFallsBackToTheHistoryOnceRedisLetsItGo(t *testing.T) {
 
 func TestMain_HistoryURLWithoutTheStoreImportedIsAUsageErrorNamingTheImport(t *testing.T) {
 	t.Parallel()
-	// This test binary imports history/postgres (history_pg_test.go), so
-	// postgres:// is registered here: a scheme no package registers stands
-	// for a program that does not import the store.
-	env := map[string]string{"REDIS_URL": "mem://", "HISTORY_URL": "mysql://app@127.0.0.1:3306/app"}
+	// The core module has no PostgreSQL store (history/postgres is a module
+	// of its own), so this test binary is a program that does not import it.
+	env := map[string]string{"REDIS_URL": "mem://", "HISTORY_URL": "postgres://app@127.0.0.1:5432/app"}
 	var out, errOut strings.Builder
 	code := runtime.RunCommand(ctxT(t), []string{"queues"}, func(k string) string { return env[k] }, &out, &errOut)
 	if code != runtime.ExitUsage || !strings.Contains(errOut.String(), "github.com/bananas-go/bananas/history/postgres") {

@@ -3,7 +3,8 @@
 # Starts a throwaway PostgreSQL (initdb in a temporary directory, as the
 # postgres user when run as root: PostgreSQL refuses root) and, unless
 # REDIS_URL is set, a throwaway redis-server, on free ports; runs
-# `go run ./examples/bench -history` against them; stops both.
+# the -history scenarios of examples/bench/addons (a module of its own, as
+# history/postgres is) against them; stops both.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/throwaway.sh
@@ -14,5 +15,4 @@ if [ -z "${REDIS_URL:-}" ]; then
   start_redis "$rport" "$dir/redis" --appendonly no
   export REDIS_URL="redis://127.0.0.1:$rport/0"
 fi
-cd "$root"
-HISTORY_URL="$pgdsn" go run ./examples/bench -history "$@"
+HISTORY_URL="$pgdsn" go -C "$root/examples/bench/addons" run . -history "$@"

@@ -8,6 +8,8 @@
 //
 // Result lines go to stdout as `bananas <metric>=<value>`; progress, prefixed
 // with #, to stderr. It works in a fresh namespace and deletes it at the end.
+// What it measures of the add-ons (tracing, the task history) is in
+// examples/bench/addons, a module of its own.
 package main
 
 import (
@@ -75,10 +77,6 @@ func main() {
 		replicated(ctx, url, ns)
 		return
 	}
-	if *historyMode {
-		historyBench(ctx, url, ns)
-		return
-	}
 	c, err := runtime.Connect(ctx, url, runtime.WithNamespace(ns))
 	if err != nil {
 		log.Fatal(err)
@@ -99,8 +97,6 @@ func main() {
 		flowBench(ctx, c)
 	case *wfMode:
 		workflowBench(ctx, c, url, ns)
-	case *tracingMode:
-		tracingBench(ctx, c, url, ns)
 	default:
 		scenarios(ctx, c)
 	}

@@ -3,7 +3,10 @@
 // Redis: the spans otelbananas makes, printed as a tree by an in-memory
 // exporter.
 //
-//	go run ./examples/tracing
+//	go -C examples/tracing run .
+//
+// It is a module of its own, as otelbananas is, so that the core module
+// requires no OpenTelemetry.
 package main
 
 import (

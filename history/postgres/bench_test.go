@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/history"
-	"github.com/bananas-go/bananas/internal/pgtest"
+	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -17,7 +17,7 @@ import (
 // a multi-row INSERT (14 parameters a row), and COPY into a temporary table
 // then INSERT ... SELECT. Run with:
 //
-//	go test -run '^$' -bench Write1000 -benchtime 200x ./history/postgres
+//	go -C history/postgres test . -run '^$' -bench Write1000 -benchtime 200x
 func BenchmarkWrite1000(b *testing.B) {
 	for _, m := range []struct {
 		name  string

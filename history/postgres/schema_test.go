@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/history"
-	"github.com/bananas-go/bananas/internal/pgtest"
+	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 

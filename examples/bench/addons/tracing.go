@@ -21,7 +21,7 @@ import (
 	"github.com/bananas-go/bananas/runtime"
 )
 
-var tracingMode = flag.Bool("tracing", false, "instead of the scenarios: the drain of -n jobs at -concurrency with otelbananas (every span recorded by the SDK and dropped by a no-op exporter; with 1% of traces sampled) and with a bare SDK span, against without, -runs rounds in rotating order")
+var tracingMode = flag.Bool("tracing", false, "the drain of -n jobs at -concurrency with otelbananas (every span recorded by the SDK and dropped by a no-op exporter; with 1% of traces sampled) and with a bare SDK span, against without, -runs rounds in rotating order")
 
 // discard is a span exporter that drops what it is given: the SDK's whole
 // cost (sampling, recording, batching) is paid, no exporter's.

@@ -1,4 +1,4 @@
-package runtime_test
+package e2e_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/bananas-go/bananas/history"
 	_ "github.com/bananas-go/bananas/history/postgres" // registers postgres:// for history.Open
-	"github.com/bananas-go/bananas/internal/pgtest"
+	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/admin"
