@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bananas-go/bananas/history"
 	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
 
+	"github.com/bananas-go/bananas/history"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
 )
 
@@ -215,7 +217,7 @@ func SetDefault(c *Client) { defaultClient.Store(c) }
 func Default() *Client { return defaultClient.Load() }
 
 // Job returns a snapshot of job id, or an error matching ErrJobNotFound.
-func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
+func (c *Client) Job(ctx context.Context, id string) (*admin.Job, error) {
 	s, err := c.q.Lookup(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return c.jobFromHistory(ctx, id)
@@ -223,7 +225,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bananas: %w", err)
 	}
-	info := &JobInfo{
+	info := &admin.Job{
 		ID: s.ID, Name: s.Name, Route: queue.ShardBase(s.Route), Priority: Priority(s.Priority), Status: Status(s.Status),
 		Description: s.Envelope.Description, Attempts: attempts(s.Attempts, s.Status == queue.StatusProcessing), MaxRetries: s.MaxRetries, Error: s.Error,
 		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
@@ -259,13 +261,13 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		}
 	}
 	if p := s.Progress; p != nil && info.Status == StatusProcessing {
-		info.Progress = &JobProgress{Percent: p.Percent, Note: p.Note, At: p.At}
+		info.Progress = &admin.Progress{Percent: p.Percent, Note: p.Note, At: p.At}
 	}
 	info.Args = declaredArgsJSON(info.Name, info.ArgsMsgpack)
 	return info, nil
 }
 
-// attempts is JobInfo.Attempts of a job stored with failed runs counted
+// attempts is admin.Job.Attempts of a job stored with failed runs counted
 // (the queue's count: failures and lost leases), running or not.
 func attempts(failed int, running bool) int {
 	if running {

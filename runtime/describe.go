@@ -24,10 +24,6 @@ import (
 // CLI, GET /api/v1/tasks).
 type Field = admin.Field
 
-// TaskInfo describes a task: its wire name, its defaults and its arguments
-// (see admin.Task).
-type TaskInfo = admin.Task
-
 // Describe attaches what generated code knows at compile time: the type and
 // fields of the arguments, the result type, and a strict JSON decoder of the
 // arguments (used by the CLI and the HTTP API). It returns t.
@@ -45,12 +41,12 @@ func (t *Task[A, R]) Var(name string) *Task[A, R] {
 }
 
 // Info describes the task with its defaults applied.
-func (t *Task[A, R]) Info() TaskInfo {
+func (t *Task[A, R]) Info() admin.Task {
 	cfg := jobConfig{route: "default", priority: PriorityNormal, maxRetries: DefaultMaxRetries}
 	for _, o := range t.defaults {
 		o(&cfg)
 	}
-	return TaskInfo{
+	return admin.Task{
 		Name: t.name, Route: cfg.route, Priority: cfg.priority, Retries: cfg.maxRetries,
 		Timeout: cfg.timeout, Unique: cfg.uniqueTTL, ResultTTL: cfg.resultTTL, Backoff: cfg.backoff,
 		ArgsType: t.argsType, Args: t.fields, Result: t.result,

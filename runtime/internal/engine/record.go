@@ -80,7 +80,7 @@ func canceledAtShutdown(d *queue.Dispatch, now time.Time) []byte {
 }
 
 // CanceledRecord is the encoded record of a job canceled before it ran
-// (runtime.Inspector.Cancel).
+// (admin.Inspector.Cancel).
 func CanceledRecord(id, name string, priority queue.Priority, created time.Time, maxRetries, attempts int, e queue.Envelope, failedAt []time.Time, earlier []queue.EarlierLife, now time.Time) ([]byte, error) {
 	rec := jobRecord(id, name, priority, created, maxRetries, e)
 	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt, rec.FailedAt = "canceled", true, attempts, now.UnixMilli(), failedAtMS(failedAt)
