@@ -16,6 +16,7 @@ import (
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/dial"
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
 )
 
@@ -40,7 +41,7 @@ type Client struct {
 	waiter     *results.Waiter
 	maxPayload int
 	maxRetries int
-	embedded   *embeddedServer
+	embedded   *dial.Embedded
 	stopClock  context.CancelFunc // ends the refresh of Redis's clock (queue.ClockSync)
 
 	unservedAfter time.Duration // how long Await waits before it checks that a live worker takes the job's route
@@ -151,15 +152,15 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	if cfg.maxRetries < 0 {
 		return nil, fmt.Errorf("bananas: DefaultRetries must be >= 0, got %d", cfg.maxRetries)
 	}
-	rdb, emb, err := dial(url)
+	rdb, emb, err := dial.Open(url)
 	if err != nil {
 		return nil, err
 	}
-	followTopology(rdb)
+	dial.FollowTopology(rdb)
 	q, err := queue.New(rdb, cfg.namespace)
 	if err != nil {
 		_ = rdb.Close()
-		emb.close()
+		emb.Close()
 		return nil, fmt.Errorf("bananas: %w", err)
 	}
 	if cfg.localClock != nil {
@@ -167,18 +168,18 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	}
 	if err := q.WaitForReplicas(cfg.replicas, cfg.replicaTO); err != nil {
 		_ = rdb.Close()
-		emb.close()
+		emb.Close()
 		return nil, fmt.Errorf("bananas: WaitForReplicas: %w", err)
 	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()
-		emb.close()
-		return nil, fmt.Errorf("bananas: connect %s: %w", redactURL(url), err)
+		emb.Close()
+		return nil, fmt.Errorf("bananas: connect %s: %w", dial.Redact(url), err)
 	}
 	if err := q.SyncClock(ctx); err != nil {
 		_ = rdb.Close()
-		emb.close()
-		return nil, fmt.Errorf("bananas: connect %s: %w", redactURL(url), err)
+		emb.Close()
+		return nil, fmt.Errorf("bananas: connect %s: %w", dial.Redact(url), err)
 	}
 	// Read on first use when this fails (see queue.ShardCount).
 	_ = q.LoadShards(ctx)
@@ -198,7 +199,7 @@ func (c *Client) Close() error {
 	c.stopClock()
 	c.q.WaitBackground() // an enqueue's note of its route, in flight: not cut off by the close
 	err := errors.Join(c.listener.Close(), c.rdb.Close())
-	c.embedded.close()
+	c.embedded.Close()
 	return err
 }
 
@@ -276,13 +277,17 @@ func attempts(failed int, running bool) int {
 	return failed
 }
 
+// redisAddr is the address of c's Redis as an operator reads it (see
+// dial.Addr).
+func (c *Client) redisAddr() string { return dial.Addr(c.rdb, c.embedded) }
+
 // EmbeddedURL returns the redis:// address of the embedded server behind a
 // mem:// client, so other processes can share it, or "" for other clients.
 func (c *Client) EmbeddedURL() string {
 	if c.embedded == nil {
 		return ""
 	}
-	return "redis://" + c.embedded.addr()
+	return "redis://" + c.embedded.Addr()
 }
 
 // fromMS converts unix milliseconds, with 0 for the zero time.
