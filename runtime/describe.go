@@ -104,3 +104,33 @@ func DecodeStrictJSON(data []byte, v any) error {
 // MaxJSONDepth caps how deeply objects and arrays may nest in JSON args: as
 // deep as the msgpack that carries args to the worker may nest.
 const MaxJSONDepth = strictjson.MaxDepth
+
+// jobJSON decodes data with the task's strict decoder and builds the job
+// Enqueue would send, without sending it.
+func (t *Task[A, R]) jobJSON(data []byte, opts []Option, shards map[string]string) (admin.BatchJob, error) {
+	args, err := t.decodeArgsJSON(data)
+	if err != nil {
+		return admin.BatchJob{}, err
+	}
+	c, cfg, now, runAt, err := t.prepare(opts, 1)
+	if err != nil {
+		return admin.BatchJob{}, err
+	}
+	cfg.shard = batchShards(shards).of(c, cfg.route)
+	job, err := t.newJob(c, cfg, args, now, runAt)
+	if err != nil {
+		return admin.BatchJob{}, err
+	}
+	return admin.BatchJob{Route: cfg.route, Shard: c.shardOf(cfg, &job), Priority: cfg.priority, Name: t.name, UniqueTTL: cfg.uniqueTTL, Job: job}, nil
+}
+
+// batchShards is the shard each route's jobs without a key go to in one
+// batch (jobConfig.shard), picked at the route's first job.
+type batchShards map[string]string
+
+func (s batchShards) of(c *Client, route string) string {
+	if s[route] == "" {
+		s[route] = c.q.ShardOf(context.Background(), route, "")
+	}
+	return s[route]
+}

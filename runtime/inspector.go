@@ -189,7 +189,7 @@ func (in *inspector) BatchJob(s admin.Submission, headers, shards map[string]str
 	if h == nil {
 		return admin.BatchJob{}, in.unknownTask(s.Name)
 	}
-	j, err := h.jobJSON(in.c, s.Args, opts, batchShards(shards))
+	j, err := h.jobJSON(in.c, s.Args, opts, shards)
 	switch {
 	case err == nil:
 		return j, nil
@@ -351,56 +351,3 @@ func (in *inspector) WorkflowGrace() time.Duration { return in.c.workflowRunner(
 func (in *inspector) StepReplayed(ctx context.Context, workflow string, k int, id string) error {
 	return in.c.workflowRunner().Replayed(ctx, workflow, k, id)
 }
-
-// jobJSON decodes data with the task's strict decoder and builds the job
-// Enqueue would send, without sending it.
-func (t *Task[A, R]) jobJSON(data []byte, opts []Option, shards batchShards) (admin.BatchJob, error) {
-	args, err := t.decodeArgsJSON(data)
-	if err != nil {
-		return admin.BatchJob{}, err
-	}
-	c, cfg, now, runAt, err := t.prepare(opts, 1)
-	if err != nil {
-		return admin.BatchJob{}, err
-	}
-	cfg.shard = shards.of(c, cfg.route)
-	job, err := t.newJob(c, cfg, args, now, runAt)
-	if err != nil {
-		return admin.BatchJob{}, err
-	}
-	return admin.BatchJob{Route: cfg.route, Shard: c.shardOf(cfg, &job), Priority: cfg.priority, Name: t.name, UniqueTTL: cfg.uniqueTTL, Job: job}, nil
-}
-
-// batchShards is the shard each route's jobs without a key go to in one
-// batch (jobConfig.shard), picked at the route's first job.
-type batchShards map[string]string
-
-func (s batchShards) of(c *Client, route string) string {
-	if s[route] == "" {
-		s[route] = c.q.ShardOf(context.Background(), route, "")
-	}
-	return s[route]
-}
-
-// Errors of the admin layer, matched with errors.Is (see package admin).
-var (
-	// ErrUnknownTask: no task of that name is registered in this program.
-	ErrUnknownTask = admin.ErrUnknownTask
-	// ErrBadArgs: JSON args that the task's decoder refuses.
-	ErrBadArgs = admin.ErrBadArgs
-	// ErrBadQuery: a listing or action parameter that is not valid.
-	ErrBadQuery = admin.ErrBadQuery
-	// ErrPayloadTooLarge: args or a result over the payload limit (MaxPayload).
-	ErrPayloadTooLarge = admin.ErrPayloadTooLarge
-	// ErrWrongState: the job is not in a state the action applies to (a
-	// delete of a running job); the message names its state.
-	ErrWrongState = admin.ErrWrongState
-	// ErrUnknownRoute: a route that no job, registered task or live worker
-	// has (Pause, Resume); the message lists the known ones.
-	ErrUnknownRoute = admin.ErrUnknownRoute
-	// ErrUnknownCron: no cron entry of that name is registered in this program.
-	ErrUnknownCron = admin.ErrUnknownCron
-	// ErrNoHistory matches the refusal of a history call in a program that
-	// keeps no task history (no HISTORY_URL, no WithHistory).
-	ErrNoHistory = admin.ErrNoHistory
-)
