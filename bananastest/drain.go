@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // Report is what a Drain ran: every end of a run a worker recorded, in
@@ -183,7 +184,7 @@ func (h *Harness) leftToRun(ctx context.Context, routes []string, ids map[string
 func (h *Harness) dueScheduled(ctx context.Context, route string, ids map[string]bool) (int, error) {
 	now := time.Now()
 	due := 0
-	q := runtime.JobQuery{Route: route, State: runtime.StatusScheduled, Limit: 500}
+	q := admin.JobQuery{Route: route, State: runtime.StatusScheduled, Limit: 500}
 	for {
 		page, err := h.Inspector.Jobs(ctx, q)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // TB is the part of testing.TB the assertions use; *testing.T and
@@ -32,7 +33,7 @@ type Harness struct {
 	// Start, for tests that Await or Call.
 	Worker *runtime.Worker
 	// Inspector is the admin layer of Client with the registered tasks.
-	Inspector *runtime.Inspector
+	Inspector *admin.Inspector
 
 	register []func(*runtime.Worker)
 	opts     Options

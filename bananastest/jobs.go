@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // Job is a job of a task whose args are A, as a listing found it.
@@ -25,7 +26,7 @@ type Job[A any] struct {
 	// ScheduledAt is when a scheduled job becomes ready.
 	ScheduledAt time.Time
 	// Info is the whole snapshot (runtime.Client.Job), args as JSON included.
-	Info *runtime.JobInfo
+	Info *admin.Job
 }
 
 // Enqueued returns the jobs of task waiting to run on c — pending in the
@@ -65,7 +66,7 @@ func list[A, R any](c *runtime.Client, task *runtime.Task[A, R], states ...runti
 	})
 	var out []Job[A]
 	for _, state := range states {
-		q := runtime.JobQuery{State: state, Task: task.Name(), Limit: 500}
+		q := admin.JobQuery{State: state, Task: task.Name(), Limit: 500}
 		for {
 			page, err := in.Jobs(ctx, q)
 			if err != nil {
@@ -91,7 +92,7 @@ func list[A, R any](c *runtime.Client, task *runtime.Task[A, R], states ...runti
 
 // read reads job id and decodes its args as the JSON of A, the form the
 // Inspector renders them in.
-func read[A any](ctx context.Context, in *runtime.Inspector, id string) (Job[A], error) {
+func read[A any](ctx context.Context, in *admin.Inspector, id string) (Job[A], error) {
 	info, err := in.Job(ctx, id)
 	if err != nil {
 		return Job[A]{}, err

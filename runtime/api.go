@@ -5,7 +5,9 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/api"
+	"github.com/bananas-go/bananas/runtime/internal/dashboard"
 )
 
 // APIOptions configure the HTTP API.
@@ -31,20 +33,22 @@ type APIOptions struct {
 // origin sent (Sec-Fetch-Site, Origin) is refused with 403, and an API body
 // must be application/json (415). The JSON shapes are the CLI's
 // --json shapes. Mount it on a server of your own, or let runtime.Main serve
-// it on API_PORT.
+// it on API_PORT. in is one this package made (NewInspector,
+// Worker.Inspector).
 //
 // The client's enqueue hooks run around the submissions it makes, with the
 // request's context, in which RequestHeader finds the request's headers.
-func APIHandler(in *Inspector, o APIOptions) http.Handler {
+func APIHandler(in *admin.Inspector, o APIOptions) http.Handler {
+	c := inspectedClient(in)
 	h := api.New(in, api.Config{
 		Token: o.Token, ReadOnly: o.ReadOnly, Logger: o.Logger, MetricsNeedToken: o.MetricsNeedToken,
-		MaxBody: int64(in.c.maxPayload) + 64<<10, // the args, and room for the rest of the submission
-		Metrics: in.c.MetricsHandler(),
-		Extra:   dashboardRoutes(in, o),
-		Redis:   in.c.redisAddr(),
+		MaxBody: int64(c.maxPayload) + 64<<10, // the args, and room for the rest of the submission
+		Metrics: c.MetricsHandler(),
+		Extra:   dashboardRoutes(in, o, c.redisAddr()),
+		Redis:   c.redisAddr(),
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && in.c.hookRun.Load() != nil {
+		if r.Method == http.MethodPost && c.hookRun.Load() != nil {
 			header := r.Header.Clone() // the caller's credentials are no hook's business
 			header.Del("Authorization")
 			header.Del("Cookie")
@@ -64,4 +68,16 @@ type requestHeaderKey struct{}
 func RequestHeader(ctx context.Context) http.Header {
 	h, _ := ctx.Value(requestHeaderKey{}).(http.Header)
 	return h
+}
+
+// dashboardRoutes is the dashboard of in (GET / and its pages), as mux
+// patterns to mount beside the API: every process that serves the API serves
+// the dashboard, with the same token and read-only mode.
+func dashboardRoutes(in *admin.Inspector, o APIOptions, redis string) map[string]http.Handler {
+	d := dashboard.New(in, dashboard.Config{Token: o.Token, ReadOnly: o.ReadOnly, Logger: o.Logger, Redis: redis})
+	out := map[string]http.Handler{}
+	for _, p := range d.Patterns() {
+		out[p] = d
+	}
+	return out
 }

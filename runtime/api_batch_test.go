@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -18,7 +19,7 @@ func batchBody(subs ...string) string {
 }
 
 // storedJobs counts the jobs stored on every route, pending or scheduled.
-func storedJobs(t *testing.T, in *runtime.Inspector) int64 {
+func storedJobs(t *testing.T, in *admin.Inspector) int64 {
 	t.Helper()
 	routes, err := in.Routes(ctxT(t))
 	if err != nil {
@@ -128,7 +129,7 @@ func TestAPI_BatchWithBadJobsListsEveryOneAndEnqueuesNothing(t *testing.T) {
 		if n := storedJobs(t, in); n != 0 {
 			t.Errorf("%d jobs stored after a refused batch; want none", n)
 		}
-		page, err := in.Jobs(ctxT(t), runtime.JobQuery{})
+		page, err := in.Jobs(ctxT(t), admin.JobQuery{})
 		if err != nil || len(page.Jobs) != 0 {
 			t.Errorf("jobs listed after a refused batch: %v %v; want none", page.Jobs, err)
 		}

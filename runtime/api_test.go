@@ -16,6 +16,7 @@ import (
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -26,7 +27,7 @@ type apiClient struct {
 	token string
 }
 
-func serveAPI(t *testing.T, in *runtime.Inspector, o runtime.APIOptions) *apiClient {
+func serveAPI(t *testing.T, in *admin.Inspector, o runtime.APIOptions) *apiClient {
 	t.Helper()
 	srv := httptest.NewServer(runtime.APIHandler(in, o))
 	t.Cleanup(srv.Close)

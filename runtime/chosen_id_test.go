@@ -10,6 +10,7 @@ import (
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // A chosen id of the shape Bananas generates (a ULID, a dot, a route) is
@@ -76,7 +77,7 @@ func TestWithID_AllowedIDsAreFoundWhilePendingAndWhileRunning(t *testing.T) {
 
 // chosenIDFoundWhilePending enqueues a job with the chosen id, finds it
 // pending, and deletes or cancels it (act) by that id.
-func chosenIDFoundWhilePending(ctx context.Context, t *testing.T, c *runtime.Client, in *runtime.Inspector, task *runtime.Task[string, string], act, id string) {
+func chosenIDFoundWhilePending(ctx context.Context, t *testing.T, c *runtime.Client, in *admin.Inspector, task *runtime.Task[string, string], act, id string) {
 	t.Helper()
 	if got, err := task.Enqueue(ctx, id, runtime.WithID(id)); err != nil || got != id {
 		t.Fatalf("Enqueue WithID(%q) = %q, %v", id, got, err)
@@ -105,7 +106,7 @@ func chosenIDFoundWhilePending(ctx context.Context, t *testing.T, c *runtime.Cli
 // chosenIDsFoundWhileRunning runs a job for each chosen id, finds it
 // processing, and checks that Delete says it runs, that Cancel stops the
 // first, and that Await gets each other's result.
-func chosenIDsFoundWhileRunning(ctx context.Context, t *testing.T, c *runtime.Client, in *runtime.Inspector, task *runtime.Task[string, string], ids []string) {
+func chosenIDsFoundWhileRunning(ctx context.Context, t *testing.T, c *runtime.Client, in *admin.Inspector, task *runtime.Task[string, string], ids []string) {
 	t.Helper()
 	started := make(chan string, 3)
 	release := make(chan struct{})

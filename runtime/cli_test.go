@@ -16,6 +16,7 @@ import (
 	"github.com/bananas-go/bananas/examples/quickstart/tasks"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -209,7 +210,7 @@ func TestCLI_WorkersCronAndHelp(t *testing.T) {
 	t.Parallel()
 	a := newApp(t).with("WORKER_MODE", "thin", "WORKER_ROUTING_KEYS", "images,default")
 	a.background("worker")
-	var ws []runtime.WorkerState
+	var ws []admin.Worker
 	waitFor(t, 10*time.Second, "the worker's heartbeat", func() bool {
 		_ = json.Unmarshal([]byte(a.ok("workers", "--json")), &ws)
 		return len(ws) == 1
@@ -365,7 +366,7 @@ func TestCLI_WorkersShowsASchedulerAsOne(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)
 	a.background("scheduler")
-	var ws []runtime.WorkerState
+	var ws []admin.Worker
 	waitFor(t, 10*time.Second, "the scheduler's heartbeat", func() bool {
 		return json.Unmarshal([]byte(a.ok("workers", "--json")), &ws) == nil && len(ws) == 1
 	})

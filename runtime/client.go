@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bananas-go/bananas/history"
 	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
 
+	"github.com/bananas-go/bananas/history"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/dial"
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
 )
 
@@ -38,7 +41,7 @@ type Client struct {
 	waiter     *results.Waiter
 	maxPayload int
 	maxRetries int
-	embedded   *embeddedServer
+	embedded   *dial.Embedded
 	stopClock  context.CancelFunc // ends the refresh of Redis's clock (queue.ClockSync)
 
 	unservedAfter time.Duration // how long Await waits before it checks that a live worker takes the job's route
@@ -149,15 +152,15 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	if cfg.maxRetries < 0 {
 		return nil, fmt.Errorf("bananas: DefaultRetries must be >= 0, got %d", cfg.maxRetries)
 	}
-	rdb, emb, err := dial(url)
+	rdb, emb, err := dial.Open(url)
 	if err != nil {
 		return nil, err
 	}
-	followTopology(rdb)
+	dial.FollowTopology(rdb)
 	q, err := queue.New(rdb, cfg.namespace)
 	if err != nil {
 		_ = rdb.Close()
-		emb.close()
+		emb.Close()
 		return nil, fmt.Errorf("bananas: %w", err)
 	}
 	if cfg.localClock != nil {
@@ -165,18 +168,18 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	}
 	if err := q.WaitForReplicas(cfg.replicas, cfg.replicaTO); err != nil {
 		_ = rdb.Close()
-		emb.close()
+		emb.Close()
 		return nil, fmt.Errorf("bananas: WaitForReplicas: %w", err)
 	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()
-		emb.close()
-		return nil, fmt.Errorf("bananas: connect %s: %w", redactURL(url), err)
+		emb.Close()
+		return nil, fmt.Errorf("bananas: connect %s: %w", dial.Redact(url), err)
 	}
 	if err := q.SyncClock(ctx); err != nil {
 		_ = rdb.Close()
-		emb.close()
-		return nil, fmt.Errorf("bananas: connect %s: %w", redactURL(url), err)
+		emb.Close()
+		return nil, fmt.Errorf("bananas: connect %s: %w", dial.Redact(url), err)
 	}
 	// Read on first use when this fails (see queue.ShardCount).
 	_ = q.LoadShards(ctx)
@@ -196,7 +199,7 @@ func (c *Client) Close() error {
 	c.stopClock()
 	c.q.WaitBackground() // an enqueue's note of its route, in flight: not cut off by the close
 	err := errors.Join(c.listener.Close(), c.rdb.Close())
-	c.embedded.close()
+	c.embedded.Close()
 	return err
 }
 
@@ -215,7 +218,7 @@ func SetDefault(c *Client) { defaultClient.Store(c) }
 func Default() *Client { return defaultClient.Load() }
 
 // Job returns a snapshot of job id, or an error matching ErrJobNotFound.
-func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
+func (c *Client) Job(ctx context.Context, id string) (*admin.Job, error) {
 	s, err := c.q.Lookup(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return c.jobFromHistory(ctx, id)
@@ -223,7 +226,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bananas: %w", err)
 	}
-	info := &JobInfo{
+	info := &admin.Job{
 		ID: s.ID, Name: s.Name, Route: queue.ShardBase(s.Route), Priority: Priority(s.Priority), Status: Status(s.Status),
 		Description: s.Envelope.Description, Attempts: attempts(s.Attempts, s.Status == queue.StatusProcessing), MaxRetries: s.MaxRetries, Error: s.Error,
 		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
@@ -259,13 +262,13 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		}
 	}
 	if p := s.Progress; p != nil && info.Status == StatusProcessing {
-		info.Progress = &JobProgress{Percent: p.Percent, Note: p.Note, At: p.At}
+		info.Progress = &admin.Progress{Percent: p.Percent, Note: p.Note, At: p.At}
 	}
 	info.Args = declaredArgsJSON(info.Name, info.ArgsMsgpack)
 	return info, nil
 }
 
-// attempts is JobInfo.Attempts of a job stored with failed runs counted
+// attempts is admin.Job.Attempts of a job stored with failed runs counted
 // (the queue's count: failures and lost leases), running or not.
 func attempts(failed int, running bool) int {
 	if running {
@@ -274,13 +277,17 @@ func attempts(failed int, running bool) int {
 	return failed
 }
 
+// redisAddr is the address of c's Redis as an operator reads it (see
+// dial.Addr).
+func (c *Client) redisAddr() string { return dial.Addr(c.rdb, c.embedded) }
+
 // EmbeddedURL returns the redis:// address of the embedded server behind a
 // mem:// client, so other processes can share it, or "" for other clients.
 func (c *Client) EmbeddedURL() string {
 	if c.embedded == nil {
 		return ""
 	}
-	return "redis://" + c.embedded.addr()
+	return "redis://" + c.embedded.Addr()
 }
 
 // fromMS converts unix milliseconds, with 0 for the zero time.

@@ -71,19 +71,16 @@ func (w *Worker) cronRunner() *scheduler.Cron {
 	}
 }
 
-// CronStatus is a cron entry with its state in Redis (see admin.CronEntry).
-type CronStatus = admin.CronEntry
-
 // CronStatus reads the state of every entry registered on w. The last
 // error is the scheduler's, or else the failure of the entry's last job.
-func (w *Worker) CronStatus(ctx context.Context) ([]CronStatus, error) {
-	out := make([]CronStatus, 0, len(w.cron))
+func (w *Worker) CronStatus(ctx context.Context) ([]admin.CronEntry, error) {
+	out := make([]admin.CronEntry, 0, len(w.cron))
 	for _, e := range w.cron {
 		st, err := w.c.q.CronState(ctx, e.Route, e.Name)
 		if err != nil {
 			return nil, err
 		}
-		cs := CronStatus{Name: e.Name, Route: e.Route, Priority: e.Priority, Spec: e.Spec, TZ: e.TZ, LastRun: st.LastRun, NextRun: st.NextRun, RunCount: st.RunCount, LastJob: st.LastJob, LastError: st.LastError}
+		cs := admin.CronEntry{Name: e.Name, Route: e.Route, Priority: e.Priority, Spec: e.Spec, TZ: e.TZ, LastRun: st.LastRun, NextRun: st.NextRun, RunCount: st.RunCount, LastJob: st.LastJob, LastError: st.LastError}
 		if now := w.c.q.Now(); cs.NextRun.IsZero() || cs.NextRun.Before(now) {
 			cs.NextRun, _ = scheduler.NextRun(e.Spec, e.TZ, now)
 		}

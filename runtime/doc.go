@@ -75,7 +75,7 @@
 //
 // # Sharded routes
 //
-// Inspector.SetShards spreads a route over up to 256 shards, each a hash tag
+// admin.Inspector.SetShards spreads a route over up to 256 shards, each a hash tag
 // of its own placed so that the shards fall evenly over a Redis Cluster's
 // masters (queue.ShardNames). Producers spread the route's jobs over them (a
 // keyed job to its flow's shard, a job with a unique key or chosen id to

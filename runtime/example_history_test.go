@@ -8,6 +8,7 @@ import (
 
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // A client made WithHistory keeps every job that ends for good —
@@ -36,7 +37,7 @@ func ExampleInspector_History() {
 	})
 
 	// The failed emails of the last 7 days (the default window), newest first.
-	page, err := runtime.NewInspector(c).History(ctx, runtime.HistoryQuery{Task: "send_email", Status: "failed"})
+	page, err := runtime.NewInspector(c).History(ctx, admin.HistoryQuery{Task: "send_email", Status: "failed"})
 	if err != nil {
 		panic(err)
 	}

@@ -10,6 +10,7 @@ import (
 	crontasks "github.com/bananas-go/bananas/examples/cron/tasks"
 	"github.com/bananas-go/bananas/examples/quickstart/tasks"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // Routes is the overview of a deployment: every route's jobs by place and
@@ -53,7 +54,7 @@ func ExampleInspector_Jobs() {
 		tasks.SendEmail.With(c).Enqueue(ctx, tasks.EmailArgs{To: to}, runtime.Description("newsletter to "+to))
 	}
 
-	q := runtime.JobQuery{Route: "email", State: runtime.StatusPending, Limit: 2}
+	q := admin.JobQuery{Route: "email", State: runtime.StatusPending, Limit: 2}
 	for {
 		page, err := in.Jobs(ctx, q)
 		if err != nil {
@@ -109,7 +110,7 @@ func ExampleInspector_Workers() {
 	defer func() { stop(); <-done }()
 
 	in := runtime.NewInspector(c, tasks.Register)
-	var workers []runtime.WorkerState
+	var workers []admin.Worker
 	deadline := time.Now().Add(10 * time.Second)
 	for len(workers) == 0 && time.Now().Before(deadline) { // the worker's first heartbeat
 		time.Sleep(5 * time.Millisecond)

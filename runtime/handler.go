@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // handler is the non-generic form of a registered task: bytes in, bytes out.
@@ -17,11 +18,11 @@ type handler struct {
 
 	// For the admin layer: the task's description, and a JSON enqueue
 	// through its generated decoder.
-	info        func() TaskInfo
+	info        func() admin.Task
 	limits      func() queue.Limits // the task's, stored by Run on its route
 	enqueueJSON func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error)
 	// For a batch of the API: a job from JSON, checked and encoded, not sent.
-	jobJSON func(c *Client, data []byte, opts []Option, shards batchShards) (batchJob, error)
+	jobJSON func(c *Client, data []byte, opts []Option, shards map[string]string) (admin.BatchJob, error)
 	// For `job ID`: stored args and result as the JSON of their Go types.
 	argsJSON, resultJSON func(msgpack []byte) (json.RawMessage, error)
 	// For the OpenAPI document: the Go types of the args and the result (nil
@@ -47,7 +48,7 @@ func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, 
 		enqueueJSON: func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error) {
 			return t.With(c).EnqueueJSON(ctx, data, opts...)
 		},
-		jobJSON: func(c *Client, data []byte, opts []Option, shards batchShards) (batchJob, error) {
+		jobJSON: func(c *Client, data []byte, opts []Option, shards map[string]string) (admin.BatchJob, error) {
 			return t.With(c).jobJSON(data, opts, shards)
 		},
 		stepJSON: func(c *Client, args []byte, first bool) (*stepNode, error) {

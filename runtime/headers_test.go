@@ -207,7 +207,7 @@ func TestEnqueueHook_SkippingOrRepeatingNextIsAnError(t *testing.T) {
 			if _, err := hdrEcho.With(c).EnqueueMany(ctx, []string{"a", "b"}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("EnqueueMany = %v; want an error saying the hook %s", err, tc.name)
 			}
-			jobs, err := runtime.NewInspector(c).Jobs(ctx, runtime.JobQuery{Route: "default", State: runtime.StatusPending, Limit: 100})
+			jobs, err := runtime.NewInspector(c).Jobs(ctx, admin.JobQuery{Route: "default", State: runtime.StatusPending, Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}

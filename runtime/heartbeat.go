@@ -11,10 +11,6 @@ import (
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 )
 
-// WorkerState is one live worker, as its heartbeat describes it (see
-// admin.Worker).
-type WorkerState = admin.Worker
-
 // heartbeatState is the engine's Config.State: w's heartbeat record, given
 // its runs in flight.
 func (w *Worker) heartbeatState() func(inFlight int) []byte {
@@ -27,7 +23,7 @@ func (w *Worker) heartbeatState() func(inFlight int) []byte {
 }
 
 // state is w as its heartbeat describes it, runs in flight aside.
-func (w *Worker) state() WorkerState {
+func (w *Worker) state() admin.Worker {
 	host, _ := os.Hostname()
 	var cronRoutes []string
 	for _, e := range w.cron {
@@ -35,7 +31,7 @@ func (w *Worker) state() WorkerState {
 			cronRoutes = append(cronRoutes, e.Route)
 		}
 	}
-	st := WorkerState{
+	st := admin.Worker{
 		ID: w.id, Host: host, PID: os.Getpid(), Mode: w.mode, Routes: w.opts.Routes,
 		Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, CronRoutes: cronRoutes, Concurrency: w.opts.Concurrency,
 		Started: w.c.q.Now().UTC(), // UTC: the --json convention (views.go)
@@ -80,7 +76,7 @@ func (c *Client) routeTakers(ctx context.Context) (map[string]int, error) {
 // routeTakersOf counts, per route, the workers of ws that take its jobs: a
 // route is served by a worker that fetches from it, which a worker that
 // runs no jobs (a scheduler, Concurrency 0) does not.
-func routeTakersOf(ws []WorkerState) map[string]int {
+func routeTakersOf(ws []admin.Worker) map[string]int {
 	out := map[string]int{}
 	for _, w := range ws {
 		if w.Concurrency > 0 {
@@ -93,14 +89,14 @@ func routeTakersOf(ws []WorkerState) map[string]int {
 }
 
 // Workers lists the live workers of the client's namespace, by id.
-func (c *Client) Workers(ctx context.Context) ([]WorkerState, error) {
+func (c *Client) Workers(ctx context.Context) ([]admin.Worker, error) {
 	beats, err := c.q.Beats(ctx, c.q.Now(), engine.HeartbeatTTL)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]WorkerState, 0, len(beats))
+	out := make([]admin.Worker, 0, len(beats))
 	for _, b := range beats {
-		var st WorkerState
+		var st admin.Worker
 		if json.Unmarshal(b, &st) == nil {
 			out = append(out, st)
 		}

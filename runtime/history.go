@@ -6,6 +6,7 @@ import (
 
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/historian"
 )
 
@@ -23,8 +24,8 @@ func WithHistory(store history.Store) ConnectOption {
 func (c *Client) History() history.Store { return c.history }
 
 // jobFromHistory is the newest row of job id in the client's history, as a
-// JobInfo, or ErrJobNotFound.
-func (c *Client) jobFromHistory(ctx context.Context, id string) (*JobInfo, error) {
+// admin.Job, or ErrJobNotFound.
+func (c *Client) jobFromHistory(ctx context.Context, id string) (*admin.Job, error) {
 	if c.history == nil {
 		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
@@ -38,11 +39,11 @@ func (c *Client) jobFromHistory(ctx context.Context, id string) (*JobInfo, error
 	return jobInfoOfRow(rows[0]), nil
 }
 
-// jobInfoOfRow is the JobInfo of a history row: what the row keeps, as
+// jobInfoOfRow is the admin.Job of a history row: what the row keeps, as
 // the history's view of it has it.
-func jobInfoOfRow(r history.Row) *JobInfo {
-	v := historyRowView(r)
-	return &JobInfo{
+func jobInfoOfRow(r history.Row) *admin.Job {
+	v := admin.HistoryRowOf(r)
+	return &admin.Job{
 		ID: v.ID, Name: v.Task, Route: v.Route, Priority: v.Priority, Status: v.Status, Attempts: v.Attempt, Error: v.Error,
 		CreatedAt: v.EnqueuedAt, StartedAt: v.StartedAt, FinishedAt: v.EndedAt, Args: v.Args, ResultJSON: v.Result, FromHistory: true,
 	}

@@ -144,7 +144,7 @@ func storeWith(t *testing.T, rows []history.Row) *searchStore {
 	return s
 }
 
-func historyIDs(p runtime.HistoryPage) []string {
+func historyIDs(p admin.HistoryPage) []string {
 	ids := make([]string, len(p.Jobs))
 	for i, r := range p.Jobs {
 		ids[i] = r.ID
@@ -160,7 +160,7 @@ func TestInspectorHistory_FiltersNewestFirstAndPagesByCursor(t *testing.T) {
 	ctx := ctxT(t)
 
 	var seen []string
-	q := runtime.HistoryQuery{Status: "failed", Limit: 2}
+	q := admin.HistoryQuery{Status: "failed", Limit: 2}
 	for pages := 0; ; pages++ {
 		p, err := in.History(ctx, q)
 		if err != nil {
@@ -182,7 +182,7 @@ func TestInspectorHistory_FiltersNewestFirstAndPagesByCursor(t *testing.T) {
 		t.Fatalf("failed rows by page = %v; want %v, newest end first", seen, want)
 	}
 
-	p, err := in.History(ctx, runtime.HistoryQuery{Args: map[string]string{"N": "7", "Text": "row 7"}})
+	p, err := in.History(ctx, admin.HistoryQuery{Args: map[string]string{"N": "7", "Text": "row 7"}})
 	if err != nil || !slices.Equal(historyIDs(p), []string{"hist-007"}) {
 		t.Fatalf("args N=7 = %v, %v; want hist-007", historyIDs(p), err)
 	}
@@ -191,19 +191,19 @@ func TestInspectorHistory_FiltersNewestFirstAndPagesByCursor(t *testing.T) {
 		!r.EndedAt.Equal(end.Add(-7*time.Minute)) || r.StartedAt.IsZero() || r.Priority != runtime.PriorityNormal {
 		t.Fatalf("row 7 = %+v", r)
 	}
-	p, err = in.History(ctx, runtime.HistoryQuery{Since: end.Add(-3 * time.Minute), Until: end, Status: "canceled"})
+	p, err = in.History(ctx, admin.HistoryQuery{Since: end.Add(-3 * time.Minute), Until: end, Status: "canceled"})
 	if err != nil || len(p.Jobs) != 0 {
 		t.Fatalf("canceled in the last 3 minutes = %v, %v; want none", historyIDs(p), err)
 	}
-	p, err = in.History(ctx, runtime.HistoryQuery{Since: end.Add(-5 * time.Minute), Status: "canceled"})
+	p, err = in.History(ctx, admin.HistoryQuery{Since: end.Add(-5 * time.Minute), Status: "canceled"})
 	if err != nil || !slices.Equal(historyIDs(p), []string{"hist-004"}) || !p.Jobs[0].StartedAt.IsZero() {
 		t.Fatalf("canceled since 5 minutes before = %+v, %v; want hist-004, never started", p.Jobs, err)
 	}
-	p, err = in.History(ctx, runtime.HistoryQuery{Text: "mailbox 11"})
+	p, err = in.History(ctx, admin.HistoryQuery{Text: "mailbox 11"})
 	if err != nil || !slices.Equal(historyIDs(p), []string{"hist-011"}) {
 		t.Fatalf("q=mailbox 11 = %v, %v", historyIDs(p), err)
 	}
-	if p, err = in.History(ctx, runtime.HistoryQuery{}); err != nil || len(p.Jobs) != 20 || p.Jobs[0].ID != "hist-000" {
+	if p, err = in.History(ctx, admin.HistoryQuery{}); err != nil || len(p.Jobs) != 20 || p.Jobs[0].ID != "hist-000" {
 		t.Fatalf("every row = %v, %v; want 20, newest first", historyIDs(p), err)
 	}
 }
@@ -213,7 +213,7 @@ func TestInspectorHistory_RefusesABadQueryNamingItsField(t *testing.T) {
 	c := connect(t, "mem://", runtime.WithHistory(newSearchStore()))
 	in := runtime.NewInspector(c)
 	now := time.Now()
-	for field, q := range map[string]runtime.HistoryQuery{
+	for field, q := range map[string]admin.HistoryQuery{
 		"status":       {Status: "pending"},
 		"limit":        {Limit: 501},
 		"until":        {Since: now, Until: now.Add(-time.Hour)},
@@ -227,7 +227,7 @@ func TestInspectorHistory_RefusesABadQueryNamingItsField(t *testing.T) {
 			t.Errorf("%+v: %v (field %q); want a bad query naming %s", q, err, p.Field, field)
 		}
 	}
-	if _, err := in.History(ctxT(t), runtime.HistoryQuery{Status: "done"}); err == nil || !strings.Contains(err.Error(), "completed, failed or canceled") {
+	if _, err := in.History(ctxT(t), admin.HistoryQuery{Status: "done"}); err == nil || !strings.Contains(err.Error(), "completed, failed or canceled") {
 		t.Errorf("status done: %v; want the statuses named", err)
 	}
 }
@@ -239,12 +239,12 @@ func TestInspectorHistory_RefusesATextShorterThanTheMinimum(t *testing.T) {
 	c := connect(t, "mem://", runtime.WithHistory(storeWith(t, historyRows(3, time.Now()))))
 	in := runtime.NewInspector(c)
 	for _, text := range []string{"a", "ab", "é1"} {
-		_, err := in.History(ctxT(t), runtime.HistoryQuery{Text: text})
+		_, err := in.History(ctxT(t), admin.HistoryQuery{Text: text})
 		if p := admin.Classify(err); p.Class != admin.BadInput || p.Field != "q" || !strings.Contains(p.Msg, "at least 3 characters") {
 			t.Errorf("q=%q: %v (field %q); want a refusal of q naming the minimum", text, err, p.Field)
 		}
 	}
-	if p, err := in.History(ctxT(t), runtime.HistoryQuery{Text: "001"}); err != nil || !slices.Equal(historyIDs(p), []string{"hist-001"}) {
+	if p, err := in.History(ctxT(t), admin.HistoryQuery{Text: "001"}); err != nil || !slices.Equal(historyIDs(p), []string{"hist-001"}) {
 		t.Errorf("q=001: %v, %v; want hist-001", historyIDs(p), err)
 	}
 }
@@ -260,7 +260,7 @@ func TestInspectorHistory_WithoutSinceSearchesTheDefaultWindowAndSaysWhich(t *te
 	recent.ID = "recent"
 	c := connect(t, "mem://", runtime.WithHistory(storeWith(t, []history.Row{old, recent})))
 	in := runtime.NewInspector(c)
-	p, err := in.History(ctxT(t), runtime.HistoryQuery{})
+	p, err := in.History(ctxT(t), admin.HistoryQuery{})
 	if err != nil || !slices.Equal(historyIDs(p), []string{"recent"}) {
 		t.Fatalf("no since: %v, %v; want only the row within the window", historyIDs(p), err)
 	}
@@ -268,12 +268,12 @@ func TestInspectorHistory_WithoutSinceSearchesTheDefaultWindowAndSaysWhich(t *te
 		t.Fatalf("the page says it searched %v to %v; want %s before now, open", p.Since, p.Until, admin.HistoryWindow)
 	}
 	until := now.Add(-admin.HistoryWindow)
-	if p, err = in.History(ctxT(t), runtime.HistoryQuery{Until: until}); err != nil || !slices.Equal(historyIDs(p), []string{"old"}) ||
+	if p, err = in.History(ctxT(t), admin.HistoryQuery{Until: until}); err != nil || !slices.Equal(historyIDs(p), []string{"old"}) ||
 		!p.Since.Equal(until.Add(-admin.HistoryWindow)) || !p.Until.Equal(until) {
 		t.Fatalf("until only: %v (%v to %v), %v; want old, the window before until", historyIDs(p), p.Since, p.Until, err)
 	}
 	since := now.Add(-30 * 24 * time.Hour)
-	if p, err = in.History(ctxT(t), runtime.HistoryQuery{Since: since}); err != nil || len(p.Jobs) != 2 || !p.Since.Equal(since) {
+	if p, err = in.History(ctxT(t), admin.HistoryQuery{Since: since}); err != nil || len(p.Jobs) != 2 || !p.Since.Equal(since) {
 		t.Fatalf("since 30 days: %v (since %v), %v; want both", historyIDs(p), p.Since, err)
 	}
 }
@@ -281,7 +281,7 @@ func TestInspectorHistory_WithoutSinceSearchesTheDefaultWindowAndSaysWhich(t *te
 func TestInspectorHistory_AProgramWithoutAHistoryRefusesNamingHISTORY_URL(t *testing.T) {
 	t.Parallel()
 	in := runtime.NewInspector(connect(t, "mem://"))
-	_, err := in.History(ctxT(t), runtime.HistoryQuery{})
+	_, err := in.History(ctxT(t), admin.HistoryQuery{})
 	if !errors.Is(err, runtime.ErrNoHistory) || !strings.Contains(err.Error(), "HISTORY_URL") {
 		t.Fatalf("History without a store: %v; want ErrNoHistory naming HISTORY_URL", err)
 	}
@@ -306,9 +306,9 @@ func TestInspectorHistory_FindsAJobAWorkerEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p runtime.HistoryPage
+	var p admin.HistoryPage
 	waitFor(t, 10*time.Second, "the job in the history", func() bool {
-		p, err = w.Inspector().History(ctxT(t), runtime.HistoryQuery{Args: map[string]string{"N": "9"}})
+		p, err = w.Inspector().History(ctxT(t), admin.HistoryQuery{Args: map[string]string{"N": "9"}})
 		return err == nil && len(p.Jobs) == 1
 	})
 	r := p.Jobs[0]
@@ -403,7 +403,7 @@ func TestCLI_HistorySearchesAndMigratesTheStoreOfHISTORY_URL(t *testing.T) {
 	if out != want {
 		t.Fatalf("history printed\n%s\nwant\n%s", out, want)
 	}
-	var page runtime.HistoryPage
+	var page admin.HistoryPage
 	if err := json.Unmarshal([]byte(a.ok("history", "--arg", "N=7", "--json")), &page); err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != "hist-007" {
 		t.Fatalf("history --arg N=7 --json = %+v, %v; want hist-007", page, err)
 	}

@@ -5,28 +5,57 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 
+	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/api"
+	"github.com/bananas-go/bananas/runtime/internal/engine"
+	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
 
-// Inspector lists and acts on the jobs, routes, cron entries and workers of a
-// client's namespace. It is the one admin layer: the CLI, the HTTP API and the
-// dashboard all call it, so no listing or action is written twice. Its tasks
-// are those the register functions put on a worker (the generated Register):
-// they decode args and results to JSON and read JSON submissions.
-//
-// Every action is one Redis script that checks before it writes, so an
-// action on a job that moved meanwhile (a delete of a job that started) is an
-// error naming the job's state, never a half-done change.
-type Inspector struct {
-	c   *Client
-	reg *Worker // the registered tasks and cron entries; never run
+// NewInspector returns the admin layer of c (see admin.Inspector) for the
+// tasks that register (the generated Register functions) put on a worker.
+func NewInspector(c *Client, register ...func(*Worker)) *admin.Inspector {
+	reg := NewWorker(c, WorkerOptions{})
+	for _, r := range register {
+		r(reg)
+	}
+	return newInspector(c, reg)
+}
 
-	served servedRoutes // for the warning of a submission to a route nobody takes
-	paused pausedRoutes // for the warning of a submission to a paused route
+// Inspector returns the admin layer of w's client with w's tasks.
+func (w *Worker) Inspector() *admin.Inspector { return newInspector(w.c, w) }
+
+func newInspector(c *Client, reg *Worker) *admin.Inspector {
+	return admin.NewInspector(c.q, &inspector{c: c, reg: reg})
+}
+
+// cancelJob cancels job id as the admin layer does (admin.Inspector.Cancel);
+// it needs no registered task.
+func (c *Client) cancelJob(ctx context.Context, id string) (Status, error) {
+	return newInspector(c, &Worker{c: c}).Cancel(ctx, id)
+}
+
+// inspectedClient is the client of an Inspector that this package made.
+func inspectedClient(in *admin.Inspector) *Client {
+	rt, ok := in.Runtime().(*inspector)
+	if !ok {
+		panic("bananas: an admin.Inspector not made by runtime.NewInspector or Worker.Inspector")
+	}
+	return rt.c
+}
+
+// inspector is the runtime under the admin layer (admin.Runtime): the
+// client c and the tasks registered on reg, which it never runs.
+type inspector struct {
+	c   *Client
+	reg *Worker
 
 	// The OpenAPI document, built once: the tasks do not change.
 	openapiOnce sync.Once
@@ -34,247 +63,291 @@ type Inspector struct {
 	openapiErr  error
 }
 
-// NewInspector returns the admin layer of c for the tasks that register
-// (the generated Register functions) put on a worker.
-func NewInspector(c *Client, register ...func(*Worker)) *Inspector {
-	reg := NewWorker(c, WorkerOptions{})
-	for _, r := range register {
-		r(reg)
-	}
-	return &Inspector{c: c, reg: reg}
-}
+var _ admin.Runtime = (*inspector)(nil)
 
-// Inspector returns the admin layer of w's client with w's tasks.
-func (w *Worker) Inspector() *Inspector { return &Inspector{c: w.c, reg: w} }
-
-// Tasks describes the registered tasks, by name.
-func (in *Inspector) Tasks() []TaskInfo {
-	out := make([]TaskInfo, 0, len(in.reg.handlers))
+func (in *inspector) Tasks() []admin.Task {
+	out := make([]admin.Task, 0, len(in.reg.handlers))
 	for _, name := range in.reg.Tasks() {
-		info := in.reg.handlers[name].info()
-		for _, e := range in.reg.cron {
-			if e.Name == name {
-				info.Cron = &admin.CronSpec{Spec: e.Spec, TZ: e.TZ}
-			}
-		}
-		out = append(out, info)
+		t, _ := in.Task(name)
+		out = append(out, t.Task)
 	}
 	return out
 }
 
-// RouteInfo is one route's state: its jobs in each place, whether it is
-// paused, how long its oldest pending job has waited, and how many live
-// RouteInfo is one route's depths and state (see admin.Route).
-type RouteInfo = admin.Route
-
-// Routes describes every known route (see KnownRoutes), by name, in a few
-// pipelined round trips whatever the depth of the queues: a route without
-// a job — paused, given limits or shards, routed to by a registered task,
-// taken by a live worker — is one with zeros. A sharded route is one entry,
-// its shards' counts summed.
-func (in *Inspector) Routes(ctx context.Context) ([]RouteInfo, error) {
-	routes, takers, err := in.knownRoutes(ctx)
-	if err != nil {
-		return nil, err
+func (in *inspector) Task(name string) (admin.RegisteredTask, bool) {
+	h := in.reg.handlers[name]
+	if h == nil || h.info == nil {
+		return admin.RegisteredTask{}, false
 	}
-	depths, err := in.c.q.Depths(ctx, routes)
-	if err != nil {
-		return nil, err
-	}
-	depths = queue.MergeShards(depths)
-	now := in.c.q.Now()
-	out := make([]RouteInfo, len(depths))
-	for i, d := range depths {
-		out[i] = RouteInfo{
-			Route: d.Route, High: d.High, Normal: d.Normal, Low: d.Low, Scheduled: d.Scheduled, Active: d.Active, Dead: d.Dead,
-			Paused: d.Paused, OldestPending: d.OldestPending, Workers: takers[d.Route], HistoryBacklog: d.Ended,
-			HeldKeys: d.Held, Throttled: d.Throttled, LimitRunning: d.KeyedRunning,
+	info := h.info()
+	for _, e := range in.reg.cron {
+		if e.Name == name {
+			info.Cron = &admin.CronSpec{Spec: e.Spec, TZ: e.TZ}
 		}
-		if !d.OldestPending.IsZero() {
-			out[i].OldestPendingAge = max(now.Sub(d.OldestPending), 0)
+	}
+	return admin.RegisteredTask{Task: info, ArgsJSON: h.argsJSON, ResultJSON: h.resultJSON}, true
+}
+
+func (in *inspector) OpenAPI() ([]byte, error) {
+	in.openapiOnce.Do(func() {
+		var tasks []openapi.Task
+		for _, name := range in.reg.Tasks() {
+			h := in.reg.handlers[name]
+			info := h.info()
+			result := h.resultType
+			if result == nil {
+				// A task without a result completes with None, whose JSON
+				// the job's result is: {}, not null.
+				result = reflect.TypeFor[None]()
+			}
+			tasks = append(tasks, openapi.Task{Name: name, Route: info.Route, Priority: string(info.Priority), Args: h.argsType, Result: result})
+		}
+		in.openapiDoc, in.openapiErr = openapi.Document(tasks, openapi.Options{
+			Title: "Bananas", Version: "1",
+			Endpoints: api.Endpoints(),
+			// admin.Time writes its own JSON: an RFC 3339 time, or null when unset.
+			Custom: map[reflect.Type]map[string]any{
+				reflect.TypeFor[admin.Time](): {"type": []any{"string", "null"}, "format": "date-time"},
+			},
+		})
+	})
+	return in.openapiDoc, in.openapiErr
+}
+
+func (in *inspector) ArgsSchemas() (map[string]json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	for _, name := range in.reg.Tasks() {
+		s, err := openapi.Schema(in.reg.handlers[name].argsType)
+		if err != nil {
+			return nil, fmt.Errorf("args schema of %s: %w", name, err)
+		}
+		if out[name], err = json.Marshal(s); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// knownRoutes is every route the admin layer knows: those of the routes
-// set, shards by name (every route a job was enqueued to, paused or given
-// limits, until idle for queue.RouteIdleTTL), then, by name, the routes of
-// the registered tasks, of the live workers and of sharded routes. takers
-// counts the live workers taking each route.
-func (in *Inspector) knownRoutes(ctx context.Context) (routes []string, takers map[string]int, err error) {
-	if routes, err = in.c.q.Routes(ctx); err != nil {
-		return nil, nil, err
+func (in *inspector) Cron(ctx context.Context) ([]admin.CronEntry, error) {
+	return in.reg.CronStatus(ctx)
+}
+
+func (in *inspector) CronJob(name string, now time.Time) (admin.CronJob, error) {
+	for _, e := range in.reg.cron {
+		if e.Name != name {
+			continue
+		}
+		j, err := e.job(in.c, now)
+		if err != nil {
+			return admin.CronJob{}, fmt.Errorf("run cron entry %s: %w", name, err)
+		}
+		return admin.CronJob{Route: e.Route, Priority: e.Priority, Job: j}, nil
 	}
-	if takers, err = in.c.routeTakers(ctx); err != nil {
-		return nil, nil, err
+	return admin.CronJob{}, fmt.Errorf("%w %q: the cron entries of this program are %s", ErrUnknownCron, name, cronNames(in.reg.cron))
+}
+
+// cronNames lists the entries' names for an error message.
+func cronNames(entries []CronEntry) string {
+	if len(entries) == 0 {
+		return "none"
 	}
-	sharded, err := in.c.q.AllShards(ctx)
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// Enqueue enqueues a job of the task named s.Name with args in JSON,
+// decoded exactly by the task's generated decoder: an unknown field, a key
+// that matches only case-insensitively, a wrong type, empty input or null
+// is an error naming what is wrong (it matches ErrBadArgs).
+func (in *inspector) Enqueue(ctx context.Context, s admin.Submission) (string, error) {
+	opts, err := submissionOptions(s)
 	if err != nil {
-		return nil, nil, err
+		return "", err
 	}
-	have := map[string]bool{}
-	for _, r := range routes {
-		have[queue.ShardBase(r)] = true
-	}
-	add := func(r string) {
-		// A worker's heartbeat is read from Redis: a name that is not a
-		// route is not one.
-		if !have[r] && queue.CheckRoute(r) == nil {
-			have[r] = true
-			routes = append(routes, r)
-		}
-	}
-	for _, name := range in.reg.Tasks() {
-		if h := in.reg.handlers[name]; h.info != nil {
-			add(h.info().Route)
-		}
-	}
-	for r := range takers {
-		add(r)
-	}
-	for r := range sharded {
-		add(r)
-	}
-	sort.Strings(routes)
-	return routes, takers, nil
-}
-
-// Job returns a snapshot of job id, or an error matching ErrJobNotFound.
-// Its args and result are also JSON: as their Go types when its task is
-// registered here, else as stored, decoded without their types (Untyped
-// says so): a program that does not know the task still shows what the
-// job holds.
-func (in *Inspector) Job(ctx context.Context, id string) (*JobInfo, error) {
-	info, err := in.c.Job(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	args, result := in.JSON(info)
-	if string(args) != "null" {
-		info.Args = args
-	}
-	if string(result) != "null" {
-		info.ResultJSON = result
-	}
-	if h := in.reg.handlers[info.Name]; h != nil && h.argsJSON != nil {
-		return info, nil
-	}
-	if info.Args == nil && len(info.ArgsMsgpack) > 0 {
-		if b, err := untypedJSON(info.ArgsMsgpack); err == nil {
-			info.Args, info.Untyped = b, true
-		}
-	}
-	if info.ResultJSON == nil && len(info.Result) > 0 {
-		if b, err := untypedJSON(info.Result); err == nil {
-			info.ResultJSON, info.Untyped = b, true
-		}
-	}
-	return info, nil
-}
-
-// JSON renders a job's args and result as the JSON of their Go types,
-// decoded by the task's generated code; null when the task is not
-// registered here or the bytes do not decode.
-func (in *Inspector) JSON(info *JobInfo) (args, result json.RawMessage) {
-	args, result = json.RawMessage("null"), json.RawMessage("null")
-	h := in.reg.handlers[info.Name]
-	if h == nil || h.argsJSON == nil {
-		if info.Args != nil { // a task declared in the program but not registered here
-			args = info.Args
-		}
-		return
-	}
-	switch {
-	case info.Args != nil: // Client.Job decoded them already, with the same generated code
-		args = info.Args
-	case len(info.ArgsMsgpack) > 0:
-		if b, err := h.argsJSON(info.ArgsMsgpack); err == nil {
-			args = b
-		}
-	}
-	if len(info.Result) > 0 {
-		if b, err := h.resultJSON(info.Result); err == nil {
-			result = b
-		}
-	}
-	return
-}
-
-// Enqueue enqueues a job of the task named name with args in JSON, decoded
-// exactly by the task's generated decoder: an unknown field, a key that
-// matches only case-insensitively, a wrong type, empty input or null is an
-// error naming what is wrong (it matches ErrBadArgs).
-func (in *Inspector) Enqueue(ctx context.Context, name string, args []byte, opts ...Option) (string, error) {
-	h := in.reg.handlers[name]
+	h := in.reg.handlers[s.Name]
 	if h == nil {
-		return "", in.unknownTask(name)
+		return "", in.unknownTask(s.Name)
 	}
-	return h.enqueueJSON(ctx, in.c, args, opts)
+	return h.enqueueJSON(ctx, in.c, s.Args, opts)
 }
 
-// Replay moves dead job id back to its ready list with its attempts reset.
-// A job that exists but is not dead-lettered is an error matching
-// ErrWrongState that names its state.
-func (in *Inspector) Replay(ctx context.Context, id string) error {
-	// A workflow's step goes back under its keeper's watch first, so that
-	// the workflow hears of its end even should its worker die; once
-	// replayed, the step and the steps its failure canceled wait again.
-	var step *queue.JobState
-	if st, err := in.c.q.Lookup(ctx, id); err == nil && st.Envelope.Workflow != "" {
-		step = st
-		if err := in.c.q.WatchWorkflow(ctx, st.Envelope.Workflow, in.c.q.Now().Add(in.c.workflowRunner().Grace)); err != nil {
-			return err
+// BatchJob checks one submission of a batch and builds its job, carrying
+// headers; a refusal names the field (admin.Classify).
+func (in *inspector) BatchJob(s admin.Submission, headers, shards map[string]string) (admin.BatchJob, error) {
+	opts, err := submissionOptions(s)
+	if err != nil {
+		return admin.BatchJob{}, err
+	}
+	if len(headers) > 0 {
+		opts = append(opts, func(c *jobConfig) { c.headers = withHeaders(c.headers, headers) })
+	}
+	h := in.reg.handlers[s.Name]
+	if h == nil {
+		return admin.BatchJob{}, in.unknownTask(s.Name)
+	}
+	j, err := h.jobJSON(in.c, s.Args, opts, shards)
+	switch {
+	case err == nil:
+		return j, nil
+	case errors.Is(err, ErrBadArgs), errors.Is(err, ErrPayloadTooLarge):
+		return admin.BatchJob{}, admin.Invalid("args", "%s", admin.Message(err))
+	}
+	return admin.BatchJob{}, admin.Invalid("", "%s", admin.Message(err))
+}
+
+// unknownTask is the refusal of a task name no registered task has.
+func (in *inspector) unknownTask(name string) error {
+	return fmt.Errorf("%w: no task named %q (registered: %s)", ErrUnknownTask, name, strings.Join(in.reg.Tasks(), ", "))
+}
+
+// submissionOptions are the enqueue options of a submission's route,
+// priority and delay, or a refusal naming the one that is wrong.
+func submissionOptions(s admin.Submission) ([]Option, error) {
+	var opts []Option
+	if s.Route != "" {
+		if err := queue.CheckRoute(s.Route); err != nil {
+			return nil, admin.InvalidValue("route", "", err.Error())
+		}
+		opts = append(opts, Route(s.Route))
+	}
+	if s.Priority != "" {
+		if !queue.ValidPriority(s.Priority) {
+			return nil, admin.InvalidValue("priority", s.Priority, "use high, normal or low")
+		}
+		opts = append(opts, WithPriority(Priority(s.Priority)))
+	}
+	if s.Delay != "" {
+		d, err := time.ParseDuration(s.Delay)
+		if err != nil || d < 0 {
+			return nil, admin.InvalidValue("delay", s.Delay, "want a duration such as 90s or 1h30m")
+		}
+		if d > 0 {
+			opts = append(opts, Delay(d))
 		}
 	}
-	err := in.c.q.Replay(ctx, id)
-	if err == nil && step != nil {
-		return in.c.workflowRunner().Replayed(ctx, step.Envelope.Workflow, step.Envelope.Step, id)
-	}
-	if errors.Is(err, queue.ErrNotFound) {
-		if info, jerr := in.c.Job(ctx, id); jerr == nil && info.Status != StatusFailed {
-			return wrongState("replay", id, info.Status)
-		}
-		return fmt.Errorf("%w: %s", ErrJobNotFound, id)
-	}
+	return opts, nil
+}
+
+// Hooked runs do inside the client's enqueue hooks, which wrap a batch of
+// the admin layer once, as they wrap an EnqueueMany: Enqueueing.Task and
+// Route are the batch's when all its jobs share them, "" otherwise, and
+// the headers the hooks set go to every job.
+func (in *inspector) Hooked(ctx context.Context, task, route string, count int, do func(context.Context, map[string]string) ([]string, error)) ([]string, error) {
+	e := &Enqueueing{Count: count, Task: task, Route: route}
+	var ids []string
+	err := in.c.hooked(ctx, e, jobConfig{}, func(ctx context.Context, cfg jobConfig) (err error) {
+		ids, err = do(ctx, cfg.headers)
+		e.IDs = ids
+		return err
+	})
+	return ids, err
+}
+
+func (in *inspector) Enqueued(route string, p Priority, task string, n int) {
+	in.c.metrics.Enqueued(route, string(p), task, n)
+}
+
+func (in *inspector) Canceled(route string, p Priority, task string) {
+	in.c.metrics.Canceled(route, string(p), task)
+}
+
+func (in *inspector) CanceledRecord(j *admin.Job) ([]byte, time.Duration, error) {
+	b, err := engine.CanceledRecord(j.ID, j.Name, j.Priority, j.CreatedAt, j.MaxRetries, j.Attempts,
+		queue.Envelope{Args: j.ArgsMsgpack, Timeout: j.Timeout.Milliseconds(), Description: j.Description}, j.FailedAt, j.Earlier, in.c.q.Now())
+	return b, DefaultFailureTTL, err
+}
+
+func (in *inspector) Job(ctx context.Context, id string) (*admin.Job, error) {
+	return in.c.Job(ctx, id)
+}
+
+func (in *inspector) Wait(ctx context.Context, id string) error {
+	_, err := in.c.waiter.Wait(ctx, id, in.c.lookupResult)
 	return err
 }
 
-// Workers lists the live workers, from their heartbeats.
-func (in *Inspector) Workers(ctx context.Context) ([]WorkerState, error) { return in.c.Workers(ctx) }
+func (in *inspector) Workers(ctx context.Context) ([]admin.Worker, error) { return in.c.Workers(ctx) }
 
-// Cron reads the state of every registered cron entry.
-func (in *Inspector) Cron(ctx context.Context) ([]CronStatus, error) { return in.reg.CronStatus(ctx) }
-
-// routesOr is route alone (with its shards) when it is set, else every
-// route and shard.
-func (in *Inspector) routesOr(ctx context.Context, route string) ([]string, error) {
-	if route != "" {
-		if err := queue.CheckRoute(route); err != nil {
-			return nil, badQuery("route", "route: %w", err)
-		}
-		return in.c.shardsOf(ctx, route)
-	}
-	return in.c.q.Routes(ctx)
+func (in *inspector) RouteTakers(ctx context.Context) (map[string]int, error) {
+	return in.c.routeTakers(ctx)
 }
 
-// badQuery is an error matching ErrBadQuery about the parameter field.
-func badQuery(field, format string, args ...any) error { return admin.BadQuery(field, format, args...) }
+func (in *inspector) History() history.Store { return in.c.History() }
 
-// Errors of the admin layer, matched with errors.Is (see package admin).
-var (
-	// ErrUnknownTask: no task of that name is registered in this program.
-	ErrUnknownTask = admin.ErrUnknownTask
-	// ErrBadArgs: JSON args that the task's decoder refuses.
-	ErrBadArgs = admin.ErrBadArgs
-	// ErrBadQuery: a listing or action parameter that is not valid.
-	ErrBadQuery = admin.ErrBadQuery
-	// ErrPayloadTooLarge: args or a result over the payload limit (MaxPayload).
-	ErrPayloadTooLarge = admin.ErrPayloadTooLarge
-	// ErrWrongState: the job is not in a state the action applies to (a
-	// delete of a running job); the message names its state.
-	ErrWrongState = admin.ErrWrongState
-	// ErrUnknownRoute: a route that no job, registered task or live worker
-	// has (Pause, Resume); the message lists the known ones.
-	ErrUnknownRoute = admin.ErrUnknownRoute
-)
+func (in *inspector) Ping(ctx context.Context) error { return in.c.rdb.Ping(ctx).Err() }
+
+// Workflow is a snapshot of workflow id as the operator surfaces show it:
+// its final step's result as the JSON of the task's result type, decoded by
+// the registered task's generated code.
+func (in *inspector) Workflow(ctx context.Context, id string) (*admin.Workflow, error) {
+	info, err := in.c.Workflow(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	w := &admin.Workflow{ID: info.ID, Status: info.Status, CreatedAt: info.CreatedAt, EndedAt: info.EndedAt, FailedStep: info.FailedStep,
+		Steps: make([]admin.WorkflowStep, len(info.Steps))}
+	if info.Final >= 0 && info.Final < len(info.Steps) {
+		w.Task = info.Steps[info.Final].Name
+	}
+	for k, s := range info.Steps {
+		w.Steps[k] = admin.WorkflowStep{Label: s.Label, Name: s.Name, JobID: s.JobID, Status: s.Status, After: s.After, Error: s.Error}
+	}
+	if info.Status == queue.WorkflowCompleted && info.Final >= 0 && info.Final < len(info.Steps) {
+		w.Result = in.resultJSON(info.Steps[info.Final].Name, info.Result)
+	}
+	return w, nil
+}
+
+// resultJSON is b, a result of task name (a gather's when name is ""), as
+// JSON: through the registered task's generated code, else as the msgpack
+// reads without its type; nil for none, a task without a result, or bytes
+// that do not read.
+func (in *inspector) resultJSON(name string, b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	if h := in.reg.handlers[name]; h != nil {
+		if h.resultType == nil {
+			return nil
+		}
+		out, err := h.resultJSON(b)
+		if err != nil {
+			return nil
+		}
+		return out
+	}
+	var v any
+	if decode(b, &v) != nil {
+		return nil
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+func (in *inspector) WorkflowTask(template []byte) string {
+	if tpl, ok := readTemplate(template); ok {
+		return tpl.Name
+	}
+	return ""
+}
+
+func (in *inspector) CancelWorkflow(ctx context.Context, id string) (string, error) {
+	return in.c.CancelWorkflow(ctx, id)
+}
+
+func (in *inspector) RetryWorkflow(ctx context.Context, id string) (int, error) {
+	return in.c.RetryWorkflow(ctx, id)
+}
+
+func (in *inspector) WorkflowGrace() time.Duration { return in.c.workflowRunner().Grace }
+
+func (in *inspector) StepReplayed(ctx context.Context, workflow string, k int, id string) error {
+	return in.c.workflowRunner().Replayed(ctx, workflow, k, id)
+}

@@ -68,7 +68,7 @@ func (e *retryAfter) Error() string { return fmt.Sprintf("bananas: retry after %
 
 // JobError is the error Await and Call return for a job that failed for good
 // (dead-lettered) or was canceled: its last error message and its attempts
-// (JobInfo.Attempts).
+// (admin.Job.Attempts).
 type JobError struct {
 	ID       string
 	Name     string
@@ -92,10 +92,6 @@ func (e *JobError) Error() string {
 	}
 	return fmt.Sprintf("bananas: job %s (%s) failed after %d attempt(s): %s", e.ID, e.Name, e.Attempts, e.Message)
 }
-
-// JobInfo is a snapshot of one job, as Client.Job and Inspector.Job read
-// it: the admin layer's one job type.
-type JobInfo = admin.Job
 
 // Job describes the run a handler is part of; see CurrentJob.
 type Job struct {

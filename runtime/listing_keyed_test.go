@@ -12,6 +12,7 @@ import (
 	"github.com/bananas-go/bananas/examples/quickstart/tasks"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -155,14 +156,14 @@ func TestInspector_ShardedRouteListingsFillEachPage(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tc := range []struct {
-			q   runtime.JobQuery
+			q   admin.JobQuery
 			ids []string
 		}{
-			{runtime.JobQuery{Route: "charges"}, pending},
-			{runtime.JobQuery{Route: "charges", Task: "count_words"}, pending},
-			{runtime.JobQuery{Route: "charges", State: runtime.StatusScheduled}, scheduled},
-			{runtime.JobQuery{}, pending},
-			{runtime.JobQuery{State: runtime.StatusScheduled}, scheduled},
+			{admin.JobQuery{Route: "charges"}, pending},
+			{admin.JobQuery{Route: "charges", Task: "count_words"}, pending},
+			{admin.JobQuery{Route: "charges", State: runtime.StatusScheduled}, scheduled},
+			{admin.JobQuery{}, pending},
+			{admin.JobQuery{State: runtime.StatusScheduled}, scheduled},
 		} {
 			for _, newest := range []bool{false, true} {
 				for _, limit := range []int{1, 3, 4, 5, 16, 17, 50} {

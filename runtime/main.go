@@ -14,6 +14,7 @@ import (
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/cli"
+	"github.com/bananas-go/bananas/runtime/internal/dial"
 	"github.com/bananas-go/bananas/runtime/internal/shell"
 )
 
@@ -73,7 +74,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 var configRules = shell.Rules{
 	JobTimeout: DefaultTimeout, MaxRetries: DefaultMaxRetries,
 	ResultTTLSuccess: DefaultResultTTL, ResultTTLFailure: DefaultFailureTTL,
-	CheckRedisURL: checkRedisURL, RedactURL: redactURL,
+	CheckRedisURL: dial.Check, RedactURL: dial.Redact,
 }
 
 // program is the runtime behind the shell: a Client, and a Worker of the
@@ -81,7 +82,7 @@ var configRules = shell.Rules{
 func program(register []func(*Worker)) shell.Program {
 	return shell.Program{
 		Rules:      configRules,
-		LogRedisTo: logRedisTo, // go-redis's lines as the program's (see redisLogger)
+		LogRedisTo: dial.LogTo, // go-redis's lines as the program's (see dial.GoRedisLogger)
 		Connect: func(ctx context.Context, cfg *Config, log *slog.Logger) (shell.Session, error) {
 			opts := []ConnectOption{WithNamespace(cfg.Namespace), DefaultRetries(cfg.MaxRetries)}
 			store, err := openHistory(ctx, cfg.HistoryURL)

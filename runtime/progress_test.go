@@ -15,11 +15,12 @@ import (
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
 // progressOf is job id's progress as Client.Job reads it; nil when none.
-func progressOf(t *testing.T, c *runtime.Client, id string) *runtime.JobProgress {
+func progressOf(t *testing.T, c *runtime.Client, id string) *admin.Progress {
 	t.Helper()
 	return jobInfo(t, c, id).Progress
 }

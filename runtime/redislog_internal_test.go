@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/runtime/internal/dial"
 )
 
 // goRedisSays logs what go-redis logs, through the logger go-redis holds:
-// the first client dialed installs redisLogger as go-redis's, so this is the
+// the first client dialed installs dial.GoRedisLogger as go-redis's, so this is the
 // path of go-redis's own lines (a connection handed back to a closed pool,
 // a connection with unread data), which no test can provoke on demand.
 func goRedisSays(*Worker) {
-	redisLogger{}.Printf(context.Background(), "Unexpected conn[%d] state changed by hook to %v, closing it", 2, "CLOSED")
-	redisLogger{}.Printf(context.Background(), "Conn has unread data (not push notification), removing it")
+	dial.GoRedisLogger{}.Printf(context.Background(), "Unexpected conn[%d] state changed by hook to %v, closing it", 2, "CLOSED")
+	dial.GoRedisLogger{}.Printf(context.Background(), "Conn has unread data (not push notification), removing it")
 }
 
 // An admin command prints only its own words: go-redis's lines logged while
@@ -112,8 +113,8 @@ func TestClose_WaitsForTheWritesAnEnqueueLeftInFlight(t *testing.T) {
 		defer mu.Unlock()
 		lines = append(lines, msg)
 	}
-	logRedisTo(slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) { say(string(p)); return len(p), nil }), &slog.HandlerOptions{Level: slog.LevelDebug})))
-	defer logRedisTo(nil)
+	dial.LogTo(slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) { say(string(p)); return len(p), nil }), &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer dial.LogTo(nil)
 	url, ns := redistest.Shared(t).URL(), redistest.Namespace(t)
 	task := NewTask[string, None]("t_route_note")
 	for i := range 200 {

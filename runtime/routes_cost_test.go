@@ -12,6 +12,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -49,7 +50,7 @@ func TestRoutes_ListingAndScrapeCostFollowLiveRoutes(t *testing.T) {
 		cost := func() (listing, scrape int64) {
 			t.Helper()
 			start := counter.n.Load()
-			if page, err := in.Jobs(ctx, runtime.JobQuery{State: "pending"}); err != nil || len(page.Jobs) != 1 {
+			if page, err := in.Jobs(ctx, admin.JobQuery{State: "pending"}); err != nil || len(page.Jobs) != 1 {
 				t.Fatalf("listing = %+v, %v; want the live route's job", page, err)
 			}
 			mid := counter.n.Load()

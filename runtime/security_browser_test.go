@@ -13,6 +13,7 @@ import (
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -139,7 +140,7 @@ type countingAPI struct {
 	reached map[string]int
 }
 
-func serveCountingAPI(t *testing.T, in *runtime.Inspector) *countingAPI {
+func serveCountingAPI(t *testing.T, in *admin.Inspector) *countingAPI {
 	t.Helper()
 	a := &countingAPI{reached: map[string]int{}}
 	h := runtime.APIHandler(in, runtime.APIOptions{})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -61,16 +62,16 @@ func jsonError(body string) string {
 	return v.Error
 }
 
-func jobCount(t *testing.T, in *runtime.Inspector) int {
+func jobCount(t *testing.T, in *admin.Inspector) int {
 	t.Helper()
-	page, err := in.Jobs(ctxT(t), runtime.JobQuery{})
+	page, err := in.Jobs(ctxT(t), admin.JobQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return len(page.Jobs)
 }
 
-func routePaused(t *testing.T, in *runtime.Inspector, route string) bool {
+func routePaused(t *testing.T, in *admin.Inspector, route string) bool {
 	t.Helper()
 	routes, err := in.Routes(ctxT(t))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -289,7 +290,7 @@ func TestShards_PauseStopsEveryShardAndTheRouteListsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var listed []runtime.RouteInfo
+		var listed []admin.Route
 		for _, r := range routes {
 			if queue.ShardBase(r.Route) == "ps" {
 				listed = append(listed, r)
@@ -298,7 +299,7 @@ func TestShards_PauseStopsEveryShardAndTheRouteListsOnce(t *testing.T) {
 		if len(listed) != 1 || listed[0].Route != "ps" || listed[0].Normal != 16 || !listed[0].Paused {
 			t.Fatalf("routes listing of ps = %+v; want one paused entry of 16 pending jobs", listed)
 		}
-		page, err := in.Jobs(ctx, runtime.JobQuery{Route: "ps", State: runtime.StatusPending, Limit: 100})
+		page, err := in.Jobs(ctx, admin.JobQuery{Route: "ps", State: runtime.StatusPending, Limit: 100})
 		if err != nil || len(page.Jobs) != 16 || page.Jobs[0].Route != "ps" {
 			t.Fatalf("jobs of route ps: %d listed, %v", len(page.Jobs), err)
 		}
@@ -506,7 +507,7 @@ func TestShards_CancelWaitingAndTheDLQSeeTheWholeRoute(t *testing.T) {
 		runtime.Handle(w, failing, func(context.Context, Msg) (runtime.None, error) { return runtime.None{}, errors.New("no") })
 		startWorker(t, w)
 		waitFor(t, 20*time.Second, "4 dead jobs in the route's DLQ", func() bool {
-			page, err := in.Jobs(ctx, runtime.JobQuery{Route: "cw", State: runtime.StatusFailed, Limit: 10})
+			page, err := in.Jobs(ctx, admin.JobQuery{Route: "cw", State: runtime.StatusFailed, Limit: 10})
 			return err == nil && len(page.Jobs) == 4
 		})
 		if n, err := in.PurgeDead(ctx, "cw", "", 0); err != nil || n != 4 {
@@ -554,7 +555,7 @@ func TestShards_ListingARouteGoesPageByPageAcrossItsShards(t *testing.T) {
 		ids := enqueueEcho(t, c, "pg", 23)
 		for _, newest := range []bool{false, true} {
 			seen := map[string]int{}
-			q := runtime.JobQuery{Route: "pg", State: runtime.StatusPending, Limit: 4, Newest: newest}
+			q := admin.JobQuery{Route: "pg", State: runtime.StatusPending, Limit: 4, Newest: newest}
 			for pages := 0; ; pages++ {
 				if pages > 20 {
 					t.Fatal("the listing does not end")

@@ -427,7 +427,7 @@ const (
 // cancelStepJob cancels the job of a step; a job gone or already ended is
 // not an error.
 func (c *Client) cancelStepJob(ctx context.Context, id string) error {
-	_, err := (&Inspector{c: c}).Cancel(ctx, id)
+	_, err := c.cancelJob(ctx, id)
 	if errors.Is(err, ErrJobNotFound) || errors.Is(err, ErrWrongState) {
 		return nil
 	}

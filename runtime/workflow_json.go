@@ -39,7 +39,7 @@ var workflowLabel = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
 // SubmitWorkflow checks s and submits it whole (see admin.Admin); a refusal
 // names the step at fault ("steps[2].after").
-func (in *Inspector) SubmitWorkflow(ctx context.Context, s admin.WorkflowSubmission) (string, map[string]string, error) {
+func (in *inspector) SubmitWorkflow(ctx context.Context, s admin.WorkflowSubmission) (string, map[string]string, error) {
 	nodes, err := in.workflowNodes(s)
 	if err != nil {
 		return "", nil, err
@@ -64,7 +64,7 @@ type jsonStep struct {
 }
 
 // workflowNodes checks every step of s, in order, and returns their nodes.
-func (in *Inspector) workflowNodes(s admin.WorkflowSubmission) ([]*stepNode, error) {
+func (in *inspector) workflowNodes(s admin.WorkflowSubmission) ([]*stepNode, error) {
 	switch n := len(s.Steps); {
 	case n == 0:
 		return nil, admin.Invalid("steps", "steps: empty: a workflow has 1 to %d steps, the last one's result being the workflow's", queue.MaxWorkflowSteps)
@@ -96,7 +96,7 @@ func (in *Inspector) workflowNodes(s admin.WorkflowSubmission) ([]*stepNode, err
 }
 
 // stepPredecessors are the steps st comes after, each listed before it.
-func (in *Inspector) stepPredecessors(at string, i int, st admin.WorkflowStepSubmission, index map[string]int, done []jsonStep, all []admin.WorkflowStepSubmission) ([]jsonStep, error) {
+func (in *inspector) stepPredecessors(at string, i int, st admin.WorkflowStepSubmission, index map[string]int, done []jsonStep, all []admin.WorkflowStepSubmission) ([]jsonStep, error) {
 	var preds []jsonStep
 	seen := map[string]bool{}
 	for _, label := range st.After {
@@ -123,7 +123,7 @@ func (in *Inspector) stepPredecessors(at string, i int, st admin.WorkflowStepSub
 
 // checkStep checks one step — its task, its args or its predecessors'
 // results, its task's options — and builds its node.
-func (in *Inspector) checkStep(at string, st admin.WorkflowStepSubmission, preds []jsonStep) (jsonStep, error) {
+func (in *inspector) checkStep(at string, st admin.WorkflowStepSubmission, preds []jsonStep) (jsonStep, error) {
 	h := in.reg.handlers[st.Name]
 	if h == nil {
 		return jsonStep{}, admin.OnField(at+".name", fmt.Errorf("%w: step %q: no task named %q (registered: %s)", ErrUnknownTask, st.ID, st.Name, strings.Join(in.reg.Tasks(), ", ")))

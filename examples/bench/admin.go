@@ -20,6 +20,7 @@ import (
 	"github.com/bananas-go/bananas/examples/bench/tasks"
 	"github.com/bananas-go/bananas/internal/benchkit"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 var deadN = flag.Int("dead", 100000, "with -admin: dead jobs over the same routes, for the dashboard's pages")
@@ -27,12 +28,12 @@ var deadN = flag.Int("dead", 100000, "with -admin: dead jobs over the same route
 // maxBatch is the most jobs POST /api/v1/jobs/batch takes.
 const maxBatch = 1000
 
-// admin measures the operator surface: API submissions against the Go API's
+// adminBench measures the operator surface: API submissions against the Go API's
 // single enqueue in the same run, a /metrics scrape, job-list pages and the
 // dashboard's pages at `depth` pending and `dead` dead jobs spread over
 // `routes` routes (flat in depth is the goal), each the median of repeated
 // tries.
-func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth int) {
+func adminBench(ctx context.Context, c *runtime.Client, n, producers, routes, depth int) {
 	dead := *deadN
 	rig := &adminRig{ctx: ctx, c: c, n: n, producers: producers}
 	stopAPI := rig.serveAPI()
@@ -59,7 +60,7 @@ func admin(ctx context.Context, c *runtime.Client, n, producers, routes, depth i
 type adminRig struct {
 	ctx       context.Context
 	c         *runtime.Client
-	in        *runtime.Inspector
+	in        *admin.Inspector
 	n         int // jobs per submission scenario
 	producers int // concurrent connections or goroutines submitting
 	apiAddr   string
@@ -401,7 +402,7 @@ func (r *adminRig) dashboardPages(deepCursor string, dead int) {
 	report("dashboard_jobs_dead_search_ms", r.median("/jobs?route=r00&state=failed&q="+url.QueryEscape(tasks.BounceText)))
 	report("dashboard_jobs_dead_search_miss_ms", r.median("/jobs?route=r00&state=failed&q=no+such+error"))
 	if dead > 0 {
-		pg, err := r.in.Jobs(r.ctx, runtime.JobQuery{Route: "r00", State: runtime.StatusFailed, Limit: 1, Newest: true})
+		pg, err := r.in.Jobs(r.ctx, admin.JobQuery{Route: "r00", State: runtime.StatusFailed, Limit: 1, Newest: true})
 		if err != nil || len(pg.Jobs) == 0 {
 			r.fatalf("a dead job of r00: %v", err)
 		}

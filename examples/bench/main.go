@@ -90,7 +90,7 @@ func main() {
 	case *spikeBase > 0:
 		spike(ctx, c, *spikeBase)
 	case *adminMode:
-		admin(ctx, c, *n, *producers, *nroutes, *depth)
+		adminBench(ctx, c, *n, *producers, *nroutes, *depth)
 	case *shardCount > 0:
 		shardBalance(ctx, c)
 	case *flowMode:

@@ -33,6 +33,7 @@ import (
 
 	"github.com/bananas-go/bananas/examples/quickstart/tasks"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 var serve = flag.Duration("serve", 10*time.Minute, "keep the dashboard, HTTP API and workers up this long after the demo (0: exit at once; Ctrl-C ends it sooner)")
@@ -99,7 +100,7 @@ func run(ctx context.Context, out io.Writer, serve time.Duration) (err error) {
 type demo struct {
 	ctx  context.Context
 	c    *runtime.Client
-	in   *runtime.Inspector
+	in   *admin.Inspector
 	base string // "http://host:port" of the HTTP API
 
 	start time.Time
@@ -242,7 +243,7 @@ func (d *demo) deadLetter() error {
 		return fmt.Errorf("expected the bad email to fail, got %v", err)
 	}
 	d.say("result: send_email failed for good: %v", je)
-	dead, err := d.in.Jobs(d.ctx, runtime.JobQuery{Route: "email", State: runtime.StatusFailed})
+	dead, err := d.in.Jobs(d.ctx, admin.JobQuery{Route: "email", State: runtime.StatusFailed})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // TestDemo_PrintedDashboardAnswersWithLiveWorkersWhileItServes runs the
@@ -38,12 +38,12 @@ func TestDemo_PrintedDashboardAnswersWithLiveWorkersWhileItServes(t *testing.T) 
 	if !strings.Contains(page, "<title>") || strings.Contains(page, ">no worker<") {
 		t.Fatalf("GET %s answers a page that is not the dashboard or shows a route without a worker:\n%s", serving, page)
 	}
-	var workers []runtime.WorkerState
+	var workers []admin.Worker
 	if err := json.Unmarshal([]byte(get(t, serving+"api/v1/workers")), &workers); err != nil {
 		t.Fatal(err)
 	}
 	for _, route := range []string{"email", "default", "images"} {
-		if !slices.ContainsFunc(workers, func(w runtime.WorkerState) bool {
+		if !slices.ContainsFunc(workers, func(w admin.Worker) bool {
 			return slices.Contains(w.Routes, route) && time.Since(w.LastBeat) < time.Minute
 		}) {
 			t.Errorf("no live worker for route %s while the demo serves; workers: %+v", route, workers)

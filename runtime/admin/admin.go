@@ -7,7 +7,7 @@ import (
 )
 
 // Admin lists and acts on the jobs, routes, cron entries and workers of a
-// namespace. runtime.Inspector implements it over Redis; the CLI, the HTTP
+// namespace. Inspector implements it over Redis; the CLI, the HTTP
 // API and the dashboard call it, and their tests call a fake.
 //
 // Errors are the admin layer's (see Classify): a refusal names what is

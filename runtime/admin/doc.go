@@ -1,4 +1,6 @@
-// Package admin is the vocabulary of the operator surfaces: the one set of
+// Package admin is the admin layer: the Inspector, which lists and acts on
+// the jobs, routes, cron entries, workers, workflows and history of a
+// namespace, and the vocabulary of the operator surfaces: the one set of
 // view types (a job, a page of jobs, a route, a task, a cron entry, a
 // worker, the per-minute stats, a page of the task history, a workflow), their JSON (the HTTP API's bodies and every
 // command's --json: one convention), the errors the admin layer refuses
@@ -9,13 +11,19 @@
 //
 // It owns the shapes and the error classes, so that a listing, an action or
 // a refusal is written once and every surface shows it the same way. The
-// admin layer itself (runtime.Inspector) implements Admin over Redis; the
-// surfaces (runtime/internal/api, cli, dashboard) import this package and
-// never runtime, and tests give them a fake Admin.
+// Inspector implements Admin over the queue (package queue: every listing
+// and action is one of its calls) and over a Runtime, the seam through
+// which package runtime gives what the program's generated tasks know
+// (their descriptions, strict JSON decoders and schemas, the cron
+// entries) and the client's own steps (its hooks, metrics, result
+// waiters, workflow runner and history store). runtime.NewInspector and
+// Worker.Inspector make one; this package imports queue and history, never
+// runtime. The surfaces (runtime/internal/api, cli, dashboard) import this
+// package and never runtime, and tests give them a fake Admin.
 //
-// It knows package queue's words (Priority, Status, EarlierLife). It must
-// not know Redis, HTTP, terminals, templates or task types: args and
-// results arrive here already as JSON.
+// It knows package queue's words (Priority, Status, EarlierLife) and calls
+// the queue. It must not know HTTP, terminals, templates or task types:
+// args and results arrive here already as JSON, through the Runtime.
 //
 // # JSON
 //

@@ -1,6 +1,6 @@
 // Package api is the HTTP API (/api/v1/…, docs/OPERATIONS.md): routing, authentication, body
 // limits, query parsing and the JSON error shape. It serves what an
-// admin.Admin answers (runtime.Inspector, or a fake in tests): the admin
+// admin.Admin answers (admin.Inspector, or a fake in tests): the admin
 // layer decides what each answer holds, and admin's view types write it.
 //
 // Its routes are one table (endpoints.go): each entry is a mux route and,

@@ -13,7 +13,7 @@ import (
 
 // The attempt number a record carries is the run it describes, 1-based:
 // the job's failed runs before it, plus one. A job leased by a fetch whose
-// reply was lost describes the run it was leased for (JobInfo counted it as
+// reply was lost describes the run it was leased for (admin.Job counted it as
 // running), even though its handler never started. Only a job canceled while
 // waiting (CanceledRecord) describes no run: it carries its failed runs.
 
@@ -80,7 +80,7 @@ func canceledAtShutdown(d *queue.Dispatch, now time.Time) []byte {
 }
 
 // CanceledRecord is the encoded record of a job canceled before it ran
-// (runtime.Inspector.Cancel).
+// (admin.Inspector.Cancel).
 func CanceledRecord(id, name string, priority queue.Priority, created time.Time, maxRetries, attempts int, e queue.Envelope, failedAt []time.Time, earlier []queue.EarlierLife, now time.Time) ([]byte, error) {
 	rec := jobRecord(id, name, priority, created, maxRetries, e)
 	rec.Error, rec.Canceled, rec.Attempts, rec.FinishedAt, rec.FailedAt = "canceled", true, attempts, now.UnixMilli(), failedAtMS(failedAt)

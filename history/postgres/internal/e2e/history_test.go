@@ -139,7 +139,7 @@ func TestHistory_PostgreSQLKeepsEveryEndOnceThroughAnOutageAndALostCommit(t *tes
 		}
 	}
 	failed, _ := countRows(t, opened, history.Query{Route: "pghist", Status: history.Failed})
-	if _, err := runtime.NewInspector(c).History(ctx, runtime.HistoryQuery{Cursor: "forged"}); !errors.Is(err, admin.ErrBadQuery) {
+	if _, err := runtime.NewInspector(c).History(ctx, admin.HistoryQuery{Cursor: "forged"}); !errors.Is(err, admin.ErrBadQuery) {
 		t.Errorf("a forged cursor: %v; want a refusal matching ErrBadQuery", err)
 	}
 	if n != 300 || failed != 60 || !store.lost.Load() {
@@ -315,13 +315,13 @@ func TestHistory_APoisonedJobIsStoredSanitisedAndLaterEndsStillFlow(t *testing.T
 	in := runtime.NewInspector(c)
 	stored := func(n int) func() bool {
 		return func() bool {
-			page, err := in.History(ctx, runtime.HistoryQuery{Route: "pgpoison", Limit: 500})
+			page, err := in.History(ctx, admin.HistoryQuery{Route: "pgpoison", Limit: 500})
 			return err == nil && len(page.Jobs) == n
 		}
 	}
 	waitFor(t, 30*time.Second, "every end of the first batch stored", stored(len(ids)))
-	rows := map[string]runtime.HistoryRow{}
-	page, err := in.History(ctx, runtime.HistoryQuery{Route: "pgpoison", Limit: 500})
+	rows := map[string]admin.HistoryRow{}
+	page, err := in.History(ctx, admin.HistoryQuery{Route: "pgpoison", Limit: 500})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,18 @@
 //go:build bananas_nomem
 
-package runtime
+package dial
 
 import "errors"
 
 // A program built with -tags bananas_nomem links no embedded server
 // (miniredis and its Lua interpreter): mem:// is refused, saying why.
-type embeddedServer struct{}
+type Embedded struct{}
 
-func startEmbedded() (*embeddedServer, error) {
+func startEmbedded() (*Embedded, error) {
 	return nil, errors.New("bananas: mem:// is not available: this program was built with -tags bananas_nomem, which leaves the embedded server out; use redis:// or build without the tag")
 }
 
-func (*embeddedServer) addr() string { return "" }
+func (*Embedded) Addr() string { return "" }
 
-func (*embeddedServer) close() {}
+// Close does nothing: there is no embedded server.
+func (*Embedded) Close() {}

@@ -1,4 +1,4 @@
-package runtime_test
+package strictjson_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/strictjson"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -26,10 +26,10 @@ type fuzzArgs struct {
 }
 
 // Whatever a submission carries as args, the generated decoders'
-// DecodeStrictJSON returns the args or an error naming what is wrong, never
+// strict decoder returns the args or an error naming what is wrong, never
 // panics, and args it accepts encode to JSON that it accepts again as the
 // same args.
-func FuzzDecodeStrictJSON_RefusesWithAReasonOrRoundTrips(f *testing.F) {
+func FuzzDecode_RefusesWithAReasonOrRoundTrips(f *testing.F) {
 	for _, seed := range []string{
 		`{"Text":"hello","N":3}`,
 		`{"Name":"a","Count":-9007199254740993,"Ratio":1e308,"On":true,"Tags":["x"],"Grid":[1,2],"Counts":{"k":1},"Inner":{"Vals":[255]},"Ptr":{"Text":"p"},"Items":[{"N":1}],"Raw":"AQID"}`,
@@ -41,7 +41,7 @@ func FuzzDecodeStrictJSON_RefusesWithAReasonOrRoundTrips(f *testing.F) {
 	}
 	check := func(t *testing.T, data string, fresh func() any) {
 		v := fresh()
-		if err := runtime.DecodeStrictJSON([]byte(data), v); err != nil {
+		if err := strictjson.Decode([]byte(data), v, false); err != nil {
 			if strings.TrimSpace(err.Error()) == "" {
 				t.Fatalf("%q refused with an empty error", data)
 			}
@@ -52,7 +52,7 @@ func FuzzDecodeStrictJSON_RefusesWithAReasonOrRoundTrips(f *testing.F) {
 			t.Fatalf("%q accepted as %+v, which does not encode: %v", data, v, err)
 		}
 		v2 := fresh()
-		if err := runtime.DecodeStrictJSON(again, v2); err != nil {
+		if err := strictjson.Decode(again, v2, false); err != nil {
 			t.Fatalf("%q accepted, but its re-encoding %s is refused: %v", data, again, err)
 		}
 		if !reflect.DeepEqual(v, v2) {

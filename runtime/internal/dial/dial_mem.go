@@ -1,6 +1,6 @@
 //go:build !bananas_nomem
 
-package runtime
+package dial
 
 import (
 	"fmt"
@@ -9,12 +9,12 @@ import (
 	"github.com/alicebob/miniredis/v2"
 )
 
-// embeddedServer is the in-process Redis behind mem://. miniredis moves key
+// Embedded is the in-process Redis behind mem://. miniredis moves key
 // TTLs only when told to; a ticker tells it every ttlTick, so results and
 // unique locks expire as on Redis, to within a tick. (miniredis' ClockTTL mode
 // would be exact, but it walks every key with a TTL on every command: with
 // tens of thousands of completed jobs that made each command milliseconds.)
-type embeddedServer struct {
+type Embedded struct {
 	m    *miniredis.Miniredis
 	stop chan struct{}
 	done chan struct{}
@@ -22,17 +22,17 @@ type embeddedServer struct {
 
 const ttlTick = 250 * time.Millisecond
 
-func startEmbedded() (*embeddedServer, error) {
+func startEmbedded() (*Embedded, error) {
 	m := miniredis.NewMiniRedis()
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("bananas: start embedded Redis: %w", err)
 	}
-	e := &embeddedServer{m: m, stop: make(chan struct{}), done: make(chan struct{})}
+	e := &Embedded{m: m, stop: make(chan struct{}), done: make(chan struct{})}
 	go e.tick()
 	return e, nil
 }
 
-func (e *embeddedServer) tick() {
+func (e *Embedded) tick() {
 	defer close(e.done)
 	t := time.NewTicker(ttlTick)
 	defer t.Stop()
@@ -48,10 +48,11 @@ func (e *embeddedServer) tick() {
 	}
 }
 
-// addr is the host:port the embedded server listens on.
-func (e *embeddedServer) addr() string { return e.m.Addr() }
+// Addr is the host:port the embedded server listens on.
+func (e *Embedded) Addr() string { return e.m.Addr() }
 
-func (e *embeddedServer) close() {
+// Close stops the embedded server; a nil one is none.
+func (e *Embedded) Close() {
 	if e != nil {
 		close(e.stop)
 		<-e.done

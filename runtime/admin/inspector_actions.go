@@ -1,4 +1,4 @@
-package runtime
+package admin
 
 import (
 	"context"
@@ -11,28 +11,20 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/admin"
-	"github.com/bananas-go/bananas/runtime/internal/engine"
 )
-
-// JobQuery selects a page of jobs (see admin.JobQuery).
-type JobQuery = admin.JobQuery
-
-// JobPage is one page of a listing.
-type JobPage = admin.JobPage
 
 // queueState is the queue's word for a listing state.
 func queueState(s Status) (string, error) {
 	switch s {
-	case StatusPending, "":
+	case queue.StatusPending, "":
 		return "pending", nil
-	case StatusScheduled:
+	case queue.StatusScheduled:
 		return "scheduled", nil
-	case StatusProcessing, "active":
+	case queue.StatusProcessing, "active":
 		return "active", nil
-	case StatusFailed, "dead":
+	case queue.StatusFailed, "dead":
 		return "dead", nil
-	case StatusCompleted, StatusCanceled:
+	case queue.StatusCompleted, queue.StatusCanceled:
 		return "", badQuery("state", "state %q: finished jobs are not listed; a completed or canceled job is kept as its result record "+
 			"for its result TTL (RESULT_TTL_SUCCESS, 1h by default; RESULT_TTL_FAILURE, 24h, for a canceled one) and shown by its id "+
 			"(job ID, GET /api/v1/jobs/{id}), and searched in the task history when the program keeps one (HISTORY_URL: app history, GET /api/v1/history). Listed states: pending, scheduled, processing or failed", s)
@@ -43,13 +35,13 @@ func queueState(s Status) (string, error) {
 func statusOfState(state string) Status {
 	switch state {
 	case "scheduled":
-		return StatusScheduled
+		return queue.StatusScheduled
 	case "active":
-		return StatusProcessing
+		return queue.StatusProcessing
 	case "dead":
-		return StatusFailed
+		return queue.StatusFailed
 	}
-	return StatusPending
+	return queue.StatusPending
 }
 
 // Jobs lists one page of jobs. Pages are cursor-based: a job that stays where
@@ -90,9 +82,9 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 	if err := queue.CheckCursor(cq); err != nil {
 		return JobPage{}, badQuery("cursor", "%s", strings.TrimPrefix(err.Error(), queue.ErrBadQuery.Error()+": "))
 	}
-	page := JobPage{Jobs: []JobInfo{}}
+	page := JobPage{Jobs: []Job{}}
 	for i := start; i < len(routes) && len(page.Jobs) < jq.Limit; i++ {
-		got, err := in.c.q.ListJobs(ctx, queue.ListQuery{
+		got, err := in.q.ListJobs(ctx, queue.ListQuery{
 			Route: routes[i], State: state, Priority: jq.Priority, Task: jq.Task, Text: jq.Text,
 			Cursor: inner, Limit: jq.Limit - len(page.Jobs), Newest: jq.Newest,
 		})
@@ -105,7 +97,7 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 		}
 		inner = ""
 		for _, j := range got.Jobs {
-			page.Jobs = append(page.Jobs, JobInfo{
+			page.Jobs = append(page.Jobs, Job{
 				ID: j.ID, Name: j.Name, Route: queue.ShardBase(j.Route), Priority: Priority(j.Priority), Status: statusOfState(j.State),
 				Description: j.Description, Attempts: attempts(j.Attempts, j.State == "active"), MaxRetries: j.MaxRetries, Error: j.Error,
 				CreatedAt: j.CreatedAt, ScheduledAt: j.RunAt, FinishedAt: j.DiedAt, LeaseDeadline: j.LeaseDeadline,
@@ -138,7 +130,7 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 // listing state (at priority p, when set), or "" when none does: one
 // pipelined read of their depths.
 func (in *Inspector) nextHolding(ctx context.Context, routes []string, state string, p Priority) (string, error) {
-	depths, err := in.c.q.Depths(ctx, routes)
+	depths, err := in.q.Depths(ctx, routes)
 	if err != nil {
 		return "", err
 	}
@@ -195,17 +187,17 @@ func indexOf(xs []string, x string) int {
 // Delete removes a pending or scheduled job for good; a job in another
 // state is an error matching ErrWrongState that names it.
 func (in *Inspector) Delete(ctx context.Context, id string) error {
-	return in.refusal(ctx, "delete", id, in.c.q.Delete(ctx, id))
+	return in.refusal(ctx, "delete", id, in.q.Delete(ctx, id))
 }
 
 // Cancel cancels job id: a pending or scheduled job is removed and finishes
-// as canceled at once (StatusCanceled; Await returns an error matching
+// as canceled at once (queue.StatusCanceled; Await returns an error matching
 // ErrJobCanceled); a running job has its context cancelled on the worker
 // that holds it, which finishes it as canceled, without a retry. The status
-// returned is StatusCanceled, or StatusProcessing while the worker has yet to
+// returned is queue.StatusCanceled, or queue.StatusProcessing while the worker has yet to
 // act. Any other state is an error matching ErrWrongState.
 func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
-	info, err := in.c.Job(ctx, id)
+	info, err := in.rt.Job(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -215,20 +207,19 @@ func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
 		// takes for a retry of the first call and answers "canceled".
 		return "", wrongState("cancel", id, info.Status)
 	}
-	encoded, err := engine.CanceledRecord(id, info.Name, info.Priority, info.CreatedAt, info.MaxRetries, info.Attempts,
-		queue.Envelope{Args: info.ArgsMsgpack, Timeout: info.Timeout.Milliseconds(), Description: info.Description}, info.FailedAt, info.Earlier, in.c.q.Now())
+	encoded, ttl, err := in.rt.CanceledRecord(info)
 	if err != nil {
 		return "", err
 	}
-	out, err := in.c.q.Cancel(ctx, id, encoded, DefaultFailureTTL)
+	out, err := in.q.Cancel(ctx, id, encoded, ttl)
 	if err != nil {
 		return "", in.refusal(ctx, "cancel", id, err)
 	}
 	if out == queue.CancelRequested {
-		return StatusProcessing, nil // the worker holding it counts it when it acts
+		return queue.StatusProcessing, nil // the worker holding it counts it when it acts
 	}
-	in.c.metrics.Canceled(info.Route, string(info.Priority), info.Name)
-	return StatusCanceled, nil
+	in.rt.Canceled(info.Route, info.Priority, info.Name)
+	return queue.StatusCanceled, nil
 }
 
 // Pause stops every worker, in every process, from taking jobs of route
@@ -242,20 +233,20 @@ func (in *Inspector) Pause(ctx context.Context, route string) error {
 	}
 	// Listed first, so that a paused route shows in Routes however long it
 	// holds no job (the routes set keeps a paused route, see PruneRoutes).
-	if err := in.c.q.AddRoute(ctx, route); err != nil {
+	if err := in.q.AddRoute(ctx, route); err != nil {
 		return err
 	}
 	// The route itself first: SetShards pauses the shards it makes when
 	// it finds the route paused, and this reads the shards after.
-	if err := in.c.q.Pause(ctx, route); err != nil {
+	if err := in.q.Pause(ctx, route); err != nil {
 		return err
 	}
-	return in.eachShard(ctx, route, in.c.q.Pause)
+	return in.eachShard(ctx, route, in.q.Pause)
 }
 
 // eachShard runs f on every shard of route but the route itself.
 func (in *Inspector) eachShard(ctx context.Context, route string, f func(context.Context, string) error) error {
-	shards, err := in.c.shardsOf(ctx, route)
+	shards, err := in.shardsOf(ctx, route)
 	if err != nil {
 		return err
 	}
@@ -274,10 +265,10 @@ func (in *Inspector) Resume(ctx context.Context, route string) error {
 	if err := in.checkKnownRoute(ctx, route, true); err != nil {
 		return err
 	}
-	if err := in.c.q.Resume(ctx, route); err != nil {
+	if err := in.q.Resume(ctx, route); err != nil {
 		return err
 	}
-	return in.eachShard(ctx, route, in.c.q.Resume)
+	return in.eachShard(ctx, route, in.q.Resume)
 }
 
 // KnownRoutes are the routes something knows, sorted: those of the routes
@@ -306,7 +297,7 @@ func (in *Inspector) checkKnownRoute(ctx context.Context, route string, orPaused
 		return err
 	}
 	if orPaused {
-		paused, err := in.c.q.PausedRoutes(ctx, []string{route})
+		paused, err := in.q.PausedRoutes(ctx, []string{route})
 		if err != nil || paused[route] {
 			return err
 		}
@@ -325,7 +316,7 @@ func (in *Inspector) CancelWaiting(ctx context.Context, route, task string) (int
 		return 0, err
 	}
 	n := 0
-	for _, state := range []Status{StatusPending, StatusScheduled} {
+	for _, state := range []Status{queue.StatusPending, queue.StatusScheduled} {
 		q := JobQuery{Route: route, State: state, Task: task, Limit: 500}
 		for {
 			page, err := in.Jobs(ctx, q)
@@ -339,7 +330,7 @@ func (in *Inspector) CancelWaiting(ctx context.Context, route, task string) (int
 					continue // it moved since the listing
 				case err != nil:
 					return n, err
-				case st == StatusCanceled:
+				case st == queue.StatusCanceled:
 					n++
 				}
 			}
@@ -361,7 +352,7 @@ func (in *Inspector) ReplayDead(ctx context.Context, route, task string) (int, e
 	}
 	total := 0
 	for _, r := range routes {
-		n, err := in.c.q.ReplayDead(ctx, r, task)
+		n, err := in.q.ReplayDead(ctx, r, task)
 		total += n
 		if err != nil {
 			return total, err
@@ -378,13 +369,13 @@ func (in *Inspector) PurgeDead(ctx context.Context, route, task string, olderTha
 	if err != nil {
 		return 0, err
 	}
-	cutoff := in.c.q.Now().Add(-olderThan)
+	cutoff := in.q.Now().Add(-olderThan)
 	if olderThan == 0 {
-		cutoff = in.c.q.Now().Add(time.Hour) // every one, even one dying now on a clock a little ahead
+		cutoff = in.q.Now().Add(time.Hour) // every one, even one dying now on a clock a little ahead
 	}
 	total := 0
 	for _, r := range routes {
-		n, err := in.c.q.PurgeDead(ctx, r, task, cutoff)
+		n, err := in.q.PurgeDead(ctx, r, task, cutoff)
 		total += n
 		if err != nil {
 			return total, err
@@ -404,7 +395,7 @@ func (in *Inspector) refusal(ctx context.Context, action, id string, err error) 
 	case errors.Is(err, queue.ErrNotFound):
 		return fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	case errors.Is(err, queue.ErrWrongState):
-		if info, jerr := in.c.Job(ctx, id); jerr == nil {
+		if info, jerr := in.rt.Job(ctx, id); jerr == nil {
 			return wrongState(action, id, info.Status)
 		}
 		// The queue's own words, without the sentinel's text that ErrWrongState repeats.
@@ -414,47 +405,34 @@ func (in *Inspector) refusal(ctx context.Context, action, id string, err error) 
 	return err
 }
 
-// ErrUnknownCron: no cron entry of that name is registered in this program.
-var ErrUnknownCron = admin.ErrUnknownCron
-
 // RunCron enqueues one job of cron entry name now, as a tick would (its
 // route, priority and zero args), and returns its id. It leaves the entry's
 // schedule alone: its next run, last run, run count and last job are the
 // scheduler's, and the next tick fires as planned.
 func (in *Inspector) RunCron(ctx context.Context, name string) (string, error) {
-	for _, e := range in.reg.cron {
-		if e.Name != name {
-			continue
-		}
-		j, err := e.job(in.c, in.c.q.Now())
-		if err != nil {
-			return "", fmt.Errorf("run cron entry %s: %w", name, err)
-		}
-		holder, err := in.c.q.EnqueueOne(ctx, e.Route, e.Priority, j)
-		if err != nil {
-			return "", fmt.Errorf("run cron entry %s: %w", name, err)
-		}
-		if holder != "" {
-			// A task enqueued uniquely: the job that holds its key runs instead.
-			return holder, fmt.Errorf("run cron entry %s: %w: job %s already holds its unique key", name, ErrDuplicate, holder)
-		}
-		in.c.metrics.Enqueued(e.Route, string(e.Priority), e.Name, 1)
-		return j.ID, nil
+	e, err := in.rt.CronJob(name, in.q.Now())
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("%w %q: the cron entries of this program are %s", ErrUnknownCron, name, cronNames(in.reg.cron))
+	holder, err := in.q.EnqueueOne(ctx, e.Route, e.Priority, e.Job)
+	if err != nil {
+		return "", fmt.Errorf("run cron entry %s: %w", name, err)
+	}
+	if holder != "" {
+		// A task enqueued uniquely: the job that holds its key runs instead.
+		return holder, fmt.Errorf("run cron entry %s: %w: job %s already holds its unique key", name, ErrDuplicate, holder)
+	}
+	in.rt.Enqueued(e.Route, e.Priority, name, 1)
+	return e.Job.ID, nil
 }
 
-// cronNames lists the entries' names for an error message.
-func cronNames(entries []CronEntry) string {
-	if len(entries) == 0 {
-		return "none"
+// attempts is Job.Attempts of a job stored with failed runs counted (the
+// queue's count: failures and lost leases), running or not.
+func attempts(failed int, running bool) int {
+	if running {
+		return failed + 1
 	}
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return failed
 }
 
 // wrongState is the error of action refused on job id because it is status.
@@ -471,7 +449,7 @@ func (in *Inspector) unservedWarning(ctx context.Context, id string) string {
 		return ""
 	}
 	route = queue.ShardBase(route)
-	takers, err := in.served.read(ctx, in.c.routeTakers)
+	takers, err := in.served.read(ctx, in.rt.RouteTakers)
 	if err != nil || takers[route] > 0 {
 		return ""
 	}

@@ -1,18 +1,11 @@
-package runtime
+package admin
 
 import (
 	"context"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/admin"
 )
-
-// StatsPoint is one minute of the stats series, summed across every route.
-type StatsPoint = admin.StatsPoint
-
-// Stats is the per-minute stats series of a window (see admin.Stats).
-type Stats = admin.Stats
 
 // Stats reads the last window (at most 24 h) of the per-minute stats series
 // of every route, as any process sees it: the series lives in Redis
@@ -21,12 +14,12 @@ func (in *Inspector) Stats(ctx context.Context, window time.Duration) (Stats, er
 	if window <= 0 || window > 24*time.Hour {
 		return Stats{}, badQuery("window", "window %s: want up to 24h", window)
 	}
-	routes, err := in.c.q.Routes(ctx)
+	routes, err := in.q.Routes(ctx)
 	if err != nil {
 		return Stats{}, err
 	}
-	now := in.c.q.Now()
-	minutes, err := in.c.q.Series(ctx, routes, now.Add(-window+time.Minute), now)
+	now := in.q.Now()
+	minutes, err := in.q.Series(ctx, routes, now.Add(-window+time.Minute), now)
 	if err != nil {
 		return Stats{}, err
 	}

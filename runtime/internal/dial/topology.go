@@ -1,4 +1,4 @@
-package runtime
+package dial
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// followTopology makes a cluster client reload its map of slots to nodes as
+// FollowTopology makes a cluster client reload its map of slots to nodes as
 // soon as a node cannot be reached. go-redis reloads the map on a MOVED or
 // ASK reply and on an interval, but not when a master stops answering: after
 // a failover its slots would be dialled at the dead address until the next
@@ -17,7 +17,7 @@ import (
 // node's client, so the reload starts at the first failed dial or read and
 // the cluster client's own retries of the command (8 ms and more apart) find
 // the new map.
-func followTopology(rdb redis.UniversalClient) {
+func FollowTopology(rdb redis.UniversalClient) {
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		cc.OnNewNode(func(node *redis.Client) { node.AddHook(topologyHook{cc}) })
 	}

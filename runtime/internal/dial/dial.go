@@ -1,4 +1,11 @@
-package runtime
+// Package dial opens the Redis connections of the runtime: it reads a
+// connection URL (redis://, rediss://, redis+cluster://, rediss+cluster://,
+// mem://) with its TLS parameters, checks it without connecting, hides its
+// password in messages, starts the embedded server behind mem://, makes a
+// cluster client follow a failover at once (FollowTopology), and sends
+// go-redis's own log lines to the program's logger. It knows go-redis and
+// miniredis, and nothing of queues or tasks.
+package dial
 
 import (
 	"context"
@@ -15,26 +22,26 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// dial turns a connection URL into a go-redis client (and, for mem://, the
+// Open turns a connection URL into a go-redis client (and, for mem://, the
 // embedded server it talks to). Every client honours its callers' context
 // deadlines on the socket (go-redis's ContextTimeoutEnabled), so a call
 // returns when its context ends even while the network is silent; without
 // it go-redis waits out its own read timeout, and each of its retries,
 // first. The engine's calls carry timeouts of their own, longer than a read's.
-func dial(raw string) (redis.UniversalClient, *embeddedServer, error) {
-	installRedisLogger.Do(func() { redis.SetLogger(redisLogger{}) })
-	if err := checkRedisURL(raw); err != nil {
-		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", redactURL(raw), err)
+func Open(raw string) (redis.UniversalClient, *Embedded, error) {
+	installRedisLogger.Do(func() { redis.SetLogger(GoRedisLogger{}) })
+	if err := Check(raw); err != nil {
+		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", Redact(raw), err)
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: want redis://, rediss://, redis+cluster://, rediss+cluster:// or mem://", redactURL(raw))
+		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: want redis://, rediss://, redis+cluster://, rediss+cluster:// or mem://", Redact(raw))
 	}
 	switch scheme {
 	case "redis", "rediss":
 		opt, err := parseServerURL(raw)
 		if err != nil {
-			return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", redactURL(raw), err)
+			return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", Redact(raw), err)
 		}
 		if !strings.Contains(raw, "protocol=") {
 			// RESP2 unless asked otherwise: with RESP3, go-redis peeks every
@@ -43,12 +50,12 @@ func dial(raw string) (redis.UniversalClient, *embeddedServer, error) {
 			// runtime uses no RESP3 feature.
 			opt.Protocol = 2
 		}
-		opt.ContextTimeoutEnabled = true // see dial
+		opt.ContextTimeoutEnabled = true // see Open
 		return redis.NewClient(opt), nil, nil
 	case "redis+cluster", "rediss+cluster":
 		opt, err := parseClusterURL(scheme, rest)
 		if err != nil {
-			return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", redactURL(raw), err)
+			return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: %w", Redact(raw), err)
 		}
 		return redis.NewClusterClient(opt), nil, nil
 	case "mem":
@@ -56,16 +63,16 @@ func dial(raw string) (redis.UniversalClient, *embeddedServer, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return redis.NewClient(&redis.Options{Addr: emb.addr(), ContextTimeoutEnabled: true}), emb, nil
+		return redis.NewClient(&redis.Options{Addr: emb.Addr(), ContextTimeoutEnabled: true}), emb, nil
 	default:
-		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: unknown scheme %q, want redis, rediss, redis+cluster, rediss+cluster or mem", redactURL(raw), scheme)
+		return nil, nil, fmt.Errorf("bananas: invalid Redis URL %q: unknown scheme %q, want redis, rediss, redis+cluster, rediss+cluster or mem", Redact(raw), scheme)
 	}
 }
 
-// checkRedisURL reports what is wrong with a connection URL, without
+// Check reports what is wrong with a connection URL, without
 // connecting: its scheme, for servers their host:port, and the TLS files it
 // names (read, so that a missing CA file is a configuration error at start).
-func checkRedisURL(raw string) error {
+func Check(raw string) error {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return fmt.Errorf("want redis://host:port, rediss://..., redis+cluster://h1:p1,h2:p2, rediss+cluster://... or mem://")
@@ -125,7 +132,7 @@ func parseClusterURL(scheme, rest string) (*redis.ClusterOptions, error) {
 		// The map is also reloaded on this interval (go-redis: 60 s), for
 		// changes no failed call reveals, such as a replica added.
 		ClusterStateReloadInterval: 5 * time.Second,
-		ContextTimeoutEnabled:      true, // see dial
+		ContextTimeoutEnabled:      true, // see Open
 	}
 	if at := strings.LastIndex(hosts, "@"); at >= 0 {
 		u, err := url.Parse("redis://" + hosts[:at+1] + "x")
@@ -153,8 +160,8 @@ func parseClusterURL(scheme, rest string) (*redis.ClusterOptions, error) {
 	return opt, nil
 }
 
-// redactURL hides a password in a URL shown in an error.
-func redactURL(raw string) string {
+// Redact hides a password in a URL shown in an error.
+func Redact(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return raw
@@ -173,7 +180,7 @@ func redactURL(raw string) string {
 // go-redis writes its own messages (a failed dial, a connection dropped
 // with unread data) through one logger for the whole process, by default
 // to stderr in a format of its own. The first client dialed installs
-// redisLogger in its place: those messages then go to the program's slog
+// GoRedisLogger in its place: those messages then go to the program's slog
 // logger — the one Main configured (LOG_LEVEL, LOG_FORMAT), or else
 // slog.Default() at the time of each message — as lines like the
 // runtime's. It is process-wide, as go-redis's logger is: a program that
@@ -184,13 +191,14 @@ var (
 	redisLogTo         atomic.Pointer[slog.Logger] // nil: slog.Default()
 )
 
-// logRedisTo sends go-redis's messages to l (see redisLogger).
-func logRedisTo(l *slog.Logger) { redisLogTo.Store(l) }
+// LogTo sends go-redis's messages to l (see GoRedisLogger).
+func LogTo(l *slog.Logger) { redisLogTo.Store(l) }
 
-// redisLogger is go-redis's logger, writing to the program's.
-type redisLogger struct{}
+// GoRedisLogger is go-redis's logger, writing to the program's.
+type GoRedisLogger struct{}
 
-func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+// Printf logs one line of go-redis's.
+func (GoRedisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l := redisLogTo.Load()
 	if l == nil {
 		l = slog.Default()
@@ -217,15 +225,15 @@ func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.Log(ctx, level, "bananas: go-redis: "+msg)
 }
 
-// redisAddr is the address of c's Redis as an operator reads it, when the
+// Addr is the address of rdb's Redis as an operator reads it, when the
 // surfaces say it is unreachable: host:port, a cluster's seed nodes, or
-// mem:// for the embedded server. It is read from go-redis's options, which
-// hold no credentials in the address.
-func (c *Client) redisAddr() string {
-	if c.embedded != nil {
+// mem:// for the embedded server emb. It is read from go-redis's options,
+// which hold no credentials in the address.
+func Addr(rdb redis.UniversalClient, emb *Embedded) string {
+	if emb != nil {
 		return "mem://"
 	}
-	switch r := c.rdb.(type) {
+	switch r := rdb.(type) {
 	case *redis.Client:
 		return r.Options().Addr
 	case *redis.ClusterClient:

@@ -1,4 +1,4 @@
-package runtime
+package dial
 
 import (
 	"crypto/tls"

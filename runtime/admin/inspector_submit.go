@@ -1,31 +1,20 @@
-package runtime
+package admin
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/admin"
-	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
 
-// The Inspector is the admin layer that every operator surface calls.
-var _ admin.Admin = (*Inspector)(nil)
-
-// Submit checks s and enqueues it (see admin.Admin). A refusal names the
-// submission's key at fault (admin.Classify).
-func (in *Inspector) Submit(ctx context.Context, s admin.Submission) (id, warning string, err error) {
-	opts, err := submissionOptions(s)
-	if err != nil {
-		return "", "", err
-	}
-	id, err = in.Enqueue(ctx, s.Name, s.Args, opts...)
+// Submit checks s and enqueues it (see Admin). A refusal names the
+// submission's key at fault (Classify).
+func (in *Inspector) Submit(ctx context.Context, s Submission) (id, warning string, err error) {
+	id, err = in.rt.Enqueue(ctx, s)
 	if err != nil {
 		return id, "", err
 	}
@@ -42,7 +31,7 @@ func (in *Inspector) submitWarning(ctx context.Context, id string) string {
 	if !ok {
 		return unserved
 	}
-	paused, err := in.paused.read(ctx, shard, in.c.q.PausedRoutes)
+	paused, err := in.paused.read(ctx, shard, in.q.PausedRoutes)
 	if err != nil || !paused {
 		return unserved
 	}
@@ -103,34 +92,6 @@ func (p *pausedRoutes) read(ctx context.Context, route string, fresh func(contex
 	return got[route], nil
 }
 
-// submissionOptions are the enqueue options of a submission's route,
-// priority and delay, or a refusal naming the one that is wrong.
-func submissionOptions(s admin.Submission) ([]Option, error) {
-	var opts []Option
-	if s.Route != "" {
-		if err := queue.CheckRoute(s.Route); err != nil {
-			return nil, admin.InvalidValue("route", "", err.Error())
-		}
-		opts = append(opts, Route(s.Route))
-	}
-	if s.Priority != "" {
-		if !queue.ValidPriority(s.Priority) {
-			return nil, admin.InvalidValue("priority", s.Priority, "use high, normal or low")
-		}
-		opts = append(opts, WithPriority(Priority(s.Priority)))
-	}
-	if s.Delay != "" {
-		d, err := time.ParseDuration(s.Delay)
-		if err != nil || d < 0 {
-			return nil, admin.InvalidValue("delay", s.Delay, "want a duration such as 90s or 1h30m")
-		}
-		if d > 0 {
-			opts = append(opts, Delay(d))
-		}
-	}
-	return opts, nil
-}
-
 // SubmitBatch checks every job of a batch and enqueues them all, or none.
 //
 // The client's enqueue hooks (AddEnqueueHook) wrap the whole batch once, as
@@ -149,29 +110,24 @@ func submissionOptions(s admin.Submission) ([]Option, error) {
 // calls, in the order the batch first names each: should Redis fail part-way,
 // the calls before the failing one are stored, the failing one may or may not
 // have run (its reply can be lost after it ran), and the ones after it are
-// not sent. The *admin.BatchError says which: IDs holds the id of every job
+// not sent. The *BatchError says which: IDs holds the id of every job
 // stored and "" for the others, and Jobs lists every job not known to be
 // stored.
-func (in *Inspector) SubmitBatch(ctx context.Context, subs []admin.Submission, refused []admin.BatchRefusal) ([]string, error) {
-	e := &Enqueueing{Count: len(subs)}
-	e.Task, e.Route = in.batchTaskRoute(subs)
-	var ids []string
-	err := in.c.hooked(ctx, e, jobConfig{}, func(ctx context.Context, cfg jobConfig) (err error) {
-		ids, err = in.submitBatch(ctx, subs, refused, cfg.headers)
-		e.IDs = ids
-		return err
+func (in *Inspector) SubmitBatch(ctx context.Context, subs []Submission, refused []BatchRefusal) ([]string, error) {
+	task, route := in.batchTaskRoute(subs)
+	return in.rt.Hooked(ctx, task, route, len(subs), func(ctx context.Context, headers map[string]string) ([]string, error) {
+		return in.submitBatch(ctx, subs, refused, headers)
 	})
-	return ids, err
 }
 
 // batchTaskRoute is the task and the route every job of subs has, each ""
 // when they differ (or a task is unknown: its route is).
-func (in *Inspector) batchTaskRoute(subs []admin.Submission) (task, route string) {
+func (in *Inspector) batchTaskRoute(subs []Submission) (task, route string) {
 	for i, s := range subs {
 		r := s.Route
-		if h := in.reg.handlers[s.Name]; r == "" && h != nil {
-			r = h.info().Route
-		} else if h == nil {
+		if t, ok := in.rt.Task(s.Name); r == "" && ok {
+			r = t.Route
+		} else if !ok {
 			r = ""
 		}
 		if i == 0 {
@@ -189,73 +145,44 @@ func (in *Inspector) batchTaskRoute(subs []admin.Submission) (task, route string
 }
 
 // submitBatch is SubmitBatch inside the hooks, whose headers go to every job.
-func (in *Inspector) submitBatch(ctx context.Context, subs []admin.Submission, refused []admin.BatchRefusal, headers map[string]string) ([]string, error) {
+func (in *Inspector) submitBatch(ctx context.Context, subs []Submission, refused []BatchRefusal, headers map[string]string) ([]string, error) {
 	skip := make([]bool, len(subs))
 	for _, r := range refused {
 		skip[r.Index] = true
 	}
-	jobs := make([]batchJob, len(subs))
-	shards := batchShards{}
+	jobs := make([]BatchJob, len(subs))
+	shards := map[string]string{}
 	for i, s := range subs {
 		if skip[i] {
 			continue
 		}
-		j, err := in.batchJob(s, shards, headers)
+		j, err := in.rt.BatchJob(s, headers, shards)
 		if err != nil {
-			p := admin.Classify(err)
-			if p.Class == admin.Failure {
+			p := Classify(err)
+			if p.Class == Failure {
 				return nil, err
 			}
-			refused = append(refused, admin.BatchRefusal{Index: i, Field: p.Field, Error: p.Msg})
+			refused = append(refused, BatchRefusal{Index: i, Field: p.Field, Error: p.Msg})
 			continue
 		}
 		jobs[i] = j
 	}
 	if len(refused) > 0 {
 		sort.Slice(refused, func(i, j int) bool { return refused[i].Index < refused[j].Index })
-		return nil, &admin.BatchError{Class: admin.BadInput, Jobs: refused,
+		return nil, &BatchError{Class: BadInput, Jobs: refused,
 			Msg: fmt.Sprintf("%d of %d jobs refused (listed in jobs): nothing was enqueued", len(refused), len(subs))}
 	}
 	return in.enqueueBatch(ctx, jobs)
 }
 
-// batchJob checks one submission of a batch and builds its job, carrying
-// headers; a refusal names the field (admin.Classify).
-func (in *Inspector) batchJob(s admin.Submission, shards batchShards, headers map[string]string) (batchJob, error) {
-	opts, err := submissionOptions(s)
-	if err != nil {
-		return batchJob{}, err
-	}
-	if len(headers) > 0 {
-		opts = append(opts, func(c *jobConfig) { c.headers = withHeaders(c.headers, headers) })
-	}
-	h := in.reg.handlers[s.Name]
-	if h == nil {
-		return batchJob{}, in.unknownTask(s.Name)
-	}
-	j, err := h.jobJSON(in.c, s.Args, opts, shards)
-	switch {
-	case err == nil:
-		return j, nil
-	case errors.Is(err, ErrBadArgs), errors.Is(err, ErrPayloadTooLarge):
-		return batchJob{}, admin.Invalid("args", "%s", admin.Message(err))
-	}
-	return batchJob{}, admin.Invalid("", "%s", admin.Message(err))
-}
-
-// unknownTask is the refusal of a task name no registered task has.
-func (in *Inspector) unknownTask(name string) error {
-	return fmt.Errorf("%w: no task named %q (registered: %s)", ErrUnknownTask, name, strings.Join(in.reg.Tasks(), ", "))
-}
-
 // Result waits up to wait for job id to finish, then reads it.
-func (in *Inspector) Result(ctx context.Context, id string, wait time.Duration) (*JobInfo, error) {
+func (in *Inspector) Result(ctx context.Context, id string, wait time.Duration) (*Job, error) {
 	if _, err := in.Job(ctx, id); err != nil {
 		return nil, err
 	}
 	if wait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		_, err := in.c.waiter.Wait(wctx, id, in.c.lookupResult)
+		err := in.rt.Wait(wctx, id)
 		cancel()
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -265,20 +192,13 @@ func (in *Inspector) Result(ctx context.Context, id string, wait time.Duration) 
 }
 
 // Ready reports whether Redis answers.
-func (in *Inspector) Ready(ctx context.Context) error { return in.c.rdb.Ping(ctx).Err() }
+func (in *Inspector) Ready(ctx context.Context) error { return in.rt.Ping(ctx) }
 
 // ArgsSchemas is the JSON Schema of each registered task's args type, the
 // one the OpenAPI document gives the task's submission.
-func (in *Inspector) ArgsSchemas() (map[string]json.RawMessage, error) {
-	out := map[string]json.RawMessage{}
-	for _, name := range in.reg.Tasks() {
-		s, err := openapi.Schema(in.reg.handlers[name].argsType)
-		if err != nil {
-			return nil, fmt.Errorf("args schema of %s: %w", name, err)
-		}
-		if out[name], err = json.Marshal(s); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
+func (in *Inspector) ArgsSchemas() (map[string]json.RawMessage, error) { return in.rt.ArgsSchemas() }
+
+// OpenAPI is the OpenAPI 3.1 document of the HTTP API for the registered
+// tasks: every task's args and result are JSON Schemas, so a client in any
+// language can be generated that submits typed jobs.
+func (in *Inspector) OpenAPI() ([]byte, error) { return in.rt.OpenAPI() }

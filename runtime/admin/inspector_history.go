@@ -1,4 +1,4 @@
-package runtime
+package admin
 
 import (
 	"cmp"
@@ -13,27 +13,13 @@ import (
 
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/admin"
 )
-
-// HistoryQuery selects a page of the task history (admin's word).
-type HistoryQuery = admin.HistoryQuery
-
-// HistoryPage is one page of the task history, newest end first.
-type HistoryPage = admin.HistoryPage
-
-// HistoryRow is one end of one job as the task history keeps it.
-type HistoryRow = admin.HistoryRow
-
-// ErrNoHistory matches the refusal of a history call in a program that
-// keeps no task history (no HISTORY_URL, no WithHistory).
-var ErrNoHistory = admin.ErrNoHistory
 
 // History is one page of the client's task history, newest end first. Every
 // field of q is checked before the store is asked: a bad value is a refusal
 // naming its field.
 func (in *Inspector) History(ctx context.Context, q HistoryQuery) (HistoryPage, error) {
-	store := in.c.History()
+	store := in.rt.History()
 	if store == nil {
 		return HistoryPage{}, ErrNoHistory
 	}
@@ -55,7 +41,7 @@ func (in *Inspector) History(ctx context.Context, q HistoryQuery) (HistoryPage, 
 	if err != nil {
 		return HistoryPage{}, fmt.Errorf("bananas: search the task history: %w", err)
 	}
-	return HistoryPage{Next: page.Next, Jobs: admin.Map(page.Rows, historyRowView), Since: hq.Since, Until: hq.Until}, nil
+	return HistoryPage{Next: page.Next, Jobs: Map(page.Rows, HistoryRowOf), Since: hq.Since, Until: hq.Until}, nil
 }
 
 func untilText(t time.Time) string {
@@ -66,7 +52,7 @@ func untilText(t time.Time) string {
 }
 
 // historyQuery is q in the store's words at now, or the refusal of its
-// first bad field. A query without since searches the admin.HistoryWindow
+// first bad field. A query without since searches the HistoryWindow
 // before its until, or before now.
 func historyQuery(q HistoryQuery, now time.Time) (history.Query, error) {
 	for _, f := range []struct{ name, value string }{
@@ -84,8 +70,8 @@ func historyQuery(q HistoryQuery, now time.Time) (history.Query, error) {
 			return history.Query{}, err
 		}
 	}
-	if q.Status != "" && !slices.Contains(admin.HistoryStatuses, q.Status) {
-		return history.Query{}, admin.InvalidValue("status", string(q.Status), "use completed, failed or canceled")
+	if q.Status != "" && !slices.Contains(HistoryStatuses, q.Status) {
+		return history.Query{}, InvalidValue("status", string(q.Status), "use completed, failed or canceled")
 	}
 	if q.Limit == 0 {
 		q.Limit = 50
@@ -93,11 +79,11 @@ func historyQuery(q HistoryQuery, now time.Time) (history.Query, error) {
 	if q.Limit < 1 || q.Limit > 500 {
 		return history.Query{}, badQuery("limit", "limit %d: want 1 to 500", q.Limit)
 	}
-	if n := utf8.RuneCountInString(q.Text); n > 0 && n < admin.HistoryMinText {
-		return history.Query{}, badQuery("q", "q %q: give at least %d characters (a shorter text matches through no index, and would read every row)", q.Text, admin.HistoryMinText)
+	if n := utf8.RuneCountInString(q.Text); n > 0 && n < HistoryMinText {
+		return history.Query{}, badQuery("q", "q %q: give at least %d characters (a shorter text matches through no index, and would read every row)", q.Text, HistoryMinText)
 	}
 	if q.Since.IsZero() {
-		q.Since = cmp.Or(q.Until, now).Add(-admin.HistoryWindow)
+		q.Since = cmp.Or(q.Until, now).Add(-HistoryWindow)
 	}
 	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
 		return history.Query{}, badQuery("until", "until %s is not after since %s: no job ends in between",
@@ -126,8 +112,8 @@ func searchableText(field, value string) error {
 	return nil
 }
 
-// historyRowView is the admin view of a history row.
-func historyRowView(r history.Row) HistoryRow {
+// HistoryRowOf is the admin view of a row of the task history.
+func HistoryRowOf(r history.Row) HistoryRow {
 	status := queue.StatusFailed
 	switch r.Status {
 	case history.Completed:
@@ -149,7 +135,7 @@ func historyRowView(r history.Row) HistoryRow {
 // MigrateHistory creates or migrates the schema of the client's history
 // store (a history.Migrator), and says whether it had one to migrate.
 func (in *Inspector) MigrateHistory(ctx context.Context) (bool, error) {
-	store := in.c.History()
+	store := in.rt.History()
 	if store == nil {
 		return false, ErrNoHistory
 	}

@@ -1,4 +1,4 @@
-package runtime
+package strictjson
 
 import (
 	"encoding/json"
@@ -21,34 +21,34 @@ func nestedJSON(levels int) []byte {
 // deeper ones, naming where; the scan that checks the keys of args that are
 // right checks their depth too, so that a body nested thousands deep never
 // reaches encoding/json.
-func TestDecodeStrictJSON_NestingPastTheCapIsRefusedNamingWhere(t *testing.T) {
+func TestDecode_NestingPastTheCapIsRefusedNamingWhere(t *testing.T) {
 	t.Parallel()
 	for _, levels := range []int{1, 10, 30, 63} { // 63 levels: 127 containers, within the cap
 		data := nestedJSON(levels)
 		var n jsonNode
-		if err := DecodeStrictJSON(data, &n); err != nil {
+		if err := Decode(data, &n, false); err != nil {
 			t.Fatalf("%d levels: %v", levels, err)
 		}
 	}
 	typ := reflect.TypeFor[jsonNode]()
 	if !exactKeysScan(nestedJSON(63), typ) || exactKeysScan(nestedJSON(64), typ) {
-		t.Errorf("the key scan takes 127 containers = %v, 129 = %v; want true, false (MaxJSONDepth %d)",
-			exactKeysScan(nestedJSON(63), typ), exactKeysScan(nestedJSON(64), typ), MaxJSONDepth)
+		t.Errorf("the key scan takes 127 containers = %v, 129 = %v; want true, false (MaxDepth %d)",
+			exactKeysScan(nestedJSON(63), typ), exactKeysScan(nestedJSON(64), typ), MaxDepth)
 	}
 	data := nestedJSON(5000) // about 40 KB
 	var n jsonNode
-	err := DecodeStrictJSON(data, &n)
-	want := fmt.Sprintf(`field "K[0].K[0].K[0]….K[0].K[0].K[0]": nested deeper than %d levels`, MaxJSONDepth)
+	err := Decode(data, &n, false)
+	want := fmt.Sprintf(`field "K[0].K[0].K[0]….K[0].K[0].K[0]": nested deeper than %d levels`, MaxDepth)
 	if err == nil || err.Error() != want {
 		t.Errorf("5,000 levels: %v; want %s", err, want)
 	}
 }
 
-// BenchmarkDecodeStrictJSON_Nested decodes args nested 10, 100 and 1,000
+// BenchmarkDecode_Nested decodes args nested 10, 100 and 1,000
 // levels deep: 10 decode; 100 and 1,000 (past 64 levels, 128 containers)
 // are refused at the first container too deep, after one scan of the bytes
 // before it, so their cost does not grow with their depth.
-func BenchmarkDecodeStrictJSON_Nested(b *testing.B) {
+func BenchmarkDecode_Nested(b *testing.B) {
 	for _, levels := range []int{10, 100, 1000} {
 		data := nestedJSON(levels)
 		b.Run(fmt.Sprintf("depth=%d", levels), func(b *testing.B) {
@@ -56,7 +56,7 @@ func BenchmarkDecodeStrictJSON_Nested(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var n jsonNode
-				_ = DecodeStrictJSON(data, &n)
+				_ = Decode(data, &n, false)
 			}
 		})
 	}
@@ -83,7 +83,7 @@ type scanArgs struct {
 // The scan that passes args that are right without the walk never passes
 // what the walk refuses: on each input, the scan and encoding/json accept
 // only what the walk accepts.
-func TestDecodeStrictJSON_TheKeyScanAcceptsNothingTheWalkRefuses(t *testing.T) {
+func TestDecode_TheKeyScanAcceptsNothingTheWalkRefuses(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{
 		`{"URL":"u","width":2,"q":"7","Crop":{"X":1},"Tags":[{"name":"a"}],"At":"2026-01-02T03:04:05Z","Labels":{"k":{"name":"b"}},"Any":{"x":[1,{"Y":2}]},"Raw":"AQID","Grid":[1,2,3]}`,

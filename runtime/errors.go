@@ -1,0 +1,26 @@
+package runtime
+
+import "github.com/bananas-go/bananas/runtime/admin"
+
+// Errors of the admin layer, matched with errors.Is (see package admin).
+var (
+	// ErrUnknownTask: no task of that name is registered in this program.
+	ErrUnknownTask = admin.ErrUnknownTask
+	// ErrBadArgs: JSON args that the task's decoder refuses.
+	ErrBadArgs = admin.ErrBadArgs
+	// ErrBadQuery: a listing or action parameter that is not valid.
+	ErrBadQuery = admin.ErrBadQuery
+	// ErrPayloadTooLarge: args or a result over the payload limit (MaxPayload).
+	ErrPayloadTooLarge = admin.ErrPayloadTooLarge
+	// ErrWrongState: the job is not in a state the action applies to (a
+	// delete of a running job); the message names its state.
+	ErrWrongState = admin.ErrWrongState
+	// ErrUnknownRoute: a route that no job, registered task or live worker
+	// has (Pause, Resume); the message lists the known ones.
+	ErrUnknownRoute = admin.ErrUnknownRoute
+	// ErrUnknownCron: no cron entry of that name is registered in this program.
+	ErrUnknownCron = admin.ErrUnknownCron
+	// ErrNoHistory matches the refusal of a history call in a program that
+	// keeps no task history (no HISTORY_URL, no WithHistory).
+	ErrNoHistory = admin.ErrNoHistory
+)
