@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
@@ -401,5 +402,16 @@ func TestSetLimits_NullRemovesAndOmittedStays(t *testing.T) {
 		if r := send(t, h, "PUT", "/api/v1/routes/r/limits", body); r.status != 400 || !strings.Contains(r.raw, `"field":"`+field+`"`) && field != "" {
 			t.Errorf("PUT %s: %d %s, want a 400 naming %q", body, r.status, r.raw, field)
 		}
+	}
+}
+
+func TestDeadLetterActions_TakeARouteAndATask(t *testing.T) {
+	f := &fakeAdmin{}
+	h := newAPI(f, Config{})
+	if r := send(t, h, "DELETE", "/api/v1/dlq?route=mail&task=t&older_than=1h", ""); r.status != 200 || r.body["purged"] != 3.0 || f.route != "mail" || f.task != "t" || f.older != time.Hour {
+		t.Fatalf("purge: answer %d %s, admin got route %q task %q older %v", r.status, r.raw, f.route, f.task, f.older)
+	}
+	if r := send(t, h, "POST", "/api/v1/dlq/replay?route=reports", ""); r.status != 200 || r.body["replayed"] != 2.0 || f.route != "reports" || f.task != "" {
+		t.Fatalf("replay: answer %d %s, admin got route %q task %q", r.status, r.raw, f.route, f.task)
 	}
 }
