@@ -415,3 +415,18 @@ func TestDeadLetterActions_TakeARouteAndATask(t *testing.T) {
 		t.Fatalf("replay: answer %d %s, admin got route %q task %q", r.status, r.raw, f.route, f.task)
 	}
 }
+
+func TestRunJobNow_AnswersTheJobOrTheRefusal(t *testing.T) {
+	f := &fakeAdmin{}
+	h := newAPI(f, Config{})
+	if r := send(t, h, "POST", "/api/v1/jobs/j1/run", ""); r.status != 200 || r.body["run"] != "j1" {
+		t.Fatalf("run: answer %d %s", r.status, r.raw)
+	}
+	f.err = fmt.Errorf("%w: cannot run job j1: it is failed", admin.ErrWrongState)
+	if r := send(t, h, "POST", "/api/v1/jobs/j1/run", ""); r.status != http.StatusConflict || !strings.Contains(r.raw, "it is failed") {
+		t.Fatalf("run of a failed job: answer %d %s; want 409 naming its state", r.status, r.raw)
+	}
+	if r := send(t, newAPI(f, Config{ReadOnly: true}), "POST", "/api/v1/jobs/j1/run", ""); r.status != http.StatusForbidden {
+		t.Fatalf("run in read-only mode: answer %d %s; want 403", r.status, r.raw)
+	}
+}

@@ -143,6 +143,18 @@ var endpoints = []endpoint{
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The job has finished.", Type: admin.Job{}, Name: "Job"},
 			{Status: http.StatusAccepted, Desc: "The job has not finished yet: ask again.", Type: admin.Job{}, Name: "Job"}, badRequest, notFound}},
 		(*server).result},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/jobs/{id}/run", ID: "runJobNow", Tag: "jobs", Action: true,
+		Summary: "Run a scheduled job (delayed, or waiting for its retry) now: it is pending at once, its attempts as they were. A pending job is left as it is.", PathParams: []openapi.Param{jobID},
+		Button: &openapi.Button{Page: openapi.JobPage, Key: "run", Label: "Run now", When: []string{"scheduled"},
+			Title: "Move the job to its ready list now; its attempts stay as they are",
+			Done:  "run-now", Flash: "Pending now: the job runs when a worker of its route is free."},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Pending.", Type: ranNow{}}, notFound, conflict}},
+		func(s *server, w http.ResponseWriter, r *http.Request) error {
+			if err := s.a.RunNow(r.Context(), r.PathValue("id")); err != nil {
+				return err
+			}
+			return writeJSON(w, http.StatusOK, ranNow{Run: r.PathValue("id")})
+		}},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/jobs/{id}/cancel", ID: "cancelJob", Tag: "jobs", Action: true,
 		Summary: "Cancel a job: one not started is not run, a running one has its context canceled.", PathParams: []openapi.Param{jobID},
 		Button: &openapi.Button{Page: openapi.JobPage, Key: "cancel", Label: "Cancel", When: []string{"pending", "scheduled", "processing"},
@@ -309,6 +321,11 @@ var endpoints = []endpoint{
 var probeAnswers = []openapi.Response{
 	{Status: http.StatusOK, Desc: "Up.", Type: probeStatus{}},
 	{Status: http.StatusServiceUnavailable, Desc: "Down.", Type: probeStatus{}},
+}
+
+// ranNow is the answer of POST /api/v1/jobs/{id}/run.
+type ranNow struct {
+	Run string `json:"run"`
 }
 
 // canceledCount is the answer of POST /api/v1/routes/{route}/cancel.

@@ -32,6 +32,9 @@ var verbs = []Verb{
 	{"job", "delete", "delete a pending or scheduled job for good", func(e *Env, c Conn, id string) (string, any, error) {
 		return "deleted " + id, map[string]string{"deleted": id}, c.Delete(e.Ctx, id)
 	}},
+	{"job", "run", "run a scheduled job (delayed, or waiting for its retry) now, its attempts as they were", func(e *Env, c Conn, id string) (string, any, error) {
+		return "pending now: " + id, map[string]string{"run": id}, c.RunNow(e.Ctx, id)
+	}},
 	{"workflow", "cancel", "cancel a workflow's steps not yet run, and ask its running ones to stop", func(e *Env, c Conn, id string) (string, any, error) {
 		w, err := c.CancelWorkflow(e.Ctx, id)
 		if err != nil {
