@@ -282,7 +282,7 @@ var endpoints = []endpoint{
 		(*server).replay},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/dlq/replay", ID: "replayDeadJobs", Tag: "dlq", Action: true,
 		Summary: "Enqueue dead jobs again: all of them, or those of one route or task.", Query: []openapi.Param{deadRoute, deadTask},
-		Button: &openapi.Button{Page: openapi.DeadList, Key: "replay-dead", Label: "Replay every failed job of the route",
+		Button: &openapi.Button{Page: openapi.DeadList, Key: "replay-dead", Label: "Replay every failed job of {route}",
 			Confirm: "replay every failed job of the route", Path: "/routes/{route}/replay-dead",
 			Done: "replayed-dead", Flash: "Replayed %s failed jobs: they are pending again with their attempts reset.", Count: "replayed"},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Replayed.", Type: replayedCount{}}, badRequest}},

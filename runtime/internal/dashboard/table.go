@@ -128,7 +128,7 @@ func actions(p *page, pg string, target string, state ...any) []form {
 			continue
 		}
 		f := form{Action: wildcard.ReplaceAllLiteralString(formPath(a), url.PathEscape(target)), Key: b.Key, ID: b.Key,
-			Label: b.Label, Title: b.Title, Confirm: b.Confirm != "", Danger: b.Danger, CSRF: p.CSRF, Class: b.Class, Note: b.Note}
+			Label: wildcard.ReplaceAllLiteralString(b.Label, target), Title: b.Title, Confirm: b.Confirm != "", Danger: b.Danger, CSRF: p.CSRF, Class: b.Class, Note: b.Note}
 		if pg := openapi.Page(pg); pg == openapi.RouteRow || pg == openapi.CronRow {
 			f.ID += "-" + target
 		}

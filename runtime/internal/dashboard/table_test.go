@@ -93,3 +93,12 @@ func TestTable_AFormServesItsEndpointWithThePagesTarget(t *testing.T) {
 		t.Fatalf("limits max_running=lots = %d; want 400 naming max_running:\n%s", resp.StatusCode, body)
 	}
 }
+
+// A button's label names its target where the table says {name}.
+func TestTable_ALabelNamesItsTarget(t *testing.T) {
+	f := &fakeAdmin{jobs: map[string]*admin.Job{"j1": {ID: "j1", Route: "mail", Status: "failed"}}}
+	srv, c := server(t, f)
+	if _, page := get(t, c, srv.URL+"/jobs?route=mail&state=failed"); !strings.Contains(page, ">Replay every failed job of mail</button>") {
+		t.Fatalf("the dead-letter listing of mail lacks its replay button naming the route:\n%s", page)
+	}
+}

@@ -45,7 +45,9 @@ type Button struct {
 	// Key names the form's button (name=Key); the button's id is Key on a
 	// page of one target, Key-<target> on a page of rows (a route, a cron
 	// entry), and a confirmation box's Key-confirm.
-	Key          string
+	Key string
+	// Label is the button's text, a {name} of Path in it the target's
+	// value; Title its tooltip.
 	Label, Title string
 	// When are the target's states the form shows in (see Page); none:
 	// always.
