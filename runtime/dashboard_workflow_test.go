@@ -56,7 +56,7 @@ func TestDashboard_AFailedWorkflowShowsItsErrorAndRetriesByClicking(t *testing.T
 	shoot(t, ctx, "workflow-failed")
 	r.setFail("explode", false)
 	run(t, ctx, "click Retry", chromedp.Click(chromedp.CSS("#retry")), chromedp.WaitVisible(chromedp.CSS("#flash")))
-	if got := text(t, ctx, "#flash"); !strings.Contains(got, "2 failed or canceled steps run again") {
+	if got := text(t, ctx, "#flash"); !strings.Contains(got, "the failed and canceled steps run again") {
 		t.Fatalf("the flash after Retry = %q", got)
 	}
 	waitFor(t, 20*time.Second, "the retried workflow to complete", func() bool {

@@ -32,6 +32,10 @@ type Admin interface {
 	// canceled, or processing while the worker holding it has yet to act.
 	Cancel(ctx context.Context, id string) (Status, error)
 	Delete(ctx context.Context, id string) error
+	// RunNow moves scheduled job id (delayed, or waiting for its retry) to
+	// pending now, its attempts as they were; a pending job is left as it
+	// is, another state is ErrWrongState.
+	RunNow(ctx context.Context, id string) error
 	Replay(ctx context.Context, id string) error
 	// ReplayDead replays the failed jobs of route ("" every route) and task
 	// ("" every task) and says how many.

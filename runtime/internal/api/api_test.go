@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
@@ -401,5 +402,31 @@ func TestSetLimits_NullRemovesAndOmittedStays(t *testing.T) {
 		if r := send(t, h, "PUT", "/api/v1/routes/r/limits", body); r.status != 400 || !strings.Contains(r.raw, `"field":"`+field+`"`) && field != "" {
 			t.Errorf("PUT %s: %d %s, want a 400 naming %q", body, r.status, r.raw, field)
 		}
+	}
+}
+
+func TestDeadLetterActions_TakeARouteAndATask(t *testing.T) {
+	f := &fakeAdmin{}
+	h := newAPI(f, Config{})
+	if r := send(t, h, "DELETE", "/api/v1/dlq?route=mail&task=t&older_than=1h", ""); r.status != 200 || r.body["purged"] != 3.0 || f.route != "mail" || f.task != "t" || f.older != time.Hour {
+		t.Fatalf("purge: answer %d %s, admin got route %q task %q older %v", r.status, r.raw, f.route, f.task, f.older)
+	}
+	if r := send(t, h, "POST", "/api/v1/dlq/replay?route=reports", ""); r.status != 200 || r.body["replayed"] != 2.0 || f.route != "reports" || f.task != "" {
+		t.Fatalf("replay: answer %d %s, admin got route %q task %q", r.status, r.raw, f.route, f.task)
+	}
+}
+
+func TestRunJobNow_AnswersTheJobOrTheRefusal(t *testing.T) {
+	f := &fakeAdmin{}
+	h := newAPI(f, Config{})
+	if r := send(t, h, "POST", "/api/v1/jobs/j1/run", ""); r.status != 200 || r.body["run"] != "j1" {
+		t.Fatalf("run: answer %d %s", r.status, r.raw)
+	}
+	f.err = fmt.Errorf("%w: cannot run job j1: it is failed", admin.ErrWrongState)
+	if r := send(t, h, "POST", "/api/v1/jobs/j1/run", ""); r.status != http.StatusConflict || !strings.Contains(r.raw, "it is failed") {
+		t.Fatalf("run of a failed job: answer %d %s; want 409 naming its state", r.status, r.raw)
+	}
+	if r := send(t, newAPI(f, Config{ReadOnly: true}), "POST", "/api/v1/jobs/j1/run", ""); r.status != http.StatusForbidden {
+		t.Fatalf("run in read-only mode: answer %d %s; want 403", r.status, r.raw)
 	}
 }

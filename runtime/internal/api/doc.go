@@ -5,7 +5,9 @@
 //
 // Its routes are one table (endpoints.go): each entry is a mux route and,
 // through Endpoints, an operation of the OpenAPI document, so a route is
-// declared once.
+// declared once. An action's entry with a Button is also the dashboard's
+// form for it (Actions), which the dashboard serves through the entry's
+// own handler.
 //
 // # What it owns, and what it must not know
 //

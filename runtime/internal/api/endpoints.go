@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -14,6 +15,32 @@ import (
 type endpoint struct {
 	openapi.Endpoint
 	serve func(s *server, w http.ResponseWriter, r *http.Request) error
+}
+
+// Action is an endpoint the dashboard offers as a form (its Button), with
+// the call that serves it.
+type Action struct {
+	openapi.Endpoint
+	// Serve answers r as the endpoint does on a's behalf, past the API's own
+	// checks (token, read-only mode, query names, body type): the caller
+	// makes its own, and builds r with the endpoint's path values, query
+	// and JSON body. An error is the admin layer's, or an *Error.
+	Serve func(a admin.Admin, w http.ResponseWriter, r *http.Request) error
+}
+
+// Actions are the endpoints that have a Button, in the table's order.
+func Actions() []Action {
+	var out []Action
+	for _, e := range endpoints {
+		if e.Button == nil {
+			continue
+		}
+		serve := e.serve
+		out = append(out, Action{Endpoint: e.Endpoint, Serve: func(a admin.Admin, w http.ResponseWriter, r *http.Request) error {
+			return serve(&server{a: a, cfg: Config{Logger: slog.New(slog.DiscardHandler)}}, w, r)
+		}})
+	}
+	return out
 }
 
 // Endpoints are the API's operations, as the mux serves them, for the
@@ -32,6 +59,7 @@ var (
 	workflowID = openapi.Param{Name: "id", Desc: "The workflow's id."}
 	route      = openapi.Param{Name: "route", Desc: "The route (queue)."}
 	deadTask   = openapi.Param{Name: "task", Desc: "Only dead jobs of this task."}
+	deadRoute  = openapi.Param{Name: "route", Desc: "Only dead jobs of this route."}
 	// listing is what a job listing takes: the queues' states (active is
 	// processing, dead is failed). Finished jobs are not listed: they are
 	// results, read by id.
@@ -115,12 +143,28 @@ var endpoints = []endpoint{
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The job has finished.", Type: admin.Job{}, Name: "Job"},
 			{Status: http.StatusAccepted, Desc: "The job has not finished yet: ask again.", Type: admin.Job{}, Name: "Job"}, badRequest, notFound}},
 		(*server).result},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/jobs/{id}/run", ID: "runJobNow", Tag: "jobs", Action: true,
+		Summary: "Run a scheduled job (delayed, or waiting for its retry) now: it is pending at once, its attempts as they were. A pending job is left as it is.", PathParams: []openapi.Param{jobID},
+		Button: &openapi.Button{Page: openapi.JobPage, Key: "run", Label: "Run now", When: []string{"scheduled"},
+			Title: "Move the job to its ready list now; its attempts stay as they are",
+			Done:  "run-now", Flash: "Pending now: the job runs when a worker of its route is free."},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Pending.", Type: ranNow{}}, notFound, conflict}},
+		func(s *server, w http.ResponseWriter, r *http.Request) error {
+			if err := s.a.RunNow(r.Context(), r.PathValue("id")); err != nil {
+				return err
+			}
+			return writeJSON(w, http.StatusOK, ranNow{Run: r.PathValue("id")})
+		}},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/jobs/{id}/cancel", ID: "cancelJob", Tag: "jobs", Action: true,
 		Summary: "Cancel a job: one not started is not run, a running one has its context canceled.", PathParams: []openapi.Param{jobID},
+		Button: &openapi.Button{Page: openapi.JobPage, Key: "cancel", Label: "Cancel", When: []string{"pending", "scheduled", "processing"},
+			Done: "canceled", Flash: "Canceled: a job not started is not run; a running one stops once its worker acts."},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Canceled.", Type: admin.Canceled{}, Name: "Canceled"}, notFound, conflict}},
 		(*server).cancel},
 	{openapi.Endpoint{Method: "DELETE", Path: "/api/v1/jobs/{id}", ID: "deleteJob", Tag: "jobs", Summary: "Delete a pending or scheduled job.",
 		Action: true, PathParams: []openapi.Param{jobID},
+		Button: &openapi.Button{Page: openapi.JobPage, Key: "delete", Label: "Delete", When: []string{"pending", "scheduled"},
+			Confirm: "delete the job: it is gone for good", Danger: true, Done: "deleted", Flash: "Deleted.", Then: "/jobs", Path: "/jobs/{id}/delete"},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Deleted.", Type: deleted{}}, notFound, conflict}},
 		(*server).delete},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/workflows", ID: "submitWorkflow", Tag: "workflows",
@@ -144,11 +188,17 @@ var endpoints = []endpoint{
 		PathParams: []openapi.Param{workflowID}, Responses: []openapi.Response{theWorkflow, notFound}},
 		(*server).workflow},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/workflows/{id}/cancel", ID: "cancelWorkflow", Tag: "workflows", Action: true,
-		Summary:    "Cancel a workflow: its steps not yet run are canceled, its running steps' jobs asked to stop. A completed workflow stays completed.",
+		Summary: "Cancel a workflow: its steps not yet run are canceled, its running steps' jobs asked to stop. A completed workflow stays completed.",
+		Button: &openapi.Button{Page: openapi.WorkflowPage, Key: "cancel", Label: "Cancel", When: []string{"pending", "running"}, Danger: true,
+			Title: "Cancel the steps not yet run, and ask the running ones to stop",
+			Done:  "workflow-canceled", Flash: "Canceled: the steps not yet run are canceled, and the running ones asked to stop."},
 		PathParams: []openapi.Param{workflowID}, Responses: []openapi.Response{theWorkflow, notFound}},
 		(*server).cancelWorkflow},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/workflows/{id}/retry", ID: "retryWorkflow", Tag: "workflows", Action: true,
-		Summary:    "Run a workflow's failed and canceled steps again (a dead step's job replayed, a canceled step under a new job id); its completed steps keep their results.",
+		Summary: "Run a workflow's failed and canceled steps again (a dead step's job replayed, a canceled step under a new job id); its completed steps keep their results.",
+		Button: &openapi.Button{Page: openapi.WorkflowPage, Key: "retry", Label: "Retry", When: []string{"retryable"},
+			Title: "Run the failed and canceled steps again; completed steps keep their results",
+			Done:  "workflow-retried", Flash: "Retried: the failed and canceled steps run again; the completed ones keep their results."},
 		PathParams: []openapi.Param{workflowID}, Responses: []openapi.Response{theWorkflow, notFound}},
 		(*server).retryWorkflow},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/history", ID: "searchHistory", Tag: "history",
@@ -168,11 +218,14 @@ var endpoints = []endpoint{
 		(*server).queues},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/routes/{route}/pause", ID: "pauseRoute", Tag: "queues", Action: true,
 		Summary: "Pause a route: workers take no new job from it.", PathParams: []openapi.Param{route},
+		Button: &openapi.Button{Page: openapi.RouteRow, Key: "pause", Label: "Pause", When: []string{"running"},
+			Done: "paused", Flash: "Paused: no worker takes this route's jobs until it is resumed."},
 		// 404: a route no job, registered task or live worker has; the error lists the known ones.
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Paused.", Type: paused{}}, notFound}},
 		(*server).pause},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/routes/{route}/resume", ID: "resumeRoute", Tag: "queues", Action: true,
 		Summary: "Resume a paused route.", PathParams: []openapi.Param{route},
+		Button: &openapi.Button{Page: openapi.RouteRow, Key: "resume", Label: "Resume", When: []string{"paused"}, Done: "resumed", Flash: "Resumed."},
 		// 404: a route that is not paused and that nothing knows.
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Resumed.", Type: paused{}}, notFound}},
 		(*server).resume},
@@ -197,6 +250,12 @@ var endpoints = []endpoint{
 	{openapi.Endpoint{Method: "PUT", Path: "/api/v1/routes/{route}/limits", ID: "setRouteLimits", Tag: "queues", Action: true,
 		Summary:    "Change a route's own limits: max_running (jobs running at once), rate (starts per second, minute or hour) and burst; a field left out stays, null removes it. In force at every worker's next fetch.",
 		PathParams: []openapi.Param{route}, Body: openapi.RouteLimits,
+		Button: &openapi.Button{Page: openapi.LimitsPage, Key: "set", Label: "Set limits", Class: "limits-form",
+			Fields: []openapi.Field{{Name: "max_running", Label: "Max running", Placeholder: "none", Numeric: true},
+				{Name: "rate", Label: "Rate", Placeholder: "none, or 100/s, 20/m, 5/h"},
+				{Name: "burst", Label: "Burst", Placeholder: "the rate's", Numeric: true}},
+			Note: "An empty field removes that limit. In force at every worker's next fetch.",
+			Done: "limits-set", Flash: "Limits set: every worker honours them at its next fetch."},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The limits now in force.", Type: admin.Limits{}}, badRequest, tooLarge}},
 		(*server).setLimits},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/routes/{route}/flows", ID: "getRouteFlows", Tag: "queues",
@@ -207,17 +266,25 @@ var endpoints = []endpoint{
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of dead jobs.", Type: admin.JobPage{}, Name: "DeadJobList"}, badRequest}},
 		(*server).dead},
 	{openapi.Endpoint{Method: "DELETE", Path: "/api/v1/dlq", ID: "purgeDeadJobs", Tag: "dlq", Action: true,
-		Summary: "Delete dead jobs for good: all of them, or those of one task.",
-		Query: []openapi.Param{deadTask, {Name: "older_than", Kind: openapi.Duration,
+		Summary: "Delete dead jobs for good: all of them, or those of one route or task.",
+		Button: &openapi.Button{Page: openapi.RouteRow, Key: "purge", Label: "Purge failed", When: []string{"dead"}, Danger: true,
+			Confirm: "purge: the failed jobs are deleted for good", Path: "/routes/{route}/purge-dead",
+			Done: "purged", Flash: "Purged %s failed jobs from the dead-letter queue.", Count: "purged"},
+		Query: []openapi.Param{deadRoute, deadTask, {Name: "older_than", Kind: openapi.Duration,
 			Desc: "Only dead jobs that died longer ago than this Go duration, such as 24h."}},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Purged.", Type: purged{}}, badRequest}},
 		(*server).purgeDead},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/dlq/{id}/replay", ID: "replayDeadJob", Tag: "dlq", Action: true,
 		Summary: "Enqueue a dead job again.", PathParams: []openapi.Param{jobID},
+		Button: &openapi.Button{Page: openapi.JobPage, Key: "replay", Label: "Replay", When: []string{"failed"}, Path: "/jobs/{id}/replay",
+			Done: "replayed", Flash: "Replayed: the job is pending again with its attempts reset."},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Replayed.", Type: replayed{}}, notFound}},
 		(*server).replay},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/dlq/replay", ID: "replayDeadJobs", Tag: "dlq", Action: true,
-		Summary: "Enqueue dead jobs again: all of them, or those of one task.", Query: []openapi.Param{deadTask},
+		Summary: "Enqueue dead jobs again: all of them, or those of one route or task.", Query: []openapi.Param{deadRoute, deadTask},
+		Button: &openapi.Button{Page: openapi.DeadList, Key: "replay-dead", Label: "Replay every failed job of {route}",
+			Confirm: "replay every failed job of the route", Path: "/routes/{route}/replay-dead",
+			Done: "replayed-dead", Flash: "Replayed %s failed jobs: they are pending again with their attempts reset.", Count: "replayed"},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Replayed.", Type: replayedCount{}}, badRequest}},
 		(*server).replayDead},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/cron", ID: "listCron", Tag: "cron", Summary: "The cron entries, their last and next runs.",
@@ -226,7 +293,9 @@ var endpoints = []endpoint{
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/cron/{name}/run", ID: "runCron", Tag: "cron", Action: true,
 		Summary:    "Run a cron entry now: enqueue one job of its task (zero args, its route and priority); its schedule is left as it is.",
 		PathParams: []openapi.Param{{Name: "name", Desc: "The cron entry's name: its task's wire name."}},
-		Responses:  []openapi.Response{{Status: http.StatusCreated, Desc: "Enqueued.", Type: submitted{}, Location: true}, notFound, conflict}},
+		Button: &openapi.Button{Page: openapi.CronRow, Key: "run", Label: "Run now", Title: "Enqueue one job of the entry now; the schedule stays as it is",
+			Then: openapi.ThenLocation, Done: "cron-run", Flash: "Enqueued now, outside the schedule: the entry's next run stays as planned."},
+		Responses: []openapi.Response{{Status: http.StatusCreated, Desc: "Enqueued.", Type: submitted{}, Location: true}, notFound, conflict}},
 		(*server).runCron},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/workers", ID: "listWorkers", Tag: "workers", Summary: "The live workers and schedulers, from their heartbeats.",
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The workers.", Type: admin.Worker{}, List: true, Name: "Worker"}}},
@@ -252,6 +321,11 @@ var endpoints = []endpoint{
 var probeAnswers = []openapi.Response{
 	{Status: http.StatusOK, Desc: "Up.", Type: probeStatus{}},
 	{Status: http.StatusServiceUnavailable, Desc: "Down.", Type: probeStatus{}},
+}
+
+// ranNow is the answer of POST /api/v1/jobs/{id}/run.
+type ranNow struct {
+	Run string `json:"run"`
 }
 
 // canceledCount is the answer of POST /api/v1/routes/{route}/cancel.

@@ -84,6 +84,7 @@ func (f *fakeAdmin) Result(_ context.Context, id string, _ time.Duration) (*admi
 func (f *fakeAdmin) Cancel(context.Context, string) (admin.Status, error) { return "canceled", f.err }
 func (f *fakeAdmin) Delete(context.Context, string) error                 { return f.err }
 func (f *fakeAdmin) Replay(context.Context, string) error                 { return f.err }
+func (f *fakeAdmin) RunNow(context.Context, string) error                 { return f.err }
 
 func (f *fakeAdmin) ReplayDead(_ context.Context, route, task string) (int, error) {
 	f.route, f.task = route, task

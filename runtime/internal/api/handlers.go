@@ -139,7 +139,7 @@ func (s *server) replay(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) replayDead(w http.ResponseWriter, r *http.Request) error {
-	n, err := s.a.ReplayDead(r.Context(), "", r.URL.Query().Get("task"))
+	n, err := s.a.ReplayDead(r.Context(), r.URL.Query().Get("route"), r.URL.Query().Get("task"))
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (s *server) purgeDead(w http.ResponseWriter, r *http.Request) error {
 		}
 		older = d
 	}
-	n, err := s.a.PurgeDead(r.Context(), "", r.URL.Query().Get("task"), older)
+	n, err := s.a.PurgeDead(r.Context(), r.URL.Query().Get("route"), r.URL.Query().Get("task"), older)
 	if err != nil {
 		return err
 	}

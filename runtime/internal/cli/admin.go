@@ -17,8 +17,8 @@ import (
 // a command is declared once, here, with its lines in the help.
 var adminCommands = []Spec{
 	{"enqueue", cmdEnqueue, [][2]string{{"enqueue NAME JSON", "enqueue a task with JSON args [--route R --priority P --delay D --wait]"}}},
-	{"job", cmdJob, [][2]string{{"job ID", "show a job; job cancel ID, job delete ID act on it"}}},
-	{"workflow", cmdWorkflow, [][2]string{{"workflow ID", "show a workflow and its steps; workflow cancel ID, workflow retry ID act on it [--json]"}}},
+	{"job", cmdJob, nounHelp("job", "show a job [--json]")},
+	{"workflow", cmdWorkflow, nounHelp("workflow", "show a workflow and its steps [--json]")},
 	{"workflows", cmdWorkflows, [][2]string{{"workflows", "list the workflows, newest first [--status S --task T --limit N --cursor C --json]"}}},
 	{"jobs", cmdJobs, [][2]string{{"jobs", "list pending jobs [--state scheduled|processing|failed --route R --task T --q TEXT]"}}},
 	{"queues", cmdQueues, [][2]string{{"queues", "jobs per route in each place, paused or not, and its workers"}}},
@@ -193,11 +193,10 @@ func routePaused(e *Env, c Conn, route string) bool {
 }
 
 func cmdJob(e *Env, args []string) error {
-	if len(args) > 0 && (args[0] == "cancel" || args[0] == "delete") {
-		e.Name = "job " + args[0]
-		return cmdJobAction(e, args[0], args[1:])
+	if ok, err := runVerb(e, "job", args); ok {
+		return err
 	}
-	fs := e.Flags("ID [--json] | cancel ID | delete ID: show, cancel or delete a job")
+	fs := e.Flags("ID [--json] | " + strings.Join(verbsOf("job"), "|") + " ID: show a job, or act on it")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := Parse(fs, args)
 	if err != nil {
@@ -271,42 +270,6 @@ func jsonOrDash(b json.RawMessage) string {
 		return "-"
 	}
 	return string(b)
-}
-
-// cmdJobAction is `job cancel ID` and `job delete ID`.
-func cmdJobAction(e *Env, action string, args []string) error {
-	fs := e.Flags(action + " ID")
-	pos, err := Parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError{fmt.Errorf("want one job ID after %s", action)}
-	}
-	c, err := e.open()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	id := pos[0]
-	switch action {
-	case "cancel":
-		st, err := c.Cancel(e.Ctx, id)
-		if err != nil {
-			return err
-		}
-		if st == "processing" {
-			fmt.Fprintf(e.Stdout, "cancel of %s asked: it is running, and the worker holding it cancels its context\n", id)
-			return nil
-		}
-		fmt.Fprintf(e.Stdout, "canceled %s\n", id)
-	case "delete":
-		if err := c.Delete(e.Ctx, id); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.Stdout, "deleted %s\n", id)
-	}
-	return nil
 }
 
 var cmdJobs = listCommand("[--route R] [--state S] [--task T] [--q TEXT] [--limit N] [--cursor C] [--newest] [--json]: list the jobs waiting, running or dead, a page at a time",

@@ -12,7 +12,9 @@
 // itself, whose JSON is the API's. The commands that run the runtime (worker,
 // scheduler, api) are given to Run by the runtime as App.Commands. Each
 // command is declared once, as a Spec with its lines in the help: `app help`
-// prints the tables, so the help names every command and nothing else.
+// prints the tables, so the help names every command and nothing else. An
+// action on one job or workflow by its id (`job cancel ID`) is a row of the
+// verbs table, which its noun's command runs and whose help lines it lists.
 //
 // It must not know Redis or the runtime's types: it imports runtime/admin
 // for the values and errors, never runtime.

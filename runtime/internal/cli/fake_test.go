@@ -94,6 +94,11 @@ func (f *fakeAdmin) Delete(_ context.Context, id string) error {
 	return f.errs["Delete"]
 }
 
+func (f *fakeAdmin) RunNow(_ context.Context, id string) error {
+	f.acted = append(f.acted, "run "+id)
+	return f.errs["RunNow"]
+}
+
 func (f *fakeAdmin) Pause(_ context.Context, route string) error {
 	f.acted = append(f.acted, "pause "+route)
 	return f.errs["Pause"]

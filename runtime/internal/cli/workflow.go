@@ -10,14 +10,12 @@ import (
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
-// cmdWorkflow is `workflow ID [--json]`, `workflow cancel ID` and
-// `workflow retry ID`.
+// cmdWorkflow is `workflow ID [--json]`, and its verbs.
 func cmdWorkflow(e *Env, args []string) error {
-	if len(args) > 0 && (args[0] == "cancel" || args[0] == "retry") {
-		e.Name = "workflow " + args[0]
-		return cmdWorkflowAction(e, args[0], args[1:])
+	if ok, err := runVerb(e, "workflow", args); ok {
+		return err
 	}
-	fs := e.Flags("ID [--json] | cancel ID | retry ID: show a workflow and its steps, cancel it, or run its failed and canceled steps again")
+	fs := e.Flags("ID [--json] | " + strings.Join(verbsOf("workflow"), "|") + " ID: show a workflow and its steps, or act on it")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := Parse(fs, args)
 	if err != nil {
@@ -38,53 +36,6 @@ func cmdWorkflow(e *Env, args []string) error {
 	if *asJSON {
 		return printJSON(e.Stdout, w)
 	}
-	return printWorkflow(e.Stdout, w)
-}
-
-// cmdWorkflowAction is `workflow cancel ID` and `workflow retry ID`: what
-// the action did, then the workflow after it.
-func cmdWorkflowAction(e *Env, action string, args []string) error {
-	fs := e.Flags(action + " ID [--json]")
-	asJSON := fs.Bool("json", false, "print the workflow after the call as JSON")
-	pos, err := Parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError{fmt.Errorf("want one workflow ID after %s", action)}
-	}
-	c, err := e.open()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	var w *admin.Workflow
-	said := ""
-	switch action {
-	case "cancel":
-		if w, err = c.CancelWorkflow(e.Ctx, pos[0]); err == nil {
-			said = fmt.Sprintf("canceled workflow %s: its steps not yet run are canceled, its running steps' jobs asked to stop", w.ID)
-			if w.Status == "completed" {
-				said = fmt.Sprintf("workflow %s had completed: nothing to cancel", w.ID)
-			}
-		}
-	case "retry":
-		var n int
-		if w, n, err = c.RetryWorkflow(e.Ctx, pos[0]); err == nil {
-			said = fmt.Sprintf("workflow %s: %d step(s) run again", w.ID, n)
-			if n == 0 {
-				said = fmt.Sprintf("workflow %s: no step had failed or been canceled: nothing to run again", w.ID)
-			}
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.Stdout, w)
-	}
-	fmt.Fprintln(e.Stdout, said)
-	fmt.Fprintln(e.Stdout)
 	return printWorkflow(e.Stdout, w)
 }
 

@@ -55,6 +55,7 @@ func New(a admin.Admin, cfg Config) *Dashboard {
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = 2 * time.Second
 	}
+	checkTable()
 	d := &Dashboard{a: a, cfg: cfg, keys: newKeys(cfg.Token), mux: http.NewServeMux(), pages: parsePages(), handlers: map[string]http.Handler{}}
 	static, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix("/static/", http.FileServerFS(static))
@@ -84,23 +85,22 @@ func New(a admin.Admin, cfg Config) *Dashboard {
 		"POST /login":  http.HandlerFunc(d.login),
 		"POST /logout": http.HandlerFunc(d.logout),
 
-		"POST /jobs/{id}/replay":           d.action(d.replay),
-		"POST /jobs/{id}/delete":           d.action(d.delete),
-		"POST /jobs/{id}/cancel":           d.action(d.cancel),
-		"POST /routes/{route}/pause":       d.action(d.pause),
-		"POST /routes/{route}/resume":      d.action(d.resume),
-		"POST /routes/{route}/limits":      d.action(d.setLimits),
-		"POST /routes/{route}/purge-dead":  d.action(d.purgeDead),
-		"POST /routes/{route}/replay-dead": d.action(d.replayDead),
-		"POST /jobs/bulk":                  d.action(d.bulk),
-		"POST /cron/{name}/run":            d.action(d.runCron),
-		"POST /workflows/{id}/cancel":      d.action(d.cancelWorkflow),
-		"POST /workflows/{id}/retry":       d.action(d.retryWorkflow),
+		"POST /jobs/bulk": d.action(d.bulk),
 	} {
-		d.mux.Handle(pattern, h)
-		d.handlers[pattern] = h
+		d.handle(pattern, h)
+	}
+	// Every other action is a form of the API's endpoint table.
+	for _, list := range buttons {
+		for _, a := range list {
+			d.handle("POST "+formPath(a), d.action(d.tableAction(a)))
+		}
 	}
 	return d
+}
+
+func (d *Dashboard) handle(pattern string, h http.Handler) {
+	d.mux.Handle(pattern, h)
+	d.handlers[pattern] = h
 }
 
 // Patterns are the mux patterns the dashboard answers, to mount it beside
@@ -132,8 +132,13 @@ type page struct {
 	ReadOnly bool
 	Login    bool // a token is set: show the logout button
 	CSRF     string
-	Flash    string
-	Refresh  int64 // ms between polls of the live part; 0: none
+	// Self is this page's path and query, without a flash: where its
+	// forms send the browser back to.
+	Self string
+	// Values fill the fields of the page's action forms, by name.
+	Values  map[string]string
+	Flash   string
+	Refresh int64 // ms between polls of the live part; 0: none
 	// Reload is the seconds after which the browser loads ReloadTo (a
 	// meta refresh, which needs no script); 0: never.
 	Reload   int
@@ -150,7 +155,7 @@ func (d *Dashboard) view(f viewFunc) http.Handler {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		p := &page{ReadOnly: d.cfg.ReadOnly, Login: d.keys.tokenSum != nil, CSRF: d.keys.csrfToken(w, r), Flash: flash(r.URL.Query())}
+		p := &page{ReadOnly: d.cfg.ReadOnly, Login: d.keys.tokenSum != nil, CSRF: d.keys.csrfToken(w, r), Flash: flash(r.URL.Query()), Self: self(r)}
 		status, err := f(r, p)
 		if err != nil {
 			d.fail(w, r, p, err)
@@ -284,25 +289,35 @@ func localPath(s string) (string, bool) {
 }
 
 // flashes are the messages an action's redirect may ask for, by key: the
-// query string never carries text to show.
-var flashes = map[string]string{
-	"replayed":          "Replayed: the job is pending again with its attempts reset.",
-	"deleted":           "Deleted.",
-	"canceled":          "Canceled.",
-	"cancel-requested":  "Cancel sent: the worker running the job will stop it.",
-	"paused":            "Paused: no worker takes this route's jobs until it is resumed.",
-	"limits-set":        "Limits set: every worker honours them at its next fetch.",
-	"resumed":           "Resumed.",
-	"cron-run":          "Enqueued now, outside the schedule: the entry's next run stays as planned.",
-	"workflow-canceled": "Canceled: the steps not yet run are canceled, and the running ones asked to stop.",
-	"workflow-retried":  "Retried: %s failed or canceled steps run again; the completed ones keep their results.",
-	"purged":            "Purged %s failed jobs from the dead-letter queue.",
-	"replayed-dead":     "Replayed %s failed jobs: they are pending again with their attempts reset.",
-	// A bulk action reports both counts: a job refused is one that moved
-	// to a state the action does not fit, or is gone, since the page showed it.
-	"bulk-replayed": "Replayed %s selected jobs; %r refused (no longer failed, or gone).",
-	"bulk-deleted":  "Deleted %s selected jobs; %r refused (no longer pending or scheduled, or gone).",
-	"bulk-canceled": "Canceled %s selected jobs (a running one stops when its worker acts); %r refused (already finished, or gone).",
+// query string never carries text to show. The endpoint table's actions
+// bring theirs (Button.Done and Flash).
+var flashes = func() map[string]string {
+	m := map[string]string{
+		// A bulk action reports both counts: a job refused is one that moved
+		// to a state the action does not fit, or is gone, since the page showed it.
+		"bulk-replayed": "Replayed %s selected jobs; %r refused (no longer failed, or gone).",
+		"bulk-deleted":  "Deleted %s selected jobs; %r refused (no longer pending or scheduled, or gone).",
+		"bulk-canceled": "Canceled %s selected jobs (a running one stops when its worker acts); %r refused (already finished, or gone).",
+	}
+	for _, list := range buttons {
+		for _, a := range list {
+			m[a.Button.Done] = a.Button.Flash
+		}
+	}
+	return m
+}()
+
+// self is r's path and query without the keys of a flash.
+func self(r *http.Request) string {
+	q := r.URL.Query()
+	if q.Get("done") == "" {
+		return r.URL.RequestURI()
+	}
+	for _, k := range []string{"done", "n", "refused"} {
+		q.Del(k)
+	}
+	u := url.URL{Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: q.Encode()}
+	return u.RequestURI()
 }
 
 func flash(q url.Values) string {

@@ -81,7 +81,7 @@ func (f *fakeAdmin) Replay(context.Context, string) error { return f.replayErr }
 
 // server is the dashboard of f, without a token, and a client that keeps
 // its cookies and does not follow redirects.
-func server(t *testing.T, f *fakeAdmin) (*httptest.Server, *http.Client) {
+func server(t *testing.T, f admin.Admin) (*httptest.Server, *http.Client) {
 	t.Helper()
 	srv := httptest.NewServer(New(f, Config{}))
 	t.Cleanup(srv.Close)

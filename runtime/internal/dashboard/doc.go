@@ -10,6 +10,20 @@
 // jobs ticked on a page of the job list (at most MaxBulk at once; a job that
 // moved meanwhile is counted as refused).
 //
+// # Its actions are the API's
+//
+// Every action form but the bulk one is an endpoint of the API's table
+// (api.Actions): an endpoint whose row has an openapi.Button shows as a form
+// on the page of its target (a job, a route's row, a route's dead-letter
+// listing or limits, a workflow, a cron entry's row) while the target is in
+// one of the Button's states, and the form's POST is answered by serving
+// that endpoint (the page's target as its path value or query parameter,
+// the form's fields as its JSON body), its refusal shown on the error page
+// with the API's status and words, its success as the Button's flash. So an
+// action added to the endpoint table appears on the dashboard with no code
+// here; the login, read-only and CSRF checks of action stand before every
+// form alike.
+//
 // # What it owns, and what it must not know
 //
 // dashboard owns the HTML: its html/template pages (auto-escaped: a job's args
@@ -23,7 +37,8 @@
 // classes to the status and message an operator sees in one place
 // (statusOf). It knows nothing of Redis, of how jobs are stored or of the
 // tasks' Go types: it must not import the runtime or results packages, and
-// imports queue only for its words (a job's status).
+// imports queue only for its words (a job's status), and api for its
+// endpoint table's actions.
 //
 // # Sessions and CSRF
 //

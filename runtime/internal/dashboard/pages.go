@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,14 +116,12 @@ func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
 const jobRefresh = time.Second
 
 type jobData struct {
-	Job                  *admin.Job
-	Timeline             []event
-	ErrorText, Detail    string // the error's first line, and the rest (a stack) if any
-	Args, Result         string // indented JSON; "" when there is none
-	CanReplay, CanDelete bool
-	CanCancel            bool
-	Back                 string // this page, where actions return
-	RouteLink            string
+	Job               *admin.Job
+	Timeline          []event
+	ErrorText, Detail string // the error's first line, and the rest (a stack) if any
+	Args, Result      string // indented JSON; "" when there is none
+	Back              string // this page, where actions return
+	RouteLink         string
 	// Live: the job runs, and the page keeps its status and progress fresh
 	// (live.js, every second) until it stops.
 	Live bool
@@ -137,9 +136,6 @@ func (d *Dashboard) job(r *http.Request, p *page) (int, error) {
 	live := !j.FromHistory
 	data := jobData{
 		Job: j, Timeline: timeline(j), Args: indentJSON(j.Args), Result: indentJSON(j.ResultJSON),
-		CanReplay: live && j.Status == queue.StatusFailed,
-		CanDelete: live && (j.Status == queue.StatusPending || j.Status == queue.StatusScheduled),
-		CanCancel: live && slices.Contains([]admin.Status{queue.StatusPending, queue.StatusScheduled, queue.StatusProcessing}, j.Status),
 		Back:      "/jobs/" + url.PathEscape(j.ID),
 		RouteLink: "/jobs?" + url.Values{"route": {j.Route}}.Encode(),
 	}
@@ -364,5 +360,12 @@ func (d *Dashboard) limits(r *http.Request, p *page) (int, error) {
 	// A route's page is no section of the header: none is marked current,
 	// and the page leads back to the overview, where its route is listed.
 	p.Title, p.Nav, p.Data = "Limits of route "+f.Route, "limits", f
+	p.Values = map[string]string{"rate": f.Limits.Rate}
+	if n := f.Limits.MaxRunning; n > 0 {
+		p.Values["max_running"] = strconv.Itoa(n)
+	}
+	if n := f.Limits.Burst; n > 0 {
+		p.Values["burst"] = strconv.Itoa(n)
+	}
 	return http.StatusOK, nil
 }

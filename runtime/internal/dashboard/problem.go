@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/api"
 )
 
 // problem is what the error page shows: a status and what to tell the
@@ -30,6 +31,10 @@ func (p *problem) Error() string { return p.Msg }
 func statusOf(err error) (int, string) {
 	if p := (*problem)(nil); errors.As(err, &p) {
 		return p.Status, p.Msg
+	}
+	// An endpoint of the API's table that a form serves refuses with its own.
+	if e := (*api.Error)(nil); errors.As(err, &e) {
+		return e.Status, e.Msg
 	}
 	c := admin.Classify(err)
 	if c.Class == admin.Failure {

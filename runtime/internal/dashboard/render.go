@@ -57,10 +57,12 @@ var funcs = template.FuncMap{
 	"jobsLink": func(route, state string) string {
 		return "/jobs?" + url.Values{"route": {route}, "state": {state}}.Encode()
 	},
-	"jobLink":    func(id string) string { return "/jobs/" + url.PathEscape(id) },
-	"cronSpec":   cronSpec,
-	"pathEscape": url.PathEscape,
-	"join":       strings.Join,
+	"jobLink":     func(id string) string { return "/jobs/" + url.PathEscape(id) },
+	"cronSpec":    cronSpec,
+	"pathEscape":  url.PathEscape,
+	"actions":     actions,
+	"routeStates": routeStates,
+	"join":        strings.Join,
 	"short": func(s string, n int) string {
 		if r := []rune(s); len(r) > n {
 			return string(r[:n]) + "…"
@@ -107,7 +109,7 @@ func when(t time.Time) string {
 
 // parsePages parses the layout with each page; a page's name is its file's.
 func parsePages() map[string]*template.Template {
-	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/forms.html"))
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"overview", "charts", "jobs", "job", "history", "cron", "workers", "tasks", "limits", "workflow", "workflows", "login", "error"} {
 		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html"))

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,10 +13,11 @@ import (
 // workflowData is a workflow's page: the workflow, its result indented,
 // and the actions that fit its status.
 type workflowData struct {
-	W                 *admin.Workflow
-	Result            string // indented JSON; "" until it completed
-	CanCancel         bool   // pending or running
-	CanRetry          bool   // a step failed or was canceled
+	W      *admin.Workflow
+	Result string // indented JSON; "" until it completed
+	// States are what its action forms go by: its status, and retryable
+	// while a step failed or was canceled.
+	States            []string
 	Failed            *admin.WorkflowStep
 	ErrorText, Detail string // the failed step's error: its first line, and the rest
 }
@@ -27,11 +29,11 @@ func (d *Dashboard) workflow(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	data := workflowData{W: w, Result: indentJSON(w.Result), CanCancel: w.Status == "pending" || w.Status == "running"}
+	data := workflowData{W: w, Result: indentJSON(w.Result), States: []string{w.Status}}
 	for i := range w.Steps {
 		s := &w.Steps[i]
-		if s.Status == "failed" || s.Status == "canceled" {
-			data.CanRetry = true
+		if (s.Status == "failed" || s.Status == "canceled") && !slices.Contains(data.States, "retryable") {
+			data.States = append(data.States, "retryable")
 		}
 		if s.Status == "failed" && data.Failed == nil {
 			data.Failed = s
@@ -90,16 +92,4 @@ func (d *Dashboard) workflowList(r *http.Request, p *page) (int, error) {
 	}
 	data.Next = nextPage("/workflows", v, data.Page.Next)
 	return http.StatusOK, nil
-}
-
-func (d *Dashboard) cancelWorkflow(r *http.Request) (string, url.Values, error) {
-	id := r.PathValue("id")
-	_, err := d.a.CancelWorkflow(r.Context(), id)
-	return "/workflows/" + url.PathEscape(id), done("workflow-canceled"), err
-}
-
-func (d *Dashboard) retryWorkflow(r *http.Request) (string, url.Values, error) {
-	id := r.PathValue("id")
-	_, n, err := d.a.RetryWorkflow(r.Context(), id)
-	return "/workflows/" + url.PathEscape(id), url.Values{"done": {"workflow-retried"}, "n": {strconv.Itoa(n)}}, err
 }

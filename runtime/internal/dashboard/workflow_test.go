@@ -73,7 +73,7 @@ func TestWorkflowPage_ShowsTheStepsAndTheFailedStepsErrorAndRetries(t *testing.T
 	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/workflows/W1?") || fmt.Sprint(f.wfActed) != "[retry W1]" {
 		t.Fatalf("POST retry = %d to %q, acted %v", resp.StatusCode, loc, f.wfActed)
 	}
-	if _, page := get(t, c, srv.URL+resp.Header.Get("Location")); !strings.Contains(page, "Retried: 2 failed or canceled steps run again") {
+	if _, page := get(t, c, srv.URL+resp.Header.Get("Location")); !strings.Contains(page, "Retried: the failed and canceled steps run again") {
 		t.Fatalf("the page after the retry does not say it:\n%s", page)
 	}
 }

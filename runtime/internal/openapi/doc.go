@@ -8,8 +8,8 @@
 // openapi owns two things: the translation of a Go type into the JSON Schema
 // (2020-12, the dialect of OpenAPI 3.1) of the JSON that encoding/json reads
 // and writes for it, and the Endpoint type: the description of one
-// operation (method, path, parameters, body, answers and their Go types)
-// that the api package's table is made of, which it turns into the paths of
+// operation (method, path, parameters, body, answers and their Go types,
+// and for an action the Button the dashboard shows it as) that the api package's table is made of, which it turns into the paths of
 // the document. A schema never accepts
 // a value the server refuses: struct objects are closed (the args decoder
 // refuses unknown keys and keys in the wrong case), so a client validating

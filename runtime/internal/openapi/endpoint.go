@@ -15,6 +15,10 @@ type Endpoint struct {
 	Action bool
 	// Public: the endpoint needs no token (the probes).
 	Public bool
+	// Button, on an Action, is how the dashboard offers it: a form on the
+	// page of its target that calls this endpoint. An action without one
+	// is the API's and the CLI's only.
+	Button *Button
 	// PathParams describe the {names} of Path.
 	PathParams []Param
 	// Query are the query parameters the endpoint takes: it refuses any
@@ -28,6 +32,82 @@ type Endpoint struct {
 	// a Type is the error shape; 401 and 500 (and 403 for an action) are
 	// added to every endpoint that is not Public.
 	Responses []Response
+}
+
+// Button is an action as the dashboard shows it: a form, on the page of its
+// target, whose POST the dashboard answers by serving the endpoint with the
+// form's values (its path's {names} from the page, its Fields as the body)
+// and whose answer it shows as a flash. The dashboard's login, read-only
+// mode and CSRF check stand before it, as before every form of its own.
+type Button struct {
+	// Page is where the form shows, and what its target is.
+	Page Page
+	// Key names the form's button (name=Key); the button's id is Key on a
+	// page of one target, Key-<target> on a page of rows (a route, a cron
+	// entry), and a confirmation box's Key-confirm.
+	Key string
+	// Label is the button's text, a {name} of Path in it the target's
+	// value; Title its tooltip.
+	Label, Title string
+	// When are the target's states the form shows in (see Page); none:
+	// always.
+	When []string
+	// Confirm, when set, puts a box to tick before the button, which the
+	// dashboard checks too; its refusal says "tick the confirmation to
+	// <Confirm>".
+	Confirm string
+	Danger  bool
+	// Done keys the flash shown after the action, Flash is its text; a %s
+	// in it is the whole number at the answer's JSON key Count.
+	Done, Flash, Count string
+	// Then is where the browser goes after: "" the page the form was on,
+	// ThenLocation the dashboard page of the answer's Location, else this
+	// path.
+	Then string
+	// Path is the form's dashboard path when it is not the endpoint's
+	// without its /api/v1 prefix; each of its {names} is the endpoint's
+	// path parameter of that name, or else its query parameter.
+	Path string
+	// Fields are the form's inputs, sent as the endpoint's JSON body: an
+	// empty one as null, a whole number as a number, else as text. Note
+	// is said under them, Class is the form's CSS class.
+	Fields      []Field
+	Note, Class string
+}
+
+// ThenLocation: after the action, the browser goes to the dashboard page
+// of what the answer's Location names (the job a cron run made).
+const ThenLocation = "location"
+
+// Page is a dashboard page that holds action forms, and its target, whose
+// path value and states a Button's Path and When are about.
+type Page string
+
+// The pages with action forms.
+const (
+	// JobPage is a job's page ({id}); its state is the job's status, none
+	// for a job read from the history.
+	JobPage Page = "job"
+	// RouteRow is a route's row of the overview ({route}); its states are
+	// "paused" or "running", and "dead" while it holds failed jobs.
+	RouteRow Page = "route"
+	// DeadList is the dead-letter listing of one route ({route}), while it
+	// lists some.
+	DeadList Page = "dead"
+	// LimitsPage is a route's limits page ({route}).
+	LimitsPage Page = "limits"
+	// WorkflowPage is a workflow's page ({id}); its states are its status,
+	// and "retryable" while a step failed or was canceled.
+	WorkflowPage Page = "workflow"
+	// CronRow is a cron entry's row of the cron page ({name}).
+	CronRow Page = "cron"
+)
+
+// Field is an input of a Button's form: its name is the key of the body.
+type Field struct {
+	Name, Label, Placeholder string
+	// Numeric asks a phone for its number pad.
+	Numeric bool
 }
 
 // Pattern is the endpoint's mux pattern: "GET /api/v1/jobs/{id}".
