@@ -13,6 +13,12 @@ import (
 // Errors are the admin layer's (see Classify): a refusal names what is
 // wrong; anything else is a failure of the server or of Redis.
 type Admin interface {
+	// The actions on jobs and routes are declared beside the Inspector's
+	// implementation of them (inspector_actions.go), so that an action is
+	// one file here.
+	JobActions
+	RouteActions
+
 	// Submit checks s (its task, its args through the task's strict
 	// decoder, its route, priority and delay) and enqueues it. Warning,
 	// when not "", is what the submitter should know of the job it made
@@ -28,28 +34,8 @@ type Admin interface {
 	Jobs(ctx context.Context, q JobQuery) (JobPage, error)
 	// Result waits up to wait for job id to finish, then reads it.
 	Result(ctx context.Context, id string, wait time.Duration) (*Job, error)
-	// Cancel cancels job id and returns its status after the call:
-	// canceled, or processing while the worker holding it has yet to act.
-	Cancel(ctx context.Context, id string) (Status, error)
-	Delete(ctx context.Context, id string) error
-	// RunNow moves scheduled job id (delayed, or waiting for its retry) to
-	// pending now, its attempts as they were; a pending job is left as it
-	// is, another state is ErrWrongState.
-	RunNow(ctx context.Context, id string) error
-	Replay(ctx context.Context, id string) error
-	// ReplayDead replays the failed jobs of route ("" every route) and task
-	// ("" every task) and says how many.
-	ReplayDead(ctx context.Context, route, task string) (int, error)
-	// PurgeDead deletes the failed jobs of route and task that died more
-	// than olderThan ago (0: all) and says how many.
-	PurgeDead(ctx context.Context, route, task string, olderThan time.Duration) (int, error)
 
 	Routes(ctx context.Context) ([]Route, error)
-	Pause(ctx context.Context, route string) error
-	Resume(ctx context.Context, route string) error
-	// CancelWaiting cancels every pending and scheduled job of route (of
-	// task, when given) and says how many it canceled.
-	CancelWaiting(ctx context.Context, route, task string) (int, error)
 	// Shards is the shard count of route, 1 for a route never sharded;
 	// SetShards spreads route over n shards (1 to 256; a bad n is a
 	// refusal naming the field shards).

@@ -13,6 +13,36 @@ import (
 	"github.com/bananas-go/bananas/queue"
 )
 
+// JobActions are the operator's actions on one job, or on the dead jobs of
+// a route: the Inspector's below, a fake's in the surfaces' tests.
+type JobActions interface {
+	// Cancel cancels job id and returns its status after the call:
+	// canceled, or processing while the worker holding it has yet to act.
+	Cancel(ctx context.Context, id string) (Status, error)
+	Delete(ctx context.Context, id string) error
+	// RunNow moves scheduled job id (delayed, or waiting for its retry) to
+	// pending now, its attempts as they were; a pending job is left as it
+	// is, another state is ErrWrongState.
+	RunNow(ctx context.Context, id string) error
+	// Replay moves dead job id back to its ready list, its attempts reset.
+	Replay(ctx context.Context, id string) error
+	// ReplayDead replays the failed jobs of route ("" every route) and task
+	// ("" every task) and says how many.
+	ReplayDead(ctx context.Context, route, task string) (int, error)
+	// PurgeDead deletes the failed jobs of route and task that died more
+	// than olderThan ago (0: all) and says how many.
+	PurgeDead(ctx context.Context, route, task string, olderThan time.Duration) (int, error)
+}
+
+// RouteActions are the operator's actions on a route's flow of jobs.
+type RouteActions interface {
+	Pause(ctx context.Context, route string) error
+	Resume(ctx context.Context, route string) error
+	// CancelWaiting cancels every pending and scheduled job of route (of
+	// task, when given) and says how many it canceled.
+	CancelWaiting(ctx context.Context, route, task string) (int, error)
+}
+
 // queueState is the queue's word for a listing state.
 func queueState(s Status) (string, error) {
 	switch s {
@@ -485,4 +515,12 @@ func (s *servedRoutes) read(ctx context.Context, fresh func(context.Context) (ma
 	}
 	s.at, s.takers = time.Now(), takers
 	return takers, nil
+}
+
+// RunNow moves scheduled job id (delayed, or waiting for its retry) to its
+// ready list now, its attempts as they were; a pending job is left as it
+// is. Any other state is an error matching ErrWrongState, an unknown id
+// ErrJobNotFound.
+func (in *Inspector) RunNow(ctx context.Context, id string) error {
+	return in.refusal(ctx, "run", id, in.q.RunNow(ctx, id))
 }
