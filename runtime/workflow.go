@@ -409,7 +409,7 @@ func afterHeaders(h map[string]string, after string) map[string]string {
 func (c *Client) workflowRunner() *workflows.Runner {
 	c.wfOnce.Do(func() {
 		c.wf = &workflows.Runner{
-			Q: c.q, Make: c.makeSteps, CancelJob: c.cancelStepJob,
+			Store: c.q, Make: c.makeSteps, CancelJob: c.cancelStepJob,
 			TTLs:  queue.WorkflowTTLs{Completed: DefaultWorkflowTTL, Failed: DefaultFailedWorkflowTTL},
 			Grace: 5 * time.Second,
 		}

@@ -19,7 +19,7 @@ var ErrPermanent = errors.New("step cannot be made")
 
 // Runner moves the workflows of one namespace on.
 type Runner struct {
-	Q *queue.Queue
+	Store Store
 	// Make makes the jobs of steps of workflow wf, each under its JobID,
 	// and returns one error per step (nil: made; a job already there under
 	// that id is made). An error matching ErrPermanent fails the step; any
@@ -54,7 +54,7 @@ func (r *Runner) logger() *slog.Logger {
 // the workflow is stored the submission has succeeded: a first step whose
 // job could not be made now is made by the keeper, within the grace.
 func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowStep, final int) error {
-	ready, own, err := r.Q.SubmitWorkflow(ctx, id, steps, final, r.Grace, r.Q.Now())
+	ready, own, err := r.Store.SubmitWorkflow(ctx, id, steps, final, r.Grace, r.Store.Now())
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string,
 // stepEnded is StepEnded; own as Make's (false when the end was read back
 // by the keeper, whose advance may return steps another caller is making).
 func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte, trail string, own bool) error {
-	a, err := r.Q.AdvanceWorkflow(ctx, wf, step, job, how, value, trail, r.TTLs)
+	a, err := r.Store.AdvanceWorkflow(ctx, wf, step, job, how, value, trail, r.TTLs)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string,
 		return err
 	}
 	if a.Status == queue.WorkflowCompleted {
-		return r.Q.SettleWorkflow(ctx, wf)
+		return r.Store.SettleWorkflow(ctx, wf)
 	}
 	return nil
 }
@@ -113,7 +113,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 			errs = append(errs, err)
 		}
 	}
-	canceled, err := r.Q.StepsCreated(ctx, wf, made)
+	canceled, err := r.Store.StepsCreated(ctx, wf, made)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 	}
 	for _, s := range failed {
 		// Made as far as it goes: the step is created, then fails.
-		if _, err := r.Q.StepsCreated(ctx, wf, []queue.ReadyStep{s}); err != nil {
+		if _, err := r.Store.StepsCreated(ctx, wf, []queue.ReadyStep{s}); err != nil {
 			return err
 		}
 		if err := r.stepEnded(ctx, wf, s.Index, s.JobID, queue.StepEndFailed, s.Args, "", own); err != nil {
@@ -132,7 +132,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 		}
 	}
 	if len(errs) > 0 {
-		_ = r.Q.WatchWorkflow(ctx, wf, r.Q.Now().Add(r.Grace))
+		_ = r.Store.WatchWorkflow(ctx, wf, r.Store.Now().Add(r.Grace))
 		return fmt.Errorf("workflow %s: make steps: %w", wf, errors.Join(errs...))
 	}
 	return nil
@@ -141,7 +141,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 // Cancel cancels workflow id: its steps not yet run are canceled, and
 // those running are asked to stop. It returns the status after the call.
 func (r *Runner) Cancel(ctx context.Context, id string) (string, error) {
-	st, jobs, err := r.Q.CancelWorkflow(ctx, id, r.TTLs.Failed, r.Q.Now())
+	st, jobs, err := r.Store.CancelWorkflow(ctx, id, r.TTLs.Failed, r.Store.Now())
 	if err != nil {
 		return "", err
 	}
@@ -164,13 +164,13 @@ func (r *Runner) Cancel(ctx context.Context, id string) (string, error) {
 // of rerunAs stops the retry before the record changes. Completed steps
 // keep their results. It returns how many steps it reset.
 func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.Context, old string) (string, error)) (int, error) {
-	rec, err := r.Q.ReadWorkflow(ctx, id)
+	rec, err := r.Store.ReadWorkflow(ctx, id)
 	if err != nil {
 		return 0, err
 	}
 	// Watched before any job is replayed: its end is heard of even should
 	// this process die before the record says so.
-	if err := r.Q.WatchWorkflow(ctx, id, r.Q.Now().Add(r.Grace)); err != nil {
+	if err := r.Store.WatchWorkflow(ctx, id, r.Store.Now().Add(r.Grace)); err != nil {
 		return 0, err
 	}
 	ids := map[int]string{}
@@ -193,7 +193,7 @@ func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	a, err := r.Q.RetryWorkflow(ctx, id, ids, r.Q.Now())
+	a, err := r.Store.RetryWorkflow(ctx, id, ids, r.Store.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -204,7 +204,7 @@ func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.
 // was just replayed from the dead-letter set: the step and the steps its
 // failure canceled wait again, and the workflow runs.
 func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) error {
-	rec, err := r.Q.ReadWorkflow(ctx, id)
+	rec, err := r.Store.ReadWorkflow(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) err
 			stack = append(stack, next[m]...)
 		}
 	}
-	a, err := r.Q.RetryWorkflow(ctx, id, ids, r.Q.Now())
+	a, err := r.Store.RetryWorkflow(ctx, id, ids, r.Store.Now())
 	if err != nil {
 		return err
 	}
@@ -240,9 +240,9 @@ func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) err
 // the workflow hearing of it, and takes the workflow out of the index once
 // nothing of it is left to watch.
 func (r *Runner) Check(ctx context.Context, id string) error {
-	rec, err := r.Q.ReadWorkflow(ctx, id)
+	rec, err := r.Store.ReadWorkflow(ctx, id)
 	if errors.Is(err, queue.ErrWorkflowNotFound) {
-		return r.Q.SettleWorkflow(ctx, id) // expired, or its submitter died before storing it
+		return r.Store.SettleWorkflow(ctx, id) // expired, or its submitter died before storing it
 	}
 	if err != nil {
 		return err
@@ -258,7 +258,7 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 	}
 	watching = watching || live
 	if hasCreating(rec) {
-		a, err := r.Q.CreatingSteps(ctx, id)
+		a, err := r.Store.CreatingSteps(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -267,7 +267,7 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 		}
 	}
 	if !watching && rec.Status != queue.WorkflowRunning {
-		return r.Q.SettleWorkflow(ctx, id)
+		return r.Store.SettleWorkflow(ctx, id)
 	}
 	return errors.Join(errs...)
 }
@@ -325,7 +325,7 @@ func (r *Runner) readEnds(ctx context.Context, id string, rec *queue.WorkflowRec
 	if len(jobs) == 0 {
 		return false, nil
 	}
-	states, err := r.Q.LookupMany(ctx, jobs)
+	states, err := r.Store.LookupMany(ctx, jobs)
 	if err != nil {
 		return false, err
 	}
@@ -354,7 +354,7 @@ func (r *Runner) readEnds(ctx context.Context, id string, rec *queue.WorkflowRec
 // without the workflow hearing of it yet (a worker that died before it
 // advanced, a job canceled while it waited): what the keeper does, at once.
 func (r *Runner) ReadEnds(ctx context.Context, id string) error {
-	rec, err := r.Q.ReadWorkflow(ctx, id)
+	rec, err := r.Store.ReadWorkflow(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -419,9 +419,9 @@ func (k *Keeper) Run(ctx context.Context) {
 // live on (running for days), so those are not read again each period.
 func (k *Keeper) prune(ctx context.Context) {
 	ttl := min(k.R.TTLs.Completed, k.R.TTLs.Failed)
-	before := k.R.Q.Now().Add(-ttl)
+	before := k.R.Store.Now().Add(-ttl)
 	for range 10 {
-		kept, end, err := k.R.Q.PruneWorkflowList(ctx, before, k.pruneFrom, 100)
+		kept, end, err := k.R.Store.PruneWorkflowList(ctx, before, k.pruneFrom, 100)
 		if err != nil {
 			if ctx.Err() == nil {
 				k.Logger.Warn("bananas: workflow keeper: prune the list of workflows", "err", err)
@@ -438,8 +438,8 @@ func (k *Keeper) prune(ctx context.Context) {
 
 func (k *Keeper) pass(ctx context.Context) {
 	for {
-		now := k.R.Q.Now()
-		ids, err := k.R.Q.DueWorkflows(ctx, now, now.Add(k.Every), 100)
+		now := k.R.Store.Now()
+		ids, err := k.R.Store.DueWorkflows(ctx, now, now.Add(k.Every), 100)
 		if err != nil {
 			if ctx.Err() == nil {
 				k.Outage.Failed("", err)

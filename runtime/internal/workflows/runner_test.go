@@ -1,0 +1,344 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bananas-go/bananas/queue"
+)
+
+// maker stands for the runtime's Make and CancelJob: it records the jobs
+// made and canceled, and fails those it is told to.
+type maker struct {
+	mu       sync.Mutex
+	made     []queue.ReadyStep
+	canceled []string
+	fails    map[string]error // job id -> the error making it returns
+}
+
+func (m *maker) make(_ context.Context, _ string, steps []queue.ReadyStep, _ bool) []error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	errs := make([]error, len(steps))
+	for i, s := range steps {
+		if errs[i] = m.fails[s.JobID]; errs[i] == nil {
+			m.made = append(m.made, s)
+		}
+	}
+	return errs
+}
+
+func (m *maker) cancel(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.canceled = append(m.canceled, id)
+	return nil
+}
+
+// madeJobs lists the job ids made, in order.
+func (m *maker) madeJobs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, s := range m.made {
+		out = append(out, s.JobID)
+	}
+	return out
+}
+
+func (m *maker) argsOf(job string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.made {
+		if s.JobID == job {
+			return string(s.Args)
+		}
+	}
+	return "(not made)"
+}
+
+func newRunner(t *testing.T) (*Runner, *fakeStore, *maker) {
+	t.Helper()
+	st, m := newFakeStore(), &maker{fails: map[string]error{}}
+	r := &Runner{Store: st, Make: m.make, CancelJob: m.cancel, TTLs: queue.WorkflowTTLs{Completed: 1, Failed: 1},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return r, st, m
+}
+
+// graph builds the steps of a workflow from "label:after1,after2" specs
+// (a label starting with "gather" is a gather), each step's job id
+// "job-<label>".
+func graph(specs ...string) []queue.WorkflowStep {
+	index := map[string]int{}
+	var steps []queue.WorkflowStep
+	for k, spec := range specs {
+		label, after, _ := strings.Cut(spec, ":")
+		s := queue.WorkflowStep{Label: label, Template: []byte("t"), Gather: strings.HasPrefix(label, "gather")}
+		if !s.Gather {
+			s.JobID = "job-" + label
+		}
+		if after == "" {
+			s.Args = []byte("args-" + label)
+		}
+		for _, p := range strings.Split(after, ",") {
+			if p != "" {
+				s.After = append(s.After, index[p])
+			}
+		}
+		index[label] = k
+		steps = append(steps, s)
+	}
+	return steps
+}
+
+func complete(t *testing.T, r *Runner, wf string, step int, label string) {
+	t.Helper()
+	if err := r.StepEnded(context.Background(), wf, step, "job-"+label, queue.StepEndCompleted, []byte("res-"+label), ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A submission makes the jobs of the steps without predecessors, and no
+// other; each is recorded made.
+func TestRunner_SubmitMakesTheFirstStepsAndRecordsThemMade(t *testing.T) {
+	r, st, m := newRunner(t)
+	if err := r.Submit(context.Background(), "wf", graph("a", "b", "c:a,b"), 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.madeJobs(); !slices.Equal(got, []string{"job-a", "job-b"}) {
+		t.Fatalf("made %v; want job-a and job-b", got)
+	}
+	if st.state("wf", "a") != queue.StepCreated || st.state("wf", "b") != queue.StepCreated {
+		t.Fatalf("a and b are %c, %c; want created", st.state("wf", "a"), st.state("wf", "b"))
+	}
+}
+
+// A step's job is made once every predecessor completed, with their
+// results, and not before.
+func TestRunner_AStepStartsOnlyWhenEveryPredecessorCompleted(t *testing.T) {
+	r, st, m := newRunner(t)
+	ctx := context.Background()
+	if err := r.Submit(ctx, "wf", graph("a", "b", "c:a,b"), 2); err != nil {
+		t.Fatal(err)
+	}
+	complete(t, r, "wf", 0, "a")
+	if slices.Contains(m.madeJobs(), "job-c") {
+		t.Fatal("c was made when only a of a and b completed")
+	}
+	complete(t, r, "wf", 1, "b")
+	if got := m.argsOf("job-c"); got != "[res-a res-b]" {
+		t.Fatalf("c made with %q; want the results of a and b in the order of its after", got)
+	}
+	if st.state("wf", "c") != queue.StepCreated {
+		t.Fatalf("c is %c; want created", st.state("wf", "c"))
+	}
+	complete(t, r, "wf", 2, "c")
+	if st.status("wf") != queue.WorkflowCompleted || st.watched("wf") {
+		t.Fatalf("after its last step the workflow is %s, watched %v; want completed and settled", st.status("wf"), st.watched("wf"))
+	}
+}
+
+// A step whose job cannot be made, ever (ErrPermanent), fails with the
+// error, and the steps after it, which can no longer run, are canceled.
+func TestRunner_AStepThatCannotBeMadeFailsAndCancelsItsSuccessors(t *testing.T) {
+	r, st, m := newRunner(t)
+	m.fails["job-a"] = fmt.Errorf("%w: args over the limit", ErrPermanent)
+	if err := r.Submit(context.Background(), "wf", graph("a", "b:a", "c:b"), 2); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := st.ReadWorkflow(context.Background(), "wf")
+	if rec.Status != queue.WorkflowFailed || rec.Why != 0 || rec.Steps[0].State != queue.StepFailed || !strings.Contains(rec.Steps[0].Error, "args over the limit") {
+		t.Fatalf("workflow %s (why %d), a %c %q; want failed by a with its error", rec.Status, rec.Why, rec.Steps[0].State, rec.Steps[0].Error)
+	}
+	if rec.Steps[1].State != queue.StepCanceled || rec.Steps[2].State != queue.StepCanceled {
+		t.Fatalf("b and c are %c, %c; want canceled", rec.Steps[1].State, rec.Steps[2].State)
+	}
+}
+
+// A job that could not be made for now (Redis unreachable) leaves its step
+// creating and the workflow watched, for the keeper; the submission itself
+// succeeded, since the workflow is stored.
+func TestRunner_AStepNotMadeForNowIsLeftToTheKeeper(t *testing.T) {
+	r, st, m := newRunner(t)
+	m.fails["job-a"] = errors.New("connection refused")
+	st.index["wf"] = st.now.Add(1e12) // not due for long, unless watched sooner
+	if err := r.Submit(context.Background(), "wf", graph("a"), 0); err != nil {
+		t.Fatalf("submit: %v; want success: the workflow is stored", err)
+	}
+	if st.state("wf", "a") != queue.StepCreating || !st.index["wf"].Equal(st.now.Add(r.Grace)) {
+		t.Fatalf("a is %c, due %v; want creating, due at once (grace %v)", st.state("wf", "a"), st.index["wf"], r.Grace)
+	}
+	delete(m.fails, "job-a")
+	if err := r.Check(context.Background(), "wf"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.madeJobs(), []string{"job-a"}) || st.state("wf", "a") != queue.StepCreated {
+		t.Fatalf("after the keeper's look made %v, a is %c; want job-a made, created", m.madeJobs(), st.state("wf", "a"))
+	}
+}
+
+// A job made for a step of a workflow canceled meanwhile is canceled.
+func TestRunner_AJobMadeForAStepCanceledMeanwhileIsCanceled(t *testing.T) {
+	r, st, m := newRunner(t)
+	ctx := context.Background()
+	if err := r.Submit(ctx, "wf", graph("a", "b:a"), 1); err != nil {
+		t.Fatal(err)
+	}
+	// b becomes creating; the workflow is canceled before its job is recorded made.
+	r.Make = func(ctx context.Context, wf string, steps []queue.ReadyStep, own bool) []error {
+		if _, _, err := st.CancelWorkflow(ctx, wf, 0, st.now); err != nil {
+			t.Fatal(err)
+		}
+		return m.make(ctx, wf, steps, own)
+	}
+	complete(t, r, "wf", 0, "a")
+	if !slices.Contains(m.canceled, "job-b") {
+		t.Fatalf("canceled %v; want job-b, made for a step of a canceled workflow", m.canceled)
+	}
+}
+
+// Canceling a workflow cancels the jobs of its steps that may still run,
+// and not those that ended.
+func TestRunner_CancelCancelsTheJobsOfStepsThatMayStillRun(t *testing.T) {
+	r, _, m := newRunner(t)
+	ctx := context.Background()
+	if err := r.Submit(ctx, "wf", graph("a", "b", "c:a,b"), 2); err != nil {
+		t.Fatal(err)
+	}
+	complete(t, r, "wf", 0, "a")
+	st, err := r.Cancel(ctx, "wf")
+	if err != nil || st != queue.WorkflowCanceled {
+		t.Fatalf("cancel = %q, %v; want canceled", st, err)
+	}
+	if !slices.Equal(m.canceled, []string{"job-b"}) {
+		t.Fatalf("canceled jobs %v; want job-b alone (a completed, c never made)", m.canceled)
+	}
+}
+
+// A retry runs again only the failed and canceled steps: each failed job
+// goes through rerunAs, and a completed step keeps its result and does not
+// run again.
+func TestRunner_RetryRerunsOnlyFailedAndCanceledSteps(t *testing.T) {
+	r, st, m := newRunner(t)
+	ctx := context.Background()
+	if err := r.Submit(ctx, "wf", graph("a", "b", "c:a,b"), 2); err != nil {
+		t.Fatal(err)
+	}
+	complete(t, r, "wf", 0, "a")
+	if err := r.StepEnded(ctx, "wf", 1, "job-b", queue.StepEndFailed, []byte("boom"), ""); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	rerunAs := func(_ context.Context, old string) (string, error) {
+		asked = append(asked, old)
+		return old + "-again", nil
+	}
+	m.made = nil
+	n, err := r.Retry(ctx, "wf", rerunAs)
+	if err != nil || n != 2 {
+		t.Fatalf("retry = %d, %v; want 2 steps (b failed, c canceled)", n, err)
+	}
+	if !slices.Equal(asked, []string{"job-b", "job-c"}) {
+		t.Fatalf("rerunAs asked for %v; want job-b and job-c, not the completed a's", asked)
+	}
+	if got := m.madeJobs(); !slices.Equal(got, []string{"job-b-again"}) {
+		t.Fatalf("made %v; want b again under its new id, and c not before b completed", got)
+	}
+	if st.status("wf") != queue.WorkflowRunning || st.state("wf", "a") != queue.StepCompleted {
+		t.Fatalf("workflow %s, a %c; want running, a still completed", st.status("wf"), st.state("wf", "a"))
+	}
+}
+
+// A retry whose rerunAs fails changes nothing in the record: no step runs
+// again half-retried.
+func TestRunner_RetryStopsBeforeTheRecordChangesWhenARerunFails(t *testing.T) {
+	r, st, _ := newRunner(t)
+	ctx := context.Background()
+	if err := r.Submit(ctx, "wf", graph("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.StepEnded(ctx, "wf", 0, "job-a", queue.StepEndFailed, []byte("boom"), ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Retry(ctx, "wf", func(context.Context, string) (string, error) { return "", errors.New("unreachable") })
+	if err == nil || !strings.Contains(err.Error(), "step a") {
+		t.Fatalf("retry = %v; want an error naming step a", err)
+	}
+	if st.status("wf") != queue.WorkflowFailed || slices.Contains(st.calls, "RetryWorkflow") {
+		t.Fatalf("workflow %s, calls %v; want failed, no RetryWorkflow", st.status("wf"), st.calls)
+	}
+}
+
+// A failed step whose dead job was replayed runs again with the steps its
+// failure canceled; a step canceled by another failure stays canceled.
+func TestRunner_ReplayedBringsBackTheStepsItsFailureCanceled(t *testing.T) {
+	r, st, m := newRunner(t)
+	ctx := context.Background()
+	if err := r.Submit(ctx, "wf", graph("a", "b:a", "c:b", "x", "y:x"), 4); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		k     int
+		label string
+	}{{0, "a"}, {3, "x"}} {
+		if err := r.StepEnded(ctx, "wf", f.k, "job-"+f.label, queue.StepEndFailed, []byte("boom"), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.made = nil
+	if err := r.Replayed(ctx, "wf", 0, "job-a"); err != nil {
+		t.Fatal(err)
+	}
+	got := []queue.StepState{st.state("wf", "a"), st.state("wf", "b"), st.state("wf", "c"), st.state("wf", "y")}
+	want := []queue.StepState{queue.StepCreated, queue.StepWaiting, queue.StepWaiting, queue.StepCanceled}
+	if !slices.Equal(got, want) {
+		t.Fatalf("a, b, c, y are %q; want %q", got, want)
+	}
+	if !slices.Equal(m.madeJobs(), []string{"job-a"}) {
+		t.Fatalf("made %v; want job-a under its own id", m.madeJobs())
+	}
+}
+
+// The keeper's look reads back the end of a step whose job ended unheard
+// of (its worker died before it advanced the workflow), and takes an ended
+// workflow with nothing left to watch out of its index.
+func TestRunner_CheckReadsBackAnEndUnheardOfAndSettles(t *testing.T) {
+	r, st, m := newRunner(t)
+	ctx := context.Background()
+	if err := r.Submit(ctx, "wf", graph("a", "b:a"), 1); err != nil {
+		t.Fatal(err)
+	}
+	st.jobs["job-a"] = &queue.JobState{ID: "job-a", Status: queue.StatusProcessing}
+	if err := r.Check(ctx, "wf"); err != nil {
+		t.Fatal(err)
+	}
+	if st.state("wf", "a") != queue.StepCreated || !st.watched("wf") {
+		t.Fatalf("a is %c, watched %v; want created and still watched while its job runs", st.state("wf", "a"), st.watched("wf"))
+	}
+	st.jobs["job-a"] = &queue.JobState{ID: "job-a", Status: queue.StatusFailed, Error: "boom"}
+	if err := r.Check(ctx, "wf"); err != nil {
+		t.Fatal(err)
+	}
+	if st.status("wf") != queue.WorkflowFailed || st.state("wf", "b") != queue.StepCanceled {
+		t.Fatalf("workflow %s, b %c; want failed, b canceled", st.status("wf"), st.state("wf", "b"))
+	}
+	if err := r.Check(ctx, "wf"); err != nil {
+		t.Fatal(err)
+	}
+	if st.watched("wf") {
+		t.Fatal("a failed workflow with nothing left to watch is still in the keeper's index")
+	}
+	_ = m
+	// A workflow whose record is gone leaves the index too.
+	st.index["gone"] = st.now
+	if err := r.Check(ctx, "gone"); err != nil || st.watched("gone") {
+		t.Fatalf("check of a workflow without a record = %v, watched %v; want nil, settled", err, st.watched("gone"))
+	}
+}
