@@ -365,7 +365,9 @@ func (f *fakeStore) PruneWorkflowList(_ context.Context, before time.Time, offse
 			ids = append(ids, id)
 		}
 	}
-	sort.Slice(ids, func(i, j int) bool { return f.list[ids[i]].Before(f.list[ids[j]]) || f.list[ids[i]].Equal(f.list[ids[j]]) && ids[i] < ids[j] })
+	sort.Slice(ids, func(i, j int) bool {
+		return f.list[ids[i]].Before(f.list[ids[j]]) || f.list[ids[i]].Equal(f.list[ids[j]]) && ids[i] < ids[j]
+	})
 	if offset >= len(ids) {
 		return 0, true, nil
 	}
