@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bananas-go/bananas/queue"
 )
@@ -163,24 +164,42 @@ func TestRunner_AStepThatCannotBeMadeFailsAndCancelsItsSuccessors(t *testing.T) 
 }
 
 // A job that could not be made for now (Redis unreachable) leaves its step
-// creating and the workflow watched, for the keeper; the submission itself
-// succeeded, since the workflow is stored.
+// creating and the workflow due for the keeper within the grace; the
+// keeper's look makes it.
 func TestRunner_AStepNotMadeForNowIsLeftToTheKeeper(t *testing.T) {
 	r, st, m := newRunner(t)
+	ctx := context.Background()
+	r.Grace = 5 * time.Second
+	if err := r.Submit(ctx, "wf", graph("a", "b:a"), 1); err != nil {
+		t.Fatal(err)
+	}
+	st.index["wf"] = st.now.Add(time.Hour) // the keeper looked, and looks again later
+	m.fails["job-b"] = errors.New("connection refused")
+	if err := r.StepEnded(ctx, "wf", 0, "job-a", queue.StepEndCompleted, []byte("res-a"), ""); err == nil {
+		t.Fatal("StepEnded = nil; want the error making b")
+	}
+	if st.state("wf", "b") != queue.StepCreating || !st.index["wf"].Equal(st.now.Add(r.Grace)) {
+		t.Fatalf("b is %c, due %v; want creating, due within the grace (%v)", st.state("wf", "b"), st.index["wf"], st.now.Add(r.Grace))
+	}
+	delete(m.fails, "job-b")
+	if err := r.Check(ctx, "wf"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(m.madeJobs(), "job-b") || st.state("wf", "b") != queue.StepCreated {
+		t.Fatalf("after the keeper's look made %v, b is %c; want job-b made, created", m.madeJobs(), st.state("wf", "b"))
+	}
+}
+
+// A submission whose first steps could not be made for now has succeeded:
+// the workflow is stored, and the keeper makes them.
+func TestRunner_ASubmissionSucceedsOnceStored(t *testing.T) {
+	r, st, m := newRunner(t)
 	m.fails["job-a"] = errors.New("connection refused")
-	st.index["wf"] = st.now.Add(1e12) // not due for long, unless watched sooner
 	if err := r.Submit(context.Background(), "wf", graph("a"), 0); err != nil {
 		t.Fatalf("submit: %v; want success: the workflow is stored", err)
 	}
-	if st.state("wf", "a") != queue.StepCreating || !st.index["wf"].Equal(st.now.Add(r.Grace)) {
-		t.Fatalf("a is %c, due %v; want creating, due at once (grace %v)", st.state("wf", "a"), st.index["wf"], r.Grace)
-	}
-	delete(m.fails, "job-a")
-	if err := r.Check(context.Background(), "wf"); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(m.madeJobs(), []string{"job-a"}) || st.state("wf", "a") != queue.StepCreated {
-		t.Fatalf("after the keeper's look made %v, a is %c; want job-a made, created", m.madeJobs(), st.state("wf", "a"))
+	if st.state("wf", "a") != queue.StepCreating || !st.watched("wf") {
+		t.Fatalf("a is %c, watched %v; want creating and watched", st.state("wf", "a"), st.watched("wf"))
 	}
 }
 
