@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -407,14 +406,13 @@ func afterHeaders(h map[string]string, after string) map[string]string {
 
 // workflowRunner is the client's runner of workflows.
 func (c *Client) workflowRunner() *workflows.Runner {
-	c.wfOnce.Do(func() {
-		c.wf = &workflows.Runner{
+	return c.wf.Get(func() *workflows.Runner {
+		return &workflows.Runner{
 			Store: c.q, Make: c.makeSteps, CancelJob: c.cancelStepJob,
 			TTLs:  queue.WorkflowTTLs{Completed: DefaultWorkflowTTL, Failed: DefaultFailedWorkflowTTL},
 			Grace: 5 * time.Second,
 		}
 	})
-	return c.wf
 }
 
 // Workflow records are kept this long once ended: a completed workflow's,
@@ -432,10 +430,4 @@ func (c *Client) cancelStepJob(ctx context.Context, id string) error {
 		return nil
 	}
 	return err
-}
-
-// wfState is a client's runner of workflows, made at first use.
-type wfState struct {
-	wfOnce sync.Once
-	wf     *workflows.Runner
 }

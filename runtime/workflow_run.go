@@ -13,7 +13,6 @@ import (
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
-	"github.com/bananas-go/bananas/scheduler"
 )
 
 // keyOfStored is the key (KeyBy) of stored args of t.
@@ -355,65 +354,26 @@ func (c *Client) rerunStepAs(ctx context.Context, old string) (string, error) {
 	return ulid.MustNew(ulid.Timestamp(c.q.Now()), ulid.DefaultEntropy()).String() + "-" + step, nil
 }
 
-// workflowSink advances the workflow of every step whose job a worker
-// ended: completed, dead-lettered or canceled. It hands the work to a
-// goroutine, as a sink must; should the process die first, the workflow's
-// keeper reads the end back from the job.
+// workflowSink is the worker's sink of steps' ends (workflows.Sink).
 type workflowSink struct {
 	c   *Client
 	log func(msg string, args ...any)
 }
 
 func (s workflowSink) JobEnded(e engine.JobEnd) {
-	if e.Workflow == "" {
-		return
-	}
-	var how queue.StepEnd
-	value := []byte(e.Error)
-	switch e.Ending {
-	case engine.Completed:
-		how, value = queue.StepEndCompleted, e.Result
-	case engine.Dead:
-		how = queue.StepEndFailed
-	case engine.Canceled:
-		how = queue.StepEndCanceled
-	default:
-		return
-	}
-	if stepEndHook != nil {
-		stepEndHook(e.Workflow, e.Step)
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := s.c.workflowRunner().StepEnded(ctx, e.Workflow, e.Step, e.ID, how, value, e.Trail); err != nil {
-			s.log("bananas: advance workflow (its keeper will)", "workflow", e.Workflow, "job", e.ID, "err", err)
-		}
-	}()
+	workflows.Sink{R: s.c.workflowRunner(), Ended: stepEndHook, Log: s.log}.JobEnded(e)
 }
 
-// stepEndHook, when set (by tests), is called with each step's end once
-// its job's end is recorded and before the workflow is advanced: the
-// instant a process killed there leaves to the keeper.
+// stepEndHook, when set (by tests), is workflows.Sink's Ended.
 var stepEndHook func(workflow string, step int)
 
 // workflowKeeper is the worker's loop over the workflows left
-// half-advanced: it looks every lease (at least every second), while the
-// worker keeps a route.
+// half-advanced (workflows.NewKeeper), which looks while the worker keeps
+// a route.
 func (w *Worker) workflowKeeper() *workflows.Keeper {
-	r := w.c.workflowRunner()
-	every := w.opts.Lease
-	if every < time.Second {
-		every = time.Second
-	}
-	tick := every / 4
-	if tick < 100*time.Millisecond {
-		tick = 100 * time.Millisecond
-	}
-	k := &workflows.Keeper{R: r, Tick: tick, Every: every, Logger: w.opts.Logger,
-		Outage: scheduler.NewOutageLog(w.opts.Logger, "workflow keeper (steps a dead worker left unmade or unheard of)")}
+	var active func() bool
 	if w.keeper != nil {
-		k.Active = func() bool { return len(w.keeper.Held()) > 0 }
+		active = func() bool { return len(w.keeper.Held()) > 0 }
 	}
-	return k
+	return workflows.NewKeeper(w.c.workflowRunner(), w.opts.Lease, w.opts.Logger, active)
 }

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
-	"github.com/bananas-go/bananas/scheduler"
 )
 
 // ErrPermanent marks an error of Make that making the job again cannot
@@ -371,95 +371,15 @@ func orText(s ...string) string {
 	return ""
 }
 
-// Keeper looks, every so often, at the workflows whose time in the index
-// has come, in every process that runs one: DueWorkflows hands each to one
-// keeper per period.
-type Keeper struct {
-	R *Runner
-	// Tick is how often it looks for due workflows.
-	Tick time.Duration
-	// Every is how often a workflow still running is looked at.
-	Every time.Duration
-	// Active, when set, says whether this process looks now: a worker
-	// looks only while it keeps a route, so that the workers standing by
-	// do not each poll Redis.
-	Active func() bool
-	// Outage is told of every pass, failed or not.
-	Outage *scheduler.OutageLog
-	Logger *slog.Logger
-
-	pruneFrom int // where prune goes on among the old entries kept
+// Lazy is a Runner made at its first use: the field of the type that
+// runs workflows (runtime.Client), ready at its zero value.
+type Lazy struct {
+	once sync.Once
+	r    *Runner
 }
 
-// Run looks until ctx ends. Every period it also drops from the list of
-// workflows some of the entries whose records expired (prune).
-func (k *Keeper) Run(ctx context.Context) {
-	t := time.NewTicker(k.Tick)
-	defer t.Stop()
-	var pruned time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if k.Active == nil || k.Active() {
-			k.pass(ctx)
-			if time.Since(pruned) >= k.Every {
-				pruned = time.Now()
-				k.prune(ctx)
-			}
-		}
-	}
-}
-
-// prune drops from the list of workflows up to 1,000 entries, old enough
-// for their records to have expired, whose records are gone. It goes on
-// from where the last call stopped among the entries of workflows that
-// live on (running for days), so those are not read again each period.
-func (k *Keeper) prune(ctx context.Context) {
-	ttl := min(k.R.TTLs.Completed, k.R.TTLs.Failed)
-	before := k.R.Store.Now().Add(-ttl)
-	for range 10 {
-		kept, end, err := k.R.Store.PruneWorkflowList(ctx, before, k.pruneFrom, 100)
-		if err != nil {
-			if ctx.Err() == nil {
-				k.Logger.Warn("bananas: workflow keeper: prune the list of workflows", "err", err)
-			}
-			return
-		}
-		k.pruneFrom += kept
-		if end {
-			k.pruneFrom = 0
-			return
-		}
-	}
-}
-
-func (k *Keeper) pass(ctx context.Context) {
-	for {
-		now := k.R.Store.Now()
-		ids, err := k.R.Store.DueWorkflows(ctx, now, now.Add(k.Every), 100)
-		if err != nil {
-			if ctx.Err() == nil {
-				k.Outage.Failed("", err)
-			}
-			return
-		}
-		for _, id := range ids {
-			err := k.R.Check(ctx, id)
-			switch {
-			case err == nil, ctx.Err() != nil:
-			case scheduler.Unreachable(err):
-				k.Outage.Failed("", err)
-				return
-			default:
-				k.Logger.Warn("bananas: workflow keeper", "workflow", id, "err", err)
-			}
-		}
-		k.Outage.OK("")
-		if len(ids) < 100 {
-			return
-		}
-	}
+// Get returns the Runner, made by mk at the first call.
+func (l *Lazy) Get(mk func() *Runner) *Runner {
+	l.once.Do(func() { l.r = mk() })
+	return l.r
 }
