@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/oklog/ulid/v2"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
@@ -264,12 +261,7 @@ func readTemplate(b []byte) (stepTemplate, bool) {
 // workflow's status after the call (canceled; completed for a workflow
 // that had completed).
 func (c *Client) CancelWorkflow(ctx context.Context, id string) (string, error) {
-	r := c.workflowRunner()
-	st, err := r.Cancel(ctx, id)
-	if err == nil {
-		// The steps whose waiting jobs the cancel ended show so at once.
-		err = r.ReadEnds(ctx, id)
-	}
+	st, err := c.workflowRunner().Cancel(ctx, id)
 	if errors.Is(err, queue.ErrWorkflowNotFound) {
 		return "", fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 	}
@@ -283,75 +275,11 @@ func (c *Client) CancelWorkflow(ctx context.Context, id string) (string, error) 
 // and do not run again. It returns how many steps run again (0: nothing had
 // failed or been canceled).
 func (c *Client) RetryWorkflow(ctx context.Context, id string) (int, error) {
-	r := c.workflowRunner()
-	// A step whose job ended unheard of (its worker died, or it was
-	// canceled where no worker runs) is read back first: a retry runs it
-	// again too.
-	if err := r.ReadEnds(ctx, id); errors.Is(err, queue.ErrWorkflowNotFound) {
-		return 0, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
-	} else if err != nil {
-		return 0, err
-	}
-	n, err := r.Retry(ctx, id, c.rerunStepAs)
-	if err == nil && n > 0 {
-		// A step that kept a job which completed meanwhile completes now.
-		err = r.ReadEnds(ctx, id)
-	}
+	n, err := c.workflowRunner().Retry(ctx, id)
 	if errors.Is(err, queue.ErrWorkflowNotFound) {
 		return 0, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 	}
 	return n, err
-}
-
-// rerunStepAs is the job id a retried step runs under, given its job old
-// (the Runner's rerunAs). A step never gets a second job while its job may
-// run: a dead job is replayed and kept; a job found waiting or running
-// (replayed by another call: an `app dlq replay --all`, a concurrent
-// retry, a replay whose reply was lost and whose resend found it replayed)
-// or completed is kept, and the step is made again under it, which stores
-// nothing. Only a job that can run no more (canceled, gone) is left for a
-// fresh id. A replay that fails while the job is still dead (the server
-// unreachable, a job that cannot be replayed as stored) fails the retry:
-// a fresh id would leave the dead job for a later replay to run the step
-// again.
-//
-// The replay and the read are two calls: a job found running by the first
-// can die before the second. Such a job is replayed again, not left dead
-// beside a fresh id; only a job read dead twice whose replay found no
-// dead-letter entry both times (purged) is left for a fresh id.
-func (c *Client) rerunStepAs(ctx context.Context, old string) (string, error) {
-	for try := 1; ; try++ {
-		replayErr := c.q.Replay(ctx, old)
-		if replayErr == nil {
-			return old, nil
-		}
-		states, err := c.q.LookupMany(ctx, []string{old})
-		if err != nil {
-			return "", err
-		}
-		st := states[0]
-		how, _, ended := workflows.JobEnd(old, st)
-		if !ended || how == queue.StepEndCompleted {
-			return old, nil
-		}
-		if st == nil || st.Status != StatusFailed {
-			break // canceled or gone: it runs no more
-		}
-		if !errors.Is(replayErr, queue.ErrNotFound) {
-			return "", replayErr
-		}
-		if try == 2 {
-			break // dead, and no dead-letter entry to replay it from
-		}
-	}
-	if r, ok := queue.RouteOf(old); ok {
-		return queue.NewID(r, c.q.Now()), nil
-	}
-	step := "r"
-	if i := strings.LastIndexByte(old, '-'); i >= 0 {
-		step = old[i+1:]
-	}
-	return ulid.MustNew(ulid.Timestamp(c.q.Now()), ulid.DefaultEntropy()).String() + "-" + step, nil
 }
 
 // workflowSink is the worker's sink of steps' ends (workflows.Sink).

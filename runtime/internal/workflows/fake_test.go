@@ -26,6 +26,11 @@ type fakeStore struct {
 	index map[string]time.Time // the keeper's index
 	list  map[string]time.Time // the list of workflows
 	jobs  map[string]*queue.JobState
+	// dead are the jobs in the dead-letter set; Replay takes them out.
+	dead map[string]bool
+	// replays counts Replay's calls by job; replayErr answers them.
+	replays   map[string]int
+	replayErr map[string]error
 	// fail, when set, answers a call of that method with an error instead.
 	fail  map[string]error
 	calls []string
@@ -42,7 +47,8 @@ type fakeWF struct {
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{now: time.UnixMilli(1_700_000_000_000), wfs: map[string]*fakeWF{}, index: map[string]time.Time{},
-		list: map[string]time.Time{}, jobs: map[string]*queue.JobState{}, fail: map[string]error{}}
+		list: map[string]time.Time{}, jobs: map[string]*queue.JobState{}, fail: map[string]error{},
+		dead: map[string]bool{}, replays: map[string]int{}, replayErr: map[string]error{}}
 }
 
 func (f *fakeStore) call(name string) error {
@@ -394,6 +400,29 @@ func (f *fakeStore) LookupMany(_ context.Context, ids []string) ([]*queue.JobSta
 		out[i] = f.jobs[id]
 	}
 	return out, nil
+}
+
+func (f *fakeStore) Replay(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.replays[id]++
+	if err := f.replayErr[id]; err != nil {
+		return err
+	}
+	if !f.dead[id] {
+		return fmt.Errorf("replay %s: %w", id, queue.ErrNotFound)
+	}
+	delete(f.dead, id)
+	f.jobs[id] = &queue.JobState{ID: id, Status: queue.StatusPending}
+	return nil
+}
+
+// die makes job id dead, as a worker that dead-letters it leaves it.
+func (f *fakeStore) die(id, err string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dead[id] = true
+	f.jobs[id] = &queue.JobState{ID: id, Status: queue.StatusFailed, Error: err}
 }
 
 // state is step label's state in workflow id.

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
@@ -139,7 +142,8 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 }
 
 // Cancel cancels workflow id: its steps not yet run are canceled, and
-// those running are asked to stop. It returns the status after the call.
+// those running are asked to stop; the steps whose waiting jobs the cancel
+// ended show so at once. It returns the status after the call.
 func (r *Runner) Cancel(ctx context.Context, id string) (string, error) {
 	st, jobs, err := r.Store.CancelWorkflow(ctx, id, r.TTLs.Failed, r.Store.Now())
 	if err != nil {
@@ -151,19 +155,32 @@ func (r *Runner) Cancel(ctx context.Context, id string) (string, error) {
 			errs = append(errs, err)
 		}
 	}
-	return st, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return st, err
+	}
+	return st, r.ReadEnds(ctx, id)
 }
 
-// Retry runs the failed and canceled steps of workflow id again, each under
-// the job id rerunAs gives it, given its old one. rerunAs keeps the old id
-// for a job that runs or may run again (a dead job it replayed, a job
-// replayed by another call and still waiting or running, a job that
-// completed unheard of), so that no step ever has two jobs at once and no
-// dead job of it is left to replay and run it again; it gives a fresh id
-// only to a step whose old job can run no more (canceled, gone). An error
-// of rerunAs stops the retry before the record changes. Completed steps
-// keep their results. It returns how many steps it reset.
-func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.Context, old string) (string, error)) (int, error) {
+// Retry runs the failed and canceled steps of workflow id again, each
+// under the job id rerunAs gives it. Completed steps keep their results.
+// A step whose job ended unheard of (its worker died, or it was canceled
+// where no worker runs) is read back first, so a retry runs it again too;
+// and a step that kept a job which completed meanwhile completes at once.
+// It returns how many steps it reset.
+func (r *Runner) Retry(ctx context.Context, id string) (int, error) {
+	if err := r.ReadEnds(ctx, id); err != nil {
+		return 0, err
+	}
+	n, err := r.retry(ctx, id)
+	if err == nil && n > 0 {
+		err = r.ReadEnds(ctx, id)
+	}
+	return n, err
+}
+
+// retry is Retry without its reads of the steps' ends. An error of rerunAs
+// stops it before the record changes.
+func (r *Runner) retry(ctx context.Context, id string) (int, error) {
 	rec, err := r.Store.ReadWorkflow(ctx, id)
 	if err != nil {
 		return 0, err
@@ -182,7 +199,7 @@ func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.
 		if s.Gather {
 			continue
 		}
-		job, err := rerunAs(ctx, s.JobID)
+		job, err := r.rerunAs(ctx, s.JobID)
 		if err != nil {
 			return 0, fmt.Errorf("workflow %s: retry step %s: %w", id, s.Label, err)
 		}
@@ -198,6 +215,64 @@ func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.
 		return 0, err
 	}
 	return len(ids), r.makeAll(ctx, id, a.Ready, false) // a resent call returns every step creating
+}
+
+// rerunAs is the job id a retried step runs under, given its job old. A
+// step never gets a second job while its job may run: a dead job is
+// replayed and kept; a job found waiting or running (replayed by another
+// call: an `app dlq replay --all`, a concurrent retry, a replay whose reply
+// was lost and whose resend found it replayed) or completed is kept, and
+// the step is made again under it, which stores nothing — so no dead job
+// of it is left to replay and run it again. Only a job that can run no
+// more (canceled, gone) is given a fresh id. A replay that fails while the
+// job is still dead (the server unreachable, a job that cannot be replayed
+// as stored) fails the retry: a fresh id would leave the dead job for a
+// later replay to run the step again.
+//
+// The replay and the read are two calls: a job found running by the first
+// can die before the second. Such a job is replayed again, not left dead
+// beside a fresh id; only a job read dead twice whose replay found no
+// dead-letter entry both times (purged) is given a fresh id.
+func (r *Runner) rerunAs(ctx context.Context, old string) (string, error) {
+	for try := 1; ; try++ {
+		replayErr := r.Store.Replay(ctx, old)
+		if replayErr == nil {
+			return old, nil
+		}
+		states, err := r.Store.LookupMany(ctx, []string{old})
+		if err != nil {
+			return "", err
+		}
+		st := states[0]
+		how, _, ended := JobEnd(old, st)
+		if !ended || how == queue.StepEndCompleted {
+			return old, nil
+		}
+		if st == nil || st.Status != queue.StatusFailed {
+			break // canceled or gone: it runs no more
+		}
+		if !errors.Is(replayErr, queue.ErrNotFound) {
+			return "", replayErr
+		}
+		if try == 2 {
+			break // dead, and no dead-letter entry to replay it from
+		}
+	}
+	return freshJobID(old, r.Store.Now()), nil
+}
+
+// freshJobID is a new job id of the step whose job was old: on old's
+// route, or, for an id of the shape of a keyed step of a sharded route
+// (<workflow>-<step>, located by searching the routes), of that shape.
+func freshJobID(old string, now time.Time) string {
+	if route, ok := queue.RouteOf(old); ok {
+		return queue.NewID(route, now)
+	}
+	step := "r"
+	if i := strings.LastIndexByte(old, '-'); i >= 0 {
+		step = old[i+1:]
+	}
+	return ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String() + "-" + step
 }
 
 // Replayed runs step k of workflow id again under its own job id, which

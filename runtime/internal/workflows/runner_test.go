@@ -241,8 +241,9 @@ func TestRunner_CancelCancelsTheJobsOfStepsThatMayStillRun(t *testing.T) {
 	}
 }
 
-// A retry runs again only the failed and canceled steps: each failed job
-// goes through rerunAs, and a completed step keeps its result and does not
+// A retry runs again only the failed and canceled steps: a dead step's
+// job is replayed and kept, a step canceled before its job was made runs
+// under a fresh job id, and a completed step keeps its result and does not
 // run again.
 func TestRunner_RetryRerunsOnlyFailedAndCanceledSteps(t *testing.T) {
 	r, st, m := newRunner(t)
@@ -251,48 +252,110 @@ func TestRunner_RetryRerunsOnlyFailedAndCanceledSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	complete(t, r, "wf", 0, "a")
+	st.die("job-b", "boom")
 	if err := r.StepEnded(ctx, "wf", 1, "job-b", queue.StepEndFailed, []byte("boom"), ""); err != nil {
 		t.Fatal(err)
 	}
-	var asked []string
-	rerunAs := func(_ context.Context, old string) (string, error) {
-		asked = append(asked, old)
-		return old + "-again", nil
-	}
 	m.made = nil
-	n, err := r.Retry(ctx, "wf", rerunAs)
+	n, err := r.Retry(ctx, "wf")
 	if err != nil || n != 2 {
 		t.Fatalf("retry = %d, %v; want 2 steps (b failed, c canceled)", n, err)
 	}
-	if !slices.Equal(asked, []string{"job-b", "job-c"}) {
-		t.Fatalf("rerunAs asked for %v; want job-b and job-c, not the completed a's", asked)
+	if st.replays["job-b"] != 1 || st.replays["job-a"] != 0 || st.dead["job-b"] {
+		t.Fatalf("replays %v, dead %v; want job-b replayed once, the completed a's job never", st.replays, st.dead)
 	}
-	if got := m.madeJobs(); !slices.Equal(got, []string{"job-b-again"}) {
-		t.Fatalf("made %v; want b again under its new id, and c not before b completed", got)
+	if got := m.madeJobs(); !slices.Equal(got, []string{"job-b"}) {
+		t.Fatalf("made %v; want b again under its replayed job, and c not before b completed", got)
 	}
-	if st.status("wf") != queue.WorkflowRunning || st.state("wf", "a") != queue.StepCompleted {
-		t.Fatalf("workflow %s, a %c; want running, a still completed", st.status("wf"), st.state("wf", "a"))
+	rec, _ := st.ReadWorkflow(ctx, "wf")
+	if rec.Status != queue.WorkflowRunning || rec.Steps[0].State != queue.StepCompleted || rec.Steps[2].State != queue.StepWaiting {
+		t.Fatalf("workflow %s, a %c, c %c; want running, a still completed, c waiting", rec.Status, rec.Steps[0].State, rec.Steps[2].State)
+	}
+	if rec.Steps[2].JobID == "job-c" || rec.Steps[2].JobID == "" {
+		t.Fatalf("c runs under %q; want a fresh job id (its job was never made: job-c can run no more)", rec.Steps[2].JobID)
 	}
 }
 
-// A retry whose rerunAs fails changes nothing in the record: no step runs
-// again half-retried.
-func TestRunner_RetryStopsBeforeTheRecordChangesWhenARerunFails(t *testing.T) {
+// A retried step whose job is not dead keeps it when it may still run (a
+// replay by another call) or completed; a dead job whose replay failed
+// for now fails the retry, with nothing changed.
+func TestRunner_RetryNeverGivesAStepASecondJobThatMayRun(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		job     *queue.JobState // job-a's state once the replay failed
+		err     error           // the replay's error
+		wantErr bool
+	}{
+		{"replayed by another call", &queue.JobState{Status: queue.StatusPending}, queue.ErrNotFound, false},
+		{"running", &queue.JobState{Status: queue.StatusProcessing}, queue.ErrNotFound, false},
+		{"dead, the server unreachable", &queue.JobState{Status: queue.StatusFailed}, errors.New("connection refused"), true},
+	} {
+		r, st, _ := newRunner(t)
+		ctx := context.Background()
+		if err := r.Submit(ctx, "wf", graph("a"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.StepEnded(ctx, "wf", 0, "job-a", queue.StepEndFailed, []byte("boom"), ""); err != nil {
+			t.Fatal(err)
+		}
+		st.jobs["job-a"], st.replayErr["job-a"] = c.job, c.err
+		_, err := r.Retry(ctx, "wf")
+		rec, _ := st.ReadWorkflow(ctx, "wf")
+		switch {
+		case c.wantErr && (err == nil || !strings.Contains(err.Error(), "step a") || rec.Status != queue.WorkflowFailed):
+			t.Errorf("%s: retry = %v, workflow %s; want an error naming step a, the workflow still failed", c.name, err, rec.Status)
+		case !c.wantErr && (err != nil || rec.Steps[0].JobID != "job-a" || rec.Status != queue.WorkflowRunning):
+			t.Errorf("%s: retry = %v, a under %q, workflow %s; want a kept under job-a, running", c.name, err, rec.Steps[0].JobID, rec.Status)
+		}
+	}
+}
+
+// A dead job found so after a replay that did not find it dead (it died
+// between the two calls) is replayed again, not left in the dead-letter
+// set beside a fresh id; one whose dead-letter entry is gone (purged) runs
+// under a fresh id.
+func TestRunner_RetryReplaysAJobThatDiedBetweenTheTwoCalls(t *testing.T) {
 	r, st, _ := newRunner(t)
 	ctx := context.Background()
-	if err := r.Submit(ctx, "wf", graph("a"), 0); err != nil {
+	if err := r.Submit(ctx, "wf", graph("a", "b"), 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.StepEnded(ctx, "wf", 0, "job-a", queue.StepEndFailed, []byte("boom"), ""); err != nil {
+	for k, l := range []string{"a", "b"} {
+		if err := r.StepEnded(ctx, "wf", k, "job-"+l, queue.StepEndFailed, []byte("boom"), ""); err != nil {
+			t.Fatal(err)
+		}
+		st.jobs["job-"+l] = &queue.JobState{Status: queue.StatusFailed}
+	}
+	// a's first replay finds it running; it dies before the read.
+	st.replayErr["job-a"] = queue.ErrNotFound
+	r.Store = replayHook{st, func(id string) {
+		if id == "job-a" && st.replays[id] == 1 {
+			delete(st.replayErr, id)
+			st.dead[id] = true
+		}
+	}}
+	if _, err := r.Retry(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.Retry(ctx, "wf", func(context.Context, string) (string, error) { return "", errors.New("unreachable") })
-	if err == nil || !strings.Contains(err.Error(), "step a") {
-		t.Fatalf("retry = %v; want an error naming step a", err)
+	rec, _ := st.ReadWorkflow(ctx, "wf")
+	if st.replays["job-a"] != 2 || st.dead["job-a"] || rec.Steps[0].JobID != "job-a" {
+		t.Fatalf("job-a replayed %d times, dead %v, a under %q; want replayed again and kept", st.replays["job-a"], st.dead["job-a"], rec.Steps[0].JobID)
 	}
-	if st.status("wf") != queue.WorkflowFailed || slices.Contains(st.calls, "RetryWorkflow") {
-		t.Fatalf("workflow %s, calls %v; want failed, no RetryWorkflow", st.status("wf"), st.calls)
+	if st.replays["job-b"] != 2 || rec.Steps[1].JobID == "job-b" {
+		t.Fatalf("job-b replayed %d times, b under %q; want two tries, then a fresh id", st.replays["job-b"], rec.Steps[1].JobID)
 	}
+}
+
+// replayHook is a Store whose Replay calls after once it answered.
+type replayHook struct {
+	*fakeStore
+	after func(id string)
+}
+
+func (h replayHook) Replay(ctx context.Context, id string) error {
+	err := h.fakeStore.Replay(ctx, id)
+	h.after(id)
+	return err
 }
 
 // A failed step whose dead job was replayed runs again with the steps its
@@ -359,5 +422,40 @@ func TestRunner_CheckReadsBackAnEndUnheardOfAndSettles(t *testing.T) {
 	st.index["gone"] = st.now
 	if err := r.Check(ctx, "gone"); err != nil || st.watched("gone") {
 		t.Fatalf("check of a workflow without a record = %v, watched %v; want nil, settled", err, st.watched("gone"))
+	}
+}
+
+// A retry reads back first the end of a step whose job died unheard of
+// (its worker died before it advanced the workflow), and runs it again.
+func TestRunner_RetryRunsAgainAStepWhoseJobDiedUnheardOf(t *testing.T) {
+	r, st, _ := newRunner(t)
+	ctx := context.Background()
+	if err := r.Submit(ctx, "wf", graph("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	st.die("job-a", "boom")
+	n, err := r.Retry(ctx, "wf")
+	if err != nil || n != 1 || st.replays["job-a"] != 1 || st.state("wf", "a") != queue.StepCreated {
+		t.Fatalf("retry = %d, %v, job-a replayed %d times, a %c; want a run again under its replayed job", n, err, st.replays["job-a"], st.state("wf", "a"))
+	}
+}
+
+// Canceling a workflow whose step's job was waiting shows that step
+// canceled at once, not only once a keeper looked.
+func TestRunner_CancelShowsTheStepsItEndedAtOnce(t *testing.T) {
+	r, st, m := newRunner(t)
+	ctx := context.Background()
+	if err := r.Submit(ctx, "wf", graph("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	r.CancelJob = func(ctx context.Context, id string) error {
+		st.jobs[id] = &queue.JobState{ID: id, Status: queue.StatusCanceled}
+		return m.cancel(ctx, id)
+	}
+	if _, err := r.Cancel(ctx, "wf"); err != nil {
+		t.Fatal(err)
+	}
+	if st.state("wf", "a") != queue.StepCanceled {
+		t.Fatalf("a is %c after the cancel; want canceled", st.state("wf", "a"))
 	}
 }

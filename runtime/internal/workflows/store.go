@@ -28,6 +28,9 @@ type Store interface {
 	SettleWorkflow(ctx context.Context, id string) error
 	WatchWorkflow(ctx context.Context, id string, at time.Time) error
 	PruneWorkflowList(ctx context.Context, before time.Time, offset, n int) (kept int, end bool, err error)
+	// Replay moves dead job id back to its ready list (queue.ErrNotFound:
+	// it is not dead).
+	Replay(ctx context.Context, id string) error
 	// LookupMany reads the jobs of ids, in order; nil for one not found.
 	LookupMany(ctx context.Context, ids []string) ([]*queue.JobState, error)
 }
