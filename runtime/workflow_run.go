@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -250,11 +249,8 @@ func createdStepStatus(job string, st *queue.JobState) (Status, string) {
 	return StatusFailed, string(value)
 }
 
-func readTemplate(b []byte) (stepTemplate, bool) {
-	var tpl stepTemplate
-	err := json.Unmarshal(b, &tpl)
-	return tpl, err == nil && tpl.Name != ""
-}
+// readTemplate reads a step's template (workflows.ReadTemplate).
+func readTemplate(b []byte) (workflows.Template, bool) { return workflows.ReadTemplate(b) }
 
 // CancelWorkflow cancels workflow id: its steps not yet run are canceled at
 // once, and its running steps' jobs are asked to stop. It returns the
