@@ -162,21 +162,17 @@ type WorkflowStepInfo struct {
 // Workflow returns a snapshot of workflow id, or an error matching
 // ErrWorkflowNotFound.
 func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error) {
-	rec, err := c.q.ReadWorkflow(ctx, id)
+	snap, err := c.workflowRunner().Snapshot(ctx, id)
 	if errors.Is(err, queue.ErrWorkflowNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 	}
 	if err != nil {
 		return nil, err
 	}
+	rec := snap.Record
 	info := &WorkflowInfo{ID: id, Status: rec.Status, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt, Final: rec.Final, Steps: make([]WorkflowStepInfo, len(rec.Steps))}
-	jobs, err := c.createdJobs(ctx, rec)
-	if err != nil {
-		return nil, err
-	}
-	started := false
 	for k, s := range rec.Steps {
-		si := WorkflowStepInfo{Label: s.Label, Error: s.Error}
+		si := WorkflowStepInfo{Label: s.Label, Status: snap.Steps[k].Status, Error: snap.Steps[k].Error}
 		if tpl, ok := readTemplate(s.Template); ok && !s.Gather {
 			si.Name, si.JobID = tpl.Name, s.JobID
 		}
@@ -185,22 +181,9 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 				si.After = append(si.After, rec.Steps[p].Label)
 			}
 		}
-		switch s.State {
-		case queue.StepCompleted:
-			si.Status, started = StatusCompleted, true
-		case queue.StepFailed:
-			si.Status, started = StatusFailed, true
-		case queue.StepCanceled:
-			si.Status = StatusCanceled
-		case queue.StepCreated:
-			si.Status, si.Error = createdStepStatus(s.JobID, jobs[k])
-			started = started || si.Status != StatusPending && si.Status != StatusScheduled
-		default:
-			si.Status = StatusPending
-		}
 		info.Steps[k] = si
 	}
-	if info.Status == queue.WorkflowRunning && !started {
+	if snap.Pending {
 		info.Status = "pending"
 	}
 	if rec.Status == queue.WorkflowCompleted {
@@ -210,43 +193,6 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 		info.FailedStep = rec.Steps[rec.Why].Label
 	}
 	return info, nil
-}
-
-// createdJobs looks up the jobs of rec's created steps, by step, in one
-// pipelined round trip.
-func (c *Client) createdJobs(ctx context.Context, rec *queue.WorkflowRecord) (map[int]*queue.JobState, error) {
-	var steps []int
-	var ids []string
-	for k, s := range rec.Steps {
-		if s.State == queue.StepCreated {
-			steps, ids = append(steps, k), append(ids, s.JobID)
-		}
-	}
-	states, err := c.q.LookupMany(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int]*queue.JobState, len(steps))
-	for i, k := range steps {
-		out[k] = states[i]
-	}
-	return out, nil
-}
-
-// createdStepStatus is the status of a created step's job (st; nil: not
-// found), and its error once it failed or was canceled: its job may have
-// ended without the workflow hearing of it yet.
-func createdStepStatus(job string, st *queue.JobState) (Status, string) {
-	how, value, ended := workflows.JobEnd(job, st)
-	switch {
-	case !ended:
-		return st.Status, ""
-	case how == queue.StepEndCompleted:
-		return StatusCompleted, ""
-	case how == queue.StepEndCanceled:
-		return StatusCanceled, string(value)
-	}
-	return StatusFailed, string(value)
 }
 
 // readTemplate reads a step's template (workflows.ReadTemplate).
