@@ -30,11 +30,11 @@
 // queue/workflow_list.go, queue/scripts/wf_*.lua and their shared
 // queue/scripts/_workflow.lua — stay in package queue, the only Redis side
 // of workflows. Each wf_*.lua is one atomic step of the record and is
-// assembled, as every script is, from the shared Lua that package queue
-// loads (queue/assemble.go: the argument and key-type checks of
-// _checks.lua and _prelude.lua that every script uses); the record's keys
-// belong to queue's key layout, beside the routes' keys that the same
-// Redis holds. A step's job lives on its route's slot and the record on
+// assembled, as every script is, by package queue's loader
+// (queue/assemble.go) from the shared Lua it names: _workflow.lua's steps
+// and the argument and key-type checks of _checks.lua that every script
+// uses; and the record's keys belong to queue's key layout, beside the
+// routes' keys that the same Redis holds. A step's job lives on its route's slot and the record on
 // its own, so no script ends a job and advances its workflow at once: the
 // machine here orders the calls instead, and the keeper covers every cut
 // between them.
