@@ -425,6 +425,19 @@ func (f *fakeStore) die(id, err string) {
 	f.jobs[id] = &queue.JobState{ID: id, Status: queue.StatusFailed, Error: err}
 }
 
+// count is how many times method name was called.
+func (f *fakeStore) count(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c == name {
+			n++
+		}
+	}
+	return n
+}
+
 // state is step label's state in workflow id.
 func (f *fakeStore) state(id, label string) queue.StepState {
 	f.mu.Lock()

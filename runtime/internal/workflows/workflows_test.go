@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,5 +96,48 @@ func TestJobEnd_ReadsHowAStepsJobEnded(t *testing.T) {
 		if how != c.how || string(value) != c.value || ended != c.ended {
 			t.Errorf("%s: JobEnd = %c %q %v; want %c %q %v", c.name, how, value, ended, c.how, c.value, c.ended)
 		}
+	}
+}
+
+// The keeper looks every tick while its process is active, not while it
+// stands by, and returns when its context ends.
+func TestKeeper_RunLooksOnlyWhileActive(t *testing.T) {
+	r, st, _ := newRunner(t)
+	k := newKeeper(r)
+	var mu sync.Mutex
+	active, asked := false, 0
+	k.Active = func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		return active
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { k.Run(ctx); close(done) }()
+	waitFor(t, "the keeper to ask thrice whether it is active", func() bool { mu.Lock(); defer mu.Unlock(); return asked >= 3 })
+	if n := st.count("DueWorkflows"); n != 0 {
+		t.Fatalf("a keeper standing by looked %d times; want none", n)
+	}
+	mu.Lock()
+	active = true
+	mu.Unlock()
+	waitFor(t, "the active keeper to look", func() bool { return st.count("DueWorkflows") > 0 })
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
