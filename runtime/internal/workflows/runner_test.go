@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/storetest"
 )
 
 // maker stands for the runtime's Make and CancelJob: it records the jobs
@@ -65,9 +66,9 @@ func (m *maker) argsOf(job string) string {
 	return "(not made)"
 }
 
-func newRunner(t *testing.T) (*Runner, *fakeStore, *maker) {
+func newRunner(t *testing.T) (*Runner, *storetest.Store, *maker) {
 	t.Helper()
-	st, m := newFakeStore(), &maker{fails: map[string]error{}}
+	st, m := storetest.New(), &maker{fails: map[string]error{}}
 	r := &Runner{Store: st, Make: m.make, CancelJob: m.cancel, TTLs: queue.WorkflowTTLs{Completed: 1, Failed: 1},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return r, st, m
@@ -116,8 +117,8 @@ func TestRunner_SubmitMakesTheFirstStepsAndRecordsThemMade(t *testing.T) {
 	if got := m.madeJobs(); !slices.Equal(got, []string{"job-a", "job-b"}) {
 		t.Fatalf("made %v; want job-a and job-b", got)
 	}
-	if st.state("wf", "a") != queue.StepCreated || st.state("wf", "b") != queue.StepCreated {
-		t.Fatalf("a and b are %c, %c; want created", st.state("wf", "a"), st.state("wf", "b"))
+	if st.State("wf", "a") != queue.StepCreated || st.State("wf", "b") != queue.StepCreated {
+		t.Fatalf("a and b are %c, %c; want created", st.State("wf", "a"), st.State("wf", "b"))
 	}
 }
 
@@ -137,12 +138,12 @@ func TestRunner_AStepStartsOnlyWhenEveryPredecessorCompleted(t *testing.T) {
 	if got := m.argsOf("job-c"); got != "[res-a res-b]" {
 		t.Fatalf("c made with %q; want the results of a and b in the order of its after", got)
 	}
-	if st.state("wf", "c") != queue.StepCreated {
-		t.Fatalf("c is %c; want created", st.state("wf", "c"))
+	if st.State("wf", "c") != queue.StepCreated {
+		t.Fatalf("c is %c; want created", st.State("wf", "c"))
 	}
 	complete(t, r, "wf", 2, "c")
-	if st.status("wf") != queue.WorkflowCompleted || st.watched("wf") {
-		t.Fatalf("after its last step the workflow is %s, watched %v; want completed and settled", st.status("wf"), st.watched("wf"))
+	if st.Status("wf") != queue.WorkflowCompleted || st.Watched("wf") {
+		t.Fatalf("after its last step the workflow is %s, watched %v; want completed and settled", st.Status("wf"), st.Watched("wf"))
 	}
 }
 
@@ -173,20 +174,20 @@ func TestRunner_AStepNotMadeForNowIsLeftToTheKeeper(t *testing.T) {
 	if err := r.Submit(ctx, "wf", graph("a", "b:a"), 1); err != nil {
 		t.Fatal(err)
 	}
-	st.index["wf"] = st.now.Add(time.Hour) // the keeper looked, and looks again later
+	st.Index["wf"] = st.Time.Add(time.Hour) // the keeper looked, and looks again later
 	m.fails["job-b"] = errors.New("connection refused")
 	if err := r.StepEnded(ctx, "wf", 0, "job-a", queue.StepEndCompleted, []byte("res-a"), ""); err == nil {
 		t.Fatal("StepEnded = nil; want the error making b")
 	}
-	if st.state("wf", "b") != queue.StepCreating || !st.index["wf"].Equal(st.now.Add(r.Grace)) {
-		t.Fatalf("b is %c, due %v; want creating, due within the grace (%v)", st.state("wf", "b"), st.index["wf"], st.now.Add(r.Grace))
+	if st.State("wf", "b") != queue.StepCreating || !st.Index["wf"].Equal(st.Time.Add(r.Grace)) {
+		t.Fatalf("b is %c, due %v; want creating, due within the grace (%v)", st.State("wf", "b"), st.Index["wf"], st.Time.Add(r.Grace))
 	}
 	delete(m.fails, "job-b")
 	if err := r.Check(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(m.madeJobs(), "job-b") || st.state("wf", "b") != queue.StepCreated {
-		t.Fatalf("after the keeper's look made %v, b is %c; want job-b made, created", m.madeJobs(), st.state("wf", "b"))
+	if !slices.Contains(m.madeJobs(), "job-b") || st.State("wf", "b") != queue.StepCreated {
+		t.Fatalf("after the keeper's look made %v, b is %c; want job-b made, created", m.madeJobs(), st.State("wf", "b"))
 	}
 }
 
@@ -198,8 +199,8 @@ func TestRunner_ASubmissionSucceedsOnceStored(t *testing.T) {
 	if err := r.Submit(context.Background(), "wf", graph("a"), 0); err != nil {
 		t.Fatalf("submit: %v; want success: the workflow is stored", err)
 	}
-	if st.state("wf", "a") != queue.StepCreating || !st.watched("wf") {
-		t.Fatalf("a is %c, watched %v; want creating and watched", st.state("wf", "a"), st.watched("wf"))
+	if st.State("wf", "a") != queue.StepCreating || !st.Watched("wf") {
+		t.Fatalf("a is %c, watched %v; want creating and watched", st.State("wf", "a"), st.Watched("wf"))
 	}
 }
 
@@ -212,7 +213,7 @@ func TestRunner_AJobMadeForAStepCanceledMeanwhileIsCanceled(t *testing.T) {
 	}
 	// b becomes creating; the workflow is canceled before its job is recorded made.
 	r.Make = func(ctx context.Context, wf string, steps []queue.ReadyStep, own bool) []error {
-		if _, _, err := st.CancelWorkflow(ctx, wf, 0, st.now); err != nil {
+		if _, _, err := st.CancelWorkflow(ctx, wf, 0, st.Time); err != nil {
 			t.Fatal(err)
 		}
 		return m.make(ctx, wf, steps, own)
@@ -252,7 +253,7 @@ func TestRunner_RetryRerunsOnlyFailedAndCanceledSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	complete(t, r, "wf", 0, "a")
-	st.die("job-b", "boom")
+	st.Die("job-b", "boom")
 	if err := r.StepEnded(ctx, "wf", 1, "job-b", queue.StepEndFailed, []byte("boom"), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -261,8 +262,8 @@ func TestRunner_RetryRerunsOnlyFailedAndCanceledSteps(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("retry = %d, %v; want 2 steps (b failed, c canceled)", n, err)
 	}
-	if st.replays["job-b"] != 1 || st.replays["job-a"] != 0 || st.dead["job-b"] {
-		t.Fatalf("replays %v, dead %v; want job-b replayed once, the completed a's job never", st.replays, st.dead)
+	if st.Replays["job-b"] != 1 || st.Replays["job-a"] != 0 || st.Dead["job-b"] {
+		t.Fatalf("replays %v, dead %v; want job-b replayed once, the completed a's job never", st.Replays, st.Dead)
 	}
 	if got := m.madeJobs(); !slices.Equal(got, []string{"job-b"}) {
 		t.Fatalf("made %v; want b again under its replayed job, and c not before b completed", got)
@@ -298,7 +299,7 @@ func TestRunner_RetryNeverGivesAStepASecondJobThatMayRun(t *testing.T) {
 		if err := r.StepEnded(ctx, "wf", 0, "job-a", queue.StepEndFailed, []byte("boom"), ""); err != nil {
 			t.Fatal(err)
 		}
-		st.jobs["job-a"], st.replayErr["job-a"] = c.job, c.err
+		st.Jobs["job-a"], st.ReplayErr["job-a"] = c.job, c.err
 		_, err := r.Retry(ctx, "wf")
 		rec, _ := st.ReadWorkflow(ctx, "wf")
 		switch {
@@ -324,36 +325,36 @@ func TestRunner_RetryReplaysAJobThatDiedBetweenTheTwoCalls(t *testing.T) {
 		if err := r.StepEnded(ctx, "wf", k, "job-"+l, queue.StepEndFailed, []byte("boom"), ""); err != nil {
 			t.Fatal(err)
 		}
-		st.jobs["job-"+l] = &queue.JobState{Status: queue.StatusFailed}
+		st.Jobs["job-"+l] = &queue.JobState{Status: queue.StatusFailed}
 	}
 	// a's first replay finds it running; it dies before the read.
-	st.replayErr["job-a"] = queue.ErrNotFound
+	st.ReplayErr["job-a"] = queue.ErrNotFound
 	r.Store = replayHook{st, func(id string) {
-		if id == "job-a" && st.replays[id] == 1 {
-			delete(st.replayErr, id)
-			st.dead[id] = true
+		if id == "job-a" && st.Replays[id] == 1 {
+			delete(st.ReplayErr, id)
+			st.Dead[id] = true
 		}
 	}}
 	if _, err := r.Retry(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
 	rec, _ := st.ReadWorkflow(ctx, "wf")
-	if st.replays["job-a"] != 2 || st.dead["job-a"] || rec.Steps[0].JobID != "job-a" {
-		t.Fatalf("job-a replayed %d times, dead %v, a under %q; want replayed again and kept", st.replays["job-a"], st.dead["job-a"], rec.Steps[0].JobID)
+	if st.Replays["job-a"] != 2 || st.Dead["job-a"] || rec.Steps[0].JobID != "job-a" {
+		t.Fatalf("job-a replayed %d times, dead %v, a under %q; want replayed again and kept", st.Replays["job-a"], st.Dead["job-a"], rec.Steps[0].JobID)
 	}
-	if st.replays["job-b"] != 2 || rec.Steps[1].JobID == "job-b" {
-		t.Fatalf("job-b replayed %d times, b under %q; want two tries, then a fresh id", st.replays["job-b"], rec.Steps[1].JobID)
+	if st.Replays["job-b"] != 2 || rec.Steps[1].JobID == "job-b" {
+		t.Fatalf("job-b replayed %d times, b under %q; want two tries, then a fresh id", st.Replays["job-b"], rec.Steps[1].JobID)
 	}
 }
 
 // replayHook is a Store whose Replay calls after once it answered.
 type replayHook struct {
-	*fakeStore
+	*storetest.Store
 	after func(id string)
 }
 
 func (h replayHook) Replay(ctx context.Context, id string) error {
-	err := h.fakeStore.Replay(ctx, id)
+	err := h.Store.Replay(ctx, id)
 	h.after(id)
 	return err
 }
@@ -378,7 +379,7 @@ func TestRunner_ReplayedBringsBackTheStepsItsFailureCanceled(t *testing.T) {
 	if err := r.Replayed(ctx, "wf", 0, "job-a"); err != nil {
 		t.Fatal(err)
 	}
-	got := []queue.StepState{st.state("wf", "a"), st.state("wf", "b"), st.state("wf", "c"), st.state("wf", "y")}
+	got := []queue.StepState{st.State("wf", "a"), st.State("wf", "b"), st.State("wf", "c"), st.State("wf", "y")}
 	want := []queue.StepState{queue.StepCreated, queue.StepWaiting, queue.StepWaiting, queue.StepCanceled}
 	if !slices.Equal(got, want) {
 		t.Fatalf("a, b, c, y are %q; want %q", got, want)
@@ -397,31 +398,31 @@ func TestRunner_CheckReadsBackAnEndUnheardOfAndSettles(t *testing.T) {
 	if err := r.Submit(ctx, "wf", graph("a", "b:a"), 1); err != nil {
 		t.Fatal(err)
 	}
-	st.jobs["job-a"] = &queue.JobState{ID: "job-a", Status: queue.StatusProcessing}
+	st.Jobs["job-a"] = &queue.JobState{ID: "job-a", Status: queue.StatusProcessing}
 	if err := r.Check(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
-	if st.state("wf", "a") != queue.StepCreated || !st.watched("wf") {
-		t.Fatalf("a is %c, watched %v; want created and still watched while its job runs", st.state("wf", "a"), st.watched("wf"))
+	if st.State("wf", "a") != queue.StepCreated || !st.Watched("wf") {
+		t.Fatalf("a is %c, watched %v; want created and still watched while its job runs", st.State("wf", "a"), st.Watched("wf"))
 	}
-	st.jobs["job-a"] = &queue.JobState{ID: "job-a", Status: queue.StatusFailed, Error: "boom"}
+	st.Jobs["job-a"] = &queue.JobState{ID: "job-a", Status: queue.StatusFailed, Error: "boom"}
 	if err := r.Check(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
-	if st.status("wf") != queue.WorkflowFailed || st.state("wf", "b") != queue.StepCanceled {
-		t.Fatalf("workflow %s, b %c; want failed, b canceled", st.status("wf"), st.state("wf", "b"))
+	if st.Status("wf") != queue.WorkflowFailed || st.State("wf", "b") != queue.StepCanceled {
+		t.Fatalf("workflow %s, b %c; want failed, b canceled", st.Status("wf"), st.State("wf", "b"))
 	}
 	if err := r.Check(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
-	if st.watched("wf") {
+	if st.Watched("wf") {
 		t.Fatal("a failed workflow with nothing left to watch is still in the keeper's index")
 	}
 	_ = m
 	// A workflow whose record is gone leaves the index too.
-	st.index["gone"] = st.now
-	if err := r.Check(ctx, "gone"); err != nil || st.watched("gone") {
-		t.Fatalf("check of a workflow without a record = %v, watched %v; want nil, settled", err, st.watched("gone"))
+	st.Index["gone"] = st.Time
+	if err := r.Check(ctx, "gone"); err != nil || st.Watched("gone") {
+		t.Fatalf("check of a workflow without a record = %v, watched %v; want nil, settled", err, st.Watched("gone"))
 	}
 }
 
@@ -433,10 +434,10 @@ func TestRunner_RetryRunsAgainAStepWhoseJobDiedUnheardOf(t *testing.T) {
 	if err := r.Submit(ctx, "wf", graph("a"), 0); err != nil {
 		t.Fatal(err)
 	}
-	st.die("job-a", "boom")
+	st.Die("job-a", "boom")
 	n, err := r.Retry(ctx, "wf")
-	if err != nil || n != 1 || st.replays["job-a"] != 1 || st.state("wf", "a") != queue.StepCreated {
-		t.Fatalf("retry = %d, %v, job-a replayed %d times, a %c; want a run again under its replayed job", n, err, st.replays["job-a"], st.state("wf", "a"))
+	if err != nil || n != 1 || st.Replays["job-a"] != 1 || st.State("wf", "a") != queue.StepCreated {
+		t.Fatalf("retry = %d, %v, job-a replayed %d times, a %c; want a run again under its replayed job", n, err, st.Replays["job-a"], st.State("wf", "a"))
 	}
 }
 
@@ -449,13 +450,13 @@ func TestRunner_CancelShowsTheStepsItEndedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.CancelJob = func(ctx context.Context, id string) error {
-		st.jobs[id] = &queue.JobState{ID: id, Status: queue.StatusCanceled}
+		st.Jobs[id] = &queue.JobState{ID: id, Status: queue.StatusCanceled}
 		return m.cancel(ctx, id)
 	}
 	if _, err := r.Cancel(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
-	if st.state("wf", "a") != queue.StepCanceled {
-		t.Fatalf("a is %c after the cancel; want canceled", st.state("wf", "a"))
+	if st.State("wf", "a") != queue.StepCanceled {
+		t.Fatalf("a is %c after the cancel; want canceled", st.State("wf", "a"))
 	}
 }

@@ -37,8 +37,8 @@ func TestSink_AdvancesTheWorkflowOfEachStepsEnd(t *testing.T) {
 		s.JobEnded(engine.JobEnd{ID: "job-a", Ending: c.ending, Result: []byte("res-a"), Error: "boom"}) // no workflow
 		s.JobEnded(engine.JobEnd{ID: "job-a", Workflow: "wf", Step: 0, Ending: c.ending, Result: []byte("res-a"), Error: "boom"})
 		done.Wait()
-		if st.status("wf") != c.status || st.state("wf", "b") != c.b {
-			t.Errorf("%s: workflow %s, b %c; want %s, b %c", c.name, st.status("wf"), st.state("wf", "b"), c.status, c.b)
+		if st.Status("wf") != c.status || st.State("wf", "b") != c.b {
+			t.Errorf("%s: workflow %s, b %c; want %s, b %c", c.name, st.Status("wf"), st.State("wf", "b"), c.status, c.b)
 		}
 		if c.b == queue.StepCreated && m.argsOf("job-b") != "res-a" {
 			t.Errorf("%s: b made with %q; want a's result", c.name, m.argsOf("job-b"))

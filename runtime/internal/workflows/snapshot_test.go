@@ -18,14 +18,14 @@ func TestSnapshot_ShowsHowEachStepStands(t *testing.T) {
 	if err := r.Submit(ctx, "wf", graph("a", "b", "c:a,b"), 2); err != nil {
 		t.Fatal(err)
 	}
-	st.jobs["job-a"] = &queue.JobState{Status: queue.StatusPending}
-	st.jobs["job-b"] = &queue.JobState{Status: queue.StatusScheduled}
+	st.Jobs["job-a"] = &queue.JobState{Status: queue.StatusPending}
+	st.Jobs["job-b"] = &queue.JobState{Status: queue.StatusScheduled}
 	snap, err := r.Snapshot(ctx, "wf")
 	if err != nil || !snap.Pending {
 		t.Fatalf("snapshot pending %v, %v; want pending while no step started", snap != nil && snap.Pending, err)
 	}
-	st.jobs["job-a"] = &queue.JobState{Status: queue.StatusProcessing}
-	st.jobs["job-b"] = &queue.JobState{Status: queue.StatusFailed, Error: "boom"}
+	st.Jobs["job-a"] = &queue.JobState{Status: queue.StatusProcessing}
+	st.Jobs["job-b"] = &queue.JobState{Status: queue.StatusFailed, Error: "boom"}
 	snap, err = r.Snapshot(ctx, "wf")
 	if err != nil {
 		t.Fatal(err)

@@ -26,23 +26,23 @@ func TestKeeper_PrunesTheListOfWorkflowsOfExpiredRecords(t *testing.T) {
 	r, st, _ := newRunner(t)
 	r.TTLs = queue.WorkflowTTLs{Completed: 24 * time.Hour, Failed: 7 * 24 * time.Hour}
 	ctx := context.Background()
-	long := st.now.Add(-48 * time.Hour)
+	long := st.Time.Add(-48 * time.Hour)
 	for _, id := range []string{"expired-1", "live", "expired-2", "new"} {
 		at := long
 		if id == "new" {
-			at = st.now
+			at = st.Time
 		}
 		if _, _, err := st.SubmitWorkflow(ctx, id, graph("a"), 0, time.Minute, at); err != nil {
 			t.Fatal(err)
 		}
-		st.list[id] = at.Add(time.Duration(len(st.list)) * time.Millisecond)
+		st.List[id] = at.Add(time.Duration(len(st.List)) * time.Millisecond)
 	}
-	delete(st.wfs, "expired-1")
-	delete(st.wfs, "expired-2")
+	st.Drop("expired-1")
+	st.Drop("expired-2")
 	k := newKeeper(r)
 	k.prune(ctx)
-	if _, ok := st.list["expired-1"]; ok || len(st.list) != 2 {
-		t.Fatalf("the list after the prune: %v; want live and new", st.list)
+	if _, ok := st.List["expired-1"]; ok || len(st.List) != 2 {
+		t.Fatalf("the list after the prune: %v; want live and new", st.List)
 	}
 	if k.pruneFrom != 0 {
 		t.Fatalf("the prune goes on from %d; want 0 after reaching the end", k.pruneFrom)
@@ -55,15 +55,15 @@ func TestKeeper_APassFinishesWhatADeadProcessLeft(t *testing.T) {
 	r, st, m := newRunner(t)
 	ctx := context.Background()
 	// A submitter that stored the workflow and died before making its steps.
-	if _, _, err := st.SubmitWorkflow(ctx, "wf", graph("a", "b"), 1, 0, st.now); err != nil {
+	if _, _, err := st.SubmitWorkflow(ctx, "wf", graph("a", "b"), 1, 0, st.Time); err != nil {
 		t.Fatal(err)
 	}
 	newKeeper(r).pass(ctx)
-	if got := m.madeJobs(); len(got) != 2 || st.state("wf", "a") != queue.StepCreated || st.state("wf", "b") != queue.StepCreated {
-		t.Fatalf("after a pass made %v, a %c, b %c; want both made and created", got, st.state("wf", "a"), st.state("wf", "b"))
+	if got := m.madeJobs(); len(got) != 2 || st.State("wf", "a") != queue.StepCreated || st.State("wf", "b") != queue.StepCreated {
+		t.Fatalf("after a pass made %v, a %c, b %c; want both made and created", got, st.State("wf", "a"), st.State("wf", "b"))
 	}
-	if !st.index["wf"].Equal(st.now.Add(time.Second)) {
-		t.Fatalf("the workflow is due next at %v; want a period later", st.index["wf"])
+	if !st.Index["wf"].Equal(st.Time.Add(time.Second)) {
+		t.Fatalf("the workflow is due next at %v; want a period later", st.Index["wf"])
 	}
 }
 
@@ -116,13 +116,13 @@ func TestKeeper_RunLooksOnlyWhileActive(t *testing.T) {
 	done := make(chan struct{})
 	go func() { k.Run(ctx); close(done) }()
 	waitFor(t, "the keeper to ask thrice whether it is active", func() bool { mu.Lock(); defer mu.Unlock(); return asked >= 3 })
-	if n := st.count("DueWorkflows"); n != 0 {
+	if n := st.Count("DueWorkflows"); n != 0 {
 		t.Fatalf("a keeper standing by looked %d times; want none", n)
 	}
 	mu.Lock()
 	active = true
 	mu.Unlock()
-	waitFor(t, "the active keeper to look", func() bool { return st.count("DueWorkflows") > 0 })
+	waitFor(t, "the active keeper to look", func() bool { return st.Count("DueWorkflows") > 0 })
 	cancel()
 	select {
 	case <-done:

@@ -1,4 +1,4 @@
-package workflows
+package storetest
 
 import (
 	"context"
@@ -12,31 +12,35 @@ import (
 	"github.com/bananas-go/bananas/queue"
 )
 
-// fakeStore is a Store in memory: the step machine of queue's wf_*.lua
-// scripts as far as the Runner's and the keeper's tests need it (states
+// Store is a workflows.Store in memory, for tests that run without Redis:
+// the step machine of queue's wf_*.lua scripts as far as the Runner's and
+// the keeper's tests need it (states
 // waiting, creating, created, completed, failed, canceled; a gather
 // completes at once with its predecessors' results; a failed step cancels
 // the steps that waited for it). The scripts themselves are tested against
-// Redis by package queue; these tests check what the machine does with
-// what the store answers.
-type fakeStore struct {
-	mu    sync.Mutex
-	now   time.Time
-	wfs   map[string]*fakeWF
-	index map[string]time.Time // the keeper's index
-	list  map[string]time.Time // the list of workflows
-	jobs  map[string]*queue.JobState
-	// dead are the jobs in the dead-letter set; Replay takes them out.
-	dead map[string]bool
-	// replays counts Replay's calls by job; replayErr answers them.
-	replays   map[string]int
-	replayErr map[string]error
-	// fail, when set, answers a call of that method with an error instead.
-	fail  map[string]error
-	calls []string
+// Redis by package queue, and runtime's TestWorkflowStore_ runs one story
+// against both; the machine's tests check what it does with what the
+// store answers.
+type Store struct {
+	mu sync.Mutex
+	// Time is what Now returns.
+	Time  time.Time
+	wfs   map[string]*workflow
+	Index map[string]time.Time // the keeper's index
+	List  map[string]time.Time // the list of workflows: id -> submitted
+	// Jobs are the jobs LookupMany finds.
+	Jobs map[string]*queue.JobState
+	// Dead are the jobs in the dead-letter set; Replay takes them out.
+	Dead map[string]bool
+	// Replays counts Replay's calls by job; ReplayErr answers them.
+	Replays   map[string]int
+	ReplayErr map[string]error
+	// Fail, when set, answers a call of that method with an error instead.
+	Fail  map[string]error
+	Calls []string
 }
 
-type fakeWF struct {
+type workflow struct {
 	status  string
 	why     int
 	final   int
@@ -45,31 +49,32 @@ type fakeWF struct {
 	next    [][]int
 }
 
-func newFakeStore() *fakeStore {
-	return &fakeStore{now: time.UnixMilli(1_700_000_000_000), wfs: map[string]*fakeWF{}, index: map[string]time.Time{},
-		list: map[string]time.Time{}, jobs: map[string]*queue.JobState{}, fail: map[string]error{},
-		dead: map[string]bool{}, replays: map[string]int{}, replayErr: map[string]error{}}
+// New is an empty store at a fixed time.
+func New() *Store {
+	return &Store{Time: time.UnixMilli(1_700_000_000_000), wfs: map[string]*workflow{}, Index: map[string]time.Time{},
+		List: map[string]time.Time{}, Jobs: map[string]*queue.JobState{}, Fail: map[string]error{},
+		Dead: map[string]bool{}, Replays: map[string]int{}, ReplayErr: map[string]error{}}
 }
 
-func (f *fakeStore) call(name string) error {
-	f.calls = append(f.calls, name)
-	return f.fail[name]
+func (f *Store) call(name string) error {
+	f.Calls = append(f.Calls, name)
+	return f.Fail[name]
 }
 
-func (f *fakeStore) Now() time.Time { return f.now }
+func (f *Store) Now() time.Time { return f.Time }
 
-func (f *fakeStore) SubmitWorkflow(_ context.Context, id string, steps []queue.WorkflowStep, final int, grace time.Duration, now time.Time) ([]queue.ReadyStep, bool, error) {
+func (f *Store) SubmitWorkflow(_ context.Context, id string, steps []queue.WorkflowStep, final int, grace time.Duration, now time.Time) ([]queue.ReadyStep, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("SubmitWorkflow"); err != nil {
 		return nil, false, err
 	}
-	f.index[id] = now.Add(grace)
-	f.list[id] = now
+	f.Index[id] = now.Add(grace)
+	f.List[id] = now
 	if w := f.wfs[id]; w != nil {
 		return w.creating(), false, nil
 	}
-	w := &fakeWF{status: queue.WorkflowRunning, why: -1, final: final, pending: make([]int, len(steps)), next: make([][]int, len(steps))}
+	w := &workflow{status: queue.WorkflowRunning, why: -1, final: final, pending: make([]int, len(steps)), next: make([][]int, len(steps))}
 	var ready []queue.ReadyStep
 	for k, s := range steps {
 		st := queue.StepRecord{Label: s.Label, JobID: s.JobID, Template: s.Template, After: s.After, Gather: s.Gather, Args: s.Args, State: queue.StepWaiting}
@@ -89,7 +94,7 @@ func (f *fakeStore) SubmitWorkflow(_ context.Context, id string, steps []queue.W
 
 // args is a step's args: its one predecessor's result, or its
 // predecessors' results in the order of After, as "[r1 r2]".
-func (w *fakeWF) args(m int) []byte {
+func (w *workflow) args(m int) []byte {
 	s := w.steps[m]
 	if len(s.After) == 0 {
 		return s.Args
@@ -104,12 +109,12 @@ func (w *fakeWF) args(m int) []byte {
 	return []byte("[" + strings.Join(parts, " ") + "]")
 }
 
-func (w *fakeWF) ready(m int) queue.ReadyStep {
+func (w *workflow) ready(m int) queue.ReadyStep {
 	s := w.steps[m]
 	return queue.ReadyStep{Index: m, JobID: s.JobID, Template: s.Template, Args: w.args(m)}
 }
 
-func (w *fakeWF) creating() []queue.ReadyStep {
+func (w *workflow) creating() []queue.ReadyStep {
 	var out []queue.ReadyStep
 	for k, s := range w.steps {
 		if s.State == queue.StepCreating {
@@ -119,7 +124,7 @@ func (w *fakeWF) creating() []queue.ReadyStep {
 	return out
 }
 
-func (w *fakeWF) start(m int, out *[]int) {
+func (w *workflow) start(m int, out *[]int) {
 	if w.steps[m].Gather {
 		w.complete(m, w.args(m), out)
 		return
@@ -128,7 +133,7 @@ func (w *fakeWF) start(m int, out *[]int) {
 	*out = append(*out, m)
 }
 
-func (w *fakeWF) complete(k int, value []byte, out *[]int) {
+func (w *workflow) complete(k int, value []byte, out *[]int) {
 	w.steps[k].State, w.steps[k].Result, w.steps[k].Error = queue.StepCompleted, value, ""
 	for _, m := range w.next[k] {
 		w.pending[m]--
@@ -141,7 +146,7 @@ func (w *fakeWF) complete(k int, value []byte, out *[]int) {
 	}
 }
 
-func (w *fakeWF) cancelBelow(k int, why string) {
+func (w *workflow) cancelBelow(k int, why string) {
 	stack := slices.Clone(w.next[k])
 	for len(stack) > 0 {
 		m := stack[len(stack)-1]
@@ -153,7 +158,7 @@ func (w *fakeWF) cancelBelow(k int, why string) {
 	}
 }
 
-func (f *fakeStore) AdvanceWorkflow(_ context.Context, id string, k int, job string, how queue.StepEnd, value []byte, _ string, _ queue.WorkflowTTLs) (queue.WorkflowAdvance, error) {
+func (f *Store) AdvanceWorkflow(_ context.Context, id string, k int, job string, how queue.StepEnd, value []byte, _ string, _ queue.WorkflowTTLs) (queue.WorkflowAdvance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("AdvanceWorkflow"); err != nil {
@@ -197,7 +202,7 @@ func (f *fakeStore) AdvanceWorkflow(_ context.Context, id string, k int, job str
 	return a, nil
 }
 
-func (f *fakeStore) StepsCreated(_ context.Context, id string, steps []queue.ReadyStep) ([]string, error) {
+func (f *Store) StepsCreated(_ context.Context, id string, steps []queue.ReadyStep) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("StepsCreated"); err != nil {
@@ -222,7 +227,7 @@ func (f *fakeStore) StepsCreated(_ context.Context, id string, steps []queue.Rea
 	return out, nil
 }
 
-func (f *fakeStore) CancelWorkflow(_ context.Context, id string, _ time.Duration, _ time.Time) (string, []string, error) {
+func (f *Store) CancelWorkflow(_ context.Context, id string, _ time.Duration, _ time.Time) (string, []string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("CancelWorkflow"); err != nil {
@@ -250,7 +255,7 @@ func (f *fakeStore) CancelWorkflow(_ context.Context, id string, _ time.Duration
 	return w.status, jobs, nil
 }
 
-func (f *fakeStore) RetryWorkflow(_ context.Context, id string, ids map[int]string, _ time.Time) (queue.WorkflowAdvance, error) {
+func (f *Store) RetryWorkflow(_ context.Context, id string, ids map[int]string, _ time.Time) (queue.WorkflowAdvance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("RetryWorkflow"); err != nil {
@@ -298,11 +303,11 @@ func (f *fakeStore) RetryWorkflow(_ context.Context, id string, ids map[int]stri
 	return a, nil
 }
 
-func (f *fakeStore) CreatingSteps(ctx context.Context, id string) (queue.WorkflowAdvance, error) {
-	return f.RetryWorkflow(ctx, id, nil, f.now)
+func (f *Store) CreatingSteps(ctx context.Context, id string) (queue.WorkflowAdvance, error) {
+	return f.RetryWorkflow(ctx, id, nil, f.Time)
 }
 
-func (f *fakeStore) ReadWorkflow(_ context.Context, id string) (*queue.WorkflowRecord, error) {
+func (f *Store) ReadWorkflow(_ context.Context, id string) (*queue.WorkflowRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("ReadWorkflow"); err != nil {
@@ -315,14 +320,14 @@ func (f *fakeStore) ReadWorkflow(_ context.Context, id string) (*queue.WorkflowR
 	return &queue.WorkflowRecord{ID: id, Status: w.status, Final: w.final, Why: w.why, Steps: slices.Clone(w.steps)}, nil
 }
 
-func (f *fakeStore) DueWorkflows(_ context.Context, now, next time.Time, n int) ([]string, error) {
+func (f *Store) DueWorkflows(_ context.Context, now, next time.Time, n int) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("DueWorkflows"); err != nil {
 		return nil, err
 	}
 	var ids []string
-	for id, at := range f.index {
+	for id, at := range f.Index {
 		if !at.After(now) {
 			ids = append(ids, id)
 		}
@@ -332,47 +337,47 @@ func (f *fakeStore) DueWorkflows(_ context.Context, now, next time.Time, n int) 
 		ids = ids[:n]
 	}
 	for _, id := range ids {
-		f.index[id] = next
+		f.Index[id] = next
 	}
 	return ids, nil
 }
 
-func (f *fakeStore) SettleWorkflow(_ context.Context, id string) error {
+func (f *Store) SettleWorkflow(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("SettleWorkflow"); err != nil {
 		return err
 	}
-	delete(f.index, id)
+	delete(f.Index, id)
 	return nil
 }
 
-func (f *fakeStore) WatchWorkflow(_ context.Context, id string, at time.Time) error {
+func (f *Store) WatchWorkflow(_ context.Context, id string, at time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("WatchWorkflow"); err != nil {
 		return err
 	}
-	if old, ok := f.index[id]; !ok || at.Before(old) {
-		f.index[id] = at
+	if old, ok := f.Index[id]; !ok || at.Before(old) {
+		f.Index[id] = at
 	}
 	return nil
 }
 
-func (f *fakeStore) PruneWorkflowList(_ context.Context, before time.Time, offset, n int) (int, bool, error) {
+func (f *Store) PruneWorkflowList(_ context.Context, before time.Time, offset, n int) (int, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("PruneWorkflowList"); err != nil {
 		return 0, false, err
 	}
 	var ids []string
-	for id, at := range f.list {
+	for id, at := range f.List {
 		if at.Before(before) {
 			ids = append(ids, id)
 		}
 	}
 	sort.Slice(ids, func(i, j int) bool {
-		return f.list[ids[i]].Before(f.list[ids[j]]) || f.list[ids[i]].Equal(f.list[ids[j]]) && ids[i] < ids[j]
+		return f.List[ids[i]].Before(f.List[ids[j]]) || f.List[ids[i]].Equal(f.List[ids[j]]) && ids[i] < ids[j]
 	})
 	if offset >= len(ids) {
 		return 0, true, nil
@@ -381,7 +386,7 @@ func (f *fakeStore) PruneWorkflowList(_ context.Context, before time.Time, offse
 	kept := 0
 	for _, id := range ids {
 		if f.wfs[id] == nil {
-			delete(f.list, id)
+			delete(f.List, id)
 		} else {
 			kept++
 		}
@@ -389,7 +394,7 @@ func (f *fakeStore) PruneWorkflowList(_ context.Context, before time.Time, offse
 	return kept, len(ids) < n, nil
 }
 
-func (f *fakeStore) LookupMany(_ context.Context, ids []string) ([]*queue.JobState, error) {
+func (f *Store) LookupMany(_ context.Context, ids []string) ([]*queue.JobState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("LookupMany"); err != nil {
@@ -397,40 +402,40 @@ func (f *fakeStore) LookupMany(_ context.Context, ids []string) ([]*queue.JobSta
 	}
 	out := make([]*queue.JobState, len(ids))
 	for i, id := range ids {
-		out[i] = f.jobs[id]
+		out[i] = f.Jobs[id]
 	}
 	return out, nil
 }
 
-func (f *fakeStore) Replay(_ context.Context, id string) error {
+func (f *Store) Replay(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.replays[id]++
-	if err := f.replayErr[id]; err != nil {
+	f.Replays[id]++
+	if err := f.ReplayErr[id]; err != nil {
 		return err
 	}
-	if !f.dead[id] {
+	if !f.Dead[id] {
 		return fmt.Errorf("replay %s: %w", id, queue.ErrNotFound)
 	}
-	delete(f.dead, id)
-	f.jobs[id] = &queue.JobState{ID: id, Status: queue.StatusPending}
+	delete(f.Dead, id)
+	f.Jobs[id] = &queue.JobState{ID: id, Status: queue.StatusPending}
 	return nil
 }
 
-// die makes job id dead, as a worker that dead-letters it leaves it.
-func (f *fakeStore) die(id, err string) {
+// Die makes job id dead, as a worker that dead-letters it leaves it.
+func (f *Store) Die(id, err string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.dead[id] = true
-	f.jobs[id] = &queue.JobState{ID: id, Status: queue.StatusFailed, Error: err}
+	f.Dead[id] = true
+	f.Jobs[id] = &queue.JobState{ID: id, Status: queue.StatusFailed, Error: err}
 }
 
-// count is how many times method name was called.
-func (f *fakeStore) count(name string) int {
+// Count is how many times method name was called.
+func (f *Store) Count(name string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
-	for _, c := range f.calls {
+	for _, c := range f.Calls {
 		if c == name {
 			n++
 		}
@@ -438,8 +443,8 @@ func (f *fakeStore) count(name string) int {
 	return n
 }
 
-// state is step label's state in workflow id.
-func (f *fakeStore) state(id, label string) queue.StepState {
+// State is step label's state in workflow id.
+func (f *Store) State(id, label string) queue.StepState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range f.wfs[id].steps {
@@ -450,15 +455,24 @@ func (f *fakeStore) state(id, label string) queue.StepState {
 	return 0
 }
 
-func (f *fakeStore) status(id string) string {
+// Status is workflow id's status.
+func (f *Store) Status(id string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.wfs[id].status
 }
 
-func (f *fakeStore) watched(id string) bool {
+// Watched says whether workflow id is in the keeper's index.
+func (f *Store) Watched(id string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, ok := f.index[id]
+	_, ok := f.Index[id]
 	return ok
+}
+
+// Drop deletes workflow id's record, as its expiry does.
+func (f *Store) Drop(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.wfs, id)
 }
