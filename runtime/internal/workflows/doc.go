@@ -21,8 +21,10 @@
 // its template is the runtime's Make function, checking a submitted step's
 // task, args and types is CheckGraph's check function, and a step's args
 // and result are opaque bytes here. It reaches Redis only through Store,
-// which *queue.Queue is; its tests run against a Store in memory, without
-// Redis, and runtime's tests run the whole against real servers.
+// which *queue.Queue is. Its tests run in memory, without Redis, against
+// storetest.Store, which runtime's TestWorkflowStore_ holds to what the
+// Redis scripts answer; runtime's workflow tests run the whole against
+// real servers.
 //
 // # Where the Redis side lives, and why
 //
