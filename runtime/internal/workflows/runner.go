@@ -22,6 +22,7 @@ var ErrPermanent = errors.New("step cannot be made")
 
 // Runner moves the workflows of one namespace on.
 type Runner struct {
+	// Store is the Redis side: the namespace's *queue.Queue.
 	Store Store
 	// Make makes the jobs of steps of workflow wf, each under its JobID,
 	// and returns one error per step (nil: made; a job already there under
