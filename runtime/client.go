@@ -18,6 +18,7 @@ import (
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/dial"
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
+	"github.com/bananas-go/bananas/runtime/internal/workflows"
 )
 
 // DefaultMaxPayload is the largest args or result accepted unless MaxPayload says otherwise.
@@ -53,7 +54,7 @@ type Client struct {
 	onceClaimTTL, onceMarkerTTL time.Duration // Once's; zero: OnceClaimTTL, OnceMarkerTTL (tests shorten them)
 	onceWriteTimeout            time.Duration // Once's; zero: onceWriteTimeout (tests shorten it)
 
-	wfState // the runner of workflows (workflow.go)
+	wf workflows.Lazy // the runner of workflows (workflow.go)
 
 	hooks   enqueueHooks                // AddEnqueueHook's (hooks.go)
 	hookRun atomic.Pointer[EnqueueHook] // the hooks composed; nil while there are none

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -107,25 +106,6 @@ func (e *WorkflowError) Unwrap() error { return e.Err }
 // ErrWorkflowNotFound: no workflow of that id (never submitted, or its
 // record expired).
 var ErrWorkflowNotFound = admin.ErrWorkflowNotFound
-
-// stepTemplate is what a step's job is made of, fixed when its workflow is
-// submitted and stored in the workflow's record: the enqueue options as
-// they were resolved then.
-type stepTemplate struct {
-	Name        string   `json:"n"`
-	Route       string   `json:"r"`
-	Priority    Priority `json:"p"`
-	MaxRetries  int      `json:"m"`
-	Timeout     int64    `json:"o,omitempty"`
-	ResultTTL   int64    `json:"t,omitempty"`
-	Backoff     int64    `json:"b,omitempty"`
-	Description string   `json:"d,omitempty"`
-	Keyed       bool     `json:"kd,omitempty"`
-	Key         *string  `json:"k,omitempty"` // known when submitted; nil: read from the args (KeyBy)
-	// Headers are the step's job's (runtime.Header, the submission's
-	// EnqueueHooks).
-	Headers map[string]string `json:"h,omitempty"`
-}
 
 // Enqueue submits the workflow that ends in s — s and every step it comes
 // after — in one call, and returns its id: every step is stored or none
@@ -281,7 +261,7 @@ func (c *Client) stepJob(ctx context.Context, wf string, k int, n *stepNode, now
 	if cfg.hasRetries {
 		retries = cfg.maxRetries
 	}
-	tpl := stepTemplate{Name: n.task, Route: cfg.route, Priority: cfg.priority, MaxRetries: retries,
+	tpl := workflows.Template{Name: n.task, Route: cfg.route, Priority: cfg.priority, MaxRetries: retries,
 		Timeout: cfg.timeout.Milliseconds(), ResultTTL: cfg.resultTTL.Milliseconds(), Backoff: cfg.backoff.Milliseconds(), Description: cfg.description, Headers: cfg.headers}
 	keyed, known, key := n.keyed(c)
 	tpl.Keyed = keyed
@@ -327,9 +307,13 @@ func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadySt
 	var order []group
 	jobs := map[group][]queue.NewJob{}
 	index := map[group][]int{}
-	templates := map[string]*stepTemplate{} // the steps of one task and options share theirs
+	m := &workflows.Maker{
+		CheckArgs:   func(task string, args []byte) error { return checkPayload("args of ", task, len(args), c.maxPayload) },
+		KeyOf:       keyOfStoredArgs,
+		AfterHeader: AfterHeader,
+	}
 	for i, s := range steps {
-		j, route, prio, err := c.stepJobOf(wf, s, templates, own)
+		j, route, prio, err := m.Job(wf, s, own)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -352,69 +336,15 @@ func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadySt
 	return errs
 }
 
-// stepJobOf is the job of step s of workflow wf, made from its template
-// with its args, and its route and priority.
-func (c *Client) stepJobOf(wf string, s queue.ReadyStep, templates map[string]*stepTemplate, own bool) (queue.NewJob, string, Priority, error) {
-	tpl := templates[string(s.Template)]
-	if tpl == nil {
-		tpl = &stepTemplate{}
-		if err := json.Unmarshal(s.Template, tpl); err != nil || tpl.Name == "" || queue.CheckRoute(tpl.Route) != nil {
-			return queue.NewJob{}, "", "", fmt.Errorf("%w: its template does not read (%q)", workflows.ErrPermanent, s.Template)
-		}
-		templates[string(s.Template)] = tpl
-	}
-	if err := checkPayload("args of ", tpl.Name, len(s.Args), c.maxPayload); err != nil {
-		return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
-	}
-	env, err := queue.EncodeEnvelope(queue.Envelope{
-		Args: s.Args, Timeout: tpl.Timeout, ResultTTL: tpl.ResultTTL, FailureTTL: tpl.ResultTTL,
-		Backoff: tpl.Backoff, Description: tpl.Description, Workflow: wf, Step: s.Index, Headers: afterHeaders(tpl.Headers, s.After),
-	})
-	if err != nil {
-		return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
-	}
-	j := queue.NewJob{ID: s.JobID, Name: tpl.Name, Envelope: env, MaxRetries: tpl.MaxRetries, ChosenID: true, Keyed: tpl.Keyed}
-	if _, fresh := queue.RouteOf(s.JobID); fresh && own {
-		j.ChosenID = false
-	}
-	if tpl.Keyed {
-		if tpl.Key != nil {
-			j.Key = *tpl.Key
-		} else if j.Key, err = keyOfStoredArgs(tpl.Name, s.Args); err != nil {
-			return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", workflows.ErrPermanent, err)
-		}
-	}
-	prio := tpl.Priority
-	if !queue.ValidPriority(prio) {
-		prio = PriorityNormal
-	}
-	return j, tpl.Route, prio, nil
-}
-
-// afterHeaders is a step's job's headers: its template's, with its
-// predecessors' trails (Job.After) when they fit within the bounds of
-// headers; a step whose template leaves them no room goes without.
-func afterHeaders(h map[string]string, after string) map[string]string {
-	if after == "" {
-		return h
-	}
-	with := withHeaders(h, map[string]string{AfterHeader: after})
-	if queue.CheckHeaders(with) != nil {
-		return h
-	}
-	return with
-}
-
 // workflowRunner is the client's runner of workflows.
 func (c *Client) workflowRunner() *workflows.Runner {
-	c.wfOnce.Do(func() {
-		c.wf = &workflows.Runner{
-			Q: c.q, Make: c.makeSteps, CancelJob: c.cancelStepJob,
+	return c.wf.Get(func() *workflows.Runner {
+		return &workflows.Runner{
+			Store: c.q, Make: c.makeSteps, CancelJob: c.cancelStepJob,
 			TTLs:  queue.WorkflowTTLs{Completed: DefaultWorkflowTTL, Failed: DefaultFailedWorkflowTTL},
 			Grace: 5 * time.Second,
 		}
 	})
-	return c.wf
 }
 
 // Workflow records are kept this long once ended: a completed workflow's,
@@ -432,10 +362,4 @@ func (c *Client) cancelStepJob(ctx context.Context, id string) error {
 		return nil
 	}
 	return err
-}
-
-// wfState is a client's runner of workflows, made at first use.
-type wfState struct {
-	wfOnce sync.Once
-	wf     *workflows.Runner
 }

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows"
 )
 
 // StepTemplate is the template a submission stores for a step of task name
 // on route: what its job is made of.
 func StepTemplate(name, route string) []byte {
-	b, err := json.Marshal(stepTemplate{Name: name, Route: route, Priority: PriorityNormal})
+	b, err := json.Marshal(workflows.Template{Name: name, Route: route, Priority: PriorityNormal})
 	if err != nil {
 		panic(err)
 	}

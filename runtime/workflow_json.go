@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 
-	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/workflows"
 )
 
 // A workflow submitted as JSON (POST /api/v1/workflows) is checked here as
@@ -32,10 +31,6 @@ func (t *Task[A, R]) stepNodeJSON(args []byte, first bool) (*stepNode, error) {
 	}
 	return t.Step(a).node, nil
 }
-
-// workflowLabel is what a step's id may be: short, and plain enough to read
-// in a URL, a table and a log line as it is.
-var workflowLabel = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
 // SubmitWorkflow checks s and submits it whole (see admin.Admin); a refusal
 // names the step at fault ("steps[2].after").
@@ -63,62 +58,33 @@ type jsonStep struct {
 	node  *stepNode
 }
 
-// workflowNodes checks every step of s, in order, and returns their nodes.
+// workflowNodes checks every step of s, in order, and returns their nodes:
+// the graph as package workflows checks it, and each step's task, args and
+// types here.
 func (in *inspector) workflowNodes(s admin.WorkflowSubmission) ([]*stepNode, error) {
-	switch n := len(s.Steps); {
-	case n == 0:
-		return nil, admin.Invalid("steps", "steps: empty: a workflow has 1 to %d steps, the last one's result being the workflow's", queue.MaxWorkflowSteps)
-	case n > queue.MaxWorkflowSteps:
-		return nil, admin.Invalid("steps", "steps: %d steps, over the limit of %d", n, queue.MaxWorkflowSteps)
+	specs := make([]workflows.StepSpec, len(s.Steps))
+	for i, st := range s.Steps {
+		specs[i] = workflows.StepSpec{Label: st.ID, After: st.After}
 	}
-	index := make(map[string]int, len(s.Steps))
 	done := make([]jsonStep, len(s.Steps))
 	nodes := make([]*stepNode, len(s.Steps))
-	for i, st := range s.Steps {
-		at := fmt.Sprintf("steps[%d]", i)
-		if !workflowLabel.MatchString(st.ID) {
-			return nil, admin.Invalid(at+".id", "%s.id %q: want 1 to %d letters, digits, '_', '-', '.' or ':', unique in the workflow", at, st.ID, admin.MaxWorkflowLabel)
+	err := workflows.CheckGraph(specs, func(i int, after []int) error {
+		preds := make([]jsonStep, len(after))
+		for j, k := range after {
+			preds[j] = done[k]
 		}
-		if k, dup := index[st.ID]; dup {
-			return nil, admin.Invalid(at+".id", "%s.id %q: steps[%d] has that id already: each step's id is its own", at, st.ID, k)
-		}
-		preds, err := in.stepPredecessors(at, i, st, index, done, s.Steps)
-		if err != nil {
-			return nil, err
-		}
-		step, err := in.checkStep(at, st, preds)
-		if err != nil {
-			return nil, err
-		}
-		index[st.ID], done[i], nodes[i] = i, step, step.node
+		step, err := in.checkStep(fmt.Sprintf("steps[%d]", i), s.Steps[i], preds)
+		done[i], nodes[i] = step, step.node
+		return err
+	})
+	var ge *workflows.GraphError
+	if errors.As(err, &ge) {
+		return nil, admin.Invalid(ge.Field, "%s", ge.Msg)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return nodes, nil
-}
-
-// stepPredecessors are the steps st comes after, each listed before it.
-func (in *inspector) stepPredecessors(at string, i int, st admin.WorkflowStepSubmission, index map[string]int, done []jsonStep, all []admin.WorkflowStepSubmission) ([]jsonStep, error) {
-	var preds []jsonStep
-	seen := map[string]bool{}
-	for _, label := range st.After {
-		k, ok := index[label]
-		switch {
-		case seen[label]:
-			return nil, admin.Invalid(at+".after", "step %q: after names %q twice", st.ID, label)
-		case ok:
-			seen[label] = true
-			preds = append(preds, done[k])
-			continue
-		case label == st.ID:
-			return nil, admin.Invalid(at+".after", "step %q comes after itself", st.ID)
-		}
-		for j := i + 1; j < len(all); j++ {
-			if all[j].ID == label {
-				return nil, admin.Invalid(at+".after", "step %q comes after %q, which is listed after it (steps[%d]): list each step after the steps it comes after", st.ID, label, j)
-			}
-		}
-		return nil, admin.Invalid(at+".after", "step %q comes after %q: no step has that id", st.ID, label)
-	}
-	return preds, nil
 }
 
 // checkStep checks one step — its task, its args or its predecessors'

@@ -2,18 +2,13 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/oklog/ulid/v2"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
-	"github.com/bananas-go/bananas/scheduler"
 )
 
 // keyOfStored is the key (KeyBy) of stored args of t.
@@ -167,21 +162,17 @@ type WorkflowStepInfo struct {
 // Workflow returns a snapshot of workflow id, or an error matching
 // ErrWorkflowNotFound.
 func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error) {
-	rec, err := c.q.ReadWorkflow(ctx, id)
+	snap, err := c.workflowRunner().Snapshot(ctx, id)
 	if errors.Is(err, queue.ErrWorkflowNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 	}
 	if err != nil {
 		return nil, err
 	}
+	rec := snap.Record
 	info := &WorkflowInfo{ID: id, Status: rec.Status, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt, Final: rec.Final, Steps: make([]WorkflowStepInfo, len(rec.Steps))}
-	jobs, err := c.createdJobs(ctx, rec)
-	if err != nil {
-		return nil, err
-	}
-	started := false
 	for k, s := range rec.Steps {
-		si := WorkflowStepInfo{Label: s.Label, Error: s.Error}
+		si := WorkflowStepInfo{Label: s.Label, Status: snap.Steps[k].Status, Error: snap.Steps[k].Error}
 		if tpl, ok := readTemplate(s.Template); ok && !s.Gather {
 			si.Name, si.JobID = tpl.Name, s.JobID
 		}
@@ -190,22 +181,9 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 				si.After = append(si.After, rec.Steps[p].Label)
 			}
 		}
-		switch s.State {
-		case queue.StepCompleted:
-			si.Status, started = StatusCompleted, true
-		case queue.StepFailed:
-			si.Status, started = StatusFailed, true
-		case queue.StepCanceled:
-			si.Status = StatusCanceled
-		case queue.StepCreated:
-			si.Status, si.Error = createdStepStatus(s.JobID, jobs[k])
-			started = started || si.Status != StatusPending && si.Status != StatusScheduled
-		default:
-			si.Status = StatusPending
-		}
 		info.Steps[k] = si
 	}
-	if info.Status == queue.WorkflowRunning && !started {
+	if snap.Pending {
 		info.Status = "pending"
 	}
 	if rec.Status == queue.WorkflowCompleted {
@@ -217,60 +195,15 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 	return info, nil
 }
 
-// createdJobs looks up the jobs of rec's created steps, by step, in one
-// pipelined round trip.
-func (c *Client) createdJobs(ctx context.Context, rec *queue.WorkflowRecord) (map[int]*queue.JobState, error) {
-	var steps []int
-	var ids []string
-	for k, s := range rec.Steps {
-		if s.State == queue.StepCreated {
-			steps, ids = append(steps, k), append(ids, s.JobID)
-		}
-	}
-	states, err := c.q.LookupMany(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int]*queue.JobState, len(steps))
-	for i, k := range steps {
-		out[k] = states[i]
-	}
-	return out, nil
-}
-
-// createdStepStatus is the status of a created step's job (st; nil: not
-// found), and its error once it failed or was canceled: its job may have
-// ended without the workflow hearing of it yet.
-func createdStepStatus(job string, st *queue.JobState) (Status, string) {
-	how, value, ended := workflows.JobEnd(job, st)
-	switch {
-	case !ended:
-		return st.Status, ""
-	case how == queue.StepEndCompleted:
-		return StatusCompleted, ""
-	case how == queue.StepEndCanceled:
-		return StatusCanceled, string(value)
-	}
-	return StatusFailed, string(value)
-}
-
-func readTemplate(b []byte) (stepTemplate, bool) {
-	var tpl stepTemplate
-	err := json.Unmarshal(b, &tpl)
-	return tpl, err == nil && tpl.Name != ""
-}
+// readTemplate reads a step's template (workflows.ReadTemplate).
+func readTemplate(b []byte) (workflows.Template, bool) { return workflows.ReadTemplate(b) }
 
 // CancelWorkflow cancels workflow id: its steps not yet run are canceled at
 // once, and its running steps' jobs are asked to stop. It returns the
 // workflow's status after the call (canceled; completed for a workflow
 // that had completed).
 func (c *Client) CancelWorkflow(ctx context.Context, id string) (string, error) {
-	r := c.workflowRunner()
-	st, err := r.Cancel(ctx, id)
-	if err == nil {
-		// The steps whose waiting jobs the cancel ended show so at once.
-		err = r.ReadEnds(ctx, id)
-	}
+	st, err := c.workflowRunner().Cancel(ctx, id)
 	if errors.Is(err, queue.ErrWorkflowNotFound) {
 		return "", fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 	}
@@ -284,136 +217,33 @@ func (c *Client) CancelWorkflow(ctx context.Context, id string) (string, error) 
 // and do not run again. It returns how many steps run again (0: nothing had
 // failed or been canceled).
 func (c *Client) RetryWorkflow(ctx context.Context, id string) (int, error) {
-	r := c.workflowRunner()
-	// A step whose job ended unheard of (its worker died, or it was
-	// canceled where no worker runs) is read back first: a retry runs it
-	// again too.
-	if err := r.ReadEnds(ctx, id); errors.Is(err, queue.ErrWorkflowNotFound) {
-		return 0, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
-	} else if err != nil {
-		return 0, err
-	}
-	n, err := r.Retry(ctx, id, c.rerunStepAs)
-	if err == nil && n > 0 {
-		// A step that kept a job which completed meanwhile completes now.
-		err = r.ReadEnds(ctx, id)
-	}
+	n, err := c.workflowRunner().Retry(ctx, id)
 	if errors.Is(err, queue.ErrWorkflowNotFound) {
 		return 0, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 	}
 	return n, err
 }
 
-// rerunStepAs is the job id a retried step runs under, given its job old
-// (the Runner's rerunAs). A step never gets a second job while its job may
-// run: a dead job is replayed and kept; a job found waiting or running
-// (replayed by another call: an `app dlq replay --all`, a concurrent
-// retry, a replay whose reply was lost and whose resend found it replayed)
-// or completed is kept, and the step is made again under it, which stores
-// nothing. Only a job that can run no more (canceled, gone) is left for a
-// fresh id. A replay that fails while the job is still dead (the server
-// unreachable, a job that cannot be replayed as stored) fails the retry:
-// a fresh id would leave the dead job for a later replay to run the step
-// again.
-//
-// The replay and the read are two calls: a job found running by the first
-// can die before the second. Such a job is replayed again, not left dead
-// beside a fresh id; only a job read dead twice whose replay found no
-// dead-letter entry both times (purged) is left for a fresh id.
-func (c *Client) rerunStepAs(ctx context.Context, old string) (string, error) {
-	for try := 1; ; try++ {
-		replayErr := c.q.Replay(ctx, old)
-		if replayErr == nil {
-			return old, nil
-		}
-		states, err := c.q.LookupMany(ctx, []string{old})
-		if err != nil {
-			return "", err
-		}
-		st := states[0]
-		how, _, ended := workflows.JobEnd(old, st)
-		if !ended || how == queue.StepEndCompleted {
-			return old, nil
-		}
-		if st == nil || st.Status != StatusFailed {
-			break // canceled or gone: it runs no more
-		}
-		if !errors.Is(replayErr, queue.ErrNotFound) {
-			return "", replayErr
-		}
-		if try == 2 {
-			break // dead, and no dead-letter entry to replay it from
-		}
-	}
-	if r, ok := queue.RouteOf(old); ok {
-		return queue.NewID(r, c.q.Now()), nil
-	}
-	step := "r"
-	if i := strings.LastIndexByte(old, '-'); i >= 0 {
-		step = old[i+1:]
-	}
-	return ulid.MustNew(ulid.Timestamp(c.q.Now()), ulid.DefaultEntropy()).String() + "-" + step, nil
-}
-
-// workflowSink advances the workflow of every step whose job a worker
-// ended: completed, dead-lettered or canceled. It hands the work to a
-// goroutine, as a sink must; should the process die first, the workflow's
-// keeper reads the end back from the job.
+// workflowSink is the worker's sink of steps' ends (workflows.Sink).
 type workflowSink struct {
 	c   *Client
 	log func(msg string, args ...any)
 }
 
 func (s workflowSink) JobEnded(e engine.JobEnd) {
-	if e.Workflow == "" {
-		return
-	}
-	var how queue.StepEnd
-	value := []byte(e.Error)
-	switch e.Ending {
-	case engine.Completed:
-		how, value = queue.StepEndCompleted, e.Result
-	case engine.Dead:
-		how = queue.StepEndFailed
-	case engine.Canceled:
-		how = queue.StepEndCanceled
-	default:
-		return
-	}
-	if stepEndHook != nil {
-		stepEndHook(e.Workflow, e.Step)
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := s.c.workflowRunner().StepEnded(ctx, e.Workflow, e.Step, e.ID, how, value, e.Trail); err != nil {
-			s.log("bananas: advance workflow (its keeper will)", "workflow", e.Workflow, "job", e.ID, "err", err)
-		}
-	}()
+	workflows.Sink{R: s.c.workflowRunner(), Ended: stepEndHook, Log: s.log}.JobEnded(e)
 }
 
-// stepEndHook, when set (by tests), is called with each step's end once
-// its job's end is recorded and before the workflow is advanced: the
-// instant a process killed there leaves to the keeper.
+// stepEndHook, when set (by tests), is workflows.Sink's Ended.
 var stepEndHook func(workflow string, step int)
 
 // workflowKeeper is the worker's loop over the workflows left
-// half-advanced: it looks every lease (at least every second), while the
-// worker keeps a route.
+// half-advanced (workflows.NewKeeper), which looks while the worker keeps
+// a route.
 func (w *Worker) workflowKeeper() *workflows.Keeper {
-	r := w.c.workflowRunner()
-	every := w.opts.Lease
-	if every < time.Second {
-		every = time.Second
-	}
-	tick := every / 4
-	if tick < 100*time.Millisecond {
-		tick = 100 * time.Millisecond
-	}
-	k := &workflows.Keeper{R: r, Tick: tick, Every: every, Logger: w.opts.Logger,
-		Outage: scheduler.NewOutageLog(w.opts.Logger, "workflow keeper (steps a dead worker left unmade or unheard of)")}
+	var active func() bool
 	if w.keeper != nil {
-		k.Active = func() bool { return len(w.keeper.Held()) > 0 }
+		active = func() bool { return len(w.keeper.Held()) > 0 }
 	}
-	return k
+	return workflows.NewKeeper(w.c.workflowRunner(), w.opts.Lease, w.opts.Logger, active)
 }

@@ -1,21 +1,43 @@
-// Package workflows moves workflows on: it submits a workflow's record and
-// makes the jobs of its first steps, advances a workflow when one of its
-// steps' jobs ends and makes the jobs of the steps that may then start,
-// cancels and retries workflows, and keeps watch (Keeper) over the
-// workflows a dead process left half-advanced and over the list of
-// workflows, whose entries of expired records it drops.
+// Package workflows is the machine behind runtime's typed workflows
+// (Step, Then, Gather): the untyped step graph of a submission and its
+// checks (CheckGraph), the Runner that submits a workflow and makes the
+// jobs of its steps as they become ready, fails a step that cannot be
+// made, cancels and retries workflows, the Sink that advances a workflow
+// when a worker ends a step's job, and the Keeper that finishes what a
+// dead process left half-advanced and prunes the list of workflows.
 //
 // # What it owns, and what it must not know
 //
-// It owns the order of the calls around a workflow's record (package
-// queue's workflow scripts), each harmless when made twice, so that a
-// process killed between any two of them leaves nothing the keeper cannot
-// finish: a step's job is made only under the id fixed at submission, and a
-// step's end is read back from its job's result record.
+// It owns the order of the calls around a workflow's record, each harmless
+// when made twice, so that a process killed between any two of them leaves
+// nothing the keeper cannot finish: a step's job is made only under the id
+// fixed at submission, a step's end is read back from its job's result
+// record, and a retry gives a step a second job only when its first can
+// run no more.
 //
-// It knows package queue, result records (package results) and the
-// scheduler's outage log. It must not
-// know task types, codecs or the typed API: making a step's job from its
-// template is the runtime's Make function, and a step's args and result are
-// opaque bytes here.
+// It knows package queue's workflow vocabulary, result records (package
+// results), the engine's job ends and the scheduler's outage log. It must
+// not know task types, codecs or the typed API: making a step's job from
+// its template is the runtime's Make function, checking a submitted step's
+// task, args and types is CheckGraph's check function, and a step's args
+// and result are opaque bytes here. It reaches Redis only through Store,
+// which *queue.Queue is. Its tests run in memory, without Redis, against
+// storetest.Store, which runtime's TestWorkflowStore_ holds to what the
+// Redis scripts answer; runtime's workflow tests run the whole against
+// real servers.
+//
+// # Where the Redis side lives, and why
+//
+// A workflow's record and its scripts — queue/workflow.go,
+// queue/workflow_list.go, queue/scripts/wf_*.lua and their shared
+// queue/scripts/_workflow.lua — stay in package queue, the only Redis side
+// of workflows. Each wf_*.lua is one atomic step of the record and is
+// assembled, as every script is, by package queue's loader
+// (queue/assemble.go) from the shared Lua it names: _workflow.lua's steps
+// and the argument and key-type checks of _checks.lua that every script
+// uses; and the record's keys belong to queue's key layout, beside the
+// routes' keys that the same Redis holds. A step's job lives on its route's slot and the record on
+// its own, so no script ends a job and advances its workflow at once: the
+// machine here orders the calls instead, and the keeper covers every cut
+// between them.
 package workflows

@@ -4,47 +4,140 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/scheduler"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func newKeeper(r *Runner) *Keeper {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return &Keeper{R: r, Tick: time.Millisecond, Every: time.Second, Logger: log, Outage: scheduler.NewOutageLog(log, "workflow keeper")}
+}
 
 // The keeper drops from the list of workflows the entries whose records
-// expired, and keeps those of workflows that live on, however old.
+// expired, and keeps those of workflows that live on, however old; it goes
+// on from where it stopped among the old ones kept, and from the start once
+// it reached the end.
 func TestKeeper_PrunesTheListOfWorkflowsOfExpiredRecords(t *testing.T) {
-	redistest.EachBackend(t, func(t *testing.T, rdb *redis.Client) {
-		ctx := context.Background()
-		q, err := queue.New(rdb, redistest.Namespace(t))
+	r, st, _ := newRunner(t)
+	r.TTLs = queue.WorkflowTTLs{Completed: 24 * time.Hour, Failed: 7 * 24 * time.Hour}
+	ctx := context.Background()
+	long := st.Time.Add(-48 * time.Hour)
+	for _, id := range []string{"expired-1", "live", "expired-2", "new"} {
+		at := long
+		if id == "new" {
+			at = st.Time
+		}
+		if _, _, err := st.SubmitWorkflow(ctx, id, graph("a"), 0, time.Minute, at); err != nil {
+			t.Fatal(err)
+		}
+		st.List[id] = at.Add(time.Duration(len(st.List)) * time.Millisecond)
+	}
+	st.Drop("expired-1")
+	st.Drop("expired-2")
+	k := newKeeper(r)
+	k.prune(ctx)
+	if _, ok := st.List["expired-1"]; ok || len(st.List) != 2 {
+		t.Fatalf("the list after the prune: %v; want live and new", st.List)
+	}
+	if k.pruneFrom != 0 {
+		t.Fatalf("the prune goes on from %d; want 0 after reaching the end", k.pruneFrom)
+	}
+}
+
+// A pass looks at every workflow due, and makes the steps a dead process
+// left creating.
+func TestKeeper_APassFinishesWhatADeadProcessLeft(t *testing.T) {
+	r, st, m := newRunner(t)
+	ctx := context.Background()
+	// A submitter that stored the workflow and died before making its steps.
+	if _, _, err := st.SubmitWorkflow(ctx, "wf", graph("a", "b"), 1, 0, st.Time); err != nil {
+		t.Fatal(err)
+	}
+	newKeeper(r).pass(ctx)
+	if got := m.madeJobs(); len(got) != 2 || st.State("wf", "a") != queue.StepCreated || st.State("wf", "b") != queue.StepCreated {
+		t.Fatalf("after a pass made %v, a %c, b %c; want both made and created", got, st.State("wf", "a"), st.State("wf", "b"))
+	}
+	if !st.Index["wf"].Equal(st.Time.Add(time.Second)) {
+		t.Fatalf("the workflow is due next at %v; want a period later", st.Index["wf"])
+	}
+}
+
+// JobEnd reads how a step's job ended from its snapshot.
+func TestJobEnd_ReadsHowAStepsJobEnded(t *testing.T) {
+	rec := func(r results.Record) []byte {
+		b, err := results.Encode(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		long := time.Now().Add(-48 * time.Hour)
-		steps := []queue.WorkflowStep{{Label: "a", JobID: "job-a", Template: []byte("t"), Args: []byte{0xc0}}}
-		for _, id := range []string{"expired-1", "live", "expired-2", "new"} {
-			at := long
-			if id == "new" {
-				at = time.Now()
-			}
-			if _, _, err := q.SubmitWorkflow(ctx, id, steps, 0, time.Minute, at); err != nil {
-				t.Fatal(err)
-			}
+		return b
+	}
+	for _, c := range []struct {
+		name  string
+		st    *queue.JobState
+		how   queue.StepEnd
+		value string
+		ended bool
+	}{
+		{"gone", nil, queue.StepEndFailed, "its job j is gone: its record expired or was deleted", true},
+		{"running", &queue.JobState{Status: queue.StatusProcessing}, 0, "", false},
+		{"waiting", &queue.JobState{Status: queue.StatusPending}, 0, "", false},
+		{"completed", &queue.JobState{Status: queue.StatusCompleted, Result: rec(results.Record{ID: "j", OK: true, Value: []byte("v")})}, queue.StepEndCompleted, "v", true},
+		{"dead", &queue.JobState{Status: queue.StatusFailed, Error: "boom"}, queue.StepEndFailed, "boom", true},
+		{"canceled", &queue.JobState{Status: queue.StatusCanceled}, queue.StepEndCanceled, "canceled", true},
+		{"a record of a cancel", &queue.JobState{Status: queue.StatusCompleted, Result: rec(results.Record{ID: "j", Canceled: true, Error: "stop"})}, queue.StepEndCanceled, "stop", true},
+		{"a record of a failure", &queue.JobState{Status: queue.StatusCompleted, Result: rec(results.Record{ID: "j", Error: "bad"})}, queue.StepEndFailed, "bad", true},
+	} {
+		how, value, ended := JobEnd("j", c.st)
+		if how != c.how || string(value) != c.value || ended != c.ended {
+			t.Errorf("%s: JobEnd = %c %q %v; want %c %q %v", c.name, how, value, ended, c.how, c.value, c.ended)
 		}
-		rdb.Del(ctx, queue.WorkflowKey(q.Namespace(), "expired-1"), queue.WorkflowKey(q.Namespace(), "expired-2"))
-		k := &Keeper{R: &Runner{Q: q, TTLs: queue.WorkflowTTLs{Completed: 24 * time.Hour, Failed: 7 * 24 * time.Hour}},
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-		k.prune(ctx)
-		ids, err := rdb.ZRange(ctx, queue.WorkflowList(q.Namespace()), 0, -1).Result()
-		if err != nil || len(ids) != 2 || ids[0] != "live" || ids[1] != "new" {
-			t.Fatalf("the list after the prune: %v, %v; want live and new", ids, err)
+	}
+}
+
+// The keeper looks every tick while its process is active, not while it
+// stands by, and returns when its context ends.
+func TestKeeper_RunLooksOnlyWhileActive(t *testing.T) {
+	r, st, _ := newRunner(t)
+	k := newKeeper(r)
+	var mu sync.Mutex
+	active, asked := false, 0
+	k.Active = func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		return active
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { k.Run(ctx); close(done) }()
+	waitFor(t, "the keeper to ask thrice whether it is active", func() bool { mu.Lock(); defer mu.Unlock(); return asked >= 3 })
+	if n := st.Count("DueWorkflows"); n != 0 {
+		t.Fatalf("a keeper standing by looked %d times; want none", n)
+	}
+	mu.Lock()
+	active = true
+	mu.Unlock()
+	waitFor(t, "the active keeper to look", func() bool { return st.Count("DueWorkflows") > 0 })
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
-		if k.pruneFrom != 0 {
-			t.Fatalf("the prune goes on from %d; want 0 after reaching the end", k.pruneFrom)
-		}
-	})
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
-	"github.com/bananas-go/bananas/scheduler"
 )
 
 // ErrPermanent marks an error of Make that making the job again cannot
@@ -19,7 +22,8 @@ var ErrPermanent = errors.New("step cannot be made")
 
 // Runner moves the workflows of one namespace on.
 type Runner struct {
-	Q *queue.Queue
+	// Store is the Redis side: the namespace's *queue.Queue.
+	Store Store
 	// Make makes the jobs of steps of workflow wf, each under its JobID,
 	// and returns one error per step (nil: made; a job already there under
 	// that id is made). An error matching ErrPermanent fails the step; any
@@ -54,7 +58,7 @@ func (r *Runner) logger() *slog.Logger {
 // the workflow is stored the submission has succeeded: a first step whose
 // job could not be made now is made by the keeper, within the grace.
 func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowStep, final int) error {
-	ready, own, err := r.Q.SubmitWorkflow(ctx, id, steps, final, r.Grace, r.Q.Now())
+	ready, own, err := r.Store.SubmitWorkflow(ctx, id, steps, final, r.Grace, r.Store.Now())
 	if err != nil {
 		return err
 	}
@@ -74,7 +78,7 @@ func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string,
 // stepEnded is StepEnded; own as Make's (false when the end was read back
 // by the keeper, whose advance may return steps another caller is making).
 func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte, trail string, own bool) error {
-	a, err := r.Q.AdvanceWorkflow(ctx, wf, step, job, how, value, trail, r.TTLs)
+	a, err := r.Store.AdvanceWorkflow(ctx, wf, step, job, how, value, trail, r.TTLs)
 	if err != nil {
 		return err
 	}
@@ -85,7 +89,7 @@ func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string,
 		return err
 	}
 	if a.Status == queue.WorkflowCompleted {
-		return r.Q.SettleWorkflow(ctx, wf)
+		return r.Store.SettleWorkflow(ctx, wf)
 	}
 	return nil
 }
@@ -113,7 +117,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 			errs = append(errs, err)
 		}
 	}
-	canceled, err := r.Q.StepsCreated(ctx, wf, made)
+	canceled, err := r.Store.StepsCreated(ctx, wf, made)
 	if err != nil {
 		return err
 	}
@@ -124,7 +128,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 	}
 	for _, s := range failed {
 		// Made as far as it goes: the step is created, then fails.
-		if _, err := r.Q.StepsCreated(ctx, wf, []queue.ReadyStep{s}); err != nil {
+		if _, err := r.Store.StepsCreated(ctx, wf, []queue.ReadyStep{s}); err != nil {
 			return err
 		}
 		if err := r.stepEnded(ctx, wf, s.Index, s.JobID, queue.StepEndFailed, s.Args, "", own); err != nil {
@@ -132,16 +136,17 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 		}
 	}
 	if len(errs) > 0 {
-		_ = r.Q.WatchWorkflow(ctx, wf, r.Q.Now().Add(r.Grace))
+		_ = r.Store.WatchWorkflow(ctx, wf, r.Store.Now().Add(r.Grace))
 		return fmt.Errorf("workflow %s: make steps: %w", wf, errors.Join(errs...))
 	}
 	return nil
 }
 
 // Cancel cancels workflow id: its steps not yet run are canceled, and
-// those running are asked to stop. It returns the status after the call.
+// those running are asked to stop; the steps whose waiting jobs the cancel
+// ended show so at once. It returns the status after the call.
 func (r *Runner) Cancel(ctx context.Context, id string) (string, error) {
-	st, jobs, err := r.Q.CancelWorkflow(ctx, id, r.TTLs.Failed, r.Q.Now())
+	st, jobs, err := r.Store.CancelWorkflow(ctx, id, r.TTLs.Failed, r.Store.Now())
 	if err != nil {
 		return "", err
 	}
@@ -151,26 +156,39 @@ func (r *Runner) Cancel(ctx context.Context, id string) (string, error) {
 			errs = append(errs, err)
 		}
 	}
-	return st, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return st, err
+	}
+	return st, r.ReadEnds(ctx, id)
 }
 
-// Retry runs the failed and canceled steps of workflow id again, each under
-// the job id rerunAs gives it, given its old one. rerunAs keeps the old id
-// for a job that runs or may run again (a dead job it replayed, a job
-// replayed by another call and still waiting or running, a job that
-// completed unheard of), so that no step ever has two jobs at once and no
-// dead job of it is left to replay and run it again; it gives a fresh id
-// only to a step whose old job can run no more (canceled, gone). An error
-// of rerunAs stops the retry before the record changes. Completed steps
-// keep their results. It returns how many steps it reset.
-func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.Context, old string) (string, error)) (int, error) {
-	rec, err := r.Q.ReadWorkflow(ctx, id)
+// Retry runs the failed and canceled steps of workflow id again, each
+// under the job id rerunAs gives it. Completed steps keep their results.
+// A step whose job ended unheard of (its worker died, or it was canceled
+// where no worker runs) is read back first, so a retry runs it again too;
+// and a step that kept a job which completed meanwhile completes at once.
+// It returns how many steps it reset.
+func (r *Runner) Retry(ctx context.Context, id string) (int, error) {
+	if err := r.ReadEnds(ctx, id); err != nil {
+		return 0, err
+	}
+	n, err := r.retry(ctx, id)
+	if err == nil && n > 0 {
+		err = r.ReadEnds(ctx, id)
+	}
+	return n, err
+}
+
+// retry is Retry without its reads of the steps' ends. An error of rerunAs
+// stops it before the record changes.
+func (r *Runner) retry(ctx context.Context, id string) (int, error) {
+	rec, err := r.Store.ReadWorkflow(ctx, id)
 	if err != nil {
 		return 0, err
 	}
 	// Watched before any job is replayed: its end is heard of even should
 	// this process die before the record says so.
-	if err := r.Q.WatchWorkflow(ctx, id, r.Q.Now().Add(r.Grace)); err != nil {
+	if err := r.Store.WatchWorkflow(ctx, id, r.Store.Now().Add(r.Grace)); err != nil {
 		return 0, err
 	}
 	ids := map[int]string{}
@@ -182,7 +200,7 @@ func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.
 		if s.Gather {
 			continue
 		}
-		job, err := rerunAs(ctx, s.JobID)
+		job, err := r.rerunAs(ctx, s.JobID)
 		if err != nil {
 			return 0, fmt.Errorf("workflow %s: retry step %s: %w", id, s.Label, err)
 		}
@@ -193,18 +211,76 @@ func (r *Runner) Retry(ctx context.Context, id string, rerunAs func(ctx context.
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	a, err := r.Q.RetryWorkflow(ctx, id, ids, r.Q.Now())
+	a, err := r.Store.RetryWorkflow(ctx, id, ids, r.Store.Now())
 	if err != nil {
 		return 0, err
 	}
 	return len(ids), r.makeAll(ctx, id, a.Ready, false) // a resent call returns every step creating
 }
 
+// rerunAs is the job id a retried step runs under, given its job old. A
+// step never gets a second job while its job may run: a dead job is
+// replayed and kept; a job found waiting or running (replayed by another
+// call: an `app dlq replay --all`, a concurrent retry, a replay whose reply
+// was lost and whose resend found it replayed) or completed is kept, and
+// the step is made again under it, which stores nothing — so no dead job
+// of it is left to replay and run it again. Only a job that can run no
+// more (canceled, gone) is given a fresh id. A replay that fails while the
+// job is still dead (the server unreachable, a job that cannot be replayed
+// as stored) fails the retry: a fresh id would leave the dead job for a
+// later replay to run the step again.
+//
+// The replay and the read are two calls: a job found running by the first
+// can die before the second. Such a job is replayed again, not left dead
+// beside a fresh id; only a job read dead twice whose replay found no
+// dead-letter entry both times (purged) is given a fresh id.
+func (r *Runner) rerunAs(ctx context.Context, old string) (string, error) {
+	for try := 1; ; try++ {
+		replayErr := r.Store.Replay(ctx, old)
+		if replayErr == nil {
+			return old, nil
+		}
+		states, err := r.Store.LookupMany(ctx, []string{old})
+		if err != nil {
+			return "", err
+		}
+		st := states[0]
+		how, _, ended := JobEnd(old, st)
+		if !ended || how == queue.StepEndCompleted {
+			return old, nil
+		}
+		if st == nil || st.Status != queue.StatusFailed {
+			break // canceled or gone: it runs no more
+		}
+		if !errors.Is(replayErr, queue.ErrNotFound) {
+			return "", replayErr
+		}
+		if try == 2 {
+			break // dead, and no dead-letter entry to replay it from
+		}
+	}
+	return freshJobID(old, r.Store.Now()), nil
+}
+
+// freshJobID is a new job id of the step whose job was old: on old's
+// route, or, for an id of the shape of a keyed step of a sharded route
+// (<workflow>-<step>, located by searching the routes), of that shape.
+func freshJobID(old string, now time.Time) string {
+	if route, ok := queue.RouteOf(old); ok {
+		return queue.NewID(route, now)
+	}
+	step := "r"
+	if i := strings.LastIndexByte(old, '-'); i >= 0 {
+		step = old[i+1:]
+	}
+	return ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String() + "-" + step
+}
+
 // Replayed runs step k of workflow id again under its own job id, which
 // was just replayed from the dead-letter set: the step and the steps its
 // failure canceled wait again, and the workflow runs.
 func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) error {
-	rec, err := r.Q.ReadWorkflow(ctx, id)
+	rec, err := r.Store.ReadWorkflow(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -228,7 +304,7 @@ func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) err
 			stack = append(stack, next[m]...)
 		}
 	}
-	a, err := r.Q.RetryWorkflow(ctx, id, ids, r.Q.Now())
+	a, err := r.Store.RetryWorkflow(ctx, id, ids, r.Store.Now())
 	if err != nil {
 		return err
 	}
@@ -240,9 +316,9 @@ func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) err
 // the workflow hearing of it, and takes the workflow out of the index once
 // nothing of it is left to watch.
 func (r *Runner) Check(ctx context.Context, id string) error {
-	rec, err := r.Q.ReadWorkflow(ctx, id)
+	rec, err := r.Store.ReadWorkflow(ctx, id)
 	if errors.Is(err, queue.ErrWorkflowNotFound) {
-		return r.Q.SettleWorkflow(ctx, id) // expired, or its submitter died before storing it
+		return r.Store.SettleWorkflow(ctx, id) // expired, or its submitter died before storing it
 	}
 	if err != nil {
 		return err
@@ -258,7 +334,7 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 	}
 	watching = watching || live
 	if hasCreating(rec) {
-		a, err := r.Q.CreatingSteps(ctx, id)
+		a, err := r.Store.CreatingSteps(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -267,7 +343,7 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 		}
 	}
 	if !watching && rec.Status != queue.WorkflowRunning {
-		return r.Q.SettleWorkflow(ctx, id)
+		return r.Store.SettleWorkflow(ctx, id)
 	}
 	return errors.Join(errs...)
 }
@@ -325,7 +401,7 @@ func (r *Runner) readEnds(ctx context.Context, id string, rec *queue.WorkflowRec
 	if len(jobs) == 0 {
 		return false, nil
 	}
-	states, err := r.Q.LookupMany(ctx, jobs)
+	states, err := r.Store.LookupMany(ctx, jobs)
 	if err != nil {
 		return false, err
 	}
@@ -354,7 +430,7 @@ func (r *Runner) readEnds(ctx context.Context, id string, rec *queue.WorkflowRec
 // without the workflow hearing of it yet (a worker that died before it
 // advanced, a job canceled while it waited): what the keeper does, at once.
 func (r *Runner) ReadEnds(ctx context.Context, id string) error {
-	rec, err := r.Q.ReadWorkflow(ctx, id)
+	rec, err := r.Store.ReadWorkflow(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -371,95 +447,15 @@ func orText(s ...string) string {
 	return ""
 }
 
-// Keeper looks, every so often, at the workflows whose time in the index
-// has come, in every process that runs one: DueWorkflows hands each to one
-// keeper per period.
-type Keeper struct {
-	R *Runner
-	// Tick is how often it looks for due workflows.
-	Tick time.Duration
-	// Every is how often a workflow still running is looked at.
-	Every time.Duration
-	// Active, when set, says whether this process looks now: a worker
-	// looks only while it keeps a route, so that the workers standing by
-	// do not each poll Redis.
-	Active func() bool
-	// Outage is told of every pass, failed or not.
-	Outage *scheduler.OutageLog
-	Logger *slog.Logger
-
-	pruneFrom int // where prune goes on among the old entries kept
+// Lazy is a Runner made at its first use: the field of the type that
+// runs workflows (runtime.Client), ready at its zero value.
+type Lazy struct {
+	once sync.Once
+	r    *Runner
 }
 
-// Run looks until ctx ends. Every period it also drops from the list of
-// workflows some of the entries whose records expired (prune).
-func (k *Keeper) Run(ctx context.Context) {
-	t := time.NewTicker(k.Tick)
-	defer t.Stop()
-	var pruned time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if k.Active == nil || k.Active() {
-			k.pass(ctx)
-			if time.Since(pruned) >= k.Every {
-				pruned = time.Now()
-				k.prune(ctx)
-			}
-		}
-	}
-}
-
-// prune drops from the list of workflows up to 1,000 entries, old enough
-// for their records to have expired, whose records are gone. It goes on
-// from where the last call stopped among the entries of workflows that
-// live on (running for days), so those are not read again each period.
-func (k *Keeper) prune(ctx context.Context) {
-	ttl := min(k.R.TTLs.Completed, k.R.TTLs.Failed)
-	before := k.R.Q.Now().Add(-ttl)
-	for range 10 {
-		kept, end, err := k.R.Q.PruneWorkflowList(ctx, before, k.pruneFrom, 100)
-		if err != nil {
-			if ctx.Err() == nil {
-				k.Logger.Warn("bananas: workflow keeper: prune the list of workflows", "err", err)
-			}
-			return
-		}
-		k.pruneFrom += kept
-		if end {
-			k.pruneFrom = 0
-			return
-		}
-	}
-}
-
-func (k *Keeper) pass(ctx context.Context) {
-	for {
-		now := k.R.Q.Now()
-		ids, err := k.R.Q.DueWorkflows(ctx, now, now.Add(k.Every), 100)
-		if err != nil {
-			if ctx.Err() == nil {
-				k.Outage.Failed("", err)
-			}
-			return
-		}
-		for _, id := range ids {
-			err := k.R.Check(ctx, id)
-			switch {
-			case err == nil, ctx.Err() != nil:
-			case scheduler.Unreachable(err):
-				k.Outage.Failed("", err)
-				return
-			default:
-				k.Logger.Warn("bananas: workflow keeper", "workflow", id, "err", err)
-			}
-		}
-		k.Outage.OK("")
-		if len(ids) < 100 {
-			return
-		}
-	}
+// Get returns the Runner, made by mk at the first call.
+func (l *Lazy) Get(mk func() *Runner) *Runner {
+	l.once.Do(func() { l.r = mk() })
+	return l.r
 }

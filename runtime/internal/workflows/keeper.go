@@ -1,0 +1,113 @@
+package workflows
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/bananas-go/bananas/scheduler"
+)
+
+// Keeper looks, every so often, at the workflows whose time in the index
+// has come, in every process that runs one: DueWorkflows hands each to one
+// keeper per period.
+type Keeper struct {
+	R *Runner
+	// Tick is how often it looks for due workflows.
+	Tick time.Duration
+	// Every is how often a workflow still running is looked at.
+	Every time.Duration
+	// Active, when set, says whether this process looks now: a worker
+	// looks only while it keeps a route, so that the workers standing by
+	// do not each poll Redis.
+	Active func() bool
+	// Outage is told of every pass, failed or not.
+	Outage *scheduler.OutageLog
+	Logger *slog.Logger
+
+	pruneFrom int // where prune goes on among the old entries kept
+}
+
+// NewKeeper is the keeper of a worker whose jobs hold leases of lease: it
+// looks at each workflow still running every lease (at least every
+// second), and for due ones four times as often (at least every 100 ms).
+// active, when set, says whether this process looks now.
+func NewKeeper(r *Runner, lease time.Duration, log *slog.Logger, active func() bool) *Keeper {
+	every := max(lease, time.Second)
+	tick := max(every/4, 100*time.Millisecond)
+	return &Keeper{R: r, Tick: tick, Every: every, Logger: log, Active: active,
+		Outage: scheduler.NewOutageLog(log, "workflow keeper (steps a dead worker left unmade or unheard of)")}
+}
+
+// Run looks until ctx ends. Every period it also drops from the list of
+// workflows some of the entries whose records expired (prune).
+func (k *Keeper) Run(ctx context.Context) {
+	t := time.NewTicker(k.Tick)
+	defer t.Stop()
+	var pruned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if k.Active == nil || k.Active() {
+			k.pass(ctx)
+			if time.Since(pruned) >= k.Every {
+				pruned = time.Now()
+				k.prune(ctx)
+			}
+		}
+	}
+}
+
+// prune drops from the list of workflows up to 1,000 entries, old enough
+// for their records to have expired, whose records are gone. It goes on
+// from where the last call stopped among the entries of workflows that
+// live on (running for days), so those are not read again each period.
+func (k *Keeper) prune(ctx context.Context) {
+	ttl := min(k.R.TTLs.Completed, k.R.TTLs.Failed)
+	before := k.R.Store.Now().Add(-ttl)
+	for range 10 {
+		kept, end, err := k.R.Store.PruneWorkflowList(ctx, before, k.pruneFrom, 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				k.Logger.Warn("bananas: workflow keeper: prune the list of workflows", "err", err)
+			}
+			return
+		}
+		k.pruneFrom += kept
+		if end {
+			k.pruneFrom = 0
+			return
+		}
+	}
+}
+
+func (k *Keeper) pass(ctx context.Context) {
+	for {
+		now := k.R.Store.Now()
+		ids, err := k.R.Store.DueWorkflows(ctx, now, now.Add(k.Every), 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				k.Outage.Failed("", err)
+			}
+			return
+		}
+		for _, id := range ids {
+			err := k.R.Check(ctx, id)
+			switch {
+			case err == nil, ctx.Err() != nil:
+			case scheduler.Unreachable(err):
+				k.Outage.Failed("", err)
+				return
+			default:
+				k.Logger.Warn("bananas: workflow keeper", "workflow", id, "err", err)
+			}
+		}
+		k.Outage.OK("")
+		if len(ids) < 100 {
+			return
+		}
+	}
+}

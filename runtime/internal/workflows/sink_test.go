@@ -1,0 +1,64 @@
+package workflows
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/engine"
+)
+
+// A step's job that completed advances its workflow with its result; one
+// that died or was canceled fails or cancels it; a run that will run again
+// (retried, handed back) and a job of no workflow change nothing.
+func TestSink_AdvancesTheWorkflowOfEachStepsEnd(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ending engine.Ending
+		status string
+		b      queue.StepState
+	}{
+		{"completed", engine.Completed, queue.WorkflowRunning, queue.StepCreated},
+		{"dead", engine.Dead, queue.WorkflowFailed, queue.StepCanceled},
+		{"canceled", engine.Canceled, queue.WorkflowCanceled, queue.StepCanceled},
+		{"retrying", engine.Retrying, queue.WorkflowRunning, queue.StepWaiting},
+		{"handed back", engine.HandedBack, queue.WorkflowRunning, queue.StepWaiting},
+	} {
+		r, st, m := newRunner(t)
+		if err := r.Submit(context.Background(), "wf", graph("a", "b:a"), 1); err != nil {
+			t.Fatal(err)
+		}
+		var done sync.WaitGroup
+		var told []int
+		s := Sink{R: r, Done: &done, Ended: func(wf string, step int) { told = append(told, step) }}
+		s.JobEnded(engine.JobEnd{ID: "job-a", Ending: c.ending, Result: []byte("res-a"), Error: "boom"}) // no workflow
+		s.JobEnded(engine.JobEnd{ID: "job-a", Workflow: "wf", Step: 0, Ending: c.ending, Result: []byte("res-a"), Error: "boom"})
+		done.Wait()
+		if st.Status("wf") != c.status || st.State("wf", "b") != c.b {
+			t.Errorf("%s: workflow %s, b %c; want %s, b %c", c.name, st.Status("wf"), st.State("wf", "b"), c.status, c.b)
+		}
+		if c.b == queue.StepCreated && m.argsOf("job-b") != "res-a" {
+			t.Errorf("%s: b made with %q; want a's result", c.name, m.argsOf("job-b"))
+		}
+		if ended := c.status != queue.WorkflowRunning || c.b == queue.StepCreated; ended != slices.Equal(told, []int{0}) {
+			t.Errorf("%s: Ended told of steps %v", c.name, told)
+		}
+	}
+}
+
+// A worker's keeper looks at each running workflow every lease, at least
+// every second, and for due ones four times as often.
+func TestNewKeeper_LooksEveryLease(t *testing.T) {
+	for _, c := range []struct{ lease, every, tick time.Duration }{
+		{30 * time.Second, 30 * time.Second, 7500 * time.Millisecond},
+		{200 * time.Millisecond, time.Second, 250 * time.Millisecond},
+	} {
+		k := NewKeeper(&Runner{}, c.lease, nil, nil)
+		if k.Every != c.every || k.Tick != c.tick {
+			t.Errorf("lease %v: every %v, tick %v; want %v, %v", c.lease, k.Every, k.Tick, c.every, c.tick)
+		}
+	}
+}
