@@ -60,17 +60,17 @@ func jobEndOf(e engine.JobEnd) JobEnd {
 		Result: e.Result, Worker: e.Worker, Recovered: e.Recovered,
 	}
 	switch e.Ending {
-	case engine.Completed:
+	case queue.EndCompleted:
 		out.Status = StatusCompleted
-	case engine.Retrying:
+	case queue.EndRetrying:
 		out.Status = StatusScheduled
-	case engine.Snoozed:
+	case queue.EndSnoozed:
 		out.Status, out.Snoozed = StatusScheduled, true
-	case engine.Dead:
+	case queue.EndDead:
 		out.Status = StatusFailed
-	case engine.Canceled:
+	case queue.EndCanceled:
 		out.Status = StatusCanceled
-	case engine.HandedBack:
+	case queue.EndHandedBack:
 		out.Status = StatusPending
 	}
 	return out
@@ -157,17 +157,17 @@ type countEnds struct{ m *metrics.Set }
 func (c countEnds) JobEnded(e engine.JobEnd) {
 	s := c.m.For(queue.ShardBase(e.Route), string(e.Priority), e.Task)
 	switch e.Ending {
-	case engine.Completed:
+	case queue.EndCompleted:
 		s.Succeeded()
-	case engine.Retrying:
+	case queue.EndRetrying:
 		s.Failed()
 		s.Retried()
-	case engine.Dead:
+	case queue.EndDead:
 		s.Failed()
 		s.Dead()
-	case engine.Snoozed:
+	case queue.EndSnoozed:
 		s.Snoozed()
-	case engine.Canceled:
+	case queue.EndCanceled:
 		s.Canceled()
 	}
 }

@@ -246,9 +246,9 @@ func createdStepStatus(job string, st *queue.JobState) (Status, string) {
 	switch {
 	case !ended:
 		return st.Status, ""
-	case how == queue.StepEndCompleted:
+	case how == queue.EndCompleted:
 		return StatusCompleted, ""
-	case how == queue.StepEndCanceled:
+	case how == queue.EndCanceled:
 		return StatusCanceled, string(value)
 	}
 	return StatusFailed, string(value)
@@ -332,7 +332,7 @@ func (c *Client) rerunStepAs(ctx context.Context, old string) (string, error) {
 		}
 		st := states[0]
 		how, _, ended := workflows.JobEnd(old, st)
-		if !ended || how == queue.StepEndCompleted {
+		if !ended || how == queue.EndCompleted {
 			return old, nil
 		}
 		if st == nil || st.Status != StatusFailed {
@@ -368,15 +368,15 @@ func (s workflowSink) JobEnded(e engine.JobEnd) {
 	if e.Workflow == "" {
 		return
 	}
-	var how queue.StepEnd
+	var how queue.Ending
 	value := []byte(e.Error)
 	switch e.Ending {
-	case engine.Completed:
-		how, value = queue.StepEndCompleted, e.Result
-	case engine.Dead:
-		how = queue.StepEndFailed
-	case engine.Canceled:
-		how = queue.StepEndCanceled
+	case queue.EndCompleted:
+		how, value = queue.EndCompleted, e.Result
+	case queue.EndDead:
+		how = queue.EndDead
+	case queue.EndCanceled:
+		how = queue.EndCanceled
 	default:
 		return
 	}
