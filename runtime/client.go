@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bananas-go/bananas/history"
 	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/history"
 
 	"github.com/redis/go-redis/v9"
 
@@ -214,8 +216,10 @@ func SetDefault(c *Client) { defaultClient.Store(c) }
 // Default returns the client set by SetDefault, or nil.
 func Default() *Client { return defaultClient.Load() }
 
-// Job returns a snapshot of job id, or an error matching ErrJobNotFound.
-func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
+// Job returns a snapshot of job id, or an error matching ErrJobNotFound:
+// what Redis holds of it, or once Redis has let it go, its newest row in
+// the task history (WithHistory).
+func (c *Client) Job(ctx context.Context, id string) (*bananastype.Job, error) {
 	s, err := c.q.Lookup(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return c.jobFromHistory(ctx, id)
@@ -223,49 +227,37 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bananas: %w", err)
 	}
-	info := &JobInfo{
-		ID: s.ID, Name: s.Name, Route: queue.ShardBase(s.Route), Priority: Priority(s.Priority), Status: Status(s.Status),
+	j := jobOfState(s)
+	j.Args = declaredArgsJSON(j.Name, j.ArgsMsgpack)
+	return &j, nil
+}
+
+// jobOfState is the job s describes: a finished job is its result record
+// (what it was comes from there, as enqueued), any other its hash or
+// payload.
+func jobOfState(s *queue.JobState) bananastype.Job {
+	if s.Status == queue.StatusCompleted && s.Result != nil {
+		if rec, err := results.Decode(s.Result); err == nil {
+			j := rec.Job(queue.ShardBase(s.Route))
+			j.ArgsMsgpack, j.Result = rec.Args, rec.Value
+			return j
+		}
+	}
+	j := bananastype.Job{
+		ID: s.ID, Name: s.Name, Route: queue.ShardBase(s.Route), Priority: s.Priority, Status: s.Status,
 		Description: s.Envelope.Description, Attempts: attempts(s.Attempts, s.Status == queue.StatusProcessing), MaxRetries: s.MaxRetries, Error: s.Error,
 		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
 		CreatedAt: s.CreatedAt, ScheduledAt: s.RunAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 		LeaseDeadline: s.LeaseDeadline, ArgsMsgpack: s.Envelope.Args, FailedAt: s.FailedAt, FailedStartedAt: s.FailedStartedAt, Earlier: earlierLives(s.Earlier),
 		Workflow: s.Envelope.Workflow,
 	}
-	if s.Status == queue.StatusCompleted && s.Result != nil {
-		if rec, err := results.Decode(s.Result); err == nil {
-			// A finished job is its result record; what it was comes from there.
-			info.Result, info.Attempts, info.Error = rec.Value, rec.Attempts, rec.Error
-			info.Name, info.Priority = rec.Name, Priority(rec.Priority)
-			info.CreatedAt, info.StartedAt, info.FinishedAt = fromMS(rec.CreatedAt), fromMS(rec.StartedAt), fromMS(rec.FinishedAt)
-			info.ArgsMsgpack, info.MaxRetries, info.Description = rec.Args, rec.MaxRetries, rec.Description
-			info.Workflow = rec.Workflow
-			info.Timeout = time.Duration(rec.Timeout) * time.Millisecond
-			info.FailedAt, info.FailedStartedAt = nil, nil
-			for _, ms := range rec.FailedAt {
-				info.FailedAt = append(info.FailedAt, fromMS(ms))
-			}
-			if len(rec.FailedStartedAt) == len(rec.FailedAt) {
-				for _, ms := range rec.FailedStartedAt {
-					info.FailedStartedAt = append(info.FailedStartedAt, fromMS(ms))
-				}
-			}
-			info.Earlier = earlierLives(rec.Earlier)
-			switch {
-			case rec.Canceled:
-				info.Status = StatusCanceled
-			case !rec.OK:
-				info.Status = StatusFailed
-			}
-		}
+	if p := s.Progress; p != nil && s.Status == queue.StatusProcessing {
+		j.Progress = &bananastype.Progress{Percent: p.Percent, Note: p.Note, At: p.At}
 	}
-	if p := s.Progress; p != nil && info.Status == StatusProcessing {
-		info.Progress = &JobProgress{Percent: p.Percent, Note: p.Note, At: p.At}
-	}
-	info.Args = declaredArgsJSON(info.Name, info.ArgsMsgpack)
-	return info, nil
+	return j
 }
 
-// attempts is JobInfo.Attempts of a job stored with failed runs counted
+// attempts is Job.Attempts of a job stored with failed runs counted
 // (the queue's count: failures and lost leases), running or not.
 func attempts(failed int, running bool) int {
 	if running {
@@ -281,14 +273,6 @@ func (c *Client) EmbeddedURL() string {
 		return ""
 	}
 	return "redis://" + c.embedded.addr()
-}
-
-// fromMS converts unix milliseconds, with 0 for the zero time.
-func fromMS(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
 }
 
 // EarlierLife is a life a job had before it was replayed from the

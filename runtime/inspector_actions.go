@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
@@ -19,7 +20,7 @@ import (
 type JobQuery = admin.JobQuery
 
 // JobPage is one page of a listing.
-type JobPage = admin.JobPage
+type JobPage = bananastype.JobPage
 
 // queueState is the queue's word for a listing state.
 func queueState(s Status) (string, error) {

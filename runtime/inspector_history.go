@@ -3,7 +3,6 @@ package runtime
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,8 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
-	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -20,10 +19,10 @@ import (
 type HistoryQuery = admin.HistoryQuery
 
 // HistoryPage is one page of the task history, newest end first.
-type HistoryPage = admin.HistoryPage
+type HistoryPage = bananastype.HistoryPage
 
 // HistoryRow is one end of one job as the task history keeps it.
-type HistoryRow = admin.HistoryRow
+type HistoryRow = bananastype.Job
 
 // ErrNoHistory matches the refusal of a history call in a program that
 // keeps no task history (no HISTORY_URL, no WithHistory).
@@ -55,7 +54,7 @@ func (in *Inspector) History(ctx context.Context, q HistoryQuery) (HistoryPage, 
 	if err != nil {
 		return HistoryPage{}, fmt.Errorf("bananas: search the task history: %w", err)
 	}
-	return HistoryPage{Next: page.Next, Jobs: admin.Map(page.Rows, historyRowView), Since: hq.Since, Until: hq.Until}, nil
+	return HistoryPage{Next: page.Next, Jobs: page.Rows, Since: hq.Since, Until: hq.Until}, nil
 }
 
 func untilText(t time.Time) string {
@@ -108,7 +107,7 @@ func historyQuery(q HistoryQuery, now time.Time) (history.Query, error) {
 			return history.Query{}, badQuery("args."+path, "args.%s: want a field of the args, or a dotted path to one (args.customer.id)", path)
 		}
 	}
-	return history.Query{Task: q.Task, Route: q.Route, Status: history.Status(q.Status), Since: q.Since, Until: q.Until,
+	return history.Query{Task: q.Task, Route: q.Route, Status: q.Status, Since: q.Since, Until: q.Until,
 		Text: q.Text, Args: q.Args, Cursor: q.Cursor, Limit: q.Limit}, nil
 }
 
@@ -124,26 +123,6 @@ func searchableText(field, value string) error {
 		return badQuery(field, "%s %q is not valid UTF-8 (the history keeps text as UTF-8)", field, value)
 	}
 	return nil
-}
-
-// historyRowView is the admin view of a history row.
-func historyRowView(r history.Row) HistoryRow {
-	status := queue.StatusFailed
-	switch r.Status {
-	case history.Completed:
-		status = queue.StatusCompleted
-	case history.Canceled:
-		status = queue.StatusCanceled
-	}
-	v := HistoryRow{ID: r.ID, Life: r.Life, Attempt: r.Attempt, Task: r.Task, Route: r.Route, Priority: Priority(r.Priority),
-		Status: status, Error: r.Error, EnqueuedAt: r.EnqueuedAt, StartedAt: r.StartedAt, EndedAt: r.EndedAt, Worker: r.Worker, Sanitized: r.Sanitized}
-	if isJSONValue(r.Args) {
-		v.Args = r.Args
-	}
-	if isJSONValue(r.Result) {
-		v.Result = r.Result
-	}
-	return v
 }
 
 // MigrateHistory creates or migrates the schema of the client's history
@@ -162,6 +141,3 @@ func (in *Inspector) MigrateHistory(ctx context.Context) (bool, error) {
 	}
 	return true, nil
 }
-
-// isJSONValue reports whether b holds a value, not nothing or null.
-func isJSONValue(b json.RawMessage) bool { return len(b) > 0 && string(b) != "null" }

@@ -3,7 +3,7 @@ package runtime
 import (
 	"reflect"
 
-	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/internal/api"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
@@ -28,9 +28,9 @@ func (in *Inspector) OpenAPI() ([]byte, error) {
 		in.openapiDoc, in.openapiErr = openapi.Document(tasks, openapi.Options{
 			Title: "Bananas", Version: "1",
 			Endpoints: api.Endpoints(),
-			// admin.Time writes its own JSON: an RFC 3339 time, or null when unset.
+			// bananastype.Time writes its own JSON: an RFC 3339 time, or null when unset.
 			Custom: map[reflect.Type]map[string]any{
-				reflect.TypeFor[admin.Time](): {"type": []any{"string", "null"}, "format": "date-time"},
+				reflect.TypeFor[bananastype.Time](): {"type": []any{"string", "null"}, "format": "date-time"},
 			},
 		})
 	})

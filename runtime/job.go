@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -95,7 +96,7 @@ func (e *JobError) Error() string {
 
 // JobInfo is a snapshot of one job, as Client.Job and Inspector.Job read
 // it: the admin layer's one job type.
-type JobInfo = admin.Job
+type JobInfo = bananastype.Job
 
 // Job describes the run a handler is part of; see CurrentJob.
 type Job struct {

@@ -9,14 +9,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
 // JobProgress is how far a running job has got (JobInfo.Progress): the
 // admin layer's type.
-type JobProgress = admin.Progress
+type JobProgress = bananastype.Progress
 
 // MaxProgressNote is the most bytes of a progress note that are kept: a
 // longer note is cut at a rune boundary (Progress).

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 )
 
@@ -69,7 +70,7 @@ type WorkerOptions struct {
 	// second, or every SafetyPoll when that is shorter.)
 	SafetyPoll time.Duration
 	// OnJobEnd, if set, is called once for every end of a job the worker
-	// records in Redis (see JobEnd): completed, failed and retried or
+	// records in Redis (see bananastype.JobEnd): completed, failed and retried or
 	// dead-lettered, canceled, snoozed, handed back at shutdown, or
 	// recovered after another worker's lease expired. It is called on a
 	// goroutine of its own, one end at a time in the order they were
@@ -78,7 +79,7 @@ type WorkerOptions struct {
 	// is logged, so a hook that does slow work (a database write) should
 	// batch it. Run returns after the hook has seen every end recorded
 	// before the worker stopped.
-	OnJobEnd func(JobEnd)
+	OnJobEnd func(bananastype.JobEnd)
 }
 
 // withDefaults fills zero fields and checks the rest.

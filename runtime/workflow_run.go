@@ -10,8 +10,8 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
 	"github.com/bananas-go/bananas/scheduler"
 )
@@ -364,19 +364,15 @@ type workflowSink struct {
 	log func(msg string, args ...any)
 }
 
-func (s workflowSink) JobEnded(e engine.JobEnd) {
+func (s workflowSink) JobEnded(e bananastype.JobEnd) {
 	if e.Workflow == "" {
 		return
 	}
-	var how queue.Ending
 	value := []byte(e.Error)
 	switch e.Ending {
 	case queue.EndCompleted:
-		how, value = queue.EndCompleted, e.Result
-	case queue.EndDead:
-		how = queue.EndDead
-	case queue.EndCanceled:
-		how = queue.EndCanceled
+		value = e.Result
+	case queue.EndDead, queue.EndCanceled:
 	default:
 		return
 	}
@@ -386,7 +382,7 @@ func (s workflowSink) JobEnded(e engine.JobEnd) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := s.c.workflowRunner().StepEnded(ctx, e.Workflow, e.Step, e.ID, how, value, e.Trail); err != nil {
+		if err := s.c.workflowRunner().StepEnded(ctx, e.Workflow, e.Step, e.ID, e.Ending, value, e.Trail); err != nil {
 			s.log("bananas: advance workflow (its keeper will)", "workflow", e.Workflow, "job", e.ID, "err", err)
 		}
 	}()

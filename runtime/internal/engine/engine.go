@@ -130,7 +130,7 @@ type Outcome struct {
 	// failed attempt (runtime.RetryAfter).
 	Snooze time.Duration
 	// Trail is what a completed run leaves for the workflow steps after its
-	// job's (JobEnd.Trail): a trace context, say.
+	// job's (bananastype.JobEnd.Trail): a trace context, say.
 	Trail string
 }
 

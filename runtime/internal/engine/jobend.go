@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 )
 
@@ -12,50 +13,16 @@ import (
 // changed nothing (its lease was lost), is not told: what became of its job
 // is not this worker's to say.
 
-// JobEnd is one recorded end of a job's run.
-type JobEnd struct {
-	ID, Task, Route string
-	Priority        queue.Priority // empty for a recovered job whose hash did not say
-	Ending          queue.Ending
-	// RetryAt is when the job runs again (queue.EndRetrying, queue.EndSnoozed).
-	RetryAt time.Time
-	// Attempt is the run's number: the failed runs before it, plus one.
-	Attempt int
-	// Error is the run's failure (queue.EndRetrying, queue.EndDead, queue.EndSnoozed) or why it was
-	// canceled.
-	Error string
-	// StartedAt is when the run started (zero for a job recovered by the
-	// reaper); EndedAt when its end was judged, on Redis's clock.
-	StartedAt, EndedAt time.Time
-	// Result is the encoded result of a completed run, Trail what it left
-	// for the workflow steps after it (Outcome.Trail).
-	Result []byte
-	Trail  string
-	// Record is the encoded result record (package results) the end stored:
-	// a completed, dead or canceled job's; nil when it stored none.
-	Record []byte
-	// Worker is the id of the worker that recorded the end.
-	Worker string
-	// Recovered: the end was recorded by the reaper of this worker, the
-	// job's lease having expired on the worker that ran it.
-	Recovered bool
-	// Workflow is the id of the workflow the job is a step of, Step the
-	// step's index in it; "" for a job of no workflow, and for an end the
-	// reaper recorded (the workflow's keeper reads those back).
-	Workflow string
-	Step     int
-}
-
 // JobEndSink receives the ends of a worker's jobs, one call per recorded
 // end. It is called on the engine's path (an ack's callback, a runner, the
 // reaper, shutdown), so it must return at once: a sink with work to do
 // hands the end to a goroutine of its own.
 type JobEndSink interface {
-	JobEnded(JobEnd)
+	JobEnded(bananastype.JobEnd)
 }
 
 // tell gives e to every sink.
-func (c *Config) tell(e JobEnd) {
+func (c *Config) tell(e bananastype.JobEnd) {
 	for _, s := range c.Sinks {
 		s.JobEnded(e)
 	}
@@ -63,9 +30,9 @@ func (c *Config) tell(e JobEnd) {
 
 // runEnd starts the end of d's run on this worker, judged at now; a
 // hand-back's end is only that.
-func (c *Config) runEnd(d *queue.Dispatch, how queue.Ending, now time.Time) JobEnd {
-	return JobEnd{
-		ID: d.ID, Task: d.Name, Route: d.Route, Priority: d.Priority, Ending: how,
+func (c *Config) runEnd(d *queue.Dispatch, how queue.Ending, now time.Time) bananastype.JobEnd {
+	return bananastype.JobEnd{
+		ID: d.ID, Task: d.Name, Route: queue.ShardBase(d.Route), Priority: d.Priority, Ending: how,
 		Attempt: d.Attempts + 1, StartedAt: d.StartedAt(), EndedAt: now, Worker: c.ID,
 		Workflow: d.Envelope.Workflow, Step: d.Envelope.Step,
 	}
@@ -73,7 +40,7 @@ func (c *Config) runEnd(d *queue.Dispatch, how queue.Ending, now time.Time) JobE
 
 // completedEnd is the end of d's run that succeeded with result, record
 // stored.
-func (c *Config) completedEnd(d *queue.Dispatch, result, record []byte, now time.Time) JobEnd {
+func (c *Config) completedEnd(d *queue.Dispatch, result, record []byte, now time.Time) bananastype.JobEnd {
 	end := c.runEnd(d, queue.EndCompleted, now)
 	end.Result, end.Record = result, record
 	return end
@@ -82,7 +49,7 @@ func (c *Config) completedEnd(d *queue.Dispatch, result, record []byte, now time
 // failureEnd is the end of d's run that failed (or snoozed) with msg, as
 // fail.lua recorded it (how): to run again at retryAt, or dead-lettered with
 // record, which is stored only then.
-func (c *Config) failureEnd(d *queue.Dispatch, how queue.Ending, msg string, retryAt time.Time, record []byte, now time.Time) JobEnd {
+func (c *Config) failureEnd(d *queue.Dispatch, how queue.Ending, msg string, retryAt time.Time, record []byte, now time.Time) bananastype.JobEnd {
 	end := c.runEnd(d, how, now)
 	end.Error = msg
 	if how == queue.EndDead {
@@ -94,7 +61,7 @@ func (c *Config) failureEnd(d *queue.Dispatch, how queue.Ending, msg string, ret
 }
 
 // canceledEnd is the end of d's run canceled (why), record stored.
-func (c *Config) canceledEnd(d *queue.Dispatch, why string, record []byte, now time.Time) JobEnd {
+func (c *Config) canceledEnd(d *queue.Dispatch, why string, record []byte, now time.Time) bananastype.JobEnd {
 	end := c.runEnd(d, queue.EndCanceled, now)
 	end.Error, end.Record = why, record
 	return end
@@ -102,9 +69,9 @@ func (c *Config) canceledEnd(d *queue.Dispatch, why string, record []byte, now t
 
 // reapedEnd is the end of e, an expired job of route the reaper recovered
 // at now as out said, with verdict v; false when out recorded no end.
-func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Ending, v queue.Verdict, now time.Time) (JobEnd, bool) {
-	end := JobEnd{
-		ID: e.ID, Task: e.Name, Route: route, Priority: e.Priority, Attempt: e.Attempts + 1, EndedAt: now,
+func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Ending, v queue.Verdict, now time.Time) (bananastype.JobEnd, bool) {
+	end := bananastype.JobEnd{
+		ID: e.ID, Task: e.Name, Route: queue.ShardBase(route), Priority: e.Priority, Attempt: e.Attempts + 1, EndedAt: now,
 		Worker: c.ID, Recovered: true, Record: v.Record,
 	}
 	switch out {
@@ -115,7 +82,7 @@ func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Ending, v qu
 	case queue.EndCanceled:
 		end.Ending, end.Error = queue.EndCanceled, canceledLost
 	default:
-		return JobEnd{}, false
+		return bananastype.JobEnd{}, false
 	}
 	return end, true
 }
@@ -123,9 +90,9 @@ func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Ending, v qu
 // canceledBeforeRunEnd is the end of e, a job of a lost fetch of route
 // that ended canceled on its hand-back at now, record stored: its attempt is
 // the run the fetch leased it for, as the record's (record.go).
-func (c *Config) canceledBeforeRunEnd(e queue.Expired, route string, record []byte, now time.Time) JobEnd {
-	return JobEnd{
-		ID: e.ID, Task: e.Name, Route: route, Priority: e.Priority, Ending: queue.EndCanceled, Attempt: e.Attempts + 1,
+func (c *Config) canceledBeforeRunEnd(e queue.Expired, route string, record []byte, now time.Time) bananastype.JobEnd {
+	return bananastype.JobEnd{
+		ID: e.ID, Task: e.Name, Route: queue.ShardBase(route), Priority: e.Priority, Ending: queue.EndCanceled, Attempt: e.Attempts + 1,
 		Error: canceledBeforeRun, EndedAt: now, Worker: c.ID, Record: record,
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
 )
@@ -111,20 +112,20 @@ func (m *fakeMetrics) Overran(string)                        {}
 func (m *fakeMetrics) Ran(time.Duration)                     {}
 func (m *fakeMetrics) Waited(time.Duration)                  {}
 
-type sinkFunc func(JobEnd)
+type sinkFunc func(bananastype.JobEnd)
 
-func (f sinkFunc) JobEnded(e JobEnd) { f(e) }
+func (f sinkFunc) JobEnded(e bananastype.JobEnd) { f(e) }
 
 // runOne runs an engine over q until the job q holds has been run and its
 // outcome answered and settled, and returns the ends it told.
-func runOne(t *testing.T, q *fakeQueue, o Outcome) []JobEnd {
+func runOne(t *testing.T, q *fakeQueue, o Outcome) []bananastype.JobEnd {
 	t.Helper()
 	var mu sync.Mutex
-	var ends []JobEnd
+	var ends []bananastype.JobEnd
 	m := &fakeMetrics{}
 	e := New(Config{
 		Queue: q, Metrics: m, Logger: slog.New(slog.DiscardHandler), ID: "w1",
-		Sinks:  []JobEndSink{sinkFunc(func(e JobEnd) { mu.Lock(); ends = append(ends, e); mu.Unlock() })},
+		Sinks:  []JobEndSink{sinkFunc(func(e bananastype.JobEnd) { mu.Lock(); ends = append(ends, e); mu.Unlock() })},
 		Routes: []string{"r"}, Priorities: []queue.Priority{queue.Normal}, Tasks: []string{"t"},
 		FetchJobs: true, Concurrency: 1, Lease: time.Minute, ShutdownTimeout: time.Second, JobTimeout: time.Minute,
 		ResultTTL: time.Hour, FailureTTL: time.Hour, SafetyPoll: 5 * time.Millisecond,
@@ -216,8 +217,8 @@ func TestEnds_ASuccessIsToldOnlyIfItsAckLanded(t *testing.T) {
 func TestHandBack_AJobAskedToCancelIsToldCanceledWithTheEnginesRecord(t *testing.T) {
 	e := queue.Expired{ID: "j1.r", Name: "t", Priority: queue.High, Attempts: 1, MaxRetries: 3}
 	q := &fakeQueue{asked: &e}
-	var ends []JobEnd
-	cfg := &Config{ID: "w1", FailureTTL: 3 * time.Hour, Sinks: []JobEndSink{sinkFunc(func(end JobEnd) { ends = append(ends, end) })}}
+	var ends []bananastype.JobEnd
+	cfg := &Config{ID: "w1", FailureTTL: 3 * time.Hour, Sinks: []JobEndSink{sinkFunc(func(end bananastype.JobEnd) { ends = append(ends, end) })}}
 	h := &handBacks{q: q, cfg: cfg, log: slog.New(slog.DiscardHandler), kick: make(chan struct{}, 1)}
 	h.add(&queue.LostFetch{Route: "r", Token: "tok"})
 	for try := 1; try <= 2; try++ { // the second finds nothing to do
