@@ -44,7 +44,7 @@ func APIHandler(in *Inspector, o APIOptions) http.Handler {
 		Redis:   in.c.redisAddr(),
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && in.c.hookRun.Load() != nil {
+		if r.Method == http.MethodPost && in.c.hooks.enqueueRun.Load() != nil {
 			header := r.Header.Clone() // the caller's credentials are no hook's business
 			header.Del("Authorization")
 			header.Del("Cookie")

@@ -54,8 +54,7 @@ type Client struct {
 
 	wfState // the runner of workflows (workflow.go)
 
-	hooks   enqueueHooks                // AddEnqueueHook's (hooks.go)
-	hookRun atomic.Pointer[EnqueueHook] // the hooks composed; nil while there are none
+	hooks hooks // the subscribers to its enqueues and its workers' runs and ends (hookreg.go)
 }
 
 // defaultUnservedAfter is how long an Await or Call waits before it looks
@@ -186,11 +185,13 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	l := results.NewListener(rdb)
 	clockCtx, stopClock := context.WithCancel(context.Background())
 	go (&queue.ClockSync{Queue: q}).Run(clockCtx)
-	return &Client{
+	c := &Client{
 		rdb: rdb, q: q, listener: l, waiter: results.NewWaiter(l, func(id string) string { return queue.ResultChannel(cfg.namespace, id) }, 0),
 		maxPayload: cfg.maxPayload, maxRetries: cfg.maxRetries, embedded: emb, stopClock: stopClock,
 		unservedAfter: defaultUnservedAfter, metrics: newMetrics(q), history: cfg.history,
-	}, nil
+	}
+	c.hooks.add(countEnds{c.metrics}, true) // the metrics count every end of its workers' runs
+	return c, nil
 }
 
 // Close releases the client's connections (and stops the embedded server).

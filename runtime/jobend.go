@@ -11,11 +11,12 @@ import (
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
 )
 
-// jobEndBuffer is how many ends wait for a slow OnJobEnd before the next
-// ones are dropped.
+// jobEndBuffer is how many ends wait for a slow HookWorkEnd (OnJobEnd)
+// before the next ones are dropped.
 const jobEndBuffer = 1024
 
-// jobEndHook calls WorkerOptions.OnJobEnd with every end its worker tells,
+// jobEndHook calls a HookWorkEnd (WorkerOptions.OnJobEnd, a hook added by
+// Client.AddHook) with every end its worker tells,
 // in order, on a goroutine of its own: the engine hands an end over without
 // waiting, so a slow hook delays only the hook. Past jobEndBuffer ends
 // waiting, the next are dropped and the drop is logged.
@@ -62,7 +63,7 @@ func (h *jobEndHook) run() {
 func (h *jobEndHook) call(e bananastype.JobEnd) {
 	defer func() {
 		if v := recover(); v != nil {
-			h.log.Error("bananas: OnJobEnd panicked", "job", e.ID, "panic", v)
+			h.log.Error("bananas: a work-end hook (OnJobEnd, HookWorkEnd) panicked", "job", e.ID, "panic", v)
 		}
 	}()
 	h.f(e)
@@ -70,7 +71,7 @@ func (h *jobEndHook) call(e bananastype.JobEnd) {
 
 func (h *jobEndHook) reportDrops() {
 	if n := h.dropped.Swap(0); n > 0 {
-		h.log.Warn("bananas: OnJobEnd is slower than jobs end; ends dropped without calling it", "dropped", n, "buffer", jobEndBuffer)
+		h.log.Warn("bananas: a work-end hook (OnJobEnd, HookWorkEnd) is slower than jobs end; ends dropped without calling it", "dropped", n, "buffer", jobEndBuffer)
 	}
 }
 
@@ -83,8 +84,9 @@ func (h *jobEndHook) stop() {
 	<-h.done
 }
 
-// countEnds counts the ends of a worker's runs in its client's metrics,
-// those its reaper recovered included: the run was another worker's (or
+// countEnds, the metrics' subscriber to the ends of runs (an inline
+// HookWorkEnd of every client), counts the ends of a worker's runs in its
+// client's metrics, those its reaper recovered included: the run was another worker's (or
 // this one's, its failure unwritten), which did not count it, so each
 // failed run is counted once, by whoever recorded its end.
 type countEnds struct{ m *metrics.Set }
