@@ -98,7 +98,14 @@ func (e *JobError) Error() string {
 // it: the admin layer's one job type.
 type JobInfo = bananastype.Job
 
-// Job describes the run a handler is part of; see CurrentJob.
+// Job describes the run a handler is part of, as CurrentJob and a
+// Middleware (HookWorkBegin) see it: the job's identity, this run's
+// attempt, and the envelope's headers and workflow. It is not
+// bananastype.Job, the job as Redis or the task history holds it: a
+// run's job is read from the envelope its worker leased, on every run's
+// path, and carries what a snapshot has not (this run's number, the
+// headers, the trails of a workflow step's predecessors) and none of what
+// only a read of Redis gives (status, failures, result, lease).
 type Job struct {
 	ID       string
 	Name     string

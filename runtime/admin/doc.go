@@ -1,9 +1,10 @@
-// Package admin is the vocabulary of the operator surfaces: the one set of
-// view types (a job, a page of jobs, a route, a task, a cron entry, a
-// worker, the per-minute stats, a page of the task history, a workflow), their JSON (the HTTP API's bodies and every
-// command's --json: one convention), the errors the admin layer refuses
-// with and how each surface classes them, and the Admin interface that the
-// CLI, the HTTP API and the dashboard call.
+// Package admin is the vocabulary of the operator surfaces: the view types
+// (a route, a task, a cron entry, a worker, the per-minute stats, a
+// workflow) beside the job types of package bananastype (a job, a page of
+// jobs, a page of the task history), the queries, their JSON (the HTTP
+// API's bodies and every command's --json: one convention), the errors
+// the admin layer refuses with and how each surface classes them, and the
+// Admin interface that the CLI, the HTTP API and the dashboard call.
 //
 // # What it owns, and what it must not know
 //
@@ -13,7 +14,8 @@
 // surfaces (runtime/internal/api, cli, dashboard) import this package and
 // never runtime, and tests give them a fake Admin.
 //
-// It knows package queue's words (Priority, Status, EarlierLife). It must
+// It knows package queue's words (Priority, Status, EarlierLife) and
+// package bananastype's job types. It must
 // not know Redis, HTTP, terminals, templates or task types: args and
 // results arrive here already as JSON.
 //
