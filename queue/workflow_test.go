@@ -554,3 +554,26 @@ func TestWorkflow_AFailedStepCancelsEveryStepDownstream(t *testing.T) {
 		}
 	})
 }
+
+// A step ends completed, dead or canceled: an advance with any other
+// ending (a retry, a hand-back) is refused, naming it, and changes nothing.
+func TestWorkflow_AnAdvanceWithAnEndingThatEndsNoStepIsRefused(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
+			t.Fatal(err)
+		}
+		for _, how := range []queue.Ending{queue.EndRetrying, queue.EndHandedBack, queue.EndStale} {
+			if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", how, mp(t, "A"), "", keepWF); err == nil || !strings.Contains(err.Error(), how.String()) {
+				t.Fatalf("advance ended %s = %v; want refused naming it", how, err)
+			}
+		}
+		rec, err := q.ReadWorkflow(ctx, "wf1")
+		if err != nil || rec.Steps[0].State != queue.StepCreated {
+			t.Fatalf("after refused advances: %+v, %v; want step a still created", rec, err)
+		}
+	})
+}
