@@ -115,3 +115,20 @@ func TestHistoryPage_WritesEachJobAsARowAndReadsItBack(t *testing.T) {
 		t.Fatalf("read back %+v; want %+v", got, j)
 	}
 }
+
+// A job's end says where it left the job, from how the run ended alone.
+func TestJobEnd_StatusIsWhereItsEndingLeftTheJob(t *testing.T) {
+	for how, want := range map[queue.Ending]queue.Status{
+		queue.EndCompleted: queue.StatusCompleted, queue.EndRetrying: queue.StatusScheduled, queue.EndSnoozed: queue.StatusScheduled,
+		queue.EndDead: queue.StatusFailed, queue.EndCanceled: queue.StatusCanceled, queue.EndHandedBack: queue.StatusPending,
+	} {
+		if got := (bananastype.JobEnd{Ending: how}).Status(); got != want {
+			t.Errorf("end %s: status %q; want %q", how, got, want)
+		}
+	}
+	for _, how := range []queue.Ending{queue.EndStale, queue.EndOrphan, queue.EndCorrupt} {
+		if got := how.Status(); got != "" {
+			t.Errorf("%s, which ends no run, has status %q", how, got)
+		}
+	}
+}
