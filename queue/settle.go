@@ -10,10 +10,10 @@ import (
 // Ending is how a job's run ended: the one vocabulary of run ends, from
 // the scripts that record them (fail.lua, reap.lua, requeue.lua answer with
 // its numbers) up to the engine's job ends, the metrics, the workflows and
-// the hooks (bananastype.JobEnd). The others end a run; EndStale (nothing
-// changed), EndOrphan (only a lease released) and EndCorrupt (what Redis
-// held of the job was garbage: set aside, the job dead-lettered as a stub)
-// end none that a worker tells of.
+// the hooks (bananastype.JobEnd). EndStale (nothing changed), EndOrphan
+// (only a lease released) and EndCorrupt (what Redis held of the job was
+// garbage: set aside, the job dead-lettered as a stub) end no run that a
+// worker tells of; each of the others ends one.
 type Ending int
 
 const (
