@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -15,25 +17,25 @@ import (
 // Report is what a Drain ran: every end of a run a worker recorded, in
 // order, and their count by outcome.
 type Report struct {
-	Ends []runtime.JobEnd
+	Ends []bananastype.JobEnd
 	// Completed runs succeeded; Retried failed and will run again; Dead
 	// failed for good (dead-lettered); Snoozed asked to run later
 	// (runtime.RetryAfter); Canceled were canceled.
 	Completed, Retried, Dead, Snoozed, Canceled int
 }
 
-func (r *Report) add(e runtime.JobEnd) {
+func (r *Report) add(e bananastype.JobEnd) {
 	r.Ends = append(r.Ends, e)
-	switch {
-	case e.Status == runtime.StatusCompleted:
+	switch e.Ending {
+	case queue.EndCompleted:
 		r.Completed++
-	case e.Status == runtime.StatusFailed:
+	case queue.EndDead:
 		r.Dead++
-	case e.Status == runtime.StatusScheduled && e.Snoozed:
+	case queue.EndSnoozed:
 		r.Snoozed++
-	case e.Status == runtime.StatusScheduled:
+	case queue.EndRetrying:
 		r.Retried++
-	case e.Status == runtime.StatusCanceled:
+	case queue.EndCanceled:
 		r.Canceled++
 	}
 }
@@ -44,7 +46,7 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "%d run(s): %d completed, %d retried, %d dead, %d snoozed, %d canceled",
 		len(r.Ends), r.Completed, r.Retried, r.Dead, r.Snoozed, r.Canceled)
 	for _, e := range r.Ends {
-		fmt.Fprintf(&b, "\n\t%s %s attempt %d: %s", e.Task, e.ID, e.Attempt, e.Status)
+		fmt.Fprintf(&b, "\n\t%s %s attempt %d: %s", e.Task, e.ID, e.Attempt, e.Ending)
 		if e.Error != "" {
 			fmt.Fprintf(&b, " (%s)", firstLine(e.Error))
 		}
@@ -100,7 +102,7 @@ func (h *Harness) Drain(t TB) Report {
 // stopped, and report has every end it recorded, when round returns.
 func (h *Harness) round(ctx context.Context, routes []string, report *Report, deadline time.Time) error {
 	var mu sync.Mutex
-	w := h.newWorker(routes, func(e runtime.JobEnd) {
+	w := h.newWorker(routes, func(e bananastype.JobEnd) {
 		mu.Lock()
 		report.add(e)
 		mu.Unlock()
@@ -145,10 +147,10 @@ const retryGrace = 100 * time.Millisecond
 
 // retried is the set of jobs whose last end in ends is a retry (or snooze):
 // they run again, and Drain waits for them once due.
-func retried(ends []runtime.JobEnd) map[string]bool {
+func retried(ends []bananastype.JobEnd) map[string]bool {
 	ids := map[string]bool{}
 	for _, e := range ends {
-		ids[e.ID] = e.Status == runtime.StatusScheduled
+		ids[e.ID] = e.Ending == queue.EndRetrying || e.Ending == queue.EndSnoozed
 	}
 	return ids
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -105,11 +106,11 @@ func withDefaults(o Options) Options {
 
 // newWorker returns a worker of the harness's options over routes with the
 // registered tasks; onEnd, when set, sees every end before the user's hook.
-func (h *Harness) newWorker(routes []string, onEnd func(runtime.JobEnd)) *runtime.Worker {
+func (h *Harness) newWorker(routes []string, onEnd func(bananastype.JobEnd)) *runtime.Worker {
 	o := h.opts.Worker
 	o.Routes = routes
 	if user := o.OnJobEnd; onEnd != nil {
-		o.OnJobEnd = func(e runtime.JobEnd) {
+		o.OnJobEnd = func(e bananastype.JobEnd) {
 			onEnd(e)
 			if user != nil {
 				user(e)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bananas-go/bananas/bananastype"
 	"strings"
 	"time"
 
@@ -26,7 +27,7 @@ type Job[A any] struct {
 	// ScheduledAt is when a scheduled job becomes ready.
 	ScheduledAt time.Time
 	// Info is the whole snapshot (runtime.Client.Job), args as JSON included.
-	Info *admin.Job
+	Info *bananastype.Job
 }
 
 // Enqueued returns the jobs of task waiting to run on c — pending in the

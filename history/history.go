@@ -1,11 +1,12 @@
-// Package history is the vocabulary of the task history: what one finished
-// job's row holds (Row), what a store of rows does (Store), and how a
+// Package history is the vocabulary of the task history: what a store of
+// finished jobs does (Store; a row is a bananastype.Job, one end of a
+// job: the same type whether Redis or the history holds the job), and how a
 // program that imports a store's package opens it from a URL (Register,
 // Open), as database/sql drivers are registered.
 //
 // # What it owns, and what it must not know
 //
-// It owns the row's shape and the Store contract that every store keeps:
+// It owns the Store contract that every store keeps:
 // writing a batch is idempotent (a row is keyed by its job id, life and
 // attempt, and a second write of the same row stores nothing), and a search
 // returns rows newest first. It must not know Redis, PostgreSQL, HTTP or
@@ -16,61 +17,25 @@ package history
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/queue"
 )
-
-// Status is how a job ended: one of the three below.
-type Status string
-
-const (
-	Completed Status = "completed"
-	Failed    Status = "failed" // dead-lettered: its last run failed
-	Canceled  Status = "canceled"
-)
-
-// Valid reports whether s is one of the three statuses.
-func (s Status) Valid() bool { return s == Completed || s == Failed || s == Canceled }
-
-// Row is one end of one job. A job has one row per end: a job dead-lettered,
-// replayed and then completed has two, told apart by Life.
-type Row struct {
-	ID string
-	// Life counts the job's replays before this end (0 for a job never
-	// replayed); Attempt is the run that ended it, 1-based, or 0 for a job
-	// canceled before it ever ran. With ID they key the row.
-	Life, Attempt int
-	Task          string
-	Route         string
-	Priority      string
-	Status        Status
-	Args          json.RawMessage // the job's args as JSON; null when none
-	Result        json.RawMessage // a completed job's result as JSON; null when none
-	Error         string          // why a failed or canceled job ended
-	EnqueuedAt    time.Time
-	StartedAt     time.Time // zero when the job never started (canceled while waiting)
-	EndedAt       time.Time
-	Worker        string // the worker that recorded the end, when known
-	// Sanitized says what a store changed to keep the row, "" when it kept
-	// it as given: text with NUL bytes or invalid UTF-8, JSON its database
-	// refuses. A row is never refused for its content: that would hold
-	// back every later end of its route.
-	Sanitized string
-}
 
 // Query selects rows. Zero fields select everything.
 type Query struct {
 	Task   string
 	Route  string
-	Status Status
-	Since  time.Time // EndedAt >= Since
-	Until  time.Time // EndedAt < Until
-	Text   string    // in the id or the error
+	Status queue.Status // completed, failed or canceled (Status.Finished)
+	Since  time.Time    // EndedAt >= Since
+	Until  time.Time    // EndedAt < Until
+	Text   string       // in the id or the error
 	// Args selects on args fields: dotted path -> value, compared as text
 	// ("customer.id" -> "42").
 	Args   map[string]string
@@ -80,17 +45,25 @@ type Query struct {
 
 // Page is one page of a search, newest first; Next is "" on the last page.
 type Page struct {
-	Rows []Row
+	Rows []bananastype.Job
 	Next string
 }
 
-// Store keeps rows.
+// Store keeps rows: the ends of jobs, each a bananastype.Job with what
+// the end left of it — ID, Life, Attempts (the run that ended it, 1-based,
+// or 0 for a job canceled before it ever ran), Name, Route, Priority,
+// Status (completed, failed or canceled), Args and ResultJSON (JSON, nil
+// when none), Error, CreatedAt (enqueued), StartedAt (zero when it never
+// started), FinishedAt (ended), Worker, and Sanitized: what the store
+// changed to keep the row (text with NUL bytes or invalid UTF-8, JSON its
+// database refuses), "" when it kept it as given. A row is never refused
+// for its content: that would hold back every later end of its route.
 type Store interface {
-	// Write stores rows; a row whose key (ID, Life, Attempt) is stored
+	// Write stores rows; a row whose key (ID, Life, Attempts) is stored
 	// already is left as it is, so a batch written twice is stored once.
-	Write(ctx context.Context, rows []Row) error
+	Write(ctx context.Context, rows []bananastype.Job) error
 	// Job returns the rows of one job, newest first (none: an empty slice).
-	Job(ctx context.Context, id string) ([]Row, error)
+	Job(ctx context.Context, id string) ([]bananastype.Job, error)
 	// Search returns one page of the rows q selects, newest first.
 	Search(ctx context.Context, q Query) (Page, error)
 	// DropBefore deletes the rows that ended before t.

@@ -336,10 +336,10 @@ func TestCancelRequests_RequestOfARunThatEndedOtherwiseIsDropped(t *testing.T) {
 		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
-		if out, err := q.Fail(ctx, ds[1], queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now); out != queue.Retrying || err != nil {
+		if out, err := q.Fail(ctx, ds[1], queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now); out != queue.EndRetrying || err != nil {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
-		if got, err := q.Reap(ctx, "r", until, verdict(now)); got[ds[2].ID] != queue.EndedCanceled || err != nil {
+		if got, err := q.Reap(ctx, "r", until, verdict(now)); got[ds[2].ID] != queue.EndCanceled || err != nil {
 			t.Fatalf("reap = %v, %v; want the job asked to cancel ended canceled", got, err)
 		}
 		if got, err := q.CancelRequests(ctx, "r", nil); len(got) != 0 || err != nil {

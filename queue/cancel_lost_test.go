@@ -115,7 +115,7 @@ func TestFail_ACancelAskedAsTheRunFailedDoesNotCancelTheRetry(t *testing.T) {
 		if out, err := q.Cancel(ctx, first.ID, []byte("canceled"), time.Minute); out != queue.CancelRequested || err != nil {
 			t.Fatalf("cancel of the running job = %v, %v; want it asked of its worker", out, err)
 		}
-		if out, err := q.Fail(ctx, first, queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now); out != queue.Retrying || err != nil {
+		if out, err := q.Fail(ctx, first, queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now); out != queue.EndRetrying || err != nil {
 			t.Fatalf("fail = %v, %v; want a retry", out, err)
 		}
 		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
@@ -128,7 +128,7 @@ func TestFail_ACancelAskedAsTheRunFailedDoesNotCancelTheRetry(t *testing.T) {
 		if asked, err := q.CancelRequests(ctx, "r", []string{retry.ID}); err != nil || len(asked) != 0 {
 			t.Fatalf("cancel requests of the retry = %v, %v; want none (the request was the failed run's)", asked, err)
 		}
-		if out, err := q.Requeue(ctx, retry, []byte("canceled"), time.Minute, now); out != queue.HandedBack || err != nil {
+		if out, err := q.Requeue(ctx, retry, []byte("canceled"), time.Minute, now); out != queue.EndHandedBack || err != nil {
 			t.Fatalf("hand back of the retry at shutdown = %v, %v; want it handed back, not canceled", out, err)
 		}
 	})

@@ -48,7 +48,7 @@ func TestEnded_EveryEndForGoodWaitsInTheListWhenKept(t *testing.T) {
 		}
 		// A failure with a retry left is not an end: only the dead one is.
 		d := fetchOne(t, q, "r", 1, now)
-		if out, err := q.Fail(ctx, d, queue.Failure{Message: "boom", RetryAt: now, Record: []byte("dead"), TTL: time.Minute}, now); out != queue.Retrying || err != nil {
+		if out, err := q.Fail(ctx, d, queue.Failure{Message: "boom", RetryAt: now, Record: []byte("dead"), TTL: time.Minute}, now); out != queue.EndRetrying || err != nil {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
 		if got := endedOf(t, q, "r"); len(got) != 1 || got[0] != "completed" {
@@ -61,7 +61,7 @@ func TestEnded_EveryEndForGoodWaitsInTheListWhenKept(t *testing.T) {
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("refetch = %v, %v", ds, err)
 		}
-		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "boom", RetryAt: now, Record: []byte("dead"), TTL: time.Minute}, now); out != queue.DeadEnded || err != nil {
+		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "boom", RetryAt: now, Record: []byte("dead"), TTL: time.Minute}, now); out != queue.EndDead || err != nil {
 			t.Fatalf("last fail = %v, %v", out, err)
 		}
 		j := job(t, "r")

@@ -65,7 +65,7 @@ func TestFlow_RandomStepsNeverOverrunACapNorStickAKey(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if out == queue.DeadEnded { // out of retries: ended too
+						if out == queue.EndDead { // out of retries: ended too
 							gone[id] = true
 						}
 					case 1:

@@ -178,7 +178,7 @@ func TestFlow_AReapedLeaseFreesItsSlot(t *testing.T) {
 		if got := fetchAt(t, q, "lost", 5, later, time.Second); len(got) != 0 {
 			t.Fatalf("took %d before the reaper recovered the lost lease", len(got))
 		}
-		if out, err := q.Reap(ctx, "lost", later, verdict(later.Add(time.Hour))); err != nil || out[ids[0]] != queue.Retrying {
+		if out, err := q.Reap(ctx, "lost", later, verdict(later.Add(time.Hour))); err != nil || out[ids[0]] != queue.EndRetrying {
 			t.Fatalf("reap: %v %v", out, err)
 		}
 		got := fetchAt(t, q, "lost", 5, later, time.Second)
@@ -196,7 +196,7 @@ func TestFlow_AHandedBackJobIsItsKeysNextAndFreesItsSlot(t *testing.T) {
 		}
 		ids := enqueueKeyed(t, q, "back", queue.Normal, "t", "k", 3)
 		_, ds := fetchIDs(t, q, "back", 5)
-		if out, err := q.Requeue(ctx, ds[0], []byte("c"), time.Minute, q.Now()); err != nil || out != queue.HandedBack {
+		if out, err := q.Requeue(ctx, ds[0], []byte("c"), time.Minute, q.Now()); err != nil || out != queue.EndHandedBack {
 			t.Fatalf("requeue: %v %v", out, err)
 		}
 		got, ds := fetchIDs(t, q, "back", 5)

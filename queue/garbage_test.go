@@ -101,19 +101,19 @@ func TestReap_GarbageEntryDoesNotStopTheRest(t *testing.T) {
 		name      string
 		heavy     bool // the job has a hash of its own (else light)
 		spoil     spoiler
-		want      queue.Outcome
+		want      queue.Ending
 		place     string
 		errHas    string // in the job's error, when it is dead
 		asideType string // what the garbage key holds afterwards ("" none)
 	}{
-		{name: "an empty id is leased", spoil: emptyIDLeased, want: queue.Orphan},
-		{name: "attempts not a number", heavy: true, spoil: hset("a", "x"), want: queue.Corrupt, place: "dead", errHas: "field a"},
-		{name: "attempts negative", heavy: true, spoil: hset("a", "-1"), want: queue.Corrupt, place: "dead", errHas: "field a"},
-		{name: "max retries not a whole number", heavy: true, spoil: hset("m", "1e3"), want: queue.Corrupt, place: "dead", errHas: "field m"},
-		{name: "max retries missing", heavy: true, spoil: hdel("m"), want: queue.Corrupt, place: "dead", errHas: "field m"},
-		{name: "job key is a string", heavy: true, spoil: jobKeyHolds("string"), want: queue.Corrupt, place: "dead", errHas: "not a job hash", asideType: "string"},
-		{name: "job key is a list", heavy: true, spoil: jobKeyHolds("list"), want: queue.Corrupt, place: "dead", errHas: "not a job hash", asideType: "list"},
-		{name: "light job whose job key is a string", spoil: jobKeyHolds("string"), want: queue.Retrying, place: "scheduled", asideType: "string"},
+		{name: "an empty id is leased", spoil: emptyIDLeased, want: queue.EndOrphan},
+		{name: "attempts not a number", heavy: true, spoil: hset("a", "x"), want: queue.EndCorrupt, place: "dead", errHas: "field a"},
+		{name: "attempts negative", heavy: true, spoil: hset("a", "-1"), want: queue.EndCorrupt, place: "dead", errHas: "field a"},
+		{name: "max retries not a whole number", heavy: true, spoil: hset("m", "1e3"), want: queue.EndCorrupt, place: "dead", errHas: "field m"},
+		{name: "max retries missing", heavy: true, spoil: hdel("m"), want: queue.EndCorrupt, place: "dead", errHas: "field m"},
+		{name: "job key is a string", heavy: true, spoil: jobKeyHolds("string"), want: queue.EndCorrupt, place: "dead", errHas: "not a job hash", asideType: "string"},
+		{name: "job key is a list", heavy: true, spoil: jobKeyHolds("list"), want: queue.EndCorrupt, place: "dead", errHas: "not a job hash", asideType: "list"},
+		{name: "light job whose job key is a string", spoil: jobKeyHolds("string"), want: queue.EndRetrying, place: "scheduled", asideType: "string"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestReap_GarbageEntryDoesNotStopTheRest(t *testing.T) {
 				if err != nil {
 					t.Fatalf("reap failed on the bad entry: %v", err)
 				}
-				if got[ds[1].ID] != queue.Retrying {
+				if got[ds[1].ID] != queue.EndRetrying {
 					t.Fatalf("the healthy job's outcome is %v (all: %v), want it retried", got[ds[1].ID], got)
 				}
 				if got[id] != c.want {
@@ -194,7 +194,7 @@ func TestReap_PagesPastGroupsItCannotReapNow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got[fresh.ID] != queue.Retrying {
+		if got[fresh.ID] != queue.EndRetrying {
 			t.Fatalf("the newer group's job was not reaped behind 100 older groups it could not reap: %v", got)
 		}
 		for id, o := range got {
@@ -210,25 +210,25 @@ func TestFail_GarbageIsDeadLetteredNamingTheField(t *testing.T) {
 		name   string
 		heavy  bool
 		spoil  spoiler
-		want   queue.Outcome
+		want   queue.Ending
 		place  string
 		errHas []string
 	}{
-		{name: "attempts not a number", heavy: true, spoil: hset("a", "x"), want: queue.DeadEnded, place: "dead", errHas: []string{"field a", "boom"}},
-		{name: "max retries not a number", heavy: true, spoil: hset("m", "x"), want: queue.DeadEnded, place: "dead", errHas: []string{"field m", "boom"}},
-		{name: "max retries missing", heavy: true, spoil: hdel("m"), want: queue.DeadEnded, place: "dead", errHas: []string{"field m", "boom"}},
+		{name: "attempts not a number", heavy: true, spoil: hset("a", "x"), want: queue.EndDead, place: "dead", errHas: []string{"field a", "boom"}},
+		{name: "max retries not a number", heavy: true, spoil: hset("m", "x"), want: queue.EndDead, place: "dead", errHas: []string{"field m", "boom"}},
+		{name: "max retries missing", heavy: true, spoil: hdel("m"), want: queue.EndDead, place: "dead", errHas: []string{"field m", "boom"}},
 		{name: "light payload with garbage max retries", spoil: func(t *testing.T, q *queue.Queue, d *queue.Dispatch) string {
 			if err := q.Client().HSet(context.Background(), q.Keys("r").Payloads(), d.ID, "t|normal|x|0|\x81").Err(); err != nil {
 				t.Fatal(err)
 			}
 			return d.ID
-		}, want: queue.DeadEnded, place: "dead", errHas: []string{"boom"}},
+		}, want: queue.EndDead, place: "dead", errHas: []string{"boom"}},
 		{name: "failed counter not a number", spoil: func(t *testing.T, q *queue.Queue, d *queue.Dispatch) string {
 			if err := q.Client().HSet(context.Background(), q.Keys("r").Stats(), "failed", "x").Err(); err != nil {
 				t.Fatal(err)
 			}
 			return d.ID
-		}, want: queue.Retrying, place: "scheduled"},
+		}, want: queue.EndRetrying, place: "scheduled"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -272,9 +272,9 @@ func TestFail_RefusesBeforeWritingWhatTheReaperMustRecover(t *testing.T) {
 		name   string
 		spoil  spoiler
 		errHas string
-		reaped queue.Outcome
+		reaped queue.Ending
 	}{
-		{name: "job key is a string", spoil: jobKeyHolds("string"), errHas: "not a job hash", reaped: queue.Retrying},
+		{name: "job key is a string", spoil: jobKeyHolds("string"), errHas: "not a job hash", reaped: queue.EndRetrying},
 		{name: "scheduled set is a string", spoil: func(t *testing.T, q *queue.Queue, d *queue.Dispatch) string {
 			if err := q.Client().Set(context.Background(), q.Keys("r").Scheduled(), "junk", 0).Err(); err != nil {
 				t.Fatal(err)
@@ -298,7 +298,7 @@ func TestFail_RefusesBeforeWritingWhatTheReaperMustRecover(t *testing.T) {
 				if d := diff(before, snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
 					t.Fatalf("a refused fail wrote:\n%s", d)
 				}
-				if c.reaped != queue.Stale {
+				if c.reaped != queue.EndStale {
 					got, err := q.Reap(ctx, "r", until, verdict(until))
 					if err != nil || got[d.ID] != c.reaped {
 						t.Fatalf("reap = %v, %v; want the job recovered", got, err)
@@ -393,14 +393,14 @@ func TestRequeue_JobWithNoListToGoBackToStaysLeasedForTheReaper(t *testing.T) {
 				c.spoil(t, q, d)
 				before := snapshot(t, plainClient(t, q), q.Namespace())
 				out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now())
-				if out == queue.HandedBack || err == nil || !strings.Contains(err.Error(), c.errHas) {
+				if out == queue.EndHandedBack || err == nil || !strings.Contains(err.Error(), c.errHas) {
 					t.Fatalf("requeue = %v, %v; want a refusal naming %q", out, err, c.errHas)
 				}
 				if d := diff(before, snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
 					t.Fatalf("a refused requeue wrote:\n%s", d)
 				}
 				wantPlace(t, q, "r", d.ID, "leased")
-				if got, err := q.Reap(ctx, "r", until, verdict(until)); err != nil || got[d.ID] == queue.Stale {
+				if got, err := q.Reap(ctx, "r", until, verdict(until)); err != nil || got[d.ID] == queue.EndStale {
 					t.Fatalf("reap = %v, %v; want the job recovered", got, err)
 				}
 			})
@@ -432,7 +432,7 @@ func TestRequeue_LightJobGoesBackByItsPayload(t *testing.T) {
 				if c.jobKey {
 					q.Client().Set(ctx, q.Keys("r").Job(d.ID), "junk", 0)
 				}
-				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.HandedBack || err != nil {
+				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.EndHandedBack || err != nil {
 					t.Fatalf("requeue = %v, %v", out, err)
 				}
 				wantPlace(t, q, "r", d.ID, c.list)
@@ -446,7 +446,7 @@ func deadJob(t *testing.T, q *queue.Queue, now time.Time) string {
 	t.Helper()
 	d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
 	out, err := q.Fail(context.Background(), d, queue.Failure{Message: "boom", Final: true, Record: []byte("rec"), TTL: time.Minute}, now)
-	if err != nil || out != queue.DeadEnded {
+	if err != nil || out != queue.EndDead {
 		t.Fatalf("fail = %v, %v; want dead", out, err)
 	}
 	return d.ID

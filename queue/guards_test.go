@@ -77,7 +77,7 @@ func TestReap_LeaseRenewedAfterTheReaperReadItIsLeftAlone(t *testing.T) {
 		if asked != 1 {
 			t.Fatalf("the reaper asked about %d jobs, want the one expired job: the race was not set up", asked)
 		}
-		if o, ok := got[d.ID]; ok && o != queue.Stale {
+		if o, ok := got[d.ID]; ok && o != queue.EndStale {
 			t.Fatalf("reap = %v; the job whose lease was renewed under the reaper was reaped", got)
 		}
 		s, err := q.Lookup(ctx, d.ID)
@@ -111,7 +111,7 @@ func TestRequeueAndHandBack_UnderAReapedLeaseLeaveTheNewLeaseAlone(t *testing.T)
 		now := time.Now()
 		until, later := now.Add(time.Minute), now.Add(2*time.Minute)
 		stale := leaseLight(t, q, 1, now, until)[0]
-		if got, err := q.Reap(ctx, "r", later, verdict(later)); err != nil || got[stale.ID] != queue.Retrying {
+		if got, err := q.Reap(ctx, "r", later, verdict(later)); err != nil || got[stale.ID] != queue.EndRetrying {
 			t.Fatalf("reap = %v, %v; want the job retried", got, err)
 		}
 		if n, err := q.Promote(ctx, "r", later); err != nil || n != 1 {
@@ -121,7 +121,7 @@ func TestRequeueAndHandBack_UnderAReapedLeaseLeaveTheNewLeaseAlone(t *testing.T)
 		if fresh.ID != stale.ID || fresh.Token == stale.Token {
 			t.Fatalf("second fetch = %s under %s; want the same job under a new token", fresh.ID, fresh.Token)
 		}
-		if out, err := q.Requeue(ctx, stale, []byte("canceled record"), time.Minute, time.Now()); out != queue.Stale || err != nil {
+		if out, err := q.Requeue(ctx, stale, []byte("canceled record"), time.Minute, time.Now()); out != queue.EndStale || err != nil {
 			t.Fatalf("requeue under the reaped lease = %v, %v; want refused as stale", out, err)
 		}
 		lost := &queue.LostFetch{Route: "r", Token: stale.Token, Until: until, IDs: []string{stale.ID}}

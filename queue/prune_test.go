@@ -69,7 +69,7 @@ func TestPruneRoutes_IdleRoutesGoAfterTheIdlePeriodOthersStay(t *testing.T) {
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("fetch dead = %v, %v", ds, err)
 		}
-		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "x", Final: true, Record: []byte("f"), TTL: time.Hour}, now); err != nil || out != queue.DeadEnded {
+		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "x", Final: true, Record: []byte("f"), TTL: time.Hour}, now); err != nil || out != queue.EndDead {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
 		all := routesOf(t, q)

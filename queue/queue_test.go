@@ -231,7 +231,7 @@ func TestLightJob_FailRetrySucceed(t *testing.T) {
 			t.Fatalf("after fetch: %+v", s)
 		}
 		out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "boom", RetryAt: now, Record: []byte("x"), TTL: time.Minute}, now)
-		if err != nil || out != queue.Retrying {
+		if err != nil || out != queue.EndRetrying {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
 		s, _ := q.Lookup(ctx, j.ID)
@@ -325,7 +325,7 @@ func TestLeaseGroups_SettleRenewReap(t *testing.T) {
 		if ok, err := q.Ack(ctx, ds[0], []byte("rec"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
-		if out, err := q.Fail(ctx, ds[1], queue.Failure{Message: "x", RetryAt: now, Record: []byte("f"), TTL: time.Minute}, now); out != queue.Retrying || err != nil {
+		if out, err := q.Fail(ctx, ds[1], queue.Failure{Message: "x", RetryAt: now, Record: []byte("f"), TTL: time.Minute}, now); out != queue.EndRetrying || err != nil {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
 		// Not expired yet: nothing to reap.
@@ -337,7 +337,7 @@ func TestLeaseGroups_SettleRenewReap(t *testing.T) {
 		got, err := q.Reap(ctx, "r", later, func(e queue.Expired) queue.Verdict {
 			return queue.Verdict{RetryAt: later, Record: []byte("lost"), TTL: time.Minute}
 		})
-		if err != nil || len(got) != 1 || got[ds[2].ID] != queue.Retrying {
+		if err != nil || len(got) != 1 || got[ds[2].ID] != queue.EndRetrying {
 			t.Fatalf("reap = %v, %v; want only the third job, scheduled again", got, err)
 		}
 		d, _ := q.Depths(ctx, []string{"r"})

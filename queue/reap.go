@@ -15,10 +15,10 @@ import (
 // place, and the value is kept for inspection until the stub is purged.
 func (k Keys) Garbage(id string) string { return k.base + "garbage:" + id }
 
-// Corrupt is the outcome of a job that was dead-lettered because what Redis
+// EndCorrupt is the ending of a job that was dead-lettered because what Redis
 // held of it was garbage (a field that is not a number, a job key that is not
 // a hash); its error says what was wrong, and the queue's warning names it.
-const Corrupt Outcome = 4
+const EndCorrupt Ending = 4
 
 // Expired is a job whose lease ran out, as the reaper found it.
 type Expired struct {
@@ -30,7 +30,7 @@ type Expired struct {
 	MaxRetries int
 	Envelope   Envelope // zero when it cannot be decoded
 	// CancelRequested: a cancel was asked while it ran. It ends canceled
-	// (EndedCanceled), with the verdict's record, which must then be a
+	// (EndCanceled), with the verdict's record, which must then be a
 	// canceled one.
 	CancelRequested bool
 }
@@ -58,8 +58,8 @@ const (
 // Expired groups are taken oldest first, a page at a time. Groups left
 // holding jobs the script passed over (a race it lost) are paged past, so a
 // page of groups that cannot be reaped now never hides the newer ones.
-func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide func(Expired) Verdict) (map[string]Outcome, error) {
-	out := make(map[string]Outcome)
+func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide func(Expired) Verdict) (map[string]Ending, error) {
+	out := make(map[string]Ending)
 	offset := int64(0)
 	for len(out) < reapBatch {
 		tokens, err := q.rdb.ZRangeByScore(ctx, q.Keys(route).Active(), &redis.ZRangeBy{
@@ -92,7 +92,7 @@ func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide fu
 // a job afterwards (where the next page starts) and how many it found empty
 // (dropped if still expired).
 func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, tokens []string, budget int,
-	decide func(Expired) Verdict, out map[string]Outcome) (kept, dropped int, err error) {
+	decide func(Expired) Verdict, out map[string]Ending) (kept, dropped int, err error) {
 	k := q.Keys(route)
 	page, err := q.readPageLeases(ctx, k, route, tokens, budget)
 	if err != nil {
@@ -128,11 +128,11 @@ func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, token
 	}
 	replies, _ := res.([]any)
 	for i, id := range page.ids {
-		var o Outcome
+		var o Ending
 		if i < len(replies) {
 			o = q.reapReply(route, replies[i])
 		}
-		if o != Stale {
+		if o != EndStale {
 			out[id] = o
 			page.left[page.owners[i]]--
 		}
@@ -285,20 +285,20 @@ func members(ids []string) []any {
 
 // reapReply turns one job's reply of reap.lua into its outcome, warning of a
 // bad entry with the script's reason.
-func (q *Queue) reapReply(route string, r any) Outcome {
+func (q *Queue) reapReply(route string, r any) Ending {
 	switch v := r.(type) {
 	case int64:
-		return Outcome(v)
+		return Ending(v)
 	case []any:
 		if len(v) != 2 {
-			return Stale
+			return EndStale
 		}
 		code, _ := v[0].(int64)
 		why, _ := v[1].(string)
 		q.warn("bananas: reaper met a bad entry", "route", route, "why", why)
-		return Outcome(code)
+		return Ending(code)
 	}
-	return Stale
+	return EndStale
 }
 
 // isReply reports whether err is the server's answer (WRONGTYPE, a script's

@@ -37,14 +37,14 @@ func TestReplay_KeepsTheEarlierLivesOfTheJob(t *testing.T) {
 		if got := len(ds[0].Earlier); got != 1 {
 			t.Fatalf("the fetched dispatch carries %d earlier lives; want 1", got)
 		}
-		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "again", RetryAt: now, Record: []byte("rec"), TTL: time.Minute}, now); err != nil || out != queue.Retrying {
+		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "again", RetryAt: now, Record: []byte("rec"), TTL: time.Minute}, now); err != nil || out != queue.EndRetrying {
 			t.Fatalf("fail = %v, %v; want a retry", out, err)
 		}
 		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		ds = fetchAll(t, q, 1, now, now.Add(time.Minute))
-		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "for good", Final: true, Record: []byte("rec"), TTL: time.Minute}, now); err != nil || out != queue.DeadEnded {
+		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "for good", Final: true, Record: []byte("rec"), TTL: time.Minute}, now); err != nil || out != queue.EndDead {
 			t.Fatalf("fail = %v, %v; want dead", out, err)
 		}
 		if err := q.Replay(ctx, id); err != nil {

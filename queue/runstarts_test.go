@@ -28,7 +28,7 @@ func TestReap_ALostRunKeepsItsStart(t *testing.T) {
 		got, err := q.Reap(ctx, "r", later, func(queue.Expired) queue.Verdict {
 			return queue.Verdict{RetryAt: later, Record: []byte("lost"), TTL: time.Minute}
 		})
-		if err != nil || got[j.ID] != queue.DeadEnded {
+		if err != nil || got[j.ID] != queue.EndDead {
 			t.Fatalf("reap = %v, %v; want the job dead (no retries)", got, err)
 		}
 		s, err := q.Lookup(ctx, j.ID)

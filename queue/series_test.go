@@ -36,15 +36,15 @@ func TestSeries_EachTransitionCountsInItsMinute(t *testing.T) {
 		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
-		fail := func(d *queue.Dispatch, final bool, want queue.Outcome) {
+		fail := func(d *queue.Dispatch, final bool, want queue.Ending) {
 			t.Helper()
 			out, err := q.Fail(ctx, d, queue.Failure{Message: "boom", RetryAt: now, Final: final, Record: []byte("x"), TTL: time.Minute}, now)
 			if out != want || err != nil {
 				t.Fatalf("fail = %v, %v; want %v", out, err, want)
 			}
 		}
-		fail(ds[1], false, queue.Retrying)
-		fail(ds[2], true, queue.DeadEnded)
+		fail(ds[1], false, queue.EndRetrying)
+		fail(ds[2], true, queue.EndDead)
 		if fired, err := q.FireCron(ctx, cronFire(t, now.Truncate(time.Second)), now); !fired || err != nil {
 			t.Fatalf("fire cron = %v, %v", fired, err)
 		}

@@ -7,21 +7,59 @@ import (
 	"time"
 )
 
-// Outcome is what a fail or reap did to a job.
-type Outcome int
+// Ending is how a job's run ended: the one vocabulary of run ends, from
+// the scripts that record them (fail.lua, reap.lua, requeue.lua answer with
+// its numbers) up to the engine's job ends, the metrics, the workflows and
+// the hooks (bananastype.JobEnd). EndStale (nothing changed), EndOrphan
+// (only a lease released) and EndCorrupt (what Redis held of the job was
+// garbage: set aside, the job dead-lettered as a stub) end no run that a
+// worker tells of; each of the others ends one.
+type Ending int
 
 const (
-	Stale     Outcome = 0 // the lease was no longer this dispatch's: nothing changed
-	Retrying  Outcome = 1 // scheduled again for a retry
-	DeadEnded Outcome = 2 // moved to the dead-letter set
-	Orphan    Outcome = 3 // the job hash was gone; only the lease was released
-	Snoozed   Outcome = 5 // rescheduled without counting a failure (Failure.Snooze)
-	// EndedCanceled: the job's run was asked to cancel and its worker died
-	// (Reap) or shut down (Requeue) before acting on it; it ends canceled,
-	// as its worker would have ended it, neither retried nor dead-lettered.
-	EndedCanceled Outcome = 6
-	HandedBack    Outcome = 7 // back at the front of its ready list, no attempt counted (Requeue)
+	EndStale    Ending = 0 // the lease was no longer this dispatch's: nothing changed
+	EndRetrying Ending = 1 // the run failed; the job is scheduled again for a retry
+	EndDead     Ending = 2 // the run failed for good; the job is dead-lettered
+	EndOrphan   Ending = 3 // the job hash was gone; only the lease was released
+	// EndCorrupt (reap.go): dead-lettered because what Redis held of the job
+	// was garbage.
+	EndSnoozed Ending = 5 // rescheduled without counting a failure (Failure.Snooze, RetryAfter)
+	// EndCanceled: the job was canceled while it ran, or its run was asked
+	// to cancel and its worker died (Reap) or shut down (Requeue) before
+	// acting on it: neither retried nor dead-lettered.
+	EndCanceled   Ending = 6
+	EndHandedBack Ending = 7 // back at the front of its ready list, no attempt counted (Requeue)
+	EndCompleted  Ending = 8 // the run succeeded; its result record is stored (Ack)
 )
+
+var endings = [...]string{EndStale: "stale", EndRetrying: "retrying", EndDead: "dead", EndOrphan: "orphan", EndCorrupt: "corrupt",
+	EndSnoozed: "snoozed", EndCanceled: "canceled", EndHandedBack: "handed back", EndCompleted: "completed"}
+
+func (e Ending) String() string {
+	if e >= 0 && int(e) < len(endings) {
+		return endings[e]
+	}
+	return "unknown"
+}
+
+// Status is where the end left the job: completed, scheduled (retrying,
+// snoozed), failed (dead), canceled, or pending (handed back); "" for the
+// endings that end no run.
+func (e Ending) Status() Status {
+	switch e {
+	case EndCompleted:
+		return StatusCompleted
+	case EndRetrying, EndSnoozed:
+		return StatusScheduled
+	case EndDead:
+		return StatusFailed
+	case EndCanceled:
+		return StatusCanceled
+	case EndHandedBack:
+		return StatusPending
+	}
+	return ""
+}
 
 // Ack completes d: its result record is stored under its result key for ttl
 // and published, what the job was is dropped, and its lease released. It
@@ -146,7 +184,7 @@ type Failure struct {
 
 // Fail ends a failed run of d: retry at f.RetryAt while attempts allow, else
 // dead-letter with f.Record stored and published.
-func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Outcome, error) {
+func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Ending, error) {
 	k := q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups(),
 		k.Series(HourOf(now)), k.Cancels(), q.endedKey(k)}
@@ -162,18 +200,18 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 	n, err := q.s.fail.Run(ctx, q.rdb, keys, d.ID, d.Token, ms(now), f.Message, ms(f.RetryAt), final,
 		f.Record, max(1, durMS(f.TTL)), ResultChannel(q.ns, d.ID), ms(d.StartedAt()), ScheduleChannel(q.ns)).Int()
 	if err != nil {
-		return Stale, fmt.Errorf("fail job %s: %w", d.ID, err)
+		return EndStale, fmt.Errorf("fail job %s: %w", d.ID, err)
 	}
-	return Outcome(n), nil
+	return Ending(n), nil
 }
 
 // Requeue hands d back to the front of its ready list without counting an
-// attempt (graceful shutdown): HandedBack, or Stale when the lease was lost
-// and Orphan when the job was gone. A job asked to cancel while it ran is
-// not handed back but ends canceled (EndedCanceled) as FinishCanceled ends
+// attempt (graceful shutdown): EndHandedBack, or EndStale when the lease was lost
+// and EndOrphan when the job was gone. A job asked to cancel while it ran is
+// not handed back but ends canceled (EndCanceled) as FinishCanceled ends
 // it, with canceled, the caller's canceled record, stored for ttl; now is
 // when, for the route's stats series.
-func (q *Queue) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl time.Duration, now time.Time) (Outcome, error) {
+func (q *Queue) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl time.Duration, now time.Time) (Ending, error) {
 	k := q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads(), k.Groups(),
 		k.Cancels(), k.Result(d.ID), k.Stats(), k.Series(HourOf(now)), k.Idle(), q.endedKey(k)}
@@ -182,17 +220,17 @@ func (q *Queue) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl t
 	n, err := q.s.requeue.Run(ctx, q.rdb, keys, d.ID, d.Token, k.WakeChannel(),
 		canceled, max(1, durMS(ttl)), ResultChannel(q.ns, d.ID), ms(now)).Int()
 	if err != nil {
-		return Stale, fmt.Errorf("hand back job %s: %w", d.ID, err)
+		return EndStale, fmt.Errorf("hand back job %s: %w", d.ID, err)
 	}
 	switch n {
 	case 1:
-		return HandedBack, nil
+		return EndHandedBack, nil
 	case 3:
-		return Orphan, nil
+		return EndOrphan, nil
 	case 6:
-		return EndedCanceled, nil
+		return EndCanceled, nil
 	}
-	return Stale, nil
+	return EndStale, nil
 }
 
 // Renew extends the leases of running jobs of one route until until, and

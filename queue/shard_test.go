@@ -199,7 +199,7 @@ func TestHolding_ReadyScheduledOrLeasedJobsButNotDeadOnes(t *testing.T) {
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("fetch = %d, %v", len(ds), err)
 		}
-		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "boom", Final: true, Record: []byte("rec"), TTL: time.Minute}, now); out != queue.DeadEnded || err != nil {
+		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "boom", Final: true, Record: []byte("rec"), TTL: time.Minute}, now); out != queue.EndDead || err != nil {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
 		got, err := q.Holding(ctx, []string{"ready", "later", "leased", "dead", "empty"})

@@ -40,7 +40,7 @@ var transitionTwiceCases = []twiceCase{
 		h.during(func() {
 			for _, d := range ds {
 				f := queue.Failure{Message: "later", RetryAt: now.Add(time.Second), Snooze: true, Record: []byte("rec"), TTL: time.Minute}
-				if out, err := q.Fail(ctx, d, f, now); out != queue.Snoozed || err != nil {
+				if out, err := q.Fail(ctx, d, f, now); out != queue.EndSnoozed || err != nil {
 					t.Fatalf("snooze = %v, %v", out, err)
 				}
 			}
@@ -80,12 +80,12 @@ var transitionTwiceCases = []twiceCase{
 		h.during(func() {
 			got, err := q.Reap(ctx, "r", until, verdict(until))
 			for _, d := range reaped {
-				if err != nil || got[d.ID] != queue.EndedCanceled {
+				if err != nil || got[d.ID] != queue.EndCanceled {
 					t.Fatalf("reap = %v, %v; want every job ended canceled", got, err)
 				}
 			}
 			for _, d := range requeued {
-				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.EndedCanceled || err != nil {
+				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.EndCanceled || err != nil {
 					t.Fatalf("requeue = %v, %v; want ended canceled", out, err)
 				}
 			}
@@ -121,7 +121,7 @@ var transitionTwiceCases = []twiceCase{
 		ds := append(leaseLight(t, q, 1, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
 		h.during(func() {
 			for _, d := range ds {
-				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.HandedBack || err != nil {
+				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.EndHandedBack || err != nil {
 					t.Fatalf("requeue = %v, %v", out, err)
 				}
 			}

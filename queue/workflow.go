@@ -91,14 +91,9 @@ type ReadyStep struct {
 // its first 64 predecessors).
 const MaxAfterTrails = 8
 
-// StepEnd is how a step's job ended, for AdvanceWorkflow.
-type StepEnd byte
-
-const (
-	StepEndCompleted StepEnd = 'd'
-	StepEndFailed    StepEnd = 'f'
-	StepEndCanceled  StepEnd = 'x'
-)
+// stepEndCodes are the words wf_advance.lua reads for how a step's job
+// ended (AdvanceWorkflow): completed, dead or canceled.
+var stepEndCodes = map[Ending]string{EndCompleted: "d", EndDead: "f", EndCanceled: "x"}
 
 // ErrWorkflowNotFound: no workflow of that id (never submitted, or its
 // record expired).
@@ -223,7 +218,10 @@ type WorkflowTTLs struct {
 // trail is what a completed run left for the steps after it (at most
 // MaxTrail bytes without commas, else it is dropped): each step made later
 // is given those of its predecessors in ReadyStep.After.
-func (q *Queue) AdvanceWorkflow(ctx context.Context, id string, step int, job string, how StepEnd, value []byte, trail string, keep WorkflowTTLs) (WorkflowAdvance, error) {
+func (q *Queue) AdvanceWorkflow(ctx context.Context, id string, step int, job string, how Ending, value []byte, trail string, keep WorkflowTTLs) (WorkflowAdvance, error) {
+	if _, ok := stepEndCodes[how]; !ok {
+		return WorkflowAdvance{}, fmt.Errorf("advance workflow %s: step %d's job ended %s: a step ends completed, dead or canceled", id, step, how)
+	}
 	if CheckTrail(trail) != nil {
 		trail = ""
 	}
@@ -253,7 +251,7 @@ func CheckTrail(trail string) error {
 type stepEnd struct {
 	step  int
 	job   string
-	how   StepEnd
+	how   Ending
 	value []byte
 	trail string
 	keep  WorkflowTTLs
@@ -266,7 +264,7 @@ func (q *Queue) advanceMany(ctx context.Context, id string, ends []stepEnd) ([]W
 	args := make([]any, 0, 4+5*len(ends))
 	args = append(args, q.Now().UnixMilli(), keep.Completed.Milliseconds(), keep.Failed.Milliseconds(), WorkflowChannel(q.ns, id))
 	for _, e := range ends {
-		args = append(args, e.step, e.job, string(e.how), e.value, e.trail)
+		args = append(args, e.step, e.job, stepEndCodes[e.how], e.value, e.trail)
 	}
 	res, err := q.s.wfAdvance.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).Slice()
 	if err != nil {

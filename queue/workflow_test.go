@@ -57,11 +57,11 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), "", keepWF)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, "A"), "", keepWF)
 		if err != nil || len(a.Ready) != 0 || a.Status != "running" {
 			t.Fatalf("a completed: %+v, %v; want nothing ready yet", a, err)
 		}
-		a, err = q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), "", keepWF)
+		a, err = q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, "B"), "", keepWF)
 		if err != nil || len(a.Ready) != 1 || a.Ready[0].JobID != "job-d" {
 			t.Fatalf("b completed: %+v, %v; want d ready", a, err)
 		}
@@ -72,7 +72,7 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 		if _, err := q.StepsCreated(ctx, "wf1", made(3, "job-d")); err != nil {
 			t.Fatal(err)
 		}
-		a, err = q.AdvanceWorkflow(ctx, "wf1", 3, "job-d", queue.StepEndCompleted, mp(t, 7), "", keepWF)
+		a, err = q.AdvanceWorkflow(ctx, "wf1", 3, "job-d", queue.EndCompleted, mp(t, 7), "", keepWF)
 		if err != nil || a.Status != "completed" {
 			t.Fatalf("d completed: %+v, %v", a, err)
 		}
@@ -89,7 +89,7 @@ func TestWorkflow_AStaleEndChangesNothing(t *testing.T) {
 		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "another-job", queue.StepEndFailed, []byte("boom"), "", keepWF)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "another-job", queue.EndDead, []byte("boom"), "", keepWF)
 		if err != nil || a.Status != "running" {
 			t.Fatalf("advance with another job id = %+v, %v; want the workflow running", a, err)
 		}
@@ -97,7 +97,7 @@ func TestWorkflow_AStaleEndChangesNothing(t *testing.T) {
 		if err != nil || rec.Steps[0].State != queue.StepCreating {
 			t.Fatalf("after a stale end: %+v, %v; want step a still creating", rec, err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "nope", 0, "job-a", queue.StepEndFailed, nil, "", keepWF); err == nil {
+		if _, err := q.AdvanceWorkflow(ctx, "nope", 0, "job-a", queue.EndDead, nil, "", keepWF); err == nil {
 			t.Fatal("advance of a workflow that does not exist succeeded")
 		}
 	})
@@ -116,7 +116,7 @@ func TestWorkflow_GarbageIsRefusedBeforeAnyWrite(t *testing.T) {
 		}
 		q.Client().Del(ctx, key)
 		q.Client().HSet(ctx, key, "st", "dancing", "n", 4)
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndFailed, nil, "", keepWF); err == nil {
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndDead, nil, "", keepWF); err == nil {
 			t.Fatal("advance of a record with a garbage status succeeded")
 		}
 		if _, err := q.ReadWorkflow(ctx, "wf{1}"); err == nil {
@@ -133,10 +133,10 @@ func TestWorkflow_AGarbageCounterIsRecounted(t *testing.T) {
 		}
 		key := queue.WorkflowKey(q.Namespace(), "wf1")
 		q.Client().HSet(ctx, key, "p:2", "x", "left", "y")
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), "", keepWF); err != nil {
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 1), "", keepWF); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, 2), "", keepWF)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, 2), "", keepWF)
 		if err != nil || len(a.Ready) != 1 {
 			t.Fatalf("b completed: %+v, %v; want d ready despite the garbage counter", a, err)
 		}
@@ -159,10 +159,10 @@ func TestWorkflowScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) 
 				if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 1), "", keepWF); err != nil {
+				if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 1), "", keepWF); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndFailed, []byte("boom"), "", keepWF); err != nil {
+				if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.EndDead, []byte("boom"), "", keepWF); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := q.RetryWorkflow(ctx, "wf1", map[int]string{1: "job-b2", 2: "", 3: "job-d2"}, now); err != nil {
@@ -196,11 +196,11 @@ func TestWorkflow_OnlyTheCallThatMarksStepsCreatingOwnsThem(t *testing.T) {
 		if ready, own, err := q.SubmitWorkflow(ctx, "wf1", steps, 1, time.Minute, now); err != nil || own || len(ready) != 1 {
 			t.Fatalf("second submission: %d ready, own %v, %v; want a's step, not its own", len(ready), own, err)
 		}
-		first, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 2), "", keepWF)
+		first, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 2), "", keepWF)
 		if err != nil || len(first.Ready) != 1 || len(first.Again) != 0 {
 			t.Fatalf("first end: %+v, %v; want b its own", first, err)
 		}
-		again, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, 2), "", keepWF)
+		again, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 2), "", keepWF)
 		if err != nil || len(again.Ready) != 0 || len(again.Again) != 1 || again.Again[0].JobID != "job-b" {
 			t.Fatalf("second end: %+v, %v; want b found creating, not its own", again, err)
 		}
@@ -242,10 +242,10 @@ func TestWorkflow_AStepIsGivenItsPredecessorsTrails(t *testing.T) {
 		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), "trail-a", keepWF); err != nil {
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, "A"), "trail-a", keepWF); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), "trail-b", keepWF)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, "B"), "trail-b", keepWF)
 		if err != nil || len(a.Ready) != 1 || a.Ready[0].After != "trail-b,trail-a" {
 			t.Fatalf("d ready: %+v, %v; want it given trail-b,trail-a, the gather's predecessors in order", a.Ready, err)
 		}
@@ -260,10 +260,10 @@ func TestWorkflow_AnUnfitTrailIsDropped(t *testing.T) {
 		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.StepEndCompleted, mp(t, "A"), "x,y", keepWF); err != nil {
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, "A"), "x,y", keepWF); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.StepEndCompleted, mp(t, "B"), strings.Repeat("t", queue.MaxTrail+1), keepWF)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, "B"), strings.Repeat("t", queue.MaxTrail+1), keepWF)
 		if err != nil || len(a.Ready) != 1 || a.Ready[0].After != "" {
 			t.Fatalf("d ready: %+v, %v; want no trails, both predecessors' being unfit", a.Ready, err)
 		}
@@ -362,7 +362,7 @@ func TestWorkflowList_AFilterKeepsWhatItAcceptsAndAFailedOneNamesItsStep(t *test
 				t.Fatal(err)
 			}
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "bad", 1, "job-b", queue.StepEndFailed, []byte("boom"), "", keepWF); err != nil {
+		if _, err := q.AdvanceWorkflow(ctx, "bad", 1, "job-b", queue.EndDead, []byte("boom"), "", keepWF); err != nil {
 			t.Fatal(err)
 		}
 		page, next, err := q.ListWorkflows(ctx, "", 10, func(s *queue.WorkflowSummary) (bool, error) { return s.Status == "failed", nil })
@@ -471,13 +471,13 @@ func TestWorkflowRetry_ACompletedStepListedIsLeftAlone(t *testing.T) {
 		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-0")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-0", queue.StepEndCompleted, mp(t, "R0"), "", keepWF); err != nil {
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-0", queue.EndCompleted, mp(t, "R0"), "", keepWF); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := q.StepsCreated(ctx, "wf1", made(1, "job-1")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-1", queue.StepEndFailed, []byte("boom"), "", keepWF); err != nil {
+		if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-1", queue.EndDead, []byte("boom"), "", keepWF); err != nil {
 			t.Fatal(err)
 		}
 		if got := states(t, q, "wf1"); got != "dfx" {
@@ -521,14 +521,14 @@ func TestWorkflow_AFailedStepCancelsEveryStepDownstream(t *testing.T) {
 			if _, err := q.StepsCreated(ctx, "wf1", made(k, j)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := q.AdvanceWorkflow(ctx, "wf1", k, j, queue.StepEndCompleted, mp(t, k), "", keepWF); err != nil {
+			if _, err := q.AdvanceWorkflow(ctx, "wf1", k, j, queue.EndCompleted, mp(t, k), "", keepWF); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if _, err := q.StepsCreated(ctx, "wf1", made(2, "job-2")); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 2, "job-2", queue.StepEndFailed, []byte("boom"), "", keepWF)
+		a, err := q.AdvanceWorkflow(ctx, "wf1", 2, "job-2", queue.EndDead, []byte("boom"), "", keepWF)
 		if err != nil || a.Status != "failed" || a.Why != 2 {
 			t.Fatalf("s2 failed: %+v, %v", a, err)
 		}
@@ -545,12 +545,35 @@ func TestWorkflow_AFailedStepCancelsEveryStepDownstream(t *testing.T) {
 			}
 		}
 		// Its dead job replayed and completed: every step it canceled waits again.
-		a, err = q.AdvanceWorkflow(ctx, "wf1", 2, "job-2", queue.StepEndCompleted, mp(t, 2), "", keepWF)
+		a, err = q.AdvanceWorkflow(ctx, "wf1", 2, "job-2", queue.EndCompleted, mp(t, 2), "", keepWF)
 		if err != nil || a.Status != "running" {
 			t.Fatalf("s2 completed after all: %+v, %v", a, err)
 		}
 		if got := states(t, q, "wf1"); got != "dddcwcw" {
 			t.Fatalf("states %q; want s3 and s5 creating, s4 and s6 waiting again", got)
+		}
+	})
+}
+
+// A step ends completed, dead or canceled: an advance with any other
+// ending (a retry, a hand-back) is refused, naming it, and changes nothing.
+func TestWorkflow_AnAdvanceWithAnEndingThatEndsNoStepIsRefused(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, now := context.Background(), time.Now()
+		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
+			t.Fatal(err)
+		}
+		for _, how := range []queue.Ending{queue.EndRetrying, queue.EndHandedBack, queue.EndStale} {
+			if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", how, mp(t, "A"), "", keepWF); err == nil || !strings.Contains(err.Error(), how.String()) {
+				t.Fatalf("advance ended %s = %v; want refused naming it", how, err)
+			}
+		}
+		rec, err := q.ReadWorkflow(ctx, "wf1")
+		if err != nil || rec.Steps[0].State != queue.StepCreated {
+			t.Fatalf("after refused advances: %+v, %v; want step a still created", rec, err)
 		}
 	})
 }

@@ -48,7 +48,7 @@ func APIHandler(in *admin.Inspector, o APIOptions) http.Handler {
 		Redis:   c.redisAddr(),
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && c.hookRun.Load() != nil {
+		if r.Method == http.MethodPost && c.hooks.enqueueRun.Load() != nil {
 			header := r.Header.Clone() // the caller's credentials are no hook's business
 			header.Del("Authorization")
 			header.Del("Cookie")

@@ -9,13 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
-	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/dial"
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
@@ -56,8 +56,7 @@ type Client struct {
 
 	wf workflows.Lazy // the runner of workflows (workflow.go)
 
-	hooks   enqueueHooks                // AddEnqueueHook's (hooks.go)
-	hookRun atomic.Pointer[EnqueueHook] // the hooks composed; nil while there are none
+	hooks hooks // the subscribers to its enqueues and its workers' runs and ends (hookreg.go)
 }
 
 // defaultUnservedAfter is how long an Await or Call waits before it looks
@@ -188,11 +187,13 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	l := results.NewListener(rdb)
 	clockCtx, stopClock := context.WithCancel(context.Background())
 	go (&queue.ClockSync{Queue: q}).Run(clockCtx)
-	return &Client{
+	c := &Client{
 		rdb: rdb, q: q, listener: l, waiter: results.NewWaiter(l, func(id string) string { return queue.ResultChannel(cfg.namespace, id) }, 0),
 		maxPayload: cfg.maxPayload, maxRetries: cfg.maxRetries, embedded: emb, stopClock: stopClock,
 		unservedAfter: defaultUnservedAfter, metrics: newMetrics(q), history: cfg.history,
-	}, nil
+	}
+	c.hooks.add(countEnds{c.metrics}, true) // the metrics count every end of its workers' runs
+	return c, nil
 }
 
 // Close releases the client's connections (and stops the embedded server).
@@ -218,8 +219,10 @@ func SetDefault(c *Client) { defaultClient.Store(c) }
 // Default returns the client set by SetDefault, or nil.
 func Default() *Client { return defaultClient.Load() }
 
-// Job returns a snapshot of job id, or an error matching ErrJobNotFound.
-func (c *Client) Job(ctx context.Context, id string) (*admin.Job, error) {
+// Job returns a snapshot of job id, or an error matching ErrJobNotFound:
+// what Redis holds of it, or once Redis has let it go, its newest row in
+// the task history (WithHistory).
+func (c *Client) Job(ctx context.Context, id string) (*bananastype.Job, error) {
 	s, err := c.q.Lookup(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return c.jobFromHistory(ctx, id)
@@ -227,49 +230,37 @@ func (c *Client) Job(ctx context.Context, id string) (*admin.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bananas: %w", err)
 	}
-	info := &admin.Job{
-		ID: s.ID, Name: s.Name, Route: queue.ShardBase(s.Route), Priority: Priority(s.Priority), Status: Status(s.Status),
+	j := jobOfState(s)
+	j.Args = declaredArgsJSON(j.Name, j.ArgsMsgpack)
+	return &j, nil
+}
+
+// jobOfState is the job s describes: a finished job is its result record
+// (what it was comes from there, as enqueued), any other its hash or
+// payload.
+func jobOfState(s *queue.JobState) bananastype.Job {
+	if s.Status == queue.StatusCompleted && s.Result != nil {
+		if rec, err := results.Decode(s.Result); err == nil {
+			j := rec.Job(queue.ShardBase(s.Route))
+			j.ArgsMsgpack, j.Result = rec.Args, rec.Value
+			return j
+		}
+	}
+	j := bananastype.Job{
+		ID: s.ID, Name: s.Name, Route: queue.ShardBase(s.Route), Priority: s.Priority, Status: s.Status,
 		Description: s.Envelope.Description, Attempts: attempts(s.Attempts, s.Status == queue.StatusProcessing), MaxRetries: s.MaxRetries, Error: s.Error,
 		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
 		CreatedAt: s.CreatedAt, ScheduledAt: s.RunAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 		LeaseDeadline: s.LeaseDeadline, ArgsMsgpack: s.Envelope.Args, FailedAt: s.FailedAt, FailedStartedAt: s.FailedStartedAt, Earlier: earlierLives(s.Earlier),
 		Workflow: s.Envelope.Workflow,
 	}
-	if s.Status == queue.StatusCompleted && s.Result != nil {
-		if rec, err := results.Decode(s.Result); err == nil {
-			// A finished job is its result record; what it was comes from there.
-			info.Result, info.Attempts, info.Error = rec.Value, rec.Attempts, rec.Error
-			info.Name, info.Priority = rec.Name, Priority(rec.Priority)
-			info.CreatedAt, info.StartedAt, info.FinishedAt = fromMS(rec.CreatedAt), fromMS(rec.StartedAt), fromMS(rec.FinishedAt)
-			info.ArgsMsgpack, info.MaxRetries, info.Description = rec.Args, rec.MaxRetries, rec.Description
-			info.Workflow = rec.Workflow
-			info.Timeout = time.Duration(rec.Timeout) * time.Millisecond
-			info.FailedAt, info.FailedStartedAt = nil, nil
-			for _, ms := range rec.FailedAt {
-				info.FailedAt = append(info.FailedAt, fromMS(ms))
-			}
-			if len(rec.FailedStartedAt) == len(rec.FailedAt) {
-				for _, ms := range rec.FailedStartedAt {
-					info.FailedStartedAt = append(info.FailedStartedAt, fromMS(ms))
-				}
-			}
-			info.Earlier = earlierLives(rec.Earlier)
-			switch {
-			case rec.Canceled:
-				info.Status = StatusCanceled
-			case !rec.OK:
-				info.Status = StatusFailed
-			}
-		}
+	if p := s.Progress; p != nil && s.Status == queue.StatusProcessing {
+		j.Progress = &bananastype.Progress{Percent: p.Percent, Note: p.Note, At: p.At}
 	}
-	if p := s.Progress; p != nil && info.Status == StatusProcessing {
-		info.Progress = &admin.Progress{Percent: p.Percent, Note: p.Note, At: p.At}
-	}
-	info.Args = declaredArgsJSON(info.Name, info.ArgsMsgpack)
-	return info, nil
+	return j
 }
 
-// attempts is admin.Job.Attempts of a job stored with failed runs counted
+// attempts is Job.Attempts of a job stored with failed runs counted
 // (the queue's count: failures and lost leases), running or not.
 func attempts(failed int, running bool) int {
 	if running {
@@ -289,14 +280,6 @@ func (c *Client) EmbeddedURL() string {
 		return ""
 	}
 	return "redis://" + c.embedded.Addr()
-}
-
-// fromMS converts unix milliseconds, with 0 for the zero time.
-func fromMS(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
 }
 
 // EarlierLife is a life a job had before it was replayed from the

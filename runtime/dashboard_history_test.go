@@ -9,7 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
@@ -26,7 +26,7 @@ func TestDashboard_HistoryFiltersByStatusPagesAndOpensAJobGoneFromRedis(t *testi
 	url := serveAPI(t, runtime.NewInspector(c, testtasks.Register), runtime.APIOptions{}).url
 	var failed []string // newest end first, as the rows are
 	for _, r := range rows {
-		if r.Status == history.Failed {
+		if r.Status == queue.StatusFailed {
 			failed = append(failed, r.ID)
 		}
 	}

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -25,15 +26,15 @@ func ExampleInspector_History() {
 	defer c.Close()
 
 	now := time.Now()
-	store.Write(ctx, []history.Row{
-		{ID: "email~1", Attempt: 1, Task: "send_email", Route: "email", Status: history.Completed,
-			Args: json.RawMessage(`{"To":"ann@x.test"}`), EndedAt: now.Add(-3 * time.Minute)},
-		{ID: "email~2", Attempt: 3, Task: "send_email", Route: "email", Status: history.Failed,
-			Args: json.RawMessage(`{"To":"nobody"}`), Error: `invalid recipient "nobody": no @`, EndedAt: now.Add(-2 * time.Minute)},
-		{ID: "email~3", Attempt: 3, Task: "send_email", Route: "email", Status: history.Failed,
-			Args: json.RawMessage(`{"To":"bob"}`), Error: `invalid recipient "bob": no @`, EndedAt: now.Add(-time.Minute)},
-		{ID: "default~4", Attempt: 1, Task: "count_words", Route: "default", Status: history.Failed,
-			Args: json.RawMessage(`{"Body":""}`), Error: "empty text", EndedAt: now},
+	store.Write(ctx, []bananastype.Job{
+		{ID: "email~1", Attempts: 1, Name: "send_email", Route: "email", Status: queue.StatusCompleted,
+			Args: json.RawMessage(`{"To":"ann@x.test"}`), FinishedAt: now.Add(-3 * time.Minute)},
+		{ID: "email~2", Attempts: 3, Name: "send_email", Route: "email", Status: queue.StatusFailed,
+			Args: json.RawMessage(`{"To":"nobody"}`), Error: `invalid recipient "nobody": no @`, FinishedAt: now.Add(-2 * time.Minute)},
+		{ID: "email~3", Attempts: 3, Name: "send_email", Route: "email", Status: queue.StatusFailed,
+			Args: json.RawMessage(`{"To":"bob"}`), Error: `invalid recipient "bob": no @`, FinishedAt: now.Add(-time.Minute)},
+		{ID: "default~4", Attempts: 1, Name: "count_words", Route: "default", Status: queue.StatusFailed,
+			Args: json.RawMessage(`{"Body":""}`), Error: "empty text", FinishedAt: now},
 	})
 
 	// The failed emails of the last 7 days (the default window), newest first.
@@ -42,7 +43,7 @@ func ExampleInspector_History() {
 		panic(err)
 	}
 	for _, r := range page.Jobs {
-		fmt.Println(r.ID, r.Attempt, r.Error)
+		fmt.Println(r.ID, r.Attempts, r.Error)
 	}
 	// Output:
 	// email~3 3 invalid recipient "bob": no @

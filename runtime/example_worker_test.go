@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/examples/quickstart/tasks"
 	"github.com/bananas-go/bananas/runtime"
 )
@@ -144,13 +145,13 @@ func ExampleJobEnd() {
 	c, _ := runtime.Connect(ctx, "mem://")
 	defer c.Close()
 
-	var ends []runtime.JobEnd // only the hook's goroutine writes it
+	var ends []bananastype.JobEnd // only the hook's goroutine writes it
 	var runs atomic.Int32
 	w := runtime.NewWorker(c, runtime.WorkerOptions{
 		Routes:   []string{"email"},
 		Backoff:  func(int) time.Duration { return 10 * time.Millisecond },
 		Logger:   slog.New(slog.DiscardHandler),
-		OnJobEnd: func(e runtime.JobEnd) { ends = append(ends, e) },
+		OnJobEnd: func(e bananastype.JobEnd) { ends = append(ends, e) },
 	})
 	runtime.Handle(w, tasks.SendEmail, func(ctx context.Context, a tasks.EmailArgs) (runtime.None, error) {
 		if runs.Add(1) == 1 {
@@ -167,7 +168,7 @@ func ExampleJobEnd() {
 	stop()
 	<-done // every end has been seen by the hook
 	for _, e := range ends {
-		fmt.Printf("%s %s attempt %d %q\n", e.Task, e.Status, e.Attempt, e.Error)
+		fmt.Printf("%s %s attempt %d %q\n", e.Task, e.Status(), e.Attempt, e.Error)
 	}
 	// Output:
 	// <nil>

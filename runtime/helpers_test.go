@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"github.com/bananas-go/bananas/bananastype"
 	"io"
 	"log/slog"
 	"os"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
-	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 func TestMain(m *testing.M) {
@@ -127,7 +127,7 @@ func jobStatus(t *testing.T, c *runtime.Client, id string) runtime.Status {
 }
 
 // jobInfo is c.Job(id), the test failing on its error.
-func jobInfo(t *testing.T, c *runtime.Client, id string) *admin.Job {
+func jobInfo(t *testing.T, c *runtime.Client, id string) *bananastype.Job {
 	t.Helper()
 	info, err := c.Job(context.Background(), id)
 	if err != nil {

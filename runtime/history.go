@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/results"
-	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/historian"
 )
 
@@ -23,9 +23,9 @@ func WithHistory(store history.Store) ConnectOption {
 // History returns the client's history store, or nil when it keeps none.
 func (c *Client) History() history.Store { return c.history }
 
-// jobFromHistory is the newest row of job id in the client's history, as a
-// admin.Job, or ErrJobNotFound.
-func (c *Client) jobFromHistory(ctx context.Context, id string) (*admin.Job, error) {
+// jobFromHistory is the newest row of job id in the client's history, or
+// ErrJobNotFound.
+func (c *Client) jobFromHistory(ctx context.Context, id string) (*bananastype.Job, error) {
 	if c.history == nil {
 		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
@@ -36,17 +36,9 @@ func (c *Client) jobFromHistory(ctx context.Context, id string) (*admin.Job, err
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
-	return jobInfoOfRow(rows[0]), nil
-}
-
-// jobInfoOfRow is the admin.Job of a history row: what the row keeps, as
-// the history's view of it has it.
-func jobInfoOfRow(r history.Row) *admin.Job {
-	v := admin.HistoryRowOf(r)
-	return &admin.Job{
-		ID: v.ID, Name: v.Task, Route: v.Route, Priority: v.Priority, Status: v.Status, Attempts: v.Attempt, Error: v.Error,
-		CreatedAt: v.EnqueuedAt, StartedAt: v.StartedAt, FinishedAt: v.EndedAt, Args: v.Args, ResultJSON: v.Result, FromHistory: true,
-	}
+	j := rows[0]
+	j.FromHistory = true
+	return &j, nil
 }
 
 // historyWriter returns the writer that moves the ended jobs of the routes
@@ -81,7 +73,7 @@ func (w *Worker) historyMigrate() func(context.Context) error {
 // historyRow is the row of rec with its args and result as the JSON of
 // their Go types, by the task's generated code when the task is registered
 // on w, or declared in the program (args only); null otherwise.
-func (w *Worker) historyRow(route string, rec results.Record) history.Row {
+func (w *Worker) historyRow(route string, rec results.Record) bananastype.Job {
 	var args, result []byte
 	if h := w.handlers[rec.Name]; h != nil {
 		if len(rec.Args) > 0 {

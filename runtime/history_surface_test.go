@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
@@ -34,14 +36,14 @@ func newSearchStore() *searchStore { return &searchStore{memStore: newMemStore()
 func (s *searchStore) Search(_ context.Context, q history.Query) (history.Page, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var rows []history.Row
+	var rows []bananastype.Job
 	for _, r := range s.rows {
 		if selects(q, r) {
 			rows = append(rows, r)
 		}
 	}
-	slices.SortFunc(rows, func(a, b history.Row) int {
-		if c := b.EndedAt.Compare(a.EndedAt); c != 0 {
+	slices.SortFunc(rows, func(a, b bananastype.Job) int {
+		if c := b.FinishedAt.Compare(a.FinishedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(rowKey(b), rowKey(a))
@@ -74,10 +76,10 @@ func (s *searchStore) Migrate(context.Context) error {
 }
 
 // selects reports whether q selects r.
-func selects(q history.Query, r history.Row) bool {
+func selects(q history.Query, r bananastype.Job) bool {
 	switch {
-	case q.Task != "" && r.Task != q.Task, q.Route != "" && r.Route != q.Route, q.Status != "" && r.Status != q.Status,
-		!q.Since.IsZero() && r.EndedAt.Before(q.Since), !q.Until.IsZero() && !r.EndedAt.Before(q.Until),
+	case q.Task != "" && r.Name != q.Task, q.Route != "" && r.Route != q.Route, q.Status != "" && r.Status != q.Status,
+		!q.Since.IsZero() && r.FinishedAt.Before(q.Since), !q.Until.IsZero() && !r.FinishedAt.Before(q.Until),
 		q.Text != "" && !strings.Contains(r.ID, q.Text) && !strings.Contains(r.Error, q.Text):
 		return false
 	}
@@ -115,19 +117,19 @@ func argAt(args json.RawMessage, path string) (string, bool) {
 // historyRows are n rows of t_echo on route default, one a minute ending at
 // end - i minutes for row i, every third failed and every fifth canceled;
 // row i's args are {"Text": "row i", "N": i}.
-func historyRows(n int, end time.Time) []history.Row {
-	rows := make([]history.Row, n)
+func historyRows(n int, end time.Time) []bananastype.Job {
+	rows := make([]bananastype.Job, n)
 	for i := range rows {
-		r := history.Row{ID: fmt.Sprintf("hist-%03d", i), Attempt: 1, Task: testtasks.Echo.Name(), Route: "default", Priority: "normal",
-			Status: history.Completed, Args: json.RawMessage(fmt.Sprintf(`{"Text":"row %d","N":%d}`, i, i)),
-			Result:     json.RawMessage(fmt.Sprintf(`{"Text":"row %d"}`, i)),
-			EnqueuedAt: end.Add(-time.Duration(i)*time.Minute - 2*time.Second), StartedAt: end.Add(-time.Duration(i)*time.Minute - time.Second),
-			EndedAt: end.Add(-time.Duration(i) * time.Minute), Worker: "host-1/42"}
+		r := bananastype.Job{ID: fmt.Sprintf("hist-%03d", i), Attempts: 1, Name: testtasks.Echo.Name(), Route: "default", Priority: "normal",
+			Status: queue.StatusCompleted, Args: json.RawMessage(fmt.Sprintf(`{"Text":"row %d","N":%d}`, i, i)),
+			ResultJSON: json.RawMessage(fmt.Sprintf(`{"Text":"row %d"}`, i)),
+			CreatedAt:  end.Add(-time.Duration(i)*time.Minute - 2*time.Second), StartedAt: end.Add(-time.Duration(i)*time.Minute - time.Second),
+			FinishedAt: end.Add(-time.Duration(i) * time.Minute), Worker: "host-1/42"}
 		switch {
 		case i%5 == 4:
-			r.Status, r.Result, r.StartedAt, r.Error = history.Canceled, nil, time.Time{}, "canceled"
+			r.Status, r.ResultJSON, r.StartedAt, r.Error = queue.StatusCanceled, nil, time.Time{}, "canceled"
 		case i%3 == 2:
-			r.Status, r.Result, r.Attempt, r.Error = history.Failed, nil, 3, fmt.Sprintf("smtp: mailbox %d full", i)
+			r.Status, r.ResultJSON, r.Attempts, r.Error = queue.StatusFailed, nil, 3, fmt.Sprintf("smtp: mailbox %d full", i)
 		}
 		rows[i] = r
 	}
@@ -135,7 +137,7 @@ func historyRows(n int, end time.Time) []history.Row {
 }
 
 // storeWith is a searchStore holding rows.
-func storeWith(t *testing.T, rows []history.Row) *searchStore {
+func storeWith(t *testing.T, rows []bananastype.Job) *searchStore {
 	t.Helper()
 	s := newSearchStore()
 	if err := s.Write(ctxT(t), rows); err != nil {
@@ -144,7 +146,7 @@ func storeWith(t *testing.T, rows []history.Row) *searchStore {
 	return s
 }
 
-func historyIDs(p admin.HistoryPage) []string {
+func historyIDs(p bananastype.HistoryPage) []string {
 	ids := make([]string, len(p.Jobs))
 	for i, r := range p.Jobs {
 		ids[i] = r.ID
@@ -167,7 +169,7 @@ func TestInspectorHistory_FiltersNewestFirstAndPagesByCursor(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range p.Jobs {
-			if r.Status != runtime.StatusFailed || r.Attempt != 3 || !strings.HasPrefix(r.Error, "smtp: mailbox") || r.Result != nil {
+			if r.Status != runtime.StatusFailed || r.Attempts != 3 || !strings.HasPrefix(r.Error, "smtp: mailbox") || r.ResultJSON != nil {
 				t.Fatalf("failed row = %+v", r)
 			}
 		}
@@ -187,8 +189,8 @@ func TestInspectorHistory_FiltersNewestFirstAndPagesByCursor(t *testing.T) {
 		t.Fatalf("args N=7 = %v, %v; want hist-007", historyIDs(p), err)
 	}
 	r := p.Jobs[0]
-	if string(r.Args) != `{"Text":"row 7","N":7}` || string(r.Result) != `{"Text":"row 7"}` || r.Task != "t_echo" || r.Worker != "host-1/42" ||
-		!r.EndedAt.Equal(end.Add(-7*time.Minute)) || r.StartedAt.IsZero() || r.Priority != runtime.PriorityNormal {
+	if string(r.Args) != `{"Text":"row 7","N":7}` || string(r.ResultJSON) != `{"Text":"row 7"}` || r.Name != "t_echo" || r.Worker != "host-1/42" ||
+		!r.FinishedAt.Equal(end.Add(-7*time.Minute)) || r.StartedAt.IsZero() || r.Priority != runtime.PriorityNormal {
 		t.Fatalf("row 7 = %+v", r)
 	}
 	p, err = in.History(ctx, admin.HistoryQuery{Since: end.Add(-3 * time.Minute), Until: end, Status: "canceled"})
@@ -258,7 +260,7 @@ func TestInspectorHistory_WithoutSinceSearchesTheDefaultWindowAndSaysWhich(t *te
 	old.ID = "old"
 	recent := historyRows(1, now.Add(-admin.HistoryWindow+time.Hour))[0]
 	recent.ID = "recent"
-	c := connect(t, "mem://", runtime.WithHistory(storeWith(t, []history.Row{old, recent})))
+	c := connect(t, "mem://", runtime.WithHistory(storeWith(t, []bananastype.Job{old, recent})))
 	in := runtime.NewInspector(c)
 	p, err := in.History(ctxT(t), admin.HistoryQuery{})
 	if err != nil || !slices.Equal(historyIDs(p), []string{"recent"}) {
@@ -306,13 +308,13 @@ func TestInspectorHistory_FindsAJobAWorkerEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p admin.HistoryPage
+	var p bananastype.HistoryPage
 	waitFor(t, 10*time.Second, "the job in the history", func() bool {
 		p, err = w.Inspector().History(ctxT(t), admin.HistoryQuery{Args: map[string]string{"N": "9"}})
 		return err == nil && len(p.Jobs) == 1
 	})
 	r := p.Jobs[0]
-	if r.ID != id || r.Status != runtime.StatusCompleted || string(r.Args) != `{"Text":"kept","N":9}` || string(r.Result) != `{"Text":"kept"}` {
+	if r.ID != id || r.Status != runtime.StatusCompleted || string(r.Args) != `{"Text":"kept","N":9}` || string(r.ResultJSON) != `{"Text":"kept"}` {
 		t.Fatalf("row = %+v", r)
 	}
 }
@@ -403,7 +405,7 @@ func TestCLI_HistorySearchesAndMigratesTheStoreOfHISTORY_URL(t *testing.T) {
 	if out != want {
 		t.Fatalf("history printed\n%s\nwant\n%s", out, want)
 	}
-	var page admin.HistoryPage
+	var page bananastype.HistoryPage
 	if err := json.Unmarshal([]byte(a.ok("history", "--arg", "N=7", "--json")), &page); err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != "hist-007" {
 		t.Fatalf("history --arg N=7 --json = %+v, %v; want hist-007", page, err)
 	}

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -22,16 +24,16 @@ import (
 // store has its own tests against a real server (history/postgres).
 type memStore struct {
 	mu     sync.Mutex
-	rows   map[string]history.Row // by id/life/attempt
+	rows   map[string]bananastype.Job // by id/life/attempt
 	writes int
 	down   bool
 }
 
-func newMemStore() *memStore { return &memStore{rows: map[string]history.Row{}} }
+func newMemStore() *memStore { return &memStore{rows: map[string]bananastype.Job{}} }
 
-func rowKey(r history.Row) string { return fmt.Sprintf("%s/%d/%d", r.ID, r.Life, r.Attempt) }
+func rowKey(r bananastype.Job) string { return fmt.Sprintf("%s/%d/%d", r.ID, r.Life, r.Attempts) }
 
-func (m *memStore) Write(_ context.Context, rows []history.Row) error {
+func (m *memStore) Write(_ context.Context, rows []bananastype.Job) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
@@ -46,10 +48,10 @@ func (m *memStore) Write(_ context.Context, rows []history.Row) error {
 	return nil
 }
 
-func (m *memStore) Job(_ context.Context, id string) ([]history.Row, error) {
+func (m *memStore) Job(_ context.Context, id string) ([]bananastype.Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []history.Row
+	var out []bananastype.Job
 	for _, r := range m.rows {
 		if r.ID == id {
 			out = append(out, r)
@@ -70,7 +72,7 @@ func (m *memStore) setDown(down bool) {
 	m.down = down
 }
 
-func (m *memStore) row(id string) (history.Row, bool) {
+func (m *memStore) row(id string) (bananastype.Job, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range m.rows {
@@ -78,7 +80,7 @@ func (m *memStore) row(id string) (history.Row, bool) {
 			return r, true
 		}
 	}
-	return history.Row{}, false
+	return bananastype.Job{}, false
 }
 
 func (m *memStore) count() int {
@@ -121,14 +123,14 @@ func TestHistory_EveryJobThatEndsForGoodReachesTheStore(t *testing.T) {
 			}
 			waitFor(t, 10*time.Second, "three rows in the history", func() bool { return store.count() == 3 })
 			r, _ := store.row(okID)
-			if r.Status != history.Completed || string(r.Args) != `{"N":21}` || string(r.Result) != `{"Double":42}` || r.Task != "hist_ok" ||
-				r.Route != "hist" || r.Attempt != 1 || r.Worker == "" || r.EndedAt.IsZero() || r.StartedAt.IsZero() || r.EnqueuedAt.IsZero() {
+			if r.Status != queue.StatusCompleted || string(r.Args) != `{"N":21}` || string(r.ResultJSON) != `{"Double":42}` || r.Name != "hist_ok" ||
+				r.Route != "hist" || r.Attempts != 1 || r.Worker == "" || r.FinishedAt.IsZero() || r.StartedAt.IsZero() || r.CreatedAt.IsZero() {
 				t.Errorf("completed row = %+v", r)
 			}
-			if r, _ := store.row(badID); r.Status != history.Failed || r.Error != "boom" || string(r.Args) != `{"N":1}` || r.StartedAt.IsZero() {
+			if r, _ := store.row(badID); r.Status != queue.StatusFailed || r.Error != "boom" || string(r.Args) != `{"N":1}` || r.StartedAt.IsZero() {
 				t.Errorf("dead row = %+v", r)
 			}
-			if r, _ := store.row(later); r.Status != history.Canceled || !r.StartedAt.IsZero() {
+			if r, _ := store.row(later); r.Status != queue.StatusCanceled || !r.StartedAt.IsZero() {
 				t.Errorf("canceled row = %+v", r)
 			}
 			waitFor(t, 5*time.Second, "the ended list emptied", func() bool {

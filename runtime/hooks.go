@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"sync"
 	"sync/atomic"
 
 	"github.com/bananas-go/bananas/queue"
 )
 
-// EnqueueHook wraps every typed enqueue of a client (AddEnqueueHook):
+// EnqueueHook wraps every typed enqueue of a client (AddEnqueueHook; an
+// EnqueueHook is a HookEnqueue, one of the client's hooks, hookreg.go):
 // Enqueue, EnqueueMany, Call's enqueue and a workflow's Enqueue, and the
 // submissions of its Inspector (the HTTP API's and the CLI's), a batch as
 // one call. It is the producer side's seam, as Middleware is the worker's:
@@ -67,27 +67,15 @@ func withHeaders(headers, over map[string]string) map[string]string {
 	return h
 }
 
-// enqueueHooks are a client's EnqueueHooks as added; Client.hookRun holds
-// them composed (hooks[0] outermost), nil while there are none, so that an
-// enqueue without hooks pays one atomic load.
-type enqueueHooks struct {
-	mu    sync.Mutex
-	hooks []EnqueueHook
-}
-
 // AddEnqueueHook adds h to the hooks around the client's enqueues, inside
-// those added before it. Add hooks before the client enqueues (at start,
-// as otelbananas.Instrument does): an enqueue already under way runs the
-// hooks of when it began.
+// those added before it: AddHook(h). Add hooks before the client enqueues
+// (at start, as otelbananas.Instrument does): an enqueue already under way
+// runs the hooks of when it began.
 func (c *Client) AddEnqueueHook(h EnqueueHook) {
 	if h == nil {
 		panic("bananas: AddEnqueueHook(nil)")
 	}
-	c.hooks.mu.Lock()
-	defer c.hooks.mu.Unlock()
-	c.hooks.hooks = append(c.hooks.hooks, h)
-	run := composeHooks(append([]EnqueueHook(nil), c.hooks.hooks...))
-	c.hookRun.Store(&run)
+	c.AddHook(h)
 }
 
 func composeHooks(hs []EnqueueHook) EnqueueHook {
@@ -103,7 +91,7 @@ func composeHooks(hs []EnqueueHook) EnqueueHook {
 // hooked runs do inside the client's hooks for e, or alone when it has
 // none; do gets cfg with the hooks' headers.
 func (c *Client) hooked(ctx context.Context, e *Enqueueing, cfg jobConfig, do func(context.Context, jobConfig) error) error {
-	run := c.hookRun.Load()
+	run := c.hooks.enqueueRun.Load()
 	if run == nil {
 		return do(ctx, cfg)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bananas-go/bananas/bananastype"
 	"reflect"
 	"sort"
 	"strings"
@@ -105,9 +106,9 @@ func (in *inspector) OpenAPI() ([]byte, error) {
 		in.openapiDoc, in.openapiErr = openapi.Document(tasks, openapi.Options{
 			Title: "Bananas", Version: "1",
 			Endpoints: api.Endpoints(),
-			// admin.Time writes its own JSON: an RFC 3339 time, or null when unset.
+			// bananastype.Time writes its own JSON: an RFC 3339 time, or null when unset.
 			Custom: map[reflect.Type]map[string]any{
-				reflect.TypeFor[admin.Time](): {"type": []any{"string", "null"}, "format": "date-time"},
+				reflect.TypeFor[bananastype.Time](): {"type": []any{"string", "null"}, "format": "date-time"},
 			},
 		})
 	})
@@ -255,13 +256,13 @@ func (in *inspector) Canceled(route string, p Priority, task string) {
 	in.c.metrics.Canceled(route, string(p), task)
 }
 
-func (in *inspector) CanceledRecord(j *admin.Job) ([]byte, time.Duration, error) {
+func (in *inspector) CanceledRecord(j *bananastype.Job) ([]byte, time.Duration, error) {
 	b, err := engine.CanceledRecord(j.ID, j.Name, j.Priority, j.CreatedAt, j.MaxRetries, j.Attempts,
 		queue.Envelope{Args: j.ArgsMsgpack, Timeout: j.Timeout.Milliseconds(), Description: j.Description}, j.FailedAt, j.Earlier, in.c.q.Now())
 	return b, DefaultFailureTTL, err
 }
 
-func (in *inspector) Job(ctx context.Context, id string) (*admin.Job, error) {
+func (in *inspector) Job(ctx context.Context, id string) (*bananastype.Job, error) {
 	return in.c.Job(ctx, id)
 }
 

@@ -68,7 +68,7 @@ func (e *retryAfter) Error() string { return fmt.Sprintf("bananas: retry after %
 
 // JobError is the error Await and Call return for a job that failed for good
 // (dead-lettered) or was canceled: its last error message and its attempts
-// (admin.Job.Attempts).
+// (bananastype.Job.Attempts).
 type JobError struct {
 	ID       string
 	Name     string
@@ -93,7 +93,14 @@ func (e *JobError) Error() string {
 	return fmt.Sprintf("bananas: job %s (%s) failed after %d attempt(s): %s", e.ID, e.Name, e.Attempts, e.Message)
 }
 
-// Job describes the run a handler is part of; see CurrentJob.
+// Job describes the run a handler is part of, as CurrentJob and a
+// Middleware (HookWorkBegin) see it: the job's identity, this run's
+// attempt, and the envelope's headers and workflow. It is not
+// bananastype.Job, the job as Redis or the task history holds it: a
+// run's job is read from the envelope its worker leased, on every run's
+// path, and carries what a snapshot has not (this run's number, the
+// headers, the trails of a workflow step's predecessors) and none of what
+// only a read of Redis gives (status, failures, result, lease).
 type Job struct {
 	ID       string
 	Name     string

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bananas-go/bananas/bananastype"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bananas-go/bananas/runtime"
-	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -73,7 +73,7 @@ func TestJob_FailedRunsAreKeptInOrderThroughCompletion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, info := range []*admin.Job{running, done} {
+		for _, info := range []*bananastype.Job{running, done} {
 			if len(info.FailedAt) != 2 || info.Attempts != 3 || info.Error != "second run fails" {
 				t.Fatalf("%s job: attempts %d, failed at %v, error %q; want 2 failure times, 3 attempts (the third running or done), the second run's error",
 					info.Status, info.Attempts, info.FailedAt, info.Error)

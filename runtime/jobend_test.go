@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
@@ -17,20 +19,20 @@ import (
 // endLog records what a worker's OnJobEnd hook is told.
 type endLog struct {
 	mu   sync.Mutex
-	ends []runtime.JobEnd
+	ends []bananastype.JobEnd
 }
 
-func (l *endLog) add(e runtime.JobEnd) {
+func (l *endLog) add(e bananastype.JobEnd) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ends = append(l.ends, e)
 }
 
 // of returns the ends told of job id, in the order told.
-func (l *endLog) of(id string) []runtime.JobEnd {
+func (l *endLog) of(id string) []bananastype.JobEnd {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []runtime.JobEnd
+	var out []bananastype.JobEnd
 	for _, e := range l.ends {
 		if e.ID == id {
 			out = append(out, e)
@@ -40,10 +42,10 @@ func (l *endLog) of(id string) []runtime.JobEnd {
 }
 
 // statuses is how each of ends left its job, and its attempt.
-func statuses(ends []runtime.JobEnd) []string {
+func statuses(ends []bananastype.JobEnd) []string {
 	out := make([]string, len(ends))
 	for i, e := range ends {
-		out[i] = fmt.Sprintf("%s#%d", e.Status, e.Attempt)
+		out[i] = fmt.Sprintf("%s#%d", e.Status(), e.Attempt)
 	}
 	return out
 }
@@ -51,7 +53,7 @@ func statuses(ends []runtime.JobEnd) []string {
 // wantEnds fails t unless the ends told of id are, in order, want
 // ("status#attempt"), each with the worker's id, the job's task and route,
 // and a run that started before it ended.
-func wantEnds(t *testing.T, l *endLog, w *runtime.Worker, id string, want ...string) []runtime.JobEnd {
+func wantEnds(t *testing.T, l *endLog, w *runtime.Worker, id string, want ...string) []bananastype.JobEnd {
 	t.Helper()
 	ends := l.of(id)
 	if got := statuses(ends); !slices.Equal(got, want) {
@@ -90,7 +92,7 @@ func TestOnJobEnd_ACompletedJobIsToldOnceWithItsResult(t *testing.T) {
 		}
 		stop()
 		e := wantEnds(t, &l, w, id, "completed#1")[0]
-		if e.Error != "" || len(e.Result) == 0 || e.Recovered || e.Snoozed {
+		if e.Error != "" || len(e.Result) == 0 || e.Recovered || e.Ending == queue.EndSnoozed {
 			t.Fatalf("completed end %+v: want its result, no error", e)
 		}
 	})
@@ -121,7 +123,7 @@ func TestOnJobEnd_AJobThatFailsThenSucceedsIsToldARetryThenCompleted(t *testing.
 		}
 		stop()
 		ends := wantEnds(t, &l, w, id, "scheduled#1", "completed#2")
-		if r := ends[0]; r.Error != "flaky" || r.RetryAt.Before(r.EndedAt) || r.Snoozed {
+		if r := ends[0]; r.Error != "flaky" || r.RetryAt.Before(r.EndedAt) || r.Ending == queue.EndSnoozed {
 			t.Fatalf("retry end %+v: want the failure and a retry time after it", r)
 		}
 	})
@@ -224,7 +226,7 @@ func TestOnJobEnd_ABlockedHookDoesNotHoldUpJobs(t *testing.T) {
 		ctx := ctxT(t)
 		unblock := make(chan struct{})
 		var l endLog
-		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 2, OnJobEnd: func(e runtime.JobEnd) {
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 2, OnJobEnd: func(e bananastype.JobEnd) {
 			<-unblock
 			l.add(e)
 		}}))

@@ -2,7 +2,9 @@ package runtime
 
 import "context"
 
-// Middleware wraps every handler call of a worker (WorkerOptions.Middleware):
+// Middleware wraps every handler call of a worker (WorkerOptions.Middleware;
+// a Middleware is a HookWorkBegin, which Client.AddHook adds to every
+// worker of the client):
 // tracing, logging, a per-task limit, context values the handlers read. It
 // receives the handler's context and the job, and calls next to run the
 // handler — with ctx itself, or a context derived from it (a span's), which

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bananas-go/bananas/bananastype"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -15,12 +16,11 @@ import (
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
-	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
 // progressOf is job id's progress as Client.Job reads it; nil when none.
-func progressOf(t *testing.T, c *runtime.Client, id string) *admin.Progress {
+func progressOf(t *testing.T, c *runtime.Client, id string) *bananastype.Progress {
 	t.Helper()
 	return jobInfo(t, c, id).Progress
 }

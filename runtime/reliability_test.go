@@ -91,7 +91,7 @@ func TestLateAck_AfterLeaseLostChangesNothing(t *testing.T) {
 				t.Errorf("late Ack %s = %v, %v; want refused", when, ok, err)
 			}
 			out, err := runtime.QueueOf(c).Fail(ctx, stale[0], queue.Failure{Message: "late", RetryAt: time.Now(), Record: []byte("x"), TTL: time.Hour}, time.Now())
-			if err != nil || out != queue.Stale {
+			if err != nil || out != queue.EndStale {
 				t.Errorf("late Fail %s = %v, %v; want Stale", when, out, err)
 			}
 		}

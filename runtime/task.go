@@ -116,7 +116,7 @@ func (t *Task[A, R]) Enqueue(ctx context.Context, args A, opts ...Option) (strin
 	if err != nil {
 		return "", err
 	}
-	if c.hookRun.Load() == nil { // every producer passes here: no Enqueueing, no closure
+	if c.hooks.enqueueRun.Load() == nil { // every producer passes here: no Enqueueing, no closure
 		return t.enqueueOne(ctx, c, cfg, args, now, runAt)
 	}
 	var id string

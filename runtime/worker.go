@@ -105,16 +105,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.withDefaults(); err != nil {
 		return fmt.Errorf("bananas: worker: %w", err)
 	}
-	w.middleware = chain(w.opts.Middleware)
+	// The worker's hooks: the client's subscribers, then its own: its
+	// middleware, the workflows its jobs are steps of, its OnJobEnd.
+	ends := []endSubscriber{{h: workflowSink{w.c, w.opts.Logger.Warn}, inline: true}}
+	if w.opts.OnJobEnd != nil {
+		ends = append(ends, endSubscriber{h: JobEndFunc(w.opts.OnJobEnd)})
+	}
+	mw, subscribers := w.c.hooks.forWorker(w.opts.Middleware, ends...)
+	w.middleware = mw
 	if err := w.prepare(ctx); err != nil {
 		return fmt.Errorf("bananas: worker: %w", err)
 	}
-	sinks := []engine.JobEndSink{countEnds{w.c.metrics}, workflowSink{w.c, w.opts.Logger.Warn}}
-	if w.opts.OnJobEnd != nil {
-		hook := newJobEndHook(w.opts.OnJobEnd, w.opts.Logger)
-		defer hook.stop() // after the engine has stopped: every end told
-		sinks = append(sinks, hook)
-	}
+	sinks, stopSinks := endSinks(subscribers, w.opts.Logger)
+	defer stopSinks() // after the engine has stopped: every end told
 	w.shards = newWorkerShards(w)
 	w.keeper = w.newKeeper()
 	w.progress = newProgressFlusher(w.c.q, scheduler.NewOutageLog(w.opts.Logger, "progress (running jobs' progress to Redis)"))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 )
 
@@ -52,8 +53,9 @@ type WorkerOptions struct {
 	ResultTTL, FailureTTL time.Duration
 	// Backoff is the delay before retry number attempt. Default DefaultBackoff.
 	Backoff func(attempt int) time.Duration
-	// Middleware wraps every handler call, Middleware[0] outermost: tracing,
-	// logging, context values (see Middleware).
+	// Middleware wraps every handler call, Middleware[0] outermost, inside
+	// the client's HookWorkBegin hooks (Client.AddHook): tracing, logging,
+	// context values (see Middleware).
 	Middleware []Middleware
 	// Logger receives one line per job event. Default slog.Default().
 	Logger *slog.Logger
@@ -68,17 +70,19 @@ type WorkerOptions struct {
 	// (The promoter of the routes the worker keeps looks at least every
 	// second, or every SafetyPoll when that is shorter.)
 	SafetyPoll time.Duration
-	// OnJobEnd, if set, is called once for every end of a job the worker
-	// records in Redis (see JobEnd): completed, failed and retried or
-	// dead-lettered, canceled, snoozed, handed back at shutdown, or
-	// recovered after another worker's lease expired. It is called on a
+	// OnJobEnd, if set, is the worker's own HookWorkEnd (a JobEndFunc,
+	// told after the client's hooks): it is called once for every end of
+	// a job the worker records in Redis (see bananastype.JobEnd):
+	// completed, failed and retried or dead-lettered, canceled, snoozed,
+	// handed back at shutdown, or recovered after another worker's lease
+	// expired. It is called on a
 	// goroutine of its own, one end at a time in the order they were
 	// recorded, never on the job's path: a slow hook delays only the hook.
 	// Up to 1024 ends wait for it; past that, ends are dropped and the drop
 	// is logged, so a hook that does slow work (a database write) should
 	// batch it. Run returns after the hook has seen every end recorded
 	// before the worker stopped.
-	OnJobEnd func(JobEnd)
+	OnJobEnd func(bananastype.JobEnd)
 }
 
 // withDefaults fills zero fields and checks the rest.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
 )
 
@@ -230,7 +230,7 @@ type workflowSink struct {
 	log func(msg string, args ...any)
 }
 
-func (s workflowSink) JobEnded(e engine.JobEnd) {
+func (s workflowSink) JobEnded(e bananastype.JobEnd) {
 	workflows.Sink{R: s.c.workflowRunner(), Ended: stepEndHook, Log: s.log}.JobEnded(e)
 }
 

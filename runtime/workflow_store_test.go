@@ -87,7 +87,7 @@ func workflowStory(t *testing.T, st workflows.Store) []string {
 		}
 		return s
 	}
-	advance := func(id string, k int, job string, how queue.StepEnd) {
+	advance := func(id string, k int, job string, how queue.Ending) {
 		a, err := st.AdvanceWorkflow(ctx, id, k, job, how, []byte{0xa1, 'r'}, "", keep)
 		tell("advance %s %d %s %c: %s why %d ready [%s] again [%s] %v", id, k, job, how, a.Status, a.Why, ready(a.Ready), ready(a.Again), err)
 		record(id)
@@ -108,23 +108,23 @@ func workflowStory(t *testing.T, st workflows.Store) []string {
 	must(err)
 	tell("submit wf: ready [%s] own %v", ready(rs), own)
 	created("wf", rs...)
-	advance("wf", 0, "job-a", queue.StepEndCompleted)
+	advance("wf", 0, "job-a", queue.EndCompleted)
 	rs, own, err = st.SubmitWorkflow(ctx, "wf", steps, 3, time.Second, now) // a resent submission
 	must(err)
 	tell("submit wf again: ready [%s] own %v", ready(rs), own)
 	created("wf", queue.ReadyStep{Index: 4, JobID: "job-d"})
-	advance("wf", 1, "job-b", queue.StepEndFailed)
-	advance("wf", 1, "job-old", queue.StepEndCompleted) // stale
+	advance("wf", 1, "job-b", queue.EndDead)
+	advance("wf", 1, "job-old", queue.EndCompleted) // stale
 	a, err := st.RetryWorkflow(ctx, "wf", map[int]string{1: "job-b2", 2: "", 3: ""}, now)
 	tell("retry wf: %s ready [%s] %v", a.Status, ready(a.Ready), err)
 	record("wf")
 	created("wf", queue.ReadyStep{Index: 1, JobID: "job-b2"}, queue.ReadyStep{Index: 1, JobID: "job-b"})
-	advance("wf", 1, "job-b2", queue.StepEndCompleted)
+	advance("wf", 1, "job-b2", queue.EndCompleted)
 	a, err = st.CreatingSteps(ctx, "wf")
 	tell("creating wf: [%s] %v", ready(a.Ready), err)
 	created("wf", queue.ReadyStep{Index: 3, JobID: "job-c"})
-	advance("wf", 4, "job-d", queue.StepEndCompleted)
-	advance("wf", 3, "job-c", queue.StepEndCompleted)
+	advance("wf", 4, "job-d", queue.EndCompleted)
+	advance("wf", 3, "job-c", queue.EndCompleted)
 	status, jobs, err := st.CancelWorkflow(ctx, "wf", time.Hour, now)
 	tell("cancel wf: %s %v %v", status, jobs, err)
 
@@ -144,7 +144,7 @@ func workflowStory(t *testing.T, st workflows.Store) []string {
 	must(st.WatchWorkflow(ctx, "wf2", now))
 	ids, err := st.DueWorkflows(ctx, now.Add(time.Minute), now.Add(time.Hour), 10)
 	tell("due after settle and watch: %v %v", ids, err)
-	_, err = st.AdvanceWorkflow(ctx, "none", 0, "j", queue.StepEndCompleted, nil, "", keep)
+	_, err = st.AdvanceWorkflow(ctx, "none", 0, "j", queue.EndCompleted, nil, "", keep)
 	tell("advance none: %v", err != nil && strings.Contains(err.Error(), queue.ErrWorkflowNotFound.Error()))
 	return told
 }

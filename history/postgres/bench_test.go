@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 )
@@ -21,9 +21,9 @@ import (
 func BenchmarkWrite1000(b *testing.B) {
 	for _, m := range []struct {
 		name  string
-		write func(context.Context, *Store, []history.Row) error
+		write func(context.Context, *Store, []bananastype.Job) error
 	}{
-		{"UnnestInsert", func(ctx context.Context, s *Store, rows []history.Row) error { return s.insert(ctx, rows) }},
+		{"UnnestInsert", func(ctx context.Context, s *Store, rows []bananastype.Job) error { return s.insert(ctx, rows) }},
 		{"MultiRowInsert", multiRowInsert},
 		{"CopyThenInsert", copyThenInsert},
 	} {
@@ -69,18 +69,18 @@ func openBench(b *testing.B) *Store {
 
 // benchBatch is 1,000 rows of one day, with a realistic small args and
 // result, distinct for each (method, n).
-func benchBatch(method string, n int) []history.Row {
-	rows := make([]history.Row, 1000)
+func benchBatch(method string, n int) []bananastype.Job {
+	rows := make([]bananastype.Job, 1000)
 	for i := range rows {
 		r := row(fmt.Sprintf("%s-%06d-%04d", method, n, i), base.Add(time.Duration(n*1000+i)*time.Millisecond))
 		r.Args = []byte(`{"customer":{"id":"c-1234","plan":"pro"},"to":"someone@example.com","template":"welcome"}`)
-		r.Result = []byte(`{"message_id":"0b9f1c2e-5d1a-4c55-9a53-7f3d1a2b3c4d"}`)
+		r.ResultJSON = []byte(`{"message_id":"0b9f1c2e-5d1a-4c55-9a53-7f3d1a2b3c4d"}`)
 		rows[i] = r
 	}
 	return rows
 }
 
-func multiRowInsert(ctx context.Context, s *Store, rows []history.Row) error {
+func multiRowInsert(ctx context.Context, s *Store, rows []bananastype.Job) error {
 	var sql strings.Builder
 	sql.WriteString("INSERT INTO bananas_history (" + columns + ") VALUES ")
 	args := make([]any, 0, len(rows)*14)
@@ -99,12 +99,12 @@ func multiRowInsert(ctx context.Context, s *Store, rows []history.Row) error {
 }
 
 // rowArgs is r as the values of columns, in their order.
-func rowArgs(r history.Row) []any {
-	return []any{r.ID, r.Life, r.Attempt, r.Task, r.Route, r.Priority, string(r.Status),
-		jsonText(r.Args), jsonText(r.Result), r.Error, r.EnqueuedAt.UTC(), timePtr(r.StartedAt), r.EndedAt.UTC(), r.Worker}
+func rowArgs(r bananastype.Job) []any {
+	return []any{r.ID, r.Life, r.Attempts, r.Name, r.Route, string(r.Priority), string(r.Status),
+		jsonText(r.Args), jsonText(r.ResultJSON), r.Error, r.CreatedAt.UTC(), timePtr(r.StartedAt), r.FinishedAt.UTC(), r.Worker}
 }
 
-func copyThenInsert(ctx context.Context, s *Store, rows []history.Row) error {
+func copyThenInsert(ctx context.Context, s *Store, rows []bananastype.Job) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE bananas_history_batch
 			(LIKE bananas_history INCLUDING DEFAULTS) ON COMMIT DROP`); err != nil {

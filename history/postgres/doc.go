@@ -11,7 +11,7 @@
 // and the bananas_history_versions table that records which migrations ran),
 // writing rows idempotently, the searches and their cursors, and dropping
 // old days. It must not know Redis, the worker that feeds it, HTTP or task
-// types: rows arrive as history.Row with args and results already JSON.
+// types: rows arrive as bananastype.Job with args and results already JSON.
 //
 // # Schema
 //

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -25,18 +27,18 @@ func fill(t *testing.T, s *Store, n, days int, end time.Time) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	span := time.Duration(days) * 24 * time.Hour
-	var batch []history.Row
+	var batch []bananastype.Job
 	for i := range n {
 		ended := end.Add(-time.Duration(rng.Int64N(int64(span)))).Truncate(time.Millisecond)
 		r := row(fmt.Sprintf("01J%07d", i), ended)
-		r.Task = fmt.Sprintf("task.t%02d", rng.IntN(20))
+		r.Name = fmt.Sprintf("task.t%02d", rng.IntN(20))
 		r.Route = fmt.Sprintf("route%d", rng.IntN(5))
 		r.Args, _ = json.Marshal(map[string]any{"customer": map[string]any{"id": fmt.Sprintf("c-%d", rng.IntN(1000))}, "n": rng.IntN(100)})
 		switch p := rng.IntN(100); {
 		case p < 8:
-			r.Status, r.Error = history.Failed, []string{"dial tcp: i/o timeout", "smtp: 550 no such user", "context deadline exceeded"}[rng.IntN(3)]
+			r.Status, r.Error = queue.StatusFailed, []string{"dial tcp: i/o timeout", "smtp: 550 no such user", "context deadline exceeded"}[rng.IntN(3)]
 		case p < 10:
-			r.Status, r.Error = history.Canceled, "canceled by the dashboard"
+			r.Status, r.Error = queue.StatusCanceled, "canceled by the dashboard"
 		}
 		batch = append(batch, r)
 		if len(batch) == 1000 || i == n-1 {
@@ -89,7 +91,7 @@ func TestSearchPlans_EverySearchReadsAnIndex(t *testing.T) {
 		{"task", history.Query{Task: "task.t03"}, true},
 		{"task, page 2", history.Query{Task: "task.t03", Cursor: first.Next}, true},
 		{"route", history.Query{Route: "route2"}, true},
-		{"status failed", history.Query{Status: history.Failed}, true},
+		{"status failed", history.Query{Status: queue.StatusFailed}, true},
 		{"one hour", history.Query{Since: end.Add(-50 * time.Hour), Until: end.Add(-49 * time.Hour)}, true},
 		{"args customer.id (a string)", history.Query{Args: map[string]string{"customer.id": "c-42"}}, true},
 		{"args n (a number, 1% of rows)", history.Query{Args: map[string]string{"n": "42"}}, true},

@@ -8,7 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -37,12 +38,13 @@ var (
 // sanitize is r as PostgreSQL stores it: its text without NUL bytes or
 // invalid UTF-8, its args and result as JSON that jsonb takes, its times
 // within range; r.Sanitized notes each change.
-func sanitize(r history.Row) history.Row {
+func sanitize(r bananastype.Job) bananastype.Job {
 	var notes []string
+	priority := string(r.Priority)
 	for _, f := range []struct {
 		name string
 		s    *string
-	}{{"id", &r.ID}, {"task", &r.Task}, {"route", &r.Route}, {"priority", &r.Priority}, {"error", &r.Error}, {"worker", &r.Worker}} {
+	}{{"id", &r.ID}, {"task", &r.Name}, {"route", &r.Route}, {"priority", &priority}, {"error", &r.Error}, {"worker", &r.Worker}} {
 		if clean, note := cleanText(*f.s); note != "" {
 			*f.s = clean
 			notes = append(notes, f.name+": "+note)
@@ -51,7 +53,7 @@ func sanitize(r history.Row) history.Row {
 	for _, f := range []struct {
 		name string
 		j    *json.RawMessage
-	}{{"args", &r.Args}, {"result", &r.Result}} {
+	}{{"args", &r.Args}, {"result", &r.ResultJSON}} {
 		if clean, note := cleanJSON(*f.j); note != "" {
 			*f.j = clean
 			notes = append(notes, f.name+": "+note)
@@ -60,7 +62,7 @@ func sanitize(r history.Row) history.Row {
 	for _, f := range []struct {
 		name string
 		t    *time.Time
-	}{{"enqueued_at", &r.EnqueuedAt}, {"started_at", &r.StartedAt}, {"ended_at", &r.EndedAt}} {
+	}{{"enqueued_at", &r.CreatedAt}, {"started_at", &r.StartedAt}, {"ended_at", &r.FinishedAt}} {
 		if !f.t.IsZero() && (f.t.Before(timeMin) || f.t.After(timeMax)) {
 			notes = append(notes, f.name+": "+f.t.UTC().Format(time.RFC3339)+" is out of range, stored as the nearest bound")
 			if f.t.Before(timeMin) {
@@ -71,6 +73,7 @@ func sanitize(r history.Row) history.Row {
 		}
 	}
 	r.Sanitized = joinNotes(r.Sanitized, notes...)
+	r.Priority = queue.Priority(priority)
 	return r
 }
 
@@ -196,8 +199,8 @@ func cleanValue(v any, changed *bool) any {
 // printable start; args and result left out. A row PostgreSQL still
 // refuses with a data error after sanitize is stored so, noting why, so
 // that the rest of its batch and of its route's history go on.
-func bare(r history.Row, why error) history.Row {
-	r.Args, r.Result = nil, nil
+func bare(r bananastype.Job, why error) bananastype.Job {
+	r.Args, r.ResultJSON = nil, nil
 	if len(r.Error) > 1000 {
 		r.Error = strings.ToValidUTF8(r.Error[:1000], "") + "…"
 	}

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/queue"
 )
 
 // Rows PostgreSQL would refuse as given — NUL bytes and invalid UTF-8 in
@@ -19,24 +20,24 @@ import (
 func TestWrite_APoisonedRowIsStoredSanitisedWithTheRestOfItsBatch(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	var batch []history.Row
+	var batch []bananastype.Job
 	for i := range 10 {
 		batch = append(batch, row(fmt.Sprintf("good%02d", i), base.Add(time.Duration(i)*time.Minute)))
 	}
 	nulErr := row("nul-error", base.Add(time.Second))
-	nulErr.Status, nulErr.Error = history.Failed, "boom\x00after"
+	nulErr.Status, nulErr.Error = queue.StatusFailed, "boom\x00after"
 	badUTF8 := row("bad-utf8", base.Add(2*time.Second))
-	badUTF8.Status, badUTF8.Error = history.Failed, "caf\xff\xfe"
+	badUTF8.Status, badUTF8.Error = queue.StatusFailed, "caf\xff\xfe"
 	nulArgs := row("nul-args", base.Add(3*time.Second))
 	nulArgs.Args = json.RawMessage(`{"s":"a\u0000b","k\u0000":1}`)
-	nulArgs.Result = json.RawMessage(`"r\u0000"`)
-	everyText := history.Row{ID: "id\x00", Attempt: 1, Task: "t\xc3", Route: "r\x00", Priority: "p\xff", Status: history.Canceled,
-		Error: "\x00", Worker: "w\x80", Args: json.RawMessage("{\"raw\":\"\xff\"}"), EnqueuedAt: base, EndedAt: base.Add(4 * time.Second)}
+	nulArgs.ResultJSON = json.RawMessage(`"r\u0000"`)
+	everyText := bananastype.Job{ID: "id\x00", Attempts: 1, Name: "t\xc3", Route: "r\x00", Priority: "p\xff", Status: queue.StatusCanceled,
+		Error: "\x00", Worker: "w\x80", Args: json.RawMessage("{\"raw\":\"\xff\"}"), CreatedAt: base, FinishedAt: base.Add(4 * time.Second)}
 	overflow := row("overflow", base.Add(5*time.Second))
 	overflow.Args = json.RawMessage(`{"n":1e1000000}`) // valid JSON, past jsonb's numeric
 	notJSON := row("not-json", base.Add(6*time.Second))
-	notJSON.Result = json.RawMessage("{\x00")
-	poisoned := []history.Row{nulErr, badUTF8, nulArgs, everyText, overflow, notJSON}
+	notJSON.ResultJSON = json.RawMessage("{\x00")
+	poisoned := []bananastype.Job{nulErr, badUTF8, nulArgs, everyText, overflow, notJSON}
 	batch = append(batch, poisoned...)
 
 	write(t, s, batch...)
@@ -47,7 +48,7 @@ func TestWrite_APoisonedRowIsStoredSanitisedWithTheRestOfItsBatch(t *testing.T) 
 	if n := count(t, s); n != len(batch) {
 		t.Fatalf("after a second write, %d rows stored; want %d", n, len(batch))
 	}
-	one := func(id string) history.Row {
+	one := func(id string) bananastype.Job {
 		t.Helper()
 		rows, err := s.Job(context.Background(), id)
 		if err != nil || len(rows) != 1 {
@@ -66,12 +67,12 @@ func TestWrite_APoisonedRowIsStoredSanitisedWithTheRestOfItsBatch(t *testing.T) 
 	if r := one("bad-utf8"); r.Error != "caf\uFFFD" || !strings.Contains(r.Sanitized, "error: invalid UTF-8") {
 		t.Errorf("bad-utf8: error %q, sanitized %q", r.Error, r.Sanitized)
 	}
-	if r := one("nul-args"); !jsonEqual(r.Args, []byte(`{"s":"a␀b","k␀":1}`)) || string(r.Result) != `"r␀"` ||
+	if r := one("nul-args"); !jsonEqual(r.Args, []byte(`{"s":"a␀b","k␀":1}`)) || string(r.ResultJSON) != `"r␀"` ||
 		!strings.Contains(r.Sanitized, "args: NUL") || !strings.Contains(r.Sanitized, "result: NUL") {
-		t.Errorf("nul-args: args %s result %s, sanitized %q", r.Args, r.Result, r.Sanitized)
+		t.Errorf("nul-args: args %s result %s, sanitized %q", r.Args, r.ResultJSON, r.Sanitized)
 	}
 	r := one("id␀")
-	if r.Task != "t\uFFFD" || r.Route != "r␀" || r.Priority != "p\uFFFD" || r.Error != "␀" || r.Worker != "w\uFFFD" ||
+	if r.Name != "t\uFFFD" || r.Route != "r␀" || r.Priority != "p\uFFFD" || r.Error != "␀" || r.Worker != "w\uFFFD" ||
 		string(r.Args) != `{"raw":"`+"\uFFFD"+`"}` {
 		t.Errorf("every text column: %+v", r)
 	}
@@ -83,8 +84,8 @@ func TestWrite_APoisonedRowIsStoredSanitisedWithTheRestOfItsBatch(t *testing.T) 
 	if r := one("overflow"); r.Args != nil || !strings.Contains(r.Sanitized, "PostgreSQL refused the row") || !strings.Contains(r.Sanitized, "22003") {
 		t.Errorf("overflow: args %s, sanitized %q; want args left out, saying why", r.Args, r.Sanitized)
 	}
-	if r := one("not-json"); string(r.Result) != `"{␀"` || !strings.Contains(r.Sanitized, "result: not JSON") {
-		t.Errorf("not-json: result %s, sanitized %q", r.Result, r.Sanitized)
+	if r := one("not-json"); string(r.ResultJSON) != `"{␀"` || !strings.Contains(r.Sanitized, "result: not JSON") {
+		t.Errorf("not-json: result %s, sanitized %q", r.ResultJSON, r.Sanitized)
 	}
 	write(t, s, row("later", base.Add(time.Hour)))
 	if r := one("later"); r.Sanitized != "" {

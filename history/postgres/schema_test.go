@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
 	"github.com/jackc/pgx/v5"
@@ -118,7 +119,7 @@ func TestWrite_FailsWhileServerIsDownAndWorksAfterResume(t *testing.T) {
 	write(t, s, row("before", base))
 	srv.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := s.Write(ctx, []history.Row{row("during", base.Add(time.Hour))})
+	err := s.Write(ctx, []bananastype.Job{row("during", base.Add(time.Hour))})
 	cancel()
 	if err == nil {
 		t.Fatal("Write succeeded while the server was stopped")
@@ -145,7 +146,7 @@ func TestRegistry_OpensPostgresURLs(t *testing.T) {
 		if err := st.(history.Migrator).Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Write(context.Background(), []history.Row{row("a", base)}); err != nil {
+		if err := st.Write(context.Background(), []bananastype.Job{row("a", base)}); err != nil {
 			t.Fatal(err)
 		}
 		st.Close()

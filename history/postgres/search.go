@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -30,7 +32,7 @@ const order = " ORDER BY ended_at DESC, id DESC, life DESC, attempt DESC"
 
 // Job returns the rows of the job id, newest first. An id holding bytes
 // PostgreSQL cannot store is looked up as Write stores it (sanitize).
-func (s *Store) Job(ctx context.Context, id string) ([]history.Row, error) {
+func (s *Store) Job(ctx context.Context, id string) ([]bananastype.Job, error) {
 	id, _ = cleanText(id)
 	out, err := s.read(ctx, "SELECT "+columns+" FROM bananas_history WHERE id = $1"+order, id)
 	if err != nil {
@@ -43,8 +45,8 @@ func (s *Store) Job(ctx context.Context, id string) ([]history.Row, error) {
 // transaction whose statement_timeout is the store's, so that the writes
 // keep no such bound. A search PostgreSQL stopped for it is
 // history.ErrSearchTimeout.
-func (s *Store) read(ctx context.Context, sql string, args ...any) ([]history.Row, error) {
-	var out []history.Row
+func (s *Store) read(ctx context.Context, sql string, args ...any) ([]bananastype.Job, error) {
+	var out []bananastype.Job
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if s.searchTimeout > 0 {
 			ms := max(s.searchTimeout.Milliseconds(), 1)
@@ -142,7 +144,7 @@ func conditions(q history.Query) ([]string, []any, error) {
 		add("route = ?", q.Route)
 	}
 	if q.Status != "" {
-		if !q.Status.Valid() {
+		if !q.Status.Finished() {
 			return nil, nil, fmt.Errorf("history/postgres: status %q; want completed, failed or canceled", q.Status)
 		}
 		add("status = ?", string(q.Status))
@@ -224,8 +226,8 @@ type cursor struct {
 	Attempt int       `json:"a"`
 }
 
-func encodeCursor(r history.Row) string {
-	b, _ := json.Marshal(cursor{EndedAt: r.EndedAt.UTC(), ID: r.ID, Life: r.Life, Attempt: r.Attempt})
+func encodeCursor(r bananastype.Job) string {
+	b, _ := json.Marshal(cursor{EndedAt: r.FinishedAt.UTC(), ID: r.ID, Life: r.Life, Attempt: r.Attempts})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -253,21 +255,21 @@ func decodeCursor(s string) (cursor, error) {
 }
 
 // collect reads rows of columns.
-func collect(rows pgx.Rows) ([]history.Row, error) {
-	out := []history.Row{}
+func collect(rows pgx.Rows) ([]bananastype.Job, error) {
+	out := []bananastype.Job{}
 	for rows.Next() {
-		var r history.Row
-		var status string
+		var r bananastype.Job
+		var priority, status string
 		var args, result []byte
 		var started *time.Time
-		if err := rows.Scan(&r.ID, &r.Life, &r.Attempt, &r.Task, &r.Route, &r.Priority, &status,
-			&args, &result, &r.Error, &r.EnqueuedAt, &started, &r.EndedAt, &r.Worker, &r.Sanitized); err != nil {
+		if err := rows.Scan(&r.ID, &r.Life, &r.Attempts, &r.Name, &r.Route, &priority, &status,
+			&args, &result, &r.Error, &r.CreatedAt, &started, &r.FinishedAt, &r.Worker, &r.Sanitized); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		r.Status = history.Status(status)
-		r.Args, r.Result = compact(args), compact(result)
-		r.EnqueuedAt, r.EndedAt = r.EnqueuedAt.UTC(), r.EndedAt.UTC()
+		r.Priority, r.Status = queue.Priority(priority), queue.Status(status)
+		r.Args, r.ResultJSON = compact(args), compact(result)
+		r.CreatedAt, r.FinishedAt = r.CreatedAt.UTC(), r.FinishedAt.UTC()
 		if started != nil {
 			r.StartedAt = started.UTC()
 		}

@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
+	"github.com/bananas-go/bananas/queue"
 )
 
-func ids(rows []history.Row) []string {
+func ids(rows []bananastype.Job) []string {
 	out := []string{}
 	for _, r := range rows {
 		out = append(out, r.ID)
@@ -37,13 +39,13 @@ func TestSearch_ByEachFilterNewestFirst(t *testing.T) {
 	at := func(h int) time.Time { return base.Add(time.Duration(h) * time.Hour) }
 	a := row("a", at(1))
 	b := row("b", at(2))
-	b.Task, b.Route = "report.build", "reports"
+	b.Name, b.Route = "report.build", "reports"
 	b.Args = json.RawMessage(`{"customer":{"id":42,"vip":true},"to":"x@y.z"}`)
 	c := row("c", at(30)) // the next day
-	c.Status, c.Error = history.Failed, "SMTP: 550 No Such User"
+	c.Status, c.Error = queue.StatusFailed, "SMTP: 550 No Such User"
 	c.Args = json.RawMessage(`{"customer":{"id":"42"}}`)
 	d := row("d-100%", at(31))
-	d.Status, d.Error = history.Canceled, "canceled"
+	d.Status, d.Error = queue.StatusCanceled, "canceled"
 	d.Args = json.RawMessage(`{"customer":{"id":"7"},"note":"42"}`)
 	write(t, s, a, b, c, d)
 
@@ -55,7 +57,7 @@ func TestSearch_ByEachFilterNewestFirst(t *testing.T) {
 		{"everything", history.Query{}, []string{"d-100%", "c", "b", "a"}},
 		{"task", history.Query{Task: "report.build"}, []string{"b"}},
 		{"route", history.Query{Route: "default"}, []string{"d-100%", "c", "a"}},
-		{"status", history.Query{Status: history.Failed}, []string{"c"}},
+		{"status", history.Query{Status: queue.StatusFailed}, []string{"c"}},
 		{"since", history.Query{Since: at(2)}, []string{"d-100%", "c", "b"}},
 		{"until", history.Query{Until: at(2)}, []string{"a"}},
 		{"since and until", history.Query{Since: at(2), Until: at(31)}, []string{"c", "b"}},
@@ -82,14 +84,14 @@ func TestSearch_ByEachFilterNewestFirst(t *testing.T) {
 func TestSearch_PagesThrough120RowsEachOnceNewestFirst(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	var batch []history.Row
+	var batch []bananastype.Job
 	for i := range 120 {
 		r := row(fmt.Sprintf("j%03d", i%40), base.Add(time.Duration(i/7)*time.Hour)) // 7 rows an hour, over two days
 		r.Life = i / 40
 		batch = append(batch, r)
 	}
 	write(t, s, batch...)
-	var got []history.Row
+	var got []bananastype.Job
 	q := history.Query{Limit: 50}
 	pages := 0
 	for {
@@ -112,13 +114,13 @@ func TestSearch_PagesThrough120RowsEachOnceNewestFirst(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for i, r := range got {
-		key := fmt.Sprintf("%s/%d/%d", r.ID, r.Life, r.Attempt)
+		key := fmt.Sprintf("%s/%d/%d", r.ID, r.Life, r.Attempts)
 		if seen[key] {
 			t.Fatalf("row %s twice", key)
 		}
 		seen[key] = true
-		if i > 0 && r.EndedAt.After(got[i-1].EndedAt) {
-			t.Fatalf("row %d (%s) is newer than the one before it", i, r.EndedAt)
+		if i > 0 && r.FinishedAt.After(got[i-1].FinishedAt) {
+			t.Fatalf("row %d (%s) is newer than the one before it", i, r.FinishedAt)
 		}
 	}
 }
@@ -126,7 +128,7 @@ func TestSearch_PagesThrough120RowsEachOnceNewestFirst(t *testing.T) {
 func TestSearch_LimitDefaultsTo50AndStopsAt500(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	var batch []history.Row
+	var batch []bananastype.Job
 	for i := range 510 {
 		batch = append(batch, row(fmt.Sprintf("j%03d", i), base.Add(time.Duration(i)*time.Second)))
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -118,7 +119,7 @@ const batchRows = 1000
 // need when one is missing. Rows go in key order, so that two writers of
 // overlapping batches wait for each other's rows in one order and never
 // deadlock.
-func (s *Store) Write(ctx context.Context, rows []history.Row) error {
+func (s *Store) Write(ctx context.Context, rows []bananastype.Job) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -127,7 +128,7 @@ func (s *Store) Write(ctx context.Context, rows []history.Row) error {
 			return err
 		}
 	}
-	sorted := make([]history.Row, len(rows))
+	sorted := make([]bananastype.Job, len(rows))
 	for i, r := range rows {
 		sorted[i] = sanitize(r)
 	}
@@ -145,15 +146,15 @@ func (s *Store) Write(ctx context.Context, rows []history.Row) error {
 // (a data error, which sanitize's changes should leave none of), it inserts
 // them one at a time, and a row refused alone is stored bare: the rest of
 // the batch, and the later ends of its route, must not wait on one row.
-func (s *Store) writeChunk(ctx context.Context, rows []history.Row) error {
+func (s *Store) writeChunk(ctx context.Context, rows []bananastype.Job) error {
 	err := s.insertMaking(ctx, rows)
 	if !isDataError(err) {
 		return err
 	}
 	for _, r := range rows {
-		err := s.insertMaking(ctx, []history.Row{r})
+		err := s.insertMaking(ctx, []bananastype.Job{r})
 		if isDataError(err) {
-			err = s.insertMaking(ctx, []history.Row{bare(r, err)})
+			err = s.insertMaking(ctx, []bananastype.Job{bare(r, err)})
 		}
 		if err != nil {
 			return err
@@ -164,7 +165,7 @@ func (s *Store) writeChunk(ctx context.Context, rows []history.Row) error {
 
 // insertMaking inserts rows, making the day partitions they need when one
 // is missing.
-func (s *Store) insertMaking(ctx context.Context, rows []history.Row) error {
+func (s *Store) insertMaking(ctx context.Context, rows []bananastype.Job) error {
 	err := s.insert(ctx, rows)
 	if isNoPartition(err) {
 		if err = s.ensurePartitions(ctx, days(rows)); err == nil {
@@ -174,20 +175,20 @@ func (s *Store) insertMaking(ctx context.Context, rows []history.Row) error {
 	return err
 }
 
-func valid(r *history.Row) error {
+func valid(r *bananastype.Job) error {
 	switch {
 	case r.ID == "":
 		return errors.New("history/postgres: a row without an id")
-	case !r.Status.Valid():
+	case !r.Status.Finished():
 		return fmt.Errorf("history/postgres: row %s has status %q; want completed, failed or canceled", r.ID, r.Status)
-	case r.EndedAt.IsZero():
+	case r.FinishedAt.IsZero():
 		return fmt.Errorf("history/postgres: row %s has no end time", r.ID)
 	}
 	return nil
 }
 
-func compareKeys(a, b history.Row) int {
-	return cmp.Or(strings.Compare(a.ID, b.ID), cmp.Compare(a.Life, b.Life), cmp.Compare(a.Attempt, b.Attempt), a.EndedAt.Compare(b.EndedAt))
+func compareKeys(a, b bananastype.Job) int {
+	return cmp.Or(strings.Compare(a.ID, b.ID), cmp.Compare(a.Life, b.Life), cmp.Compare(a.Attempts, b.Attempts), a.FinishedAt.Compare(b.FinishedAt))
 }
 
 const columns = "id, life, attempt, task, route, priority, status, args, result, error, enqueued_at, started_at, ended_at, worker, sanitized"
@@ -198,7 +199,7 @@ const columns = "id, life, attempt, task, route, priority, status, args, result,
 // against COPY into a temporary table then INSERT ... SELECT, it is the
 // fastest both for new rows and for rows stored already
 // (docs/HISTORY.md; BenchmarkWrite1000).
-func (s *Store) insert(ctx context.Context, rows []history.Row) error {
+func (s *Store) insert(ctx context.Context, rows []bananastype.Job) error {
 	var c struct {
 		id, task, route, priority, status, error, worker []string
 		sanitized                                        []string
@@ -208,12 +209,12 @@ func (s *Store) insert(ctx context.Context, rows []history.Row) error {
 		started                                          []*time.Time
 	}
 	for _, r := range rows {
-		c.id, c.task, c.route = append(c.id, r.ID), append(c.task, r.Task), append(c.route, r.Route)
-		c.priority, c.status = append(c.priority, r.Priority), append(c.status, string(r.Status))
+		c.id, c.task, c.route = append(c.id, r.ID), append(c.task, r.Name), append(c.route, r.Route)
+		c.priority, c.status = append(c.priority, string(r.Priority)), append(c.status, string(r.Status))
 		c.error, c.worker = append(c.error, r.Error), append(c.worker, r.Worker)
-		c.life, c.attempt = append(c.life, int32(r.Life)), append(c.attempt, int32(r.Attempt))
-		c.args, c.result = append(c.args, jsonText(r.Args)), append(c.result, jsonText(r.Result))
-		c.enqueued, c.ended = append(c.enqueued, r.EnqueuedAt.UTC()), append(c.ended, r.EndedAt.UTC())
+		c.life, c.attempt = append(c.life, int32(r.Life)), append(c.attempt, int32(r.Attempts))
+		c.args, c.result = append(c.args, jsonText(r.Args)), append(c.result, jsonText(r.ResultJSON))
+		c.enqueued, c.ended = append(c.enqueued, r.CreatedAt.UTC()), append(c.ended, r.FinishedAt.UTC())
 		c.started = append(c.started, timePtr(r.StartedAt))
 		c.sanitized = append(c.sanitized, r.Sanitized)
 	}
@@ -251,10 +252,10 @@ func isNoPartition(err error) bool {
 }
 
 // days are the UTC days the rows ended on.
-func days(rows []history.Row) []time.Time {
+func days(rows []bananastype.Job) []time.Time {
 	var out []time.Time
 	for _, r := range rows {
-		d := day(r.EndedAt)
+		d := day(r.FinishedAt)
 		if !slices.ContainsFunc(out, d.Equal) {
 			out = append(out, d)
 		}

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bananas-go/bananas/history"
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
+	"github.com/bananas-go/bananas/queue"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -39,11 +40,11 @@ func openURL(t *testing.T, url string) *Store {
 // themselves and no test depends on today's.
 var base = time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
 
-func row(id string, ended time.Time) history.Row {
-	return history.Row{
-		ID: id, Attempt: 1, Task: "email.send", Route: "default", Priority: "normal",
-		Status: history.Completed, Args: json.RawMessage(`{"to":"a@b.c"}`),
-		EnqueuedAt: ended.Add(-2 * time.Second), StartedAt: ended.Add(-time.Second), EndedAt: ended,
+func row(id string, ended time.Time) bananastype.Job {
+	return bananastype.Job{
+		ID: id, Attempts: 1, Name: "email.send", Route: "default", Priority: "normal",
+		Status: queue.StatusCompleted, Args: json.RawMessage(`{"to":"a@b.c"}`),
+		CreatedAt: ended.Add(-2 * time.Second), StartedAt: ended.Add(-time.Second), FinishedAt: ended,
 		Worker: "w1",
 	}
 }
@@ -62,7 +63,7 @@ func count(t *testing.T, s *Store) int {
 	return n
 }
 
-func write(t *testing.T, s *Store, rows ...history.Row) {
+func write(t *testing.T, s *Store, rows ...bananastype.Job) {
 	t.Helper()
 	if err := s.Write(context.Background(), rows); err != nil {
 		t.Fatal(err)
@@ -74,26 +75,26 @@ func TestWrite_ReadsBackEveryField(t *testing.T) {
 	s := newStore(t)
 	paris, _ := time.LoadLocation("Europe/Paris")
 	ended := time.Date(2026, 3, 10, 23, 30, 0, 123_000_000, paris) // the 10th in Paris, the 10th in UTC
-	failed := history.Row{
-		ID: "01JOB", Life: 1, Attempt: 3, Task: "email.send", Route: "mail", Priority: "high",
-		Status: history.Failed, Args: json.RawMessage(`{"to":"a@b.c","n":[1,2.5,true,null]}`),
-		Result: json.RawMessage(`{"sent":false}`), Error: "smtp: 550 no such user",
-		EnqueuedAt: ended.Add(-time.Minute), StartedAt: ended.Add(-1500 * time.Millisecond), EndedAt: ended,
+	failed := bananastype.Job{
+		ID: "01JOB", Life: 1, Attempts: 3, Name: "email.send", Route: "mail", Priority: "high",
+		Status: queue.StatusFailed, Args: json.RawMessage(`{"to":"a@b.c","n":[1,2.5,true,null]}`),
+		ResultJSON: json.RawMessage(`{"sent":false}`), Error: "smtp: 550 no such user",
+		CreatedAt: ended.Add(-time.Minute), StartedAt: ended.Add(-1500 * time.Millisecond), FinishedAt: ended,
 		Worker: "host-1/42",
 	}
-	canceled := history.Row{
-		ID: "01JOB", Life: 0, Attempt: 1, Task: "email.send", Route: "mail", Priority: "low",
-		Status: history.Canceled, Error: "canceled while waiting",
-		EnqueuedAt: ended.Add(-time.Hour), EndedAt: ended.Add(-30 * time.Minute),
+	canceled := bananastype.Job{
+		ID: "01JOB", Life: 0, Attempts: 1, Name: "email.send", Route: "mail", Priority: "low",
+		Status: queue.StatusCanceled, Error: "canceled while waiting",
+		CreatedAt: ended.Add(-time.Hour), FinishedAt: ended.Add(-30 * time.Minute),
 	}
 	write(t, s, canceled, failed)
 	got, err := s.Job(context.Background(), "01JOB")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []history.Row{failed, canceled} // newest first
+	want := []bananastype.Job{failed, canceled} // newest first
 	for i := range want {
-		want[i].EnqueuedAt, want[i].EndedAt = want[i].EnqueuedAt.UTC(), want[i].EndedAt.UTC()
+		want[i].CreatedAt, want[i].FinishedAt = want[i].CreatedAt.UTC(), want[i].FinishedAt.UTC()
 		if !want[i].StartedAt.IsZero() {
 			want[i].StartedAt = want[i].StartedAt.UTC()
 		}
@@ -116,7 +117,7 @@ func TestWrite_RejectsARowWithoutAValidStatus(t *testing.T) {
 	s := newStore(t)
 	r := row("a", base)
 	r.Status = "done"
-	if err := s.Write(context.Background(), []history.Row{r}); err == nil {
+	if err := s.Write(context.Background(), []bananastype.Job{r}); err == nil {
 		t.Fatal("Write of status done succeeded")
 	}
 }
@@ -124,7 +125,7 @@ func TestWrite_RejectsARowWithoutAValidStatus(t *testing.T) {
 func TestWrite_SameBatchTwiceStoresEachRowOnce(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	var batch []history.Row
+	var batch []bananastype.Job
 	for i := range 30 {
 		batch = append(batch, row(fmt.Sprintf("j%02d", i), base.Add(time.Duration(i)*time.Hour))) // two days
 	}
@@ -142,7 +143,7 @@ func TestWrite_ConcurrentOverlappingBatchesStoreEachRowOnce(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Shared(t).Database(t)
 	s, other := openURL(t, url), openURL(t, url)
-	var all []history.Row
+	var all []bananastype.Job
 	for i := range 2000 {
 		all = append(all, row(fmt.Sprintf("j%04d", i), base.Add(time.Duration(i)*time.Minute))) // two days
 	}
@@ -153,7 +154,7 @@ func TestWrite_ConcurrentOverlappingBatchesStoreEachRowOnce(t *testing.T) {
 	errs := make([]error, 2)
 	for i, w := range []struct {
 		s     *Store
-		batch []history.Row
+		batch []bananastype.Job
 	}{{s, a}, {other, b}} {
 		wg.Go(func() { errs[i] = w.s.Write(context.Background(), w.batch) })
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/bananas-go/bananas/bananastype"
 )
 
 // Admin lists and acts on the jobs, routes, cron entries and workers of a
@@ -30,10 +32,10 @@ type Admin interface {
 	// that a *BatchError names every refused job.
 	SubmitBatch(ctx context.Context, subs []Submission, refused []BatchRefusal) (ids []string, err error)
 
-	Job(ctx context.Context, id string) (*Job, error)
-	Jobs(ctx context.Context, q JobQuery) (JobPage, error)
+	Job(ctx context.Context, id string) (*bananastype.Job, error)
+	Jobs(ctx context.Context, q JobQuery) (bananastype.JobPage, error)
 	// Result waits up to wait for job id to finish, then reads it.
-	Result(ctx context.Context, id string, wait time.Duration) (*Job, error)
+	Result(ctx context.Context, id string, wait time.Duration) (*bananastype.Job, error)
 
 	Routes(ctx context.Context) ([]Route, error)
 	// Shards is the shard count of route, 1 for a route never sharded;
@@ -82,7 +84,7 @@ type Admin interface {
 	// History is one page of the task history, newest end first: the jobs
 	// Redis has let go, as the program's history store keeps them. A
 	// program that keeps none refuses with ErrNoHistory.
-	History(ctx context.Context, q HistoryQuery) (HistoryPage, error)
+	History(ctx context.Context, q HistoryQuery) (bananastype.HistoryPage, error)
 	// MigrateHistory creates or migrates the history store's schema, and
 	// says whether the store has one to migrate (a store that keeps its
 	// own has nothing to do). ErrNoHistory without a history.

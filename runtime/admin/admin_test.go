@@ -1,61 +1,12 @@
 package admin_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
-
-// A job's JSON is the API's and --json's shape — snake_case keys, unset
-// times null, durations in _ms keys, args and result as JSON, null when
-// unknown — and reads back into the same job.
-func TestJob_JSONIsTheOneShapeAndReadsBack(t *testing.T) {
-	created := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	j := admin.Job{ID: "01J.default", Name: "send_email", Route: "default", Priority: queue.High, Status: queue.StatusFailed,
-		Attempts: 3, MaxRetries: 2, Error: "boom", Timeout: 1500 * time.Millisecond, CreatedAt: created,
-		FailedAt: []time.Time{created.Add(time.Second)}, Args: json.RawMessage(`{"To":"a@b"}`)}
-	b, err := json.Marshal(j)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	for key, want := range map[string]any{"task": "send_email", "status": "failed", "retries": 2.0, "timeout_ms": 1500.0,
-		"created_at": "2026-11-26T10:00:00Z", "started_at": nil, "result": nil, "lease_deadline": nil} {
-		if !reflect.DeepEqual(m[key], want) {
-			t.Errorf("%s = %#v; want %#v (in %s)", key, m[key], want, b)
-		}
-	}
-	var back admin.Job
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if back.ID != j.ID || back.Name != j.Name || back.Timeout != j.Timeout || !back.CreatedAt.Equal(created) || !back.StartedAt.IsZero() ||
-		len(back.FailedAt) != 1 || string(back.Args) != string(j.Args) || back.ResultJSON != nil {
-		t.Fatalf("read back %+v; want %+v", back, j)
-	}
-}
-
-// A page lists its jobs without their args and result, and an empty page
-// lists [] (not null).
-func TestJobPage_ListsSummaries(t *testing.T) {
-	b, _ := json.Marshal(admin.JobPage{Jobs: []admin.Job{{ID: "x", Args: json.RawMessage(`{}`)}}})
-	if s := string(b); strings.Contains(s, "args") || !strings.Contains(s, `"next":""`) {
-		t.Fatalf("page = %s; want summaries without args and an empty next", s)
-	}
-	if b, _ := json.Marshal(admin.JobPage{Jobs: admin.Map([]admin.Job(nil), func(j admin.Job) admin.Job { return j })}); !strings.Contains(string(b), `"jobs":[]`) {
-		t.Fatalf("empty page = %s; want jobs []", b)
-	}
-}
 
 // Every error of the admin layer has one class and, where the input is at
 // fault, the field: what the API's status, the CLI's exit status and the

@@ -21,9 +21,10 @@
 // runtime. The surfaces (runtime/internal/api, cli, dashboard) import this
 // package and never runtime, and tests give them a fake Admin.
 //
-// It knows package queue's words (Priority, Status, EarlierLife) and calls
-// the queue. It must not know HTTP, terminals, templates or task types:
-// args and results arrive here already as JSON, through the Runtime.
+// It knows package queue's words (Priority, Status, EarlierLife) and
+// package bananastype's job types. It must
+// not know Redis, HTTP, terminals, templates or task types: args and
+// results arrive here already as JSON.
 //
 // # JSON
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bananas-go/bananas/bananastype"
 	"sort"
 
 	"github.com/bananas-go/bananas/queue"
@@ -117,7 +118,7 @@ func (in *Inspector) knownRoutes(ctx context.Context) (routes []string, takers m
 // registered here, else as stored, decoded without their types (Untyped
 // says so): a program that does not know the task still shows what the
 // job holds.
-func (in *Inspector) Job(ctx context.Context, id string) (*Job, error) {
+func (in *Inspector) Job(ctx context.Context, id string) (*bananastype.Job, error) {
 	info, err := in.rt.Job(ctx, id)
 	if err != nil {
 		return nil, err
@@ -148,7 +149,7 @@ func (in *Inspector) Job(ctx context.Context, id string) (*Job, error) {
 // JSON renders a job's args and result as the JSON of their Go types,
 // decoded by the task's generated code; null when the task is not
 // registered here or the bytes do not decode.
-func (in *Inspector) JSON(info *Job) (args, result json.RawMessage) {
+func (in *Inspector) JSON(info *bananastype.Job) (args, result json.RawMessage) {
 	args, result = json.RawMessage("null"), json.RawMessage("null")
 	h, ok := in.rt.Task(info.Name)
 	if !ok || h.ArgsJSON == nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 )
 
@@ -77,23 +78,23 @@ func statusOfState(state string) Status {
 // Jobs lists one page of jobs. Pages are cursor-based: a job that stays where
 // it is appears once across the pages however many jobs move meanwhile, and a
 // page costs the same at any depth.
-func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
+func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (bananastype.JobPage, error) {
 	state, err := queueState(jq.State)
 	if err != nil {
-		return JobPage{}, err
+		return bananastype.JobPage{}, err
 	}
 	if jq.Priority != "" && !queue.ValidPriority(jq.Priority) {
-		return JobPage{}, badQuery("priority", "priority %q: use high, normal or low", jq.Priority)
+		return bananastype.JobPage{}, badQuery("priority", "priority %q: use high, normal or low", jq.Priority)
 	}
 	if jq.Limit == 0 {
 		jq.Limit = 50
 	}
 	if jq.Limit < 1 || jq.Limit > 500 {
-		return JobPage{}, badQuery("limit", "limit %d: want 1 to 500", jq.Limit)
+		return bananastype.JobPage{}, badQuery("limit", "limit %d: want 1 to 500", jq.Limit)
 	}
 	routes, err := in.routesOr(ctx, jq.Route)
 	if err != nil {
-		return JobPage{}, err
+		return bananastype.JobPage{}, err
 	}
 	sort.Strings(routes)
 	if jq.Newest {
@@ -104,15 +105,15 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 	multi := jq.Route == "" || len(routes) > 1
 	start, inner, err := routeCursor(routes, jq, multi)
 	if err != nil {
-		return JobPage{}, err
+		return bananastype.JobPage{}, err
 	}
 	// Checked before any script runs, so that a forged cursor is a bad query
 	// naming the cursor, never a failed call to Redis.
 	cq := queue.ListQuery{State: state, Priority: jq.Priority, Cursor: inner, Newest: jq.Newest}
 	if err := queue.CheckCursor(cq); err != nil {
-		return JobPage{}, badQuery("cursor", "%s", strings.TrimPrefix(err.Error(), queue.ErrBadQuery.Error()+": "))
+		return bananastype.JobPage{}, badQuery("cursor", "%s", strings.TrimPrefix(err.Error(), queue.ErrBadQuery.Error()+": "))
 	}
-	page := JobPage{Jobs: []Job{}}
+	page := bananastype.JobPage{Jobs: []bananastype.Job{}}
 	for i := start; i < len(routes) && len(page.Jobs) < jq.Limit; i++ {
 		got, err := in.q.ListJobs(ctx, queue.ListQuery{
 			Route: routes[i], State: state, Priority: jq.Priority, Task: jq.Task, Text: jq.Text,
@@ -120,14 +121,14 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 		})
 		if errors.Is(err, queue.ErrBadQuery) {
 			why := strings.TrimPrefix(err.Error(), queue.ErrBadQuery.Error()+": ")
-			return JobPage{}, fmt.Errorf("%w: %s", ErrBadQuery, why)
+			return bananastype.JobPage{}, fmt.Errorf("%w: %s", ErrBadQuery, why)
 		}
 		if err != nil {
-			return JobPage{}, err
+			return bananastype.JobPage{}, err
 		}
 		inner = ""
 		for _, j := range got.Jobs {
-			page.Jobs = append(page.Jobs, Job{
+			page.Jobs = append(page.Jobs, bananastype.Job{
 				ID: j.ID, Name: j.Name, Route: queue.ShardBase(j.Route), Priority: Priority(j.Priority), Status: statusOfState(j.State),
 				Description: j.Description, Attempts: attempts(j.Attempts, j.State == "active"), MaxRetries: j.MaxRetries, Error: j.Error,
 				CreatedAt: j.CreatedAt, ScheduledAt: j.RunAt, FinishedAt: j.DiedAt, LeaseDeadline: j.LeaseDeadline,
@@ -146,7 +147,7 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (JobPage, error) {
 			// so that no cursor leads to an empty page.
 			r, err := in.nextHolding(ctx, routes[i+1:], state, jq.Priority)
 			if err != nil {
-				return JobPage{}, err
+				return bananastype.JobPage{}, err
 			}
 			if r != "" {
 				page.Next = r + "/"

@@ -3,7 +3,6 @@ package admin
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,37 +10,37 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
-	"github.com/bananas-go/bananas/queue"
 )
 
 // History is one page of the client's task history, newest end first. Every
 // field of q is checked before the store is asked: a bad value is a refusal
 // naming its field.
-func (in *Inspector) History(ctx context.Context, q HistoryQuery) (HistoryPage, error) {
+func (in *Inspector) History(ctx context.Context, q HistoryQuery) (bananastype.HistoryPage, error) {
 	store := in.rt.History()
 	if store == nil {
-		return HistoryPage{}, ErrNoHistory
+		return bananastype.HistoryPage{}, ErrNoHistory
 	}
 	hq, err := historyQuery(q, time.Now())
 	if err != nil {
-		return HistoryPage{}, err
+		return bananastype.HistoryPage{}, err
 	}
 	page, err := store.Search(ctx, hq)
 	if errors.Is(err, history.ErrSearchTimeout) {
-		return HistoryPage{}, badQuery("", "the search of %s to %s took too long and was stopped: narrow it (a shorter since..until, a task, a route, a status, a longer q)",
+		return bananastype.HistoryPage{}, badQuery("", "the search of %s to %s took too long and was stopped: narrow it (a shorter since..until, a task, a route, a status, a longer q)",
 			hq.Since.UTC().Format(time.RFC3339), untilText(hq.Until))
 	}
 	if errors.Is(err, history.ErrBadCursor) {
-		return HistoryPage{}, badQuery("cursor", "cursor %q: pass a page's next unchanged", q.Cursor)
+		return bananastype.HistoryPage{}, badQuery("cursor", "cursor %q: pass a page's next unchanged", q.Cursor)
 	}
 	if errors.Is(err, history.ErrBadQuery) {
-		return HistoryPage{}, badQuery("", "%s", err)
+		return bananastype.HistoryPage{}, badQuery("", "%s", err)
 	}
 	if err != nil {
-		return HistoryPage{}, fmt.Errorf("bananas: search the task history: %w", err)
+		return bananastype.HistoryPage{}, fmt.Errorf("bananas: search the task history: %w", err)
 	}
-	return HistoryPage{Next: page.Next, Jobs: Map(page.Rows, HistoryRowOf), Since: hq.Since, Until: hq.Until}, nil
+	return bananastype.HistoryPage{Next: page.Next, Jobs: page.Rows, Since: hq.Since, Until: hq.Until}, nil
 }
 
 func untilText(t time.Time) string {
@@ -94,7 +93,7 @@ func historyQuery(q HistoryQuery, now time.Time) (history.Query, error) {
 			return history.Query{}, badQuery("args."+path, "args.%s: want a field of the args, or a dotted path to one (args.customer.id)", path)
 		}
 	}
-	return history.Query{Task: q.Task, Route: q.Route, Status: history.Status(q.Status), Since: q.Since, Until: q.Until,
+	return history.Query{Task: q.Task, Route: q.Route, Status: q.Status, Since: q.Since, Until: q.Until,
 		Text: q.Text, Args: q.Args, Cursor: q.Cursor, Limit: q.Limit}, nil
 }
 
@@ -110,26 +109,6 @@ func searchableText(field, value string) error {
 		return badQuery(field, "%s %q is not valid UTF-8 (the history keeps text as UTF-8)", field, value)
 	}
 	return nil
-}
-
-// HistoryRowOf is the admin view of a row of the task history.
-func HistoryRowOf(r history.Row) HistoryRow {
-	status := queue.StatusFailed
-	switch r.Status {
-	case history.Completed:
-		status = queue.StatusCompleted
-	case history.Canceled:
-		status = queue.StatusCanceled
-	}
-	v := HistoryRow{ID: r.ID, Life: r.Life, Attempt: r.Attempt, Task: r.Task, Route: r.Route, Priority: Priority(r.Priority),
-		Status: status, Error: r.Error, EnqueuedAt: r.EnqueuedAt, StartedAt: r.StartedAt, EndedAt: r.EndedAt, Worker: r.Worker, Sanitized: r.Sanitized}
-	if isJSONValue(r.Args) {
-		v.Args = r.Args
-	}
-	if isJSONValue(r.Result) {
-		v.Result = r.Result
-	}
-	return v
 }
 
 // MigrateHistory creates or migrates the schema of the client's history
@@ -148,6 +127,3 @@ func (in *Inspector) MigrateHistory(ctx context.Context) (bool, error) {
 	}
 	return true, nil
 }
-
-// isJSONValue reports whether b holds a value, not nothing or null.
-func isJSONValue(b json.RawMessage) bool { return len(b) > 0 && string(b) != "null" }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bananas-go/bananas/bananastype"
 	"sort"
 	"sync"
 	"time"
@@ -176,7 +177,7 @@ func (in *Inspector) submitBatch(ctx context.Context, subs []Submission, refused
 }
 
 // Result waits up to wait for job id to finish, then reads it.
-func (in *Inspector) Result(ctx context.Context, id string, wait time.Duration) (*Job, error) {
+func (in *Inspector) Result(ctx context.Context, id string, wait time.Duration) (*bananastype.Job, error) {
 	if _, err := in.Job(ctx, id); err != nil {
 		return nil, err
 	}

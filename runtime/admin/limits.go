@@ -3,6 +3,8 @@ package admin
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/bananas-go/bananas/bananastype"
 )
 
 // Limits are a route's own limits — every job of the route together, on
@@ -107,13 +109,13 @@ type taskLimitsWire struct {
 }
 
 type flowWire struct {
-	Task      string  `json:"task"`
-	Key       string  `json:"key"`
-	Running   int     `json:"running"`
-	Waiting   int     `json:"waiting"`
-	Parked    bool    `json:"parked"`
-	HeldUntil Time    `json:"held_until"`
-	ByRoute   *string `json:"held_by_route"` // "cap", "rate" or null
+	Task      string           `json:"task"`
+	Key       string           `json:"key"`
+	Running   int              `json:"running"`
+	Waiting   int              `json:"waiting"`
+	Parked    bool             `json:"parked"`
+	HeldUntil bananastype.Time `json:"held_until"`
+	ByRoute   *string          `json:"held_by_route"` // "cap", "rate" or null
 }
 
 func (f Flows) wire() flowsWire {
@@ -125,7 +127,7 @@ func (f Flows) wire() flowsWire {
 	}
 	for _, b := range f.Busiest {
 		w.Busiest = append(w.Busiest, flowWire{Task: b.Task, Key: b.Key, Running: b.Running, Waiting: b.Waiting,
-			Parked: b.Parked, HeldUntil: Time(b.HeldUntil), ByRoute: nullString(b.ByRoute)})
+			Parked: b.Parked, HeldUntil: bananastype.Time(b.HeldUntil), ByRoute: nullString(b.ByRoute)})
 	}
 	return w
 }

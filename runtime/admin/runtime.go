@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"github.com/bananas-go/bananas/bananastype"
 	"time"
 
 	"github.com/bananas-go/bananas/history"
@@ -49,11 +50,11 @@ type Runtime interface {
 	Canceled(route string, p Priority, task string)
 	// CanceledRecord is the result record of job j canceled now, and how
 	// long it is kept.
-	CanceledRecord(j *Job) (record []byte, ttl time.Duration, err error)
+	CanceledRecord(j *bananastype.Job) (record []byte, ttl time.Duration, err error)
 
 	// Job is the client's snapshot of job id (ErrJobNotFound), its args as
 	// JSON when its task is declared in the program.
-	Job(ctx context.Context, id string) (*Job, error)
+	Job(ctx context.Context, id string) (*bananastype.Job, error)
 	// Wait waits for job id to finish, until ctx ends.
 	Wait(ctx context.Context, id string) error
 	// Workers are the live workers; RouteTakers counts, per route, those

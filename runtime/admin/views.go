@@ -3,6 +3,8 @@ package admin
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/bananas-go/bananas/bananastype"
 )
 
 // Route is one route's depths and state: `queues`, GET /api/v1/queues and
@@ -34,27 +36,27 @@ func (r Route) MarshalJSON() ([]byte, error) { return json.Marshal(r.wire()) }
 func (Route) WireType() any { return routeWire{} }
 
 type routeWire struct {
-	Route            string `json:"route"`
-	High             int64  `json:"high"`
-	Normal           int64  `json:"normal"`
-	Low              int64  `json:"low"`
-	Pending          int64  `json:"pending"`
-	Scheduled        int64  `json:"scheduled"`
-	Active           int64  `json:"active"`
-	Dead             int64  `json:"dead"`
-	Paused           bool   `json:"paused"`
-	OldestPendingAt  Time   `json:"oldest_pending_at"`
-	OldestPendingAge int64  `json:"oldest_pending_age_ms"`
-	Workers          int    `json:"workers"`
-	HistoryBacklog   int64  `json:"history_backlog,omitempty"` // ended jobs waiting for the task history
-	HeldKeys         int64  `json:"held_keys,omitempty"`       // keys held back by their rate now
-	Throttled        int64  `json:"throttled,omitempty"`       // times a key was held back by its cap or rate
-	LimitRunning     int64  `json:"limit_running,omitempty"`   // keyed jobs running
+	Route            string           `json:"route"`
+	High             int64            `json:"high"`
+	Normal           int64            `json:"normal"`
+	Low              int64            `json:"low"`
+	Pending          int64            `json:"pending"`
+	Scheduled        int64            `json:"scheduled"`
+	Active           int64            `json:"active"`
+	Dead             int64            `json:"dead"`
+	Paused           bool             `json:"paused"`
+	OldestPendingAt  bananastype.Time `json:"oldest_pending_at"`
+	OldestPendingAge int64            `json:"oldest_pending_age_ms"`
+	Workers          int              `json:"workers"`
+	HistoryBacklog   int64            `json:"history_backlog,omitempty"` // ended jobs waiting for the task history
+	HeldKeys         int64            `json:"held_keys,omitempty"`       // keys held back by their rate now
+	Throttled        int64            `json:"throttled,omitempty"`       // times a key was held back by its cap or rate
+	LimitRunning     int64            `json:"limit_running,omitempty"`   // keyed jobs running
 }
 
 func (r Route) wire() routeWire {
 	w := routeWire{Route: r.Route, High: r.High, Normal: r.Normal, Low: r.Low, Pending: r.Pending(), Scheduled: r.Scheduled,
-		Active: r.Active, Dead: r.Dead, Paused: r.Paused, OldestPendingAt: Time(r.OldestPending), Workers: r.Workers, HistoryBacklog: r.HistoryBacklog,
+		Active: r.Active, Dead: r.Dead, Paused: r.Paused, OldestPendingAt: bananastype.Time(r.OldestPending), Workers: r.Workers, HistoryBacklog: r.HistoryBacklog,
 		HeldKeys: r.HeldKeys, Throttled: r.Throttled, LimitRunning: r.LimitRunning}
 	if !r.OldestPending.IsZero() {
 		w.OldestPendingAge = r.OldestPendingAge.Milliseconds()
@@ -155,21 +157,21 @@ func (c CronEntry) MarshalJSON() ([]byte, error) { return json.Marshal(c.wire())
 func (CronEntry) WireType() any { return cronWire{} }
 
 type cronWire struct {
-	Name      string   `json:"name"`
-	Route     string   `json:"route"`
-	Priority  Priority `json:"priority"`
-	Spec      string   `json:"spec"`
-	TZ        string   `json:"tz,omitempty"`
-	LastRun   Time     `json:"last_run"`
-	NextRun   Time     `json:"next_run"`
-	RunCount  int64    `json:"run_count"`
-	LastJob   string   `json:"last_job,omitempty"`
-	LastError string   `json:"last_error,omitempty"`
+	Name      string           `json:"name"`
+	Route     string           `json:"route"`
+	Priority  Priority         `json:"priority"`
+	Spec      string           `json:"spec"`
+	TZ        string           `json:"tz,omitempty"`
+	LastRun   bananastype.Time `json:"last_run"`
+	NextRun   bananastype.Time `json:"next_run"`
+	RunCount  int64            `json:"run_count"`
+	LastJob   string           `json:"last_job,omitempty"`
+	LastError string           `json:"last_error,omitempty"`
 }
 
 func (c CronEntry) wire() cronWire {
 	return cronWire{Name: c.Name, Route: c.Route, Priority: c.Priority, Spec: c.Spec, TZ: c.TZ,
-		LastRun: Time(c.LastRun), NextRun: Time(c.NextRun), RunCount: c.RunCount, LastJob: c.LastJob, LastError: c.LastError}
+		LastRun: bananastype.Time(c.LastRun), NextRun: bananastype.Time(c.NextRun), RunCount: c.RunCount, LastJob: c.LastJob, LastError: c.LastError}
 }
 
 // Worker is one live worker, as its heartbeat describes it. Its JSON is
@@ -219,23 +221,23 @@ type statsWire struct {
 }
 
 type pointWire struct {
-	At        Time  `json:"at"`
-	Enqueued  int64 `json:"enqueued"`
-	Processed int64 `json:"processed"`
-	Failed    int64 `json:"failed"`
-	Retried   int64 `json:"retried"`
-	Dead      int64 `json:"dead"`
-	Canceled  int64 `json:"canceled"`
-	WaitP50MS int64 `json:"wait_p50_ms"`
-	WaitP99MS int64 `json:"wait_p99_ms"`
-	RunP50MS  int64 `json:"run_p50_ms"`
-	RunP99MS  int64 `json:"run_p99_ms"`
+	At        bananastype.Time `json:"at"`
+	Enqueued  int64            `json:"enqueued"`
+	Processed int64            `json:"processed"`
+	Failed    int64            `json:"failed"`
+	Retried   int64            `json:"retried"`
+	Dead      int64            `json:"dead"`
+	Canceled  int64            `json:"canceled"`
+	WaitP50MS int64            `json:"wait_p50_ms"`
+	WaitP99MS int64            `json:"wait_p99_ms"`
+	RunP50MS  int64            `json:"run_p50_ms"`
+	RunP99MS  int64            `json:"run_p99_ms"`
 }
 
 func (s Stats) wire() statsWire {
 	ms := func(d time.Duration) int64 { return d.Milliseconds() }
 	return statsWire{WindowMS: s.Window.Milliseconds(), Points: Map(s.Points, func(p StatsPoint) pointWire {
-		return pointWire{At: Time(p.At), Enqueued: p.Enqueued, Processed: p.Processed, Failed: p.Failed, Retried: p.Retried,
+		return pointWire{At: bananastype.Time(p.At), Enqueued: p.Enqueued, Processed: p.Processed, Failed: p.Failed, Retried: p.Retried,
 			Dead: p.Dead, Canceled: p.Canceled, WaitP50MS: ms(p.WaitP50), WaitP99MS: ms(p.WaitP99), RunP50MS: ms(p.RunP50), RunP99MS: ms(p.RunP99)}
 	})}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 )
 
@@ -58,8 +59,8 @@ func (Workflow) WireType() any { return workflowWire{} }
 type workflowWire struct {
 	ID         string             `json:"id"`
 	Status     string             `json:"status"`
-	CreatedAt  Time               `json:"created_at"`
-	EndedAt    Time               `json:"ended_at"`
+	CreatedAt  bananastype.Time   `json:"created_at"`
+	EndedAt    bananastype.Time   `json:"ended_at"`
 	Task       string             `json:"task"`
 	FailedStep string             `json:"failed_step"`
 	Steps      []workflowStepWire `json:"steps,omitempty"`
@@ -78,7 +79,7 @@ type workflowStepWire struct {
 }
 
 func (w Workflow) wire() workflowWire {
-	out := workflowWire{ID: w.ID, Status: w.Status, CreatedAt: Time(w.CreatedAt), EndedAt: Time(w.EndedAt), Result: w.Result,
+	out := workflowWire{ID: w.ID, Status: w.Status, CreatedAt: bananastype.Time(w.CreatedAt), EndedAt: bananastype.Time(w.EndedAt), Result: w.Result,
 		Task: w.Task, FailedStep: w.FailedStep,
 		Steps: Map(w.Steps, func(s WorkflowStep) workflowStepWire {
 			return workflowStepWire{ID: s.Label, Name: s.Name, JobID: s.JobID, Status: s.Status,

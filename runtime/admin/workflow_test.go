@@ -57,18 +57,3 @@ func decode(t *testing.T, b []byte) map[string]any {
 	}
 	return m
 }
-
-// A step's job names its workflow in "workflow", left out for a job of none.
-func TestJob_JSONNamesItsWorkflow(t *testing.T) {
-	b, _ := json.Marshal(admin.Job{ID: "J1", Workflow: "W1"})
-	if decode(t, b)["workflow"] != "W1" {
-		t.Fatalf("job = %s; want workflow W1", b)
-	}
-	var back admin.Job
-	if err := json.Unmarshal(b, &back); err != nil || back.Workflow != "W1" {
-		t.Fatalf("read back %+v, %v", back, err)
-	}
-	if b, _ := json.Marshal(admin.Job{ID: "J2"}); decode(t, b)["workflow"] != nil {
-		t.Fatalf("job of no workflow = %s; want no workflow key", b)
-	}
-}

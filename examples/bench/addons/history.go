@@ -14,10 +14,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/examples/bench/tasks"
 	"github.com/bananas-go/bananas/history"
 	_ "github.com/bananas-go/bananas/history/postgres" // postgres:// for history.Open
 	"github.com/bananas-go/bananas/internal/benchkit"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -113,7 +115,7 @@ type lagStore struct {
 	lags []time.Duration
 }
 
-func (s *lagStore) Write(ctx context.Context, rows []history.Row) error {
+func (s *lagStore) Write(ctx context.Context, rows []bananastype.Job) error {
 	if err := s.Store.Write(ctx, rows); err != nil {
 		return err
 	}
@@ -121,7 +123,7 @@ func (s *lagStore) Write(ctx context.Context, rows []history.Row) error {
 		now := time.Now()
 		s.mu.Lock()
 		for _, r := range rows {
-			s.lags = append(s.lags, now.Sub(r.EndedAt))
+			s.lags = append(s.lags, now.Sub(r.FinishedAt))
 		}
 		s.mu.Unlock()
 	}
@@ -158,16 +160,16 @@ func historySearches(ctx context.Context, store history.Store) {
 	now := time.Now().UTC()
 	const chunk = 5000
 	for i := 0; i < *historyRows; i += chunk {
-		rows := make([]history.Row, 0, chunk)
+		rows := make([]bananastype.Job, 0, chunk)
 		for j := i; j < min(i+chunk, *historyRows); j++ {
 			args, _ := json.Marshal(map[string]any{"customer": map[string]any{"id": j % 100000}, "invoice": "inv-" + strconv.Itoa(j)})
-			r := history.Row{
-				ID: fmt.Sprintf("bench~%012d", j), Attempt: 1, Task: "task_" + strconv.Itoa(j%20), Route: "default", Priority: "normal",
-				Status: history.Completed, Args: args, EnqueuedAt: now, StartedAt: now,
-				EndedAt: now.Add(-time.Duration(j%(7*24*3600)) * time.Second), Worker: "bench",
+			r := bananastype.Job{
+				ID: fmt.Sprintf("bench~%012d", j), Attempts: 1, Name: "task_" + strconv.Itoa(j%20), Route: "default", Priority: "normal",
+				Status: queue.StatusCompleted, Args: args, CreatedAt: now, StartedAt: now,
+				FinishedAt: now.Add(-time.Duration(j%(7*24*3600)) * time.Second), Worker: "bench",
 			}
 			if j%50 == 0 {
-				r.Status, r.Error = history.Failed, "card declined: issuer "+strconv.Itoa(j%997)+" refused"
+				r.Status, r.Error = queue.StatusFailed, "card declined: issuer "+strconv.Itoa(j%997)+" refused"
 			}
 			rows = append(rows, r)
 		}
@@ -205,5 +207,5 @@ func historySearches(ctx context.Context, store history.Store) {
 	}
 	report("history_search_error_text_ms", timeIt(history.Query{Text: "issuer 421 refused"}))
 	report("history_search_args_field_ms", timeIt(history.Query{Args: map[string]string{"customer.id": "4242"}}))
-	report("history_search_task_status_ms", timeIt(history.Query{Task: "task_10", Status: history.Failed}))
+	report("history_search_task_status_ms", timeIt(history.Query{Task: "task_10", Status: queue.StatusFailed}))
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bananas-go/bananas/bananastest"
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/examples/cron/tasks"
 	"github.com/bananas-go/bananas/runtime"
 )
@@ -22,7 +23,7 @@ func TestNightlyReport_RunNowEnqueuesAJobOnTheReportsRoute(t *testing.T) {
 	// Drain's worker runs the cron entries too, so a tick may add a job of
 	// its own: the report is read for this job's end.
 	report := h.Drain(t)
-	if !slices.ContainsFunc(report.Ends, func(e runtime.JobEnd) bool { return e.ID == id && e.Status == runtime.StatusCompleted }) {
+	if !slices.ContainsFunc(report.Ends, func(e bananastype.JobEnd) bool { return e.ID == id && e.Status() == runtime.StatusCompleted }) {
 		t.Fatalf("report %s, want job %s completed", report, id)
 	}
 	bananastest.RequireNotEnqueued(t, h.Client, tasks.NightlyReport, nil)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
@@ -103,7 +104,7 @@ var (
 	notFound   = openapi.Response{Status: http.StatusNotFound}
 	conflict   = openapi.Response{Status: http.StatusConflict}
 	tooLarge   = openapi.Response{Status: http.StatusRequestEntityTooLarge}
-	theJob     = openapi.Response{Status: http.StatusOK, Desc: "The job.", Type: admin.Job{}, Name: "Job"}
+	theJob     = openapi.Response{Status: http.StatusOK, Desc: "The job.", Type: bananastype.Job{}, Name: "Job"}
 	// theWorkflow is a workflow, as read after the call.
 	theWorkflow = openapi.Response{Status: http.StatusOK, Desc: "The workflow.", Type: admin.Workflow{}, Name: "Workflow",
 		Inner: map[string]string{"steps": "WorkflowStep"}}
@@ -130,7 +131,7 @@ var endpoints = []endpoint{
 			batchAnswer(http.StatusInternalServerError, `Redis failed part-way through a batch over several routes or priorities (one call each, in the order jobs first names them): ids has the id of each job stored and "" for the others, which jobs lists; the job of the failing call may or may not be stored (GET /api/v1/jobs/{id} tells). A batch of one route and priority is stored whole or not at all.`)}},
 		(*server).submitBatch},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/jobs", ID: "listJobs", Tag: "jobs", Summary: "List jobs.", Query: listing,
-		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of jobs.", Type: admin.JobPage{}, Name: "JobPage",
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of jobs.", Type: bananastype.JobPage{}, Name: "JobPage",
 			Inner: map[string]string{"jobs": "JobSummary"}}, badRequest}},
 		(*server).jobs},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/jobs/{id}", ID: "getJob", Tag: "jobs", Summary: "A job: its state, args and result as JSON.",
@@ -140,8 +141,8 @@ var endpoints = []endpoint{
 		PathParams: []openapi.Param{jobID},
 		Query: []openapi.Param{{Name: "wait", Kind: openapi.Duration,
 			Desc: "How long to wait for the job to finish: a Go duration from 0 to 5m, such as 30s (default 0: answer at once)."}},
-		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The job has finished.", Type: admin.Job{}, Name: "Job"},
-			{Status: http.StatusAccepted, Desc: "The job has not finished yet: ask again.", Type: admin.Job{}, Name: "Job"}, badRequest, notFound}},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The job has finished.", Type: bananastype.Job{}, Name: "Job"},
+			{Status: http.StatusAccepted, Desc: "The job has not finished yet: ask again.", Type: bananastype.Job{}, Name: "Job"}, badRequest, notFound}},
 		(*server).result},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/jobs/{id}/run", ID: "runJobNow", Tag: "jobs", Action: true,
 		Summary: "Run a scheduled job (delayed, or waiting for its retry) now: it is pending at once, its attempts as they were. A pending job is left as it is.", PathParams: []openapi.Param{jobID},
@@ -206,7 +207,7 @@ var endpoints = []endpoint{
 		Query:   historyParams,
 		// 404: the program keeps no task history (no HISTORY_URL). 400 also
 		// for a search PostgreSQL stopped past its timeout: to narrow.
-		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of the history, newest end first.", Type: admin.HistoryPage{}, Name: "HistoryPage",
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of the history, newest end first.", Type: bananastype.HistoryPage{}, Name: "HistoryPage",
 			Inner: map[string]string{"jobs": "HistoryRow"}}, badRequest, notFound}},
 		(*server).history},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/tasks", ID: "listTasks", Tag: "tasks", Summary: "The registered tasks, their defaults and args.",
@@ -263,7 +264,7 @@ var endpoints = []endpoint{
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The route's flows.", Type: admin.Flows{}}, badRequest}},
 		(*server).flows},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/dlq", ID: "listDeadJobs", Tag: "dlq", Summary: "List the dead-letter queue.", Query: deadListing,
-		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of dead jobs.", Type: admin.JobPage{}, Name: "DeadJobList"}, badRequest}},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of dead jobs.", Type: bananastype.JobPage{}, Name: "DeadJobList"}, badRequest}},
 		(*server).dead},
 	{openapi.Endpoint{Method: "DELETE", Path: "/api/v1/dlq", ID: "purgeDeadJobs", Tag: "dlq", Action: true,
 		Summary: "Delete dead jobs for good: all of them, or those of one route or task.",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -32,7 +33,7 @@ type fakeAdmin struct {
 	limits  admin.Limits
 	patch   admin.LimitsPatch
 	hquery  admin.HistoryQuery
-	hpage   admin.HistoryPage
+	hpage   bananastype.HistoryPage
 	wfSub   admin.WorkflowSubmission
 	wfCalls []string // the workflow actions taken: "cancel ID", "retry ID"
 	wfQuery admin.WorkflowQuery
@@ -63,21 +64,21 @@ func (f *fakeAdmin) SubmitBatch(_ context.Context, subs []admin.Submission, refu
 	return ids, f.err
 }
 
-func (f *fakeAdmin) job(id string) (*admin.Job, error) {
+func (f *fakeAdmin) job(id string) (*bananastype.Job, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &admin.Job{ID: id, Name: "t", Status: f.status}, nil
+	return &bananastype.Job{ID: id, Name: "t", Status: f.status}, nil
 }
 
-func (f *fakeAdmin) Job(_ context.Context, id string) (*admin.Job, error) { return f.job(id) }
+func (f *fakeAdmin) Job(_ context.Context, id string) (*bananastype.Job, error) { return f.job(id) }
 
-func (f *fakeAdmin) Jobs(_ context.Context, q admin.JobQuery) (admin.JobPage, error) {
+func (f *fakeAdmin) Jobs(_ context.Context, q admin.JobQuery) (bananastype.JobPage, error) {
 	f.query = q
-	return admin.JobPage{}, f.err
+	return bananastype.JobPage{}, f.err
 }
 
-func (f *fakeAdmin) Result(_ context.Context, id string, _ time.Duration) (*admin.Job, error) {
+func (f *fakeAdmin) Result(_ context.Context, id string, _ time.Duration) (*bananastype.Job, error) {
 	return f.job(id)
 }
 
@@ -148,7 +149,7 @@ func (f *fakeAdmin) Stats(_ context.Context, window time.Duration) (admin.Stats,
 	return admin.Stats{Window: window}, f.err
 }
 
-func (f *fakeAdmin) History(_ context.Context, q admin.HistoryQuery) (admin.HistoryPage, error) {
+func (f *fakeAdmin) History(_ context.Context, q admin.HistoryQuery) (bananastype.HistoryPage, error) {
 	f.hquery = q
 	return f.hpage, f.err
 }

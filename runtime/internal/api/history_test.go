@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -63,10 +64,10 @@ func TestHistory_WithoutAHistoryIsA404NamingHISTORY_URL(t *testing.T) {
 
 func TestHistory_AnswerIsThePageOfRows(t *testing.T) {
 	at := time.Date(2026, 11, 26, 22, 0, 0, 0, time.UTC)
-	f := &fakeAdmin{hpage: admin.HistoryPage{Next: "n2", Since: at.Add(-7 * 24 * time.Hour), Jobs: []admin.HistoryRow{
-		{ID: "j1", Attempt: 1, Task: "t", Route: "default", Priority: "normal", Status: "completed", Args: json.RawMessage(`{"N":1}`),
-			Result: json.RawMessage(`2`), EnqueuedAt: at, StartedAt: at.Add(time.Second), EndedAt: at.Add(2 * time.Second), Worker: "w1"},
-		{ID: "j2", Life: 1, Attempt: 3, Task: "t", Route: "default", Priority: "high", Status: "canceled", Error: "canceled␀", EnqueuedAt: at, EndedAt: at,
+	f := &fakeAdmin{hpage: bananastype.HistoryPage{Next: "n2", Since: at.Add(-7 * 24 * time.Hour), Jobs: []bananastype.Job{
+		{ID: "j1", Attempts: 1, Name: "t", Route: "default", Priority: "normal", Status: "completed", Args: json.RawMessage(`{"N":1}`),
+			ResultJSON: json.RawMessage(`2`), CreatedAt: at, StartedAt: at.Add(time.Second), FinishedAt: at.Add(2 * time.Second), Worker: "w1"},
+		{ID: "j2", Life: 1, Attempts: 3, Name: "t", Route: "default", Priority: "high", Status: "canceled", Error: "canceled␀", CreatedAt: at, FinishedAt: at,
 			Sanitized: "error: NUL bytes replaced by U+2400"},
 	}}}
 	r := send(t, newAPI(f, Config{}), "GET", "/api/v1/history", "")
@@ -79,7 +80,7 @@ func TestHistory_AnswerIsThePageOfRows(t *testing.T) {
 	if r.raw != want {
 		t.Fatalf("answer %d\n%s\nwant\n%s", r.status, r.raw, want)
 	}
-	var back admin.HistoryPage
+	var back bananastype.HistoryPage
 	if err := json.Unmarshal([]byte(r.raw), &back); err != nil || !reflect.DeepEqual(back.Jobs[1], f.hpage.Jobs[1]) || back.Next != "n2" || !back.Since.Equal(f.hpage.Since) || !back.Until.IsZero() ||
 		string(back.Jobs[0].Args) != `{"N":1}` || !back.Jobs[0].StartedAt.Equal(f.hpage.Jobs[0].StartedAt) {
 		t.Fatalf("read back %+v, %v", back, err)

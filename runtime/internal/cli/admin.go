@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -242,7 +243,7 @@ func cmdJob(e *Env, args []string) error {
 }
 
 // progressText is a running job's progress for a person: "40% resizing (2s ago)".
-func progressText(p *admin.Progress, now time.Time) string {
+func progressText(p *bananastype.Progress, now time.Time) string {
 	s := fmt.Sprintf("%d%%", p.Percent)
 	if p.Note != "" {
 		s += " " + p.Note

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -94,7 +95,7 @@ func TestEnqueue_BadFlagsAreUsageErrorsBeforeAnySubmission(t *testing.T) {
 
 func TestEnqueueWait_PrintsTheResultOfTheJob(t *testing.T) {
 	f := &fakeAdmin{id: jobID, tasks: []admin.Task{{Name: "count_words", Result: "int"}},
-		jobs: map[string]*admin.Job{jobID: {ID: jobID, Name: "count_words", Status: "completed", ResultJSON: json.RawMessage("4")}}}
+		jobs: map[string]*bananastype.Job{jobID: {ID: jobID, Name: "count_words", Status: "completed", ResultJSON: json.RawMessage("4")}}}
 	if out := wantRun(t, &fakeApp{admin: f}, 0, "", "enqueue", "count_words", `{}`, "--wait"); out != "4\n" {
 		t.Fatalf("enqueue --wait printed %q, want the result", out)
 	}
@@ -109,7 +110,7 @@ func TestEnqueueWait_PrintsTheResultOfTheJob(t *testing.T) {
 
 func TestEnqueueWait_OfATaskWithoutAResultPrintsNull(t *testing.T) {
 	f := &fakeAdmin{id: jobID, tasks: []admin.Task{{Name: "send_email"}},
-		jobs: map[string]*admin.Job{jobID: {ID: jobID, Name: "send_email", Status: "completed", ResultJSON: json.RawMessage("{}")}}}
+		jobs: map[string]*bananastype.Job{jobID: {ID: jobID, Name: "send_email", Status: "completed", ResultJSON: json.RawMessage("{}")}}}
 	if out := wantRun(t, &fakeApp{admin: f}, 0, "", "enqueue", "send_email", `{}`, "--wait"); out != "null\n" {
 		t.Fatalf("enqueue --wait printed %q, want null", out)
 	}
@@ -121,16 +122,16 @@ func TestEnqueueWait_OfATaskWithoutAResultPrintsNull(t *testing.T) {
 
 func TestEnqueueWait_OfAJobThatDidNotCompleteExits1WithWhy(t *testing.T) {
 	for _, c := range []struct {
-		job  admin.Job
+		job  bananastype.Job
 		want string
 	}{
-		{admin.Job{Status: "failed", Attempts: 3, Error: `invalid recipient "nobody": no @`}, "job " + jobID + ` (send_email) failed after 3 attempt(s): invalid recipient "nobody": no @`},
-		{admin.Job{Status: "canceled", Error: "canceled by an operator"}, "job " + jobID + " (send_email) was canceled: canceled by an operator"},
-		{admin.Job{Status: "pending"}, "job " + jobID + " is still pending after --timeout 1s"},
+		{bananastype.Job{Status: "failed", Attempts: 3, Error: `invalid recipient "nobody": no @`}, "job " + jobID + ` (send_email) failed after 3 attempt(s): invalid recipient "nobody": no @`},
+		{bananastype.Job{Status: "canceled", Error: "canceled by an operator"}, "job " + jobID + " (send_email) was canceled: canceled by an operator"},
+		{bananastype.Job{Status: "pending"}, "job " + jobID + " is still pending after --timeout 1s"},
 	} {
 		j := c.job
 		j.ID, j.Name = jobID, "send_email"
-		f := &fakeAdmin{id: jobID, jobs: map[string]*admin.Job{jobID: &j}}
+		f := &fakeAdmin{id: jobID, jobs: map[string]*bananastype.Job{jobID: &j}}
 		if out := wantRun(t, &fakeApp{admin: f}, 1, "enqueue: "+c.want+"\n", "enqueue", "send_email", `{}`, "--wait", "--timeout", "1s"); out != "" {
 			t.Fatalf("printed %q", out)
 		}
@@ -146,7 +147,7 @@ func TestEnqueueWait_OfAJobThatDidNotCompleteExits1WithWhy(t *testing.T) {
 func TestEnqueueWait_OnAPausedRouteSaysItIsPaused(t *testing.T) {
 	f := &fakeAdmin{id: jobID, warning: "route default is paused: job " + jobID + " waits",
 		routes: []admin.Route{{Route: "bulk"}, {Route: "default", Paused: true}},
-		jobs:   map[string]*admin.Job{jobID: {ID: jobID, Name: "count_words", Route: "default", Status: "pending"}}}
+		jobs:   map[string]*bananastype.Job{jobID: {ID: jobID, Name: "count_words", Route: "default", Status: "pending"}}}
 	want := "enqueue: job " + jobID + " is still pending after --timeout 1s: route default is paused, and no worker takes its jobs until it is resumed; " +
 		"resume with `app resume default`\n"
 	wantRun(t, &fakeApp{admin: f}, 1, "warning: "+f.warning+"\n"+want, "enqueue", "count_words", `{}`, "--wait", "--timeout", "1s")
@@ -158,7 +159,7 @@ func TestEnqueueWait_OnAPausedRouteSaysItIsPaused(t *testing.T) {
 // A page of jobs that a filter emptied while more remain to read says so
 // and gives the cursor; it never says there are no jobs.
 func TestJobs_AnEmptyFilteredPageWithMoreSaysNoneMatchedYet(t *testing.T) {
-	f := &fakeAdmin{page: admin.JobPage{Jobs: []admin.Job{}, Next: "c2"}}
+	f := &fakeAdmin{page: bananastype.JobPage{Jobs: []bananastype.Job{}, Next: "c2"}}
 	out := wantRun(t, &fakeApp{admin: f}, 0, "", "jobs", "--route", "bulk", "--task", "send_email")
 	want := "none of the pending jobs this page read on route bulk, task send_email matched; more to read (next page below)\nmore: --cursor c2\n"
 	if out != want {
@@ -169,7 +170,7 @@ func TestJobs_AnEmptyFilteredPageWithMoreSaysNoneMatchedYet(t *testing.T) {
 // On this process's own mem:// server no worker can run the job: --wait
 // says so at once instead of waiting for ever.
 func TestEnqueueWait_OnMemWithNoWorkerSaysTheJobCannotFinish(t *testing.T) {
-	f := &fakeAdmin{id: jobID, warning: "no live worker takes route default", jobs: map[string]*admin.Job{jobID: {ID: jobID, Route: "default", Status: "pending"}}}
+	f := &fakeAdmin{id: jobID, warning: "no live worker takes route default", jobs: map[string]*bananastype.Job{jobID: {ID: jobID, Route: "default", Status: "pending"}}}
 	want := "enqueue: job " + jobID + " cannot finish: REDIS_URL=mem:// is this process's own in-memory server, and no worker runs in this process; " +
 		"use a Redis server that a worker of route default reaches\n"
 	wantRun(t, &fakeApp{admin: f, embedded: true}, 1, want, "enqueue", "count_words", `{}`, "--wait")
@@ -180,7 +181,7 @@ func TestEnqueueWait_OnMemWithNoWorkerSaysTheJobCannotFinish(t *testing.T) {
 
 func TestJobs_ListsAPageWithWhatItListsAndTheNextCursor(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	f := &fakeAdmin{page: admin.JobPage{Next: "c2", Jobs: []admin.Job{
+	f := &fakeAdmin{page: bananastype.JobPage{Next: "c2", Jobs: []bananastype.Job{
 		{ID: "a.default", Route: "default", Name: "count_words", Priority: "low", Status: "pending", Attempts: 0, CreatedAt: created},
 		{ID: "b.default", Route: "default", Name: "count_words", Priority: "low", Status: "pending", Attempts: 1, CreatedAt: created, Error: "boom\nstack"},
 	}}}
@@ -211,9 +212,9 @@ func TestJobs_ABadQueryIsAUsageError(t *testing.T) {
 }
 
 func TestJob_ShowsTheJobAndItsJSON(t *testing.T) {
-	j := &admin.Job{ID: jobID, Name: "count_words", Route: "default", Priority: "low", Status: "completed", Attempts: 1, MaxRetries: 3,
+	j := &bananastype.Job{ID: jobID, Name: "count_words", Route: "default", Priority: "low", Status: "completed", Attempts: 1, MaxRetries: 3,
 		Args: json.RawMessage(`{"Body":"a b c"}`), ResultJSON: json.RawMessage("3"), CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	f := &fakeAdmin{jobs: map[string]*admin.Job{jobID: j}}
+	f := &fakeAdmin{jobs: map[string]*bananastype.Job{jobID: j}}
 	out := wantRun(t, &fakeApp{admin: f}, 0, "", "job", jobID)
 	for _, want := range []string{"task               count_words", "attempts           1 (0 of 3 retries)", "timeout            the worker's default",
 		"created            2026-01-02T03:04:05Z", "started            -", `args               {"Body":"a b c"}`, "result             3"} {
@@ -320,7 +321,7 @@ func TestWorkers_ListsTheLiveWorkers(t *testing.T) {
 
 func TestDLQ_ListReplayAndPurge(t *testing.T) {
 	died := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	f := &fakeAdmin{page: admin.JobPage{Jobs: []admin.Job{{ID: "d.email", Route: "email", Name: "send_email", Status: "failed", Attempts: 3, FinishedAt: died, Error: "no @"}}}}
+	f := &fakeAdmin{page: bananastype.JobPage{Jobs: []bananastype.Job{{ID: "d.email", Route: "email", Name: "send_email", Status: "failed", Attempts: 3, FinishedAt: died, Error: "no @"}}}}
 	want := "ID       ROUTE  TASK        ATTEMPTS  DIED                  ERROR\n" +
 		"d.email  email  send_email  3         2026-01-02T03:04:05Z  no @\n"
 	if out := wantRun(t, &fakeApp{admin: f}, 0, "", "dlq", "list", "--route", "email"); out != want {
@@ -362,9 +363,9 @@ func TestExitStatus_FollowsTheClassOfTheError(t *testing.T) {
 // Text a job carries (a description, an error) with a tab, a newline or an
 // escape stays in its cell and its row: each control character is a space.
 func TestJob_ControlCharactersInAJobsTextStayInTheirCell(t *testing.T) {
-	j := &admin.Job{ID: jobID, Name: "count_words", Route: "default", Priority: "low", Status: "pending",
+	j := &bananastype.Job{ID: jobID, Name: "count_words", Route: "default", Priority: "low", Status: "pending",
 		Description: "nightly\tbatch\nstatus  forged\x1b[2J"}
-	f := &fakeAdmin{jobs: map[string]*admin.Job{jobID: j}}
+	f := &fakeAdmin{jobs: map[string]*bananastype.Job{jobID: j}}
 	out := wantRun(t, &fakeApp{admin: f}, 0, "", "job", jobID)
 	if !strings.Contains(out, "description        nightly batch status  forged [2J\n") || strings.Contains(out, "\x1b") ||
 		strings.Count(out, "\nstatus ") != 1 {
@@ -375,15 +376,15 @@ func TestJob_ControlCharactersInAJobsTextStayInTheirCell(t *testing.T) {
 // A running job that reported progress shows a progress row under its
 // status: percent, note and how long ago; one without shows none.
 func TestJob_ShowsTheProgressOfARunningJob(t *testing.T) {
-	j := &admin.Job{ID: jobID, Name: "resize_image", Route: "images", Priority: "normal", Status: "processing", Attempts: 1,
-		Progress: &admin.Progress{Percent: 40, Note: "resizing\nline two", At: time.Now().Add(-2 * time.Second)}}
-	f := &fakeAdmin{jobs: map[string]*admin.Job{jobID: j}}
+	j := &bananastype.Job{ID: jobID, Name: "resize_image", Route: "images", Priority: "normal", Status: "processing", Attempts: 1,
+		Progress: &bananastype.Progress{Percent: 40, Note: "resizing\nline two", At: time.Now().Add(-2 * time.Second)}}
+	f := &fakeAdmin{jobs: map[string]*bananastype.Job{jobID: j}}
 	out := wantRun(t, &fakeApp{admin: f}, 0, "", "job", jobID)
 	if !regexp.MustCompile(`(?m)^status +processing\nprogress +40% resizing line two \([23]s ago\)\n`).MatchString(out) {
 		t.Fatalf("job table of a running job with progress:\n%s\nwant a progress row under its status", out)
 	}
 	raw := wantRun(t, &fakeApp{admin: f}, 0, "", "job", jobID, "--json")
-	var back admin.Job
+	var back bananastype.Job
 	if err := json.Unmarshal([]byte(raw), &back); err != nil || back.Progress == nil || back.Progress.Percent != 40 ||
 		back.Progress.Note != j.Progress.Note || !back.Progress.At.Equal(j.Progress.At) {
 		t.Fatalf("job --json = %s (%v); want progress, note and at that read back", raw, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -23,9 +24,9 @@ type fakeAdmin struct {
 	id, warning string // Submit's answer
 	submitted   []admin.Submission
 
-	jobs    map[string]*admin.Job // Job's and Result's answers, by id
-	waited  []time.Duration       // the waits Result was given
-	page    admin.JobPage
+	jobs    map[string]*bananastype.Job // Job's and Result's answers, by id
+	waited  []time.Duration             // the waits Result was given
+	page    bananastype.JobPage
 	queries []admin.JobQuery
 
 	canceled admin.Status // Cancel's answer
@@ -37,7 +38,7 @@ type fakeAdmin struct {
 	workers []admin.Worker
 	shards  int // Shards' answer, set by SetShards
 
-	history   admin.HistoryPage // History's answer
+	history   bananastype.HistoryPage // History's answer
 	hqueries  []admin.HistoryQuery
 	migrated  bool // MigrateHistory's answer
 	migrateds int  // calls of MigrateHistory
@@ -64,14 +65,14 @@ func (f *fakeAdmin) Submit(_ context.Context, s admin.Submission) (string, strin
 	return f.id, f.warning, nil
 }
 
-func (f *fakeAdmin) Job(_ context.Context, id string) (*admin.Job, error) {
+func (f *fakeAdmin) Job(_ context.Context, id string) (*bananastype.Job, error) {
 	if j := f.jobs[id]; j != nil {
 		return j, nil
 	}
 	return nil, admin.ErrJobNotFound
 }
 
-func (f *fakeAdmin) Result(ctx context.Context, id string, wait time.Duration) (*admin.Job, error) {
+func (f *fakeAdmin) Result(ctx context.Context, id string, wait time.Duration) (*bananastype.Job, error) {
 	f.waited = append(f.waited, wait)
 	if err := f.errs["Result"]; err != nil {
 		return nil, err
@@ -79,7 +80,7 @@ func (f *fakeAdmin) Result(ctx context.Context, id string, wait time.Duration) (
 	return f.Job(ctx, id)
 }
 
-func (f *fakeAdmin) Jobs(_ context.Context, q admin.JobQuery) (admin.JobPage, error) {
+func (f *fakeAdmin) Jobs(_ context.Context, q admin.JobQuery) (bananastype.JobPage, error) {
 	f.queries = append(f.queries, q)
 	return f.page, f.errs["Jobs"]
 }
@@ -137,7 +138,7 @@ func (f *fakeAdmin) Workers(context.Context) ([]admin.Worker, error) {
 	return f.workers, f.errs["Workers"]
 }
 
-func (f *fakeAdmin) History(_ context.Context, q admin.HistoryQuery) (admin.HistoryPage, error) {
+func (f *fakeAdmin) History(_ context.Context, q admin.HistoryQuery) (bananastype.HistoryPage, error) {
 	f.hqueries = append(f.hqueries, q)
 	return f.history, f.errs["History"]
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -52,7 +53,7 @@ var historySearch = listCommand("[--task T] [--route R] [--status S] [--since T]
 			}
 			rows := make([][]string, len(page.Jobs))
 			for i, r := range page.Jobs {
-				rows[i] = []string{stamp(r.EndedAt), r.ID, r.Task, r.Route, string(r.Status), fmt.Sprint(r.Attempt), orDash(firstLine(r.Error))}
+				rows[i] = []string{stamp(r.FinishedAt), r.ID, r.Name, r.Route, string(r.Status), fmt.Sprint(r.Attempts), orDash(firstLine(r.Error))}
 			}
 			return listing{rows: rows, js: page, next: page.Next, caption: historyCaption(page, len(rows))}, nil
 		}
@@ -61,7 +62,7 @@ var historySearch = listCommand("[--task T] [--route R] [--status S] [--since T]
 // historyCaption says which window of ends a page searched, as a search
 // without --since reads only the last admin.HistoryWindow: a job that ended
 // before it is not missing, it is outside the window.
-func historyCaption(page admin.HistoryPage, rows int) string {
+func historyCaption(page bananastype.HistoryPage, rows int) string {
 	if page.Since.IsZero() { // a store that does not say its window
 		if rows == 0 {
 			return "no job in the task history matches"

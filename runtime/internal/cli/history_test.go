@@ -7,15 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 func TestHistory_ListsAPageNewestFirstWithTheNextCursor(t *testing.T) {
 	ended := time.Date(2026, 11, 26, 22, 4, 5, 0, time.UTC)
-	f := &fakeAdmin{history: admin.HistoryPage{Next: "c2", Jobs: []admin.HistoryRow{
-		{ID: "b.email", Task: "send_email", Route: "email", Status: "failed", Attempt: 3, Error: "smtp: mailbox full\nstack", EndedAt: ended,
+	f := &fakeAdmin{history: bananastype.HistoryPage{Next: "c2", Jobs: []bananastype.Job{
+		{ID: "b.email", Name: "send_email", Route: "email", Status: "failed", Attempts: 3, Error: "smtp: mailbox full\nstack", FinishedAt: ended,
 			Args: json.RawMessage(`{"To":"a@b"}`)},
-		{ID: "a.email", Task: "send_email", Route: "email", Status: "completed", Attempt: 1, EndedAt: ended.Add(-time.Minute)},
+		{ID: "a.email", Name: "send_email", Route: "email", Status: "completed", Attempts: 1, FinishedAt: ended.Add(-time.Minute)},
 	}}}
 	out := wantRun(t, &fakeApp{admin: f}, 0, "", "history", "--task", "send_email", "--route", "email", "--status", "failed",
 		"--since", "2026-11-26T00:00:00Z", "--until", "2026-11-27T00:00:00+01:00", "--q", "smtp", "--arg", "To=a@b", "--arg", "customer.id=42",
@@ -57,13 +58,13 @@ func TestHistory_SinceTakesADurationBackFromNow(t *testing.T) {
 
 func TestHistory_SaysTheWindowItSearched(t *testing.T) {
 	since := time.Date(2026, 11, 19, 22, 0, 0, 0, time.UTC)
-	f := &fakeAdmin{history: admin.HistoryPage{Since: since}}
+	f := &fakeAdmin{history: bananastype.HistoryPage{Since: since}}
 	out := wantRun(t, &fakeApp{admin: f}, 0, "", "history")
 	if want := "no job in the task history matches (searched jobs ended since 2026-11-19T22:00:00Z)\n"; out != want {
 		t.Fatalf("an empty page of the default window printed %q; want %q", out, want)
 	}
-	f.history = admin.HistoryPage{Since: since, Until: since.Add(time.Hour), Jobs: []admin.HistoryRow{
-		{ID: "a.email", Task: "send_email", Route: "email", Status: "completed", Attempt: 1, EndedAt: since.Add(time.Minute)}}}
+	f.history = bananastype.HistoryPage{Since: since, Until: since.Add(time.Hour), Jobs: []bananastype.Job{
+		{ID: "a.email", Name: "send_email", Route: "email", Status: "completed", Attempts: 1, FinishedAt: since.Add(time.Minute)}}}
 	out = wantRun(t, &fakeApp{admin: f}, 0, "", "history")
 	if first, _, _ := strings.Cut(out, "\n"); first != "jobs ended since 2026-11-19T22:00:00Z, before 2026-11-19T23:00:00Z:" {
 		t.Fatalf("a page printed %q first; want the window it searched", first)

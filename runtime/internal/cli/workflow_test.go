@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -69,7 +70,7 @@ func TestWorkflow_CancelAndRetryActAndSaySo(t *testing.T) {
 
 // `job ID` says the workflow a step's job belongs to.
 func TestJob_ShowsItsWorkflow(t *testing.T) {
-	f := &fakeAdmin{jobs: map[string]*admin.Job{jobID: {ID: jobID, Name: "wf_left", Status: "pending", Workflow: "W1"}}}
+	f := &fakeAdmin{jobs: map[string]*bananastype.Job{jobID: {ID: jobID, Name: "wf_left", Status: "pending", Workflow: "W1"}}}
 	out := wantRun(t, &fakeApp{admin: f}, 0, "", "job", jobID)
 	if !hasRow(out, "workflow", "W1") {
 		t.Fatalf("job printed %q; want a workflow W1 row", out)

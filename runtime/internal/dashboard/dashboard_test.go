@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -25,7 +26,7 @@ type fakeAdmin struct {
 	routes  []admin.Route
 	tasks   []admin.Task
 	schemas map[string]json.RawMessage
-	jobs    map[string]*admin.Job
+	jobs    map[string]*bananastype.Job
 	// replayErr is what Replay answers.
 	replayErr error
 	// listed is the last query Jobs was given.
@@ -59,16 +60,16 @@ func (f *fakeAdmin) Tasks() []admin.Task                           { return f.ta
 
 func (f *fakeAdmin) ArgsSchemas() (map[string]json.RawMessage, error) { return f.schemas, nil }
 
-func (f *fakeAdmin) Job(_ context.Context, id string) (*admin.Job, error) {
+func (f *fakeAdmin) Job(_ context.Context, id string) (*bananastype.Job, error) {
 	if j, ok := f.jobs[id]; ok {
 		return j, nil
 	}
 	return nil, fmt.Errorf("%w: %s", admin.ErrJobNotFound, id)
 }
 
-func (f *fakeAdmin) Jobs(_ context.Context, q admin.JobQuery) (admin.JobPage, error) {
+func (f *fakeAdmin) Jobs(_ context.Context, q admin.JobQuery) (bananastype.JobPage, error) {
 	f.listed = q
-	var page admin.JobPage
+	var page bananastype.JobPage
 	for _, j := range f.jobs {
 		if j.Status == q.State {
 			page.Jobs = append(page.Jobs, *j)
@@ -134,7 +135,7 @@ func TestOverview_ShowsEachRouteWithItsCountsAndState(t *testing.T) {
 func TestJobPage_ShowsArgsResultAndEarlierLives(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	f := &fakeAdmin{jobs: map[string]*admin.Job{"j1": {
+	f := &fakeAdmin{jobs: map[string]*bananastype.Job{"j1": {
 		ID: "j1", Name: "email.send", Route: "mail", Priority: queue.Normal, Status: queue.StatusCompleted, Attempts: 1, MaxRetries: 3,
 		CreatedAt: at(0), StartedAt: at(10), FinishedAt: at(11),
 		Args:       json.RawMessage(`{"to":"a<b>@example.com"}`),
@@ -169,7 +170,7 @@ func TestJobPage_AnUnknownJobIsNotFound(t *testing.T) {
 
 func TestReplay_AJobThatMovedShowsTheConflict(t *testing.T) {
 	moved := fmt.Errorf("%w: job j1 is completed, not failed", admin.ErrWrongState)
-	f := &fakeAdmin{replayErr: moved, jobs: map[string]*admin.Job{"j1": {ID: "j1", Status: queue.StatusFailed}}}
+	f := &fakeAdmin{replayErr: moved, jobs: map[string]*bananastype.Job{"j1": {ID: "j1", Status: queue.StatusFailed}}}
 	srv, c := server(t, f)
 	_, page := get(t, c, srv.URL+"/jobs/j1")
 	m := csrfInput.FindStringSubmatch(page)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -20,7 +21,7 @@ type historyData struct {
 	Statuses     []admin.Status
 	Routes       []string
 	Tasks        []string
-	Page         admin.HistoryPage
+	Page         bananastype.HistoryPage
 	Next         string // link to the next page; "" at the end
 	Bad          string // why the filter was refused
 	// Set counts the filters set besides the text, which the folded

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -18,12 +19,12 @@ import (
 // keeps the query it was given, or answers err.
 type historyAdmin struct {
 	*fakeAdmin
-	page  admin.HistoryPage
+	page  bananastype.HistoryPage
 	err   error
 	asked []admin.HistoryQuery
 }
 
-func (h *historyAdmin) History(_ context.Context, q admin.HistoryQuery) (admin.HistoryPage, error) {
+func (h *historyAdmin) History(_ context.Context, q admin.HistoryQuery) (bananastype.HistoryPage, error) {
 	h.asked = append(h.asked, q)
 	return h.page, h.err
 }
@@ -40,8 +41,8 @@ func historyServer(t *testing.T, h *historyAdmin) (string, *http.Client) {
 
 func TestHistoryPage_PassesTheFiltersAndLinksEachRowAndTheNextPage(t *testing.T) {
 	ended := time.Date(2026, 11, 26, 22, 4, 5, 0, time.UTC)
-	h := &historyAdmin{fakeAdmin: &fakeAdmin{}, page: admin.HistoryPage{Next: "c2", Jobs: []admin.HistoryRow{
-		{ID: "a/b.email", Life: 1, Attempt: 3, Task: "send_email", Route: "email", Status: queue.StatusFailed, Error: "<b>smtp</b>", EndedAt: ended},
+	h := &historyAdmin{fakeAdmin: &fakeAdmin{}, page: bananastype.HistoryPage{Next: "c2", Jobs: []bananastype.Job{
+		{ID: "a/b.email", Life: 1, Attempts: 3, Name: "send_email", Route: "email", Status: queue.StatusFailed, Error: "<b>smtp</b>", FinishedAt: ended},
 	}}}
 	base, c := historyServer(t, h)
 	status, body := get(t, c, base+"/history?task=send_email&route=email&status=failed&since=2026-11-26T00:00&until=2026-11-27T00:00:00Z"+
@@ -96,7 +97,7 @@ func TestHistoryPage_WithoutAHistorySaysToSetHISTORY_URL(t *testing.T) {
 
 func TestJobPage_AJobFromTheHistorySaysSoAndOffersNoAction(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
-	f := &fakeAdmin{jobs: map[string]*admin.Job{"j1": {
+	f := &fakeAdmin{jobs: map[string]*bananastype.Job{"j1": {
 		ID: "j1", Name: "email.send", Route: "mail", Priority: queue.Normal, Status: queue.StatusFailed, Attempts: 3, FromHistory: true,
 		CreatedAt: t0, StartedAt: t0.Add(time.Second), FinishedAt: t0.Add(2 * time.Second), Error: "smtp: mailbox full",
 		Args: json.RawMessage(`{"to":"a@example.com"}`),
@@ -121,7 +122,7 @@ func TestJobPage_AJobFromTheHistorySaysSoAndOffersNoAction(t *testing.T) {
 
 func TestJobPage_ACompletedJobFromTheHistoryShowsItsResult(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
-	f := &fakeAdmin{jobs: map[string]*admin.Job{"j2": {
+	f := &fakeAdmin{jobs: map[string]*bananastype.Job{"j2": {
 		ID: "j2", Name: "count_words", Route: "default", Priority: queue.Low, Status: queue.StatusCompleted, Attempts: 1, FromHistory: true,
 		CreatedAt: t0, StartedAt: t0.Add(time.Second), FinishedAt: t0.Add(2 * time.Second),
 		Args: json.RawMessage(`{"Body":"a b c"}`), ResultJSON: json.RawMessage(`3`),

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -42,7 +43,7 @@ type jobsData struct {
 	}
 	Routes []string
 	Tasks  []string
-	Page   admin.JobPage
+	Page   bananastype.JobPage
 	Next   string // link to the next page; "" at the end
 	Bad    string // why the filter was refused
 	// The bulk actions that fit the listed state (a listing holds one
@@ -116,7 +117,7 @@ func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
 const jobRefresh = time.Second
 
 type jobData struct {
-	Job               *admin.Job
+	Job               *bananastype.Job
 	Timeline          []event
 	ErrorText, Detail string // the error's first line, and the rest (a stack) if any
 	Args, Result      string // indented JSON; "" when there is none
@@ -171,7 +172,7 @@ func replayed(n int) int { return 4*n + 3 }
 // last error, its end and its replay), then this life's: each failed run's
 // start (where kept) and end, the last (or current) run's start, the run or
 // retry it waits for, its lease, its end. Runs are numbered across lives.
-func timeline(j *admin.Job) []event {
+func timeline(j *bananastype.Job) []event {
 	evs := []event{{What: "Created", At: j.CreatedAt}}
 	if j.FromHistory {
 		return historyTimeline(j, evs)
@@ -248,7 +249,7 @@ func timeline(j *admin.Job) []event {
 
 // historyTimeline is the timeline of a job read from the task history,
 // which keeps its creation, the start of the run that ended it and its end.
-func historyTimeline(j *admin.Job, evs []event) []event {
+func historyTimeline(j *bananastype.Job, evs []event) []event {
 	if !j.StartedAt.IsZero() {
 		evs = append(evs, event{What: fmt.Sprintf("Run %d started", max(j.Attempts, 1)), At: j.StartedAt})
 	}
@@ -262,7 +263,7 @@ func historyTimeline(j *admin.Job, evs []event) []event {
 // failedRuns is how many of j's attempts failed: all of them, unless its
 // last run did not fail — it runs, or it ended otherwise (completed,
 // canceled while running) — which its start after its last failure shows.
-func failedRuns(j *admin.Job) int {
+func failedRuns(j *bananastype.Job) int {
 	lastRanOn := !j.StartedAt.IsZero() && (len(j.FailedAt) == 0 || j.StartedAt.After(j.FailedAt[len(j.FailedAt)-1]))
 	if lastRanOn && j.Attempts > 0 {
 		return j.Attempts - 1

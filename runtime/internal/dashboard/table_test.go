@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"github.com/bananas-go/bananas/bananastype"
 	"io"
 	"net/http"
 	"net/url"
@@ -96,7 +97,7 @@ func TestTable_AFormServesItsEndpointWithThePagesTarget(t *testing.T) {
 
 // A button's label names its target where the table says {name}.
 func TestTable_ALabelNamesItsTarget(t *testing.T) {
-	f := &fakeAdmin{jobs: map[string]*admin.Job{"j1": {ID: "j1", Route: "mail", Status: "failed"}}}
+	f := &fakeAdmin{jobs: map[string]*bananastype.Job{"j1": {ID: "j1", Route: "mail", Status: "failed"}}}
 	srv, c := server(t, f)
 	if _, page := get(t, c, srv.URL+"/jobs?route=mail&state=failed"); !strings.Contains(page, ">Replay every failed job of mail</button>") {
 		t.Fatalf("the dead-letter listing of mail lacks its replay button naming the route:\n%s", page)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestTimeline_EventsOfOneMillisecondKeepTheOrderOfAJobsLife(t *testing.T) {
 	t0 := time.UnixMilli(1763942400000)
 	t1 := t0.Add(time.Millisecond)
-	dead := &admin.Job{Status: "failed", Attempts: 2, CreatedAt: t0, FailedAt: []time.Time{t1, t1}, StartedAt: t1, FinishedAt: t1}
+	dead := &bananastype.Job{Status: "failed", Attempts: 2, CreatedAt: t0, FailedAt: []time.Time{t1, t1}, StartedAt: t1, FinishedAt: t1}
 	var got []string
 	for _, e := range timeline(dead) {
 		got = append(got, e.What)
@@ -23,7 +24,7 @@ func TestTimeline_EventsOfOneMillisecondKeepTheOrderOfAJobsLife(t *testing.T) {
 	if strings.Join(got, ", ") != want {
 		t.Fatalf("timeline = %s; want %s", strings.Join(got, ", "), want)
 	}
-	retrying := &admin.Job{Status: "scheduled", Attempts: 1, CreatedAt: t0, FailedAt: []time.Time{t1}, StartedAt: t0, ScheduledAt: t1}
+	retrying := &bananastype.Job{Status: "scheduled", Attempts: 1, CreatedAt: t0, FailedAt: []time.Time{t1}, StartedAt: t0, ScheduledAt: t1}
 	got = got[:0]
 	for _, e := range timeline(retrying) {
 		got = append(got, e.What)
@@ -39,7 +40,7 @@ func TestTimeline_EventsOfOneMillisecondKeepTheOrderOfAJobsLife(t *testing.T) {
 func TestTimeline_AReplayedJobShowsItsEarlierRunsThenTheNewOne(t *testing.T) {
 	t0 := time.UnixMilli(1763942400000)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	done := &admin.Job{Status: "completed", Attempts: 0, CreatedAt: at(0), StartedAt: at(10), FinishedAt: at(11),
+	done := &bananastype.Job{Status: "completed", Attempts: 0, CreatedAt: at(0), StartedAt: at(10), FinishedAt: at(11),
 		Earlier: []admin.EarlierLife{{FirstRun: 1, Attempts: 2, FailedAt: []time.Time{at(1), at(3)}, Started: at(2), Died: at(3), Replayed: at(9), Error: "smtp: mailbox unavailable"}}}
 	var got []string
 	for _, e := range timeline(done) {

@@ -10,10 +10,10 @@
 // each a small type with its own state and a Run(ctx) (or a method the
 // Engine calls): the fetcher, the executor, the renewer, the reaper,
 // retention, the heartbeater and the hand-backs of lost fetches. It builds
-// the result record (package results) of every run it ends, and the JobEnd
+// the result record (package results) of every run it ends, and the bananastype.JobEnd
 // it tells of every end it recorded (jobend.go): a job completed, retried,
 // dead-lettered, canceled, snoozed or handed back at shutdown, by a run of
-// this worker or by its reaper. One JobEnd per end, told to Config.Sinks
+// this worker or by its reaper. One bananastype.JobEnd per end, told to Config.Sinks
 // only after the Redis write that recorded the end succeeded; an end whose
 // write failed or changed nothing (its lease lost) is not told. The
 // worker's counters of ends are one of those sinks.

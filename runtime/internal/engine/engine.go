@@ -91,10 +91,10 @@ type Queue interface {
 	Renew(ctx context.Context, route string, running []*queue.Dispatch, until time.Time) ([]*queue.Dispatch, error)
 	CancelRequests(ctx context.Context, route string, ids []string) ([]string, error)
 	AckAsync(d *queue.Dispatch, record []byte, ttl time.Duration, done func(ok bool, err error))
-	Fail(ctx context.Context, d *queue.Dispatch, f queue.Failure, now time.Time) (queue.Outcome, error)
+	Fail(ctx context.Context, d *queue.Dispatch, f queue.Failure, now time.Time) (queue.Ending, error)
 	FinishCanceled(ctx context.Context, d *queue.Dispatch, record []byte, ttl time.Duration) (bool, error)
-	Requeue(ctx context.Context, d *queue.Dispatch, canceled []byte, ttl time.Duration, now time.Time) (queue.Outcome, error)
-	Reap(ctx context.Context, route string, now time.Time, decide func(queue.Expired) queue.Verdict) (map[string]queue.Outcome, error)
+	Requeue(ctx context.Context, d *queue.Dispatch, canceled []byte, ttl time.Duration, now time.Time) (queue.Ending, error)
+	Reap(ctx context.Context, route string, now time.Time, decide func(queue.Expired) queue.Verdict) (map[string]queue.Ending, error)
 	SweepFlows(ctx context.Context, route string, now time.Time) (int, error)
 	Purge(ctx context.Context, route string, cutoff time.Time) (int, error)
 	PruneRoutes(ctx context.Context, keep map[string]bool, now time.Time) ([]string, error)
@@ -130,7 +130,7 @@ type Outcome struct {
 	// failed attempt (runtime.RetryAfter).
 	Snooze time.Duration
 	// Trail is what a completed run leaves for the workflow steps after its
-	// job's (JobEnd.Trail): a trace context, say.
+	// job's (bananastype.JobEnd.Trail): a trace context, say.
 	Trail string
 }
 
@@ -303,10 +303,10 @@ func (e *Engine) handBack(ctx context.Context, r *run) {
 	switch {
 	case err != nil:
 		log.Warn("bananas: hand back failed; the job will be recovered when its lease expires", "job", r.d.ID, "err", err)
-	case out == queue.HandedBack:
+	case out == queue.EndHandedBack:
 		log.Info("bananas: job handed back at shutdown", "job", r.d.ID, "task", r.d.Name)
-		e.cfg.tell(e.cfg.runEnd(r.d, HandedBack, now))
-	case out == queue.EndedCanceled:
+		e.cfg.tell(e.cfg.runEnd(r.d, queue.EndHandedBack, now))
+	case out == queue.EndCanceled:
 		log.Info("bananas: job asked to cancel ended canceled at shutdown", "job", r.d.ID, "task", r.d.Name)
 		e.cfg.tell(e.cfg.canceledEnd(r.d, canceledShutdown, canceled, now))
 	}

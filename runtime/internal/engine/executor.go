@@ -268,19 +268,19 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 	// Not recorded (the write failed, or its lease was lost), nothing is
 	// told: the reaper that recovers the job once its lease expires, or
 	// recovered it already, records the failed attempt and tells its end.
-	if how, recorded := failureEnding(out); err == nil && recorded {
-		x.cfg.tell(x.cfg.failureEnd(d, how, msg, now.Add(delay), encoded, now))
+	if err == nil && recordsFailure(out) {
+		x.cfg.tell(x.cfg.failureEnd(d, out, msg, now.Add(delay), encoded, now))
 	}
 	switch {
 	case err != nil:
 		log.Warn("bananas: recording a failure failed; the job will be recovered when its lease expires", "err", err, "failure", msg)
-	case out == queue.Snoozed:
+	case out == queue.EndSnoozed:
 		log.Info("bananas: job asked to run again later; rescheduled, no failure counted", "retry_in", delay.Round(time.Millisecond))
-	case out == queue.Retrying:
+	case out == queue.EndRetrying:
 		log.Warn("bananas: job failed; retry scheduled", "err", firstLine(msg), "retry_in", delay.Round(time.Millisecond), "retries_left", d.MaxRetries-attempts)
-	case out == queue.DeadEnded:
+	case out == queue.EndDead:
 		log.Warn("bananas: job failed for good; moved to the dead-letter queue", "err", firstLine(msg), "attempts", attempts)
-	case out == queue.Stale:
+	case out == queue.EndStale:
 		log.Warn("bananas: job failed after its lease was lost; failure discarded", "err", firstLine(msg))
 	}
 }

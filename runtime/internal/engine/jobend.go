@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 )
 
@@ -12,79 +13,16 @@ import (
 // changed nothing (its lease was lost), is not told: what became of its job
 // is not this worker's to say.
 
-// Ending is how a job's run ended.
-type Ending int
-
-const (
-	// Completed: the run succeeded; its result record is stored.
-	Completed Ending = iota + 1
-	// Retrying: the run failed and the job runs again at RetryAt.
-	Retrying
-	// Dead: the run failed for good; the job is dead-lettered.
-	Dead
-	// Canceled: the job was canceled while it ran.
-	Canceled
-	// HandedBack: the worker shut down before the run ended; the job is back
-	// at the front of its ready list, no attempt counted.
-	HandedBack
-	// Snoozed: the run asked to run again later (RetryAt), no failure
-	// counted.
-	Snoozed
-)
-
-var endings = [...]string{Completed: "completed", Retrying: "retrying", Dead: "dead", Canceled: "canceled", HandedBack: "handed back", Snoozed: "snoozed"}
-
-func (e Ending) String() string {
-	if e > 0 && int(e) < len(endings) {
-		return endings[e]
-	}
-	return "unknown"
-}
-
-// JobEnd is one recorded end of a job's run.
-type JobEnd struct {
-	ID, Task, Route string
-	Priority        queue.Priority // empty for a recovered job whose hash did not say
-	Ending          Ending
-	// RetryAt is when the job runs again (Retrying, Snoozed).
-	RetryAt time.Time
-	// Attempt is the run's number: the failed runs before it, plus one.
-	Attempt int
-	// Error is the run's failure (Retrying, Dead, Snoozed) or why it was
-	// canceled.
-	Error string
-	// StartedAt is when the run started (zero for a job recovered by the
-	// reaper); EndedAt when its end was judged, on Redis's clock.
-	StartedAt, EndedAt time.Time
-	// Result is the encoded result of a completed run, Trail what it left
-	// for the workflow steps after it (Outcome.Trail).
-	Result []byte
-	Trail  string
-	// Record is the encoded result record (package results) the end stored:
-	// a completed, dead or canceled job's; nil when it stored none.
-	Record []byte
-	// Worker is the id of the worker that recorded the end.
-	Worker string
-	// Recovered: the end was recorded by the reaper of this worker, the
-	// job's lease having expired on the worker that ran it.
-	Recovered bool
-	// Workflow is the id of the workflow the job is a step of, Step the
-	// step's index in it; "" for a job of no workflow, and for an end the
-	// reaper recorded (the workflow's keeper reads those back).
-	Workflow string
-	Step     int
-}
-
 // JobEndSink receives the ends of a worker's jobs, one call per recorded
 // end. It is called on the engine's path (an ack's callback, a runner, the
 // reaper, shutdown), so it must return at once: a sink with work to do
 // hands the end to a goroutine of its own.
 type JobEndSink interface {
-	JobEnded(JobEnd)
+	JobEnded(bananastype.JobEnd)
 }
 
 // tell gives e to every sink.
-func (c *Config) tell(e JobEnd) {
+func (c *Config) tell(e bananastype.JobEnd) {
 	for _, s := range c.Sinks {
 		s.JobEnded(e)
 	}
@@ -92,9 +30,9 @@ func (c *Config) tell(e JobEnd) {
 
 // runEnd starts the end of d's run on this worker, judged at now; a
 // hand-back's end is only that.
-func (c *Config) runEnd(d *queue.Dispatch, how Ending, now time.Time) JobEnd {
-	return JobEnd{
-		ID: d.ID, Task: d.Name, Route: d.Route, Priority: d.Priority, Ending: how,
+func (c *Config) runEnd(d *queue.Dispatch, how queue.Ending, now time.Time) bananastype.JobEnd {
+	return bananastype.JobEnd{
+		ID: d.ID, Task: d.Name, Route: queue.ShardBase(d.Route), Priority: d.Priority, Ending: how,
 		Attempt: d.Attempts + 1, StartedAt: d.StartedAt(), EndedAt: now, Worker: c.ID,
 		Workflow: d.Envelope.Workflow, Step: d.Envelope.Step,
 	}
@@ -102,8 +40,8 @@ func (c *Config) runEnd(d *queue.Dispatch, how Ending, now time.Time) JobEnd {
 
 // completedEnd is the end of d's run that succeeded with result, record
 // stored.
-func (c *Config) completedEnd(d *queue.Dispatch, result, record []byte, now time.Time) JobEnd {
-	end := c.runEnd(d, Completed, now)
+func (c *Config) completedEnd(d *queue.Dispatch, result, record []byte, now time.Time) bananastype.JobEnd {
+	end := c.runEnd(d, queue.EndCompleted, now)
 	end.Result, end.Record = result, record
 	return end
 }
@@ -111,10 +49,10 @@ func (c *Config) completedEnd(d *queue.Dispatch, result, record []byte, now time
 // failureEnd is the end of d's run that failed (or snoozed) with msg, as
 // fail.lua recorded it (how): to run again at retryAt, or dead-lettered with
 // record, which is stored only then.
-func (c *Config) failureEnd(d *queue.Dispatch, how Ending, msg string, retryAt time.Time, record []byte, now time.Time) JobEnd {
+func (c *Config) failureEnd(d *queue.Dispatch, how queue.Ending, msg string, retryAt time.Time, record []byte, now time.Time) bananastype.JobEnd {
 	end := c.runEnd(d, how, now)
 	end.Error = msg
-	if how == Dead {
+	if how == queue.EndDead {
 		end.Record = record
 	} else {
 		end.RetryAt = retryAt
@@ -123,28 +61,28 @@ func (c *Config) failureEnd(d *queue.Dispatch, how Ending, msg string, retryAt t
 }
 
 // canceledEnd is the end of d's run canceled (why), record stored.
-func (c *Config) canceledEnd(d *queue.Dispatch, why string, record []byte, now time.Time) JobEnd {
-	end := c.runEnd(d, Canceled, now)
+func (c *Config) canceledEnd(d *queue.Dispatch, why string, record []byte, now time.Time) bananastype.JobEnd {
+	end := c.runEnd(d, queue.EndCanceled, now)
 	end.Error, end.Record = why, record
 	return end
 }
 
 // reapedEnd is the end of e, an expired job of route the reaper recovered
 // at now as out said, with verdict v; false when out recorded no end.
-func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Outcome, v queue.Verdict, now time.Time) (JobEnd, bool) {
-	end := JobEnd{
-		ID: e.ID, Task: e.Name, Route: route, Priority: e.Priority, Attempt: e.Attempts + 1, EndedAt: now,
+func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Ending, v queue.Verdict, now time.Time) (bananastype.JobEnd, bool) {
+	end := bananastype.JobEnd{
+		ID: e.ID, Task: e.Name, Route: queue.ShardBase(route), Priority: e.Priority, Attempt: e.Attempts + 1, EndedAt: now,
 		Worker: c.ID, Recovered: true, Record: v.Record,
 	}
 	switch out {
-	case queue.Retrying:
-		end.Ending, end.Error, end.RetryAt, end.Record = Retrying, expiredLease, v.RetryAt, nil
-	case queue.DeadEnded:
-		end.Ending, end.Error = Dead, expiredLease
-	case queue.EndedCanceled:
-		end.Ending, end.Error = Canceled, canceledLost
+	case queue.EndRetrying:
+		end.Ending, end.Error, end.RetryAt, end.Record = queue.EndRetrying, expiredLease, v.RetryAt, nil
+	case queue.EndDead:
+		end.Ending, end.Error = queue.EndDead, expiredLease
+	case queue.EndCanceled:
+		end.Ending, end.Error = queue.EndCanceled, canceledLost
 	default:
-		return JobEnd{}, false
+		return bananastype.JobEnd{}, false
 	}
 	return end, true
 }
@@ -152,22 +90,15 @@ func (c *Config) reapedEnd(e queue.Expired, route string, out queue.Outcome, v q
 // canceledBeforeRunEnd is the end of e, a job of a lost fetch of route
 // that ended canceled on its hand-back at now, record stored: its attempt is
 // the run the fetch leased it for, as the record's (record.go).
-func (c *Config) canceledBeforeRunEnd(e queue.Expired, route string, record []byte, now time.Time) JobEnd {
-	return JobEnd{
-		ID: e.ID, Task: e.Name, Route: route, Priority: e.Priority, Ending: Canceled, Attempt: e.Attempts + 1,
+func (c *Config) canceledBeforeRunEnd(e queue.Expired, route string, record []byte, now time.Time) bananastype.JobEnd {
+	return bananastype.JobEnd{
+		ID: e.ID, Task: e.Name, Route: queue.ShardBase(route), Priority: e.Priority, Ending: queue.EndCanceled, Attempt: e.Attempts + 1,
 		Error: canceledBeforeRun, EndedAt: now, Worker: c.ID, Record: record,
 	}
 }
 
-// failureEnding is the ending of a failure that fail.lua recorded as out.
-func failureEnding(out queue.Outcome) (Ending, bool) {
-	switch out {
-	case queue.Retrying:
-		return Retrying, true
-	case queue.DeadEnded:
-		return Dead, true
-	case queue.Snoozed:
-		return Snoozed, true
-	}
-	return 0, false
+// recordsFailure reports whether out, fail.lua's answer, recorded the end
+// of a failed (or snoozed) run.
+func recordsFailure(out queue.Ending) bool {
+	return out == queue.EndRetrying || out == queue.EndDead || out == queue.EndSnoozed
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
 )
@@ -20,7 +21,7 @@ type fakeQueue struct {
 	job     *queue.Dispatch // fetched once
 	ackOK   bool
 	ackErr  error
-	failOut queue.Outcome
+	failOut queue.Ending
 	failErr error
 	writes  int // acks and failures answered
 	// asked is a job of a lost fetch asked to cancel: HandBack ends it
@@ -74,7 +75,7 @@ func (q *fakeQueue) AckAsync(_ *queue.Dispatch, _ []byte, _ time.Duration, done 
 	q.mu.Unlock()
 	go done(ok, err) // as the committer does, on a goroutine of its own
 }
-func (q *fakeQueue) Fail(context.Context, *queue.Dispatch, queue.Failure, time.Time) (queue.Outcome, error) {
+func (q *fakeQueue) Fail(context.Context, *queue.Dispatch, queue.Failure, time.Time) (queue.Ending, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.writes++
@@ -83,10 +84,10 @@ func (q *fakeQueue) Fail(context.Context, *queue.Dispatch, queue.Failure, time.T
 func (q *fakeQueue) FinishCanceled(context.Context, *queue.Dispatch, []byte, time.Duration) (bool, error) {
 	return true, nil
 }
-func (q *fakeQueue) Requeue(context.Context, *queue.Dispatch, []byte, time.Duration, time.Time) (queue.Outcome, error) {
-	return queue.HandedBack, nil
+func (q *fakeQueue) Requeue(context.Context, *queue.Dispatch, []byte, time.Duration, time.Time) (queue.Ending, error) {
+	return queue.EndHandedBack, nil
 }
-func (q *fakeQueue) Reap(context.Context, string, time.Time, func(queue.Expired) queue.Verdict) (map[string]queue.Outcome, error) {
+func (q *fakeQueue) Reap(context.Context, string, time.Time, func(queue.Expired) queue.Verdict) (map[string]queue.Ending, error) {
 	return nil, nil
 }
 func (q *fakeQueue) Purge(context.Context, string, time.Time) (int, error)      { return 0, nil }
@@ -111,20 +112,20 @@ func (m *fakeMetrics) Overran(string)                        {}
 func (m *fakeMetrics) Ran(time.Duration)                     {}
 func (m *fakeMetrics) Waited(time.Duration)                  {}
 
-type sinkFunc func(JobEnd)
+type sinkFunc func(bananastype.JobEnd)
 
-func (f sinkFunc) JobEnded(e JobEnd) { f(e) }
+func (f sinkFunc) JobEnded(e bananastype.JobEnd) { f(e) }
 
 // runOne runs an engine over q until the job q holds has been run and its
 // outcome answered and settled, and returns the ends it told.
-func runOne(t *testing.T, q *fakeQueue, o Outcome) []JobEnd {
+func runOne(t *testing.T, q *fakeQueue, o Outcome) []bananastype.JobEnd {
 	t.Helper()
 	var mu sync.Mutex
-	var ends []JobEnd
+	var ends []bananastype.JobEnd
 	m := &fakeMetrics{}
 	e := New(Config{
 		Queue: q, Metrics: m, Logger: slog.New(slog.DiscardHandler), ID: "w1",
-		Sinks:  []JobEndSink{sinkFunc(func(e JobEnd) { mu.Lock(); ends = append(ends, e); mu.Unlock() })},
+		Sinks:  []JobEndSink{sinkFunc(func(e bananastype.JobEnd) { mu.Lock(); ends = append(ends, e); mu.Unlock() })},
 		Routes: []string{"r"}, Priorities: []queue.Priority{queue.Normal}, Tasks: []string{"t"},
 		FetchJobs: true, Concurrency: 1, Lease: time.Minute, ShutdownTimeout: time.Second, JobTimeout: time.Minute,
 		ResultTTL: time.Hour, FailureTTL: time.Hour, SafetyPoll: 5 * time.Millisecond,
@@ -157,20 +158,20 @@ func job() *queue.Dispatch {
 // A failure recorded as a retry is told once, after the write: its attempt,
 // error and retry time.
 func TestEnds_AFailureRecordedAsARetryIsToldOnce(t *testing.T) {
-	ends := runOne(t, &fakeQueue{job: job(), failOut: queue.Retrying}, Outcome{Failed: true, Message: "boom"})
+	ends := runOne(t, &fakeQueue{job: job(), failOut: queue.EndRetrying}, Outcome{Failed: true, Message: "boom"})
 	if len(ends) != 1 {
 		t.Fatalf("ends %+v; want one", ends)
 	}
 	e := ends[0]
-	if e.Ending != Retrying || e.ID != "j1" || e.Attempt != 2 || e.Error != "boom" || e.Worker != "w1" || e.RetryAt.IsZero() || e.Record != nil {
+	if e.Ending != queue.EndRetrying || e.ID != "j1" || e.Attempt != 2 || e.Error != "boom" || e.Worker != "w1" || e.RetryAt.IsZero() || e.Record != nil {
 		t.Fatalf("end %+v: want j1 retrying after attempt 2 with its error and retry time, no record", e)
 	}
 }
 
 // A failure that was the job's last is told dead, with the record stored.
 func TestEnds_AFailureRecordedAsDeadIsToldWithItsRecord(t *testing.T) {
-	ends := runOne(t, &fakeQueue{job: job(), failOut: queue.DeadEnded}, Outcome{Failed: true, Message: "boom", Final: true})
-	if len(ends) != 1 || ends[0].Ending != Dead || len(ends[0].Record) == 0 || !ends[0].RetryAt.IsZero() {
+	ends := runOne(t, &fakeQueue{job: job(), failOut: queue.EndDead}, Outcome{Failed: true, Message: "boom", Final: true})
+	if len(ends) != 1 || ends[0].Ending != queue.EndDead || len(ends[0].Record) == 0 || !ends[0].RetryAt.IsZero() {
 		t.Fatalf("ends %+v; want one, dead, with its record and no retry time", ends)
 	}
 }
@@ -181,7 +182,7 @@ func TestEnds_AFailureRecordedAsDeadIsToldWithItsRecord(t *testing.T) {
 func TestEnds_AFailureNotRecordedIsNotTold(t *testing.T) {
 	for name, q := range map[string]*fakeQueue{
 		"write failed": {job: job(), failErr: errors.New("redis down")},
-		"lease lost":   {job: job(), failOut: queue.Stale},
+		"lease lost":   {job: job(), failOut: queue.EndStale},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if ends := runOne(t, q, Outcome{Failed: true, Message: "boom"}); len(ends) != 0 {
@@ -195,7 +196,7 @@ func TestEnds_AFailureNotRecordedIsNotTold(t *testing.T) {
 // landed; an ack that failed or changed nothing is not told.
 func TestEnds_ASuccessIsToldOnlyIfItsAckLanded(t *testing.T) {
 	ends := runOne(t, &fakeQueue{job: job(), ackOK: true}, Outcome{Result: []byte("r")})
-	if len(ends) != 1 || ends[0].Ending != Completed || string(ends[0].Result) != "r" || len(ends[0].Record) == 0 {
+	if len(ends) != 1 || ends[0].Ending != queue.EndCompleted || string(ends[0].Result) != "r" || len(ends[0].Record) == 0 {
 		t.Fatalf("ends %+v; want one, completed, with its result and record", ends)
 	}
 	for name, q := range map[string]*fakeQueue{
@@ -216,8 +217,8 @@ func TestEnds_ASuccessIsToldOnlyIfItsAckLanded(t *testing.T) {
 func TestHandBack_AJobAskedToCancelIsToldCanceledWithTheEnginesRecord(t *testing.T) {
 	e := queue.Expired{ID: "j1.r", Name: "t", Priority: queue.High, Attempts: 1, MaxRetries: 3}
 	q := &fakeQueue{asked: &e}
-	var ends []JobEnd
-	cfg := &Config{ID: "w1", FailureTTL: 3 * time.Hour, Sinks: []JobEndSink{sinkFunc(func(end JobEnd) { ends = append(ends, end) })}}
+	var ends []bananastype.JobEnd
+	cfg := &Config{ID: "w1", FailureTTL: 3 * time.Hour, Sinks: []JobEndSink{sinkFunc(func(end bananastype.JobEnd) { ends = append(ends, end) })}}
 	h := &handBacks{q: q, cfg: cfg, log: slog.New(slog.DiscardHandler), kick: make(chan struct{}, 1)}
 	h.add(&queue.LostFetch{Route: "r", Token: "tok"})
 	for try := 1; try <= 2; try++ { // the second finds nothing to do
@@ -229,7 +230,7 @@ func TestHandBack_AJobAskedToCancelIsToldCanceledWithTheEnginesRecord(t *testing
 		t.Fatalf("ends told = %+v; want one", ends)
 	}
 	end := ends[0]
-	if end.Ending != Canceled || end.ID != e.ID || end.Route != "r" || end.Priority != queue.High || end.Error != canceledBeforeRun || end.Worker != "w1" || end.Attempt != 2 {
+	if end.Ending != queue.EndCanceled || end.ID != e.ID || end.Route != "r" || end.Priority != queue.High || end.Error != canceledBeforeRun || end.Worker != "w1" || end.Attempt != 2 {
 		t.Fatalf("end = %+v; want job %s canceled before it ran, on route r, by w1, in attempt 2 (the run the fetch leased)", end, e.ID)
 	}
 	rec, err := results.Decode(q.verdict.Record)

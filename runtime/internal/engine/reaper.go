@@ -77,11 +77,11 @@ func (p *reaper) reap(ctx context.Context, route string) {
 	})
 	for id, o := range out {
 		switch o {
-		case queue.Retrying:
+		case queue.EndRetrying:
 			log.Warn("bananas: recovered a job whose lease expired; retry scheduled", "job", id, "route", route)
-		case queue.DeadEnded:
+		case queue.EndDead:
 			log.Warn("bananas: recovered a job whose lease expired; out of retries, dead-lettered", "job", id, "route", route)
-		case queue.EndedCanceled:
+		case queue.EndCanceled:
 			log.Info("bananas: recovered a job whose lease expired; it was asked to cancel, so it ends canceled", "job", id, "route", route)
 		}
 		if a, ok := asked[id]; ok {

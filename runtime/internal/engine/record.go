@@ -13,7 +13,7 @@ import (
 
 // The attempt number a record carries is the run it describes, 1-based:
 // the job's failed runs before it, plus one. A job leased by a fetch whose
-// reply was lost describes the run it was leased for (admin.Job counted it as
+// reply was lost describes the run it was leased for (bananastype.Job counted it as
 // running), even though its handler never started. Only a job canceled while
 // waiting (CanceledRecord) describes no run: it carries its failed runs.
 

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
@@ -46,7 +47,7 @@ type Writer struct {
 	Store  history.Store
 	Routes func() []string // the routes to move, each the worker keeps
 	// Row turns a record of route into its row (args and result as JSON).
-	Row func(route string, rec results.Record) history.Row
+	Row func(route string, rec results.Record) bananastype.Job
 	// Batch is the most records a write carries; Cap the most a route's
 	// ended list keeps (the oldest past it are dropped); Retention how long
 	// rows are kept; Interval how often an idle writer looks. Zero: the
@@ -217,7 +218,7 @@ func (w *Writer) move(ctx context.Context, route string) (full bool, waiting int
 	if len(recs) == 0 {
 		return false, 0, nil
 	}
-	rows := make([]history.Row, 0, len(recs))
+	rows := make([]bananastype.Job, 0, len(recs))
 	for _, b := range recs {
 		rec, derr := results.Decode(b)
 		if derr != nil {
@@ -293,40 +294,20 @@ func (w *Writer) waiting(ctx context.Context, route string, read int) int64 {
 // keyable is r with an end time a store can key it by: its start, or its
 // enqueue, when its end was not recorded; ok is false when it has no id or
 // no time at all.
-func keyable(r history.Row) (history.Row, bool) {
-	if r.EndedAt.IsZero() {
-		r.EndedAt = r.StartedAt
-		if r.EndedAt.IsZero() {
-			r.EndedAt = r.EnqueuedAt
+func keyable(r bananastype.Job) (bananastype.Job, bool) {
+	if r.FinishedAt.IsZero() {
+		r.FinishedAt = r.StartedAt
+		if r.FinishedAt.IsZero() {
+			r.FinishedAt = r.CreatedAt
 		}
 	}
-	return r, r.ID != "" && !r.EndedAt.IsZero()
+	return r, r.ID != "" && !r.FinishedAt.IsZero()
 }
 
 // RowOf is the row of rec, a record of route, with args and result as
 // given (JSON, or nil for null).
-func RowOf(route string, rec results.Record, args, result []byte) history.Row {
-	row := history.Row{
-		ID: rec.ID, Life: len(rec.Earlier), Attempt: rec.Attempts,
-		Task: rec.Name, Route: queue.ShardBase(route), Priority: rec.Priority,
-		Error: rec.Error, Worker: rec.Worker,
-		EnqueuedAt: fromMS(rec.CreatedAt), StartedAt: fromMS(rec.StartedAt), EndedAt: fromMS(rec.FinishedAt),
-		Args: args, Result: result,
-	}
-	switch {
-	case rec.OK:
-		row.Status = history.Completed
-	case rec.Canceled:
-		row.Status = history.Canceled
-	default:
-		row.Status = history.Failed
-	}
+func RowOf(route string, rec results.Record, args, result []byte) bananastype.Job {
+	row := rec.Job(queue.ShardBase(route))
+	row.Args, row.ResultJSON = args, result
 	return row
-}
-
-func fromMS(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
@@ -24,8 +25,8 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // downStore refuses every write.
 type downStore struct{ history.Store }
 
-func (downStore) Write(context.Context, []history.Row) error  { return errors.New("down") }
-func (downStore) DropBefore(context.Context, time.Time) error { return nil }
+func (downStore) Write(context.Context, []bananastype.Job) error { return errors.New("down") }
+func (downStore) DropBefore(context.Context, time.Time) error    { return nil }
 
 func TestWriter_AShardedRoutesBacklogIsTheSumOfItsShards(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, rdb *redis.Client) {
@@ -48,7 +49,7 @@ func TestWriter_AShardedRoutesBacklogIsTheSumOfItsShards(t *testing.T) {
 		seen := map[string]int64{}
 		w := &historian.Writer{
 			Queue: q, Store: downStore{}, Routes: func() []string { return shards },
-			Row:     func(route string, rec results.Record) history.Row { return historian.RowOf(route, rec, nil, nil) },
+			Row:     func(route string, rec results.Record) bananastype.Job { return historian.RowOf(route, rec, nil, nil) },
 			Backlog: func(route string, n int64) { mu.Lock(); seen[route] = n; mu.Unlock() },
 		}
 		wctx, stop := context.WithCancel(ctx)
@@ -86,7 +87,7 @@ type switchStore struct {
 	rows int
 }
 
-func (s *switchStore) Write(_ context.Context, rows []history.Row) error {
+func (s *switchStore) Write(_ context.Context, rows []bananastype.Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
@@ -151,7 +152,7 @@ func TestWriter_LogsThatTheHistoryIsOnAndWhenItFallsBehindAndCatchesUp(t *testin
 	w := &historian.Writer{
 		Queue: q, Store: store, Routes: func() []string { return []string{"r"} }, Batch: 2, Retention: 72 * time.Hour,
 		Interval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil)),
-		Row: func(route string, rec results.Record) history.Row { return historian.RowOf(route, rec, nil, nil) },
+		Row: func(route string, rec results.Record) bananastype.Job { return historian.RowOf(route, rec, nil, nil) },
 	}
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -185,14 +186,14 @@ func TestWriter_LogsThatTheHistoryIsOnAndWhenItFallsBehindAndCatchesUp(t *testin
 type keepStore struct {
 	history.Store
 	mu   sync.Mutex
-	rows []history.Row
+	rows []bananastype.Job
 }
 
-func (s *keepStore) Write(_ context.Context, rows []history.Row) error {
+func (s *keepStore) Write(_ context.Context, rows []bananastype.Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range rows {
-		if r.ID == "" || r.EndedAt.IsZero() {
+		if r.ID == "" || r.FinishedAt.IsZero() {
 			return errors.New("a row without an id or an end time")
 		}
 	}
@@ -239,7 +240,7 @@ func TestWriter_ARecordWithoutAnIDOrAnEndTimeDoesNotHoldBackItsRoute(t *testing.
 	dropped := int64(0)
 	w := &historian.Writer{
 		Queue: q, Store: store, Routes: func() []string { return []string{"r"} }, Interval: 10 * time.Millisecond,
-		Row:     func(route string, rec results.Record) history.Row { return historian.RowOf(route, rec, nil, nil) },
+		Row:     func(route string, rec results.Record) bananastype.Job { return historian.RowOf(route, rec, nil, nil) },
 		Dropped: func(_ string, n int64) { mu.Lock(); dropped += n; mu.Unlock() },
 	}
 	wctx, stop := context.WithCancel(ctx)
@@ -256,8 +257,8 @@ func TestWriter_ARecordWithoutAnIDOrAnEndTimeDoesNotHoldBackItsRoute(t *testing.
 	if got := strings.Join(store.ids(), " "); got != "a no-end b" {
 		t.Fatalf("rows written %q; want a no-end b", got)
 	}
-	if !store.rows[1].EndedAt.Equal(time.UnixMilli(2000)) {
-		t.Errorf("no-end ended at %v; want its start", store.rows[1].EndedAt)
+	if !store.rows[1].FinishedAt.Equal(time.UnixMilli(2000)) {
+		t.Errorf("no-end ended at %v; want its start", store.rows[1].FinishedAt)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -71,13 +71,13 @@ func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowSt
 // StepEnded advances workflow wf, whose step's job ended as how said, with
 // value its result (completed) or its error, and trail what its run left
 // for the steps after it (queue.AdvanceWorkflow).
-func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte, trail string) error {
+func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string, how queue.Ending, value []byte, trail string) error {
 	return r.stepEnded(ctx, wf, step, job, how, value, trail, true)
 }
 
 // stepEnded is StepEnded; own as Make's (false when the end was read back
 // by the keeper, whose advance may return steps another caller is making).
-func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string, how queue.StepEnd, value []byte, trail string, own bool) error {
+func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string, how queue.Ending, value []byte, trail string, own bool) error {
 	a, err := r.Store.AdvanceWorkflow(ctx, wf, step, job, how, value, trail, r.TTLs)
 	if err != nil {
 		return err
@@ -131,7 +131,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 		if _, err := r.Store.StepsCreated(ctx, wf, []queue.ReadyStep{s}); err != nil {
 			return err
 		}
-		if err := r.stepEnded(ctx, wf, s.Index, s.JobID, queue.StepEndFailed, s.Args, "", own); err != nil {
+		if err := r.stepEnded(ctx, wf, s.Index, s.JobID, queue.EndDead, s.Args, "", own); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -246,7 +246,7 @@ func (r *Runner) rerunAs(ctx context.Context, old string) (string, error) {
 		}
 		st := states[0]
 		how, _, ended := JobEnd(old, st)
-		if !ended || how == queue.StepEndCompleted {
+		if !ended || how == queue.EndCompleted {
 			return old, nil
 		}
 		if st == nil || st.Status != queue.StatusFailed {
@@ -362,9 +362,9 @@ func hasCreating(rec *queue.WorkflowRecord) bool {
 // AdvanceWorkflow. The queue reads any job that is only its result record
 // as completed: the record says whether it completed, failed or was
 // canceled.
-func JobEnd(job string, st *queue.JobState) (how queue.StepEnd, value []byte, ended bool) {
+func JobEnd(job string, st *queue.JobState) (how queue.Ending, value []byte, ended bool) {
 	if st == nil {
-		return queue.StepEndFailed, []byte("its job " + job + " is gone: its record expired or was deleted"), true
+		return queue.EndDead, []byte("its job " + job + " is gone: its record expired or was deleted"), true
 	}
 	if !st.Status.Finished() {
 		return 0, nil, false
@@ -373,16 +373,16 @@ func JobEnd(job string, st *queue.JobState) (how queue.StepEnd, value []byte, en
 	if len(st.Result) > 0 {
 		var err error
 		if rec, err = results.Decode(st.Result); err != nil {
-			return queue.StepEndFailed, []byte("its job's result record does not read: " + err.Error()), true
+			return queue.EndDead, []byte("its job's result record does not read: " + err.Error()), true
 		}
 	}
 	switch {
 	case st.Status == queue.StatusCompleted && (rec.OK || len(st.Result) == 0):
-		return queue.StepEndCompleted, rec.Value, true
+		return queue.EndCompleted, rec.Value, true
 	case st.Status == queue.StatusCanceled || rec.Canceled:
-		return queue.StepEndCanceled, []byte(orText(rec.Error, st.Error, "canceled")), true
+		return queue.EndCanceled, []byte(orText(rec.Error, st.Error, "canceled")), true
 	}
-	return queue.StepEndFailed, []byte(orText(rec.Error, st.Error, "failed")), true
+	return queue.EndDead, []byte(orText(rec.Error, st.Error, "failed")), true
 }
 
 // readEnds looks up, in one pipelined round trip, the jobs of rec's created
@@ -415,7 +415,7 @@ func (r *Runner) readEnds(ctx context.Context, id string, rec *queue.WorkflowRec
 				live = live || states[i] != nil
 				continue
 			}
-			if how != queue.StepEndCompleted {
+			if how != queue.EndCompleted {
 				continue
 			}
 		} else if !ended {

@@ -102,7 +102,7 @@ func graph(specs ...string) []queue.WorkflowStep {
 
 func complete(t *testing.T, r *Runner, wf string, step int, label string) {
 	t.Helper()
-	if err := r.StepEnded(context.Background(), wf, step, "job-"+label, queue.StepEndCompleted, []byte("res-"+label), ""); err != nil {
+	if err := r.StepEnded(context.Background(), wf, step, "job-"+label, queue.EndCompleted, []byte("res-"+label), ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -176,7 +176,7 @@ func TestRunner_AStepNotMadeForNowIsLeftToTheKeeper(t *testing.T) {
 	}
 	st.Index["wf"] = st.Time.Add(time.Hour) // the keeper looked, and looks again later
 	m.fails["job-b"] = errors.New("connection refused")
-	if err := r.StepEnded(ctx, "wf", 0, "job-a", queue.StepEndCompleted, []byte("res-a"), ""); err == nil {
+	if err := r.StepEnded(ctx, "wf", 0, "job-a", queue.EndCompleted, []byte("res-a"), ""); err == nil {
 		t.Fatal("StepEnded = nil; want the error making b")
 	}
 	if st.State("wf", "b") != queue.StepCreating || !st.Index["wf"].Equal(st.Time.Add(r.Grace)) {
@@ -254,7 +254,7 @@ func TestRunner_RetryRerunsOnlyFailedAndCanceledSteps(t *testing.T) {
 	}
 	complete(t, r, "wf", 0, "a")
 	st.Die("job-b", "boom")
-	if err := r.StepEnded(ctx, "wf", 1, "job-b", queue.StepEndFailed, []byte("boom"), ""); err != nil {
+	if err := r.StepEnded(ctx, "wf", 1, "job-b", queue.EndDead, []byte("boom"), ""); err != nil {
 		t.Fatal(err)
 	}
 	m.made = nil
@@ -296,7 +296,7 @@ func TestRunner_RetryNeverGivesAStepASecondJobThatMayRun(t *testing.T) {
 		if err := r.Submit(ctx, "wf", graph("a"), 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.StepEnded(ctx, "wf", 0, "job-a", queue.StepEndFailed, []byte("boom"), ""); err != nil {
+		if err := r.StepEnded(ctx, "wf", 0, "job-a", queue.EndDead, []byte("boom"), ""); err != nil {
 			t.Fatal(err)
 		}
 		st.Jobs["job-a"], st.ReplayErr["job-a"] = c.job, c.err
@@ -322,7 +322,7 @@ func TestRunner_RetryReplaysAJobThatDiedBetweenTheTwoCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, l := range []string{"a", "b"} {
-		if err := r.StepEnded(ctx, "wf", k, "job-"+l, queue.StepEndFailed, []byte("boom"), ""); err != nil {
+		if err := r.StepEnded(ctx, "wf", k, "job-"+l, queue.EndDead, []byte("boom"), ""); err != nil {
 			t.Fatal(err)
 		}
 		st.Jobs["job-"+l] = &queue.JobState{Status: queue.StatusFailed}
@@ -371,7 +371,7 @@ func TestRunner_ReplayedBringsBackTheStepsItsFailureCanceled(t *testing.T) {
 		k     int
 		label string
 	}{{0, "a"}, {3, "x"}} {
-		if err := r.StepEnded(ctx, "wf", f.k, "job-"+f.label, queue.StepEndFailed, []byte("boom"), ""); err != nil {
+		if err := r.StepEnded(ctx, "wf", f.k, "job-"+f.label, queue.EndDead, []byte("boom"), ""); err != nil {
 			t.Fatal(err)
 		}
 	}

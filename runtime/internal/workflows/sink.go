@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/internal/engine"
 )
 
 // Sink is the engine's sink of the ends of steps' jobs: it advances the
@@ -29,7 +29,7 @@ type Sink struct {
 }
 
 // JobEnded advances e's workflow, if e is a step's job's end.
-func (s Sink) JobEnded(e engine.JobEnd) {
+func (s Sink) JobEnded(e bananastype.JobEnd) {
 	if e.Workflow == "" {
 		return
 	}
@@ -61,14 +61,12 @@ func (s Sink) JobEnded(e engine.JobEnd) {
 
 // stepEnd is how e ended for its step: with its result (completed) or
 // its error; ok false for an ending that is no step's end.
-func stepEnd(e engine.JobEnd) (how queue.StepEnd, value []byte, ok bool) {
+func stepEnd(e bananastype.JobEnd) (how queue.Ending, value []byte, ok bool) {
 	switch e.Ending {
-	case engine.Completed:
-		return queue.StepEndCompleted, e.Result, true
-	case engine.Dead:
-		return queue.StepEndFailed, []byte(e.Error), true
-	case engine.Canceled:
-		return queue.StepEndCanceled, []byte(e.Error), true
+	case queue.EndCompleted:
+		return e.Ending, e.Result, true
+	case queue.EndDead, queue.EndCanceled:
+		return e.Ending, []byte(e.Error), true
 	}
 	return 0, nil, false
 }

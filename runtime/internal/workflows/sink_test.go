@@ -2,13 +2,13 @@ package workflows
 
 import (
 	"context"
+	"github.com/bananas-go/bananas/bananastype"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/internal/engine"
 )
 
 // A step's job that completed advances its workflow with its result; one
@@ -17,15 +17,15 @@ import (
 func TestSink_AdvancesTheWorkflowOfEachStepsEnd(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		ending engine.Ending
+		ending queue.Ending
 		status string
 		b      queue.StepState
 	}{
-		{"completed", engine.Completed, queue.WorkflowRunning, queue.StepCreated},
-		{"dead", engine.Dead, queue.WorkflowFailed, queue.StepCanceled},
-		{"canceled", engine.Canceled, queue.WorkflowCanceled, queue.StepCanceled},
-		{"retrying", engine.Retrying, queue.WorkflowRunning, queue.StepWaiting},
-		{"handed back", engine.HandedBack, queue.WorkflowRunning, queue.StepWaiting},
+		{"completed", queue.EndCompleted, queue.WorkflowRunning, queue.StepCreated},
+		{"dead", queue.EndDead, queue.WorkflowFailed, queue.StepCanceled},
+		{"canceled", queue.EndCanceled, queue.WorkflowCanceled, queue.StepCanceled},
+		{"retrying", queue.EndRetrying, queue.WorkflowRunning, queue.StepWaiting},
+		{"handed back", queue.EndHandedBack, queue.WorkflowRunning, queue.StepWaiting},
 	} {
 		r, st, m := newRunner(t)
 		if err := r.Submit(context.Background(), "wf", graph("a", "b:a"), 1); err != nil {
@@ -34,8 +34,8 @@ func TestSink_AdvancesTheWorkflowOfEachStepsEnd(t *testing.T) {
 		var done sync.WaitGroup
 		var told []int
 		s := Sink{R: r, Done: &done, Ended: func(wf string, step int) { told = append(told, step) }}
-		s.JobEnded(engine.JobEnd{ID: "job-a", Ending: c.ending, Result: []byte("res-a"), Error: "boom"}) // no workflow
-		s.JobEnded(engine.JobEnd{ID: "job-a", Workflow: "wf", Step: 0, Ending: c.ending, Result: []byte("res-a"), Error: "boom"})
+		s.JobEnded(bananastype.JobEnd{ID: "job-a", Ending: c.ending, Result: []byte("res-a"), Error: "boom"}) // no workflow
+		s.JobEnded(bananastype.JobEnd{ID: "job-a", Workflow: "wf", Step: 0, Ending: c.ending, Result: []byte("res-a"), Error: "boom"})
 		done.Wait()
 		if st.Status("wf") != c.status || st.State("wf", "b") != c.b {
 			t.Errorf("%s: workflow %s, b %c; want %s, b %c", c.name, st.Status("wf"), st.State("wf", "b"), c.status, c.b)

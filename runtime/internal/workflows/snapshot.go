@@ -76,9 +76,9 @@ func createdStatus(job string, st *queue.JobState) (queue.Status, string) {
 	switch {
 	case !ended:
 		return st.Status, ""
-	case how == queue.StepEndCompleted:
+	case how == queue.EndCompleted:
 		return queue.StatusCompleted, ""
-	case how == queue.StepEndCanceled:
+	case how == queue.EndCanceled:
 		return queue.StatusCanceled, string(value)
 	}
 	return queue.StatusFailed, string(value)

@@ -35,7 +35,7 @@ func TestSnapshot_ShowsHowEachStepStands(t *testing.T) {
 		t.Fatalf("pending %v, steps %+v; want running, %+v", snap.Pending, snap.Steps, want)
 	}
 	complete(t, r, "wf", 0, "a")
-	if err := r.StepEnded(ctx, "wf", 1, "job-b", queue.StepEndFailed, []byte("boom"), ""); err != nil {
+	if err := r.StepEnded(ctx, "wf", 1, "job-b", queue.EndDead, []byte("boom"), ""); err != nil {
 		t.Fatal(err)
 	}
 	snap, err = r.Snapshot(ctx, "wf")

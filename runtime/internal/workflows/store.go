@@ -18,7 +18,7 @@ type Store interface {
 	// Now is the time as Redis knows it (queue.Queue.Now).
 	Now() time.Time
 	SubmitWorkflow(ctx context.Context, id string, steps []queue.WorkflowStep, final int, grace time.Duration, now time.Time) (ready []queue.ReadyStep, own bool, err error)
-	AdvanceWorkflow(ctx context.Context, id string, step int, job string, how queue.StepEnd, value []byte, trail string, keep queue.WorkflowTTLs) (queue.WorkflowAdvance, error)
+	AdvanceWorkflow(ctx context.Context, id string, step int, job string, how queue.Ending, value []byte, trail string, keep queue.WorkflowTTLs) (queue.WorkflowAdvance, error)
 	StepsCreated(ctx context.Context, id string, steps []queue.ReadyStep) ([]string, error)
 	CancelWorkflow(ctx context.Context, id string, keep time.Duration, now time.Time) (status string, jobs []string, err error)
 	RetryWorkflow(ctx context.Context, id string, ids map[int]string, now time.Time) (queue.WorkflowAdvance, error)

@@ -79,18 +79,18 @@ func TestJobEnd_ReadsHowAStepsJobEnded(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		st    *queue.JobState
-		how   queue.StepEnd
+		how   queue.Ending
 		value string
 		ended bool
 	}{
-		{"gone", nil, queue.StepEndFailed, "its job j is gone: its record expired or was deleted", true},
+		{"gone", nil, queue.EndDead, "its job j is gone: its record expired or was deleted", true},
 		{"running", &queue.JobState{Status: queue.StatusProcessing}, 0, "", false},
 		{"waiting", &queue.JobState{Status: queue.StatusPending}, 0, "", false},
-		{"completed", &queue.JobState{Status: queue.StatusCompleted, Result: rec(results.Record{ID: "j", OK: true, Value: []byte("v")})}, queue.StepEndCompleted, "v", true},
-		{"dead", &queue.JobState{Status: queue.StatusFailed, Error: "boom"}, queue.StepEndFailed, "boom", true},
-		{"canceled", &queue.JobState{Status: queue.StatusCanceled}, queue.StepEndCanceled, "canceled", true},
-		{"a record of a cancel", &queue.JobState{Status: queue.StatusCompleted, Result: rec(results.Record{ID: "j", Canceled: true, Error: "stop"})}, queue.StepEndCanceled, "stop", true},
-		{"a record of a failure", &queue.JobState{Status: queue.StatusCompleted, Result: rec(results.Record{ID: "j", Error: "bad"})}, queue.StepEndFailed, "bad", true},
+		{"completed", &queue.JobState{Status: queue.StatusCompleted, Result: rec(results.Record{ID: "j", OK: true, Value: []byte("v")})}, queue.EndCompleted, "v", true},
+		{"dead", &queue.JobState{Status: queue.StatusFailed, Error: "boom"}, queue.EndDead, "boom", true},
+		{"canceled", &queue.JobState{Status: queue.StatusCanceled}, queue.EndCanceled, "canceled", true},
+		{"a record of a cancel", &queue.JobState{Status: queue.StatusCompleted, Result: rec(results.Record{ID: "j", Canceled: true, Error: "stop"})}, queue.EndCanceled, "stop", true},
+		{"a record of a failure", &queue.JobState{Status: queue.StatusCompleted, Result: rec(results.Record{ID: "j", Error: "bad"})}, queue.EndDead, "bad", true},
 	} {
 		how, value, ended := JobEnd("j", c.st)
 		if how != c.how || string(value) != c.value || ended != c.ended {

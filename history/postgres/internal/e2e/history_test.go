@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 	_ "github.com/bananas-go/bananas/history/postgres" // registers postgres:// for history.Open
 	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
 	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/jackc/pgx/v5"
@@ -31,7 +33,7 @@ type lostReply struct {
 	lost atomic.Bool
 }
 
-func (s *lostReply) Write(ctx context.Context, rows []history.Row) error {
+func (s *lostReply) Write(ctx context.Context, rows []bananastype.Job) error {
 	if err := s.Store.Write(ctx, rows); err != nil {
 		return err
 	}
@@ -68,7 +70,7 @@ func countRows(t *testing.T, store history.Store, q history.Query) (int, map[str
 			t.Fatalf("search: %v", err)
 		}
 		for _, r := range page.Rows {
-			seen[fmt.Sprintf("%s/%d/%d", r.ID, r.Life, r.Attempt)]++
+			seen[fmt.Sprintf("%s/%d/%d", r.ID, r.Life, r.Attempts)]++
 			n++
 		}
 		if page.Next == "" {
@@ -138,7 +140,7 @@ func TestHistory_PostgreSQLKeepsEveryEndOnceThroughAnOutageAndALostCommit(t *tes
 			t.Errorf("row %s stored %d times", key, times)
 		}
 	}
-	failed, _ := countRows(t, opened, history.Query{Route: "pghist", Status: history.Failed})
+	failed, _ := countRows(t, opened, history.Query{Route: "pghist", Status: queue.StatusFailed})
 	if _, err := runtime.NewInspector(c).History(ctx, admin.HistoryQuery{Cursor: "forged"}); !errors.Is(err, admin.ErrBadQuery) {
 		t.Errorf("a forged cursor: %v; want a refusal matching ErrBadQuery", err)
 	}
@@ -153,7 +155,7 @@ type countingStore struct {
 	rows atomic.Int64
 }
 
-func (s *countingStore) Write(ctx context.Context, rows []history.Row) error {
+func (s *countingStore) Write(ctx context.Context, rows []bananastype.Job) error {
 	if err := s.Store.Write(ctx, rows); err != nil {
 		return err
 	}
@@ -320,7 +322,7 @@ func TestHistory_APoisonedJobIsStoredSanitisedAndLaterEndsStillFlow(t *testing.T
 		}
 	}
 	waitFor(t, 30*time.Second, "every end of the first batch stored", stored(len(ids)))
-	rows := map[string]admin.HistoryRow{}
+	rows := map[string]bananastype.Job{}
 	page, err := in.History(ctx, admin.HistoryQuery{Route: "pgpoison", Limit: 500})
 	if err != nil {
 		t.Fatal(err)

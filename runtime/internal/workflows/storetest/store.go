@@ -158,7 +158,7 @@ func (w *workflow) cancelBelow(k int, why string) {
 	}
 }
 
-func (f *Store) AdvanceWorkflow(_ context.Context, id string, k int, job string, how queue.StepEnd, value []byte, _ string, _ queue.WorkflowTTLs) (queue.WorkflowAdvance, error) {
+func (f *Store) AdvanceWorkflow(_ context.Context, id string, k int, job string, how queue.Ending, value []byte, _ string, _ queue.WorkflowTTLs) (queue.WorkflowAdvance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("AdvanceWorkflow"); err != nil {
@@ -172,18 +172,18 @@ func (f *Store) AdvanceWorkflow(_ context.Context, id string, k int, job string,
 	var out, again []int
 	switch {
 	case s.JobID != job || s.Gather: // stale
-	case how == queue.StepEndCompleted && s.State != queue.StepCompleted:
+	case how == queue.EndCompleted && s.State != queue.StepCompleted:
 		w.complete(k, value, &out)
-	case how != queue.StepEndCompleted && (s.State == queue.StepCreated || s.State == queue.StepCreating):
+	case how != queue.EndCompleted && (s.State == queue.StepCreated || s.State == queue.StepCreating):
 		s.State, s.Error = queue.StepState(how), string(value)
 		w.cancelBelow(k, "canceled: step "+s.Label+" failed")
 		if w.status == queue.WorkflowRunning {
 			w.status, w.why = queue.WorkflowFailed, k
-			if how == queue.StepEndCanceled {
+			if how == queue.EndCanceled {
 				w.status = queue.WorkflowCanceled
 			}
 		}
-	case how == queue.StepEndCompleted:
+	case how == queue.EndCompleted:
 		for _, m := range w.next[k] {
 			if w.steps[m].State == queue.StepCreating {
 				again = append(again, m)

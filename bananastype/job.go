@@ -1,4 +1,4 @@
-package admin
+package bananastype
 
 import (
 	"encoding/json"
@@ -7,25 +7,18 @@ import (
 	"github.com/bananas-go/bananas/queue"
 )
 
-// Priority orders jobs within a route (queue's word).
-type Priority = queue.Priority
-
-// Status is where a job is in its life (queue's word).
-type Status = queue.Status
-
-// EarlierLife is a life a job had before it was replayed from the
-// dead-letter queue.
-type EarlierLife = queue.EarlierLife
-
-// Job is a snapshot of one job: what `job ID`, GET /api/v1/jobs/{id}, the
-// dashboard's job page and Client.Job show. In a listing (JobPage) it comes
-// without its args and result.
+// Job is one job, whether Redis holds it or the task history: what `job
+// ID`, GET /api/v1/jobs/{id}, the dashboard's job page and Client.Job show
+// (a snapshot of its state), and each row of the task history (one end of
+// the job: a job dead-lettered, replayed and then completed has two, told
+// apart by Life; a history.Store writes and returns Jobs). In a listing
+// (JobPage) it comes without its args and result.
 type Job struct {
 	ID          string
 	Name        string
 	Route       string
-	Priority    Priority
-	Status      Status
+	Priority    queue.Priority
+	Status      queue.Status
 	Description string
 	// Attempts is the number of runs the job has started that count: each
 	// run that ended in success, failure, cancel or a lost lease, and the
@@ -46,7 +39,7 @@ type Job struct {
 	// Earlier holds the lives it had before it was replayed from the
 	// dead-letter queue, oldest first (the last 10): their runs, failure
 	// times and last error.
-	Earlier     []EarlierLife
+	Earlier     []queue.EarlierLife
 	Timeout     time.Duration // 0: the worker's default
 	CreatedAt   time.Time
 	ScheduledAt time.Time // StatusScheduled: when it becomes ready
@@ -54,6 +47,15 @@ type Job struct {
 	FinishedAt  time.Time
 	// LeaseDeadline is when the running job's lease ends unless renewed.
 	LeaseDeadline time.Time
+	// Life counts the job's replays before the end the task history keeps
+	// (0 for a job never replayed): with ID and Attempts it keys a row of
+	// the history. Worker is the worker that recorded that end, when known,
+	// and Sanitized what the store changed to keep the row (NUL bytes or
+	// invalid UTF-8 in its text, JSON it could not store), "" when none.
+	// Only a job read from the history has them.
+	Life      int
+	Worker    string
+	Sanitized string
 	// Args are the job's arguments as the JSON of the task's args type,
 	// when this program declares a task of the job's name (its generated
 	// code is linked in); nil otherwise. ArgsMsgpack holds them as stored,
@@ -62,7 +64,8 @@ type Job struct {
 	ArgsMsgpack []byte
 	// Result is the msgpack-encoded result of a completed job; ResultJSON
 	// the same as the JSON of the task's result type, when this program
-	// registers the task (nil otherwise).
+	// registers the task (nil otherwise). The task history keeps
+	// ResultJSON only.
 	Result     []byte
 	ResultJSON json.RawMessage
 	// Untyped: no task of the job's name is registered in this program, so
@@ -127,11 +130,11 @@ type jobWire struct {
 
 func (j *Job) wire() jobWire {
 	w := jobWire{jobSummaryWire: j.summary(), TimeoutMS: j.Timeout.Milliseconds(), StartedAt: Time(j.StartedAt),
-		FailedAt: Map(j.FailedAt, func(t time.Time) Time { return Time(t) }), Args: j.Args, Result: j.ResultJSON, FromHistory: j.FromHistory, Untyped: j.Untyped, Workflow: j.Workflow}
-	if w.Args == nil {
+		FailedAt: mapOf(j.FailedAt, func(t time.Time) Time { return Time(t) }), Args: j.Args, Result: j.ResultJSON, FromHistory: j.FromHistory, Untyped: j.Untyped, Workflow: j.Workflow}
+	if !isJSON(w.Args) {
 		w.Args = json.RawMessage("null")
 	}
-	if w.Result == nil {
+	if !isJSON(w.Result) {
 		w.Result = json.RawMessage("null")
 	}
 	if p := j.Progress; p != nil {
@@ -143,20 +146,20 @@ func (j *Job) wire() jobWire {
 
 // jobSummaryWire is a job in a listing: its fields without args and result.
 type jobSummaryWire struct {
-	ID            string   `json:"id"`
-	Task          string   `json:"task"`
-	Route         string   `json:"route"`
-	Priority      Priority `json:"priority"`
-	Status        Status   `json:"status"`
-	Description   string   `json:"description,omitempty"`
-	Attempts      int      `json:"attempts"` // runs started that count (Job.Attempts)
-	Retries       int      `json:"retries"`  // of those, the runs after the first: at most max_retries
-	MaxRetries    int      `json:"max_retries"`
-	Error         string   `json:"error,omitempty"`
-	CreatedAt     Time     `json:"created_at"`
-	ScheduledAt   Time     `json:"scheduled_at"`
-	FinishedAt    Time     `json:"finished_at"`
-	LeaseDeadline Time     `json:"lease_deadline"`
+	ID            string         `json:"id"`
+	Task          string         `json:"task"`
+	Route         string         `json:"route"`
+	Priority      queue.Priority `json:"priority"`
+	Status        queue.Status   `json:"status"`
+	Description   string         `json:"description,omitempty"`
+	Attempts      int            `json:"attempts"` // runs started that count (Job.Attempts)
+	Retries       int            `json:"retries"`  // of those, the runs after the first: at most max_retries
+	MaxRetries    int            `json:"max_retries"`
+	Error         string         `json:"error,omitempty"`
+	CreatedAt     Time           `json:"created_at"`
+	ScheduledAt   Time           `json:"scheduled_at"`
+	FinishedAt    Time           `json:"finished_at"`
+	LeaseDeadline Time           `json:"lease_deadline"`
 }
 
 func (j *Job) summary() jobSummaryWire {
@@ -165,30 +168,6 @@ func (j *Job) summary() jobSummaryWire {
 		Attempts: j.Attempts, Retries: j.Retries(), MaxRetries: j.MaxRetries, Error: j.Error, CreatedAt: Time(j.CreatedAt),
 		ScheduledAt: Time(j.ScheduledAt), FinishedAt: Time(j.FinishedAt), LeaseDeadline: Time(j.LeaseDeadline),
 	}
-}
-
-// JobQuery selects a page of jobs.
-type JobQuery struct {
-	// Route is the route to list; "" lists every route, one after the other.
-	Route string
-	// State is pending, scheduled, processing or failed (dead-lettered);
-	// "active" and "dead" are taken for the last two.
-	State Status
-	// Priority narrows pending jobs to one priority.
-	Priority Priority
-	// Task is a task name; "" is any.
-	Task string
-	// Text matches jobs whose id or last error holds it, case-insensitively.
-	Text string
-	// Cursor is the Next of the page before; "" is the first page.
-	Cursor string
-	// Limit is the most jobs a page holds (default 50, at most 500). A page
-	// may hold fewer and still have a Next: a filter that matches little
-	// reads a bounded number of jobs per page.
-	Limit int
-	// Newest lists the most recent first instead of the order the route
-	// runs (or killed) them.
-	Newest bool
 }
 
 // JobPage is one page of a listing.
@@ -210,14 +189,7 @@ type pageWire struct {
 }
 
 func (p JobPage) wire() pageWire {
-	return pageWire{Next: p.Next, Jobs: Map(p.Jobs, func(j Job) jobSummaryWire { return j.summary() })}
-}
-
-// Canceled is the answer to a cancel: the job and its status after it,
-// canceled, or processing while the worker running it has yet to act.
-type Canceled struct {
-	ID     string `json:"id"`
-	Status Status `json:"status"`
+	return pageWire{Next: p.Next, Jobs: mapOf(p.Jobs, func(j Job) jobSummaryWire { return j.summary() })}
 }
 
 // Time is a time in JSON: RFC 3339 in UTC, or null when zero.
@@ -228,16 +200,6 @@ func (t Time) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return json.Marshal(time.Time(t).UTC().Format(time.RFC3339Nano))
-}
-
-// Map maps each element of xs through f, into an empty list (not null)
-// when there is none.
-func Map[T, V any](xs []T, f func(T) V) []V {
-	out := make([]V, len(xs))
-	for i, x := range xs {
-		out[i] = f(x)
-	}
-	return out
 }
 
 // UnmarshalJSON reads a time as MarshalJSON writes it: null is the zero
@@ -262,7 +224,7 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		Attempts: s.Attempts, MaxRetries: s.MaxRetries, Error: s.Error, CreatedAt: time.Time(s.CreatedAt),
 		ScheduledAt: time.Time(s.ScheduledAt), FinishedAt: time.Time(s.FinishedAt), LeaseDeadline: time.Time(s.LeaseDeadline),
 		Timeout: time.Duration(w.TimeoutMS) * time.Millisecond, StartedAt: time.Time(w.StartedAt),
-		FailedAt: Map(w.FailedAt, func(t Time) time.Time { return time.Time(t) }), Workflow: w.Workflow}
+		FailedAt: mapOf(w.FailedAt, func(t Time) time.Time { return time.Time(t) }), Workflow: w.Workflow}
 	if len(w.Args) > 0 && string(w.Args) != "null" {
 		j.Args = w.Args
 	}
@@ -279,4 +241,14 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// mapOf maps each element of xs through f, into an empty list (not null)
+// when there is none.
+func mapOf[T, V any](xs []T, f func(T) V) []V {
+	out := make([]V, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }
