@@ -18,12 +18,12 @@ var ErrWrongState = errors.New("job is in the wrong state")
 // on and jobs already running finish. The route need not have had a job yet:
 // a route can be paused before its first enqueue. Pausing a paused route
 // changes nothing.
-func (q *Queue) Pause(ctx context.Context, route string) error {
+func (o Ops) Pause(ctx context.Context, route string) error {
 	if err := CheckShardRoute(route); err != nil {
 		return err
 	}
 	// Retry-safe: a second run finds the route paused.
-	if err := q.s.pause.Run(ctx, q.rdb, []string{q.Keys(route).Paused()}, ms(q.Now())).Err(); err != nil {
+	if err := o.q.s.pause.Run(ctx, o.q.rdb, []string{o.q.Keys(route).Paused()}, ms(o.q.Now())).Err(); err != nil {
 		return fmt.Errorf("pause route %s: %w", route, err)
 	}
 	return nil
@@ -32,13 +32,13 @@ func (q *Queue) Pause(ctx context.Context, route string) error {
 // Resume lets workers take jobs of route again, and wakes its idle workers so
 // that they fetch at once. Resuming a route that is not paused changes
 // nothing.
-func (q *Queue) Resume(ctx context.Context, route string) error {
+func (o Ops) Resume(ctx context.Context, route string) error {
 	if err := CheckShardRoute(route); err != nil {
 		return err
 	}
-	k := q.Keys(route)
+	k := o.q.Keys(route)
 	// Retry-safe: a second run finds nothing to resume and wakes nobody.
-	if err := q.s.resume.Run(ctx, q.rdb, []string{k.Paused(), k.Idle()}, k.WakeChannel(), ms(q.Now())).Err(); err != nil {
+	if err := o.q.s.resume.Run(ctx, o.q.rdb, []string{k.Paused(), k.Idle()}, k.WakeChannel(), ms(o.q.Now())).Err(); err != nil {
 		return fmt.Errorf("resume route %s: %w", route, err)
 	}
 	return nil
@@ -46,14 +46,14 @@ func (q *Queue) Resume(ctx context.Context, route string) error {
 
 // PausedRoutes tells, for each of routes, whether it is paused, in one
 // pipelined round trip: a worker asks it for the routes it serves.
-func (q *Queue) PausedRoutes(ctx context.Context, routes []string) (map[string]bool, error) {
+func (o Ops) PausedRoutes(ctx context.Context, routes []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(routes))
 	if len(routes) == 0 {
 		return out, nil
 	}
-	pipe := q.rdb.Pipeline()
+	pipe := o.q.rdb.Pipeline()
 	for _, r := range routes {
-		pipe.Exists(ctx, q.Keys(r).Paused())
+		pipe.Exists(ctx, o.q.Keys(r).Paused())
 	}
 	cmds, err := pipe.Exec(ctx)
 	if err != nil {
@@ -84,8 +84,8 @@ const (
 // it holds — and expires with its TTL. A job in another state is an error
 // wrapping ErrWrongState that names the state, and an unknown id ErrNotFound.
 // Sent twice, the second call answers ErrNotFound: the first deleted the job.
-func (q *Queue) Delete(ctx context.Context, id string) error {
-	_, err := q.remove(ctx, id, "delete", nil, 0)
+func (js Jobs) Delete(ctx context.Context, id string) error {
+	_, err := js.remove(ctx, id, "delete", nil, 0)
 	return err
 }
 
@@ -99,8 +99,8 @@ func (q *Queue) Delete(ctx context.Context, id string) error {
 // first (completed, failed, lease lost) drops it (see CancelRequests). A dead
 // or completed job is an error wrapping ErrWrongState that names the state,
 // and an unknown id ErrNotFound.
-func (q *Queue) Cancel(ctx context.Context, id string, record []byte, ttl time.Duration) (CancelOutcome, error) {
-	return q.remove(ctx, id, "cancel", record, ttl)
+func (js Jobs) Cancel(ctx context.Context, id string, record []byte, ttl time.Duration) (CancelOutcome, error) {
+	return js.remove(ctx, id, "cancel", record, ttl)
 }
 
 // Outcomes of remove.lua.
@@ -111,23 +111,23 @@ const (
 )
 
 // remove runs remove.lua for Delete ("delete") and Cancel ("cancel").
-func (q *Queue) remove(ctx context.Context, id, mode string, record []byte, ttl time.Duration) (CancelOutcome, error) {
-	route, err := q.RouteOfJob(ctx, id)
+func (js Jobs) remove(ctx context.Context, id, mode string, record []byte, ttl time.Duration) (CancelOutcome, error) {
+	route, err := js.q.RouteOfJob(ctx, id)
 	if err != nil {
 		return 0, fmt.Errorf("%s job %s: %w", mode, id, err)
 	}
-	k := q.Keys(route)
-	now := q.Now()
+	k := js.q.Keys(route)
+	now := js.q.Now()
 	keys := []string{k.Job(id), k.Payloads(), k.List(High), k.List(Normal), k.List(Low), k.Scheduled(),
-		k.Leases(), k.Dead(), k.Result(id), k.Stats(), k.Cancels(), k.Series(HourOf(now)), q.endedKey(k)}
+		k.Leases(), k.Dead(), k.Result(id), k.Stats(), k.Cancels(), k.Series(HourOf(now)), js.q.Ended.key(k)}
 	keys = append(keys, k.FlowKeys()...)
 	args := []any{id, mode, "", 0, "", "", ms(now)}
 	if mode == "cancel" {
-		args = []any{id, mode, record, max(1, durMS(ttl)), ResultChannel(q.ns, id), k.CancelChannel(), ms(now)}
+		args = []any{id, mode, record, max(1, durMS(ttl)), ResultChannel(js.q.ns, id), k.CancelChannel(), ms(now)}
 	}
 	// Retry-safe: a second run finds the job gone (a cancel finds its own
 	// record) or the cancel request already made.
-	res, err := q.s.remove.Run(ctx, q.rdb, keys, args...).Slice()
+	res, err := js.q.s.remove.Run(ctx, js.q.rdb, keys, args...).Slice()
 	if err != nil {
 		return 0, fmt.Errorf("%s job %s: %w", mode, id, err)
 	}
@@ -162,13 +162,13 @@ var stateWords = map[string]string{
 // "canceled" result) is stored for ttl and announced, its lease released and
 // what the job was dropped; its cancel request goes, and it is counted as
 // "canceled". It reports false when the lease was lost (nothing changed).
-func (q *Queue) FinishCanceled(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration) (bool, error) {
-	k := q.Keys(d.Route)
-	now := q.Now()
-	keys := []string{k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.Result(d.ID), k.Job(d.ID), k.Cancels(), k.Series(HourOf(now)), q.endedKey(k)}
+func (js Jobs) FinishCanceled(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration) (bool, error) {
+	k := js.q.Keys(d.Route)
+	now := js.q.Now()
+	keys := []string{k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.Result(d.ID), k.Job(d.ID), k.Cancels(), k.Series(HourOf(now)), js.q.Ended.key(k)}
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
-	n, err := q.s.canceled.Run(ctx, q.rdb, keys, d.ID, d.Token, record, max(1, durMS(ttl)), ResultChannel(q.ns, d.ID), ms(now)).Int()
+	n, err := js.q.s.canceled.Run(ctx, js.q.rdb, keys, d.ID, d.Token, record, max(1, durMS(ttl)), ResultChannel(js.q.ns, d.ID), ms(now)).Int()
 	if err != nil {
 		return false, fmt.Errorf("finish canceled job %s: %w", d.ID, err)
 	}
@@ -180,14 +180,14 @@ func (q *Queue) FinishCanceled(ctx context.Context, d *Dispatch, record []byte, 
 // on the cancel channel or not; the call also drops every request of the
 // route whose job is no longer leased (it ended otherwise), which is what
 // keeps the cancels set from outliving its jobs.
-func (q *Queue) CancelRequests(ctx context.Context, route string, ids []string) ([]string, error) {
-	k := q.Keys(route)
+func (js Jobs) CancelRequests(ctx context.Context, route string, ids []string) ([]string, error) {
+	k := js.q.Keys(route)
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
 	}
 	// Retry-safe: a second run finds nothing left to drop.
-	res, err := q.s.cancels.Run(ctx, q.rdb, []string{k.Cancels(), k.Leases()}, args...).Result()
+	res, err := js.q.s.cancels.Run(ctx, js.q.rdb, []string{k.Cancels(), k.Leases()}, args...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read cancel requests of route %s: %w", route, err)
 	}

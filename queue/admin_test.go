@@ -44,10 +44,10 @@ func waiting(t *testing.T, q *queue.Queue, now time.Time) (light, heavy, schedul
 	ctx := context.Background()
 	l, h, s := job(t, "r"), job(t, "r"), job(t, "r")
 	h.RunAt, s.RunAt = now.Add(time.Millisecond), now.Add(time.Hour)
-	if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{l, h, s}, now); err != nil {
+	if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{l, h, s}, now); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := q.Promote(ctx, "r", now.Add(time.Second)); n != 1 || err != nil {
+	if n, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); n != 1 || err != nil {
 		t.Fatalf("promote = %d, %v", n, err)
 	}
 	return l.ID, h.ID, s.ID
@@ -71,41 +71,41 @@ func TestPause_PausedRouteIsFetchedByNobodyAndResumeWakesWorkers(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
 		now := time.Now()
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Pause(ctx, "r"); err != nil {
+		if err := q.Ops.Pause(ctx, "r"); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Pause(ctx, "r"); err != nil {
+		if err := q.Ops.Pause(ctx, "r"); err != nil {
 			t.Fatalf("pausing a paused route: %v", err)
 		}
-		if _, err := q.Enqueue(ctx, "r", queue.High, []queue.NewJob{job(t, "r")}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.High, []queue.NewJob{job(t, "r")}, now); err != nil {
 			t.Fatalf("enqueue on a paused route: %v", err)
 		}
-		if ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
+		if ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
 			t.Fatalf("fetch from a paused route = %d jobs, %v; want none", len(ds), err)
 		}
-		if ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
+		if ds, err := q.Jobs.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
 			t.Fatalf("typed fetch from a paused route = %d jobs, %v; want none", len(ds), err)
 		}
-		paused, err := q.PausedRoutes(ctx, []string{"r", "other"})
+		paused, err := q.Ops.PausedRoutes(ctx, []string{"r", "other"})
 		if err != nil || !paused["r"] || paused["other"] || len(paused) != 2 {
 			t.Fatalf("paused routes = %v, %v; want r only", paused, err)
 		}
-		if err := q.Pause(ctx, "bad route"); err == nil {
+		if err := q.Ops.Pause(ctx, "bad route"); err == nil {
 			t.Fatal("a route that cannot exist was paused")
 		}
 
 		wake := listen(t, q, q.Keys("r").WakeChannel())
-		if err := q.Resume(ctx, "r"); err != nil {
+		if err := q.Ops.Resume(ctx, "r"); err != nil {
 			t.Fatal(err)
 		}
 		wake()
-		if ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now); len(ds) != 2 || err != nil {
+		if ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now); len(ds) != 2 || err != nil {
 			t.Fatalf("fetch once resumed = %d jobs, %v; want both", len(ds), err)
 		}
-		if paused, _ := q.PausedRoutes(ctx, []string{"r"}); paused["r"] {
+		if paused, _ := q.Ops.PausedRoutes(ctx, []string{"r"}); paused["r"] {
 			t.Fatal("r is still paused after Resume")
 		}
 	})
@@ -117,17 +117,17 @@ func TestPause_PausedKeyOfAnyTypePausesAndResumeClearsIt(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
 		now := time.Now()
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
 			t.Fatal(err)
 		}
 		q.Client().HSet(ctx, q.Keys("r").Paused(), "by", "hand")
-		if ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
+		if ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
 			t.Fatalf("fetch = %d jobs, %v; want none", len(ds), err)
 		}
-		if err := q.Resume(ctx, "r"); err != nil {
+		if err := q.Ops.Resume(ctx, "r"); err != nil {
 			t.Fatal(err)
 		}
-		if ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now); len(ds) != 1 || err != nil {
+		if ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now); len(ds) != 1 || err != nil {
 			t.Fatalf("fetch once resumed = %d jobs, %v; want one", len(ds), err)
 		}
 	})
@@ -139,24 +139,24 @@ func TestDelete_PendingAndScheduledJobsGoForGood(t *testing.T) {
 		now := time.Now()
 		light, heavy, scheduled := waiting(t, q, now)
 		keep := job(t, "r")
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{keep}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{keep}, now); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range []string{light, heavy, scheduled} {
-			if err := q.Delete(ctx, id); err != nil {
+			if err := q.Jobs.Delete(ctx, id); err != nil {
 				t.Fatalf("delete %s: %v", id, err)
 			}
 			wantPlace(t, q, "r", id, "")
 			wantNoKeyOf(t, q, id, false)
-			if _, err := q.Lookup(ctx, id); !errors.Is(err, queue.ErrNotFound) {
+			if _, err := q.Jobs.Lookup(ctx, id); !errors.Is(err, queue.ErrNotFound) {
 				t.Fatalf("lookup of a deleted job: %v, want ErrNotFound", err)
 			}
 		}
 		wantPlace(t, q, "r", keep.ID, queue.Normal)
-		if s, _ := q.Stats(ctx, "r"); s["deleted"] != 3 {
+		if s, _ := q.Ops.Stats(ctx, "r"); s["deleted"] != 3 {
 			t.Fatalf("deleted counter = %d, want 3", s["deleted"])
 		}
-		if err := q.Delete(ctx, light); !errors.Is(err, queue.ErrNotFound) {
+		if err := q.Jobs.Delete(ctx, light); !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("a second delete: %v, want ErrNotFound", err)
 		}
 	})
@@ -183,7 +183,7 @@ func TestDelete_RefusesAProcessingJobNamingItsState(t *testing.T) {
 		}, true, queue.ErrWrongState, "dead-lettered"},
 		{"cancel of a completed job", func(t *testing.T, q *queue.Queue, now time.Time) string {
 			d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
-			if ok, err := q.Ack(context.Background(), d, []byte("done"), time.Minute); !ok || err != nil {
+			if ok, err := q.Jobs.Ack(context.Background(), d, []byte("done"), time.Minute); !ok || err != nil {
 				t.Fatalf("ack = %v, %v", ok, err)
 			}
 			return d.ID
@@ -193,7 +193,7 @@ func TestDelete_RefusesAProcessingJobNamingItsState(t *testing.T) {
 		}, false, queue.ErrNotFound, ""},
 		{"cancel of a job stored but in no list", func(t *testing.T, q *queue.Queue, now time.Time) string {
 			j := job(t, "r")
-			if _, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{j}, now); err != nil {
+			if _, err := q.Jobs.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{j}, now); err != nil {
 				t.Fatal(err)
 			}
 			q.Client().Del(context.Background(), q.Keys("r").List(queue.Normal))
@@ -208,9 +208,9 @@ func TestDelete_RefusesAProcessingJobNamingItsState(t *testing.T) {
 				before := snapshot(t, plainClient(t, q), q.Namespace())
 				var err error
 				if c.cancel {
-					_, err = q.Cancel(ctx, id, []byte("canceled"), time.Minute)
+					_, err = q.Jobs.Cancel(ctx, id, []byte("canceled"), time.Minute)
 				} else {
-					err = q.Delete(ctx, id)
+					err = q.Jobs.Delete(ctx, id)
 				}
 				if !errors.Is(err, c.errIs) || !strings.Contains(err.Error(), c.errHas) || !strings.Contains(err.Error(), id) {
 					t.Fatalf("err = %v; want %v naming the job and %q", err, c.errIs, c.errHas)
@@ -231,14 +231,14 @@ func TestCancel_WaitingJobIsRemovedAndItsWaitersWake(t *testing.T) {
 		for _, id := range []string{light, heavy, scheduled} {
 			record := []byte("canceled " + id)
 			result := listen(t, q, queue.ResultChannel(q.Namespace(), id))
-			out, err := q.Cancel(ctx, id, record, time.Minute)
+			out, err := q.Jobs.Cancel(ctx, id, record, time.Minute)
 			if out != queue.Canceled || err != nil {
 				t.Fatalf("cancel %s = %v, %v; want Canceled", id, out, err)
 			}
 			if got := result(); got != string(record) {
 				t.Fatalf("announced %q, want the record", got)
 			}
-			if b, err := q.Result(ctx, id); string(b) != string(record) || err != nil {
+			if b, err := q.Jobs.Result(ctx, id); string(b) != string(record) || err != nil {
 				t.Fatalf("result = %q, %v; want the record", b, err)
 			}
 			if ttl, _ := q.Client().PTTL(ctx, q.Keys("r").Result(id)).Result(); ttl <= 0 || ttl > time.Minute {
@@ -247,7 +247,7 @@ func TestCancel_WaitingJobIsRemovedAndItsWaitersWake(t *testing.T) {
 			wantPlace(t, q, "r", id, "")
 			wantNoKeyOf(t, q, id, true)
 		}
-		if s, _ := q.Stats(ctx, "r"); s["canceled"] != 3 {
+		if s, _ := q.Ops.Stats(ctx, "r"); s["canceled"] != 3 {
 			t.Fatalf("canceled counter = %d, want 3", s["canceled"])
 		}
 	})
@@ -262,7 +262,7 @@ func TestCancel_RunningJobIsRequestedAndFinishedAsCanceled(t *testing.T) {
 		running := []string{ds[0].ID, ds[1].ID, ds[2].ID}
 		asked := listen(t, q, k.CancelChannel())
 		for _, d := range []*queue.Dispatch{ds[0], ds[2]} {
-			out, err := q.Cancel(ctx, d.ID, []byte("unused"), time.Minute)
+			out, err := q.Jobs.Cancel(ctx, d.ID, []byte("unused"), time.Minute)
 			if out != queue.CancelRequested || err != nil {
 				t.Fatalf("cancel of a running job = %v, %v; want CancelRequested", out, err)
 			}
@@ -271,7 +271,7 @@ func TestCancel_RunningJobIsRequestedAndFinishedAsCanceled(t *testing.T) {
 			}
 			wantPlace(t, q, "r", d.ID, "leased")
 		}
-		got, err := q.CancelRequests(ctx, "r", running)
+		got, err := q.Jobs.CancelRequests(ctx, "r", running)
 		if err != nil || !slices.Equal(got, []string{ds[0].ID, ds[2].ID}) {
 			t.Fatalf("cancel requests = %v, %v; want the two canceled", got, err)
 		}
@@ -279,7 +279,7 @@ func TestCancel_RunningJobIsRequestedAndFinishedAsCanceled(t *testing.T) {
 		stale := *ds[0]
 		stale.Token = "stale"
 		before := snapshot(t, plainClient(t, q), q.Namespace())
-		if ok, err := q.FinishCanceled(ctx, &stale, []byte("canceled"), time.Minute); ok || err != nil {
+		if ok, err := q.Jobs.FinishCanceled(ctx, &stale, []byte("canceled"), time.Minute); ok || err != nil {
 			t.Fatalf("finish with a stale token = %v, %v; want no change", ok, err)
 		}
 		if d := diff(before, snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
@@ -287,13 +287,13 @@ func TestCancel_RunningJobIsRequestedAndFinishedAsCanceled(t *testing.T) {
 		}
 		for _, d := range []*queue.Dispatch{ds[0], ds[2]} {
 			result := listen(t, q, queue.ResultChannel(q.Namespace(), d.ID))
-			if ok, err := q.FinishCanceled(ctx, d, []byte("canceled"), time.Minute); !ok || err != nil {
+			if ok, err := q.Jobs.FinishCanceled(ctx, d, []byte("canceled"), time.Minute); !ok || err != nil {
 				t.Fatalf("finish canceled = %v, %v", ok, err)
 			}
 			if got := result(); got != "canceled" {
 				t.Fatalf("announced %q, want the record", got)
 			}
-			if b, err := q.Result(ctx, d.ID); string(b) != "canceled" || err != nil {
+			if b, err := q.Jobs.Result(ctx, d.ID); string(b) != "canceled" || err != nil {
 				t.Fatalf("result = %q, %v", b, err)
 			}
 			wantPlace(t, q, "r", d.ID, "")
@@ -302,7 +302,7 @@ func TestCancel_RunningJobIsRequestedAndFinishedAsCanceled(t *testing.T) {
 		if n, _ := q.Client().SCard(ctx, k.Cancels()).Result(); n != 0 {
 			t.Fatalf("%d cancel requests left after both finished", n)
 		}
-		if ok, err := q.Ack(ctx, ds[1], []byte("ok"), time.Minute); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, ds[1], []byte("ok"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack of the job nobody canceled = %v, %v", ok, err)
 		}
 		active, _ := q.Client().ZCard(ctx, k.Active()).Result()
@@ -310,7 +310,7 @@ func TestCancel_RunningJobIsRequestedAndFinishedAsCanceled(t *testing.T) {
 		if active != 0 || groups != 0 {
 			t.Fatalf("%d lease groups active, %d counted, after every job settled", active, groups)
 		}
-		if s, _ := q.Stats(ctx, "r"); s["canceled"] != 2 || s["processed"] != 1 {
+		if s, _ := q.Ops.Stats(ctx, "r"); s["canceled"] != 2 || s["processed"] != 1 {
 			t.Fatalf("counters %v; want 2 canceled, 1 processed", s)
 		}
 	})
@@ -329,33 +329,33 @@ func TestCancelRequests_RequestOfARunThatEndedOtherwiseIsDropped(t *testing.T) {
 		k := q.Keys("r")
 		ds := leaseLight(t, q, 3, now, until)
 		for _, d := range ds {
-			if out, err := q.Cancel(ctx, d.ID, []byte("unused"), time.Minute); out != queue.CancelRequested || err != nil {
+			if out, err := q.Jobs.Cancel(ctx, d.ID, []byte("unused"), time.Minute); out != queue.CancelRequested || err != nil {
 				t.Fatalf("cancel = %v, %v", out, err)
 			}
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
-		if out, err := q.Fail(ctx, ds[1], queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now); out != queue.EndRetrying || err != nil {
+		if out, err := q.Jobs.Fail(ctx, ds[1], queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now); out != queue.EndRetrying || err != nil {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
-		if got, err := q.Reap(ctx, "r", until, verdict(now)); got[ds[2].ID] != queue.EndCanceled || err != nil {
+		if got, err := q.Jobs.Reap(ctx, "r", until, verdict(now)); got[ds[2].ID] != queue.EndCanceled || err != nil {
 			t.Fatalf("reap = %v, %v; want the job asked to cancel ended canceled", got, err)
 		}
-		if got, err := q.CancelRequests(ctx, "r", nil); len(got) != 0 || err != nil {
+		if got, err := q.Jobs.CancelRequests(ctx, "r", nil); len(got) != 0 || err != nil {
 			t.Fatalf("cancel requests = %v, %v; want none", got, err)
 		}
 		if n, _ := q.Client().SCard(ctx, k.Cancels()).Result(); n != 0 {
 			t.Fatalf("%d cancel requests outlived their runs", n)
 		}
-		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+		if _, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		again, err := q.Fetch(ctx, "r", queue.Priorities, 10, until, now)
+		again, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, until, now)
 		if err != nil || len(again) != 1 || again[0].ID != ds[1].ID {
 			t.Fatalf("fetch of the retries = %d, %v; want the failed job's retry alone", len(again), err)
 		}
-		if got, err := q.CancelRequests(ctx, "r", []string{again[0].ID}); len(got) != 0 || err != nil {
+		if got, err := q.Jobs.CancelRequests(ctx, "r", []string{again[0].ID}); len(got) != 0 || err != nil {
 			t.Fatalf("the retries' cancel requests = %v, %v; want none", got, err)
 		}
 	})
@@ -388,7 +388,7 @@ func TestReplayDead_OnlyTheTaskAskedIsReplayedPastAPageOfOthers(t *testing.T) {
 			others = append(others, deadOf(t, q, "b", now.Add(time.Duration(i)*time.Millisecond)))
 		}
 		a1, a2 := deadOf(t, q, "a", now.Add(time.Second)), deadOf(t, q, "a", now.Add(2*time.Second))
-		n, err := q.ReplayDead(ctx, "r", "a")
+		n, err := q.Ops.ReplayDead(ctx, "r", "a")
 		if n != 2 || err != nil {
 			t.Fatalf("replay dead of task a = %d, %v; want 2", n, err)
 		}
@@ -398,7 +398,7 @@ func TestReplayDead_OnlyTheTaskAskedIsReplayedPastAPageOfOthers(t *testing.T) {
 		if n, _ := q.Client().ZCard(ctx, q.Keys("r").Dead()).Result(); n != 501 {
 			t.Fatalf("%d jobs left dead, want the 501 of task b", n)
 		}
-		if n, err := q.ReplayDead(ctx, "r", ""); n != 501 || err != nil {
+		if n, err := q.Ops.ReplayDead(ctx, "r", ""); n != 501 || err != nil {
 			t.Fatalf("replay dead of every task = %d, %v; want 501", n, err)
 		}
 	})
@@ -414,14 +414,14 @@ func TestPurgeDead_OnlyTheTaskAskedAndOldEnoughGoPastAPageOfOthers(t *testing.T)
 		}
 		a1, a2 := deadOf(t, q, "a", old.Add(time.Second)), deadOf(t, q, "a", old.Add(2*time.Second))
 		young := deadOf(t, q, "a", cutoff.Add(time.Second))
-		n, err := q.PurgeDead(ctx, "r", "a", cutoff)
+		n, err := q.Ops.PurgeDead(ctx, "r", "a", cutoff)
 		if n != 2 || err != nil {
 			t.Fatalf("purge dead of task a = %d, %v; want the 2 old enough", n, err)
 		}
 		wantNoKeyOf(t, q, a1, false)
 		wantNoKeyOf(t, q, a2, false)
 		wantPlace(t, q, "r", young, "dead")
-		if n, err := q.Purge(ctx, "r", cutoff); n != 501 || err != nil {
+		if n, err := q.Ops.Purge(ctx, "r", cutoff); n != 501 || err != nil {
 			t.Fatalf("purge of every task = %d, %v; want the 501 of task b", n, err)
 		}
 		wantPlace(t, q, "r", young, "dead")
@@ -456,19 +456,19 @@ func TestPause_TypedFetchStopsAtTheFirstWindowOfAPausedRoute(t *testing.T) {
 		for i := range jobs {
 			jobs[i] = job(t, "r")
 		}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Pause(ctx, "r"); err != nil {
+		if err := q.Ops.Pause(ctx, "r"); err != nil {
 			t.Fatal(err)
 		}
 		// A first call loads claim.lua: a second one is not answered NOSCRIPT.
-		if _, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"other"}, 10, now.Add(time.Minute), now); err != nil {
+		if _, err := q.Jobs.FetchTypes(ctx, "r", queue.Priorities, []string{"other"}, 10, now.Add(time.Minute), now); err != nil {
 			t.Fatal(err)
 		}
 		calls := &evalCount{}
 		q.Client().AddHook(calls)
-		if ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"other"}, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
+		if ds, err := q.Jobs.FetchTypes(ctx, "r", queue.Priorities, []string{"other"}, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
 			t.Fatalf("typed fetch = %d, %v", len(ds), err)
 		}
 		// One fetch of the keyed jobs (fetch.lua finds the route paused),

@@ -67,7 +67,7 @@ func BenchmarkEnqueueBatch(b *testing.B) {
 				for j := range jobs {
 					jobs[j] = queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: env, MaxRetries: 3, ChosenID: chosen}
 				}
-				if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+				if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -93,19 +93,19 @@ func BenchmarkFetchAck(b *testing.B) {
 		for j := range jobs {
 			jobs[j] = queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: env, MaxRetries: 3}
 		}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 			b.Fatal(err)
 		}
 		before := redisUsec(b, rdb)
 		b.StartTimer()
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 64, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 64, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 64 {
 			b.Fatalf("fetch: %d, %v", len(ds), err)
 		}
 		done := make(chan struct{}, len(ds))
 		for _, d := range ds {
 			go func() {
-				if _, err := q.Ack(ctx, d, []byte("result record"), time.Hour); err != nil {
+				if _, err := q.Jobs.Ack(ctx, d, []byte("result record"), time.Hour); err != nil {
 					b.Error(err)
 				}
 				done <- struct{}{}
@@ -179,7 +179,7 @@ func BenchmarkListJobs(b *testing.B) {
 	// 1,000 entries a call.
 	deep := queue.ListQuery{Route: "r", State: queue.ListPending, Task: "none"}
 	for gone := 0; gone < n/2; gone += 1000 {
-		p, err := q.ListJobs(ctx, deep)
+		p, err := q.Ops.ListJobs(ctx, deep)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func BenchmarkListJobs(b *testing.B) {
 				lq := queue.ListQuery{Route: "r", State: queue.ListPending, Task: task, Cursor: at.cursor}
 				before := redisUsec(b, rdb)
 				for i := 0; i < b.N; i++ {
-					p, err := q.ListJobs(ctx, lq)
+					p, err := q.Ops.ListJobs(ctx, lq)
 					if err != nil || len(p.Jobs) == 0 || p.Next == "" {
 						b.Fatalf("page = %d jobs, next %q, %v", len(p.Jobs), p.Next, err)
 					}
@@ -223,13 +223,13 @@ func BenchmarkDepths(b *testing.B) {
 		for j := range jobs {
 			jobs[j] = queue.NewJob{ID: queue.NewID(routes[i], now), Name: "t", Envelope: env}
 		}
-		if _, err := q.Enqueue(ctx, routes[i], queue.Priorities[i%3], jobs, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, routes[i], queue.Priorities[i%3], jobs, now); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ds, err := q.Depths(ctx, routes)
+		ds, err := q.Ops.Depths(ctx, routes)
 		if err != nil || len(ds) != 50 || ds[0].OldestPending.IsZero() {
 			b.Fatalf("depths = %v, %v", ds, err)
 		}
@@ -249,21 +249,21 @@ func BenchmarkFetchAckKeyed(b *testing.B) {
 			q, rdb := benchQueue(b)
 			ctx := context.Background()
 			env, _ := queue.EncodeEnvelope(queue.Envelope{Args: make([]byte, 80)})
-			if err := q.SetTaskLimits(ctx, "r", "t", queue.Limits{MaxRunning: 1}); err != nil {
+			if err := q.Flows.SetTaskLimits(ctx, "r", "t", queue.Limits{MaxRunning: 1}); err != nil {
 				b.Fatal(err)
 			}
 			jobs := make([]queue.NewJob, b.N)
 			for i := range jobs {
 				jobs[i] = queue.NewJob{ID: queue.NewID("r", time.Now()), Name: "t", Envelope: env, Keyed: keyed, Key: strconv.Itoa(i % 1000)}
 			}
-			if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, q.Now()); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, q.Now()); err != nil {
 				b.Fatal(err)
 			}
 			before := redisUsec(b, rdb)
 			b.ResetTimer()
 			for done := 0; done < b.N; {
 				now := q.Now()
-				ds, err := q.Fetch(ctx, "r", queue.Priorities, 64, now.Add(time.Minute), now)
+				ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 64, now.Add(time.Minute), now)
 				if err != nil || len(ds) == 0 {
 					b.Fatalf("fetch: %d, %v", len(ds), err)
 				}
@@ -272,7 +272,7 @@ func BenchmarkFetchAckKeyed(b *testing.B) {
 					wg.Add(1)
 					go func() { // concurrent acks share calls, as a worker's do
 						defer wg.Done()
-						if _, err := q.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
+						if _, err := q.Jobs.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
 							b.Error(err)
 						}
 					}()

@@ -34,7 +34,7 @@ func TestHandBack_AJobAskedToCancelEndsCanceledNotBackInItsList(t *testing.T) {
 				}
 				lost := &queue.LostFetch{Route: "r", Token: asked.Token, Until: now.Add(time.Minute)}
 				for run := 1; run <= 2; run++ {
-					out, err := q.HandBack(ctx, lost, time.Now(), canceledVerdict)
+					out, err := q.Jobs.HandBack(ctx, lost, time.Now(), canceledVerdict)
 					if want := 2 - run; err != nil || out.Back != want {
 						t.Fatalf("hand back #%d = %d, %v; want %d handed back (the other job, the first time)", run, out.Back, err, want)
 					}
@@ -80,7 +80,7 @@ func TestHandBack_ARetryAfterALostReplyReportsTheJobsTheFirstRunCanceled(t *test
 		lose := &loseReply{match: func(c redis.Cmder) bool { return c.Name() == "evalsha" || c.Name() == "eval" }}
 		q.Client().AddHook(lose)
 		lose.armed.Store(true)
-		_, err := q.HandBack(ctx, lost, now, canceledVerdict)
+		_, err := q.Jobs.HandBack(ctx, lost, now, canceledVerdict)
 		lose.armed.Store(false)
 		if !errors.Is(err, errReplyLost) {
 			t.Fatalf("hand back with its reply lost = %v; want the lost reply's error", err)
@@ -89,7 +89,7 @@ func TestHandBack_ARetryAfterALostReplyReportsTheJobsTheFirstRunCanceled(t *test
 		if err != nil {
 			t.Fatalf("the lost run stored no record: %v", err)
 		}
-		out, err := q.HandBack(ctx, lost, now, func(e queue.Expired) queue.Verdict {
+		out, err := q.Jobs.HandBack(ctx, lost, now, func(e queue.Expired) queue.Verdict {
 			t.Errorf("the retry built a new verdict for job %s; want the first run's record offered again", e.ID)
 			return canceledVerdict(e)
 		})
@@ -97,7 +97,7 @@ func TestHandBack_ARetryAfterALostReplyReportsTheJobsTheFirstRunCanceled(t *test
 			out.Canceled[0].Name != asked.Name || string(out.Canceled[0].Record) != string(stored) {
 			t.Fatalf("retry = %+v, %v; want job %s reported ended canceled with the stored record, nothing handed back", out, err, asked.ID)
 		}
-		if out, err := q.HandBack(ctx, lost, now, canceledVerdict); err != nil || out.Back != 0 || len(out.Canceled) != 0 {
+		if out, err := q.Jobs.HandBack(ctx, lost, now, canceledVerdict); err != nil || out.Back != 0 || len(out.Canceled) != 0 {
 			t.Fatalf("hand back after the retry = %+v, %v; want nothing", out, err)
 		}
 	})
@@ -112,23 +112,23 @@ func TestFail_ACancelAskedAsTheRunFailedDoesNotCancelTheRetry(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now()
 		first := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
-		if out, err := q.Cancel(ctx, first.ID, []byte("canceled"), time.Minute); out != queue.CancelRequested || err != nil {
+		if out, err := q.Jobs.Cancel(ctx, first.ID, []byte("canceled"), time.Minute); out != queue.CancelRequested || err != nil {
 			t.Fatalf("cancel of the running job = %v, %v; want it asked of its worker", out, err)
 		}
-		if out, err := q.Fail(ctx, first, queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now); out != queue.EndRetrying || err != nil {
+		if out, err := q.Jobs.Fail(ctx, first, queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now); out != queue.EndRetrying || err != nil {
 			t.Fatalf("fail = %v, %v; want a retry", out, err)
 		}
-		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+		if _, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		retry := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
 		if retry.ID != first.ID {
 			t.Fatalf("fetched %s; want the retry of %s", retry.ID, first.ID)
 		}
-		if asked, err := q.CancelRequests(ctx, "r", []string{retry.ID}); err != nil || len(asked) != 0 {
+		if asked, err := q.Jobs.CancelRequests(ctx, "r", []string{retry.ID}); err != nil || len(asked) != 0 {
 			t.Fatalf("cancel requests of the retry = %v, %v; want none (the request was the failed run's)", asked, err)
 		}
-		if out, err := q.Requeue(ctx, retry, []byte("canceled"), time.Minute, now); out != queue.EndHandedBack || err != nil {
+		if out, err := q.Jobs.Requeue(ctx, retry, []byte("canceled"), time.Minute, now); out != queue.EndHandedBack || err != nil {
 			t.Fatalf("hand back of the retry at shutdown = %v, %v; want it handed back, not canceled", out, err)
 		}
 	})

@@ -256,7 +256,7 @@ func (c *committer[K, In, Out]) complete(group K, g *commitGroup[In, Out], b *co
 
 // ride takes the group's waiting calls, if any, so that another Redis call
 // about to go out to the same place carries them in its round trip (acks
-// riding on a fetch: see Queue.Fetch). It returns nil when no call waits.
+// riding on a fetch: see Jobs.Fetch). It returns nil when no call waits.
 // The taken batch counts as a flush in flight until finish answers it.
 func (c *committer[K, In, Out]) ride(group K) *rider[K, In, Out] {
 	c.mu.Lock()

@@ -29,7 +29,7 @@ func TestEnqueueOne_CoalescedCallsEachGetTheirAnswer(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				holders[i], errs[i] = q.EnqueueOne(ctx, "r", queue.Normal, queue.NewJob{ID: ids[i], Name: "t", Envelope: env, ChosenID: ids[i] == "dup"})
+				holders[i], errs[i] = q.Jobs.EnqueueOne(ctx, "r", queue.Normal, queue.NewJob{ID: ids[i], Name: "t", Envelope: env, ChosenID: ids[i] == "dup"})
 			}()
 		}
 		wg.Wait()
@@ -50,7 +50,7 @@ func TestEnqueueOne_CoalescedCallsEachGetTheirAnswer(t *testing.T) {
 		if won != 1 {
 			t.Fatalf("%d callers enqueued the duplicate id, want exactly 1", won)
 		}
-		d, _ := q.Depths(ctx, []string{"r"})
+		d, _ := q.Ops.Depths(ctx, []string{"r"})
 		if d[0].Normal != n-5 {
 			t.Fatalf("%d jobs ready, want %d (each once)", d[0].Normal, n-5)
 		}

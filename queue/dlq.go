@@ -20,12 +20,12 @@ const DeadRetention = 7 * 24 * time.Hour
 // dead-letter entry whose job is gone is dropped, and also ErrNotFound), and
 // an error saying why when the job cannot be made ready as it is stored (its
 // priority is garbage, say): repair it and replay again.
-func (q *Queue) Replay(ctx context.Context, id string) error {
-	route, err := q.RouteOfJob(ctx, id)
+func (o Ops) Replay(ctx context.Context, id string) error {
+	route, err := o.q.RouteOfJob(ctx, id)
 	if err != nil {
 		return err
 	}
-	code, why, err := q.replay(ctx, q.Keys(route), id, "")
+	code, why, err := o.replay(ctx, o.q.Keys(route), id, "")
 	switch {
 	case err != nil:
 		return fmt.Errorf("replay job %s: %w", id, err)
@@ -60,12 +60,12 @@ const (
 
 // replay runs replay.lua for id, if it is a job of task ("" any): its
 // outcome, and the reason for an entry it dropped or left.
-func (q *Queue) replay(ctx context.Context, k Keys, id, task string) (int64, string, error) {
+func (o Ops) replay(ctx context.Context, k Keys, id, task string) (int64, string, error) {
 	keys := []string{k.Job(id), k.Dead(), k.List(High), k.List(Normal), k.List(Low), k.Result(id), k.Stats(), k.Idle()}
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: the job moves only while it is in the dead-letter set (a
 	// second run answers that it is not).
-	res, err := q.s.replay.Run(ctx, q.rdb, keys, id, k.WakeChannel(), task, ms(q.Now()), replayToken()).Slice()
+	res, err := o.q.s.replay.Run(ctx, o.q.rdb, keys, id, k.WakeChannel(), task, ms(o.q.Now()), replayToken()).Slice()
 	if err != nil {
 		return 0, "", err
 	}
@@ -79,8 +79,8 @@ func (q *Queue) replay(ctx context.Context, k Keys, id, task string) (int64, str
 
 // ReplayAll replays every job of route that was dead-lettered when it started,
 // and returns how many: ReplayDead for every task.
-func (q *Queue) ReplayAll(ctx context.Context, route string) (int, error) {
-	return q.ReplayDead(ctx, route, "")
+func (o Ops) ReplayAll(ctx context.Context, route string) (int, error) {
+	return o.ReplayDead(ctx, route, "")
 }
 
 // ReplayDead replays the jobs of route of task ("" every task) that were
@@ -90,9 +90,9 @@ func (q *Queue) ReplayAll(ctx context.Context, route string) (int, error) {
 // meanwhile are not replayed a second time. It reads the dead-letter set 500
 // entries at a time, and with a task the names of a page in one round trip,
 // so that only the jobs of that task cost a script call each.
-func (q *Queue) ReplayDead(ctx context.Context, route, task string) (int, error) {
-	k := q.Keys(route)
-	newest, err := q.rdb.ZRangeWithScores(ctx, k.Dead(), -1, -1).Result()
+func (o Ops) ReplayDead(ctx context.Context, route, task string) (int, error) {
+	k := o.q.Keys(route)
+	newest, err := o.q.rdb.ZRangeWithScores(ctx, k.Dead(), -1, -1).Result()
 	if err != nil || len(newest) == 0 {
 		return 0, err
 	}
@@ -100,19 +100,19 @@ func (q *Queue) ReplayDead(ctx context.Context, route, task string) (int, error)
 	total, left := 0, int64(0)
 	for {
 		// The jobs left dead stay at the front of what is read: skip them.
-		ids, err := q.rdb.ZRangeByScore(ctx, k.Dead(), &redis.ZRangeBy{
+		ids, err := o.q.rdb.ZRangeByScore(ctx, k.Dead(), &redis.ZRangeBy{
 			Min: "-inf", Max: upTo, Offset: left, Count: 500,
 		}).Result()
 		if err != nil || len(ids) == 0 {
 			return total, err
 		}
-		ids, others, err := q.deadOfTask(ctx, k, ids, task)
+		ids, others, err := o.deadOfTask(ctx, k, ids, task)
 		if err != nil {
 			return total, err
 		}
 		left += int64(others)
 		for _, id := range ids {
-			code, why, err := q.replay(ctx, k, id, task)
+			code, why, err := o.replay(ctx, k, id, task)
 			if err != nil {
 				return total, fmt.Errorf("replay job %s: %w", id, err)
 			}
@@ -123,9 +123,9 @@ func (q *Queue) ReplayDead(ctx context.Context, route, task string) (int, error)
 				left++
 			case replayUnfit:
 				left++
-				q.warn("bananas: a dead-lettered job cannot be replayed", "route", route, "job", id, "why", why)
+				o.q.warn("bananas: a dead-lettered job cannot be replayed", "route", route, "job", id, "why", why)
 			case replayOrphan:
-				q.warn("bananas: dropped a dead-letter entry", "route", route, "job", id, "why", why)
+				o.q.warn("bananas: dropped a dead-letter entry", "route", route, "job", id, "why", why)
 			}
 		}
 	}
@@ -135,11 +135,11 @@ func (q *Queue) ReplayDead(ctx context.Context, route, task string) (int, error)
 // names read in one round trip, and says how many it left out. An id whose
 // name cannot be read (its job gone, its key not a hash) is left out too:
 // replay.lua would leave it for the same reason.
-func (q *Queue) deadOfTask(ctx context.Context, k Keys, ids []string, task string) ([]string, int, error) {
+func (o Ops) deadOfTask(ctx context.Context, k Keys, ids []string, task string) ([]string, int, error) {
 	if task == "" {
 		return ids, 0, nil
 	}
-	pipe := q.rdb.Pipeline()
+	pipe := o.q.rdb.Pipeline()
 	names := make([]*redis.StringCmd, len(ids))
 	for i, id := range ids {
 		names[i] = pipe.HGet(ctx, k.Job(id), "n")
@@ -161,19 +161,19 @@ func (q *Queue) deadOfTask(ctx context.Context, k Keys, ids []string, task strin
 // Purge deletes the dead-lettered jobs of route that died at or before cutoff,
 // and returns how many: PurgeDead for every task. The retention sweep passes
 // now - DeadRetention.
-func (q *Queue) Purge(ctx context.Context, route string, cutoff time.Time) (int, error) {
-	return q.PurgeDead(ctx, route, "", cutoff)
+func (o Ops) Purge(ctx context.Context, route string, cutoff time.Time) (int, error) {
+	return o.PurgeDead(ctx, route, "", cutoff)
 }
 
 // PurgeDead deletes the dead-lettered jobs of route of task ("" every task)
 // that died at or before olderThan, and returns how many. It goes through the
 // dead-letter set 500 entries a call, oldest first.
-func (q *Queue) PurgeDead(ctx context.Context, route, task string, olderThan time.Time) (int, error) {
-	k := q.Keys(route)
+func (o Ops) PurgeDead(ctx context.Context, route, task string, olderThan time.Time) (int, error) {
+	k := o.q.Keys(route)
 	total, offset := 0, int64(0)
 	for {
 		// The jobs of other tasks stay at the front of what is read: skip them.
-		ids, err := q.rdb.ZRangeByScore(ctx, k.Dead(), &redis.ZRangeBy{
+		ids, err := o.q.rdb.ZRangeByScore(ctx, k.Dead(), &redis.ZRangeBy{
 			Min: "-inf", Max: strconv.FormatInt(ms(olderThan), 10), Offset: offset, Count: 500,
 		}).Result()
 		if err != nil || len(ids) == 0 {
@@ -186,7 +186,7 @@ func (q *Queue) PurgeDead(ctx context.Context, route, task string, olderThan tim
 			args = append(args, id)
 		}
 		// Retry-safe: each id goes only while it is still dead and old enough.
-		res, err := q.s.purge.Run(ctx, q.rdb, keys, args...).Int64Slice()
+		res, err := o.q.s.purge.Run(ctx, o.q.rdb, keys, args...).Int64Slice()
 		if err != nil {
 			return total, fmt.Errorf("purge route %s: %w", route, err)
 		}

@@ -7,6 +7,33 @@
 // typed tasks, handlers or workers (package runtime) nor of how results are
 // encoded (package results): a result record is opaque bytes here.
 //
+// # The Queue and its facets
+//
+// A Queue is the core: the Redis client, the key layout (Keys), the
+// scripts, the clock (Now, SyncClock), the routes set and shard counts, and
+// the small records of coordination — keeper locks (Keep), Once keys,
+// worker heartbeats (Beat), cron state. Everything else is on one of its
+// facets, each a field of the Queue with the methods of one concern, in
+// files of its own:
+//
+//	q.Jobs       a job's life: enqueue, fetch, hand-back, ack, fail, requeue,
+//	             renew, reap, promote, progress, cancel, delete, lookup
+//	             (enqueue*.go, fetch.go, settle.go, reap.go, promote.go,
+//	             progress.go, idle.go, admin.go, inspect.go)
+//	q.Flows      flow control: route and task limits, flow state, the sweep
+//	             of held flows (limits.go, flow.go)
+//	q.Workflows  workflow records and their transitions, the workflows list
+//	             (workflow.go, workflow_list.go, scripts/wf_*.lua); it uses
+//	             only the core, no other facet
+//	q.Ops        what operators do and read: pause, the dead-letter queue,
+//	             depths, counters, the jobs listing, the stats series, the
+//	             pruning of idle routes (admin.go, dlq.go, inspect.go,
+//	             list.go, series.go, prune.go)
+//	q.Ended      the ended lists the task history drains (ended.go)
+//
+// facets.go declares the facets; each is a value holding the Queue, so
+// q.Jobs.Ack costs what a method of the Queue would.
+//
 // # Keys
 //
 // Every key of a route shares the route's hash tag, so every script — which
@@ -66,7 +93,7 @@
 // The stats series of a route (series.go: the per-minute counts behind the
 // charts and GET /api/v1/stats) lives in route:{<r>}:history:<hour>. The key
 // keeps that name, which servers already hold, so that an upgrade keeps their
-// last 25 h of charts; in code it is the series (Keys.Series, Queue.Series),
+// last 25 h of charts; in code it is the series (Keys.Series, Ops.Series),
 // and "history" means the task history of package history alone.
 //
 // # Light jobs and job hashes
@@ -157,7 +184,7 @@
 // A workflow's record is one hash under its own hash tag; its steps' jobs
 // are ordinary jobs on their routes, each made under a job id fixed when the
 // workflow was submitted. The scripts wf_*.lua move the record; the caller
-// makes the jobs they return, and the keeper (DueWorkflows) finishes what a
+// makes the jobs they return, and the keeper (Workflows.Due) finishes what a
 // dead caller left. workflow.go has the diagram.
 //
 // # Pausing and canceling

@@ -51,8 +51,8 @@ const enqueueChunk = 1000
 // Enqueue writes jobs of one route and priority, up to enqueueChunk of them in
 // one round trip. holders[i] is "" when jobs[i] was written, and otherwise the
 // id of the job that already holds its id or unique key.
-func (q *Queue) Enqueue(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) (holders []string, err error) {
-	if err := q.checkEnqueue(ctx, route, priority); err != nil {
+func (js Jobs) Enqueue(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) (holders []string, err error) {
+	if err := js.checkEnqueue(ctx, route, priority); err != nil {
 		return nil, err
 	}
 	for i := range jobs {
@@ -63,7 +63,7 @@ func (q *Queue) Enqueue(ctx context.Context, route string, priority Priority, jo
 	holders = make([]string, 0, len(jobs))
 	for start := 0; start < len(jobs); start += enqueueChunk {
 		end := min(start+enqueueChunk, len(jobs))
-		h, err := q.enqueueChunk(ctx, route, priority, jobs[start:end], now)
+		h, err := js.enqueueChunk(ctx, route, priority, jobs[start:end], now)
 		if err != nil {
 			return holders, err
 		}
@@ -77,17 +77,17 @@ func (q *Queue) Enqueue(ctx context.Context, route string, priority Priority, jo
 // few round trips. The result is as for Enqueue. The job is checked here, on
 // the caller's goroutine, so that one bad job never fails the others it would
 // be coalesced with.
-func (q *Queue) EnqueueOne(ctx context.Context, route string, priority Priority, job NewJob) (holder string, err error) {
-	if err := q.checkEnqueue(ctx, route, priority); err != nil {
+func (js Jobs) EnqueueOne(ctx context.Context, route string, priority Priority, job NewJob) (holder string, err error) {
+	if err := js.checkEnqueue(ctx, route, priority); err != nil {
 		return "", err
 	}
 	if err := checkNewJob(route, &job); err != nil {
 		return "", err
 	}
-	if now := q.Now(); isPlain(&job, now) {
+	if now := js.q.Now(); isPlain(&job, now) {
 		job.payload = payloadOf(job.Name, string(priority), job.MaxRetries, ms(now), job.Envelope)
 	}
-	return q.enqs.do(ctx, enqGroup{route, priority}, job)
+	return js.q.enqs.do(ctx, enqGroup{route, priority}, job)
 }
 
 // enqGroup is what single enqueues are coalesced by: one flush writes to one
@@ -97,30 +97,30 @@ type enqGroup struct {
 	priority Priority
 }
 
-func (q *Queue) checkEnqueue(ctx context.Context, route string, priority Priority) error {
+func (js Jobs) checkEnqueue(ctx context.Context, route string, priority Priority) error {
 	if err := CheckShardRoute(route); err != nil {
 		return err
 	}
 	if !ValidPriority(priority) {
 		return fmt.Errorf("invalid priority %q: use high, normal or low", priority)
 	}
-	return q.noteRoute(ctx, route)
+	return js.q.noteRoute(ctx, route)
 }
 
 // enqueueChunk writes up to enqueueChunk jobs that checkNewJob accepted, then
 // adds the route to the routes set again if this process has not lately (see
 // routeWritten): after an error too, whose jobs may have been written.
-func (q *Queue) enqueueChunk(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
-	defer q.routeWritten(route)
-	return q.writeChunk(ctx, route, priority, jobs, now)
+func (js Jobs) enqueueChunk(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
+	defer js.q.routeWritten(route)
+	return js.writeChunk(ctx, route, priority, jobs, now)
 }
 
 // writeChunk is enqueueChunk's write.
-func (q *Queue) writeChunk(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
+func (js Jobs) writeChunk(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
 	if plain(jobs, now) {
-		return q.enqueuePlain(ctx, route, priority, jobs, now)
+		return js.enqueuePlain(ctx, route, priority, jobs, now)
 	}
-	k := q.Keys(route)
+	k := js.q.Keys(route)
 	// A call with a caller-chosen id keeps a receipt of its reply, so that a
 	// retry of it is told "written" for its own jobs, not "duplicate".
 	receipt, rttl := k.Stats(), int64(0)
@@ -133,7 +133,7 @@ func (q *Queue) writeChunk(ctx context.Context, route string, priority Priority,
 	keys := make([]string, 0, 19+3*len(jobs))
 	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt, k.Series(HourOf(now)))
 	args := make([]any, 0, 6+8*len(jobs))
-	args = append(args, ms(now), string(priority), k.WakeChannel(), ScheduleChannel(q.ns), len(jobs), rttl)
+	args = append(args, ms(now), string(priority), k.WakeChannel(), ScheduleChannel(js.q.ns), len(jobs), rttl)
 	for _, j := range jobs { // checked by Enqueue or EnqueueOne (checkNewJob)
 		job := k.Job(j.ID)
 		unique := job
@@ -156,7 +156,7 @@ func (q *Queue) writeChunk(ctx context.Context, route string, priority Priority,
 	keys = append(keys, k.Idle())
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: enqueue.lua answers a second run of this call as the first.
-	res, err := q.runWrite(ctx, q.s.enqueue, keys, args...)
+	res, err := js.q.runWrite(ctx, js.q.s.enqueue, keys, args...)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue to route %s: %w", route, err)
 	}

@@ -38,8 +38,8 @@ func isPlain(j *NewJob, now time.Time) bool {
 
 // enqueuePlain writes plain jobs (see plain), already checked by checkNewJob,
 // in one script call and wakes idle workers.
-func (q *Queue) enqueuePlain(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
-	k := q.Keys(route)
+func (js Jobs) enqueuePlain(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
+	k := js.q.Keys(route)
 	created := ms(now)
 	// At low load (a flush of one or two jobs) the wake-up goes in the same
 	// call whether or not the list was empty: it saves the round trip that
@@ -61,7 +61,7 @@ func (q *Queue) enqueuePlain(ctx context.Context, route string, priority Priorit
 	}
 	last := jobs[len(jobs)-1].ID
 	// Retry-safe: a second run of this call writes nothing (see push.lua).
-	if _, err := q.runWrite(ctx, q.s.push, []string{k.List(priority), k.Stats(), k.Payloads(), k.Job(last), k.Result(last), k.Series(HourOf(now)), k.Idle()}, args...); err != nil {
+	if _, err := js.q.runWrite(ctx, js.q.s.push, []string{k.List(priority), k.Stats(), k.Payloads(), k.Job(last), k.Result(last), k.Series(HourOf(now)), k.Idle()}, args...); err != nil {
 		return nil, fmt.Errorf("enqueue to route %s: %w", route, err)
 	}
 	return make([]string, len(jobs)), nil

@@ -55,8 +55,8 @@ type Dispatch struct {
 // the error is a *LostFetch: jobs may be leased under its token that nobody
 // will run, and the caller hands them back (HandBack). Jobs leased but whose
 // hashes could not be read are handed back here, without counting an attempt.
-func (q *Queue) Fetch(ctx context.Context, route string, priorities []Priority, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
-	return q.FetchOrWait(ctx, route, priorities, n, leaseUntil, now, Waiter{})
+func (js Jobs) Fetch(ctx context.Context, route string, priorities []Priority, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
+	return js.FetchOrWait(ctx, route, priorities, n, leaseUntil, now, Waiter{})
 }
 
 // Waiter is a worker that waits for jobs of a route when a fetch finds
@@ -77,8 +77,8 @@ type Waiter struct {
 // FetchOrWait is Fetch that, when it takes fewer than n jobs, registers w
 // in the same script: no job made ready after the fetch looked can miss
 // the worker, and a push wakes only workers that wait.
-func (q *Queue) FetchOrWait(ctx context.Context, route string, priorities []Priority, n int, leaseUntil, now time.Time, w Waiter) ([]*Dispatch, error) {
-	keys := q.fetchKeys(route, priorities)
+func (js Jobs) FetchOrWait(ctx context.Context, route string, priorities []Priority, n int, leaseUntil, now time.Time, w Waiter) ([]*Dispatch, error) {
+	keys := js.fetchKeys(route, priorities)
 	if keys == nil || n < 1 {
 		return nil, nil
 	}
@@ -89,10 +89,10 @@ func (q *Queue) FetchOrWait(ctx context.Context, route string, priorities []Prio
 	// Retry-safe, alone or with the acks riding along (go-redis resends a
 	// whole pipeline): fetch.lua answers a second run of one token with the
 	// jobs the first leased, and ack.lua is fenced by each job's token.
-	if acks := q.acks.ride(route); acks != nil {
-		res, err = q.fetchWithAcks(ctx, route, keys, args, acks)
+	if acks := js.q.acks.ride(route); acks != nil {
+		res, err = js.fetchWithAcks(ctx, route, keys, args, acks)
 	} else {
-		res, err = q.s.fetch.Run(ctx, q.rdb, keys, args...).Result()
+		res, err = js.q.s.fetch.Run(ctx, js.q.rdb, keys, args...).Result()
 	}
 	if err != nil {
 		return nil, lostOr(fmt.Errorf("fetch from route %s: %w", route, err), route, token, leaseUntil)
@@ -101,13 +101,13 @@ func (q *Queue) FetchOrWait(ctx context.Context, route string, priorities []Prio
 	if at, ok := dueOf(reply); ok && w.Due != nil {
 		w.Due(at)
 	}
-	return q.load(ctx, route, reply, leaseUntil)
+	return js.load(ctx, route, reply, leaseUntil)
 }
 
 // fetchKeys are fetch.lua's KEYS for route at priorities: nil when no
 // priority is given.
-func (q *Queue) fetchKeys(route string, priorities []Priority) []string {
-	k := q.Keys(route)
+func (js Jobs) fetchKeys(route string, priorities []Priority) []string {
+	k := js.q.Keys(route)
 	lists := k.Lists(priorities)
 	if len(lists) == 0 {
 		return nil
@@ -161,15 +161,15 @@ func refused(err error) bool {
 // pipelined round trip, answers the acks, and returns the fetch's reply. A
 // script the server does not have cached (NOSCRIPT: nothing ran) is run
 // again on its own, which loads it.
-func (q *Queue) fetchWithAcks(ctx context.Context, route string, keys []string, args []any, acks *rider[string, ackReq, bool]) (any, error) {
+func (js Jobs) fetchWithAcks(ctx context.Context, route string, keys []string, args []any, acks *rider[string, ackReq, bool]) (any, error) {
 	reqs := acks.ins()
-	akeys, aargs := q.ackCall(route, reqs)
-	pipe := q.rdb.Pipeline()
-	ack := q.s.ack.EvalSha(ctx, pipe, akeys, aargs...)
-	fetch := q.s.fetch.EvalSha(ctx, pipe, keys, args...)
+	akeys, aargs := js.ackCall(route, reqs)
+	pipe := js.q.rdb.Pipeline()
+	ack := js.q.s.ack.EvalSha(ctx, pipe, akeys, aargs...)
+	fetch := js.q.s.fetch.EvalSha(ctx, pipe, keys, args...)
 	_, _ = pipe.Exec(ctx) // each command's own error is read below
 	if isNoScript(ack.Err()) {
-		ack = q.s.ack.Run(ctx, q.rdb, akeys, aargs...)
+		ack = js.q.s.ack.Run(ctx, js.q.rdb, akeys, aargs...)
 	}
 	if err := ack.Err(); err != nil {
 		acks.finish(nil, err)
@@ -177,7 +177,7 @@ func (q *Queue) fetchWithAcks(ctx context.Context, route string, keys []string, 
 		acks.finish(ackFlags(ack.Val(), len(reqs)), nil)
 	}
 	if isNoScript(fetch.Err()) {
-		fetch = q.s.fetch.Run(ctx, q.rdb, keys, args...)
+		fetch = js.q.s.fetch.Run(ctx, js.q.rdb, keys, args...)
 	}
 	return fetch.Result()
 }
@@ -191,16 +191,16 @@ func isNoScript(err error) bool {
 // the others stay queued for the workers that run them. It reads on past jobs
 // it does not take, to the end of the list if need be: jobs nobody here runs
 // must not hide the ones behind them.
-func (q *Queue) FetchTypes(ctx context.Context, route string, priorities []Priority, types []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
+func (js Jobs) FetchTypes(ctx context.Context, route string, priorities []Priority, types []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
 	const window = 256
-	k := q.Keys(route)
-	out, err := q.fetchKeyedTypes(ctx, route, priorities, types, n, leaseUntil, now)
+	k := js.q.Keys(route)
+	out, err := js.fetchKeyedTypes(ctx, route, priorities, types, n, leaseUntil, now)
 	if err != nil || len(out) >= n {
 		return out, err
 	}
 	for _, list := range k.Lists(priorities) {
 		for start := int64(0); len(out) < n; {
-			ids, err := q.rdb.LRange(ctx, list, start, start+window-1).Result()
+			ids, err := js.q.rdb.LRange(ctx, list, start, start+window-1).Result()
 			if err != nil {
 				return out, err
 			}
@@ -219,7 +219,7 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities []Prior
 			}
 			// Retry-safe: claim.lua answers a second run of one token with
 			// the jobs the first claimed.
-			res, err := q.s.claim.Run(ctx, q.rdb, keys, args...).Result()
+			res, err := js.q.s.claim.Run(ctx, js.q.rdb, keys, args...).Result()
 			if err != nil {
 				return out, lostOr(fmt.Errorf("claim from route %s: %w", route, err), route, token, leaseUntil)
 			}
@@ -227,7 +227,7 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities []Prior
 			if len(reply) == 1 { // the route is paused: nothing here to take
 				return out, nil
 			}
-			got, err := q.load(ctx, route, reply, leaseUntil)
+			got, err := js.load(ctx, route, reply, leaseUntil)
 			out = append(out, got...)
 			if err != nil {
 				return out, err
@@ -245,8 +245,8 @@ func (q *Queue) FetchTypes(ctx context.Context, route string, priorities []Prior
 // fetchKeyedTypes takes, for FetchTypes, up to n keyed jobs of the given
 // task names from their flows (fetch.lua with the names: the ready lists
 // are claim.lua's).
-func (q *Queue) fetchKeyedTypes(ctx context.Context, route string, priorities []Priority, types []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
-	keys := q.fetchKeys(route, priorities)
+func (js Jobs) fetchKeyedTypes(ctx context.Context, route string, priorities []Priority, types []string, n int, leaseUntil, now time.Time) ([]*Dispatch, error) {
+	keys := js.fetchKeys(route, priorities)
 	if keys == nil || n < 1 {
 		return nil, nil
 	}
@@ -257,11 +257,11 @@ func (q *Queue) fetchKeyedTypes(ctx context.Context, route string, priorities []
 	}
 	// Retry-safe: fetch.lua answers a second run of one token with the jobs
 	// the first leased.
-	res, err := q.s.fetch.Run(ctx, q.rdb, keys, args...).Result()
+	res, err := js.q.s.fetch.Run(ctx, js.q.rdb, keys, args...).Result()
 	if err != nil {
 		return nil, lostOr(fmt.Errorf("fetch keyed jobs from route %s: %w", route, err), route, token, leaseUntil)
 	}
-	return q.load(ctx, route, strs(res), leaseUntil)
+	return js.load(ctx, route, strs(res), leaseUntil)
 }
 
 // load turns the reply of fetch.lua or claim.lua (the call's token, then id
@@ -271,11 +271,11 @@ func (q *Queue) fetchKeyedTypes(ctx context.Context, route string, priorities []
 // Jobs whose hash could not be read are handed back (HandBack) and left out;
 // a job key that holds something else than a hash comes back with
 // BadEnvelope set, to be dead-lettered.
-func (q *Queue) load(ctx context.Context, route string, reply []string, until time.Time) ([]*Dispatch, error) {
+func (js Jobs) load(ctx context.Context, route string, reply []string, until time.Time) ([]*Dispatch, error) {
 	if len(reply) < 3 {
 		return nil, nil
 	}
-	k := q.Keys(route)
+	k := js.q.Keys(route)
 	token := reply[0]
 	out := make([]*Dispatch, 0, (len(reply)-1)/2)
 	var pipe redis.Pipeliner
@@ -286,7 +286,7 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 			if strings.HasPrefix(reply[i+1], dueMark) {
 				continue
 			}
-			q.warn("bananas: dropped a ready-list entry that is not a job to run", "route", route, "why", reply[i+1])
+			js.q.warn("bananas: dropped a ready-list entry that is not a job to run", "route", route, "why", reply[i+1])
 			continue
 		}
 		d := &Dispatch{ID: reply[i], Token: token, Route: route}
@@ -297,7 +297,7 @@ func (q *Queue) load(ctx context.Context, route string, reply []string, until ti
 			continue
 		}
 		if pipe == nil {
-			pipe = q.rdb.Pipeline()
+			pipe = js.q.rdb.Pipeline()
 		}
 		heavy = append(heavy, d)
 		cmds = append(cmds, pipe.HGetAll(ctx, k.Job(d.ID)))
@@ -360,10 +360,10 @@ const handBackMarked = 10 * time.Minute
 // do. Retry-safe: a second run finds nothing leased under the token, and
 // when the first run's reply was lost (an error), a retry with the same l
 // reports the jobs that run ended canceled.
-func (q *Queue) HandBack(ctx context.Context, l *LostFetch, now time.Time, canceled func(Expired) Verdict) (LostHandBack, error) {
+func (js Jobs) HandBack(ctx context.Context, l *LostFetch, now time.Time, canceled func(Expired) Verdict) (LostHandBack, error) {
 	ids := l.IDs
 	if ids == nil {
-		leases, err := q.rdb.HGetAll(ctx, q.Keys(l.Route).Leases()).Result()
+		leases, err := js.q.rdb.HGetAll(ctx, js.q.Keys(l.Route).Leases()).Result()
 		if err != nil {
 			return LostHandBack{}, fmt.Errorf("hand back jobs of route %s: %w", l.Route, err)
 		}
@@ -382,7 +382,7 @@ func (q *Queue) HandBack(ctx context.Context, l *LostFetch, now time.Time, cance
 			ids = append(ids, id) // ended canceled by a run whose reply was lost
 		}
 	}
-	out, err := q.handBack(ctx, l, ids, now, canceled)
+	out, err := js.handBack(ctx, l, ids, now, canceled)
 	if err != nil {
 		return LostHandBack{}, fmt.Errorf("hand back jobs of route %s: %w", l.Route, err)
 	}
@@ -408,9 +408,9 @@ type CanceledJob struct {
 // handBack runs handback.lua for ids leased under l's token, with a
 // canceled record for each job that has a cancel request, or that l offered
 // one to in a run whose reply was lost. Only those jobs' hashes are read.
-func (q *Queue) handBack(ctx context.Context, l *LostFetch, ids []string, now time.Time, canceled func(Expired) Verdict) (LostHandBack, error) {
-	k := q.Keys(l.Route)
-	verdicts, err := q.handBackVerdicts(ctx, k, l, ids, canceled)
+func (js Jobs) handBack(ctx context.Context, l *LostFetch, ids []string, now time.Time, canceled func(Expired) Verdict) (LostHandBack, error) {
+	k := js.q.Keys(l.Route)
+	verdicts, err := js.handBackVerdicts(ctx, k, l, ids, canceled)
 	if err != nil {
 		return LostHandBack{}, err
 	}
@@ -418,16 +418,16 @@ func (q *Queue) handBack(ctx context.Context, l *LostFetch, ids []string, now ti
 	keys = append(keys, k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.List(High), k.List(Normal), k.List(Low),
 		k.Cancels(), k.Stats(), k.Series(HourOf(now)))
 	args := make([]any, 0, 5+3*len(ids))
-	args = append(args, l.Token, ms(l.Until.Add(handBackMarked)), k.WakeChannel(), resultChannelPrefix(q.ns), ms(now))
+	args = append(args, l.Token, ms(l.Until.Add(handBackMarked)), k.WakeChannel(), resultChannelPrefix(js.q.ns), ms(now))
 	for i, id := range ids {
 		keys = append(keys, k.Job(id), k.Result(id))
 		v := verdicts[i]
 		args = append(args, id, v.Record, max(1, durMS(v.TTL)))
 	}
-	keys = append(keys, k.Idle(), q.endedKey(k))
+	keys = append(keys, k.Idle(), js.q.Ended.key(k))
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: fenced by the token, which the first run released.
-	res, err := q.s.handback.Run(ctx, q.rdb, keys, args...).Slice()
+	res, err := js.q.s.handback.Run(ctx, js.q.rdb, keys, args...).Slice()
 	if err != nil {
 		return LostHandBack{}, err
 	}
@@ -449,12 +449,12 @@ func (q *Queue) handBack(ctx context.Context, l *LostFetch, ids []string, now ti
 // offered it in an earlier run, else, for a job with a cancel request,
 // canceled's, which l keeps (offered) until a run's reply comes. It reads
 // the cancel requests in one command, then only the asked jobs' hashes.
-func (q *Queue) handBackVerdicts(ctx context.Context, k Keys, l *LostFetch, ids []string, canceled func(Expired) Verdict) ([]Verdict, error) {
+func (js Jobs) handBackVerdicts(ctx context.Context, k Keys, l *LostFetch, ids []string, canceled func(Expired) Verdict) ([]Verdict, error) {
 	verdicts := make([]Verdict, len(ids))
 	if len(ids) == 0 {
 		return verdicts, nil
 	}
-	asked, err := cancelsAsked(q.rdb.SMIsMember(ctx, k.Cancels(), members(ids)...), len(ids))
+	asked, err := cancelsAsked(js.q.rdb.SMIsMember(ctx, k.Cancels(), members(ids)...), len(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -470,7 +470,7 @@ func (q *Queue) handBackVerdicts(ctx context.Context, k Keys, l *LostFetch, ids 
 	if len(read) == 0 {
 		return verdicts, nil
 	}
-	pipe := q.rdb.Pipeline()
+	pipe := js.q.rdb.Pipeline()
 	jobs := readJobs(ctx, pipe, k, read)
 	_, _ = pipe.Exec(ctx) // each command's own error is read by jobs
 	fields, pays, err := jobs()

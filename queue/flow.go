@@ -120,15 +120,15 @@ type FlowInfo struct {
 // keys, and a look at its state must stay cheap.
 const flowScan = 10000
 
-// Flows reads the flow control state of route: its limits, counts, and up
+// State reads the flow control state of route: its limits, counts, and up
 // to n of its busiest flows (among the first flowScan flows read).
-func (q *Queue) Flows(ctx context.Context, route string, n int) (FlowState, error) {
+func (fl Flows) State(ctx context.Context, route string, n int) (FlowState, error) {
 	if err := CheckShardRoute(route); err != nil {
 		return FlowState{}, err
 	}
-	k := q.Keys(route)
+	k := fl.q.Keys(route)
 	var st FlowState
-	pipe := q.rdb.Pipeline()
+	pipe := fl.q.rdb.Pipeline()
 	limits := pipe.HGetAll(ctx, k.Limits())
 	cards := make([]*redis.IntCmd, 0, 3)
 	for _, p := range Priorities {
@@ -193,10 +193,10 @@ func (q *Queue) Flows(ctx context.Context, route string, n int) (FlowState, erro
 			info(name).HeldUntil = time.UnixMilli(int64(z.Score))
 		}
 	}
-	byRoute := routeHold(st.Limits, int(leased.Val()), routeState.Val(), q.Now())
+	byRoute := routeHold(st.Limits, int(leased.Val()), routeState.Val(), fl.q.Now())
 	var err error
 	var heldByRoute int
-	st.Busiest, heldByRoute, err = q.busiest(ctx, k, byName, n, byRoute)
+	st.Busiest, heldByRoute, err = fl.busiest(ctx, k, byName, n, byRoute)
 	st.Held += heldByRoute
 	return st, err
 }
@@ -233,9 +233,9 @@ func routeHold(l Limits, leased int, state string, now time.Time) string {
 // with the most running, then waiting, and how many are held back by the
 // route's own limits (byRoute, when they hold every flow back): those with
 // jobs waiting that neither their cap nor their rate holds.
-func (q *Queue) busiest(ctx context.Context, k Keys, byName map[string]*FlowInfo, n int, byRoute string) ([]FlowInfo, int, error) {
+func (fl Flows) busiest(ctx context.Context, k Keys, byName map[string]*FlowInfo, n int, byRoute string) ([]FlowInfo, int, error) {
 	out := make([]FlowInfo, 0, len(byName))
-	pipe := q.rdb.Pipeline()
+	pipe := fl.q.rdb.Pipeline()
 	counts := make([][]*redis.IntCmd, 0, len(byName))
 	for flow, f := range byName {
 		prefix := fmt.Sprintf("%04d", len(flow)) + flow
@@ -280,7 +280,7 @@ func BusiestFirst(flows []FlowInfo, n int) []FlowInfo {
 	return flows[:min(n, len(flows))]
 }
 
-// SweepFlows repairs the flows of route that garbage stranded, which no
+// Sweep repairs the flows of route that garbage stranded, which no
 // release, due time or new job would put back (every script that ends a
 // lease frees its slot itself, so this only repairs what garbage did):
 //   - a flow parked at its cap whose slots are gone without a release (its
@@ -294,15 +294,15 @@ func BusiestFirst(flows []FlowInfo, n int) []FlowInfo {
 //
 // It returns how many flows it put back. A worker's reaper runs it now and
 // then.
-func (q *Queue) SweepFlows(ctx context.Context, route string, now time.Time) (int, error) {
+func (fl Flows) Sweep(ctx context.Context, route string, now time.Time) (int, error) {
 	if err := CheckShardRoute(route); err != nil {
 		return 0, err
 	}
-	k := q.Keys(route)
+	k := fl.q.Keys(route)
 	var parked []string
 	var cursor uint64
 	for read := 0; read < flowScan; {
-		kv, next, err := q.rdb.HScan(ctx, k.Flows(), cursor, "*|*", 500).Result()
+		kv, next, err := fl.q.rdb.HScan(ctx, k.Flows(), cursor, "*|*", 500).Result()
 		if err != nil {
 			if isWrongType(err) {
 				break // garbage: the sweep script drops it
@@ -330,7 +330,7 @@ func (q *Queue) SweepFlows(ctx context.Context, route string, now time.Time) (in
 		for _, f := range flows {
 			args = append(args, f)
 		}
-		r, err := q.s.sweep.Run(ctx, q.rdb, keys, args...).Int64Slice()
+		r, err := fl.q.s.sweep.Run(ctx, fl.q.rdb, keys, args...).Int64Slice()
 		if err == nil && len(r) != 2 {
 			err = fmt.Errorf("reply %v is not two numbers", r)
 		}

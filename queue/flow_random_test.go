@@ -23,7 +23,7 @@ func TestFlow_RandomStepsNeverOverrunACapNorStickAKey(t *testing.T) {
 		t.Logf("seed %d", seed)
 		caps := map[string]int{"t": 2, "u": 1}
 		for task, n := range caps {
-			if err := q.SetTaskLimits(ctx, "rnd", task, queue.Limits{MaxRunning: n}); err != nil {
+			if err := q.Flows.SetTaskLimits(ctx, "rnd", task, queue.Limits{MaxRunning: n}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -44,12 +44,12 @@ func TestFlow_RandomStepsNeverOverrunACapNorStickAKey(t *testing.T) {
 				task := []string{"t", "u"}[rng.IntN(2)]
 				key := task + fmt.Sprint("|k", rng.IntN(3))
 				j := keyedJob(t, "rnd", task, key[2:])
-				if _, err := q.Enqueue(ctx, "rnd", queue.Priorities[rng.IntN(3)], []queue.NewJob{j}, now); err != nil {
+				if _, err := q.Jobs.Enqueue(ctx, "rnd", queue.Priorities[rng.IntN(3)], []queue.NewJob{j}, now); err != nil {
 					t.Fatal(err)
 				}
 				keyOf[j.ID] = key
 			case op < 5:
-				ds, err := q.Fetch(ctx, "rnd", queue.Priorities, 1+rng.IntN(4), now.Add(time.Hour), now)
+				ds, err := q.Jobs.Fetch(ctx, "rnd", queue.Priorities, 1+rng.IntN(4), now.Add(time.Hour), now)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -61,7 +61,7 @@ func TestFlow_RandomStepsNeverOverrunACapNorStickAKey(t *testing.T) {
 					delete(running, id)
 					switch rng.IntN(4) {
 					case 0:
-						out, err := q.Fail(ctx, d, queue.Failure{Message: "x", RetryAt: now, Record: []byte("f"), TTL: time.Minute}, now)
+						out, err := q.Jobs.Fail(ctx, d, queue.Failure{Message: "x", RetryAt: now, Record: []byte("f"), TTL: time.Minute}, now)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -69,11 +69,11 @@ func TestFlow_RandomStepsNeverOverrunACapNorStickAKey(t *testing.T) {
 							gone[id] = true
 						}
 					case 1:
-						if _, err := q.Requeue(ctx, d, []byte("c"), time.Minute, now); err != nil {
+						if _, err := q.Jobs.Requeue(ctx, d, []byte("c"), time.Minute, now); err != nil {
 							t.Fatal(err)
 						}
 					default:
-						if _, err := q.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
+						if _, err := q.Jobs.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
 							t.Fatal(err)
 						}
 						gone[id] = true
@@ -81,11 +81,11 @@ func TestFlow_RandomStepsNeverOverrunACapNorStickAKey(t *testing.T) {
 					break
 				}
 			default:
-				if _, err := q.Promote(ctx, "rnd", now.Add(time.Millisecond)); err != nil {
+				if _, err := q.Jobs.Promote(ctx, "rnd", now.Add(time.Millisecond)); err != nil {
 					t.Fatal(err)
 				}
 				for id := range keyOf {
-					if !gone[id] && running[id] == nil && rng.IntN(20) == 0 && q.Delete(ctx, id) == nil {
+					if !gone[id] && running[id] == nil && rng.IntN(20) == 0 && q.Jobs.Delete(ctx, id) == nil {
 						gone[id] = true
 					}
 				}
@@ -102,17 +102,17 @@ func TestFlow_RandomStepsNeverOverrunACapNorStickAKey(t *testing.T) {
 		// Drain: ack whatever runs, promote the retries, fetch again.
 		for round := 0; round < 400 && len(gone) < len(keyOf); round++ {
 			for id, d := range running {
-				if _, err := q.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
+				if _, err := q.Jobs.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
 					t.Fatal(err)
 				}
 				gone[id] = true
 				delete(running, id)
 			}
 			now := q.Now()
-			if _, err := q.Promote(ctx, "rnd", now.Add(time.Millisecond)); err != nil {
+			if _, err := q.Jobs.Promote(ctx, "rnd", now.Add(time.Millisecond)); err != nil {
 				t.Fatal(err)
 			}
-			ds, err := q.Fetch(ctx, "rnd", queue.Priorities, 10, now.Add(time.Hour), now)
+			ds, err := q.Jobs.Fetch(ctx, "rnd", queue.Priorities, 10, now.Add(time.Hour), now)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -25,7 +25,7 @@ func TestSetTaskLimits_AKeyHeldByOldLimitsStartsAtOnceUnderNewOnes(t *testing.T)
 		t.Run(c.name, func(t *testing.T) {
 			eachBackend(t, func(t *testing.T, q *queue.Queue) {
 				ctx := context.Background()
-				if err := q.SetTaskLimits(ctx, "relimit", "t", c.old); err != nil {
+				if err := q.Flows.SetTaskLimits(ctx, "relimit", "t", c.old); err != nil {
 					t.Fatal(err)
 				}
 				ids := enqueueKeyed(t, q, "relimit", queue.Normal, "t", "k", 2)
@@ -35,7 +35,7 @@ func TestSetTaskLimits_AKeyHeldByOldLimitsStartsAtOnceUnderNewOnes(t *testing.T)
 				if got, _ := fetchIDs(t, q, "relimit", 5); len(got) != 0 {
 					t.Fatalf("took %v while the old limits hold the key", got)
 				}
-				if err := q.SetTaskLimits(ctx, "relimit", "t", c.new); err != nil {
+				if err := q.Flows.SetTaskLimits(ctx, "relimit", "t", c.new); err != nil {
 					t.Fatal(err)
 				}
 				// A second on: a raised rate counts the old one's spent
@@ -56,18 +56,18 @@ func TestSetTaskLimits_AKeyHeldByOldLimitsStartsAtOnceUnderNewOnes(t *testing.T)
 func TestSetRouteLimits_ARaisedRateAllowsTheNextStartWithinItsInterval(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.SetRouteLimits(ctx, "raised", queue.Limits{Rate: 1, Per: time.Hour}); err != nil {
+		if err := q.Flows.SetRouteLimits(ctx, "raised", queue.Limits{Rate: 1, Per: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		jobs := []queue.NewJob{job(t, "raised"), job(t, "raised")}
-		if _, err := q.Enqueue(ctx, "raised", queue.Normal, jobs, q.Now()); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "raised", queue.Normal, jobs, q.Now()); err != nil {
 			t.Fatal(err)
 		}
 		now := q.Now()
 		if ds := fetchAt(t, q, "raised", 5, now, time.Minute); len(ds) != 1 {
 			t.Fatalf("took %d jobs under 1/h, want 1", len(ds))
 		}
-		if err := q.SetRouteLimits(ctx, "raised", queue.Limits{Rate: 100, Per: time.Second}); err != nil {
+		if err := q.Flows.SetRouteLimits(ctx, "raised", queue.Limits{Rate: 100, Per: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		var got int
@@ -85,14 +85,14 @@ func TestSetRouteLimits_ARaisedRateAllowsTheNextStartWithinItsInterval(t *testin
 func TestFlows_AKeyHeldByTheRoutesRateSaysSo(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.SetRouteLimits(ctx, "routerate", queue.Limits{Rate: 1, Per: time.Hour}); err != nil {
+		if err := q.Flows.SetRouteLimits(ctx, "routerate", queue.Limits{Rate: 1, Per: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		enqueueKeyed(t, q, "routerate", queue.Normal, "t", "A", 2)
 		if got, _ := fetchIDs(t, q, "routerate", 5); len(got) != 1 {
 			t.Fatalf("took %v under the route's 1/h, want one job", got)
 		}
-		st, err := q.Flows(ctx, "routerate", 10)
+		st, err := q.Flows.State(ctx, "routerate", 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,7 +36,7 @@ func TestFlow_AKeyPushedTwiceTakesOneTurnARound(t *testing.T) {
 		// jobs enqueued: A finds no job waiting and joins the ring again.
 		gone := enqueueKeyed(t, q, "dup", queue.Normal, "t", "A", 1)
 		b := enqueueKeyed(t, q, "dup", queue.Normal, "t", "B", 3)
-		if err := q.Delete(ctx, gone[0]); err != nil {
+		if err := q.Jobs.Delete(ctx, gone[0]); err != nil {
 			t.Fatal(err)
 		}
 		a := enqueueKeyed(t, q, "dup", queue.Normal, "t", "A", 3)
@@ -72,12 +72,12 @@ func drainKeyed(t *testing.T, q *queue.Queue, route string, want []string, sweep
 		ds := fetchAt(t, q, route, 10, now, time.Minute)
 		for _, d := range ds {
 			delete(left, d.ID)
-			if _, err := q.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
+			if _, err := q.Jobs.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if len(ds) == 0 && sweep {
-			if _, err := q.SweepFlows(ctx, route, now); err != nil {
+			if _, err := q.Flows.Sweep(ctx, route, now); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -113,7 +113,7 @@ func TestFlow_GarbageInAFlowKeyStrandsNoKey(t *testing.T) {
 				ctx := context.Background()
 				route := "strand"
 				k := q.Keys(route)
-				if err := q.SetTaskLimits(ctx, route, "t", c.limits); err != nil {
+				if err := q.Flows.SetTaskLimits(ctx, route, "t", c.limits); err != nil {
 					t.Fatal(err)
 				}
 				var want []string
@@ -130,7 +130,7 @@ func TestFlow_GarbageInAFlowKeyStrandsNoKey(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, d := range first {
-					if _, err := q.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
+					if _, err := q.Jobs.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -148,7 +148,7 @@ func TestFlow_GarbageInAFlowKeyStrandsNoKey(t *testing.T) {
 					if len(ds) != 1 || ds[0].ID != late[0] {
 						t.Fatalf("key %s's next job %s: the fetch took %d jobs", key, late[0], len(ds))
 					}
-					if _, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); err != nil {
+					if _, err := q.Jobs.Ack(ctx, ds[0], []byte("ok"), time.Minute); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -172,7 +172,7 @@ func TestSweepFlows_LooksAtBoundedFlowsACallAndResumes(t *testing.T) {
 		jobs[i] = keyedJob(t, "many", "t", fmt.Sprint(i))
 	}
 	for first := 0; first < keys; first += 1000 {
-		if _, err := q.Enqueue(ctx, "many", queue.Normal, jobs[first:min(first+1000, keys)], q.Now()); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "many", queue.Normal, jobs[first:min(first+1000, keys)], q.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -183,7 +183,7 @@ func TestSweepFlows_LooksAtBoundedFlowsACallAndResumes(t *testing.T) {
 	}
 	var swept []int
 	for range 3 {
-		n, err := q.SweepFlows(ctx, "many", q.Now())
+		n, err := q.Flows.Sweep(ctx, "many", q.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

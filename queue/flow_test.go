@@ -24,7 +24,7 @@ func enqueueKeyed(t *testing.T, q *queue.Queue, route string, p queue.Priority, 
 		jobs[i] = keyedJob(t, route, task, key)
 		ids[i] = jobs[i].ID
 	}
-	if _, err := q.Enqueue(context.Background(), route, p, jobs, q.Now()); err != nil {
+	if _, err := q.Jobs.Enqueue(context.Background(), route, p, jobs, q.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return ids
@@ -33,7 +33,7 @@ func enqueueKeyed(t *testing.T, q *queue.Queue, route string, p queue.Priority, 
 func fetchIDs(t *testing.T, q *queue.Queue, route string, n int) ([]string, []*queue.Dispatch) {
 	t.Helper()
 	now := q.Now()
-	ds, err := q.Fetch(context.Background(), route, queue.Priorities, n, now.Add(time.Minute), now)
+	ds, err := q.Jobs.Fetch(context.Background(), route, queue.Priorities, n, now.Add(time.Minute), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestFlow_ALateKeysFirstJobGoesBeforeAnotherKeysBacklog(t *testing.T) {
 func TestFlow_MaxRunningOneRunsEachKeyOneAtATimeInOrder(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.SetTaskLimits(ctx, "one", "t", queue.Limits{MaxRunning: 1}); err != nil {
+		if err := q.Flows.SetTaskLimits(ctx, "one", "t", queue.Limits{MaxRunning: 1}); err != nil {
 			t.Fatal(err)
 		}
 		a := enqueueKeyed(t, q, "one", queue.Normal, "t", "A", 3)
@@ -74,7 +74,7 @@ func TestFlow_MaxRunningOneRunsEachKeyOneAtATimeInOrder(t *testing.T) {
 		if more, _ := fetchIDs(t, q, "one", 10); len(more) != 0 {
 			t.Fatalf("took %v while both keys run a job", more)
 		}
-		if _, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); err != nil {
+		if _, err := q.Jobs.Ack(ctx, ds[0], []byte("ok"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		got, _ = fetchIDs(t, q, "one", 10)
@@ -87,14 +87,14 @@ func TestFlow_MaxRunningOneRunsEachKeyOneAtATimeInOrder(t *testing.T) {
 func TestFlows_ShowRunningWaitingAndHeldPerKey(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.SetTaskLimits(ctx, "seen", "t", queue.Limits{MaxRunning: 1}); err != nil {
+		if err := q.Flows.SetTaskLimits(ctx, "seen", "t", queue.Limits{MaxRunning: 1}); err != nil {
 			t.Fatal(err)
 		}
 		enqueueKeyed(t, q, "seen", queue.Normal, "t", "A", 3)
 		enqueueKeyed(t, q, "seen", queue.Normal, "t", "B", 1)
 		fetchIDs(t, q, "seen", 10)
 		fetchIDs(t, q, "seen", 10) // finds A at its cap: held
-		st, err := q.Flows(ctx, "seen", 10)
+		st, err := q.Flows.State(ctx, "seen", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestFlows_ShowRunningWaitingAndHeldPerKey(t *testing.T) {
 // fetchAt fetches at a chosen time on Redis's clock, with a lease of lease.
 func fetchAt(t *testing.T, q *queue.Queue, route string, n int, now time.Time, lease time.Duration) []*queue.Dispatch {
 	t.Helper()
-	ds, err := q.Fetch(context.Background(), route, queue.Priorities, n, now.Add(lease), now)
+	ds, err := q.Jobs.Fetch(context.Background(), route, queue.Priorities, n, now.Add(lease), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func fetchAt(t *testing.T, q *queue.Queue, route string, n int, now time.Time, l
 func TestFlow_RateStartsBurstThenOnePerInterval(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.SetTaskLimits(ctx, "rated", "t", queue.Limits{Rate: 10, Per: time.Second, Burst: 2}); err != nil {
+		if err := q.Flows.SetTaskLimits(ctx, "rated", "t", queue.Limits{Rate: 10, Per: time.Second, Burst: 2}); err != nil {
 			t.Fatal(err)
 		}
 		enqueueKeyed(t, q, "rated", queue.Normal, "t", "", 10)
@@ -146,14 +146,14 @@ func TestFlow_RateStartsBurstThenOnePerInterval(t *testing.T) {
 func TestFlow_AFetchHeldBackByRateSaysWhenToComeBack(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.SetTaskLimits(ctx, "due", "t", queue.Limits{Rate: 1, Per: time.Second}); err != nil {
+		if err := q.Flows.SetTaskLimits(ctx, "due", "t", queue.Limits{Rate: 1, Per: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		enqueueKeyed(t, q, "due", queue.Normal, "t", "k", 3)
 		now := q.Now()
 		var due time.Time
 		w := queue.Waiter{Channel: "w", Until: now.Add(time.Minute), Due: func(at time.Time) { due = at }}
-		ds, err := q.FetchOrWait(ctx, "due", queue.Priorities, 5, now.Add(time.Minute), now, w)
+		ds, err := q.Jobs.FetchOrWait(ctx, "due", queue.Priorities, 5, now.Add(time.Minute), now, w)
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("took %d (%v), want 1", len(ds), err)
 		}
@@ -166,7 +166,7 @@ func TestFlow_AFetchHeldBackByRateSaysWhenToComeBack(t *testing.T) {
 func TestFlow_AReapedLeaseFreesItsSlot(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.SetTaskLimits(ctx, "lost", "t", queue.Limits{MaxRunning: 1}); err != nil {
+		if err := q.Flows.SetTaskLimits(ctx, "lost", "t", queue.Limits{MaxRunning: 1}); err != nil {
 			t.Fatal(err)
 		}
 		ids := enqueueKeyed(t, q, "lost", queue.Normal, "t", "k", 2)
@@ -178,7 +178,7 @@ func TestFlow_AReapedLeaseFreesItsSlot(t *testing.T) {
 		if got := fetchAt(t, q, "lost", 5, later, time.Second); len(got) != 0 {
 			t.Fatalf("took %d before the reaper recovered the lost lease", len(got))
 		}
-		if out, err := q.Reap(ctx, "lost", later, verdict(later.Add(time.Hour))); err != nil || out[ids[0]] != queue.EndRetrying {
+		if out, err := q.Jobs.Reap(ctx, "lost", later, verdict(later.Add(time.Hour))); err != nil || out[ids[0]] != queue.EndRetrying {
 			t.Fatalf("reap: %v %v", out, err)
 		}
 		got := fetchAt(t, q, "lost", 5, later, time.Second)
@@ -191,22 +191,22 @@ func TestFlow_AReapedLeaseFreesItsSlot(t *testing.T) {
 func TestFlow_AHandedBackJobIsItsKeysNextAndFreesItsSlot(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.SetTaskLimits(ctx, "back", "t", queue.Limits{MaxRunning: 1}); err != nil {
+		if err := q.Flows.SetTaskLimits(ctx, "back", "t", queue.Limits{MaxRunning: 1}); err != nil {
 			t.Fatal(err)
 		}
 		ids := enqueueKeyed(t, q, "back", queue.Normal, "t", "k", 3)
 		_, ds := fetchIDs(t, q, "back", 5)
-		if out, err := q.Requeue(ctx, ds[0], []byte("c"), time.Minute, q.Now()); err != nil || out != queue.EndHandedBack {
+		if out, err := q.Jobs.Requeue(ctx, ds[0], []byte("c"), time.Minute, q.Now()); err != nil || out != queue.EndHandedBack {
 			t.Fatalf("requeue: %v %v", out, err)
 		}
 		got, ds := fetchIDs(t, q, "back", 5)
 		if len(got) != 1 || got[0] != ids[0] {
 			t.Fatalf("after the hand-back took %v, want the same first job %s", got, ids[0])
 		}
-		if _, err := q.Fail(ctx, ds[0], queue.Failure{Message: "x", RetryAt: q.Now(), Record: []byte("f"), TTL: time.Minute}, q.Now()); err != nil {
+		if _, err := q.Jobs.Fail(ctx, ds[0], queue.Failure{Message: "x", RetryAt: q.Now(), Record: []byte("f"), TTL: time.Minute}, q.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Promote(ctx, "back", q.Now().Add(time.Millisecond)); err != nil {
+		if _, err := q.Jobs.Promote(ctx, "back", q.Now().Add(time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
 		got, _ = fetchIDs(t, q, "back", 5)
@@ -219,11 +219,11 @@ func TestFlow_AHandedBackJobIsItsKeysNextAndFreesItsSlot(t *testing.T) {
 func TestFlow_RouteCapBoundsEveryJobOfTheRoute(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.SetRouteLimits(ctx, "capped", queue.Limits{MaxRunning: 3}); err != nil {
+		if err := q.Flows.SetRouteLimits(ctx, "capped", queue.Limits{MaxRunning: 3}); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 5; i++ {
-			if _, err := q.Enqueue(ctx, "capped", queue.Normal, []queue.NewJob{job(t, "capped")}, q.Now()); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, "capped", queue.Normal, []queue.NewJob{job(t, "capped")}, q.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -232,13 +232,13 @@ func TestFlow_RouteCapBoundsEveryJobOfTheRoute(t *testing.T) {
 		if len(got) != 3 {
 			t.Fatalf("took %d, want the route's cap of 3", len(got))
 		}
-		if _, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); err != nil {
+		if _, err := q.Jobs.Ack(ctx, ds[0], []byte("ok"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ = fetchIDs(t, q, "capped", 10); len(got) != 1 {
 			t.Fatalf("after one ended took %d, want 1", len(got))
 		}
-		if err := q.SetRouteLimits(ctx, "capped", queue.Limits{}); err != nil {
+		if err := q.Flows.SetRouteLimits(ctx, "capped", queue.Limits{}); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ = fetchIDs(t, q, "capped", 10); len(got) != 6 {
@@ -283,7 +283,7 @@ func TestFlow_GarbageLimitsAndStateNeverHoldAKeyBack(t *testing.T) {
 func TestFlow_AFetchRunTwiceTakesNothingMore(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.SetTaskLimits(ctx, "twice", "t", queue.Limits{MaxRunning: 2}); err != nil {
+		if err := q.Flows.SetTaskLimits(ctx, "twice", "t", queue.Limits{MaxRunning: 2}); err != nil {
 			t.Fatal(err)
 		}
 		enqueueKeyed(t, q, "twice", queue.Normal, "t", "k", 4)
@@ -292,10 +292,10 @@ func TestFlow_AFetchRunTwiceTakesNothingMore(t *testing.T) {
 			t.Fatalf("took %d, want the cap of 2", len(got))
 		}
 		for _, d := range ds {
-			if _, err := q.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
+			if _, err := q.Jobs.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := q.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
+			if _, err := q.Jobs.Ack(ctx, d, []byte("ok"), time.Minute); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -314,7 +314,7 @@ func TestFlow_AWorkerOfSomeTasksTakesOnlyTheirKeyedJobs(t *testing.T) {
 		enqueueKeyed(t, q, "types", queue.Normal, "other", "A", 2)
 		mine := enqueueKeyed(t, q, "types", queue.Normal, "mine", "B", 2)
 		now := q.Now()
-		ds, err := q.FetchTypes(ctx, "types", queue.Priorities, []string{"mine"}, 10, now.Add(time.Minute), now)
+		ds, err := q.Jobs.FetchTypes(ctx, "types", queue.Priorities, []string{"mine"}, 10, now.Add(time.Minute), now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +331,7 @@ func TestListJobs_PendingListsKeyedJobsAfterTheReadyLists(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
 		plain := job(t, "listed")
-		if _, err := q.Enqueue(ctx, "listed", queue.Normal, []queue.NewJob{plain}, q.Now()); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "listed", queue.Normal, []queue.NewJob{plain}, q.Now()); err != nil {
 			t.Fatal(err)
 		}
 		keyed := enqueueKeyed(t, q, "listed", queue.Normal, "t", "k", 3)
@@ -340,7 +340,7 @@ func TestListJobs_PendingListsKeyedJobsAfterTheReadyLists(t *testing.T) {
 			var got []string
 			cursor := ""
 			for pages := 0; pages < 10; pages++ {
-				page, err := q.ListJobs(ctx, queue.ListQuery{Route: "listed", State: queue.ListPending, Limit: 2, Cursor: cursor, Newest: newest})
+				page, err := q.Ops.ListJobs(ctx, queue.ListQuery{Route: "listed", State: queue.ListPending, Limit: 2, Cursor: cursor, Newest: newest})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -368,7 +368,7 @@ func TestFlow_KeyedAndUnkeyedJobsShareTheTurns(t *testing.T) {
 		for i := range plain {
 			plain[i] = job(t, "mixed")
 		}
-		if _, err := q.Enqueue(ctx, "mixed", queue.Normal, plain, q.Now()); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "mixed", queue.Normal, plain, q.Now()); err != nil {
 			t.Fatal(err)
 		}
 		keyed := enqueueKeyed(t, q, "mixed", queue.Normal, "t", "k", 40)
@@ -394,7 +394,7 @@ func TestFlow_KeyedAndUnkeyedJobsShareTheTurns(t *testing.T) {
 func TestSweepFlows_PutsBackAFlowWhoseSlotsLeaseWasDroppedByHand(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.SetTaskLimits(ctx, "swept", "t", queue.Limits{MaxRunning: 1}); err != nil {
+		if err := q.Flows.SetTaskLimits(ctx, "swept", "t", queue.Limits{MaxRunning: 1}); err != nil {
 			t.Fatal(err)
 		}
 		ids := enqueueKeyed(t, q, "swept", queue.Normal, "t", "k", 2)
@@ -405,7 +405,7 @@ func TestSweepFlows_PutsBackAFlowWhoseSlotsLeaseWasDroppedByHand(t *testing.T) {
 		if got, _ := fetchIDs(t, q, "swept", 5); len(got) != 0 {
 			t.Fatalf("took %v while the key is parked", got)
 		}
-		if n, err := q.SweepFlows(ctx, "swept", q.Now()); err != nil || n != 1 {
+		if n, err := q.Flows.Sweep(ctx, "swept", q.Now()); err != nil || n != 1 {
 			t.Fatalf("sweep: %d, %v; want the one parked flow put back", n, err)
 		}
 		if got, _ := fetchIDs(t, q, "swept", 5); len(got) != 1 || got[0] != ids[1] {

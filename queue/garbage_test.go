@@ -128,7 +128,7 @@ func TestReap_GarbageEntryDoesNotStopTheRest(t *testing.T) {
 				ds := lease(t, q, 2, now, until) // the victim and a healthy neighbour, one lease group
 				id := c.spoil(t, q, ds[0])
 				warned := warnings(q)
-				got, err := q.Reap(ctx, "r", until, verdict(until))
+				got, err := q.Jobs.Reap(ctx, "r", until, verdict(until))
 				if err != nil {
 					t.Fatalf("reap failed on the bad entry: %v", err)
 				}
@@ -173,7 +173,7 @@ func TestReap_PagesPastGroupsItCannotReapNow(t *testing.T) {
 		for i := range jobs {
 			jobs[i] = job(t, "r")
 		}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 			t.Fatal(err)
 		}
 		stuck := map[string]bool{}
@@ -190,7 +190,7 @@ func TestReap_PagesPastGroupsItCannotReapNow(t *testing.T) {
 			}
 			return verdict(later)(e)
 		}
-		got, err := q.Reap(ctx, "r", later, raced)
+		got, err := q.Jobs.Reap(ctx, "r", later, raced)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestFail_GarbageIsDeadLetteredNamingTheField(t *testing.T) {
 				}
 				d := lease(t, q, 1, now, now.Add(time.Minute))[0]
 				id := c.spoil(t, q, d)
-				out, err := q.Fail(ctx, d, queue.Failure{Message: "boom", RetryAt: now, Record: []byte("rec"), TTL: time.Minute}, now)
+				out, err := q.Jobs.Fail(ctx, d, queue.Failure{Message: "boom", RetryAt: now, Record: []byte("rec"), TTL: time.Minute}, now)
 				if err != nil || out != c.want {
 					t.Fatalf("fail = %v, %v; want %v", out, err, c.want)
 				}
@@ -252,11 +252,11 @@ func TestFail_GarbageIsDeadLetteredNamingTheField(t *testing.T) {
 					}
 				}
 				if c.place == "dead" {
-					if b, err := q.Result(ctx, id); err != nil || string(b) != "rec" {
+					if b, err := q.Jobs.Result(ctx, id); err != nil || string(b) != "rec" {
 						t.Fatalf("the dead job's failure record = %q, %v; want it stored", b, err)
 					}
 				}
-				if s, _ := q.Stats(ctx, "r"); s["failed"] != 1 {
+				if s, _ := q.Ops.Stats(ctx, "r"); s["failed"] != 1 {
 					t.Fatalf("failed counter = %d, want 1", s["failed"])
 				}
 			})
@@ -291,7 +291,7 @@ func TestFail_RefusesBeforeWritingWhatTheReaperMustRecover(t *testing.T) {
 				d := leaseLight(t, q, 1, now, until)[0]
 				c.spoil(t, q, d)
 				before := snapshot(t, plainClient(t, q), q.Namespace())
-				_, err := q.Fail(ctx, d, queue.Failure{Message: "boom", RetryAt: now, Record: []byte("rec"), TTL: time.Minute}, now)
+				_, err := q.Jobs.Fail(ctx, d, queue.Failure{Message: "boom", RetryAt: now, Record: []byte("rec"), TTL: time.Minute}, now)
 				if err == nil || !strings.Contains(err.Error(), c.errHas) {
 					t.Fatalf("fail err = %v; want a refusal naming %q", err, c.errHas)
 				}
@@ -299,7 +299,7 @@ func TestFail_RefusesBeforeWritingWhatTheReaperMustRecover(t *testing.T) {
 					t.Fatalf("a refused fail wrote:\n%s", d)
 				}
 				if c.reaped != queue.EndStale {
-					got, err := q.Reap(ctx, "r", until, verdict(until))
+					got, err := q.Jobs.Reap(ctx, "r", until, verdict(until))
 					if err != nil || got[d.ID] != c.reaped {
 						t.Fatalf("reap = %v, %v; want the job recovered", got, err)
 					}
@@ -340,12 +340,12 @@ func TestPromote_DueJobThatCannotRunIsDeadLetteredNotLost(t *testing.T) {
 				now := time.Now()
 				bad, good := job(t, "r"), job(t, "r")
 				bad.RunAt, good.RunAt = now.Add(time.Millisecond), now.Add(2*time.Millisecond)
-				if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{bad, good}, now); err != nil {
+				if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{bad, good}, now); err != nil {
 					t.Fatal(err)
 				}
 				c.spoil(t, q, bad.ID)
 				warned := warnings(q)
-				moved, err := q.Promote(ctx, "r", now.Add(time.Second))
+				moved, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second))
 				if err != nil || moved != 1 {
 					t.Fatalf("promote = %d, %v; want the good job moved", moved, err)
 				}
@@ -360,7 +360,7 @@ func TestPromote_DueJobThatCannotRunIsDeadLetteredNotLost(t *testing.T) {
 				if typ, _ := q.Client().Type(ctx, q.Keys("r").Garbage(bad.ID)).Result(); c.asideType != "" && typ != c.asideType {
 					t.Fatalf("the garbage key holds a %q, want %s", typ, c.asideType)
 				}
-				if n, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil || n != 0 {
+				if n, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); err != nil || n != 0 {
 					t.Fatalf("a second promote = %d, %v; want nothing left to do", n, err)
 				}
 			})
@@ -392,7 +392,7 @@ func TestRequeue_JobWithNoListToGoBackToStaysLeasedForTheReaper(t *testing.T) {
 				d := lease(t, q, 1, now, until)[0]
 				c.spoil(t, q, d)
 				before := snapshot(t, plainClient(t, q), q.Namespace())
-				out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now())
+				out, err := q.Jobs.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now())
 				if out == queue.EndHandedBack || err == nil || !strings.Contains(err.Error(), c.errHas) {
 					t.Fatalf("requeue = %v, %v; want a refusal naming %q", out, err, c.errHas)
 				}
@@ -400,7 +400,7 @@ func TestRequeue_JobWithNoListToGoBackToStaysLeasedForTheReaper(t *testing.T) {
 					t.Fatalf("a refused requeue wrote:\n%s", d)
 				}
 				wantPlace(t, q, "r", d.ID, "leased")
-				if got, err := q.Reap(ctx, "r", until, verdict(until)); err != nil || got[d.ID] == queue.EndStale {
+				if got, err := q.Jobs.Reap(ctx, "r", until, verdict(until)); err != nil || got[d.ID] == queue.EndStale {
 					t.Fatalf("reap = %v, %v; want the job recovered", got, err)
 				}
 			})
@@ -432,7 +432,7 @@ func TestRequeue_LightJobGoesBackByItsPayload(t *testing.T) {
 				if c.jobKey {
 					q.Client().Set(ctx, q.Keys("r").Job(d.ID), "junk", 0)
 				}
-				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.EndHandedBack || err != nil {
+				if out, err := q.Jobs.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.EndHandedBack || err != nil {
 					t.Fatalf("requeue = %v, %v", out, err)
 				}
 				wantPlace(t, q, "r", d.ID, c.list)
@@ -445,7 +445,7 @@ func TestRequeue_LightJobGoesBackByItsPayload(t *testing.T) {
 func deadJob(t *testing.T, q *queue.Queue, now time.Time) string {
 	t.Helper()
 	d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
-	out, err := q.Fail(context.Background(), d, queue.Failure{Message: "boom", Final: true, Record: []byte("rec"), TTL: time.Minute}, now)
+	out, err := q.Jobs.Fail(context.Background(), d, queue.Failure{Message: "boom", Final: true, Record: []byte("rec"), TTL: time.Minute}, now)
 	if err != nil || out != queue.EndDead {
 		t.Fatalf("fail = %v, %v; want dead", out, err)
 	}
@@ -483,7 +483,7 @@ func TestReplay_JobThatCannotBeMadeReadyStaysDeadSayingWhy(t *testing.T) {
 				id := deadJob(t, q, time.Now())
 				c.spoil(t, q, id)
 				before := snapshot(t, plainClient(t, q), q.Namespace())
-				err := q.Replay(ctx, id)
+				err := q.Ops.Replay(ctx, id)
 				if err == nil || errors.Is(err, queue.ErrNotFound) || !strings.Contains(err.Error(), c.errHas) {
 					t.Fatalf("replay err = %v; want a refusal naming %q", err, c.errHas)
 				}
@@ -507,17 +507,17 @@ func TestReplay_EntryWithoutAJobIsDroppedAndGarbageCounterReset(t *testing.T) {
 		orphan, good := deadJob(t, q, now), deadJob(t, q, now)
 		q.Client().Del(ctx, k.Job(orphan))
 		q.Client().HSet(ctx, k.Stats(), "replayed", "x")
-		if err := q.Replay(ctx, orphan); !errors.Is(err, queue.ErrNotFound) {
+		if err := q.Ops.Replay(ctx, orphan); !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("replay of an entry without a job: err = %v, want ErrNotFound", err)
 		}
 		if _, err := q.Client().ZScore(ctx, k.Dead(), orphan).Result(); err == nil {
 			t.Fatal("the entry without a job is still in the dead-letter set")
 		}
-		if err := q.Replay(ctx, good); err != nil {
+		if err := q.Ops.Replay(ctx, good); err != nil {
 			t.Fatal(err)
 		}
 		wantPlace(t, q, "r", good, queue.Normal)
-		if s, _ := q.Stats(ctx, "r"); s["replayed"] != 1 {
+		if s, _ := q.Ops.Stats(ctx, "r"); s["replayed"] != 1 {
 			t.Fatalf("replayed counter = %d, want reset to 1", s["replayed"])
 		}
 	})
@@ -534,7 +534,7 @@ func TestReplayAll_BadJobStaysDeadAndTheRestAreReplayed(t *testing.T) {
 		noPrio, orphan, good := deadJob(t, q, now), deadJob(t, q, now), deadJob(t, q, now)
 		q.Client().HDel(ctx, k.Job(noPrio), "p")
 		q.Client().Del(ctx, k.Job(orphan))
-		n, err := q.ReplayAll(ctx, "r")
+		n, err := q.Ops.ReplayAll(ctx, "r")
 		if err != nil || n != 1 {
 			t.Fatalf("replay all = %d, %v; want the one good job", n, err)
 		}
@@ -554,19 +554,19 @@ func TestPurge_DeletesWhatWasSetAsideWithTheStub(t *testing.T) {
 		k := q.Keys("r")
 		j := job(t, "r")
 		j.RunAt = now.Add(time.Millisecond)
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{j}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{j}, now); err != nil {
 			t.Fatal(err)
 		}
 		q.Client().Del(ctx, k.Job(j.ID))
 		q.Client().Set(ctx, k.Job(j.ID), "junk", 0)
-		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+		if _, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		wantPlace(t, q, "r", j.ID, "dead")
 		other := deadJob(t, q, now)
 		q.Client().Del(ctx, k.Job(other))
 		q.Client().RPush(ctx, k.Job(other), "junk") // a job key of any type goes
-		n, err := q.Purge(ctx, "r", now.Add(time.Hour))
+		n, err := q.Ops.Purge(ctx, "r", now.Add(time.Hour))
 		if err != nil || n != 2 {
 			t.Fatalf("purge = %d, %v; want both", n, err)
 		}
@@ -630,7 +630,7 @@ func TestFireCron_GarbageStateDoesNotStopTheEntry(t *testing.T) {
 				if fired, err := q.FireCron(ctx, cronFire(t, next), next); fired || err != nil {
 					t.Fatalf("the same tick again = %v, %v; want not fired", fired, err)
 				}
-				if s, _ := q.Stats(ctx, "r"); s["enqueued"] < 1 {
+				if s, _ := q.Ops.Stats(ctx, "r"); s["enqueued"] < 1 {
 					t.Fatalf("enqueued counter = %d", s["enqueued"])
 				}
 			})
@@ -702,7 +702,7 @@ func TestReplayAll_JobThatDiesAgainMeanwhileStaysDead(t *testing.T) {
 		x, y, z := deadJob(t, q, now), deadJob(t, q, now), deadJob(t, q, now)
 		// Load the script first: the hook must wrap the call that runs it,
 		// not an EVALSHA the server answers NOSCRIPT.
-		if err := q.Replay(ctx, z); err != nil {
+		if err := q.Ops.Replay(ctx, z); err != nil {
 			t.Fatal(err)
 		}
 		other := plainClient(t, q)
@@ -719,7 +719,7 @@ func TestReplayAll_JobThatDiesAgainMeanwhileStaysDead(t *testing.T) {
 				other.ZAdd(ctx, k.Dead(), redis.Z{Score: float64(now.Add(time.Hour).UnixMilli()), Member: x})
 			},
 		})
-		if _, err := q.ReplayAll(ctx, "r"); err != nil {
+		if _, err := q.Ops.ReplayAll(ctx, "r"); err != nil {
 			t.Fatal(err)
 		}
 		wantPlace(t, q, "r", x, "dead")
@@ -742,69 +742,69 @@ var wrongTypeKeyCases = []wrongTypeKeyCase{
 	{"reap, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		leaseHeavy(t, q, 2, now, now.Add(time.Minute))
 		return func() error {
-			_, err := q.Reap(context.Background(), "r", now.Add(time.Minute), verdict(now))
+			_, err := q.Jobs.Reap(context.Background(), "r", now.Add(time.Minute), verdict(now))
 			return err
 		}
 	}, "scheduled set"},
 	{"reap, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		leaseLight(t, q, 2, now, now.Add(time.Minute))
 		return func() error {
-			_, err := q.Reap(context.Background(), "r", now.Add(time.Minute), verdict(now))
+			_, err := q.Jobs.Reap(context.Background(), "r", now.Add(time.Minute), verdict(now))
 			return err
 		}
 	}, "groups hash"},
 	{"promote of a job to dead-letter, dead-letter set", queue.Keys.Dead, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		good, bad := job(t, "r"), job(t, "r")
 		good.RunAt, bad.RunAt = now.Add(time.Millisecond), now.Add(time.Millisecond)
-		if _, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{good, bad}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{good, bad}, now); err != nil {
 			t.Fatal(err)
 		}
 		q.Client().HSet(context.Background(), q.Keys("r").Job(bad.ID), "p", "urgent")
 		return func() error {
-			_, err := q.Promote(context.Background(), "r", now.Add(time.Second))
+			_, err := q.Jobs.Promote(context.Background(), "r", now.Add(time.Second))
 			return err
 		}
 	}, "dead-letter set"},
 	{"replay, ready list", func(k queue.Keys) string { return k.List(queue.Normal) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		id := deadJob(t, q, now)
-		return func() error { return q.Replay(context.Background(), id) }
+		return func() error { return q.Ops.Replay(context.Background(), id) }
 	}, "ready list"},
 	{"fail, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
 		return func() error {
-			_, err := q.Fail(context.Background(), d, queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now)
+			_, err := q.Jobs.Fail(context.Background(), d, queue.Failure{Message: "boom", RetryAt: now, TTL: time.Minute}, now)
 			return err
 		}
 	}, "groups hash"},
 	{"fetch, a ready list after the first", func(k queue.Keys) string { return k.List(queue.Low) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-		if _, err := q.Enqueue(context.Background(), "r", queue.High, []queue.NewJob{job(t, "r")}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(context.Background(), "r", queue.High, []queue.NewJob{job(t, "r")}, now); err != nil {
 			t.Fatal(err)
 		}
 		return func() error {
-			_, err := q.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
+			_, err := q.Jobs.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
 			return err
 		}
 	}, "ready list"},
 	{"fetch, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		q.Client().RPush(context.Background(), q.Keys("r").List(queue.Normal), "some-id")
 		return func() error {
-			_, err := q.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
+			_, err := q.Jobs.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
 			return err
 		}
 	}, "payloads hash"},
 	{"claim, leases hash", queue.Keys.Leases, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
-		if _, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
 			t.Fatal(err)
 		}
 		return func() error {
-			_, err := q.FetchTypes(context.Background(), "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now)
+			_, err := q.Jobs.FetchTypes(context.Background(), "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now)
 			return err
 		}
 	}, "leases hash"},
 	{"push, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		q.Client().SAdd(context.Background(), queue.RoutesKey(q.Namespace()), "r") // known: only the script may write
 		return func() error {
-			_, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now)
+			_, err := q.Jobs.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now)
 			return err
 		}
 	}, "payloads hash"},
@@ -813,42 +813,42 @@ var wrongTypeKeyCases = []wrongTypeKeyCase{
 		j.RunAt = now.Add(time.Hour)
 		q.Client().SAdd(context.Background(), queue.RoutesKey(q.Namespace()), "r") // known: only the script may write
 		return func() error {
-			_, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{j}, now)
+			_, err := q.Jobs.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{j}, now)
 			return err
 		}
 	}, "scheduled set"},
 	{"ack, payloads hash", queue.Keys.Payloads, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
 		return func() error {
-			_, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute)
+			_, err := q.Jobs.Ack(context.Background(), d, []byte("ok"), time.Minute)
 			return err
 		}
 	}, "payloads hash"},
 	{"delete, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		light, _, _ := waiting(t, q, now)
-		return func() error { return q.Delete(context.Background(), light) }
+		return func() error { return q.Jobs.Delete(context.Background(), light) }
 	}, "scheduled set"},
 	{"cancel, cancels set", queue.Keys.Cancels, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
 		return func() error {
-			_, err := q.Cancel(context.Background(), d.ID, []byte("canceled"), time.Minute)
+			_, err := q.Jobs.Cancel(context.Background(), d.ID, []byte("canceled"), time.Minute)
 			return err
 		}
 	}, "cancels set"},
 	{"finish canceled, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
 		return func() error {
-			_, err := q.FinishCanceled(context.Background(), d, []byte("canceled"), time.Minute)
+			_, err := q.Jobs.FinishCanceled(context.Background(), d, []byte("canceled"), time.Minute)
 			return err
 		}
 	}, "groups hash"},
 	{"cancel requests, leases hash", queue.Keys.Leases, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
-		if _, err := q.Cancel(context.Background(), d.ID, []byte("canceled"), time.Minute); err != nil {
+		if _, err := q.Jobs.Cancel(context.Background(), d.ID, []byte("canceled"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		return func() error {
-			_, err := q.CancelRequests(context.Background(), "r", []string{d.ID})
+			_, err := q.Jobs.CancelRequests(context.Background(), "r", []string{d.ID})
 			return err
 		}
 	}, "leases hash"},
@@ -895,7 +895,7 @@ func TestDelete_PendingJobWithGarbagePriorityIsFoundAndDeleted(t *testing.T) {
 		q.Client().HSet(ctx, k.Payloads(), light, "t|urgent|1|0|\x81")
 		q.Client().HSet(ctx, k.Job(heavy), "p", "urgent")
 		for _, id := range []string{light, heavy} {
-			if err := q.Delete(ctx, id); err != nil {
+			if err := q.Jobs.Delete(ctx, id); err != nil {
 				t.Fatalf("delete of a job with a garbage priority: %v", err)
 			}
 			wantPlace(t, q, "r", id, "")

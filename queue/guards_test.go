@@ -20,13 +20,13 @@ func TestFetchTypes_TakesHighBeforeNormalBeforeLow(t *testing.T) {
 		want := map[queue.Priority]string{}
 		for _, p := range []queue.Priority{queue.Low, queue.Normal, queue.High} {
 			j := job(t, "r")
-			if _, err := q.Enqueue(ctx, "r", p, []queue.NewJob{j}, now); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, "r", p, []queue.NewJob{j}, now); err != nil {
 				t.Fatal(err)
 			}
 			want[p] = j.ID
 		}
 		for _, p := range queue.Priorities {
-			ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 1, now.Add(time.Minute), now)
+			ds, err := q.Jobs.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 1, now.Add(time.Minute), now)
 			if err != nil || len(ds) != 1 || ds[0].ID != want[p] {
 				t.Fatalf("fetch one = %v, %v; want the %s job %s", dispatchIDs(ds), err, p, want[p])
 			}
@@ -34,12 +34,12 @@ func TestFetchTypes_TakesHighBeforeNormalBeforeLow(t *testing.T) {
 		// One call taking several comes back in the same order.
 		for _, p := range []queue.Priority{queue.Low, queue.Normal, queue.High} {
 			j := job(t, "r")
-			if _, err := q.Enqueue(ctx, "r", p, []queue.NewJob{j}, now); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, "r", p, []queue.NewJob{j}, now); err != nil {
 				t.Fatal(err)
 			}
 			want[p] = j.ID
 		}
-		ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 3, now.Add(time.Minute), now)
+		ds, err := q.Jobs.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 3, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 3 {
 			t.Fatalf("fetch three = %v, %v", dispatchIDs(ds), err)
 		}
@@ -65,12 +65,12 @@ func TestReap_LeaseRenewedAfterTheReaperReadItIsLeftAlone(t *testing.T) {
 			asked++
 			// The reaper has read the lease as expired; the worker renews it
 			// now, before the reaper's script runs.
-			if lost, err := q.Renew(ctx, "r", []*queue.Dispatch{d}, renewed); err != nil || len(lost) != 0 {
+			if lost, err := q.Jobs.Renew(ctx, "r", []*queue.Dispatch{d}, renewed); err != nil || len(lost) != 0 {
 				t.Errorf("renew = %v, %v", lost, err)
 			}
 			return verdict(reapAt)(e)
 		}
-		got, err := q.Reap(ctx, "r", reapAt, renewFirst)
+		got, err := q.Jobs.Reap(ctx, "r", reapAt, renewFirst)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,14 +80,14 @@ func TestReap_LeaseRenewedAfterTheReaperReadItIsLeftAlone(t *testing.T) {
 		if o, ok := got[d.ID]; ok && o != queue.EndStale {
 			t.Fatalf("reap = %v; the job whose lease was renewed under the reaper was reaped", got)
 		}
-		s, err := q.Lookup(ctx, d.ID)
+		s, err := q.Jobs.Lookup(ctx, d.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if s.Status != queue.StatusProcessing || s.Attempts != 0 || s.LeaseDeadline.UnixMilli() != renewed.UnixMilli() {
 			t.Fatalf("job after the lost race = %+v; want processing, no attempt counted, leased until %v", s, renewed)
 		}
-		if ok, err := q.Ack(ctx, d, []byte("done"), time.Minute); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, d, []byte("done"), time.Minute); !ok || err != nil {
 			t.Fatalf("the renewing worker's ack = %v, %v; want accepted", ok, err)
 		}
 	})
@@ -111,17 +111,17 @@ func TestRequeueAndHandBack_UnderAReapedLeaseLeaveTheNewLeaseAlone(t *testing.T)
 		now := time.Now()
 		until, later := now.Add(time.Minute), now.Add(2*time.Minute)
 		stale := leaseLight(t, q, 1, now, until)[0]
-		if got, err := q.Reap(ctx, "r", later, verdict(later)); err != nil || got[stale.ID] != queue.EndRetrying {
+		if got, err := q.Jobs.Reap(ctx, "r", later, verdict(later)); err != nil || got[stale.ID] != queue.EndRetrying {
 			t.Fatalf("reap = %v, %v; want the job retried", got, err)
 		}
-		if n, err := q.Promote(ctx, "r", later); err != nil || n != 1 {
+		if n, err := q.Jobs.Promote(ctx, "r", later); err != nil || n != 1 {
 			t.Fatalf("promote = %d, %v", n, err)
 		}
 		fresh := fetchAll(t, q, 1, later, later.Add(time.Hour))[0]
 		if fresh.ID != stale.ID || fresh.Token == stale.Token {
 			t.Fatalf("second fetch = %s under %s; want the same job under a new token", fresh.ID, fresh.Token)
 		}
-		if out, err := q.Requeue(ctx, stale, []byte("canceled record"), time.Minute, time.Now()); out != queue.EndStale || err != nil {
+		if out, err := q.Jobs.Requeue(ctx, stale, []byte("canceled record"), time.Minute, time.Now()); out != queue.EndStale || err != nil {
 			t.Fatalf("requeue under the reaped lease = %v, %v; want refused as stale", out, err)
 		}
 		lost := &queue.LostFetch{Route: "r", Token: stale.Token, Until: until, IDs: []string{stale.ID}}
@@ -132,10 +132,10 @@ func TestRequeueAndHandBack_UnderAReapedLeaseLeaveTheNewLeaseAlone(t *testing.T)
 		if tok, _ := q.Client().HGet(ctx, k.Leases(), fresh.ID).Result(); tok != fresh.Token {
 			t.Fatalf("the job's lease = %q, want the new lease's %q", tok, fresh.Token)
 		}
-		if d, _ := q.Depths(ctx, []string{"r"}); d[0].High+d[0].Normal+d[0].Low != 0 || d[0].Active != 1 {
+		if d, _ := q.Ops.Depths(ctx, []string{"r"}); d[0].High+d[0].Normal+d[0].Low != 0 || d[0].Active != 1 {
 			t.Fatalf("route after the stale hand-backs = %+v; want the one job active and none pending", d[0])
 		}
-		if ok, err := q.Ack(ctx, fresh, []byte("done"), time.Minute); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, fresh, []byte("done"), time.Minute); !ok || err != nil {
 			t.Fatalf("the new lease's ack = %v, %v; want accepted", ok, err)
 		}
 	})
@@ -152,7 +152,7 @@ func TestRouteWritten_ReaddsARemovedRouteByTheMonotonicClock(t *testing.T) {
 		q.Client().AddHook(saddCounter{&sadds})
 		enqueue := func() {
 			t.Helper()
-			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, time.Now()); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}

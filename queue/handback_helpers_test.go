@@ -22,6 +22,6 @@ func canceledVerdict(e queue.Expired) queue.Verdict {
 
 // handBack hands back the jobs of lost and returns how many went back.
 func handBack(ctx context.Context, q *queue.Queue, lost *queue.LostFetch) (int, error) {
-	out, err := q.HandBack(ctx, lost, time.Now(), canceledVerdict)
+	out, err := q.Jobs.HandBack(ctx, lost, time.Now(), canceledVerdict)
 	return out.Back, err
 }

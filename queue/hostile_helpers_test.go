@@ -229,7 +229,7 @@ func leaseLight(t *testing.T, q *queue.Queue, n int, now, until time.Time) []*qu
 	for i := range jobs {
 		jobs[i] = job(t, "r")
 	}
-	if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+	if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 		t.Fatal(err)
 	}
 	return fetchAll(t, q, n, now, until)
@@ -245,10 +245,10 @@ func leaseHeavy(t *testing.T, q *queue.Queue, n int, now, until time.Time) []*qu
 		jobs[i] = job(t, "r")
 		jobs[i].RunAt = now.Add(time.Millisecond)
 	}
-	if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+	if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 		t.Fatal(err)
 	}
-	if moved, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil || moved != n {
+	if moved, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); err != nil || moved != n {
 		t.Fatalf("promote = %d, %v; want %d", moved, err, n)
 	}
 	return fetchAll(t, q, n, now, until)
@@ -256,7 +256,7 @@ func leaseHeavy(t *testing.T, q *queue.Queue, n int, now, until time.Time) []*qu
 
 func fetchAll(t *testing.T, q *queue.Queue, n int, now, until time.Time) []*queue.Dispatch {
 	t.Helper()
-	ds, err := q.Fetch(context.Background(), "r", queue.Priorities, n, until, now)
+	ds, err := q.Jobs.Fetch(context.Background(), "r", queue.Priorities, n, until, now)
 	if err != nil || len(ds) != n {
 		t.Fatalf("fetch = %d jobs, %v; want %d", len(ds), err, n)
 	}

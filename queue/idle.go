@@ -20,11 +20,11 @@ import (
 // WakeWaiters wakes up to n workers waiting for jobs of route and returns
 // how many it woke: for a worker woken when it had no free slot, which
 // hands its wake-up on rather than keep it while its jobs run.
-func (q *Queue) WakeWaiters(ctx context.Context, route string, n int) (int, error) {
-	k := q.Keys(route)
+func (js Jobs) WakeWaiters(ctx context.Context, route string, n int) (int, error) {
+	k := js.q.Keys(route)
 	// Retry-safe enough: a second run wakes up to n more workers, whose
 	// fetches find nothing and register them again.
-	woke, err := q.s.wake.Run(ctx, q.rdb, []string{k.Idle()}, n, ms(q.Now())).Int()
+	woke, err := js.q.s.wake.Run(ctx, js.q.rdb, []string{k.Idle()}, n, ms(js.q.Now())).Int()
 	if err != nil {
 		return 0, fmt.Errorf("wake workers of route %s: %w", route, err)
 	}
@@ -33,10 +33,10 @@ func (q *Queue) WakeWaiters(ctx context.Context, route string, n int) (int, erro
 
 // StopWaiting takes a worker's entries out of the idle sets of routes, for
 // a worker that stops: a wake-up sent to it would be lost.
-func (q *Queue) StopWaiting(ctx context.Context, routes []string, worker string) error {
-	pipe := q.rdb.Pipeline()
+func (js Jobs) StopWaiting(ctx context.Context, routes []string, worker string) error {
+	pipe := js.q.rdb.Pipeline()
 	for _, r := range routes {
-		k := q.Keys(r)
+		k := js.q.Keys(r)
 		pipe.ZRem(ctx, k.Idle(), k.WakeChannelOf(worker))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {

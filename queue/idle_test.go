@@ -17,7 +17,7 @@ func waitOn(t *testing.T, q *queue.Queue, r string, n int, until time.Time) []st
 	var channels []string
 	for i := range n {
 		ch := q.Keys(r).WakeChannelOf(fmt.Sprintf("w%d", i))
-		ds, err := q.FetchOrWait(ctx, r, queue.Priorities, 4, time.Now().Add(time.Minute), time.Now(), queue.Waiter{Channel: ch, Until: until})
+		ds, err := q.Jobs.FetchOrWait(ctx, r, queue.Priorities, 4, time.Now().Add(time.Minute), time.Now(), queue.Waiter{Channel: ch, Until: until})
 		if err != nil || len(ds) != 0 {
 			t.Fatalf("fetch of waiting worker %d = %d jobs, %v", i, len(ds), err)
 		}
@@ -65,7 +65,7 @@ func TestPush_WakesOneWaitingWorkerPerJobNotEveryOne(t *testing.T) {
 		ctx := context.Background()
 		channels := waitOn(t, q, "r", 6, time.Now().Add(time.Minute))
 		got := woken(t, q, channels, func() {
-			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r"), job(t, "r")}, time.Now()); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r"), job(t, "r")}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -92,18 +92,18 @@ func TestPush_WakesOneWaitingWorkerPerJobNotEveryOne(t *testing.T) {
 func TestFetchOrWait_AWorkerThatTookEveryJobItAskedForDoesNotWait(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r")}, time.Now()); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r")}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		w := queue.Waiter{Channel: q.Keys("r").WakeChannelOf("w"), Until: time.Now().Add(time.Minute)}
-		ds, err := q.FetchOrWait(ctx, "r", queue.Priorities, 2, time.Now().Add(time.Minute), time.Now(), w)
+		ds, err := q.Jobs.FetchOrWait(ctx, "r", queue.Priorities, 2, time.Now().Add(time.Minute), time.Now(), w)
 		if err != nil || len(ds) != 2 {
 			t.Fatalf("fetch = %d jobs, %v", len(ds), err)
 		}
 		if n := idleCount(t, q, "r"); n != 0 {
 			t.Fatalf("a worker whose fetch was filled waits (%d entries); it has no free slot", n)
 		}
-		ds, err = q.FetchOrWait(ctx, "r", queue.Priorities, 2, time.Now().Add(time.Minute), time.Now(), w)
+		ds, err = q.Jobs.FetchOrWait(ctx, "r", queue.Priorities, 2, time.Now().Add(time.Minute), time.Now(), w)
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("second fetch = %d jobs, %v", len(ds), err)
 		}
@@ -118,7 +118,7 @@ func TestPush_WakesNoWorkerWhoseEntryLapsed(t *testing.T) {
 		ctx := context.Background()
 		lapsed := waitOn(t, q, "r", 2, time.Now().Add(-time.Second))
 		got := woken(t, q, lapsed, func() {
-			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, time.Now()); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -137,7 +137,7 @@ func TestPush_AnIdleKeyOfAnotherTypeIsDroppedAndTheJobsStillGoIn(t *testing.T) {
 		if err := q.Client().Set(ctx, q.Keys("r").Idle(), "garbage", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, time.Now()); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, time.Now()); err != nil {
 			t.Fatalf("enqueue beside a garbage idle key: %v", err)
 		}
 		if typ := q.Client().Type(ctx, q.Keys("r").Idle()).Val(); typ != "none" {
@@ -147,7 +147,7 @@ func TestPush_AnIdleKeyOfAnotherTypeIsDroppedAndTheJobsStillGoIn(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := queue.Waiter{Channel: q.Keys("r").WakeChannelOf("w"), Until: time.Now().Add(time.Minute)}
-		ds, err := q.FetchOrWait(ctx, "r", queue.Priorities, 4, time.Now().Add(time.Minute), time.Now(), w)
+		ds, err := q.Jobs.FetchOrWait(ctx, "r", queue.Priorities, 4, time.Now().Add(time.Minute), time.Now(), w)
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("fetch beside a garbage idle key = %d jobs, %v", len(ds), err)
 		}
@@ -161,11 +161,11 @@ func TestWakeWaiters_HandsAWakeUpOnAndStopWaitingLeaves(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
 		channels := waitOn(t, q, "r", 3, time.Now().Add(time.Minute))
-		if err := q.StopWaiting(ctx, []string{"r", "other"}, "w2"); err != nil {
+		if err := q.Jobs.StopWaiting(ctx, []string{"r", "other"}, "w2"); err != nil {
 			t.Fatal(err)
 		}
 		got := woken(t, q, channels, func() {
-			if n, err := q.WakeWaiters(ctx, "r", 1); n != 1 || err != nil {
+			if n, err := q.Jobs.WakeWaiters(ctx, "r", 1); n != 1 || err != nil {
 				t.Fatalf("WakeWaiters = %d, %v", n, err)
 			}
 		})
@@ -178,15 +178,15 @@ func TestWakeWaiters_HandsAWakeUpOnAndStopWaitingLeaves(t *testing.T) {
 func TestResume_WakesEveryWaitingWorker(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.Pause(ctx, "r"); err != nil {
+		if err := q.Ops.Pause(ctx, "r"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, time.Now()); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		channels := waitOn(t, q, "r", 3, time.Now().Add(time.Minute)) // paused: they take nothing and wait
 		got := woken(t, q, channels, func() {
-			if err := q.Resume(ctx, "r"); err != nil {
+			if err := q.Ops.Resume(ctx, "r"); err != nil {
 				t.Fatal(err)
 			}
 		})

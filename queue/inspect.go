@@ -54,13 +54,13 @@ type JobState struct {
 
 // Lookup returns a consistent snapshot of job id (lookup.lua: one atomic
 // read on the route's slot), or ErrNotFound.
-func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
-	route, err := q.RouteOfJob(ctx, id)
+func (js Jobs) Lookup(ctx context.Context, id string) (*JobState, error) {
+	route, err := js.q.RouteOfJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	k := q.Keys(route)
-	p, err := q.peek(ctx, k, id)
+	k := js.q.Keys(route)
+	p, err := js.peek(ctx, k, id)
 	if err != nil {
 		return nil, fmt.Errorf("look up job %s: %w", id, err)
 	}
@@ -70,7 +70,7 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 	var deadline time.Time
 	var progress *redis.StringCmd
 	if p.leased {
-		pipe := q.rdb.Pipeline()
+		pipe := js.q.rdb.Pipeline()
 		score := pipe.ZScore(ctx, k.Active(), p.lease)
 		progress = pipe.Get(ctx, k.Progress(id))
 		_, _ = pipe.Exec(ctx) // each read is optional: its error leaves it out
@@ -88,15 +88,15 @@ func (q *Queue) Lookup(ctx context.Context, id string) (*JobState, error) {
 // LookupMany is Lookup of each of ids in one pipelined round trip (ids of
 // another shape than NewID's, which must be searched for, one by one), nil
 // for a job not found; a running job's LeaseDeadline is left zero.
-func (q *Queue) LookupMany(ctx context.Context, ids []string) ([]*JobState, error) {
+func (js Jobs) LookupMany(ctx context.Context, ids []string) ([]*JobState, error) {
 	out := make([]*JobState, len(ids))
 	cmds := make([]*redis.Cmd, len(ids))
 	routes := make([]string, len(ids))
-	pipe := q.rdb.Pipeline()
+	pipe := js.q.rdb.Pipeline()
 	for i, id := range ids {
 		if route, ok := RouteOf(id); ok {
 			routes[i] = route
-			cmds[i] = q.s.lookup.EvalSha(ctx, pipe, lookupKeys(q.Keys(route), id), id)
+			cmds[i] = js.q.s.lookup.EvalSha(ctx, pipe, lookupKeys(js.q.Keys(route), id), id)
 		}
 	}
 	if pipe.Len() > 0 {
@@ -106,7 +106,7 @@ func (q *Queue) LookupMany(ctx context.Context, ids []string) ([]*JobState, erro
 		var s *JobState
 		var err error
 		if cmds[i] == nil || isNoScript(cmds[i].Err()) {
-			s, err = q.Lookup(ctx, id) // searched for, or the script loaded
+			s, err = js.Lookup(ctx, id) // searched for, or the script loaded
 		} else {
 			var res []any
 			if res, err = cmds[i].Slice(); err == nil {
@@ -166,12 +166,12 @@ func stateOf(id, route string, p peeked, deadline time.Time) (*JobState, error) 
 
 // Result returns the stored result record of job id: nil (no error) while the
 // job exists without one, ErrNotFound when neither exists.
-func (q *Queue) Result(ctx context.Context, id string) ([]byte, error) {
-	route, err := q.RouteOfJob(ctx, id)
+func (js Jobs) Result(ctx context.Context, id string) ([]byte, error) {
+	route, err := js.q.RouteOfJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	p, err := q.peek(ctx, q.Keys(route), id)
+	p, err := js.peek(ctx, js.q.Keys(route), id)
 	if err != nil {
 		return nil, fmt.Errorf("read result of job %s: %w", id, err)
 	}
@@ -197,8 +197,8 @@ type peeked struct {
 	hasResult bool
 }
 
-func (q *Queue) peek(ctx context.Context, k Keys, id string) (peeked, error) {
-	res, err := q.s.lookup.Run(ctx, q.rdb, lookupKeys(k, id), id).Slice()
+func (js Jobs) peek(ctx context.Context, k Keys, id string) (peeked, error) {
+	res, err := js.q.s.lookup.Run(ctx, js.q.rdb, lookupKeys(k, id), id).Slice()
 	if err != nil {
 		return peeked{}, err
 	}
@@ -286,8 +286,8 @@ type Depth struct {
 // Depths counts the jobs of each route in one pipelined round trip, and one
 // more when the head of a ready list has an id not made by NewID (chosen by
 // the caller), whose created time is then read from the job.
-func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
-	pipe := q.rdb.Pipeline()
+func (o Ops) Depths(ctx context.Context, routes []string) ([]Depth, error) {
+	pipe := o.q.rdb.Pipeline()
 	type cmds struct {
 		h, n, l, s, a, d, paused *redis.IntCmd
 		ended, held, flowof      *redis.IntCmd
@@ -297,7 +297,7 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 	}
 	cs := make([]cmds, len(routes))
 	for i, r := range routes {
-		k := q.Keys(r)
+		k := o.q.Keys(r)
 		cs[i] = cmds{
 			h: pipe.LLen(ctx, k.List(High)), n: pipe.LLen(ctx, k.List(Normal)), l: pipe.LLen(ctx, k.List(Low)),
 			s: pipe.ZCard(ctx, k.Scheduled()), a: pipe.HLen(ctx, k.Leases()), d: pipe.ZCard(ctx, k.Dead()),
@@ -359,9 +359,9 @@ func (q *Queue) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 				continue
 			}
 			if pipe2 == nil {
-				pipe2 = q.rdb.Pipeline()
+				pipe2 = o.q.rdb.Pipeline()
 			}
-			k := q.Keys(routes[i])
+			k := o.q.Keys(routes[i])
 			look = append(look, chosen{i, pipe2.HGet(ctx, k.Payloads(), id), pipe2.HGet(ctx, k.Job(id), "c")})
 		}
 	}
@@ -402,8 +402,8 @@ func older(a, b time.Time) time.Time {
 
 // Stats returns the counters of route (enqueued, processed, failed, retried,
 // dead, recovered, replayed).
-func (q *Queue) Stats(ctx context.Context, route string) (map[string]int64, error) {
-	m, err := q.rdb.HGetAll(ctx, q.Keys(route).Stats()).Result()
+func (o Ops) Stats(ctx context.Context, route string) (map[string]int64, error) {
+	m, err := o.q.rdb.HGetAll(ctx, o.q.Keys(route).Stats()).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -422,13 +422,13 @@ type DeadJob struct {
 }
 
 // DeadList returns up to limit dead-lettered jobs of route, newest first.
-func (q *Queue) DeadList(ctx context.Context, route string, offset, limit int) ([]DeadJob, error) {
-	k := q.Keys(route)
-	zs, err := q.rdb.ZRevRangeWithScores(ctx, k.Dead(), int64(offset), int64(offset+limit-1)).Result()
+func (o Ops) DeadList(ctx context.Context, route string, offset, limit int) ([]DeadJob, error) {
+	k := o.q.Keys(route)
+	zs, err := o.q.rdb.ZRevRangeWithScores(ctx, k.Dead(), int64(offset), int64(offset+limit-1)).Result()
 	if err != nil || len(zs) == 0 {
 		return nil, err
 	}
-	pipe := q.rdb.Pipeline()
+	pipe := o.q.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(zs))
 	for i, z := range zs {
 		cmds[i] = pipe.HMGet(ctx, k.Job(z.Member.(string)), "n", "err", "a")

@@ -21,10 +21,10 @@ func TestPruneRoutes_APausedRouteOrOneWithLimitsStaysListed(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := q.Pause(ctx, "held"); err != nil {
+		if err := q.Ops.Pause(ctx, "held"); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.SetRouteLimits(ctx, "limited", queue.Limits{MaxRunning: 2}); err != nil {
+		if err := q.Flows.SetRouteLimits(ctx, "limited", queue.Limits{MaxRunning: 2}); err != nil {
 			t.Fatal(err)
 		}
 		if got := routesOf(t, q); !slices.Equal(got, []string{"held", "limited", "plain"}) {
@@ -34,10 +34,10 @@ func TestPruneRoutes_APausedRouteOrOneWithLimitsStaysListed(t *testing.T) {
 		if got := prune(t, q, nil, now.Add(queue.RouteIdleTTL)); !slices.Equal(got, []string{"plain"}) {
 			t.Fatalf("pruned %v; want only plain, neither paused nor limited", got)
 		}
-		if err := q.Resume(ctx, "held"); err != nil {
+		if err := q.Ops.Resume(ctx, "held"); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.SetRouteLimits(ctx, "limited", queue.Limits{}); err != nil {
+		if err := q.Flows.SetRouteLimits(ctx, "limited", queue.Limits{}); err != nil {
 			t.Fatal(err)
 		}
 		prune(t, q, nil, now.Add(2*queue.RouteIdleTTL))

@@ -138,7 +138,7 @@ func taskLimitsField(task string) string { return "t:" + task }
 // by their rate, and those parked at a cap since raised or removed, go back
 // in their rings and an idle worker is woken (the next fetch holds a flow
 // again if the new limits still do not allow a start).
-func (q *Queue) SetTaskLimits(ctx context.Context, route, task string, l Limits) error {
+func (fl Flows) SetTaskLimits(ctx context.Context, route, task string, l Limits) error {
 	if err := CheckShardRoute(route); err != nil {
 		return err
 	}
@@ -148,8 +148,8 @@ func (q *Queue) SetTaskLimits(ctx context.Context, route, task string, l Limits)
 	if err := l.Check(); err != nil {
 		return fmt.Errorf("limits of task %s: %w", task, err)
 	}
-	key := q.Keys(route).Limits()
-	old, err := q.rdb.HGet(ctx, key, taskLimitsField(task)).Result()
+	key := fl.q.Keys(route).Limits()
+	old, err := fl.q.rdb.HGet(ctx, key, taskLimitsField(task)).Result()
 	if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 		return fmt.Errorf("read limits of task %s on route %s: %w", task, route, err)
 	}
@@ -161,31 +161,31 @@ func (q *Queue) SetTaskLimits(ctx context.Context, route, task string, l Limits)
 		return nil // unchanged: a worker's start is the common call
 	}
 	if want == "" {
-		err = q.rdb.HDel(ctx, key, taskLimitsField(task)).Err()
+		err = fl.q.rdb.HDel(ctx, key, taskLimitsField(task)).Err()
 	} else {
-		err = q.rdb.HSet(ctx, key, taskLimitsField(task), want).Err()
+		err = fl.q.rdb.HSet(ctx, key, taskLimitsField(task), want).Err()
 	}
 	if err != nil {
 		return fmt.Errorf("store limits of task %s on route %s: %w", task, route, err)
 	}
-	if err := q.relimitFlows(ctx, route, task); err != nil {
+	if err := fl.relimit(ctx, route, task); err != nil {
 		return fmt.Errorf("limits of task %s on route %s stored, but: %w", task, route, err)
 	}
 	return nil
 }
 
-// relimitFlows puts back in their rings task's flows on route held by their
+// relimit puts back in their rings task's flows on route held by their
 // rate or parked at their cap, for the next fetch to weigh them by the
 // task's limits now in force (sweep.lua). It reads every such flow of the
 // task, a page at a time: a change of limits is rare (a deploy), and every
 // key the old limits hold back must see the new ones.
-func (q *Queue) relimitFlows(ctx context.Context, route, task string) error {
-	k := q.Keys(route)
+func (fl Flows) relimit(ctx context.Context, route, task string) error {
+	k := fl.q.Keys(route)
 	match := globEscape(task) + "|*"
 	var flows []string
 	var cursor uint64
 	for {
-		kv, next, err := q.rdb.ZScan(ctx, k.Held(), cursor, match, 500).Result()
+		kv, next, err := fl.q.rdb.ZScan(ctx, k.Held(), cursor, match, 500).Result()
 		if err != nil && !isWrongType(err) {
 			return fmt.Errorf("read the held flows: %w", err)
 		}
@@ -197,7 +197,7 @@ func (q *Queue) relimitFlows(ctx context.Context, route, task string) error {
 		}
 	}
 	for cursor = 0; ; {
-		kv, next, err := q.rdb.HScan(ctx, k.Flows(), cursor, match, 500).Result()
+		kv, next, err := fl.q.rdb.HScan(ctx, k.Flows(), cursor, match, 500).Result()
 		if err != nil && !isWrongType(err) {
 			return fmt.Errorf("read the flows: %w", err)
 		}
@@ -210,7 +210,7 @@ func (q *Queue) relimitFlows(ctx context.Context, route, task string) error {
 			break
 		}
 	}
-	now := ms(q.Now())
+	now := ms(fl.q.Now())
 	keys := append([]string{k.Leases(), k.Active()}, k.FlowKeys()...)
 	for start := 0; start < len(flows); start += 200 {
 		args := []any{now, 0}
@@ -218,7 +218,7 @@ func (q *Queue) relimitFlows(ctx context.Context, route, task string) error {
 			args = append(args, f)
 		}
 		// Retry-safe: a flow put back is no longer held nor parked.
-		if err := q.s.sweep.Run(ctx, q.rdb, keys, args...).Err(); err != nil {
+		if err := fl.q.s.sweep.Run(ctx, fl.q.rdb, keys, args...).Err(); err != nil {
 			return fmt.Errorf("put back the flows the old limits held: %w", err)
 		}
 	}
@@ -239,11 +239,11 @@ func globEscape(s string) string {
 
 // RouteLimits returns the limits of route as a whole, zero when it has none;
 // a stored value that is garbage reads as none, as the scripts read it.
-func (q *Queue) RouteLimits(ctx context.Context, route string) (Limits, error) {
+func (fl Flows) RouteLimits(ctx context.Context, route string) (Limits, error) {
 	if err := CheckShardRoute(route); err != nil {
 		return Limits{}, err
 	}
-	v, err := q.rdb.HGet(ctx, q.Keys(route).Limits(), routeLimitsField).Result()
+	v, err := fl.q.rdb.HGet(ctx, fl.q.Keys(route).Limits(), routeLimitsField).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Limits{}, fmt.Errorf("read limits of route %s: %w", route, err)
 	}
@@ -252,11 +252,11 @@ func (q *Queue) RouteLimits(ctx context.Context, route string) (Limits, error) {
 }
 
 // TaskLimits returns the limits stored for each task of route (SetTaskLimits).
-func (q *Queue) TaskLimits(ctx context.Context, route string) (map[string]Limits, error) {
+func (fl Flows) TaskLimits(ctx context.Context, route string) (map[string]Limits, error) {
 	if err := CheckShardRoute(route); err != nil {
 		return nil, err
 	}
-	all, err := q.rdb.HGetAll(ctx, q.Keys(route).Limits()).Result()
+	all, err := fl.q.rdb.HGetAll(ctx, fl.q.Keys(route).Limits()).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read limits of route %s: %w", route, err)
 	}
@@ -281,24 +281,24 @@ func limitsOf(all map[string]string) (route Limits, tasks map[string]Limits) {
 // SetRouteLimits replaces the limits of route as a whole (zero removes
 // them), in force at the next fetch of every worker, and wakes the route's
 // idle workers so that a raised limit is used at once.
-func (q *Queue) SetRouteLimits(ctx context.Context, route string, l Limits) error {
+func (fl Flows) SetRouteLimits(ctx context.Context, route string, l Limits) error {
 	if err := CheckShardRoute(route); err != nil {
 		return err
 	}
 	if err := l.Check(); err != nil {
 		return err
 	}
-	k := q.Keys(route)
+	k := fl.q.Keys(route)
 	var err error
 	if l.IsZero() {
-		err = q.rdb.HDel(ctx, k.Limits(), routeLimitsField).Err()
+		err = fl.q.rdb.HDel(ctx, k.Limits(), routeLimitsField).Err()
 	} else {
-		err = q.rdb.HSet(ctx, k.Limits(), routeLimitsField, l.encode()).Err()
+		err = fl.q.rdb.HSet(ctx, k.Limits(), routeLimitsField, l.encode()).Err()
 	}
 	if err != nil {
 		return fmt.Errorf("store limits of route %s: %w", route, err)
 	}
-	if _, err := q.WakeWaiters(ctx, route, 1<<20); err != nil {
+	if _, err := fl.q.Jobs.WakeWaiters(ctx, route, 1<<20); err != nil {
 		return fmt.Errorf("wake the workers of route %s: %w", route, err)
 	}
 	return nil

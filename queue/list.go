@@ -131,7 +131,7 @@ const (
 // the wrong type) is listed with what can be read and Problem set; a job gone
 // between the two reads of a page is left out. A bad State, Priority or
 // Cursor is an error wrapping ErrBadQuery that names it.
-func (q *Queue) ListJobs(ctx context.Context, lq ListQuery) (ListPage, error) {
+func (o Ops) ListJobs(ctx context.Context, lq ListQuery) (ListPage, error) {
 	if err := CheckShardRoute(lq.Route); err != nil {
 		return ListPage{}, fmt.Errorf("%w: route: %w", ErrBadQuery, err)
 	}
@@ -166,7 +166,7 @@ func (q *Queue) ListJobs(ctx context.Context, lq ListQuery) (ListPage, error) {
 	for step := 1; ; step++ {
 		sub := lq
 		sub.Limit = lq.Limit - len(page.Jobs)
-		got, went, err := q.listWindow(ctx, sub, cur, min(scanOf(sub), budget))
+		got, went, err := o.listWindow(ctx, sub, cur, min(scanOf(sub), budget))
 		if err != nil {
 			return ListPage{}, err
 		}
@@ -184,14 +184,14 @@ func (q *Queue) ListJobs(ctx context.Context, lq ListQuery) (ListPage, error) {
 
 // listWindow lists one window of at most scan entries from cur on, and
 // returns how many entries it went through.
-func (q *Queue) listWindow(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
+func (o Ops) listWindow(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
 	switch lq.State {
 	case ListPending:
-		return q.listPending(ctx, lq, cur, scan)
+		return o.listPending(ctx, lq, cur, scan)
 	case ListScheduled, ListDead:
-		return q.listSorted(ctx, lq, cur, scan)
+		return o.listSorted(ctx, lq, cur, scan)
 	default:
-		return q.listActive(ctx, lq, cur, scan)
+		return o.listActive(ctx, lq, cur, scan)
 	}
 }
 
@@ -332,7 +332,7 @@ func pendingPrios(lq ListQuery) []Priority {
 // waiting in their flows (Newest: the other way round), each a part of the
 // listing with a cursor of its own. A window ends with its part; its Next
 // is then the start of the next part that holds jobs, or "" when none does.
-func (q *Queue) listPending(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
+func (o Ops) listPending(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
 	prios := pendingPrios(lq)
 	var from Priority // the keyed part: its priority
 	if cur != nil {
@@ -345,16 +345,16 @@ func (q *Queue) listPending(ctx context.Context, lq ListQuery, cur *listCursor, 
 	case lq.Newest && cur == nil:
 		from = prios[0]
 	default:
-		return q.listReadyThenKeyed(ctx, lq, cur, prios, scan)
+		return o.listReadyThenKeyed(ctx, lq, cur, prios, scan)
 	}
-	page, went, err := q.listKeyed(ctx, lq, from, cur, scan)
+	page, went, err := o.listKeyed(ctx, lq, from, cur, scan)
 	if err != nil || page.Next != "" {
 		return page, went, err
 	}
 	// The priority's keyed jobs are through: on to the next priority's that
 	// holds some, or, for Newest after the last, the ready lists.
 	rest := prios[slices.Index(prios, from)+1:]
-	cards, err := q.keyedWaiting(ctx, lq.Route, rest)
+	cards, err := o.keyedWaiting(ctx, lq.Route, rest)
 	if err != nil {
 		return ListPage{}, 0, err
 	}
@@ -365,7 +365,7 @@ func (q *Queue) listPending(ctx context.Context, lq ListQuery, cur *listCursor, 
 		}
 	}
 	if lq.Newest {
-		n, err := q.readyWaiting(ctx, lq.Route, prios)
+		n, err := o.readyWaiting(ctx, lq.Route, prios)
 		if err != nil {
 			return ListPage{}, 0, err
 		}
@@ -378,12 +378,12 @@ func (q *Queue) listPending(ctx context.Context, lq ListQuery, cur *listCursor, 
 
 // listReadyThenKeyed lists the ready lists and, once they are through (in
 // the head-first order), goes on to the keyed jobs.
-func (q *Queue) listReadyThenKeyed(ctx context.Context, lq ListQuery, cur *listCursor, prios []Priority, scan int) (ListPage, int, error) {
-	page, went, err := q.listReady(ctx, lq, cur, scan)
+func (o Ops) listReadyThenKeyed(ctx context.Context, lq ListQuery, cur *listCursor, prios []Priority, scan int) (ListPage, int, error) {
+	page, went, err := o.listReady(ctx, lq, cur, scan)
 	if err != nil || page.Next != "" || lq.Newest {
 		return page, went, err
 	}
-	cards, err := q.keyedWaiting(ctx, lq.Route, prios)
+	cards, err := o.keyedWaiting(ctx, lq.Route, prios)
 	if err != nil {
 		return ListPage{}, 0, err
 	}
@@ -397,15 +397,15 @@ func (q *Queue) listReadyThenKeyed(ctx context.Context, lq ListQuery, cur *listC
 }
 
 // keyedWaiting counts the keyed jobs waiting at each of the priorities.
-func (q *Queue) keyedWaiting(ctx context.Context, route string, prios []Priority) ([]int64, error) {
-	k := q.Keys(route)
-	return q.cards(ctx, route, prios, func(pipe redis.Pipeliner, p Priority) *redis.IntCmd { return pipe.ZCard(ctx, k.Keyed(p)) })
+func (o Ops) keyedWaiting(ctx context.Context, route string, prios []Priority) ([]int64, error) {
+	k := o.q.Keys(route)
+	return o.cards(ctx, route, prios, func(pipe redis.Pipeliner, p Priority) *redis.IntCmd { return pipe.ZCard(ctx, k.Keyed(p)) })
 }
 
 // readyWaiting counts the jobs in the ready lists of the priorities.
-func (q *Queue) readyWaiting(ctx context.Context, route string, prios []Priority) (int64, error) {
-	k := q.Keys(route)
-	cards, err := q.cards(ctx, route, prios, func(pipe redis.Pipeliner, p Priority) *redis.IntCmd { return pipe.LLen(ctx, k.List(p)) })
+func (o Ops) readyWaiting(ctx context.Context, route string, prios []Priority) (int64, error) {
+	k := o.q.Keys(route)
+	cards, err := o.cards(ctx, route, prios, func(pipe redis.Pipeliner, p Priority) *redis.IntCmd { return pipe.LLen(ctx, k.List(p)) })
 	var n int64
 	for _, c := range cards {
 		n += c
@@ -415,11 +415,11 @@ func (q *Queue) readyWaiting(ctx context.Context, route string, prios []Priority
 
 // cards runs count for each priority in one pipeline; a key of the wrong
 // type (garbage) counts 0.
-func (q *Queue) cards(ctx context.Context, route string, prios []Priority, count func(redis.Pipeliner, Priority) *redis.IntCmd) ([]int64, error) {
+func (o Ops) cards(ctx context.Context, route string, prios []Priority, count func(redis.Pipeliner, Priority) *redis.IntCmd) ([]int64, error) {
 	if len(prios) == 0 {
 		return nil, nil
 	}
-	pipe := q.rdb.Pipeline()
+	pipe := o.q.rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, len(prios))
 	for i, p := range prios {
 		cmds[i] = count(pipe, p)
@@ -436,8 +436,8 @@ func (q *Queue) cards(ctx context.Context, route string, prios []Priority, count
 
 // listKeyed lists the keyed jobs waiting at priority p, flow by flow (the
 // order of their members), after the cursor's member.
-func (q *Queue) listKeyed(ctx context.Context, lq ListQuery, p Priority, cur *listCursor, scan int) (ListPage, int, error) {
-	k := q.Keys(lq.Route)
+func (o Ops) listKeyed(ctx context.Context, lq ListQuery, p Priority, cur *listCursor, scan int) (ListPage, int, error) {
+	k := o.q.Keys(lq.Route)
 	dir := 1
 	if lq.Newest {
 		dir = -1
@@ -446,7 +446,7 @@ func (q *Queue) listKeyed(ctx context.Context, lq ListQuery, p Priority, cur *li
 	if cur != nil && cur.x != "" {
 		score, member = "0", cur.x
 	}
-	res, err := q.s.list.Run(ctx, q.rdb, []string{k.Keyed(p)}, "zset", dir, scan, score, member).Slice()
+	res, err := o.q.s.list.Run(ctx, o.q.rdb, []string{k.Keyed(p)}, "zset", dir, scan, score, member).Slice()
 	if err != nil {
 		return ListPage{}, 0, fmt.Errorf("list keyed jobs of route %s: %w", lq.Route, err)
 	}
@@ -459,7 +459,7 @@ func (q *Queue) listKeyed(ctx context.Context, lq ListQuery, p Priority, cur *li
 			members = append(members, m)
 		}
 	}
-	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scan))
+	page, went, err := o.describe(ctx, lq, cands, min(len(cands), scan))
 	if err != nil {
 		return ListPage{}, 0, err
 	}
@@ -474,8 +474,8 @@ func (q *Queue) listKeyed(ctx context.Context, lq ListQuery, p Priority, cur *li
 
 // listReady lists pending jobs: the window call finds the cursor in its list
 // and reads on, list after list in listing order.
-func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
-	k := q.Keys(lq.Route)
+func (o Ops) listReady(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
+	k := o.q.Keys(lq.Route)
 	prios := pendingPrios(lq)
 	dir := 1
 	if lq.Newest {
@@ -494,7 +494,7 @@ func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor, sc
 	for _, p := range prios {
 		keys = append(keys, k.List(p))
 	}
-	res, err := q.s.list.Run(ctx, q.rdb, keys, "list", dir, scan, li, pos, x, a).Slice()
+	res, err := o.q.s.list.Run(ctx, o.q.rdb, keys, "list", dir, scan, li, pos, x, a).Slice()
 	if err != nil {
 		return ListPage{}, 0, fmt.Errorf("list pending jobs of route %s: %w", lq.Route, err)
 	}
@@ -507,7 +507,7 @@ func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor, sc
 		id, _ := res[i+2].(string)
 		cands = append(cands, candidate{id: id, list: int(n), pos: p})
 	}
-	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scan))
+	page, went, err := o.describe(ctx, lq, cands, min(len(cands), scan))
 	if err != nil {
 		return ListPage{}, 0, err
 	}
@@ -526,8 +526,8 @@ func (q *Queue) listReady(ctx context.Context, lq ListQuery, cur *listCursor, sc
 }
 
 // listSorted lists scheduled or dead jobs, by score then id.
-func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
-	k := q.Keys(lq.Route)
+func (o Ops) listSorted(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
+	k := o.q.Keys(lq.Route)
 	set := k.Scheduled()
 	if lq.State == ListDead {
 		set = k.Dead()
@@ -540,7 +540,7 @@ func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor, s
 	if cur != nil {
 		score, id = cur.key, cur.x
 	}
-	res, err := q.s.list.Run(ctx, q.rdb, []string{set}, "zset", dir, scan, score, id).Slice()
+	res, err := o.q.s.list.Run(ctx, o.q.rdb, []string{set}, "zset", dir, scan, score, id).Slice()
 	if err != nil {
 		return ListPage{}, 0, fmt.Errorf("list %s jobs of route %s: %w", lq.State, lq.Route, err)
 	}
@@ -551,7 +551,7 @@ func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor, s
 		at, _ := strconv.ParseFloat(s, 64)
 		cands = append(cands, candidate{id: id, score: s, at: at})
 	}
-	page, went, err := q.describe(ctx, lq, cands, min(len(cands), scan))
+	page, went, err := o.describe(ctx, lq, cands, min(len(cands), scan))
 	if err != nil {
 		return ListPage{}, 0, err
 	}
@@ -578,9 +578,9 @@ func (q *Queue) listSorted(ctx context.Context, lq ListQuery, cur *listCursor, s
 
 // listActive lists leased jobs by (lease token, id). The leases are read
 // whole: there are as many as jobs running, however deep the route.
-func (q *Queue) listActive(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
-	k := q.Keys(lq.Route)
-	leases, err := q.rdb.HGetAll(ctx, k.Leases()).Result()
+func (o Ops) listActive(ctx context.Context, lq ListQuery, cur *listCursor, scan int) (ListPage, int, error) {
+	k := o.q.Keys(lq.Route)
+	leases, err := o.q.rdb.HGetAll(ctx, k.Leases()).Result()
 	if err != nil && !isWrongType(err) {
 		return ListPage{}, 0, fmt.Errorf("list active jobs of route %s: %w", lq.Route, err)
 	}
@@ -610,7 +610,7 @@ func (q *Queue) listActive(ctx context.Context, lq ListQuery, cur *listCursor, s
 		})
 	}
 	cands := all[start:min(len(all), start+scan)]
-	page, went, err := q.describe(ctx, lq, cands, len(cands))
+	page, went, err := o.describe(ctx, lq, cands, len(cands))
 	if err != nil {
 		return ListPage{}, 0, err
 	}
@@ -627,12 +627,12 @@ func (q *Queue) listActive(ctx context.Context, lq ListQuery, cur *listCursor, s
 // describe reads the first n candidates (describe mode of list.lua), keeps the
 // ones the filters match, up to lq.Limit, and returns how many candidates it
 // went through.
-func (q *Queue) describe(ctx context.Context, lq ListQuery, cands []candidate, n int) (ListPage, int, error) {
+func (o Ops) describe(ctx context.Context, lq ListQuery, cands []candidate, n int) (ListPage, int, error) {
 	page := ListPage{Jobs: []ListedJob{}}
 	if n == 0 {
 		return page, 0, nil
 	}
-	k := q.Keys(lq.Route)
+	k := o.q.Keys(lq.Route)
 	keys := make([]string, 0, 3+n)
 	keys = append(keys, k.Payloads(), k.Leases(), k.Active())
 	args := make([]any, 0, 5+2*n)
@@ -645,7 +645,7 @@ func (q *Queue) describe(ctx context.Context, lq ListQuery, cands []candidate, n
 		}
 		args = append(args, c.id, token)
 	}
-	res, err := q.s.list.Run(ctx, q.rdb, keys, args...).Slice()
+	res, err := o.q.s.list.Run(ctx, o.q.rdb, keys, args...).Slice()
 	if err != nil {
 		return page, 0, fmt.Errorf("list %s jobs of route %s: %w", lq.State, lq.Route, err)
 	}

@@ -24,7 +24,7 @@ func TestListScript_RefusesBadNumbersByName(t *testing.T) {
 		}
 		k := q.Keys("r")
 		env, _ := EncodeEnvelope(Envelope{Args: []byte{0x90}})
-		if _, err := q.Enqueue(ctx, "r", Normal, []NewJob{{ID: NewID("r", time.Now()), Name: "t", Envelope: env}}, time.Now()); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", Normal, []NewJob{{ID: NewID("r", time.Now()), Name: "t", Envelope: env}}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		listKeys := []string{k.Payloads(), k.Leases(), k.Scheduled(), k.Dead(), k.Job("x"), k.Job("a"), k.List(High), k.List(Normal), k.List(Low)}

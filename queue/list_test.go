@@ -26,7 +26,7 @@ func enqueueN(t *testing.T, q *queue.Queue, p queue.Priority, name string, n int
 		jobs[i].Name = name
 		ids[i] = jobs[i].ID
 	}
-	if _, err := q.Enqueue(context.Background(), "r", p, jobs, now); err != nil {
+	if _, err := q.Jobs.Enqueue(context.Background(), "r", p, jobs, now); err != nil {
 		t.Fatal(err)
 	}
 	return ids
@@ -35,7 +35,7 @@ func enqueueN(t *testing.T, q *queue.Queue, p queue.Priority, name string, n int
 func list(t *testing.T, q *queue.Queue, lq queue.ListQuery) queue.ListPage {
 	t.Helper()
 	lq.Route = "r"
-	page, err := q.ListJobs(context.Background(), lq)
+	page, err := q.Ops.ListJobs(context.Background(), lq)
 	if err != nil {
 		t.Fatalf("list %+v: %v", lq, err)
 	}
@@ -106,7 +106,7 @@ func TestListJobs_CursorPagesNeitherSkipNorRepeatWhileJobsArePopped(t *testing.T
 				rng := rand.New(rand.NewSource(1))
 				between := func() {
 					if n := []int{0, 3, 40, 300}[rng.Intn(4)]; n > 0 {
-						ds, err := q.Fetch(ctx, "r", queue.Priorities, n, now.Add(time.Hour), now)
+						ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, n, now.Add(time.Hour), now)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -142,7 +142,7 @@ func TestListJobs_CursorJobClaimedFromTheMiddleResumesAtTheNext(t *testing.T) {
 		if len(page.Jobs) != 6 || page.Jobs[5].Name != "other" || page.Next == "" {
 			t.Fatalf("first page = %+v", page)
 		}
-		if ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"other"}, 1, now.Add(time.Hour), now); err != nil || len(ds) != 1 {
+		if ds, err := q.Jobs.FetchTypes(ctx, "r", queue.Priorities, []string{"other"}, 1, now.Add(time.Hour), now); err != nil || len(ds) != 1 {
 			t.Fatalf("claim = %v, %v", ds, err)
 		}
 		rest := list(t, q, queue.ListQuery{State: queue.ListPending, Limit: 50, Cursor: page.Next})
@@ -169,7 +169,7 @@ func TestListJobs_ScheduledPagesByRunAtThenID(t *testing.T) {
 			j.RunAt = now.Add(time.Duration(1+i/10) * time.Hour) // ten share each run-at
 			jobs = append(jobs, j)
 		}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 			t.Fatal(err)
 		}
 		var all []string
@@ -192,7 +192,7 @@ func TestListJobs_ScheduledPagesByRunAtThenID(t *testing.T) {
 			hour++
 			due := now.Add(time.Duration(hour)*time.Hour + time.Minute)
 			before, _ := q.Client().ZRangeByScore(ctx, q.Keys("r").Scheduled(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(due.UnixMilli(), 10)}).Result()
-			if _, err := q.Promote(ctx, "r", due); err != nil {
+			if _, err := q.Jobs.Promote(ctx, "r", due); err != nil {
 				t.Fatal(err)
 			}
 			for _, id := range before {
@@ -218,7 +218,7 @@ func TestListJobs_FiltersByTaskAndErrorText(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := q.Fail(ctx, d, queue.Failure{Message: m, Final: true, Record: []byte("rec"), TTL: time.Minute}, now); err != nil {
+			if _, err := q.Jobs.Fail(ctx, d, queue.Failure{Message: m, Final: true, Record: []byte("rec"), TTL: time.Minute}, now); err != nil {
 				t.Fatal(err)
 			}
 			dead = append(dead, d.ID)
@@ -283,7 +283,7 @@ func TestListJobs_EachStateShowsItsFields(t *testing.T) {
 		e, _ := queue.EncodeEnvelope(queue.Envelope{Args: []byte{0x90}, Description: "resize cat.png"})
 		ready := queue.NewJob{ID: queue.NewID("r", now), Name: "resize", Envelope: e, MaxRetries: 4}
 		later := queue.NewJob{ID: queue.NewID("r", now), Name: "resize", Envelope: e, RunAt: now.Add(time.Hour)}
-		if _, err := q.Enqueue(ctx, "r", queue.Low, []queue.NewJob{ready, later}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Low, []queue.NewJob{ready, later}, now); err != nil {
 			t.Fatal(err)
 		}
 		p := list(t, q, queue.ListQuery{State: queue.ListPending, Priority: queue.Low})
@@ -299,7 +299,7 @@ func TestListJobs_EachStateShowsItsFields(t *testing.T) {
 			t.Fatalf("scheduled = %+v", p.Jobs)
 		}
 		until := now.Add(time.Minute)
-		if ds, err := q.Fetch(ctx, "r", queue.Priorities, 1, until, now); err != nil || len(ds) != 1 {
+		if ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 1, until, now); err != nil || len(ds) != 1 {
 			t.Fatalf("fetch = %v, %v", ds, err)
 		}
 		p = list(t, q, queue.ListQuery{State: queue.ListActive})
@@ -360,7 +360,7 @@ func TestListJobs_BadCursorIsAnErrorNamingIt(t *testing.T) {
 		}
 		for _, c := range cases {
 			c.lq.Route = "r"
-			_, err := q.ListJobs(context.Background(), c.lq)
+			_, err := q.Ops.ListJobs(context.Background(), c.lq)
 			if !errors.Is(err, queue.ErrBadQuery) || !strings.Contains(err.Error(), c.name) {
 				t.Fatalf("%+v: err = %v; want ErrBadQuery naming %s", c.lq, err, c.name)
 			}
@@ -375,18 +375,18 @@ func TestDepths_OldestPendingAndPaused(t *testing.T) {
 		// A chosen id carries no time: its created field says it is the oldest.
 		old := job(t, "r")
 		old.ID, old.ChosenID = "order-42", true
-		if _, err := q.Enqueue(ctx, "r", queue.Low, []queue.NewJob{old}, now.Add(-time.Hour)); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Low, []queue.NewJob{old}, now.Add(-time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		newer := job(t, "r")
 		newer.ID = queue.NewID("r", now.Add(-time.Minute))
-		if _, err := q.Enqueue(ctx, "r", queue.High, []queue.NewJob{newer}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.High, []queue.NewJob{newer}, now); err != nil {
 			t.Fatal(err)
 		}
 		if err := q.Client().Set(ctx, q.Keys("r").Paused(), "1", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := q.Depths(ctx, []string{"r", "idle"})
+		ds, err := q.Ops.Depths(ctx, []string{"r", "idle"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,13 +398,13 @@ func TestDepths_OldestPendingAndPaused(t *testing.T) {
 		}
 		// Once the chosen-id job is taken, the oldest is the NewID job's time.
 		// A paused route gives no job to fetch: resume it first.
-		if err := q.Resume(ctx, "r"); err != nil {
+		if err := q.Ops.Resume(ctx, "r"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Fetch(ctx, "r", []queue.Priority{queue.Low}, 1, now.Add(time.Minute), now); err != nil {
+		if _, err := q.Jobs.Fetch(ctx, "r", []queue.Priority{queue.Low}, 1, now.Add(time.Minute), now); err != nil {
 			t.Fatal(err)
 		}
-		ds, err = q.Depths(ctx, []string{"r"})
+		ds, err = q.Ops.Depths(ctx, []string{"r"})
 		if err != nil || !ds[0].OldestPending.Equal(now.Add(-time.Minute)) {
 			t.Fatalf("depth = %+v, %v; want the oldest a minute ago", ds, err)
 		}

@@ -85,7 +85,7 @@ func (w *ProgressWrite) check() error {
 // their lease; a write for a run that no longer does is dropped. It returns
 // the writes that did not reach Redis (to try again), and an error saying
 // why; a write that is invalid is dropped with an error naming it.
-func (q *Queue) WriteProgress(ctx context.Context, ws []ProgressWrite) (failed []ProgressWrite, err error) {
+func (js Jobs) WriteProgress(ctx context.Context, ws []ProgressWrite) (failed []ProgressWrite, err error) {
 	var errs []error
 	valid := make([]ProgressWrite, 0, len(ws))
 	for _, w := range ws {
@@ -96,9 +96,9 @@ func (q *Queue) WriteProgress(ctx context.Context, ws []ProgressWrite) (failed [
 		valid = append(valid, w)
 	}
 	cmds := make([]*redis.Cmd, len(valid))
-	pipe := q.rdb.Pipeline()
+	pipe := js.q.rdb.Pipeline()
 	for i, w := range valid {
-		cmds[i] = q.s.progress.EvalSha(ctx, pipe, progressKeys(q.Keys(w.Route), w.ID), progressArgs(w)...)
+		cmds[i] = js.q.s.progress.EvalSha(ctx, pipe, progressKeys(js.q.Keys(w.Route), w.ID), progressArgs(w)...)
 	}
 	if len(valid) > 0 {
 		_, _ = pipe.Exec(ctx) // each command's own error is read below
@@ -106,7 +106,7 @@ func (q *Queue) WriteProgress(ctx context.Context, ws []ProgressWrite) (failed [
 	for i, w := range valid {
 		e := cmds[i].Err()
 		if isNoScript(e) { // the script not loaded yet on this node: once, unpipelined
-			e = q.s.progress.Run(ctx, q.rdb, progressKeys(q.Keys(w.Route), w.ID), progressArgs(w)...).Err()
+			e = js.q.s.progress.Run(ctx, js.q.rdb, progressKeys(js.q.Keys(w.Route), w.ID), progressArgs(w)...).Err()
 		}
 		if e != nil {
 			failed = append(failed, w)

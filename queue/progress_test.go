@@ -29,33 +29,33 @@ func TestWriteProgress_OnlyTheRunHoldingTheLeaseWrites(t *testing.T) {
 				ctx := context.Background()
 				now := time.Now()
 				d := lease.of(t, q, 1, now, now.Add(time.Minute))[0]
-				if _, err := q.WriteProgress(ctx, []queue.ProgressWrite{progressWrite(d, d.Token, 30, "thirty | with a bar")}); err != nil {
+				if _, err := q.Jobs.WriteProgress(ctx, []queue.ProgressWrite{progressWrite(d, d.Token, 30, "thirty | with a bar")}); err != nil {
 					t.Fatal(err)
 				}
-				s, err := q.Lookup(ctx, d.ID)
+				s, err := q.Jobs.Lookup(ctx, d.ID)
 				if err != nil || s.Progress == nil || s.Progress.Percent != 30 || s.Progress.Note != "thirty | with a bar" || s.Progress.Token != d.Token {
 					t.Fatalf("Lookup after a write of the leased run = %+v, %v; want its progress", s, err)
 				}
 				if ttl, err := q.Client().PTTL(ctx, q.Keys(d.Route).Progress(d.ID)).Result(); err != nil || ttl <= 0 || ttl > time.Minute {
 					t.Fatalf("progress key TTL = %s, %v; want at most the write's minute", ttl, err)
 				}
-				if _, err := q.WriteProgress(ctx, []queue.ProgressWrite{progressWrite(d, "0-another", 90, "stale")}); err != nil {
+				if _, err := q.Jobs.WriteProgress(ctx, []queue.ProgressWrite{progressWrite(d, "0-another", 90, "stale")}); err != nil {
 					t.Fatal(err)
 				}
-				if s, _ := q.Lookup(ctx, d.ID); s == nil || s.Progress == nil || s.Progress.Percent != 30 {
+				if s, _ := q.Jobs.Lookup(ctx, d.ID); s == nil || s.Progress == nil || s.Progress.Percent != 30 {
 					t.Fatalf("Lookup after a write under another token = %+v; want the leased run's 30%%", s)
 				}
-				if ok, err := q.Ack(ctx, d, []byte("rec"), time.Minute); err != nil || !ok {
+				if ok, err := q.Jobs.Ack(ctx, d, []byte("rec"), time.Minute); err != nil || !ok {
 					t.Fatalf("ack = %v, %v", ok, err)
 				}
-				if _, err := q.WriteProgress(ctx, []queue.ProgressWrite{progressWrite(d, d.Token, 100, "late")}); err != nil {
+				if _, err := q.Jobs.WriteProgress(ctx, []queue.ProgressWrite{progressWrite(d, d.Token, 100, "late")}); err != nil {
 					t.Fatal(err)
 				}
 				v, _ := q.Client().Get(ctx, q.Keys(d.Route).Progress(d.ID)).Result()
 				if p, _ := queue.ParseProgress(v); p.Percent != 30 {
 					t.Fatalf("progress stored after the ack = %q; want the last value of the run, untouched", v)
 				}
-				if s, _ := q.Lookup(ctx, d.ID); s == nil || s.Progress != nil {
+				if s, _ := q.Jobs.Lookup(ctx, d.ID); s == nil || s.Progress != nil {
 					t.Fatalf("Lookup of the acked job = %+v; want no progress", s)
 				}
 			})
@@ -77,7 +77,7 @@ func TestWriteProgress_InvalidWritesAreRefusedOthersStored(t *testing.T) {
 		noTTL := progressWrite(d, d.Token, 5, "")
 		noTTL.TTL = 0
 		bad = append(bad, noTTL)
-		failed, err := q.WriteProgress(ctx, append(bad, progressWrite(d, d.Token, 7, "ok")))
+		failed, err := q.Jobs.WriteProgress(ctx, append(bad, progressWrite(d, d.Token, 7, "ok")))
 		if err == nil || len(failed) != 0 {
 			t.Fatalf("WriteProgress with invalid writes = %v, %v; want an error and nothing to try again", failed, err)
 		}
@@ -86,7 +86,7 @@ func TestWriteProgress_InvalidWritesAreRefusedOthersStored(t *testing.T) {
 				t.Errorf("error %q does not name %s", err, want)
 			}
 		}
-		if s, _ := q.Lookup(ctx, d.ID); s == nil || s.Progress == nil || s.Progress.Percent != 7 {
+		if s, _ := q.Jobs.Lookup(ctx, d.ID); s == nil || s.Progress == nil || s.Progress.Percent != 7 {
 			t.Fatalf("Lookup = %+v; want the valid write's 7%%", s)
 		}
 	})

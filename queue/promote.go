@@ -16,11 +16,11 @@ const promoteBatch = 500
 // scheduled set: one that cannot run (its priority is garbage, its job key is
 // not a hash) is dead-lettered instead, and an entry without a job dropped,
 // each reported through the queue's warnings (see promote.lua).
-func (q *Queue) Promote(ctx context.Context, route string, now time.Time) (int, error) {
-	k := q.Keys(route)
+func (js Jobs) Promote(ctx context.Context, route string, now time.Time) (int, error) {
+	k := js.q.Keys(route)
 	total := 0
 	for {
-		ids, err := q.rdb.ZRangeByScore(ctx, k.Scheduled(), &redis.ZRangeBy{
+		ids, err := js.q.rdb.ZRangeByScore(ctx, k.Scheduled(), &redis.ZRangeBy{
 			Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Count: promoteBatch,
 		}).Result()
 		if err != nil || len(ids) == 0 {
@@ -35,7 +35,7 @@ func (q *Queue) Promote(ctx context.Context, route string, now time.Time) (int, 
 		keys = append(keys, k.Idle())
 		keys = append(keys, k.FlowKeys()...)
 		// Retry-safe: each id moves only while it is still scheduled and due.
-		res, err := q.s.promote.Run(ctx, q.rdb, keys, args...).Slice()
+		res, err := js.q.s.promote.Run(ctx, js.q.rdb, keys, args...).Slice()
 		if err != nil {
 			return total, fmt.Errorf("promote route %s: %w", route, err)
 		}
@@ -45,7 +45,7 @@ func (q *Queue) Promote(ctx context.Context, route string, now time.Time) (int, 
 		}
 		for _, r := range res[min(1, len(res)):] {
 			why, _ := r.(string)
-			q.warn("bananas: promoter met a bad entry", "route", route, "why", why)
+			js.q.warn("bananas: promoter met a bad entry", "route", route, "why", why)
 		}
 		if len(ids) < promoteBatch {
 			return total, nil
@@ -55,11 +55,11 @@ func (q *Queue) Promote(ctx context.Context, route string, now time.Time) (int, 
 
 // NextDue returns the earliest run-at among the scheduled jobs of the routes
 // (one pipelined round trip), and false when none is scheduled.
-func (q *Queue) NextDue(ctx context.Context, routes []string) (time.Time, bool, error) {
-	pipe := q.rdb.Pipeline()
+func (js Jobs) NextDue(ctx context.Context, routes []string) (time.Time, bool, error) {
+	pipe := js.q.rdb.Pipeline()
 	cmds := make([]*redis.ZSliceCmd, len(routes))
 	for i, r := range routes {
-		cmds[i] = pipe.ZRangeWithScores(ctx, q.Keys(r).Scheduled(), 0, 0)
+		cmds[i] = pipe.ZRangeWithScores(ctx, js.q.Keys(r).Scheduled(), 0, 0)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return time.Time{}, false, err

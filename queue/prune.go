@@ -35,19 +35,19 @@ const pruneBatch = 500
 // set, then checked again, and put back when an enqueue landed meanwhile; an
 // enqueue that lands after that check adds the route itself (every process
 // adds a route after writing to it, see routeWritten).
-func (q *Queue) PruneRoutes(ctx context.Context, keep map[string]bool, now time.Time) ([]string, error) {
-	routes, err := q.rdb.SMembers(ctx, RoutesKey(q.ns)).Result()
+func (o Ops) PruneRoutes(ctx context.Context, keep map[string]bool, now time.Time) ([]string, error) {
+	routes, err := o.q.rdb.SMembers(ctx, RoutesKey(o.q.ns)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("prune routes: %w", err)
 	}
-	idle, err := q.rdb.HGetAll(ctx, RoutesIdleKey(q.ns)).Result()
+	idle, err := o.q.rdb.HGetAll(ctx, RoutesIdleKey(o.q.ns)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("prune routes: %w", err)
 	}
 	var pruned []string
 	for start := 0; start < len(routes); start += pruneBatch {
 		batch := routes[start:min(start+pruneBatch, len(routes))]
-		fps, err := q.fingerprints(ctx, batch)
+		fps, err := o.fingerprints(ctx, batch)
 		if err != nil {
 			return pruned, err
 		}
@@ -70,7 +70,7 @@ func (q *Queue) PruneRoutes(ctx context.Context, keep map[string]bool, now time.
 			if now.Sub(since) < RouteIdleTTL {
 				continue
 			}
-			gone, err := q.pruneRoute(ctx, r, fp)
+			gone, err := o.pruneRoute(ctx, r, fp)
 			if err != nil {
 				return pruned, err
 			}
@@ -79,7 +79,7 @@ func (q *Queue) PruneRoutes(ctx context.Context, keep map[string]bool, now time.
 				pruned = append(pruned, r)
 			}
 		}
-		if err := q.writeIdle(ctx, remember, forget); err != nil {
+		if err := o.writeIdle(ctx, remember, forget); err != nil {
 			return pruned, err
 		}
 	}
@@ -91,19 +91,19 @@ func (q *Queue) PruneRoutes(ctx context.Context, keep map[string]bool, now time.
 	for r := range idle {
 		stale = append(stale, r)
 	}
-	if err := q.relistWritten(ctx, stale, idle); err != nil {
+	if err := o.relistWritten(ctx, stale, idle); err != nil {
 		return pruned, err
 	}
-	return pruned, q.writeIdle(ctx, nil, stale)
+	return pruned, o.writeIdle(ctx, nil, stale)
 }
 
 // relistWritten adds back to the routes set each of routes that holds
 // something or whose enqueued counter moved since its idle entry was made.
-func (q *Queue) relistWritten(ctx context.Context, routes []string, idle map[string]string) error {
+func (o Ops) relistWritten(ctx context.Context, routes []string, idle map[string]string) error {
 	if len(routes) == 0 {
 		return nil
 	}
-	fps, err := q.fingerprints(ctx, routes)
+	fps, err := o.fingerprints(ctx, routes)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (q *Queue) relistWritten(ctx context.Context, routes []string, idle map[str
 	if len(written) == 0 {
 		return nil
 	}
-	if err := q.rdb.SAdd(ctx, RoutesKey(q.ns), written...).Err(); err != nil {
+	if err := o.q.rdb.SAdd(ctx, RoutesKey(o.q.ns), written...).Err(); err != nil {
 		return fmt.Errorf("prune routes: list again the routes written to since: %w", err)
 	}
 	return nil
@@ -125,20 +125,20 @@ func (q *Queue) relistWritten(ctx context.Context, routes []string, idle map[str
 // pruneRoute removes route from the routes set if it is still idle with
 // enqueued counter fp, and puts it back when a check after the removal finds
 // it written to meanwhile. It reports whether the route stays removed.
-func (q *Queue) pruneRoute(ctx context.Context, route, fp string) (bool, error) {
-	now, err := q.fingerprints(ctx, []string{route})
+func (o Ops) pruneRoute(ctx context.Context, route, fp string) (bool, error) {
+	now, err := o.fingerprints(ctx, []string{route})
 	if err != nil || now[0] != fp {
 		return false, err
 	}
-	if err := q.rdb.SRem(ctx, RoutesKey(q.ns), route).Err(); err != nil {
+	if err := o.q.rdb.SRem(ctx, RoutesKey(o.q.ns), route).Err(); err != nil {
 		return false, fmt.Errorf("prune route %s: %w", route, err)
 	}
-	after, err := q.fingerprints(ctx, []string{route})
+	after, err := o.fingerprints(ctx, []string{route})
 	if err == nil && after[0] == fp {
 		return true, nil
 	}
 	// Written to meanwhile, or unknown: the route goes back.
-	if err := q.rdb.SAdd(ctx, RoutesKey(q.ns), route).Err(); err != nil {
+	if err := o.q.rdb.SAdd(ctx, RoutesKey(o.q.ns), route).Err(); err != nil {
 		return false, fmt.Errorf("prune route %s: put it back after an enqueue raced the removal: %w", route, err)
 	}
 	return false, nil
@@ -146,11 +146,11 @@ func (q *Queue) pruneRoute(ctx context.Context, route, fp string) (bool, error) 
 
 // fingerprints runs prune.lua for each route in one pipelined round trip:
 // "" for a route holding something, else its enqueued counter.
-func (q *Queue) fingerprints(ctx context.Context, routes []string) ([]string, error) {
-	pipe := q.rdb.Pipeline()
+func (o Ops) fingerprints(ctx context.Context, routes []string) ([]string, error) {
+	pipe := o.q.rdb.Pipeline()
 	for _, r := range routes {
-		keys := pruneKeys(q.Keys(r))
-		q.s.prune.EvalSha(ctx, pipe, keys)
+		keys := pruneKeys(o.q.Keys(r))
+		o.q.s.prune.EvalSha(ctx, pipe, keys)
 	}
 	cmds, _ := pipe.Exec(ctx) // each command's own error is read below
 	out := make([]string, len(routes))
@@ -167,8 +167,8 @@ func (q *Queue) fingerprints(ctx context.Context, routes []string) ([]string, er
 		out[i] = s
 	}
 	for _, i := range retry { // loads the script, then runs it
-		keys := pruneKeys(q.Keys(routes[i]))
-		s, err := q.s.prune.Run(ctx, q.rdb, keys).Text()
+		keys := pruneKeys(o.q.Keys(routes[i]))
+		s, err := o.q.s.prune.Run(ctx, o.q.rdb, keys).Text()
 		if err != nil {
 			return nil, fmt.Errorf("check route %s for pruning: %w", routes[i], err)
 		}
@@ -191,16 +191,16 @@ func parseIdle(v string) (since time.Time, fp string, ok bool) {
 	return time.UnixMilli(n), fp, true
 }
 
-func (q *Queue) writeIdle(ctx context.Context, set map[string]any, del []string) error {
+func (o Ops) writeIdle(ctx context.Context, set map[string]any, del []string) error {
 	if len(set) == 0 && len(del) == 0 {
 		return nil
 	}
-	pipe := q.rdb.Pipeline()
+	pipe := o.q.rdb.Pipeline()
 	if len(set) > 0 {
-		pipe.HSet(ctx, RoutesIdleKey(q.ns), set)
+		pipe.HSet(ctx, RoutesIdleKey(o.q.ns), set)
 	}
 	if len(del) > 0 {
-		pipe.HDel(ctx, RoutesIdleKey(q.ns), del...)
+		pipe.HDel(ctx, RoutesIdleKey(o.q.ns), del...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("prune routes: record idle routes: %w", err)

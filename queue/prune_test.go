@@ -25,7 +25,7 @@ func routesOf(t *testing.T, q *queue.Queue) []string {
 
 func prune(t *testing.T, q *queue.Queue, keep map[string]bool, now time.Time) []string {
 	t.Helper()
-	got, err := q.PruneRoutes(context.Background(), keep, now)
+	got, err := q.Ops.PruneRoutes(context.Background(), keep, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestPruneRoutes_IdleRoutesGoAfterTheIdlePeriodOthersStay(t *testing.T) {
 		now := time.Now()
 		enq := func(route string, j queue.NewJob) {
 			t.Helper()
-			if _, err := q.Enqueue(ctx, route, queue.Normal, []queue.NewJob{j}, now); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, route, queue.Normal, []queue.NewJob{j}, now); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -54,22 +54,22 @@ func TestPruneRoutes_IdleRoutesGoAfterTheIdlePeriodOthersStay(t *testing.T) {
 		later.RunAt = now.Add(48 * time.Hour)
 		enq("scheduled", later)
 		for _, r := range []string{"done", "served", "cron"} { // run and finished: empty
-			ds, err := q.Fetch(ctx, r, queue.Priorities, 1, now.Add(time.Minute), now)
+			ds, err := q.Jobs.Fetch(ctx, r, queue.Priorities, 1, now.Add(time.Minute), now)
 			if err != nil || len(ds) != 1 {
 				t.Fatalf("fetch %s = %v, %v", r, ds, err)
 			}
-			if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Hour); !ok || err != nil {
+			if ok, err := q.Jobs.Ack(ctx, ds[0], []byte("ok"), time.Hour); !ok || err != nil {
 				t.Fatalf("ack = %v, %v", ok, err)
 			}
 		}
-		if ds, err := q.Fetch(ctx, "active", queue.Priorities, 1, now.Add(72*time.Hour), now); err != nil || len(ds) != 1 {
+		if ds, err := q.Jobs.Fetch(ctx, "active", queue.Priorities, 1, now.Add(72*time.Hour), now); err != nil || len(ds) != 1 {
 			t.Fatalf("fetch active = %v, %v", ds, err)
 		}
-		ds, err := q.Fetch(ctx, "dead", queue.Priorities, 1, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "dead", queue.Priorities, 1, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("fetch dead = %v, %v", ds, err)
 		}
-		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "x", Final: true, Record: []byte("f"), TTL: time.Hour}, now); err != nil || out != queue.EndDead {
+		if out, err := q.Jobs.Fail(ctx, ds[0], queue.Failure{Message: "x", Final: true, Record: []byte("f"), TTL: time.Hour}, now); err != nil || out != queue.EndDead {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
 		all := routesOf(t, q)
@@ -93,7 +93,7 @@ func TestPruneRoutes_IdleRoutesGoAfterTheIdlePeriodOthersStay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := other.Enqueue(ctx, "done", queue.Normal, []queue.NewJob{job(t, "done")}, now); err != nil {
+		if _, err := other.Jobs.Enqueue(ctx, "done", queue.Normal, []queue.NewJob{job(t, "done")}, now); err != nil {
 			t.Fatal(err)
 		}
 		if got := routesOf(t, q); !slices.Equal(got, all) {
@@ -113,7 +113,7 @@ func TestPruneRoutes_AnEnqueueRestartsTheIdlePeriod(t *testing.T) {
 		}
 		prune(t, q, nil, now)
 		d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
-		if ok, err := q.Ack(ctx, d, []byte("ok"), time.Hour); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, d, []byte("ok"), time.Hour); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		if got := prune(t, q, nil, now.Add(queue.RouteIdleTTL)); len(got) != 0 {
@@ -153,12 +153,12 @@ func TestPruneRoutes_AnEnqueueRacingTheRemovalKeepsTheRouteListed(t *testing.T) 
 		ctx := context.Background()
 		now := time.Now()
 		d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0] // this producer added r just now
-		if ok, err := q.Ack(ctx, d, []byte("ok"), time.Hour); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, d, []byte("ok"), time.Hour); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		prune(t, q, nil, now)
 		h := &sremHook{before: func() {
-			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
 				t.Error(err)
 			}
 		}}
@@ -185,7 +185,7 @@ func TestPruneRoutes_APruneThatDiedMidwayLeavesNoWrittenRouteUnlisted(t *testing
 		now := time.Now()
 		var sadds atomic.Int64
 		q.Client().AddHook(saddCounter{&sadds})
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
 			t.Fatal(err)
 		}
 		// What the dead prune left: r out of the set, its entry recorded

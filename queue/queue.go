@@ -19,8 +19,25 @@ import (
 // or its record expired).
 var ErrNotFound = errors.New("job not found")
 
-// Queue performs every state transition of jobs under one namespace.
+// Queue performs every state transition of jobs under one namespace. It is
+// the core that every facet works over: the Redis client, the key layout,
+// the scripts, the clock, the routes this process wrote to and their shard
+// counts, and the small coordination records (keeper locks, Once keys,
+// worker heartbeats, cron state). The transitions and reads live on its
+// facets, one field each (see facets.go and the package doc):
+//
+//	q.Jobs.Enqueue(ctx, route, prio, jobs, now)
+//	q.Flows.SetRouteLimits(ctx, route, l)
+//	q.Workflows.Submit(ctx, id, steps, final, grace, now)
+//	q.Ops.Pause(ctx, route)
+//	q.Ended.Head(ctx, route, n)
 type Queue struct {
+	Jobs      Jobs      // a job's life: enqueue, fetch, ack, fail, reap, promote, cancel, read
+	Flows     Flows     // flow control: limits and flow state
+	Workflows Workflows // workflow records and their transitions
+	Ops       Ops       // what operators do and read: pause, listings, dead letters, stats, route pruning
+	Ended     Ended     // the ended lists the task history drains
+
 	rdb    redis.UniversalClient
 	ns     string
 	s      *scripts
@@ -40,12 +57,10 @@ type Queue struct {
 
 	replicas replication // what an enqueue waits for before it returns (see WaitForReplicas)
 
-	keepEnded atomic.Bool // ends also go to the routes' ended lists (see KeepEnded)
+	keepEnded atomic.Bool // ends also go to the routes' ended lists (see Ended.Keep)
 
 	acks *committer[string, ackReq, bool]     // coalesced acks, by route
 	enqs *committer[enqGroup, NewJob, string] // coalesced single enqueues, by route and priority
-
-	advances *committer[string, stepEnd, WorkflowAdvance] // coalesced ends of steps, by workflow (workflow.go)
 
 	// The writes sent in the background (a route's note in the routes set,
 	// a shard count's refresh), which WaitBackground waits for; once it was
@@ -92,16 +107,21 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 	}
 	_, cluster := rdb.(*redis.ClusterClient)
 	q := &Queue{rdb: rdb, ns: ns, s: loadScripts(), cluster: cluster, wall: time.Now, mono: sinceStart}
+	// The facets first: the committers below bind their methods.
+	q.Jobs = Jobs{q}
+	q.Flows = Flows{q}
+	q.Workflows = newWorkflows(q)
+	q.Ops = Ops{q}
+	q.Ended = Ended{q}
 	q.anchorAtWall()
 	// One ack flush in flight per route: acks that finish meanwhile wait,
 	// and most of them go out with the worker's next fetch (see Fetch)
 	// rather than in a round trip of their own. Measured on a drain of 100k
 	// jobs at concurrency 64: 5.3–5.7k round trips in all, against 9.2k with
 	// two ack flushes in flight.
-	q.acks = newCommitter(1, 0, q.ackMany)
-	q.advances = newCommitter(1, 0, q.advanceMany)
+	q.acks = newCommitter(1, 0, q.Jobs.ackMany)
 	q.enqs = newCommitter(1, enqueueLinger, func(ctx context.Context, g enqGroup, jobs []NewJob) ([]string, error) {
-		return q.enqueueChunk(ctx, g.route, g.priority, jobs, q.Now())
+		return q.Jobs.enqueueChunk(ctx, g.route, g.priority, jobs, q.Now())
 	})
 	return q, nil
 }

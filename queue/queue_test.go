@@ -80,14 +80,14 @@ func TestScripts_ValidateBeforeWriting(t *testing.T) {
 		good := job(t, "r")
 		bad := job(t, "r")
 		bad.MaxRetries = -1
-		_, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{good, bad}, now)
+		_, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{good, bad}, now)
 		if err == nil || !strings.Contains(err.Error(), "max retries must be >= 0") {
 			t.Fatalf("enqueue with a bad job err = %v", err)
 		}
-		if _, err := q.Enqueue(ctx, "r", "urgent", []queue.NewJob{good}, now); err == nil || !strings.Contains(err.Error(), `invalid priority "urgent"`) {
+		if _, err := q.Jobs.Enqueue(ctx, "r", "urgent", []queue.NewJob{good}, now); err == nil || !strings.Contains(err.Error(), `invalid priority "urgent"`) {
 			t.Fatalf("enqueue with a bad priority err = %v", err)
 		}
-		if _, err := q.Enqueue(ctx, "bad route", queue.Normal, []queue.NewJob{good}, now); err == nil || !strings.Contains(err.Error(), `invalid route "bad route"`) {
+		if _, err := q.Jobs.Enqueue(ctx, "bad route", queue.Normal, []queue.NewJob{good}, now); err == nil || !strings.Contains(err.Error(), `invalid route "bad route"`) {
 			t.Fatalf("enqueue to a bad route err = %v", err)
 		}
 		for _, k := range keysUnder(t, q) {
@@ -96,19 +96,19 @@ func TestScripts_ValidateBeforeWriting(t *testing.T) {
 			}
 		}
 		// An ack with an empty token is refused before any write.
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{good}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{good}, now); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 1, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 1, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("fetch = %v, %v", ds, err)
 		}
 		d := *ds[0]
 		d.Token = ""
-		if _, err := q.Ack(ctx, &d, []byte("r"), time.Minute); err == nil || !strings.Contains(err.Error(), "token must not be empty") {
+		if _, err := q.Jobs.Ack(ctx, &d, []byte("r"), time.Minute); err == nil || !strings.Contains(err.Error(), "token must not be empty") {
 			t.Fatalf("ack with an empty token err = %v", err)
 		}
-		if s, _ := q.Lookup(ctx, good.ID); s == nil || s.Status != queue.StatusProcessing {
+		if s, _ := q.Jobs.Lookup(ctx, good.ID); s == nil || s.Status != queue.StatusProcessing {
 			t.Fatalf("a refused ack changed the job: %+v", s)
 		}
 	})
@@ -120,11 +120,11 @@ func TestEnqueueFetch_OneJobInExactlyOnePlace(t *testing.T) {
 		now := time.Now()
 		jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r")}
 		jobs[2].RunAt = now.Add(time.Hour)
-		if _, err := q.Enqueue(ctx, "r", queue.Low, jobs, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Low, jobs, now); err != nil {
 			t.Fatal(err)
 		}
 		depth := func() queue.Depth {
-			d, err := q.Depths(ctx, []string{"r"})
+			d, err := q.Ops.Depths(ctx, []string{"r"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,20 +133,20 @@ func TestEnqueueFetch_OneJobInExactlyOnePlace(t *testing.T) {
 		if d := depth(); d.Low != 2 || d.Scheduled != 1 || d.Active != 0 {
 			t.Fatalf("after enqueue %+v; want 2 ready, 1 scheduled", d)
 		}
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 2 || ds[0].ID != jobs[0].ID || ds[1].ID != jobs[1].ID {
 			t.Fatalf("fetch = %v, %v; want the two ready jobs in order, one round of the script", ds, err)
 		}
 		if d := depth(); d.Low != 0 || d.Active != 2 {
 			t.Fatalf("after fetch %+v; want both active and none ready", d)
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("rec"), time.Minute); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, ds[0], []byte("rec"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		if d := depth(); d.Active != 1 {
 			t.Fatalf("after ack %+v; want one active", d)
 		}
-		if n, err := q.Promote(ctx, "r", now.Add(2*time.Hour)); n != 1 || err != nil {
+		if n, err := q.Jobs.Promote(ctx, "r", now.Add(2*time.Hour)); n != 1 || err != nil {
 			t.Fatalf("promote = %d, %v", n, err)
 		}
 		if d := depth(); d.Scheduled != 0 || d.Low != 1 {
@@ -171,16 +171,16 @@ func TestEnvelope_StoredInSlicesRoundTrips(t *testing.T) {
 			e, _ := queue.EncodeEnvelope(queue.Envelope{Args: args, Description: "d"})
 			ready := queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: e}
 			later := queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: e, RunAt: now.Add(time.Hour)}
-			if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{ready, later}, now); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{ready, later}, now); err != nil {
 				t.Fatal(err)
 			}
 			for _, j := range []queue.NewJob{ready, later} {
-				s, err := q.Lookup(ctx, j.ID)
+				s, err := q.Jobs.Lookup(ctx, j.ID)
 				if err != nil || s.BadEnvelope != nil || string(s.Envelope.Args) != string(args) || s.Envelope.Description != "d" || s.Name != "t" {
 					t.Fatalf("size %d: lookup = %+v, %v; envelope not intact", size, s, err)
 				}
 			}
-			ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+			ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
 			if err != nil || len(ds) != 1 || ds[0].BadEnvelope != nil || string(ds[0].Envelope.Args) != string(args) || ds[0].Name != "t" || ds[0].Priority != queue.Normal {
 				t.Fatalf("size %d: fetch = %+v, %v; want the ready job intact", size, ds, err)
 			}
@@ -203,7 +203,7 @@ func TestLightJob_FailRetrySucceed(t *testing.T) {
 		now := time.Now()
 		k := q.Keys("r")
 		j := job(t, "r")
-		if _, err := q.Enqueue(ctx, "r", queue.High, []queue.NewJob{j}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.High, []queue.NewJob{j}, now); err != nil {
 			t.Fatal(err)
 		}
 		exists := func(key string) bool {
@@ -220,39 +220,39 @@ func TestLightJob_FailRetrySucceed(t *testing.T) {
 			}
 			return ok
 		}
-		if s, err := q.Lookup(ctx, j.ID); err != nil || s.Status != queue.StatusPending || s.Priority != queue.High || s.MaxRetries != 1 || !light() || exists(k.Job(j.ID)) {
+		if s, err := q.Jobs.Lookup(ctx, j.ID); err != nil || s.Status != queue.StatusPending || s.Priority != queue.High || s.MaxRetries != 1 || !light() || exists(k.Job(j.ID)) {
 			t.Fatalf("after enqueue: %+v, %v; want a pending light job", s, err)
 		}
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 1, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 1, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("fetch = %v, %v", ds, err)
 		}
-		if s, _ := q.Lookup(ctx, j.ID); s.Status != queue.StatusProcessing {
+		if s, _ := q.Jobs.Lookup(ctx, j.ID); s.Status != queue.StatusProcessing {
 			t.Fatalf("after fetch: %+v", s)
 		}
-		out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "boom", RetryAt: now, Record: []byte("x"), TTL: time.Minute}, now)
+		out, err := q.Jobs.Fail(ctx, ds[0], queue.Failure{Message: "boom", RetryAt: now, Record: []byte("x"), TTL: time.Minute}, now)
 		if err != nil || out != queue.EndRetrying {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
-		s, _ := q.Lookup(ctx, j.ID)
+		s, _ := q.Jobs.Lookup(ctx, j.ID)
 		if s.Status != queue.StatusScheduled || s.Attempts != 1 || s.Error != "boom" || s.Name != "t" || s.Priority != queue.High || string(s.Envelope.Args) != "\x90" || light() || !exists(k.Job(j.ID)) {
 			t.Fatalf("after a failure: %+v; want a scheduled job with its own hash", s)
 		}
-		if n, err := q.Promote(ctx, "r", now.Add(time.Second)); n != 1 || err != nil {
+		if n, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); n != 1 || err != nil {
 			t.Fatalf("promote = %d, %v", n, err)
 		}
-		ds, err = q.Fetch(ctx, "r", queue.Priorities, 1, now.Add(time.Minute), now)
+		ds, err = q.Jobs.Fetch(ctx, "r", queue.Priorities, 1, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 1 || ds[0].Attempts != 1 || ds[0].Name != "t" {
 			t.Fatalf("second fetch = %+v, %v", ds, err)
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("done"), time.Minute); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, ds[0], []byte("done"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
-		s, err = q.Lookup(ctx, j.ID)
+		s, err = q.Jobs.Lookup(ctx, j.ID)
 		if err != nil || s.Status != queue.StatusCompleted || string(s.Result) != "done" || exists(k.Job(j.ID)) || light() {
 			t.Fatalf("after success: %+v, %v; want only the result record", s, err)
 		}
-		if b, err := q.Result(ctx, j.ID); err != nil || string(b) != "done" {
+		if b, err := q.Jobs.Result(ctx, j.ID); err != nil || string(b) != "done" {
 			t.Fatalf("result = %q, %v", b, err)
 		}
 	})
@@ -267,25 +267,25 @@ func TestChosenID_RefusedInEveryState(t *testing.T) {
 		j := queue.NewJob{ID: "order-7", Name: "t", Envelope: env(t), ChosenID: true}
 		again := func(state string) {
 			t.Helper()
-			h, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{j}, now)
+			h, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{j}, now)
 			if err != nil || len(h) != 1 || h[0] != j.ID {
 				t.Fatalf("%s: second enqueue of %s = %v, %v; want refused", state, j.ID, h, err)
 			}
 		}
-		if h, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{j}, now); err != nil || h[0] != "" {
+		if h, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{j}, now); err != nil || h[0] != "" {
 			t.Fatalf("first enqueue = %v, %v", h, err)
 		}
 		again("pending")
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 5, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 5, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("fetch = %v, %v; want exactly one job", ds, err)
 		}
 		again("running")
-		if ok, err := q.Ack(ctx, ds[0], []byte("done"), time.Minute); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, ds[0], []byte("done"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		again("finished")
-		if d, _ := q.Depths(ctx, []string{"r"}); d[0].Normal != 0 || d[0].Active != 0 {
+		if d, _ := q.Ops.Depths(ctx, []string{"r"}); d[0].Normal != 0 || d[0].Active != 0 {
 			t.Fatalf("refused enqueues left jobs behind: %+v", d[0])
 		}
 	})
@@ -301,46 +301,46 @@ func TestLeaseGroups_SettleRenewReap(t *testing.T) {
 		now := time.Now()
 		k := q.Keys("r")
 		jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r")}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 			t.Fatal(err)
 		}
 		until := now.Add(time.Minute)
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 3, until, now)
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 3, until, now)
 		if err != nil || len(ds) != 3 {
 			t.Fatalf("fetch = %v, %v", ds, err)
 		}
 		if n, _ := q.Client().ZCard(ctx, k.Active()).Result(); n != 1 {
 			t.Fatalf("one fetch call made %d lease groups, want 1", n)
 		}
-		if s, _ := q.Lookup(ctx, ds[2].ID); s.Status != queue.StatusProcessing || s.LeaseDeadline.UnixMilli() != until.UnixMilli() {
+		if s, _ := q.Jobs.Lookup(ctx, ds[2].ID); s.Status != queue.StatusProcessing || s.LeaseDeadline.UnixMilli() != until.UnixMilli() {
 			t.Fatalf("running job: %+v; want processing until %v", s, until)
 		}
 		later := now.Add(2 * time.Minute)
-		if lost, err := q.Renew(ctx, "r", ds, later); err != nil || len(lost) != 0 {
+		if lost, err := q.Jobs.Renew(ctx, "r", ds, later); err != nil || len(lost) != 0 {
 			t.Fatalf("renew = %v, %v", lost, err)
 		}
-		if s, _ := q.Lookup(ctx, ds[0].ID); s.LeaseDeadline.UnixMilli() != later.UnixMilli() {
+		if s, _ := q.Jobs.Lookup(ctx, ds[0].ID); s.LeaseDeadline.UnixMilli() != later.UnixMilli() {
 			t.Fatalf("after renewal the lease ends %v, want %v", s.LeaseDeadline, later)
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("rec"), time.Minute); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, ds[0], []byte("rec"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
-		if out, err := q.Fail(ctx, ds[1], queue.Failure{Message: "x", RetryAt: now, Record: []byte("f"), TTL: time.Minute}, now); out != queue.EndRetrying || err != nil {
+		if out, err := q.Jobs.Fail(ctx, ds[1], queue.Failure{Message: "x", RetryAt: now, Record: []byte("f"), TTL: time.Minute}, now); out != queue.EndRetrying || err != nil {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
 		// Not expired yet: nothing to reap.
-		if got, err := q.Reap(ctx, "r", now.Add(time.Minute), func(queue.Expired) queue.Verdict {
+		if got, err := q.Jobs.Reap(ctx, "r", now.Add(time.Minute), func(queue.Expired) queue.Verdict {
 			return queue.Verdict{RetryAt: now, TTL: time.Minute}
 		}); err != nil || len(got) != 0 {
 			t.Fatalf("reap before the deadline = %v, %v", got, err)
 		}
-		got, err := q.Reap(ctx, "r", later, func(e queue.Expired) queue.Verdict {
+		got, err := q.Jobs.Reap(ctx, "r", later, func(e queue.Expired) queue.Verdict {
 			return queue.Verdict{RetryAt: later, Record: []byte("lost"), TTL: time.Minute}
 		})
 		if err != nil || len(got) != 1 || got[ds[2].ID] != queue.EndRetrying {
 			t.Fatalf("reap = %v, %v; want only the third job, scheduled again", got, err)
 		}
-		d, _ := q.Depths(ctx, []string{"r"})
+		d, _ := q.Ops.Depths(ctx, []string{"r"})
 		active, _ := q.Client().ZCard(ctx, k.Active()).Result()
 		groups, _ := q.Client().HLen(ctx, k.Groups()).Result()
 		if d[0].Active != 0 || d[0].Scheduled != 2 || active != 0 || groups != 0 {
@@ -363,10 +363,10 @@ func TestLeaseGroups_ReapOverSeveralPasses(t *testing.T) {
 			for i := range jobs {
 				jobs[i] = job(t, "r")
 			}
-			if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 				t.Fatal(err)
 			}
-			if ds, err := q.Fetch(ctx, "r", queue.Priorities, n, until, now); err != nil || len(ds) != n {
+			if ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, n, until, now); err != nil || len(ds) != n {
 				t.Fatalf("fetch = %d, %v", len(ds), err)
 			}
 		}
@@ -380,13 +380,13 @@ func TestLeaseGroups_ReapOverSeveralPasses(t *testing.T) {
 			if active, _ := q.Client().ZCard(ctx, q.Keys("r").Active()).Result(); active == 0 {
 				break
 			}
-			if _, err := q.Reap(ctx, "r", until, func(queue.Expired) queue.Verdict {
+			if _, err := q.Jobs.Reap(ctx, "r", until, func(queue.Expired) queue.Verdict {
 				return queue.Verdict{RetryAt: until, Record: []byte("lost"), TTL: time.Minute}
 			}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		d, _ := q.Depths(ctx, []string{"r"})
+		d, _ := q.Ops.Depths(ctx, []string{"r"})
 		active, _ := q.Client().ZCard(ctx, q.Keys("r").Active()).Result()
 		if passes < 2 || d[0].Active != 0 || d[0].Scheduled != 1001 || active != 0 {
 			t.Fatalf("after %d passes: %+v, %d groups active; want all 1001 jobs recovered, nothing leased, over several passes", passes, d[0], active)

@@ -58,11 +58,11 @@ const (
 // Expired groups are taken oldest first, a page at a time. Groups left
 // holding jobs the script passed over (a race it lost) are paged past, so a
 // page of groups that cannot be reaped now never hides the newer ones.
-func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide func(Expired) Verdict) (map[string]Ending, error) {
+func (js Jobs) Reap(ctx context.Context, route string, now time.Time, decide func(Expired) Verdict) (map[string]Ending, error) {
 	out := make(map[string]Ending)
 	offset := int64(0)
 	for len(out) < reapBatch {
-		tokens, err := q.rdb.ZRangeByScore(ctx, q.Keys(route).Active(), &redis.ZRangeBy{
+		tokens, err := js.q.rdb.ZRangeByScore(ctx, js.q.Keys(route).Active(), &redis.ZRangeBy{
 			Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Offset: offset, Count: reapPage,
 		}).Result()
 		if err != nil {
@@ -72,7 +72,7 @@ func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide fu
 			break
 		}
 		before := len(out)
-		kept, dropped, err := q.reapPage(ctx, route, now, tokens, reapBatch-len(out), decide, out)
+		kept, dropped, err := js.reapPage(ctx, route, now, tokens, reapBatch-len(out), decide, out)
 		if err != nil {
 			return out, err
 		}
@@ -91,19 +91,19 @@ func (q *Queue) Reap(ctx context.Context, route string, now time.Time, decide fu
 // adding their outcomes to out. It returns how many of the groups still hold
 // a job afterwards (where the next page starts) and how many it found empty
 // (dropped if still expired).
-func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, tokens []string, budget int,
+func (js Jobs) reapPage(ctx context.Context, route string, now time.Time, tokens []string, budget int,
 	decide func(Expired) Verdict, out map[string]Ending) (kept, dropped int, err error) {
-	k := q.Keys(route)
-	page, err := q.readPageLeases(ctx, k, route, tokens, budget)
+	k := js.q.Keys(route)
+	page, err := js.readPageLeases(ctx, k, route, tokens, budget)
 	if err != nil {
 		return 0, 0, err
 	}
-	fields, pays, asked, err := q.readExpired(ctx, k, page.ids)
+	fields, pays, asked, err := js.readExpired(ctx, k, page.ids)
 	if err != nil {
 		return 0, 0, fmt.Errorf("read expired jobs of route %s: %w", route, err)
 	}
 	keys := []string{k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Stats(), k.Payloads(), k.Groups(), k.Series(HourOf(now)), k.Cancels()}
-	args := []any{ms(now), resultChannelPrefix(q.ns), ScheduleChannel(q.ns), len(page.empty)}
+	args := []any{ms(now), resultChannelPrefix(js.q.ns), ScheduleChannel(js.q.ns), len(page.empty)}
 	args = append(args, page.empty...)
 	for i, id := range page.ids {
 		keys = append(keys, k.Job(id), k.Result(id), k.Garbage(id))
@@ -118,11 +118,11 @@ func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, token
 		}
 		args = append(args, id, page.owners[i], fields[i]["a"], ms(verdict.RetryAt), verdict.Record, max(1, durMS(verdict.TTL)), cancelRead)
 	}
-	keys = append(keys, q.endedKey(k))
+	keys = append(keys, js.q.Ended.key(k))
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: a job is reaped only while its lease, attempts and group
 	// expiry are as read above; the first run changed them.
-	res, err := q.s.reap.Run(ctx, q.rdb, keys, args...).Result()
+	res, err := js.q.s.reap.Run(ctx, js.q.rdb, keys, args...).Result()
 	if err != nil {
 		return 0, 0, fmt.Errorf("reap route %s: %w", route, err)
 	}
@@ -130,7 +130,7 @@ func (q *Queue) reapPage(ctx context.Context, route string, now time.Time, token
 	for i, id := range page.ids {
 		var o Ending
 		if i < len(replies) {
-			o = q.reapReply(route, replies[i])
+			o = js.reapReply(route, replies[i])
 		}
 		if o != EndStale {
 			out[id] = o
@@ -151,13 +151,13 @@ type pageLeases struct {
 
 // readPageLeases reads which jobs the expired groups tokens still lease and
 // picks up to budget of them to reap.
-func (q *Queue) readPageLeases(ctx context.Context, k Keys, route string, tokens []string, budget int) (pageLeases, error) {
+func (js Jobs) readPageLeases(ctx context.Context, k Keys, route string, tokens []string, budget int) (pageLeases, error) {
 	// The jobs still leased by the expired groups, read after the groups: a
 	// group read first has all its leases by then (a fetch writes both at
 	// once), so one found empty here is empty for good. Only groups whose
 	// worker stopped renewing expire, so this read of every lease of the
 	// route is rare.
-	leases, err := q.rdb.HGetAll(ctx, k.Leases()).Result()
+	leases, err := js.q.rdb.HGetAll(ctx, k.Leases()).Result()
 	if err != nil {
 		return pageLeases{}, fmt.Errorf("read leases of route %s: %w", route, err)
 	}
@@ -216,11 +216,11 @@ func expiredJob(id string, fields map[string]string, pay *string, asked bool) Ex
 // in one pipelined round trip. A job key that is not a hash reads as no
 // fields (reap.lua sets it aside), a cancels set of another type as no
 // request (reap.lua refuses it); only a failed round trip is an error.
-func (q *Queue) readExpired(ctx context.Context, k Keys, ids []string) (fields []map[string]string, pays []*string, asked []bool, err error) {
+func (js Jobs) readExpired(ctx context.Context, k Keys, ids []string) (fields []map[string]string, pays []*string, asked []bool, err error) {
 	if len(ids) == 0 {
 		return make([]map[string]string, 0), make([]*string, 0), make([]bool, 0), nil
 	}
-	pipe := q.rdb.Pipeline()
+	pipe := js.q.rdb.Pipeline()
 	jobs := readJobs(ctx, pipe, k, ids)
 	cr := pipe.SMIsMember(ctx, k.Cancels(), members(ids)...)
 	_, _ = pipe.Exec(ctx) // each command's own error is read below
@@ -285,7 +285,7 @@ func members(ids []string) []any {
 
 // reapReply turns one job's reply of reap.lua into its outcome, warning of a
 // bad entry with the script's reason.
-func (q *Queue) reapReply(route string, r any) Ending {
+func (js Jobs) reapReply(route string, r any) Ending {
 	switch v := r.(type) {
 	case int64:
 		return Ending(v)
@@ -295,7 +295,7 @@ func (q *Queue) reapReply(route string, r any) Ending {
 		}
 		code, _ := v[0].(int64)
 		why, _ := v[1].(string)
-		q.warn("bananas: reaper met a bad entry", "route", route, "why", why)
+		js.q.warn("bananas: reaper met a bad entry", "route", route, "why", why)
 		return Ending(code)
 	}
 	return EndStale

@@ -17,10 +17,10 @@ func TestReplay_KeepsTheEarlierLivesOfTheJob(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now()
 		id := deadJob(t, q, now)
-		if err := q.Replay(ctx, id); err != nil {
+		if err := q.Ops.Replay(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		s, err := q.Lookup(ctx, id)
+		s, err := q.Jobs.Lookup(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,25 +37,25 @@ func TestReplay_KeepsTheEarlierLivesOfTheJob(t *testing.T) {
 		if got := len(ds[0].Earlier); got != 1 {
 			t.Fatalf("the fetched dispatch carries %d earlier lives; want 1", got)
 		}
-		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "again", RetryAt: now, Record: []byte("rec"), TTL: time.Minute}, now); err != nil || out != queue.EndRetrying {
+		if out, err := q.Jobs.Fail(ctx, ds[0], queue.Failure{Message: "again", RetryAt: now, Record: []byte("rec"), TTL: time.Minute}, now); err != nil || out != queue.EndRetrying {
 			t.Fatalf("fail = %v, %v; want a retry", out, err)
 		}
-		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+		if _, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		ds = fetchAll(t, q, 1, now, now.Add(time.Minute))
-		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "for good", Final: true, Record: []byte("rec"), TTL: time.Minute}, now); err != nil || out != queue.EndDead {
+		if out, err := q.Jobs.Fail(ctx, ds[0], queue.Failure{Message: "for good", Final: true, Record: []byte("rec"), TTL: time.Minute}, now); err != nil || out != queue.EndDead {
 			t.Fatalf("fail = %v, %v; want dead", out, err)
 		}
-		if err := q.Replay(ctx, id); err != nil {
+		if err := q.Ops.Replay(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		// Run twice, the second replay finds the job out of the
 		// dead-letter queue and keeps nothing more.
-		if err := q.Replay(ctx, id); err == nil {
+		if err := q.Ops.Replay(ctx, id); err == nil {
 			t.Fatal("a second replay of the same death succeeded")
 		}
-		if s, err = q.Lookup(ctx, id); err != nil || len(s.Earlier) != 2 {
+		if s, err = q.Jobs.Lookup(ctx, id); err != nil || len(s.Earlier) != 2 {
 			t.Fatalf("after the second replay: %v, earlier %q; want two lives", err, s.Earlier)
 		}
 		l, ok = queue.ParseEarlierLife(s.Earlier[1])

@@ -21,17 +21,17 @@ func TestReplay_AResentCallAnswersReplayedAndWritesNothing(t *testing.T) {
 		id := deadJob(t, q, time.Now())
 		twice := &redistest.Twice{Only: func(name string) bool { return name == "evalsha" || name == "eval" }}
 		q.Client().(*redis.Client).AddHook(twice)
-		if err := q.Replay(ctx, id); err != nil {
+		if err := q.Ops.Replay(ctx, id); err != nil {
 			t.Fatalf("the resent replay = %v; want replayed", err)
 		}
 		if twice.Runs() == 0 {
 			t.Fatal("the replay was not sent twice")
 		}
-		s, err := q.Lookup(ctx, id)
+		s, err := q.Jobs.Lookup(ctx, id)
 		if err != nil || s.Status != queue.StatusPending || len(s.Earlier) != 1 {
 			t.Fatalf("after the resent replay: %+v, %v; want pending with one earlier life", s, err)
 		}
-		if err := q.Replay(ctx, id); !errors.Is(err, queue.ErrNotFound) {
+		if err := q.Ops.Replay(ctx, id); !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("another replay = %v; want not in the dead-letter queue", err)
 		}
 		if n, _ := q.Client().LLen(ctx, q.Keys("r").List(queue.Normal)).Result(); n != 1 {

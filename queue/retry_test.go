@@ -23,7 +23,7 @@ var enqueueFetchAckTwiceCases = []twiceCase{
 	{"push: fresh jobs ready to run", func(t *testing.T, q *queue.Queue, h *twice) {
 		jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r")}
 		h.during(func() {
-			if _, err := q.Enqueue(context.Background(), "r", queue.Normal, jobs, time.Now()); err != nil {
+			if _, err := q.Jobs.Enqueue(context.Background(), "r", queue.Normal, jobs, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -35,7 +35,7 @@ var enqueueFetchAckTwiceCases = []twiceCase{
 		chosen.ID, chosen.ChosenID = "order-42", true
 		unique.UniqueKey, unique.UniqueTTL = "k", time.Hour
 		h.during(func() {
-			holders, err := q.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{later, chosen, unique}, now)
+			holders, err := q.Jobs.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{later, chosen, unique}, now)
 			if err != nil || strings.Join(holders, "") != "" {
 				t.Fatalf("enqueue = %q, %v; want every job written", holders, err)
 			}
@@ -47,15 +47,15 @@ var enqueueFetchAckTwiceCases = []twiceCase{
 		leased := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
 		jobs := []queue.NewJob{job(t, "r"), job(t, "r")}
 		jobs[1].RunAt = now.Add(time.Millisecond)
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+		if _, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		q.Client().RPush(ctx, q.Keys("r").List(queue.Normal), "", leased.ID)
 		h.during(func() {
-			ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+			ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
 			if err != nil || len(ds) != 2 {
 				t.Fatalf("fetch = %d jobs, %v; want the 2 jobs, garbage dropped", len(ds), err)
 			}
@@ -66,11 +66,11 @@ var enqueueFetchAckTwiceCases = []twiceCase{
 		now := time.Now()
 		other := job(t, "r")
 		other.Name = "other"
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{other, job(t, "r"), job(t, "r")}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{other, job(t, "r"), job(t, "r")}, now); err != nil {
 			t.Fatal(err)
 		}
 		h.during(func() {
-			ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now)
+			ds, err := q.Jobs.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now)
 			if err != nil || len(ds) != 2 {
 				t.Fatalf("fetch types = %d jobs, %v; want 2", len(ds), err)
 			}
@@ -81,7 +81,7 @@ var enqueueFetchAckTwiceCases = []twiceCase{
 		ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
 		h.during(func() {
 			for _, d := range ds {
-				if ok, err := q.Ack(context.Background(), d, []byte("ok"), time.Minute); !ok || err != nil {
+				if ok, err := q.Jobs.Ack(context.Background(), d, []byte("ok"), time.Minute); !ok || err != nil {
 					t.Fatalf("ack = %v, %v", ok, err)
 				}
 			}
@@ -100,7 +100,7 @@ var enqueueFetchAckTwiceCases = []twiceCase{
 		now := time.Now()
 		ds := leaseLight(t, q, 2, now, now.Add(time.Minute))
 		h.during(func() {
-			if lost, err := q.Renew(context.Background(), "r", ds, now.Add(time.Hour)); len(lost) != 0 || err != nil {
+			if lost, err := q.Jobs.Renew(context.Background(), "r", ds, now.Add(time.Hour)); len(lost) != 0 || err != nil {
 				t.Fatalf("renew = %v, %v", lost, err)
 			}
 		})
@@ -148,7 +148,7 @@ func TestFetch_ResentFetchAnswersWithTheJobsTheFirstLeased(t *testing.T) {
 			t.Fatalf("lease group counts %q jobs, want 3", left)
 		}
 		for _, d := range ds {
-			if ok, err := q.Ack(ctx, d, []byte("ok"), time.Minute); !ok || err != nil {
+			if ok, err := q.Jobs.Ack(ctx, d, []byte("ok"), time.Minute); !ok || err != nil {
 				t.Fatalf("ack %s = %v, %v", d.ID, ok, err)
 			}
 		}
@@ -205,19 +205,19 @@ func TestHandBack_LostFetchJobsReturnFirstWithoutAnAttempt(t *testing.T) {
 		until := now.Add(time.Minute)
 		jobs := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r"), job(t, "r")}
 		jobs[1].RunAt = now.Add(time.Millisecond) // a job with a hash of its own
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs[1:2], now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs[1:2], now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+		if _, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{jobs[0], jobs[2], jobs[3]}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{jobs[0], jobs[2], jobs[3]}, now); err != nil {
 			t.Fatal(err)
 		}
 		lose := &loseReply{match: func(c redis.Cmder) bool { return c.Name() == "evalsha" || c.Name() == "eval" }}
 		q.Client().AddHook(lose)
 		lose.armed.Store(true)
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 3, until, now)
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 3, until, now)
 		lose.armed.Store(false)
 		var lost *queue.LostFetch
 		if !errors.As(err, &lost) || len(ds) != 0 {
@@ -243,7 +243,7 @@ func TestHandBack_LostFetchJobsReturnFirstWithoutAnAttempt(t *testing.T) {
 		if got, err := q.Client().Do(ctx, lose.last...).Slice(); len(got) != 0 || err != nil {
 			t.Fatalf("a late copy of the lost fetch = %v, %v; want nothing taken", got, err)
 		}
-		ds, err = q.Fetch(ctx, "r", queue.Priorities, 4, until, now) // the live worker's next fetch takes all four
+		ds, err = q.Jobs.Fetch(ctx, "r", queue.Priorities, 4, until, now) // the live worker's next fetch takes all four
 		if err != nil || len(ds) != 4 {
 			t.Fatalf("next fetch = %d jobs, %v; want the 4", len(ds), err)
 		}
@@ -273,10 +273,10 @@ func TestFetch_GarbageEntriesAreDroppedAndReported(t *testing.T) {
 		good := job(t, "r")
 		k := q.Keys("r")
 		q.Client().RPush(ctx, k.List(queue.Normal), "", leased.ID)
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{good}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{good}, now); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 1 || ds[0].ID != good.ID {
 			t.Fatalf("fetch = %v, %v; want only %s", ds, err, good.ID)
 		}
@@ -302,7 +302,7 @@ func TestEnqueue_ScrambledCounterIsResetNotAnError(t *testing.T) {
 		later := job(t, "r")
 		later.RunAt = now.Add(time.Hour)
 		for _, jobs := range [][]queue.NewJob{{job(t, "r")}, {later}} {
-			if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 				t.Fatalf("enqueue with a scrambled counter: %v", err)
 			}
 		}
@@ -325,10 +325,10 @@ func TestFetchTypes_JobsNobodyHereTakesDoNotHideTheRest(t *testing.T) {
 			jobs[i].Name = "other"
 		}
 		jobs[300].Name = "t"
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 5, now.Add(time.Minute), now)
+		ds, err := q.Jobs.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 5, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 1 || ds[0].ID != jobs[300].ID {
 			t.Fatalf("fetch types = %v, %v; want the one t job behind 300 others", ds, err)
 		}
@@ -347,7 +347,7 @@ func TestFetch_JobHashNotReadIsHandedBack(t *testing.T) {
 		lose := &loseReply{match: func(c redis.Cmder) bool { return c.Name() == "hgetall" }}
 		q.Client().AddHook(lose)
 		lose.armed.Store(true)
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
 		lose.armed.Store(false)
 		var lost *queue.LostFetch
 		if !errors.As(err, &lost) || len(ds) != 1 || ds[0].ID != light.ID || len(lost.IDs) != 1 || lost.IDs[0] != heavy.ID {
@@ -383,7 +383,7 @@ func TestFetch_LostReadHandsBackOnlyTheUnreadJobs(t *testing.T) {
 		}}
 		q.Client().AddHook(lose)
 		lose.armed.Store(true)
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now)
 		lose.armed.Store(false)
 		var lost *queue.LostFetch
 		if !errors.As(err, &lost) || len(ds) != 1 || ds[0].ID != light.ID || len(lost.IDs) != 1 || lost.IDs[0] != heavy.ID {
@@ -394,7 +394,7 @@ func TestFetch_LostReadHandsBackOnlyTheUnreadJobs(t *testing.T) {
 		if _, err := handBack(ctx, q, lost); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack of the running job = %v, %v; want its lease untouched by the hand-back", ok, err)
 		}
 		order, _ := q.Client().LRange(ctx, q.Keys("r").List(queue.Normal), 0, -1).Result()
@@ -416,7 +416,7 @@ func TestRenew_ReportsTheDispatchWhoseLeaseWasLostNotTheJob(t *testing.T) {
 			t.Fatalf("hand back = %d, %v", n, err)
 		}
 		newer := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
-		lost, err := q.Renew(ctx, "r", []*queue.Dispatch{old, newer}, now.Add(time.Hour))
+		lost, err := q.Jobs.Renew(ctx, "r", []*queue.Dispatch{old, newer}, now.Add(time.Hour))
 		if err != nil || len(lost) != 1 || lost[0] != old {
 			t.Fatalf("renew lost = %v, %v; want only the stale dispatch", lost, err)
 		}
@@ -468,13 +468,13 @@ func heavyThenLight(t *testing.T, q *queue.Queue, now time.Time) (heavy, light q
 	ctx := context.Background()
 	heavy, light = job(t, "r"), job(t, "r")
 	heavy.RunAt = now.Add(time.Millisecond)
-	if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{heavy}, now); err != nil {
+	if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{heavy}, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+	if _, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{light}, now); err != nil {
+	if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{light}, now); err != nil {
 		t.Fatal(err)
 	}
 	return heavy, light
@@ -491,14 +491,14 @@ func fetchSentTwice(t *testing.T, q *queue.Queue, pending, asked int) ([]*queue.
 	for i := range jobs {
 		jobs[i] = job(t, "r")
 	}
-	if _, err := q.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+	if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
 		t.Fatal(err)
 	}
 	var armed atomic.Bool
 	twice := &redistest.Twice{Only: func(name string) bool { return armed.Load() && (name == "evalsha" || name == "eval") }}
 	q.Client().AddHook(twice)
 	armed.Store(true)
-	ds, err := q.Fetch(ctx, "r", queue.Priorities, asked, now.Add(time.Minute), now)
+	ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, asked, now.Add(time.Minute), now)
 	armed.Store(false)
 	return ds, twice, err
 }

@@ -41,17 +41,17 @@ func testRide(t *testing.T, flushScripts bool) {
 		for i := range jobs {
 			jobs[i] = NewJob{ID: NewID("r", now), Name: "t", Envelope: env}
 		}
-		if _, err := q.Enqueue(ctx, "r", Normal, jobs, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", Normal, jobs, now); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := q.Fetch(ctx, "r", Priorities, 3, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "r", Priorities, 3, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 3 {
 			t.Fatalf("Fetch = %d jobs, %v; want 3", len(ds), err)
 		}
 		ack := func(d *Dispatch) chan answer {
 			ch := make(chan answer, 1)
 			go func() {
-				ok, err := q.Ack(ctx, d, []byte("rec "+d.ID), time.Hour)
+				ok, err := q.Jobs.Ack(ctx, d, []byte("rec "+d.ID), time.Hour)
 				ch <- answer{ok, err}
 			}()
 			return ch
@@ -67,7 +67,7 @@ func testRide(t *testing.T, flushScripts bool) {
 				t.Fatal(err)
 			}
 		}
-		more, err := q.Fetch(ctx, "r", Priorities, 10, now.Add(time.Minute), now)
+		more, err := q.Jobs.Fetch(ctx, "r", Priorities, 10, now.Add(time.Minute), now)
 		if err != nil || len(more) != 3 {
 			t.Fatalf("second Fetch = %d jobs, %v; want the 3 left", len(more), err)
 		}
@@ -108,7 +108,7 @@ func holdFirstAckFlush(t *testing.T, rdb *redis.Client) (q *Queue, gate, held ch
 			close(held)
 			<-gate
 		}
-		return q.ackMany(ctx, route, reqs)
+		return q.Jobs.ackMany(ctx, route, reqs)
 	})
 	return q, gate, held
 }

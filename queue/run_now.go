@@ -15,25 +15,25 @@ var runNowScript = newScript("run_now")
 // it already waits to run, as after a first call whose answer was lost. A
 // job in another state is an error wrapping ErrWrongState that names the
 // state, and an unknown id ErrNotFound.
-func (q *Queue) RunNow(ctx context.Context, id string) error {
-	route, err := q.RouteOfJob(ctx, id)
+func (js Jobs) RunNow(ctx context.Context, id string) error {
+	route, err := js.q.RouteOfJob(ctx, id)
 	if err != nil {
 		return fmt.Errorf("run job %s now: %w", id, err)
 	}
-	k := q.Keys(route)
-	now := q.Now()
+	k := js.q.Keys(route)
+	now := js.q.Now()
 	// Retry-safe: a second run finds the job due, or promoted and pending.
-	due, err := runNowScript.Run(ctx, q.rdb, []string{k.Scheduled()}, id, ms(now)).Int()
+	due, err := runNowScript.Run(ctx, js.q.rdb, []string{k.Scheduled()}, id, ms(now)).Int()
 	if err != nil {
 		return fmt.Errorf("run job %s now: %w", id, err)
 	}
 	if due == 1 {
-		if _, err := q.Promote(ctx, route, now); err != nil {
+		if _, err := js.Promote(ctx, route, now); err != nil {
 			return fmt.Errorf("run job %s now: %w", id, err)
 		}
 		return nil
 	}
-	s, err := q.Lookup(ctx, id)
+	s, err := js.Lookup(ctx, id)
 	switch {
 	case err != nil:
 		return fmt.Errorf("run job %s now: %w", id, err)

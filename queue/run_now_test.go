@@ -19,25 +19,25 @@ func TestRunNow_AScheduledJobIsPendingAtOnceAndTwiceIsHarmless(t *testing.T) {
 		now := time.Now()
 		a, b := job(t, "r"), job(t, "r")
 		a.RunAt, b.RunAt = now.Add(time.Hour), now.Add(time.Hour)
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{a, b}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{a, b}, now); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 2; i++ {
-			if err := q.RunNow(ctx, a.ID); err != nil {
+			if err := q.Jobs.RunNow(ctx, a.ID); err != nil {
 				t.Fatalf("run now, call %d: %v", i+1, err)
 			}
 			wantPlace(t, q, "r", a.ID, queue.Normal)
 			wantPlace(t, q, "r", b.ID, "scheduled")
 		}
-		if s, err := q.Lookup(ctx, a.ID); err != nil || s.Status != queue.StatusPending {
+		if s, err := q.Jobs.Lookup(ctx, a.ID); err != nil || s.Status != queue.StatusPending {
 			t.Fatalf("the job run now looks up as %+v, %v; want pending", s, err)
 		}
 		dead := deadJob(t, q, now)
-		if err := q.RunNow(ctx, dead); !errors.Is(err, queue.ErrWrongState) || !strings.Contains(err.Error(), "failed") {
+		if err := q.Jobs.RunNow(ctx, dead); !errors.Is(err, queue.ErrWrongState) || !strings.Contains(err.Error(), "failed") {
 			t.Fatalf("run now of a dead job: %v; want ErrWrongState naming failed", err)
 		}
 		wantPlace(t, q, "r", dead, "dead")
-		if err := q.RunNow(ctx, job(t, "r").ID); !errors.Is(err, queue.ErrNotFound) {
+		if err := q.Jobs.RunNow(ctx, job(t, "r").ID); !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("run now of an unknown job: %v; want ErrNotFound", err)
 		}
 	})

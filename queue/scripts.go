@@ -38,7 +38,7 @@ type scripts struct {
 
 	stored, shed *redis.Script // the ended list of the task history (ended.go)
 
-	sweep *redis.Script // SweepFlows (flow.go)
+	sweep *redis.Script // Flows.Sweep (flow.go)
 
 	progress *redis.Script // WriteProgress (progress.go)
 

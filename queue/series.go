@@ -84,7 +84,7 @@ func (m *Minute) Add(o Minute) {
 // Series reads the minutes from `from` to `to` of the given routes, summed
 // across routes, oldest first, every minute present (zero when nothing
 // happened). One pipelined round trip of an HGETALL per route and hour.
-func (q *Queue) Series(ctx context.Context, routes []string, from, to time.Time) ([]Minute, error) {
+func (o Ops) Series(ctx context.Context, routes []string, from, to time.Time) ([]Minute, error) {
 	first, last := from.Truncate(time.Minute), to.Truncate(time.Minute)
 	if last.Before(first) {
 		return nil, fmt.Errorf("stats series: %s is before %s", to, from)
@@ -93,11 +93,11 @@ func (q *Queue) Series(ctx context.Context, routes []string, from, to time.Time)
 	for i := range out {
 		out[i] = Minute{At: first.Add(time.Duration(i) * time.Minute), Counts: map[string]int64{}}
 	}
-	pipe := q.rdb.Pipeline()
+	pipe := o.q.rdb.Pipeline()
 	var cmds []*redis.MapStringStringCmd
 	var hours []int64
 	for _, r := range routes {
-		k := q.Keys(r)
+		k := o.q.Keys(r)
 		for h := HourOf(first); h <= HourOf(last); h += 3600 {
 			cmds = append(cmds, pipe.HGetAll(ctx, k.Series(h)))
 			hours = append(hours, h)

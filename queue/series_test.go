@@ -18,27 +18,27 @@ func TestSeries_EachTransitionCountsInItsMinute(t *testing.T) {
 		ctx := context.Background()
 		now := q.Now()
 		plain := []queue.NewJob{job(t, "r"), job(t, "r"), job(t, "r")}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, plain, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, plain, now); err != nil {
 			t.Fatal(err)
 		}
 		checked := job(t, "r")
 		checked.ChosenID = true
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{checked}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{checked}, now); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := q.Cancel(ctx, checked.ID, []byte("canceled"), time.Minute); out != queue.Canceled || err != nil {
+		if out, err := q.Jobs.Cancel(ctx, checked.ID, []byte("canceled"), time.Minute); out != queue.Canceled || err != nil {
 			t.Fatalf("cancel = %v, %v", out, err)
 		}
-		ds, err := q.Fetch(ctx, "r", queue.Priorities, 3, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 3, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 3 {
 			t.Fatalf("fetch = %d jobs, %v", len(ds), err)
 		}
-		if ok, err := q.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, ds[0], []byte("ok"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		fail := func(d *queue.Dispatch, final bool, want queue.Ending) {
 			t.Helper()
-			out, err := q.Fail(ctx, d, queue.Failure{Message: "boom", RetryAt: now, Final: final, Record: []byte("x"), TTL: time.Minute}, now)
+			out, err := q.Jobs.Fail(ctx, d, queue.Failure{Message: "boom", RetryAt: now, Final: final, Record: []byte("x"), TTL: time.Minute}, now)
 			if out != want || err != nil {
 				t.Fatalf("fail = %v, %v; want %v", out, err, want)
 			}
@@ -49,7 +49,7 @@ func TestSeries_EachTransitionCountsInItsMinute(t *testing.T) {
 			t.Fatalf("fire cron = %v, %v", fired, err)
 		}
 
-		minutes, err := q.Series(ctx, []string{"r", "other"}, now.Add(-time.Minute), q.Now().Add(time.Minute))
+		minutes, err := q.Ops.Series(ctx, []string{"r", "other"}, now.Add(-time.Minute), q.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,13 +88,13 @@ func TestSeries_GarbageNeitherFailsACountNorTheRead(t *testing.T) {
 		if err := q.Client().Set(ctx, key, "garbage", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
 			t.Fatalf("enqueue with a garbage series key: %v", err)
 		}
 		if err := q.Client().HSet(ctx, key, "x:e", "1", "61:e", "1", "3:e", "lots").Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Series(ctx, []string{"r"}, now, now); err != nil {
+		if _, err := q.Ops.Series(ctx, []string{"r"}, now, now); err != nil {
 			t.Fatalf("read of garbage series: %v", err)
 		}
 	})

@@ -66,8 +66,8 @@ func (e Ending) Status() Status {
 // reports false when the lease was lost (nothing changed).
 // Concurrent acks of one route are coalesced into one script call, which goes
 // out on its own or with the route's next fetch, whichever comes first.
-func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration) (bool, error) {
-	ok, err := q.acks.do(ctx, d.Route, ackReq{d: d, record: record, ttl: ttl, finished: q.Now()})
+func (js Jobs) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration) (bool, error) {
+	ok, err := js.q.acks.do(ctx, d.Route, ackReq{d: d, record: record, ttl: ttl, finished: js.q.Now()})
 	if err != nil {
 		return false, fmt.Errorf("ack job %s: %w", d.ID, err)
 	}
@@ -79,8 +79,8 @@ func (q *Queue) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Du
 // call that carries it returns, on the goroutine that made the call: the one
 // flushing the acks, or a fetch they rode on. done must not block. A worker
 // that does not wait for its acks has no goroutine to park and wake per job.
-func (q *Queue) AckAsync(d *Dispatch, record []byte, ttl time.Duration, done func(ok bool, err error)) {
-	q.acks.doAsync(d.Route, ackReq{d: d, record: record, ttl: ttl, finished: q.Now()}, done)
+func (js Jobs) AckAsync(d *Dispatch, record []byte, ttl time.Duration, done func(ok bool, err error)) {
+	js.q.acks.doAsync(d.Route, ackReq{d: d, record: record, ttl: ttl, finished: js.q.Now()}, done)
 }
 
 type ackReq struct {
@@ -91,10 +91,10 @@ type ackReq struct {
 }
 
 // ackMany runs ack.lua for a batch of one route.
-func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
-	keys, args := q.ackCall(route, reqs)
+func (js Jobs) ackMany(ctx context.Context, route string, reqs []ackReq) ([]bool, error) {
+	keys, args := js.ackCall(route, reqs)
 	// Retry-safe: fenced by each job's token, which the first run released.
-	res, err := q.s.ack.Run(ctx, q.rdb, keys, args...).Result()
+	res, err := js.q.s.ack.Run(ctx, js.q.rdb, keys, args...).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -102,16 +102,16 @@ func (q *Queue) ackMany(ctx context.Context, route string, reqs []ackReq) ([]boo
 }
 
 // ackCall is the keys and arguments of ack.lua for a batch of one route.
-func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any) {
-	k := q.Keys(route)
-	now := q.Now()
+func (js Jobs) ackCall(route string, reqs []ackReq) (keys []string, args []any) {
+	k := js.q.Keys(route)
+	now := js.q.Now()
 	keys = make([]string, 0, 6+2*len(reqs))
 	keys = append(keys, k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.Series(HourOf(now)))
 	for _, r := range reqs {
 		keys = append(keys, k.Result(r.d.ID))
 	}
 	onlyHeard := 1 // standalone: PUBSUB NUMSUB sees every subscriber
-	if q.cluster {
+	if js.q.cluster {
 		onlyHeard = 0 // a subscriber may be on another node
 	}
 	// The stats series' time buckets, summed here so that the script adds a few
@@ -136,7 +136,7 @@ func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any)
 		}
 	}
 	args = make([]any, 0, 4+len(buckets)+5*len(reqs))
-	args = append(args, resultChannelPrefix(q.ns), onlyHeard, ms(now), len(buckets)/2)
+	args = append(args, resultChannelPrefix(js.q.ns), onlyHeard, ms(now), len(buckets)/2)
 	args = append(args, buckets...)
 	// Acks of one fetch share its token, and most share a TTL: each is boxed
 	// once per call rather than once per job.
@@ -157,7 +157,7 @@ func (q *Queue) ackCall(route string, reqs []ackReq) (keys []string, args []any)
 		}
 		args = append(args, r.d.ID, tok, r.record, ttl, jk)
 	}
-	keys = append(keys, q.endedKey(k))
+	keys = append(keys, js.q.Ended.key(k))
 	keys = append(keys, k.FlowKeys()...)
 	return keys, args
 }
@@ -184,10 +184,10 @@ type Failure struct {
 
 // Fail ends a failed run of d: retry at f.RetryAt while attempts allow, else
 // dead-letter with f.Record stored and published.
-func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Ending, error) {
-	k := q.Keys(d.Route)
+func (js Jobs) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Ending, error) {
+	k := js.q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups(),
-		k.Series(HourOf(now)), k.Cancels(), q.endedKey(k)}
+		k.Series(HourOf(now)), k.Cancels(), js.q.Ended.key(k)}
 	keys = append(keys, k.FlowKeys()...)
 	final := 0
 	switch {
@@ -197,8 +197,8 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 		final = 2
 	}
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
-	n, err := q.s.fail.Run(ctx, q.rdb, keys, d.ID, d.Token, ms(now), f.Message, ms(f.RetryAt), final,
-		f.Record, max(1, durMS(f.TTL)), ResultChannel(q.ns, d.ID), ms(d.StartedAt()), ScheduleChannel(q.ns)).Int()
+	n, err := js.q.s.fail.Run(ctx, js.q.rdb, keys, d.ID, d.Token, ms(now), f.Message, ms(f.RetryAt), final,
+		f.Record, max(1, durMS(f.TTL)), ResultChannel(js.q.ns, d.ID), ms(d.StartedAt()), ScheduleChannel(js.q.ns)).Int()
 	if err != nil {
 		return EndStale, fmt.Errorf("fail job %s: %w", d.ID, err)
 	}
@@ -211,14 +211,14 @@ func (q *Queue) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time)
 // not handed back but ends canceled (EndCanceled) as FinishCanceled ends
 // it, with canceled, the caller's canceled record, stored for ttl; now is
 // when, for the route's stats series.
-func (q *Queue) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl time.Duration, now time.Time) (Ending, error) {
-	k := q.Keys(d.Route)
+func (js Jobs) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl time.Duration, now time.Time) (Ending, error) {
+	k := js.q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads(), k.Groups(),
-		k.Cancels(), k.Result(d.ID), k.Stats(), k.Series(HourOf(now)), k.Idle(), q.endedKey(k)}
+		k.Cancels(), k.Result(d.ID), k.Stats(), k.Series(HourOf(now)), k.Idle(), js.q.Ended.key(k)}
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
-	n, err := q.s.requeue.Run(ctx, q.rdb, keys, d.ID, d.Token, k.WakeChannel(),
-		canceled, max(1, durMS(ttl)), ResultChannel(q.ns, d.ID), ms(now)).Int()
+	n, err := js.q.s.requeue.Run(ctx, js.q.rdb, keys, d.ID, d.Token, k.WakeChannel(),
+		canceled, max(1, durMS(ttl)), ResultChannel(js.q.ns, d.ID), ms(now)).Int()
 	if err != nil {
 		return EndStale, fmt.Errorf("hand back job %s: %w", d.ID, err)
 	}
@@ -236,18 +236,18 @@ func (q *Queue) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl t
 // Renew extends the leases of running jobs of one route until until, and
 // returns the dispatches whose lease was lost (the same job may run again
 // elsewhere, or here, under a newer token: only these lost theirs).
-func (q *Queue) Renew(ctx context.Context, route string, running []*Dispatch, until time.Time) ([]*Dispatch, error) {
+func (js Jobs) Renew(ctx context.Context, route string, running []*Dispatch, until time.Time) ([]*Dispatch, error) {
 	if len(running) == 0 {
 		return nil, nil
 	}
-	k := q.Keys(route)
+	k := js.q.Keys(route)
 	args := make([]any, 0, 1+2*len(running))
 	args = append(args, ms(until))
 	for _, d := range running {
 		args = append(args, d.ID, d.Token)
 	}
 	// Retry-safe: setting a deadline twice sets it once.
-	res, err := q.s.renew.Run(ctx, q.rdb, []string{k.Active(), k.Leases()}, args...).Result()
+	res, err := js.q.s.renew.Run(ctx, js.q.rdb, []string{k.Active(), k.Leases()}, args...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("renew leases on route %s: %w", route, err)
 	}

@@ -209,13 +209,13 @@ func (q *Queue) SetShards(ctx context.Context, route string, n int) error {
 	// The new shards of a paused route are paused before the count that
 	// sends jobs to them is stored: a job in an unpaused shard would run
 	// while the route is paused.
-	paused, err := q.PausedRoutes(ctx, []string{route})
+	paused, err := q.Ops.PausedRoutes(ctx, []string{route})
 	if err != nil {
 		return fmt.Errorf("set shards of route %s: %w", route, err)
 	}
 	if paused[route] {
 		for _, s := range ShardNames(route, n)[1:] {
-			if err := q.Pause(ctx, s); err != nil {
+			if err := q.Ops.Pause(ctx, s); err != nil {
 				return fmt.Errorf("set shards of route %s: pause its new shards, as the route is paused (the count is not changed): %w", route, err)
 			}
 		}

@@ -157,14 +157,14 @@ func TestSetShards_StoredReadBackAndSpreadOverShards(t *testing.T) {
 func TestSetShards_OfAPausedRoutePausesItsNewShards(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
-		if err := q.Pause(ctx, "hot"); err != nil {
+		if err := q.Ops.Pause(ctx, "hot"); err != nil {
 			t.Fatal(err)
 		}
 		if err := q.SetShards(ctx, "hot", 5); err != nil {
 			t.Fatal(err)
 		}
 		names := queue.ShardNames("hot", 5)
-		paused, err := q.PausedRoutes(ctx, names)
+		paused, err := q.Ops.PausedRoutes(ctx, names)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,22 +184,22 @@ func TestHolding_ReadyScheduledOrLeasedJobsButNotDeadOnes(t *testing.T) {
 			t.Helper()
 			j := job(t, route)
 			j.RunAt = runAt
-			if _, err := q.Enqueue(ctx, route, queue.Normal, []queue.NewJob{j}, now); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, route, queue.Normal, []queue.NewJob{j}, now); err != nil {
 				t.Fatal(err)
 			}
 		}
 		enqueue("ready", time.Time{})
 		enqueue("later", now.Add(time.Hour))
 		enqueue("leased", time.Time{})
-		if ds, err := q.Fetch(ctx, "leased", queue.Priorities, 1, now.Add(time.Minute), now); err != nil || len(ds) != 1 {
+		if ds, err := q.Jobs.Fetch(ctx, "leased", queue.Priorities, 1, now.Add(time.Minute), now); err != nil || len(ds) != 1 {
 			t.Fatalf("fetch = %d, %v", len(ds), err)
 		}
 		enqueue("dead", time.Time{})
-		ds, err := q.Fetch(ctx, "dead", queue.Priorities, 1, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "dead", queue.Priorities, 1, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("fetch = %d, %v", len(ds), err)
 		}
-		if out, err := q.Fail(ctx, ds[0], queue.Failure{Message: "boom", Final: true, Record: []byte("rec"), TTL: time.Minute}, now); out != queue.EndDead || err != nil {
+		if out, err := q.Jobs.Fail(ctx, ds[0], queue.Failure{Message: "boom", Final: true, Record: []byte("rec"), TTL: time.Minute}, now); out != queue.EndDead || err != nil {
 			t.Fatalf("fail = %v, %v", out, err)
 		}
 		got, err := q.Holding(ctx, []string{"ready", "later", "leased", "dead", "empty"})

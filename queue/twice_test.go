@@ -27,7 +27,7 @@ var transitionTwiceCases = []twiceCase{
 		h.during(func() {
 			for i, d := range append(light, heavy...) {
 				f := queue.Failure{Message: "boom", RetryAt: now, Final: i == 1, Record: []byte("rec"), TTL: time.Minute}
-				if _, err := q.Fail(ctx, d, f, now); err != nil {
+				if _, err := q.Jobs.Fail(ctx, d, f, now); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -40,7 +40,7 @@ var transitionTwiceCases = []twiceCase{
 		h.during(func() {
 			for _, d := range ds {
 				f := queue.Failure{Message: "later", RetryAt: now.Add(time.Second), Snooze: true, Record: []byte("rec"), TTL: time.Minute}
-				if out, err := q.Fail(ctx, d, f, now); out != queue.EndSnoozed || err != nil {
+				if out, err := q.Jobs.Fail(ctx, d, f, now); out != queue.EndSnoozed || err != nil {
 					t.Fatalf("snooze = %v, %v", out, err)
 				}
 			}
@@ -59,7 +59,7 @@ var transitionTwiceCases = []twiceCase{
 		q.Client().ZAdd(ctx, k.Active(), redisZ(until, "empty-group"))
 		q.Client().HSet(ctx, k.Groups(), "empty-group", 2)
 		h.during(func() {
-			if _, err := q.Reap(ctx, "r", until, verdict(until)); err != nil {
+			if _, err := q.Jobs.Reap(ctx, "r", until, verdict(until)); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -78,14 +78,14 @@ var transitionTwiceCases = []twiceCase{
 			q.Client().SAdd(ctx, k.Cancels(), d.ID)
 		}
 		h.during(func() {
-			got, err := q.Reap(ctx, "r", until, verdict(until))
+			got, err := q.Jobs.Reap(ctx, "r", until, verdict(until))
 			for _, d := range reaped {
 				if err != nil || got[d.ID] != queue.EndCanceled {
 					t.Fatalf("reap = %v, %v; want every job ended canceled", got, err)
 				}
 			}
 			for _, d := range requeued {
-				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.EndCanceled || err != nil {
+				if out, err := q.Jobs.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.EndCanceled || err != nil {
 					t.Fatalf("requeue = %v, %v; want ended canceled", out, err)
 				}
 			}
@@ -101,7 +101,7 @@ var transitionTwiceCases = []twiceCase{
 		for i := range jobs {
 			jobs[i].RunAt = now.Add(time.Millisecond)
 		}
-		if _, err := q.Enqueue(ctx, "r", queue.High, jobs, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.High, jobs, now); err != nil {
 			t.Fatal(err)
 		}
 		k := q.Keys("r")
@@ -110,7 +110,7 @@ var transitionTwiceCases = []twiceCase{
 		q.Client().Set(ctx, k.Job(jobs[2].ID), "junk", 0)
 		q.Client().Del(ctx, k.Job(jobs[3].ID))
 		h.during(func() {
-			if _, err := q.Promote(ctx, "r", now.Add(time.Second)); err != nil {
+			if _, err := q.Jobs.Promote(ctx, "r", now.Add(time.Second)); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -121,7 +121,7 @@ var transitionTwiceCases = []twiceCase{
 		ds := append(leaseLight(t, q, 1, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
 		h.during(func() {
 			for _, d := range ds {
-				if out, err := q.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.EndHandedBack || err != nil {
+				if out, err := q.Jobs.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now()); out != queue.EndHandedBack || err != nil {
 					t.Fatalf("requeue = %v, %v", out, err)
 				}
 			}
@@ -135,10 +135,10 @@ var transitionTwiceCases = []twiceCase{
 		q.Client().HDel(ctx, k.Job(noPrio), "p")
 		q.Client().Del(ctx, k.Job(orphan))
 		h.during(func() {
-			if err := q.Replay(ctx, one); err != nil {
+			if err := q.Ops.Replay(ctx, one); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := q.ReplayAll(ctx, "r"); n != 1 || err != nil {
+			if n, err := q.Ops.ReplayAll(ctx, "r"); n != 1 || err != nil {
 				t.Fatalf("replay all = %d, %v", n, err)
 			}
 		})
@@ -150,11 +150,11 @@ var transitionTwiceCases = []twiceCase{
 		deadJob(t, q, now)
 		d := leaseHeavy(t, q, 1, now, now.Add(time.Minute))[0]
 		jobKeyHolds("string")(t, q, d)
-		if _, err := q.Reap(ctx, "r", now.Add(time.Minute), verdict(now)); err != nil {
+		if _, err := q.Jobs.Reap(ctx, "r", now.Add(time.Minute), verdict(now)); err != nil {
 			t.Fatal(err)
 		}
 		h.during(func() {
-			if n, err := q.Purge(ctx, "r", now.Add(time.Hour)); n != 2 || err != nil {
+			if n, err := q.Ops.Purge(ctx, "r", now.Add(time.Hour)); n != 2 || err != nil {
 				t.Fatalf("purge = %d, %v", n, err)
 			}
 		})
@@ -162,20 +162,20 @@ var transitionTwiceCases = []twiceCase{
 	{"pause, a fetch of the paused route, resume", func(t *testing.T, q *queue.Queue, h *twice) {
 		ctx := context.Background()
 		now := time.Now()
-		if _, err := q.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
 			t.Fatal(err)
 		}
 		h.during(func() {
-			if err := q.Pause(ctx, "r"); err != nil {
+			if err := q.Ops.Pause(ctx, "r"); err != nil {
 				t.Fatal(err)
 			}
-			if ds, err := q.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
+			if ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
 				t.Fatalf("fetch = %d, %v", len(ds), err)
 			}
-			if ds, err := q.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
+			if ds, err := q.Jobs.FetchTypes(ctx, "r", queue.Priorities, []string{"t"}, 10, now.Add(time.Minute), now); len(ds) != 0 || err != nil {
 				t.Fatalf("typed fetch = %d, %v", len(ds), err)
 			}
-			if err := q.Resume(ctx, "r"); err != nil {
+			if err := q.Ops.Resume(ctx, "r"); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -185,7 +185,7 @@ var transitionTwiceCases = []twiceCase{
 		light, heavy, scheduled := waiting(t, q, time.Now())
 		h.during(func() {
 			for _, id := range []string{light, heavy, scheduled} {
-				if err := q.Delete(ctx, id); err != nil {
+				if err := q.Jobs.Delete(ctx, id); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -198,7 +198,7 @@ var transitionTwiceCases = []twiceCase{
 		running := fetchAll(t, q, 2, now, now.Add(time.Minute))
 		h.during(func() {
 			for _, id := range []string{light, heavy, scheduled, running[0].ID, running[1].ID} {
-				if _, err := q.Cancel(ctx, id, []byte("canceled "+id), time.Minute); err != nil {
+				if _, err := q.Jobs.Cancel(ctx, id, []byte("canceled "+id), time.Minute); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -209,19 +209,19 @@ var transitionTwiceCases = []twiceCase{
 		now := time.Now()
 		ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 1, now, now.Add(time.Minute))...)
 		for _, d := range ds {
-			if _, err := q.Cancel(ctx, d.ID, []byte("unused"), time.Minute); err != nil {
+			if _, err := q.Jobs.Cancel(ctx, d.ID, []byte("unused"), time.Minute); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if ok, err := q.Ack(ctx, ds[1], []byte("ok"), time.Minute); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, ds[1], []byte("ok"), time.Minute); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		h.during(func() {
-			if got, err := q.CancelRequests(ctx, "r", []string{ds[0].ID, ds[2].ID}); len(got) != 2 || err != nil {
+			if got, err := q.Jobs.CancelRequests(ctx, "r", []string{ds[0].ID, ds[2].ID}); len(got) != 2 || err != nil {
 				t.Fatalf("cancel requests = %v, %v", got, err)
 			}
 			for _, d := range []*queue.Dispatch{ds[0], ds[2]} {
-				if ok, err := q.FinishCanceled(ctx, d, []byte("canceled"), time.Minute); !ok || err != nil {
+				if ok, err := q.Jobs.FinishCanceled(ctx, d, []byte("canceled"), time.Minute); !ok || err != nil {
 					t.Fatalf("finish canceled = %v, %v", ok, err)
 				}
 			}
@@ -234,10 +234,10 @@ var transitionTwiceCases = []twiceCase{
 		deadOf(t, q, "b", now)
 		deadOf(t, q, "c", now)
 		h.during(func() {
-			if n, err := q.ReplayDead(ctx, "r", "a"); n != 1 || err != nil {
+			if n, err := q.Ops.ReplayDead(ctx, "r", "a"); n != 1 || err != nil {
 				t.Fatalf("replay dead = %d, %v", n, err)
 			}
-			if n, err := q.PurgeDead(ctx, "r", "b", now.Add(time.Hour)); n != 1 || err != nil {
+			if n, err := q.Ops.PurgeDead(ctx, "r", "b", now.Add(time.Hour)); n != 1 || err != nil {
 				t.Fatalf("purge dead = %d, %v", n, err)
 			}
 		})

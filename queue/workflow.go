@@ -33,6 +33,20 @@ import (
 //	         |                                     |                       |
 //	         +--(a predecessor failed: canceled)   +--(workflow canceled)  +--> completed | failed | canceled
 
+// Workflows is the workflow records and their transitions (this file) and
+// the list of every workflow (workflow_list.go). Ends of steps of one
+// workflow that finish together go out in one script run (advances).
+type Workflows struct {
+	q        *Queue
+	advances *committer[string, stepEnd, WorkflowAdvance] // coalesced ends of steps, by workflow
+}
+
+func newWorkflows(q *Queue) Workflows {
+	wf := Workflows{q: q}
+	wf.advances = newCommitter(1, 0, wf.advanceMany)
+	return wf
+}
+
 // StepState is where a workflow step is, as its record holds it.
 type StepState byte
 
@@ -111,7 +125,7 @@ func CheckWorkflowID(id string) error {
 	return nil
 }
 
-// SubmitWorkflow stores workflow id with steps, final the step whose result
+// Submit stores workflow id with steps, final the step whose result
 // is the workflow's, and returns the steps to make now. The workflow is in
 // the index, looked at by the keeper after grace, before its record exists:
 // a submitter that dies between the two leaves an entry the keeper drops.
@@ -119,7 +133,7 @@ func CheckWorkflowID(id string) error {
 // own is true when this call stored the workflow: its steps to make are
 // its own, made by no one else before it. A retried call that finds the
 // workflow stored returns the steps still creating, not its own.
-func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowStep, final int, grace time.Duration, now time.Time) (ready []ReadyStep, own bool, err error) {
+func (wf Workflows) Submit(ctx context.Context, id string, steps []WorkflowStep, final int, grace time.Duration, now time.Time) (ready []ReadyStep, own bool, err error) {
 	if err := CheckWorkflowID(id); err != nil {
 		return nil, false, err
 	}
@@ -167,10 +181,10 @@ func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowS
 	}
 	// Both indices first, each entry harmless should the record never come:
 	// the keeper and the list drop an entry without a record.
-	keys := []string{WorkflowKey(q.ns, id), WorkflowList(q.ns)}
-	pipe := q.rdb.Pipeline()
-	pipe.ZAdd(ctx, WorkflowIndex(q.ns), redis.Z{Score: float64(now.Add(grace).UnixMilli()), Member: id})
-	if q.cluster {
+	keys := []string{WorkflowKey(wf.q.ns, id), WorkflowList(wf.q.ns)}
+	pipe := wf.q.rdb.Pipeline()
+	pipe.ZAdd(ctx, WorkflowIndex(wf.q.ns), redis.Z{Score: float64(now.Add(grace).UnixMilli()), Member: id})
+	if wf.q.cluster {
 		// The list lives on another node than the record: the script
 		// cannot write it.
 		pipe.ZAddNX(ctx, keys[1], redis.Z{Score: float64(now.UnixMilli()), Member: id})
@@ -179,7 +193,7 @@ func (q *Queue) SubmitWorkflow(ctx context.Context, id string, steps []WorkflowS
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, false, fmt.Errorf("submit workflow %s: %w", id, err)
 	}
-	res, err := q.s.wfSubmit.Run(ctx, q.rdb, keys, args...).Slice()
+	res, err := wf.q.s.wfSubmit.Run(ctx, wf.q.rdb, keys, args...).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("submit workflow %s: %w", id, err)
 	}
@@ -208,7 +222,7 @@ type WorkflowTTLs struct {
 	Completed, Failed time.Duration
 }
 
-// AdvanceWorkflow records that job, the job of step of workflow id, ended
+// Advance records that job, the job of step of workflow id, ended
 // as how said with value (a completed job's result, else its error), and
 // returns the workflow's status and the steps to make now. The ends of one
 // workflow's steps that come together go in one call (wf_advance.lua takes
@@ -218,14 +232,14 @@ type WorkflowTTLs struct {
 // trail is what a completed run left for the steps after it (at most
 // MaxTrail bytes without commas, else it is dropped): each step made later
 // is given those of its predecessors in ReadyStep.After.
-func (q *Queue) AdvanceWorkflow(ctx context.Context, id string, step int, job string, how Ending, value []byte, trail string, keep WorkflowTTLs) (WorkflowAdvance, error) {
+func (wf Workflows) Advance(ctx context.Context, id string, step int, job string, how Ending, value []byte, trail string, keep WorkflowTTLs) (WorkflowAdvance, error) {
 	if _, ok := stepEndCodes[how]; !ok {
 		return WorkflowAdvance{}, fmt.Errorf("advance workflow %s: step %d's job ended %s: a step ends completed, dead or canceled", id, step, how)
 	}
 	if CheckTrail(trail) != nil {
 		trail = ""
 	}
-	return q.advances.do(ctx, id, stepEnd{step, job, how, value, trail, keep})
+	return wf.advances.do(ctx, id, stepEnd{step, job, how, value, trail, keep})
 }
 
 // MaxTrail bounds a run's trail (AdvanceWorkflow): a W3C traceparent is 55
@@ -259,14 +273,14 @@ type stepEnd struct {
 
 // advanceMany runs wf_advance.lua for ends of workflow id; the first end's
 // answer carries the steps to make, the others' only the status.
-func (q *Queue) advanceMany(ctx context.Context, id string, ends []stepEnd) ([]WorkflowAdvance, error) {
+func (wf Workflows) advanceMany(ctx context.Context, id string, ends []stepEnd) ([]WorkflowAdvance, error) {
 	keep := ends[0].keep
 	args := make([]any, 0, 4+5*len(ends))
-	args = append(args, q.Now().UnixMilli(), keep.Completed.Milliseconds(), keep.Failed.Milliseconds(), WorkflowChannel(q.ns, id))
+	args = append(args, wf.q.Now().UnixMilli(), keep.Completed.Milliseconds(), keep.Failed.Milliseconds(), WorkflowChannel(wf.q.ns, id))
 	for _, e := range ends {
 		args = append(args, e.step, e.job, stepEndCodes[e.how], e.value, e.trail)
 	}
-	res, err := q.s.wfAdvance.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).Slice()
+	res, err := wf.q.s.wfAdvance.Run(ctx, wf.q.rdb, []string{WorkflowKey(wf.q.ns, id)}, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("advance workflow %s: %w", id, err)
 	}
@@ -296,7 +310,7 @@ func (q *Queue) advanceMany(ctx context.Context, id string, ends []stepEnd) ([]W
 // (each under its JobID), and returns the ids of those whose steps no
 // longer want them: the workflow was canceled meanwhile, or a retry gave
 // the step a fresh job id. The caller cancels them.
-func (q *Queue) StepsCreated(ctx context.Context, id string, steps []ReadyStep) ([]string, error) {
+func (wf Workflows) StepsCreated(ctx context.Context, id string, steps []ReadyStep) ([]string, error) {
 	if len(steps) == 0 {
 		return nil, nil
 	}
@@ -304,19 +318,19 @@ func (q *Queue) StepsCreated(ctx context.Context, id string, steps []ReadyStep) 
 	for _, s := range steps {
 		args = append(args, s.Index, s.JobID)
 	}
-	out, err := q.s.wfCreated.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).StringSlice()
+	out, err := wf.q.s.wfCreated.Run(ctx, wf.q.rdb, []string{WorkflowKey(wf.q.ns, id)}, args...).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: record created steps: %w", id, err)
 	}
 	return out, nil
 }
 
-// CancelWorkflow cancels workflow id: its steps that have not run are
+// Cancel cancels workflow id: its steps that have not run are
 // canceled, and the ids of the jobs of its steps that were made and may
 // still run are returned, for the caller to cancel. The status after the
 // call is "canceled", or "completed" for a workflow already completed.
-func (q *Queue) CancelWorkflow(ctx context.Context, id string, keep time.Duration, now time.Time) (status string, jobs []string, err error) {
-	out, err := q.s.wfCancel.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, now.UnixMilli(), keep.Milliseconds(), WorkflowChannel(q.ns, id)).StringSlice()
+func (wf Workflows) Cancel(ctx context.Context, id string, keep time.Duration, now time.Time) (status string, jobs []string, err error) {
+	out, err := wf.q.s.wfCancel.Run(ctx, wf.q.rdb, []string{WorkflowKey(wf.q.ns, id)}, now.UnixMilli(), keep.Milliseconds(), WorkflowChannel(wf.q.ns, id)).StringSlice()
 	if err != nil {
 		return "", nil, fmt.Errorf("cancel workflow %s: %w", id, err)
 	}
@@ -326,16 +340,16 @@ func (q *Queue) CancelWorkflow(ctx context.Context, id string, keep time.Duratio
 	return out[0], out[1:], nil
 }
 
-// RetryWorkflow runs again the failed and canceled steps of workflow id
+// Retry runs again the failed and canceled steps of workflow id
 // listed in ids (step index -> the fresh job id it runs under; "" keeps
 // its job id: a gather's, or a job that may still run), and returns the
 // steps to make now.
-func (q *Queue) RetryWorkflow(ctx context.Context, id string, ids map[int]string, now time.Time) (WorkflowAdvance, error) {
+func (wf Workflows) Retry(ctx context.Context, id string, ids map[int]string, now time.Time) (WorkflowAdvance, error) {
 	args := []any{now.UnixMilli()}
 	for k, j := range ids {
 		args = append(args, k, j)
 	}
-	res, err := q.s.wfRetry.Run(ctx, q.rdb, []string{WorkflowKey(q.ns, id)}, args...).Slice()
+	res, err := wf.q.s.wfRetry.Run(ctx, wf.q.rdb, []string{WorkflowKey(wf.q.ns, id)}, args...).Slice()
 	if err != nil {
 		return WorkflowAdvance{}, fmt.Errorf("retry workflow %s: %w", id, err)
 	}
@@ -347,21 +361,21 @@ func (q *Queue) RetryWorkflow(ctx context.Context, id string, ids map[int]string
 	return a, err
 }
 
-// DueWorkflows takes up to n workflows whose time in the index has come,
+// Due takes up to n workflows whose time in the index has come,
 // putting each back at next.
-func (q *Queue) DueWorkflows(ctx context.Context, now, next time.Time, n int) ([]string, error) {
-	return q.s.wfDue.Run(ctx, q.rdb, []string{WorkflowIndex(q.ns)}, now.UnixMilli(), next.UnixMilli(), n).StringSlice()
+func (wf Workflows) Due(ctx context.Context, now, next time.Time, n int) ([]string, error) {
+	return wf.q.s.wfDue.Run(ctx, wf.q.rdb, []string{WorkflowIndex(wf.q.ns)}, now.UnixMilli(), next.UnixMilli(), n).StringSlice()
 }
 
-// SettleWorkflow takes workflow id out of the index: it has ended and no
+// Settle takes workflow id out of the index: it has ended and no
 // step of it is left to make or to watch.
-func (q *Queue) SettleWorkflow(ctx context.Context, id string) error {
-	return q.rdb.ZRem(ctx, WorkflowIndex(q.ns), id).Err()
+func (wf Workflows) Settle(ctx context.Context, id string) error {
+	return wf.q.rdb.ZRem(ctx, WorkflowIndex(wf.q.ns), id).Err()
 }
 
-// WatchWorkflow has the keeper look at workflow id again at the latest at.
-func (q *Queue) WatchWorkflow(ctx context.Context, id string, at time.Time) error {
-	return q.rdb.ZAddLT(ctx, WorkflowIndex(q.ns), redis.Z{Score: float64(at.UnixMilli()), Member: id}).Err()
+// Watch has the keeper look at workflow id again at the latest at.
+func (wf Workflows) Watch(ctx context.Context, id string, at time.Time) error {
+	return wf.q.rdb.ZAddLT(ctx, WorkflowIndex(wf.q.ns), redis.Z{Score: float64(at.UnixMilli()), Member: id}).Err()
 }
 
 // WorkflowRecord is a snapshot of a workflow's record.
@@ -387,15 +401,15 @@ type StepRecord struct {
 	Args         []byte // a step without predecessors
 }
 
-// ReadWorkflow reads the record of workflow id (one HGETALL, so one
+// Read reads the record of workflow id (one HGETALL, so one
 // instant), or ErrWorkflowNotFound. A field that does not read (garbage)
 // reads as empty, never as an error: the record is shown as it is.
-func (q *Queue) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, error) {
+func (wf Workflows) Read(ctx context.Context, id string) (*WorkflowRecord, error) {
 	if err := CheckWorkflowID(id); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWorkflowNotFound, err)
 	}
-	key := WorkflowKey(q.ns, id)
-	pipe := q.rdb.Pipeline()
+	key := WorkflowKey(wf.q.ns, id)
+	pipe := wf.q.rdb.Pipeline()
 	all := pipe.HGetAll(ctx, key)
 	ttl := pipe.PTTL(ctx, key)
 	_, err := pipe.Exec(ctx)
@@ -416,17 +430,17 @@ func (q *Queue) ReadWorkflow(ctx context.Context, id string) (*WorkflowRecord, e
 	return w, nil
 }
 
-// ReadWorkflowEnd reads what an Await needs of workflow id: its status and,
+// ReadEnd reads what an Await needs of workflow id: its status and,
 // once it ended, the one step that tells how (the final step's result, or
 // the failed or canceled step's error); the record's other steps are left
 // zero. Two short reads instead of the whole record, which a workflow of
 // many steps makes long: one while it runs.
-func (q *Queue) ReadWorkflowEnd(ctx context.Context, id string) (*WorkflowRecord, error) {
+func (wf Workflows) ReadEnd(ctx context.Context, id string) (*WorkflowRecord, error) {
 	if err := CheckWorkflowID(id); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWorkflowNotFound, err)
 	}
-	key := WorkflowKey(q.ns, id)
-	head, err := q.rdb.HMGet(ctx, key, "st", "n", "fin", "why").Result()
+	key := WorkflowKey(wf.q.ns, id)
+	head, err := wf.q.rdb.HMGet(ctx, key, "st", "n", "fin", "why").Result()
 	if err != nil && !isWrongType(err) {
 		return nil, fmt.Errorf("read workflow %s: %w", id, err)
 	}
@@ -449,7 +463,7 @@ func (q *Queue) ReadWorkflowEnd(ctx context.Context, id string) (*WorkflowRecord
 	}
 	ks := strconv.Itoa(k)
 	names := []string{"l:" + ks, "j:" + ks, "t:" + ks, "a:" + ks, "s:" + ks, "v:" + ks, "e:" + ks, "x:" + ks, "o:" + ks}
-	vals, err := q.rdb.HMGet(ctx, key, names...).Result()
+	vals, err := wf.q.rdb.HMGet(ctx, key, names...).Result()
 	if err != nil && !isWrongType(err) {
 		return nil, fmt.Errorf("read workflow %s: %w", id, err)
 	}
@@ -549,6 +563,6 @@ func splitInts(s string) []int {
 
 // CreatingSteps returns the steps of workflow id left creating, with what
 // their jobs are made of.
-func (q *Queue) CreatingSteps(ctx context.Context, id string) (WorkflowAdvance, error) {
-	return q.RetryWorkflow(ctx, id, nil, q.Now())
+func (wf Workflows) CreatingSteps(ctx context.Context, id string) (WorkflowAdvance, error) {
+	return wf.Retry(ctx, id, nil, wf.q.Now())
 }

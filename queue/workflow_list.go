@@ -13,8 +13,8 @@ import (
 
 // WorkflowList is the zset of every workflow whose record may still exist:
 // id -> when it was submitted (ms). wf_submit.lua adds to it (on a cluster,
-// where the list lives on another node than the record, SubmitWorkflow
-// does, just before); ListWorkflows and PruneWorkflowList drop the entries
+// where the list lives on another node than the record, Workflows.Submit
+// does, just before); Workflows.List and Workflows.PruneList drop the entries
 // whose record is gone (expired: a day after a workflow completed, a week
 // after it failed or was canceled), so it holds about as many entries as
 // there are records.
@@ -43,14 +43,14 @@ const listGrace = time.Minute
 // listBatch is how many entries of the list one read takes.
 const listBatch = 100
 
-// ListWorkflows pages through the workflows, newest first: up to limit of
+// List pages through the workflows, newest first: up to limit of
 // them that keep accepts (nil: all), from cursor ("" the newest; else a
 // page's next), and the cursor of the next page ("" at the end). keep may
 // change the summary it is given (the status it shows). A page reads at
 // most 10 batches of the list, so a filter that few workflows pass returns
 // a short page (even an empty one) with a next cursor. Entries whose record
 // is gone are dropped from the list as they are met.
-func (q *Queue) ListWorkflows(ctx context.Context, cursor string, limit int, keep func(*WorkflowSummary) (bool, error)) ([]WorkflowSummary, string, error) {
+func (wf Workflows) List(ctx context.Context, cursor string, limit int, keep func(*WorkflowSummary) (bool, error)) ([]WorkflowSummary, string, error) {
 	if limit < 1 {
 		return nil, "", fmt.Errorf("limit %d: at least 1", limit)
 	}
@@ -58,7 +58,7 @@ func (q *Queue) ListWorkflows(ctx context.Context, cursor string, limit int, kee
 	if err != nil {
 		return nil, "", err
 	}
-	key := WorkflowList(q.ns)
+	key := WorkflowList(wf.q.ns)
 	max, off := "+inf", int64(0)
 	if cursor != "" {
 		max = strconv.FormatInt(top, 10)
@@ -66,7 +66,7 @@ func (q *Queue) ListWorkflows(ctx context.Context, cursor string, limit int, kee
 	var out []WorkflowSummary
 	last := ""
 	for batch := 0; batch < 10; batch++ {
-		zs, err := q.rdb.ZRevRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Max: max, Min: "-inf", Offset: off, Count: listBatch}).Result()
+		zs, err := wf.q.rdb.ZRevRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Max: max, Min: "-inf", Offset: off, Count: listBatch}).Result()
 		if err != nil {
 			return nil, "", fmt.Errorf("list workflows: %w", err)
 		}
@@ -80,7 +80,7 @@ func (q *Queue) ListWorkflows(ctx context.Context, cursor string, limit int, kee
 			}
 			ids, created = append(ids, id), append(created, ms)
 		}
-		sums, err := q.workflowSummaries(ctx, ids, created)
+		sums, err := wf.summaries(ctx, ids, created)
 		if err != nil {
 			return nil, "", err
 		}
@@ -122,24 +122,24 @@ func (q *Queue) ListWorkflows(ctx context.Context, cursor string, limit int, kee
 	return out, last, nil
 }
 
-// workflowSummaries reads the summaries of workflows ids, in two pipelined
+// summaries reads the summaries of workflows ids, in two pipelined
 // round trips (the records' own fields, then each one's final step's
 // template and its failed step's label); nil for a record gone, whose entry
 // is dropped once it is older than listGrace.
-func (q *Queue) workflowSummaries(ctx context.Context, ids []string, created []int64) ([]*WorkflowSummary, error) {
+func (wf Workflows) summaries(ctx context.Context, ids []string, created []int64) ([]*WorkflowSummary, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	pipe := q.rdb.Pipeline()
+	pipe := wf.q.rdb.Pipeline()
 	heads := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
-		heads[i] = pipe.HMGet(ctx, WorkflowKey(q.ns, id), "st", "n", "fin", "why", "c", "f", "left")
+		heads[i] = pipe.HMGet(ctx, WorkflowKey(wf.q.ns, id), "st", "n", "fin", "why", "c", "f", "left")
 	}
 	_, _ = pipe.Exec(ctx) // each command's own error is read below
 	out := make([]*WorkflowSummary, len(ids))
 	var gone []any
-	old := q.Now().Add(-listGrace).UnixMilli()
-	pipe = q.rdb.Pipeline()
+	old := wf.q.Now().Add(-listGrace).UnixMilli()
+	pipe = wf.q.rdb.Pipeline()
 	tails := make([]*redis.SliceCmd, len(ids))
 	for i, h := range heads {
 		v, err := h.Result()
@@ -165,11 +165,11 @@ func (q *Queue) workflowSummaries(ctx context.Context, ids []string, created []i
 		if w.Why >= 0 {
 			why = strconv.Itoa(w.Why)
 		}
-		tails[i] = pipe.HMGet(ctx, WorkflowKey(q.ns, ids[i]), "t:"+fin, "v:"+fin, "l:"+why)
+		tails[i] = pipe.HMGet(ctx, WorkflowKey(wf.q.ns, ids[i]), "t:"+fin, "v:"+fin, "l:"+why)
 		out[i] = s
 	}
 	if len(gone) > 0 {
-		pipe.ZRem(ctx, WorkflowList(q.ns), gone...)
+		pipe.ZRem(ctx, WorkflowList(wf.q.ns), gone...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 		return nil, fmt.Errorf("list workflows: %w", err)
@@ -189,22 +189,22 @@ func (q *Queue) workflowSummaries(ctx context.Context, ids []string, created []i
 	return out, nil
 }
 
-// PruneWorkflowList drops from the list the entries, submitted before
+// PruneList drops from the list the entries, submitted before
 // before, whose record is gone, looking at n of them from the offset-th
 // oldest; it returns how many of those it looked at it kept (their
 // workflows live on: the next call's offset grows by as many) and whether
 // it reached the end of those entries. Run twice, the second call finds
 // nothing more to drop.
-func (q *Queue) PruneWorkflowList(ctx context.Context, before time.Time, offset, n int) (kept int, end bool, err error) {
-	key := WorkflowList(q.ns)
-	ids, err := q.rdb.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: "(" + strconv.FormatInt(before.UnixMilli(), 10), Offset: int64(offset), Count: int64(n)}).Result()
+func (wf Workflows) PruneList(ctx context.Context, before time.Time, offset, n int) (kept int, end bool, err error) {
+	key := WorkflowList(wf.q.ns)
+	ids, err := wf.q.rdb.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: "(" + strconv.FormatInt(before.UnixMilli(), 10), Offset: int64(offset), Count: int64(n)}).Result()
 	if err != nil || len(ids) == 0 {
 		return 0, true, err
 	}
-	pipe := q.rdb.Pipeline()
+	pipe := wf.q.rdb.Pipeline()
 	exists := make([]*redis.IntCmd, len(ids))
 	for i, id := range ids {
-		exists[i] = pipe.Exists(ctx, WorkflowKey(q.ns, id))
+		exists[i] = pipe.Exists(ctx, WorkflowKey(wf.q.ns, id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, false, fmt.Errorf("prune the workflow list: %w", err)
@@ -216,7 +216,7 @@ func (q *Queue) PruneWorkflowList(ctx context.Context, before time.Time, offset,
 		}
 	}
 	if len(gone) > 0 {
-		if err := q.rdb.ZRem(ctx, key, gone...).Err(); err != nil {
+		if err := wf.q.rdb.ZRem(ctx, key, gone...).Err(); err != nil {
 			return 0, false, fmt.Errorf("prune the workflow list: %w", err)
 		}
 	}

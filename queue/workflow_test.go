@@ -50,18 +50,18 @@ func mp(t *testing.T, v any) []byte {
 func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		ready, own, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now)
+		ready, own, err := q.Workflows.Submit(ctx, "wf1", wfSteps(t), 3, time.Minute, now)
 		if err != nil || !own || len(ready) != 2 || ready[0].JobID != "job-a" || ready[1].JobID != "job-b" {
 			t.Fatalf("submit = %+v, %v; want a and b ready", ready, err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
+		if _, err := q.Workflows.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, "A"), "", keepWF)
+		a, err := q.Workflows.Advance(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, "A"), "", keepWF)
 		if err != nil || len(a.Ready) != 0 || a.Status != "running" {
 			t.Fatalf("a completed: %+v, %v; want nothing ready yet", a, err)
 		}
-		a, err = q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, "B"), "", keepWF)
+		a, err = q.Workflows.Advance(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, "B"), "", keepWF)
 		if err != nil || len(a.Ready) != 1 || a.Ready[0].JobID != "job-d" {
 			t.Fatalf("b completed: %+v, %v; want d ready", a, err)
 		}
@@ -69,14 +69,14 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 		if err := msgpack.Unmarshal(a.Ready[0].Args, &got); err != nil || strings.Join(got, ",") != "B,A" {
 			t.Fatalf("d's args = %q (%v); want [B A], the gather's order", got, err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", made(3, "job-d")); err != nil {
+		if _, err := q.Workflows.StepsCreated(ctx, "wf1", made(3, "job-d")); err != nil {
 			t.Fatal(err)
 		}
-		a, err = q.AdvanceWorkflow(ctx, "wf1", 3, "job-d", queue.EndCompleted, mp(t, 7), "", keepWF)
+		a, err = q.Workflows.Advance(ctx, "wf1", 3, "job-d", queue.EndCompleted, mp(t, 7), "", keepWF)
 		if err != nil || a.Status != "completed" {
 			t.Fatalf("d completed: %+v, %v", a, err)
 		}
-		rec, err := q.ReadWorkflow(ctx, "wf1")
+		rec, err := q.Workflows.Read(ctx, "wf1")
 		if err != nil || rec.Status != "completed" || rec.TTL <= 0 {
 			t.Fatalf("record = %+v, %v; want completed with a TTL", rec, err)
 		}
@@ -86,18 +86,18 @@ func TestWorkflow_AGatherGivesItsPredecessorsResultsInTheOrderListed(t *testing.
 func TestWorkflow_AStaleEndChangesNothing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+		if _, _, err := q.Workflows.Submit(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 0, "another-job", queue.EndDead, []byte("boom"), "", keepWF)
+		a, err := q.Workflows.Advance(ctx, "wf1", 0, "another-job", queue.EndDead, []byte("boom"), "", keepWF)
 		if err != nil || a.Status != "running" {
 			t.Fatalf("advance with another job id = %+v, %v; want the workflow running", a, err)
 		}
-		rec, err := q.ReadWorkflow(ctx, "wf1")
+		rec, err := q.Workflows.Read(ctx, "wf1")
 		if err != nil || rec.Steps[0].State != queue.StepCreating {
 			t.Fatalf("after a stale end: %+v, %v; want step a still creating", rec, err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "nope", 0, "job-a", queue.EndDead, nil, "", keepWF); err == nil {
+		if _, err := q.Workflows.Advance(ctx, "nope", 0, "job-a", queue.EndDead, nil, "", keepWF); err == nil {
 			t.Fatal("advance of a workflow that does not exist succeeded")
 		}
 	})
@@ -108,7 +108,7 @@ func TestWorkflow_GarbageIsRefusedBeforeAnyWrite(t *testing.T) {
 		ctx, now := context.Background(), time.Now()
 		key := queue.WorkflowKey(q.Namespace(), "wf1")
 		q.Client().Set(ctx, key, "garbage", 0)
-		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err == nil || !strings.Contains(err.Error(), "not a hash") {
+		if _, _, err := q.Workflows.Submit(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err == nil || !strings.Contains(err.Error(), "not a hash") {
 			t.Fatalf("submit over a string = %v; want refused", err)
 		}
 		if v, _ := q.Client().Get(ctx, key).Result(); v != "garbage" {
@@ -116,10 +116,10 @@ func TestWorkflow_GarbageIsRefusedBeforeAnyWrite(t *testing.T) {
 		}
 		q.Client().Del(ctx, key)
 		q.Client().HSet(ctx, key, "st", "dancing", "n", 4)
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndDead, nil, "", keepWF); err == nil {
+		if _, err := q.Workflows.Advance(ctx, "wf1", 0, "job-a", queue.EndDead, nil, "", keepWF); err == nil {
 			t.Fatal("advance of a record with a garbage status succeeded")
 		}
-		if _, err := q.ReadWorkflow(ctx, "wf{1}"); err == nil {
+		if _, err := q.Workflows.Read(ctx, "wf{1}"); err == nil {
 			t.Fatal("an id with braces was read")
 		}
 	})
@@ -128,15 +128,15 @@ func TestWorkflow_GarbageIsRefusedBeforeAnyWrite(t *testing.T) {
 func TestWorkflow_AGarbageCounterIsRecounted(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+		if _, _, err := q.Workflows.Submit(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
 		key := queue.WorkflowKey(q.Namespace(), "wf1")
 		q.Client().HSet(ctx, key, "p:2", "x", "left", "y")
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 1), "", keepWF); err != nil {
+		if _, err := q.Workflows.Advance(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 1), "", keepWF); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, 2), "", keepWF)
+		a, err := q.Workflows.Advance(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, 2), "", keepWF)
 		if err != nil || len(a.Ready) != 1 {
 			t.Fatalf("b completed: %+v, %v; want d ready despite the garbage counter", a, err)
 		}
@@ -150,28 +150,28 @@ func TestWorkflowScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) 
 		{"submit, created, advance, fail, cancel, retry, due", func(t *testing.T, q *queue.Queue, h *twice) {
 			ctx, now := context.Background(), time.Now()
 			h.during(func() {
-				if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+				if _, _, err := q.Workflows.Submit(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := q.SubmitWorkflow(ctx, "wf2", wfSteps(t), 3, time.Minute, now); err != nil {
+				if _, _, err := q.Workflows.Submit(ctx, "wf2", wfSteps(t), 3, time.Minute, now); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
+				if _, err := q.Workflows.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 1), "", keepWF); err != nil {
+				if _, err := q.Workflows.Advance(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 1), "", keepWF); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.EndDead, []byte("boom"), "", keepWF); err != nil {
+				if _, err := q.Workflows.Advance(ctx, "wf1", 1, "job-b", queue.EndDead, []byte("boom"), "", keepWF); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.RetryWorkflow(ctx, "wf1", map[int]string{1: "job-b2", 2: "", 3: "job-d2"}, now); err != nil {
+				if _, err := q.Workflows.Retry(ctx, "wf1", map[int]string{1: "job-b2", 2: "", 3: "job-d2"}, now); err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := q.CancelWorkflow(ctx, "wf2", time.Hour, now); err != nil {
+				if _, _, err := q.Workflows.Cancel(ctx, "wf2", time.Hour, now); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.DueWorkflows(ctx, now.Add(time.Hour), now.Add(2*time.Hour), 10); err != nil {
+				if _, err := q.Workflows.Due(ctx, now.Add(time.Hour), now.Add(2*time.Hour), 10); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -190,17 +190,17 @@ func TestWorkflow_OnlyTheCallThatMarksStepsCreatingOwnsThem(t *testing.T) {
 			{Label: "a", JobID: "job-a", Template: []byte("t"), Args: mp(t, 1)},
 			{Label: "b", JobID: "job-b", Template: []byte("t"), After: []int{0}},
 		}
-		if _, own, err := q.SubmitWorkflow(ctx, "wf1", steps, 1, time.Minute, now); err != nil || !own {
+		if _, own, err := q.Workflows.Submit(ctx, "wf1", steps, 1, time.Minute, now); err != nil || !own {
 			t.Fatalf("first submission: own %v, %v", own, err)
 		}
-		if ready, own, err := q.SubmitWorkflow(ctx, "wf1", steps, 1, time.Minute, now); err != nil || own || len(ready) != 1 {
+		if ready, own, err := q.Workflows.Submit(ctx, "wf1", steps, 1, time.Minute, now); err != nil || own || len(ready) != 1 {
 			t.Fatalf("second submission: %d ready, own %v, %v; want a's step, not its own", len(ready), own, err)
 		}
-		first, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 2), "", keepWF)
+		first, err := q.Workflows.Advance(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 2), "", keepWF)
 		if err != nil || len(first.Ready) != 1 || len(first.Again) != 0 {
 			t.Fatalf("first end: %+v, %v; want b its own", first, err)
 		}
-		again, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 2), "", keepWF)
+		again, err := q.Workflows.Advance(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, 2), "", keepWF)
 		if err != nil || len(again.Ready) != 0 || len(again.Again) != 1 || again.Again[0].JobID != "job-b" {
 			t.Fatalf("second end: %+v, %v; want b found creating, not its own", again, err)
 		}
@@ -216,12 +216,12 @@ func TestLookupMany_ReadsEachJobAsLookupDoes(t *testing.T) {
 		b.RunAt = now.Add(time.Hour)
 		for _, j := range []queue.NewJob{a, b} {
 			route, _ := queue.RouteOf(j.ID)
-			if _, err := q.Enqueue(ctx, route, queue.Normal, []queue.NewJob{j}, now); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, route, queue.Normal, []queue.NewJob{j}, now); err != nil {
 				t.Fatal(err)
 			}
 		}
 		gone := queue.NewID("r", now)
-		got, err := q.LookupMany(ctx, []string{a.ID, gone, b.ID})
+		got, err := q.Jobs.LookupMany(ctx, []string{a.ID, gone, b.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,16 +236,16 @@ func TestLookupMany_ReadsEachJobAsLookupDoes(t *testing.T) {
 func TestWorkflow_AStepIsGivenItsPredecessorsTrails(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+		if _, _, err := q.Workflows.Submit(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
+		if _, err := q.Workflows.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, "A"), "trail-a", keepWF); err != nil {
+		if _, err := q.Workflows.Advance(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, "A"), "trail-a", keepWF); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, "B"), "trail-b", keepWF)
+		a, err := q.Workflows.Advance(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, "B"), "trail-b", keepWF)
 		if err != nil || len(a.Ready) != 1 || a.Ready[0].After != "trail-b,trail-a" {
 			t.Fatalf("d ready: %+v, %v; want it given trail-b,trail-a, the gather's predecessors in order", a.Ready, err)
 		}
@@ -257,13 +257,13 @@ func TestWorkflow_AStepIsGivenItsPredecessorsTrails(t *testing.T) {
 func TestWorkflow_AnUnfitTrailIsDropped(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+		if _, _, err := q.Workflows.Submit(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, "A"), "x,y", keepWF); err != nil {
+		if _, err := q.Workflows.Advance(ctx, "wf1", 0, "job-a", queue.EndCompleted, mp(t, "A"), "x,y", keepWF); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, "B"), strings.Repeat("t", queue.MaxTrail+1), keepWF)
+		a, err := q.Workflows.Advance(ctx, "wf1", 1, "job-b", queue.EndCompleted, mp(t, "B"), strings.Repeat("t", queue.MaxTrail+1), keepWF)
 		if err != nil || len(a.Ready) != 1 || a.Ready[0].After != "" {
 			t.Fatalf("d ready: %+v, %v; want no trails, both predecessors' being unfit", a.Ready, err)
 		}
@@ -276,24 +276,24 @@ func TestWorkflow_AnUnfitTrailIsDropped(t *testing.T) {
 func TestWorkflow_AJobMadeUnderAStepsOldIDIsReturnedToCancel(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+		if _, _, err := q.Workflows.Submit(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := q.CancelWorkflow(ctx, "wf1", time.Hour, now); err != nil {
+		if _, _, err := q.Workflows.Cancel(ctx, "wf1", time.Hour, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.RetryWorkflow(ctx, "wf1", map[int]string{0: "job-a2", 1: "", 2: "", 3: ""}, now); err != nil {
+		if _, err := q.Workflows.Retry(ctx, "wf1", map[int]string{0: "job-a2", 1: "", 2: "", 3: ""}, now); err != nil {
 			t.Fatal(err)
 		}
-		got, err := q.StepsCreated(ctx, "wf1", made(0, "job-a"))
+		got, err := q.Workflows.StepsCreated(ctx, "wf1", made(0, "job-a"))
 		if err != nil || len(got) != 1 || got[0] != "job-a" {
 			t.Fatalf("StepsCreated of the old job = %v, %v; want it returned to cancel", got, err)
 		}
-		rec, err := q.ReadWorkflow(ctx, "wf1")
+		rec, err := q.Workflows.Read(ctx, "wf1")
 		if err != nil || rec.Steps[0].State != queue.StepCreating || rec.Steps[0].JobID != "job-a2" {
 			t.Fatalf("step a = %+v, %v; want still creating under job-a2", rec.Steps[0], err)
 		}
-		if got, err := q.StepsCreated(ctx, "wf1", made(0, "job-a2")); err != nil || len(got) != 0 {
+		if got, err := q.Workflows.StepsCreated(ctx, "wf1", made(0, "job-a2")); err != nil || len(got) != 0 {
 			t.Fatalf("StepsCreated of the new job = %v, %v", got, err)
 		}
 	})
@@ -310,7 +310,7 @@ func TestWorkflowList_ASubmissionAddsItOnceAndPagesGoNewestFirst(t *testing.T) {
 				at = now.Add(3 * time.Millisecond) // shares its time with wf-d
 			}
 			for try := range 2 { // then a resent submission
-				if _, _, err := q.SubmitWorkflow(ctx, id, wfSteps(t), 3, time.Minute, at); err != nil {
+				if _, _, err := q.Workflows.Submit(ctx, id, wfSteps(t), 3, time.Minute, at); err != nil {
 					t.Fatal(err)
 				}
 				ms, err := q.Client().ZScore(ctx, queue.WorkflowList(q.Namespace()), id).Result()
@@ -325,7 +325,7 @@ func TestWorkflowList_ASubmissionAddsItOnceAndPagesGoNewestFirst(t *testing.T) {
 		var got []string
 		cursor := ""
 		for pages := 0; ; pages++ {
-			page, next, err := q.ListWorkflows(ctx, cursor, 2, nil)
+			page, next, err := q.Workflows.List(ctx, cursor, 2, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -346,7 +346,7 @@ func TestWorkflowList_ASubmissionAddsItOnceAndPagesGoNewestFirst(t *testing.T) {
 		if strings.Join(got, ",") != "wf-e,wf-d,wf-c,wf-b,wf-a" {
 			t.Fatalf("pages gave %v; want every workflow once, newest first", got)
 		}
-		if _, _, err := q.ListWorkflows(ctx, "garbage", 2, nil); err == nil {
+		if _, _, err := q.Workflows.List(ctx, "garbage", 2, nil); err == nil {
 			t.Fatal("a garbage cursor was taken")
 		}
 	})
@@ -358,14 +358,14 @@ func TestWorkflowList_AFilterKeepsWhatItAcceptsAndAFailedOneNamesItsStep(t *test
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
 		for _, id := range []string{"ok", "bad"} {
-			if _, _, err := q.SubmitWorkflow(ctx, id, wfSteps(t), 3, time.Minute, now); err != nil {
+			if _, _, err := q.Workflows.Submit(ctx, id, wfSteps(t), 3, time.Minute, now); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "bad", 1, "job-b", queue.EndDead, []byte("boom"), "", keepWF); err != nil {
+		if _, err := q.Workflows.Advance(ctx, "bad", 1, "job-b", queue.EndDead, []byte("boom"), "", keepWF); err != nil {
 			t.Fatal(err)
 		}
-		page, next, err := q.ListWorkflows(ctx, "", 10, func(s *queue.WorkflowSummary) (bool, error) { return s.Status == "failed", nil })
+		page, next, err := q.Workflows.List(ctx, "", 10, func(s *queue.WorkflowSummary) (bool, error) { return s.Status == "failed", nil })
 		if err != nil || next != "" || len(page) != 1 || page[0].ID != "bad" || page[0].FailedStep != "b" || page[0].EndedAt.IsZero() {
 			t.Fatalf("failed ones = %+v, %q, %v; want bad, failed at step b", page, next, err)
 		}
@@ -378,12 +378,12 @@ func TestWorkflowList_AnEntryWhoseRecordExpiredIsPruned(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, long := context.Background(), time.Now().Add(-48*time.Hour)
 		for _, id := range []string{"gone-1", "gone-2", "live"} {
-			if _, _, err := q.SubmitWorkflow(ctx, id, wfSteps(t), 3, time.Minute, long); err != nil {
+			if _, _, err := q.Workflows.Submit(ctx, id, wfSteps(t), 3, time.Minute, long); err != nil {
 				t.Fatal(err)
 			}
 		}
 		q.Client().Del(ctx, queue.WorkflowKey(q.Namespace(), "gone-1"), queue.WorkflowKey(q.Namespace(), "gone-2"))
-		kept, end, err := q.PruneWorkflowList(ctx, time.Now().Add(-24*time.Hour), 0, 100)
+		kept, end, err := q.Workflows.PruneList(ctx, time.Now().Add(-24*time.Hour), 0, 100)
 		if err != nil || kept != 1 || !end {
 			t.Fatalf("prune = kept %d, end %v, %v; want the live one kept", kept, end, err)
 		}
@@ -393,7 +393,7 @@ func TestWorkflowList_AnEntryWhoseRecordExpiredIsPruned(t *testing.T) {
 		}
 		// A list that meets an entry without its record drops it too.
 		q.Client().Del(ctx, queue.WorkflowKey(q.Namespace(), "live"))
-		page, _, err := q.ListWorkflows(ctx, "", 10, nil)
+		page, _, err := q.Workflows.List(ctx, "", 10, nil)
 		if err != nil || len(page) != 0 {
 			t.Fatalf("list = %+v, %v; want nothing", page, err)
 		}
@@ -420,7 +420,7 @@ func chain(t *testing.T, n int) []queue.WorkflowStep {
 
 func states(t *testing.T, q *queue.Queue, id string) string {
 	t.Helper()
-	rec, err := q.ReadWorkflow(context.Background(), id)
+	rec, err := q.Workflows.Read(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,20 +437,20 @@ func states(t *testing.T, q *queue.Queue, id string) string {
 func TestWorkflowCancel_AStepBeingCreatedIsCanceledAndItsJobHandedBack(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+		if _, _, err := q.Workflows.Submit(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
 		if got := states(t, q, "wf1"); got != "ccww" {
 			t.Fatalf("states %q; want a and b creating", got)
 		}
-		st, jobs, err := q.CancelWorkflow(ctx, "wf1", time.Hour, now)
+		st, jobs, err := q.Workflows.Cancel(ctx, "wf1", time.Hour, now)
 		if err != nil || st != "canceled" || strings.Join(jobs, ",") != "job-a,job-b" {
 			t.Fatalf("cancel = %s %v %v; want canceled, jobs job-a and job-b to cancel", st, jobs, err)
 		}
 		if got := states(t, q, "wf1"); got != "xxxx" {
 			t.Fatalf("states after the cancel %q; want every step canceled", got)
 		}
-		if back, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil || strings.Join(back, ",") != "job-a,job-b" {
+		if back, err := q.Workflows.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil || strings.Join(back, ",") != "job-a,job-b" {
 			t.Fatalf("StepsCreated after the cancel = %v, %v; want both jobs handed back to cancel", back, err)
 		}
 		if got := states(t, q, "wf1"); got != "xxxx" {
@@ -465,32 +465,32 @@ func TestWorkflowCancel_AStepBeingCreatedIsCanceledAndItsJobHandedBack(t *testin
 func TestWorkflowRetry_ACompletedStepListedIsLeftAlone(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		if _, _, err := q.SubmitWorkflow(ctx, "wf1", chain(t, 3), 2, time.Minute, now); err != nil {
+		if _, _, err := q.Workflows.Submit(ctx, "wf1", chain(t, 3), 2, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-0")); err != nil {
+		if _, err := q.Workflows.StepsCreated(ctx, "wf1", made(0, "job-0")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-0", queue.EndCompleted, mp(t, "R0"), "", keepWF); err != nil {
+		if _, err := q.Workflows.Advance(ctx, "wf1", 0, "job-0", queue.EndCompleted, mp(t, "R0"), "", keepWF); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", made(1, "job-1")); err != nil {
+		if _, err := q.Workflows.StepsCreated(ctx, "wf1", made(1, "job-1")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.AdvanceWorkflow(ctx, "wf1", 1, "job-1", queue.EndDead, []byte("boom"), "", keepWF); err != nil {
+		if _, err := q.Workflows.Advance(ctx, "wf1", 1, "job-1", queue.EndDead, []byte("boom"), "", keepWF); err != nil {
 			t.Fatal(err)
 		}
 		if got := states(t, q, "wf1"); got != "dfx" {
 			t.Fatalf("states %q; want completed, failed, canceled", got)
 		}
-		a, err := q.RetryWorkflow(ctx, "wf1", map[int]string{0: "job-0b", 1: "job-1b", 2: ""}, now)
+		a, err := q.Workflows.Retry(ctx, "wf1", map[int]string{0: "job-0b", 1: "job-1b", 2: ""}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(a.Ready) != 1 || a.Ready[0].Index != 1 || a.Ready[0].JobID != "job-1b" {
 			t.Fatalf("ready after the retry: %+v; want step 1 alone, under job-1b", a.Ready)
 		}
-		rec, err := q.ReadWorkflow(ctx, "wf1")
+		rec, err := q.Workflows.Read(ctx, "wf1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -513,29 +513,29 @@ func TestWorkflow_AFailedStepCancelsEveryStepDownstream(t *testing.T) {
 		// s5 after s2 alone: a second branch below s2, two deep.
 		steps = append(steps, queue.WorkflowStep{Label: "s5", JobID: "job-5", Template: []byte("tpl"), After: []int{2}},
 			queue.WorkflowStep{Label: "s6", JobID: "job-6", Template: []byte("tpl"), After: []int{5}})
-		if _, _, err := q.SubmitWorkflow(ctx, "wf1", steps, 4, time.Minute, now); err != nil {
+		if _, _, err := q.Workflows.Submit(ctx, "wf1", steps, 4, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
 		for k := range 2 {
 			j := "job-" + strconv.Itoa(k)
-			if _, err := q.StepsCreated(ctx, "wf1", made(k, j)); err != nil {
+			if _, err := q.Workflows.StepsCreated(ctx, "wf1", made(k, j)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := q.AdvanceWorkflow(ctx, "wf1", k, j, queue.EndCompleted, mp(t, k), "", keepWF); err != nil {
+			if _, err := q.Workflows.Advance(ctx, "wf1", k, j, queue.EndCompleted, mp(t, k), "", keepWF); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", made(2, "job-2")); err != nil {
+		if _, err := q.Workflows.StepsCreated(ctx, "wf1", made(2, "job-2")); err != nil {
 			t.Fatal(err)
 		}
-		a, err := q.AdvanceWorkflow(ctx, "wf1", 2, "job-2", queue.EndDead, []byte("boom"), "", keepWF)
+		a, err := q.Workflows.Advance(ctx, "wf1", 2, "job-2", queue.EndDead, []byte("boom"), "", keepWF)
 		if err != nil || a.Status != "failed" || a.Why != 2 {
 			t.Fatalf("s2 failed: %+v, %v", a, err)
 		}
 		if got := states(t, q, "wf1"); got != "ddfxxxx" {
 			t.Fatalf("states %q; want every step below s2 canceled (s3, s4, s5, s6)", got)
 		}
-		rec, err := q.ReadWorkflow(ctx, "wf1")
+		rec, err := q.Workflows.Read(ctx, "wf1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -545,7 +545,7 @@ func TestWorkflow_AFailedStepCancelsEveryStepDownstream(t *testing.T) {
 			}
 		}
 		// Its dead job replayed and completed: every step it canceled waits again.
-		a, err = q.AdvanceWorkflow(ctx, "wf1", 2, "job-2", queue.EndCompleted, mp(t, 2), "", keepWF)
+		a, err = q.Workflows.Advance(ctx, "wf1", 2, "job-2", queue.EndCompleted, mp(t, 2), "", keepWF)
 		if err != nil || a.Status != "running" {
 			t.Fatalf("s2 completed after all: %+v, %v", a, err)
 		}
@@ -560,18 +560,18 @@ func TestWorkflow_AFailedStepCancelsEveryStepDownstream(t *testing.T) {
 func TestWorkflow_AnAdvanceWithAnEndingThatEndsNoStepIsRefused(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx, now := context.Background(), time.Now()
-		if _, _, err := q.SubmitWorkflow(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
+		if _, _, err := q.Workflows.Submit(ctx, "wf1", wfSteps(t), 3, time.Minute, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
+		if _, err := q.Workflows.StepsCreated(ctx, "wf1", made(0, "job-a", 1, "job-b")); err != nil {
 			t.Fatal(err)
 		}
 		for _, how := range []queue.Ending{queue.EndRetrying, queue.EndHandedBack, queue.EndStale} {
-			if _, err := q.AdvanceWorkflow(ctx, "wf1", 0, "job-a", how, mp(t, "A"), "", keepWF); err == nil || !strings.Contains(err.Error(), how.String()) {
+			if _, err := q.Workflows.Advance(ctx, "wf1", 0, "job-a", how, mp(t, "A"), "", keepWF); err == nil || !strings.Contains(err.Error(), how.String()) {
 				t.Fatalf("advance ended %s = %v; want refused naming it", how, err)
 			}
 		}
-		rec, err := q.ReadWorkflow(ctx, "wf1")
+		rec, err := q.Workflows.Read(ctx, "wf1")
 		if err != nil || rec.Steps[0].State != queue.StepCreated {
 			t.Fatalf("after refused advances: %+v, %v; want step a still created", rec, err)
 		}

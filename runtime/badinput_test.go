@@ -30,7 +30,7 @@ func TestBadInput_InvalidRouteIsRefusedByName(t *testing.T) {
 		if err := w.Run(ctxT(t)); err == nil || !strings.Contains(err.Error(), `invalid route "not ok"`) {
 			t.Fatalf("Run with a bad route = %v; want it to name the route", err)
 		}
-		if depth, _ := runtime.QueueOf(c).Depths(ctxT(t), []string{"default"}); depth[0].Normal != 0 {
+		if depth, _ := runtime.QueueOf(c).Ops.Depths(ctxT(t), []string{"default"}); depth[0].Normal != 0 {
 			t.Fatalf("a refused enqueue wrote %d jobs", depth[0].Normal)
 		}
 	})

@@ -42,7 +42,7 @@ func TestCancel_AJobCanceledWhileItsWorkerIsDeadEndsCanceledNotRetried(t *testin
 	if n := reruns.Load(); n != 0 {
 		t.Fatalf("the handler ran %d more times after the kill; want once in all (the killed run)", n)
 	}
-	if dead, err := runtime.QueueOf(c).DeadList(ctx, "default", 0, 10); err != nil || len(dead) != 0 {
+	if dead, err := runtime.QueueOf(c).Ops.DeadList(ctx, "default", 0, 10); err != nil || len(dead) != 0 {
 		t.Fatalf("dead-letter set %+v, %v; want it empty", dead, err)
 	}
 }
@@ -88,7 +88,7 @@ func TestCancel_AJobAskedToCancelWhenItsWorkerShutsDownEndsCanceledNotHandedBack
 	if s := jobStatus(t, c, id); s != runtime.StatusCanceled {
 		t.Fatalf("Job status %s; want canceled", s)
 	}
-	if d, err := q.Depths(ctx, []string{"default"}); err != nil || d[0].High+d[0].Normal+d[0].Low != 0 {
+	if d, err := q.Ops.Depths(ctx, []string{"default"}); err != nil || d[0].High+d[0].Normal+d[0].Low != 0 {
 		t.Fatalf("depths %+v, %v; want the job in no ready list", d, err)
 	}
 	if n, err := c.Redis().SCard(ctx, q.Keys("default").Cancels()).Result(); err != nil || n != 0 {

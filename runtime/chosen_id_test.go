@@ -38,7 +38,7 @@ func TestWithID_AnIDEndingInAnotherRouteIsRefused(t *testing.T) {
 	if _, err := c.Job(ctx, id); !errors.Is(err, runtime.ErrJobNotFound) {
 		t.Fatalf("Job(%s) after the refused enqueue = %v; want ErrJobNotFound (nothing written)", id, err)
 	}
-	depths, err := runtime.QueueOf(c).Depths(ctx, []string{"images", "thumbs"})
+	depths, err := runtime.QueueOf(c).Ops.Depths(ctx, []string{"images", "thumbs"})
 	if err != nil {
 		t.Fatal(err)
 	}

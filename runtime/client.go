@@ -183,7 +183,7 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	}
 	// Read on first use when this fails (see queue.ShardCount).
 	_ = q.LoadShards(ctx)
-	q.KeepEnded(cfg.history != nil) // ends wait in Redis for the history (see WithHistory)
+	q.Ended.Keep(cfg.history != nil) // ends wait in Redis for the history (see WithHistory)
 	l := results.NewListener(rdb)
 	clockCtx, stopClock := context.WithCancel(context.Background())
 	go (&queue.ClockSync{Queue: q}).Run(clockCtx)
@@ -223,7 +223,7 @@ func Default() *Client { return defaultClient.Load() }
 // what Redis holds of it, or once Redis has let it go, its newest row in
 // the task history (WithHistory).
 func (c *Client) Job(ctx context.Context, id string) (*bananastype.Job, error) {
-	s, err := c.q.Lookup(ctx, id)
+	s, err := c.q.Jobs.Lookup(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return c.jobFromHistory(ctx, id)
 	}

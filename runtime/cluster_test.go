@@ -62,13 +62,13 @@ func TestCluster_EveryTransitionAcrossSlots(t *testing.T) {
 	if _, err := failing.Await(ctx, id); !errors.As(err, &je) || je.Attempts != 2 {
 		t.Fatalf("failing Await = %v; want a JobError after 2 attempts", err)
 	}
-	if err := runtime.QueueOf(c).Replay(ctx, id); err != nil {
+	if err := runtime.QueueOf(c).Ops.Replay(ctx, id); err != nil {
 		t.Fatalf("Replay on a cluster: %v", err)
 	}
 	if info, err := c.Job(ctx, id); err != nil || info.Route != "r5" {
 		t.Fatalf("Job = %+v, %v", info, err)
 	}
-	if _, err := runtime.QueueOf(c).Depths(ctx, routes); err != nil {
+	if _, err := runtime.QueueOf(c).Ops.Depths(ctx, routes); err != nil {
 		t.Fatalf("Depths on a cluster: %v", err)
 	}
 }

@@ -78,7 +78,7 @@ func TestCron_ThreeSchedulersFireEachTickOnce(t *testing.T) {
 			t.Fatalf("ticks %s and %s are not one second apart (a tick was skipped): %v", a, b, ticks)
 		}
 	}
-	depth, err := runtime.QueueOf(probe).Depths(ctx, []string{"default"})
+	depth, err := runtime.QueueOf(probe).Ops.Depths(ctx, []string{"default"})
 	if err != nil {
 		t.Fatal(err)
 	}

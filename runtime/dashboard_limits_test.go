@@ -55,7 +55,7 @@ func TestDashboard_SetARoutesLimitsAndSeeItsBusiestKey(t *testing.T) {
 	run(t, ctx, "set the route's limits", chromedp.SetValue(chromedp.CSS(`input[name=max_running]`), "20"),
 		chromedp.SetValue(chromedp.CSS(`input[name=rate]`), "500/s"), chromedp.SetValue(chromedp.CSS(`input[name=burst]`), "50"),
 		chromedp.Click(chromedp.CSS(`button[name=set]`)), chromedp.WaitVisible(chromedp.CSS("#flash")))
-	l, err := runtime.QueueOf(c).RouteLimits(ctxT(t), "billing")
+	l, err := runtime.QueueOf(c).Flows.RouteLimits(ctxT(t), "billing")
 	if err != nil || l.MaxRunning != 20 || l.Rate != 500 || l.Per != time.Second || l.Burst != 50 {
 		t.Fatalf("limits in Redis after the form = %+v, %v", l, err)
 	}
@@ -67,7 +67,7 @@ func TestDashboard_SetARoutesLimitsAndSeeItsBusiestKey(t *testing.T) {
 		chromedp.Clear(chromedp.CSS(`input[name=burst]`)),
 		chromedp.Click(chromedp.CSS(`button[name=set]`)))
 	waitFor(t, 10*time.Second, "the form to remove the rate and its burst", func() bool {
-		l, err := runtime.QueueOf(c).RouteLimits(ctxT(t), "billing")
+		l, err := runtime.QueueOf(c).Flows.RouteLimits(ctxT(t), "billing")
 		return err == nil && l == (queue.Limits{MaxRunning: 20})
 	})
 	run(t, ctx, "the page after the change", chromedp.WaitVisible(chromedp.CSS("#flash")))
@@ -95,7 +95,7 @@ func TestDashboard_SetARoutesLimitsAndSeeItsBusiestKey(t *testing.T) {
 
 	// The route's own cap full (both keys run a job), a new key's job
 	// waits: the page says the route's cap holds it.
-	if err := runtime.QueueOf(c).SetRouteLimits(ctxT(t), "billing", queue.Limits{MaxRunning: 2}); err != nil {
+	if err := runtime.QueueOf(c).Flows.SetRouteLimits(ctxT(t), "billing", queue.Limits{MaxRunning: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := capped.With(c).Enqueue(ctxT(t), Msg{}, runtime.Route("billing"), runtime.Key("customer-11")); err != nil {

@@ -103,7 +103,7 @@ func TestWorker_RedisAtMaxmemoryRefusesEnqueuesAndLosesNothing(t *testing.T) {
 	if refusal == nil || !strings.Contains(refusal.Error(), "OOM") || !strings.Contains(refusal.Error(), "maxmemory") {
 		t.Fatalf("after %d enqueues: error %v; want Redis's OOM refusal naming maxmemory", len(stored), refusal)
 	}
-	if d, err := runtime.QueueOf(c).Depths(ctx, []string{"default"}); err != nil || d[0].Normal != int64(len(stored)) {
+	if d, err := runtime.QueueOf(c).Ops.Depths(ctx, []string{"default"}); err != nil || d[0].Normal != int64(len(stored)) {
 		t.Fatalf("pending after the refusal = %+v, %v; want exactly the %d acknowledged jobs", d, err, len(stored))
 	}
 

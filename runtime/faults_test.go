@@ -87,7 +87,7 @@ func TestWorker_EveryJobFinishesThroughCutsAndSilentHangs(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "every goroutine of the stopped workers to end", func() bool { return labeledGoroutines(t, r.ns) == 0 })
 
-	stats, err := runtime.QueueOf(r.direct).Stats(ctx, "default")
+	stats, err := runtime.QueueOf(r.direct).Ops.Stats(ctx, "default")
 	if err != nil {
 		t.Fatal(err)
 	}

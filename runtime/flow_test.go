@@ -155,7 +155,7 @@ func routeLimitUnderLoad(t *testing.T, c *runtime.Client) {
 		startWorker(t, w)
 		waitFor(t, 10*time.Second, "6 jobs at once without a route limit", func() bool { _, m, _ := observe(); return m == 6 })
 		q := runtime.QueueOf(c)
-		if err := q.SetRouteLimits(ctx, "lim", queue.Limits{MaxRunning: 2}); err != nil {
+		if err := q.Flows.SetRouteLimits(ctx, "lim", queue.Limits{MaxRunning: 2}); err != nil {
 			t.Fatal(err)
 		}
 		// Jobs fetched before the limit was set end within a few job times.
@@ -171,7 +171,7 @@ func routeLimitUnderLoad(t *testing.T, c *runtime.Client) {
 		if _, m, _ := observe(); m > 2 {
 			t.Fatalf("%d jobs ran at once under a route limit of 2", m)
 		}
-		if err := q.SetRouteLimits(ctx, "lim", queue.Limits{}); err != nil {
+		if err := q.Flows.SetRouteLimits(ctx, "lim", queue.Limits{}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, time.Second, "more than 2 at once once the limit is removed", func() bool { r, _, _ := observe(); return r > 2 })
@@ -279,7 +279,7 @@ func rateAndFairnessOn(t *testing.T, c *runtime.Client) {
 	}
 	// Paused, the route takes both keys in before either runs.
 	q := runtime.QueueOf(c)
-	if err := q.Pause(ctx, "default"); err != nil {
+	if err := q.Ops.Pause(ctx, "default"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := byText.With(c).EnqueueMany(ctx, backlog); err != nil {
@@ -288,7 +288,7 @@ func rateAndFairnessOn(t *testing.T, c *runtime.Client) {
 	if _, err := byText.With(c).Enqueue(ctx, Msg{Text: "late"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Resume(ctx, "default"); err != nil {
+	if err := q.Ops.Resume(ctx, "default"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the workers' 8 slots to fill", func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 8 })
@@ -380,7 +380,7 @@ func TestFlow_ADeployThatRemovesOrRaisesARateFreesItsHeldKeys(t *testing.T) {
 				}
 				q := runtime.QueueOf(c)
 				waitFor(t, 5*time.Second, "the key held by its rate", func() bool {
-					st, err := q.Flows(ctx, "default", 10)
+					st, err := q.Flows.State(ctx, "default", 10)
 					return err == nil && len(st.Busiest) == 1 && !st.Busiest[0].HeldUntil.IsZero()
 				})
 				stop()
@@ -409,7 +409,7 @@ func TestLimits_KeysHeldByTheRoutesCapShowAsHeld(t *testing.T) {
 	}
 	q := runtime.QueueOf(c)
 	now := q.Now()
-	if ds, err := q.Fetch(ctx, "default", queue.Priorities, 10, now.Add(time.Minute), now); err != nil || len(ds) != 1 {
+	if ds, err := q.Jobs.Fetch(ctx, "default", queue.Priorities, 10, now.Add(time.Minute), now); err != nil || len(ds) != 1 {
 		t.Fatalf("fetch under the route's cap of 1: %d jobs, %v", len(ds), err)
 	}
 	out := a.ok("limits", "default")

@@ -164,7 +164,7 @@ func (w *Worker) storeTaskLimits(ctx context.Context) error {
 		}
 		for _, route := range routes {
 			for _, s := range shardsOf[route] {
-				if err := w.c.q.SetTaskLimits(ctx, s, name, l); err != nil {
+				if err := w.c.q.Flows.SetTaskLimits(ctx, s, name, l); err != nil {
 					return fmt.Errorf("store the limits of its tasks: %w", err) // err names the task and the shard
 				}
 			}
@@ -185,7 +185,7 @@ func (w *Worker) storeShardLimits(ctx context.Context, shards []string) {
 			if h.info == nil || h.limits == nil || (h.info().Route != base && !slices.Contains(w.opts.Routes, base)) {
 				continue
 			}
-			if err := w.c.q.SetTaskLimits(ctx, sh, name, h.limits()); err != nil {
+			if err := w.c.q.Flows.SetTaskLimits(ctx, sh, name, h.limits()); err != nil {
 				w.opts.Logger.Warn("bananas: cannot store the limits of a task on a new shard of its route", "task", name, "shard", sh, "err", err)
 			}
 		}

@@ -26,7 +26,7 @@ func TestRouteLimits_SetChangeAndRemoveOverHTTP(t *testing.T) {
 		if got["max_running"] != float64(20) || got["rate"] != "500/s" || got["burst"] != float64(50) {
 			t.Fatalf("PUT = %v", got)
 		}
-		l, err := runtime.QueueOf(c).RouteLimits(ctxT(t), "billing")
+		l, err := runtime.QueueOf(c).Flows.RouteLimits(ctxT(t), "billing")
 		if err != nil || l.MaxRunning != 20 || l.Rate != 500 || l.Burst != 50 {
 			t.Fatalf("stored limits = %+v, %v", l, err)
 		}
@@ -69,7 +69,7 @@ func TestRouteFlows_ShowTheBusiestKeysOverHTTP(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		q := runtime.QueueOf(c)
-		if err := q.SetTaskLimits(ctx, "default", "t_capped", queue.Limits{MaxRunning: 1}); err != nil {
+		if err := q.Flows.SetTaskLimits(ctx, "default", "t_capped", queue.Limits{MaxRunning: 1}); err != nil {
 			t.Fatal(err)
 		}
 		for _, key := range []string{"A", "A", "A", "B"} {
@@ -78,7 +78,7 @@ func TestRouteFlows_ShowTheBusiestKeysOverHTTP(t *testing.T) {
 			}
 		}
 		now := q.Now()
-		if _, err := q.Fetch(ctx, "default", queue.Priorities, 10, now.Add(60e9), now); err != nil {
+		if _, err := q.Jobs.Fetch(ctx, "default", queue.Priorities, 10, now.Add(60e9), now); err != nil {
 			t.Fatal(err)
 		}
 		api := serveAPI(t, runtime.NewInspector(c), runtime.APIOptions{})
@@ -130,7 +130,7 @@ func TestMetrics_ThrottledAndLimitRunningPerRoute(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		q := runtime.QueueOf(c)
-		if err := q.SetTaskLimits(ctx, "default", "t_capped", queue.Limits{MaxRunning: 1}); err != nil {
+		if err := q.Flows.SetTaskLimits(ctx, "default", "t_capped", queue.Limits{MaxRunning: 1}); err != nil {
 			t.Fatal(err)
 		}
 		for _, key := range []string{"A", "A", "B"} {
@@ -139,7 +139,7 @@ func TestMetrics_ThrottledAndLimitRunningPerRoute(t *testing.T) {
 			}
 		}
 		now := q.Now()
-		if _, err := q.Fetch(ctx, "default", queue.Priorities, 10, now.Add(60e9), now); err != nil {
+		if _, err := q.Jobs.Fetch(ctx, "default", queue.Priorities, 10, now.Add(60e9), now); err != nil {
 			t.Fatal(err)
 		}
 		s := scrapeMetrics(t, c)
@@ -167,7 +167,7 @@ func TestRouteLimits_NewShardsGetTheRoutesLimits(t *testing.T) {
 		}
 		q := runtime.QueueOf(c)
 		for _, s := range queue.ShardNames("wide", 3) {
-			if l, err := q.RouteLimits(ctx, s); err != nil || l.MaxRunning != 7 {
+			if l, err := q.Flows.RouteLimits(ctx, s); err != nil || l.MaxRunning != 7 {
 				t.Fatalf("shard %s limits = %+v, %v; want the route's max running 7", s, l, err)
 			}
 		}

@@ -199,7 +199,7 @@ func TestWorker_StoresTheLimitsOfItsTasksAtStart(t *testing.T) {
 	shards := queue.ShardNames("limits", 2)
 	stale := queue.Limits{MaxRunning: 3}
 	for _, s := range shards {
-		if err := q.SetTaskLimits(ctx, s, "unlimited", stale); err != nil {
+		if err := q.Flows.SetTaskLimits(ctx, s, "unlimited", stale); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -215,7 +215,7 @@ func TestWorker_StoresTheLimitsOfItsTasksAtStart(t *testing.T) {
 	want := queue.Limits{MaxRunning: 2, Rate: 50, Per: time.Minute, Burst: 5}
 	for _, s := range shards {
 		waitFor(t, 10*time.Second, "the limits stored on shard "+s, func() bool {
-			got, err := q.TaskLimits(ctx, s)
+			got, err := q.Flows.TaskLimits(ctx, s)
 			return err == nil && len(got) == 1 && got["limited"] == want
 		})
 	}
@@ -226,7 +226,7 @@ func TestWorker_StoresTheLimitsOfItsTasksAtStart(t *testing.T) {
 	}
 	for _, s := range queue.ShardNames("limits", 5) {
 		waitFor(t, 10*time.Second, "the limits stored on new shard "+s, func() bool {
-			got, err := q.TaskLimits(ctx, s)
+			got, err := q.Flows.TaskLimits(ctx, s)
 			return err == nil && got["limited"] == want
 		})
 	}

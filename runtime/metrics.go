@@ -18,7 +18,7 @@ func newMetrics(q *queue.Queue) *metrics.Set {
 }
 
 // depthReader reads the depths of every known route: the set of routes,
-// then the depths in one pipelined round trip (queue.Depths) — a few
+// then the depths in one pipelined round trip (queue.Ops.Depths) — a few
 // commands per route whatever the queues hold, never a scan of them. A
 // sharded route is one series, its shards summed.
 func depthReader(q *queue.Queue) metrics.DepthFunc {
@@ -26,7 +26,7 @@ func depthReader(q *queue.Queue) metrics.DepthFunc {
 		routes, err := q.Routes(ctx)
 		if err == nil {
 			var ds []queue.Depth
-			if ds, err = q.Depths(ctx, routes); err == nil {
+			if ds, err = q.Ops.Depths(ctx, routes); err == nil {
 				return toMetricDepths(queue.MergeShards(ds), q), nil
 			}
 		}

@@ -263,7 +263,7 @@ func enqueuePoison(ctx context.Context, t *testing.T, c *runtime.Client, jobs []
 			}
 		}
 		ids[i] = queue.NewID("default", time.Now())
-		if _, err := runtime.QueueOf(c).EnqueueOne(ctx, "default", "normal", queue.NewJob{ID: ids[i], Name: j.task, Envelope: env, MaxRetries: 5}); err != nil {
+		if _, err := runtime.QueueOf(c).Jobs.EnqueueOne(ctx, "default", "normal", queue.NewJob{ID: ids[i], Name: j.task, Envelope: env, MaxRetries: 5}); err != nil {
 			t.Fatalf("enqueue %s: %v", j.what, err)
 		}
 	}

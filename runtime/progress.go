@@ -179,7 +179,7 @@ func (f *progressFlusher) flush(ctx context.Context) {
 	clear(f.dirty)
 	f.mu.Unlock()
 
-	failed, err := f.q.WriteProgress(ctx, ws)
+	failed, err := f.q.Jobs.WriteProgress(ctx, ws)
 	if err == nil {
 		f.outage.OK("progress")
 		return

@@ -24,7 +24,7 @@ func TestCrash_JobRecoveredAfterLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		taken, err := runtime.QueueOf(c).Fetch(ctx, "default", queue.Priorities, 1, now.Add(300*time.Millisecond), now)
+		taken, err := runtime.QueueOf(c).Jobs.Fetch(ctx, "default", queue.Priorities, 1, now.Add(300*time.Millisecond), now)
 		if err != nil || len(taken) != 1 || taken[0].ID != id {
 			t.Fatalf("the doomed worker's fetch = %v, %v", taken, err)
 		}
@@ -64,7 +64,7 @@ func TestLateAck_AfterLeaseLostChangesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		stale, err := runtime.QueueOf(c).Fetch(ctx, "default", queue.Priorities, 1, now.Add(200*time.Millisecond), now)
+		stale, err := runtime.QueueOf(c).Jobs.Fetch(ctx, "default", queue.Priorities, 1, now.Add(200*time.Millisecond), now)
 		if err != nil || len(stale) != 1 {
 			t.Fatalf("fetch = %v, %v", stale, err)
 		}
@@ -86,11 +86,11 @@ func TestLateAck_AfterLeaseLostChangesNothing(t *testing.T) {
 		}
 		lateReports := func(when string) {
 			t.Helper()
-			ok, err := runtime.QueueOf(c).Ack(ctx, stale[0], []byte("late result"), time.Hour)
+			ok, err := runtime.QueueOf(c).Jobs.Ack(ctx, stale[0], []byte("late result"), time.Hour)
 			if err != nil || ok {
 				t.Errorf("late Ack %s = %v, %v; want refused", when, ok, err)
 			}
-			out, err := runtime.QueueOf(c).Fail(ctx, stale[0], queue.Failure{Message: "late", RetryAt: time.Now(), Record: []byte("x"), TTL: time.Hour}, time.Now())
+			out, err := runtime.QueueOf(c).Jobs.Fail(ctx, stale[0], queue.Failure{Message: "late", RetryAt: time.Now(), Record: []byte("x"), TTL: time.Hour}, time.Now())
 			if err != nil || out != queue.EndStale {
 				t.Errorf("late Fail %s = %v, %v; want Stale", when, out, err)
 			}
@@ -155,7 +155,7 @@ func TestShutdown_HandsBackUnfinishedJobsWithoutAnAttempt(t *testing.T) {
 			t.Fatalf("handed-back job = %+v; want pending with no attempt counted", info)
 		}
 		// It went back to the front of its list: the next worker takes it first.
-		next, err := runtime.QueueOf(c).Fetch(ctx, "default", queue.Priorities, 1, time.Now().Add(time.Minute), time.Now())
+		next, err := runtime.QueueOf(c).Jobs.Fetch(ctx, "default", queue.Priorities, 1, time.Now().Add(time.Minute), time.Now())
 		if err != nil || len(next) != 1 || next[0].ID != id {
 			t.Fatalf("next fetch = %v, %v; want the handed-back job", next, err)
 		}

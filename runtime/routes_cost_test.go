@@ -75,7 +75,7 @@ func TestRoutes_ListingAndScrapeCostFollowLiveRoutes(t *testing.T) {
 		now := time.Now()
 		keep := map[string]bool{"default": true}
 		for _, at := range []time.Time{now, now.Add(queue.RouteIdleTTL)} {
-			if _, err := q.PruneRoutes(context.Background(), keep, at); err != nil {
+			if _, err := q.Ops.PruneRoutes(context.Background(), keep, at); err != nil {
 				t.Fatal(err)
 			}
 		}

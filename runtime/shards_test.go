@@ -257,7 +257,7 @@ func fetchNone(t *testing.T, c *runtime.Client, shards []string) {
 	q := runtime.QueueOf(c)
 	now := q.Now()
 	for _, s := range shards {
-		ds, err := q.Fetch(ctxT(t), s, queue.Priorities, 10, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctxT(t), s, queue.Priorities, 10, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 0 {
 			t.Fatalf("a fetch from shard %s of a paused route took %d job(s), %v", s, len(ds), err)
 		}

@@ -135,7 +135,7 @@ func (t *Task[A, R]) enqueueOne(ctx context.Context, c *Client, cfg jobConfig, a
 	if err != nil {
 		return "", err
 	}
-	h, err := c.q.EnqueueOne(ctx, c.shardOf(cfg, &job), cfg.priority, job)
+	h, err := c.q.Jobs.EnqueueOne(ctx, c.shardOf(cfg, &job), cfg.priority, job)
 	if err != nil {
 		return "", fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
@@ -378,7 +378,7 @@ func (t *Task[A, R]) Await(ctx context.Context, id string) (R, error) {
 	}
 	// A job still pending, running or dead says its task; a finished one
 	// says it in its result record (decodeRecord).
-	if s, err := c.q.Lookup(ctx, id); err == nil && ofAnotherTask(s.Name, t.name) {
+	if s, err := c.q.Jobs.Lookup(ctx, id); err == nil && ofAnotherTask(s.Name, t.name) {
 		return zero, wrongTask(id, s.Name, t.name)
 	}
 	return t.await(ctx, c, id)
@@ -441,7 +441,7 @@ func decodeRecord[R any](name string, rec results.Record) (R, error) {
 
 // lookupResult is the stored-result fallback of Await.
 func (c *Client) lookupResult(ctx context.Context, id string) ([]byte, error) {
-	b, err := c.q.Result(ctx, id)
+	b, err := c.q.Jobs.Result(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
@@ -465,7 +465,7 @@ func (c *Client) enqueueSharded(ctx context.Context, cfg jobConfig, jobs []queue
 		byShard[s] = append(byShard[s], i)
 	}
 	if len(shards) == 1 {
-		holders, err = c.q.Enqueue(ctx, shards[0], cfg.priority, jobs, now)
+		holders, err = c.q.Jobs.Enqueue(ctx, shards[0], cfg.priority, jobs, now)
 		return holders, nil, err
 	}
 	holders = make([]string, len(jobs))
@@ -475,7 +475,7 @@ func (c *Client) enqueueSharded(ctx context.Context, cfg jobConfig, jobs []queue
 		for k, i := range idx {
 			part[k] = jobs[i]
 		}
-		h, err := c.q.Enqueue(ctx, s, cfg.priority, part, now)
+		h, err := c.q.Jobs.Enqueue(ctx, s, cfg.priority, part, now)
 		if err != nil {
 			if n == 0 {
 				return nil, nil, err

@@ -86,10 +86,10 @@ func TestDLQ_PurgeDeletesDeadJobs(t *testing.T) {
 			}
 		}
 		// A cutoff before they died keeps them; one after deletes them.
-		if n, err := runtime.QueueOf(c).Purge(ctx, "default", time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		if n, err := runtime.QueueOf(c).Ops.Purge(ctx, "default", time.Now().Add(-time.Hour)); err != nil || n != 0 {
 			t.Fatalf("Purge(an hour ago) = %d, %v; want 0", n, err)
 		}
-		if n, err := runtime.QueueOf(c).Purge(ctx, "default", time.Now().Add(time.Hour)); err != nil || n != 3 {
+		if n, err := runtime.QueueOf(c).Ops.Purge(ctx, "default", time.Now().Add(time.Hour)); err != nil || n != 3 {
 			t.Fatalf("Purge(now) = %d, %v; want 3", n, err)
 		}
 		for _, id := range ids {

@@ -226,7 +226,7 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 // ends told to sinks.
 func (w *Worker) engineConfig(sinks []engine.JobEndSink) engine.Config {
 	return engine.Config{
-		Queue: w.c.q, Metrics: engineMetrics{w.c.metrics}, Sinks: sinks, Logger: w.opts.Logger, ID: w.id,
+		Queue: engine.Redis(w.c.q), Metrics: engineMetrics{w.c.metrics}, Sinks: sinks, Logger: w.opts.Logger, ID: w.id,
 		Routes: w.opts.Routes, RoutesNow: w.shards.now, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
 		FetchJobs: !w.opts.SchedulerOnly, Concurrency: w.opts.Concurrency,
 		Lease: w.opts.Lease, ShutdownTimeout: w.opts.ShutdownTimeout, JobTimeout: w.opts.JobTimeout,

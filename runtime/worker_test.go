@@ -200,13 +200,13 @@ func TestDeadLetter_ThenReplay(t *testing.T) {
 		if info.Status != runtime.StatusFailed || info.Error != "smtp: connection refused" || info.Attempts != 3 {
 			t.Fatalf("Job = %+v, want failed with the error and 3 attempts", info)
 		}
-		dead, err := runtime.QueueOf(c).DeadList(ctx, "default", 0, 10)
+		dead, err := runtime.QueueOf(c).Ops.DeadList(ctx, "default", 0, 10)
 		if err != nil || len(dead) != 1 || dead[0].ID != id {
 			t.Fatalf("DeadList = %+v, %v; want the job", dead, err)
 		}
 
 		healed.Store(true)
-		if err := runtime.QueueOf(c).Replay(ctx, id); err != nil {
+		if err := runtime.QueueOf(c).Ops.Replay(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		got, err := task.Await(ctx, id)
@@ -216,7 +216,7 @@ func TestDeadLetter_ThenReplay(t *testing.T) {
 		if info := jobInfo(t, c, id); info.Status != runtime.StatusCompleted || info.Attempts != 1 {
 			t.Fatalf("after replay Job = %+v; want completed with attempts reset, then the one run counted", info)
 		}
-		if dead, _ := runtime.QueueOf(c).DeadList(ctx, "default", 0, 10); len(dead) != 0 {
+		if dead, _ := runtime.QueueOf(c).Ops.DeadList(ctx, "default", 0, 10); len(dead) != 0 {
 			t.Fatalf("DeadList after replay = %+v, want empty", dead)
 		}
 	})
@@ -278,7 +278,7 @@ func TestUnique_SecondEnqueueReturnsExistingID(t *testing.T) {
 		if info, err := c.Job(ctx, "order-42"); err != nil || info.Status != runtime.StatusPending {
 			t.Fatalf("Job(order-42) = %+v, %v; a chosen id is found by id alone", info, err)
 		}
-		if depth, _ := runtime.QueueOf(c).Depths(ctx, []string{"default"}); depth[0].Normal != 4 {
+		if depth, _ := runtime.QueueOf(c).Ops.Depths(ctx, []string{"default"}); depth[0].Normal != 4 {
 			t.Fatalf("normal depth = %d, want 4 jobs (a, b, c, order-42)", depth[0].Normal)
 		}
 	})

@@ -325,7 +325,7 @@ func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadySt
 		jobs[g], index[g] = append(jobs[g], j), append(index[g], i)
 	}
 	for _, g := range order {
-		_, err := c.q.Enqueue(ctx, g.shard, g.prio, jobs[g], c.q.Now())
+		_, err := c.q.Jobs.Enqueue(ctx, g.shard, g.prio, jobs[g], c.q.Now())
 		for _, i := range index[g] {
 			errs[i] = err
 		}
@@ -340,7 +340,7 @@ func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadySt
 func (c *Client) workflowRunner() *workflows.Runner {
 	return c.wf.Get(func() *workflows.Runner {
 		return &workflows.Runner{
-			Store: c.q, Make: c.makeSteps, CancelJob: c.cancelStepJob,
+			Store: workflows.Redis(c.q), Make: c.makeSteps, CancelJob: c.cancelStepJob,
 			TTLs:  queue.WorkflowTTLs{Completed: DefaultWorkflowTTL, Failed: DefaultFailedWorkflowTTL},
 			Grace: 5 * time.Second,
 		}

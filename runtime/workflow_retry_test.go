@@ -135,7 +135,7 @@ func TestWorkflowRetry_AfterAReplayAnsweredNotDeadKeepsTheReplayedJob(t *testing
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		r, last, id, we := deadStepWorkflow(t, c)
-		if err := runtime.QueueOf(c).Replay(ctx, we.JobID); err != nil { // the other caller
+		if err := runtime.QueueOf(c).Ops.Replay(ctx, we.JobID); err != nil { // the other caller
 			t.Fatal(err)
 		}
 		err := runtime.NewInspector(c).Replay(ctx, we.JobID)
@@ -241,7 +241,7 @@ func TestWorkflowKeeper_MakesOnlyTheJobsOfStepsNotMadeYet(t *testing.T) {
 			{Label: "both", Gather: true, After: []int{0, 1}},
 		}
 		const id = "wf-keeper" // a namespace of its own per backend
-		ready, own, err := q.SubmitWorkflow(ctx, id, steps, 2, time.Minute, now)
+		ready, own, err := q.Workflows.Submit(ctx, id, steps, 2, time.Minute, now)
 		if err != nil || !own || len(ready) != 2 {
 			t.Fatalf("submit = %d ready, own %v, %v", len(ready), own, err)
 		}
@@ -251,7 +251,7 @@ func TestWorkflowKeeper_MakesOnlyTheJobsOfStepsNotMadeYet(t *testing.T) {
 		if errs := runtime.MakeSteps(ctx, c, id, ready[:1], true); errs[0] != nil {
 			t.Fatal(errs[0])
 		}
-		ds, err := q.Fetch(ctx, "default", queue.Priorities, 10, now.Add(time.Minute), now)
+		ds, err := q.Jobs.Fetch(ctx, "default", queue.Priorities, 10, now.Add(time.Minute), now)
 		if err != nil || len(ds) != 1 || ds[0].ID != steps[0].JobID {
 			t.Fatalf("fetch = %v, %v; want a's job", ds, err)
 		}
@@ -259,7 +259,7 @@ func TestWorkflowKeeper_MakesOnlyTheJobsOfStepsNotMadeYet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := q.Ack(ctx, ds[0], rec, time.Hour); !ok || err != nil {
+		if ok, err := q.Jobs.Ack(ctx, ds[0], rec, time.Hour); !ok || err != nil {
 			t.Fatalf("ack = %v, %v", ok, err)
 		}
 		if err := runtime.CheckWorkflow(ctx, c, id); err != nil {

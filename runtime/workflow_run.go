@@ -80,7 +80,7 @@ func (c *Client) awaitWorkflow(ctx context.Context, id string) (*queue.WorkflowR
 	defer tick.Stop()
 	for {
 		reconnected := c.listener.Reconnected()
-		rec, err := c.q.ReadWorkflowEnd(ctx, id)
+		rec, err := c.q.Workflows.ReadEnd(ctx, id)
 		if errors.Is(err, queue.ErrWorkflowNotFound) {
 			return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 		}

@@ -27,7 +27,7 @@ func TestWorkflowStore_TheMemoryStoreAnswersAsRedisDoes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		redisTold, memTold := workflowStory(t, q), workflowStory(t, storetest.New())
+		redisTold, memTold := workflowStory(t, workflows.Redis(q)), workflowStory(t, storetest.New())
 		if !slices.Equal(redisTold, memTold) {
 			for i := range max(len(redisTold), len(memTold)) {
 				r, m := "", ""
@@ -64,7 +64,7 @@ func workflowStory(t *testing.T, st workflows.Store) []string {
 		return strings.Join(out, " ")
 	}
 	record := func(id string) {
-		rec, err := st.ReadWorkflow(ctx, id)
+		rec, err := st.Read(ctx, id)
 		if err != nil {
 			tell("read %s: %v", id, err)
 			return
@@ -88,7 +88,7 @@ func workflowStory(t *testing.T, st workflows.Store) []string {
 		return s
 	}
 	advance := func(id string, k int, job string, how queue.Ending) {
-		a, err := st.AdvanceWorkflow(ctx, id, k, job, how, []byte{0xa1, 'r'}, "", keep)
+		a, err := st.Advance(ctx, id, k, job, how, []byte{0xa1, 'r'}, "", keep)
 		tell("advance %s %d %s %c: %s why %d ready [%s] again [%s] %v", id, k, job, how, a.Status, a.Why, ready(a.Ready), ready(a.Again), err)
 		record(id)
 	}
@@ -104,18 +104,18 @@ func workflowStory(t *testing.T, st workflows.Store) []string {
 	}
 
 	steps := []queue.WorkflowStep{step("a"), step("b"), step("gather", 0, 1), step("c", 2), step("d", 0)}
-	rs, own, err := st.SubmitWorkflow(ctx, "wf", steps, 3, time.Second, now)
+	rs, own, err := st.Submit(ctx, "wf", steps, 3, time.Second, now)
 	must(err)
 	tell("submit wf: ready [%s] own %v", ready(rs), own)
 	created("wf", rs...)
 	advance("wf", 0, "job-a", queue.EndCompleted)
-	rs, own, err = st.SubmitWorkflow(ctx, "wf", steps, 3, time.Second, now) // a resent submission
+	rs, own, err = st.Submit(ctx, "wf", steps, 3, time.Second, now) // a resent submission
 	must(err)
 	tell("submit wf again: ready [%s] own %v", ready(rs), own)
 	created("wf", queue.ReadyStep{Index: 4, JobID: "job-d"})
 	advance("wf", 1, "job-b", queue.EndDead)
 	advance("wf", 1, "job-old", queue.EndCompleted) // stale
-	a, err := st.RetryWorkflow(ctx, "wf", map[int]string{1: "job-b2", 2: "", 3: ""}, now)
+	a, err := st.Retry(ctx, "wf", map[int]string{1: "job-b2", 2: "", 3: ""}, now)
 	tell("retry wf: %s ready [%s] %v", a.Status, ready(a.Ready), err)
 	record("wf")
 	created("wf", queue.ReadyStep{Index: 1, JobID: "job-b2"}, queue.ReadyStep{Index: 1, JobID: "job-b"})
@@ -125,26 +125,26 @@ func workflowStory(t *testing.T, st workflows.Store) []string {
 	created("wf", queue.ReadyStep{Index: 3, JobID: "job-c"})
 	advance("wf", 4, "job-d", queue.EndCompleted)
 	advance("wf", 3, "job-c", queue.EndCompleted)
-	status, jobs, err := st.CancelWorkflow(ctx, "wf", time.Hour, now)
+	status, jobs, err := st.Cancel(ctx, "wf", time.Hour, now)
 	tell("cancel wf: %s %v %v", status, jobs, err)
 
-	_, _, err = st.SubmitWorkflow(ctx, "wf2", []queue.WorkflowStep{step("a"), step("b", 0)}, 1, 2*time.Second, now)
+	_, _, err = st.Submit(ctx, "wf2", []queue.WorkflowStep{step("a"), step("b", 0)}, 1, 2*time.Second, now)
 	must(err)
-	status, jobs, err = st.CancelWorkflow(ctx, "wf2", time.Hour, now)
+	status, jobs, err = st.Cancel(ctx, "wf2", time.Hour, now)
 	slices.Sort(jobs)
 	tell("cancel wf2: %s %v %v", status, jobs, err)
 	record("wf2")
 	created("wf2", queue.ReadyStep{Index: 0, JobID: "job-a"})
 
 	for _, at := range []time.Duration{time.Second, 2 * time.Second} {
-		ids, err := st.DueWorkflows(ctx, now.Add(at), now.Add(time.Hour), 10)
+		ids, err := st.Due(ctx, now.Add(at), now.Add(time.Hour), 10)
 		tell("due at +%v: %v %v", at, ids, err)
 	}
-	must(st.SettleWorkflow(ctx, "wf"))
-	must(st.WatchWorkflow(ctx, "wf2", now))
-	ids, err := st.DueWorkflows(ctx, now.Add(time.Minute), now.Add(time.Hour), 10)
+	must(st.Settle(ctx, "wf"))
+	must(st.Watch(ctx, "wf2", now))
+	ids, err := st.Due(ctx, now.Add(time.Minute), now.Add(time.Hour), 10)
 	tell("due after settle and watch: %v %v", ids, err)
-	_, err = st.AdvanceWorkflow(ctx, "none", 0, "j", queue.EndCompleted, nil, "", keep)
+	_, err = st.Advance(ctx, "none", 0, "j", queue.EndCompleted, nil, "", keep)
 	tell("advance none: %v", err != nil && strings.Contains(err.Error(), queue.ErrWorkflowNotFound.Error()))
 	return told
 }

@@ -353,7 +353,7 @@ func TestWorkflow_AKeyedStepTakesItsKeyFromItsArgs(t *testing.T) {
 		runtime.Handle(w, wfDouble, func(_ context.Context, x int) (int, error) { return 2 * x, nil })
 		runtime.Handle(w, wfKeyed, func(ctx context.Context, x int) (int, error) {
 			// While it runs, its flow (task and key) holds its slot.
-			st, err := runtime.QueueOf(c).Flows(ctx, "default", 10)
+			st, err := runtime.QueueOf(c).Flows.State(ctx, "default", 10)
 			if err != nil {
 				return 0, err
 			}

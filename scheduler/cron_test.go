@@ -178,7 +178,7 @@ func TestCron_TickMissedWhileRedisIsDownFiresWhenItIsBack(t *testing.T) {
 		if err != nil || got != strconv.FormatInt(first.UnixMilli(), 10) {
 			t.Fatalf("cron state tick = %q, %v; want %d", got, err, first.UnixMilli())
 		}
-		if d, err := q.Depths(ctx, []string{"r"}); err != nil || d[0].Normal != 1 {
+		if d, err := q.Ops.Depths(ctx, []string{"r"}); err != nil || d[0].Normal != 1 {
 			t.Fatalf("depths = %+v, %v; want the tick's job ready", d, err)
 		}
 	})

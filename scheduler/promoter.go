@@ -94,12 +94,12 @@ func (p *Promoter) pass(ctx context.Context, safety time.Duration) time.Time {
 	}
 	failed := false
 	for _, r := range routes {
-		if _, err := p.Queue.Promote(ctx, r, now); err != nil {
+		if _, err := p.Queue.Jobs.Promote(ctx, r, now); err != nil {
 			p.report(ctx, err)
 			failed = true
 		}
 	}
-	next, ok, err := p.Queue.NextDue(ctx, routes)
+	next, ok, err := p.Queue.Jobs.NextDue(ctx, routes)
 	if err != nil {
 		p.report(ctx, err)
 		return wakeAt

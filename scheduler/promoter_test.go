@@ -34,7 +34,7 @@ func TestPromoter_SleepsUntilDueAndWakesForEarlierJobs(t *testing.T) {
 		env, _ := queue.EncodeEnvelope(queue.Envelope{Args: []byte{0x90}})
 		enqueueAt := func(route string, at time.Time) string {
 			id := queue.NewID(route, time.Now())
-			if _, err := q.Enqueue(ctx, route, queue.Normal, []queue.NewJob{{ID: id, Name: "t", Envelope: env, RunAt: at}}, time.Now()); err != nil {
+			if _, err := q.Jobs.Enqueue(ctx, route, queue.Normal, []queue.NewJob{{ID: id, Name: "t", Envelope: env, RunAt: at}}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			return id
@@ -50,7 +50,7 @@ func TestPromoter_SleepsUntilDueAndWakesForEarlierJobs(t *testing.T) {
 		}
 		go p.Run(ctx)
 		ready := func(route string) int64 {
-			d, err := q.Depths(ctx, []string{route})
+			d, err := q.Ops.Depths(ctx, []string{route})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestPromoter_SleepsUntilDueAndWakesForEarlierJobs(t *testing.T) {
 		enqueueAt("a", at)
 		wake <- at
 		waitUntil(t, ctx, "the woken-for job promoted", func() bool { return ready("a") == 1 })
-		if s, _ := q.Lookup(ctx, far); s.Status != queue.StatusScheduled {
+		if s, _ := q.Jobs.Lookup(ctx, far); s.Status != queue.StatusScheduled {
 			t.Fatalf("the job due in an hour is %s, want still scheduled", s.Status)
 		}
 	})

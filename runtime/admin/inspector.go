@@ -52,7 +52,7 @@ func (in *Inspector) Routes(ctx context.Context) ([]Route, error) {
 	if err != nil {
 		return nil, err
 	}
-	depths, err := in.q.Depths(ctx, routes)
+	depths, err := in.q.Ops.Depths(ctx, routes)
 	if err != nil {
 		return nil, err
 	}
@@ -182,13 +182,13 @@ func (in *Inspector) Replay(ctx context.Context, id string) error {
 	// the workflow hears of its end even should its worker die; once
 	// replayed, the step and the steps its failure canceled wait again.
 	var step *queue.JobState
-	if st, err := in.q.Lookup(ctx, id); err == nil && st.Envelope.Workflow != "" {
+	if st, err := in.q.Jobs.Lookup(ctx, id); err == nil && st.Envelope.Workflow != "" {
 		step = st
-		if err := in.q.WatchWorkflow(ctx, st.Envelope.Workflow, in.q.Now().Add(in.rt.WorkflowGrace())); err != nil {
+		if err := in.q.Workflows.Watch(ctx, st.Envelope.Workflow, in.q.Now().Add(in.rt.WorkflowGrace())); err != nil {
 			return err
 		}
 	}
-	err := in.q.Replay(ctx, id)
+	err := in.q.Ops.Replay(ctx, id)
 	if err == nil && step != nil {
 		return in.rt.StepReplayed(ctx, step.Envelope.Workflow, step.Envelope.Step, id)
 	}

@@ -115,7 +115,7 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (bananastype.JobPage
 	}
 	page := bananastype.JobPage{Jobs: []bananastype.Job{}}
 	for i := start; i < len(routes) && len(page.Jobs) < jq.Limit; i++ {
-		got, err := in.q.ListJobs(ctx, queue.ListQuery{
+		got, err := in.q.Ops.ListJobs(ctx, queue.ListQuery{
 			Route: routes[i], State: state, Priority: jq.Priority, Task: jq.Task, Text: jq.Text,
 			Cursor: inner, Limit: jq.Limit - len(page.Jobs), Newest: jq.Newest,
 		})
@@ -161,7 +161,7 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (bananastype.JobPage
 // listing state (at priority p, when set), or "" when none does: one
 // pipelined read of their depths.
 func (in *Inspector) nextHolding(ctx context.Context, routes []string, state string, p Priority) (string, error) {
-	depths, err := in.q.Depths(ctx, routes)
+	depths, err := in.q.Ops.Depths(ctx, routes)
 	if err != nil {
 		return "", err
 	}
@@ -218,7 +218,7 @@ func indexOf(xs []string, x string) int {
 // Delete removes a pending or scheduled job for good; a job in another
 // state is an error matching ErrWrongState that names it.
 func (in *Inspector) Delete(ctx context.Context, id string) error {
-	return in.refusal(ctx, "delete", id, in.q.Delete(ctx, id))
+	return in.refusal(ctx, "delete", id, in.q.Jobs.Delete(ctx, id))
 }
 
 // Cancel cancels job id: a pending or scheduled job is removed and finishes
@@ -242,7 +242,7 @@ func (in *Inspector) Cancel(ctx context.Context, id string) (Status, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := in.q.Cancel(ctx, id, encoded, ttl)
+	out, err := in.q.Jobs.Cancel(ctx, id, encoded, ttl)
 	if err != nil {
 		return "", in.refusal(ctx, "cancel", id, err)
 	}
@@ -269,10 +269,10 @@ func (in *Inspector) Pause(ctx context.Context, route string) error {
 	}
 	// The route itself first: SetShards pauses the shards it makes when
 	// it finds the route paused, and this reads the shards after.
-	if err := in.q.Pause(ctx, route); err != nil {
+	if err := in.q.Ops.Pause(ctx, route); err != nil {
 		return err
 	}
-	return in.eachShard(ctx, route, in.q.Pause)
+	return in.eachShard(ctx, route, in.q.Ops.Pause)
 }
 
 // eachShard runs f on every shard of route but the route itself.
@@ -296,10 +296,10 @@ func (in *Inspector) Resume(ctx context.Context, route string) error {
 	if err := in.checkKnownRoute(ctx, route, true); err != nil {
 		return err
 	}
-	if err := in.q.Resume(ctx, route); err != nil {
+	if err := in.q.Ops.Resume(ctx, route); err != nil {
 		return err
 	}
-	return in.eachShard(ctx, route, in.q.Resume)
+	return in.eachShard(ctx, route, in.q.Ops.Resume)
 }
 
 // KnownRoutes are the routes something knows, sorted: those of the routes
@@ -328,7 +328,7 @@ func (in *Inspector) checkKnownRoute(ctx context.Context, route string, orPaused
 		return err
 	}
 	if orPaused {
-		paused, err := in.q.PausedRoutes(ctx, []string{route})
+		paused, err := in.q.Ops.PausedRoutes(ctx, []string{route})
 		if err != nil || paused[route] {
 			return err
 		}
@@ -383,7 +383,7 @@ func (in *Inspector) ReplayDead(ctx context.Context, route, task string) (int, e
 	}
 	total := 0
 	for _, r := range routes {
-		n, err := in.q.ReplayDead(ctx, r, task)
+		n, err := in.q.Ops.ReplayDead(ctx, r, task)
 		total += n
 		if err != nil {
 			return total, err
@@ -406,7 +406,7 @@ func (in *Inspector) PurgeDead(ctx context.Context, route, task string, olderTha
 	}
 	total := 0
 	for _, r := range routes {
-		n, err := in.q.PurgeDead(ctx, r, task, cutoff)
+		n, err := in.q.Ops.PurgeDead(ctx, r, task, cutoff)
 		total += n
 		if err != nil {
 			return total, err
@@ -445,7 +445,7 @@ func (in *Inspector) RunCron(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	holder, err := in.q.EnqueueOne(ctx, e.Route, e.Priority, e.Job)
+	holder, err := in.q.Jobs.EnqueueOne(ctx, e.Route, e.Priority, e.Job)
 	if err != nil {
 		return "", fmt.Errorf("run cron entry %s: %w", name, err)
 	}
@@ -523,5 +523,5 @@ func (s *servedRoutes) read(ctx context.Context, fresh func(context.Context) (ma
 // is. Any other state is an error matching ErrWrongState, an unknown id
 // ErrJobNotFound.
 func (in *Inspector) RunNow(ctx context.Context, id string) error {
-	return in.refusal(ctx, "run", id, in.q.RunNow(ctx, id))
+	return in.refusal(ctx, "run", id, in.q.Jobs.RunNow(ctx, id))
 }

@@ -41,7 +41,7 @@ func (in *Inspector) enqueueBatch(ctx context.Context, jobs []BatchJob) ([]strin
 		for k, i := range g.idx {
 			news[k] = jobs[i].Job
 		}
-		holders, err := in.q.Enqueue(ctx, g.shard, g.priority, news, in.q.Now())
+		holders, err := in.q.Jobs.Enqueue(ctx, g.shard, g.priority, news, in.q.Now())
 		if err != nil {
 			return nil, batchIncomplete(jobs, ids, groups[gi:], err)
 		}

@@ -17,7 +17,7 @@ func (in *Inspector) Limits(ctx context.Context, route string) (Limits, error) {
 	if err := queue.CheckRoute(route); err != nil {
 		return Limits{}, badQuery("route", "route: %w", err)
 	}
-	l, err := in.q.RouteLimits(ctx, route)
+	l, err := in.q.Flows.RouteLimits(ctx, route)
 	if err != nil {
 		return Limits{}, err
 	}
@@ -32,7 +32,7 @@ func (in *Inspector) SetLimits(ctx context.Context, route string, p LimitsPatch)
 	if err := queue.CheckRoute(route); err != nil {
 		return Limits{}, badQuery("route", "route: %w", err)
 	}
-	cur, err := in.q.RouteLimits(ctx, route)
+	cur, err := in.q.Flows.RouteLimits(ctx, route)
 	if err != nil {
 		return Limits{}, err
 	}
@@ -48,7 +48,7 @@ func (in *Inspector) SetLimits(ctx context.Context, route string, p LimitsPatch)
 		return Limits{}, err
 	}
 	for _, s := range shards {
-		if err := in.q.SetRouteLimits(ctx, s, next); err != nil {
+		if err := in.q.Flows.SetRouteLimits(ctx, s, next); err != nil {
 			return Limits{}, err
 		}
 	}
@@ -117,7 +117,7 @@ func (in *Inspector) Flows(ctx context.Context, route string) (Flows, error) {
 	out := Flows{Route: route, Tasks: map[string]TaskLimits{}}
 	var busiest []queue.FlowInfo
 	for i, s := range shards {
-		st, err := in.q.Flows(ctx, s, busiestShown)
+		st, err := in.q.Flows.State(ctx, s, busiestShown)
 		if err != nil {
 			return Flows{}, err
 		}

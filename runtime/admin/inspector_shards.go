@@ -37,7 +37,7 @@ func (in *Inspector) SetShards(ctx context.Context, route string, n int) error {
 // of its first shard, the route itself), so that a shard made by SetShards
 // is limited as the others are.
 func (in *Inspector) copyRouteLimits(ctx context.Context, route string) error {
-	l, err := in.q.RouteLimits(ctx, route)
+	l, err := in.q.Flows.RouteLimits(ctx, route)
 	if err != nil || l.IsZero() {
 		return err
 	}
@@ -46,7 +46,7 @@ func (in *Inspector) copyRouteLimits(ctx context.Context, route string) error {
 		return err
 	}
 	for _, s := range shards {
-		if err := in.q.SetRouteLimits(ctx, s, l); err != nil {
+		if err := in.q.Flows.SetRouteLimits(ctx, s, l); err != nil {
 			return err
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 // Stats reads the last window (at most 24 h) of the per-minute stats series
 // of every route, as any process sees it: the series lives in Redis
-// (queue.Queue.Series).
+// (queue.Ops.Series).
 func (in *Inspector) Stats(ctx context.Context, window time.Duration) (Stats, error) {
 	if window <= 0 || window > 24*time.Hour {
 		return Stats{}, badQuery("window", "window %s: want up to 24h", window)
@@ -19,7 +19,7 @@ func (in *Inspector) Stats(ctx context.Context, window time.Duration) (Stats, er
 		return Stats{}, err
 	}
 	now := in.q.Now()
-	minutes, err := in.q.Series(ctx, routes, now.Add(-window+time.Minute), now)
+	minutes, err := in.q.Ops.Series(ctx, routes, now.Add(-window+time.Minute), now)
 	if err != nil {
 		return Stats{}, err
 	}

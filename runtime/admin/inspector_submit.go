@@ -32,7 +32,7 @@ func (in *Inspector) submitWarning(ctx context.Context, id string) string {
 	if !ok {
 		return unserved
 	}
-	paused, err := in.paused.read(ctx, shard, in.q.PausedRoutes)
+	paused, err := in.paused.read(ctx, shard, in.q.Ops.PausedRoutes)
 	if err != nil || !paused {
 		return unserved
 	}

@@ -80,7 +80,7 @@ func (in *Inspector) Workflows(ctx context.Context, wq WorkflowQuery) (WorkflowP
 		}
 		return wq.Status == "" || s.Status == wq.Status, nil
 	}
-	rows, next, err := in.q.ListWorkflows(ctx, wq.Cursor, wq.Limit, keep)
+	rows, next, err := in.q.Workflows.List(ctx, wq.Cursor, wq.Limit, keep)
 	if errors.Is(err, queue.ErrBadWorkflowCursor) {
 		return WorkflowPage{}, badQuery("cursor", "%v", err)
 	}

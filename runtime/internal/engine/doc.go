@@ -31,10 +31,10 @@
 //
 // # A job's path
 //
-// fetcher.Run reserves slots and fetches (queue.Fetch) → executor.startAll
+// fetcher.Run reserves slots and fetches (queue.Jobs.Fetch) → executor.startAll
 // arms one timeout per group of runs → executor.runJob calls Exec → on
-// success the ack is coalesced and not waited for (queue.AckAsync), on
-// failure queue.Fail retries or dead-letters it; the slot is handed on as
+// success the ack is coalesced and not waited for (queue.Jobs.AckAsync), on
+// failure queue.Jobs.Fail retries or dead-letters it; the slot is handed on as
 // soon as Exec returns (slots.handOn) → the renewer extends the lease of
 // every run in flight until its outcome is recorded → once recorded, its
 // end is told (Config.tell), and the run stops being in flight.

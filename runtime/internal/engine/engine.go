@@ -78,7 +78,7 @@ func (c *Config) kept() []string {
 	return c.Kept()
 }
 
-// Queue is what the engine asks of Redis: *queue.Queue.
+// Queue is what the engine asks of Redis: Redis(q) over a *queue.Queue.
 type Queue interface {
 	Now() time.Time
 	KeepsEnded() bool

@@ -36,12 +36,12 @@ func (p *reaper) Run(ctx context.Context) {
 }
 
 // sweepEvery is how many reaps apart the reaper repairs the route's flows
-// that garbage stranded (queue.SweepFlows): parked at a cap whose slots are
+// that garbage stranded (queue.Flows.Sweep): parked at a cap whose slots are
 // gone without a release, or with jobs waiting in no ring, not parked and
 // not held. Garbage only, which may wait that long.
 const sweepEvery = 30
 
-// sweep runs queue.SweepFlows on route, saying what it repaired.
+// sweep runs queue.Flows.Sweep on route, saying what it repaired.
 func (p *reaper) sweep(ctx context.Context, route string) {
 	n, err := p.cfg.Queue.SweepFlows(ctx, route, p.cfg.Queue.Now())
 	switch {

@@ -10,7 +10,7 @@ import (
 
 // retention deletes the dead-lettered jobs of the worker's routes older than
 // queue.DeadRetention, at start and hourly, and prunes the routes set of the
-// routes idle for queue.RouteIdleTTL (see queue.PruneRoutes) at the same
+// routes idle for queue.RouteIdleTTL (see queue.Ops.PruneRoutes) at the same
 // pace: a route is pruned 24 to 26 hours after it was last busy.
 type retention struct{ cfg *Config }
 

@@ -202,7 +202,7 @@ func where(s history.Store) string {
 // first (a list shorter than a batch and the cap is not past the cap, so an
 // idle route costs one read).
 func (w *Writer) move(ctx context.Context, route string) (full bool, waiting int64, err error) {
-	recs, err := w.Queue.Ended(ctx, route, w.Batch)
+	recs, err := w.Queue.Ended.Head(ctx, route, w.Batch)
 	if err != nil {
 		return false, 0, err
 	}
@@ -210,7 +210,7 @@ func (w *Writer) move(ctx context.Context, route string) (full bool, waiting int
 		if err := w.shed(ctx, route); err != nil {
 			return false, 0, err
 		}
-		if recs, err = w.Queue.Ended(ctx, route, w.Batch); err != nil {
+		if recs, err = w.Queue.Ended.Head(ctx, route, w.Batch); err != nil {
 			return false, 0, err
 		}
 	}
@@ -246,7 +246,7 @@ func (w *Writer) move(ctx context.Context, route string) (full bool, waiting int
 			return false, waiting, err
 		}
 	}
-	if _, err := w.Queue.Stored(ctx, route, recs); err != nil {
+	if _, err := w.Queue.Ended.Stored(ctx, route, recs); err != nil {
 		return false, waiting, err
 	}
 	if w.Written != nil {
@@ -257,7 +257,7 @@ func (w *Writer) move(ctx context.Context, route string) (full bool, waiting int
 
 // shed keeps route's ended list within the cap.
 func (w *Writer) shed(ctx context.Context, route string) error {
-	n, err := w.Queue.Shed(ctx, route, w.Cap)
+	n, err := w.Queue.Ended.Shed(ctx, route, w.Cap)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -284,7 +284,7 @@ func (w *Writer) waiting(ctx context.Context, route string, read int) int64 {
 	if read < w.Batch {
 		return int64(read)
 	}
-	m, err := w.Queue.EndedBacklog(ctx, []string{route})
+	m, err := w.Queue.Ended.Backlog(ctx, []string{route})
 	if err != nil {
 		return int64(read)
 	}

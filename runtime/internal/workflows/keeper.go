@@ -9,7 +9,7 @@ import (
 )
 
 // Keeper looks, every so often, at the workflows whose time in the index
-// has come, in every process that runs one: DueWorkflows hands each to one
+// has come, in every process that runs one: Due hands each to one
 // keeper per period.
 type Keeper struct {
 	R *Runner
@@ -69,7 +69,7 @@ func (k *Keeper) prune(ctx context.Context) {
 	ttl := min(k.R.TTLs.Completed, k.R.TTLs.Failed)
 	before := k.R.Store.Now().Add(-ttl)
 	for range 10 {
-		kept, end, err := k.R.Store.PruneWorkflowList(ctx, before, k.pruneFrom, 100)
+		kept, end, err := k.R.Store.PruneList(ctx, before, k.pruneFrom, 100)
 		if err != nil {
 			if ctx.Err() == nil {
 				k.Logger.Warn("bananas: workflow keeper: prune the list of workflows", "err", err)
@@ -87,7 +87,7 @@ func (k *Keeper) prune(ctx context.Context) {
 func (k *Keeper) pass(ctx context.Context) {
 	for {
 		now := k.R.Store.Now()
-		ids, err := k.R.Store.DueWorkflows(ctx, now, now.Add(k.Every), 100)
+		ids, err := k.R.Store.Due(ctx, now, now.Add(k.Every), 100)
 		if err != nil {
 			if ctx.Err() == nil {
 				k.Outage.Failed("", err)

@@ -58,7 +58,7 @@ func (r *Runner) logger() *slog.Logger {
 // the workflow is stored the submission has succeeded: a first step whose
 // job could not be made now is made by the keeper, within the grace.
 func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowStep, final int) error {
-	ready, own, err := r.Store.SubmitWorkflow(ctx, id, steps, final, r.Grace, r.Store.Now())
+	ready, own, err := r.Store.Submit(ctx, id, steps, final, r.Grace, r.Store.Now())
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowSt
 
 // StepEnded advances workflow wf, whose step's job ended as how said, with
 // value its result (completed) or its error, and trail what its run left
-// for the steps after it (queue.AdvanceWorkflow).
+// for the steps after it (queue.Workflows.Advance).
 func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string, how queue.Ending, value []byte, trail string) error {
 	return r.stepEnded(ctx, wf, step, job, how, value, trail, true)
 }
@@ -78,7 +78,7 @@ func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string,
 // stepEnded is StepEnded; own as Make's (false when the end was read back
 // by the keeper, whose advance may return steps another caller is making).
 func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string, how queue.Ending, value []byte, trail string, own bool) error {
-	a, err := r.Store.AdvanceWorkflow(ctx, wf, step, job, how, value, trail, r.TTLs)
+	a, err := r.Store.Advance(ctx, wf, step, job, how, value, trail, r.TTLs)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string,
 		return err
 	}
 	if a.Status == queue.WorkflowCompleted {
-		return r.Store.SettleWorkflow(ctx, wf)
+		return r.Store.Settle(ctx, wf)
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 		}
 	}
 	if len(errs) > 0 {
-		_ = r.Store.WatchWorkflow(ctx, wf, r.Store.Now().Add(r.Grace))
+		_ = r.Store.Watch(ctx, wf, r.Store.Now().Add(r.Grace))
 		return fmt.Errorf("workflow %s: make steps: %w", wf, errors.Join(errs...))
 	}
 	return nil
@@ -146,7 +146,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 // those running are asked to stop; the steps whose waiting jobs the cancel
 // ended show so at once. It returns the status after the call.
 func (r *Runner) Cancel(ctx context.Context, id string) (string, error) {
-	st, jobs, err := r.Store.CancelWorkflow(ctx, id, r.TTLs.Failed, r.Store.Now())
+	st, jobs, err := r.Store.Cancel(ctx, id, r.TTLs.Failed, r.Store.Now())
 	if err != nil {
 		return "", err
 	}
@@ -182,13 +182,13 @@ func (r *Runner) Retry(ctx context.Context, id string) (int, error) {
 // retry is Retry without its reads of the steps' ends. An error of rerunAs
 // stops it before the record changes.
 func (r *Runner) retry(ctx context.Context, id string) (int, error) {
-	rec, err := r.Store.ReadWorkflow(ctx, id)
+	rec, err := r.Store.Read(ctx, id)
 	if err != nil {
 		return 0, err
 	}
 	// Watched before any job is replayed: its end is heard of even should
 	// this process die before the record says so.
-	if err := r.Store.WatchWorkflow(ctx, id, r.Store.Now().Add(r.Grace)); err != nil {
+	if err := r.Store.Watch(ctx, id, r.Store.Now().Add(r.Grace)); err != nil {
 		return 0, err
 	}
 	ids := map[int]string{}
@@ -211,7 +211,7 @@ func (r *Runner) retry(ctx context.Context, id string) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	a, err := r.Store.RetryWorkflow(ctx, id, ids, r.Store.Now())
+	a, err := r.Store.Retry(ctx, id, ids, r.Store.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -280,7 +280,7 @@ func freshJobID(old string, now time.Time) string {
 // was just replayed from the dead-letter set: the step and the steps its
 // failure canceled wait again, and the workflow runs.
 func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) error {
-	rec, err := r.Store.ReadWorkflow(ctx, id)
+	rec, err := r.Store.Read(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -304,7 +304,7 @@ func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) err
 			stack = append(stack, next[m]...)
 		}
 	}
-	a, err := r.Store.RetryWorkflow(ctx, id, ids, r.Store.Now())
+	a, err := r.Store.Retry(ctx, id, ids, r.Store.Now())
 	if err != nil {
 		return err
 	}
@@ -316,9 +316,9 @@ func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) err
 // the workflow hearing of it, and takes the workflow out of the index once
 // nothing of it is left to watch.
 func (r *Runner) Check(ctx context.Context, id string) error {
-	rec, err := r.Store.ReadWorkflow(ctx, id)
+	rec, err := r.Store.Read(ctx, id)
 	if errors.Is(err, queue.ErrWorkflowNotFound) {
-		return r.Store.SettleWorkflow(ctx, id) // expired, or its submitter died before storing it
+		return r.Store.Settle(ctx, id) // expired, or its submitter died before storing it
 	}
 	if err != nil {
 		return err
@@ -343,7 +343,7 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 		}
 	}
 	if !watching && rec.Status != queue.WorkflowRunning {
-		return r.Store.SettleWorkflow(ctx, id)
+		return r.Store.Settle(ctx, id)
 	}
 	return errors.Join(errs...)
 }
@@ -359,7 +359,7 @@ func hasCreating(rec *queue.WorkflowRecord) bool {
 
 // JobEnd is how job stands, as its snapshot st (nil: not found) tells:
 // whether it ended, and how and with what (its result, or its error) for
-// AdvanceWorkflow. The queue reads any job that is only its result record
+// Advance. The queue reads any job that is only its result record
 // as completed: the record says whether it completed, failed or was
 // canceled.
 func JobEnd(job string, st *queue.JobState) (how queue.Ending, value []byte, ended bool) {
@@ -430,7 +430,7 @@ func (r *Runner) readEnds(ctx context.Context, id string, rec *queue.WorkflowRec
 // without the workflow hearing of it yet (a worker that died before it
 // advanced, a job canceled while it waited): what the keeper does, at once.
 func (r *Runner) ReadEnds(ctx context.Context, id string) error {
-	rec, err := r.Store.ReadWorkflow(ctx, id)
+	rec, err := r.Store.Read(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -155,7 +155,7 @@ func TestRunner_AStepThatCannotBeMadeFailsAndCancelsItsSuccessors(t *testing.T) 
 	if err := r.Submit(context.Background(), "wf", graph("a", "b:a", "c:b"), 2); err != nil {
 		t.Fatal(err)
 	}
-	rec, _ := st.ReadWorkflow(context.Background(), "wf")
+	rec, _ := st.Read(context.Background(), "wf")
 	if rec.Status != queue.WorkflowFailed || rec.Why != 0 || rec.Steps[0].State != queue.StepFailed || !strings.Contains(rec.Steps[0].Error, "args over the limit") {
 		t.Fatalf("workflow %s (why %d), a %c %q; want failed by a with its error", rec.Status, rec.Why, rec.Steps[0].State, rec.Steps[0].Error)
 	}
@@ -213,7 +213,7 @@ func TestRunner_AJobMadeForAStepCanceledMeanwhileIsCanceled(t *testing.T) {
 	}
 	// b becomes creating; the workflow is canceled before its job is recorded made.
 	r.Make = func(ctx context.Context, wf string, steps []queue.ReadyStep, own bool) []error {
-		if _, _, err := st.CancelWorkflow(ctx, wf, 0, st.Time); err != nil {
+		if _, _, err := st.Cancel(ctx, wf, 0, st.Time); err != nil {
 			t.Fatal(err)
 		}
 		return m.make(ctx, wf, steps, own)
@@ -268,7 +268,7 @@ func TestRunner_RetryRerunsOnlyFailedAndCanceledSteps(t *testing.T) {
 	if got := m.madeJobs(); !slices.Equal(got, []string{"job-b"}) {
 		t.Fatalf("made %v; want b again under its replayed job, and c not before b completed", got)
 	}
-	rec, _ := st.ReadWorkflow(ctx, "wf")
+	rec, _ := st.Read(ctx, "wf")
 	if rec.Status != queue.WorkflowRunning || rec.Steps[0].State != queue.StepCompleted || rec.Steps[2].State != queue.StepWaiting {
 		t.Fatalf("workflow %s, a %c, c %c; want running, a still completed, c waiting", rec.Status, rec.Steps[0].State, rec.Steps[2].State)
 	}
@@ -301,7 +301,7 @@ func TestRunner_RetryNeverGivesAStepASecondJobThatMayRun(t *testing.T) {
 		}
 		st.Jobs["job-a"], st.ReplayErr["job-a"] = c.job, c.err
 		_, err := r.Retry(ctx, "wf")
-		rec, _ := st.ReadWorkflow(ctx, "wf")
+		rec, _ := st.Read(ctx, "wf")
 		switch {
 		case c.wantErr && (err == nil || !strings.Contains(err.Error(), "step a") || rec.Status != queue.WorkflowFailed):
 			t.Errorf("%s: retry = %v, workflow %s; want an error naming step a, the workflow still failed", c.name, err, rec.Status)
@@ -338,7 +338,7 @@ func TestRunner_RetryReplaysAJobThatDiedBetweenTheTwoCalls(t *testing.T) {
 	if _, err := r.Retry(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
-	rec, _ := st.ReadWorkflow(ctx, "wf")
+	rec, _ := st.Read(ctx, "wf")
 	if st.Replays["job-a"] != 2 || st.Dead["job-a"] || rec.Steps[0].JobID != "job-a" {
 		t.Fatalf("job-a replayed %d times, dead %v, a under %q; want replayed again and kept", st.Replays["job-a"], st.Dead["job-a"], rec.Steps[0].JobID)
 	}

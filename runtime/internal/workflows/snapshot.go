@@ -29,7 +29,7 @@ type StepStatus struct {
 // a created step's job may have ended without the workflow hearing of it
 // yet, and shows its end.
 func (r *Runner) Snapshot(ctx context.Context, id string) (*Snapshot, error) {
-	rec, err := r.Store.ReadWorkflow(ctx, id)
+	rec, err := r.Store.Read(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func TestKeeper_PrunesTheListOfWorkflowsOfExpiredRecords(t *testing.T) {
 		if id == "new" {
 			at = st.Time
 		}
-		if _, _, err := st.SubmitWorkflow(ctx, id, graph("a"), 0, time.Minute, at); err != nil {
+		if _, _, err := st.Submit(ctx, id, graph("a"), 0, time.Minute, at); err != nil {
 			t.Fatal(err)
 		}
 		st.List[id] = at.Add(time.Duration(len(st.List)) * time.Millisecond)
@@ -55,7 +55,7 @@ func TestKeeper_APassFinishesWhatADeadProcessLeft(t *testing.T) {
 	r, st, m := newRunner(t)
 	ctx := context.Background()
 	// A submitter that stored the workflow and died before making its steps.
-	if _, _, err := st.SubmitWorkflow(ctx, "wf", graph("a", "b"), 1, 0, st.Time); err != nil {
+	if _, _, err := st.Submit(ctx, "wf", graph("a", "b"), 1, 0, st.Time); err != nil {
 		t.Fatal(err)
 	}
 	newKeeper(r).pass(ctx)
@@ -116,13 +116,13 @@ func TestKeeper_RunLooksOnlyWhileActive(t *testing.T) {
 	done := make(chan struct{})
 	go func() { k.Run(ctx); close(done) }()
 	waitFor(t, "the keeper to ask thrice whether it is active", func() bool { mu.Lock(); defer mu.Unlock(); return asked >= 3 })
-	if n := st.Count("DueWorkflows"); n != 0 {
+	if n := st.Count("Due"); n != 0 {
 		t.Fatalf("a keeper standing by looked %d times; want none", n)
 	}
 	mu.Lock()
 	active = true
 	mu.Unlock()
-	waitFor(t, "the active keeper to look", func() bool { return st.Count("DueWorkflows") > 0 })
+	waitFor(t, "the active keeper to look", func() bool { return st.Count("Due") > 0 })
 	cancel()
 	select {
 	case <-done:

@@ -63,10 +63,10 @@ func (f *Store) call(name string) error {
 
 func (f *Store) Now() time.Time { return f.Time }
 
-func (f *Store) SubmitWorkflow(_ context.Context, id string, steps []queue.WorkflowStep, final int, grace time.Duration, now time.Time) ([]queue.ReadyStep, bool, error) {
+func (f *Store) Submit(_ context.Context, id string, steps []queue.WorkflowStep, final int, grace time.Duration, now time.Time) ([]queue.ReadyStep, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.call("SubmitWorkflow"); err != nil {
+	if err := f.call("Submit"); err != nil {
 		return nil, false, err
 	}
 	f.Index[id] = now.Add(grace)
@@ -158,10 +158,10 @@ func (w *workflow) cancelBelow(k int, why string) {
 	}
 }
 
-func (f *Store) AdvanceWorkflow(_ context.Context, id string, k int, job string, how queue.Ending, value []byte, _ string, _ queue.WorkflowTTLs) (queue.WorkflowAdvance, error) {
+func (f *Store) Advance(_ context.Context, id string, k int, job string, how queue.Ending, value []byte, _ string, _ queue.WorkflowTTLs) (queue.WorkflowAdvance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.call("AdvanceWorkflow"); err != nil {
+	if err := f.call("Advance"); err != nil {
 		return queue.WorkflowAdvance{}, err
 	}
 	w := f.wfs[id]
@@ -227,10 +227,10 @@ func (f *Store) StepsCreated(_ context.Context, id string, steps []queue.ReadySt
 	return out, nil
 }
 
-func (f *Store) CancelWorkflow(_ context.Context, id string, _ time.Duration, _ time.Time) (string, []string, error) {
+func (f *Store) Cancel(_ context.Context, id string, _ time.Duration, _ time.Time) (string, []string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.call("CancelWorkflow"); err != nil {
+	if err := f.call("Cancel"); err != nil {
 		return "", nil, err
 	}
 	w := f.wfs[id]
@@ -255,10 +255,10 @@ func (f *Store) CancelWorkflow(_ context.Context, id string, _ time.Duration, _ 
 	return w.status, jobs, nil
 }
 
-func (f *Store) RetryWorkflow(_ context.Context, id string, ids map[int]string, _ time.Time) (queue.WorkflowAdvance, error) {
+func (f *Store) Retry(_ context.Context, id string, ids map[int]string, _ time.Time) (queue.WorkflowAdvance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.call("RetryWorkflow"); err != nil {
+	if err := f.call("Retry"); err != nil {
 		return queue.WorkflowAdvance{}, err
 	}
 	w := f.wfs[id]
@@ -304,13 +304,13 @@ func (f *Store) RetryWorkflow(_ context.Context, id string, ids map[int]string, 
 }
 
 func (f *Store) CreatingSteps(ctx context.Context, id string) (queue.WorkflowAdvance, error) {
-	return f.RetryWorkflow(ctx, id, nil, f.Time)
+	return f.Retry(ctx, id, nil, f.Time)
 }
 
-func (f *Store) ReadWorkflow(_ context.Context, id string) (*queue.WorkflowRecord, error) {
+func (f *Store) Read(_ context.Context, id string) (*queue.WorkflowRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.call("ReadWorkflow"); err != nil {
+	if err := f.call("Read"); err != nil {
 		return nil, err
 	}
 	w := f.wfs[id]
@@ -320,10 +320,10 @@ func (f *Store) ReadWorkflow(_ context.Context, id string) (*queue.WorkflowRecor
 	return &queue.WorkflowRecord{ID: id, Status: w.status, Final: w.final, Why: w.why, Steps: slices.Clone(w.steps)}, nil
 }
 
-func (f *Store) DueWorkflows(_ context.Context, now, next time.Time, n int) ([]string, error) {
+func (f *Store) Due(_ context.Context, now, next time.Time, n int) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.call("DueWorkflows"); err != nil {
+	if err := f.call("Due"); err != nil {
 		return nil, err
 	}
 	var ids []string
@@ -342,20 +342,20 @@ func (f *Store) DueWorkflows(_ context.Context, now, next time.Time, n int) ([]s
 	return ids, nil
 }
 
-func (f *Store) SettleWorkflow(_ context.Context, id string) error {
+func (f *Store) Settle(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.call("SettleWorkflow"); err != nil {
+	if err := f.call("Settle"); err != nil {
 		return err
 	}
 	delete(f.Index, id)
 	return nil
 }
 
-func (f *Store) WatchWorkflow(_ context.Context, id string, at time.Time) error {
+func (f *Store) Watch(_ context.Context, id string, at time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.call("WatchWorkflow"); err != nil {
+	if err := f.call("Watch"); err != nil {
 		return err
 	}
 	if old, ok := f.Index[id]; !ok || at.Before(old) {
@@ -364,10 +364,10 @@ func (f *Store) WatchWorkflow(_ context.Context, id string, at time.Time) error 
 	return nil
 }
 
-func (f *Store) PruneWorkflowList(_ context.Context, before time.Time, offset, n int) (int, bool, error) {
+func (f *Store) PruneList(_ context.Context, before time.Time, offset, n int) (int, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.call("PruneWorkflowList"); err != nil {
+	if err := f.call("PruneList"); err != nil {
 		return 0, false, err
 	}
 	var ids []string
