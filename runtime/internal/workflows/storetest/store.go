@@ -164,6 +164,9 @@ func (f *Store) Advance(_ context.Context, id string, k int, job string, how que
 	if err := f.call("Advance"); err != nil {
 		return queue.WorkflowAdvance{}, err
 	}
+	if how != queue.EndCompleted && how != queue.EndDead && how != queue.EndCanceled {
+		return queue.WorkflowAdvance{}, fmt.Errorf("advance workflow %s: step %d's job ended %s: a step ends completed, dead or canceled", id, k, how)
+	}
 	w := f.wfs[id]
 	if w == nil {
 		return queue.WorkflowAdvance{}, fmt.Errorf("workflow %s: %w", id, queue.ErrWorkflowNotFound)
@@ -175,7 +178,10 @@ func (f *Store) Advance(_ context.Context, id string, k int, job string, how que
 	case how == queue.EndCompleted && s.State != queue.StepCompleted:
 		w.complete(k, value, &out)
 	case how != queue.EndCompleted && (s.State == queue.StepCreated || s.State == queue.StepCreating):
-		s.State, s.Error = queue.StepState(how), string(value)
+		s.State, s.Error = queue.StepFailed, string(value)
+		if how == queue.EndCanceled {
+			s.State = queue.StepCanceled
+		}
 		w.cancelBelow(k, "canceled: step "+s.Label+" failed")
 		if w.status == queue.WorkflowRunning {
 			w.status, w.why = queue.WorkflowFailed, k
