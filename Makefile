@@ -98,8 +98,10 @@ bench:
 # appendfsync everysec and always, on throwaway redis-server and PostgreSQL
 # processes: medians of RUNS (3) runs in alternating order, N (50000) jobs a
 # scenario. Writes bench/peers/last-compare.txt and the table in
-# docs/PERFORMANCE.md (COMPARE_DOC=0: not the doc). Needs only this
-# repository, redis-server and PostgreSQL (scripts/bench-compare.sh).
+# docs/PERFORMANCE.md (COMPARE_DOC=0: not the doc). BASE=<git revision> adds
+# the bench built from that revision (before/after a change, alternated as
+# the peers are). Needs only this repository, redis-server and PostgreSQL
+# (scripts/bench-compare.sh).
 bench-compare:
 	./scripts/bench-compare.sh
 

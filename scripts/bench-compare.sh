@@ -19,13 +19,20 @@
 # result is written to bench/peers/last-compare.txt and between the compare
 # markers of docs/PERFORMANCE.md (COMPARE_DOC=0: not to the doc).
 #
+#   bananas-base          with BASE=<git revision>: the project's bench built from that
+#                         revision, on the Redis that persists nothing (before/after a change)
+#
 # N (default 50000) sizes the enqueue, batch and drain scenarios of every
 # harness; CONFIGS (space-separated names from the list above) runs a subset.
+# BASE=<rev> adds bananas-base to the configurations (unless CONFIGS names
+# them) and the ratio bananas/bananas-base to the table:
+#   BASE=main CONFIGS="bananas bananas-base asynq" make bench-compare
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${RUNS:-3}
 n=${N:-50000}
-configs=(${CONFIGS:-bananas asynq asynq-fast river river-fast bananas-aof-everysec bananas-aof-always})
+base=${BASE:-}
+configs=(${CONFIGS:-bananas asynq asynq-fast river river-fast bananas-aof-everysec bananas-aof-always${base:+ bananas-base}})
 command -v redis-server >/dev/null || { echo "bench-compare: redis-server is not on PATH (Debian: apt-get install redis-server)" >&2; exit 2; }
 # shellcheck source=scripts/throwaway.sh
 . "$(dirname "$0")/throwaway.sh"
@@ -33,6 +40,11 @@ command -v redis-server >/dev/null || { echo "bench-compare: redis-server is not
 # Built first, so that compiling never overlaps a measurement.
 echo "# building the project's bench and the peer harnesses" >&2
 (cd "$root" && go build -o "$dir/bananas" ./examples/bench)
+if [ -n "$base" ]; then
+  git -C "$root" rev-parse --verify -q "$base^{commit}" >/dev/null || { echo "bench-compare: BASE=$base is not a revision of this repository" >&2; exit 2; }
+  mkdir -p "$dir/base" && git -C "$root" archive "$base" | tar -x -C "$dir/base"
+  (cd "$dir/base" && go build -o "$dir/bananas-base" ./examples/bench)
+fi
 (cd "$root/bench/peers/asynq" && go build -o "$dir/asynq" .)
 (cd "$root/bench/peers/river" && go build -o "$dir/river" .)
 
@@ -49,6 +61,9 @@ run() { # config run: one harness run, its result lines relabelled with the conf
     bananas) port=$plain; cmd=("$dir/bananas" -n "$n") ;;
     bananas-aof-everysec) port=$everysec; cmd=("$dir/bananas" -n "$n") ;;
     bananas-aof-always) port=$always; cmd=("$dir/bananas" -n "$n") ;;
+    bananas-base)
+      [ -x "$dir/bananas-base" ] || { echo "bench-compare: bananas-base needs BASE=<revision>" >&2; exit 2; }
+      port=$plain; cmd=("$dir/bananas-base" -n "$n") ;;
     asynq) port=$plain; cmd=("$dir/asynq" -addr "127.0.0.1:$plain" -n "$n") ;;
     asynq-fast) port=$plain; cmd=("$dir/asynq" -addr "127.0.0.1:$plain" -n "$n" -fast) ;;
     river) cmd=("$dir/river" -dsn "$dsn" -n "$n") ;;
@@ -78,7 +93,7 @@ out="$root/bench/peers/last-compare.txt"
   echo "Measured $(date -u +'%Y-%m-%d %H:%M UTC') on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end;"
   echo "$(redis-server --version | cut -d' ' -f1-3), PostgreSQL $(pgsetting server_version) (fsync=$(pgsetting fsync), synchronous_commit=$(pgsetting synchronous_commit)), $(go version | cut -d' ' -f3), data on $(df -T "$dir" | awk 'NR==2{print $2}');"
   echo "bananas, asynq, asynq-fast: a Redis that persists nothing (save '', appendonly no); bananas-aof-*: appendonly yes with appendfsync everysec / always."
-  echo "N=$n RUNS=$runs (medians of the runs; each run's values below the table)."
+  echo "N=$n RUNS=$runs (medians of the runs; each run's values below the table).${base:+ bananas-base: the bench built from $base ($(git -C "$root" rev-parse --short "$base")), bananas from the working tree ($(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- . || echo ', with changes'))).}"
   echo
   python3 "$root/scripts/bench-table.py" "$dir/results" "${configs[@]}"
 } >"$out"

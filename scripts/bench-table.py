@@ -7,7 +7,7 @@ run's values. River's pg_bytes_per_job stands in the redis_bytes_per_job row.
 import statistics
 import sys
 
-PEERS = ("asynq", "asynq-fast", "river", "river-fast")
+PEERS = ("asynq", "asynq-fast", "river", "river-fast", "bananas-base")
 ORDER = ("enqueue_jobs_per_s", "enqueue_batch_jobs_per_s", "redis_bytes_per_job",
          "drain_jobs_per_s", "latency_p50_ms", "latency_p99_ms", "call_p50_ms",
          "call_p99_ms", "delay_lateness_p50_ms", "delay_lateness_p99_ms")
