@@ -288,88 +288,126 @@ type Depth struct {
 // the caller), whose created time is then read from the job.
 func (o Ops) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 	pipe := o.q.rdb.Pipeline()
-	type cmds struct {
-		h, n, l, s, a, d, paused *redis.IntCmd
-		ended, held, flowof      *redis.IntCmd
-		keyed                    [3]*redis.IntCmd
-		throttled                *redis.StringCmd
-		heads                    [3]*redis.StringCmd
-	}
-	cs := make([]cmds, len(routes))
+	cs := make([]depthCmds, len(routes))
+	tolerant := make(map[redis.Cmder]bool, 8*len(routes))
 	for i, r := range routes {
-		k := o.q.Keys(r)
-		cs[i] = cmds{
-			h: pipe.LLen(ctx, k.List(High)), n: pipe.LLen(ctx, k.List(Normal)), l: pipe.LLen(ctx, k.List(Low)),
-			s: pipe.ZCard(ctx, k.Scheduled()), a: pipe.HLen(ctx, k.Leases()), d: pipe.ZCard(ctx, k.Dead()),
-			paused:    pipe.Exists(ctx, k.Paused()),
-			ended:     pipe.LLen(ctx, k.Ended()),
-			held:      pipe.ZCard(ctx, k.Held()),
-			flowof:    pipe.HLen(ctx, k.FlowOf()),
-			throttled: pipe.HGet(ctx, k.Stats(), "throttled"),
-		}
-		for j, p := range Priorities {
-			cs[i].keyed[j] = pipe.ZCard(ctx, k.Keyed(p))
-		}
-		for j, p := range Priorities {
-			cs[i].heads[j] = pipe.LIndex(ctx, k.List(p), 0)
+		cs[i] = queueDepthCmds(ctx, pipe, o.q.Keys(r))
+		for _, c := range cs[i].flowAndEnded() {
+			tolerant[c] = true
 		}
 	}
 	done, _ := pipe.Exec(ctx)
-	endedCmds := make(map[redis.Cmder]bool, len(cs))
-	for _, c := range cs {
-		endedCmds[c.ended] = true
-		endedCmds[c.held] = true
-		endedCmds[c.flowof] = true
-		endedCmds[c.throttled] = true
-		for _, k := range c.keyed {
-			endedCmds[k] = true
-		}
-	}
 	for _, c := range done {
 		// Nil: an empty list's head. Garbage under an ended list is
 		// replaced by the next end (bn_ended), and under a flow key by the
 		// next flow script (bn_flow_repair): it reads as none.
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) && !(endedCmds[c] && isWrongType(err)) {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) && !(tolerant[c] && isWrongType(err)) {
 			return nil, fmt.Errorf("read queue depths: %w", err)
 		}
 	}
 	out := make([]Depth, len(routes))
-	type chosen struct {
+	var chosen []int // routes whose head jobs have chosen ids, which tell no time
+	for i, c := range cs {
+		out[i] = c.depth(routes[i])
+		if c.chosenHead() {
+			chosen = append(chosen, i)
+		}
+	}
+	o.oldestOfChosen(ctx, out, cs, chosen)
+	return out, nil
+}
+
+// depthCmds are the reads of one route's depths, queued on a pipeline.
+type depthCmds struct {
+	h, n, l, s, a, d, paused *redis.IntCmd
+	ended, held, flowof      *redis.IntCmd
+	keyed                    [3]*redis.IntCmd
+	throttled                *redis.StringCmd
+	heads                    [3]*redis.StringCmd
+}
+
+func queueDepthCmds(ctx context.Context, pipe redis.Pipeliner, k Keys) depthCmds {
+	c := depthCmds{
+		h: pipe.LLen(ctx, k.List(High)), n: pipe.LLen(ctx, k.List(Normal)), l: pipe.LLen(ctx, k.List(Low)),
+		s: pipe.ZCard(ctx, k.Scheduled()), a: pipe.HLen(ctx, k.Leases()), d: pipe.ZCard(ctx, k.Dead()),
+		paused:    pipe.Exists(ctx, k.Paused()),
+		ended:     pipe.LLen(ctx, k.Ended()),
+		held:      pipe.ZCard(ctx, k.Held()),
+		flowof:    pipe.HLen(ctx, k.FlowOf()),
+		throttled: pipe.HGet(ctx, k.Stats(), "throttled"),
+	}
+	for j, p := range Priorities {
+		c.keyed[j] = pipe.ZCard(ctx, k.Keyed(p))
+	}
+	for j, p := range Priorities {
+		c.heads[j] = pipe.LIndex(ctx, k.List(p), 0)
+	}
+	return c
+}
+
+// flowAndEnded are the reads of keys that a later script repairs when
+// they hold garbage, so that a wrong type there reads as none.
+func (c depthCmds) flowAndEnded() []redis.Cmder {
+	return []redis.Cmder{c.ended, c.held, c.flowof, c.throttled, c.keyed[0], c.keyed[1], c.keyed[2]}
+}
+
+// depth is what the reads say of route; OldestPending from the heads
+// whose ids tell their time.
+func (c depthCmds) depth(route string) Depth {
+	d := Depth{Route: route, High: c.h.Val(), Normal: c.n.Val(), Low: c.l.Val(),
+		Scheduled: c.s.Val(), Active: c.a.Val(), Dead: c.d.Val(), Paused: c.paused.Val() > 0, Ended: c.ended.Val(),
+		Held: c.held.Val()}
+	d.Throttled, _ = strconv.ParseInt(c.throttled.Val(), 10, 64)
+	d.High += c.keyed[0].Val()
+	d.Normal += c.keyed[1].Val()
+	d.Low += c.keyed[2].Val()
+	d.KeyedRunning = max(0, c.flowof.Val()-c.keyed[0].Val()-c.keyed[1].Val()-c.keyed[2].Val())
+	for _, head := range c.heads {
+		if t, ok := idTime(head.Val()); ok {
+			d.OldestPending = older(d.OldestPending, t)
+		}
+	}
+	return d
+}
+
+// chosenHead reports whether a head job's id is a chosen one, which tells
+// no time: its created time is read from the job.
+func (c depthCmds) chosenHead() bool {
+	for _, head := range c.heads {
+		if id := head.Val(); id != "" {
+			if _, ok := idTime(id); !ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// oldestOfChosen reads, in one more round trip, the created time of the
+// head jobs with chosen ids of the routes at chosen, into their
+// OldestPending. A job gone meanwhile, or garbage, has no time.
+func (o Ops) oldestOfChosen(ctx context.Context, out []Depth, cs []depthCmds, chosen []int) {
+	if len(chosen) == 0 {
+		return
+	}
+	type look struct {
 		at       int
 		pay, job *redis.StringCmd
 	}
-	var look []chosen
-	var pipe2 redis.Pipeliner
-	for i, c := range cs {
-		out[i] = Depth{Route: routes[i], High: c.h.Val(), Normal: c.n.Val(), Low: c.l.Val(),
-			Scheduled: c.s.Val(), Active: c.a.Val(), Dead: c.d.Val(), Paused: c.paused.Val() > 0, Ended: c.ended.Val(),
-			Held: c.held.Val()}
-		out[i].Throttled, _ = strconv.ParseInt(c.throttled.Val(), 10, 64)
-		out[i].High += c.keyed[0].Val()
-		out[i].Normal += c.keyed[1].Val()
-		out[i].Low += c.keyed[2].Val()
-		out[i].KeyedRunning = max(0, c.flowof.Val()-c.keyed[0].Val()-c.keyed[1].Val()-c.keyed[2].Val())
-		for _, head := range c.heads {
+	var looks []look
+	pipe := o.q.rdb.Pipeline()
+	for _, i := range chosen {
+		k := o.q.Keys(out[i].Route)
+		for _, head := range cs[i].heads {
 			id := head.Val()
-			if id == "" {
+			if _, ok := idTime(id); id == "" || ok {
 				continue
 			}
-			if t, ok := idTime(id); ok {
-				out[i].OldestPending = older(out[i].OldestPending, t)
-				continue
-			}
-			if pipe2 == nil {
-				pipe2 = o.q.rdb.Pipeline()
-			}
-			k := o.q.Keys(routes[i])
-			look = append(look, chosen{i, pipe2.HGet(ctx, k.Payloads(), id), pipe2.HGet(ctx, k.Job(id), "c")})
+			looks = append(looks, look{i, pipe.HGet(ctx, k.Payloads(), id), pipe.HGet(ctx, k.Job(id), "c")})
 		}
 	}
-	if pipe2 == nil {
-		return out, nil
-	}
-	_, _ = pipe2.Exec(ctx) // a job gone meanwhile, or garbage, has no time
-	for _, l := range look {
+	_, _ = pipe.Exec(ctx)
+	for _, l := range looks {
 		t := parseMS(l.job.Val())
 		if p, ok := splitPayload(l.pay.Val()); ok {
 			t = p.created
@@ -378,7 +416,6 @@ func (o Ops) Depths(ctx context.Context, routes []string) ([]Depth, error) {
 			out[l.at].OldestPending = older(out[l.at].OldestPending, t)
 		}
 	}
-	return out, nil
 }
 
 // idTime returns the time in an id made by NewID.
