@@ -42,6 +42,10 @@ type RouteActions interface {
 	// CancelWaiting cancels every pending and scheduled job of route (of
 	// task, when given) and says how many it canceled.
 	CancelWaiting(ctx context.Context, route, task string) (int, error)
+	// RunScheduled moves every scheduled job of route (of task, when
+	// given) — delayed, or waiting for its retry — to its ready list now,
+	// as RunNow moves one, and says how many.
+	RunScheduled(ctx context.Context, route, task string) (int, error)
 }
 
 // queueState is the queue's word for a listing state.
@@ -524,4 +528,35 @@ func (s *servedRoutes) read(ctx context.Context, fresh func(context.Context) (ma
 // ErrJobNotFound.
 func (in *Inspector) RunNow(ctx context.Context, id string) error {
 	return in.refusal(ctx, "run", id, in.q.Jobs.RunNow(ctx, id))
+}
+
+// RunScheduled moves every scheduled job of route (of task, when given) to
+// its ready list now, each as RunNow moves it, and says how many: a job
+// that started or left meanwhile is passed over. A route nothing knows is
+// an error matching ErrNotFound that lists the known ones.
+func (in *Inspector) RunScheduled(ctx context.Context, route, task string) (int, error) {
+	if err := in.checkKnownRoute(ctx, route, true); err != nil {
+		return 0, err
+	}
+	n := 0
+	q := JobQuery{Route: route, State: queue.StatusScheduled, Task: task, Limit: 500}
+	for {
+		page, err := in.Jobs(ctx, q)
+		if err != nil {
+			return n, err
+		}
+		for _, j := range page.Jobs {
+			switch err := in.RunNow(ctx, j.ID); {
+			case errors.Is(err, ErrWrongState), errors.Is(err, ErrJobNotFound):
+				continue // it moved since the listing
+			case err != nil:
+				return n, err
+			}
+			n++
+		}
+		if page.Next == "" {
+			return n, nil
+		}
+		q.Cursor = page.Next
+	}
 }

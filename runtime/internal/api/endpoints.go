@@ -235,6 +235,20 @@ var endpoints = []endpoint{
 		Query:     []openapi.Param{{Name: "task", Desc: "Only waiting jobs of this task."}},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Canceled.", Type: canceledCount{}}, badRequest, notFound}},
 		(*server).cancelWaiting},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/routes/{route}/run-scheduled", ID: "runScheduledJobs", Tag: "queues", Action: true,
+		Summary: "Run every scheduled job of a route (delayed, or waiting for its retry), or those of one task, now: each is pending at once, its attempts as they were.", PathParams: []openapi.Param{route},
+		Query: []openapi.Param{{Name: "task", Desc: "Only scheduled jobs of this task."}},
+		Button: &openapi.Button{Page: openapi.RouteRow, Key: "run-scheduled", Label: "Run scheduled now",
+			Title: "Move every scheduled job of the route to its ready list now; attempts stay as they are",
+			Done:  "ran-scheduled", Flash: "Pending now: %s scheduled jobs.", Count: "run"},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Pending now.", Type: ranScheduled{}}, badRequest, notFound}},
+		func(s *server, w http.ResponseWriter, r *http.Request) error {
+			n, err := s.a.RunScheduled(r.Context(), r.PathValue("route"), r.URL.Query().Get("task"))
+			if err != nil {
+				return err
+			}
+			return writeJSON(w, http.StatusOK, ranScheduled{Route: r.PathValue("route"), Run: n})
+		}},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/routes/{route}/shards", ID: "getRouteShards", Tag: "queues",
 		Summary: "A route's shard count: 1 for a route never sharded.", PathParams: []openapi.Param{route},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The shard count.", Type: shardCount{}}, badRequest}},
@@ -341,6 +355,12 @@ func (s *server) cancelWaiting(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, canceledCount{Route: r.PathValue("route"), Canceled: n})
+}
+
+// ranScheduled is the answer of POST /api/v1/routes/{route}/run-scheduled.
+type ranScheduled struct {
+	Route string `json:"route"`
+	Run   int    `json:"run"`
 }
 
 // shardCount is the answer of GET and PUT /api/v1/routes/{route}/shards.

@@ -28,6 +28,7 @@ var adminCommands = []Spec{
 	{"route", cmdRoute, [][2]string{{"route shards ROUTE [N]", "print a route's shard count, or spread the route over N shards (1-256) [--json]"}}},
 	{"limits", cmdLimits, [][2]string{{"limits ROUTE", "a route's own limits and its keys running, waiting and held back; --max-running N, --rate N/s, --burst M change them (none removes) [--json]"}}},
 	{"cancel", cmdCancelWaiting, [][2]string{{"cancel ROUTE", "cancel every pending and scheduled job of a route [--task T]"}}},
+	{"run-scheduled", cmdRunScheduled, [][2]string{{"run-scheduled ROUTE", "run every scheduled job of a route now, its attempts as they were [--task T --json]"}}},
 	{"dlq", cmdDLQ, [][2]string{{"dlq list|replay|purge", "the dead-letter queue: list, replay ID, replay --all, purge [--yes]"}}},
 	{"cron", cmdCron, [][2]string{{"cron list", "cron entries and their state"}, {"cron run NAME", "enqueue one job of a cron entry now"}}},
 	{"workers", cmdWorkers, [][2]string{{"workers", "live workers, from their heartbeats"}}},
@@ -533,5 +534,33 @@ func cmdCancelWaiting(e *Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.Stdout, "canceled %d waiting job(s) of route %s\n", n, pos[0])
+	return nil
+}
+
+// cmdRunScheduled is `run-scheduled ROUTE [--task T] [--json]`.
+func cmdRunScheduled(e *Env, args []string) error {
+	fs := e.Flags("ROUTE [--task T] [--json]: run every scheduled job of the route (delayed, or waiting for its retry) now")
+	task := fs.String("task", "", "only the jobs of this task")
+	asJSON := fs.Bool("json", false, "print the answer as JSON")
+	pos, err := Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{fmt.Errorf("want one route, got %d argument(s)", len(pos))}
+	}
+	c, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	n, err := c.RunScheduled(e.Ctx, pos[0], *task)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.Stdout, map[string]any{"route": pos[0], "run": n})
+	}
+	fmt.Fprintf(e.Stdout, "%d scheduled job(s) of route %s pending now\n", n, pos[0])
 	return nil
 }
