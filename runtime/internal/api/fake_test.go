@@ -103,6 +103,10 @@ func (f *fakeAdmin) CancelWaiting(_ context.Context, route, task string) (int, e
 	f.route, f.task = route, task
 	return 3, f.err
 }
+func (f *fakeAdmin) RunScheduled(_ context.Context, route, task string) (int, error) {
+	f.route, f.task = route, task
+	return 2, f.err
+}
 func (f *fakeAdmin) Resume(_ context.Context, route string) error { f.route = route; return f.err }
 func (f *fakeAdmin) Shards(_ context.Context, route string) (int, error) {
 	f.route = route

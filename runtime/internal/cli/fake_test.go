@@ -100,6 +100,11 @@ func (f *fakeAdmin) RunNow(_ context.Context, id string) error {
 	return f.errs["RunNow"]
 }
 
+func (f *fakeAdmin) RunScheduled(_ context.Context, route, task string) (int, error) {
+	f.acted = append(f.acted, "run-scheduled "+route+" "+task)
+	return 2, f.errs["RunScheduled"]
+}
+
 func (f *fakeAdmin) Pause(_ context.Context, route string) error {
 	f.acted = append(f.acted, "pause "+route)
 	return f.errs["Pause"]
