@@ -40,6 +40,8 @@ command -v redis-server >/dev/null || { echo "bench-compare: redis-server is not
 # Built first, so that compiling never overlaps a measurement.
 echo "# building the project's bench and the peer harnesses" >&2
 (cd "$root" && go build -o "$dir/bananas" ./examples/bench)
+# What the working tree is, read before this run writes its result file.
+tree="$(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- . || echo ', with changes')"
 if [ -n "$base" ]; then
   git -C "$root" rev-parse --verify -q "$base^{commit}" >/dev/null || { echo "bench-compare: BASE=$base is not a revision of this repository" >&2; exit 2; }
   mkdir -p "$dir/base" && git -C "$root" archive "$base" | tar -x -C "$dir/base"
@@ -93,7 +95,7 @@ out="$root/bench/peers/last-compare.txt"
   echo "Measured $(date -u +'%Y-%m-%d %H:%M UTC') on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end;"
   echo "$(redis-server --version | cut -d' ' -f1-3), PostgreSQL $(pgsetting server_version) (fsync=$(pgsetting fsync), synchronous_commit=$(pgsetting synchronous_commit)), $(go version | cut -d' ' -f3), data on $(df -T "$dir" | awk 'NR==2{print $2}');"
   echo "bananas, asynq, asynq-fast: a Redis that persists nothing (save '', appendonly no); bananas-aof-*: appendonly yes with appendfsync everysec / always."
-  echo "N=$n RUNS=$runs (medians of the runs; each run's values below the table).${base:+ bananas-base: the bench built from $base ($(git -C "$root" rev-parse --short "$base")), bananas from the working tree ($(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- . || echo ', with changes'))).}"
+  echo "N=$n RUNS=$runs (medians of the runs; each run's values below the table).${base:+ bananas-base: the bench built from $base ($(git -C "$root" rev-parse --short "$base")), bananas from the working tree ($tree).}"
   echo
   python3 "$root/scripts/bench-table.py" "$dir/results" "${configs[@]}"
 } >"$out"
