@@ -9,6 +9,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/internal/ext"
 )
 
 // OnceMarkerTTL is how long Once remembers that a key's effect was done: a
@@ -98,7 +99,7 @@ func (c *Client) onceClaim(ctx context.Context, key, token string) (bool, error)
 	}()
 	subscribed := false
 	for {
-		st, left, err := c.q.OnceClaim(ctx, key, token, c.onceClaimTTLOr())
+		st, left, err := c.q.OnceClaim(ctx, key, token, c.onceTimings().claimTTL)
 		if err != nil {
 			return false, fmt.Errorf("bananas: Once(%s): %w", shownOnceKey(key), err)
 		}
@@ -148,7 +149,7 @@ func (c *Client) onceRun(ctx context.Context, key, token string, fn func(context
 	// The writes of fn's outcome get their time when fn has returned,
 	// however long it ran, and go on after ctx ended.
 	write := func(f func(context.Context) error) error {
-		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), c.onceWriteTimeoutOr())
+		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), c.onceTimings().writeTimeout)
 		defer wcancel()
 		return f(wctx)
 	}
@@ -167,7 +168,7 @@ func (c *Client) onceRun(ctx context.Context, key, token string, fn func(context
 		return err
 	}
 	if err := write(func(wctx context.Context) error {
-		_, err := c.q.OnceDone(wctx, key, token, c.onceMarkerTTLOr())
+		_, err := c.q.OnceDone(wctx, key, token, c.onceTimings().markerTTL)
 		return err
 	}); err != nil {
 		return fmt.Errorf("bananas: Once(%s): fn succeeded but its marker could not be stored, so a later call runs fn again: %w", shownOnceKey(key), err)
@@ -181,7 +182,7 @@ func (c *Client) onceRun(ctx context.Context, key, token string, fn func(context
 // fn's context with ErrOnceClaimLost; a renewal that fails (Redis
 // unreachable) is tried again at the next tick.
 func (c *Client) renewOnceClaim(key, token string, cancel context.CancelCauseFunc) (stop func()) {
-	ttl := c.onceClaimTTLOr()
+	ttl := c.onceTimings().claimTTL
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -206,18 +207,19 @@ func (c *Client) renewOnceClaim(key, token string, cancel context.CancelCauseFun
 	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }
 
-func (c *Client) onceClaimTTLOr() time.Duration {
-	if c.onceClaimTTL > 0 {
-		return c.onceClaimTTL
-	}
-	return OnceClaimTTL
+// onceKey keeps the client's Once timings in its extensions.
+type onceKey struct{}
+
+// onceTimings are the durations c's Once calls use: the documented
+// constants, which tests shorten (export_test.go).
+type onceTimings struct {
+	claimTTL, markerTTL, writeTimeout time.Duration
 }
 
-func (c *Client) onceMarkerTTLOr() time.Duration {
-	if c.onceMarkerTTL > 0 {
-		return c.onceMarkerTTL
-	}
-	return OnceMarkerTTL
+func (c *Client) onceTimings() *onceTimings {
+	return ext.Get(&c.ext, onceKey{}, func() *onceTimings {
+		return &onceTimings{claimTTL: OnceClaimTTL, markerTTL: OnceMarkerTTL, writeTimeout: onceWriteTimeout}
+	})
 }
 
 // shownOnceKey quotes a key for an error, cut short: a key may be long.
@@ -226,11 +228,4 @@ func shownOnceKey(key string) string {
 		return fmt.Sprintf("%q...", key[:64])
 	}
 	return fmt.Sprintf("%q", key)
-}
-
-func (c *Client) onceWriteTimeoutOr() time.Duration {
-	if c.onceWriteTimeout > 0 {
-		return c.onceWriteTimeout
-	}
-	return onceWriteTimeout
 }
