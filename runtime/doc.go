@@ -81,7 +81,7 @@
 // keyed job to its flow's shard, a job with a unique key or chosen id to
 // its key's shard), workers of the
 // route fetch from every shard in turn and drain the shards of an earlier
-// count, and everything users see names the route (shards.go). Within a
+// count, and everything users see names the route (runtime/internal/routeshards). Within a
 // route priority then holds per shard.
 //
 // # Cron

@@ -3,257 +3,26 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
-	"sync"
-	"sync/atomic"
-	"time"
 
-	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/internal/routeshards"
 )
 
-// workerShards keeps the shards of a worker's routes: for each route, its
-// current shards (queue.ShardNames of its stored count) and any other shard
-// of it still in the routes set (a shard of an earlier count, drained until
-// it is pruned). The fetcher, reaper, retention and promoter work them all;
-// the worker listens on the wake and cancel channels of each.
-type workerShards struct {
-	w      *Worker
-	groups atomic.Pointer[[][]string] // per route, in preference order: its shards, shard 0 first
-	turn   atomic.Uint64              // rotates the shard each route's fetch starts at
-
-	mu      sync.Mutex
-	subs    map[string][]*results.Subscription // shards listened to by refresh (not by subscribe)
-	seen    map[string]bool                    // every shard listened to
-	changed chan struct{}                      // a shard count was set (ShardsChannel)
-
-	// State of refresh, owned by its caller (Run, then run).
-	counts   []any    // the counts read last, by route
-	earlier  []string // shards of earlier counts that held jobs at the last look
-	readsAgo int      // refreshes since the last look
-	reReads  int      // looks still due at the next refreshes, after a change
-}
-
-// listedEvery is how many refreshes pass between looks at the shards of
-// earlier counts while no count changes: a look finds the shards a producer
-// with a stale count wrote to, a delayed job or retry became due in, or a
-// replay put a job back in. A change of a count looks at once and at the
-// two refreshes after, ShardRefresh apart, while producers still learn of it.
-const listedEvery = 1
-
-func newWorkerShards(w *Worker) *workerShards {
-	s := &workerShards{w: w, subs: map[string][]*results.Subscription{}, seen: map[string]bool{}, changed: make(chan struct{}, 1)}
-	groups := make([][]string, len(w.opts.Routes))
-	for i, r := range w.opts.Routes {
-		groups[i] = []string{r}
-		s.seen[r] = true // Worker.subscribe listens on the routes themselves
-	}
-	s.groups.Store(&groups)
-	return s
-}
-
-// all returns every shard of the worker's routes, in preference order.
-func (s *workerShards) all() []string {
-	var out []string
-	for _, g := range *s.groups.Load() {
-		out = append(out, g...)
-	}
-	return out
-}
-
-// now is the engine's Config.RoutesNow: every shard, routes in preference
-// order, each route's shards starting one further on at each call, so that
-// no shard of a busy route is always fetched last.
-func (s *workerShards) now() []string {
-	groups := *s.groups.Load()
-	sharded := false
-	for _, g := range groups {
-		sharded = sharded || len(g) > 1
-	}
-	if !sharded {
-		return s.w.opts.Routes
-	}
-	t := s.turn.Add(1)
-	var out []string
-	for _, g := range groups {
-		start := int(t % uint64(len(g)))
-		out = append(append(out, g[start:]...), g[:start]...)
-	}
-	return out
-}
-
-// refresh reads the shard counts of the worker's routes (one HMGET) and,
-// when one of them was ever sharded, the routes set (at the first refresh,
-// when a count changed, and every listedEvery refreshes), then listens on
-// the channels of the shards it did not know and wakes the fetcher for them.
-func (s *workerShards) refresh(ctx context.Context) error {
-	q := s.w.c.q
-	routes := s.w.opts.Routes
-	if len(routes) == 0 {
-		return nil
-	}
-	vals, err := q.Client().HMGet(ctx, queue.RouteShardsKey(q.Namespace()), routes...).Result()
-	if err != nil {
-		return err
-	}
-	counts := make([]int, len(routes))
-	for i := range routes {
-		counts[i] = 1
-		if v, ok := vals[i].(string); ok {
-			if k, err := strconv.Atoi(v); err == nil && queue.CheckShards(k) == nil {
-				counts[i] = k
+// newShards is the watcher of the shards of w's routes (routeshards): it
+// listens on each shard as subscribeRoute does, and has a shard it gains
+// given its limits, fetched from and kept.
+func (w *Worker) newShards() *routeshards.Watcher {
+	return routeshards.New(routeshards.Config{
+		Queue: w.c.q, Listener: w.c.listener, Routes: w.opts.Routes, Logger: w.opts.Logger,
+		Subscribe: w.subscribeRoute,
+		Added: func(ctx context.Context, added []string) {
+			w.storeShardLimits(ctx, added)
+			w.engine.Wake("")
+			if w.keeper != nil {
+				w.keeper.Kick() // the new shards want a keeper now, not at the next round
 			}
-		}
-	}
-	sharded := slices.ContainsFunc(vals, func(v any) bool { return v != nil })
-	changed := s.counts == nil || !slices.Equal(vals, s.counts)
-	switch {
-	case !sharded:
-		s.reReads = 0 // nothing to look at again: no shard of an earlier count
-	case changed:
-		s.reReads = 2
-	}
-	if sharded && (changed || s.reReads > 0 || s.readsAgo >= listedEvery) {
-		if s.earlier, err = s.earlierShards(ctx, counts); err != nil {
-			return err
-		}
-		if !changed {
-			s.reReads--
-		}
-		s.counts, s.readsAgo = vals, 0
-	}
-	s.readsAgo++
-	groups := make([][]string, len(routes))
-	for i, r := range routes {
-		groups[i] = queue.RouteShards(r, counts[i], s.earlier)
-	}
-	added, err := s.listen(ctx, groups)
-	s.groups.Store(&groups)
-	if len(added) > 0 {
-		s.w.storeShardLimits(ctx, added)
-		s.w.engine.Wake("") // jobs may have been pushed to them before the listening began
-		if s.w.keeper != nil {
-			s.w.keeper.Kick() // the new shards want a keeper now, not at the next round
-		}
-	}
-	return err
-}
-
-// earlierShards returns the shards of the worker's routes in the routes set
-// that are not among the current ones (counts, by route) and hold a job to
-// run or recover: those a fetch must still look at. An empty one is left
-// out, so that a count that shrank does not cost every fetch a round trip
-// per empty shard until the routes set forgets them.
-func (s *workerShards) earlierShards(ctx context.Context, counts []int) ([]string, error) {
-	q := s.w.c.q
-	listed, err := q.Routes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var earlier []string
-	for i, r := range s.w.opts.Routes {
-		earlier = append(earlier, queue.RouteShards(r, counts[i], listed)[counts[i]:]...)
-	}
-	holding, err := q.Holding(ctx, earlier)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(earlier, func(sh string) bool { return !holding[sh] }), nil
-}
-
-// listen subscribes to the wake and cancel channels of the shards in groups
-// not yet listened to, and drops those of shards no longer in them; added
-// is the shards it began to listen to.
-func (s *workerShards) listen(ctx context.Context, groups [][]string) (added []string, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	want := map[string]bool{}
-	for _, g := range groups {
-		for _, sh := range g {
-			want[sh] = true
-			if s.seen[sh] {
-				continue
-			}
-			subs, err := s.w.subscribeRoute(ctx, sh)
-			if err != nil {
-				return added, err
-			}
-			s.subs[sh], s.seen[sh] = subs, true
-			added = append(added, sh)
-		}
-	}
-	for sh, subs := range s.subs {
-		if !want[sh] {
-			for _, sub := range subs {
-				sub.Close()
-			}
-			delete(s.subs, sh)
-			delete(s.seen, sh)
-		}
-	}
-	return added, nil
-}
-
-// run refreshes until ctx ends — at once when a shard count is announced
-// (queue.ShardsChannel), every queue.WorkerShardRefresh besides (a missed
-// announcement), and every queue.ShardRefresh while a change is new or
-// earlier shards drain — then drops the subscriptions it made.
-func (s *workerShards) run(ctx context.Context) {
-	q := s.w.c.q
-	sub, err := s.w.c.listener.SubscribeFunc(ctx, queue.ShardsChannel(q.Namespace()), func([]byte) {
-		select {
-		case s.changed <- struct{}{}:
-		default:
-		}
+		},
 	})
-	if err != nil {
-		s.w.opts.Logger.Warn("bananas: cannot listen for changes of shard counts; reading them every "+queue.WorkerShardRefresh.String(), "err", err)
-	} else {
-		defer sub.Close()
-	}
-	t := time.NewTimer(s.untilNext(false))
-	defer t.Stop()
-	defer func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, subs := range s.subs {
-			for _, sub := range subs {
-				sub.Close()
-			}
-		}
-	}()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-s.changed:
-		}
-		err := s.refresh(ctx)
-		switch {
-		case err != nil && !failing && ctx.Err() == nil:
-			s.w.opts.Logger.Warn("bananas: cannot read the shards of the worker's routes; working the shards known", "err", err)
-		case err == nil && failing:
-			s.w.opts.Logger.Info("bananas: the shards of the worker's routes read again")
-		}
-		failing = err != nil
-		t.Reset(s.untilNext(failing))
-	}
-}
-
-// untilNext is how long to wait for the next refresh: short while a change
-// is new, a read failed, or shards of an earlier count still hold jobs
-// (they are dropped from the fetches at the first look that finds them
-// empty). The long wait ends on the process's beat (queue.UntilBeat), with
-// its other periodic calls: a read of its own at another instant would
-// wake an otherwise idle Redis for it alone.
-func (s *workerShards) untilNext(failing bool) time.Duration {
-	if s.reReads > 0 || failing || len(s.earlier) > 0 {
-		return queue.ShardRefresh
-	}
-	return queue.UntilBeat(queue.WorkerShardRefresh)
 }
 
 // subscribeRoute listens on route's wake channel (a job made ready while
@@ -288,36 +57,4 @@ func (w *Worker) subscribeRoute(ctx context.Context, route string) ([]*results.S
 		subs = append(subs, sub)
 	}
 	return subs, nil
-}
-
-// shardsServed adds to served, routes that live workers serve, the current
-// shards of each (so pruning keeps them; shards of an earlier count are
-// left to be pruned once idle).
-func (c *Client) shardsServed(ctx context.Context, served map[string]bool) error {
-	counts, err := c.q.AllShards(ctx)
-	if err != nil {
-		return err
-	}
-	for r, n := range counts {
-		if served[r] {
-			for _, sh := range queue.ShardNames(r, n) {
-				served[sh] = true
-			}
-		}
-	}
-	return nil
-}
-
-// shardsOf returns every shard of route that holds or may hold jobs, the
-// route itself first: its current shards and the others still listed.
-func (c *Client) shardsOf(ctx context.Context, route string) ([]string, error) {
-	n, err := c.q.Shards(ctx, route)
-	if err != nil {
-		return nil, err
-	}
-	listed, err := c.q.Routes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return queue.RouteShards(route, n, listed), nil
 }

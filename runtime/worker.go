@@ -14,6 +14,7 @@ import (
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
+	"github.com/bananas-go/bananas/runtime/internal/routeshards"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
@@ -30,9 +31,9 @@ type Worker struct {
 	regErrs  []error
 	started  atomic.Bool
 
-	middleware Middleware     // WorkerOptions.Middleware composed, nil when none
-	engine     *engine.Engine // set by Run
-	shards     *workerShards  // set by Run
+	middleware Middleware           // WorkerOptions.Middleware composed, nil when none
+	engine     *engine.Engine       // set by Run
+	shards     *routeshards.Watcher // set by Run
 	// keeper holds the keeper locks of the routes this worker promotes,
 	// reaps and purges (set by Run; nil for a scheduler, which promotes
 	// every route).
@@ -118,7 +119,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	sinks, stopSinks := endSinks(subscribers, w.opts.Logger)
 	defer stopSinks() // after the engine has stopped: every end told
-	w.shards = newWorkerShards(w)
+	w.shards = w.newShards()
 	w.keeper = w.newKeeper()
 	w.progress = newProgressFlusher(w.c.q, scheduler.NewOutageLog(w.opts.Logger, "progress (running jobs' progress to Redis)"))
 	w.engine = engine.New(w.engineConfig(sinks))
@@ -149,11 +150,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.keeper.OnChange = func(held []string) { _ = schedule.set(len(held) > 0) }
 	}
 
-	if err := w.shards.refresh(ctx); err != nil {
+	if err := w.shards.Refresh(ctx); err != nil {
 		w.opts.Logger.Warn("bananas: cannot read the shards of the worker's routes; working the routes themselves until they read", "err", err)
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); w.shards.run(bg) }()
+	go func() { defer wg.Done(); w.shards.Run(bg) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); w.wakeOnReconnect(bg) }()
 	for _, loop := range w.schedulingLoops(promoterWake) {
@@ -227,7 +228,7 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 func (w *Worker) engineConfig(sinks []engine.JobEndSink) engine.Config {
 	return engine.Config{
 		Queue: engine.Redis(w.c.q), Metrics: engineMetrics{w.c.metrics}, Sinks: sinks, Logger: w.opts.Logger, ID: w.id,
-		Routes: w.opts.Routes, RoutesNow: w.shards.now, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
+		Routes: w.opts.Routes, RoutesNow: w.shards.Now, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
 		FetchJobs: !w.opts.SchedulerOnly, Concurrency: w.opts.Concurrency,
 		Lease: w.opts.Lease, ShutdownTimeout: w.opts.ShutdownTimeout, JobTimeout: w.opts.JobTimeout,
 		ResultTTL: w.opts.ResultTTL, FailureTTL: w.opts.FailureTTL, SafetyPoll: w.opts.SafetyPoll,
@@ -280,7 +281,7 @@ func (w *Worker) warnUntakenRoutes() {
 
 // subscribe listens, before the first fetch, on the channels of every
 // route (subscribeRoute), so that no push after that fetch goes unnoticed;
-// the shards a route gains later are listened to as they come (workerShards).
+// the shards a route gains later are listened to as they come (routeshards).
 func (w *Worker) subscribe(ctx context.Context) ([]*results.Subscription, error) {
 	var subs []*results.Subscription
 	for _, r := range w.opts.Routes {
