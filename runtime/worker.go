@@ -39,7 +39,7 @@ type Worker struct {
 	// every route).
 	keeper *scheduler.Keeper
 	// progress writes the progress its handlers report (set by Run).
-	progress *progressFlusher
+	progress *engine.ProgressFlusher
 }
 
 // NewWorker returns a worker over client c. Register handlers (the generated
@@ -121,7 +121,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stopSinks() // after the engine has stopped: every end told
 	w.shards = w.newShards()
 	w.keeper = w.newKeeper()
-	w.progress = newProgressFlusher(w.c.q, scheduler.NewOutageLog(w.opts.Logger, "progress (running jobs' progress to Redis)"))
+	w.progress = engine.NewProgressFlusher(engine.Redis(w.c.q), ProgressEvery, scheduler.NewOutageLog(w.opts.Logger, "progress (running jobs' progress to Redis)"))
 	w.engine = engine.New(w.engineConfig(sinks))
 
 	// The promoter and the cron runner outlive ctx until the engine has
