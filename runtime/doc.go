@@ -98,7 +98,7 @@
 // short note, which Client.Job, the CLI, the API and the dashboard show
 // while the job's current run goes on. It only records the value in memory;
 // the worker writes each job's last value at most once per ProgressEvery
-// (progress.go, docs/DESIGN-NOTES.md).
+// (runtime/internal/engine/progress.go, docs/DESIGN-NOTES.md).
 //
 // # Once
 //
