@@ -10,15 +10,14 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/bananastype"
-	"github.com/bananas-go/bananas/history"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime/internal/dial"
+	"github.com/bananas-go/bananas/runtime/internal/ext"
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
-	"github.com/bananas-go/bananas/runtime/internal/workflows"
 )
 
 // DefaultMaxPayload is the largest args or result accepted unless MaxPayload says otherwise.
@@ -49,14 +48,12 @@ type Client struct {
 
 	metrics *metrics.Set // what MetricsHandler serves: this client's enqueues, its workers' runs, the queues' depths
 
-	history history.Store // the task history (WithHistory), or nil
-
-	onceClaimTTL, onceMarkerTTL time.Duration // Once's; zero: OnceClaimTTL, OnceMarkerTTL (tests shorten them)
-	onceWriteTimeout            time.Duration // Once's; zero: onceWriteTimeout (tests shorten it)
-
-	wf workflows.Lazy // the runner of workflows (workflow.go)
-
 	hooks hooks // the subscribers to its enqueues and its workers' runs and ends (hookreg.go)
+
+	// ext keeps the state of the features that need some per client (the
+	// task history, Once's timings, the runner of workflows), each under a
+	// key of its own file: a feature adds no field here.
+	ext ext.Registry
 }
 
 // defaultUnservedAfter is how long an Await or Call waits before it looks
@@ -95,7 +92,7 @@ type connectConfig struct {
 	localClock func() time.Time // the host's wall clock; a skewed or stepped one in tests
 	replicas   int
 	replicaTO  time.Duration
-	history    history.Store
+	setups     []func(*Client) // what options of features do to the client once it is made (WithHistory)
 }
 
 // WithNamespace puts every key under ns instead of $BANANAS_NAMESPACE (or "bananas").
@@ -183,14 +180,16 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	}
 	// Read on first use when this fails (see queue.ShardCount).
 	_ = q.LoadShards(ctx)
-	q.Ended.Keep(cfg.history != nil) // ends wait in Redis for the history (see WithHistory)
 	l := results.NewListener(rdb)
 	clockCtx, stopClock := context.WithCancel(context.Background())
 	go (&queue.ClockSync{Queue: q}).Run(clockCtx)
 	c := &Client{
 		rdb: rdb, q: q, listener: l, waiter: results.NewWaiter(l, func(id string) string { return queue.ResultChannel(cfg.namespace, id) }, 0),
 		maxPayload: cfg.maxPayload, maxRetries: cfg.maxRetries, embedded: emb, stopClock: stopClock,
-		unservedAfter: defaultUnservedAfter, metrics: newMetrics(q), history: cfg.history,
+		unservedAfter: defaultUnservedAfter, metrics: newMetrics(q),
+	}
+	for _, setup := range cfg.setups {
+		setup(c)
 	}
 	c.hooks.add(countEnds{c.metrics}, true) // the metrics count every end of its workers' runs
 	return c, nil

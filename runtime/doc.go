@@ -81,7 +81,7 @@
 // keyed job to its flow's shard, a job with a unique key or chosen id to
 // its key's shard), workers of the
 // route fetch from every shard in turn and drain the shards of an earlier
-// count, and everything users see names the route (shards.go). Within a
+// count, and everything users see names the route (runtime/internal/routeshards). Within a
 // route priority then holds per shard.
 //
 // # Cron
@@ -98,7 +98,7 @@
 // short note, which Client.Job, the CLI, the API and the dashboard show
 // while the job's current run goes on. It only records the value in memory;
 // the worker writes each job's last value at most once per ProgressEvery
-// (progress.go, docs/DESIGN-NOTES.md).
+// (runtime/internal/engine/progress.go, docs/DESIGN-NOTES.md).
 //
 // # Once
 //

@@ -22,12 +22,13 @@ func WithLocalClock(now func() time.Time) ConnectOption {
 // SetOnceTTLs shortens the claim and marker TTLs of c's Once calls, for
 // tests of a dead holder's claim and of the marker's expiry.
 func SetOnceTTLs(c *Client, claim, marker time.Duration) {
-	c.onceClaimTTL, c.onceMarkerTTL = claim, marker
+	r := c.onceRunner()
+	r.ClaimTTL, r.MarkerTTL = claim, marker
 }
 
 // SetOnceWriteTimeout shortens how long the writes of fn's outcome may
 // take, for the test that it is counted from fn's return.
-func SetOnceWriteTimeout(c *Client, d time.Duration) { c.onceWriteTimeout = d }
+func SetOnceWriteTimeout(c *Client, d time.Duration) { c.onceRunner().WriteTimeout = d }
 
 // BuiltJobs builds the jobs an EnqueueMany of args with opts would write,
 // and the shard each would be written to, without writing them: what the

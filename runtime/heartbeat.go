@@ -9,6 +9,7 @@ import (
 
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
+	"github.com/bananas-go/bananas/runtime/internal/routeshards"
 )
 
 // heartbeatState is the engine's Config.State: w's heartbeat record, given
@@ -60,7 +61,7 @@ func (w *Worker) servedRoutes(ctx context.Context) (map[string]bool, error) {
 			out[r] = true
 		}
 	}
-	return out, w.c.shardsServed(ctx, out)
+	return out, routeshards.Served(ctx, w.c.q, out)
 }
 
 // routeTakers counts, per route, the live workers (from their heartbeats)

@@ -7,6 +7,7 @@ import (
 	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/internal/ext"
 	"github.com/bananas-go/bananas/runtime/internal/historian"
 )
 
@@ -17,19 +18,30 @@ import (
 // written it to store; Job falls back to store once Redis has let a job go.
 // Under Main, HISTORY_URL sets it.
 func WithHistory(store history.Store) ConnectOption {
-	return func(c *connectConfig) { c.history = store }
+	return func(cfg *connectConfig) {
+		cfg.setups = append(cfg.setups, func(c *Client) {
+			ext.Put(&c.ext, historyKey{}, store)
+			c.q.Ended.Keep(store != nil) // ends wait in Redis for the history
+		})
+	}
 }
 
+// historyKey keeps the client's history store in its extensions.
+type historyKey struct{}
+
 // History returns the client's history store, or nil when it keeps none.
-func (c *Client) History() history.Store { return c.history }
+func (c *Client) History() history.Store {
+	return ext.Get(&c.ext, historyKey{}, func() history.Store { return nil })
+}
 
 // jobFromHistory is the newest row of job id in the client's history, or
 // ErrJobNotFound.
 func (c *Client) jobFromHistory(ctx context.Context, id string) (*bananastype.Job, error) {
-	if c.history == nil {
+	store := c.History()
+	if store == nil {
 		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
-	rows, err := c.history.Job(ctx, id)
+	rows, err := store.Job(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("bananas: read job %s from the task history: %w", id, err)
 	}
@@ -44,7 +56,7 @@ func (c *Client) jobFromHistory(ctx context.Context, id string) (*bananastype.Jo
 // historyWriter returns the writer that moves the ended jobs of the routes
 // w keeps into the client's history, or nil when the client keeps none.
 func (w *Worker) historyWriter() *historian.Writer {
-	store := w.c.history
+	store := w.c.History()
 	if store == nil {
 		return nil
 	}
@@ -64,7 +76,7 @@ func (w *Worker) historyWriter() *historian.Writer {
 // historyMigrate is the writer's Migrate: the store's, when the worker
 // migrates it (HistoryMigrate) and it has one.
 func (w *Worker) historyMigrate() func(context.Context) error {
-	if m, ok := w.c.history.(history.Migrator); ok && w.opts.HistoryMigrate {
+	if m, ok := w.c.History().(history.Migrator); ok && w.opts.HistoryMigrate {
 		return m.Migrate
 	}
 	return nil

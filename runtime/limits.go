@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/routeshards"
 )
 
 // TaskLimits caps how a task's jobs start, across every worker and process.
@@ -156,7 +157,7 @@ func (w *Worker) storeTaskLimits(ctx context.Context) error {
 			if _, read := shardsOf[route]; read {
 				continue
 			}
-			shards, err := w.c.shardsOf(ctx, route)
+			shards, err := routeshards.Of(ctx, w.c.q, route)
 			if err != nil {
 				return fmt.Errorf("store the limits of task %s: read the shards of route %s: %w", name, route, err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
+	"github.com/bananas-go/bananas/runtime/internal/routeshards"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
@@ -30,15 +31,15 @@ type Worker struct {
 	regErrs  []error
 	started  atomic.Bool
 
-	middleware Middleware     // WorkerOptions.Middleware composed, nil when none
-	engine     *engine.Engine // set by Run
-	shards     *workerShards  // set by Run
+	middleware Middleware           // WorkerOptions.Middleware composed, nil when none
+	engine     *engine.Engine       // set by Run
+	shards     *routeshards.Watcher // set by Run
 	// keeper holds the keeper locks of the routes this worker promotes,
 	// reaps and purges (set by Run; nil for a scheduler, which promotes
 	// every route).
 	keeper *scheduler.Keeper
 	// progress writes the progress its handlers report (set by Run).
-	progress *progressFlusher
+	progress *engine.ProgressFlusher
 }
 
 // NewWorker returns a worker over client c. Register handlers (the generated
@@ -118,9 +119,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	sinks, stopSinks := endSinks(subscribers, w.opts.Logger)
 	defer stopSinks() // after the engine has stopped: every end told
-	w.shards = newWorkerShards(w)
+	w.shards = w.newShards()
 	w.keeper = w.newKeeper()
-	w.progress = newProgressFlusher(w.c.q, scheduler.NewOutageLog(w.opts.Logger, "progress (running jobs' progress to Redis)"))
+	w.progress = engine.NewProgressFlusher(engine.Redis(w.c.q), ProgressEvery, scheduler.NewOutageLog(w.opts.Logger, "progress (running jobs' progress to Redis)"))
 	w.engine = engine.New(w.engineConfig(sinks))
 
 	// The promoter and the cron runner outlive ctx until the engine has
@@ -149,11 +150,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.keeper.OnChange = func(held []string) { _ = schedule.set(len(held) > 0) }
 	}
 
-	if err := w.shards.refresh(ctx); err != nil {
+	if err := w.shards.Refresh(ctx); err != nil {
 		w.opts.Logger.Warn("bananas: cannot read the shards of the worker's routes; working the routes themselves until they read", "err", err)
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); w.shards.run(bg) }()
+	go func() { defer wg.Done(); w.shards.Run(bg) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); w.wakeOnReconnect(bg) }()
 	for _, loop := range w.schedulingLoops(promoterWake) {
@@ -227,7 +228,7 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 func (w *Worker) engineConfig(sinks []engine.JobEndSink) engine.Config {
 	return engine.Config{
 		Queue: engine.Redis(w.c.q), Metrics: engineMetrics{w.c.metrics}, Sinks: sinks, Logger: w.opts.Logger, ID: w.id,
-		Routes: w.opts.Routes, RoutesNow: w.shards.now, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
+		Routes: w.opts.Routes, RoutesNow: w.shards.Now, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
 		FetchJobs: !w.opts.SchedulerOnly, Concurrency: w.opts.Concurrency,
 		Lease: w.opts.Lease, ShutdownTimeout: w.opts.ShutdownTimeout, JobTimeout: w.opts.JobTimeout,
 		ResultTTL: w.opts.ResultTTL, FailureTTL: w.opts.FailureTTL, SafetyPoll: w.opts.SafetyPoll,
@@ -280,7 +281,7 @@ func (w *Worker) warnUntakenRoutes() {
 
 // subscribe listens, before the first fetch, on the channels of every
 // route (subscribeRoute), so that no push after that fetch goes unnoticed;
-// the shards a route gains later are listened to as they come (workerShards).
+// the shards a route gains later are listened to as they come (routeshards).
 func (w *Worker) subscribe(ctx context.Context) ([]*results.Subscription, error) {
 	var subs []*results.Subscription
 	for _, r := range w.opts.Routes {
@@ -319,4 +320,55 @@ func parseMillis(b []byte) time.Time {
 		n = n*10 + int64(c-'0')
 	}
 	return time.UnixMilli(n)
+}
+
+// newShards is the watcher of the shards of w's routes (routeshards): it
+// listens on each shard as subscribeRoute does, and has a shard it gains
+// given its limits, fetched from and kept.
+func (w *Worker) newShards() *routeshards.Watcher {
+	return routeshards.New(routeshards.Config{
+		Queue: w.c.q, Listener: w.c.listener, Routes: w.opts.Routes, Logger: w.opts.Logger,
+		Subscribe: w.subscribeRoute,
+		Added: func(ctx context.Context, added []string) {
+			w.storeShardLimits(ctx, added)
+			w.engine.Wake("")
+			if w.keeper != nil {
+				w.keeper.Kick() // the new shards want a keeper now, not at the next round
+			}
+		},
+	})
+}
+
+// subscribeRoute listens on route's wake channel (a job made ready while
+// the worker waits: it fetches), its cancel channel (running jobs asked to
+// cancel stop at once; the renewals find those this misses, see
+// CancelRequests) and, for a worker that keeps routes, its keeper channel
+// (the keeper gave the route up: try to take it over at once).
+func (w *Worker) subscribeRoute(ctx context.Context, route string) ([]*results.Subscription, error) {
+	k := w.c.q.Keys(route)
+	listen := []struct {
+		channel string
+		f       func([]byte)
+	}{
+		{w.engine.WakeChannel(route), func([]byte) { w.engine.Wake(route) }},
+		{k.CancelChannel(), func(id []byte) { w.engine.Cancel(string(id)) }},
+	}
+	if w.keeper != nil {
+		listen = append(listen, struct {
+			channel string
+			f       func([]byte)
+		}{k.KeeperChannel(), func([]byte) { w.keeper.Kick() }})
+	}
+	var subs []*results.Subscription
+	for _, l := range listen {
+		sub, err := w.c.listener.SubscribeFunc(ctx, l.channel, l.f)
+		if err != nil {
+			for _, s := range subs {
+				s.Close()
+			}
+			return nil, fmt.Errorf("bananas: worker: subscribe: %w", err)
+		}
+		subs = append(subs, sub)
+	}
+	return subs, nil
 }

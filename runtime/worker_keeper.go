@@ -20,7 +20,7 @@ func (w *Worker) newKeeper() *scheduler.Keeper {
 	}
 	return &scheduler.Keeper{
 		Queue:  w.c.q,
-		Routes: w.shards.all, // every shard of the worker's routes
+		Routes: w.shards.All, // every shard of the worker's routes
 		// A keeper that dies is replaced within about a lease: no later
 		// than its jobs could be reaped anyway.
 		TTL:    min(w.opts.Lease, scheduler.DefaultKeeperTTL),
@@ -31,7 +31,7 @@ func (w *Worker) newKeeper() *scheduler.Keeper {
 // keptRoutes are the routes whose time-driven work this worker does.
 func (w *Worker) keptRoutes() []string {
 	if w.keeper == nil {
-		return w.shards.all()
+		return w.shards.All()
 	}
 	return w.keeper.Held()
 }

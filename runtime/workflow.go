@@ -12,6 +12,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/ext"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
 )
 
@@ -336,9 +337,12 @@ func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadySt
 	return errs
 }
 
-// workflowRunner is the client's runner of workflows.
+// workflowsKey keeps the client's runner of workflows in its extensions.
+type workflowsKey struct{}
+
+// workflowRunner is the client's runner of workflows, made at its first use.
 func (c *Client) workflowRunner() *workflows.Runner {
-	return c.wf.Get(func() *workflows.Runner {
+	return ext.Get(&c.ext, workflowsKey{}, func() *workflows.Runner {
 		return &workflows.Runner{
 			Store: workflows.Redis(c.q), Make: c.makeSteps, CancelJob: c.cancelStepJob,
 			TTLs:  queue.WorkflowTTLs{Completed: DefaultWorkflowTTL, Failed: DefaultFailedWorkflowTTL},

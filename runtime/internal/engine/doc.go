@@ -9,7 +9,8 @@
 // It owns a worker's slots, its runs in flight and its background loops,
 // each a small type with its own state and a Run(ctx) (or a method the
 // Engine calls): the fetcher, the executor, the renewer, the reaper,
-// retention, the heartbeater and the hand-backs of lost fetches. It builds
+// retention, the heartbeater, the hand-backs of lost fetches and the
+// flusher that writes its runs' progress (progress.go). It builds
 // the result record (package results) of every run it ends, and the bananastype.JobEnd
 // it tells of every end it recorded (jobend.go): a job completed, retried,
 // dead-lettered, canceled, snoozed or handed back at shutdown, by a run of

@@ -100,6 +100,7 @@ type Queue interface {
 	PruneRoutes(ctx context.Context, keep map[string]bool, now time.Time) ([]string, error)
 	Beat(ctx context.Context, id string, state []byte, now time.Time, ttl time.Duration) error
 	EndBeats(ctx context.Context, id string) error
+	WriteProgress(ctx context.Context, ws []queue.ProgressWrite) (failed []queue.ProgressWrite, err error)
 }
 
 // Metrics is what the engine measures of its runs besides their ends, which

@@ -97,6 +97,9 @@ func (q *fakeQueue) PruneRoutes(context.Context, map[string]bool, time.Time) ([]
 }
 func (q *fakeQueue) Beat(context.Context, string, []byte, time.Time, time.Duration) error { return nil }
 func (q *fakeQueue) EndBeats(context.Context, string) error                               { return nil }
+func (q *fakeQueue) WriteProgress(context.Context, []queue.ProgressWrite) ([]queue.ProgressWrite, error) {
+	return nil, nil
+}
 
 func (q *fakeQueue) answered() int {
 	q.mu.Lock()

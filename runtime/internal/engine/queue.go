@@ -82,3 +82,7 @@ func (r redisQueue) Beat(ctx context.Context, id string, state []byte, now time.
 }
 
 func (r redisQueue) EndBeats(ctx context.Context, id string) error { return r.q.EndBeats(ctx, id) }
+
+func (r redisQueue) WriteProgress(ctx context.Context, ws []queue.ProgressWrite) ([]queue.ProgressWrite, error) {
+	return r.q.Jobs.WriteProgress(ctx, ws)
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -445,17 +444,4 @@ func orText(s ...string) string {
 		}
 	}
 	return ""
-}
-
-// Lazy is a Runner made at its first use: the field of the type that
-// runs workflows (runtime.Client), ready at its zero value.
-type Lazy struct {
-	once sync.Once
-	r    *Runner
-}
-
-// Get returns the Runner, made by mk at the first call.
-func (l *Lazy) Get(mk func() *Runner) *Runner {
-	l.once.Do(func() { l.r = mk() })
-	return l.r
 }

@@ -1,8 +1,19 @@
-package runtime
+// Package routeshards owns a worker's view of the shards of its routes:
+// which shards each route has now (its stored count) and which of an
+// earlier count still hold jobs, kept fresh as counts change (announced on
+// queue.ShardsChannel, read again on the process's beat besides), with the
+// wake and cancel channels of each shard listened to. The fetcher, reaper,
+// retention and promoter work the shards it lists.
+//
+// How shards are named and stored is queue's; what a worker does on a
+// shard's channels and when it gains shards (store the shard's limits,
+// wake its fetcher, kick its keeper) is the runtime's, told through
+// Config. It must not know jobs, tasks or handlers.
+package routeshards
 
 import (
 	"context"
-	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,22 +24,37 @@ import (
 	"github.com/bananas-go/bananas/results"
 )
 
-// workerShards keeps the shards of a worker's routes: for each route, its
+// Config is what a Watcher watches and whom it tells.
+type Config struct {
+	Queue    *queue.Queue
+	Listener *results.Listener
+	Routes   []string // the worker's routes, in preference order
+	Logger   *slog.Logger
+
+	// Subscribe listens on the channels of a shard the watcher found; the
+	// watcher closes the subscriptions when the shard goes or Run ends.
+	Subscribe func(ctx context.Context, shard string) ([]*results.Subscription, error)
+	// Added is told the shards a Refresh began to listen to: jobs may have
+	// been pushed to them before the listening began.
+	Added func(ctx context.Context, shards []string)
+}
+
+// Watcher keeps the shards of a worker's routes: for each route, its
 // current shards (queue.ShardNames of its stored count) and any other shard
 // of it still in the routes set (a shard of an earlier count, drained until
 // it is pruned). The fetcher, reaper, retention and promoter work them all;
 // the worker listens on the wake and cancel channels of each.
-type workerShards struct {
-	w      *Worker
+type Watcher struct {
+	cfg    Config
 	groups atomic.Pointer[[][]string] // per route, in preference order: its shards, shard 0 first
 	turn   atomic.Uint64              // rotates the shard each route's fetch starts at
 
 	mu      sync.Mutex
-	subs    map[string][]*results.Subscription // shards listened to by refresh (not by subscribe)
+	subs    map[string][]*results.Subscription // shards listened to by Refresh (not by the worker itself)
 	seen    map[string]bool                    // every shard listened to
 	changed chan struct{}                      // a shard count was set (ShardsChannel)
 
-	// State of refresh, owned by its caller (Run, then run).
+	// State of Refresh, owned by its caller (the worker's Run, then Run).
 	counts   []any    // the counts read last, by route
 	earlier  []string // shards of earlier counts that held jobs at the last look
 	readsAgo int      // refreshes since the last look
@@ -42,19 +68,21 @@ type workerShards struct {
 // two refreshes after, ShardRefresh apart, while producers still learn of it.
 const listedEvery = 1
 
-func newWorkerShards(w *Worker) *workerShards {
-	s := &workerShards{w: w, subs: map[string][]*results.Subscription{}, seen: map[string]bool{}, changed: make(chan struct{}, 1)}
-	groups := make([][]string, len(w.opts.Routes))
-	for i, r := range w.opts.Routes {
+// New returns the Watcher of cfg.Routes, which knows only the routes
+// themselves until its first Refresh.
+func New(cfg Config) *Watcher {
+	s := &Watcher{cfg: cfg, subs: map[string][]*results.Subscription{}, seen: map[string]bool{}, changed: make(chan struct{}, 1)}
+	groups := make([][]string, len(cfg.Routes))
+	for i, r := range cfg.Routes {
 		groups[i] = []string{r}
-		s.seen[r] = true // Worker.subscribe listens on the routes themselves
+		s.seen[r] = true // the worker listens on the routes themselves
 	}
 	s.groups.Store(&groups)
 	return s
 }
 
-// all returns every shard of the worker's routes, in preference order.
-func (s *workerShards) all() []string {
+// All returns every shard of the worker's routes, in preference order.
+func (s *Watcher) All() []string {
 	var out []string
 	for _, g := range *s.groups.Load() {
 		out = append(out, g...)
@@ -62,17 +90,17 @@ func (s *workerShards) all() []string {
 	return out
 }
 
-// now is the engine's Config.RoutesNow: every shard, routes in preference
+// Now is the engine's Config.RoutesNow: every shard, routes in preference
 // order, each route's shards starting one further on at each call, so that
 // no shard of a busy route is always fetched last.
-func (s *workerShards) now() []string {
+func (s *Watcher) Now() []string {
 	groups := *s.groups.Load()
 	sharded := false
 	for _, g := range groups {
 		sharded = sharded || len(g) > 1
 	}
 	if !sharded {
-		return s.w.opts.Routes
+		return s.cfg.Routes
 	}
 	t := s.turn.Add(1)
 	var out []string
@@ -83,13 +111,13 @@ func (s *workerShards) now() []string {
 	return out
 }
 
-// refresh reads the shard counts of the worker's routes (one HMGET) and,
+// Refresh reads the shard counts of the worker's routes (one HMGET) and,
 // when one of them was ever sharded, the routes set (at the first refresh,
 // when a count changed, and every listedEvery refreshes), then listens on
 // the channels of the shards it did not know and wakes the fetcher for them.
-func (s *workerShards) refresh(ctx context.Context) error {
-	q := s.w.c.q
-	routes := s.w.opts.Routes
+func (s *Watcher) Refresh(ctx context.Context) error {
+	q := s.cfg.Queue
+	routes := s.cfg.Routes
 	if len(routes) == 0 {
 		return nil
 	}
@@ -131,11 +159,7 @@ func (s *workerShards) refresh(ctx context.Context) error {
 	added, err := s.listen(ctx, groups)
 	s.groups.Store(&groups)
 	if len(added) > 0 {
-		s.w.storeShardLimits(ctx, added)
-		s.w.engine.Wake("") // jobs may have been pushed to them before the listening began
-		if s.w.keeper != nil {
-			s.w.keeper.Kick() // the new shards want a keeper now, not at the next round
-		}
+		s.cfg.Added(ctx, added)
 	}
 	return err
 }
@@ -145,14 +169,14 @@ func (s *workerShards) refresh(ctx context.Context) error {
 // run or recover: those a fetch must still look at. An empty one is left
 // out, so that a count that shrank does not cost every fetch a round trip
 // per empty shard until the routes set forgets them.
-func (s *workerShards) earlierShards(ctx context.Context, counts []int) ([]string, error) {
-	q := s.w.c.q
+func (s *Watcher) earlierShards(ctx context.Context, counts []int) ([]string, error) {
+	q := s.cfg.Queue
 	listed, err := q.Routes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var earlier []string
-	for i, r := range s.w.opts.Routes {
+	for i, r := range s.cfg.Routes {
 		earlier = append(earlier, queue.RouteShards(r, counts[i], listed)[counts[i]:]...)
 	}
 	holding, err := q.Holding(ctx, earlier)
@@ -165,7 +189,7 @@ func (s *workerShards) earlierShards(ctx context.Context, counts []int) ([]strin
 // listen subscribes to the wake and cancel channels of the shards in groups
 // not yet listened to, and drops those of shards no longer in them; added
 // is the shards it began to listen to.
-func (s *workerShards) listen(ctx context.Context, groups [][]string) (added []string, err error) {
+func (s *Watcher) listen(ctx context.Context, groups [][]string) (added []string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	want := map[string]bool{}
@@ -175,7 +199,7 @@ func (s *workerShards) listen(ctx context.Context, groups [][]string) (added []s
 			if s.seen[sh] {
 				continue
 			}
-			subs, err := s.w.subscribeRoute(ctx, sh)
+			subs, err := s.cfg.Subscribe(ctx, sh)
 			if err != nil {
 				return added, err
 			}
@@ -195,20 +219,20 @@ func (s *workerShards) listen(ctx context.Context, groups [][]string) (added []s
 	return added, nil
 }
 
-// run refreshes until ctx ends — at once when a shard count is announced
+// Run refreshes until ctx ends — at once when a shard count is announced
 // (queue.ShardsChannel), every queue.WorkerShardRefresh besides (a missed
 // announcement), and every queue.ShardRefresh while a change is new or
 // earlier shards drain — then drops the subscriptions it made.
-func (s *workerShards) run(ctx context.Context) {
-	q := s.w.c.q
-	sub, err := s.w.c.listener.SubscribeFunc(ctx, queue.ShardsChannel(q.Namespace()), func([]byte) {
+func (s *Watcher) Run(ctx context.Context) {
+	q := s.cfg.Queue
+	sub, err := s.cfg.Listener.SubscribeFunc(ctx, queue.ShardsChannel(q.Namespace()), func([]byte) {
 		select {
 		case s.changed <- struct{}{}:
 		default:
 		}
 	})
 	if err != nil {
-		s.w.opts.Logger.Warn("bananas: cannot listen for changes of shard counts; reading them every "+queue.WorkerShardRefresh.String(), "err", err)
+		s.cfg.Logger.Warn("bananas: cannot listen for changes of shard counts; reading them every "+queue.WorkerShardRefresh.String(), "err", err)
 	} else {
 		defer sub.Close()
 	}
@@ -231,12 +255,12 @@ func (s *workerShards) run(ctx context.Context) {
 		case <-t.C:
 		case <-s.changed:
 		}
-		err := s.refresh(ctx)
+		err := s.Refresh(ctx)
 		switch {
 		case err != nil && !failing && ctx.Err() == nil:
-			s.w.opts.Logger.Warn("bananas: cannot read the shards of the worker's routes; working the shards known", "err", err)
+			s.cfg.Logger.Warn("bananas: cannot read the shards of the worker's routes; working the shards known", "err", err)
 		case err == nil && failing:
-			s.w.opts.Logger.Info("bananas: the shards of the worker's routes read again")
+			s.cfg.Logger.Info("bananas: the shards of the worker's routes read again")
 		}
 		failing = err != nil
 		t.Reset(s.untilNext(failing))
@@ -249,52 +273,18 @@ func (s *workerShards) run(ctx context.Context) {
 // empty). The long wait ends on the process's beat (queue.UntilBeat), with
 // its other periodic calls: a read of its own at another instant would
 // wake an otherwise idle Redis for it alone.
-func (s *workerShards) untilNext(failing bool) time.Duration {
+func (s *Watcher) untilNext(failing bool) time.Duration {
 	if s.reReads > 0 || failing || len(s.earlier) > 0 {
 		return queue.ShardRefresh
 	}
 	return queue.UntilBeat(queue.WorkerShardRefresh)
 }
 
-// subscribeRoute listens on route's wake channel (a job made ready while
-// the worker waits: it fetches), its cancel channel (running jobs asked to
-// cancel stop at once; the renewals find those this misses, see
-// CancelRequests) and, for a worker that keeps routes, its keeper channel
-// (the keeper gave the route up: try to take it over at once).
-func (w *Worker) subscribeRoute(ctx context.Context, route string) ([]*results.Subscription, error) {
-	k := w.c.q.Keys(route)
-	listen := []struct {
-		channel string
-		f       func([]byte)
-	}{
-		{w.engine.WakeChannel(route), func([]byte) { w.engine.Wake(route) }},
-		{k.CancelChannel(), func(id []byte) { w.engine.Cancel(string(id)) }},
-	}
-	if w.keeper != nil {
-		listen = append(listen, struct {
-			channel string
-			f       func([]byte)
-		}{k.KeeperChannel(), func([]byte) { w.keeper.Kick() }})
-	}
-	var subs []*results.Subscription
-	for _, l := range listen {
-		sub, err := w.c.listener.SubscribeFunc(ctx, l.channel, l.f)
-		if err != nil {
-			for _, s := range subs {
-				s.Close()
-			}
-			return nil, fmt.Errorf("bananas: worker: subscribe: %w", err)
-		}
-		subs = append(subs, sub)
-	}
-	return subs, nil
-}
-
-// shardsServed adds to served, routes that live workers serve, the current
+// Served adds to served, routes that live workers serve, the current
 // shards of each (so pruning keeps them; shards of an earlier count are
 // left to be pruned once idle).
-func (c *Client) shardsServed(ctx context.Context, served map[string]bool) error {
-	counts, err := c.q.AllShards(ctx)
+func Served(ctx context.Context, q *queue.Queue, served map[string]bool) error {
+	counts, err := q.AllShards(ctx)
 	if err != nil {
 		return err
 	}
@@ -308,14 +298,14 @@ func (c *Client) shardsServed(ctx context.Context, served map[string]bool) error
 	return nil
 }
 
-// shardsOf returns every shard of route that holds or may hold jobs, the
+// Of returns every shard of route that holds or may hold jobs, the
 // route itself first: its current shards and the others still listed.
-func (c *Client) shardsOf(ctx context.Context, route string) ([]string, error) {
-	n, err := c.q.Shards(ctx, route)
+func Of(ctx context.Context, q *queue.Queue, route string) ([]string, error) {
+	n, err := q.Shards(ctx, route)
 	if err != nil {
 		return nil, err
 	}
-	listed, err := c.q.Routes(ctx)
+	listed, err := q.Routes(ctx)
 	if err != nil {
 		return nil, err
 	}
