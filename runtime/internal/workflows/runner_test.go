@@ -305,6 +305,9 @@ func TestRunner_RetryNeverGivesAStepASecondJobThatMayRun(t *testing.T) {
 		switch {
 		case c.wantErr && (err == nil || !strings.Contains(err.Error(), "step a") || rec.Status != queue.WorkflowFailed):
 			t.Errorf("%s: retry = %v, workflow %s; want an error naming step a, the workflow still failed", c.name, err, rec.Status)
+		case c.wantErr && st.Count("Retry") != 0:
+			// The record changes only once every step's job is chosen.
+			t.Errorf("%s: the store's Retry was called %d times; want none after a rerun failed", c.name, st.Count("Retry"))
 		case !c.wantErr && (err != nil || rec.Steps[0].JobID != "job-a" || rec.Status != queue.WorkflowRunning):
 			t.Errorf("%s: retry = %v, a under %q, workflow %s; want a kept under job-a, running", c.name, err, rec.Steps[0].JobID, rec.Status)
 		}
