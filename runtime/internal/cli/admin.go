@@ -27,7 +27,7 @@ var adminCommands = []Spec{
 	{"resume", cmdPause(false), [][2]string{{"resume ROUTE", "let workers take jobs of a paused route again"}}},
 	{"route", cmdRoute, [][2]string{{"route shards ROUTE [N]", "print a route's shard count, or spread the route over N shards (1-256) [--json]"}}},
 	{"limits", cmdLimits, [][2]string{{"limits ROUTE", "a route's own limits and its keys running, waiting and held back; --max-running N, --rate N/s, --burst M change them (none removes) [--json]"}}},
-	{"cancel", cmdCancelWaiting, [][2]string{{"cancel ROUTE", "cancel every pending and scheduled job of a route [--task T]"}}},
+	{"cancel", cmdCancelWaiting, [][2]string{{"cancel ROUTE", "cancel every pending and scheduled job of a route [--task T --json]"}}},
 	{"run-scheduled", cmdRunScheduled, [][2]string{{"run-scheduled ROUTE", "run every scheduled job of a route now, its attempts as they were [--task T --json]"}}},
 	{"dlq", cmdDLQ, [][2]string{{"dlq list|replay|purge", "the dead-letter queue: list, replay ID, replay --all, purge [--yes]"}}},
 	{"cron", cmdCron, [][2]string{{"cron list", "cron entries and their state"}, {"cron run NAME", "enqueue one job of a cron entry now"}}},
@@ -513,33 +513,23 @@ var cmdWorkers = listCommand("[--json]: live workers, from their heartbeats",
 		return []string{w.ID, w.Host, fmt.Sprint(w.PID), orDash(w.Mode), orDash(strings.Join(w.Routes, ",")), fmt.Sprint(w.Concurrency), fmt.Sprint(w.InFlight), stamp(w.LastBeat)}
 	}))
 
-// cmdCancelWaiting is `cancel ROUTE [--task T]`.
+// cmdCancelWaiting is `cancel ROUTE [--task T] [--json]`.
 func cmdCancelWaiting(e *Env, args []string) error {
-	fs := e.Flags("ROUTE [--task T]: cancel every pending and scheduled job of the route (running jobs go on)")
-	task := fs.String("task", "", "only the jobs of this task")
-	pos, err := Parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError{fmt.Errorf("want one route, got %d argument(s)", len(pos))}
-	}
-	c, err := e.open()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	n, err := c.CancelWaiting(e.Ctx, pos[0], *task)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.Stdout, "canceled %d waiting job(s) of route %s\n", n, pos[0])
-	return nil
+	return routeJobsAction(e, args, "cancel every pending and scheduled job of the route (running jobs go on)",
+		"canceled", "canceled %d waiting job(s) of route %s\n", Conn.CancelWaiting)
 }
 
 // cmdRunScheduled is `run-scheduled ROUTE [--task T] [--json]`.
 func cmdRunScheduled(e *Env, args []string) error {
-	fs := e.Flags("ROUTE [--task T] [--json]: run every scheduled job of the route (delayed, or waiting for its retry) now")
+	return routeJobsAction(e, args, "run every scheduled job of the route (delayed, or waiting for its retry) now",
+		"run", "%d scheduled job(s) of route %s pending now\n", Conn.RunScheduled)
+}
+
+// routeJobsAction runs `ROUTE [--task T] [--json]`: do acts on the jobs
+// of the route (of the task, when given) and says how many, which is
+// printed with say (the count, then the route) or as JSON under key.
+func routeJobsAction(e *Env, args []string, what, key, say string, do func(Conn, context.Context, string, string) (int, error)) error {
+	fs := e.Flags("ROUTE [--task T] [--json]: " + what)
 	task := fs.String("task", "", "only the jobs of this task")
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
 	pos, err := Parse(fs, args)
@@ -554,13 +544,13 @@ func cmdRunScheduled(e *Env, args []string) error {
 		return err
 	}
 	defer c.Close()
-	n, err := c.RunScheduled(e.Ctx, pos[0], *task)
+	n, err := do(c, e.Ctx, pos[0], *task)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return printJSON(e.Stdout, map[string]any{"route": pos[0], "run": n})
+		return printJSON(e.Stdout, map[string]any{"route": pos[0], key: n})
 	}
-	fmt.Fprintf(e.Stdout, "%d scheduled job(s) of route %s pending now\n", n, pos[0])
+	fmt.Fprintf(e.Stdout, say, n, pos[0])
 	return nil
 }
