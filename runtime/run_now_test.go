@@ -28,6 +28,22 @@ func delayed(t *testing.T, c *runtime.Client) string {
 	return id
 }
 
+// noteWorker starts a worker that counts its runs of Note, and the
+// dashboard over it; it returns the worker's client, the count and the
+// dashboard's URL.
+func noteWorker(t *testing.T) (*runtime.Client, *atomic.Int32, string) {
+	t.Helper()
+	c := connect(t, redistest.Shared(t).URL())
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	runs := new(atomic.Int32)
+	runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
+		runs.Add(1)
+		return runtime.None{}, nil
+	})
+	startWorker(t, w)
+	return c, runs, serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
+}
+
 // POST /api/v1/jobs/{id}/run and `job run ID` make a scheduled job pending
 // at once, answer a second call as done, and refuse a job in another state
 // (409, exit 1) or unknown (404, exit 1), against Redis.
@@ -80,16 +96,8 @@ func TestRunNow_TheAPIAndTheCLIRunAScheduledJobNow(t *testing.T) {
 func TestDashboard_RunAScheduledJobNowByClicking(t *testing.T) {
 	t.Parallel()
 	ctx := tab(t)
-	c := connect(t, redistest.Shared(t).URL())
-	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
-	var runs atomic.Int32
-	runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
-		runs.Add(1)
-		return runtime.None{}, nil
-	})
-	startWorker(t, w)
+	c, runs, url := noteWorker(t)
 	id := delayed(t, c)
-	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
 
 	run(t, ctx, "open the scheduled job", chromedp.Navigate(url+"/jobs/"+id), chromedp.WaitVisible(chromedp.CSS("#run")))
 	if got := text(t, ctx, "#status"); got != "scheduled" {

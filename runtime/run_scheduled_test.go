@@ -1,16 +1,13 @@
 package runtime_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
@@ -84,16 +81,8 @@ func TestCLI_RunScheduledRunsTheScheduledJobsOfARouteNow(t *testing.T) {
 func TestDashboard_RunARoutesScheduledJobsNowByClicking(t *testing.T) {
 	t.Parallel()
 	ctx := tab(t)
-	c := connect(t, redistest.Shared(t).URL())
-	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
-	var runs atomic.Int32
-	runtime.Handle(w, testtasks.Note, func(context.Context, testtasks.Msg) (runtime.None, error) {
-		runs.Add(1)
-		return runtime.None{}, nil
-	})
-	startWorker(t, w)
+	c, runs, url := noteWorker(t)
 	id := delayed(t, c)
-	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
 
 	button := "#run-scheduled-default"
 	run(t, ctx, "open the overview", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS(button)))
