@@ -231,6 +231,9 @@ type workflowSink struct {
 }
 
 func (s workflowSink) JobEnded(e bananastype.JobEnd) {
+	if e.Workflow == "" {
+		return // most ends: no workflow, and no look-up of the runner on the job's path
+	}
 	workflows.Sink{R: s.c.workflowRunner(), Ended: stepEndHook, Log: s.log}.JobEnded(e)
 }
 
