@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
@@ -73,14 +73,14 @@ func (w *Worker) cronRunner() *scheduler.Cron {
 
 // CronStatus reads the state of every entry registered on w. The last
 // error is the scheduler's, or else the failure of the entry's last job.
-func (w *Worker) CronStatus(ctx context.Context) ([]admin.CronEntry, error) {
-	out := make([]admin.CronEntry, 0, len(w.cron))
+func (w *Worker) CronStatus(ctx context.Context) ([]bananastype.CronEntry, error) {
+	out := make([]bananastype.CronEntry, 0, len(w.cron))
 	for _, e := range w.cron {
 		st, err := w.c.q.CronState(ctx, e.Route, e.Name)
 		if err != nil {
 			return nil, err
 		}
-		cs := admin.CronEntry{Name: e.Name, Route: e.Route, Priority: e.Priority, Spec: e.Spec, TZ: e.TZ, LastRun: st.LastRun, NextRun: st.NextRun, RunCount: st.RunCount, LastJob: st.LastJob, LastError: st.LastError}
+		cs := bananastype.CronEntry{Name: e.Name, Route: e.Route, Priority: e.Priority, Spec: e.Spec, TZ: e.TZ, LastRun: st.LastRun, NextRun: st.NextRun, RunCount: st.RunCount, LastJob: st.LastJob, LastError: st.LastError}
 		if now := w.c.q.Now(); cs.NextRun.IsZero() || cs.NextRun.Before(now) {
 			cs.NextRun, _ = scheduler.NextRun(e.Spec, e.TZ, now)
 		}

@@ -129,7 +129,7 @@ func (in *inspector) ArgsSchemas() (map[string]json.RawMessage, error) {
 	return out, nil
 }
 
-func (in *inspector) Cron(ctx context.Context) ([]admin.CronEntry, error) {
+func (in *inspector) Cron(ctx context.Context) ([]bananastype.CronEntry, error) {
 	return in.reg.CronStatus(ctx)
 }
 
@@ -284,18 +284,18 @@ func (in *inspector) Ping(ctx context.Context) error { return in.c.rdb.Ping(ctx)
 // Workflow is a snapshot of workflow id as the operator surfaces show it:
 // its final step's result as the JSON of the task's result type, decoded by
 // the registered task's generated code.
-func (in *inspector) Workflow(ctx context.Context, id string) (*admin.Workflow, error) {
+func (in *inspector) Workflow(ctx context.Context, id string) (*bananastype.Workflow, error) {
 	info, err := in.c.Workflow(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	w := &admin.Workflow{ID: info.ID, Status: info.Status, CreatedAt: info.CreatedAt, EndedAt: info.EndedAt, FailedStep: info.FailedStep,
-		Steps: make([]admin.WorkflowStep, len(info.Steps))}
+	w := &bananastype.Workflow{ID: info.ID, Status: info.Status, CreatedAt: info.CreatedAt, EndedAt: info.EndedAt, FailedStep: info.FailedStep,
+		Steps: make([]bananastype.WorkflowStep, len(info.Steps))}
 	if info.Final >= 0 && info.Final < len(info.Steps) {
 		w.Task = info.Steps[info.Final].Name
 	}
 	for k, s := range info.Steps {
-		w.Steps[k] = admin.WorkflowStep{Label: s.Label, Name: s.Name, JobID: s.JobID, Status: s.Status, After: s.After, Error: s.Error}
+		w.Steps[k] = bananastype.WorkflowStep{Label: s.Label, Name: s.Name, JobID: s.JobID, Status: s.Status, After: s.After, Error: s.Error}
 	}
 	if info.Status == queue.WorkflowCompleted && info.Final >= 0 && info.Final < len(info.Steps) {
 		w.Result = in.resultJSON(info.Steps[info.Final].Name, info.Result)

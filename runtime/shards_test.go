@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
@@ -290,7 +291,7 @@ func TestShards_PauseStopsEveryShardAndTheRouteListsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var listed []admin.Route
+		var listed []bananastype.Route
 		for _, r := range routes {
 			if queue.ShardBase(r.Route) == "ps" {
 				listed = append(listed, r)

@@ -37,7 +37,7 @@ type Admin interface {
 	// Result waits up to wait for job id to finish, then reads it.
 	Result(ctx context.Context, id string, wait time.Duration) (*bananastype.Job, error)
 
-	Routes(ctx context.Context) ([]Route, error)
+	Routes(ctx context.Context) ([]bananastype.Route, error)
 	// Shards is the shard count of route, 1 for a route never sharded;
 	// SetShards spreads route over n shards (1 to 256; a bad n is a
 	// refusal naming the field shards).
@@ -58,22 +58,22 @@ type Admin interface {
 	// id by label.
 	SubmitWorkflow(ctx context.Context, s WorkflowSubmission) (id string, jobs map[string]string, err error)
 	// Workflow is a snapshot of workflow id (ErrWorkflowNotFound).
-	Workflow(ctx context.Context, id string) (*Workflow, error)
+	Workflow(ctx context.Context, id string) (*bananastype.Workflow, error)
 	// Workflows lists a page of workflows, newest first (ErrBadQuery for a
 	// bad status, limit or cursor).
-	Workflows(ctx context.Context, q WorkflowQuery) (WorkflowPage, error)
+	Workflows(ctx context.Context, q WorkflowQuery) (bananastype.WorkflowPage, error)
 	// CancelWorkflow cancels workflow id — its steps not yet run are
 	// canceled, its running steps' jobs asked to stop — and returns it
 	// after the call (a completed workflow stays completed).
-	CancelWorkflow(ctx context.Context, id string) (*Workflow, error)
+	CancelWorkflow(ctx context.Context, id string) (*bananastype.Workflow, error)
 	// RetryWorkflow runs the failed and canceled steps of workflow id
 	// again, each under a new job id, and returns it after the call with
 	// how many steps run again (0: none had failed or been canceled).
-	RetryWorkflow(ctx context.Context, id string) (*Workflow, int, error)
+	RetryWorkflow(ctx context.Context, id string) (*bananastype.Workflow, int, error)
 
 	// Tasks are the registered tasks, sorted by name.
 	Tasks() []Task
-	Cron(ctx context.Context) ([]CronEntry, error)
+	Cron(ctx context.Context) ([]bananastype.CronEntry, error)
 	// RunCron enqueues one job of cron entry name now, its schedule left
 	// alone, and returns the job's id.
 	RunCron(ctx context.Context, name string) (string, error)

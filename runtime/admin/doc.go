@@ -1,11 +1,14 @@
 // Package admin is the admin layer: the Inspector, which lists and acts on
 // the jobs, routes, cron entries, workers, workflows and history of a
-// namespace, and the vocabulary of the operator surfaces: the one set of
-// view types (a job, a page of jobs, a route, a task, a cron entry, a
-// worker, the per-minute stats, a page of the task history, a workflow), their JSON (the HTTP API's bodies and every
-// command's --json: one convention), the errors the admin layer refuses
-// with and how each surface classes them, and the Admin interface that the
-// CLI, the HTTP API and the dashboard call.
+// namespace, and the vocabulary of the operator surfaces: the view types
+// that only they show (a task, a worker, the per-minute stats, a route's
+// limits and flows), the queries and submissions they send, their JSON (the
+// HTTP API's bodies and every command's --json: one convention), the errors
+// the admin layer refuses with and how each surface classes them, and the
+// Admin interface that the CLI, the HTTP API and the dashboard call. A job,
+// a page of jobs or of the history, a workflow, a route and a cron entry
+// are package bananastype's, which hooks, the history and bananastest see
+// too.
 //
 // # What it owns, and what it must not know
 //
@@ -22,7 +25,7 @@
 // package and never runtime, and tests give them a fake Admin.
 //
 // It knows package queue's words (Priority, Status, EarlierLife) and
-// package bananastype's job types. It must
+// package bananastype's types. It must
 // not know Redis, HTTP, terminals, templates or task types: args and
 // results arrive here already as JSON.
 //

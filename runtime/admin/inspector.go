@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bananas-go/bananas/bananastype"
 	"sort"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 )
 
@@ -47,7 +47,7 @@ func (in *Inspector) Tasks() []Task { return in.rt.Tasks() }
 // a job — paused, given limits or shards, routed to by a registered task,
 // taken by a live worker — is one with zeros. A sharded route is one entry,
 // its shards' counts summed.
-func (in *Inspector) Routes(ctx context.Context) ([]Route, error) {
+func (in *Inspector) Routes(ctx context.Context) ([]bananastype.Route, error) {
 	routes, takers, err := in.knownRoutes(ctx)
 	if err != nil {
 		return nil, err
@@ -58,9 +58,9 @@ func (in *Inspector) Routes(ctx context.Context) ([]Route, error) {
 	}
 	depths = queue.MergeShards(depths)
 	now := in.q.Now()
-	out := make([]Route, len(depths))
+	out := make([]bananastype.Route, len(depths))
 	for i, d := range depths {
-		out[i] = Route{
+		out[i] = bananastype.Route{
 			Route: d.Route, High: d.High, Normal: d.Normal, Low: d.Low, Scheduled: d.Scheduled, Active: d.Active, Dead: d.Dead,
 			Paused: d.Paused, OldestPending: d.OldestPending, Workers: takers[d.Route], HistoryBacklog: d.Ended,
 			HeldKeys: d.Held, Throttled: d.Throttled, LimitRunning: d.KeyedRunning,
@@ -205,7 +205,9 @@ func (in *Inspector) Replay(ctx context.Context, id string) error {
 func (in *Inspector) Workers(ctx context.Context) ([]Worker, error) { return in.rt.Workers(ctx) }
 
 // Cron reads the state of every registered cron entry.
-func (in *Inspector) Cron(ctx context.Context) ([]CronEntry, error) { return in.rt.Cron(ctx) }
+func (in *Inspector) Cron(ctx context.Context) ([]bananastype.CronEntry, error) {
+	return in.rt.Cron(ctx)
+}
 
 // routesOr is route alone (with its shards) when it is set, else every
 // route and shard.

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 )
 
 // Workflow is a snapshot of workflow id as the operator surfaces show it:
 // its final step's result as the JSON of the task's result type, decoded by
 // the registered task's generated code.
-func (in *Inspector) Workflow(ctx context.Context, id string) (*Workflow, error) {
+func (in *Inspector) Workflow(ctx context.Context, id string) (*bananastype.Workflow, error) {
 	if err := queue.CheckWorkflowID(id); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, err)
 	}
@@ -20,7 +21,7 @@ func (in *Inspector) Workflow(ctx context.Context, id string) (*Workflow, error)
 }
 
 // CancelWorkflow cancels workflow id and returns it after the call.
-func (in *Inspector) CancelWorkflow(ctx context.Context, id string) (*Workflow, error) {
+func (in *Inspector) CancelWorkflow(ctx context.Context, id string) (*bananastype.Workflow, error) {
 	if err := queue.CheckWorkflowID(id); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, err)
 	}
@@ -32,7 +33,7 @@ func (in *Inspector) CancelWorkflow(ctx context.Context, id string) (*Workflow, 
 
 // RetryWorkflow runs the failed and canceled steps of workflow id again and
 // returns it after the call, with how many steps run again.
-func (in *Inspector) RetryWorkflow(ctx context.Context, id string) (*Workflow, int, error) {
+func (in *Inspector) RetryWorkflow(ctx context.Context, id string) (*bananastype.Workflow, int, error) {
 	if err := queue.CheckWorkflowID(id); err != nil {
 		return nil, 0, fmt.Errorf("%w: %s", ErrWorkflowNotFound, err)
 	}
@@ -49,15 +50,15 @@ func (in *Inspector) RetryWorkflow(ctx context.Context, id string) (*Workflow, i
 // fields; a running workflow none of whose steps completed is read whole,
 // its steps' jobs looked up, to tell pending from running as its own page
 // does.
-func (in *Inspector) Workflows(ctx context.Context, wq WorkflowQuery) (WorkflowPage, error) {
-	if wq.Status != "" && !slices.Contains(WorkflowStatuses, wq.Status) {
-		return WorkflowPage{}, badQuery("status", "status %q: use pending, running, completed, failed or canceled", wq.Status)
+func (in *Inspector) Workflows(ctx context.Context, wq WorkflowQuery) (bananastype.WorkflowPage, error) {
+	if wq.Status != "" && !slices.Contains(bananastype.WorkflowStatuses, wq.Status) {
+		return bananastype.WorkflowPage{}, badQuery("status", "status %q: use pending, running, completed, failed or canceled", wq.Status)
 	}
 	if wq.Limit == 0 {
 		wq.Limit = 50
 	}
 	if wq.Limit < 1 || wq.Limit > 500 {
-		return WorkflowPage{}, badQuery("limit", "limit %d: want 1 to 500", wq.Limit)
+		return bananastype.WorkflowPage{}, badQuery("limit", "limit %d: want 1 to 500", wq.Limit)
 	}
 	keep := func(s *queue.WorkflowSummary) (bool, error) {
 		if wq.Task != "" {
@@ -82,14 +83,14 @@ func (in *Inspector) Workflows(ctx context.Context, wq WorkflowQuery) (WorkflowP
 	}
 	rows, next, err := in.q.Workflows.List(ctx, wq.Cursor, wq.Limit, keep)
 	if errors.Is(err, queue.ErrBadWorkflowCursor) {
-		return WorkflowPage{}, badQuery("cursor", "%v", err)
+		return bananastype.WorkflowPage{}, badQuery("cursor", "%v", err)
 	}
 	if err != nil {
-		return WorkflowPage{}, err
+		return bananastype.WorkflowPage{}, err
 	}
-	page := WorkflowPage{Next: next, Workflows: make([]Workflow, len(rows))}
+	page := bananastype.WorkflowPage{Next: next, Workflows: make([]bananastype.Workflow, len(rows))}
 	for i, s := range rows {
-		w := Workflow{ID: s.ID, Status: s.Status, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt, FailedStep: s.FailedStep}
+		w := bananastype.Workflow{ID: s.ID, Status: s.Status, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt, FailedStep: s.FailedStep}
 		w.Task = in.rt.WorkflowTask(s.Template)
 		page.Workflows[i] = w
 	}

@@ -3,9 +3,9 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"github.com/bananas-go/bananas/bananastype"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/queue"
 )
@@ -31,7 +31,7 @@ type Runtime interface {
 	// Cron reads the state of every registered cron entry. CronJob builds
 	// the job a tick of entry name at now enqueues, or an error matching
 	// ErrUnknownCron that lists the entries.
-	Cron(ctx context.Context) ([]CronEntry, error)
+	Cron(ctx context.Context) ([]bananastype.CronEntry, error)
 	CronJob(name string, now time.Time) (CronJob, error)
 
 	// Enqueue checks s (its route, priority, delay, task and args, through
@@ -68,7 +68,7 @@ type Runtime interface {
 
 	// Workflow is a snapshot of workflow id, its result as the JSON of its
 	// final task's result type (ErrWorkflowNotFound).
-	Workflow(ctx context.Context, id string) (*Workflow, error)
+	Workflow(ctx context.Context, id string) (*bananastype.Workflow, error)
 	// WorkflowTask is the final task of a workflow, read from the template
 	// its record keeps; "" when it does not read.
 	WorkflowTask(template []byte) string

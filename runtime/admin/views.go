@@ -7,63 +7,6 @@ import (
 	"github.com/bananas-go/bananas/bananastype"
 )
 
-// Route is one route's depths and state: `queues`, GET /api/v1/queues and
-// the dashboard's overview.
-type Route struct {
-	Route             string
-	High, Normal, Low int64 // pending, by priority
-	Scheduled         int64
-	Active            int64
-	Dead              int64
-	Paused            bool
-	OldestPending     time.Time // created time of the oldest pending job; zero when none
-	OldestPendingAge  time.Duration
-	Workers           int // live workers (from heartbeats) that take the route
-	// HistoryBacklog is how many ended jobs wait in Redis to be written to
-	// the task history: 0 when none is kept, or when it keeps up.
-	HistoryBacklog int64
-	// Flow control (docs/FLOW-CONTROL.md): keys held back by their rate
-	// now, times a key was held back by its cap or rate, keyed jobs running.
-	HeldKeys, Throttled, LimitRunning int64
-}
-
-// Pending is the route's ready jobs of every priority.
-func (r Route) Pending() int64 { return r.High + r.Normal + r.Low }
-
-func (r Route) MarshalJSON() ([]byte, error) { return json.Marshal(r.wire()) }
-
-// WireType is the value whose JSON shape the route writes.
-func (Route) WireType() any { return routeWire{} }
-
-type routeWire struct {
-	Route            string           `json:"route"`
-	High             int64            `json:"high"`
-	Normal           int64            `json:"normal"`
-	Low              int64            `json:"low"`
-	Pending          int64            `json:"pending"`
-	Scheduled        int64            `json:"scheduled"`
-	Active           int64            `json:"active"`
-	Dead             int64            `json:"dead"`
-	Paused           bool             `json:"paused"`
-	OldestPendingAt  bananastype.Time `json:"oldest_pending_at"`
-	OldestPendingAge int64            `json:"oldest_pending_age_ms"`
-	Workers          int              `json:"workers"`
-	HistoryBacklog   int64            `json:"history_backlog,omitempty"` // ended jobs waiting for the task history
-	HeldKeys         int64            `json:"held_keys,omitempty"`       // keys held back by their rate now
-	Throttled        int64            `json:"throttled,omitempty"`       // times a key was held back by its cap or rate
-	LimitRunning     int64            `json:"limit_running,omitempty"`   // keyed jobs running
-}
-
-func (r Route) wire() routeWire {
-	w := routeWire{Route: r.Route, High: r.High, Normal: r.Normal, Low: r.Low, Pending: r.Pending(), Scheduled: r.Scheduled,
-		Active: r.Active, Dead: r.Dead, Paused: r.Paused, OldestPendingAt: bananastype.Time(r.OldestPending), Workers: r.Workers, HistoryBacklog: r.HistoryBacklog,
-		HeldKeys: r.HeldKeys, Throttled: r.Throttled, LimitRunning: r.LimitRunning}
-	if !r.OldestPending.IsZero() {
-		w.OldestPendingAge = r.OldestPendingAge.Milliseconds()
-	}
-	return w
-}
-
 // Field describes one field of a task's arguments, for people and tools.
 type Field struct {
 	Name string `json:"name"`           // Go field name
@@ -134,46 +77,6 @@ func (t Task) wire() taskWire {
 	return w
 }
 
-// CronEntry is a cron entry with its state in Redis: `cron list`,
-// GET /api/v1/cron, the dashboard's cron page.
-type CronEntry struct {
-	Name     string // the task's wire name
-	Route    string
-	Priority Priority
-	Spec     string
-	TZ       string
-	LastRun  time.Time
-	NextRun  time.Time
-	RunCount int64
-	LastJob  string
-	// LastError is the scheduler's last error, or else the failure of the
-	// entry's last job.
-	LastError string
-}
-
-func (c CronEntry) MarshalJSON() ([]byte, error) { return json.Marshal(c.wire()) }
-
-// WireType is the value whose JSON shape the entry writes.
-func (CronEntry) WireType() any { return cronWire{} }
-
-type cronWire struct {
-	Name      string           `json:"name"`
-	Route     string           `json:"route"`
-	Priority  Priority         `json:"priority"`
-	Spec      string           `json:"spec"`
-	TZ        string           `json:"tz,omitempty"`
-	LastRun   bananastype.Time `json:"last_run"`
-	NextRun   bananastype.Time `json:"next_run"`
-	RunCount  int64            `json:"run_count"`
-	LastJob   string           `json:"last_job,omitempty"`
-	LastError string           `json:"last_error,omitempty"`
-}
-
-func (c CronEntry) wire() cronWire {
-	return cronWire{Name: c.Name, Route: c.Route, Priority: c.Priority, Spec: c.Spec, TZ: c.TZ,
-		LastRun: bananastype.Time(c.LastRun), NextRun: bananastype.Time(c.NextRun), RunCount: c.RunCount, LastJob: c.LastJob, LastError: c.LastError}
-}
-
 // Worker is one live worker, as its heartbeat describes it. Its JSON is
 // also the heartbeat record that workers write to Redis, so its keys are
 // read by workers of other versions: add keys, never rename them.
@@ -240,28 +143,4 @@ func (s Stats) wire() statsWire {
 		return pointWire{At: bananastype.Time(p.At), Enqueued: p.Enqueued, Processed: p.Processed, Failed: p.Failed, Retried: p.Retried,
 			Dead: p.Dead, Canceled: p.Canceled, WaitP50MS: ms(p.WaitP50), WaitP99MS: ms(p.WaitP99), RunP50MS: ms(p.RunP50), RunP99MS: ms(p.RunP99)}
 	})}
-}
-
-// UnmarshalJSON reads the entry as MarshalJSON writes it, so that a Go
-// client of the API or of `cron list --json` reads it back.
-func (c *CronEntry) UnmarshalJSON(data []byte) error {
-	var w cronWire
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	*c = CronEntry{Name: w.Name, Route: w.Route, Priority: w.Priority, Spec: w.Spec, TZ: w.TZ, LastRun: time.Time(w.LastRun),
-		NextRun: time.Time(w.NextRun), RunCount: w.RunCount, LastJob: w.LastJob, LastError: w.LastError}
-	return nil
-}
-
-// UnmarshalJSON reads the route as MarshalJSON writes it.
-func (r *Route) UnmarshalJSON(data []byte) error {
-	var w routeWire
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	*r = Route{Route: w.Route, High: w.High, Normal: w.Normal, Low: w.Low, Scheduled: w.Scheduled, Active: w.Active, Dead: w.Dead,
-		Paused: w.Paused, OldestPending: time.Time(w.OldestPendingAt), OldestPendingAge: time.Duration(w.OldestPendingAge) * time.Millisecond,
-		Workers: w.Workers, HistoryBacklog: w.HistoryBacklog, HeldKeys: w.HeldKeys, Throttled: w.Throttled, LimitRunning: w.LimitRunning}
-	return nil
 }

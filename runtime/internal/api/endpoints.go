@@ -106,7 +106,7 @@ var (
 	tooLarge   = openapi.Response{Status: http.StatusRequestEntityTooLarge}
 	theJob     = openapi.Response{Status: http.StatusOK, Desc: "The job.", Type: bananastype.Job{}, Name: "Job"}
 	// theWorkflow is a workflow, as read after the call.
-	theWorkflow = openapi.Response{Status: http.StatusOK, Desc: "The workflow.", Type: admin.Workflow{}, Name: "Workflow",
+	theWorkflow = openapi.Response{Status: http.StatusOK, Desc: "The workflow.", Type: bananastype.Workflow{}, Name: "Workflow",
 		Inner: map[string]string{"steps": "WorkflowStep"}}
 )
 
@@ -176,13 +176,13 @@ var endpoints = []endpoint{
 		(*server).submitWorkflow},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/workflows", ID: "listWorkflows", Tag: "workflows", Summary: "List workflows, newest first.",
 		Query: []openapi.Param{
-			{Name: "status", Desc: "Only workflows of this status; any when absent.", Enum: admin.WorkflowStatuses, NoDefault: true},
+			{Name: "status", Desc: "Only workflows of this status; any when absent.", Enum: bananastype.WorkflowStatuses, NoDefault: true},
 			{Name: "task", Desc: "Only workflows whose final step is of this task (wire name)."},
 			{Name: "cursor", Desc: "Where the previous page ended (its next cursor)."},
 			{Name: "limit", Desc: "At most this many workflows (default 50).", Kind: openapi.Integer, Min: 1, Max: 500},
 		},
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of workflows: each without its steps and result (GET /api/v1/workflows/{id} has them).",
-			Type: admin.WorkflowPage{}, Name: "WorkflowPage", Inner: map[string]string{"workflows": "WorkflowSummary"}}, badRequest}},
+			Type: bananastype.WorkflowPage{}, Name: "WorkflowPage", Inner: map[string]string{"workflows": "WorkflowSummary"}}, badRequest}},
 		(*server).workflows},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/workflows/{id}", ID: "getWorkflow", Tag: "workflows",
 		Summary:    "A workflow: its status, its steps with their jobs, and its result once completed.",
@@ -215,7 +215,7 @@ var endpoints = []endpoint{
 			Inner: map[string]string{"cron": "CronSpec"}}}},
 		(*server).tasks},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/queues", ID: "listQueues", Tag: "queues", Summary: "The routes, their depths and whether they are paused.",
-		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The queues.", Type: admin.Route{}, List: true, Name: "Queue"}}},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The queues.", Type: bananastype.Route{}, List: true, Name: "Queue"}}},
 		(*server).queues},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/routes/{route}/pause", ID: "pauseRoute", Tag: "queues", Action: true,
 		Summary: "Pause a route: workers take no new job from it.", PathParams: []openapi.Param{route},
@@ -303,7 +303,7 @@ var endpoints = []endpoint{
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Replayed.", Type: replayedCount{}}, badRequest}},
 		(*server).replayDead},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/cron", ID: "listCron", Tag: "cron", Summary: "The cron entries, their last and next runs.",
-		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The cron entries.", Type: admin.CronEntry{}, List: true, Name: "CronEntry"}}},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The cron entries.", Type: bananastype.CronEntry{}, List: true, Name: "CronEntry"}}},
 		(*server).cron},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/cron/{name}/run", ID: "runCron", Tag: "cron", Action: true,
 		Summary:    "Run a cron entry now: enqueue one job of its task (zero args, its route and priority); its schedule is left as it is.",

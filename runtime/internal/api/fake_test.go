@@ -97,8 +97,8 @@ func (f *fakeAdmin) PurgeDead(_ context.Context, route, task string, olderThan t
 	return 3, f.err
 }
 
-func (f *fakeAdmin) Routes(context.Context) ([]admin.Route, error) { return nil, f.err }
-func (f *fakeAdmin) Pause(_ context.Context, route string) error   { f.route = route; return f.err }
+func (f *fakeAdmin) Routes(context.Context) ([]bananastype.Route, error) { return nil, f.err }
+func (f *fakeAdmin) Pause(_ context.Context, route string) error         { f.route = route; return f.err }
 func (f *fakeAdmin) CancelWaiting(_ context.Context, route, task string) (int, error) {
 	f.route, f.task = route, task
 	return 3, f.err
@@ -142,7 +142,7 @@ func (f *fakeAdmin) SetShards(_ context.Context, route string, n int) error {
 	return f.err
 }
 func (f *fakeAdmin) Tasks() []admin.Task { return []admin.Task{{Name: "t"}} }
-func (f *fakeAdmin) Cron(context.Context) ([]admin.CronEntry, error) {
+func (f *fakeAdmin) Cron(context.Context) ([]bananastype.CronEntry, error) {
 	return nil, f.err
 }
 func (f *fakeAdmin) RunCron(context.Context, string) (string, error) { return "j2", f.err }
@@ -177,36 +177,36 @@ func (f *fakeAdmin) SubmitWorkflow(_ context.Context, s admin.WorkflowSubmission
 }
 
 // workflow is the workflow every read answers: a split and its successor.
-func (f *fakeAdmin) workflow(id string) (*admin.Workflow, error) {
+func (f *fakeAdmin) workflow(id string) (*bananastype.Workflow, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &admin.Workflow{ID: id, Status: "running", Steps: []admin.WorkflowStep{
+	return &bananastype.Workflow{ID: id, Status: "running", Steps: []bananastype.WorkflowStep{
 		{Label: "a", Name: "t", JobID: "ja", Status: "completed"},
 		{Label: "b", Name: "t", JobID: "jb", Status: "pending", After: []string{"a"}},
 	}}, nil
 }
 
-func (f *fakeAdmin) Workflow(_ context.Context, id string) (*admin.Workflow, error) {
+func (f *fakeAdmin) Workflow(_ context.Context, id string) (*bananastype.Workflow, error) {
 	return f.workflow(id)
 }
 
-func (f *fakeAdmin) Workflows(_ context.Context, q admin.WorkflowQuery) (admin.WorkflowPage, error) {
+func (f *fakeAdmin) Workflows(_ context.Context, q admin.WorkflowQuery) (bananastype.WorkflowPage, error) {
 	f.wfQuery = q
 	if f.err != nil {
-		return admin.WorkflowPage{}, f.err
+		return bananastype.WorkflowPage{}, f.err
 	}
 	w, _ := f.workflow("w1")
 	w.Steps, w.Task = nil, "t"
-	return admin.WorkflowPage{Workflows: []admin.Workflow{*w}, Next: "1:w1"}, nil
+	return bananastype.WorkflowPage{Workflows: []bananastype.Workflow{*w}, Next: "1:w1"}, nil
 }
 
-func (f *fakeAdmin) CancelWorkflow(_ context.Context, id string) (*admin.Workflow, error) {
+func (f *fakeAdmin) CancelWorkflow(_ context.Context, id string) (*bananastype.Workflow, error) {
 	f.wfCalls = append(f.wfCalls, "cancel "+id)
 	return f.workflow(id)
 }
 
-func (f *fakeAdmin) RetryWorkflow(_ context.Context, id string) (*admin.Workflow, int, error) {
+func (f *fakeAdmin) RetryWorkflow(_ context.Context, id string) (*bananastype.Workflow, int, error) {
 	f.wfCalls = append(f.wfCalls, "retry "+id)
 	w, err := f.workflow(id)
 	return w, 1, err

@@ -445,7 +445,7 @@ func static[T any](list func(admin.Admin, context.Context) ([]T, error), row fun
 
 var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it is paused, its oldest pending job and the workers that take it",
 	[]string{"ROUTE", "HIGH", "NORMAL", "LOW", "SCHEDULED", "ACTIVE", "DLQ", "OLDEST", "STATE", "WORKERS"},
-	static(admin.Admin.Routes, func(r admin.Route) []string {
+	static(admin.Admin.Routes, func(r bananastype.Route) []string {
 		workers := fmt.Sprint(r.Workers)
 		if r.Workers == 0 {
 			workers = "none" // its jobs wait for ever: make it stand out
@@ -466,7 +466,7 @@ var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it 
 
 var cronList = listCommand("cron list [--json]",
 	[]string{"NAME", "SPEC", "TZ", "ROUTE", "LAST RUN", "NEXT RUN", "RUNS", "LAST ERROR"},
-	static(admin.Admin.Cron, func(s admin.CronEntry) []string {
+	static(admin.Admin.Cron, func(s bananastype.CronEntry) []string {
 		return []string{s.Name, s.Spec, orDash(s.TZ), s.Route, stamp(s.LastRun), stamp(s.NextRun), fmt.Sprint(s.RunCount), orDash(firstLine(s.LastError))}
 	}))
 

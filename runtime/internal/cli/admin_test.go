@@ -146,7 +146,7 @@ func TestEnqueueWait_OfAJobThatDidNotCompleteExits1WithWhy(t *testing.T) {
 // route is paused and how to resume it, not only "still pending".
 func TestEnqueueWait_OnAPausedRouteSaysItIsPaused(t *testing.T) {
 	f := &fakeAdmin{id: jobID, warning: "route default is paused: job " + jobID + " waits",
-		routes: []admin.Route{{Route: "bulk"}, {Route: "default", Paused: true}},
+		routes: []bananastype.Route{{Route: "bulk"}, {Route: "default", Paused: true}},
 		jobs:   map[string]*bananastype.Job{jobID: {ID: jobID, Name: "count_words", Route: "default", Status: "pending"}}}
 	want := "enqueue: job " + jobID + " is still pending after --timeout 1s: route default is paused, and no worker takes its jobs until it is resumed; " +
 		"resume with `app resume default`\n"
@@ -266,7 +266,7 @@ func TestPause_OfAnUnknownRouteIsAUsageErrorNamingTheKnownOnes(t *testing.T) {
 }
 
 func TestQueues_TableSaysPausedAndRoutesNoWorkerTakes(t *testing.T) {
-	f := &fakeAdmin{routes: []admin.Route{
+	f := &fakeAdmin{routes: []bananastype.Route{
 		{Route: "default", Low: 3, Scheduled: 1, Paused: true, OldestPending: time.Now(), OldestPendingAge: 90 * time.Second},
 		{Route: "email", High: 1, Dead: 2, Workers: 2},
 	}}
@@ -283,7 +283,7 @@ func TestQueues_TableSaysPausedAndRoutesNoWorkerTakes(t *testing.T) {
 
 func TestCron_ListsTheEntriesAndRunsOne(t *testing.T) {
 	next := time.Date(2026, 1, 3, 2, 0, 0, 0, time.UTC)
-	f := &fakeAdmin{id: "01JCRON.reports", cron: []admin.CronEntry{
+	f := &fakeAdmin{id: "01JCRON.reports", cron: []bananastype.CronEntry{
 		{Name: "nightly_report", Spec: "0 2 * * *", Route: "reports", NextRun: next, LastError: "smtp down\nstack"},
 	}}
 	want := "NAME            SPEC       TZ  ROUTE    LAST RUN  NEXT RUN              RUNS  LAST ERROR\n" +

@@ -33,8 +33,8 @@ type fakeAdmin struct {
 	acted    []string     // "pause default", "delete ID", ...
 
 	tasks   []admin.Task
-	routes  []admin.Route
-	cron    []admin.CronEntry
+	routes  []bananastype.Route
+	cron    []bananastype.CronEntry
 	workers []admin.Worker
 	shards  int // Shards' answer, set by SetShards
 
@@ -43,16 +43,16 @@ type fakeAdmin struct {
 	migrated  bool // MigrateHistory's answer
 	migrateds int  // calls of MigrateHistory
 
-	workflows map[string]*admin.Workflow // Workflow's answers, by id
-	retried   int                        // RetryWorkflow's count
-	wfPage    admin.WorkflowPage         // Workflows' answer
+	workflows map[string]*bananastype.Workflow // Workflow's answers, by id
+	retried   int                              // RetryWorkflow's count
+	wfPage    bananastype.WorkflowPage         // Workflows' answer
 	wfQueries []admin.WorkflowQuery
 }
 
-func (f *fakeAdmin) Workflows(_ context.Context, q admin.WorkflowQuery) (admin.WorkflowPage, error) {
+func (f *fakeAdmin) Workflows(_ context.Context, q admin.WorkflowQuery) (bananastype.WorkflowPage, error) {
 	f.wfQueries = append(f.wfQueries, q)
 	if err := f.errs["Workflows"]; err != nil {
-		return admin.WorkflowPage{}, err
+		return bananastype.WorkflowPage{}, err
 	}
 	return f.wfPage, nil
 }
@@ -135,10 +135,12 @@ func (f *fakeAdmin) RunCron(_ context.Context, name string) (string, error) {
 }
 
 func (f *fakeAdmin) Tasks() []admin.Task { return f.tasks }
-func (f *fakeAdmin) Routes(context.Context) ([]admin.Route, error) {
+func (f *fakeAdmin) Routes(context.Context) ([]bananastype.Route, error) {
 	return f.routes, f.errs["Routes"]
 }
-func (f *fakeAdmin) Cron(context.Context) ([]admin.CronEntry, error) { return f.cron, f.errs["Cron"] }
+func (f *fakeAdmin) Cron(context.Context) ([]bananastype.CronEntry, error) {
+	return f.cron, f.errs["Cron"]
+}
 func (f *fakeAdmin) Workers(context.Context) ([]admin.Worker, error) {
 	return f.workers, f.errs["Workers"]
 }
@@ -183,18 +185,18 @@ func run(t *testing.T, app *fakeApp, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
-func (f *fakeAdmin) workflow(id string) (*admin.Workflow, error) {
+func (f *fakeAdmin) workflow(id string) (*bananastype.Workflow, error) {
 	if w := f.workflows[id]; w != nil {
 		return w, nil
 	}
 	return nil, fmt.Errorf("%w: %s", admin.ErrWorkflowNotFound, id)
 }
 
-func (f *fakeAdmin) Workflow(_ context.Context, id string) (*admin.Workflow, error) {
+func (f *fakeAdmin) Workflow(_ context.Context, id string) (*bananastype.Workflow, error) {
 	return f.workflow(id)
 }
 
-func (f *fakeAdmin) CancelWorkflow(_ context.Context, id string) (*admin.Workflow, error) {
+func (f *fakeAdmin) CancelWorkflow(_ context.Context, id string) (*bananastype.Workflow, error) {
 	f.acted = append(f.acted, "cancel workflow "+id)
 	w, err := f.workflow(id)
 	if err == nil && w.Status != "completed" {
@@ -203,7 +205,7 @@ func (f *fakeAdmin) CancelWorkflow(_ context.Context, id string) (*admin.Workflo
 	return w, err
 }
 
-func (f *fakeAdmin) RetryWorkflow(_ context.Context, id string) (*admin.Workflow, int, error) {
+func (f *fakeAdmin) RetryWorkflow(_ context.Context, id string) (*bananastype.Workflow, int, error) {
 	f.acted = append(f.acted, "retry workflow "+id)
 	w, err := f.workflow(id)
 	return w, f.retried, err

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -60,7 +61,7 @@ var verbs = []Verb{
 }
 
 // withWorkflow is said, then w as printWorkflow writes it.
-func withWorkflow(said string, w *admin.Workflow) string {
+func withWorkflow(said string, w *bananastype.Workflow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", said)
 	_ = printWorkflow(&b, w)

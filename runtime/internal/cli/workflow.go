@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -41,7 +42,7 @@ func cmdWorkflow(e *Env, args []string) error {
 
 // printWorkflow writes a workflow for people: its status and times, its
 // result once completed, then its steps.
-func printWorkflow(out io.Writer, w *admin.Workflow) error {
+func printWorkflow(out io.Writer, w *bananastype.Workflow) error {
 	fmt.Fprintf(out, "workflow %s: %s (created %s, ended %s)\n", w.ID, w.Status, stamp(w.CreatedAt), stamp(w.EndedAt))
 	if w.Status == "completed" {
 		fmt.Fprintf(out, "result: %s\n", jsonOrDash(w.Result))
@@ -73,7 +74,7 @@ var cmdWorkflows = listCommand("[--status S] [--task T] [--limit N] [--cursor C]
 			if err != nil {
 				return listing{}, err
 			}
-			rows := admin.Map(page.Workflows, func(w admin.Workflow) []string {
+			rows := admin.Map(page.Workflows, func(w bananastype.Workflow) []string {
 				task := w.Task
 				if task == "" {
 					task = "(gather)"

@@ -11,9 +11,9 @@ import (
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
-func failedWorkflow() *admin.Workflow {
-	return &admin.Workflow{ID: "W1", Status: "failed", CreatedAt: time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC),
-		Steps: []admin.WorkflowStep{
+func failedWorkflow() *bananastype.Workflow {
+	return &bananastype.Workflow{ID: "W1", Status: "failed", CreatedAt: time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC),
+		Steps: []bananastype.WorkflowStep{
 			{Label: "split", Name: "wf_split", JobID: "J1.default", Status: "completed"},
 			{Label: "left", Name: "wf_left", JobID: "J2.default", Status: "failed", After: []string{"split"}, Error: "left broke\nstack here"},
 			{Label: "both", Status: "canceled", After: []string{"split", "left"}, Error: "canceled with its workflow"},
@@ -24,7 +24,7 @@ func failedWorkflow() *admin.Workflow {
 // job, status, predecessors and the first line of its error; --json prints
 // the workflow's JSON.
 func TestWorkflow_PrintsTheStatusThenTheSteps(t *testing.T) {
-	f := &fakeAdmin{workflows: map[string]*admin.Workflow{"W1": failedWorkflow()}}
+	f := &fakeAdmin{workflows: map[string]*bananastype.Workflow{"W1": failedWorkflow()}}
 	out := wantRun(t, &fakeApp{admin: f}, 0, "", "workflow", "W1")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if !strings.HasPrefix(lines[0], "workflow W1: failed (created 2026-11-27T03:00:00Z, ended -)") {
@@ -52,7 +52,7 @@ func TestWorkflow_PrintsTheStatusThenTheSteps(t *testing.T) {
 // print the workflow after; a workflow not found exits 1 naming it, a
 // missing id exits 2.
 func TestWorkflow_CancelAndRetryActAndSaySo(t *testing.T) {
-	f := &fakeAdmin{workflows: map[string]*admin.Workflow{"W1": failedWorkflow()}, retried: 2}
+	f := &fakeAdmin{workflows: map[string]*bananastype.Workflow{"W1": failedWorkflow()}, retried: 2}
 	if out := wantRun(t, &fakeApp{admin: f}, 0, "", "workflow", "retry", "W1"); !strings.HasPrefix(out, "workflow W1: 2 step(s) run again\n") {
 		t.Fatalf("retry printed %q", out)
 	}
@@ -92,7 +92,7 @@ func hasRow(out, key, value string) bool {
 // admin layer; --json prints the page; a refused filter exits 2 naming it.
 func TestWorkflows_ListsAPageWithItsFilters(t *testing.T) {
 	at := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
-	f := &fakeAdmin{wfPage: admin.WorkflowPage{Next: "5:W0", Workflows: []admin.Workflow{
+	f := &fakeAdmin{wfPage: bananastype.WorkflowPage{Next: "5:W0", Workflows: []bananastype.Workflow{
 		{ID: "W2", Status: "running", Task: "wf_join", CreatedAt: at},
 		{ID: "W1", Status: "failed", Task: "wf_join", CreatedAt: at, EndedAt: at.Add(time.Minute), FailedStep: "left"},
 	}}}

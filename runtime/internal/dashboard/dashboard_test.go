@@ -23,7 +23,7 @@ import (
 // calls a method the fake does not define panics, which the test reports.
 type fakeAdmin struct {
 	admin.Admin
-	routes  []admin.Route
+	routes  []bananastype.Route
 	tasks   []admin.Task
 	schemas map[string]json.RawMessage
 	jobs    map[string]*bananastype.Job
@@ -33,30 +33,30 @@ type fakeAdmin struct {
 	listed admin.JobQuery
 	// workflows are Workflow's answers, by id; wfActed the workflow
 	// actions taken ("retry ID").
-	workflows map[string]*admin.Workflow
+	workflows map[string]*bananastype.Workflow
 	wfActed   []string
 }
 
-func (f *fakeAdmin) Workflow(_ context.Context, id string) (*admin.Workflow, error) {
+func (f *fakeAdmin) Workflow(_ context.Context, id string) (*bananastype.Workflow, error) {
 	if w, ok := f.workflows[id]; ok {
 		return w, nil
 	}
 	return nil, fmt.Errorf("%w: %s", admin.ErrWorkflowNotFound, id)
 }
 
-func (f *fakeAdmin) CancelWorkflow(ctx context.Context, id string) (*admin.Workflow, error) {
+func (f *fakeAdmin) CancelWorkflow(ctx context.Context, id string) (*bananastype.Workflow, error) {
 	f.wfActed = append(f.wfActed, "cancel "+id)
 	return f.Workflow(ctx, id)
 }
 
-func (f *fakeAdmin) RetryWorkflow(ctx context.Context, id string) (*admin.Workflow, int, error) {
+func (f *fakeAdmin) RetryWorkflow(ctx context.Context, id string) (*bananastype.Workflow, int, error) {
 	f.wfActed = append(f.wfActed, "retry "+id)
 	w, err := f.Workflow(ctx, id)
 	return w, 2, err
 }
 
-func (f *fakeAdmin) Routes(context.Context) ([]admin.Route, error) { return f.routes, nil }
-func (f *fakeAdmin) Tasks() []admin.Task                           { return f.tasks }
+func (f *fakeAdmin) Routes(context.Context) ([]bananastype.Route, error) { return f.routes, nil }
+func (f *fakeAdmin) Tasks() []admin.Task                                 { return f.tasks }
 
 func (f *fakeAdmin) ArgsSchemas() (map[string]json.RawMessage, error) { return f.schemas, nil }
 
@@ -112,7 +112,7 @@ func get(t *testing.T, c *http.Client, u string) (int, string) {
 var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 func TestOverview_ShowsEachRouteWithItsCountsAndState(t *testing.T) {
-	f := &fakeAdmin{routes: []admin.Route{
+	f := &fakeAdmin{routes: []bananastype.Route{
 		{Route: "mail", High: 3, Normal: 4, Dead: 2, Workers: 1, OldestPendingAge: 90 * time.Second},
 		{Route: "reports", Paused: true},
 	}}

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/internal/api"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
@@ -79,7 +79,7 @@ func param(ps []openapi.Param, name string) *openapi.Param {
 }
 
 // routeStates are the states of a route's row (openapi.RouteRow).
-func routeStates(rt admin.Route) []string {
+func routeStates(rt bananastype.Route) []string {
 	s := []string{"running"}
 	if rt.Paused {
 		s[0] = "paused"

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"github.com/bananas-go/bananas/bananastype"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/api"
 )
@@ -58,7 +58,7 @@ func TestTable_EveryButtonOfTheEndpointTableIsAFormTheDashboardServes(t *testing
 // its query parameter, the answer's count into the flash, and the fields as
 // the JSON body (an empty field as null: the limit removed).
 func TestTable_AFormServesItsEndpointWithThePagesTarget(t *testing.T) {
-	f := &purging{fakeAdmin: fakeAdmin{routes: []admin.Route{{Route: "mail", Dead: 7, Workers: 1}}}}
+	f := &purging{fakeAdmin: fakeAdmin{routes: []bananastype.Route{{Route: "mail", Dead: 7, Workers: 1}}}}
 	srv, c := server(t, f)
 	_, page := get(t, c, srv.URL+"/")
 	m := csrfInput.FindStringSubmatch(page)

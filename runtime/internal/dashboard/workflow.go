@@ -7,18 +7,19 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // workflowData is a workflow's page: the workflow, its result indented,
 // and the actions that fit its status.
 type workflowData struct {
-	W      *admin.Workflow
+	W      *bananastype.Workflow
 	Result string // indented JSON; "" until it completed
 	// States are what its action forms go by: its status, and retryable
 	// while a step failed or was canceled.
 	States            []string
-	Failed            *admin.WorkflowStep
+	Failed            *bananastype.WorkflowStep
 	ErrorText, Detail string // the failed step's error: its first line, and the rest
 }
 
@@ -50,7 +51,7 @@ type workflowsData struct {
 	Q        admin.WorkflowQuery
 	Statuses []string
 	Tasks    []string
-	Page     admin.WorkflowPage
+	Page     bananastype.WorkflowPage
 	Next     string // link to the next page; "" at the end
 	Bad      string // why the filter was refused
 }
@@ -68,7 +69,7 @@ func (d *Dashboard) workflows(w http.ResponseWriter, r *http.Request) {
 
 func (d *Dashboard) workflowList(r *http.Request, p *page) (int, error) {
 	v := r.URL.Query()
-	data := workflowsData{Statuses: admin.WorkflowStatuses,
+	data := workflowsData{Statuses: bananastype.WorkflowStatuses,
 		Q: admin.WorkflowQuery{Status: v.Get("status"), Task: strings.TrimSpace(v.Get("task")), Cursor: v.Get("cursor")}}
 	p.Title, p.Nav, p.Data = "Workflows", "workflows", &data
 	for _, t := range d.a.Tasks() {

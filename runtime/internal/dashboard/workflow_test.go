@@ -10,17 +10,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // Workflows lists the fake's workflows, ids descending, without their
 // steps: of the status asked, and a bad status refused as the admin layer
 // refuses it.
-func (f *fakeAdmin) Workflows(_ context.Context, q admin.WorkflowQuery) (admin.WorkflowPage, error) {
-	if q.Status != "" && !slices.Contains(admin.WorkflowStatuses, q.Status) {
-		return admin.WorkflowPage{}, admin.BadQuery("status", "status %q: use pending, running, completed, failed or canceled", q.Status)
+func (f *fakeAdmin) Workflows(_ context.Context, q admin.WorkflowQuery) (bananastype.WorkflowPage, error) {
+	if q.Status != "" && !slices.Contains(bananastype.WorkflowStatuses, q.Status) {
+		return bananastype.WorkflowPage{}, admin.BadQuery("status", "status %q: use pending, running, completed, failed or canceled", q.Status)
 	}
-	var page admin.WorkflowPage
+	var page bananastype.WorkflowPage
 	for _, w := range f.workflows {
 		if q.Status == "" || w.Status == q.Status {
 			row := *w
@@ -28,12 +29,12 @@ func (f *fakeAdmin) Workflows(_ context.Context, q admin.WorkflowQuery) (admin.W
 			page.Workflows = append(page.Workflows, row)
 		}
 	}
-	slices.SortFunc(page.Workflows, func(a, b admin.Workflow) int { return strings.Compare(b.ID, a.ID) })
+	slices.SortFunc(page.Workflows, func(a, b bananastype.Workflow) int { return strings.Compare(b.ID, a.ID) })
 	return page, nil
 }
 
-func failedWorkflow() *admin.Workflow {
-	return &admin.Workflow{ID: "W1", Status: "failed", Steps: []admin.WorkflowStep{
+func failedWorkflow() *bananastype.Workflow {
+	return &bananastype.Workflow{ID: "W1", Status: "failed", Steps: []bananastype.WorkflowStep{
 		{Label: "split", Name: "wf_split", JobID: "J1.default", Status: "completed"},
 		{Label: "boom", Name: "wf_explode", JobID: "J2.default", Status: "failed", After: []string{"split"}, Error: "explode <broke>\nat main.go:3"},
 		{Label: "last", Name: "wf_double", JobID: "J3.default", Status: "canceled", After: []string{"boom"}, Error: "canceled with its workflow"},
@@ -44,7 +45,7 @@ func failedWorkflow() *admin.Workflow {
 // the failed step's error (escaped); Retry fits a failed workflow, Cancel
 // does not; its POST retries and comes back with what it did.
 func TestWorkflowPage_ShowsTheStepsAndTheFailedStepsErrorAndRetries(t *testing.T) {
-	f := &fakeAdmin{workflows: map[string]*admin.Workflow{"W1": failedWorkflow()}}
+	f := &fakeAdmin{workflows: map[string]*bananastype.Workflow{"W1": failedWorkflow()}}
 	srv, c := server(t, f)
 	status, body := get(t, c, srv.URL+"/workflows/W1")
 	if status != http.StatusOK {
@@ -105,7 +106,7 @@ func TestWorkflowPage_UnknownIs404AndTheLookupOpensOne(t *testing.T) {
 func TestWorkflowsPage_RowsLinkToTheirPagesAndABadStatusKeepsTheForm(t *testing.T) {
 	w := failedWorkflow()
 	w.FailedStep, w.Task = "boom", "wf_<double>"
-	srv, c := server(t, &fakeAdmin{workflows: map[string]*admin.Workflow{"W1": w, "W/2": {ID: "W/2", Status: "running", Task: "t"}}})
+	srv, c := server(t, &fakeAdmin{workflows: map[string]*bananastype.Workflow{"W1": w, "W/2": {ID: "W/2", Status: "running", Task: "t"}}})
 	status, body := get(t, c, srv.URL+"/workflows")
 	if status != http.StatusOK || !strings.Contains(body, `href="/workflows/W1"`) || !strings.Contains(body, `href="/workflows/W%2F2"`) ||
 		!strings.Contains(body, "<code>boom</code>") || !strings.Contains(body, "wf_&lt;double&gt;") {

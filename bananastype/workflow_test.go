@@ -1,4 +1,4 @@
-package admin_test
+package bananastype_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/bananastype"
 )
 
 // A workflow's JSON: "id" is each step's label, "after" [] for a first
@@ -14,7 +14,7 @@ import (
 // into the same workflow.
 func TestWorkflow_JSONIsTheOneShapeAndReadsBack(t *testing.T) {
 	created := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
-	w := admin.Workflow{ID: "W1", Status: "running", CreatedAt: created, Steps: []admin.WorkflowStep{
+	w := bananastype.Workflow{ID: "W1", Status: "running", CreatedAt: created, Steps: []bananastype.WorkflowStep{
 		{Label: "split", Name: "wf_split", JobID: "J1.default", Status: "completed"},
 		{Label: "join", Name: "wf_join", JobID: "J2.default", Status: "pending", After: []string{"split"}},
 	}}
@@ -36,7 +36,7 @@ func TestWorkflow_JSONIsTheOneShapeAndReadsBack(t *testing.T) {
 	if first["id"] != "split" || first["job_id"] != "J1.default" || !reflect.DeepEqual(first["after"], []any{}) || first["error"] != nil {
 		t.Errorf("first step = %v; want id split, after [] and no error", first)
 	}
-	var back admin.Workflow
+	var back bananastype.Workflow
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -44,16 +44,33 @@ func TestWorkflow_JSONIsTheOneShapeAndReadsBack(t *testing.T) {
 		t.Fatalf("read back %+v; want %+v", back, w)
 	}
 	w.Status, w.Result = "completed", json.RawMessage(`"[3 6]"`)
-	if b, _ := json.Marshal(w); !json.Valid(b) || !reflect.DeepEqual(decode(t, b)["result"], "[3 6]") {
+	if b, _ := json.Marshal(w); !json.Valid(b) || !reflect.DeepEqual(decodeJSON(t, b)["result"], "[3 6]") {
 		t.Fatalf("completed workflow = %s; want its result", b)
 	}
 }
 
-func decode(t *testing.T, b []byte) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
+// A page of workflows lists its rows without their steps, each result
+// null until its workflow completed, and an empty page lists [] (not
+// null); it reads back into the same page.
+func TestWorkflowPage_ListsRowsAndReadsBack(t *testing.T) {
+	if b, _ := json.Marshal(bananastype.WorkflowPage{}); string(b) != `{"workflows":[],"next":""}` {
+		t.Fatalf("empty page = %s; want no rows and no next", b)
+	}
+	p := bananastype.WorkflowPage{Next: "c1", Workflows: []bananastype.Workflow{{ID: "W1", Status: "failed", Task: "wf_join", FailedStep: "split"}}}
+	b, err := json.Marshal(p)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	rows, _ := decodeJSON(t, b)["workflows"].([]any)
+	row, _ := rows[0].(map[string]any)
+	if _, ok := row["steps"]; ok || row["result"] != nil || row["failed_step"] != "split" {
+		t.Fatalf("row = %v; want no steps, result null, failed_step split", row)
+	}
+	var back bananastype.WorkflowPage
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Next != "c1" || len(back.Workflows) != 1 || back.Workflows[0].ID != "W1" || back.Workflows[0].FailedStep != "split" || back.Workflows[0].Task != "wf_join" {
+		t.Fatalf("read back %+v; want %+v", back, p)
+	}
 }
