@@ -193,6 +193,11 @@ func TestDrain_RetriesAFailingJobUntilItIsDead(t *testing.T) {
 	if dead.ID != id || dead.Args.Subject != "lost" || dead.Attempts != 3 || !strings.Contains(dead.Error, `invalid recipient "nobody"`) {
 		t.Fatalf("dead job %+v, want %s after 3 attempts with the handler's error", dead, id)
 	}
+	// The job is the one job type (bananastype.Job), its args decoded beside
+	// the JSON they were read from.
+	if dead.Name != tasks.SendEmail.Name() || len(dead.FailedAt) != 3 || dead.Retries() != 2 || !strings.Contains(string(dead.Job.Args), `"lost"`) {
+		t.Fatalf("dead job %+v, want task %s, 3 failure times, 2 retries and its args as JSON", dead, tasks.SendEmail.Name())
+	}
 	if jobs := bananastest.DeadJobs(t, h.Client, tasks.SendEmail); len(jobs) != 1 {
 		t.Fatalf("DeadJobs = %+v, want the one job", jobs)
 	}

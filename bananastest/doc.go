@@ -25,7 +25,9 @@
 // "Enqueued" means waiting to run: pending, or scheduled (delayed, or waiting
 // for a retry). "Dead" means failed for good, in the dead-letter queue. The
 // assertions take a *runtime.Client, not the harness, so they work as well on
-// a client of a real Redis server.
+// a client of a real Redis server. A job they return is the one job type
+// (bananastype.Job, what Client.Job and the listings show) with its args
+// decoded as the task's args type (Job[A]).
 //
 // # Failures
 //

@@ -4,30 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/bananas-go/bananas/bananastype"
 	"strings"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
-// Job is a job of a task whose args are A, as a listing found it.
+// Job is a job of a task whose args are A, as a listing found it: the
+// job's snapshot (bananastype.Job: its ID, Status, Route, Priority,
+// Attempts, Error — a dead job's is why it died —, ScheduledAt, ...) with
+// its args decoded. Args are decoded from the JSON the Inspector renders
+// them as (Job.Args, the JSON, stays reachable as j.Job.Args), so a field
+// that JSON leaves out (json:"-") is its zero value here.
 type Job[A any] struct {
-	ID string
-	// Args are decoded from the JSON the Inspector renders them as (Info.Args),
-	// so a field that JSON leaves out (json:"-") is its zero value here.
-	Args     A
-	Status   runtime.Status // pending or scheduled when enqueued; failed when dead
-	Route    string
-	Priority runtime.Priority
-	Attempts int
-	// Error is the last run's failure: a dead job's is why it died.
-	Error string
-	// ScheduledAt is when a scheduled job becomes ready.
-	ScheduledAt time.Time
-	// Info is the whole snapshot (runtime.Client.Job), args as JSON included.
-	Info *bananastype.Job
+	bananastype.Job
+	Args A
 }
 
 // Enqueued returns the jobs of task waiting to run on c — pending in the
@@ -98,10 +91,7 @@ func read[A any](ctx context.Context, in *admin.Inspector, id string) (Job[A], e
 	if err != nil {
 		return Job[A]{}, err
 	}
-	j := Job[A]{
-		ID: info.ID, Status: info.Status, Route: info.Route, Priority: info.Priority,
-		Attempts: info.Attempts, Error: info.Error, ScheduledAt: info.ScheduledAt, Info: info,
-	}
+	j := Job[A]{Job: *info}
 	if info.Args == nil {
 		return j, fmt.Errorf("job %s: its args do not decode as task %s's", id, info.Name)
 	}
@@ -121,7 +111,7 @@ func describe[A any](jobs []Job[A]) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "\t%s %s route=%s priority=%s args=%s", j.ID, j.Status, j.Route, j.Priority, j.Info.Args)
+		fmt.Fprintf(&b, "\t%s %s route=%s priority=%s args=%s", j.ID, j.Status, j.Route, j.Priority, j.Job.Args)
 		if j.Status == runtime.StatusScheduled {
 			fmt.Fprintf(&b, " ready_at=%s", j.ScheduledAt.UTC().Format(time.RFC3339Nano))
 		}
