@@ -17,7 +17,7 @@
 #   bullmq, bullmq-lean   bench/peers/bullmq (Node) at BullMQ's defaults and with
 #                         removeOnComplete/removeOnFail, the Redis that persists nothing
 #   sidekiq               bench/peers/sidekiq (Ruby): two Sidekiq processes of 32 threads, same Redis
-#   celery                bench/peers/celery (Debian's /usr/bin/python3): one worker,
+#   celery                bench/peers/celery (Debian's /usr/bin/python3, or PYTHON): one worker,
 #                         threads pool of 64, same Redis
 #
 # bananas and bullmq also time a 1,000-way gather (examples/bench -gather,
@@ -49,7 +49,7 @@ runs=${RUNS:-3}
 n=${N:-50000}
 base=${BASE:-}
 configs=(${CONFIGS:-bananas asynq asynq-fast river river-fast bullmq bullmq-lean sidekiq celery bananas-aof-everysec bananas-aof-always${base:+ bananas-base}})
-python=/usr/bin/python3 # Debian's, where python3-celery is; not whatever python3 is first on PATH
+python=${PYTHON:-/usr/bin/python3} # Debian's, where python3-celery is; not whatever python3 is first on PATH
 command -v redis-server >/dev/null || { echo "bench-compare: redis-server is not on PATH (Debian: apt-get install redis-server)" >&2; exit 2; }
 
 # peer_deps installs what the configured peers need and is missing.
