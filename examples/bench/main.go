@@ -1,6 +1,6 @@
 // Command bench is the load generator behind `make bench`. It measures
 // Bananas with the scenarios and metric names of the peer harnesses in
-// bench/peers (asynq, River), so that `make bench-compare`
+// bench/peers (asynq, River, BullMQ, Sidekiq, Celery), so that `make bench-compare`
 // (scripts/bench-compare.sh) prints them side by side:
 //
 //	REDIS_URL=redis://127.0.0.1:6390/0 go run ./examples/bench   # a server you started
