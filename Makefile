@@ -94,14 +94,17 @@ bench:
 	else echo "# bench-history skipped: it needs PostgreSQL's initdb and postgres (Debian: apt-get install postgresql)"; fi
 
 # The project's bench (default scenarios) against asynq and River, each at
-# its defaults and polling fast (asynq 10 ms, River 1 ms), and against Redis with
-# appendfsync everysec and always, on throwaway redis-server and PostgreSQL
-# processes: medians of RUNS (3) runs in alternating order, N (50000) jobs a
-# scenario. Writes bench/peers/last-compare.txt and the table in
+# its defaults and polling fast (asynq 10 ms, River 1 ms), BullMQ (at its
+# defaults and with removeOnComplete), Sidekiq and Celery, and against Redis
+# with appendfsync everysec and always, on throwaway redis-server and
+# PostgreSQL processes: medians of RUNS (3) runs in alternating order, N
+# (50000) jobs a scenario, CPU per job per scenario (the client's and
+# Redis's). Writes bench/peers/last-compare.txt and the table in
 # docs/PERFORMANCE.md (COMPARE_DOC=0: not the doc). BASE=<git revision> adds
 # the bench built from that revision (before/after a change, alternated as
-# the peers are). Needs only this repository, redis-server and PostgreSQL
-# (scripts/bench-compare.sh).
+# the peers are); CONFIGS names a subset. Needs this repository, redis-server
+# and PostgreSQL; installs what the Node, Ruby and Python peers need when it
+# is missing (scripts/bench-compare.sh). make test never needs them.
 bench-compare:
 	./scripts/bench-compare.sh
 

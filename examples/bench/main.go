@@ -1,6 +1,6 @@
 // Command bench is the load generator behind `make bench`. It measures
 // Bananas with the scenarios and metric names of the peer harnesses in
-// bench/peers (asynq, River), so that `make bench-compare`
+// bench/peers (asynq, River, BullMQ, Sidekiq, Celery), so that `make bench-compare`
 // (scripts/bench-compare.sh) prints them side by side:
 //
 //	REDIS_URL=redis://127.0.0.1:6390/0 go run ./examples/bench   # a server you started
@@ -97,6 +97,8 @@ func main() {
 		flowBench(ctx, c)
 	case *wfMode:
 		workflowBench(ctx, c, url, ns)
+	case *gatherMode:
+		gatherBench(ctx, c)
 	default:
 		scenarios(ctx, c)
 	}
@@ -117,15 +119,19 @@ func startCPUProfile(path string) (stop func()) {
 
 // scenarios runs the peer harness's scenarios in order: each after the
 // previous one has left the queues empty, with one worker from drain on.
+// Each but the delayed one (200 jobs over a wait of a second: the idle
+// cost of that second, not a job's) also reports its CPU per job.
 func scenarios(ctx context.Context, c *runtime.Client) {
-	enqueueScenario(ctx, c)
+	cpu := cpuPerJob(ctx, c)
+	cpu("enqueue", *n, func() { enqueueScenario(ctx, c) })
 	obs := &observations{}
 	obs.hook(*n)
-	stop := drainScenario(ctx, c, obs)
+	var stop func()
+	cpu("drain", *n, func() { stop = drainScenario(ctx, c, obs) })
 	defer stop()
-	batchScenario(ctx, obs)
-	latencyScenario(ctx, obs)
-	callScenario(ctx)
+	cpu("batch", *n, func() { batchScenario(ctx, obs) })
+	cpu("latency", *rate**secs, func() { latencyScenario(ctx, obs) })
+	cpu("call", *calls, func() { callScenario(ctx) })
 	delayedScenario(ctx, obs)
 	stop()
 }

@@ -74,7 +74,8 @@ func main() {
 	note("TaskCheckInterval=%s DelayedTaskCheckInterval=%s concurrency=%d n=%d producers=%d",
 		orDefault(*check, "1s"), orDefault(*delayedCheck, "5s"), *conc, *n, *producers)
 
-	enqueueScenario(ctx, rc, client)
+	cpu := cpuPerJob(ctx, rc)
+	cpu("enqueue", *n, func() { enqueueScenario(ctx, rc, client) })
 	obs := newObservations(*n)
 	srv := asynq.NewServer(conn, asynq.Config{
 		Concurrency:              *conc,
@@ -82,9 +83,9 @@ func main() {
 		DelayedTaskCheckInterval: *delayedCheck,
 		LogLevel:                 asynq.ErrorLevel,
 	})
-	drainScenario(srv, obs)
+	cpu("drain", *n, func() { drainScenario(srv, obs) })
 	note("enqueue_batch: not measured, asynq has no batch enqueue")
-	latencyScenario(client, obs)
+	cpu("latency", *rate**secs, func() { latencyScenario(client, obs) })
 	note("call: not measured, asynq has no enqueue-and-await-result call")
 	delayedScenario(client, obs)
 	srv.Shutdown()

@@ -98,12 +98,12 @@ func main() {
 		cmp.Or(*cooldown, river.FetchCooldownDefault), cmp.Or(*poll, river.FetchPollIntervalDefault),
 		*workers, *n, *producers, *batch)
 
-	enqueueScenario(ctx, client, st)
-	drainScenario(ctx, client, obs)
+	cpuPerJob("enqueue", *n, func() { enqueueScenario(ctx, client, st) })
+	cpuPerJob("drain", *n, func() { drainScenario(ctx, client, obs) })
 	st.settleAndTruncate()
-	batchScenario(ctx, client, obs)
+	cpuPerJob("batch", *n, func() { batchScenario(ctx, client, obs) })
 	st.settleAndTruncate()
-	latencyScenario(ctx, client, obs)
+	cpuPerJob("latency", *rate**secs, func() { latencyScenario(ctx, client, obs) })
 	st.settleAndTruncate()
 	note("call: not measured, River has no enqueue-and-await-result call")
 	delayedScenario(ctx, client, obs)
