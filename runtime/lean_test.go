@@ -151,3 +151,28 @@ func TestResultTTLZero_AWorkflowStepKeepsItsRecord(t *testing.T) {
 		}
 	})
 }
+
+// With a task history, a completed job that kept nothing in Redis is
+// written to it like any other, and Job answers from there: completed.
+func TestResultTTLZero_TheHistoryKeepsTheEndAndJobReadsIt(t *testing.T) {
+	t.Parallel()
+	store := newMemStore()
+	c := connect(t, sharedRedisURL(t), runtime.WithHistory(store))
+	ctx := ctxT(t)
+	task := runtime.NewTask[histArgs, runtime.None]("hist_lean", runtime.Route("histlean"), runtime.ResultTTL(0)).With(c)
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"histlean"}}))
+	runtime.Handle(w, task, func(_ context.Context, a histArgs) (runtime.None, error) { return runtime.None{}, nil })
+	startWorker(t, w)
+	id, err := task.Enqueue(ctx, histArgs{N: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the job's row", func() bool { _, ok := store.row(id); return ok })
+	if n, err := c.Redis().Exists(ctx, runtime.QueueOf(c).Keys("histlean").Result(id)).Result(); err != nil || n != 0 {
+		t.Fatalf("result key exists = %d, %v; want none", n, err)
+	}
+	info, err := c.Job(ctx, id)
+	if err != nil || !info.FromHistory || info.Status != runtime.StatusCompleted || string(info.Args) != `{"N":4}` {
+		t.Fatalf("Job = %+v, %v; want the completed job from the history", info, err)
+	}
+}
