@@ -125,6 +125,9 @@ func TestResultTTLZero_AcceptedNegativeRefusedCallRefused(t *testing.T) {
 	if _, err := note.Call(ctx, Msg{}, runtime.ResultTTL(0)); err == nil || !strings.Contains(err.Error(), "keeps nothing") {
 		t.Fatalf("Call with ResultTTL(0): %v; want a refusal", err)
 	}
+	if !runtime.NewTask[Msg, runtime.None]("lean_info", runtime.ResultTTL(0)).Info().KeepsNothing || note.Info().KeepsNothing {
+		t.Fatal("Info().KeepsNothing does not say which task keeps nothing")
+	}
 }
 
 // A workflow reads a step's end from its job's record, so a step keeps it
