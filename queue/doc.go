@@ -122,7 +122,9 @@
 //
 // A finished job is its result record: ack.lua stores the record under the
 // result key with the result TTL, announces it on <ns>:result:{<id>} and drops
-// the payload or the hash, in one fenced script. A dead job keeps its hash in
+// the payload or the hash, in one fenced script. A job whose envelope says
+// KeepNothing (result_ttl=0) is announced and dropped, and no record is
+// stored: nothing of it is left. A dead job keeps its hash in
 // the dead-letter set for 7 days while its failure record lives for the
 // failure TTL. Records live in the route's slot so that completing a job,
 // storing its result and announcing it stay one atomic step.

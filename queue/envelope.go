@@ -23,7 +23,7 @@ const UnknownTask = "?"
 type Envelope struct {
 	Args        []byte `msgpack:"a"`           // msgpack-encoded task arguments
 	Timeout     int64  `msgpack:"t,omitempty"` // ms; 0 takes the worker's default
-	ResultTTL   int64  `msgpack:"r,omitempty"` // ms the success record is kept; 0 = default
+	ResultTTL   int64  `msgpack:"r,omitempty"` // ms the success record is kept; 0 = default; KeepNothing = none
 	FailureTTL  int64  `msgpack:"f,omitempty"` // ms the failure record is kept; 0 = default
 	Description string `msgpack:"d,omitempty"` // free text shown by `job` and the dashboard
 	Backoff     int64  `msgpack:"b,omitempty"` // ms: the first retry's delay, doubling after; 0 = the worker's Backoff
@@ -36,6 +36,15 @@ type Envelope struct {
 	// beside the args. Written in key order.
 	Headers map[string]string `msgpack:"h,omitempty"`
 }
+
+// KeepNothing, as an Envelope's ResultTTL, says that the job's success keeps
+// no record at all (result_ttl=0, runtime.ResultTTL(0)): the ack announces
+// the end and hands it to the ended list (the task history) but stores
+// nothing, so the job is gone from Redis once it completed. A failure is
+// kept as any other (FailureTTL). It is negative so that a worker which
+// does not know it reads it as "no TTL set" and keeps the record for its
+// default: a mixed deployment keeps a record too many, never one too few.
+const KeepNothing int64 = -1
 
 // EncodeEnvelope encodes e for storage: a msgpack map with the struct's tags
 // as keys, omitting empty fields, as msgpack.Marshal(&e) would but with

@@ -63,7 +63,9 @@ func (e Ending) Status() Status {
 
 // Ack completes d: its result record is stored under its result key for ttl
 // and published, what the job was is dropped, and its lease released. It
-// reports false when the lease was lost (nothing changed).
+// reports false when the lease was lost (nothing changed). A ttl of 0 (or
+// less) stores no record: the end is published and appended to the ended
+// list as usual, and the job leaves nothing in Redis (Envelope.KeepNothing).
 // Concurrent acks of one route are coalesced into one script call, which goes
 // out on its own or with the route's next fetch, whichever comes first.
 func (js Jobs) Ack(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration) (bool, error) {
@@ -152,7 +154,7 @@ func (js Jobs) ackCall(route string, reqs []ackReq) (keys []string, args []any) 
 		if tok == nil || r.d.Token != lastTok {
 			tok, lastTok = r.d.Token, r.d.Token
 		}
-		if ms := max(1, durMS(r.ttl)); ttl == nil || ms != lastTTL {
+		if ms := recordTTL(r.ttl); ttl == nil || ms != lastTTL {
 			ttl, lastTTL = ms, ms
 		}
 		args = append(args, r.d.ID, tok, r.record, ttl, jk)
@@ -160,6 +162,15 @@ func (js Jobs) ackCall(route string, reqs []ackReq) (keys []string, args []any) 
 	keys = append(keys, js.q.Ended.key(k))
 	keys = append(keys, k.FlowKeys()...)
 	return keys, args
+}
+
+// recordTTL is ack.lua's result TTL argument for ttl: at least 1 ms for a
+// record that is kept, however short, and 0 for none (KeepNothing).
+func recordTTL(ttl time.Duration) int64 {
+	if ttl <= 0 {
+		return 0
+	}
+	return max(1, durMS(ttl))
 }
 
 // ackFlags turns ack.lua's reply into one flag per ack: completed or not.

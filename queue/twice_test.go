@@ -227,6 +227,20 @@ var transitionTwiceCases = []twiceCase{
 			}
 		})
 	}},
+	{"ack: records kept and not (result ttl 0), light and heavy", func(t *testing.T, q *queue.Queue, h *twice) {
+		ctx := context.Background()
+		now := time.Now()
+		q.Ended.Keep(true)
+		ds := append(leaseLight(t, q, 2, now, now.Add(time.Minute)), leaseHeavy(t, q, 2, now, now.Add(time.Minute))...)
+		h.during(func() {
+			for i, d := range ds {
+				ttl := time.Duration(i%2) * time.Minute // 0: keeps nothing
+				if ok, err := q.Jobs.Ack(ctx, d, []byte("ok"), ttl); !ok || err != nil {
+					t.Fatalf("ack = %v, %v", ok, err)
+				}
+			}
+		})
+	}},
 	{"replay dead and purge dead of one task", func(t *testing.T, q *queue.Queue, h *twice) {
 		ctx := context.Background()
 		now := time.Now()

@@ -8,8 +8,11 @@
 // scripts store it with its TTL and PUBLISH it on the job's result channel
 // (queue.ResultChannel, given to NewWaiter) in the same
 // atomic step that completes (or dead-letters) the job, fenced by the
-// dispatch token. results knows go-redis and msgpack, and nothing of queues,
-// workers or tasks; how to read a stored record is passed in as a Lookup.
+// dispatch token. A job that keeps nothing of its success (result_ttl=0)
+// has its record announced and never stored: only a waiter subscribed at
+// that moment hears it, and a later Lookup finds no job. results knows
+// go-redis and msgpack, and nothing of queues, workers or tasks; how to read
+// a stored record is passed in as a Lookup.
 //
 // # One connection for every waiter
 //

@@ -37,7 +37,7 @@ func (t *Task[A, R]) Info() admin.Task {
 	}
 	return admin.Task{
 		Name: t.name, Route: cfg.route, Priority: cfg.priority, Retries: cfg.maxRetries,
-		Timeout: cfg.timeout, Unique: cfg.uniqueTTL, ResultTTL: cfg.resultTTL, Backoff: cfg.backoff,
+		Timeout: cfg.timeout, Unique: cfg.uniqueTTL, ResultTTL: cfg.resultTTL, KeepsNothing: cfg.keepNothing, Backoff: cfg.backoff,
 		ArgsType: t.argsType, Args: t.fields, Result: t.result,
 		Key: t.keyInfo(), MaxRunning: t.limitSpec.MaxRunning, Rate: t.limits.RateString(), Burst: t.limitSpec.Burst,
 	}

@@ -42,7 +42,9 @@ const (
 var ErrDuplicate = admin.ErrDuplicate
 
 // ErrJobNotFound is matched by the error of Job and Await for an id that does
-// not exist (never enqueued, or its record expired).
+// not exist (never enqueued, or its record expired), and for a job that
+// completed keeping nothing (ResultTTL(0), result_ttl=0) when no task
+// history holds it.
 var ErrJobNotFound = admin.ErrJobNotFound
 
 // ErrWrongTask is matched by the error of Await for an id whose job belongs to

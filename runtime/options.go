@@ -21,6 +21,7 @@ type jobConfig struct {
 	uniqueTTL   time.Duration
 	id          string
 	resultTTL   time.Duration
+	keepNothing bool // ResultTTL(0): no record of a success
 	description string
 	backoff     time.Duration
 	headers     map[string]string // Header's; never written in place (copied on change)
@@ -138,13 +139,31 @@ func WithID(id string) Option {
 }
 
 // ResultTTL keeps the job's result (success or failure) for d.
+//
+// ResultTTL(0) keeps nothing of a success (a fire-and-forget job, the
+// annotation's result_ttl=0): once the job completed, Redis holds nothing of
+// it, and Job and Await answer ErrJobNotFound. Its end is still told to
+// OnJobEnd hooks, the metrics and the task history, and an Await already
+// waiting when it completes still hears it. A failure is kept as any other
+// (the worker's FailureTTL; a dead job stays in the dead-letter queue). A
+// workflow's step ignores it: the workflow reads the step's end from its
+// record.
 func ResultTTL(d time.Duration) Option {
 	return func(c *jobConfig) {
-		if d <= 0 {
-			c.fail("runtime.ResultTTL: ttl must be positive, got %s", d)
+		if d < 0 {
+			c.fail("runtime.ResultTTL: ttl must be positive, or 0 to keep nothing of a success, got %s", d)
 		}
-		c.resultTTL = d
+		c.resultTTL, c.keepNothing = d, d == 0
 	}
+}
+
+// successTTLMS is the envelope's ResultTTL for c: queue.KeepNothing for a
+// job that keeps nothing of its success.
+func (c *jobConfig) successTTLMS() int64 {
+	if c.keepNothing {
+		return queue.KeepNothing
+	}
+	return c.resultTTL.Milliseconds()
 }
 
 // Description attaches free text to the job, shown by `job` and the dashboard.

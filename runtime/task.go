@@ -205,7 +205,7 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 	}
 	env, err := queue.EncodeEnvelope(queue.Envelope{
 		Args: raw, Timeout: cfg.timeout.Milliseconds(), Description: cfg.description,
-		ResultTTL: cfg.resultTTL.Milliseconds(), FailureTTL: cfg.resultTTL.Milliseconds(),
+		ResultTTL: cfg.successTTLMS(), FailureTTL: cfg.resultTTL.Milliseconds(),
 		Backoff: cfg.backoff.Milliseconds(), Headers: cfg.headers,
 	})
 	if err != nil {
@@ -406,9 +406,14 @@ func wrongTask(id, is, want string) error {
 	return fmt.Errorf("%w: job %s is a %s job, not %s: await it with the %s stub", ErrWrongTask, id, is, want, is)
 }
 
-// Call enqueues one job and awaits its result.
+// Call enqueues one job and awaits its result. A job that keeps nothing of
+// its success (ResultTTL(0)) is refused: it could complete before the wait
+// begins, and then leave nothing to find.
 func (t *Task[A, R]) Call(ctx context.Context, args A, opts ...Option) (R, error) {
 	var zero R
+	if cfg, err := t.config(opts); err == nil && cfg.keepNothing {
+		return zero, fmt.Errorf("bananas: call %s: its job keeps nothing of its success (result_ttl=0, runtime.ResultTTL(0)), so its end could pass before the wait begins: use Enqueue, or keep the result (runtime.ResultTTL(time.Minute))", t.name)
+	}
 	id, err := t.Enqueue(ctx, args, opts...)
 	if err != nil {
 		return zero, err

@@ -262,6 +262,8 @@ func (c *Client) stepJob(ctx context.Context, wf string, k int, n *stepNode, now
 	if cfg.hasRetries {
 		retries = cfg.maxRetries
 	}
+	// cfg.resultTTL, never KeepNothing: the workflow reads a step's end
+	// from its job's record, so a step keeps it even under ResultTTL(0).
 	tpl := workflows.Template{Name: n.task, Route: cfg.route, Priority: cfg.priority, MaxRetries: retries,
 		Timeout: cfg.timeout.Milliseconds(), ResultTTL: cfg.resultTTL.Milliseconds(), Backoff: cfg.backoff.Milliseconds(), Description: cfg.description, Headers: cfg.headers}
 	keyed, known, key := n.keyed(c)

@@ -65,6 +65,9 @@ func main() {
 		note("REDIS_URL not set: measuring the embedded server (mem://)")
 	}
 	switch {
+	case *leanMode:
+		leanBench(ctx, url)
+		return
 	case *role == "worker":
 		runWorkerChild(url, os.Getenv("BENCH_NS"), *conc)
 		return
@@ -134,6 +137,7 @@ func scenarios(ctx context.Context, c *runtime.Client) {
 	cpu("call", *calls, func() { callScenario(ctx) })
 	delayedScenario(ctx, obs)
 	stop()
+	leanDrainScenario(ctx, c)
 }
 
 // observations is what the worker's handlers record for the scenarios that

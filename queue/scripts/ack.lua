@@ -1,10 +1,12 @@
 -- ack.lua: complete jobs of one route successfully: store each one's result
 -- record under its result key with the result TTL and announce it, release its
 -- lease, and drop what the job was (a light job's payload, or its hash): a
--- finished job is its result record. Several acks travel in one call when
--- workers finish together. Fenced: an ack whose token is no longer the job's
--- (its lease was reaped or handed back) changes nothing, and so does a second
--- run of the same call (a client retry): the first run released the leases.
+-- finished job is its result record, or nothing at all for a job that keeps
+-- none (result ttl 0: announced and appended to the ended list, not stored).
+-- Several acks travel in one call when workers finish together. Fenced: an
+-- ack whose token is no longer the job's (its lease was reaped or handed
+-- back) changes nothing, and so does a second run of the same call (a client
+-- retry): the first run released the leases.
 --
 -- KEYS[1]  ZSET  route:{r}:active
 -- KEYS[2]  HASH  route:{r}:leases
@@ -25,8 +27,9 @@
 -- ARGV[5 .. 4+2b] pairs bucket field (w<i> a wait, t<i> a run time), count:
 --          the call's jobs summed by the caller
 -- ARGV[5+2b+5(i-1) .. 9+2b+5(i-1)] per job i: id, fencing token, result record
---          (opaque bytes, also the pub/sub payload), result ttl ms (> 0), and the
---          index in KEYS of its job hash, or 0 for a light job
+--          (opaque bytes, also the pub/sub payload), result ttl ms (0: the
+--          record is not stored), and the index in KEYS of its job hash, or 0
+--          for a light job
 -- Returns: an array with, per job, 1 completed or 0 stale token or job gone
 --          (nothing written). A second run of a call answers 0 for the jobs the
 --          first completed: it cannot tell them from jobs whose lease was lost.
@@ -48,7 +51,7 @@ for i = 1, n do
   local a = first_job + 5 * (i - 1)
   ids[i] = bn_str(ARGV[a], 'job id')
   bn_str(ARGV[a + 1], 'token')
-  if bn_num(ARGV[a + 3], 'result ttl') <= 0 then error('bananas: result ttl must be > 0') end
+  if bn_num(ARGV[a + 3], 'result ttl') < 0 then error('bananas: result ttl must be >= 0') end
   local jk = bn_num(ARGV[a + 4], 'job key index')
   if jk ~= 0 and (jk <= 6 + n or jk >= #KEYS - 12) then error('bananas: job key index out of range') end
   channels[i] = prefix .. ids[i] .. '}'
@@ -116,7 +119,7 @@ end
 local kept = {}
 for _, i in ipairs(records) do
   local a = first_job + 5 * (i - 1)
-  redis.call('SET', KEYS[6 + i], ARGV[a + 2], 'PX', ARGV[a + 3])
+  if tonumber(ARGV[a + 3]) > 0 then redis.call('SET', KEYS[6 + i], ARGV[a + 2], 'PX', ARGV[a + 3]) end
   if not only_heard or heard[i] then redis.call('PUBLISH', channels[i], ARGV[a + 2]) end
   if ended ~= KEYS[3] then kept[#kept + 1] = ARGV[a + 2] end
 end

@@ -9,8 +9,8 @@ import (
 // Errors of the admin layer, matched with errors.Is. Their text starts with
 // "bananas: ", which the surfaces drop (Message).
 var (
-	// ErrJobNotFound: no job of that id (never enqueued, or its record
-	// expired).
+	// ErrJobNotFound: no job of that id (never enqueued, its record
+	// expired, or it completed keeping nothing: result_ttl=0).
 	ErrJobNotFound = errors.New("bananas: job not found")
 	// ErrDuplicate: an enqueue found its job already there (same chosen id,
 	// or same args within a unique window).

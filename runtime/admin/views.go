@@ -42,6 +42,9 @@ type Task struct {
 	MaxRunning int    // 0: no cap
 	Rate       string // "N/s", "N/m" or "N/h"; "": no rate
 	Burst      int    // 0: the rate's N
+	// KeepsNothing: result_ttl=0, a completed job leaves no record (Job
+	// and a wait begun after it answer ErrJobNotFound).
+	KeepsNothing bool
 }
 
 func (t Task) MarshalJSON() ([]byte, error) { return json.Marshal(t.wire()) }
@@ -65,12 +68,14 @@ type taskWire struct {
 	MaxRunning int       `json:"max_running,omitempty"`
 	Rate       string    `json:"rate,omitempty"`
 	Burst      int       `json:"burst,omitempty"`
+	// KeepsNothing: the task's completed jobs leave no record (result_ttl=0).
+	KeepsNothing bool `json:"keeps_nothing,omitempty"`
 }
 
 func (t Task) wire() taskWire {
 	w := taskWire{Name: t.Name, Route: t.Route, Priority: t.Priority, MaxRetries: t.Retries, TimeoutMS: t.Timeout.Milliseconds(),
 		UniqueMS: t.Unique.Milliseconds(), BackoffMS: t.Backoff.Milliseconds(), ArgsType: t.ArgsType, Args: t.Args, Result: t.Result,
-		Cron: t.Cron, Key: t.Key, MaxRunning: t.MaxRunning, Rate: t.Rate, Burst: t.Burst}
+		Cron: t.Cron, Key: t.Key, MaxRunning: t.MaxRunning, Rate: t.Rate, Burst: t.Burst, KeepsNothing: t.KeepsNothing}
 	if w.Args == nil {
 		w.Args = []Field{}
 	}

@@ -91,6 +91,9 @@ func stub(f *jen.File, p model.Package, t model.Task) {
 	if t.ResultTTL > 0 {
 		opts = append(opts, rt("ResultTTL").Call(duration(t.ResultTTL)))
 	}
+	if t.KeepNothing {
+		opts = append(opts, rt("ResultTTL").Call(jen.Lit(0)))
+	}
 	fields := make([]jen.Code, len(t.Fields))
 	for i, fl := range t.Fields {
 		kv := []jen.Code{jen.Id("Name").Op(":").Lit(fl.Name)}

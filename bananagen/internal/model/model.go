@@ -28,6 +28,9 @@ type Task struct {
 	Unique     time.Duration
 	ResultTTL  time.Duration
 	Backoff    time.Duration // the first retry's delay, doubling after
+	// KeepNothing: result_ttl=0, a success keeps no record (only a task
+	// without a result may say so).
+	KeepNothing bool
 
 	Args   *Type // nil: the function takes no arguments (runtime.None)
 	Result *Type // nil: the function returns only an error (runtime.None)

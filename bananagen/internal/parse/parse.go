@@ -174,6 +174,15 @@ func checkTask(p *packages.Package, fd *ast.FuncDecl, d *directive, errs *collec
 		ok = false
 	}
 	checkFlow(p.Types, fn, sig, d, &t, bad)
+	if t.KeepNothing && t.Result != nil {
+		for _, kv := range d.keys {
+			if kv.key == "result_ttl" {
+				bad(kv.valuePos, "result_ttl=%s keeps nothing of a success, but %s returns a result (%s) that nobody could read: return only an error, or keep the result for a while (e.g. result_ttl=1m)",
+					kv.value, fn, t.ResultType)
+				break
+			}
+		}
+	}
 	return t, ok
 }
 
@@ -182,7 +191,7 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 	dur := func(what string) (time.Duration, bool) {
 		d, err := time.ParseDuration(kv.value)
 		if err != nil || d <= 0 {
-			bad(kv.valuePos, "%s=%s is not a positive Go duration (e.g. 30s, 5m, 1h)", what, kv.value)
+			bad(kv.valuePos, "%s=%s is not a positive Go duration (e.g. 30s, 5m, 1h)%s", what, kv.value, zeroHint(what))
 			return 0, false
 		}
 		return d, true
@@ -223,6 +232,12 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 		}
 		t.Unique, ok = dur("unique")
 	case "result_ttl":
+		// 0 keeps nothing of a success (a fire-and-forget task); checkTask
+		// refuses it on a task with a result, which nobody could read.
+		if d, err := time.ParseDuration(kv.value); err == nil && d == 0 {
+			t.KeepNothing = true
+			return true
+		}
 		t.ResultTTL, ok = dur("result_ttl")
 	case "backoff":
 		t.Backoff, ok = dur("backoff")
@@ -247,6 +262,15 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 		return false
 	}
 	return ok
+}
+
+// zeroHint is what the error of a bad duration adds for the key that also
+// takes 0.
+func zeroHint(key string) string {
+	if key == "result_ttl" {
+		return ", or 0 to keep nothing of a success"
+	}
+	return ""
 }
 
 // stubName upper-cases the first letter: sendEmail -> SendEmail.

@@ -17,6 +17,23 @@ var Noop *runtime.Task[Payload, runtime.None] = runtime.NewTask[Payload, runtime
 		{Name: "Body", Type: "string"},
 	}, "", decodeNoopArgs).Var("Noop")
 
+// NoopLean enqueues noopLean, the task of wire name "noop_lean":
+//
+//	//bananas:task retries=0 result_ttl=0
+//
+// noopLean is noop keeping nothing once it completed (result_ttl=0): the
+// lean drain, beside BullMQ's removeOnComplete.
+var NoopLean *runtime.Task[Payload, runtime.None] = runtime.NewTask[Payload, runtime.None](
+	"noop_lean",
+	runtime.MaxRetries(0),
+	runtime.ResultTTL(0),
+).
+	Describe("Payload", []runtime.Field{
+		{Name: "To", Type: "string"},
+		{Name: "Subject", Type: "string"},
+		{Name: "Body", Type: "string"},
+	}, "", decodeNoopLeanArgs).Var("NoopLean")
+
 // Ping enqueues ping, the task of wire name "ping":
 //
 //	//bananas:task retries=0
@@ -156,6 +173,9 @@ func Register(w *runtime.Worker) {
 	runtime.Handle(w, Noop, func(ctx context.Context, args Payload) (runtime.None, error) {
 		return runtime.None{}, noop(ctx, args)
 	})
+	runtime.Handle(w, NoopLean, func(ctx context.Context, args Payload) (runtime.None, error) {
+		return runtime.None{}, noopLean(ctx, args)
+	})
 	runtime.Handle(w, Ping, func(ctx context.Context, args Stamp) (runtime.None, error) {
 		return runtime.None{}, ping(ctx, args)
 	})
@@ -185,6 +205,13 @@ func Register(w *runtime.Worker) {
 
 // decodeNoopArgs decodes JSON args of noop, refusing unknown fields.
 func decodeNoopArgs(data []byte) (Payload, error) {
+	var args Payload
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
+}
+
+// decodeNoopLeanArgs decodes JSON args of noop_lean, refusing unknown fields.
+func decodeNoopLeanArgs(data []byte) (Payload, error) {
 	var args Payload
 	err := runtime.DecodeStrictJSON(data, &args)
 	return args, err

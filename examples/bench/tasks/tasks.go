@@ -34,6 +34,15 @@ func noop(ctx context.Context, p Payload) error {
 	return nil
 }
 
+// noopLean is noop keeping nothing once it completed (result_ttl=0): the
+// lean drain, beside BullMQ's removeOnComplete.
+//
+//bananas:task retries=0 result_ttl=0
+func noopLean(ctx context.Context, p Payload) error {
+	OnNoop()
+	return nil
+}
+
 //bananas:task retries=0
 func ping(ctx context.Context, s Stamp) error {
 	OnPing(time.Unix(0, s.At))

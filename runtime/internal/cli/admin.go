@@ -79,6 +79,9 @@ func cmdEnqueue(e *Env, args []string) error {
 		return err
 	}
 	defer c.Close()
+	if *wait && keepsNothing(c, s.Name) {
+		return usageError{fmt.Errorf("--wait: task %s keeps nothing once a job completed (result_ttl=0), so the wait could begin after the end and find nothing; enqueue without --wait", s.Name)}
+	}
 	id, warning, err := c.Submit(e.Ctx, s)
 	if err != nil {
 		return flagRefusal(err, "route", "priority", "delay")
@@ -139,6 +142,17 @@ func withoutResult(c Conn, name string) bool {
 	for _, t := range c.Tasks() {
 		if t.Name == name {
 			return t.Result == ""
+		}
+	}
+	return false
+}
+
+// keepsNothing says whether task name keeps nothing of a completed job
+// (result_ttl=0).
+func keepsNothing(c Conn, name string) bool {
+	for _, t := range c.Tasks() {
+		if t.Name == name {
+			return t.KeepsNothing
 		}
 	}
 	return false

@@ -108,6 +108,21 @@ func TestEnqueueWait_PrintsTheResultOfTheJob(t *testing.T) {
 	}
 }
 
+// A task that keeps nothing of a completed job (result_ttl=0) leaves
+// nothing to find once its job completed, which a wait begun after that
+// would miss: --wait is refused before anything is enqueued.
+func TestEnqueueWait_OfATaskThatKeepsNothingIsAUsageError(t *testing.T) {
+	f := &fakeAdmin{id: jobID, tasks: []admin.Task{{Name: "send_email", KeepsNothing: true}}}
+	wantRun(t, &fakeApp{admin: f}, 2, "enqueue: --wait: task send_email keeps nothing once a job completed (result_ttl=0), so the wait could begin after the end and find nothing; enqueue without --wait\n",
+		"enqueue", "send_email", `{}`, "--wait")
+	if len(f.submitted) != 0 {
+		t.Fatalf("submitted %+v; want nothing", f.submitted)
+	}
+	if out := wantRun(t, &fakeApp{admin: f}, 0, "", "enqueue", "send_email", `{}`); out != jobID+"\n" {
+		t.Fatalf("enqueue without --wait printed %q; want the id", out)
+	}
+}
+
 func TestEnqueueWait_OfATaskWithoutAResultPrintsNull(t *testing.T) {
 	f := &fakeAdmin{id: jobID, tasks: []admin.Task{{Name: "send_email"}},
 		jobs: map[string]*bananastype.Job{jobID: {ID: jobID, Name: "send_email", Status: "completed", ResultJSON: json.RawMessage("{}")}}}

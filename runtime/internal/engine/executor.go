@@ -219,7 +219,7 @@ func (x *executor) ack(r *run, result []byte) (pending bool) {
 	// No timeout of its own: acks are coalesced, and the shared Redis call is
 	// bounded by the committer (10 s, as callTimeout); a timer and a context
 	// per job here cost more than the rest of the ack.
-	x.cfg.Queue.AckAsync(d, encoded, ttlOr(d.Envelope.ResultTTL, x.cfg.ResultTTL), func(ok bool, err error) {
+	x.cfg.Queue.AckAsync(d, encoded, successTTL(d.Envelope.ResultTTL, x.cfg.ResultTTL), func(ok bool, err error) {
 		switch {
 		case err != nil:
 			log.Warn("bananas: ack's outcome unknown (the Redis call failed); if it did not land, the job runs again when its lease expires", "err", err)
@@ -326,6 +326,15 @@ func (x *executor) finishCanceled(r *run) {
 		log.Info("bananas: job canceled while running")
 		x.cfg.tell(x.cfg.canceledEnd(d, rec.Error, encoded, now))
 	}
+}
+
+// successTTL is how long a success's record is kept: 0 (no record at all)
+// for a job that keeps nothing (queue.KeepNothing), else as ttlOr.
+func successTTL(ms int64, def time.Duration) time.Duration {
+	if ms == queue.KeepNothing {
+		return 0
+	}
+	return ttlOr(ms, def)
 }
 
 func ttlOr(ms int64, def time.Duration) time.Duration {
