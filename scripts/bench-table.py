@@ -3,7 +3,9 @@
 RESULTS holds lines `<run> <config> <metric>=<value>`. Prints, as Markdown, each
 metric's median per configuration, the ratios bananas/peer of those medians, then
 every run's values. River's pg_bytes_per_job stands in the redis_bytes_per_job
-row. The CPU rows gain `_life`, a job's whole life: enqueue + drain, summed in
+row; BullMQ's removeOnComplete drain (bullmq-lean) stands in the
+drain_lean_jobs_per_s row, beside Bananas' drain of a task that keeps nothing
+(result_ttl=0). The CPU rows gain `_life`, a job's whole life: enqueue + drain, summed in
 each run before the median is taken.
 """
 import statistics
@@ -13,7 +15,7 @@ PEERS = ("asynq", "asynq-fast", "river", "river-fast", "bullmq", "bullmq-lean", 
          "celery", "bananas-base")
 CPU_SCENARIOS = ("life", "enqueue", "drain", "batch", "latency", "call")
 ORDER = ("enqueue_jobs_per_s", "enqueue_batch_jobs_per_s", "redis_bytes_per_job",
-         "drain_jobs_per_s", "latency_p50_ms", "latency_p99_ms", "call_p50_ms",
+         "drain_jobs_per_s", "drain_lean_jobs_per_s", "latency_p50_ms", "latency_p99_ms", "call_p50_ms",
          "call_p99_ms", "delay_lateness_p50_ms", "delay_lateness_p99_ms",
          "gather_1000_ms", "gather_plain_1000_ms", "gather_vs_plain") + tuple(
     f"{who}_cpu_us_per_job_{s}" for who in ("redis", "client") for s in CPU_SCENARIOS)
@@ -26,6 +28,8 @@ def load(path):
         metric, value = kv.split("=")
         if metric == "pg_bytes_per_job":
             metric = "redis_bytes_per_job"
+        if cfg == "bullmq-lean" and metric == "drain_jobs_per_s":
+            runs.setdefault((cfg, "drain_lean_jobs_per_s"), []).append((int(run), float(value)))
         runs.setdefault((cfg, metric), []).append((int(run), float(value)))
     for who in ("redis", "client"):
         for cfg in {c for c, _ in runs}:
