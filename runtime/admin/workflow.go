@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/bananastype"
-	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // ErrWorkflowNotFound: no workflow of that id (never submitted, or its
@@ -178,4 +178,4 @@ type WorkflowStepSubmission struct {
 const MaxWorkflowLabel = 64
 
 // MaxWorkflowSteps is the most steps a workflow has.
-const MaxWorkflowSteps = queue.MaxWorkflowSteps
+const MaxWorkflowSteps = record.MaxSteps
