@@ -38,6 +38,10 @@ var queueScripts = func() fs.FS {
 // with it; other comments and blank lines are dropped. Loading refuses any
 // other top-level construct, and any definition that names a shared local
 // defined after it.
+//
+// Another package's scripts (the workflows') are a set of their own
+// (LoadLua): they draw on these shared files, then on their own, which
+// follow the same rules.
 type scripts struct {
 	enqueue, push, fetch, claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge, cron *redis.Script
 

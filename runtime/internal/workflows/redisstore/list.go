@@ -31,10 +31,10 @@ const listGrace = time.Minute
 // listBatch is how many entries of the list one read takes.
 const listBatch = 100
 
-// List pages through the workflows (queue.WorkflowList), newest first: up to limit of
-// them that keep accepts (nil: all), from cursor ("" the newest; else a
-// page's next), and the cursor of the next page ("" at the end). keep may
-// change the summary it is given (the status it shows). A page reads at
+// List pages through the workflows (queue.WorkflowList), newest first:
+// up to limit of them that keep accepts (nil: all), from cursor ("" the
+// newest; else a page's next), and the cursor of the next page ("" at the
+// end). keep may change the summary it is given (the status it shows). A page reads at
 // most 10 batches of the list, so a filter that few workflows pass returns
 // a short page (even an empty one) with a next cursor. Entries whose record
 // is gone are dropped from the list as they are met.

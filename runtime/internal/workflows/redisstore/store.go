@@ -13,28 +13,6 @@ import (
 	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
-// A workflow is a graph of steps, each an ordinary job on its own route,
-// that starts only when its predecessors completed, with their results as
-// its args. Its record is one hash under its own hash tag:
-//
-//	<ns>:workflow:{<id>}   HASH  status, steps, their states, job ids, results (scripts/_workflow.lua)
-//	<ns>:workflows         ZSET  id of a workflow not yet settled -> when its keeper looks at it (ms)
-//	<ns>:workflows:all     ZSET  id of every workflow whose record may still exist -> created (ms) (workflow_list.go)
-//	<ns>:workflow:{<id>}   channel: the workflow ended (completed, failed or canceled)
-//
-// Its steps' jobs live on other slots than its record, so no script both
-// ends a step's job and makes its successor's. Each step's job id is fixed
-// when the workflow is submitted, and a job is made only with its chosen
-// id, so making it twice makes it once: the worker that ends a step's job
-// advances the workflow (AdvanceWorkflow) and makes the jobs it returns,
-// then says so (StepsCreated); a worker that dies between any two of those
-// calls leaves the workflow in the index, where the keeper finds it and
-// does the rest (DueWorkflows).
-//
-//	step:  waiting --(predecessors completed)--> creating --(job made)--> created
-//	         |                                     |                       |
-//	         +--(a predecessor failed: canceled)   +--(workflow canceled)  +--> completed | failed | canceled
-
 // Store is the Redis side of workflows: the records and their
 // transitions (this file, one script of scripts/ each), the list of every
 // workflow (list.go), and, through the Queue, the clock, the replay of a
@@ -174,7 +152,7 @@ func (s *Store) Advance(ctx context.Context, id string, step int, job string, ho
 	return s.advances.Do(ctx, id, stepEnd{step, job, how, value, trail, keep})
 }
 
-// stepEnd is one end given to AdvanceWorkflow.
+// stepEnd is one end given to Advance.
 type stepEnd struct {
 	step  int
 	job   string

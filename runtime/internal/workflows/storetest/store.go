@@ -14,14 +14,14 @@ import (
 )
 
 // Store is a workflows.Store in memory, for tests that run without Redis:
-// the step machine of queue's wf_*.lua scripts as far as the Runner's and
-// the keeper's tests need it (states
-// waiting, creating, created, completed, failed, canceled; a gather
-// completes at once with its predecessors' results; a failed step cancels
-// the steps that waited for it). The scripts themselves are tested against
-// Redis by package queue, and runtime's TestWorkflowStore_ runs one story
-// against both; the machine's tests check what it does with what the
-// store answers.
+// the step machine of redisstore's wf_*.lua scripts as far as the Runner's
+// and the keeper's tests need it (states waiting, creating, created,
+// completed, failed, canceled; a gather completes at once with its
+// predecessors' results; a failed step cancels the steps that waited for
+// it). The scripts themselves are tested against Redis by package
+// redisstore, and runtime's TestWorkflowStore_ runs one story against
+// both; the machine's tests check what it does with what the store
+// answers.
 type Store struct {
 	mu sync.Mutex
 	// Time is what Now returns.
