@@ -130,7 +130,7 @@ const AfterHeader = "bananas-after"
 
 // After returns the trails the runs of a workflow step's predecessors left
 // (LeaveTrail), in the order of the predecessors (a Gather's standing for
-// it), at most record.MaxAfterTrails; nil for a job of no workflow, a first
+// it), at most 8; nil for a job of no workflow, a first
 // step, or predecessors that left none.
 func (j Job) After() []string {
 	v := j.Header(AfterHeader)
@@ -143,7 +143,7 @@ func (j Job) After() []string {
 // LeaveTrail sets what this run leaves for the workflow steps after its
 // job's step: once it completes, each of them reads it in Job.After. A
 // tracing middleware leaves its span's context there, so that a step's span
-// links to its predecessors'. At most record.MaxTrail bytes of printable
+// links to its predecessors'. At most 128 bytes of printable
 // ASCII without commas. The run of a job of no workflow leaves nothing (and
 // no error); a later call replaces an earlier one. ctx is the handler's, or
 // a middleware's.

@@ -70,7 +70,7 @@ func (r *Runner) Submit(ctx context.Context, id string, steps []record.NewStep, 
 
 // StepEnded advances workflow wf, whose step's job ended as how said, with
 // value its result (completed) or its error, and trail what its run left
-// for the steps after it (queue.Workflows.Advance).
+// for the steps after it (Store.Advance).
 func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string, how queue.Ending, value []byte, trail string) error {
 	return r.stepEnded(ctx, wf, step, job, how, value, trail, true)
 }

@@ -43,3 +43,11 @@ func TestCheckTrail_RefusesATrailThatWouldBreakTheList(t *testing.T) {
 		}
 	}
 }
+
+// runtime's docs of Job.After and LeaveTrail state these bounds in
+// numbers, since the constants are internal.
+func TestBounds_AsRuntimeDocumentsThem(t *testing.T) {
+	if MaxAfterTrails != 8 || MaxTrail != 128 {
+		t.Fatalf("MaxAfterTrails %d, MaxTrail %d: update runtime/job.go's docs of After and LeaveTrail", MaxAfterTrails, MaxTrail)
+	}
+}
