@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -553,6 +554,61 @@ func TestWorkflow_AnAdvanceWithAnEndingThatEndsNoStepIsRefused(t *testing.T) {
 		rec, err := st.Read(ctx, "wf1")
 		if err != nil || rec.Steps[0].State != record.StepCreated {
 			t.Fatalf("after refused advances: %+v, %v; want step a still created", rec, err)
+		}
+	})
+}
+
+// Ends of one workflow's steps that come together (they go out coalesced,
+// several in one script run) each get their answer, and the step they
+// make ready is given to exactly one of them.
+func TestWorkflow_EndsThatComeTogetherMakeTheNextStepReadyOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue, st *redisstore.Store) {
+		ctx, now := context.Background(), time.Now()
+		const n = 8
+		var steps []record.NewStep
+		var all []int
+		var created []record.ReadyStep
+		for k := range n {
+			j := "job-" + strconv.Itoa(k)
+			steps = append(steps, record.NewStep{Label: "s" + strconv.Itoa(k), JobID: j, Template: []byte("tpl"), Args: mp(t, k)})
+			all = append(all, k)
+			created = append(created, record.ReadyStep{Index: k, JobID: j})
+		}
+		steps = append(steps, record.NewStep{Label: "all", Gather: true, After: all},
+			record.NewStep{Label: "d", JobID: "job-d", Template: []byte("tpl"), After: []int{n}})
+		if _, _, err := st.Submit(ctx, "wf1", steps, n+1, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.StepsCreated(ctx, "wf1", created); err != nil {
+			t.Fatal(err)
+		}
+		answers := make([]record.Advance, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for k := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[k], errs[k] = st.Advance(ctx, "wf1", k, "job-"+strconv.Itoa(k), queue.EndCompleted, mp(t, k), "", keepWF)
+			}()
+		}
+		wg.Wait()
+		given := 0
+		for k, a := range answers {
+			if errs[k] != nil || a.Status != "running" {
+				t.Fatalf("end of s%d = %+v, %v; want running", k, a, errs[k])
+			}
+			for _, r := range a.Ready {
+				if r.Index == n+1 {
+					given++
+				}
+			}
+		}
+		if given != 1 {
+			t.Fatalf("d was given to %d callers; want exactly one", given)
+		}
+		if got := states(t, st, "wf1"); got != strings.Repeat("d", n+1)+"c" {
+			t.Fatalf("states %q; want every root and the gather completed, d creating", got)
 		}
 	})
 }
