@@ -34,12 +34,12 @@ type Lua struct {
 // queue's own, and returns the set of fsys's scripts. An error names the
 // file and line of a construct the assembler does not understand, of a
 // definition that names a shared local defined after it, or a shared file
-// that is missing or named as one of package queue's.
+// that is missing or named twice (queue's own included).
 func LoadLua(fsys fs.FS, shared ...string) (*Lua, error) {
 	text := map[string]string{}
 	read := func(fsys fs.FS, name string) error {
 		if _, dup := text[name]; dup {
-			return fmt.Errorf("shared Lua file %s is named as one of package queue's", name)
+			return fmt.Errorf("shared Lua file %s is named twice (package queue's own are %s)", name, strings.Join(sharedLuaFiles, ", "))
 		}
 		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
