@@ -18,7 +18,7 @@ import (
 // namespace changed between the end of the first run and the end of the
 // second. A script harmless when run twice changes nothing.
 type SecondRun struct {
-	t     *testing.T
+	t     testing.TB
 	plain *redis.Client
 	ns    string
 
@@ -30,7 +30,7 @@ type SecondRun struct {
 
 // HookSecondRun hooks a SecondRun into rdb, a client of one server (not a
 // cluster), that watches namespace ns.
-func HookSecondRun(t *testing.T, rdb *redis.Client, ns string) *SecondRun {
+func HookSecondRun(t testing.TB, rdb *redis.Client, ns string) *SecondRun {
 	plain := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr})
 	t.Cleanup(func() { _ = plain.Close() })
 	h := &SecondRun{t: t, plain: plain, ns: ns}
