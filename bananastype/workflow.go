@@ -31,7 +31,18 @@ type Workflow struct {
 
 // WorkflowStatuses are the statuses a workflow can have, in the order of
 // its life.
-var WorkflowStatuses = []string{"pending", queue.WorkflowRunning, queue.WorkflowCompleted, queue.WorkflowFailed, queue.WorkflowCanceled}
+var WorkflowStatuses = []string{WorkflowPending, WorkflowRunning, WorkflowCompleted, WorkflowFailed, WorkflowCanceled}
+
+// A workflow's statuses: pending until a step has started, running until
+// its final step completed (completed) or a step failed or was canceled
+// (failed, canceled).
+const (
+	WorkflowPending   = "pending"
+	WorkflowRunning   = "running"
+	WorkflowCompleted = "completed"
+	WorkflowFailed    = "failed"
+	WorkflowCanceled  = "canceled"
+)
 
 // WorkflowStep is one step of a Workflow, predecessors before successors,
 // the final step last.

@@ -2,7 +2,9 @@ package queue
 
 import (
 	"fmt"
+	"io/fs"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -12,7 +14,77 @@ import (
 // sharedLuaFiles hold the Lua definitions the scripts share, in the order
 // they are emitted: a definition only names what an earlier one (or a
 // forward declaration) defines.
-var sharedLuaFiles = []string{"_checks.lua", "_prelude.lua", "_flow.lua", "_workflow.lua"}
+var sharedLuaFiles = []string{"_checks.lua", "_prelude.lua", "_flow.lua"}
+
+// Lua is a set of Lua scripts, the files of one fs.FS, and the shared Lua
+// they draw on: package queue's shared files (_checks.lua, _prelude.lua,
+// _flow.lua, in that order), then the set's own shared files. Each script
+// is loaded with exactly the shared definitions it names, directly or
+// through other shared definitions, in that order (see scripts.go for the
+// shapes a shared file may hold). Package queue's scripts are one such
+// set; a package that owns other records (the workflows') embeds its
+// scripts and loads them with LoadLua, so every script, wherever it lives,
+// is assembled by this one loader.
+type Lua struct {
+	fsys fs.FS
+	defs []luaDef
+}
+
+// LoadLua reads the shared files named shared from fsys, after package
+// queue's own, and returns the set of fsys's scripts. An error names the
+// file and line of a construct the assembler does not understand, of a
+// definition that names a shared local defined after it, or a shared file
+// that is missing or named twice (queue's own included).
+func LoadLua(fsys fs.FS, shared ...string) (*Lua, error) {
+	text := map[string]string{}
+	read := func(fsys fs.FS, name string) error {
+		if _, dup := text[name]; dup {
+			return fmt.Errorf("shared Lua file %s is named twice (package queue's own are %s)", name, strings.Join(sharedLuaFiles, ", "))
+		}
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return fmt.Errorf("shared Lua: %w", err)
+		}
+		text[name] = string(b)
+		return nil
+	}
+	for _, name := range sharedLuaFiles {
+		if err := read(queueScripts, name); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range shared {
+		if err := read(fsys, name); err != nil {
+			return nil, err
+		}
+	}
+	files := append(slices.Clip(sharedLuaFiles), shared...)
+	defs, err := parseSharedLua(files, func(name string) string { return text[name] })
+	if err != nil {
+		return nil, err
+	}
+	return &Lua{fsys: fsys, defs: defs}, nil
+}
+
+// Source is the assembled source of the script <name>.lua of the set.
+func (l *Lua) Source(name string) (string, error) {
+	b, err := fs.ReadFile(l.fsys, name+".lua")
+	if err != nil {
+		return "", fmt.Errorf("Lua script %s: %w", name, err)
+	}
+	return assembleLua(l.defs, string(b)), nil
+}
+
+// Script is the script <name>.lua of the set, assembled. It panics when
+// the file is missing: the scripts are embedded, so a missing one is a
+// mistake of the build, which the set's tests (loading every script) catch.
+func (l *Lua) Script(name string) *redis.Script {
+	src, err := l.Source(name)
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(src)
+}
 
 // luaDef is one top-level definition of a shared file: a local function, a
 // one-line local, a forward declaration (local name) or the assignment that
@@ -190,9 +262,17 @@ func luaNames(src string) []string {
 	return out
 }
 
-var sharedLua = sync.OnceValues(func() ([]luaDef, error) {
-	return parseSharedLua(sharedLuaFiles, mustRead)
-})
+// queueLua is the set of package queue's own scripts.
+var queueLua = sync.OnceValues(func() (*Lua, error) { return LoadLua(queueScripts) })
+
+// sharedLua is the definitions of package queue's shared files.
+func sharedLua() ([]luaDef, error) {
+	l, err := queueLua()
+	if err != nil {
+		return nil, err
+	}
+	return l.defs, nil
+}
 
 // assembleLua returns the source of scripts/<name>.lua preceded by exactly
 // the shared definitions it needs: those it names, and, transitively, those
@@ -233,11 +313,15 @@ func assembleLua(defs []luaDef, body string) string {
 
 // scriptSource is the assembled source of scripts/<name>.lua.
 func scriptSource(name string) string {
-	defs, err := sharedLua()
+	l, err := queueLua()
 	if err != nil {
 		panic("queue: shared Lua: " + err.Error())
 	}
-	return assembleLua(defs, mustRead(name+".lua"))
+	src, err := l.Source(name)
+	if err != nil {
+		panic("queue: " + err.Error())
+	}
+	return src
 }
 
 // newScript loads scripts/<name>.lua with the shared definitions it needs.

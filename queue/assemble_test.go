@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/redis/go-redis/v9"
 
@@ -193,4 +194,76 @@ func TestScripts_LoadOnEveryBackend(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A script of another package's fs.FS (LoadLua) is assembled by the same
+// loader: it gets exactly the shared definitions it names, from its own
+// shared files and, through them or directly, from package queue's, in
+// that order, and nothing else.
+func TestLoadLua_AScriptOfAnotherFSGetsOnlyTheSharedDefinitionsItCalls(t *testing.T) {
+	fsys := fstest.MapFS{
+		"_mine.lua": {Data: []byte("-- mine_key checks a key.\n" +
+			"local function mine_key(key)\n  bn_need_type(key, 'hash', 'record')\n  return key\nend\n\n" +
+			"local function mine_unused()\n  return bn_num(ARGV[9], 'x')\nend\n")},
+		"mine.lua":  {Data: []byte("-- KEYS[1] a hash\nlocal k = mine_key(KEYS[1])\nreturn bn_str(ARGV[1], 'v')\n")},
+		"plain.lua": {Data: []byte("return 1\n")},
+	}
+	l, err := LoadLua(fsys, "_mine.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := l.Source("mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for name := range luaDefinedAt(luaCode(src)) {
+		if strings.HasPrefix(name, "bn_") || strings.HasPrefix(name, "mine_") {
+			got = append(got, name)
+		}
+	}
+	sort.Strings(got)
+	// mine_key names bn_need_type, which names bn_type; the script names
+	// bn_str itself.
+	if want := "bn_need_type,bn_str,bn_type,mine_key"; strings.Join(got, ",") != want {
+		t.Fatalf("mine.lua carries %v, want %s:\n%s", got, want, src)
+	}
+	if i, j := strings.Index(src, "local function bn_type("), strings.Index(src, "local function mine_key("); i < 0 || j < i {
+		t.Fatalf("queue's definitions come after the FS's own:\n%s", src)
+	}
+	if !strings.Contains(src, "-- mine_key checks a key.") {
+		t.Fatalf("the comment above mine_key did not come with it:\n%s", src)
+	}
+	if src, _ := l.Source("plain"); src != "return 1\n" {
+		t.Fatalf("plain.lua, which names nothing shared, loads as %q", src)
+	}
+	if _, err := l.Source("absent"); err == nil || !strings.Contains(err.Error(), "absent") {
+		t.Fatalf("a missing script: %v; want an error naming it", err)
+	}
+	redistest.EachBackend(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := context.Background()
+		got, err := l.Script("mine").Run(ctx, rdb, []string{redistest.Namespace(t) + ":h"}, "v").Text()
+		if err != nil || got != "v" {
+			t.Fatalf("mine.lua ran as %q, %v", got, err)
+		}
+	})
+}
+
+// LoadLua refuses, naming the file, another package's shared file it
+// cannot read or understand, and one that takes a name of queue's.
+func TestLoadLua_RefusesASharedFileItCannotUse(t *testing.T) {
+	for what, c := range map[string]struct {
+		fsys   fstest.MapFS
+		shared string
+		want   string
+	}{
+		"missing":           {fstest.MapFS{}, "_gone.lua", "_gone.lua"},
+		"queue's name":      {fstest.MapFS{"_checks.lua": {Data: []byte("local x_a = 1\n")}}, "_checks.lua", "_checks.lua"},
+		"top-level call":    {fstest.MapFS{"_bad.lua": {Data: []byte("redis.call('DEL', KEYS[1])\n")}}, "_bad.lua", "_bad.lua:1"},
+		"redefines queue's": {fstest.MapFS{"_bad.lua": {Data: []byte("local bn_num = 1\n")}}, "_bad.lua", "_bad.lua:1"},
+	} {
+		if _, err := LoadLua(c.fsys, c.shared); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: LoadLua = %v; want an error naming %s", what, err, c.want)
+		}
+	}
 }

@@ -22,9 +22,6 @@
 //	             progress.go, idle.go, admin.go, inspect.go)
 //	q.Flows      flow control: route and task limits, flow state, the sweep
 //	             of held flows (limits.go, flow.go)
-//	q.Workflows  workflow records and their transitions, the workflows list
-//	             (workflow.go, workflow_list.go, scripts/wf_*.lua); it uses
-//	             only the core, no other facet
 //	q.Ops        what operators do and read: pause, the dead-letter queue,
 //	             depths, counters, the jobs listing, the stats series, the
 //	             pruning of idle routes (admin.go, dlq.go, inspect.go,
@@ -33,6 +30,12 @@
 //
 // facets.go declares the facets; each is a value holding the Queue, so
 // q.Jobs.Ack costs what a method of the Queue would.
+//
+// What is not every job's — a workflow's record and its scripts — lives
+// with its owner (runtime/internal/workflows/redisstore), which runs its
+// scripts on the Queue's client (Client) with keys named here
+// (WorkflowKey, WorkflowIndex, WorkflowList, WorkflowChannel) and scripts
+// assembled by the same loader as queue's own (LoadLua).
 //
 // # Keys
 //
@@ -72,9 +75,9 @@
 //	<ns>:worker:<id>                        STRING  the worker's heartbeat state (the runtime's JSON), with its TTL
 //	<ns>:once:{<h>}:done                    STRING  runtime.Once: when the effect of key h was done (ms), kept 7 days (once.go)
 //	<ns>:once:{<h>}:claim                   STRING  runtime.Once: the token of the caller running the effect, with its TTL
-//	<ns>:workflow:{<id>}                    HASH    a workflow: its status, and its steps' states, job ids and results (workflow.go)
+//	<ns>:workflow:{<id>}                    HASH    a workflow: its status, and its steps' states, job ids and results (redisstore)
 //	<ns>:workflows                          ZSET    workflows their keeper watches: id -> when it looks next (ms)
-//	<ns>:workflows:all                      ZSET    every workflow whose record may still exist: id -> submitted (ms) (workflow_list.go)
+//	<ns>:workflows:all                      ZSET    every workflow whose record may still exist: id -> submitted (ms) (redisstore)
 //
 // Pub/sub channels (keys.go names each):
 //
@@ -135,12 +138,13 @@
 // claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge,
 // cron, progress, and the admin actions pause, resume, remove — delete and cancel —,
 // canceled and cancels; and, outside routes, keep, unlock and relock for
-// locks, once_claim, once_done and once_release for runtime.Once, and the
-// wf_* scripts of workflows), each
+// locks, once_claim, once_done and once_release for runtime.Once), each
 // headed by its KEYS/ARGV/return contract; every
 // state change is one of them. The shared Lua of scripts/_*.lua is a library:
 // each script is loaded with only the shared definitions it names, directly
 // or through one another (scripts.go says the shapes those files may hold).
+// LoadLua gives that loader to a package with scripts of its own (the
+// workflows'): its scripts draw on queue's shared files and its own.
 // Every key a script touches is passed in KEYS —
 // where the ids are not known in advance (promote, reap, purge) the caller reads
 // them first and the script re-checks each one before it moves it. Every
@@ -185,9 +189,9 @@
 //
 // A workflow's record is one hash under its own hash tag; its steps' jobs
 // are ordinary jobs on their routes, each made under a job id fixed when the
-// workflow was submitted. The scripts wf_*.lua move the record; the caller
-// makes the jobs they return, and the keeper (Workflows.Due) finishes what a
-// dead caller left. workflow.go has the diagram.
+// workflow was submitted. Its record, scripts and keeper are the workflows'
+// (runtime/internal/workflows and its redisstore); queue names its keys and
+// carries, in a job's envelope, the workflow and step the job is of.
 //
 // # Pausing and canceling
 //

@@ -189,7 +189,9 @@ func (k Keys) Held() string { return k.base + "held" }
 func (k Keys) FlowOf() string { return k.base + "flowof" }
 
 // WorkflowKey is the record of workflow id, under the workflow's own hash
-// tag (workflow.go).
+// tag. The workflows' keys are named here, beside every other key of the
+// namespace; their records and scripts are the workflows' store's
+// (runtime/internal/workflows/redisstore).
 func WorkflowKey(ns, id string) string { return ns + ":workflow:{" + id + "}" }
 
 // WorkflowChannel is where the end of workflow id is announced.
@@ -198,3 +200,12 @@ func WorkflowChannel(ns, id string) string { return ns + ":workflow:{" + id + "}
 // WorkflowIndex is the zset of the workflows their keeper watches: id ->
 // when it looks at it next (ms).
 func WorkflowIndex(ns string) string { return ns + ":workflows" }
+
+// WorkflowList is the zset of every workflow whose record may still exist:
+// id -> when it was submitted (ms). wf_submit.lua adds to it (on a cluster,
+// where the list lives on another node than the record, the workflows'
+// store does, just before); the store's List and PruneList drop the
+// entries whose record is gone (expired: a day after a workflow completed,
+// a week after it failed or was canceled), so it holds about as many
+// entries as there are records.
+func WorkflowList(ns string) string { return ns + ":workflows:all" }

@@ -28,15 +28,13 @@ var ErrNotFound = errors.New("job not found")
 //
 //	q.Jobs.Enqueue(ctx, route, prio, jobs, now)
 //	q.Flows.SetRouteLimits(ctx, route, l)
-//	q.Workflows.Submit(ctx, id, steps, final, grace, now)
 //	q.Ops.Pause(ctx, route)
 //	q.Ended.Head(ctx, route, n)
 type Queue struct {
-	Jobs      Jobs      // a job's life: enqueue, fetch, ack, fail, reap, promote, cancel, read
-	Flows     Flows     // flow control: limits and flow state
-	Workflows Workflows // workflow records and their transitions
-	Ops       Ops       // what operators do and read: pause, listings, dead letters, stats, route pruning
-	Ended     Ended     // the ended lists the task history drains
+	Jobs  Jobs  // a job's life: enqueue, fetch, ack, fail, reap, promote, cancel, read
+	Flows Flows // flow control: limits and flow state
+	Ops   Ops   // what operators do and read: pause, listings, dead letters, stats, route pruning
+	Ended Ended // the ended lists the task history drains
 
 	rdb    redis.UniversalClient
 	ns     string
@@ -110,7 +108,6 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 	// The facets first: the committers below bind their methods.
 	q.Jobs = Jobs{q}
 	q.Flows = Flows{q}
-	q.Workflows = newWorkflows(q)
 	q.Ops = Ops{q}
 	q.Ended = Ended{q}
 	q.anchorAtWall()

@@ -3,6 +3,7 @@ package queue
 import (
 	"embed"
 	"fmt"
+	"io/fs"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -10,10 +11,19 @@ import (
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
+// queueScripts is scripts/, the files of package queue's Lua set.
+var queueScripts = func() fs.FS {
+	sub, err := fs.Sub(scriptFS, "scripts")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}()
+
 // scripts holds one Lua script per state transition (newScript).
 //
-// The shared Lua — scripts/_checks.lua, _prelude.lua, _flow.lua and
-// _workflow.lua, in that order — is a library, not a prelude: each script is
+// The shared Lua — scripts/_checks.lua, _prelude.lua and _flow.lua, in
+// that order — is a library, not a prelude: each script is
 // loaded with only the shared definitions it names, directly or through
 // other shared definitions (the transitive closure), emitted in the shared
 // files' order so that each local is defined before its use (assemble.go).
@@ -28,6 +38,10 @@ var scriptFS embed.FS
 // with it; other comments and blank lines are dropped. Loading refuses any
 // other top-level construct, and any definition that names a shared local
 // defined after it.
+//
+// Another package's scripts (the workflows') are a set of their own
+// (LoadLua): they draw on these shared files, then on their own, which
+// follow the same rules.
 type scripts struct {
 	enqueue, push, fetch, claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge, cron *redis.Script
 
@@ -42,9 +56,6 @@ type scripts struct {
 
 	progress *redis.Script // WriteProgress (progress.go)
 
-	// workflows (workflow.go)
-	wfSubmit, wfAdvance, wfCreated, wfCancel, wfRetry, wfDue *redis.Script
-
 	list   *redis.Script // read-only: ListJobs (list.lua)
 	prune  *redis.Script // read-only: PruneRoutes (prune.lua)
 	lookup *redis.Script // read-only: Lookup, Result (lookup.lua)
@@ -52,39 +63,33 @@ type scripts struct {
 
 func loadScripts() *scripts {
 	return &scripts{
-		wfSubmit:  newScript("wf_submit"),
-		wfAdvance: newScript("wf_advance"),
-		wfCreated: newScript("wf_created"),
-		wfCancel:  newScript("wf_cancel"),
-		wfRetry:   newScript("wf_retry"),
-		wfDue:     newScript("wf_due"),
-		enqueue:   newScript("enqueue"),
-		push:      newScript("push"),
-		fetch:     newScript("fetch"),
-		claim:     newScript("claim"),
-		ack:       newScript("ack"),
-		fail:      newScript("fail"),
-		requeue:   newScript("requeue"),
-		handback:  newScript("handback"),
-		renew:     newScript("renew"),
-		reap:      newScript("reap"),
-		promote:   newScript("promote"),
-		replay:    newScript("replay"),
-		purge:     newScript("purge"),
-		cron:      newScript("cron"),
-		wake:      newScript("wake"),
-		list:      newScript("list"),
-		prune:     newScript("prune"),
-		lookup:    newScript("lookup"),
-		pause:     newScript("pause"),
-		resume:    newScript("resume"),
-		remove:    newScript("remove"),
-		canceled:  newScript("canceled"),
-		cancels:   newScript("cancels"),
-		stored:    newScript("stored"),
-		shed:      newScript("shed"),
-		sweep:     newScript("sweep"),
-		progress:  newScript("progress"),
+		enqueue:  newScript("enqueue"),
+		push:     newScript("push"),
+		fetch:    newScript("fetch"),
+		claim:    newScript("claim"),
+		ack:      newScript("ack"),
+		fail:     newScript("fail"),
+		requeue:  newScript("requeue"),
+		handback: newScript("handback"),
+		renew:    newScript("renew"),
+		reap:     newScript("reap"),
+		promote:  newScript("promote"),
+		replay:   newScript("replay"),
+		purge:    newScript("purge"),
+		cron:     newScript("cron"),
+		wake:     newScript("wake"),
+		list:     newScript("list"),
+		prune:    newScript("prune"),
+		lookup:   newScript("lookup"),
+		pause:    newScript("pause"),
+		resume:   newScript("resume"),
+		remove:   newScript("remove"),
+		canceled: newScript("canceled"),
+		cancels:  newScript("cancels"),
+		stored:   newScript("stored"),
+		shed:     newScript("shed"),
+		sweep:    newScript("sweep"),
+		progress: newScript("progress"),
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/bananas-go/bananas/runtime/internal/api"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // NewInspector returns the admin layer of c (see admin.Inspector) for the
@@ -297,7 +298,7 @@ func (in *inspector) Workflow(ctx context.Context, id string) (*bananastype.Work
 	for k, s := range info.Steps {
 		w.Steps[k] = bananastype.WorkflowStep{Label: s.Label, Name: s.Name, JobID: s.JobID, Status: s.Status, After: s.After, Error: s.Error}
 	}
-	if info.Status == queue.WorkflowCompleted && info.Final >= 0 && info.Final < len(info.Steps) {
+	if info.Status == record.Completed && info.Final >= 0 && info.Final < len(info.Steps) {
 		w.Result = in.resultJSON(info.Steps[info.Final].Name, info.Result)
 	}
 	return w, nil

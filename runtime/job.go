@@ -10,6 +10,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // Priority orders jobs within a route: every high job is taken before any
@@ -131,7 +132,7 @@ const AfterHeader = "bananas-after"
 
 // After returns the trails the runs of a workflow step's predecessors left
 // (LeaveTrail), in the order of the predecessors (a Gather's standing for
-// it), at most queue.MaxAfterTrails; nil for a job of no workflow, a first
+// it), at most 8; nil for a job of no workflow, a first
 // step, or predecessors that left none.
 func (j Job) After() []string {
 	v := j.Header(AfterHeader)
@@ -144,7 +145,7 @@ func (j Job) After() []string {
 // LeaveTrail sets what this run leaves for the workflow steps after its
 // job's step: once it completes, each of them reads it in Job.After. A
 // tracing middleware leaves its span's context there, so that a step's span
-// links to its predecessors'. At most queue.MaxTrail bytes of printable
+// links to its predecessors'. At most 128 bytes of printable
 // ASCII without commas. The run of a job of no workflow leaves nothing (and
 // no error); a later call replaces an earlier one. ctx is the handler's, or
 // a middleware's.
@@ -153,7 +154,7 @@ func LeaveTrail(ctx context.Context, trail string) error {
 	if !ok {
 		return errors.New("bananas: LeaveTrail: ctx is not a job's (call it with the context a handler or middleware received)")
 	}
-	if err := queue.CheckTrail(trail); err != nil {
+	if err := record.CheckTrail(trail); err != nil {
 		return fmt.Errorf("bananas: LeaveTrail: %w", err)
 	}
 	if v.trail != nil {

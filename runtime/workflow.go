@@ -14,6 +14,8 @@ import (
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/ext"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/redisstore"
 )
 
 // Step is one step of a workflow whose result is an R: a job of a task
@@ -127,7 +129,7 @@ func (s Step[R]) Enqueue(ctx context.Context) (string, error) {
 // submitWorkflow submits the workflow of nodes, each after its
 // predecessors, the final step last, and returns its id and its steps as
 // stored (labels and job ids).
-func (c *Client) submitWorkflow(ctx context.Context, nodes []*stepNode) (id string, steps []queue.WorkflowStep, err error) {
+func (c *Client) submitWorkflow(ctx context.Context, nodes []*stepNode) (id string, steps []record.NewStep, err error) {
 	e := &Enqueueing{Task: nodes[len(nodes)-1].task, Count: len(nodes), Workflow: true}
 	err = c.hooked(ctx, e, jobConfig{}, func(ctx context.Context, cfg jobConfig) (err error) {
 		id, steps, err = c.submitSteps(ctx, nodes, cfg.headers)
@@ -139,9 +141,9 @@ func (c *Client) submitWorkflow(ctx context.Context, nodes []*stepNode) (id stri
 
 // submitSteps is submitWorkflow without its hooks; headers go to every
 // step's job, over its own.
-func (c *Client) submitSteps(ctx context.Context, nodes []*stepNode, headers map[string]string) (string, []queue.WorkflowStep, error) {
-	if len(nodes) > queue.MaxWorkflowSteps {
-		return "", nil, fmt.Errorf("bananas: enqueue workflow: %d steps, over the limit of %d", len(nodes), queue.MaxWorkflowSteps)
+func (c *Client) submitSteps(ctx context.Context, nodes []*stepNode, headers map[string]string) (string, []record.NewStep, error) {
+	if len(nodes) > record.MaxSteps {
+		return "", nil, fmt.Errorf("bananas: enqueue workflow: %d steps, over the limit of %d", len(nodes), record.MaxSteps)
 	}
 	now := c.q.Now()
 	id := ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
@@ -195,10 +197,10 @@ func orderSteps(final *stepNode) []*stepNode {
 // workflowSteps turns the typed steps into the record's, with their labels
 // (the task's name, then name-2, name-3 ... for its further steps), job ids
 // and templates.
-func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode, now time.Time, headers map[string]string) ([]queue.WorkflowStep, error) {
+func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode, now time.Time, headers map[string]string) ([]record.NewStep, error) {
 	index := map[*stepNode]int{}
 	seen, taken := map[string]int{}, map[string]bool{}
-	steps := make([]queue.WorkflowStep, len(nodes))
+	steps := make([]record.NewStep, len(nodes))
 	for k, n := range nodes {
 		if n.zero {
 			return nil, errors.New("bananas: enqueue workflow: a zero Step, not made by Task.Step, Then or Gather, is given as a predecessor")
@@ -217,7 +219,7 @@ func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode
 			}
 		}
 		taken[label] = true
-		s := queue.WorkflowStep{Label: label, Gather: n.task == ""}
+		s := record.NewStep{Label: label, Gather: n.task == ""}
 		for _, p := range n.after {
 			s.After = append(s.After, index[p])
 		}
@@ -301,7 +303,7 @@ func checkStepConfig(cfg jobConfig) error {
 
 // makeSteps makes the jobs of steps of workflow wf: the runner's Make. The
 // jobs of one shard and priority go in one call.
-func (c *Client) makeSteps(ctx context.Context, wf string, steps []queue.ReadyStep, own bool) []error {
+func (c *Client) makeSteps(ctx context.Context, wf string, steps []record.ReadyStep, own bool) []error {
 	errs := make([]error, len(steps))
 	type group struct {
 		shard string
@@ -346,8 +348,8 @@ type workflowsKey struct{}
 func (c *Client) workflowRunner() *workflows.Runner {
 	return ext.Get(&c.ext, workflowsKey{}, func() *workflows.Runner {
 		return &workflows.Runner{
-			Store: workflows.Redis(c.q), Make: c.makeSteps, CancelJob: c.cancelStepJob,
-			TTLs:  queue.WorkflowTTLs{Completed: DefaultWorkflowTTL, Failed: DefaultFailedWorkflowTTL},
+			Store: redisstore.New(c.q), Make: c.makeSteps, CancelJob: c.cancelStepJob,
+			TTLs:  record.TTLs{Completed: DefaultWorkflowTTL, Failed: DefaultFailedWorkflowTTL},
 			Grace: 5 * time.Second,
 		}
 	})

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // StepTemplate is the template a submission stores for a step of task name
@@ -20,7 +20,7 @@ func StepTemplate(name, route string) []byte {
 
 // MakeSteps makes the jobs of steps of workflow wf as c's runner does
 // (own: the caller's own script call marked them creating).
-func MakeSteps(ctx context.Context, c *Client, wf string, steps []queue.ReadyStep, own bool) []error {
+func MakeSteps(ctx context.Context, c *Client, wf string, steps []record.ReadyStep, own bool) []error {
 	return c.makeSteps(ctx, wf, steps, own)
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/redisstore"
 )
 
 // failsOnceMore starts a worker and checks that the workflow's failing step
@@ -235,13 +237,13 @@ func TestWorkflowKeeper_MakesOnlyTheJobsOfStepsNotMadeYet(t *testing.T) {
 			}
 			return b
 		}
-		steps := []queue.WorkflowStep{
+		steps := []record.NewStep{
 			{Label: "a", JobID: queue.NewID("default", now), Template: tpl, Args: mpk(1)},
 			{Label: "b", JobID: queue.NewID("default", now), Template: tpl, Args: mpk(2)},
 			{Label: "both", Gather: true, After: []int{0, 1}},
 		}
 		const id = "wf-keeper" // a namespace of its own per backend
-		ready, own, err := q.Workflows.Submit(ctx, id, steps, 2, time.Minute, now)
+		ready, own, err := redisstore.New(q).Submit(ctx, id, steps, 2, time.Minute, now)
 		if err != nil || !own || len(ready) != 2 {
 			t.Fatalf("submit = %d ready, own %v, %v", len(ready), own, err)
 		}

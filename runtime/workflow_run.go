@@ -9,6 +9,8 @@ import (
 	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/redisstore"
 )
 
 // keyOfStored is the key (KeyBy) of stored args of t.
@@ -54,7 +56,7 @@ func (s Step[R]) Await(ctx context.Context, id string) (R, error) {
 	if err != nil {
 		return zero, err
 	}
-	if rec.Status != queue.WorkflowCompleted {
+	if rec.Status != record.Completed {
 		return zero, c.workflowError(ctx, rec)
 	}
 	var out R
@@ -70,7 +72,7 @@ func (s Step[R]) Await(ctx context.Context, id string) (R, error) {
 // canceled, and returns the record's status and the step that tells how
 // (ReadWorkflowEnd). It listens before it reads, so no end is missed, and
 // reads again every second in case an announcement was lost.
-func (c *Client) awaitWorkflow(ctx context.Context, id string) (*queue.WorkflowRecord, error) {
+func (c *Client) awaitWorkflow(ctx context.Context, id string) (*record.Workflow, error) {
 	sub, err := c.listener.Subscribe(ctx, queue.WorkflowChannel(c.q.Namespace(), id))
 	if err != nil {
 		return nil, err
@@ -78,16 +80,17 @@ func (c *Client) awaitWorkflow(ctx context.Context, id string) (*queue.WorkflowR
 	defer sub.Close()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	st := redisstore.New(c.q)
 	for {
 		reconnected := c.listener.Reconnected()
-		rec, err := c.q.Workflows.ReadEnd(ctx, id)
-		if errors.Is(err, queue.ErrWorkflowNotFound) {
+		rec, err := st.ReadEnd(ctx, id)
+		if errors.Is(err, record.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 		}
 		if err != nil {
 			return nil, err
 		}
-		if rec.Status != queue.WorkflowRunning {
+		if rec.Status != record.Running {
 			return rec, nil
 		}
 		select {
@@ -104,7 +107,7 @@ func (c *Client) awaitWorkflow(ctx context.Context, id string) (*queue.WorkflowR
 // canceled. Its JobError carries what `app job` shows of the step's job:
 // its attempts (0 for a step that never ran: canceled before its job was
 // made, or its job gone).
-func (c *Client) workflowError(ctx context.Context, rec *queue.WorkflowRecord) error {
+func (c *Client) workflowError(ctx context.Context, rec *record.Workflow) error {
 	e := &WorkflowError{Workflow: rec.ID}
 	k := rec.Why
 	if k < 0 {
@@ -120,7 +123,7 @@ func (c *Client) workflowError(ctx context.Context, rec *queue.WorkflowRecord) e
 	if tpl, ok := readTemplate(s.Template); ok {
 		name = tpl.Name
 	}
-	je := &JobError{ID: s.JobID, Name: name, Message: msg, Canceled: s.State == queue.StepCanceled || rec.Status == queue.WorkflowCanceled}
+	je := &JobError{ID: s.JobID, Name: name, Message: msg, Canceled: s.State == record.StepCanceled || rec.Status == record.Canceled}
 	if s.JobID != "" && !s.Gather {
 		if info, err := c.Job(ctx, s.JobID); err == nil {
 			je.Attempts = info.Attempts
@@ -163,7 +166,7 @@ type WorkflowStepInfo struct {
 // ErrWorkflowNotFound.
 func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error) {
 	snap, err := c.workflowRunner().Snapshot(ctx, id)
-	if errors.Is(err, queue.ErrWorkflowNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 	}
 	if err != nil {
@@ -184,9 +187,9 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 		info.Steps[k] = si
 	}
 	if snap.Pending {
-		info.Status = "pending"
+		info.Status = bananastype.WorkflowPending
 	}
-	if rec.Status == queue.WorkflowCompleted {
+	if rec.Status == record.Completed {
 		info.Result = rec.Steps[rec.Final].Result
 	}
 	if rec.Why >= 0 {
@@ -204,7 +207,7 @@ func readTemplate(b []byte) (workflows.Template, bool) { return workflows.ReadTe
 // that had completed).
 func (c *Client) CancelWorkflow(ctx context.Context, id string) (string, error) {
 	st, err := c.workflowRunner().Cancel(ctx, id)
-	if errors.Is(err, queue.ErrWorkflowNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		return "", fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 	}
 	return st, err
@@ -218,7 +221,7 @@ func (c *Client) CancelWorkflow(ctx context.Context, id string) (string, error) 
 // failed or been canceled).
 func (c *Client) RetryWorkflow(ctx context.Context, id string) (int, error) {
 	n, err := c.workflowRunner().Retry(ctx, id)
-	if errors.Is(err, queue.ErrWorkflowNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		return 0, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
 	}
 	return n, err

@@ -4,4 +4,8 @@
 // free loopback ports — never 6379 — keep nothing on disk, and die with the
 // test process. Tests isolate themselves by namespace (Namespace), never by
 // sharing a database.
+//
+// SecondRun checks that scripts are harmless when run twice: it runs each
+// script call again with the same arguments and compares the namespace
+// (Snapshot, Diff).
 package redistest

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/redisstore"
 )
 
 // Inspector lists and acts on the jobs, routes, cron entries and workers of a
@@ -184,7 +185,7 @@ func (in *Inspector) Replay(ctx context.Context, id string) error {
 	var step *queue.JobState
 	if st, err := in.q.Jobs.Lookup(ctx, id); err == nil && st.Envelope.Workflow != "" {
 		step = st
-		if err := in.q.Workflows.Watch(ctx, st.Envelope.Workflow, in.q.Now().Add(in.rt.WorkflowGrace())); err != nil {
+		if err := redisstore.New(in.q).Watch(ctx, st.Envelope.Workflow, in.q.Now().Add(in.rt.WorkflowGrace())); err != nil {
 			return err
 		}
 	}

@@ -7,14 +7,15 @@ import (
 	"slices"
 
 	"github.com/bananas-go/bananas/bananastype"
-	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/redisstore"
 )
 
 // Workflow is a snapshot of workflow id as the operator surfaces show it:
 // its final step's result as the JSON of the task's result type, decoded by
 // the registered task's generated code.
 func (in *Inspector) Workflow(ctx context.Context, id string) (*bananastype.Workflow, error) {
-	if err := queue.CheckWorkflowID(id); err != nil {
+	if err := record.CheckID(id); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, err)
 	}
 	return in.rt.Workflow(ctx, id)
@@ -22,7 +23,7 @@ func (in *Inspector) Workflow(ctx context.Context, id string) (*bananastype.Work
 
 // CancelWorkflow cancels workflow id and returns it after the call.
 func (in *Inspector) CancelWorkflow(ctx context.Context, id string) (*bananastype.Workflow, error) {
-	if err := queue.CheckWorkflowID(id); err != nil {
+	if err := record.CheckID(id); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, err)
 	}
 	if _, err := in.rt.CancelWorkflow(ctx, id); err != nil {
@@ -34,7 +35,7 @@ func (in *Inspector) CancelWorkflow(ctx context.Context, id string) (*bananastyp
 // RetryWorkflow runs the failed and canceled steps of workflow id again and
 // returns it after the call, with how many steps run again.
 func (in *Inspector) RetryWorkflow(ctx context.Context, id string) (*bananastype.Workflow, int, error) {
-	if err := queue.CheckWorkflowID(id); err != nil {
+	if err := record.CheckID(id); err != nil {
 		return nil, 0, fmt.Errorf("%w: %s", ErrWorkflowNotFound, err)
 	}
 	n, err := in.rt.RetryWorkflow(ctx, id)
@@ -60,14 +61,14 @@ func (in *Inspector) Workflows(ctx context.Context, wq WorkflowQuery) (bananasty
 	if wq.Limit < 1 || wq.Limit > 500 {
 		return bananastype.WorkflowPage{}, badQuery("limit", "limit %d: want 1 to 500", wq.Limit)
 	}
-	keep := func(s *queue.WorkflowSummary) (bool, error) {
+	keep := func(s *record.Summary) (bool, error) {
 		if wq.Task != "" {
 			if in.rt.WorkflowTask(s.Template) != wq.Task {
 				return false, nil
 			}
 		}
-		if s.Status == queue.WorkflowRunning && s.Left == s.Steps {
-			if wq.Status != "" && wq.Status != "pending" && wq.Status != queue.WorkflowRunning {
+		if s.Status == record.Running && s.Left == s.Steps {
+			if wq.Status != "" && wq.Status != bananastype.WorkflowPending && wq.Status != record.Running {
 				return false, nil
 			}
 			info, err := in.rt.Workflow(ctx, s.ID)
@@ -81,8 +82,8 @@ func (in *Inspector) Workflows(ctx context.Context, wq WorkflowQuery) (bananasty
 		}
 		return wq.Status == "" || s.Status == wq.Status, nil
 	}
-	rows, next, err := in.q.Workflows.List(ctx, wq.Cursor, wq.Limit, keep)
-	if errors.Is(err, queue.ErrBadWorkflowCursor) {
+	rows, next, err := redisstore.New(in.q).List(ctx, wq.Cursor, wq.Limit, keep)
+	if errors.Is(err, record.ErrBadCursor) {
 		return bananastype.WorkflowPage{}, badQuery("cursor", "%v", err)
 	}
 	if err != nil {

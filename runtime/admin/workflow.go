@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // ErrWorkflowNotFound: no workflow of that id (never submitted, or its
@@ -42,4 +42,4 @@ type WorkflowStepSubmission struct {
 const MaxWorkflowLabel = 64
 
 // MaxWorkflowSteps is the most steps a workflow has.
-const MaxWorkflowSteps = queue.MaxWorkflowSteps
+const MaxWorkflowSteps = record.MaxSteps

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // MaxLabel is the longest label of a step.
@@ -35,7 +35,7 @@ func refuse(field, format string, args ...any) error {
 }
 
 // CheckGraph checks the graph of an untyped submission: 1 to
-// queue.MaxWorkflowSteps steps, each label plain (MaxLabel) and its own,
+// record.MaxSteps steps, each label plain (MaxLabel) and its own,
 // each step after steps listed before it, each named once — so the graph
 // has no cycle. It goes through the steps in order and, once a step's
 // place in the graph is checked, calls check with its index and its
@@ -47,9 +47,9 @@ func refuse(field, format string, args ...any) error {
 func CheckGraph(steps []StepSpec, check func(i int, after []int) error) error {
 	switch n := len(steps); {
 	case n == 0:
-		return refuse("steps", "steps: empty: a workflow has 1 to %d steps, the last one's result being the workflow's", queue.MaxWorkflowSteps)
-	case n > queue.MaxWorkflowSteps:
-		return refuse("steps", "steps: %d steps, over the limit of %d", n, queue.MaxWorkflowSteps)
+		return refuse("steps", "steps: empty: a workflow has 1 to %d steps, the last one's result being the workflow's", record.MaxSteps)
+	case n > record.MaxSteps:
+		return refuse("steps", "steps: %d steps, over the limit of %d", n, record.MaxSteps)
 	}
 	index := make(map[string]int, len(steps))
 	for i, st := range steps {

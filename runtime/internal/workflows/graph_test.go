@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // specs builds steps from "label:after1,after2" specs.
@@ -58,12 +58,12 @@ func TestCheckGraph_RefusesAGraphThatCannotRunNamingTheStep(t *testing.T) {
 
 // A graph over the step limit is refused naming the limit.
 func TestCheckGraph_RefusesAGraphOverTheLimit(t *testing.T) {
-	steps := make([]StepSpec, queue.MaxWorkflowSteps+1)
+	steps := make([]StepSpec, record.MaxSteps+1)
 	for i := range steps {
 		steps[i].Label = fmt.Sprint("s", i)
 	}
 	err := CheckGraph(steps, func(int, []int) error { return nil })
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprint("over the limit of ", queue.MaxWorkflowSteps)) {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprint("over the limit of ", record.MaxSteps)) {
 		t.Fatalf("CheckGraph of %d steps = %v; want a refusal naming the limit", len(steps), err)
 	}
 }

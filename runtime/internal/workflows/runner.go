@@ -12,6 +12,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // ErrPermanent marks an error of Make that making the job again cannot
@@ -34,12 +35,12 @@ type Runner struct {
 	// call (the plain enqueue's check). Otherwise, as for the keeper, whose
 	// steps may be a union of several callers' (some made, some not), it
 	// checks each job.
-	Make func(ctx context.Context, wf string, steps []queue.ReadyStep, own bool) []error
+	Make func(ctx context.Context, wf string, steps []record.ReadyStep, own bool) []error
 	// CancelJob cancels job id; a job not found or already ended is not an
 	// error.
 	CancelJob func(ctx context.Context, id string) error
 	// TTLs are how long an ended workflow's record is kept.
-	TTLs queue.WorkflowTTLs
+	TTLs record.TTLs
 	// Grace is how long after a submission, or a step made, the keeper
 	// first looks: the caller should be done by then.
 	Grace  time.Duration
@@ -56,7 +57,7 @@ func (r *Runner) logger() *slog.Logger {
 // Submit stores workflow id and makes the jobs of its first steps. Once
 // the workflow is stored the submission has succeeded: a first step whose
 // job could not be made now is made by the keeper, within the grace.
-func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowStep, final int) error {
+func (r *Runner) Submit(ctx context.Context, id string, steps []record.NewStep, final int) error {
 	ready, own, err := r.Store.Submit(ctx, id, steps, final, r.Grace, r.Store.Now())
 	if err != nil {
 		return err
@@ -69,7 +70,7 @@ func (r *Runner) Submit(ctx context.Context, id string, steps []queue.WorkflowSt
 
 // StepEnded advances workflow wf, whose step's job ended as how said, with
 // value its result (completed) or its error, and trail what its run left
-// for the steps after it (queue.Workflows.Advance).
+// for the steps after it (Store.Advance).
 func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string, how queue.Ending, value []byte, trail string) error {
 	return r.stepEnded(ctx, wf, step, job, how, value, trail, true)
 }
@@ -87,7 +88,7 @@ func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string,
 	if err := r.makeAll(ctx, wf, a.Again, false); err != nil {
 		return err
 	}
-	if a.Status == queue.WorkflowCompleted {
+	if a.Status == record.Completed {
 		return r.Store.Settle(ctx, wf)
 	}
 	return nil
@@ -97,12 +98,12 @@ func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string,
 // step that cannot be made fails. The jobs of steps whose workflow was
 // canceled meanwhile are canceled. On an error the steps stay creating,
 // and the keeper makes them.
-func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep, own bool) error {
+func (r *Runner) makeAll(ctx context.Context, wf string, ready []record.ReadyStep, own bool) error {
 	if len(ready) == 0 {
 		return nil
 	}
-	made := make([]queue.ReadyStep, 0, len(ready))
-	var failed []queue.ReadyStep
+	made := make([]record.ReadyStep, 0, len(ready))
+	var failed []record.ReadyStep
 	var errs []error
 	for i, err := range r.Make(ctx, wf, ready, own) {
 		s := ready[i]
@@ -127,7 +128,7 @@ func (r *Runner) makeAll(ctx context.Context, wf string, ready []queue.ReadyStep
 	}
 	for _, s := range failed {
 		// Made as far as it goes: the step is created, then fails.
-		if _, err := r.Store.StepsCreated(ctx, wf, []queue.ReadyStep{s}); err != nil {
+		if _, err := r.Store.StepsCreated(ctx, wf, []record.ReadyStep{s}); err != nil {
 			return err
 		}
 		if err := r.stepEnded(ctx, wf, s.Index, s.JobID, queue.EndDead, s.Args, "", own); err != nil {
@@ -192,7 +193,7 @@ func (r *Runner) retry(ctx context.Context, id string) (int, error) {
 	}
 	ids := map[int]string{}
 	for k, s := range rec.Steps {
-		if s.State != queue.StepFailed && s.State != queue.StepCanceled {
+		if s.State != record.StepFailed && s.State != record.StepCanceled {
 			continue
 		}
 		ids[k] = ""
@@ -283,7 +284,7 @@ func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) err
 	if err != nil {
 		return err
 	}
-	if k < 0 || k >= len(rec.Steps) || rec.Steps[k].JobID != job || rec.Steps[k].State != queue.StepFailed {
+	if k < 0 || k >= len(rec.Steps) || rec.Steps[k].JobID != job || rec.Steps[k].State != record.StepFailed {
 		return nil
 	}
 	next := make([][]int, len(rec.Steps))
@@ -298,7 +299,7 @@ func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) err
 	for stack := next[k]; len(stack) > 0; {
 		m := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if _, seen := ids[m]; !seen && rec.Steps[m].State == queue.StepCanceled {
+		if _, seen := ids[m]; !seen && rec.Steps[m].State == record.StepCanceled {
 			ids[m] = "" // never made: it keeps its job id
 			stack = append(stack, next[m]...)
 		}
@@ -316,7 +317,7 @@ func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) err
 // nothing of it is left to watch.
 func (r *Runner) Check(ctx context.Context, id string) error {
 	rec, err := r.Store.Read(ctx, id)
-	if errors.Is(err, queue.ErrWorkflowNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		return r.Store.Settle(ctx, id) // expired, or its submitter died before storing it
 	}
 	if err != nil {
@@ -329,7 +330,7 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 		errs = append(errs, err)
 	}
 	for _, s := range rec.Steps {
-		watching = watching || s.State == queue.StepCreated
+		watching = watching || s.State == record.StepCreated
 	}
 	watching = watching || live
 	if hasCreating(rec) {
@@ -341,15 +342,15 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 			errs = append(errs, err)
 		}
 	}
-	if !watching && rec.Status != queue.WorkflowRunning {
+	if !watching && rec.Status != record.Running {
 		return r.Store.Settle(ctx, id)
 	}
 	return errors.Join(errs...)
 }
 
-func hasCreating(rec *queue.WorkflowRecord) bool {
+func hasCreating(rec *record.Workflow) bool {
 	for _, s := range rec.Steps {
-		if s.State == queue.StepCreating {
+		if s.State == record.StepCreating {
 			return true
 		}
 	}
@@ -389,11 +390,11 @@ func JobEnd(job string, st *queue.JobState) (how queue.Ending, value []byte, end
 // has not heard of: a created step's job that ended, a failed step's dead
 // job replayed and completed. live reports a failed step's replayed job
 // that may still run.
-func (r *Runner) readEnds(ctx context.Context, id string, rec *queue.WorkflowRecord) (live bool, err error) {
+func (r *Runner) readEnds(ctx context.Context, id string, rec *record.Workflow) (live bool, err error) {
 	var steps []int
 	var jobs []string
 	for k, s := range rec.Steps {
-		if (s.State == queue.StepCreated || s.State == queue.StepFailed) && !s.Gather && s.JobID != "" {
+		if (s.State == record.StepCreated || s.State == record.StepFailed) && !s.Gather && s.JobID != "" {
 			steps, jobs = append(steps, k), append(jobs, s.JobID)
 		}
 	}
@@ -407,7 +408,7 @@ func (r *Runner) readEnds(ctx context.Context, id string, rec *queue.WorkflowRec
 	var errs []error
 	for i, k := range steps {
 		how, value, ended := JobEnd(jobs[i], states[i])
-		if rec.Steps[k].State == queue.StepFailed {
+		if rec.Steps[k].State == record.StepFailed {
 			// Only a replayed job tells anything new: watched until it is
 			// dead again or completed.
 			if states[i] == nil || !ended {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 	"github.com/bananas-go/bananas/runtime/internal/workflows/storetest"
 )
 
@@ -20,12 +21,12 @@ import (
 // made and canceled, and fails those it is told to.
 type maker struct {
 	mu       sync.Mutex
-	made     []queue.ReadyStep
+	made     []record.ReadyStep
 	canceled []string
 	fails    map[string]error // job id -> the error making it returns
 }
 
-func (m *maker) make(_ context.Context, _ string, steps []queue.ReadyStep, _ bool) []error {
+func (m *maker) make(_ context.Context, _ string, steps []record.ReadyStep, _ bool) []error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	errs := make([]error, len(steps))
@@ -69,7 +70,7 @@ func (m *maker) argsOf(job string) string {
 func newRunner(t *testing.T) (*Runner, *storetest.Store, *maker) {
 	t.Helper()
 	st, m := storetest.New(), &maker{fails: map[string]error{}}
-	r := &Runner{Store: st, Make: m.make, CancelJob: m.cancel, TTLs: queue.WorkflowTTLs{Completed: 1, Failed: 1},
+	r := &Runner{Store: st, Make: m.make, CancelJob: m.cancel, TTLs: record.TTLs{Completed: 1, Failed: 1},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return r, st, m
 }
@@ -77,12 +78,12 @@ func newRunner(t *testing.T) (*Runner, *storetest.Store, *maker) {
 // graph builds the steps of a workflow from "label:after1,after2" specs
 // (a label starting with "gather" is a gather), each step's job id
 // "job-<label>".
-func graph(specs ...string) []queue.WorkflowStep {
+func graph(specs ...string) []record.NewStep {
 	index := map[string]int{}
-	var steps []queue.WorkflowStep
+	var steps []record.NewStep
 	for k, spec := range specs {
 		label, after, _ := strings.Cut(spec, ":")
-		s := queue.WorkflowStep{Label: label, Template: []byte("t"), Gather: strings.HasPrefix(label, "gather")}
+		s := record.NewStep{Label: label, Template: []byte("t"), Gather: strings.HasPrefix(label, "gather")}
 		if !s.Gather {
 			s.JobID = "job-" + label
 		}
@@ -117,7 +118,7 @@ func TestRunner_SubmitMakesTheFirstStepsAndRecordsThemMade(t *testing.T) {
 	if got := m.madeJobs(); !slices.Equal(got, []string{"job-a", "job-b"}) {
 		t.Fatalf("made %v; want job-a and job-b", got)
 	}
-	if st.State("wf", "a") != queue.StepCreated || st.State("wf", "b") != queue.StepCreated {
+	if st.State("wf", "a") != record.StepCreated || st.State("wf", "b") != record.StepCreated {
 		t.Fatalf("a and b are %c, %c; want created", st.State("wf", "a"), st.State("wf", "b"))
 	}
 }
@@ -138,11 +139,11 @@ func TestRunner_AStepStartsOnlyWhenEveryPredecessorCompleted(t *testing.T) {
 	if got := m.argsOf("job-c"); got != "[res-a res-b]" {
 		t.Fatalf("c made with %q; want the results of a and b in the order of its after", got)
 	}
-	if st.State("wf", "c") != queue.StepCreated {
+	if st.State("wf", "c") != record.StepCreated {
 		t.Fatalf("c is %c; want created", st.State("wf", "c"))
 	}
 	complete(t, r, "wf", 2, "c")
-	if st.Status("wf") != queue.WorkflowCompleted || st.Watched("wf") {
+	if st.Status("wf") != record.Completed || st.Watched("wf") {
 		t.Fatalf("after its last step the workflow is %s, watched %v; want completed and settled", st.Status("wf"), st.Watched("wf"))
 	}
 }
@@ -156,10 +157,10 @@ func TestRunner_AStepThatCannotBeMadeFailsAndCancelsItsSuccessors(t *testing.T) 
 		t.Fatal(err)
 	}
 	rec, _ := st.Read(context.Background(), "wf")
-	if rec.Status != queue.WorkflowFailed || rec.Why != 0 || rec.Steps[0].State != queue.StepFailed || !strings.Contains(rec.Steps[0].Error, "args over the limit") {
+	if rec.Status != record.Failed || rec.Why != 0 || rec.Steps[0].State != record.StepFailed || !strings.Contains(rec.Steps[0].Error, "args over the limit") {
 		t.Fatalf("workflow %s (why %d), a %c %q; want failed by a with its error", rec.Status, rec.Why, rec.Steps[0].State, rec.Steps[0].Error)
 	}
-	if rec.Steps[1].State != queue.StepCanceled || rec.Steps[2].State != queue.StepCanceled {
+	if rec.Steps[1].State != record.StepCanceled || rec.Steps[2].State != record.StepCanceled {
 		t.Fatalf("b and c are %c, %c; want canceled", rec.Steps[1].State, rec.Steps[2].State)
 	}
 }
@@ -179,14 +180,14 @@ func TestRunner_AStepNotMadeForNowIsLeftToTheKeeper(t *testing.T) {
 	if err := r.StepEnded(ctx, "wf", 0, "job-a", queue.EndCompleted, []byte("res-a"), ""); err == nil {
 		t.Fatal("StepEnded = nil; want the error making b")
 	}
-	if st.State("wf", "b") != queue.StepCreating || !st.Index["wf"].Equal(st.Time.Add(r.Grace)) {
+	if st.State("wf", "b") != record.StepCreating || !st.Index["wf"].Equal(st.Time.Add(r.Grace)) {
 		t.Fatalf("b is %c, due %v; want creating, due within the grace (%v)", st.State("wf", "b"), st.Index["wf"], st.Time.Add(r.Grace))
 	}
 	delete(m.fails, "job-b")
 	if err := r.Check(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(m.madeJobs(), "job-b") || st.State("wf", "b") != queue.StepCreated {
+	if !slices.Contains(m.madeJobs(), "job-b") || st.State("wf", "b") != record.StepCreated {
 		t.Fatalf("after the keeper's look made %v, b is %c; want job-b made, created", m.madeJobs(), st.State("wf", "b"))
 	}
 }
@@ -199,7 +200,7 @@ func TestRunner_ASubmissionSucceedsOnceStored(t *testing.T) {
 	if err := r.Submit(context.Background(), "wf", graph("a"), 0); err != nil {
 		t.Fatalf("submit: %v; want success: the workflow is stored", err)
 	}
-	if st.State("wf", "a") != queue.StepCreating || !st.Watched("wf") {
+	if st.State("wf", "a") != record.StepCreating || !st.Watched("wf") {
 		t.Fatalf("a is %c, watched %v; want creating and watched", st.State("wf", "a"), st.Watched("wf"))
 	}
 }
@@ -212,7 +213,7 @@ func TestRunner_AJobMadeForAStepCanceledMeanwhileIsCanceled(t *testing.T) {
 		t.Fatal(err)
 	}
 	// b becomes creating; the workflow is canceled before its job is recorded made.
-	r.Make = func(ctx context.Context, wf string, steps []queue.ReadyStep, own bool) []error {
+	r.Make = func(ctx context.Context, wf string, steps []record.ReadyStep, own bool) []error {
 		if _, _, err := st.Cancel(ctx, wf, 0, st.Time); err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +235,7 @@ func TestRunner_CancelCancelsTheJobsOfStepsThatMayStillRun(t *testing.T) {
 	}
 	complete(t, r, "wf", 0, "a")
 	st, err := r.Cancel(ctx, "wf")
-	if err != nil || st != queue.WorkflowCanceled {
+	if err != nil || st != record.Canceled {
 		t.Fatalf("cancel = %q, %v; want canceled", st, err)
 	}
 	if !slices.Equal(m.canceled, []string{"job-b"}) {
@@ -269,7 +270,7 @@ func TestRunner_RetryRerunsOnlyFailedAndCanceledSteps(t *testing.T) {
 		t.Fatalf("made %v; want b again under its replayed job, and c not before b completed", got)
 	}
 	rec, _ := st.Read(ctx, "wf")
-	if rec.Status != queue.WorkflowRunning || rec.Steps[0].State != queue.StepCompleted || rec.Steps[2].State != queue.StepWaiting {
+	if rec.Status != record.Running || rec.Steps[0].State != record.StepCompleted || rec.Steps[2].State != record.StepWaiting {
 		t.Fatalf("workflow %s, a %c, c %c; want running, a still completed, c waiting", rec.Status, rec.Steps[0].State, rec.Steps[2].State)
 	}
 	if rec.Steps[2].JobID == "job-c" || rec.Steps[2].JobID == "" {
@@ -303,12 +304,12 @@ func TestRunner_RetryNeverGivesAStepASecondJobThatMayRun(t *testing.T) {
 		_, err := r.Retry(ctx, "wf")
 		rec, _ := st.Read(ctx, "wf")
 		switch {
-		case c.wantErr && (err == nil || !strings.Contains(err.Error(), "step a") || rec.Status != queue.WorkflowFailed):
+		case c.wantErr && (err == nil || !strings.Contains(err.Error(), "step a") || rec.Status != record.Failed):
 			t.Errorf("%s: retry = %v, workflow %s; want an error naming step a, the workflow still failed", c.name, err, rec.Status)
 		case c.wantErr && st.Count("Retry") != 0:
 			// The record changes only once every step's job is chosen.
 			t.Errorf("%s: the store's Retry was called %d times; want none after a rerun failed", c.name, st.Count("Retry"))
-		case !c.wantErr && (err != nil || rec.Steps[0].JobID != "job-a" || rec.Status != queue.WorkflowRunning):
+		case !c.wantErr && (err != nil || rec.Steps[0].JobID != "job-a" || rec.Status != record.Running):
 			t.Errorf("%s: retry = %v, a under %q, workflow %s; want a kept under job-a, running", c.name, err, rec.Steps[0].JobID, rec.Status)
 		}
 	}
@@ -382,8 +383,8 @@ func TestRunner_ReplayedBringsBackTheStepsItsFailureCanceled(t *testing.T) {
 	if err := r.Replayed(ctx, "wf", 0, "job-a"); err != nil {
 		t.Fatal(err)
 	}
-	got := []queue.StepState{st.State("wf", "a"), st.State("wf", "b"), st.State("wf", "c"), st.State("wf", "y")}
-	want := []queue.StepState{queue.StepCreated, queue.StepWaiting, queue.StepWaiting, queue.StepCanceled}
+	got := []record.StepState{st.State("wf", "a"), st.State("wf", "b"), st.State("wf", "c"), st.State("wf", "y")}
+	want := []record.StepState{record.StepCreated, record.StepWaiting, record.StepWaiting, record.StepCanceled}
 	if !slices.Equal(got, want) {
 		t.Fatalf("a, b, c, y are %q; want %q", got, want)
 	}
@@ -405,14 +406,14 @@ func TestRunner_CheckReadsBackAnEndUnheardOfAndSettles(t *testing.T) {
 	if err := r.Check(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
-	if st.State("wf", "a") != queue.StepCreated || !st.Watched("wf") {
+	if st.State("wf", "a") != record.StepCreated || !st.Watched("wf") {
 		t.Fatalf("a is %c, watched %v; want created and still watched while its job runs", st.State("wf", "a"), st.Watched("wf"))
 	}
 	st.Jobs["job-a"] = &queue.JobState{ID: "job-a", Status: queue.StatusFailed, Error: "boom"}
 	if err := r.Check(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
-	if st.Status("wf") != queue.WorkflowFailed || st.State("wf", "b") != queue.StepCanceled {
+	if st.Status("wf") != record.Failed || st.State("wf", "b") != record.StepCanceled {
 		t.Fatalf("workflow %s, b %c; want failed, b canceled", st.Status("wf"), st.State("wf", "b"))
 	}
 	if err := r.Check(ctx, "wf"); err != nil {
@@ -439,7 +440,7 @@ func TestRunner_RetryRunsAgainAStepWhoseJobDiedUnheardOf(t *testing.T) {
 	}
 	st.Die("job-a", "boom")
 	n, err := r.Retry(ctx, "wf")
-	if err != nil || n != 1 || st.Replays["job-a"] != 1 || st.State("wf", "a") != queue.StepCreated {
+	if err != nil || n != 1 || st.Replays["job-a"] != 1 || st.State("wf", "a") != record.StepCreated {
 		t.Fatalf("retry = %d, %v, job-a replayed %d times, a %c; want a run again under its replayed job", n, err, st.Replays["job-a"], st.State("wf", "a"))
 	}
 }
@@ -459,7 +460,7 @@ func TestRunner_CancelShowsTheStepsItEndedAtOnce(t *testing.T) {
 	if _, err := r.Cancel(ctx, "wf"); err != nil {
 		t.Fatal(err)
 	}
-	if st.State("wf", "a") != queue.StepCanceled {
+	if st.State("wf", "a") != record.StepCanceled {
 		t.Fatalf("a is %c after the cancel; want canceled", st.State("wf", "a"))
 	}
 }

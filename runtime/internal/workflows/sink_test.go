@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // A step's job that completed advances its workflow with its result; one
@@ -19,13 +20,13 @@ func TestSink_AdvancesTheWorkflowOfEachStepsEnd(t *testing.T) {
 		name   string
 		ending queue.Ending
 		status string
-		b      queue.StepState
+		b      record.StepState
 	}{
-		{"completed", queue.EndCompleted, queue.WorkflowRunning, queue.StepCreated},
-		{"dead", queue.EndDead, queue.WorkflowFailed, queue.StepCanceled},
-		{"canceled", queue.EndCanceled, queue.WorkflowCanceled, queue.StepCanceled},
-		{"retrying", queue.EndRetrying, queue.WorkflowRunning, queue.StepWaiting},
-		{"handed back", queue.EndHandedBack, queue.WorkflowRunning, queue.StepWaiting},
+		{"completed", queue.EndCompleted, record.Running, record.StepCreated},
+		{"dead", queue.EndDead, record.Failed, record.StepCanceled},
+		{"canceled", queue.EndCanceled, record.Canceled, record.StepCanceled},
+		{"retrying", queue.EndRetrying, record.Running, record.StepWaiting},
+		{"handed back", queue.EndHandedBack, record.Running, record.StepWaiting},
 	} {
 		r, st, m := newRunner(t)
 		if err := r.Submit(context.Background(), "wf", graph("a", "b:a"), 1); err != nil {
@@ -40,10 +41,10 @@ func TestSink_AdvancesTheWorkflowOfEachStepsEnd(t *testing.T) {
 		if st.Status("wf") != c.status || st.State("wf", "b") != c.b {
 			t.Errorf("%s: workflow %s, b %c; want %s, b %c", c.name, st.Status("wf"), st.State("wf", "b"), c.status, c.b)
 		}
-		if c.b == queue.StepCreated && m.argsOf("job-b") != "res-a" {
+		if c.b == record.StepCreated && m.argsOf("job-b") != "res-a" {
 			t.Errorf("%s: b made with %q; want a's result", c.name, m.argsOf("job-b"))
 		}
-		if ended := c.status != queue.WorkflowRunning || c.b == queue.StepCreated; ended != slices.Equal(told, []int{0}) {
+		if ended := c.status != record.Running || c.b == record.StepCreated; ended != slices.Equal(told, []int{0}) {
 			t.Errorf("%s: Ended told of steps %v", c.name, told)
 		}
 	}

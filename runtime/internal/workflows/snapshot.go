@@ -4,12 +4,13 @@ import (
 	"context"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // Snapshot is how a workflow stands for a reader: its record, and how
 // each of its steps stands.
 type Snapshot struct {
-	Record *queue.WorkflowRecord
+	Record *record.Workflow
 	Steps  []StepStatus
 	// Pending: the workflow runs and none of its steps has started (the
 	// record says running).
@@ -24,7 +25,7 @@ type StepStatus struct {
 	Error  string
 }
 
-// Snapshot reads workflow id (queue.ErrWorkflowNotFound when it has no
+// Snapshot reads workflow id (record.ErrNotFound when it has no
 // record) and the jobs of its created steps, in one pipelined round trip:
 // a created step's job may have ended without the workflow hearing of it
 // yet, and shows its end.
@@ -36,7 +37,7 @@ func (r *Runner) Snapshot(ctx context.Context, id string) (*Snapshot, error) {
 	var created []int
 	var ids []string
 	for k, s := range rec.Steps {
-		if s.State == queue.StepCreated {
+		if s.State == record.StepCreated {
 			created, ids = append(created, k), append(ids, s.JobID)
 		}
 	}
@@ -53,19 +54,19 @@ func (r *Runner) Snapshot(ctx context.Context, id string) (*Snapshot, error) {
 	for k, s := range rec.Steps {
 		st := StepStatus{Status: queue.StatusPending, Error: s.Error}
 		switch s.State {
-		case queue.StepCompleted:
+		case record.StepCompleted:
 			st.Status, started = queue.StatusCompleted, true
-		case queue.StepFailed:
+		case record.StepFailed:
 			st.Status, started = queue.StatusFailed, true
-		case queue.StepCanceled:
+		case record.StepCanceled:
 			st.Status = queue.StatusCanceled
-		case queue.StepCreated:
+		case record.StepCreated:
 			st.Status, st.Error = createdStatus(s.JobID, jobs[k])
 			started = started || st.Status != queue.StatusPending && st.Status != queue.StatusScheduled
 		}
 		out.Steps[k] = st
 	}
-	out.Pending = rec.Status == queue.WorkflowRunning && !started
+	out.Pending = rec.Status == record.Running && !started
 	return out, nil
 }
 

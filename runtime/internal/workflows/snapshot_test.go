@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // A workflow none of whose steps started reads pending; once a step's job
@@ -45,7 +46,7 @@ func TestSnapshot_ShowsHowEachStepStands(t *testing.T) {
 	if got := []queue.Status{snap.Steps[0].Status, snap.Steps[1].Status, snap.Steps[2].Status}; !slices.Equal(got, []queue.Status{queue.StatusCompleted, queue.StatusFailed, queue.StatusCanceled}) {
 		t.Fatalf("steps %v; want completed, failed, canceled", got)
 	}
-	if _, err := r.Snapshot(ctx, "nope"); !errors.Is(err, queue.ErrWorkflowNotFound) {
+	if _, err := r.Snapshot(ctx, "nope"); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("snapshot of no workflow = %v; want ErrWorkflowNotFound", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // Template is what a step's job is made of, fixed when its workflow is
@@ -56,7 +57,7 @@ type Maker struct {
 // step can never be made. own: the caller's own script call marked s
 // creating (Runner.Make), so a job id fresh on its route needs no check
 // that it exists already.
-func (m *Maker) Job(wf string, s queue.ReadyStep, own bool) (queue.NewJob, string, queue.Priority, error) {
+func (m *Maker) Job(wf string, s record.ReadyStep, own bool) (queue.NewJob, string, queue.Priority, error) {
 	tpl := m.templates[string(s.Template)]
 	if tpl == nil {
 		t, ok := ReadTemplate(s.Template)

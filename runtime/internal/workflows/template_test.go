@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 func template(t *testing.T, tpl Template) []byte {
@@ -26,7 +27,7 @@ func template(t *testing.T, tpl Template) []byte {
 func TestMaker_MakesAStepsJobFromItsTemplate(t *testing.T) {
 	m := &Maker{AfterHeader: "after"}
 	tpl := template(t, Template{Name: "resize", Route: "gpu", Priority: queue.High, MaxRetries: 7, Timeout: 1500, Description: "d", Headers: map[string]string{"h": "v"}})
-	j, route, prio, err := m.Job("wf", queue.ReadyStep{Index: 3, JobID: "job-3", Template: tpl, Args: []byte("args"), After: "t1,t2"}, true)
+	j, route, prio, err := m.Job("wf", record.ReadyStep{Index: 3, JobID: "job-3", Template: tpl, Args: []byte("args"), After: "t1,t2"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,17 +52,17 @@ func TestMaker_AStepThatCanNeverBeMadeIsPermanent(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		m    *Maker
-		s    queue.ReadyStep
+		s    record.ReadyStep
 		want string
 	}{
-		{"garbage template", &Maker{}, queue.ReadyStep{Template: []byte("{")}, "its template does not read"},
-		{"a gather's template", &Maker{}, queue.ReadyStep{Template: nil}, "its template does not read"},
-		{"a bad route", &Maker{}, queue.ReadyStep{Template: template(t, Template{Name: "x", Route: "a b"})}, "its template does not read"},
+		{"garbage template", &Maker{}, record.ReadyStep{Template: []byte("{")}, "its template does not read"},
+		{"a gather's template", &Maker{}, record.ReadyStep{Template: nil}, "its template does not read"},
+		{"a bad route", &Maker{}, record.ReadyStep{Template: template(t, Template{Name: "x", Route: "a b"})}, "its template does not read"},
 		{"args over the limit", &Maker{CheckArgs: func(task string, args []byte) error { return fmt.Errorf("args of %s over the limit", task) }},
-			queue.ReadyStep{Template: keyed}, "args of send over the limit"},
+			record.ReadyStep{Template: keyed}, "args of send over the limit"},
 		{"a key that does not read", &Maker{KeyOf: func(string, []byte) (string, error) { return "", errors.New("no KeyBy") }},
-			queue.ReadyStep{Template: keyed}, "no KeyBy"},
-		{"no one to read a key", &Maker{}, queue.ReadyStep{Template: keyed}, "keyed by its args"},
+			record.ReadyStep{Template: keyed}, "no KeyBy"},
+		{"no one to read a key", &Maker{}, record.ReadyStep{Template: keyed}, "keyed by its args"},
 	} {
 		_, _, _, err := c.m.Job("wf", c.s, false)
 		if !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), c.want) {
@@ -82,7 +83,7 @@ func TestMaker_AKeyedStepsKey(t *testing.T) {
 		{Template{Name: "send", Route: "r", Keyed: true, Key: &key}, "known"},
 		{Template{Name: "send", Route: "r", Keyed: true}, "send:a1"},
 	} {
-		j, _, _, err := m.Job("wf", queue.ReadyStep{Template: template(t, c.tpl), Args: []byte("a1")}, false)
+		j, _, _, err := m.Job("wf", record.ReadyStep{Template: template(t, c.tpl), Args: []byte("a1")}, false)
 		if err != nil || !j.Keyed || j.Key != c.want {
 			t.Errorf("key of %+v = %q (keyed %v), %v; want %q", c.tpl, j.Key, j.Keyed, err, c.want)
 		}
@@ -100,7 +101,7 @@ func TestMaker_OnlyAnOwnFreshIDSkipsTheCheck(t *testing.T) {
 		own     bool
 		checked bool
 	}{{fresh, true, false}, {fresh, false, true}, {"wf-3", true, true}} {
-		j, _, _, err := (&Maker{}).Job("wf", queue.ReadyStep{JobID: c.id, Template: tpl}, c.own)
+		j, _, _, err := (&Maker{}).Job("wf", record.ReadyStep{JobID: c.id, Template: tpl}, c.own)
 		if err != nil || j.ChosenID != c.checked {
 			t.Errorf("id %s own %v: ChosenID %v, %v; want %v", c.id, c.own, j.ChosenID, err, c.checked)
 		}
@@ -115,7 +116,7 @@ func TestMaker_TrailsThatDoNotFitAreDropped(t *testing.T) {
 		h[fmt.Sprint("h", i)] = "v"
 	}
 	tpl := template(t, Template{Name: "x", Route: "default", Priority: "urgent", Headers: h})
-	j, _, prio, err := (&Maker{AfterHeader: "after"}).Job("wf", queue.ReadyStep{Template: tpl, After: "t1"}, false)
+	j, _, prio, err := (&Maker{AfterHeader: "after"}).Job("wf", record.ReadyStep{Template: tpl, After: "t1"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

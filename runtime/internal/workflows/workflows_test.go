@@ -10,6 +10,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
@@ -24,7 +25,7 @@ func newKeeper(r *Runner) *Keeper {
 // it reached the end.
 func TestKeeper_PrunesTheListOfWorkflowsOfExpiredRecords(t *testing.T) {
 	r, st, _ := newRunner(t)
-	r.TTLs = queue.WorkflowTTLs{Completed: 24 * time.Hour, Failed: 7 * 24 * time.Hour}
+	r.TTLs = record.TTLs{Completed: 24 * time.Hour, Failed: 7 * 24 * time.Hour}
 	ctx := context.Background()
 	long := st.Time.Add(-48 * time.Hour)
 	for _, id := range []string{"expired-1", "live", "expired-2", "new"} {
@@ -59,7 +60,7 @@ func TestKeeper_APassFinishesWhatADeadProcessLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	newKeeper(r).pass(ctx)
-	if got := m.madeJobs(); len(got) != 2 || st.State("wf", "a") != queue.StepCreated || st.State("wf", "b") != queue.StepCreated {
+	if got := m.madeJobs(); len(got) != 2 || st.State("wf", "a") != record.StepCreated || st.State("wf", "b") != record.StepCreated {
 		t.Fatalf("after a pass made %v, a %c, b %c; want both made and created", got, st.State("wf", "a"), st.State("wf", "b"))
 	}
 	if !st.Index["wf"].Equal(st.Time.Add(time.Second)) {

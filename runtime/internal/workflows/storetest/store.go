@@ -10,17 +10,18 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // Store is a workflows.Store in memory, for tests that run without Redis:
-// the step machine of queue's wf_*.lua scripts as far as the Runner's and
-// the keeper's tests need it (states
-// waiting, creating, created, completed, failed, canceled; a gather
-// completes at once with its predecessors' results; a failed step cancels
-// the steps that waited for it). The scripts themselves are tested against
-// Redis by package queue, and runtime's TestWorkflowStore_ runs one story
-// against both; the machine's tests check what it does with what the
-// store answers.
+// the step machine of redisstore's wf_*.lua scripts as far as the Runner's
+// and the keeper's tests need it (states waiting, creating, created,
+// completed, failed, canceled; a gather completes at once with its
+// predecessors' results; a failed step cancels the steps that waited for
+// it). The scripts themselves are tested against Redis by package
+// redisstore, and runtime's TestWorkflowStore_ runs one story against
+// both; the machine's tests check what it does with what the store
+// answers.
 type Store struct {
 	mu sync.Mutex
 	// Time is what Now returns.
@@ -44,7 +45,7 @@ type workflow struct {
 	status  string
 	why     int
 	final   int
-	steps   []queue.StepRecord
+	steps   []record.Step
 	pending []int
 	next    [][]int
 }
@@ -63,7 +64,7 @@ func (f *Store) call(name string) error {
 
 func (f *Store) Now() time.Time { return f.Time }
 
-func (f *Store) Submit(_ context.Context, id string, steps []queue.WorkflowStep, final int, grace time.Duration, now time.Time) ([]queue.ReadyStep, bool, error) {
+func (f *Store) Submit(_ context.Context, id string, steps []record.NewStep, final int, grace time.Duration, now time.Time) ([]record.ReadyStep, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("Submit"); err != nil {
@@ -74,17 +75,17 @@ func (f *Store) Submit(_ context.Context, id string, steps []queue.WorkflowStep,
 	if w := f.wfs[id]; w != nil {
 		return w.creating(), false, nil
 	}
-	w := &workflow{status: queue.WorkflowRunning, why: -1, final: final, pending: make([]int, len(steps)), next: make([][]int, len(steps))}
-	var ready []queue.ReadyStep
+	w := &workflow{status: record.Running, why: -1, final: final, pending: make([]int, len(steps)), next: make([][]int, len(steps))}
+	var ready []record.ReadyStep
 	for k, s := range steps {
-		st := queue.StepRecord{Label: s.Label, JobID: s.JobID, Template: s.Template, After: s.After, Gather: s.Gather, Args: s.Args, State: queue.StepWaiting}
+		st := record.Step{Label: s.Label, JobID: s.JobID, Template: s.Template, After: s.After, Gather: s.Gather, Args: s.Args, State: record.StepWaiting}
 		for _, p := range s.After {
 			w.next[p] = append(w.next[p], k)
 		}
 		w.pending[k] = len(s.After)
 		if len(s.After) == 0 {
-			st.State = queue.StepCreating
-			ready = append(ready, queue.ReadyStep{Index: k, JobID: s.JobID, Template: s.Template, Args: s.Args})
+			st.State = record.StepCreating
+			ready = append(ready, record.ReadyStep{Index: k, JobID: s.JobID, Template: s.Template, Args: s.Args})
 		}
 		w.steps = append(w.steps, st)
 	}
@@ -109,15 +110,15 @@ func (w *workflow) args(m int) []byte {
 	return []byte("[" + strings.Join(parts, " ") + "]")
 }
 
-func (w *workflow) ready(m int) queue.ReadyStep {
+func (w *workflow) ready(m int) record.ReadyStep {
 	s := w.steps[m]
-	return queue.ReadyStep{Index: m, JobID: s.JobID, Template: s.Template, Args: w.args(m)}
+	return record.ReadyStep{Index: m, JobID: s.JobID, Template: s.Template, Args: w.args(m)}
 }
 
-func (w *workflow) creating() []queue.ReadyStep {
-	var out []queue.ReadyStep
+func (w *workflow) creating() []record.ReadyStep {
+	var out []record.ReadyStep
 	for k, s := range w.steps {
-		if s.State == queue.StepCreating {
+		if s.State == record.StepCreating {
 			out = append(out, w.ready(k))
 		}
 	}
@@ -129,20 +130,20 @@ func (w *workflow) start(m int, out *[]int) {
 		w.complete(m, w.args(m), out)
 		return
 	}
-	w.steps[m].State = queue.StepCreating
+	w.steps[m].State = record.StepCreating
 	*out = append(*out, m)
 }
 
 func (w *workflow) complete(k int, value []byte, out *[]int) {
-	w.steps[k].State, w.steps[k].Result, w.steps[k].Error = queue.StepCompleted, value, ""
+	w.steps[k].State, w.steps[k].Result, w.steps[k].Error = record.StepCompleted, value, ""
 	for _, m := range w.next[k] {
 		w.pending[m]--
-		if w.pending[m] <= 0 && w.steps[m].State == queue.StepWaiting {
+		if w.pending[m] <= 0 && w.steps[m].State == record.StepWaiting {
 			w.start(m, out)
 		}
 	}
-	if !slices.ContainsFunc(w.steps, func(s queue.StepRecord) bool { return s.State != queue.StepCompleted }) {
-		w.status, w.why = queue.WorkflowCompleted, -1
+	if !slices.ContainsFunc(w.steps, func(s record.Step) bool { return s.State != record.StepCompleted }) {
+		w.status, w.why = record.Completed, -1
 	}
 }
 
@@ -151,54 +152,54 @@ func (w *workflow) cancelBelow(k int, why string) {
 	for len(stack) > 0 {
 		m := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if w.steps[m].State == queue.StepWaiting {
-			w.steps[m].State, w.steps[m].Error = queue.StepCanceled, why
+		if w.steps[m].State == record.StepWaiting {
+			w.steps[m].State, w.steps[m].Error = record.StepCanceled, why
 			stack = append(stack, w.next[m]...)
 		}
 	}
 }
 
-func (f *Store) Advance(_ context.Context, id string, k int, job string, how queue.Ending, value []byte, _ string, _ queue.WorkflowTTLs) (queue.WorkflowAdvance, error) {
+func (f *Store) Advance(_ context.Context, id string, k int, job string, how queue.Ending, value []byte, _ string, _ record.TTLs) (record.Advance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("Advance"); err != nil {
-		return queue.WorkflowAdvance{}, err
+		return record.Advance{}, err
 	}
 	if how != queue.EndCompleted && how != queue.EndDead && how != queue.EndCanceled {
-		return queue.WorkflowAdvance{}, fmt.Errorf("advance workflow %s: step %d's job ended %s: a step ends completed, dead or canceled", id, k, how)
+		return record.Advance{}, fmt.Errorf("advance workflow %s: step %d's job ended %s: a step ends completed, dead or canceled", id, k, how)
 	}
 	w := f.wfs[id]
 	if w == nil {
-		return queue.WorkflowAdvance{}, fmt.Errorf("workflow %s: %w", id, queue.ErrWorkflowNotFound)
+		return record.Advance{}, fmt.Errorf("workflow %s: %w", id, record.ErrNotFound)
 	}
 	s := &w.steps[k]
 	var out, again []int
 	switch {
 	case s.JobID != job || s.Gather: // stale
-	case how == queue.EndCompleted && s.State != queue.StepCompleted:
+	case how == queue.EndCompleted && s.State != record.StepCompleted:
 		w.complete(k, value, &out)
-	case how != queue.EndCompleted && (s.State == queue.StepCreated || s.State == queue.StepCreating):
-		s.State, s.Error = queue.StepFailed, string(value)
+	case how != queue.EndCompleted && (s.State == record.StepCreated || s.State == record.StepCreating):
+		s.State, s.Error = record.StepFailed, string(value)
 		if how == queue.EndCanceled {
-			s.State = queue.StepCanceled
+			s.State = record.StepCanceled
 		}
 		w.cancelBelow(k, "canceled: step "+s.Label+" failed")
-		if w.status == queue.WorkflowRunning {
-			w.status, w.why = queue.WorkflowFailed, k
+		if w.status == record.Running {
+			w.status, w.why = record.Failed, k
 			if how == queue.EndCanceled {
-				w.status = queue.WorkflowCanceled
+				w.status = record.Canceled
 			}
 		}
 	case how == queue.EndCompleted:
 		for _, m := range w.next[k] {
-			if w.steps[m].State == queue.StepCreating {
+			if w.steps[m].State == record.StepCreating {
 				again = append(again, m)
 			}
 		}
 	}
-	a := queue.WorkflowAdvance{Status: w.status, Why: w.why}
+	a := record.Advance{Status: w.status, Why: w.why}
 	for _, m := range out {
-		if w.steps[m].State == queue.StepCreating {
+		if w.steps[m].State == record.StepCreating {
 			a.Ready = append(a.Ready, w.ready(m))
 		}
 	}
@@ -208,7 +209,7 @@ func (f *Store) Advance(_ context.Context, id string, k int, job string, how que
 	return a, nil
 }
 
-func (f *Store) StepsCreated(_ context.Context, id string, steps []queue.ReadyStep) ([]string, error) {
+func (f *Store) StepsCreated(_ context.Context, id string, steps []record.ReadyStep) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("StepsCreated"); err != nil {
@@ -224,9 +225,9 @@ func (f *Store) StepsCreated(_ context.Context, id string, steps []queue.ReadySt
 		switch {
 		case s.JobID != r.JobID:
 			out = append(out, r.JobID)
-		case s.State == queue.StepCreating:
-			s.State = queue.StepCreated
-		case s.State == queue.StepCanceled:
+		case s.State == record.StepCreating:
+			s.State = record.StepCreated
+		case s.State == record.StepCanceled:
 			out = append(out, r.JobID)
 		}
 	}
@@ -241,64 +242,64 @@ func (f *Store) Cancel(_ context.Context, id string, _ time.Duration, _ time.Tim
 	}
 	w := f.wfs[id]
 	if w == nil {
-		return "", nil, fmt.Errorf("workflow %s: %w", id, queue.ErrWorkflowNotFound)
+		return "", nil, fmt.Errorf("workflow %s: %w", id, record.ErrNotFound)
 	}
-	if w.status == queue.WorkflowCompleted {
+	if w.status == record.Completed {
 		return w.status, nil, nil
 	}
 	var jobs []string
 	for k := range w.steps {
 		s := &w.steps[k]
 		was := s.State
-		if was == queue.StepWaiting || was == queue.StepCreating {
-			s.State, s.Error = queue.StepCanceled, "canceled with its workflow"
+		if was == record.StepWaiting || was == record.StepCreating {
+			s.State, s.Error = record.StepCanceled, "canceled with its workflow"
 		}
-		if (was == queue.StepCreated || was == queue.StepCreating) && !s.Gather {
+		if (was == record.StepCreated || was == record.StepCreating) && !s.Gather {
 			jobs = append(jobs, s.JobID)
 		}
 	}
-	w.status, w.why = queue.WorkflowCanceled, -1
+	w.status, w.why = record.Canceled, -1
 	return w.status, jobs, nil
 }
 
-func (f *Store) Retry(_ context.Context, id string, ids map[int]string, _ time.Time) (queue.WorkflowAdvance, error) {
+func (f *Store) Retry(_ context.Context, id string, ids map[int]string, _ time.Time) (record.Advance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("Retry"); err != nil {
-		return queue.WorkflowAdvance{}, err
+		return record.Advance{}, err
 	}
 	w := f.wfs[id]
 	if w == nil {
-		return queue.WorkflowAdvance{}, fmt.Errorf("workflow %s: %w", id, queue.ErrWorkflowNotFound)
+		return record.Advance{}, fmt.Errorf("workflow %s: %w", id, record.ErrNotFound)
 	}
 	var reset []int
 	for k, job := range ids {
 		s := &w.steps[k]
-		if s.State == queue.StepFailed || s.State == queue.StepCanceled {
+		if s.State == record.StepFailed || s.State == record.StepCanceled {
 			if job != "" {
 				s.JobID = job
 			}
-			s.State, s.Error = queue.StepWaiting, ""
+			s.State, s.Error = record.StepWaiting, ""
 			reset = append(reset, k)
 		}
 	}
-	if len(reset) > 0 && w.status != queue.WorkflowCompleted {
-		w.status, w.why = queue.WorkflowRunning, -1
+	if len(reset) > 0 && w.status != record.Completed {
+		w.status, w.why = record.Running, -1
 	}
 	sort.Ints(reset)
 	var out []int
 	for _, k := range reset {
 		w.pending[k] = 0
 		for _, p := range w.steps[k].After {
-			if w.steps[p].State != queue.StepCompleted {
+			if w.steps[p].State != record.StepCompleted {
 				w.pending[k]++
 			}
 		}
-		if w.pending[k] == 0 && w.steps[k].State == queue.StepWaiting {
+		if w.pending[k] == 0 && w.steps[k].State == record.StepWaiting {
 			w.start(k, &out)
 		}
 	}
-	a := queue.WorkflowAdvance{Status: w.status, Why: -1}
+	a := record.Advance{Status: w.status, Why: -1}
 	if len(reset) == 0 {
 		a.Ready = w.creating()
 		return a, nil
@@ -309,11 +310,11 @@ func (f *Store) Retry(_ context.Context, id string, ids map[int]string, _ time.T
 	return a, nil
 }
 
-func (f *Store) CreatingSteps(ctx context.Context, id string) (queue.WorkflowAdvance, error) {
+func (f *Store) CreatingSteps(ctx context.Context, id string) (record.Advance, error) {
 	return f.Retry(ctx, id, nil, f.Time)
 }
 
-func (f *Store) Read(_ context.Context, id string) (*queue.WorkflowRecord, error) {
+func (f *Store) Read(_ context.Context, id string) (*record.Workflow, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("Read"); err != nil {
@@ -321,9 +322,9 @@ func (f *Store) Read(_ context.Context, id string) (*queue.WorkflowRecord, error
 	}
 	w := f.wfs[id]
 	if w == nil {
-		return nil, fmt.Errorf("workflow %s: %w", id, queue.ErrWorkflowNotFound)
+		return nil, fmt.Errorf("workflow %s: %w", id, record.ErrNotFound)
 	}
-	return &queue.WorkflowRecord{ID: id, Status: w.status, Final: w.final, Why: w.why, Steps: slices.Clone(w.steps)}, nil
+	return &record.Workflow{ID: id, Status: w.status, Final: w.final, Why: w.why, Steps: slices.Clone(w.steps)}, nil
 }
 
 func (f *Store) Due(_ context.Context, now, next time.Time, n int) ([]string, error) {
@@ -450,7 +451,7 @@ func (f *Store) Count(name string) int {
 }
 
 // State is step label's state in workflow id.
-func (f *Store) State(id, label string) queue.StepState {
+func (f *Store) State(id, label string) record.StepState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range f.wfs[id].steps {

@@ -1,9 +1,10 @@
 -- _workflow.lua, a shared file (a script is loaded with the shared definitions
--- it names, see queue/scripts.go), serves the workflow scripts (wf_*.lua).
--- A workflow is one hash (Keys of WorkflowKey), under the workflow's own
+-- it names, by queue.LoadLua: see queue/scripts.go), serves the workflow
+-- scripts (wf_*.lua).
+-- A workflow is one hash (queue.WorkflowKey), under the workflow's own
 -- hash tag, so each of its transitions is one script on one
 -- slot; its steps' jobs live on their own routes and are made by the caller
--- from what these scripts return (see queue/workflow.go).
+-- from what these scripts return (see store.go).
 --
 -- Fields: st (running|completed|failed|canceled), n (steps), fin (the final
 -- step), left (steps not completed), why (the step that failed or canceled
@@ -15,7 +16,7 @@
 -- predecessors, c creating (its job may or may not exist yet), r created, d
 -- completed, f failed, x canceled —, p:k predecessors not completed, o:k
 -- result, e:k error, h:k the trail its completed run left (see
--- Queue.AdvanceWorkflow); ht "1" once any step has one.
+-- Store.Advance); ht "1" once any step has one.
 
 local wf_states = {w = true, c = true, r = true, d = true, f = true, x = true}
 local wf_status = {running = true, completed = true, failed = true, canceled = true}
@@ -147,7 +148,7 @@ local function wf_cancel_below(rec, k, why)
 end
 
 -- wf_trails is the trails step m's predecessors' runs left, comma-joined,
--- at most 8 (queue.MaxAfterTrails) read from the first 64 predecessors: a
+-- at most 8 (record.MaxAfterTrails) read from the first 64 predecessors: a
 -- gather's predecessors stand for it.
 local function wf_trails(rec, m)
   local out, looked = {}, 0

@@ -1,5 +1,5 @@
 -- wf_due.lua: take the workflows the keeper should look at now
--- (Queue.DueWorkflows): those whose time in the index has come, each put
+-- (Store.Due): those whose time in the index has come, each put
 -- back at next, so that two keepers do not take the same one within a
 -- period. Run twice, the second call finds them not due and returns fewer.
 --

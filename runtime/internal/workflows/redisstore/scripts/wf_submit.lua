@@ -1,4 +1,4 @@
--- wf_submit.lua: store a new workflow, every step at once (Queue.SubmitWorkflow).
+-- wf_submit.lua: store a new workflow, every step at once (Store.Submit).
 -- The caller gives the steps without predecessors as creating, and makes
 -- their jobs; until it says they are made (wf_created.lua) the keeper makes
 -- them again should the caller die (a job id is fixed here, so making it
@@ -7,7 +7,7 @@
 -- The workflow is added to the list of workflows (KEYS[2], what `app
 -- workflows` pages through) in the same call, when the list lives on the
 -- record's node (a single server); on a cluster, where it cannot, the
--- caller adds it before (Queue.SubmitWorkflow) and the list drops an entry
+-- caller adds it before (Store.Submit) and the list drops an entry
 -- whose record never came.
 --
 -- Run twice, the second call finds the workflow stored and writes nothing

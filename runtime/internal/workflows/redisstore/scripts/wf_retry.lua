@@ -1,5 +1,5 @@
 -- wf_retry.lua: run a workflow's failed and canceled steps again
--- (Queue.RetryWorkflow). Each gets the fresh job id the caller chose (its
+-- (Store.Retry). Each gets the fresh job id the caller chose (its
 -- old job's end is then stale), waits again for its predecessors, and those
 -- whose predecessors all completed are marked creating and returned.
 -- Completed steps keep their results and never run again. A step given ""

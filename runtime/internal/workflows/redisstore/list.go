@@ -1,4 +1,4 @@
-package queue
+package redisstore
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // WorkflowList is the zset of every workflow whose record may still exist:
@@ -20,21 +23,6 @@ import (
 // there are records.
 func WorkflowList(ns string) string { return ns + ":workflows:all" }
 
-// WorkflowSummary is what a list of workflows shows of one, read from its
-// record's own fields without its steps.
-type WorkflowSummary struct {
-	ID     string
-	Status string // running, completed, failed or canceled, as the record holds it
-	// Steps is its step count; Left how many of them have not completed.
-	Steps, Left        int
-	CreatedAt, EndedAt time.Time
-	// Template is the final step's (opaque here), "" for a gather;
-	// FailedStep the label of the step that failed or canceled it, "" when
-	// none did.
-	Template   []byte
-	FailedStep string
-}
-
 // listGrace is how long an entry of the list may go without its record
 // before it is dropped: on a cluster the entry is written just before the
 // record.
@@ -43,14 +31,14 @@ const listGrace = time.Minute
 // listBatch is how many entries of the list one read takes.
 const listBatch = 100
 
-// List pages through the workflows, newest first: up to limit of
-// them that keep accepts (nil: all), from cursor ("" the newest; else a
-// page's next), and the cursor of the next page ("" at the end). keep may
-// change the summary it is given (the status it shows). A page reads at
+// List pages through the workflows (queue.WorkflowList), newest first:
+// up to limit of them that keep accepts (nil: all), from cursor ("" the
+// newest; else a page's next), and the cursor of the next page ("" at the
+// end). keep may change the summary it is given (the status it shows). A page reads at
 // most 10 batches of the list, so a filter that few workflows pass returns
 // a short page (even an empty one) with a next cursor. Entries whose record
 // is gone are dropped from the list as they are met.
-func (wf Workflows) List(ctx context.Context, cursor string, limit int, keep func(*WorkflowSummary) (bool, error)) ([]WorkflowSummary, string, error) {
+func (s *Store) List(ctx context.Context, cursor string, limit int, keep func(*record.Summary) (bool, error)) ([]record.Summary, string, error) {
 	if limit < 1 {
 		return nil, "", fmt.Errorf("limit %d: at least 1", limit)
 	}
@@ -58,15 +46,15 @@ func (wf Workflows) List(ctx context.Context, cursor string, limit int, keep fun
 	if err != nil {
 		return nil, "", err
 	}
-	key := WorkflowList(wf.q.ns)
+	key := queue.WorkflowList(s.ns)
 	max, off := "+inf", int64(0)
 	if cursor != "" {
 		max = strconv.FormatInt(top, 10)
 	}
-	var out []WorkflowSummary
+	var out []record.Summary
 	last := ""
 	for batch := 0; batch < 10; batch++ {
-		zs, err := wf.q.rdb.ZRevRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Max: max, Min: "-inf", Offset: off, Count: listBatch}).Result()
+		zs, err := s.rdb.ZRevRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Max: max, Min: "-inf", Offset: off, Count: listBatch}).Result()
 		if err != nil {
 			return nil, "", fmt.Errorf("list workflows: %w", err)
 		}
@@ -80,7 +68,7 @@ func (wf Workflows) List(ctx context.Context, cursor string, limit int, keep fun
 			}
 			ids, created = append(ids, id), append(created, ms)
 		}
-		sums, err := wf.summaries(ctx, ids, created)
+		sums, err := s.summaries(ctx, ids, created)
 		if err != nil {
 			return nil, "", err
 		}
@@ -126,20 +114,20 @@ func (wf Workflows) List(ctx context.Context, cursor string, limit int, keep fun
 // round trips (the records' own fields, then each one's final step's
 // template and its failed step's label); nil for a record gone, whose entry
 // is dropped once it is older than listGrace.
-func (wf Workflows) summaries(ctx context.Context, ids []string, created []int64) ([]*WorkflowSummary, error) {
+func (s *Store) summaries(ctx context.Context, ids []string, created []int64) ([]*record.Summary, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	pipe := wf.q.rdb.Pipeline()
+	pipe := s.rdb.Pipeline()
 	heads := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
-		heads[i] = pipe.HMGet(ctx, WorkflowKey(wf.q.ns, id), "st", "n", "fin", "why", "c", "f", "left")
+		heads[i] = pipe.HMGet(ctx, queue.WorkflowKey(s.ns, id), "st", "n", "fin", "why", "c", "f", "left")
 	}
 	_, _ = pipe.Exec(ctx) // each command's own error is read below
-	out := make([]*WorkflowSummary, len(ids))
+	out := make([]*record.Summary, len(ids))
 	var gone []any
-	old := wf.q.Now().Add(-listGrace).UnixMilli()
-	pipe = wf.q.rdb.Pipeline()
+	old := s.q.Now().Add(-listGrace).UnixMilli()
+	pipe = s.rdb.Pipeline()
 	tails := make([]*redis.SliceCmd, len(ids))
 	for i, h := range heads {
 		v, err := h.Result()
@@ -153,23 +141,23 @@ func (wf Workflows) summaries(ctx context.Context, ids []string, created []int64
 			}
 		}
 		w, err := workflowHead(ids[i], f)
-		if errors.Is(err, ErrWorkflowNotFound) {
+		if errors.Is(err, record.ErrNotFound) {
 			if f["st"] == "" && created[i] < old {
 				gone = append(gone, ids[i])
 			}
 			continue
 		}
-		s := &WorkflowSummary{ID: ids[i], Status: w.Status, Steps: len(w.Steps), CreatedAt: w.CreatedAt, EndedAt: w.EndedAt}
-		s.Left, _ = strconv.Atoi(f["left"])
+		sum := &record.Summary{ID: ids[i], Status: w.Status, Steps: len(w.Steps), CreatedAt: w.CreatedAt, EndedAt: w.EndedAt}
+		sum.Left, _ = strconv.Atoi(f["left"])
 		fin, why := strconv.Itoa(w.Final), "-"
 		if w.Why >= 0 {
 			why = strconv.Itoa(w.Why)
 		}
-		tails[i] = pipe.HMGet(ctx, WorkflowKey(wf.q.ns, ids[i]), "t:"+fin, "v:"+fin, "l:"+why)
-		out[i] = s
+		tails[i] = pipe.HMGet(ctx, queue.WorkflowKey(s.ns, ids[i]), "t:"+fin, "v:"+fin, "l:"+why)
+		out[i] = sum
 	}
 	if len(gone) > 0 {
-		pipe.ZRem(ctx, WorkflowList(wf.q.ns), gone...)
+		pipe.ZRem(ctx, queue.WorkflowList(s.ns), gone...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 		return nil, fmt.Errorf("list workflows: %w", err)
@@ -195,16 +183,16 @@ func (wf Workflows) summaries(ctx context.Context, ids []string, created []int64
 // workflows live on: the next call's offset grows by as many) and whether
 // it reached the end of those entries. Run twice, the second call finds
 // nothing more to drop.
-func (wf Workflows) PruneList(ctx context.Context, before time.Time, offset, n int) (kept int, end bool, err error) {
-	key := WorkflowList(wf.q.ns)
-	ids, err := wf.q.rdb.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: "(" + strconv.FormatInt(before.UnixMilli(), 10), Offset: int64(offset), Count: int64(n)}).Result()
+func (s *Store) PruneList(ctx context.Context, before time.Time, offset, n int) (kept int, end bool, err error) {
+	key := queue.WorkflowList(s.ns)
+	ids, err := s.rdb.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: "(" + strconv.FormatInt(before.UnixMilli(), 10), Offset: int64(offset), Count: int64(n)}).Result()
 	if err != nil || len(ids) == 0 {
 		return 0, true, err
 	}
-	pipe := wf.q.rdb.Pipeline()
+	pipe := s.rdb.Pipeline()
 	exists := make([]*redis.IntCmd, len(ids))
 	for i, id := range ids {
-		exists[i] = pipe.Exists(ctx, WorkflowKey(wf.q.ns, id))
+		exists[i] = pipe.Exists(ctx, queue.WorkflowKey(s.ns, id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, false, fmt.Errorf("prune the workflow list: %w", err)
@@ -216,7 +204,7 @@ func (wf Workflows) PruneList(ctx context.Context, before time.Time, offset, n i
 		}
 	}
 	if len(gone) > 0 {
-		if err := wf.q.rdb.ZRem(ctx, key, gone...).Err(); err != nil {
+		if err := s.rdb.ZRem(ctx, key, gone...).Err(); err != nil {
 			return 0, false, fmt.Errorf("prune the workflow list: %w", err)
 		}
 	}
@@ -227,17 +215,14 @@ func (wf Workflows) PruneList(ctx context.Context, before time.Time, offset, n i
 // submitted at ms: "<ms>:<id>".
 func workflowCursor(ms int64, id string) string { return strconv.FormatInt(ms, 10) + ":" + id }
 
-// ErrBadWorkflowCursor: a cursor that no page of the list gave.
-var ErrBadWorkflowCursor = errors.New("bad cursor")
-
 func readWorkflowCursor(c string) (int64, string, error) {
 	if c == "" {
 		return 0, "", nil
 	}
 	ms, id, ok := strings.Cut(c, ":")
 	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil || n < 0 || CheckWorkflowID(id) != nil {
-		return 0, "", fmt.Errorf("%w %q: use the next cursor of a page of workflows", ErrBadWorkflowCursor, c)
+	if !ok || err != nil || n < 0 || record.CheckID(id) != nil {
+		return 0, "", fmt.Errorf("%w %q: use the next cursor of a page of workflows", record.ErrBadCursor, c)
 	}
 	return n, id, nil
 }

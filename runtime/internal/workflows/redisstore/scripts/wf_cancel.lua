@@ -1,4 +1,4 @@
--- wf_cancel.lua: cancel a workflow (Queue.CancelWorkflow). Every step that
+-- wf_cancel.lua: cancel a workflow (Store.Cancel). Every step that
 -- has not run is canceled here; the jobs of the steps created or being
 -- created are returned for the caller to cancel (a running one finishes
 -- canceled, and its end changes nothing more here). A completed workflow is

@@ -1,5 +1,5 @@
 -- wf_created.lua: the caller made the jobs of these creating steps
--- (Queue.StepsCreated). A step no longer creating — its workflow was
+-- (Store.StepsCreated). A step no longer creating — its workflow was
 -- canceled meanwhile — is returned with its job id, for the caller to
 -- cancel the job it just made. So is a step that has another job id by now
 -- (a retry gave it a fresh one while a slow caller was still making the

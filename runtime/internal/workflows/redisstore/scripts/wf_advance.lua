@@ -1,4 +1,4 @@
--- wf_advance.lua: steps' jobs ended (Queue.AdvanceWorkflow), one or more ends
+-- wf_advance.lua: steps' jobs ended (Store.Advance), one or more ends
 -- of one workflow in one call, applied in order. Completed: the step's result
 -- is kept for its successors, each successor whose last predecessor it was is
 -- marked creating and returned (a gather completes at once), and the workflow
