@@ -10,17 +10,6 @@ import (
 	"github.com/bananas-go/bananas/scheduler"
 )
 
-// CronEntry is a task enqueued on a schedule.
-type CronEntry struct {
-	Name     string   `json:"name"` // the task's wire name
-	Route    string   `json:"route"`
-	Priority Priority `json:"priority"`
-	Spec     string   `json:"spec"` // five cron fields, or a descriptor such as @every 1s
-	TZ       string   `json:"tz,omitempty"`
-
-	job func(c *Client, tick time.Time) (queue.NewJob, error)
-}
-
 // Schedule registers task t to be enqueued on spec (in time zone tz, "" for
 // UTC). Generated Register functions call it for //bananas:cron functions.
 // Every worker (and `scheduler` process) runs the schedules registered on it;

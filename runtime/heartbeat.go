@@ -3,10 +3,13 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"slices"
 	"sort"
+	"time"
 
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/runtime/internal/routeshards"
@@ -104,4 +107,30 @@ func (c *Client) Workers(ctx context.Context) ([]admin.Worker, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// defaultUnservedAfter is how long an Await or Call waits before it looks
+// whether any live worker takes its job's route: long enough for a job that
+// is merely queued behind others to start, short enough that a job nobody
+// will ever run is pointed out while someone is looking.
+const defaultUnservedAfter = 10 * time.Second
+
+// warnIfUnserved arms a check, after unservedAfter, that a live worker takes
+// the route of job id, and logs a warning (slog.Default) when none does: an
+// Await on such a job would otherwise wait without a word. It returns the
+// function that disarms it.
+func (c *Client) warnIfUnserved(id string) (stop func()) {
+	route, ok := queue.RouteOf(id)
+	if !ok || c.unservedAfter <= 0 {
+		return func() {}
+	}
+	t := time.AfterFunc(c.unservedAfter, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if takers, err := c.routeTakers(ctx); err == nil && takers[queue.ShardBase(route)] == 0 {
+			slog.Default().Warn("bananas: waiting for a job of a route that no live worker takes; it runs when a worker of the route starts",
+				"job", id, "route", route, "waited", c.unservedAfter)
+		}
+	})
+	return func() { t.Stop() }
 }

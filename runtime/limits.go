@@ -51,43 +51,6 @@ func (l TaskLimits) queueLimits() (queue.Limits, error) {
 	return out, nil
 }
 
-// Limit sets the task's limits (see TaskLimits) and returns t. Workers store
-// them in Redis when they start (Worker.Run), for every worker's fetch to
-// honour; a task whose limits are removed from the code has them removed at
-// the next start of a worker that registers it. Generated code calls Limit
-// when the task is declared, as regexp.MustCompile is called: limits that
-// are wrong panic, naming the task and the field.
-func (t *Task[A, R]) Limit(l TaskLimits) *Task[A, R] {
-	ql, err := l.queueLimits()
-	if err != nil {
-		if t.varName != "" {
-			panic(fmt.Sprintf("bananas: %s.Limit (task %s): %v", t.varName, t.name, err))
-		}
-		panic(fmt.Sprintf("bananas: Limit of task %s: %v", t.name, err))
-	}
-	t.limits, t.limitSpec = ql, l
-	return t
-}
-
-// KeyBy makes every job of the task keyed by fn(args) and returns t. Jobs of
-// one key form a flow: the flows of a priority are served round-robin, so
-// that one key's backlog does not hold back the others, and the task's
-// limits (Limit) hold per key. A key is at most queue.MaxKeyLen bytes; a
-// longer one is an error of the enqueue. The Key option overrides fn for one
-// enqueue. Generated code calls KeyBy for the annotation key key=.
-func (t *Task[A, R]) KeyBy(fn func(A) string) *Task[A, R] {
-	t.keyBy = fn
-	return t
-}
-
-// DescribeKey names the path into the args the key of KeyBy is read from
-// ("CustomerID", "Order.Shop"), for the task's description (GET
-// /api/v1/tasks, the CLI); generated code calls it with KeyBy. It returns t.
-func (t *Task[A, R]) DescribeKey(path string) *Task[A, R] {
-	t.keyPath = path
-	return t
-}
-
 // Key gives the job the key k, in place of the task's KeyBy: the job joins
 // the flow of k (see Task.KeyBy). On a task with neither KeyBy nor limits it
 // still puts the job in a flow, so that flows are served in turn. A key
@@ -102,25 +65,6 @@ func Key(k string) Option {
 		}
 		c.key, c.hasKey = k, true
 	}
-}
-
-// keyOf returns whether a job of the task with args and cfg is keyed, and
-// its key: the Key option's, else KeyBy's, else "" for a task with limits
-// (its jobs are one flow, limited together).
-func (t *Task[A, R]) keyOf(cfg jobConfig, args A) (keyed bool, key string, err error) {
-	switch {
-	case cfg.hasKey:
-		return true, cfg.key, nil // checked by Key
-	case t.keyBy != nil:
-		key = t.keyBy(args)
-		if err := queue.CheckKey(key); err != nil {
-			return true, "", fmt.Errorf("bananas: enqueue %s: the key of the job's args: %w", t.name, err)
-		}
-		return true, key, nil
-	case !t.limits.IsZero():
-		return true, "", nil
-	}
-	return false, "", nil
 }
 
 // flowShard is the shard of route that the flow of task name and key lives

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/runtime/internal/routeshards"
 	"github.com/bananas-go/bananas/scheduler"
@@ -371,4 +373,57 @@ func (w *Worker) subscribeRoute(ctx context.Context, route string) ([]*results.S
 		subs = append(subs, sub)
 	}
 	return subs, nil
+}
+
+// Handle registers fn as the handler of task t on worker w. Generated Register
+// functions call it once per task; registering a name twice is an error
+// reported by Run.
+func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, error)) {
+	var resultType reflect.Type
+	if _, none := any(*new(R)).(None); !none {
+		resultType = reflect.TypeFor[R]()
+	}
+	w.register(&handler{
+		name:     t.name,
+		info:     t.Info,
+		limits:   func() queue.Limits { return t.limits },
+		argsType: reflect.TypeFor[A](), resultType: resultType,
+		enqueueJSON: func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error) {
+			return t.With(c).EnqueueJSON(ctx, data, opts...)
+		},
+		jobJSON: func(c *Client, data []byte, opts []Option, shards map[string]string) (admin.BatchJob, error) {
+			return t.With(c).jobJSON(data, opts, shards)
+		},
+		stepJSON: func(c *Client, args []byte, first bool) (*stepNode, error) {
+			return t.With(c).stepNodeJSON(args, first)
+		},
+		argsJSON:   jsonOf[A],
+		resultJSON: jsonOf[R],
+		run: func(ctx context.Context, raw []byte) ([]byte, error) {
+			var args A
+			if err := decode(raw, &args); err != nil {
+				return nil, &decodeError{fmt.Errorf("decode args of %s: %w", t.name, err)}
+			}
+			res, err := fn(ctx, args)
+			if err != nil {
+				return nil, err
+			}
+			out, err := encode(res)
+			if err != nil {
+				return nil, &decodeError{fmt.Errorf("encode result of %s: %w", t.name, err)}
+			}
+			return out, nil
+		},
+	})
+}
+
+// CronEntry is a task enqueued on a schedule.
+type CronEntry struct {
+	Name     string   `json:"name"` // the task's wire name
+	Route    string   `json:"route"`
+	Priority Priority `json:"priority"`
+	Spec     string   `json:"spec"` // five cron fields, or a descriptor such as @every 1s
+	TZ       string   `json:"tz,omitempty"`
+
+	job func(c *Client, tick time.Time) (queue.NewJob, error)
 }

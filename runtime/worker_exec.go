@@ -41,15 +41,6 @@ func (w *Worker) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 	return engine.Outcome{Result: o.result, Trail: trail}
 }
 
-// jobOf is the Job a handler's context carries (CurrentJob).
-func jobOf(d *queue.Dispatch) Job {
-	j := Job{ID: d.ID, Name: d.Name, Route: queue.ShardBase(d.Route), Priority: Priority(d.Priority), Attempt: d.Attempts + 1, Workflow: d.Envelope.Workflow}
-	if d.Envelope.Headers != nil {
-		j.headers = &d.Envelope.Headers
-	}
-	return j
-}
-
 // outcome is what a handler returned.
 type outcome struct {
 	result []byte
@@ -97,4 +88,29 @@ func (w *Worker) retryDelay(env queue.Envelope, attempt int) time.Duration {
 		return doubling(time.Duration(env.Backoff)*time.Millisecond, attempt)
 	}
 	return w.opts.Backoff(attempt)
+}
+
+// callHandler runs h on args through mw (when there is one).
+func callHandler(ctx context.Context, h *handler, args []byte, mw Middleware, job Job) outcome {
+	if mw == nil {
+		res, err := h.run(ctx, args)
+		return outcome{res, err}
+	}
+	return callThrough(ctx, h, args, mw, job)
+}
+
+// callThrough is callHandler with middleware, apart so that the variables
+// its closure captures do not move to the heap for every job of a worker
+// without any.
+func callThrough(ctx context.Context, h *handler, args []byte, mw Middleware, job Job) outcome {
+	var res []byte
+	err := mw(ctx, job, func(ctx context.Context) error {
+		var err error
+		res, err = h.run(ctx, args)
+		return err
+	})
+	if err != nil {
+		res = nil
+	}
+	return outcome{res, err}
 }
