@@ -40,26 +40,6 @@ func (w *Worker) CronEntries() []CronEntry {
 	return append([]CronEntry(nil), w.cron...)
 }
 
-// cronRunner turns the registered entries into the scheduler's.
-func (w *Worker) cronRunner() *scheduler.Cron {
-	entries := make([]scheduler.CronEntry, len(w.cron))
-	for i, e := range w.cron {
-		entries[i] = scheduler.CronEntry{
-			Name: e.Name, Route: e.Route, Priority: e.Priority, Spec: e.Spec, TZ: e.TZ,
-			Job: func(tick time.Time) (queue.NewJob, error) { return e.job(w.c, tick) },
-		}
-	}
-	return &scheduler.Cron{
-		Queue: w.c.q, Entries: entries, Outage: scheduler.NewOutageLog(w.opts.Logger, "cron"),
-		OnFire: func(e scheduler.CronEntry, tick time.Time, id string) {
-			w.opts.Logger.Info("bananas: cron fired", "entry", e.Name, "tick", tick.Format(time.RFC3339), "job", id)
-		},
-		OnError: func(e scheduler.CronEntry, err error) {
-			w.opts.Logger.Warn("bananas: cron fire failed", "entry", e.Name, "err", err)
-		},
-	}
-}
-
 // CronStatus reads the state of every entry registered on w. The last
 // error is the scheduler's, or else the failure of the entry's last job.
 func (w *Worker) CronStatus(ctx context.Context) ([]admin.CronEntry, error) {

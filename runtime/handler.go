@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"reflect"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/historian"
 )
 
 // handler is the non-generic form of a registered task: bytes in, bytes out.
@@ -36,3 +39,28 @@ type decodeError struct{ err error }
 
 func (e *decodeError) Error() string { return e.err.Error() }
 func (e *decodeError) Unwrap() error { return e.err }
+
+// handlers are the tasks registered on a worker, by name.
+type handlers map[string]*handler
+
+// historyRow is the row of rec with its args and result as the JSON of
+// their Go types, by the task's generated code when the task is registered
+// in hs, or declared in the program (args only); null otherwise.
+func (hs handlers) historyRow(route string, rec results.Record) bananastype.Job {
+	var args, result []byte
+	if h := hs[rec.Name]; h != nil {
+		if len(rec.Args) > 0 {
+			if b, err := h.argsJSON(rec.Args); err == nil {
+				args = b
+			}
+		}
+		if len(rec.Value) > 0 && h.resultType != nil {
+			if b, err := h.resultJSON(rec.Value); err == nil {
+				result = b
+			}
+		}
+	} else {
+		args = declaredArgsJSON(rec.Name, rec.Args)
+	}
+	return historian.RowOf(route, rec, args, result)
+}

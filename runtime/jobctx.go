@@ -69,3 +69,16 @@ type progressRun struct {
 	to           *engine.ProgressFlusher
 	route, token string
 }
+
+// handlerValue is the engine's Config.JobValue for a worker of c: what the
+// context of d's handler holds under jobKey, its Progress calls going to
+// progress.
+func handlerValue(c *Client) func(d *queue.Dispatch, progress *engine.ProgressFlusher) any {
+	return func(d *queue.Dispatch, progress *engine.ProgressFlusher) any {
+		v := jobValue{job: jobOf(d), c: c, progress: progressRun{to: progress, route: d.Route, token: d.Token}}
+		if d.Envelope.Workflow != "" {
+			v.trail = new(string)
+		}
+		return v
+	}
+}

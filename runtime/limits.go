@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"slices"
 
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/internal/routeshards"
 )
 
 // TaskLimits caps how a task's jobs start, across every worker and process.
@@ -80,59 +78,4 @@ func (c *Client) flowShard(ctx context.Context, route, name, key string) string 
 	h.Write([]byte{0})
 	h.Write([]byte(key))
 	return queue.ShardNames(route, n)[queue.JumpHash(h.Sum64(), n)]
-}
-
-// storeTaskLimits stores the limits of every registered task on its route,
-// on every route the worker takes jobs from (a job can be sent to another
-// route than its task's, runtime.Route, and the limits must hold there too),
-// and on each of their shards; zero limits too, so that limits removed from
-// the code are removed from Redis (a worker's start is when they are
-// brought up to date).
-func (w *Worker) storeTaskLimits(ctx context.Context) error {
-	shardsOf := map[string][]string{}
-	for _, name := range w.Tasks() {
-		h := w.handlers[name]
-		if h.info == nil || h.limits == nil {
-			continue
-		}
-		l := h.limits()
-		routes := append([]string{h.info().Route}, w.opts.Routes...)
-		for _, route := range routes {
-			if _, read := shardsOf[route]; read {
-				continue
-			}
-			shards, err := routeshards.Of(ctx, w.c.q, route)
-			if err != nil {
-				return fmt.Errorf("store the limits of task %s: read the shards of route %s: %w", name, route, err)
-			}
-			shardsOf[route] = shards
-		}
-		for _, route := range routes {
-			for _, s := range shardsOf[route] {
-				if err := w.c.q.Flows.SetTaskLimits(ctx, s, name, l); err != nil {
-					return fmt.Errorf("store the limits of its tasks: %w", err) // err names the task and the shard
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// storeShardLimits stores, on shards the worker has just come to serve (a
-// route's shard count changed), the limits of the registered tasks (as
-// storeTaskLimits: on the tasks' own routes and the worker's), so that a new shard limits the flows that move to it. A failure is
-// warned of: the worker's next start stores them again.
-func (w *Worker) storeShardLimits(ctx context.Context, shards []string) {
-	for _, sh := range shards {
-		for _, name := range w.Tasks() {
-			h := w.handlers[name]
-			base := queue.ShardBase(sh)
-			if h.info == nil || h.limits == nil || (h.info().Route != base && !slices.Contains(w.opts.Routes, base)) {
-				continue
-			}
-			if err := w.c.q.Flows.SetTaskLimits(ctx, sh, name, h.limits()); err != nil {
-				w.opts.Logger.Warn("bananas: cannot store the limits of a task on a new shard of its route", "task", name, "shard", sh, "err", err)
-			}
-		}
-	}
 }

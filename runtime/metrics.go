@@ -6,7 +6,6 @@ import (
 
 	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
 )
 
@@ -76,12 +75,4 @@ func (c countEnds) JobEnded(e bananastype.JobEnd) {
 	case queue.EndCanceled:
 		s.Canceled()
 	}
-}
-
-// engineMetrics is what the engine measures of its runs, in the client's
-// metrics.
-type engineMetrics struct{ *metrics.Set }
-
-func (m engineMetrics) For(route, priority, task string) engine.RunMetrics {
-	return m.Set.For(queue.ShardBase(route), priority, task)
 }

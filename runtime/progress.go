@@ -75,12 +75,3 @@ func cutNote(note string) string {
 	}
 	return note[:cut]
 }
-
-// handlerValue is what the context of d's handler holds under jobKey.
-func (w *Worker) handlerValue(d *queue.Dispatch) any {
-	v := jobValue{job: jobOf(d), c: w.c, progress: progressRun{to: w.progress, route: d.Route, token: d.Token}}
-	if d.Envelope.Workflow != "" {
-		v.trail = new(string)
-	}
-	return v
-}

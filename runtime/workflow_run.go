@@ -212,14 +212,3 @@ func (s workflowSink) JobEnded(e bananastype.JobEnd) {
 
 // stepEndHook, when set (by tests), is workflows.Sink's Ended.
 var stepEndHook func(workflow string, step int)
-
-// workflowKeeper is the worker's loop over the workflows left
-// half-advanced (workflows.NewKeeper), which looks while the worker keeps
-// a route.
-func (w *Worker) workflowKeeper() *workflows.Keeper {
-	var active func() bool
-	if w.keeper != nil {
-		active = func() bool { return len(w.keeper.Held()) > 0 }
-	}
-	return workflows.NewKeeper(w.c.workflowRunner(), w.opts.Lease, w.opts.Logger, active)
-}
