@@ -222,3 +222,9 @@ func (c *Client) QueueDepthMetrics(on bool) {
 	}
 	c.metrics.ReadDepths(f)
 }
+
+// defaultUnservedAfter is how long an Await or Call waits before it looks
+// whether any live worker takes its job's route: long enough for a job that
+// is merely queued behind others to start, short enough that a job nobody
+// will ever run is pointed out while someone is looking.
+const defaultUnservedAfter = 10 * time.Second

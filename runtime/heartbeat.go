@@ -25,12 +25,6 @@ func (c *Client) Workers(ctx context.Context) ([]admin.Worker, error) {
 	return worker.Live(ctx, c.q)
 }
 
-// defaultUnservedAfter is how long an Await or Call waits before it looks
-// whether any live worker takes its job's route: long enough for a job that
-// is merely queued behind others to start, short enough that a job nobody
-// will ever run is pointed out while someone is looking.
-const defaultUnservedAfter = 10 * time.Second
-
 // warnIfUnserved arms a check, after unservedAfter, that a live worker takes
 // the route of job id, and logs a warning (slog.Default) when none does: an
 // Await on such a job would otherwise wait without a word. It returns the
