@@ -154,7 +154,7 @@ func endSinks(subs []endSubscriber, log *slog.Logger) (sinks []engine.JobEndSink
 }
 
 // EnqueueHook wraps every typed enqueue of a client (AddEnqueueHook; an
-// EnqueueHook is a HookEnqueue, one of the client's hooks, hookreg.go):
+// EnqueueHook is a HookEnqueue, one of the client's hooks):
 // Enqueue, EnqueueMany, Call's enqueue and a workflow's Enqueue, and the
 // submissions of its Inspector (the HTTP API's and the CLI's), a batch as
 // one call. It is the producer side's seam, as Middleware is the worker's:
