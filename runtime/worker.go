@@ -19,8 +19,9 @@ import (
 )
 
 // Worker runs the handlers registered on it for jobs of its routes. It
-// holds the handlers, the cron entries and the options, and wires the parts
-// that run jobs (package engine), the promoter and the cron runner.
+// holds the handlers, the cron entries and the options; Run hands them,
+// behind an executor, to package worker (runtime/internal/worker), which
+// runs the engine and the loops around it.
 type Worker struct {
 	c        *Client
 	opts     WorkerOptions
