@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"net/http"
 	"os"
 	"sync/atomic"
 	"time"
-
-	"github.com/bananas-go/bananas/bananastype"
 
 	"github.com/redis/go-redis/v9"
 
@@ -54,32 +52,6 @@ type Client struct {
 	// task history, Once's timings, the runner of workflows), each under a
 	// key of its own file: a feature adds no field here.
 	ext ext.Registry
-}
-
-// defaultUnservedAfter is how long an Await or Call waits before it looks
-// whether any live worker takes its job's route: long enough for a job that
-// is merely queued behind others to start, short enough that a job nobody
-// will ever run is pointed out while someone is looking.
-const defaultUnservedAfter = 10 * time.Second
-
-// warnIfUnserved arms a check, after unservedAfter, that a live worker takes
-// the route of job id, and logs a warning (slog.Default) when none does: an
-// Await on such a job would otherwise wait without a word. It returns the
-// function that disarms it.
-func (c *Client) warnIfUnserved(id string) (stop func()) {
-	route, ok := queue.RouteOf(id)
-	if !ok || c.unservedAfter <= 0 {
-		return func() {}
-	}
-	t := time.AfterFunc(c.unservedAfter, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if takers, err := c.routeTakers(ctx); err == nil && takers[queue.ShardBase(route)] == 0 {
-			slog.Default().Warn("bananas: waiting for a job of a route that no live worker takes; it runs when a worker of the route starts",
-				"job", id, "route", route, "waited", c.unservedAfter)
-		}
-	})
-	return func() { t.Stop() }
 }
 
 // ConnectOption adjusts Connect.
@@ -218,56 +190,6 @@ func SetDefault(c *Client) { defaultClient.Store(c) }
 // Default returns the client set by SetDefault, or nil.
 func Default() *Client { return defaultClient.Load() }
 
-// Job returns a snapshot of job id, or an error matching ErrJobNotFound:
-// what Redis holds of it, or once Redis has let it go, its newest row in
-// the task history (WithHistory).
-func (c *Client) Job(ctx context.Context, id string) (*bananastype.Job, error) {
-	s, err := c.q.Jobs.Lookup(ctx, id)
-	if errors.Is(err, queue.ErrNotFound) {
-		return c.jobFromHistory(ctx, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bananas: %w", err)
-	}
-	j := jobOfState(s)
-	j.Args = declaredArgsJSON(j.Name, j.ArgsMsgpack)
-	return &j, nil
-}
-
-// jobOfState is the job s describes: a finished job is its result record
-// (what it was comes from there, as enqueued), any other its hash or
-// payload.
-func jobOfState(s *queue.JobState) bananastype.Job {
-	if s.Status == queue.StatusCompleted && s.Result != nil {
-		if rec, err := results.Decode(s.Result); err == nil {
-			j := rec.Job(queue.ShardBase(s.Route))
-			j.ArgsMsgpack, j.Result = rec.Args, rec.Value
-			return j
-		}
-	}
-	j := bananastype.Job{
-		ID: s.ID, Name: s.Name, Route: queue.ShardBase(s.Route), Priority: s.Priority, Status: s.Status,
-		Description: s.Envelope.Description, Attempts: attempts(s.Attempts, s.Status == queue.StatusProcessing), MaxRetries: s.MaxRetries, Error: s.Error,
-		Timeout:   time.Duration(s.Envelope.Timeout) * time.Millisecond,
-		CreatedAt: s.CreatedAt, ScheduledAt: s.RunAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
-		LeaseDeadline: s.LeaseDeadline, ArgsMsgpack: s.Envelope.Args, FailedAt: s.FailedAt, FailedStartedAt: s.FailedStartedAt, Earlier: earlierLives(s.Earlier),
-		Workflow: s.Envelope.Workflow,
-	}
-	if p := s.Progress; p != nil && s.Status == queue.StatusProcessing {
-		j.Progress = &bananastype.Progress{Percent: p.Percent, Note: p.Note, At: p.At}
-	}
-	return j
-}
-
-// attempts is Job.Attempts of a job stored with failed runs counted
-// (the queue's count: failures and lost leases), running or not.
-func attempts(failed int, running bool) int {
-	if running {
-		return failed + 1
-	}
-	return failed
-}
-
 // redisAddr is the address of c's Redis as an operator reads it (see
 // dial.Addr).
 func (c *Client) redisAddr() string { return dial.Addr(c.rdb, c.embedded) }
@@ -281,18 +203,28 @@ func (c *Client) EmbeddedURL() string {
 	return "redis://" + c.embedded.Addr()
 }
 
-// EarlierLife is a life a job had before it was replayed from the
-// dead-letter queue.
-type EarlierLife = queue.EarlierLife
+// MetricsHandler serves this client's metrics in the Prometheus formats:
+// the jobs its tasks enqueued, the runs of its workers (outcomes, run and
+// wait times, running jobs and slots), and the depths of every route's
+// queues, read from Redis when scraped (docs/METRICS.md lists them all). The
+// HTTP API mounts it at /metrics.
+func (c *Client) MetricsHandler() http.Handler { return c.metrics.Handler() }
 
-// earlierLives reads the earlier lives a job's hash or result record keeps;
-// one that does not parse is left out.
-func earlierLives(kept []string) []EarlierLife {
-	var out []EarlierLife
-	for _, s := range kept {
-		if l, ok := queue.ParseEarlierLife(s); ok {
-			out = append(out, l)
-		}
+// QueueDepthMetrics turns the queue gauges of MetricsHandler (bananas_queue_*,
+// bananas_route_paused) on, the default, or off. They are the same numbers
+// read by every process from the same Redis: a deployment that would rather
+// not read them once per process and scrape may keep them on one process
+// only (docs/METRICS.md).
+func (c *Client) QueueDepthMetrics(on bool) {
+	var f metrics.DepthFunc
+	if on {
+		f = depthReader(c.q)
 	}
-	return out
+	c.metrics.ReadDepths(f)
 }
+
+// defaultUnservedAfter is how long an Await or Call waits before it looks
+// whether any live worker takes its job's route: long enough for a job that
+// is merely queued behind others to start, short enough that a job nobody
+// will ever run is pointed out while someone is looking.
+const defaultUnservedAfter = 10 * time.Second

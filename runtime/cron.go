@@ -10,17 +10,6 @@ import (
 	"github.com/bananas-go/bananas/scheduler"
 )
 
-// CronEntry is a task enqueued on a schedule.
-type CronEntry struct {
-	Name     string   `json:"name"` // the task's wire name
-	Route    string   `json:"route"`
-	Priority Priority `json:"priority"`
-	Spec     string   `json:"spec"` // five cron fields, or a descriptor such as @every 1s
-	TZ       string   `json:"tz,omitempty"`
-
-	job func(c *Client, tick time.Time) (queue.NewJob, error)
-}
-
 // Schedule registers task t to be enqueued on spec (in time zone tz, "" for
 // UTC). Generated Register functions call it for //bananas:cron functions.
 // Every worker (and `scheduler` process) runs the schedules registered on it;
@@ -49,26 +38,6 @@ func Schedule[A, R any](w *Worker, t *Task[A, R], spec, tz string) {
 // CronEntries returns the cron entries registered on w.
 func (w *Worker) CronEntries() []CronEntry {
 	return append([]CronEntry(nil), w.cron...)
-}
-
-// cronRunner turns the registered entries into the scheduler's.
-func (w *Worker) cronRunner() *scheduler.Cron {
-	entries := make([]scheduler.CronEntry, len(w.cron))
-	for i, e := range w.cron {
-		entries[i] = scheduler.CronEntry{
-			Name: e.Name, Route: e.Route, Priority: e.Priority, Spec: e.Spec, TZ: e.TZ,
-			Job: func(tick time.Time) (queue.NewJob, error) { return e.job(w.c, tick) },
-		}
-	}
-	return &scheduler.Cron{
-		Queue: w.c.q, Entries: entries, Outage: scheduler.NewOutageLog(w.opts.Logger, "cron"),
-		OnFire: func(e scheduler.CronEntry, tick time.Time, id string) {
-			w.opts.Logger.Info("bananas: cron fired", "entry", e.Name, "tick", tick.Format(time.RFC3339), "job", id)
-		},
-		OnError: func(e scheduler.CronEntry, err error) {
-			w.opts.Logger.Warn("bananas: cron fire failed", "entry", e.Name, "err", err)
-		},
-	}
 }
 
 // CronStatus reads the state of every entry registered on w. The last

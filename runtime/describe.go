@@ -8,11 +8,6 @@ import (
 	"github.com/bananas-go/bananas/runtime/internal/strictjson"
 )
 
-// Field describes one field of a task's arguments, for people and tools (the
-// CLI, GET /api/v1/tasks): admin's, under its own name here, as the
-// generated code that passes it to Describe imports runtime only.
-type Field = admin.Field
-
 // Describe attaches what generated code knows at compile time: the type and
 // fields of the arguments, the result type, and a strict JSON decoder of the
 // arguments (used by the CLI and the HTTP API). It returns t.
@@ -133,4 +128,41 @@ func (s batchShards) of(c *Client, route string) string {
 		s[route] = c.q.ShardOf(context.Background(), route, "")
 	}
 	return s[route]
+}
+
+// Limit sets the task's limits (see TaskLimits) and returns t. Workers store
+// them in Redis when they start (Worker.Run), for every worker's fetch to
+// honour; a task whose limits are removed from the code has them removed at
+// the next start of a worker that registers it. Generated code calls Limit
+// when the task is declared, as regexp.MustCompile is called: limits that
+// are wrong panic, naming the task and the field.
+func (t *Task[A, R]) Limit(l TaskLimits) *Task[A, R] {
+	ql, err := l.queueLimits()
+	if err != nil {
+		if t.varName != "" {
+			panic(fmt.Sprintf("bananas: %s.Limit (task %s): %v", t.varName, t.name, err))
+		}
+		panic(fmt.Sprintf("bananas: Limit of task %s: %v", t.name, err))
+	}
+	t.limits, t.limitSpec = ql, l
+	return t
+}
+
+// KeyBy makes every job of the task keyed by fn(args) and returns t. Jobs of
+// one key form a flow: the flows of a priority are served round-robin, so
+// that one key's backlog does not hold back the others, and the task's
+// limits (Limit) hold per key. A key is at most queue.MaxKeyLen bytes; a
+// longer one is an error of the enqueue. The Key option overrides fn for one
+// enqueue. Generated code calls KeyBy for the annotation key key=.
+func (t *Task[A, R]) KeyBy(fn func(A) string) *Task[A, R] {
+	t.keyBy = fn
+	return t
+}
+
+// DescribeKey names the path into the args the key of KeyBy is read from
+// ("CustomerID", "Order.Shop"), for the task's description (GET
+// /api/v1/tasks, the CLI); generated code calls it with KeyBy. It returns t.
+func (t *Task[A, R]) DescribeKey(path string) *Task[A, R] {
+	t.keyPath = path
+	return t
 }

@@ -3,11 +3,13 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"reflect"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/historian"
 )
 
 // handler is the non-generic form of a registered task: bytes in, bytes out.
@@ -32,50 +34,33 @@ type handler struct {
 	stepJSON func(c *Client, args []byte, first bool) (*stepNode, error)
 }
 
-// Handle registers fn as the handler of task t on worker w. Generated Register
-// functions call it once per task; registering a name twice is an error
-// reported by Run.
-func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, error)) {
-	var resultType reflect.Type
-	if _, none := any(*new(R)).(None); !none {
-		resultType = reflect.TypeFor[R]()
-	}
-	w.register(&handler{
-		name:     t.name,
-		info:     t.Info,
-		limits:   func() queue.Limits { return t.limits },
-		argsType: reflect.TypeFor[A](), resultType: resultType,
-		enqueueJSON: func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error) {
-			return t.With(c).EnqueueJSON(ctx, data, opts...)
-		},
-		jobJSON: func(c *Client, data []byte, opts []Option, shards map[string]string) (admin.BatchJob, error) {
-			return t.With(c).jobJSON(data, opts, shards)
-		},
-		stepJSON: func(c *Client, args []byte, first bool) (*stepNode, error) {
-			return t.With(c).stepNodeJSON(args, first)
-		},
-		argsJSON:   jsonOf[A],
-		resultJSON: jsonOf[R],
-		run: func(ctx context.Context, raw []byte) ([]byte, error) {
-			var args A
-			if err := decode(raw, &args); err != nil {
-				return nil, &decodeError{fmt.Errorf("decode args of %s: %w", t.name, err)}
-			}
-			res, err := fn(ctx, args)
-			if err != nil {
-				return nil, err
-			}
-			out, err := encode(res)
-			if err != nil {
-				return nil, &decodeError{fmt.Errorf("encode result of %s: %w", t.name, err)}
-			}
-			return out, nil
-		},
-	})
-}
-
 // decodeError marks a failure that no retry can fix.
 type decodeError struct{ err error }
 
 func (e *decodeError) Error() string { return e.err.Error() }
 func (e *decodeError) Unwrap() error { return e.err }
+
+// handlers are the tasks registered on a worker, by name.
+type handlers map[string]*handler
+
+// historyRow is the row of rec with its args and result as the JSON of
+// their Go types, by the task's generated code when the task is registered
+// in hs, or declared in the program (args only); null otherwise.
+func (hs handlers) historyRow(route string, rec results.Record) bananastype.Job {
+	var args, result []byte
+	if h := hs[rec.Name]; h != nil {
+		if len(rec.Args) > 0 {
+			if b, err := h.argsJSON(rec.Args); err == nil {
+				args = b
+			}
+		}
+		if len(rec.Value) > 0 && h.resultType != nil {
+			if b, err := h.resultJSON(rec.Value); err == nil {
+				result = b
+			}
+		}
+	} else {
+		args = declaredArgsJSON(rec.Name, rec.Args)
+	}
+	return historian.RowOf(route, rec, args, result)
+}

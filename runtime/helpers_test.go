@@ -2,13 +2,14 @@ package runtime_test
 
 import (
 	"context"
-	"github.com/bananas-go/bananas/bananastype"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bananas-go/bananas/bananastype"
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"

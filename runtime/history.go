@@ -6,9 +6,7 @@ import (
 
 	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
-	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime/internal/ext"
-	"github.com/bananas-go/bananas/runtime/internal/historian"
 )
 
 // WithHistory keeps a task history in store (such as the PostgreSQL one of
@@ -51,55 +49,4 @@ func (c *Client) jobFromHistory(ctx context.Context, id string) (*bananastype.Jo
 	j := rows[0]
 	j.FromHistory = true
 	return &j, nil
-}
-
-// historyWriter returns the writer that moves the ended jobs of the routes
-// w keeps into the client's history, or nil when the client keeps none.
-func (w *Worker) historyWriter() *historian.Writer {
-	store := w.c.History()
-	if store == nil {
-		return nil
-	}
-	return &historian.Writer{
-		Queue: w.c.q, Store: store, Routes: w.keptRoutes,
-		Row:       w.historyRow,
-		Cap:       w.opts.HistoryBacklog,
-		Retention: w.opts.HistoryRetention,
-		Migrate:   w.historyMigrate(),
-		Logger:    w.opts.Logger,
-		Dropped:   w.c.metrics.HistoryDropped,
-		Written:   w.c.metrics.HistoryWritten,
-		Backlog:   w.c.metrics.HistoryBacklog,
-	}
-}
-
-// historyMigrate is the writer's Migrate: the store's, when the worker
-// migrates it (HistoryMigrate) and it has one.
-func (w *Worker) historyMigrate() func(context.Context) error {
-	if m, ok := w.c.History().(history.Migrator); ok && w.opts.HistoryMigrate {
-		return m.Migrate
-	}
-	return nil
-}
-
-// historyRow is the row of rec with its args and result as the JSON of
-// their Go types, by the task's generated code when the task is registered
-// on w, or declared in the program (args only); null otherwise.
-func (w *Worker) historyRow(route string, rec results.Record) bananastype.Job {
-	var args, result []byte
-	if h := w.handlers[rec.Name]; h != nil {
-		if len(rec.Args) > 0 {
-			if b, err := h.argsJSON(rec.Args); err == nil {
-				args = b
-			}
-		}
-		if len(rec.Value) > 0 && h.resultType != nil {
-			if b, err := h.resultJSON(rec.Value); err == nil {
-				result = b
-			}
-		}
-	} else {
-		args = declaredArgsJSON(rec.Name, rec.Args)
-	}
-	return historian.RowOf(route, rec, args, result)
 }

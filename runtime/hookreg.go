@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -60,20 +59,6 @@ type JobEndFunc func(bananastype.JobEnd)
 
 // JobEnded calls f.
 func (f JobEndFunc) JobEnded(e bananastype.JobEnd) { f(e) }
-
-// AddHook subscribes h to each operation whose interface it implements:
-// HookEnqueue (the client's enqueues, inside the hooks added before it),
-// HookWorkBegin (the runs of the client's workers, outside their
-// WorkerOptions.Middleware) and HookWorkEnd (the ends of their runs). A
-// tracer that follows both sides is one hook. Add hooks at start: an
-// enqueue already under way runs the hooks of when it began, and a worker
-// takes the client's hooks when it starts to Run. It panics when h
-// implements none of the three.
-func (c *Client) AddHook(h any) {
-	if !c.hooks.add(h, false) {
-		panic(fmt.Sprintf("bananas: AddHook(%T): it implements none of HookEnqueue, HookWorkBegin, HookWorkEnd", h))
-	}
-}
 
 // hooks is a registry: its subscribers by operation, in the order added.
 type hooks struct {
@@ -166,4 +151,132 @@ func endSinks(subs []endSubscriber, log *slog.Logger) (sinks []engine.JobEndSink
 			h.stop()
 		}
 	}
+}
+
+// EnqueueHook wraps every typed enqueue of a client (AddEnqueueHook; an
+// EnqueueHook is a HookEnqueue, one of the client's hooks):
+// Enqueue, EnqueueMany, Call's enqueue and a workflow's Enqueue, and the
+// submissions of its Inspector (the HTTP API's and the CLI's), a batch as
+// one call. It is the producer side's seam, as Middleware is the worker's:
+// a tracer starts a span around next and writes its context into the
+// jobs' headers (Enqueueing.SetHeader), a logger notes what went where.
+// next stores the jobs, with ctx itself or a context derived from it;
+// after it returns, Enqueueing.IDs holds their ids. The hook returns
+// next's error, or its own to refuse the enqueue without calling next.
+// next is called once, before the hook returns: a hook that returns nil
+// without calling it makes the enqueue fail (nothing was stored), and a
+// second call stores nothing and returns an error.
+type EnqueueHook func(ctx context.Context, e *Enqueueing, next func(context.Context) error) error
+
+// Enqueueing is one enqueue call as an EnqueueHook sees it.
+type Enqueueing struct {
+	Task  string // the task's name; for a workflow, its final step's; "" for a submitted batch of several tasks
+	Route string // the route the jobs go to; "" for a workflow, whose steps each have theirs, and for a submitted batch over several routes
+	Count int    // jobs (steps, for a workflow) the call stores: 1 for Enqueue and Call
+	// Workflow: the call submits a workflow (Step.Enqueue); its headers go
+	// to every step's job.
+	Workflow bool
+	// IDs are, once next has returned, the ids of the call's jobs in order
+	// ("" for one not stored), or the workflow's id; a duplicate's is the
+	// id of the job that holds its place.
+	IDs []string
+
+	headers map[string]string
+}
+
+// SetHeader sets a header on every job of the call, over a runtime.Header
+// option of the same name. Names and values are checked when the jobs are
+// encoded: an enqueue whose headers break queue.CheckHeaders fails with an
+// error naming the header.
+func (e *Enqueueing) SetHeader(key, value string) {
+	if e.headers == nil {
+		e.headers = map[string]string{}
+	}
+	e.headers[key] = value
+}
+
+// Header returns the header the call's hooks set under key so far.
+func (e *Enqueueing) Header(key string) string { return e.headers[key] }
+
+func composeHooks(hs []EnqueueHook) EnqueueHook {
+	if len(hs) == 1 {
+		return hs[0]
+	}
+	outer, inner := hs[0], composeHooks(hs[1:])
+	return func(ctx context.Context, e *Enqueueing, next func(context.Context) error) error {
+		return outer(ctx, e, func(ctx context.Context) error { return inner(ctx, e, next) })
+	}
+}
+
+// jobEndBuffer is how many ends wait for a slow HookWorkEnd (OnJobEnd)
+// before the next ones are dropped.
+const jobEndBuffer = 1024
+
+// jobEndHook calls a HookWorkEnd (WorkerOptions.OnJobEnd, a hook added by
+// Client.AddHook) with every end its worker tells,
+// in order, on a goroutine of its own: the engine hands an end over without
+// waiting, so a slow hook delays only the hook. Past jobEndBuffer ends
+// waiting, the next are dropped and the drop is logged.
+type jobEndHook struct {
+	f       func(bananastype.JobEnd)
+	log     *slog.Logger
+	mu      sync.RWMutex // held to send, and to close ends
+	closed  bool
+	ends    chan bananastype.JobEnd
+	dropped atomic.Int64
+	done    chan struct{}
+}
+
+func newJobEndHook(f func(bananastype.JobEnd), log *slog.Logger) *jobEndHook {
+	h := &jobEndHook{f: f, log: log, ends: make(chan bananastype.JobEnd, jobEndBuffer), done: make(chan struct{})}
+	go h.run()
+	return h
+}
+
+// JobEnded queues e for the hook. An end told after the worker stopped
+// (an ack answered after shutdown gave up waiting for it) is not.
+func (h *jobEndHook) JobEnded(e bananastype.JobEnd) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return
+	}
+	select {
+	case h.ends <- e:
+	default:
+		h.dropped.Add(1)
+	}
+}
+
+func (h *jobEndHook) run() {
+	defer close(h.done)
+	for e := range h.ends {
+		h.call(e)
+		h.reportDrops()
+	}
+	h.reportDrops()
+}
+
+func (h *jobEndHook) call(e bananastype.JobEnd) {
+	defer func() {
+		if v := recover(); v != nil {
+			h.log.Error("bananas: a work-end hook (OnJobEnd, HookWorkEnd) panicked", "job", e.ID, "panic", v)
+		}
+	}()
+	h.f(e)
+}
+
+func (h *jobEndHook) reportDrops() {
+	if n := h.dropped.Swap(0); n > 0 {
+		h.log.Warn("bananas: a work-end hook (OnJobEnd, HookWorkEnd) is slower than jobs end; ends dropped without calling it", "dropped", n, "buffer", jobEndBuffer)
+	}
+}
+
+// stop waits for the hook to see every end queued, and queues no more.
+func (h *jobEndHook) stop() {
+	h.mu.Lock()
+	h.closed = true
+	close(h.ends)
+	h.mu.Unlock()
+	<-h.done
 }

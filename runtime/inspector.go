@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bananas-go/bananas/bananastype"
 	"reflect"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bananas-go/bananas/bananastype"
 
 	"github.com/bananas-go/bananas/history"
 	"github.com/bananas-go/bananas/queue"

@@ -1,40 +1,13 @@
 package runtime
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"strings"
 	"time"
 
-	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
-	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
-)
-
-// Priority orders jobs within a route: every high job is taken before any
-// normal one, every normal before any low. It is queue's type: one
-// vocabulary from the API down to the Redis model.
-type Priority = queue.Priority
-
-const (
-	PriorityHigh   = queue.High
-	PriorityNormal = queue.Normal
-	PriorityLow    = queue.Low
-)
-
-// Status is where a job is in its life (Status.Finished: it will not run
-// again by itself). It is queue's type.
-type Status = queue.Status
-
-const (
-	StatusPending    = queue.StatusPending    // ready, waiting for a worker
-	StatusScheduled  = queue.StatusScheduled  // delayed, or waiting for a retry
-	StatusProcessing = queue.StatusProcessing // running under a worker's lease
-	StatusCompleted  = queue.StatusCompleted  // succeeded; kept as long as its result
-	StatusFailed     = queue.StatusFailed     // dead-lettered after its last attempt
-	StatusCanceled   = queue.StatusCanceled   // canceled before or while it ran; not retried
 )
 
 // ErrDuplicate is matched (errors.Is) by the error of an enqueue that found its
@@ -142,57 +115,12 @@ func (j Job) After() []string {
 	return strings.Split(v, ",")
 }
 
-// LeaveTrail sets what this run leaves for the workflow steps after its
-// job's step: once it completes, each of them reads it in Job.After. A
-// tracing middleware leaves its span's context there, so that a step's span
-// links to its predecessors'. At most 128 bytes of printable
-// ASCII without commas. The run of a job of no workflow leaves nothing (and
-// no error); a later call replaces an earlier one. ctx is the handler's, or
-// a middleware's.
-func LeaveTrail(ctx context.Context, trail string) error {
-	v, ok := ctx.Value(jobKey{}).(jobValue)
-	if !ok {
-		return errors.New("bananas: LeaveTrail: ctx is not a job's (call it with the context a handler or middleware received)")
-	}
-	if err := record.CheckTrail(trail); err != nil {
-		return fmt.Errorf("bananas: LeaveTrail: %w", err)
-	}
-	if v.trail != nil {
-		*v.trail = trail
-	}
-	return nil
-}
-
 // Headers returns a copy of the job's headers, nil when it has none.
 func (j Job) Headers() map[string]string {
 	if j.headers == nil {
 		return nil
 	}
 	return maps.Clone(*j.headers)
-}
-
-type jobKey struct{}
-
-// jobValue is what a handler's context holds under jobKey: its job
-// (CurrentJob), the client of the worker running it (Once) and where its
-// progress goes (Progress).
-type jobValue struct {
-	job      Job
-	c        *Client
-	progress progressRun
-	trail    *string // LeaveTrail's, for a workflow step's run; nil for other jobs
-}
-
-// CurrentJob returns the job whose handler received ctx.
-func CurrentJob(ctx context.Context) (Job, bool) {
-	v, ok := ctx.Value(jobKey{}).(jobValue)
-	return v.job, ok
-}
-
-// clientOf returns the client of the worker whose handler received ctx, or nil.
-func clientOf(ctx context.Context) *Client {
-	v, _ := ctx.Value(jobKey{}).(jobValue)
-	return v.c
 }
 
 // None stands for a missing argument or result type: a task declared

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bananas-go/bananas/bananastype"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/bananas-go/bananas/bananastype"
 
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"

@@ -45,9 +45,9 @@ const (
 // and output are passed in, and the exit status is returned. The process
 // shell (configuration, logger, listeners, the worker, scheduler and api
 // commands) is package shell's; the runtime it runs is this package's
-// (program).
+// (shellProgram).
 func RunCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, register ...func(*Worker)) int {
-	return shell.Run(ctx, args, getenv, stdout, stderr, program(register))
+	return shell.Run(ctx, args, getenv, stdout, stderr, shellProgram(register))
 }
 
 // Config is the process configuration Main reads from the environment (and
@@ -77,9 +77,9 @@ var configRules = shell.Rules{
 	CheckRedisURL: dial.Check, RedactURL: dial.Redact,
 }
 
-// program is the runtime behind the shell: a Client, and a Worker of the
+// shellProgram is the runtime behind the shell: a Client, and a Worker of the
 // configuration with the packages' tasks registered.
-func program(register []func(*Worker)) shell.Program {
+func shellProgram(register []func(*Worker)) shell.Program {
 	return shell.Program{
 		Rules:      configRules,
 		LogRedisTo: dial.LogTo, // go-redis's lines as the program's (see dial.GoRedisLogger)

@@ -3,8 +3,8 @@ package runtime
 import (
 	"context"
 	"log/slog"
-	"net/http"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/metrics"
 )
@@ -52,22 +52,27 @@ func toMetricDepths(ds []queue.Depth, q *queue.Queue) []metrics.Depth {
 	return out
 }
 
-// MetricsHandler serves this client's metrics in the Prometheus formats:
-// the jobs its tasks enqueued, the runs of its workers (outcomes, run and
-// wait times, running jobs and slots), and the depths of every route's
-// queues, read from Redis when scraped (docs/METRICS.md lists them all). The
-// HTTP API mounts it at /metrics.
-func (c *Client) MetricsHandler() http.Handler { return c.metrics.Handler() }
+// countEnds, the metrics' subscriber to the ends of runs (an inline
+// HookWorkEnd of every client), counts the ends of a worker's runs in its
+// client's metrics, those its reaper recovered included: the run was another worker's (or
+// this one's, its failure unwritten), which did not count it, so each
+// failed run is counted once, by whoever recorded its end.
+type countEnds struct{ m *metrics.Set }
 
-// QueueDepthMetrics turns the queue gauges of MetricsHandler (bananas_queue_*,
-// bananas_route_paused) on, the default, or off. They are the same numbers
-// read by every process from the same Redis: a deployment that would rather
-// not read them once per process and scrape may keep them on one process
-// only (docs/METRICS.md).
-func (c *Client) QueueDepthMetrics(on bool) {
-	var f metrics.DepthFunc
-	if on {
-		f = depthReader(c.q)
+func (c countEnds) JobEnded(e bananastype.JobEnd) {
+	s := c.m.For(e.Route, string(e.Priority), e.Task)
+	switch e.Ending {
+	case queue.EndCompleted:
+		s.Succeeded()
+	case queue.EndRetrying:
+		s.Failed()
+		s.Retried()
+	case queue.EndDead:
+		s.Failed()
+		s.Dead()
+	case queue.EndSnoozed:
+		s.Snoozed()
+	case queue.EndCanceled:
+		s.Canceled()
 	}
-	c.metrics.ReadDepths(f)
 }

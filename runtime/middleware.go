@@ -38,28 +38,3 @@ func chain(ms []Middleware) Middleware {
 		return outer(ctx, job, func(ctx context.Context) error { return inner(ctx, job, next) })
 	}
 }
-
-// callHandler runs h on args through mw (when there is one).
-func callHandler(ctx context.Context, h *handler, args []byte, mw Middleware, job Job) outcome {
-	if mw == nil {
-		res, err := h.run(ctx, args)
-		return outcome{res, err}
-	}
-	return callThrough(ctx, h, args, mw, job)
-}
-
-// callThrough is callHandler with middleware, apart so that the variables
-// its closure captures do not move to the heap for every job of a worker
-// without any.
-func callThrough(ctx context.Context, h *handler, args []byte, mw Middleware, job Job) outcome {
-	var res []byte
-	err := mw(ctx, job, func(ctx context.Context) error {
-		var err error
-		res, err = h.run(ctx, args)
-		return err
-	})
-	if err != nil {
-		res = nil
-	}
-	return outcome{res, err}
-}

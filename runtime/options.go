@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -169,4 +170,31 @@ func (c *jobConfig) successTTLMS() int64 {
 // Description attaches free text to the job, shown by `job` and the dashboard.
 func Description(text string) Option {
 	return func(c *jobConfig) { c.description = text }
+}
+
+// Header sets a header the job carries beside its args: its handler reads
+// it in Job.Headers (CurrentJob), middleware in the Job it is given. A job
+// carries at most queue.MaxHeaders headers of printable-ASCII names; see
+// queue.CheckHeaders for the sizes.
+func Header(key, value string) Option {
+	return func(c *jobConfig) {
+		if err := queue.CheckHeaderKey(key); err != nil {
+			c.fail("runtime.Header: %v", err)
+			return
+		}
+		c.headers = withHeaders(c.headers, map[string]string{key: value})
+	}
+}
+
+// withHeaders is headers with over's over them: a new map, as a job's
+// headers may be shared with its task's defaults or its template; headers
+// itself when over is empty.
+func withHeaders(headers, over map[string]string) map[string]string {
+	if len(over) == 0 {
+		return headers
+	}
+	h := make(map[string]string, len(headers)+len(over))
+	maps.Copy(h, headers)
+	maps.Copy(h, over)
+	return h
 }

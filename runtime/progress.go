@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/internal/engine"
 )
 
 // MaxProgressNote is the most bytes of a progress note that are kept: a
@@ -75,20 +74,4 @@ func cutNote(note string) string {
 		cut--
 	}
 	return note[:cut]
-}
-
-// progressRun is where the Progress calls of one run go: the worker's
-// flusher, under the run's shard route and lease token.
-type progressRun struct {
-	to           *engine.ProgressFlusher
-	route, token string
-}
-
-// handlerValue is what the context of d's handler holds under jobKey.
-func (w *Worker) handlerValue(d *queue.Dispatch) any {
-	v := jobValue{job: jobOf(d), c: w.c, progress: progressRun{to: w.progress, route: d.Route, token: d.Token}}
-	if d.Envelope.Workflow != "" {
-		v.trail = new(string)
-	}
-	return v
 }

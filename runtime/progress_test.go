@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bananas-go/bananas/bananastype"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bananas-go/bananas/bananastype"
 
 	"github.com/bananas-go/bananas/internal/faultproxy"
 	"github.com/bananas-go/bananas/internal/redistest"

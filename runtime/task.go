@@ -4,15 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // Task is a typed handle on one kind of job: A is its arguments, R its result
@@ -46,40 +45,13 @@ func NewTask[A, R any](name string, defaults ...Option) *Task[A, R] {
 	return t
 }
 
-// declaredTasks maps the name of every task declared in the program (by
-// NewTask: its generated code's variables) to the decoder of its args into
-// JSON, for Client.Job. Two declarations of one name with different args
-// types leave no decoder: which one a job was made by cannot be told.
-var declaredTasks sync.Map // name -> *argsDecoder
-
-type argsDecoder struct {
-	typ    reflect.Type
-	toJSON func(msgpack []byte) (json.RawMessage, error) // nil: declared with different types
-	// keyOf reads the key (KeyBy) of stored args, for a workflow's step
-	// whose args were a predecessor's result; nil as toJSON.
-	keyOf func(msgpack []byte) (string, error)
-}
+// name -> *argsDecoder
 
 func declareArgs[A, R any](name string, t *Task[A, R]) {
 	d := &argsDecoder{typ: reflect.TypeFor[A](), toJSON: jsonOf[A], keyOf: t.keyOfStored}
 	if prev, loaded := declaredTasks.LoadOrStore(name, d); loaded && prev.(*argsDecoder).typ != d.typ {
 		declaredTasks.Store(name, &argsDecoder{typ: d.typ})
 	}
-}
-
-// declaredArgsJSON is the JSON of args, stored by a job of task name, when
-// the program declares that task; nil when it does not, or they do not
-// decode.
-func declaredArgsJSON(name string, args []byte) json.RawMessage {
-	v, ok := declaredTasks.Load(name)
-	if !ok || len(args) == 0 || v.(*argsDecoder).toJSON == nil {
-		return nil
-	}
-	b, err := v.(*argsDecoder).toJSON(args)
-	if err != nil {
-		return nil
-	}
-	return b
 }
 
 // Name returns the task's wire name.
@@ -499,3 +471,43 @@ func (c *Client) enqueueSharded(ctx context.Context, cfg jobConfig, jobs []queue
 	}
 	return holders, nil, nil
 }
+
+// keyOfStored is the key (KeyBy) of stored args of t.
+func (t *Task[A, R]) keyOfStored(b []byte) (string, error) {
+	if t.keyBy == nil {
+		return "", nil
+	}
+	var a A
+	if err := decode(b, &a); err != nil {
+		return "", fmt.Errorf("decode args of %s for its key: %w", t.name, err)
+	}
+	key := t.keyBy(a)
+	if err := queue.CheckKey(key); err != nil {
+		return "", fmt.Errorf("the key of the args of %s: %w", t.name, err)
+	}
+	return key, nil
+}
+
+// keyOf returns whether a job of the task with args and cfg is keyed, and
+// its key: the Key option's, else KeyBy's, else "" for a task with limits
+// (its jobs are one flow, limited together).
+func (t *Task[A, R]) keyOf(cfg jobConfig, args A) (keyed bool, key string, err error) {
+	switch {
+	case cfg.hasKey:
+		return true, cfg.key, nil // checked by Key
+	case t.keyBy != nil:
+		key = t.keyBy(args)
+		if err := queue.CheckKey(key); err != nil {
+			return true, "", fmt.Errorf("bananas: enqueue %s: the key of the job's args: %w", t.name, err)
+		}
+		return true, key, nil
+	case !t.limits.IsZero():
+		return true, "", nil
+	}
+	return false, "", nil
+}
+
+// Field describes one field of a task's arguments, for people and tools (the
+// CLI, GET /api/v1/tasks): admin's, under its own name here, as the
+// generated code that passes it to Describe imports runtime only.
+type Field = admin.Field

@@ -5,41 +5,32 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/results"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
-	"github.com/bananas-go/bananas/runtime/internal/routeshards"
+	"github.com/bananas-go/bananas/runtime/internal/shell"
+	"github.com/bananas-go/bananas/runtime/internal/worker"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
 // Worker runs the handlers registered on it for jobs of its routes. It
-// holds the handlers, the cron entries and the options, and wires the parts
-// that run jobs (package engine), the promoter and the cron runner.
+// holds the handlers, the cron entries and the options; Run hands them,
+// behind an executor, to package worker (runtime/internal/worker), which
+// runs the engine and the loops around it.
 type Worker struct {
 	c        *Client
 	opts     WorkerOptions
 	id       string
 	mode     string // WORKER_MODE, when started by Main
-	handlers map[string]*handler
+	handlers handlers
 	cron     []CronEntry
 	regErrs  []error
 	started  atomic.Bool
-
-	middleware Middleware           // WorkerOptions.Middleware composed, nil when none
-	engine     *engine.Engine       // set by Run
-	shards     *routeshards.Watcher // set by Run
-	// keeper holds the keeper locks of the routes this worker promotes,
-	// reaps and purges (set by Run; nil for a scheduler, which promotes
-	// every route).
-	keeper *scheduler.Keeper
-	// progress writes the progress its handlers report (set by Run).
-	progress *engine.ProgressFlusher
 }
 
 // NewWorker returns a worker over client c. Register handlers (the generated
@@ -47,7 +38,7 @@ type Worker struct {
 func NewWorker(c *Client, opts WorkerOptions) *Worker {
 	host, _ := os.Hostname()
 	return &Worker{
-		c: c, opts: opts, handlers: map[string]*handler{},
+		c: c, opts: opts, handlers: handlers{},
 		id: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), queue.NewID("w", time.Now())[20:26]),
 	}
 }
@@ -103,7 +94,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("bananas: Worker.Run called twice")
 	}
-	if err := w.withDefaults(); err != nil {
+	if err := w.opts.withDefaults(w.regErrs); err != nil {
 		return fmt.Errorf("bananas: worker: %w", err)
 	}
 	// The worker's hooks: the client's subscribers, then its own: its
@@ -113,262 +104,108 @@ func (w *Worker) Run(ctx context.Context) error {
 		ends = append(ends, endSubscriber{h: JobEndFunc(w.opts.OnJobEnd)})
 	}
 	mw, subscribers := w.c.hooks.forWorker(w.opts.Middleware, ends...)
-	w.middleware = mw
-	if err := w.prepare(ctx); err != nil {
-		return fmt.Errorf("bananas: worker: %w", err)
-	}
 	sinks, stopSinks := endSinks(subscribers, w.opts.Logger)
 	defer stopSinks() // after the engine has stopped: every end told
-	w.shards = w.newShards()
-	w.keeper = w.newKeeper()
-	w.progress = engine.NewProgressFlusher(engine.Redis(w.c.q), ProgressEvery, scheduler.NewOutageLog(w.opts.Logger, "progress (running jobs' progress to Redis)"))
-	w.engine = engine.New(w.engineConfig(sinks))
+	return worker.Run(ctx, w.runConfig(mw, sinks))
+}
 
-	// The promoter and the cron runner outlive ctx until the engine has
-	// shut down, as the engine's own loops do.
-	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	defer func() { stopBG(); wg.Wait() }()
+// runConfig is what package worker runs of w: its options, its tasks and
+// cron entries, its handlers behind an executor with the middleware mw,
+// and its ends told to sinks.
+func (w *Worker) runConfig(mw Middleware, sinks []engine.JobEndSink) worker.Config {
+	o := &w.opts
+	x := &executor{tasks: w.handlers, mw: mw, maxPayload: w.c.maxPayload, backoff: o.Backoff}
+	cfg := worker.Config{
+		Queue: w.c.q, Listener: w.c.listener, Logger: o.Logger, Metrics: w.c.metrics,
+		ID: w.id, Mode: w.mode, SchedulerMode: shell.ModeSchedulerOnly,
+		Routes: o.Routes, Priorities: o.Priorities, JobTypes: o.JobTypes, Concurrency: o.Concurrency, SchedulerOnly: o.SchedulerOnly,
+		Lease: o.Lease, ShutdownTimeout: o.ShutdownTimeout, JobTimeout: o.JobTimeout,
+		ResultTTL: o.ResultTTL, FailureTTL: o.FailureTTL, SafetyPoll: o.SafetyPoll,
+		Tasks: w.runTasks(), Cron: w.runCron(),
+		Exec: x.exec, RetryDelay: x.retryDelay, JobKey: jobKey{}, JobValue: handlerValue(w.c), Sinks: sinks,
+		ProgressEvery: ProgressEvery,
+		Workflows:     w.c.workflowRunner(),
+	}
+	if store := w.c.History(); store != nil {
+		cfg.History = &worker.History{Store: store, Row: w.handlers.historyRow,
+			Backlog: o.HistoryBacklog, Retention: o.HistoryRetention, Migrate: o.HistoryMigrate}
+	}
+	return cfg
+}
 
-	promoterWake := make(chan time.Time, 1)
-	subs, err := w.subscribe(ctx)
-	if err != nil {
-		return err
-	}
-	schedule := &scheduleListener{w: w, wake: promoterWake}
-	defer func() {
-		for _, s := range subs {
-			s.Close()
-		}
-		schedule.set(false)
-	}()
-	if w.keeper == nil { // a scheduler promotes for every route, always
-		if err := schedule.set(true); err != nil {
-			return fmt.Errorf("bananas: worker: subscribe: %w", err)
-		}
-	} else {
-		w.keeper.OnChange = func(held []string) { _ = schedule.set(len(held) > 0) }
-	}
-
-	if err := w.shards.Refresh(ctx); err != nil {
-		w.opts.Logger.Warn("bananas: cannot read the shards of the worker's routes; working the routes themselves until they read", "err", err)
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); w.shards.Run(bg) }()
-	wg.Add(1)
-	go func() { defer wg.Done(); w.wakeOnReconnect(bg) }()
-	for _, loop := range w.schedulingLoops(promoterWake) {
-		wg.Add(1)
-		go func() { defer wg.Done(); loop(bg) }()
-	}
-
-	if w.keeper != nil {
-		// The routes the worker keeps are known before it takes jobs.
-		select {
-		case <-w.keeper.Ready():
-		case <-ctx.Done():
+// runTasks are w's tasks as package worker takes them, by name.
+func (w *Worker) runTasks() []worker.Task {
+	var out []worker.Task
+	for _, name := range w.Tasks() {
+		if h := w.handlers[name]; h.info != nil && h.limits != nil {
+			out = append(out, worker.Task{Name: name, Route: h.info().Route, Limits: h.limits()})
 		}
 	}
-	w.opts.Logger.Info("bananas: worker started", "worker", w.id, "routes", strings.Join(w.opts.Routes, ","),
-		"concurrency", w.opts.Concurrency, "tasks", strings.Join(w.Tasks(), ","), "clock_skew", w.c.q.Skew().Round(time.Millisecond))
-	if !w.opts.SchedulerOnly {
-		defer w.c.metrics.AddWorker(w.opts.Concurrency, w.engine.InFlight)()
-		w.warnUntakenRoutes()
-	}
-	w.engine.Run(ctx)
-	w.opts.Logger.Info("bananas: worker stopped", "worker", w.id)
-	return nil
+	return out
 }
 
-// prepare is what Run does before its loops start: the queue's warnings
-// to the logger, the clock measured again (now that there is a logger to
-// warn of a large skew), eviction warned of, and the tasks' limits stored
-// (an error of the last fails Run: a worker that cannot store them would
-// run jobs under the limits of an older version of the code).
-func (w *Worker) prepare(ctx context.Context) error {
-	w.c.q.OnWarning(w.opts.Logger.Warn)
-	if err := w.c.q.SyncClock(ctx); err != nil {
-		w.opts.Logger.Warn("bananas: read the Redis server's clock; using the last reading", "err", err)
-	}
-	w.warnEviction(ctx)
-	return w.storeTaskLimits(ctx)
-}
-
-// schedulingLoops are the promoter (due delayed jobs and retries to their
-// ready lists, woken on promoterWake) and, with cron entries, the cron
-// runner.
-func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Context) {
-	routes := w.c.q.Routes // a scheduler promotes for every route there is
-	if w.keeper != nil {
-		routes = func(context.Context) ([]string, error) { return w.keeper.Held(), nil }
-	}
-	p := &scheduler.Promoter{
-		Queue:  w.c.q,
-		Routes: routes,
-		Wake:   promoterWake,
-		Safety: min(w.opts.SafetyPoll, scheduler.DefaultPromoterSafety),
-		Outage: scheduler.NewOutageLog(w.opts.Logger, "promoter (due delayed jobs and retries to their queues)"),
-	}
-	loops := []func(context.Context){func(ctx context.Context) { p.Run(ctx) }, w.workflowKeeper().Run, w.progress.Run}
-	if w.keeper != nil {
-		loops = append(loops, w.keeper.Run)
-	}
-	if len(w.cron) > 0 {
-		cr := w.cronRunner()
-		loops = append(loops, func(ctx context.Context) { _ = cr.Run(ctx) })
-	}
-	if hw := w.historyWriter(); hw != nil {
-		loops = append(loops, hw.Run)
-	}
-	return loops
-}
-
-// engineConfig is what the engine needs of w, its options defaulted, its
-// ends told to sinks.
-func (w *Worker) engineConfig(sinks []engine.JobEndSink) engine.Config {
-	return engine.Config{
-		Queue: engine.Redis(w.c.q), Metrics: engineMetrics{w.c.metrics}, Sinks: sinks, Logger: w.opts.Logger, ID: w.id,
-		Routes: w.opts.Routes, RoutesNow: w.shards.Now, Priorities: w.opts.Priorities, JobTypes: w.opts.JobTypes, Tasks: w.Tasks(),
-		FetchJobs: !w.opts.SchedulerOnly, Concurrency: w.opts.Concurrency,
-		Lease: w.opts.Lease, ShutdownTimeout: w.opts.ShutdownTimeout, JobTimeout: w.opts.JobTimeout,
-		ResultTTL: w.opts.ResultTTL, FailureTTL: w.opts.FailureTTL, SafetyPoll: w.opts.SafetyPoll,
-		RetryDelay:   w.retryDelay,
-		Exec:         w.exec,
-		JobKey:       jobKey{},
-		JobValue:     w.handlerValue,
-		State:        w.heartbeatState(),
-		ServedRoutes: w.servedRoutes,
-		Kept:         w.keptRoutes,
-	}
-}
-
-// warnEviction warns when Redis deletes keys under memory pressure: a
-// deleted key is a lost job or result, so a queue's Redis wants
-// maxmemory-policy noeviction (enqueues then fail with an error when memory
-// is full, and nothing stored is lost). A policy that cannot be read
-// (CONFIG refused, the embedded server) is not warned about.
-func (w *Worker) warnEviction(ctx context.Context) {
-	if p, err := w.c.q.EvictionPolicy(ctx); err == nil && p != "" && p != "noeviction" {
-		w.opts.Logger.Warn("bananas: Redis evicts keys under memory pressure, and an evicted key is a lost job or result; set maxmemory-policy noeviction",
-			"maxmemory_policy", p)
-	}
-}
-
-// warnUntakenRoutes says, one line per route, which registered tasks enqueue
-// by default to a route this worker does not take: their jobs wait for
-// another worker, and with none they wait for ever.
-func (w *Worker) warnUntakenRoutes() {
-	byRoute := map[string][]string{}
-	for name, h := range w.handlers {
-		if h.info == nil {
-			continue
-		}
-		if r := h.info().Route; !slices.Contains(w.opts.Routes, r) {
-			byRoute[r] = append(byRoute[r], name)
+// runCron are w's cron entries as the scheduler takes them, each tick's
+// job made through w's client.
+func (w *Worker) runCron() []scheduler.CronEntry {
+	entries := make([]scheduler.CronEntry, len(w.cron))
+	for i, e := range w.cron {
+		entries[i] = scheduler.CronEntry{
+			Name: e.Name, Route: e.Route, Priority: e.Priority, Spec: e.Spec, TZ: e.TZ,
+			Job: func(tick time.Time) (queue.NewJob, error) { return e.job(w.c, tick) },
 		}
 	}
-	routes := make([]string, 0, len(byRoute))
-	for r := range byRoute {
-		routes = append(routes, r)
-	}
-	slices.Sort(routes)
-	for _, r := range routes {
-		slices.Sort(byRoute[r])
-		w.opts.Logger.Warn("bananas: tasks registered for a route this worker does not take; their jobs wait for a worker that does",
-			"route", r, "tasks", strings.Join(byRoute[r], ","), "worker_routes", strings.Join(w.opts.Routes, ","))
-	}
+	return entries
 }
 
-// subscribe listens, before the first fetch, on the channels of every
-// route (subscribeRoute), so that no push after that fetch goes unnoticed;
-// the shards a route gains later are listened to as they come (routeshards).
-func (w *Worker) subscribe(ctx context.Context) ([]*results.Subscription, error) {
-	var subs []*results.Subscription
-	for _, r := range w.opts.Routes {
-		s, err := w.subscribeRoute(ctx, r)
-		if err != nil {
-			for _, s := range subs {
-				s.Close()
+// Handle registers fn as the handler of task t on worker w. Generated Register
+// functions call it once per task; registering a name twice is an error
+// reported by Run.
+func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, error)) {
+	var resultType reflect.Type
+	if _, none := any(*new(R)).(None); !none {
+		resultType = reflect.TypeFor[R]()
+	}
+	w.register(&handler{
+		name:     t.name,
+		info:     t.Info,
+		limits:   func() queue.Limits { return t.limits },
+		argsType: reflect.TypeFor[A](), resultType: resultType,
+		enqueueJSON: func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error) {
+			return t.With(c).EnqueueJSON(ctx, data, opts...)
+		},
+		jobJSON: func(c *Client, data []byte, opts []Option, shards map[string]string) (admin.BatchJob, error) {
+			return t.With(c).jobJSON(data, opts, shards)
+		},
+		stepJSON: func(c *Client, args []byte, first bool) (*stepNode, error) {
+			return t.With(c).stepNodeJSON(args, first)
+		},
+		argsJSON:   jsonOf[A],
+		resultJSON: jsonOf[R],
+		run: func(ctx context.Context, raw []byte) ([]byte, error) {
+			var args A
+			if err := decode(raw, &args); err != nil {
+				return nil, &decodeError{fmt.Errorf("decode args of %s: %w", t.name, err)}
 			}
-			return nil, err
-		}
-		subs = append(subs, s...)
-	}
-	return subs, nil
-}
-
-// wakeOnReconnect wakes the fetcher each time the listener reconnects
-// until ctx ends: a wake-up published while it was away is lost, and the
-// fetcher would otherwise wait for its safety poll.
-func (w *Worker) wakeOnReconnect(ctx context.Context) {
-	for {
-		select {
-		case <-w.c.listener.Reconnected():
-			w.engine.Wake("")
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func parseMillis(b []byte) time.Time {
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return time.UnixMilli(n)
-}
-
-// newShards is the watcher of the shards of w's routes (routeshards): it
-// listens on each shard as subscribeRoute does, and has a shard it gains
-// given its limits, fetched from and kept.
-func (w *Worker) newShards() *routeshards.Watcher {
-	return routeshards.New(routeshards.Config{
-		Queue: w.c.q, Listener: w.c.listener, Routes: w.opts.Routes, Logger: w.opts.Logger,
-		Subscribe: w.subscribeRoute,
-		Added: func(ctx context.Context, added []string) {
-			w.storeShardLimits(ctx, added)
-			w.engine.Wake("")
-			if w.keeper != nil {
-				w.keeper.Kick() // the new shards want a keeper now, not at the next round
+			res, err := fn(ctx, args)
+			if err != nil {
+				return nil, err
 			}
+			out, err := encode(res)
+			if err != nil {
+				return nil, &decodeError{fmt.Errorf("encode result of %s: %w", t.name, err)}
+			}
+			return out, nil
 		},
 	})
 }
 
-// subscribeRoute listens on route's wake channel (a job made ready while
-// the worker waits: it fetches), its cancel channel (running jobs asked to
-// cancel stop at once; the renewals find those this misses, see
-// CancelRequests) and, for a worker that keeps routes, its keeper channel
-// (the keeper gave the route up: try to take it over at once).
-func (w *Worker) subscribeRoute(ctx context.Context, route string) ([]*results.Subscription, error) {
-	k := w.c.q.Keys(route)
-	listen := []struct {
-		channel string
-		f       func([]byte)
-	}{
-		{w.engine.WakeChannel(route), func([]byte) { w.engine.Wake(route) }},
-		{k.CancelChannel(), func(id []byte) { w.engine.Cancel(string(id)) }},
-	}
-	if w.keeper != nil {
-		listen = append(listen, struct {
-			channel string
-			f       func([]byte)
-		}{k.KeeperChannel(), func([]byte) { w.keeper.Kick() }})
-	}
-	var subs []*results.Subscription
-	for _, l := range listen {
-		sub, err := w.c.listener.SubscribeFunc(ctx, l.channel, l.f)
-		if err != nil {
-			for _, s := range subs {
-				s.Close()
-			}
-			return nil, fmt.Errorf("bananas: worker: subscribe: %w", err)
-		}
-		subs = append(subs, sub)
-	}
-	return subs, nil
+// CronEntry is a task enqueued on a schedule.
+type CronEntry struct {
+	Name     string   `json:"name"` // the task's wire name
+	Route    string   `json:"route"`
+	Priority Priority `json:"priority"`
+	Spec     string   `json:"spec"` // five cron fields, or a descriptor such as @every 1s
+	TZ       string   `json:"tz,omitempty"`
+
+	job func(c *Client, tick time.Time) (queue.NewJob, error)
 }

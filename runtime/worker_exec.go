@@ -13,16 +13,26 @@ import (
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 )
 
+// executor runs a worker's jobs: its registered tasks through its
+// middleware (nil when none), their results held to the client's payload
+// limit, their retries after the worker's backoff or the job's own.
+type executor struct {
+	tasks      handlers
+	mw         Middleware
+	maxPayload int
+	backoff    func(attempt int) time.Duration
+}
+
 // exec is the engine's Config.Exec: it runs the job's handler through the
 // worker's middleware and says what the run came to — a failure's message
 // with its stack, whether a retry can help (a decode error, SkipRetry, a
 // result over the payload limit cannot), or a snooze (RetryAfter).
-func (w *Worker) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
-	h := w.handlers[d.Name] // the engine runs only the tasks it was given (Config.Tasks)
+func (x *executor) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
+	h := x.tasks[d.Name] // the engine runs only the tasks it was given (Config.Tasks)
 	// ctx holds the run's jobValue (handlerValue, the engine's Config.JobValue):
 	// its Job is the one middleware is given, and its trail what LeaveTrail set.
 	v, _ := ctx.Value(jobKey{}).(jobValue)
-	o := runHandler(ctx, h, d.Envelope.Args, w.middleware, v.job)
+	o := runHandler(ctx, h, d.Envelope.Args, x.mw, v.job)
 	var trail string // only a workflow step's run has a place for one
 	if v.trail != nil {
 		trail = *v.trail
@@ -35,19 +45,10 @@ func (w *Worker) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 		}
 		return engine.Outcome{Failed: true, Message: errorText(o.err), Final: errors.As(o.err, &de) || errors.Is(o.err, SkipRetry)}
 	}
-	if err := checkPayload("result of ", d.Name, len(o.result), w.c.maxPayload); err != nil {
+	if err := checkPayload("result of ", d.Name, len(o.result), x.maxPayload); err != nil {
 		return engine.Outcome{Failed: true, Message: err.Error(), Final: true}
 	}
 	return engine.Outcome{Result: o.result, Trail: trail}
-}
-
-// jobOf is the Job a handler's context carries (CurrentJob).
-func jobOf(d *queue.Dispatch) Job {
-	j := Job{ID: d.ID, Name: d.Name, Route: queue.ShardBase(d.Route), Priority: Priority(d.Priority), Attempt: d.Attempts + 1, Workflow: d.Envelope.Workflow}
-	if d.Envelope.Headers != nil {
-		j.headers = &d.Envelope.Headers
-	}
-	return j
 }
 
 // outcome is what a handler returned.
@@ -92,9 +93,34 @@ func errorText(err error) string {
 
 // retryDelay is the delay before retry number attempt of a job: its task's
 // own backoff (RetryBackoff, backoff=) when it has one, else the worker's.
-func (w *Worker) retryDelay(env queue.Envelope, attempt int) time.Duration {
+func (x *executor) retryDelay(env queue.Envelope, attempt int) time.Duration {
 	if env.Backoff > 0 {
 		return doubling(time.Duration(env.Backoff)*time.Millisecond, attempt)
 	}
-	return w.opts.Backoff(attempt)
+	return x.backoff(attempt)
+}
+
+// callHandler runs h on args through mw (when there is one).
+func callHandler(ctx context.Context, h *handler, args []byte, mw Middleware, job Job) outcome {
+	if mw == nil {
+		res, err := h.run(ctx, args)
+		return outcome{res, err}
+	}
+	return callThrough(ctx, h, args, mw, job)
+}
+
+// callThrough is callHandler with middleware, apart so that the variables
+// its closure captures do not move to the heap for every job of a worker
+// without any.
+func callThrough(ctx context.Context, h *handler, args []byte, mw Middleware, job Job) outcome {
+	var res []byte
+	err := mw(ctx, job, func(ctx context.Context) error {
+		var err error
+		res, err = h.run(ctx, args)
+		return err
+	})
+	if err != nil {
+		res = nil
+	}
+	return outcome{res, err}
 }

@@ -85,9 +85,9 @@ type WorkerOptions struct {
 	OnJobEnd func(bananastype.JobEnd)
 }
 
-// withDefaults fills zero fields and checks the rest.
-func (w *Worker) withDefaults() error {
-	o := &w.opts
+// withDefaults fills zero fields and checks the rest; regErrs are the
+// errors of the registrations, reported with those of the options.
+func (o *WorkerOptions) withDefaults(regErrs []error) error {
 	if len(o.Routes) == 0 {
 		o.Routes = []string{"default"}
 	}
@@ -124,7 +124,7 @@ func (w *Worker) withDefaults() error {
 			o.SafetyPoll = time.Second
 		}
 	}
-	errs := slices.Clone(w.regErrs)
+	errs := slices.Clone(regErrs)
 	for _, r := range o.Routes {
 		if err := queue.CheckRoute(r); err != nil {
 			errs = append(errs, fmt.Errorf("WorkerOptions.Routes: %w", err))

@@ -371,3 +371,17 @@ func (c *Client) cancelStepJob(ctx context.Context, id string) error {
 	}
 	return err
 }
+
+// stepNodeJSON is a step of t for a JSON submission: a first step with args
+// read by t's strict decoder, or one whose args are its predecessors'
+// results, with t's defaults as Step and Then give them.
+func (t *Task[A, R]) stepNodeJSON(args []byte, first bool) (*stepNode, error) {
+	if !first {
+		return t.stepNode(nil), nil
+	}
+	a, err := t.decodeArgsJSON(args)
+	if err != nil {
+		return nil, err
+	}
+	return t.Step(a).node, nil
+}

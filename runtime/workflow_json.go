@@ -18,20 +18,6 @@ import (
 // result type, or []R for several that each return R. Then its steps are
 // the same untyped nodes the typed calls build, submitted the same way.
 
-// stepNodeJSON is a step of t for a JSON submission: a first step with args
-// read by t's strict decoder, or one whose args are its predecessors'
-// results, with t's defaults as Step and Then give them.
-func (t *Task[A, R]) stepNodeJSON(args []byte, first bool) (*stepNode, error) {
-	if !first {
-		return t.stepNode(nil), nil
-	}
-	a, err := t.decodeArgsJSON(args)
-	if err != nil {
-		return nil, err
-	}
-	return t.Step(a).node, nil
-}
-
 // SubmitWorkflow checks s and submits it whole (see admin.Admin); a refusal
 // names the step at fault ("steps[2].after").
 func (in *inspector) SubmitWorkflow(ctx context.Context, s admin.WorkflowSubmission) (string, map[string]string, error) {

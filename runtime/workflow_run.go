@@ -13,33 +13,6 @@ import (
 	"github.com/bananas-go/bananas/runtime/internal/workflows/redisstore"
 )
 
-// keyOfStored is the key (KeyBy) of stored args of t.
-func (t *Task[A, R]) keyOfStored(b []byte) (string, error) {
-	if t.keyBy == nil {
-		return "", nil
-	}
-	var a A
-	if err := decode(b, &a); err != nil {
-		return "", fmt.Errorf("decode args of %s for its key: %w", t.name, err)
-	}
-	key := t.keyBy(a)
-	if err := queue.CheckKey(key); err != nil {
-		return "", fmt.Errorf("the key of the args of %s: %w", t.name, err)
-	}
-	return key, nil
-}
-
-// keyOfStoredArgs is the key of a step's job of task name, read from its
-// args by the task's KeyBy: the process that makes the job must declare
-// the task (link its generated code).
-func keyOfStoredArgs(name string, args []byte) (string, error) {
-	v, ok := declaredTasks.Load(name)
-	if !ok || v.(*argsDecoder).keyOf == nil {
-		return "", fmt.Errorf("task %s is keyed by its args, and this program does not declare it (or declares it twice with other types): link its generated code to make its steps", name)
-	}
-	return v.(*argsDecoder).keyOf(args)
-}
-
 // Await waits until workflow id, whose final step is s, ends, and returns
 // the final step's result, or a *WorkflowError naming the step that failed
 // or canceled it, or ctx's error. After a retry it waits again.
@@ -242,14 +215,3 @@ func (s workflowSink) JobEnded(e bananastype.JobEnd) {
 
 // stepEndHook, when set (by tests), is workflows.Sink's Ended.
 var stepEndHook func(workflow string, step int)
-
-// workflowKeeper is the worker's loop over the workflows left
-// half-advanced (workflows.NewKeeper), which looks while the worker keeps
-// a route.
-func (w *Worker) workflowKeeper() *workflows.Keeper {
-	var active func() bool
-	if w.keeper != nil {
-		active = func() bool { return len(w.keeper.Held()) > 0 }
-	}
-	return workflows.NewKeeper(w.c.workflowRunner(), w.opts.Lease, w.opts.Logger, active)
-}
