@@ -100,9 +100,17 @@ end
 if #done == 0 then return out end
 -- Keyed jobs in flight hold slots to free; flow keys of another type
 -- (garbage) are dropped first, before any other write.
--- One EXISTS tells a route without flow control, which then pays nothing more.
-local flowy = redis.call('EXISTS', F.flowof, F.limits) > 0
-local keyed = flowy and (not bn_type(F.flowof, 'hash') or redis.call('HLEN', F.flowof) > 0)
+-- One EXISTS tells a route without flow control, which then pays nothing
+-- more; one with limits (of some of its tasks) but no keyed job in flight
+-- pays two more: whether a keyed job is (flowof holds one), and whether the
+-- route has a limit of its own (its fetches may have stopped at it).
+-- Limits of another type (garbage) read as no limit of the route's own.
+local keyed, route_limited = false, false
+local flowy = redis.call('EXISTS', F.flowof, F.limits)
+if flowy > 0 then
+  keyed = redis.call('EXISTS', F.flowof) == 1
+  route_limited = flowy > (keyed and 1 or 0) and redis.pcall('HEXISTS', F.limits, 'route') == 1
+end
 if keyed then bn_flow_repair(F) end
 -- What the jobs were goes first. At maxmemory with noeviction, Redis refuses
 -- a script's commands that may grow memory only until the script's first
@@ -128,7 +136,7 @@ end
 for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end
 local unparked = 0
 if keyed then unparked = bn_flow_release_many(F, done, now) end
-if flowy and bn_type(F.limits, 'hash') and redis.call('HEXISTS', F.limits, 'route') == 1 then
+if route_limited then
   bn_wake(F.idle, #done, now)
 elseif unparked > 0 then
   bn_wake(F.idle, unparked, now)

@@ -112,8 +112,17 @@ if redis.call('EXISTS', KEYS[5]) == 1 then
   return {}
 end
 -- A route without flow control (no ring, held flow or limits) skips all
--- of it in one EXISTS.
-local flowy = redis.call('EXISTS', F.ring[1], F.ring[2], F.ring[3], F.held, F.limits) > 0
+-- of it in one EXISTS. So does a route whose only flow key is the limits
+-- of some of its tasks, none of whose keyed jobs waits (no ring, none held)
+-- and which has no limit of its own: its jobs of no key pay three commands,
+-- not the flow's repair and reads. Limits of another type (garbage) count
+-- as flow control, which bn_flow_repair drops.
+local flowy = redis.call('EXISTS', F.ring[1], F.ring[2], F.ring[3], F.held, F.limits)
+if flowy == 1 and redis.call('EXISTS', F.limits) == 1 then
+  flowy = redis.pcall('HEXISTS', F.limits, 'route') ~= 0
+else
+  flowy = flowy > 0
+end
 local rl, rst, route_clamped = bn_limits(nil), nil, false
 local budget, route_next = want, nil
 if flowy then
