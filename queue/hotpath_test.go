@@ -41,8 +41,8 @@ func commandsOf(t *testing.T, rdb *redis.Client, f func()) int64 {
 }
 
 // jobLife enqueues one plain job (no key, no delay) on route, fetches it
-// and acks it.
-func jobLife(t *testing.T, q *queue.Queue, route string) {
+// and ends it: acked, or failed (to retry) when fail.
+func jobLife(t *testing.T, q *queue.Queue, route string, fail bool) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := q.Jobs.Enqueue(ctx, route, queue.Normal, []queue.NewJob{job(t, route)}, q.Now()); err != nil {
@@ -52,6 +52,13 @@ func jobLife(t *testing.T, q *queue.Queue, route string) {
 	if len(ds) != 1 {
 		t.Fatalf("fetch took %d jobs, want the 1 enqueued", len(ds))
 	}
+	if fail {
+		now := q.Now()
+		if out, err := q.Jobs.Fail(ctx, ds[0], queue.Failure{Message: "boom", RetryAt: now.Add(time.Hour), TTL: time.Minute}, now); out != queue.EndRetrying || err != nil {
+			t.Fatalf("fail = %v, %v", out, err)
+		}
+		return
+	}
 	if ok, err := q.Jobs.Ack(ctx, ds[0], []byte("ok"), time.Minute); err != nil || !ok {
 		t.Fatalf("ack = %v, %v", ok, err)
 	}
@@ -60,7 +67,7 @@ func jobLife(t *testing.T, q *queue.Queue, route string) {
 // A route where some task has limits, but no keyed job waits or runs and
 // the route has no limit of its own, costs a job of no key what it costs on
 // a route with no flow keys at all, but the few commands that find so: none
-// of the flow's repair and reads.
+// of the flow's repair and reads, whether the job completes or fails.
 func TestHotPath_TaskLimitsCostAJobOfNoKeyNoFlowWork(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	q, err := queue.New(rdb, redistest.Namespace(t))
@@ -70,12 +77,73 @@ func TestHotPath_TaskLimitsCostAJobOfNoKeyNoFlowWork(t *testing.T) {
 	if err := q.Flows.SetTaskLimits(context.Background(), "limited", "other", queue.Limits{MaxRunning: 1, Rate: 5, Per: time.Second, Burst: 1}); err != nil {
 		t.Fatal(err)
 	}
-	jobLife(t, q, "warm") // the scripts loaded
-	bare := commandsOf(t, rdb, func() { jobLife(t, q, "bare") })
-	limited := commandsOf(t, rdb, func() { jobLife(t, q, "limited") })
-	if limited > bare+4 {
-		t.Fatalf("a job of no key costs %d commands on a route with task limits, %d on one without: want at most 4 more", limited, bare)
+	for _, fail := range []bool{false, true} {
+		jobLife(t, q, "warm", fail) // the scripts loaded
+		bare := commandsOf(t, rdb, func() { jobLife(t, q, "bare", fail) })
+		limited := commandsOf(t, rdb, func() { jobLife(t, q, "limited", fail) })
+		if limited > bare+4 {
+			t.Fatalf("a job of no key (failed: %v) costs %d commands on a route with task limits, %d on one without: want at most 4 more", fail, limited, bare)
+		}
 	}
+	// A failure checks the types of its own few keys more than an ack
+	// does (the job's, the scheduled and dead sets, the cancels), none of
+	// the flow keys.
+	types := func(fail bool) int64 {
+		before := commandStat(t, rdb, "type")
+		jobLife(t, q, "limited", fail)
+		return commandStat(t, rdb, "type") - before
+	}
+	if acked, failed := types(false), types(true); failed > acked+4 {
+		t.Fatalf("a job of no key that failed made %d TYPE calls, one acked %d: want at most 4 more", failed, acked)
+	}
+}
+
+// An enqueue of jobs of no key, and of keyed jobs scheduled for later,
+// checks the types of its own keys only: none of the route's twelve flow
+// keys (bn_flow_repair), which only a keyed job made ready writes.
+func TestHotPath_AnEnqueueOfNoKeyedJobReadyChecksNoFlowKey(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	q, err := queue.New(rdb, redistest.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	later := keyedJob(t, "r", "t", "k")
+	later.RunAt = q.Now().Add(time.Hour)
+	jobs := []queue.NewJob{job(t, "r"), job(t, "r"), later}
+	types := func() int64 { return commandStat(t, rdb, "type") }
+	enqueue := func(jobs []queue.NewJob) int64 {
+		before := types()
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, q.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return types() - before
+	}
+	if n := enqueue(jobs); n > 3 {
+		t.Fatalf("an enqueue of no keyed job ready made %d TYPE calls, want at most its own 3 keys'", n)
+	}
+	if n := enqueue([]queue.NewJob{keyedJob(t, "r", "t", "k")}); n <= 3 {
+		t.Fatalf("an enqueue of a keyed job ready made %d TYPE calls: its flow keys went unchecked", n)
+	}
+}
+
+// commandStat returns how many calls of command name the server has run.
+func commandStat(t *testing.T, rdb *redis.Client, name string) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(info, "cmdstat_"+name+":calls=")
+	if at < 0 {
+		return 0
+	}
+	v := info[at+len("cmdstat_"+name+":calls="):]
+	n, err := strconv.ParseInt(v[:strings.IndexByte(v, ',')], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // A route's own limit holds back its jobs of no key when no keyed job

@@ -100,17 +100,8 @@ end
 if #done == 0 then return out end
 -- Keyed jobs in flight hold slots to free; flow keys of another type
 -- (garbage) are dropped first, before any other write.
--- One EXISTS tells a route without flow control, which then pays nothing
--- more; one with limits (of some of its tasks) but no keyed job in flight
--- pays two more: whether a keyed job is (flowof holds one), and whether the
--- route has a limit of its own (its fetches may have stopped at it).
--- Limits of another type (garbage) read as no limit of the route's own.
-local keyed, route_limited = false, false
-local flowy = redis.call('EXISTS', F.flowof, F.limits)
-if flowy > 0 then
-  keyed = redis.call('EXISTS', F.flowof) == 1
-  route_limited = flowy > (keyed and 1 or 0) and redis.pcall('HEXISTS', F.limits, 'route') == 1
-end
+-- A route without flow control pays one EXISTS for it (bn_flow_in_use).
+local keyed, route_limited = bn_flow_in_use(F)
 if keyed then bn_flow_repair(F) end
 -- What the jobs were goes first. At maxmemory with noeviction, Redis refuses
 -- a script's commands that may grow memory only until the script's first
