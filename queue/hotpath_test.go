@@ -98,6 +98,25 @@ func TestHotPath_TaskLimitsCostAJobOfNoKeyNoFlowWork(t *testing.T) {
 	}
 }
 
+// A plain job's life (push, fetch, ack) checks the types of the keys it
+// reads and writes by the commands it makes anyway where it can (a first
+// read, or the first write): a TYPE call only for the three keys whose first
+// use is a later write (fetch's active set, leases and payloads hashes;
+// ack's active set, payloads and groups hashes).
+func TestHotPath_APlainJobChecksKeyTypesByItsOwnReads(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	q, err := queue.New(rdb, redistest.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobLife(t, q, "warm", false)
+	before := commandStat(t, rdb, "type")
+	jobLife(t, q, "r", false)
+	if n := commandStat(t, rdb, "type") - before; n > 6 {
+		t.Fatalf("a plain job's life made %d TYPE calls, want at most 6", n)
+	}
+}
+
 // An enqueue of jobs of no key, and of keyed jobs scheduled for later,
 // checks the types of its own keys only: none of the route's twelve flow
 // keys (bn_flow_repair), which only a keyed job made ready writes.

@@ -57,17 +57,17 @@ if #KEYS < 19 + n then error('bananas: ack needs a result key per job, the ended
 local ended = KEYS[#KEYS - 12]
 local F = bn_flowkeys()
 bn_need_type(KEYS[1], 'zset', 'active set')
-bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[4], 'hash', 'payloads hash')
 bn_need_type(KEYS[5], 'hash', 'groups hash')
 
--- The tokens of all the jobs in one read, and who listens. A light job's
+-- The tokens of all the jobs in one read (which checks the leases hash's
+-- type, bn_checked, before any write), and who listens. A light job's
 -- payload is not read: while its token is still the job's, the job is leased
 -- and light (only fail and reap, which take the lease, give it a hash).
 local tokens, heard = {}, {}
 for first = 1, n, 200 do
   local last = math.min(first + 199, n)
-  local got = redis.call('HMGET', KEYS[2], unpack(ids, first, last))
+  local got = bn_checked('leases hash', 'hash', 'HMGET', KEYS[2], unpack(ids, first, last))
   for j = 1, #got do tokens[first + j - 1] = got[j] end
   if only_heard then
     local subs = redis.call('PUBSUB', 'NUMSUB', unpack(channels, first, last))

@@ -100,10 +100,13 @@ end
 bn_need_type(KEYS[1], 'zset', 'active set')
 bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[3], 'hash', 'payloads hash')
-bn_need_type(KEYS[4], 'hash', 'groups hash')
-for k = 7, 6 + m do bn_need_type(KEYS[k], 'list', 'ready list') end
+-- The groups hash and the ready lists are checked by their first reads
+-- (bn_checked), which the call makes anyway: the lists' lengths spare an
+-- LPOP of each empty one.
+local queued = {}
+for k = 7, 6 + m do queued[KEYS[k]] = bn_checked('ready list', 'list', 'LLEN', KEYS[k]) end
 
-if redis.call('HEXISTS', KEYS[4], token) == 1 then
+if bn_checked('groups hash', 'hash', 'HEXISTS', KEYS[4], token) == 1 then
   return bn_leased_under(KEYS[2], KEYS[3], token)
 end
 if redis.call('EXISTS', KEYS[5]) == 1 then
@@ -182,7 +185,7 @@ local function dropped(why)
 end
 
 local function take_list(key, n)
-  if n <= 0 then return end
+  if n <= 0 or queued[key] == 0 then return end
   local ids = redis.call('LPOP', key, n)
   if not ids then return end
   local seen = {}
@@ -356,7 +359,7 @@ for idx = 1, m do
   local ring = flowy and redis.call('ZCARD', F.ring[i]) > 0
   if only then
     take_ring(i, left)
-  elseif ring and redis.call('LLEN', list) > 0 then
+  elseif ring and queued[list] > 0 then
     -- Half the turns each; which goes first varies with the call's token,
     -- so that a worker fetching one job at a time serves both.
     if string.byte(token, #token) % 2 == 0 then
