@@ -14,30 +14,24 @@ import (
 )
 
 // commandsOf returns how many commands the server processed while f ran,
-// scripts' own commands included, less the INFO that reads the count. The
-// server must be private to the test (redistest.Start).
-func commandsOf(t *testing.T, rdb *redis.Client, f func()) int64 {
+// scripts' own commands included, each by name, and their sum. Left out are
+// the INFO calls that read them and the PEXPIRE a stats series gets when a
+// field is born, the first count of its kind in a minute, which only a run
+// across a minute's end pays. The server must be private to the test
+// (redistest.Start).
+func commandsOf(t *testing.T, rdb *redis.Client, f func()) (int64, map[string]int64) {
 	t.Helper()
-	read := func() int64 {
-		info, err := rdb.Info(context.Background(), "stats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
-		}
-		t.Fatal("INFO stats has no total_commands_processed")
-		return 0
-	}
-	before := read()
+	before := commandStats(t, rdb)
 	f()
-	return read() - before - 1
+	delta := commandStats(t, rdb)
+	var sum int64
+	for name, calls := range delta {
+		delta[name] = calls - before[name]
+		if name != "info" && name != "pexpire" {
+			sum += delta[name]
+		}
+	}
+	return sum, delta
 }
 
 // jobLife enqueues one plain job (no key, no delay) on route, fetches it
@@ -79,8 +73,8 @@ func TestHotPath_TaskLimitsCostAJobOfNoKeyNoFlowWork(t *testing.T) {
 	}
 	for _, fail := range []bool{false, true} {
 		jobLife(t, q, "warm", fail) // the scripts loaded
-		bare := commandsOf(t, rdb, func() { jobLife(t, q, "bare", fail) })
-		limited := commandsOf(t, rdb, func() { jobLife(t, q, "limited", fail) })
+		bare, _ := commandsOf(t, rdb, func() { jobLife(t, q, "bare", fail) })
+		limited, _ := commandsOf(t, rdb, func() { jobLife(t, q, "limited", fail) })
 		if limited > bare+4 {
 			t.Fatalf("a job of no key (failed: %v) costs %d commands on a route with task limits, %d on one without: want at most 4 more", fail, limited, bare)
 		}
@@ -117,6 +111,46 @@ func TestHotPath_APlainJobChecksKeyTypesByItsOwnReads(t *testing.T) {
 	}
 }
 
+// A plain job's whole life, one call each for its enqueue, fetch and ack on
+// a route with no flow keys, stays within the commands docs/PERFORMANCE.md
+// accounts for ("What a job pays"): the three calls and their scripts'
+// commands. The fetch finds in one EXISTS that the route is neither paused
+// nor under flow control.
+func TestHotPath_APlainJobsLifeStaysWithinItsCommands(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	q, err := queue.New(rdb, redistest.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobLife(t, q, "warm", false)
+	jobLife(t, q, "r", false) // the route known
+	if n, each := commandsOf(t, rdb, func() { jobLife(t, q, "r", false) }); n > 42 {
+		t.Fatalf("a plain job's life cost %d commands, want at most 42: %v", n, each)
+	}
+}
+
+// commandStats returns the calls of each command the server has run.
+func commandStats(t *testing.T, rdb *redis.Client) map[string]int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(info, "\r\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = n
+	}
+	return out
+}
+
 // An enqueue of jobs of no key, and of keyed jobs scheduled for later,
 // checks the types of its own keys only: none of the route's twelve flow
 // keys (bn_flow_repair), which only a keyed job made ready writes.
@@ -149,20 +183,7 @@ func TestHotPath_AnEnqueueOfNoKeyedJobReadyChecksNoFlowKey(t *testing.T) {
 // commandStat returns how many calls of command name the server has run.
 func commandStat(t *testing.T, rdb *redis.Client, name string) int64 {
 	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := strings.Index(info, "cmdstat_"+name+":calls=")
-	if at < 0 {
-		return 0
-	}
-	v := info[at+len("cmdstat_"+name+":calls="):]
-	n, err := strconv.ParseInt(v[:strings.IndexByte(v, ',')], 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return commandStats(t, rdb)[name]
 }
 
 // A route's own limit holds back its jobs of no key when no keyed job

@@ -109,22 +109,24 @@ for k = 7, 6 + m do queued[KEYS[k]] = bn_checked('ready list', 'list', 'LLEN', K
 if bn_checked('groups hash', 'hash', 'HEXISTS', KEYS[4], token) == 1 then
   return bn_leased_under(KEYS[2], KEYS[3], token)
 end
-if redis.call('EXISTS', KEYS[5]) == 1 then
-  -- resume.lua wakes every registered worker.
-  if waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end
-  return {}
-end
--- A route without flow control (no ring, held flow or limits) skips all
--- of it in one EXISTS. So does a route whose only flow key is the limits
--- of some of its tasks, none of whose keyed jobs waits (no ring, none held)
--- and which has no limit of its own: its jobs of no key pay three commands,
--- not the flow's repair and reads. Limits of another type (garbage) count
--- as flow control, which bn_flow_repair drops.
-local flowy = redis.call('EXISTS', F.ring[1], F.ring[2], F.ring[3], F.held, F.limits)
-if flowy == 1 and redis.call('EXISTS', F.limits) == 1 then
+-- One EXISTS says the route is neither paused nor under flow control (no
+-- ring, held flow or limits), the common case, which then skips both. A
+-- route whose only flow key is the limits of some of its tasks, none of
+-- whose keyed jobs waits (no ring, none held), and which has no limit of
+-- its own, skips the flow's repair and reads too, at two commands more.
+-- Limits of another type (garbage) count as flow control, which
+-- bn_flow_repair drops.
+local found = redis.call('EXISTS', KEYS[5], F.ring[1], F.ring[2], F.ring[3], F.held, F.limits)
+local flowy = false
+if found == 1 and redis.call('EXISTS', F.limits) == 1 then
   flowy = redis.pcall('HEXISTS', F.limits, 'route') ~= 0
-else
-  flowy = flowy > 0
+elseif found > 0 then
+  if redis.call('EXISTS', KEYS[5]) == 1 then
+    -- resume.lua wakes every registered worker.
+    if waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end
+    return {}
+  end
+  flowy = true
 end
 local rl, rst, route_clamped = bn_limits(nil), nil, false
 local budget, route_next = want, nil
