@@ -808,6 +808,38 @@ var wrongTypeKeyCases = []wrongTypeKeyCase{
 			return err
 		}
 	}, "payloads hash"},
+	{"push, ready list", func(k queue.Keys) string { return k.List(queue.Normal) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		q.Client().SAdd(context.Background(), queue.RoutesKey(q.Namespace()), "r") // known: only the script may write
+		return func() error {
+			_, err := q.Jobs.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now)
+			return err
+		}
+	}, "ready list"},
+	{"fetch, groups hash", queue.Keys.Groups, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		if _, err := q.Jobs.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+			t.Fatal(err)
+		}
+		return func() error {
+			_, err := q.Jobs.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
+			return err
+		}
+	}, "groups hash"},
+	{"fetch, the first ready list", func(k queue.Keys) string { return k.List(queue.High) }, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		if _, err := q.Jobs.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+			t.Fatal(err)
+		}
+		return func() error {
+			_, err := q.Jobs.Fetch(context.Background(), "r", queue.Priorities, 10, now.Add(time.Minute), now)
+			return err
+		}
+	}, "ready list"},
+	{"ack, leases hash", queue.Keys.Leases, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
+		d := leaseLight(t, q, 1, now, now.Add(time.Minute))[0]
+		return func() error {
+			_, err := q.Jobs.Ack(context.Background(), d, []byte("ok"), time.Minute)
+			return err
+		}
+	}, "leases hash"},
 	{"enqueue, scheduled set", queue.Keys.Scheduled, func(t *testing.T, q *queue.Queue, now time.Time) func() error {
 		j := job(t, "r")
 		j.RunAt = now.Add(time.Hour)

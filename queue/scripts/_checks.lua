@@ -35,3 +35,18 @@ local function bn_need_type(key, want, what)
   end
 end
 
+-- bn_checked runs cmd on key, a command that reads key or is the script's
+-- first write, and raises as bn_need_type does when key holds another type
+-- than want: the check rides on a command the script makes anyway instead
+-- of costing a TYPE call. Any other error (a write refused at maxmemory) is
+-- raised as it is.
+local function bn_checked(what, want, cmd, key, ...)
+  local r = redis.pcall(cmd, key, ...)
+  if type(r) == 'table' and r['err'] then
+    if string.find(r['err'], 'WRONGTYPE', 1, true) then
+      error('bananas: ' .. what .. ' (' .. key .. ') is not a ' .. want)
+    end
+    error(r['err'])
+  end
+  return r
+end

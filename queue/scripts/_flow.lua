@@ -335,6 +335,19 @@ local function bn_flow_release(F, id, now, keep)
   return member, woke
 end
 
+-- bn_flow_in_use tells a script that ends leases whether a keyed job is in
+-- flight on the route (flowof holds one: slots to free) and whether the
+-- route has a limit of its own (its fetches may have stopped at it: an end
+-- wakes a worker). One EXISTS answers for a route without flow control; a
+-- route with limits of some of its tasks pays two more. Limits of another
+-- type (garbage) read as no limit of the route's own.
+local function bn_flow_in_use(F)
+  local n = redis.call('EXISTS', F.flowof, F.limits)
+  if n == 0 then return false, false end
+  local keyed = redis.call('EXISTS', F.flowof) == 1
+  return keyed, n > (keyed and 1 or 0) and redis.pcall('HEXISTS', F.limits, 'route') == 1
+end
+
 -- bn_flow_wake wakes up to n idle workers when a slot was freed on a route
 -- that has a limit of its own (its fetch may have stopped at it) or of a
 -- parked flow.

@@ -60,17 +60,17 @@ if #KEYS < 19 + n then error('bananas: ack needs a result key per job, the ended
 local ended = KEYS[#KEYS - 12]
 local F = bn_flowkeys()
 bn_need_type(KEYS[1], 'zset', 'active set')
-bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[4], 'hash', 'payloads hash')
 bn_need_type(KEYS[5], 'hash', 'groups hash')
 
--- The tokens of all the jobs in one read, and who listens. A light job's
+-- The tokens of all the jobs in one read (which checks the leases hash's
+-- type, bn_checked, before any write), and who listens. A light job's
 -- payload is not read: while its token is still the job's, the job is leased
 -- and light (only fail and reap, which take the lease, give it a hash).
 local tokens, heard = {}, {}
 for first = 1, n, 200 do
   local last = math.min(first + 199, n)
-  local got = redis.call('HMGET', KEYS[2], unpack(ids, first, last))
+  local got = bn_checked('leases hash', 'hash', 'HMGET', KEYS[2], unpack(ids, first, last))
   for j = 1, #got do tokens[first + j - 1] = got[j] end
   if only_heard then
     local subs = redis.call('PUBSUB', 'NUMSUB', unpack(channels, first, last))
@@ -103,9 +103,8 @@ end
 if #done == 0 then return out end
 -- Keyed jobs in flight hold slots to free; flow keys of another type
 -- (garbage) are dropped first, before any other write.
--- One EXISTS tells a route without flow control, which then pays nothing more.
-local flowy = redis.call('EXISTS', F.flowof, F.limits) > 0
-local keyed = flowy and (not bn_type(F.flowof, 'hash') or redis.call('HLEN', F.flowof) > 0)
+-- A route without flow control pays one EXISTS for it (bn_flow_in_use).
+local keyed, route_limited = bn_flow_in_use(F)
 if keyed then bn_flow_repair(F) end
 -- What the jobs were goes first. At maxmemory with noeviction, Redis refuses
 -- a script's commands that may grow memory only until the script's first
@@ -131,7 +130,7 @@ end
 for token, count in pairs(released) do bn_release(KEYS[1], KEYS[5], token, count) end
 local unparked = 0
 if keyed then unparked = bn_flow_release_many(F, done, now) end
-if flowy and bn_type(F.limits, 'hash') and redis.call('HEXISTS', F.limits, 'route') == 1 then
+if route_limited then
   bn_wake(F.idle, #done, now)
 elseif unparked > 0 then
   bn_wake(F.idle, unparked, now)

@@ -57,6 +57,10 @@ end
 local reply = {}
 local seen_id, seen_unique = {}, {}
 local own = {}
+-- flowed: a job of the call may wait in a flow (keyed, ready now), which
+-- only then has its flow keys checked (bn_flow_repair): a call of jobs of
+-- no key, or of keyed jobs scheduled for later, pays nothing for flows.
+local flowed = false
 for i = 0, n - 1 do
   local a = 7 + 8 * i
   local id = bn_str(ARGV[a], 'job id')
@@ -67,7 +71,7 @@ for i = 0, n - 1 do
   if string.find(bn_str(ARGV[a + 1], 'task name'), '|', 1, true) then error('bananas: task name must not contain |') end
   bn_str(ARGV[a + 2], 'envelope')
   if bn_num(ARGV[a + 3], 'max retries') < 0 then error('bananas: max retries must be >= 0') end
-  bn_num(ARGV[a + 4], 'run-at')
+  if bn_num(ARGV[a + 4], 'run-at') <= now and flow ~= '' then flowed = true end
   local uttl = bn_num(ARGV[a + 5], 'unique ttl')
   local check = bn_num(ARGV[a + 6], 'id check flag') == 1
   local job, ukey = KEYS[7 + 3 * i], KEYS[8 + 3 * i]
@@ -92,7 +96,7 @@ end
 -- them in one call each (per 200).
 local written, earliest = 0, nil
 local ready, payloads, later, keyed = {}, {}, {}, {}
-if n > 0 then bn_flow_repair(F) end
+if flowed then bn_flow_repair(F) end
 for i = 0, n - 1 do
   if reply[i + 1] == '' and not own[i] then
     local a = 7 + 8 * i

@@ -76,11 +76,14 @@ if exists then
 end
 
 local F = bn_flowkeys()
-bn_flow_repair(F)
+-- A job of no key on a route without flow control pays one EXISTS for it.
+local keyed, route_limited = bn_flow_in_use(F)
+if keyed then bn_flow_repair(F) end
 redis.call('HDEL', KEYS[3], id)
 bn_release(KEYS[2], KEYS[9], token, 1)
-local member, freed_held = bn_flow_release(F, id, now, false)
-bn_flow_wake(F, 1, now, freed_held)
+local member, freed_held
+if keyed then member, freed_held = bn_flow_release(F, id, now, false) end
+if freed_held or route_limited then bn_wake(F.idle, 1, now) end
 if bn_type(KEYS[11], 'set') then redis.call('SREM', KEYS[11], id) end -- another type: cancels.lua refuses it
 if payload then
   max = bn_materialize(KEYS[1], KEYS[8], id, payload)

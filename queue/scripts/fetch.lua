@@ -100,20 +100,34 @@ end
 bn_need_type(KEYS[1], 'zset', 'active set')
 bn_need_type(KEYS[2], 'hash', 'leases hash')
 bn_need_type(KEYS[3], 'hash', 'payloads hash')
-bn_need_type(KEYS[4], 'hash', 'groups hash')
-for k = 7, 6 + m do bn_need_type(KEYS[k], 'list', 'ready list') end
+-- The groups hash and the ready lists are checked by their first reads
+-- (bn_checked), which the call makes anyway: the lists' lengths spare an
+-- LPOP of each empty one.
+local queued = {}
+for k = 7, 6 + m do queued[KEYS[k]] = bn_checked('ready list', 'list', 'LLEN', KEYS[k]) end
 
-if redis.call('HEXISTS', KEYS[4], token) == 1 then
+if bn_checked('groups hash', 'hash', 'HEXISTS', KEYS[4], token) == 1 then
   return bn_leased_under(KEYS[2], KEYS[3], token)
 end
-if redis.call('EXISTS', KEYS[5]) == 1 then
-  -- resume.lua wakes every registered worker.
-  if waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end
-  return {}
+-- One EXISTS says the route is neither paused nor under flow control (no
+-- ring, held flow or limits), the common case, which then skips both. A
+-- route whose only flow key is the limits of some of its tasks, none of
+-- whose keyed jobs waits (no ring, none held), and which has no limit of
+-- its own, skips the flow's repair and reads too, at two commands more.
+-- Limits of another type (garbage) count as flow control, which
+-- bn_flow_repair drops.
+local found = redis.call('EXISTS', KEYS[5], F.ring[1], F.ring[2], F.ring[3], F.held, F.limits)
+local flowy = false
+if found == 1 and redis.call('EXISTS', F.limits) == 1 then
+  flowy = redis.pcall('HEXISTS', F.limits, 'route') ~= 0
+elseif found > 0 then
+  if redis.call('EXISTS', KEYS[5]) == 1 then
+    -- resume.lua wakes every registered worker.
+    if waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end
+    return {}
+  end
+  flowy = true
 end
--- A route without flow control (no ring, held flow or limits) skips all
--- of it in one EXISTS.
-local flowy = redis.call('EXISTS', F.ring[1], F.ring[2], F.ring[3], F.held, F.limits) > 0
 local rl, rst, route_clamped = bn_limits(nil), nil, false
 local budget, route_next = want, nil
 if flowy then
@@ -173,7 +187,7 @@ local function dropped(why)
 end
 
 local function take_list(key, n)
-  if n <= 0 then return end
+  if n <= 0 or queued[key] == 0 then return end
   local ids = redis.call('LPOP', key, n)
   if not ids then return end
   local seen = {}
@@ -347,7 +361,7 @@ for idx = 1, m do
   local ring = flowy and redis.call('ZCARD', F.ring[i]) > 0
   if only then
     take_ring(i, left)
-  elseif ring and redis.call('LLEN', list) > 0 then
+  elseif ring and queued[list] > 0 then
     -- Half the turns each; which goes first varies with the call's token,
     -- so that a worker fetching one job at a time serves both.
     if string.byte(token, #token) % 2 == 0 then

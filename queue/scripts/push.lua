@@ -34,18 +34,19 @@ for i = 1, n do
   ids[i] = bn_str(ARGV[2 + 2 * i], 'job id')
   bn_str(ARGV[3 + 2 * i], 'payload')
 end
-bn_need_type(KEYS[1], 'list', 'ready list')
-bn_need_type(KEYS[3], 'hash', 'payloads hash')
-if redis.call('HEXISTS', KEYS[3], ids[n]) == 1 or redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
+-- The payloads hash is checked by its first read, the ready list by the
+-- first write (bn_checked): a key of another type is refused before any
+-- write, at no TYPE call.
+if bn_checked('payloads hash', 'hash', 'HEXISTS', KEYS[3], ids[n]) == 1 or redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
   return 0
 end
 
-for first = 4, #ARGV, 400 do
-  redis.call('HSET', KEYS[3], unpack(ARGV, first, math.min(first + 399, #ARGV)))
-end
 local len = 0
 for first = 1, n, 200 do
-  len = redis.call('RPUSH', KEYS[1], unpack(ids, first, math.min(first + 199, n)))
+  len = bn_checked('ready list', 'list', 'RPUSH', KEYS[1], unpack(ids, first, math.min(first + 199, n)))
+end
+for first = 4, #ARGV, 400 do
+  redis.call('HSET', KEYS[3], unpack(ARGV, first, math.min(first + 399, #ARGV)))
 end
 bn_count(KEYS[2], 'enqueued', n)
 bn_series(KEYS[6], now, 'e', n)
