@@ -75,8 +75,11 @@ func TestHotPath_TaskLimitsCostAJobOfNoKeyNoFlowWork(t *testing.T) {
 		jobLife(t, q, "warm", fail) // the scripts loaded
 		bare, _ := commandsOf(t, rdb, func() { jobLife(t, q, "bare", fail) })
 		limited, _ := commandsOf(t, rdb, func() { jobLife(t, q, "limited", fail) })
-		if limited > bare+4 {
-			t.Fatalf("a job of no key (failed: %v) costs %d commands on a route with task limits, %d on one without: want at most 4 more", fail, limited, bare)
+		// The flow's repair and reads cost 17 or more; the margin of 8
+		// leaves room for what a clock read under load adds (a series
+		// field born at a minute's turn).
+		if limited > bare+8 {
+			t.Fatalf("a job of no key (failed: %v) costs %d commands on a route with task limits, %d on one without: want at most 8 more", fail, limited, bare)
 		}
 	}
 	// A failure checks the types of its own few keys more than an ack
