@@ -7,6 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 )
@@ -27,7 +28,7 @@ func TestDashboard_AFailedWorkflowShowsItsErrorAndRetriesByClicking(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info *runtime.WorkflowInfo
+	var info *bananastype.Workflow
 	waitFor(t, 20*time.Second, "the workflow to fail", func() bool {
 		info, err = c.Workflow(ctxT(t), id)
 		return err == nil && info.Status == "failed"

@@ -8,14 +8,18 @@ import (
 )
 
 // declaredTasks maps the name of every task declared in the program (by
-// NewTask: its generated code's variables) to the decoder of its args into
-// JSON, for Client.Job. Two declarations of one name with different args
-// types leave no decoder: which one a job was made by cannot be told.
+// NewTask: its generated code's variables) to the decoders of its args and
+// result into JSON, for Client.Job and Client.Workflow. Two declarations of
+// one name with different types leave no decoder: which one a job was made
+// by cannot be told.
 var declaredTasks sync.Map // name -> *argsDecoder
 
 type argsDecoder struct {
-	typ    reflect.Type
-	toJSON func(msgpack []byte) (json.RawMessage, error) // nil: declared with different types
+	typ, result reflect.Type
+	toJSON      func(msgpack []byte) (json.RawMessage, error) // nil: declared with different types
+	// resultJSON decodes the task's result; nil as toJSON, and for a task
+	// without a result (None).
+	resultJSON func(msgpack []byte) (json.RawMessage, error)
 	// keyOf reads the key (KeyBy) of stored args, for a workflow's step
 	// whose args were a predecessor's result; nil as toJSON.
 	keyOf func(msgpack []byte) (string, error)
@@ -45,4 +49,34 @@ func keyOfStoredArgs(name string, args []byte) (string, error) {
 		return "", fmt.Errorf("task %s is keyed by its args, and this program does not declare it (or declares it twice with other types): link its generated code to make its steps", name)
 	}
 	return v.(*argsDecoder).keyOf(args)
+}
+
+// declaredResultJSON is the JSON of result, a result of task name (a
+// gather's when name is ""): through the declared task's type when the
+// program declares it, else as the msgpack reads without its type; nil for
+// none, a task without a result, or bytes that do not decode.
+func declaredResultJSON(name string, result []byte) json.RawMessage {
+	if len(result) == 0 {
+		return nil
+	}
+	if v, ok := declaredTasks.Load(name); ok && v.(*argsDecoder).toJSON != nil {
+		d := v.(*argsDecoder)
+		if d.resultJSON == nil {
+			return nil
+		}
+		b, err := d.resultJSON(result)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	var v any
+	if decode(result, &v) != nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
 }

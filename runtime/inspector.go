@@ -19,7 +19,6 @@ import (
 	"github.com/bananas-go/bananas/runtime/internal/api"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
-	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 )
 
 // NewInspector returns the admin layer of c (see admin.Inspector) for the
@@ -283,55 +282,9 @@ func (in *inspector) History() history.Store { return in.c.History() }
 
 func (in *inspector) Ping(ctx context.Context) error { return in.c.rdb.Ping(ctx).Err() }
 
-// Workflow is a snapshot of workflow id as the operator surfaces show it:
-// its final step's result as the JSON of the task's result type, decoded by
-// the registered task's generated code.
+// Workflow is the client's snapshot of workflow id (Client.Workflow).
 func (in *inspector) Workflow(ctx context.Context, id string) (*bananastype.Workflow, error) {
-	info, err := in.c.Workflow(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	w := &bananastype.Workflow{ID: info.ID, Status: info.Status, CreatedAt: info.CreatedAt, EndedAt: info.EndedAt, FailedStep: info.FailedStep,
-		Steps: make([]bananastype.WorkflowStep, len(info.Steps))}
-	if info.Final >= 0 && info.Final < len(info.Steps) {
-		w.Task = info.Steps[info.Final].Name
-	}
-	for k, s := range info.Steps {
-		w.Steps[k] = bananastype.WorkflowStep{Label: s.Label, Name: s.Name, JobID: s.JobID, Status: s.Status, After: s.After, Error: s.Error}
-	}
-	if info.Status == record.Completed && info.Final >= 0 && info.Final < len(info.Steps) {
-		w.Result = in.resultJSON(info.Steps[info.Final].Name, info.Result)
-	}
-	return w, nil
-}
-
-// resultJSON is b, a result of task name (a gather's when name is ""), as
-// JSON: through the registered task's generated code, else as the msgpack
-// reads without its type; nil for none, a task without a result, or bytes
-// that do not read.
-func (in *inspector) resultJSON(name string, b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return nil
-	}
-	if h := in.reg.handlers[name]; h != nil {
-		if h.resultType == nil {
-			return nil
-		}
-		out, err := h.resultJSON(b)
-		if err != nil {
-			return nil
-		}
-		return out
-	}
-	var v any
-	if decode(b, &v) != nil {
-		return nil
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	return out
+	return in.c.Workflow(ctx, id)
 }
 
 func (in *inspector) WorkflowTask(template []byte) string {

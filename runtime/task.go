@@ -48,9 +48,12 @@ func NewTask[A, R any](name string, defaults ...Option) *Task[A, R] {
 // name -> *argsDecoder
 
 func declareArgs[A, R any](name string, t *Task[A, R]) {
-	d := &argsDecoder{typ: reflect.TypeFor[A](), toJSON: jsonOf[A], keyOf: t.keyOfStored}
-	if prev, loaded := declaredTasks.LoadOrStore(name, d); loaded && prev.(*argsDecoder).typ != d.typ {
-		declaredTasks.Store(name, &argsDecoder{typ: d.typ})
+	d := &argsDecoder{typ: reflect.TypeFor[A](), result: reflect.TypeFor[R](), toJSON: jsonOf[A], keyOf: t.keyOfStored}
+	if _, none := any(*new(R)).(None); !none {
+		d.resultJSON = jsonOf[R]
+	}
+	if prev, loaded := declaredTasks.LoadOrStore(name, d); loaded && (prev.(*argsDecoder).typ != d.typ || prev.(*argsDecoder).result != d.result) {
+		declaredTasks.Store(name, &argsDecoder{typ: d.typ, result: d.result})
 	}
 }
 

@@ -106,38 +106,12 @@ func (c *Client) workflowError(ctx context.Context, rec *record.Workflow) error 
 	return e
 }
 
-// WorkflowInfo is a snapshot of a workflow.
-type WorkflowInfo struct {
-	ID string
-	// Status is pending (no step has started), running, completed,
-	// failed or canceled.
-	Status             string
-	CreatedAt, EndedAt time.Time
-	Steps              []WorkflowStepInfo
-	// Final is the index in Steps of the step whose result is the
-	// workflow's; Result its result (msgpack) once completed.
-	Final  int
-	Result []byte
-	// FailedStep is the label of the step that failed or canceled the
-	// workflow; "" when none did.
-	FailedStep string
-}
-
-// WorkflowStepInfo is one step of a WorkflowInfo.
-type WorkflowStepInfo struct {
-	Label string
-	Name  string // its task; "" for a gather
-	JobID string // "" for a gather
-	// Status is its job's: pending (also while it waits for its
-	// predecessors), scheduled, processing, completed, failed or canceled.
-	Status Status
-	After  []string // the labels of its predecessors, in order
-	Error  string
-}
-
 // Workflow returns a snapshot of workflow id, or an error matching
-// ErrWorkflowNotFound.
-func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error) {
+// ErrWorkflowNotFound: what `workflow ID`, the API and the dashboard show,
+// its result the JSON of the final step's result type when the program
+// declares that task (its generated code is linked), else as the stored
+// msgpack reads.
+func (c *Client) Workflow(ctx context.Context, id string) (*bananastype.Workflow, error) {
 	snap, err := c.workflowRunner().Snapshot(ctx, id)
 	if errors.Is(err, record.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrWorkflowNotFound, id)
@@ -146,29 +120,32 @@ func (c *Client) Workflow(ctx context.Context, id string) (*WorkflowInfo, error)
 		return nil, err
 	}
 	rec := snap.Record
-	info := &WorkflowInfo{ID: id, Status: rec.Status, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt, Final: rec.Final, Steps: make([]WorkflowStepInfo, len(rec.Steps))}
+	w := &bananastype.Workflow{ID: id, Status: rec.Status, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt, Steps: make([]bananastype.WorkflowStep, len(rec.Steps))}
 	for k, s := range rec.Steps {
-		si := WorkflowStepInfo{Label: s.Label, Status: snap.Steps[k].Status, Error: snap.Steps[k].Error}
+		ws := bananastype.WorkflowStep{Label: s.Label, Status: snap.Steps[k].Status, Error: snap.Steps[k].Error}
 		if tpl, ok := readTemplate(s.Template); ok && !s.Gather {
-			si.Name, si.JobID = tpl.Name, s.JobID
+			ws.Name, ws.JobID = tpl.Name, s.JobID
 		}
 		for _, p := range s.After {
 			if p >= 0 && p < len(rec.Steps) {
-				si.After = append(si.After, rec.Steps[p].Label)
+				ws.After = append(ws.After, rec.Steps[p].Label)
 			}
 		}
-		info.Steps[k] = si
+		w.Steps[k] = ws
 	}
 	if snap.Pending {
-		info.Status = bananastype.WorkflowPending
+		w.Status = bananastype.WorkflowPending
 	}
-	if rec.Status == record.Completed {
-		info.Result = rec.Steps[rec.Final].Result
+	if rec.Final >= 0 && rec.Final < len(rec.Steps) {
+		w.Task = w.Steps[rec.Final].Name
+		if rec.Status == record.Completed {
+			w.Result = declaredResultJSON(w.Task, rec.Steps[rec.Final].Result)
+		}
 	}
-	if rec.Why >= 0 {
-		info.FailedStep = rec.Steps[rec.Why].Label
+	if rec.Why >= 0 && rec.Why < len(rec.Steps) {
+		w.FailedStep = rec.Steps[rec.Why].Label
 	}
-	return info, nil
+	return w, nil
 }
 
 // readTemplate reads a step's template (workflows.ReadTemplate).

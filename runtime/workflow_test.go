@@ -137,6 +137,11 @@ func TestWorkflow_DiamondPassesResultsOnInOrder(t *testing.T) {
 				t.Fatalf("step %s is %s", s.Label, s.Status)
 			}
 		}
+		// The snapshot is the one the API shows: the final task and its
+		// result as the JSON of the result's Go type.
+		if info.Task != wfJoin.Name() || string(info.Result) != `"[3 6]"` {
+			t.Fatalf("workflow's task and result = %s, %s; want %s, \"[3 6]\"", info.Task, info.Result, wfJoin.Name())
+		}
 	})
 }
 
