@@ -26,8 +26,8 @@ func Schedule[A, R any](w *Worker, t *Task[A, R], spec, tz string) {
 		return
 	}
 	cfg.unsharded = true
-	w.cron = append(w.cron, CronEntry{
-		Name: t.name, Route: cfg.route, Priority: cfg.priority, Spec: spec, TZ: tz,
+	w.cron = append(w.cron, cronEntry{
+		CronEntry: bananastype.CronEntry{Name: t.name, Route: cfg.route, Priority: cfg.priority, Spec: spec, TZ: tz},
 		job: func(c *Client, tick time.Time) (queue.NewJob, error) {
 			var zero A
 			return t.newJob(c, cfg, zero, tick, time.Time{})
@@ -35,9 +35,14 @@ func Schedule[A, R any](w *Worker, t *Task[A, R], spec, tz string) {
 	})
 }
 
-// CronEntries returns the cron entries registered on w.
-func (w *Worker) CronEntries() []CronEntry {
-	return append([]CronEntry(nil), w.cron...)
+// CronEntries returns the cron entries registered on w, as CronStatus
+// does without reading their state (LastRun, NextRun, ... left zero).
+func (w *Worker) CronEntries() []bananastype.CronEntry {
+	out := make([]bananastype.CronEntry, len(w.cron))
+	for i, e := range w.cron {
+		out[i] = e.CronEntry
+	}
+	return out
 }
 
 // CronStatus reads the state of every entry registered on w. The last
@@ -49,7 +54,8 @@ func (w *Worker) CronStatus(ctx context.Context) ([]bananastype.CronEntry, error
 		if err != nil {
 			return nil, err
 		}
-		cs := bananastype.CronEntry{Name: e.Name, Route: e.Route, Priority: e.Priority, Spec: e.Spec, TZ: e.TZ, LastRun: st.LastRun, NextRun: st.NextRun, RunCount: st.RunCount, LastJob: st.LastJob, LastError: st.LastError}
+		cs := e.CronEntry
+		cs.LastRun, cs.NextRun, cs.RunCount, cs.LastJob, cs.LastError = st.LastRun, st.NextRun, st.RunCount, st.LastJob, st.LastError
 		if now := w.c.q.Now(); cs.NextRun.IsZero() || cs.NextRun.Before(now) {
 			cs.NextRun, _ = scheduler.NextRun(e.Spec, e.TZ, now)
 		}

@@ -149,7 +149,7 @@ func (in *inspector) CronJob(name string, now time.Time) (admin.CronJob, error) 
 }
 
 // cronNames lists the entries' names for an error message.
-func cronNames(entries []CronEntry) string {
+func cronNames(entries []cronEntry) string {
 	if len(entries) == 0 {
 		return "none"
 	}

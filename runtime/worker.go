@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
@@ -28,7 +29,7 @@ type Worker struct {
 	id       string
 	mode     string // WORKER_MODE, when started by Main
 	handlers handlers
-	cron     []CronEntry
+	cron     []cronEntry
 	regErrs  []error
 	started  atomic.Bool
 }
@@ -199,13 +200,10 @@ func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, 
 	})
 }
 
-// CronEntry is a task enqueued on a schedule.
-type CronEntry struct {
-	Name     string   `json:"name"` // the task's wire name
-	Route    string   `json:"route"`
-	Priority Priority `json:"priority"`
-	Spec     string   `json:"spec"` // five cron fields, or a descriptor such as @every 1s
-	TZ       string   `json:"tz,omitempty"`
-
+// cronEntry is a task enqueued on a schedule, registered by Schedule: its
+// view (bananastype.CronEntry, the state fields left zero) and how to make
+// a tick's job.
+type cronEntry struct {
+	bananastype.CronEntry
 	job func(c *Client, tick time.Time) (queue.NewJob, error)
 }
