@@ -163,6 +163,21 @@ func TestSchedules_AClaimLeftByAKilledRunnerIsFinishedOnce(t *testing.T) {
 		if got := get(t, s, "left"); got.Pending != "" || got.LastJob != job || got.Fired != 1 {
 			t.Fatalf("after the claim was finished: pending %q, last job %q, fired %d", got.Pending, got.LastJob, got.Fired)
 		}
+		// The job ran and left nothing (a task that keeps no record), and a
+		// runner that claimed the tick again is finished: the route's mark
+		// of the tick, not the job's record, keeps it one job.
+		if err := q.Client().Del(ctx, q.Keys("r").List(queue.Normal), q.Keys("r").Job(job)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Client().HSet(ctx, s.Key("left"), "pend_tick", sc.Next.UnixMilli(), "pend_job", job).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := (&scheduler.ScheduleRunner{Schedules: s}).Step(ctx, "left"); err != nil {
+			t.Fatal(err)
+		}
+		if ids := readyIDs(t, q, "r"); len(ids) != 0 {
+			t.Fatalf("the tick's job was enqueued again after it ran and left nothing: %v", ids)
+		}
 	})
 }
 
