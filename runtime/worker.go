@@ -213,6 +213,7 @@ func (w *Worker) schedulingLoops(promoterWake chan time.Time) []func(context.Con
 	if w.keeper != nil {
 		loops = append(loops, w.keeper.Run)
 	}
+	loops = append(loops, w.scheduleLoop()) // schedule.go
 	if len(w.cron) > 0 {
 		cr := w.cronRunner()
 		loops = append(loops, func(ctx context.Context) { _ = cr.Run(ctx) })

@@ -16,30 +16,9 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 )
-
-// Overlap is what a schedule does at a tick while the job of its last tick
-// is unfinished.
-type Overlap string
-
-// The overlap policies.
-const (
-	// OverlapSkip starts no job for the tick; the skip is counted.
-	OverlapSkip Overlap = "skip"
-	// OverlapBufferOne enqueues the tick's job unless the last one is
-	// still waiting to start: at most one job waits behind a running one.
-	OverlapBufferOne Overlap = "buffer_one"
-	// OverlapAllow enqueues the tick's job whatever the last one does.
-	OverlapAllow Overlap = "allow"
-	// OverlapCancelRunning cancels the last job, then enqueues the tick's.
-	OverlapCancelRunning Overlap = "cancel_running"
-)
-
-// ValidOverlap reports whether o names an overlap policy.
-func ValidOverlap(o Overlap) bool {
-	return o == OverlapSkip || o == OverlapBufferOne || o == OverlapAllow || o == OverlapCancelRunning
-}
 
 // Late is how late a tick may fire when its schedule has no catch-up window:
 // a scheduler woken a little late (a pause of the process, a failover) still
@@ -62,9 +41,9 @@ type ScheduleDef struct {
 	Args       string // the args as JSON, for people (listings); may be ""
 	Spec, TZ   string // a cron spec (five fields, six with seconds, or @every 1s) and an IANA zone ("" = UTC)
 	Jitter     time.Duration
-	Overlap    Overlap       // "" is OverlapSkip
-	CatchUp    time.Duration // after an outage, the missed ticks this recent run, oldest first
-	Start, End time.Time     // no tick before Start or after End (zero: unbounded)
+	Overlap    bananastype.Overlap // "" is bananastype.OverlapSkip
+	CatchUp    time.Duration       // after an outage, the missed ticks this recent run, oldest first
+	Start, End time.Time           // no tick before Start or after End (zero: unbounded)
 	Paused     bool
 }
 
@@ -75,7 +54,7 @@ type Schedule struct {
 	LastTick time.Time // the last tick fired
 	LastFire time.Time // when it was fired
 	LastJob  string    // the job of the last tick fired
-	LastSkip time.Time // when a tick was last skipped (OverlapSkip)
+	LastSkip time.Time // when a tick was last skipped (bananastype.OverlapSkip)
 	Fired    int64
 	Skipped  int64
 	Created  time.Time
@@ -159,9 +138,9 @@ func (d *ScheduleDef) Check() (Spec, error) {
 		return Spec{}, fmt.Errorf("invalid priority %q: use high, normal or low", d.Priority)
 	}
 	if d.Overlap == "" {
-		d.Overlap = OverlapSkip
+		d.Overlap = bananastype.OverlapSkip
 	}
-	if !ValidOverlap(d.Overlap) {
+	if !d.Overlap.Valid() {
 		return Spec{}, fmt.Errorf("invalid overlap %q: use skip, buffer_one, allow or cancel_running", d.Overlap)
 	}
 	if len(d.Envelope) == 0 {
@@ -377,7 +356,7 @@ func parseSchedule(id string, m map[string]string) (Schedule, error) {
 		ScheduleDef: ScheduleDef{
 			ID: id, Name: m["name"], Route: m["route"], Priority: queue.Priority(m["prio"]), Envelope: []byte(m["env"]),
 			MaxRetries: int(nums[0]), Args: m["args"], Spec: m["spec"], TZ: m["tz"],
-			Jitter: time.Duration(nums[1]) * time.Millisecond, Overlap: Overlap(m["overlap"]),
+			Jitter: time.Duration(nums[1]) * time.Millisecond, Overlap: bananastype.Overlap(m["overlap"]),
 			CatchUp: time.Duration(nums[2]) * time.Millisecond, Start: t(nums[3]), End: t(nums[4]),
 			Paused: m["paused"] == "1",
 		},

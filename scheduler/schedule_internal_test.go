@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 )
@@ -26,7 +27,7 @@ func TestClaim_AStaleReadClaimsNothing(t *testing.T) {
 		env, _ := queue.EncodeEnvelope(queue.Envelope{Args: []byte{0x90}})
 		r := &ScheduleRunner{Schedules: s}
 		for _, id := range []string{"fired", "paused"} {
-			sc, err := s.Put(ctx, ScheduleDef{ID: id, Name: "t", Route: "r", Envelope: env, Spec: "@every 1s", Overlap: OverlapAllow}, q.Now())
+			sc, err := s.Put(ctx, ScheduleDef{ID: id, Name: "t", Route: "r", Envelope: env, Spec: "@every 1s", Overlap: bananastype.OverlapAllow}, q.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 )
 
@@ -37,8 +38,8 @@ const (
 // (TickJobID), so every runner writes the same job.
 type ScheduleRunner struct {
 	Schedules *Schedules
-	// Cancel cancels a running job (OverlapCancelRunning). Nil: such a
-	// schedule behaves as OverlapAllow.
+	// Cancel cancels a running job (bananastype.OverlapCancelRunning). Nil: such a
+	// schedule behaves as bananastype.OverlapAllow.
 	Cancel func(ctx context.Context, jobID string) error
 	// OnFire is told of each tick whose job this runner enqueued (optional).
 	OnFire func(sc Schedule, tick time.Time, jobID string)
@@ -217,7 +218,7 @@ func (r *ScheduleRunner) plan(ctx context.Context, sc Schedule, now time.Time) (
 		return claimPlan{what: "miss", next: sp.Next(latest)}, nil
 	}
 	c := claimPlan{what: "fire", tick: tick, next: sp.Next(tick), job: TickJobID(sc.ID, sc.Route, tick)}
-	if sc.LastJob == "" || sc.Overlap == OverlapAllow {
+	if sc.LastJob == "" || sc.Overlap == bananastype.OverlapAllow {
 		return c, nil
 	}
 	st, err := s0(ctx, r.Schedules.Queue, sc.LastJob)
@@ -225,15 +226,15 @@ func (r *ScheduleRunner) plan(ctx context.Context, sc Schedule, now time.Time) (
 		return claimPlan{}, err
 	}
 	switch sc.Overlap {
-	case OverlapSkip:
+	case bananastype.OverlapSkip:
 		if st != "" && !st.Finished() {
 			c.what, c.job = "skip", ""
 		}
-	case OverlapBufferOne:
+	case bananastype.OverlapBufferOne:
 		if st == queue.StatusPending || st == queue.StatusScheduled {
 			c.what, c.job = "skip", ""
 		}
-	case OverlapCancelRunning:
+	case bananastype.OverlapCancelRunning:
 		if st != "" && !st.Finished() && r.Cancel != nil {
 			if err := r.Cancel(ctx, sc.LastJob); err != nil && !errors.Is(err, queue.ErrNotFound) {
 				return claimPlan{}, fmt.Errorf("schedule %s: cancel its last job %s: %w", sc.ID, sc.LastJob, err)

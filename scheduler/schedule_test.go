@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/scheduler"
@@ -24,7 +25,7 @@ func def(t *testing.T, id, route string) scheduler.ScheduleDef {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return scheduler.ScheduleDef{ID: id, Name: "t", Route: route, Envelope: env, Spec: "@every 1s", Overlap: scheduler.OverlapAllow}
+	return scheduler.ScheduleDef{ID: id, Name: "t", Route: route, Envelope: env, Spec: "@every 1s", Overlap: bananastype.OverlapAllow}
 }
 
 // runRunner runs r until the returned stop is called (or the test ends).
@@ -299,7 +300,7 @@ func TestSchedules_SkipNeverStartsATickWhileTheLastIsUnfinished(t *testing.T) {
 		defer cancel()
 		s := &scheduler.Schedules{Queue: q}
 		skip := def(t, "skip", "rs")
-		skip.Overlap = scheduler.OverlapSkip
+		skip.Overlap = bananastype.OverlapSkip
 		allow := def(t, "allow", "ra")
 		for _, d := range []scheduler.ScheduleDef{skip, allow} {
 			if _, err := s.Put(ctx, d, q.Now()); err != nil {

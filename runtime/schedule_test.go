@@ -1,0 +1,166 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/runtime"
+)
+
+type reportArgs struct {
+	Account string `json:"account"`
+}
+
+// A schedule made at run time enqueues its task's job with its args at
+// each tick, which a worker runs; it is listed, paused, resumed and deleted
+// through the client.
+func TestTaskSchedule_RunsItsJobEachTickAndIsListedPausedAndDeleted(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := runtime.NewTask[reportArgs, runtime.None]("t_report").With(c)
+		var mu sync.Mutex
+		var ran []string
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		runtime.Handle(w, task, func(_ context.Context, a reportArgs) (runtime.None, error) {
+			mu.Lock()
+			ran = append(ran, a.Account)
+			mu.Unlock()
+			return runtime.None{}, nil
+		})
+		startWorker(t, w)
+		if err := task.Schedule(ctx, "report:acme", reportArgs{Account: "acme"}, runtime.Every("@every 1s"),
+			runtime.InZone("Europe/Berlin"), runtime.Overlap(runtime.OverlapAllow), runtime.Jitter(0), runtime.CatchUp(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "two ticks run", func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) >= 2 })
+		mu.Lock()
+		for _, a := range ran {
+			if a != "acme" {
+				t.Fatalf("a tick's job ran with args %q; want acme", a)
+			}
+		}
+		mu.Unlock()
+		list, err := c.Schedules(ctx)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("Schedules = %v, %v; want the one", list, err)
+		}
+		s := list[0]
+		if s.ID != "report:acme" || s.Source != bananastype.SourceData || s.Name != "t_report" || string(s.Args) != `{"account":"acme"}` ||
+			s.TZ != "Europe/Berlin" || s.Overlap != runtime.OverlapAllow || s.CatchUp != time.Minute || s.RunCount < 2 || s.LastJob == "" || s.NextRun.IsZero() {
+			t.Fatalf("listed %+v", s)
+		}
+		if err := c.PauseSchedule(ctx, "report:acme"); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := c.Schedule(ctx, "report:acme"); err != nil || !s.Paused {
+			t.Fatalf("after PauseSchedule: %+v, %v", s, err)
+		}
+		if err := c.ResumeSchedule(ctx, "report:acme"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DeleteSchedule(ctx, "report:acme"); err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range []error{c.DeleteSchedule(ctx, "report:acme"), c.PauseSchedule(ctx, "nope")} {
+			if !errors.Is(err, runtime.ErrNoSchedule) {
+				t.Fatalf("an action on no schedule: %v; want ErrNoSchedule", err)
+			}
+		}
+		if list, err := c.Schedules(ctx); err != nil || len(list) != 0 {
+			t.Fatalf("Schedules after the delete = %v, %v", list, err)
+		}
+	})
+}
+
+// Bad schedules are refused with an error naming what is wrong.
+func TestTaskSchedule_RefusesBadOptions(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := runtime.NewTask[reportArgs, runtime.None]("t_report").With(c)
+		for want, opts := range map[string][]runtime.ScheduleOption{
+			"runtime.Every":       {runtime.Overlap(runtime.OverlapSkip)},
+			"cron spec":           {runtime.Every("sometimes")},
+			"time zone":           {runtime.Every("@every 1s"), runtime.InZone("Nowhere/Else")},
+			"overlap":             {runtime.Every("@every 1s"), runtime.Overlap("queue_all")},
+			"do not apply":        {runtime.Every("@every 1s"), runtime.Delay(time.Second)},
+			"invalid route":       {runtime.Every("@every 1s"), runtime.Route("a b")},
+			"end must come":       {runtime.Every("@every 1s"), runtime.StartAt(time.Now()), runtime.EndAt(time.Now().Add(-time.Hour))},
+			"invalid schedule id": nil,
+		} {
+			id := "s"
+			if want == "invalid schedule id" {
+				id, opts = "has space", []runtime.ScheduleOption{runtime.Every("@every 1s")}
+			}
+			if err := task.Schedule(ctx, id, reportArgs{}, opts...); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v; want an error saying %q", want, err, want)
+			}
+		}
+		if list, _ := c.Schedules(ctx); len(list) != 0 {
+			t.Fatalf("refused schedules were written: %v", list)
+		}
+	})
+}
+
+// Overlap skip: while a tick's job runs, the next ticks start nothing, and
+// each skip is counted in bananas_schedule_skipped_total.
+func TestTaskSchedule_SkipStartsNothingWhileTheLastRunsAndCountsIt(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := runtime.NewTask[reportArgs, runtime.None]("t_slow_report").With(c)
+		release := make(chan struct{})
+		var mu sync.Mutex
+		running, most, runs := 0, 0, 0
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
+		runtime.Handle(w, task, func(ctx context.Context, _ reportArgs) (runtime.None, error) {
+			mu.Lock()
+			running++
+			runs++
+			most = max(most, running)
+			mu.Unlock()
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return runtime.None{}, nil
+		})
+		startWorker(t, w)
+		if err := task.Schedule(ctx, "slow", reportArgs{}, runtime.Every("@every 1s")); err != nil { // skip: the default
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "two ticks skipped", func() bool {
+			s, err := c.Schedule(ctx, "slow")
+			return err == nil && s.Skipped >= 2
+		})
+		rec := httptest.NewRecorder()
+		c.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		if !strings.Contains(rec.Body.String(), `bananas_schedule_skipped_total{task="t_slow_report"}`) {
+			t.Fatalf("no bananas_schedule_skipped_total for the task in:\n%s", grepLines(rec.Body.String(), "schedule"))
+		}
+		close(release)
+		waitFor(t, 10*time.Second, "the tick after the job ended ran", func() bool { mu.Lock(); defer mu.Unlock(); return runs >= 2 })
+		mu.Lock()
+		defer mu.Unlock()
+		if most != 1 {
+			t.Fatalf("%d of the schedule's jobs ran at once under overlap skip", most)
+		}
+	})
+}
+
+func grepLines(s, word string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
