@@ -164,3 +164,65 @@ func grepLines(s, word string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// Overlap cancel_running: a tick cancels the last tick's job that still
+// runs, then enqueues its own.
+func TestTaskSchedule_CancelRunningCancelsTheLastJob(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := runtime.NewTask[reportArgs, runtime.None]("t_endless_report").With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 4}))
+		runtime.Handle(w, task, func(ctx context.Context, _ reportArgs) (runtime.None, error) {
+			<-ctx.Done()
+			return runtime.None{}, ctx.Err()
+		})
+		startWorker(t, w)
+		if err := task.Schedule(ctx, "endless", reportArgs{}, runtime.Every("@every 1s"), runtime.Overlap(runtime.OverlapCancelRunning)); err != nil {
+			t.Fatal(err)
+		}
+		var first string
+		waitFor(t, 10*time.Second, "a first tick's job", func() bool {
+			s, err := c.Schedule(ctx, "endless")
+			first = s.LastJob
+			return err == nil && first != ""
+		})
+		waitFor(t, 10*time.Second, "the first tick's job canceled by a later tick", func() bool {
+			return jobStatus(t, c, first) == runtime.StatusCanceled
+		})
+		waitFor(t, 10*time.Second, "the canceling tick's own job enqueued", func() bool {
+			s, err := c.Schedule(ctx, "endless")
+			return err == nil && s.LastJob != first && s.RunCount >= 2
+		})
+	})
+}
+
+// Overlap buffer_one: with the last tick's job running, one more waits;
+// while that one waits, ticks enqueue nothing.
+func TestTaskSchedule_BufferOneKeepsOneWaitingBehindARunningJob(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := runtime.NewTask[reportArgs, runtime.None]("t_long_report").With(c)
+		release := make(chan struct{})
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Concurrency: 1}))
+		runtime.Handle(w, task, func(ctx context.Context, _ reportArgs) (runtime.None, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return runtime.None{}, nil
+		})
+		stop := startWorker(t, w)
+		if err := task.Schedule(ctx, "long", reportArgs{}, runtime.Every("@every 1s"), runtime.Overlap(runtime.OverlapBufferOne)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "a tick skipped", func() bool {
+			s, err := c.Schedule(ctx, "long")
+			return err == nil && s.Skipped >= 1
+		})
+		if s, _ := c.Schedule(ctx, "long"); s.RunCount != 2 {
+			t.Fatalf("buffer_one enqueued %d jobs behind one that runs; want 2 (the running one and one waiting)", s.RunCount)
+		}
+		close(release)
+		stop()
+	})
+}

@@ -489,3 +489,96 @@ func TestSchedules_SpreadOverAClustersMastersAndFireOncePerTick(t *testing.T) {
 		checkOnePerTick(t, q, s, id, "r"+id)
 	}
 }
+
+// After an outage (no scheduler ran), only the missed ticks inside the
+// catch-up window run, once each, oldest first; without a window, none of
+// the missed ticks runs, only those to come.
+func TestSchedules_AfterAnOutageOnlyTicksInsideCatchUpRunOnceOldestFirst(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		s := &scheduler.Schedules{Queue: q}
+		window := 20 * time.Second
+		for _, c := range []struct {
+			id      string
+			catchUp time.Duration
+		}{{"caught", window}, {"none", 0}} {
+			d := def(t, c.id, "r"+c.id)
+			d.CatchUp = c.catchUp
+			if _, err := s.Put(ctx, d, q.Now()); err != nil {
+				t.Fatal(err)
+			}
+			// The outage: the schedule's next tick is a minute old.
+			missed := q.Now().Add(-time.Minute).Truncate(time.Second)
+			if err := q.Client().HSet(ctx, s.Key(c.id), "next", missed.UnixMilli()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			r := &scheduler.ScheduleRunner{Schedules: s}
+			for range 2 { // a second runner after the first finds nothing more to do
+				if err := r.Step(ctx, c.id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := q.Now()
+			ids := readyIDs(t, q, "r"+c.id)
+			var ticks []time.Time
+			for k := 0; k <= 61; k++ {
+				tick := missed.Add(time.Duration(k) * time.Second)
+				if tick.After(now) {
+					break
+				}
+				for _, j := range ids {
+					if j == scheduler.TickJobID(c.id, "r"+c.id, tick) {
+						ticks = append(ticks, tick)
+					}
+				}
+			}
+			if len(ticks) != len(ids) {
+				t.Fatalf("%s: %d jobs, %d of them of a missed tick: %v", c.id, len(ids), len(ticks), ids)
+			}
+			if c.catchUp == 0 {
+				if len(ids) > 1 || (len(ids) == 1 && now.Sub(ticks[0]) > scheduler.Late) {
+					t.Fatalf("no catch-up: ticks %v ran after a minute's outage; want at most the one due now", ticks)
+				}
+				continue
+			}
+			if len(ids) < 19 || len(ids) > 22 {
+				t.Fatalf("catch-up %v: %d ticks ran; want the ~21 inside the window", window, len(ids))
+			}
+			for i, tick := range ticks {
+				if now.Sub(tick) > window+time.Second {
+					t.Fatalf("tick %v, %v old, ran: outside the catch-up window", tick, now.Sub(tick))
+				}
+				if i > 0 && !tick.Equal(ticks[i-1].Add(time.Second)) {
+					t.Fatalf("ticks %v ran out of order or with a gap", ticks)
+				}
+			}
+			// The job order in the ready list is the ticks' order.
+			for i, j := range ids {
+				if j != scheduler.TickJobID(c.id, "r"+c.id, ticks[i]) {
+					t.Fatalf("job %d is not of the %d-th oldest tick", i, i)
+				}
+			}
+		}
+	})
+}
+
+// Overlap buffer_one: while the last tick's job waits to start, a tick
+// enqueues nothing; at most one job waits.
+func TestSchedules_BufferOneKeepsAtMostOneWaiting(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s := &scheduler.Schedules{Queue: q}
+		d := def(t, "buf", "rb")
+		d.Overlap = bananastype.OverlapBufferOne
+		if _, err := s.Put(ctx, d, q.Now()); err != nil {
+			t.Fatal(err)
+		}
+		runRunner(t, &scheduler.ScheduleRunner{Schedules: s, Safety: 50 * time.Millisecond,
+			OnError: func(id string, err error) { t.Errorf("schedule %s: %v", id, err) }})
+		waitUntil(t, ctx, "two ticks skipped", func() bool { return get(t, s, "buf").Skipped >= 2 })
+		if ids := readyIDs(t, q, "rb"); len(ids) != 1 {
+			t.Fatalf("buffer_one: %d jobs waiting: %v", len(ids), ids)
+		}
+	})
+}
