@@ -137,7 +137,7 @@ func (c *Client) Schedules(ctx context.Context) ([]bananastype.Schedule, error) 
 	}
 	out := make([]bananastype.Schedule, len(list))
 	for i, sc := range list {
-		out[i] = scheduleView(sc)
+		out[i] = sc.View()
 	}
 	return out, nil
 }
@@ -148,7 +148,7 @@ func (c *Client) Schedule(ctx context.Context, id string) (bananastype.Schedule,
 	if err != nil {
 		return bananastype.Schedule{}, err
 	}
-	return scheduleView(sc), nil
+	return sc.View(), nil
 }
 
 // PauseSchedule pauses schedule id: it fires nothing, and keeps its next
@@ -166,18 +166,6 @@ func (c *Client) ResumeSchedule(ctx context.Context, id string) error {
 // DeleteSchedule deletes schedule id: it fires nothing more.
 func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
 	return c.schedules().Delete(ctx, id)
-}
-
-func scheduleView(sc scheduler.Schedule) bananastype.Schedule {
-	var args json.RawMessage
-	if sc.Args != "" {
-		args = json.RawMessage(sc.Args)
-	}
-	return bananastype.Schedule{
-		ID: sc.ID, Source: bananastype.SourceData, Name: sc.Name, Route: sc.Route, Priority: sc.Priority, Args: args,
-		Spec: sc.Spec, TZ: sc.TZ, Jitter: sc.Jitter, Overlap: sc.Overlap, CatchUp: sc.CatchUp, Start: sc.Start, End: sc.End,
-		Paused: sc.Paused, NextRun: sc.Next, LastRun: sc.LastFire, LastJob: sc.LastJob, RunCount: sc.Fired, Skipped: sc.Skipped,
-	}
 }
 
 // scheduleLoop is the loop that fires due schedules made at run time;

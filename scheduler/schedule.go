@@ -378,3 +378,17 @@ func msOrZero(t time.Time) int64 {
 	}
 	return ms(t)
 }
+
+// View is sc as users meet a schedule (bananastype.Schedule), made at run
+// time (Source data).
+func (sc Schedule) View() bananastype.Schedule {
+	var args []byte
+	if sc.Args != "" {
+		args = []byte(sc.Args)
+	}
+	return bananastype.Schedule{
+		ID: sc.ID, Source: bananastype.SourceData, Name: sc.Name, Route: sc.Route, Priority: sc.Priority, Args: args,
+		Spec: sc.Spec, TZ: sc.TZ, Jitter: sc.Jitter, Overlap: sc.Overlap, CatchUp: sc.CatchUp, Start: sc.Start, End: sc.End,
+		Paused: sc.Paused, NextRun: sc.Next, LastRun: sc.LastFire, LastJob: sc.LastJob, RunCount: sc.Fired, Skipped: sc.Skipped,
+	}
+}

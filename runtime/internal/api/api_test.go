@@ -382,6 +382,8 @@ func body(e endpoint) string {
 		return `{"max_running": 4, "rate": null}`
 	case openapi.WorkflowSteps:
 		return `{"steps": [{"id": "a", "name": "t", "args": {}}, {"id": "b", "name": "t", "after": ["a"]}]}`
+	case openapi.ScheduleDef:
+		return `{"name": "t", "args": {}, "cron": "@every 1s"}`
 	}
 	return ""
 }

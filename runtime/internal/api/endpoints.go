@@ -58,6 +58,7 @@ func Endpoints() []openapi.Endpoint {
 var (
 	jobID      = openapi.Param{Name: "id", Desc: "The job's id."}
 	workflowID = openapi.Param{Name: "id", Desc: "The workflow's id."}
+	scheduleID = openapi.Param{Name: "id", Desc: "The schedule's id."}
 	route      = openapi.Param{Name: "route", Desc: "The route (queue)."}
 	deadTask   = openapi.Param{Name: "task", Desc: "Only dead jobs of this task."}
 	deadRoute  = openapi.Param{Name: "route", Desc: "Only dead jobs of this route."}
@@ -102,9 +103,11 @@ func deadStates(ps []openapi.Param) []openapi.Param {
 var (
 	badRequest = openapi.Response{Status: http.StatusBadRequest}
 	notFound   = openapi.Response{Status: http.StatusNotFound}
-	conflict   = openapi.Response{Status: http.StatusConflict}
-	tooLarge   = openapi.Response{Status: http.StatusRequestEntityTooLarge}
-	theJob     = openapi.Response{Status: http.StatusOK, Desc: "The job.", Type: bananastype.Job{}, Name: "Job"}
+	// theSchedule is the answer of an endpoint that shows one schedule.
+	theSchedule = openapi.Response{Status: http.StatusOK, Desc: "The schedule.", Type: bananastype.Schedule{}, Name: "Schedule"}
+	conflict    = openapi.Response{Status: http.StatusConflict}
+	tooLarge    = openapi.Response{Status: http.StatusRequestEntityTooLarge}
+	theJob      = openapi.Response{Status: http.StatusOK, Desc: "The job.", Type: bananastype.Job{}, Name: "Job"}
 	// theWorkflow is a workflow, as read after the call.
 	theWorkflow = openapi.Response{Status: http.StatusOK, Desc: "The workflow.", Type: bananastype.Workflow{}, Name: "Workflow",
 		Inner: map[string]string{"steps": "WorkflowStep"}}
@@ -312,6 +315,32 @@ var endpoints = []endpoint{
 			Then: openapi.ThenLocation, Done: "cron-run", Flash: "Enqueued now, outside the schedule: the entry's next run stays as planned."},
 		Responses: []openapi.Response{{Status: http.StatusCreated, Desc: "Enqueued.", Type: submitted{}, Location: true}, notFound, conflict}},
 		(*server).runCron},
+	// Schedules made at run time (schedules.go); the listing shows the
+	// program's cron entries too (source "code").
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/schedules", ID: "listSchedules", Tag: "schedules",
+		Summary:   "The schedules: those made at run time (source data), then the program's cron entries (source code).",
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The schedules.", Type: bananastype.Schedule{}, List: true, Name: "Schedule"}}},
+		(*server).schedules},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/schedules/{id}", ID: "getSchedule", Tag: "schedules", Summary: "A schedule made at run time.",
+		PathParams: []openapi.Param{scheduleID}, Responses: []openapi.Response{theSchedule, badRequest, notFound}},
+		(*server).schedule},
+	{openapi.Endpoint{Method: "PUT", Path: "/api/v1/schedules/{id}", ID: "putSchedule", Tag: "schedules", Action: true,
+		Summary:    "Create a schedule or change it: a job of task name with args at each tick of cron; one job per tick however many schedulers run.",
+		PathParams: []openapi.Param{scheduleID}, Body: openapi.ScheduleDef,
+		Responses: []openapi.Response{theSchedule, badRequest, tooLarge}},
+		(*server).putSchedule},
+	{openapi.Endpoint{Method: "DELETE", Path: "/api/v1/schedules/{id}", ID: "deleteSchedule", Tag: "schedules", Action: true,
+		Summary: "Delete a schedule made at run time: it fires nothing more.", PathParams: []openapi.Param{scheduleID},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Deleted.", Type: scheduleDeleted{}}, badRequest, notFound}},
+		(*server).deleteSchedule},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/schedules/{id}/pause", ID: "pauseSchedule", Tag: "schedules", Action: true,
+		Summary: "Pause a schedule: it fires nothing, and keeps its next tick.", PathParams: []openapi.Param{scheduleID},
+		Responses: []openapi.Response{theSchedule, badRequest, notFound}},
+		(*server).pauseSchedule},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/schedules/{id}/resume", ID: "resumeSchedule", Tag: "schedules", Action: true,
+		Summary: "Resume a schedule from its next tick.", PathParams: []openapi.Param{scheduleID},
+		Responses: []openapi.Response{theSchedule, badRequest, notFound}},
+		(*server).resumeSchedule},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/workers", ID: "listWorkers", Tag: "workers", Summary: "The live workers and schedulers, from their heartbeats.",
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The workers.", Type: admin.Worker{}, List: true, Name: "Worker"}}},
 		(*server).workers},

@@ -165,6 +165,10 @@ const (
 	// WorkflowSteps is {"steps": [{"id", "name", "args"} or {"id", "name",
 	// "after": [id, …]}, …]}, up to the endpoint's MaxBatch steps.
 	WorkflowSteps
+	// ScheduleDef is a schedule made at run time: {"name", "args", "cron",
+	// "tz", "jitter", "overlap", "catch_up", "paused", "start", "end",
+	// "route", "priority"}.
+	ScheduleDef
 )
 
 // Response is one answer of an endpoint.
