@@ -40,6 +40,22 @@ func TestAPI_Schedules(t *testing.T) {
 		if sources["echo:hi"] != "data" || sources["t_tick"] != "code" {
 			t.Fatalf("listed %v; want echo:hi (data) and the cron entry t_tick (code)", sources)
 		}
+		run := r.answerConforms(http.StatusCreated, "POST", "/api/v1/schedules/echo:hi/run", "")
+		if id, _ := run["id"].(string); id == "" {
+			t.Fatalf("run answered %v", run)
+		}
+		from := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+		rng := fmt.Sprintf(`{"from":%q,"to":%q}`, from.Format(time.RFC3339), from.Add(2500*time.Millisecond).Format(time.RFC3339Nano))
+		bf := r.answerConforms(http.StatusOK, "POST", "/api/v1/schedules/echo:hi/backfill", rng)
+		if ids, _ := bf["ids"].([]any); len(ids) != 3 {
+			t.Fatalf("backfill of 2.5s of an every-second schedule answered %v", bf)
+		}
+		if again := r.answerConforms(http.StatusOK, "POST", "/api/v1/schedules/echo:hi/backfill", rng); len(again["ids"].([]any)) != 0 {
+			t.Fatalf("backfill asked twice answered %v; want no ids", again)
+		}
+		if m := r.answerConforms(http.StatusBadRequest, "POST", "/api/v1/schedules/echo:hi/backfill", `{"from":"yesterday","to":"2026-01-01T00:00:00Z"}`); m["field"] != "from" {
+			t.Fatalf("a bad from: %v", m)
+		}
 		if p := r.answerConforms(http.StatusOK, "POST", "/api/v1/schedules/echo:hi/pause", ""); p["paused"] != true {
 			t.Fatalf("pause answered %v", p)
 		}

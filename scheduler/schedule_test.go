@@ -582,3 +582,57 @@ func TestSchedules_BufferOneKeepsAtMostOneWaiting(t *testing.T) {
 		}
 	})
 }
+
+// A backfill enqueues each tick of its range once, oldest first, and
+// asked twice enqueues nothing more; ticks the schedule already ran are
+// not run again, and ticks from its next one on are left to it. Run now
+// enqueues one job outside the ticks.
+func TestSchedules_BackfillEnqueuesEachTickOnceOldestFirst(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s := &scheduler.Schedules{Queue: q}
+		sc, err := s.Put(ctx, def(t, "bf", "rf"), q.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, ctx, "the next tick passed", func() bool { return q.Now().After(sc.Next.Add(50 * time.Millisecond)) })
+		if err := (&scheduler.ScheduleRunner{Schedules: s}).Step(ctx, "bf"); err != nil { // fires sc.Next
+			t.Fatal(err)
+		}
+		ran := scheduler.TickJobID("bf", "rf", sc.Next)
+		from, to := sc.Next.Add(-5*time.Second), sc.Next.Add(time.Hour)
+		got, err := s.Backfill(ctx, "bf", from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 5 {
+			t.Fatalf("backfill enqueued %v; want the five ticks before the one that ran", got)
+		}
+		for i, id := range got {
+			if want := scheduler.TickJobID("bf", "rf", from.Add(time.Duration(i)*time.Second)); id != want {
+				t.Fatalf("backfilled job %d is %s, want the tick's %s (oldest first)", i, id, want)
+			}
+		}
+		if again, err := s.Backfill(ctx, "bf", from, to); err != nil || len(again) != 0 {
+			t.Fatalf("backfill asked twice enqueued %v, %v; want nothing more", again, err)
+		}
+		ids := readyIDs(t, q, "rf")
+		if len(ids) != 6 || ids[0] != ran {
+			t.Fatalf("ready %v; want the tick that ran, then the five backfilled", ids)
+		}
+		if _, err := s.Backfill(ctx, "bf", to, from); !errors.Is(err, scheduler.ErrBadRange) {
+			t.Fatalf("a reversed range: %v; want ErrBadRange", err)
+		}
+		now, err := s.RunNow(ctx, "bf")
+		if err != nil || now == "" {
+			t.Fatalf("RunNow = %q, %v", now, err)
+		}
+		if ids := readyIDs(t, q, "rf"); len(ids) != 7 || ids[6] != now {
+			t.Fatalf("after RunNow ready %v", ids)
+		}
+		if got := get(t, s, "bf"); got.Fired != 1 || !got.Next.Equal(sc.Next.Add(time.Second)) {
+			t.Fatalf("backfill and run now changed the schedule's state: fired %d, next %v", got.Fired, got.Next)
+		}
+	})
+}

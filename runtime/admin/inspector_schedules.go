@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/bananas-go/bananas/bananastype"
@@ -26,6 +27,12 @@ type ScheduleActions interface {
 	DeleteSchedule(ctx context.Context, id string) error
 	// PauseSchedule pauses (paused) or resumes schedule id.
 	PauseSchedule(ctx context.Context, id string, paused bool) error
+	// RunSchedule enqueues one job of schedule id now, outside its ticks.
+	RunSchedule(ctx context.Context, id string) (string, error)
+	// BackfillSchedule enqueues the job of each tick of schedule id in
+	// [from, to] before its next tick, oldest first, each once even if
+	// asked twice; it returns the ids enqueued by this call.
+	BackfillSchedule(ctx context.Context, id string, from, to time.Time) ([]string, error)
 }
 
 // ScheduleSubmission is a schedule as PUT /api/v1/schedules/{id} takes it.
@@ -153,4 +160,33 @@ func (in *Inspector) PauseSchedule(ctx context.Context, id string, paused bool) 
 		return InvalidValue("id", id, "1-200 characters without spaces or braces")
 	}
 	return in.schedules().Pause(ctx, id, paused, in.q.Now())
+}
+
+// RunSchedule enqueues one job of schedule id now.
+func (in *Inspector) RunSchedule(ctx context.Context, id string) (string, error) {
+	if err := scheduler.CheckScheduleID(id); err != nil {
+		return "", InvalidValue("id", id, "1-200 characters without spaces or braces")
+	}
+	return in.schedules().RunNow(ctx, id)
+}
+
+// BackfillSchedule enqueues the ticks of schedule id in [from, to].
+func (in *Inspector) BackfillSchedule(ctx context.Context, id string, from, to time.Time) ([]string, error) {
+	if err := scheduler.CheckScheduleID(id); err != nil {
+		return nil, InvalidValue("id", id, "1-200 characters without spaces or braces")
+	}
+	if from.IsZero() {
+		return nil, Invalid("from", "from: required, an RFC 3339 time")
+	}
+	if to.IsZero() {
+		return nil, Invalid("to", "to: required, an RFC 3339 time")
+	}
+	if to.Before(from) {
+		return nil, Invalid("to", "to: must not come before from")
+	}
+	ids, err := in.schedules().Backfill(ctx, id, from, to)
+	if errors.Is(err, scheduler.ErrBadRange) {
+		return nil, Invalid("to", "%s", err.Error())
+	}
+	return ids, err
 }

@@ -156,8 +156,12 @@ func (f *fakeAdmin) PutSchedule(_ context.Context, id string, s admin.ScheduleSu
 	f.subs = append(f.subs, admin.Submission{Name: s.Name, Args: s.Args})
 	return bananastype.Schedule{ID: id, Source: bananastype.SourceData, Name: s.Name, Spec: s.Cron}, f.err
 }
-func (f *fakeAdmin) DeleteSchedule(context.Context, string) error      { return f.err }
-func (f *fakeAdmin) PauseSchedule(context.Context, string, bool) error { return f.err }
+func (f *fakeAdmin) DeleteSchedule(context.Context, string) error        { return f.err }
+func (f *fakeAdmin) PauseSchedule(context.Context, string, bool) error   { return f.err }
+func (f *fakeAdmin) RunSchedule(context.Context, string) (string, error) { return "j3", f.err }
+func (f *fakeAdmin) BackfillSchedule(context.Context, string, time.Time, time.Time) ([]string, error) {
+	return []string{"j4"}, f.err
+}
 
 func (f *fakeAdmin) Stats(_ context.Context, window time.Duration) (admin.Stats, error) {
 	f.window = window

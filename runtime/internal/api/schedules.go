@@ -107,3 +107,50 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 	}
 	return answer(w, http.StatusOK)(s.a.Schedule(r.Context(), r.PathValue("id")))
 }
+
+// backfilled is the answer to a backfill: the ids it enqueued, oldest
+// tick first (none for ticks enqueued before).
+type backfilled struct {
+	IDs []string `json:"ids"`
+}
+
+// runSchedule enqueues one job of a schedule now: 201 {"id"}.
+func (s *server) runSchedule(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.a.RunSchedule(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/v1/jobs/"+id)
+	return writeJSON(w, http.StatusCreated, submitted{ID: id})
+}
+
+// backfillSchedule enqueues the ticks of a range: 200 {"ids"}.
+func (s *server) backfillSchedule(w http.ResponseWriter, r *http.Request) error {
+	body, err := objectBody(r)
+	if err != nil {
+		return err
+	}
+	var from, to time.Time
+	for k, raw := range body {
+		var at *time.Time
+		switch k {
+		case "from":
+			at = &from
+		case "to":
+			at = &to
+		default:
+			return BadRequest(k, "unknown field %q (want from, to)", k)
+		}
+		if err := json.Unmarshal(raw, at); err != nil {
+			return BadRequest(k, "%s: want an RFC 3339 time, got JSON %s", k, clip(raw))
+		}
+	}
+	ids, err := s.a.BackfillSchedule(r.Context(), r.PathValue("id"), from, to)
+	if err != nil {
+		return err
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	return writeJSON(w, http.StatusOK, backfilled{IDs: ids})
+}

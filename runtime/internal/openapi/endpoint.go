@@ -169,6 +169,8 @@ const (
 	// "tz", "jitter", "overlap", "catch_up", "paused", "start", "end",
 	// "route", "priority"}.
 	ScheduleDef
+	// TimeRange is {"from", "to"}: RFC 3339 times, both required.
+	TimeRange
 )
 
 // Response is one answer of an endpoint.

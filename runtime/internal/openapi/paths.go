@@ -95,6 +95,8 @@ func (b *builder) operation(e Endpoint) (map[string]any, error) {
 		o["requestBody"] = b.workflowBody(e.MaxBatch)
 	case ScheduleDef:
 		o["requestBody"] = scheduleBody()
+	case TimeRange:
+		o["requestBody"] = rangeBody()
 	}
 	return o, nil
 }
@@ -244,6 +246,21 @@ func scheduleBody() map[string]any {
 				"start":    map[string]any{"type": "string", "format": "date-time"},
 				"end":      map[string]any{"type": "string", "format": "date-time"},
 			},
+		}),
+	}
+}
+
+// rangeBody is the body of POST /api/v1/schedules/{id}/backfill.
+func rangeBody() map[string]any {
+	t := map[string]any{"type": "string", "format": "date-time"}
+	return map[string]any{
+		"required":    true,
+		"description": "The range of ticks, both ends included.",
+		"content": jsonBody(map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []any{"from", "to"},
+			"properties":           map[string]any{"from": t, "to": t},
 		}),
 	}
 }
