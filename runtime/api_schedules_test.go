@@ -31,6 +31,9 @@ func TestAPI_Schedules(t *testing.T) {
 			id, _ := got["last_job"].(string)
 			return id != "" && jobStatus(t, c, id) == runtime.StatusCompleted
 		})
+		if got := r.answerConforms(http.StatusOK, "GET", "/api/v1/schedules/echo:hi", ""); got["last_job_status"] == nil || got["unregistered"] != nil {
+			t.Fatalf("GET answered %v; want its last job's status, and no unregistered mark", got)
+		}
 		list, _ := r.conforms(http.StatusOK, "GET", "/api/v1/schedules", "").([]any)
 		sources := map[string]string{}
 		for _, v := range list {

@@ -173,8 +173,10 @@ func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
 func (w *Worker) scheduleLoop() func(context.Context) {
 	r := &scheduler.ScheduleRunner{
 		Schedules: w.c.schedules(),
-		Safety:    min(w.opts.SafetyPoll, scheduler.DefaultScheduleSafety),
-		Outage:    scheduler.NewOutageLog(w.opts.Logger, "schedules"),
+		// Not SafetyPoll, the fetcher's: a put is indexed at once, and the
+		// loop sleeps only until the earliest due schedule.
+		Safety: scheduler.DefaultScheduleSafety,
+		Outage: scheduler.NewOutageLog(w.opts.Logger, "schedules"),
 		Cancel: func(ctx context.Context, id string) error {
 			// A job that ended or went meanwhile needs no cancel.
 			_, err := w.c.cancelJob(ctx, id)

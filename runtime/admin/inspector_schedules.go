@@ -72,7 +72,7 @@ func (in *Inspector) Schedules(ctx context.Context) ([]bananastype.Schedule, err
 		out = append(out, bananastype.Schedule{ID: e.Name, Source: bananastype.SourceCode, Name: e.Name, Route: e.Route,
 			Priority: e.Priority, Spec: e.Spec, TZ: e.TZ, NextRun: e.NextRun, LastRun: e.LastRun, LastJob: e.LastJob, RunCount: e.RunCount})
 	}
-	return out, nil
+	return out, in.describeSchedules(ctx, out)
 }
 
 // Schedule reads schedule id made at run time.
@@ -84,7 +84,36 @@ func (in *Inspector) Schedule(ctx context.Context, id string) (bananastype.Sched
 	if err != nil {
 		return bananastype.Schedule{}, err
 	}
-	return sc.View(), nil
+	out := []bananastype.Schedule{sc.View()}
+	return out[0], in.describeSchedules(ctx, out)
+}
+
+// describeSchedules fills each schedule's last job's status (one
+// pipelined read) and whether its task is registered here.
+func (in *Inspector) describeSchedules(ctx context.Context, scs []bananastype.Schedule) error {
+	var ids []string
+	var at []int
+	for i := range scs {
+		if _, ok := in.rt.Task(scs[i].Name); !ok {
+			scs[i].Unregistered = true
+		}
+		if scs[i].LastJob != "" {
+			ids, at = append(ids, scs[i].LastJob), append(at, i)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	states, err := in.q.Jobs.LookupMany(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for k, st := range states {
+		if st != nil {
+			scs[at[k]].LastJobStatus = st.Status
+		}
+	}
+	return nil
 }
 
 // PutSchedule checks s and puts schedule id.
