@@ -84,6 +84,19 @@ func TestAPI_Schedules(t *testing.T) {
 		if m := r.answerConforms(http.StatusBadRequest, "PUT", "/api/v1/schedules/has%20space", put); !strings.Contains(fmt.Sprint(m["error"]), "id") {
 			t.Fatalf("a bad id: %v", m)
 		}
+		// A cron entry of the code is listed and runs, but is not changed here.
+		if run := r.answerConforms(http.StatusCreated, "POST", "/api/v1/schedules/t_tick/run", ""); run["id"] == "" {
+			t.Fatalf("run of a code entry answered %v", run)
+		}
+		for _, c := range [][2]string{{"PUT", "/api/v1/schedules/t_tick"}, {"DELETE", "/api/v1/schedules/t_tick"}, {"POST", "/api/v1/schedules/t_tick/pause"}} {
+			body := ""
+			if c[0] == "PUT" {
+				body = put
+			}
+			if m := r.answerConforms(http.StatusConflict, c[0], c[1], body); !strings.Contains(fmt.Sprint(m["error"]), "bananas:cron") {
+				t.Fatalf("%s %s: %v; want a 409 saying it is a cron entry of the code", c[0], c[1], m)
+			}
+		}
 		r.answerConforms(http.StatusNotFound, "GET", "/api/v1/schedules/bad", "")
 		r.answerConforms(http.StatusOK, "DELETE", "/api/v1/schedules/echo:hi", "")
 		r.answerConforms(http.StatusNotFound, "DELETE", "/api/v1/schedules/echo:hi", "")

@@ -145,7 +145,7 @@ func Classify(err error) Problem {
 		p.Class, p.Field = NotFound, or(p.Field, "route")
 	case errors.Is(err, ErrUnknownCron):
 		p.Class, p.Field = NotFound, or(p.Field, "name")
-	case errors.Is(err, ErrWrongState), errors.Is(err, ErrDuplicate):
+	case errors.Is(err, ErrWrongState), errors.Is(err, ErrDuplicate), errors.Is(err, ErrCodeSchedule):
 		p.Class = Conflict
 	case errors.Is(err, ErrPayloadTooLarge):
 		p.Class, p.Field = TooLarge, or(p.Field, "args")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/bananas-go/bananas/bananastype"
@@ -13,6 +14,19 @@ import (
 
 // ErrUnknownSchedule: no schedule of that id (scheduler.ErrNoSchedule).
 var ErrUnknownSchedule = scheduler.ErrNoSchedule
+
+// ErrCodeSchedule: an id that names a cron entry of the code, which is
+// listed and run with the schedules but changed only in code.
+var ErrCodeSchedule = errors.New("bananas: a cron entry of the code")
+
+// codeEntry refuses an action that would change id when id names a cron
+// entry of the program.
+func (in *Inspector) codeEntry(id, action string) error {
+	if _, err := in.rt.CronJob(id, in.q.Now()); err != nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is a //bananas:cron entry, changed in code and not by %s", ErrCodeSchedule, id, action)
+}
 
 // ScheduleActions list and act on schedules: those made at run time
 // (Source data), and, in the listing, the program's cron entries (Source
@@ -121,6 +135,9 @@ func (in *Inspector) PutSchedule(ctx context.Context, id string, s ScheduleSubmi
 	if err := scheduler.CheckScheduleID(id); err != nil {
 		return bananastype.Schedule{}, InvalidValue("id", id, "1-200 characters without spaces or braces")
 	}
+	if err := in.codeEntry(id, "a put"); err != nil {
+		return bananastype.Schedule{}, err
+	}
 	d := scheduler.ScheduleDef{ID: id, Spec: s.Cron, TZ: s.TZ, Paused: s.Paused, Overlap: bananastype.Overlap(s.Overlap)}
 	if s.Cron == "" {
 		return bananastype.Schedule{}, Invalid("cron", "cron: required: five cron fields, six with seconds, or a descriptor such as @every 1s")
@@ -180,6 +197,9 @@ func (in *Inspector) DeleteSchedule(ctx context.Context, id string) error {
 	if err := scheduler.CheckScheduleID(id); err != nil {
 		return InvalidValue("id", id, "1-200 characters without spaces or braces")
 	}
+	if err := in.codeEntry(id, "a delete"); err != nil {
+		return err
+	}
 	return in.schedules().Delete(ctx, id)
 }
 
@@ -187,6 +207,9 @@ func (in *Inspector) DeleteSchedule(ctx context.Context, id string) error {
 func (in *Inspector) PauseSchedule(ctx context.Context, id string, paused bool) error {
 	if err := scheduler.CheckScheduleID(id); err != nil {
 		return InvalidValue("id", id, "1-200 characters without spaces or braces")
+	}
+	if err := in.codeEntry(id, "a pause or resume (pause its route instead)"); err != nil {
+		return err
 	}
 	return in.schedules().Pause(ctx, id, paused, in.q.Now())
 }
@@ -196,7 +219,11 @@ func (in *Inspector) RunSchedule(ctx context.Context, id string) (string, error)
 	if err := scheduler.CheckScheduleID(id); err != nil {
 		return "", InvalidValue("id", id, "1-200 characters without spaces or braces")
 	}
-	return in.schedules().RunNow(ctx, id)
+	job, err := in.schedules().RunNow(ctx, id)
+	if errors.Is(err, ErrUnknownSchedule) && in.codeEntry(id, "") != nil {
+		return in.RunCron(ctx, id) // a cron entry of the code runs as `cron run` runs it
+	}
+	return job, err
 }
 
 // BackfillSchedule enqueues the ticks of schedule id in [from, to].
