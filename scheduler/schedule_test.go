@@ -636,3 +636,43 @@ func TestSchedules_BackfillEnqueuesEachTickOnceOldestFirst(t *testing.T) {
 		}
 	})
 }
+
+// Redis killed (SIGKILL) and restarted while three runners fire a schedule
+// every second: what Redis acknowledged survives, and each tick is still
+// one job, before, during and after the restart; the runners go on firing.
+func TestSchedules_ARedisRestartLeavesOneJobPerTick(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartPersistent(t)
+	rdb := srv.Client(t)
+	q, err := queue.New(rdb, redistest.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := &scheduler.Schedules{Queue: q}
+	if _, err := s.Put(ctx, def(t, "restart", "r"), q.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var stops []func()
+	for range 3 {
+		stops = append(stops, runRunner(t, &scheduler.ScheduleRunner{Schedules: s, Safety: 50 * time.Millisecond}))
+	}
+	fired := func() int64 {
+		sc, err := s.Get(ctx, "restart")
+		if err != nil {
+			return -1
+		}
+		return sc.Fired
+	}
+	waitUntil(t, ctx, "two ticks before the restart", func() bool { return fired() >= 2 })
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	before := fired()
+	waitUntil(t, ctx, "two ticks after the restart", func() bool { return fired() >= before+2 })
+	for _, stop := range stops {
+		stop()
+	}
+	checkOnePerTick(t, q, s, "restart", "r")
+}
