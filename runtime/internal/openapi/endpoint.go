@@ -101,6 +101,9 @@ const (
 	WorkflowPage Page = "workflow"
 	// CronRow is a cron entry's row of the cron page ({name}).
 	CronRow Page = "cron"
+	// ScheduleRow is a schedule's row of the schedules page ({id}); its
+	// states are "data" or "code" (its source), and "paused" or "active".
+	ScheduleRow Page = "schedule"
 )
 
 // Field is an input of a Button's form: its name is the key of the body.
