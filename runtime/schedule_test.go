@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -225,4 +228,67 @@ func TestTaskSchedule_BufferOneKeepsOneWaitingBehindARunningJob(t *testing.T) {
 		close(release)
 		stop()
 	})
+}
+
+// On a Redis Cluster, schedules made through the typed API spread over the
+// masters, and two workers run one job per tick of each.
+func TestTaskSchedule_OnACluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.SharedCluster(t)
+	ctx := ctxT(t)
+	var mu sync.Mutex
+	ran := map[string]int{}
+	var stops []func()
+	var c *runtime.Client
+	space := redistest.Namespace(t)
+	for range 2 {
+		c = connect(t, cl.URL(), runtime.WithNamespace(space))
+		task := runtime.NewTask[reportArgs, runtime.None]("t_cluster_report").With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		runtime.Handle(w, task, func(ctx context.Context, a reportArgs) (runtime.None, error) {
+			j, _ := runtime.CurrentJob(ctx)
+			mu.Lock()
+			ran[a.Account+" "+j.ID]++
+			mu.Unlock()
+			return runtime.None{}, nil
+		})
+		stops = append(stops, startWorker(t, w))
+	}
+	task := runtime.NewTask[reportArgs, runtime.None]("t_cluster_report").With(c)
+	nodes := map[string]bool{}
+	for _, acct := range []string{"a", "b", "c", "d", "e", "f"} {
+		if err := task.Schedule(ctx, "report:"+acct, reportArgs{Account: acct}, runtime.Every("@every 1s"), runtime.Overlap(runtime.OverlapAllow)); err != nil {
+			t.Fatal(err)
+		}
+		node, err := c.Redis().(*redis.ClusterClient).MasterForKey(ctx, runtime.QueueOf(c).Namespace()+":schedule:{report:"+acct+"}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[node.Options().Addr] = true
+	}
+	if len(nodes) < 2 {
+		t.Fatalf("six schedules on %d master(s); want them spread", len(nodes))
+	}
+	waitFor(t, 15*time.Second, "two ticks of every schedule run", func() bool {
+		list, err := c.Schedules(ctx)
+		if err != nil || len(list) != 6 {
+			return false
+		}
+		for _, s := range list {
+			if s.RunCount < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, stop := range stops {
+		stop()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, n := range ran {
+		if n != 1 {
+			t.Fatalf("job %s ran %d times", k, n)
+		}
+	}
 }
