@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -94,29 +95,16 @@ func (r *ScheduleRunner) Run(ctx context.Context) {
 // Pass handles every schedule due now and returns when the earliest other
 // one falls due (zero when none is indexed).
 func (r *ScheduleRunner) Pass(ctx context.Context) (time.Time, error) {
+	rdb := r.Schedules.Queue.Client()
 	s := r.Schedules
-	rdb := s.Queue.Client()
 	for {
 		now := s.Queue.Now()
 		ids, err := rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.IndexKey(), ByScore: true, Start: "-inf", Stop: fmt.Sprint(ms(now)), Count: batch}).Result()
 		if err != nil {
 			return time.Time{}, fmt.Errorf("read the schedules index: %w", err)
 		}
-		for _, id := range ids {
-			if err := r.Step(ctx, id); err != nil {
-				if ctx.Err() != nil {
-					return time.Time{}, ctx.Err()
-				}
-				if Unreachable(err) {
-					return time.Time{}, err
-				}
-				if r.OnError != nil {
-					r.OnError(id, err)
-				}
-				// A schedule that fails for good is looked at again only
-				// after the safety period, not in a hot loop.
-				_ = rdb.ZAdd(ctx, s.IndexKey(), redis.Z{Score: float64(ms(now.Add(DefaultScheduleSafety))), Member: id}).Err()
-			}
+		if err := r.stepAll(ctx, ids, now); err != nil {
+			return time.Time{}, err
 		}
 		if len(ids) < batch {
 			break
@@ -127,6 +115,57 @@ func (r *ScheduleRunner) Pass(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return time.UnixMilli(int64(first[0].Score)), nil
+}
+
+// stepParallel is how many schedules one runner handles at once: the
+// steps of different schedules are independent, and each is a few round
+// trips, so many due at one second (a spec shared by thousands of
+// schedules) fire together rather than one after another.
+const stepParallel = 16
+
+// stepAll steps each of ids, stepParallel at a time. It returns an error
+// only for want of Redis (or ctx's end): a schedule that fails otherwise is
+// told to OnError and looked at again after the safety period, not in a
+// hot loop.
+func (r *ScheduleRunner) stepAll(ctx context.Context, ids []string, now time.Time) error {
+	s := r.Schedules
+	sem := make(chan struct{}, stepParallel)
+	var mu sync.Mutex
+	var down error
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		mu.Lock()
+		stop := down != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := r.Step(ctx, id)
+			switch {
+			case err == nil:
+			case ctx.Err() != nil || Unreachable(err):
+				mu.Lock()
+				if down == nil {
+					down = err
+				}
+				mu.Unlock()
+			default:
+				if r.OnError != nil {
+					r.OnError(id, err)
+				}
+				_ = s.Queue.Client().ZAdd(ctx, s.IndexKey(), redis.Z{Score: float64(ms(now.Add(DefaultScheduleSafety))), Member: id}).Err()
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return down
 }
 
 // Step handles schedule id: finishes a claimed tick, claims and fires the
