@@ -204,6 +204,19 @@ func (r *ScheduleRunner) Step(ctx context.Context, id string) error {
 			if c.what == "skip" && r.OnSkip != nil {
 				r.OnSkip(sc, c.tick)
 			}
+			// The claim's outcome is known: finish it and, when no further
+			// tick is due, index the schedule, without reading it again.
+			sc.Next = c.next
+			if c.what == "fire" {
+				sc.Pending, sc.pendTick = c.job, c.tick
+				if err := r.finish(ctx, sc); err != nil {
+					return err
+				}
+				sc.Pending, sc.LastJob = "", c.job
+			}
+			if now := s.Queue.Now(); sc.Next.IsZero() || ms(now) < sc.due() {
+				return s.index(ctx, sc)
+			}
 		case "gone":
 			return s.unindex(ctx, id)
 		case "paused", "stale", "pending": // read it again
