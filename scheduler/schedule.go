@@ -206,8 +206,9 @@ func (s *Schedules) Get(ctx context.Context, id string) (Schedule, error) {
 	return parseSchedule(id, m)
 }
 
-// List reads every schedule of the index, in id order. An id whose record
-// is gone is left out.
+// List reads every schedule of the index, in id order, in pipelined
+// round trips of up to 500 reads each (a pipeline of a cluster client is
+// split by node). An id whose record is gone is left out.
 func (s *Schedules) List(ctx context.Context) ([]Schedule, error) {
 	ids, err := s.Queue.Client().ZRange(ctx, s.IndexKey(), 0, -1).Result()
 	if err != nil {
@@ -215,15 +216,27 @@ func (s *Schedules) List(ctx context.Context) ([]Schedule, error) {
 	}
 	slices.Sort(ids)
 	out := make([]Schedule, 0, len(ids))
-	for _, id := range ids {
-		sc, err := s.Get(ctx, id)
-		if errors.Is(err, ErrNoSchedule) {
-			continue
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(start+500, len(ids))]
+		pipe := s.Queue.Client().Pipeline()
+		cmds := make([]*redis.MapStringStringCmd, len(chunk))
+		for i, id := range chunk {
+			cmds[i] = pipe.HGetAll(ctx, s.Key(id))
 		}
-		if err != nil {
-			return nil, err
+		_, _ = pipe.Exec(ctx) // each read's error is its own, below
+		for i, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
+				return nil, fmt.Errorf("read schedule %s: %w", chunk[i], err)
+			}
+			if len(cmd.Val()) == 0 {
+				continue
+			}
+			sc, err := parseSchedule(chunk[i], cmd.Val())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sc)
 		}
-		out = append(out, sc)
 	}
 	return out, nil
 }
