@@ -180,8 +180,18 @@ func (s *Schedules) Put(ctx context.Context, d ScheduleDef, now time.Time) (Sche
 	if err := s.Queue.AddRoute(ctx, d.Route); err != nil {
 		return Schedule{}, err
 	}
+	// Indexed before the record is written, as due now: a put that dies
+	// after writing the record leaves a schedule a runner looks at (and
+	// indexes at its due time); one that dies before leaves an index entry
+	// the runner drops when it finds no record.
+	if err := s.Queue.Client().ZAdd(ctx, s.IndexKey(), redis.Z{Score: float64(ms(now)), Member: d.ID}).Err(); err != nil {
+		return Schedule{}, fmt.Errorf("index schedule %s: %w", d.ID, err)
+	}
 	// Retry-safe: a second run writes what the first did.
 	if err := lua().put.Run(ctx, s.Queue.Client(), []string{s.Key(d.ID)}, args...).Err(); err != nil {
+		// Refused (a record that is not a schedule's): the index entry
+		// goes again, unless a valid record is there after all.
+		_ = s.unindex(ctx, d.ID)
 		return Schedule{}, fmt.Errorf("put schedule %s: %w", d.ID, err)
 	}
 	got, err := s.Get(ctx, d.ID)

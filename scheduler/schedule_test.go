@@ -392,6 +392,9 @@ func TestSchedules_GarbageIsAClearErrorAndNothingIsWritten(t *testing.T) {
 		if m, _ := rdb.HGetAll(ctx, s.Key("g")).Result(); len(m) != 2 || m["next"] != "soon" {
 			t.Fatalf("the garbage record was written: %v", m)
 		}
+		if n, _ := rdb.ZCard(ctx, s.IndexKey()).Result(); n != 0 {
+			t.Fatalf("a put refused for garbage left %d index entries", n)
+		}
 		if err := rdb.Set(ctx, s.Key("h"), "x", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
