@@ -87,7 +87,7 @@ var ErrNoSchedule = scheduler.ErrNoSchedule
 // Schedule creates schedule id, or changes it: a job of t with args at each
 // tick of the spec (Every, required). Any number of processes may put the
 // same schedule at once; one schedule results, and each tick enqueues one
-// job however many schedulers run (every worker runs one). Options that
+// job however many schedulers run. Options that
 // place a single job (Delay, At, WithID, Unique, Key) are refused.
 func (t *Task[A, R]) Schedule(ctx context.Context, id string, args A, opts ...ScheduleOption) error {
 	c, err := t.clientOrDefault()
@@ -168,8 +168,9 @@ func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
 	return c.schedules().Delete(ctx, id)
 }
 
-// scheduleLoop is the loop that fires due schedules made at run time;
-// every worker runs one (each tick is enqueued once however many do).
+// scheduleLoop is the loop that fires due schedules made at run time:
+// every worker runs one, active while it keeps a route (each tick is
+// enqueued once however many are).
 func (w *Worker) scheduleLoop() func(context.Context) {
 	r := &scheduler.ScheduleRunner{
 		Schedules: w.c.schedules(),
@@ -195,6 +196,11 @@ func (w *Worker) scheduleLoop() func(context.Context) {
 		OnError: func(id string, err error) {
 			w.opts.Logger.Warn("bananas: schedule fire failed", "schedule", id, "err", err)
 		},
+	}
+	if w.keeper != nil {
+		// Only workers that keep a route run schedules: every served route
+		// has one, and a standby worker stays off Redis.
+		r.Active = func() bool { return len(w.keeper.Held()) > 0 }
 	}
 	return r.Run
 }

@@ -53,6 +53,11 @@ type ScheduleRunner struct {
 	Safety time.Duration
 	// Outage, when set, is told of every pass, failed or not.
 	Outage *OutageLog
+	// Active, when set, says whether this runner fires schedules now; one
+	// that is not calls Redis not at all and asks again after Safety. (A
+	// worker's runner is active while it keeps a route, so that idle
+	// standby workers cost Redis nothing.)
+	Active func() bool
 }
 
 // batch is how many due schedules one pass reads from the index.
@@ -71,6 +76,10 @@ func (r *ScheduleRunner) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		}
+		if r.Active != nil && !r.Active() {
+			timer.Reset(safety)
+			continue
 		}
 		wake, err := r.Pass(ctx)
 		if r.Outage != nil && ctx.Err() == nil {
