@@ -679,3 +679,35 @@ func TestSchedules_ARedisRestartLeavesOneJobPerTick(t *testing.T) {
 	}
 	checkOnePerTick(t, q, s, "restart", "r")
 }
+
+// A tick's jitter is the same on every scheduler (drawn from the schedule
+// id and the tick), within its bound, and the index holds the schedule
+// until its tick plus that jitter.
+func TestSchedules_JitterIsSharedBoundedAndDelaysTheTick(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		tick := time.Unix(1_800_000_000, 0)
+		seen := map[time.Duration]bool{}
+		for i := range 50 {
+			j := scheduler.JitterOf("j", tick.Add(time.Duration(i)*time.Second), 30*time.Second)
+			if j < 0 || j > 30*time.Second || j != scheduler.JitterOf("j", tick.Add(time.Duration(i)*time.Second), 30*time.Second) {
+				t.Fatalf("jitter %v of tick %d: out of [0, 30s] or not the same twice", j, i)
+			}
+			seen[j] = true
+		}
+		if len(seen) < 10 {
+			t.Fatalf("50 ticks drew %d jitters; want them spread", len(seen))
+		}
+		s := &scheduler.Schedules{Queue: q}
+		d := def(t, "jit", "r")
+		d.Jitter = 30 * time.Second
+		sc, err := s.Put(ctx, d, q.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		score, err := q.Client().ZScore(ctx, s.IndexKey(), "jit").Result()
+		if want := sc.Next.Add(scheduler.JitterOf("jit", sc.Next, d.Jitter)); err != nil || int64(score) != want.UnixMilli() {
+			t.Fatalf("indexed at %v, %v; want the tick plus its jitter, %v", int64(score), err, want.UnixMilli())
+		}
+	})
+}
