@@ -48,11 +48,16 @@ func (k Keys) Unique(key string) string      { return k.base + "unique:" + key }
 
 // Cron is the state hash of cron entry name of the route.
 func (k Keys) Cron(name string) string { return k.base + "cron:" + name }
-func (k Keys) Active() string          { return k.base + "active" }
-func (k Keys) Leases() string          { return k.base + "leases" }
-func (k Keys) Scheduled() string       { return k.base + "scheduled" }
-func (k Keys) Dead() string            { return k.base + "dead" }
-func (k Keys) Stats() string           { return k.base + "stats" }
+
+// ScheduleTick is the last tick of schedule id (package scheduler's
+// schedules) whose job was enqueued on the route: the compare-and-set that
+// makes a tick's job one job, in the slot the job is written to.
+func (k Keys) ScheduleTick(id string) string { return k.base + "schedtick:" + id }
+func (k Keys) Active() string                { return k.base + "active" }
+func (k Keys) Leases() string                { return k.base + "leases" }
+func (k Keys) Scheduled() string             { return k.base + "scheduled" }
+func (k Keys) Dead() string                  { return k.base + "dead" }
+func (k Keys) Stats() string                 { return k.base + "stats" }
 
 // Ended is the LIST of the records of jobs that ended for good (completed,
 // dead, canceled) and wait to be stored in the task history, oldest first

@@ -126,6 +126,7 @@ func (w *Worker) runConfig(mw Middleware, sinks []engine.JobEndSink) worker.Conf
 		Exec: x.exec, RetryDelay: x.retryDelay, JobKey: jobKey{}, JobValue: handlerValue(w.c), Sinks: sinks,
 		ProgressEvery: ProgressEvery,
 		Workflows:     w.c.workflowRunner(),
+		Schedules:     w.scheduleRunner(),
 	}
 	if store := w.c.History(); store != nil {
 		cfg.History = &worker.History{Store: store, Row: w.handlers.historyRow,

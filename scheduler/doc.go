@@ -21,6 +21,19 @@
 // times), and a runner that wakes late fires the latest due tick once: ticks
 // missed while no scheduler ran are not back-filled.
 //
+// # Schedules as data
+//
+// Schedules (schedule.go) are records in Redis, made, changed, paused and
+// deleted at run time: one hash per schedule, hash-tagged by its id (so a
+// cluster spreads them over its masters), and an index of when each next
+// needs a scheduler. Their Lua is in scripts/, assembled by queue.LoadLua.
+// A ScheduleRunner fires them: a tick is claimed in the schedule's slot
+// (compare-and-set on its next tick), its job enqueued in the route's slot
+// (compare-and-set on the schedule's last enqueued tick, in the script that
+// writes the job), and the claim marked done. Each step is retry-safe, and
+// a claim left by a runner that died is finished by any other, so each tick
+// is one job however many runners run.
+//
 // # The lock
 //
 // Lock is the classic distributed lock — SET NX PX with a random token,
@@ -31,6 +44,7 @@
 //
 // # What it must not know
 //
-// scheduler knows the queue package and robfig/cron; it knows nothing of
-// typed tasks, workers or the runtime.
+// scheduler knows the queue package, robfig/cron and bananastype's words
+// (a schedule's overlap policy); it knows nothing of typed tasks, workers or
+// the runtime.
 package scheduler

@@ -20,6 +20,7 @@ type Admin interface {
 	// one file here.
 	JobActions
 	RouteActions
+	ScheduleActions // inspector_schedules.go
 
 	// Submit checks s (its task, its args through the task's strict
 	// decoder, its route, priority and delay) and enqueues it. Warning,

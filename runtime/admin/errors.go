@@ -139,11 +139,13 @@ func Classify(err error) Problem {
 	switch {
 	case errors.Is(err, ErrJobNotFound), errors.Is(err, ErrWorkflowNotFound), errors.Is(err, ErrNoHistory):
 		p.Class = NotFound
+	case errors.Is(err, ErrUnknownSchedule):
+		p.Class, p.Field = NotFound, or(p.Field, "id")
 	case errors.Is(err, ErrUnknownRoute):
 		p.Class, p.Field = NotFound, or(p.Field, "route")
 	case errors.Is(err, ErrUnknownCron):
 		p.Class, p.Field = NotFound, or(p.Field, "name")
-	case errors.Is(err, ErrWrongState), errors.Is(err, ErrDuplicate):
+	case errors.Is(err, ErrWrongState), errors.Is(err, ErrDuplicate), errors.Is(err, ErrCodeSchedule):
 		p.Class = Conflict
 	case errors.Is(err, ErrPayloadTooLarge):
 		p.Class, p.Field = TooLarge, or(p.Field, "args")

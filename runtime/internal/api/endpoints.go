@@ -58,6 +58,7 @@ func Endpoints() []openapi.Endpoint {
 var (
 	jobID      = openapi.Param{Name: "id", Desc: "The job's id."}
 	workflowID = openapi.Param{Name: "id", Desc: "The workflow's id."}
+	scheduleID = openapi.Param{Name: "id", Desc: "The schedule's id."}
 	route      = openapi.Param{Name: "route", Desc: "The route (queue)."}
 	deadTask   = openapi.Param{Name: "task", Desc: "Only dead jobs of this task."}
 	deadRoute  = openapi.Param{Name: "route", Desc: "Only dead jobs of this route."}
@@ -102,9 +103,11 @@ func deadStates(ps []openapi.Param) []openapi.Param {
 var (
 	badRequest = openapi.Response{Status: http.StatusBadRequest}
 	notFound   = openapi.Response{Status: http.StatusNotFound}
-	conflict   = openapi.Response{Status: http.StatusConflict}
-	tooLarge   = openapi.Response{Status: http.StatusRequestEntityTooLarge}
-	theJob     = openapi.Response{Status: http.StatusOK, Desc: "The job.", Type: bananastype.Job{}, Name: "Job"}
+	// theSchedule is the answer of an endpoint that shows one schedule.
+	theSchedule = openapi.Response{Status: http.StatusOK, Desc: "The schedule.", Type: bananastype.Schedule{}, Name: "Schedule"}
+	conflict    = openapi.Response{Status: http.StatusConflict}
+	tooLarge    = openapi.Response{Status: http.StatusRequestEntityTooLarge}
+	theJob      = openapi.Response{Status: http.StatusOK, Desc: "The job.", Type: bananastype.Job{}, Name: "Job"}
 	// theWorkflow is a workflow, as read after the call.
 	theWorkflow = openapi.Response{Status: http.StatusOK, Desc: "The workflow.", Type: bananastype.Workflow{}, Name: "Workflow",
 		Inner: map[string]string{"steps": "WorkflowStep"}}
@@ -312,6 +315,45 @@ var endpoints = []endpoint{
 			Then: openapi.ThenLocation, Done: "cron-run", Flash: "Enqueued now, outside the schedule: the entry's next run stays as planned."},
 		Responses: []openapi.Response{{Status: http.StatusCreated, Desc: "Enqueued.", Type: submitted{}, Location: true}, notFound, conflict}},
 		(*server).runCron},
+	// Schedules made at run time (schedules.go); the listing shows the
+	// program's cron entries too (source "code").
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/schedules", ID: "listSchedules", Tag: "schedules",
+		Summary:   "The schedules: those made at run time (source data), then the program's cron entries (source code).",
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The schedules.", Type: bananastype.Schedule{}, List: true, Name: "Schedule"}}},
+		(*server).schedules},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/schedules/{id}", ID: "getSchedule", Tag: "schedules", Summary: "A schedule made at run time.",
+		PathParams: []openapi.Param{scheduleID}, Responses: []openapi.Response{theSchedule, badRequest, notFound}},
+		(*server).schedule},
+	{openapi.Endpoint{Method: "PUT", Path: "/api/v1/schedules/{id}", ID: "putSchedule", Tag: "schedules", Action: true,
+		Summary:    "Create a schedule or change it: a job of task name with args at each tick of cron; one job per tick however many schedulers run.",
+		PathParams: []openapi.Param{scheduleID}, Body: openapi.ScheduleDef,
+		Responses: []openapi.Response{theSchedule, badRequest, conflict, tooLarge}},
+		(*server).putSchedule},
+	{openapi.Endpoint{Method: "DELETE", Path: "/api/v1/schedules/{id}", ID: "deleteSchedule", Tag: "schedules", Action: true,
+		Summary: "Delete a schedule made at run time: it fires nothing more.", PathParams: []openapi.Param{scheduleID},
+		Button:    &openapi.Button{Page: openapi.ScheduleRow, Key: "delete", Label: "Delete", When: []string{"data"}, Danger: true, Confirm: "delete the schedule: it fires nothing more", Path: "/schedules/{id}/delete", Done: "schedule-deleted", Flash: "Deleted: the schedule fires nothing more."},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Deleted.", Type: scheduleDeleted{}}, badRequest, notFound, conflict}},
+		(*server).deleteSchedule},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/schedules/{id}/pause", ID: "pauseSchedule", Tag: "schedules", Action: true,
+		Summary: "Pause a schedule: it fires nothing, and keeps its next tick.", PathParams: []openapi.Param{scheduleID},
+		Button:    &openapi.Button{Page: openapi.ScheduleRow, Key: "pause", Label: "Pause", When: []string{"active"}, Done: "schedule-paused", Flash: "Paused: the schedule fires nothing and keeps its next tick."},
+		Responses: []openapi.Response{theSchedule, badRequest, notFound, conflict}},
+		(*server).pauseSchedule},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/schedules/{id}/resume", ID: "resumeSchedule", Tag: "schedules", Action: true,
+		Summary: "Resume a schedule from its next tick.", PathParams: []openapi.Param{scheduleID},
+		Button:    &openapi.Button{Page: openapi.ScheduleRow, Key: "resume", Label: "Resume", When: []string{"paused"}, Done: "schedule-resumed", Flash: "Resumed: the schedule fires from its next tick."},
+		Responses: []openapi.Response{theSchedule, badRequest, notFound, conflict}},
+		(*server).resumeSchedule},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/schedules/{id}/run", ID: "runSchedule", Tag: "schedules", Action: true,
+		Summary: "Run a schedule now: enqueue one job of its task with its args (a cron entry of the code: zero args); its ticks are left as they are.", PathParams: []openapi.Param{scheduleID},
+		Button:    &openapi.Button{Page: openapi.ScheduleRow, Key: "run", Label: "Run now", Title: "Enqueue one job of the schedule now; its ticks stay as they are", Then: openapi.ThenLocation, Done: "schedule-run", Flash: "Enqueued now, outside the schedule: its next tick stays as planned."},
+		Responses: []openapi.Response{{Status: http.StatusCreated, Desc: "Enqueued.", Type: submitted{}, Location: true}, badRequest, notFound, conflict}},
+		(*server).runSchedule},
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/schedules/{id}/backfill", ID: "backfillSchedule", Tag: "schedules", Action: true,
+		Summary:    "Enqueue the job of each tick of a range before the schedule's next tick, oldest first, each once even if asked twice.",
+		PathParams: []openapi.Param{scheduleID}, Body: openapi.TimeRange,
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The jobs this call enqueued.", Type: backfilled{}}, badRequest, notFound}},
+		(*server).backfillSchedule},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/workers", ID: "listWorkers", Tag: "workers", Summary: "The live workers and schedulers, from their heartbeats.",
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The workers.", Type: admin.Worker{}, List: true, Name: "Worker"}}},
 		(*server).workers},

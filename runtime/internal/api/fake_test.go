@@ -148,6 +148,21 @@ func (f *fakeAdmin) Cron(context.Context) ([]bananastype.CronEntry, error) {
 func (f *fakeAdmin) RunCron(context.Context, string) (string, error) { return "j2", f.err }
 func (f *fakeAdmin) Workers(context.Context) ([]admin.Worker, error) { return nil, f.err }
 
+func (f *fakeAdmin) Schedules(context.Context) ([]bananastype.Schedule, error) { return nil, f.err }
+func (f *fakeAdmin) Schedule(_ context.Context, id string) (bananastype.Schedule, error) {
+	return bananastype.Schedule{ID: id, Source: bananastype.SourceData}, f.err
+}
+func (f *fakeAdmin) PutSchedule(_ context.Context, id string, s admin.ScheduleSubmission) (bananastype.Schedule, error) {
+	f.subs = append(f.subs, admin.Submission{Name: s.Name, Args: s.Args})
+	return bananastype.Schedule{ID: id, Source: bananastype.SourceData, Name: s.Name, Spec: s.Cron}, f.err
+}
+func (f *fakeAdmin) DeleteSchedule(context.Context, string) error        { return f.err }
+func (f *fakeAdmin) PauseSchedule(context.Context, string, bool) error   { return f.err }
+func (f *fakeAdmin) RunSchedule(context.Context, string) (string, error) { return "j3", f.err }
+func (f *fakeAdmin) BackfillSchedule(context.Context, string, time.Time, time.Time) ([]string, error) {
+	return []string{"j4"}, f.err
+}
+
 func (f *fakeAdmin) Stats(_ context.Context, window time.Duration) (admin.Stats, error) {
 	f.window = window
 	return admin.Stats{Window: window}, f.err

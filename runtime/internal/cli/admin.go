@@ -31,6 +31,11 @@ var adminCommands = []Spec{
 	{"run-scheduled", cmdRunScheduled, [][2]string{{"run-scheduled ROUTE", "run every scheduled job of a route now, its attempts as they were [--task T --json]"}}},
 	{"dlq", cmdDLQ, [][2]string{{"dlq list|replay|purge", "the dead-letter queue: list, replay ID, replay --all, purge [--yes]"}}},
 	{"cron", cmdCron, [][2]string{{"cron list", "cron entries and their state"}, {"cron run NAME", "enqueue one job of a cron entry now"}}},
+	{"schedules", cmdSchedules, [][2]string{ // schedules.go
+		{"schedules list", "schedules made at run time and the code's cron entries [--json]"},
+		{"schedules set ID NAME JSON --cron SPEC", "create or change a schedule [--tz --jitter --overlap --catch-up --route --priority --start --end --paused]"},
+		{"schedules delete|pause|resume|run ID", "delete, pause or resume a schedule, or run it now"},
+		{"schedules backfill ID --from T --to T", "enqueue each tick of a range once, oldest first"}}},
 	{"workers", cmdWorkers, [][2]string{{"workers", "live workers, from their heartbeats"}}},
 	{"history", cmdHistory, [][2]string{
 		{"history", "search the task history of ended jobs [--task T --route R --status S --since T --until T --q TEXT --arg F=V]"},

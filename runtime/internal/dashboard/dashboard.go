@@ -66,6 +66,7 @@ func New(a admin.Admin, cfg Config) *Dashboard {
 		"GET /jobs/{id}":             d.view(d.job),
 		"GET /history":               d.view(d.history),
 		"GET /cron":                  d.view(d.cron),
+		"GET /schedules":             d.view(d.schedules),
 		"GET /workers":               d.view(d.workers),
 		"GET /tasks":                 d.view(d.tasks),
 		"GET /routes/{route}/limits": d.view(d.limits),

@@ -2,11 +2,12 @@
 // pages of routes, per-minute charts, jobs, one job (from Redis, or from the
 // task history once Redis has let it go; a running one's status and progress
 // kept fresh in place while it runs), the task history's search, cron
-// entries, workers and tasks (each with its args JSON Schema), a workflow with its
+// entries, schedules (those made at run time and the code's cron entries),
+// workers and tasks (each with its args JSON Schema), a workflow with its
 // steps (found by id, or from a step's job), with the actions an operator takes
 // on them (replay, delete, cancel, pause, resume, purge or replay every
-// failed job of a route's dead-letter queue, run a cron entry now, cancel or
-// retry a workflow), and the same replay, delete and cancel in bulk on the
+// failed job of a route's dead-letter queue, run a cron entry now, pause,
+// resume, run now or delete a schedule, cancel or retry a workflow), and the same replay, delete and cancel in bulk on the
 // jobs ticked on a page of the job list (at most MaxBulk at once; a job that
 // moved meanwhile is counted as refused).
 //
@@ -15,7 +16,7 @@
 // Every action form but the bulk one is an endpoint of the API's table
 // (api.Actions): an endpoint whose row has an openapi.Button shows as a form
 // on the page of its target (a job, a route's row, a route's dead-letter
-// listing or limits, a workflow, a cron entry's row) while the target is in
+// listing or limits, a workflow, a cron entry's or a schedule's row) while the target is in
 // one of the Button's states, and the form's POST is answered by serving
 // that endpoint (the page's target as its path value or query parameter,
 // the form's fields as its JSON body), its refusal shown on the error page

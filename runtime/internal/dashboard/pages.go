@@ -322,6 +322,14 @@ func (d *Dashboard) cron(r *http.Request, p *page) (int, error) {
 	return http.StatusOK, err
 }
 
+// schedules is the schedules page: those made at run time, then the code's
+// cron entries.
+func (d *Dashboard) schedules(r *http.Request, p *page) (int, error) {
+	list, err := d.a.Schedules(r.Context())
+	p.Title, p.Nav, p.Data = "Schedules", "schedules", list
+	return http.StatusOK, err
+}
+
 func (d *Dashboard) workers(r *http.Request, p *page) (int, error) {
 	ws, err := d.a.Workers(r.Context())
 	p.Title, p.Nav, p.Data = "Workers", "workers", ws

@@ -129,7 +129,7 @@ func actions(p *page, pg string, target string, state ...any) []form {
 		}
 		f := form{Action: wildcard.ReplaceAllLiteralString(formPath(a), url.PathEscape(target)), Key: b.Key, ID: b.Key,
 			Label: wildcard.ReplaceAllLiteralString(b.Label, target), Title: b.Title, Confirm: b.Confirm != "", Danger: b.Danger, CSRF: p.CSRF, Class: b.Class, Note: b.Note}
-		if pg := openapi.Page(pg); pg == openapi.RouteRow || pg == openapi.CronRow {
+		if pg := openapi.Page(pg); pg == openapi.RouteRow || pg == openapi.CronRow || pg == openapi.ScheduleRow {
 			f.ID += "-" + target
 		}
 		if b.Then == "" {
@@ -239,6 +239,8 @@ func pageOf(pg openapi.Page, target string) string {
 		return "/jobs?" + url.Values{"route": {target}, "state": {"failed"}}.Encode()
 	case openapi.CronRow:
 		return "/cron"
+	case openapi.ScheduleRow:
+		return "/schedules"
 	}
 	return "/"
 }

@@ -53,6 +53,8 @@ type Set struct {
 	historyWritten, historyDropped *prometheus.CounterVec
 	historyBacklog                 *prometheus.GaugeVec
 
+	scheduleSkipped *prometheus.CounterVec
+
 	enqueuedOf cache[prometheus.Counter]
 	seriesOf   cache[*Series]
 
@@ -108,6 +110,10 @@ func New() *Set {
 		Name: "bananas_history_backlog",
 		Help: "Finished jobs waiting in Redis to be written to the task history, as this process's history writer last saw them.",
 	}, []string{"route"})
+	s.scheduleSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bananas_schedule_skipped_total",
+		Help: "Ticks of schedules this process's scheduler skipped because the last tick's job was unfinished (overlap skip or buffer_one).",
+	}, []string{"task"})
 	s.enqueuedOf.make = func(l labels) prometheus.Counter {
 		return s.enqueued.WithLabelValues(l.route, l.priority, l.task)
 	}
@@ -119,6 +125,7 @@ func New() *Set {
 	s.reg.MustRegister(
 		s.enqueued, s.processed, s.failed, s.retried, s.dead, s.canceled, s.snoozed,
 		s.run, s.wait, s.overran, s.historyWritten, s.historyDropped, s.historyBacklog,
+		s.scheduleSkipped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "bananas_jobs_in_flight",
 			Help: "Jobs this process's workers hold: running, or their outcome being recorded.",
@@ -137,6 +144,13 @@ func New() *Set {
 // HistoryWritten counts n finished jobs of route written to the history.
 func (s *Set) HistoryWritten(route string, n int) {
 	s.historyWritten.WithLabelValues(route).Add(float64(n))
+}
+
+// ScheduleSkipped counts a tick of a schedule of task skipped because its
+// last tick's job was unfinished. By task, not by schedule: a program may
+// hold a schedule per customer.
+func (s *Set) ScheduleSkipped(task string) {
+	s.scheduleSkipped.WithLabelValues(task).Inc()
 }
 
 // HistoryDropped counts n finished jobs of route dropped unwritten.

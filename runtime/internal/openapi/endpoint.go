@@ -101,6 +101,9 @@ const (
 	WorkflowPage Page = "workflow"
 	// CronRow is a cron entry's row of the cron page ({name}).
 	CronRow Page = "cron"
+	// ScheduleRow is a schedule's row of the schedules page ({id}); its
+	// states are "data" or "code" (its source), and "paused" or "active".
+	ScheduleRow Page = "schedule"
 )
 
 // Field is an input of a Button's form: its name is the key of the body.
@@ -165,6 +168,12 @@ const (
 	// WorkflowSteps is {"steps": [{"id", "name", "args"} or {"id", "name",
 	// "after": [id, …]}, …]}, up to the endpoint's MaxBatch steps.
 	WorkflowSteps
+	// ScheduleDef is a schedule made at run time: {"name", "args", "cron",
+	// "tz", "jitter", "overlap", "catch_up", "paused", "start", "end",
+	// "route", "priority"}.
+	ScheduleDef
+	// TimeRange is {"from", "to"}: RFC 3339 times, both required.
+	TimeRange
 )
 
 // Response is one answer of an endpoint.

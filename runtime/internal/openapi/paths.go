@@ -93,6 +93,10 @@ func (b *builder) operation(e Endpoint) (map[string]any, error) {
 		o["requestBody"] = limitsBody()
 	case WorkflowSteps:
 		o["requestBody"] = b.workflowBody(e.MaxBatch)
+	case ScheduleDef:
+		o["requestBody"] = scheduleBody()
+	case TimeRange:
+		o["requestBody"] = rangeBody()
 	}
 	return o, nil
 }
@@ -213,6 +217,50 @@ func shardsBody() map[string]any {
 			"properties": map[string]any{
 				"shards": map[string]any{"type": "integer", "minimum": 1, "maximum": 256},
 			},
+		}),
+	}
+}
+
+// scheduleBody is the body of PUT /api/v1/schedules/{id}. The args are
+// checked against the task's own decoder (a refusal names the field).
+func scheduleBody() map[string]any {
+	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+	return map[string]any{
+		"required":    true,
+		"description": "The schedule: a job of task name with args at each tick of cron.",
+		"content": jsonBody(map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []any{"name", "cron"},
+			"properties": map[string]any{
+				"name":     str("The task's wire name."),
+				"args":     map[string]any{"description": "The args of every tick's job, as the task's args type takes them."},
+				"route":    str("The route of every tick's job (default: the task's)."),
+				"priority": map[string]any{"type": "string", "enum": []any{"high", "normal", "low"}},
+				"cron":     str("Five cron fields, six with a leading seconds field, or a descriptor such as @every 1s."),
+				"tz":       str("The IANA time zone the spec is read in (default UTC)."),
+				"jitter":   str("A Go duration: each tick fires up to this late."),
+				"overlap":  map[string]any{"type": "string", "enum": []any{"skip", "buffer_one", "allow", "cancel_running"}},
+				"catch_up": str("A Go duration: after an outage, the missed ticks this recent run, once each, oldest first."),
+				"paused":   map[string]any{"type": "boolean"},
+				"start":    map[string]any{"type": "string", "format": "date-time"},
+				"end":      map[string]any{"type": "string", "format": "date-time"},
+			},
+		}),
+	}
+}
+
+// rangeBody is the body of POST /api/v1/schedules/{id}/backfill.
+func rangeBody() map[string]any {
+	t := map[string]any{"type": "string", "format": "date-time"}
+	return map[string]any{
+		"required":    true,
+		"description": "The range of ticks, both ends included.",
+		"content": jsonBody(map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []any{"from", "to"},
+			"properties":           map[string]any{"from": t, "to": t},
 		}),
 	}
 }

@@ -64,6 +64,10 @@ type Config struct {
 	// Workflows is the runner whose half-advanced workflows the worker
 	// looks after while it keeps a route.
 	Workflows *workflows.Runner
+	// Schedules, when set, fires the schedules kept as data; a worker that
+	// keeps routes runs it only while it keeps one (a standby worker stays
+	// off Redis), a scheduler always.
+	Schedules *scheduler.ScheduleRunner
 }
 
 // Task is a registered task as the worker sees it: its name, the route its
@@ -191,8 +195,8 @@ func (r *run) prepare(ctx context.Context) error {
 
 // loops are the promoter (due delayed jobs and retries to their ready
 // lists, woken on promoterWake), the workflow keeper, the progress flusher,
-// the route keeper, and, with cron entries, the cron runner and, with a
-// history, its writer.
+// the route keeper, the schedules' runner, and, with cron entries, the cron
+// runner and, with a history, its writer.
 func (r *run) loops(promoterWake chan time.Time) []func(context.Context) {
 	cfg := r.cfg
 	routes := cfg.Queue.Routes // a scheduler promotes for every route there is
@@ -217,6 +221,12 @@ func (r *run) loops(promoterWake chan time.Time) []func(context.Context) {
 	}
 	if r.keeper != nil {
 		loops = append(loops, r.keeper.Run)
+	}
+	if cfg.Schedules != nil {
+		if r.keeper != nil {
+			cfg.Schedules.Active = func() bool { return len(r.keeper.Held()) > 0 }
+		}
+		loops = append(loops, cfg.Schedules.Run)
 	}
 	if len(cfg.Cron) > 0 {
 		cr := r.cron()

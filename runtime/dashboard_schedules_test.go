@@ -1,0 +1,62 @@
+package runtime_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
+)
+
+// The schedules page lists a schedule made at run time beside the code's
+// cron entry; Pause, Resume and Run now act on it by clicking, and the
+// code's entry offers Run now but neither pause nor delete.
+func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
+	t.Parallel()
+	ctx := tab(t)
+	c := connect(t, redistest.Shared(t).URL())
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	testtasks.Register(w)
+	runtime.Schedule(w, testtasks.Tick, "0 0 1 1 *", "") // once a year: no tick during the test
+	startWorker(t, w)
+	// Once a year too, so the test only sees what its clicks do.
+	if err := testtasks.Echo.With(c).Schedule(ctxT(t), "yearly-acme", testtasks.Msg{Text: "acme"}, runtime.Every("0 0 1 1 *")); err != nil {
+		t.Fatal(err)
+	}
+	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
+
+	run(t, ctx, "open the schedules", chromedp.Navigate(url+"/schedules"), chromedp.WaitVisible(chromedp.CSS("#pause-yearly-acme")))
+	for css, want := range map[string]string{
+		"#schedule-yearly-acme td:nth-child(2)": "data", "#schedule-yearly-acme td:nth-child(3)": "t_echo", "#schedule-yearly-acme td:nth-child(7)": "active",
+		"#schedule-t_tick td:nth-child(2)": "code", "#schedule-t_tick td:nth-child(3)": "t_tick",
+	} {
+		if got := strings.TrimSpace(text(t, ctx, css)); got != want {
+			t.Errorf("%s reads %q; want %q", css, got, want)
+		}
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#pause-t_tick, #delete-t_tick, #run-t_tick').length`)); err != nil || n != 1 {
+		t.Fatalf("the code's entry offers %d of pause, delete and run, %v; want run alone", n, err)
+	}
+	run(t, ctx, "click Pause", chromedp.Click(chromedp.CSS("#pause-yearly-acme")), chromedp.WaitVisible(chromedp.CSS("#flash")), chromedp.WaitVisible(chromedp.CSS("#resume-yearly-acme")))
+	if s, err := c.Schedule(ctxT(t), "yearly-acme"); err != nil || !s.Paused {
+		t.Fatalf("after Pause: %+v, %v", s, err)
+	}
+	run(t, ctx, "click Resume", chromedp.Click(chromedp.CSS("#resume-yearly-acme")), chromedp.WaitVisible(chromedp.CSS("#flash")), chromedp.WaitVisible(chromedp.CSS("#pause-yearly-acme")))
+	if s, err := c.Schedule(ctxT(t), "yearly-acme"); err != nil || s.Paused {
+		t.Fatalf("after Resume: %+v, %v", s, err)
+	}
+	run(t, ctx, "click Run now", chromedp.Click(chromedp.CSS("#run-yearly-acme")), chromedp.WaitVisible(chromedp.CSS("#status")))
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.Contains(loc, "/jobs/") {
+		t.Fatalf("after Run now at %q, %v; want the new job's page", loc, err)
+	}
+	id := loc[strings.LastIndex(loc, "/jobs/")+len("/jobs/"):]
+	if i := strings.IndexByte(id, '?'); i >= 0 {
+		id = id[:i]
+	}
+	waitFor(t, 20*time.Second, "the job run now to complete", func() bool { return jobStatus(t, c, id) == runtime.StatusCompleted })
+}

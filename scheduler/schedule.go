@@ -1,0 +1,417 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/queue"
+)
+
+// Late is how late a tick may fire when its schedule has no catch-up window:
+// a scheduler woken a little late (a pause of the process, a failover) still
+// fires the tick; a tick missed by more (no scheduler ran) does not run.
+const Late = 10 * time.Second
+
+// tickMarkTTL is how long the route keeps a schedule's last enqueued tick
+// (sched_fire.lua): far longer than a claimed tick waits to be finished.
+const tickMarkTTL = 7 * 24 * time.Hour
+
+// ScheduleDef is what a schedule's owner sets: the task's job of each tick,
+// and when the ticks are.
+type ScheduleDef struct {
+	ID         string
+	Name       string // the task's wire name
+	Route      string
+	Priority   queue.Priority
+	Envelope   []byte // the job of every tick (queue.EncodeEnvelope)
+	MaxRetries int
+	Args       string // the args as JSON, for people (listings); may be ""
+	Spec, TZ   string // a cron spec (five fields, six with seconds, or @every 1s) and an IANA zone ("" = UTC)
+	Jitter     time.Duration
+	Overlap    bananastype.Overlap // "" is bananastype.OverlapSkip
+	CatchUp    time.Duration       // after an outage, the missed ticks this recent run, oldest first
+	Start, End time.Time           // no tick before Start or after End (zero: unbounded)
+	Paused     bool
+}
+
+// Schedule is a schedule's record: its definition and its state.
+type Schedule struct {
+	ScheduleDef
+	Next     time.Time // the next tick; zero when none is left (past End)
+	LastTick time.Time // the last tick fired
+	LastFire time.Time // when it was fired
+	LastJob  string    // the job of the last tick fired
+	LastSkip time.Time // when a tick was last skipped (bananastype.OverlapSkip)
+	Fired    int64
+	Skipped  int64
+	Created  time.Time
+	Updated  time.Time
+	Pending  string // the job of a claimed tick not yet known enqueued
+	pendTick time.Time
+	plan     string
+}
+
+// CheckScheduleID validates a schedule id: 1-200 characters without spaces
+// or braces (it is a key's hash tag).
+func CheckScheduleID(id string) error {
+	if id == "" || len(id) > 200 || strings.ContainsAny(id, "{} \t\r\n") {
+		return fmt.Errorf("invalid schedule id %q: 1-200 characters without spaces or braces", id)
+	}
+	return nil
+}
+
+// ErrNoSchedule is the error of an action on a schedule that does not exist.
+var ErrNoSchedule = errors.New("no such schedule")
+
+// Schedules is the store of schedules as data: one hash per schedule,
+// ns:schedule:{<id>} (hash-tagged by its id, so schedules spread over a
+// cluster's masters), and an index, ns:schedules, a ZSET of id -> when the
+// schedule next needs a scheduler (unix ms). The hash is the truth; the
+// index is a hint a scheduler corrects when it finds it wrong.
+type Schedules struct {
+	Queue *queue.Queue
+}
+
+// Key is the record of schedule id.
+func (s *Schedules) Key(id string) string { return s.Queue.Namespace() + ":schedule:{" + id + "}" }
+
+// IndexKey is the index of the schedules.
+func (s *Schedules) IndexKey() string { return s.Queue.Namespace() + ":schedules" }
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+type scheduleScripts struct {
+	put, pause, del, claim, done, fire *redis.Script
+}
+
+// loadLua is this package's Lua, assembled by queue's loader with
+// _schedule.lua as its shared file.
+var loadLua = sync.OnceValues(func() (*queue.Lua, error) {
+	sub, err := fs.Sub(scriptFS, "scripts")
+	if err != nil {
+		return nil, err
+	}
+	return queue.LoadLua(sub, "_schedule.lua")
+})
+
+var lua = sync.OnceValue(func() *scheduleScripts {
+	l, err := loadLua()
+	if err != nil {
+		panic("scheduler: " + err.Error())
+	}
+	return &scheduleScripts{
+		put: l.Script("sched_put"), pause: l.Script("sched_pause"), del: l.Script("sched_delete"),
+		claim: l.Script("sched_claim"), done: l.Script("sched_done"), fire: l.Script("sched_fire"),
+	}
+})
+
+// Check validates d, filling its defaults (Overlap, Priority), and returns
+// the parsed spec.
+func (d *ScheduleDef) Check() (Spec, error) {
+	if err := CheckScheduleID(d.ID); err != nil {
+		return Spec{}, err
+	}
+	if d.Name == "" {
+		return Spec{}, errors.New("a schedule needs a task name")
+	}
+	if err := queue.CheckRoute(d.Route); err != nil {
+		return Spec{}, err
+	}
+	if d.Priority == "" {
+		d.Priority = queue.Normal
+	}
+	if !queue.ValidPriority(d.Priority) {
+		return Spec{}, fmt.Errorf("invalid priority %q: use high, normal or low", d.Priority)
+	}
+	if d.Overlap == "" {
+		d.Overlap = bananastype.OverlapSkip
+	}
+	if !d.Overlap.Valid() {
+		return Spec{}, fmt.Errorf("invalid overlap %q: use skip, buffer_one, allow or cancel_running", d.Overlap)
+	}
+	if len(d.Envelope) == 0 {
+		return Spec{}, errors.New("a schedule needs its job's envelope")
+	}
+	if d.MaxRetries < 0 {
+		return Spec{}, errors.New("max retries must be >= 0")
+	}
+	if d.Jitter < 0 || d.CatchUp < 0 {
+		return Spec{}, errors.New("jitter and catch_up must be >= 0")
+	}
+	if !d.Start.IsZero() && !d.End.IsZero() && !d.End.After(d.Start) {
+		return Spec{}, errors.New("end must come after start")
+	}
+	return ParseScheduleSpec(d.Spec, d.TZ, d.Start, d.End)
+}
+
+// Put creates schedule d or changes it. Any number of processes may put
+// the same schedule at once: one schedule results, with one next tick
+// (sched_put.lua keeps the stored next tick while the plan, spec, zone,
+// start and end, is the same).
+func (s *Schedules) Put(ctx context.Context, d ScheduleDef, now time.Time) (Schedule, error) {
+	sp, err := d.Check()
+	if err != nil {
+		return Schedule{}, err
+	}
+	next := sp.Next(now)
+	paused := "0"
+	if d.Paused {
+		paused = "1"
+	}
+	args := []any{ms(now), sp.plan(), msOrZero(next),
+		"name", d.Name, "route", d.Route, "prio", string(d.Priority), "env", d.Envelope,
+		"retries", d.MaxRetries, "args", d.Args, "spec", d.Spec, "tz", d.TZ,
+		"jitter", d.Jitter.Milliseconds(), "overlap", string(d.Overlap), "catchup", d.CatchUp.Milliseconds(),
+		"start", msOrZero(d.Start), "end", msOrZero(d.End), "paused", paused}
+	if err := s.Queue.AddRoute(ctx, d.Route); err != nil {
+		return Schedule{}, err
+	}
+	// Indexed before the record is written, as due now: a put that dies
+	// after writing the record leaves a schedule a runner looks at (and
+	// indexes at its due time); one that dies before leaves an index entry
+	// the runner drops when it finds no record.
+	if err := s.Queue.Client().ZAdd(ctx, s.IndexKey(), redis.Z{Score: float64(ms(now)), Member: d.ID}).Err(); err != nil {
+		return Schedule{}, fmt.Errorf("index schedule %s: %w", d.ID, err)
+	}
+	// Retry-safe: a second run writes what the first did.
+	if err := lua().put.Run(ctx, s.Queue.Client(), []string{s.Key(d.ID)}, args...).Err(); err != nil {
+		// Refused (a record that is not a schedule's): the index entry
+		// goes again, unless a valid record is there after all.
+		_ = s.unindex(ctx, d.ID)
+		return Schedule{}, fmt.Errorf("put schedule %s: %w", d.ID, err)
+	}
+	got, err := s.Get(ctx, d.ID)
+	if err != nil {
+		return Schedule{}, err
+	}
+	return got, s.index(ctx, got)
+}
+
+// Get reads schedule id, or ErrNoSchedule.
+func (s *Schedules) Get(ctx context.Context, id string) (Schedule, error) {
+	if err := CheckScheduleID(id); err != nil {
+		return Schedule{}, err
+	}
+	m, err := s.Queue.Client().HGetAll(ctx, s.Key(id)).Result()
+	if err != nil {
+		return Schedule{}, fmt.Errorf("read schedule %s: %w", id, err)
+	}
+	if len(m) == 0 {
+		return Schedule{}, fmt.Errorf("schedule %s: %w", id, ErrNoSchedule)
+	}
+	return parseSchedule(id, m)
+}
+
+// List reads every schedule of the index, in id order, in pipelined
+// round trips of up to 500 reads each (a pipeline of a cluster client is
+// split by node). An id whose record is gone is left out.
+func (s *Schedules) List(ctx context.Context) ([]Schedule, error) {
+	ids, err := s.Queue.Client().ZRange(ctx, s.IndexKey(), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list schedules: %w", err)
+	}
+	slices.Sort(ids)
+	out := make([]Schedule, 0, len(ids))
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(start+500, len(ids))]
+		pipe := s.Queue.Client().Pipeline()
+		cmds := make([]*redis.MapStringStringCmd, len(chunk))
+		for i, id := range chunk {
+			cmds[i] = pipe.HGetAll(ctx, s.Key(id))
+		}
+		_, _ = pipe.Exec(ctx) // each read's error is its own, below
+		for i, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
+				return nil, fmt.Errorf("read schedule %s: %w", chunk[i], err)
+			}
+			if len(cmd.Val()) == 0 {
+				continue
+			}
+			sc, err := parseSchedule(chunk[i], cmd.Val())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+// Delete deletes schedule id: it fires nothing more (a tick claimed before
+// the delete is still enqueued once). ErrNoSchedule when there is none.
+func (s *Schedules) Delete(ctx context.Context, id string) error {
+	if err := CheckScheduleID(id); err != nil {
+		return err
+	}
+	// Retry-safe: a second run finds nothing to delete.
+	n, err := lua().del.Run(ctx, s.Queue.Client(), []string{s.Key(id)}).Int()
+	if err != nil {
+		return fmt.Errorf("delete schedule %s: %w", id, err)
+	}
+	if err := s.Queue.Client().ZRem(ctx, s.IndexKey(), id).Err(); err != nil {
+		return fmt.Errorf("delete schedule %s from the index: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("schedule %s: %w", id, ErrNoSchedule)
+	}
+	return nil
+}
+
+// Pause pauses (or, with paused false, resumes) schedule id. A paused
+// schedule fires nothing and keeps its next tick.
+func (s *Schedules) Pause(ctx context.Context, id string, paused bool, now time.Time) error {
+	if err := CheckScheduleID(id); err != nil {
+		return err
+	}
+	p := 0
+	if paused {
+		p = 1
+	}
+	// Retry-safe: a second run sets what the first did.
+	n, err := lua().pause.Run(ctx, s.Queue.Client(), []string{s.Key(id)}, p, ms(now)).Int()
+	if err != nil {
+		return fmt.Errorf("pause schedule %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("schedule %s: %w", id, ErrNoSchedule)
+	}
+	if !paused {
+		sc, err := s.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		return s.index(ctx, sc)
+	}
+	return nil
+}
+
+// index puts sc in the index at the time it next needs a scheduler.
+func (s *Schedules) index(ctx context.Context, sc Schedule) error {
+	if err := s.Queue.Client().ZAdd(ctx, s.IndexKey(), redis.Z{Score: float64(sc.due()), Member: sc.ID}).Err(); err != nil {
+		return fmt.Errorf("index schedule %s: %w", sc.ID, err)
+	}
+	return nil
+}
+
+// parked is the index score of a schedule no scheduler needs to look at
+// until a change puts it back: paused, or with no tick left.
+const parked = int64(1) << 52
+
+// due is when sc next needs a scheduler (unix ms): a claimed tick at once,
+// else its next tick plus that tick's jitter; parked when paused or ended.
+func (sc Schedule) due() int64 {
+	switch {
+	case sc.Pending != "":
+		return 0
+	case sc.Paused || sc.Next.IsZero():
+		return parked
+	}
+	return ms(sc.Next.Add(JitterOf(sc.ID, sc.Next, sc.Jitter)))
+}
+
+// JitterOf is the delay of tick of schedule id, in [0, max): the same on
+// every scheduler, so all agree when the tick is due.
+func JitterOf(id string, tick time.Time, max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	h := sha256.Sum256([]byte(id + "\x00" + strconv.FormatInt(ms(tick), 10)))
+	var n uint64
+	for _, b := range h[:8] {
+		n = n<<8 | uint64(b)
+	}
+	return time.Duration(n%uint64(max.Milliseconds()+1)) * time.Millisecond
+}
+
+// TickJobID is the id of the job of tick of schedule id on route: a ULID
+// whose time is the tick and whose entropy is drawn from the schedule id
+// and the tick, a dot and the route (so the id alone locates the job, as
+// queue.NewID's do). Every scheduler derives the same id for a tick.
+func TickJobID(id, route string, tick time.Time) string {
+	h := sha256.Sum256([]byte(id + "\x00" + strconv.FormatInt(ms(tick), 10)))
+	var u ulid.ULID
+	_ = u.SetTime(uint64(ms(tick)))
+	_ = u.SetEntropy(h[:10])
+	return u.String() + "." + route
+}
+
+func parseSchedule(id string, m map[string]string) (Schedule, error) {
+	num := func(f string) (int64, error) {
+		v, ok := m[f]
+		if !ok || v == "" {
+			return 0, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("schedule %s is garbage: its %s %q is not a number", id, f, v)
+		}
+		return n, nil
+	}
+	var nums [14]int64
+	for i, f := range []string{"retries", "jitter", "catchup", "start", "end", "next", "last_tick", "last_fire", "last_skip", "fired", "skipped", "created", "updated", "pend_tick"} {
+		n, err := num(f)
+		if err != nil {
+			return Schedule{}, err
+		}
+		nums[i] = n
+	}
+	t := func(n int64) time.Time {
+		if n == 0 {
+			return time.Time{}
+		}
+		return time.UnixMilli(n)
+	}
+	sc := Schedule{
+		ScheduleDef: ScheduleDef{
+			ID: id, Name: m["name"], Route: m["route"], Priority: queue.Priority(m["prio"]), Envelope: []byte(m["env"]),
+			MaxRetries: int(nums[0]), Args: m["args"], Spec: m["spec"], TZ: m["tz"],
+			Jitter: time.Duration(nums[1]) * time.Millisecond, Overlap: bananastype.Overlap(m["overlap"]),
+			CatchUp: time.Duration(nums[2]) * time.Millisecond, Start: t(nums[3]), End: t(nums[4]),
+			Paused: m["paused"] == "1",
+		},
+		Next: t(nums[5]), LastTick: t(nums[6]), LastFire: t(nums[7]), LastJob: m["last_job"], LastSkip: t(nums[8]),
+		Fired: nums[9], Skipped: nums[10], Created: t(nums[11]), Updated: t(nums[12]),
+		Pending: m["pend_job"], pendTick: t(nums[13]), plan: m["plan"],
+	}
+	if _, ok := m["next"]; !ok {
+		return Schedule{}, fmt.Errorf("schedule %s is garbage: it has no next tick", id)
+	}
+	return sc, nil
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func msOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return ms(t)
+}
+
+// View is sc as users meet a schedule (bananastype.Schedule), made at run
+// time (Source data).
+func (sc Schedule) View() bananastype.Schedule {
+	var args []byte
+	if sc.Args != "" {
+		args = []byte(sc.Args)
+	}
+	return bananastype.Schedule{
+		ID: sc.ID, Source: bananastype.SourceData, Name: sc.Name, Route: sc.Route, Priority: sc.Priority, Args: args,
+		Spec: sc.Spec, TZ: sc.TZ, Jitter: sc.Jitter, Overlap: sc.Overlap, CatchUp: sc.CatchUp, Start: sc.Start, End: sc.End,
+		Paused: sc.Paused, NextRun: sc.Next, LastRun: sc.LastFire, LastJob: sc.LastJob, RunCount: sc.Fired, Skipped: sc.Skipped,
+	}
+}
