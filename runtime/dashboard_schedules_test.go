@@ -30,6 +30,7 @@ func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
 	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
 
 	run(t, ctx, "open the schedules", chromedp.Navigate(url+"/schedules"), chromedp.WaitVisible(chromedp.CSS("#pause-yearly-acme")))
+	shoot(t, ctx, "schedules")
 	for css, want := range map[string]string{
 		"#schedule-yearly-acme td:nth-child(2)": "data", "#schedule-yearly-acme td:nth-child(3)": "t_echo", "#schedule-yearly-acme td:nth-child(7)": "active",
 		"#schedule-t_tick td:nth-child(2)": "code", "#schedule-t_tick td:nth-child(3)": "t_tick",
