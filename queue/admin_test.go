@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 )
 
@@ -205,7 +206,7 @@ func TestDelete_RefusesAProcessingJobNamingItsState(t *testing.T) {
 			eachBackend(t, func(t *testing.T, q *queue.Queue) {
 				ctx := context.Background()
 				id := c.setup(t, q, time.Now())
-				before := snapshot(t, plainClient(t, q), q.Namespace())
+				before := redistest.Snapshot(t, plainClient(t, q), q.Namespace())
 				var err error
 				if c.cancel {
 					_, err = q.Jobs.Cancel(ctx, id, []byte("canceled"), time.Minute)
@@ -215,7 +216,7 @@ func TestDelete_RefusesAProcessingJobNamingItsState(t *testing.T) {
 				if !errors.Is(err, c.errIs) || !strings.Contains(err.Error(), c.errHas) || !strings.Contains(err.Error(), id) {
 					t.Fatalf("err = %v; want %v naming the job and %q", err, c.errIs, c.errHas)
 				}
-				if d := diff(before, snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
+				if d := redistest.Diff(before, redistest.Snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
 					t.Fatalf("a refused action wrote:\n%s", d)
 				}
 			})
@@ -278,11 +279,11 @@ func TestCancel_RunningJobIsRequestedAndFinishedAsCanceled(t *testing.T) {
 
 		stale := *ds[0]
 		stale.Token = "stale"
-		before := snapshot(t, plainClient(t, q), q.Namespace())
+		before := redistest.Snapshot(t, plainClient(t, q), q.Namespace())
 		if ok, err := q.Jobs.FinishCanceled(ctx, &stale, []byte("canceled"), time.Minute); ok || err != nil {
 			t.Fatalf("finish with a stale token = %v, %v; want no change", ok, err)
 		}
-		if d := diff(before, snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
+		if d := redistest.Diff(before, redistest.Snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
 			t.Fatalf("a stale finish wrote:\n%s", d)
 		}
 		for _, d := range []*queue.Dispatch{ds[0], ds[2]} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 )
 
@@ -290,12 +291,12 @@ func TestFail_RefusesBeforeWritingWhatTheReaperMustRecover(t *testing.T) {
 				until := now.Add(time.Minute)
 				d := leaseLight(t, q, 1, now, until)[0]
 				c.spoil(t, q, d)
-				before := snapshot(t, plainClient(t, q), q.Namespace())
+				before := redistest.Snapshot(t, plainClient(t, q), q.Namespace())
 				_, err := q.Jobs.Fail(ctx, d, queue.Failure{Message: "boom", RetryAt: now, Record: []byte("rec"), TTL: time.Minute}, now)
 				if err == nil || !strings.Contains(err.Error(), c.errHas) {
 					t.Fatalf("fail err = %v; want a refusal naming %q", err, c.errHas)
 				}
-				if d := diff(before, snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
+				if d := redistest.Diff(before, redistest.Snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
 					t.Fatalf("a refused fail wrote:\n%s", d)
 				}
 				if c.reaped != queue.EndStale {
@@ -391,12 +392,12 @@ func TestRequeue_JobWithNoListToGoBackToStaysLeasedForTheReaper(t *testing.T) {
 				}
 				d := lease(t, q, 1, now, until)[0]
 				c.spoil(t, q, d)
-				before := snapshot(t, plainClient(t, q), q.Namespace())
+				before := redistest.Snapshot(t, plainClient(t, q), q.Namespace())
 				out, err := q.Jobs.Requeue(ctx, d, []byte("canceled"), time.Minute, time.Now())
 				if out == queue.EndHandedBack || err == nil || !strings.Contains(err.Error(), c.errHas) {
 					t.Fatalf("requeue = %v, %v; want a refusal naming %q", out, err, c.errHas)
 				}
-				if d := diff(before, snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
+				if d := redistest.Diff(before, redistest.Snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
 					t.Fatalf("a refused requeue wrote:\n%s", d)
 				}
 				wantPlace(t, q, "r", d.ID, "leased")
@@ -482,12 +483,12 @@ func TestReplay_JobThatCannotBeMadeReadyStaysDeadSayingWhy(t *testing.T) {
 				ctx := context.Background()
 				id := deadJob(t, q, time.Now())
 				c.spoil(t, q, id)
-				before := snapshot(t, plainClient(t, q), q.Namespace())
+				before := redistest.Snapshot(t, plainClient(t, q), q.Namespace())
 				err := q.Ops.Replay(ctx, id)
 				if err == nil || errors.Is(err, queue.ErrNotFound) || !strings.Contains(err.Error(), c.errHas) {
 					t.Fatalf("replay err = %v; want a refusal naming %q", err, c.errHas)
 				}
-				if d := diff(before, snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
+				if d := redistest.Diff(before, redistest.Snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
 					t.Fatalf("a refused replay wrote:\n%s", d)
 				}
 				wantPlace(t, q, "r", id, "dead")
@@ -904,9 +905,9 @@ func TestScripts_RouteKeyOfWrongTypeRefusedBeforeAnyWrite(t *testing.T) {
 				key := c.key(q.Keys("r"))
 				q.Client().Del(ctx, key)
 				q.Client().Set(ctx, key, "junk", 0)
-				before := snapshot(t, plainClient(t, q), q.Namespace())
+				before := redistest.Snapshot(t, plainClient(t, q), q.Namespace())
 				err := run()
-				if d := diff(before, snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
+				if d := redistest.Diff(before, redistest.Snapshot(t, plainClient(t, q), q.Namespace())); d != "" {
 					t.Fatalf("the call (err %v) wrote:\n%s", err, d)
 				}
 				if err == nil || !strings.Contains(err.Error(), c.errHas) {

@@ -2,16 +2,14 @@ package queue_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 )
 
@@ -25,81 +23,6 @@ func plainClient(t *testing.T, q *queue.Queue) *redis.Client {
 	p := redis.NewClient(&redis.Options{Addr: c.Options().Addr})
 	t.Cleanup(func() { _ = p.Close() })
 	return p
-}
-
-// snapshot dumps every key of namespace ns: its type, its whole value, and
-// whether it expires.
-func snapshot(t *testing.T, rdb *redis.Client, ns string) map[string]string {
-	t.Helper()
-	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, ns+":*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(map[string]string, len(keys))
-	for _, k := range keys {
-		typ, err := rdb.Type(ctx, k).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v any
-		switch typ {
-		case "string":
-			v, err = rdb.Get(ctx, k).Result()
-		case "hash":
-			var m map[string]string
-			m, err = rdb.HGetAll(ctx, k).Result()
-			v = sorted(m)
-		case "list":
-			v, err = rdb.LRange(ctx, k, 0, -1).Result()
-		case "set":
-			var s []string
-			s, err = rdb.SMembers(ctx, k).Result()
-			slices.Sort(s)
-			v = s
-		case "zset":
-			v, err = rdb.ZRangeWithScores(ctx, k, 0, -1).Result()
-		default:
-			t.Fatalf("key %s has type %s, which snapshot does not read", k, typ)
-		}
-		if err != nil {
-			t.Fatalf("read %s %s: %v", typ, k, err)
-		}
-		ttl, err := rdb.PTTL(ctx, k).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[k] = fmt.Sprintf("%s %q expires=%v", typ, fmt.Sprint(v), ttl > 0)
-	}
-	return out
-}
-
-func sorted(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k, v := range m {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// diff describes how two snapshots differ, "" when they are equal.
-func diff(a, b map[string]string) string {
-	var out []string
-	for k, v := range a {
-		if w, ok := b[k]; !ok {
-			out = append(out, "gone: "+k+" "+v)
-		} else if w != v {
-			out = append(out, "changed: "+k+"\n  from "+v+"\n  to   "+w)
-		}
-	}
-	for k, w := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, "new: "+k+" "+w)
-		}
-	}
-	sort.Strings(out)
-	return strings.Join(out, "\n")
 }
 
 // twice, hooked into a queue's client and armed, runs every script call that
@@ -157,11 +80,11 @@ func (h *twice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if name := cmd.Name(); err != nil || !armed || (name != "evalsha" && name != "eval") {
 			return err
 		}
-		first := snapshot(h.t, h.plain, h.ns)
+		first := redistest.Snapshot(h.t, h.plain, h.ns)
 		if err := h.plain.Do(ctx, cmd.Args()...).Err(); err != nil && err != redis.Nil {
 			h.t.Errorf("second run of %v failed: %v", cmd.Args()[:1], err)
 		}
-		d := diff(first, snapshot(h.t, h.plain, h.ns))
+		d := redistest.Diff(first, redistest.Snapshot(h.t, h.plain, h.ns))
 		h.mu.Lock()
 		h.runs++
 		if d != "" {
