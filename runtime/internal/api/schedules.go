@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -36,37 +35,19 @@ func (s *server) putSchedule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var sub admin.ScheduleSubmission
+	// Where each key's value goes; args stay raw JSON, for the task's own
+	// decoder.
+	into := map[string]any{"name": &sub.Name, "route": &sub.Route, "priority": &sub.Priority, "cron": &sub.Cron,
+		"tz": &sub.TZ, "jitter": &sub.Jitter, "overlap": &sub.Overlap, "catch_up": &sub.CatchUp, "paused": &sub.Paused,
+		"start": &sub.Start, "end": &sub.End}
 	for k, raw := range body {
-		if !slices.Contains(scheduleFields, k) {
-			return BadRequest(k, "unknown field %q (want %s)", k, strings.Join(scheduleFields, ", "))
-		}
-		var to any
-		switch k {
-		case "name":
-			to = &sub.Name
-		case "args":
+		if k == "args" {
 			sub.Args = raw
 			continue
-		case "route":
-			to = &sub.Route
-		case "priority":
-			to = &sub.Priority
-		case "cron":
-			to = &sub.Cron
-		case "tz":
-			to = &sub.TZ
-		case "jitter":
-			to = &sub.Jitter
-		case "overlap":
-			to = &sub.Overlap
-		case "catch_up":
-			to = &sub.CatchUp
-		case "paused":
-			to = &sub.Paused
-		case "start":
-			to = &sub.Start
-		case "end":
-			to = &sub.End
+		}
+		to, ok := into[k]
+		if !ok {
+			return BadRequest(k, "unknown field %q (want %s)", k, strings.Join(scheduleFields, ", "))
 		}
 		if err := json.Unmarshal(raw, to); err != nil {
 			want := "a string"
