@@ -211,6 +211,10 @@ func wrapArgs(opts []jen.Code) []jen.Code {
 func register(f *jen.File, p model.Package) {
 	var body []jen.Code
 	for _, t := range p.Tasks {
+		if t.Batch > 0 {
+			body = append(body, handleBatch(p, t))
+			continue
+		}
 		body = append(body, rt("Handle").Call(jen.Id("w"), jen.Id(t.Stub), handler(p, t)))
 	}
 	for _, t := range p.Tasks {

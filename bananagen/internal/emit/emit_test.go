@@ -79,3 +79,35 @@ func TestFile_FlowControlCalls(t *testing.T) {
 		t.Errorf("%d KeyBy calls; want one, for the keyed task only", n)
 	}
 }
+
+// A batch task's stub enqueues one job of the slice's element type; its
+// registration is runtime.HandleBatch with the function adapted to the
+// runtime's one shape, whichever of the three it returns.
+func TestFile_BatchTaskRegistersHandleBatch(t *testing.T) {
+	t.Parallel()
+	ev := &model.Type{Kind: model.Named, Path: "example.com/ev", Name: "Event"}
+	p := model.Package{Name: "ev", Path: "example.com/ev", Tasks: []model.Task{
+		{Func: "index", Stub: "Index", Name: "index", Batch: 500, Linger: 200 * time.Millisecond, BatchShape: model.BatchErrors, Args: ev, Directive: "//bananas:task batch=500 linger=200ms"},
+		{Func: "push", Stub: "Push", Name: "push", Batch: 10, Linger: time.Second, BatchShape: model.BatchError, Args: ev, Directive: "//bananas:task batch=10 linger=1s"},
+		{Func: "score", Stub: "Score", Name: "score", Batch: 2, Linger: time.Millisecond, BatchShape: model.BatchResults, Args: ev, Result: &model.Type{Kind: model.Named, Name: "int"}, Directive: "//bananas:task batch=2 linger=1ms"},
+	}}
+	out, err := File(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`var Index *runtime.Task[Event, runtime.None]`,
+		`runtime.HandleBatch(w, Index, runtime.Batch{Size: 500, Linger: 200 * time.Millisecond}, func(ctx context.Context, args []Event) ([]runtime.None, []error, error) {`,
+		`return nil, index(ctx, args), nil`,
+		`return nil, nil, push(ctx, args)`,
+		`results, errs := score(ctx, args)`,
+		`func(ctx context.Context, args []Event) ([]int, []error, error)`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "runtime.Handle(w") {
+		t.Errorf("a batch task registered with Handle:\n%s", out)
+	}
+}

@@ -51,6 +51,13 @@ type Task struct {
 	Rate       string // "N/s", "N/m" or "N/h"
 	Burst      int
 
+	// Batch handlers (//bananas:task batch=N): the function takes []A and
+	// is handed up to Batch jobs at once, Linger after the first at the
+	// latest (zero Batch: a single-job task).
+	Batch      int
+	Linger     time.Duration
+	BatchShape BatchShape
+
 	Directive string // the directive line, quoted in the stub's comment
 	Doc       string // the function's doc comment without the directive, carried to the stub ("" when none)
 }
@@ -81,6 +88,15 @@ const (
 	KeyBool
 	KeyInt
 	KeyUint
+)
+
+// BatchShape is what a batch handler returns.
+type BatchShape int
+
+const (
+	BatchError   BatchShape = iota // error: one error for the whole batch
+	BatchErrors                    // []error: one entry per job
+	BatchResults                   // ([]R, []error): a result and an error per job
 )
 
 // Cron is the schedule of a //bananas:cron function.

@@ -75,7 +75,7 @@ func checkFlow(p *types.Package, fn string, sig *types.Signature, d *directive, 
 				bad(kv.pos, "key needs a task with args: %s takes none to read a key from", fn)
 				t.Key = nil
 			case params.Len() == 2:
-				if !resolveKey(p, params.At(1).Type(), kv, t.Key, bad) {
+				if !resolveKey(p, keyedArgs(t, params.At(1).Type()), kv, t.Key, bad) {
 					t.Key = nil
 				}
 			}

@@ -170,9 +170,14 @@ func checkTask(p *packages.Package, fd *ast.FuncDecl, d *directive, errs *collec
 			t.Stub, fn, t.Stub, p.Fset.Position(other.Pos()))
 	}
 	sig := obj.Type().(*types.Signature)
-	if !checkSignature(p, fd, sig, d.kind, &t, errs) {
+	if batched(d, sig) {
+		if !checkBatchSignature(p, fd, sig, d, &t, errs) {
+			ok = false
+		}
+	} else if !checkSignature(p, fd, sig, d.kind, &t, errs) {
 		ok = false
 	}
+	checkBatch(d, &t, bad)
 	checkFlow(p.Types, fn, sig, d, &t, bad)
 	if t.KeepNothing && t.Result != nil {
 		for _, kv := range d.keys {
@@ -253,6 +258,8 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 		t.Cron.TZ = kv.value
 	case "key", "max_running", "rate", "burst":
 		return checkFlowKey(t, kind, kv, bad)
+	case "batch", "linger":
+		return checkBatchKey(t, kind, kv, bad)
 	default:
 		keys := "name, route, priority, retries, backoff, timeout, unique, result_ttl, key, max_running, rate, burst"
 		if kind == "cron" {
