@@ -36,6 +36,10 @@ type Dispatch struct {
 	// replay.lua keeps them (ParseEarlierLife reads one), oldest first: its
 	// result record carries them on.
 	Earlier []string
+	// Flow is the flow ("task|key", see flow.go) of a keyed job taken by
+	// FetchBatch, which hands a batch handler one flow's jobs together; ""
+	// for a job taken by any other fetch.
+	Flow string
 	// light: the job came with its payload (no hash of its own); ack.lua then
 	// needs no job key for it.
 	light bool
