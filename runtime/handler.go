@@ -32,6 +32,9 @@ type handler struct {
 	argsType, resultType reflect.Type
 	// For a workflow submitted as JSON: a step of the task (workflow_json.go).
 	stepJSON func(c *Client, args []byte, first bool) (*stepNode, error)
+	// batch gathers the runs of a batch task (HandleBatch) into calls of
+	// its function; nil for a task that runs one job at a time.
+	batch *batcher
 }
 
 // decodeError marks a failure that no retry can fix.

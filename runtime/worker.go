@@ -127,6 +127,7 @@ func (w *Worker) runConfig(mw Middleware, sinks []engine.JobEndSink) worker.Conf
 		ProgressEvery: ProgressEvery,
 		Workflows:     w.c.workflowRunner(),
 		Schedules:     w.scheduleRunner(),
+		Batches:       w.batches(),
 	}
 	if store := w.c.History(); store != nil {
 		cfg.History = &worker.History{Store: store, Row: w.handlers.historyRow,

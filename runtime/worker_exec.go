@@ -32,6 +32,9 @@ func (x *executor) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 	// ctx holds the run's jobValue (handlerValue, the engine's Config.JobValue):
 	// its Job is the one middleware is given, and its trail what LeaveTrail set.
 	v, _ := ctx.Value(jobKey{}).(jobValue)
+	if h.batch != nil {
+		ctx = withBatchRun(ctx, d, v.job)
+	}
 	o := runHandler(ctx, h, d.Envelope.Args, x.mw, v.job)
 	var trail string // only a workflow step's run has a place for one
 	if v.trail != nil {

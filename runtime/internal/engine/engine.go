@@ -64,6 +64,9 @@ type Config struct {
 	// ServedRoutes returns the routes live workers serve or fire cron
 	// entries to, which route pruning keeps (see retention); nil prunes none.
 	ServedRoutes func(ctx context.Context) (map[string]bool, error)
+	// Batches are the tasks whose handler takes many jobs at once (see
+	// Batch); nil for a worker without any.
+	Batches []Batch
 	// Kept returns the routes whose leases this worker reaps and whose old
 	// dead-lettered jobs it purges: those it keeps (one worker per route
 	// does, see scheduler.Keeper). Nil: every route it works (routes).

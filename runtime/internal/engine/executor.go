@@ -41,6 +41,9 @@ func (x *executor) startAll(ds []*queue.Dispatch) {
 		if timeout <= 0 {
 			timeout = x.cfg.JobTimeout
 		}
+		if len(x.cfg.Batches) > 0 {
+			timeout += x.cfg.lingerOf(d.Name) // the wait for its batch to fill
+		}
 		k := slices.IndexFunc(groups, func(g *timeoutGroup) bool { return g.timeout == timeout })
 		if k < 0 {
 			k = len(groups)

@@ -270,6 +270,14 @@ func (f *fetcher) fetch(ctx context.Context, free int) (int, error) {
 // ran would leave jobs leased to nobody, to be reaped later with an attempt
 // counted against them.
 func (f *fetcher) fetchRoute(ctx context.Context, route string, n int) (int, error) {
+	batched := 0
+	if len(f.cfg.Batches) > 0 {
+		var err error
+		if batched, err = f.fetchBatches(ctx, route, n); err != nil || batched >= n {
+			return batched, err
+		}
+		n -= batched
+	}
 	q := f.cfg.Queue
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
@@ -287,7 +295,7 @@ func (f *fetcher) fetchRoute(ctx context.Context, route string, n int) (int, err
 	if errors.As(err, &lost) {
 		f.handBacks.add(lost)
 	}
-	return len(ds), err
+	return batched + len(ds), err
 }
 
 // noteDue keeps the earliest of the times fetches said a held flow may

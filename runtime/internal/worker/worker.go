@@ -57,6 +57,8 @@ type Config struct {
 	JobValue func(d *queue.Dispatch, progress *engine.ProgressFlusher) any
 	// ProgressEvery is how often the runs' progress is written to Redis.
 	ProgressEvery time.Duration
+	// Batches are the tasks run in batches (engine.Config.Batches).
+	Batches []engine.Batch
 
 	// History, when set, is where the ended jobs of the routes the worker
 	// keeps are written.
@@ -293,6 +295,7 @@ func (r *run) engineConfig() engine.Config {
 		State:        heartbeat(cfg.Queue, self),
 		ServedRoutes: func(ctx context.Context) (map[string]bool, error) { return served(ctx, cfg.Queue, self) },
 		Kept:         r.kept,
+		Batches:      cfg.Batches,
 	}
 }
 

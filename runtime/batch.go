@@ -1,0 +1,332 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/engine"
+)
+
+// Batch says how a batch task's jobs are handed to its function
+// (HandleBatch, the annotation keys batch= and linger=).
+type Batch struct {
+	// Size is the most jobs one call takes (batch=), 1 to 10,000.
+	Size int
+	// Linger is how long a batch that is not full waits for more jobs
+	// after its first (linger=); 0 takes 100ms.
+	Linger time.Duration
+}
+
+// DefaultLinger is the Linger of a Batch that sets none.
+const DefaultLinger = 100 * time.Millisecond
+
+// MaxBatchSize is the largest Batch.Size.
+const MaxBatchSize = 10000
+
+// HandleBatch registers fn as the handler of t's jobs, which it takes many
+// at once: a worker hands fn up to b.Size jobs of t — of one key, when the
+// task's jobs are keyed (KeyBy, key=) — as soon as b.Size are in hand or
+// b.Linger after the first. Callers still enqueue, await and call one job
+// at a time (t.Enqueue, t.Await, t.Call); generated code calls HandleBatch
+// for a task annotated with batch=.
+//
+// fn returns either one error for the whole batch (err: every job of the
+// batch fails with it), or one entry per job, in the order of args: errs[i]
+// nil completes job i with results[i] (results may be nil when R is None),
+// errs[i] non-nil fails job i alone, which retries or dead-letters by its
+// own attempts. A nil errs completes every job. An errs or results of
+// another length than args fails the whole batch with an error that says
+// so; so does a panic. SkipRetry and RetryAfter hold per entry as for a
+// single job.
+//
+// Each job of a batch keeps its own identity: its slot (a batch of n jobs
+// holds n of the worker's Concurrency slots, so a batch is at most
+// Concurrency jobs), lease, attempts, retries, cancel, timeout, result
+// record, end event, history row and middleware run. The batch's context
+// ends at the latest of its jobs' deadlines (each job's timeout, plus
+// Linger, from its fetch), or once every job of the batch was canceled or
+// handed back; BatchJobs(ctx) lists its jobs.
+func HandleBatch[A, R any](w *Worker, t *Task[A, R], b Batch, fn func(ctx context.Context, args []A) (results []R, errs []error, err error)) {
+	switch {
+	case fn == nil:
+		w.regErrs = append(w.regErrs, fmt.Errorf("HandleBatch of task %s: the function is nil", t.name))
+		return
+	case b.Size < 1 || b.Size > MaxBatchSize:
+		w.regErrs = append(w.regErrs, fmt.Errorf("HandleBatch of task %s: Batch.Size %d is not from 1 to %d", t.name, b.Size, MaxBatchSize))
+		return
+	case b.Linger < 0:
+		w.regErrs = append(w.regErrs, fmt.Errorf("HandleBatch of task %s: Batch.Linger %s is negative", t.name, b.Linger))
+		return
+	}
+	if b.Linger == 0 {
+		b.Linger = DefaultLinger
+	}
+	var resultType reflect.Type
+	_, none := any(*new(R)).(None)
+	if !none {
+		resultType = reflect.TypeFor[R]()
+	}
+	bt := &batcher{name: t.name, size: b.Size, linger: b.Linger, open: map[string]*gathering{},
+		keyed: t.keyBy != nil || t.limits != (queue.Limits{}), keyOf: t.keyOfStored,
+		call: func(ctx context.Context, raws [][]byte) ([]outcome, error) {
+			return callBatch(ctx, t.name, raws, none, fn)
+		}}
+	w.register(&handler{
+		name:     t.name,
+		info:     t.Info,
+		limits:   func() queue.Limits { return t.limits },
+		argsType: reflect.TypeFor[A](), resultType: resultType,
+		enqueueJSON: func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error) {
+			return t.With(c).EnqueueJSON(ctx, data, opts...)
+		},
+		jobJSON: func(c *Client, data []byte, opts []Option, shards map[string]string) (admin.BatchJob, error) {
+			return t.With(c).jobJSON(data, opts, shards)
+		},
+		stepJSON: func(c *Client, args []byte, first bool) (*stepNode, error) {
+			return t.With(c).stepNodeJSON(args, first)
+		},
+		argsJSON:   jsonOf[A],
+		resultJSON: jsonOf[R],
+		run:        bt.submit,
+		batch:      bt,
+	})
+}
+
+// callBatch decodes the args of a batch, calls fn once on those that
+// decode, and returns each job's outcome in order; a whole-batch failure
+// (fn's error, a panic, entries of the wrong length) is the error.
+func callBatch[A, R any](ctx context.Context, name string, raws [][]byte, none bool, fn func(context.Context, []A) ([]R, []error, error)) (outs []outcome, err error) {
+	outs = make([]outcome, len(raws))
+	args := make([]A, 0, len(raws))
+	at := make([]int, 0, len(raws)) // args[j] is the job raws[at[j]]
+	for i, raw := range raws {
+		var a A
+		if err := decode(raw, &a); err != nil {
+			outs[i].err = &decodeError{fmt.Errorf("decode args of %s: %w", name, err)}
+			continue
+		}
+		args, at = append(args, a), append(at, i)
+	}
+	if len(args) == 0 {
+		return outs, nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	results, errs, err := fn(ctx, args)
+	switch {
+	case err != nil:
+		return nil, err
+	case errs != nil && len(errs) != len(args):
+		return nil, fmt.Errorf("bananas: batch handler of %s returned %d errors for %d jobs: it must return one entry per job, in order (nil for a job that succeeded), or a nil slice", name, len(errs), len(args))
+	case !none && len(results) != len(args):
+		return nil, fmt.Errorf("bananas: batch handler of %s returned %d results for %d jobs: it must return one result per job, in order", name, len(results), len(args))
+	}
+	for j, i := range at {
+		if errs != nil && errs[j] != nil {
+			outs[i].err = errs[j]
+			continue
+		}
+		var r R
+		if !none {
+			r = results[j]
+		}
+		b, err := encode(r)
+		if err != nil {
+			outs[i].err = &decodeError{fmt.Errorf("encode result of %s: %w", name, err)}
+			continue
+		}
+		outs[i].result = b
+	}
+	return outs, nil
+}
+
+// batcher gathers the jobs of one batch task into batches and calls the
+// task's function once per batch. Every job's run reaches it through the
+// handler (submit), each holding its own slot, lease and timeout in the
+// engine while it waits: a batch is whatever runs of one key wait together.
+type batcher struct {
+	name   string
+	size   int
+	linger time.Duration
+	keyed  bool
+	// keyOf reads the key of stored args: the batch of a keyed job that
+	// came without its flow (another fetch took it) is its key's.
+	keyOf func(args []byte) (string, error)
+	call  func(ctx context.Context, raws [][]byte) ([]outcome, error)
+
+	mu   sync.Mutex
+	open map[string]*gathering // by flow: the batch filling for each key
+}
+
+// gathering is one batch while it fills.
+type gathering struct {
+	entries []*batchEntry
+	timer   *time.Timer
+}
+
+// batchEntry is one job's run waiting in a batch.
+type batchEntry struct {
+	ctx  context.Context
+	job  Job
+	args []byte
+	done chan outcome // 1-buffered: the job's outcome
+}
+
+type batchKey struct{}
+
+// batchRun is what exec puts in a batch job's context for submit: the job's
+// flow (which batch it joins) and its Job (BatchJobs).
+type batchRun struct {
+	flow string
+	job  Job
+}
+
+// withBatchRun carries d's flow and job to the batcher (see batchRun).
+func withBatchRun(ctx context.Context, d *queue.Dispatch, job Job) context.Context {
+	return context.WithValue(ctx, batchKey{}, batchRun{flow: d.Flow, job: job})
+}
+
+// submit adds a job's run to the batch of its flow and waits for the
+// batch's outcome for it. It is the batch task's handler.run: the
+// middleware of the job's run is around it.
+func (b *batcher) submit(ctx context.Context, args []byte) ([]byte, error) {
+	br, _ := ctx.Value(batchKey{}).(batchRun)
+	if br.flow == "" && b.keyed {
+		if k, err := b.keyOf(args); err == nil {
+			br.flow = b.name + "|" + k
+		}
+	}
+	e := &batchEntry{ctx: ctx, job: br.job, args: args, done: make(chan outcome, 1)}
+	b.mu.Lock()
+	g := b.open[br.flow]
+	if g == nil {
+		g = &gathering{}
+		b.open[br.flow] = g
+		g.timer = time.AfterFunc(b.linger, func() { b.fireOpen(br.flow, g) })
+	}
+	g.entries = append(g.entries, e)
+	full := len(g.entries) >= b.size
+	if full {
+		delete(b.open, br.flow)
+		g.timer.Stop()
+	}
+	b.mu.Unlock()
+	if full {
+		go b.fire(g.entries)
+	}
+	o := <-e.done
+	return o.result, o.err
+}
+
+// fireOpen calls the batch g of flow once its linger is over, unless it
+// filled and was called already.
+func (b *batcher) fireOpen(flow string, g *gathering) {
+	b.mu.Lock()
+	if b.open[flow] != g {
+		b.mu.Unlock()
+		return
+	}
+	delete(b.open, flow)
+	b.mu.Unlock()
+	b.fire(g.entries)
+}
+
+// fire calls the task's function on the entries whose run is still on
+// (a job canceled or timed out while it waited is left out, its outcome
+// recorded by the engine already) and hands each entry its outcome.
+func (b *batcher) fire(entries []*batchEntry) {
+	live := entries[:0:0]
+	for _, e := range entries {
+		if err := e.ctx.Err(); err != nil {
+			e.done <- outcome{err: fmt.Errorf("bananas: job left its batch before the call: %w", context.Cause(e.ctx))}
+			continue
+		}
+		live = append(live, e)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := batchContext(live)
+	defer cancel()
+	raws := make([][]byte, len(live))
+	for i, e := range live {
+		raws[i] = e.args
+	}
+	outs, err := b.call(ctx, raws)
+	for i, e := range live {
+		if err != nil {
+			e.done <- outcome{err: err}
+		} else {
+			e.done <- outs[i]
+		}
+	}
+}
+
+// batchContext is the context of a batch's call: it ends at the latest of
+// its jobs' deadlines, or once every job's run was canceled (a cancel, a
+// hand-back at shutdown, a timeout of its own). BatchJobs reads its jobs.
+func batchContext(entries []*batchEntry) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	jobs := make([]Job, len(entries))
+	for i, e := range entries {
+		if d, ok := e.ctx.Deadline(); ok && d.After(latest) {
+			latest = d
+		}
+		jobs[i] = e.job
+	}
+	ctx := context.WithValue(context.Background(), batchJobsKey{}, jobs)
+	var cancel context.CancelFunc
+	if latest.IsZero() {
+		ctx, cancel = context.WithCancel(ctx)
+	} else {
+		ctx, cancel = context.WithDeadline(ctx, latest)
+	}
+	var left atomic.Int32
+	left.Store(int32(len(entries)))
+	stops := make([]func() bool, len(entries))
+	for i, e := range entries {
+		stops[i] = context.AfterFunc(e.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+type batchJobsKey struct{}
+
+// BatchJobs returns the jobs of the batch whose function received ctx, in
+// the order of its args; false for a context that is not a batch's.
+func BatchJobs(ctx context.Context) ([]Job, bool) {
+	jobs, ok := ctx.Value(batchJobsKey{}).([]Job)
+	return jobs, ok
+}
+
+// batches are w's batch tasks as the engine takes them.
+func (w *Worker) batches() []engine.Batch {
+	var out []engine.Batch
+	for _, name := range w.Tasks() {
+		h := w.handlers[name]
+		if h.batch == nil {
+			continue
+		}
+		out = append(out, engine.Batch{Task: name, Route: h.info().Route, Size: h.batch.size, Linger: h.batch.linger, Keyed: h.batch.keyed})
+	}
+	return out
+}

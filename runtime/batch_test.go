@@ -1,0 +1,300 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// Ev is the args of the batch tasks under test.
+type Ev struct {
+	Tenant string
+	N      int
+}
+
+// byTenant is a batch task keyed by tenant (key=Tenant).
+var byTenant = runtime.NewTask[Ev, runtime.None]("t_batch_tenant", runtime.Route("batch")).
+	KeyBy(func(e Ev) string { return e.Tenant })
+
+// doubled is a batch task with a result per job, retried once.
+var doubled = runtime.NewTask[Ev, int]("t_batch_double", runtime.Route("batchr"), runtime.MaxRetries(1))
+
+// calls records the calls of a batch function: the args of each.
+type calls struct {
+	mu  sync.Mutex
+	got [][]Ev
+	n   int // jobs seen
+}
+
+func (c *calls) add(evs []Ev) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got = append(c.got, append([]Ev(nil), evs...))
+	c.n += len(evs)
+}
+
+func (c *calls) jobs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func (c *calls) all() [][]Ev {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([][]Ev(nil), c.got...)
+}
+
+// thousandOverTenKeys enqueues 1,000 jobs over 10 tenants, interleaved,
+// runs a worker of Concurrency 100 with batch=100 linger=200ms key=Tenant,
+// and checks the calls: at most 20, each of one tenant and at most 100 jobs,
+// every job run once.
+func thousandOverTenKeys(t *testing.T, c *runtime.Client) {
+	t.Helper()
+	ctx := ctxT(t)
+	task := byTenant.With(c)
+	evs := make([]Ev, 1000)
+	for i := range evs {
+		evs[i] = Ev{Tenant: fmt.Sprintf("tenant-%d", i%10), N: i}
+	}
+	ids, err := task.EnqueueMany(ctx, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen calls
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"batch"}, Concurrency: 100}))
+	runtime.HandleBatch(w, task, runtime.Batch{Size: 100, Linger: 200 * time.Millisecond}, func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error) {
+		seen.add(evs)
+		return nil, nil, nil
+	})
+	startWorker(t, w)
+	for _, id := range ids {
+		if _, err := task.Await(ctx, id); err != nil {
+			t.Fatalf("Await %s: %v", id, err)
+		}
+	}
+	got := seen.all()
+	ran := map[int]bool{}
+	for i, evs := range got {
+		if len(evs) > 100 {
+			t.Errorf("call %d took %d jobs, more than batch=100", i, len(evs))
+		}
+		for _, e := range evs {
+			if e.Tenant != evs[0].Tenant {
+				t.Errorf("call %d mixes tenants %s and %s", i, evs[0].Tenant, e.Tenant)
+				break
+			}
+		}
+		for _, e := range evs {
+			if ran[e.N] {
+				t.Errorf("job %d ran twice", e.N)
+			}
+			ran[e.N] = true
+		}
+	}
+	if len(ran) != 1000 {
+		t.Errorf("%d distinct jobs ran, want 1000", len(ran))
+	}
+	t.Logf("1,000 jobs over 10 keys: %d calls", len(got))
+	if len(got) > 20 {
+		t.Errorf("1,000 jobs over 10 keys made %d calls, want at most 20", len(got))
+	}
+}
+
+func TestBatch_ThousandJobsOverTenKeysMakeAtMostTwentyCallsOfOneKey(t *testing.T) {
+	eachBackend(t, thousandOverTenKeys)
+}
+
+func TestBatch_ThousandJobsOverTenKeysOnACluster(t *testing.T) {
+	t.Parallel()
+	thousandOverTenKeys(t, connect(t, redistest.SharedCluster(t).URL()))
+}
+
+// A nil entry completes its job, an error entry fails only its job, which
+// retries on its own: the others ran once.
+func TestBatch_PartialFailureRetriesOnlyTheFailedJobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := doubled.With(c)
+		var seen calls
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"batchr"}, Concurrency: 10}))
+		runtime.HandleBatch(w, task, runtime.Batch{Size: 10, Linger: 50 * time.Millisecond}, func(ctx context.Context, evs []Ev) ([]int, []error, error) {
+			seen.add(evs)
+			jobs, _ := runtime.BatchJobs(ctx)
+			if len(jobs) != len(evs) {
+				return nil, nil, fmt.Errorf("BatchJobs has %d jobs for %d args", len(jobs), len(evs))
+			}
+			out, errs := make([]int, len(evs)), make([]error, len(evs))
+			for i, e := range evs {
+				if e.N%2 == 1 && jobs[i].Attempt == 1 {
+					errs[i] = fmt.Errorf("odd %d", e.N)
+					continue
+				}
+				out[i] = 2 * e.N
+			}
+			return out, errs, nil
+		})
+		evs := make([]Ev, 10)
+		for i := range evs {
+			evs[i] = Ev{N: i}
+		}
+		ids, err := task.EnqueueMany(ctx, evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		startWorker(t, w)
+		for i, id := range ids {
+			got, err := task.Await(ctx, id)
+			if err != nil || got != 2*i {
+				t.Fatalf("Await job %d = %d, %v; want %d", i, got, err, 2*i)
+			}
+			info := jobInfo(t, c, id)
+			want := 1
+			if i%2 == 1 {
+				want = 2
+			}
+			if info.Attempts != want {
+				t.Errorf("job %d took %d attempts, want %d (only the failed jobs retry)", i, info.Attempts, want)
+			}
+		}
+		if n := seen.jobs(); n != 15 {
+			t.Errorf("the function was handed %d jobs, want 15 (10, then the 5 that failed)", n)
+		}
+	})
+}
+
+// Call on a batched task returns that job's own result.
+func TestBatch_CallReturnsTheJobsOwnResult(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := doubled.With(c)
+		var seen calls
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"batchr"}, Concurrency: 20}))
+		runtime.HandleBatch(w, task, runtime.Batch{Size: 8, Linger: 20 * time.Millisecond}, func(ctx context.Context, evs []Ev) ([]int, []error, error) {
+			seen.add(evs)
+			out := make([]int, len(evs))
+			for i, e := range evs {
+				out[i] = 2 * e.N
+			}
+			return out, nil, nil
+		})
+		startWorker(t, w)
+		var wg sync.WaitGroup
+		errs := make(chan error, 20)
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := task.Call(ctx, Ev{N: i})
+				if err != nil || got != 2*i {
+					errs <- fmt.Errorf("Call(%d) = %d, %v; want %d", i, got, err, 2*i)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if calls := len(seen.all()); calls >= 20 {
+			t.Errorf("20 concurrent Calls made %d calls: none was batched", calls)
+		}
+	})
+}
+
+// batchFails runs 3 jobs of a task without retries, on a route of its own
+// (its name), through fn and returns each job's error from Await.
+func batchFails(t *testing.T, c *runtime.Client, name string, fn func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error)) []error {
+	t.Helper()
+	ctx := ctxT(t)
+	task := runtime.NewTask[Ev, runtime.None](name, runtime.Route(name), runtime.MaxRetries(0)).With(c)
+	ids, err := task.EnqueueMany(ctx, []Ev{{N: 0}, {N: 1}, {N: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{name}, Concurrency: 3}))
+	runtime.HandleBatch(w, task, runtime.Batch{Size: 3, Linger: time.Second}, fn)
+	startWorker(t, w)
+	out := make([]error, len(ids))
+	for i, id := range ids {
+		_, out[i] = task.Await(ctx, id)
+	}
+	return out
+}
+
+func TestBatch_WrongLengthSingleErrorAndPanicFailEveryJob(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		for _, tc := range []struct {
+			name string
+			fn   func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error)
+			want string
+		}{
+			{"t_batch_short", func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error) {
+				return nil, make([]error, len(evs)-1), nil
+			}, "returned 2 errors for 3 jobs"},
+			{"t_batch_whole", func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error) {
+				return nil, nil, errors.New("provider down")
+			}, "provider down"},
+			{"t_batch_panic", func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error) {
+				panic("boom")
+			}, "panic: boom"},
+		} {
+			for i, err := range batchFails(t, c, tc.name, tc.fn) {
+				var je *runtime.JobError
+				if !errors.As(err, &je) || !strings.Contains(je.Message, tc.want) {
+					t.Errorf("%s: job %d: Await = %v, want a JobError saying %q", tc.name, i, err, tc.want)
+				}
+			}
+		}
+	})
+}
+
+// A task's max_running holds per key within batches: a batch of a key holds
+// at most that many jobs, and no more of the key run meanwhile.
+func TestBatch_MaxRunningHoldsPerKey(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := runtime.NewTask[Ev, runtime.None]("t_batch_capped", runtime.Route("batchc")).
+			KeyBy(func(e Ev) string { return e.Tenant }).Limit(runtime.TaskLimits{MaxRunning: 2}).With(c)
+		evs := make([]Ev, 20)
+		for i := range evs {
+			evs[i] = Ev{Tenant: fmt.Sprintf("k%d", i%2), N: i}
+		}
+		ids, err := task.EnqueueMany(ctx, evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := newPerKey()
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"batchc"}, Concurrency: 20}))
+		runtime.HandleBatch(w, task, runtime.Batch{Size: 10, Linger: 20 * time.Millisecond}, func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error) {
+			for _, e := range evs {
+				seen.start(e.Tenant, fmt.Sprint(e.N))
+			}
+			time.Sleep(5 * time.Millisecond) // a call that takes a while, so that running jobs overlap
+			for _, e := range evs {
+				seen.end(e.Tenant)
+			}
+			return nil, nil, nil
+		})
+		startWorker(t, w)
+		for _, id := range ids {
+			if _, err := task.Await(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen.mu.Lock()
+		defer seen.mu.Unlock()
+		for key, most := range seen.most {
+			if most > 2 {
+				t.Errorf("key %s ran %d jobs at once, want at most 2 (max_running=2)", key, most)
+			}
+		}
+	})
+}
