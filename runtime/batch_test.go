@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -297,4 +298,92 @@ func TestBatch_MaxRunningHoldsPerKey(t *testing.T) {
 			}
 		}
 	})
+}
+
+// crashBatch is the batch task of the crash test: keyed, one key.
+var crashBatch = runtime.NewTask[Ev, runtime.None]("t_batch_crash", runtime.Route("batchk")).
+	KeyBy(func(e Ev) string { return e.Tenant })
+
+// runBatchWorkerProcess is the worker process of the crash test: batches
+// of 5 crashBatch jobs; the first completes, the second says "started
+// second" once the first batch's jobs read completed in Redis, then hangs
+// until the process is killed.
+func runBatchWorkerProcess(ctx context.Context, c *runtime.Client) {
+	w := runtime.NewWorker(c, runtime.WorkerOptions{Routes: []string{"batchk"}, Concurrency: 5, Lease: 500 * time.Millisecond, Logger: quiet()})
+	var first []runtime.Job
+	runtime.HandleBatch(w, crashBatch, runtime.Batch{Size: 5, Linger: time.Second}, func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error) {
+		if first == nil {
+			first, _ = runtime.BatchJobs(ctx)
+			return nil, nil, nil
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for _, j := range first {
+			for {
+				info, err := c.Job(ctx, j.ID)
+				if err == nil && info.Status == runtime.StatusCompleted {
+					break
+				}
+				if time.Now().After(deadline) {
+					fmt.Println("first batch not completed:", j.ID, err)
+					select {}
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		fmt.Println("started second")
+		select {}
+	})
+	_ = w.Run(ctx)
+}
+
+// A worker process SIGKILLed in the middle of a batch loses nothing: the
+// batch it had completed stays completed (one attempt each), and only the
+// jobs of the batch it was running run again, on a live worker, once their
+// lease expires.
+func TestBatch_WorkerKilledMidBatchRerunsOnlyTheUnacknowledgedJobs(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Shared(t)
+	ns := redistest.Namespace(t)
+	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
+	ctx := ctxT(t)
+	task := crashBatch.With(c)
+	evs := make([]Ev, 10)
+	for i := range evs {
+		evs[i] = Ev{Tenant: "t", N: i}
+	}
+	ids, err := task.EnqueueMany(ctx, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killWorkerWhenItSays(t, srv.URL(), ns, "started second", "BANANAS_TEST_WORKER_TASK=batch")
+
+	var seen calls
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"batchk"}, Concurrency: 10}))
+	runtime.HandleBatch(w, task, runtime.Batch{Size: 10, Linger: 50 * time.Millisecond}, func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error) {
+		seen.add(evs)
+		return nil, nil, nil
+	})
+	startWorker(t, w)
+	for i, id := range ids {
+		if _, err := task.Await(ctx, id); err != nil {
+			t.Fatalf("Await job %d: %v", i, err)
+		}
+		want := 1
+		if i >= 5 {
+			want = 2 // the killed run, counted when its lease expired, and the one that completed
+		}
+		if got := jobInfo(t, c, id).Attempts; got != want {
+			t.Errorf("job %d took %d attempts, want %d", i, got, want)
+		}
+	}
+	var rerun []int
+	for _, evs := range seen.all() {
+		for _, e := range evs {
+			rerun = append(rerun, e.N)
+		}
+	}
+	slices.Sort(rerun)
+	if !slices.Equal(rerun, []int{5, 6, 7, 8, 9}) {
+		t.Errorf("the live worker ran jobs %v, want only the killed batch's 5..9", rerun)
+	}
 }
