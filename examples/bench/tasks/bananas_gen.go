@@ -5,7 +5,41 @@ package tasks
 import (
 	"context"
 	"github.com/bananas-go/bananas/runtime"
+	"time"
 )
+
+// SingleNoop enqueues singleNoop, the task of wire name "single_noop":
+//
+//	//bananas:task retries=0 route=single
+//
+// singleNoop is batchedNoop one job at a time: the batched drain's
+// baseline.
+var SingleNoop *runtime.Task[Payload, runtime.None] = runtime.NewTask[Payload, runtime.None](
+	"single_noop",
+	runtime.Route("single"),
+	runtime.MaxRetries(0),
+).
+	Describe("Payload", []runtime.Field{
+		{Name: "To", Type: "string"},
+		{Name: "Subject", Type: "string"},
+		{Name: "Body", Type: "string"},
+	}, "", decodeSingleNoopArgs).Var("SingleNoop")
+
+// BatchedNoop enqueues batchedNoop, the task of wire name "batched_noop":
+//
+//	//bananas:task retries=0 route=batched batch=100 linger=5ms
+//
+// batchedNoop takes up to 100 jobs a call.
+var BatchedNoop *runtime.Task[Payload, runtime.None] = runtime.NewTask[Payload, runtime.None](
+	"batched_noop",
+	runtime.Route("batched"),
+	runtime.MaxRetries(0),
+).
+	Describe("Payload", []runtime.Field{
+		{Name: "To", Type: "string"},
+		{Name: "Subject", Type: "string"},
+		{Name: "Body", Type: "string"},
+	}, "", decodeBatchedNoopArgs).Var("BatchedNoop")
 
 // Noop enqueues noop, the task of wire name "noop":
 //
@@ -170,6 +204,12 @@ var Join *runtime.Task[[]Stamp, int] = runtime.NewTask[[]Stamp, int]("join", run
 
 // Register registers every task and cron entry of this package on w.
 func Register(w *runtime.Worker) {
+	runtime.Handle(w, SingleNoop, func(ctx context.Context, args Payload) (runtime.None, error) {
+		return runtime.None{}, singleNoop(ctx, args)
+	})
+	runtime.HandleBatch(w, BatchedNoop, runtime.Batch{Size: 100, Linger: 5 * time.Millisecond}, func(ctx context.Context, args []Payload) ([]runtime.None, []error, error) {
+		return nil, nil, batchedNoop(ctx, args)
+	})
 	runtime.Handle(w, Noop, func(ctx context.Context, args Payload) (runtime.None, error) {
 		return runtime.None{}, noop(ctx, args)
 	})
@@ -201,6 +241,20 @@ func Register(w *runtime.Worker) {
 	runtime.Handle(w, Link, link)
 	runtime.Handle(w, Leaf, leaf)
 	runtime.Handle(w, Join, join)
+}
+
+// decodeSingleNoopArgs decodes JSON args of single_noop, refusing unknown fields.
+func decodeSingleNoopArgs(data []byte) (Payload, error) {
+	var args Payload
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
+}
+
+// decodeBatchedNoopArgs decodes JSON args of batched_noop, refusing unknown fields.
+func decodeBatchedNoopArgs(data []byte) (Payload, error) {
+	var args Payload
+	err := runtime.DecodeStrictJSON(data, &args)
+	return args, err
 }
 
 // decodeNoopArgs decodes JSON args of noop, refusing unknown fields.
