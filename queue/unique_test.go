@@ -106,7 +106,7 @@ func TestUnique_HeldUntilItsPointOfTheJobsLife(t *testing.T) {
 		queue.UntilCompleted: {"complete": true},
 		queue.UntilEnded:     {"complete": true, "die": true, "die by a lost lease": true, "cancel while running": true, "cancel while waiting": true, "delete": true},
 	}
-	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+	eachServer(t, func(t *testing.T, q *queue.Queue) {
 		for _, until := range []queue.Until{queue.UntilStarted, queue.UntilCompleted, queue.UntilEnded} {
 			for _, e := range uniqueEndings {
 				t.Run(string(until)+"/"+e.name, func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestUnique_HeldUntilItsPointOfTheJobsLife(t *testing.T) {
 // ends, and a replay of a dead job takes its key back, or is refused
 // naming the job that took it since.
 func TestUnique_OnlyTheHolderFreesAndReplayTakesItBack(t *testing.T) {
-	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+	eachServer(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
 		now := time.Now()
 		a := uniqueJob(t, "k", queue.UntilEnded)

@@ -75,6 +75,19 @@ if receipt_ttl > 0 then
 end
 
 -- Pass 1: validate every job and find duplicates; nothing is written yet.
+-- bn_envelope_is reports whether job's envelope slices (e0, e1, ...) hold env.
+local function bn_envelope_is(job, env)
+  local want = math.ceil(#env / 60)
+  local fields = {}
+  for k = 0, want - 1 do fields[#fields + 1] = 'e' .. k end
+  if #fields == 0 or redis.call('HEXISTS', job, 'e' .. want) == 1 then return false end
+  local got = redis.call('HMGET', job, unpack(fields))
+  for k = 1, #got do
+    if not got[k] then return false end
+  end
+  return table.concat(got) == env
+end
+
 local reply = {}
 local seen_id, seen_unique = {}, {}
 local own = {}
@@ -124,7 +137,10 @@ for i = 0, n - 1 do
             local first = tonumber(f[2] or f[3] or '') or now
             local at = now + debounce
             if cap > 0 then at = math.min(at, math.max(first + cap, now)) end
-            debounced[i] = {held, at, math.max(1, at - now + uttl), first}
+            -- A resend of this call finds its own debounce done: the same
+            -- run-at, and the same envelope (counted and written once).
+            local resent = tonumber(s) == at and bn_envelope_is(held, ARGV[a + 2])
+            if not resent then debounced[i] = {held, at, math.max(1, at - now + uttl), first} end
             holder = '{d}' .. holder
           end
         end
