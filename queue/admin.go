@@ -80,8 +80,8 @@ const (
 
 // Delete removes a pending or scheduled job for good: its id leaves its list
 // or the scheduled set, and its payload or hash goes, counted as "deleted". A
-// unique key the job holds is not released — a job does not record which one
-// it holds — and expires with its TTL. A job in another state is an error
+// unique key the job holds until started or ended is freed with it (one held
+// until completed stays for its TTL). A job in another state is an error
 // wrapping ErrWrongState that names the state, and an unknown id ErrNotFound.
 // Sent twice, the second call answers ErrNotFound: the first deleted the job.
 func (js Jobs) Delete(ctx context.Context, id string) error {
@@ -119,7 +119,7 @@ func (js Jobs) remove(ctx context.Context, id, mode string, record []byte, ttl t
 	k := js.q.Keys(route)
 	now := js.q.Now()
 	keys := []string{k.Job(id), k.Payloads(), k.List(High), k.List(Normal), k.List(Low), k.Scheduled(),
-		k.Leases(), k.Dead(), k.Result(id), k.Stats(), k.Cancels(), k.Series(HourOf(now)), js.q.Ended.key(k)}
+		k.Leases(), k.Dead(), k.Result(id), k.Stats(), k.Cancels(), k.Series(HourOf(now)), js.q.Ended.key(k), js.uniqueOf(ctx, k, id)}
 	keys = append(keys, k.FlowKeys()...)
 	args := []any{id, mode, "", 0, "", "", ms(now)}
 	if mode == "cancel" {
@@ -149,6 +149,18 @@ func (js Jobs) remove(ctx context.Context, id, mode string, record []byte, ttl t
 	return 0, fmt.Errorf("%s job %s: remove.lua answered %d", mode, id, code)
 }
 
+// uniqueOf reads the unique key job id holds (its hash's field u), for a
+// script that may free it, and returns its key, or the job's own key when
+// it holds none or the read fails (the script then frees nothing, and the
+// key's TTL ends it).
+func (js Jobs) uniqueOf(ctx context.Context, k Keys, id string) string {
+	u, err := js.q.rdb.HGet(ctx, k.Job(id), "u").Result()
+	if err != nil || u == "" {
+		return k.Job(id)
+	}
+	return k.Unique(u)
+}
+
 // stateWords says remove.lua's states of a job it refused.
 var stateWords = map[string]string{
 	"processing": "processing",
@@ -165,7 +177,7 @@ var stateWords = map[string]string{
 func (js Jobs) FinishCanceled(ctx context.Context, d *Dispatch, record []byte, ttl time.Duration) (bool, error) {
 	k := js.q.Keys(d.Route)
 	now := js.q.Now()
-	keys := []string{k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.Result(d.ID), k.Job(d.ID), k.Cancels(), k.Series(HourOf(now)), js.q.Ended.key(k)}
+	keys := []string{k.Active(), k.Leases(), k.Stats(), k.Payloads(), k.Groups(), k.Result(d.ID), k.Job(d.ID), k.Cancels(), k.Series(HourOf(now)), js.q.Ended.key(k), d.uniqueOr(k, k.Job(d.ID))}
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
 	n, err := js.q.s.canceled.Run(ctx, js.q.rdb, keys, d.ID, d.Token, record, max(1, durMS(ttl)), ResultChannel(js.q.ns, d.ID), ms(now)).Int()

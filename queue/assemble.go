@@ -14,11 +14,11 @@ import (
 // sharedLuaFiles hold the Lua definitions the scripts share, in the order
 // they are emitted: a definition only names what an earlier one (or a
 // forward declaration) defines.
-var sharedLuaFiles = []string{"_checks.lua", "_prelude.lua", "_flow.lua"}
+var sharedLuaFiles = []string{"_checks.lua", "_prelude.lua", "_flow.lua", "_unique.lua"}
 
 // Lua is a set of Lua scripts, the files of one fs.FS, and the shared Lua
 // they draw on: package queue's shared files (_checks.lua, _prelude.lua,
-// _flow.lua, in that order), then the set's own shared files. Each script
+// _flow.lua, _unique.lua, in that order), then the set's own shared files. Each script
 // is loaded with exactly the shared definitions it names, directly or
 // through other shared definitions, in that order (see scripts.go for the
 // shapes a shared file may hold). Package queue's scripts are one such

@@ -37,6 +37,8 @@ func (o Ops) Replay(ctx context.Context, id string) error {
 		return fmt.Errorf("replay job %s: %s: %w", id, why, ErrNotFound)
 	case code == replayAbsent:
 		return fmt.Errorf("replay job %s: not in the dead-letter queue: %w", id, ErrNotFound)
+	case code == replayHeld:
+		return &KeyHeldError{ID: id, Holder: why}
 	}
 	return fmt.Errorf("replay job %s: replay.lua answered %d", id, code)
 }
@@ -56,12 +58,31 @@ const (
 	replayOrphan = 2 // an entry without a job: dropped
 	replayUnfit  = 3 // cannot be made ready as stored: left dead
 	replayOther  = 4 // of another task than asked: left dead
+	replayHeld   = 5 // its unique key is another job's: left dead
 )
+
+// KeyHeldError is the error of a replay of a dead job whose unique key
+// another job took since the job died: the job stays dead until that job
+// frees the key. It matches ErrKeyHeld.
+type KeyHeldError struct {
+	ID, Holder string
+}
+
+func (e *KeyHeldError) Error() string {
+	return fmt.Sprintf("replay job %s: its unique key is held by job %s; replay it once that job frees the key", e.ID, e.Holder)
+}
+
+func (e *KeyHeldError) Unwrap() error { return ErrKeyHeld }
+
+// ErrKeyHeld is matched by the error of a replay refused because the job's
+// unique key is held by another job (KeyHeldError).
+var ErrKeyHeld = errors.New("unique key held by another job")
 
 // replay runs replay.lua for id, if it is a job of task ("" any): its
 // outcome, and the reason for an entry it dropped or left.
 func (o Ops) replay(ctx context.Context, k Keys, id, task string) (int64, string, error) {
-	keys := []string{k.Job(id), k.Dead(), k.List(High), k.List(Normal), k.List(Low), k.Result(id), k.Stats(), k.Idle()}
+	keys := []string{k.Job(id), k.Dead(), k.List(High), k.List(Normal), k.List(Low), k.Result(id), k.Stats(), k.Idle(),
+		o.q.Jobs.uniqueOf(ctx, k, id)}
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: the job moves only while it is in the dead-letter set (a
 	// second run answers that it is not).
@@ -126,6 +147,9 @@ func (o Ops) ReplayDead(ctx context.Context, route, task string) (int, error) {
 				o.q.warn("bananas: a dead-lettered job cannot be replayed", "route", route, "job", id, "why", why)
 			case replayOrphan:
 				o.q.warn("bananas: dropped a dead-letter entry", "route", route, "job", id, "why", why)
+			case replayHeld:
+				left++
+				o.q.warn("bananas: a dead-lettered job's unique key is held by another job; it stays dead", "route", route, "job", id, "holder", why)
 			}
 		}
 	}

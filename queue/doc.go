@@ -50,7 +50,7 @@
 //	<ns>:route:{<r>}:groups                 HASH    lease group token -> jobs still leased in it
 //	<ns>:route:{<r>}:scheduled              ZSET    id -> run-at (ms): delayed jobs and retries
 //	<ns>:route:{<r>}:dead                   ZSET    id -> died-at (ms)
-//	<ns>:route:{<r>}:unique:<hash>          STRING  id holding a unique key, with its TTL
+//	<ns>:route:{<r>}:unique:<hash>          STRING  id of the job holding a unique key, with its TTL; freed by the script that ends the hold (scripts/_unique.lua)
 //	<ns>:route:{<r>}:result:<id>            STRING  result record of a finished job, with its TTL
 //	<ns>:route:{<r>}:progress:<id>          STRING  a running job's progress, the run's attempt and lease token in it, with a TTL (progress.go)
 //	<ns>:route:{<r>}:stats                  HASH    counters
@@ -108,7 +108,9 @@
 // 260 bytes of Redis memory per pending job instead of 320, and an enqueue that
 // needs no per-job check (push.lua, see enqueuePlain) when its id is fresh and
 // it has no unique key. fetch.lua returns the payload with the id, so a light job costs no
-// second round trip.
+// second round trip. A job with a unique key is never light: its hash names
+// the key it holds (fields u, uu, ut), for the scripts that end the job to
+// free it (scripts/_unique.lua).
 //
 // A job gets a hash of its own when it is scheduled for later (Delay, a retry),
 // and a light job gets one (bn_materialize in scripts/_prelude.lua) the moment

@@ -3,7 +3,10 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // NewJob is one job to enqueue.
@@ -13,8 +16,17 @@ type NewJob struct {
 	Envelope   []byte    // EncodeEnvelope output
 	MaxRetries int       // failed runs retried before the job is dead-lettered
 	RunAt      time.Time // zero or not after now: ready at once
-	UniqueKey  string    // with UniqueTTL > 0: identical keys within the TTL enqueue once
+	UniqueKey  string    // with UniqueTTL > 0: a job of this key enqueues once while the key is held
 	UniqueTTL  time.Duration
+	// UniqueUntil is the point of the job's life its unique key is held
+	// until (UntilEnded when empty); UniqueTTL bounds it whatever happens.
+	UniqueUntil Until
+	// Debounce, with a unique key: a job whose key is held by a job that
+	// still waits is not written; the holder takes its envelope and runs
+	// Debounce from now, at the latest DebounceMax (when > 0) after the
+	// holder's first enqueue (see scripts/enqueue.lua).
+	Debounce    time.Duration
+	DebounceMax time.Duration
 	// ChosenID marks an id the caller chose (WithID): the script checks it is
 	// free. Ids from NewID are unique by construction and skip that read.
 	ChosenID bool
@@ -120,6 +132,11 @@ func (js Jobs) writeChunk(ctx context.Context, route string, priority Priority, 
 	if plain(jobs, now) {
 		return js.enqueuePlain(ctx, route, priority, jobs, now)
 	}
+	return js.writeChunkDebounced(ctx, route, priority, jobs, now)
+}
+
+// writeChunkOnce is one enqueue.lua call for writeChunk.
+func (js Jobs) writeChunkOnce(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
 	k := js.q.Keys(route)
 	// A call with a caller-chosen id keeps a receipt of its reply, so that a
 	// retry of it is told "written" for its own jobs, not "duplicate".
@@ -130,11 +147,18 @@ func (js Jobs) writeChunk(ctx context.Context, route string, priority Priority, 
 			break
 		}
 	}
-	keys := make([]string, 0, 19+3*len(jobs))
+	var held []string // per job, the holder of its key a debounce read
+	for i := range jobs {
+		if jobs[i].Debounce > 0 {
+			held = js.readHolders(ctx, k, jobs)
+			break
+		}
+	}
+	keys := make([]string, 0, 19+4*len(jobs))
 	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt, k.Series(HourOf(now)))
-	args := make([]any, 0, 6+8*len(jobs))
+	args := make([]any, 0, 6+11*len(jobs))
 	args = append(args, ms(now), string(priority), k.WakeChannel(), ScheduleChannel(js.q.ns), len(jobs), rttl)
-	for _, j := range jobs { // checked by Enqueue or EnqueueOne (checkNewJob)
+	for i, j := range jobs { // checked by Enqueue or EnqueueOne (checkNewJob)
 		job := k.Job(j.ID)
 		unique := job
 		var uttl int64
@@ -146,12 +170,19 @@ func (js Jobs) writeChunk(ctx context.Context, route string, priority Priority, 
 		if j.ChosenID {
 			check = 1
 		}
-		keys = append(keys, job, unique, k.Result(j.ID))
+		holderJob, until := job, ""
+		if held != nil && held[i] != "" {
+			holderJob = k.Job(held[i])
+		}
+		if uttl > 0 {
+			until = j.UniqueUntil.code()
+		}
+		keys = append(keys, job, unique, k.Result(j.ID), holderJob)
 		flow := ""
 		if j.Keyed {
 			flow = j.Name + "|" + j.Key
 		}
-		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl, check, flow)
+		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl, check, flow, until, durMS(j.Debounce), durMS(j.DebounceMax))
 	}
 	keys = append(keys, k.Idle())
 	keys = append(keys, k.FlowKeys()...)
@@ -161,4 +192,101 @@ func (js Jobs) writeChunk(ctx context.Context, route string, priority Priority, 
 		return nil, fmt.Errorf("enqueue to route %s: %w", route, err)
 	}
 	return strs(res), nil
+}
+
+// DebouncedMark starts a holder Enqueue returns for a job that debounced
+// the job holding its unique key (the holder's id follows): that job took
+// its args and due time, and the job itself was not written.
+const DebouncedMark = "{d}"
+
+// rereadMark starts enqueue.lua's answer for a debounced job whose key has
+// changed hands since its holder was read: nothing of that job was written.
+const rereadMark = "{r}"
+
+// maxRereads bounds how often a debounced enqueue reads its key's holder
+// again when the key keeps changing hands under it.
+const maxRereads = 5
+
+// writeChunkDebounced is writeChunk for a chunk that is not plain: the jobs
+// enqueue.lua answers "{r}" for (debounced jobs whose key changed hands
+// since its holder was read; nothing of them was written) are sent again,
+// alone, with their holders read again.
+func (js Jobs) writeChunkDebounced(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
+	out, err := js.writeChunkOnce(ctx, route, priority, jobs, now)
+	for try := 0; err == nil; try++ {
+		var again []int
+		for i := range out {
+			if strings.HasPrefix(out[i], rereadMark) {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 {
+			return out, nil
+		}
+		if try == maxRereads {
+			return out, fmt.Errorf("enqueue to route %s: a debounced job's unique key changed hands %d times while it was written", route, maxRereads+1)
+		}
+		sub := make([]NewJob, len(again))
+		for n, i := range again {
+			sub[n] = jobs[i]
+		}
+		var h []string
+		if h, err = js.writeChunkOnce(ctx, route, priority, sub, now); err == nil {
+			for n, i := range again {
+				out[i] = h[n]
+			}
+		}
+	}
+	return out, err
+}
+
+// readHolders reads, for each debounced job of jobs, the job holding its
+// unique key ("" for the others, and for a key nobody holds).
+func (js Jobs) readHolders(ctx context.Context, k Keys, jobs []NewJob) []string {
+	pipe := js.q.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(jobs))
+	for i, j := range jobs {
+		if j.Debounce > 0 && j.UniqueTTL > 0 && j.UniqueKey != "" {
+			cmds[i] = pipe.Get(ctx, k.Unique(j.UniqueKey))
+		}
+	}
+	_, _ = pipe.Exec(ctx) // a failed read leaves "": the script then answers a plain duplicate or "{r}"
+	out := make([]string, len(jobs))
+	for i, c := range cmds {
+		if c != nil {
+			out[i] = c.Val()
+		}
+	}
+	return out
+}
+
+// Until is the point of a job's life until which its unique key is held.
+type Until string
+
+const (
+	UntilStarted   Until = "started"   // the job's first start frees it
+	UntilCompleted Until = "completed" // its completion frees it; a death or cancel leaves it to its TTL
+	UntilEnded     Until = "ended"     // completed, dead or canceled frees it; a retry keeps it (the default)
+)
+
+// ParseUntil reads an Until by its name; "" is UntilEnded.
+func ParseUntil(s string) (Until, error) {
+	switch Until(s) {
+	case "", UntilEnded:
+		return UntilEnded, nil
+	case UntilStarted, UntilCompleted:
+		return Until(s), nil
+	}
+	return "", fmt.Errorf("invalid unique until %q: use started, completed or ended", s)
+}
+
+// code is the letter the job hash keeps (field uu, see scripts/_unique.lua).
+func (u Until) code() string {
+	switch u {
+	case UntilStarted:
+		return "s"
+	case UntilCompleted:
+		return "c"
+	}
+	return "e"
 }

@@ -83,6 +83,17 @@ func checkNewJob(route string, j *NewJob) error {
 		return fmt.Errorf("enqueue: task name must not contain |")
 	case j.MaxRetries < 0:
 		return fmt.Errorf("enqueue: max retries must be >= 0")
+	case j.Debounce < 0 || j.DebounceMax < 0:
+		return fmt.Errorf("enqueue: debounce must be >= 0")
+	case j.Debounce > 0 && (j.UniqueTTL <= 0 || j.UniqueKey == ""):
+		return fmt.Errorf("enqueue: a debounce needs a unique key")
+	}
+	if j.UniqueTTL > 0 {
+		u, err := ParseUntil(string(j.UniqueUntil))
+		if err != nil {
+			return fmt.Errorf("enqueue: %w", err)
+		}
+		j.UniqueUntil = u
 	}
 	if err := CheckKey(j.Key); err != nil {
 		return fmt.Errorf("enqueue: %w", err)

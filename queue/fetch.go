@@ -43,6 +43,23 @@ type Dispatch struct {
 	// light: the job came with its payload (no hash of its own); ack.lua then
 	// needs no job key for it.
 	light bool
+	// uniqueKey is the suffix of the unique key the job holds (its hash's
+	// field u; "" for none), and uniqueUntil its field uu: the scripts that
+	// end the job are given the key to free (see scripts/_unique.lua).
+	uniqueKey, uniqueUntil string
+}
+
+// UniqueKey returns the suffix of the unique key the job was enqueued with
+// (Keys.Unique names the key), or "".
+func (d *Dispatch) UniqueKey() string { return d.uniqueKey }
+
+// uniqueOr returns the key of the unique key d holds, or or when it holds
+// none: a script's KEYS take the job's own key again in its place.
+func (d *Dispatch) uniqueOr(k Keys, or string) string {
+	if d.uniqueKey == "" {
+		return or
+	}
+	return k.Unique(d.uniqueKey)
 }
 
 // Fetch takes up to n ready jobs of route from the lists of the given
@@ -328,7 +345,9 @@ func (js Jobs) load(ctx context.Context, route string, reply []string, until tim
 		d.FailedAt, d.FailedStartedAt = failedAt(f, d.Attempts), failedStartedAt(f, d.Attempts)
 		d.Earlier = earlierLives(f)
 		d.Envelope, d.BadEnvelope = decodeStored(d.ID, f)
+		d.uniqueKey, d.uniqueUntil = f["u"], f["uu"]
 	}
+	js.start(ctx, k, heavy)
 	if len(unread) == 0 {
 		return out, nil
 	}
@@ -346,6 +365,23 @@ func (js Jobs) load(ctx context.Context, route string, reply []string, until tim
 	// end of those asked to cancel meanwhile.
 	return read, &LostFetch{Route: route, Token: token, Until: until, IDs: ids,
 		Err: fmt.Errorf("read leased jobs of route %s: %w", route, cmds[slices.Index(heavy, unread[0])].Err())}
+}
+
+// start frees, with started.lua, the unique keys that the jobs ds hold until
+// their start, one call each; jobs of no such key cost nothing. A failed
+// call leaves the key with its job, which is leased: its end frees it (a
+// completion always does), and so may its next start.
+func (js Jobs) start(ctx context.Context, k Keys, ds []*Dispatch) {
+	for _, d := range ds {
+		if d.uniqueKey == "" || d.uniqueUntil != "s" {
+			continue
+		}
+		keys := []string{k.Leases(), k.Job(d.ID), k.Unique(d.uniqueKey)}
+		// Retry-safe: a second run finds the key free or another job's.
+		if err := js.q.s.started.Run(ctx, js.q.rdb, keys, d.ID, d.Token).Err(); err != nil {
+			js.q.warn("bananas: could not free a unique key held until its job started; the job's end frees it", "key", keys[2], "err", err)
+		}
+	}
 }
 
 // handBackMarked is how long past a lost fetch's lease deadline its token

@@ -106,7 +106,11 @@ func (js Jobs) reapPage(ctx context.Context, route string, now time.Time, tokens
 	args := []any{ms(now), resultChannelPrefix(js.q.ns), ScheduleChannel(js.q.ns), len(page.empty)}
 	args = append(args, page.empty...)
 	for i, id := range page.ids {
-		keys = append(keys, k.Job(id), k.Result(id), k.Garbage(id))
+		ukey := k.Job(id)
+		if u := fields[i]["u"]; u != "" {
+			ukey = k.Unique(u)
+		}
+		keys = append(keys, k.Job(id), k.Result(id), k.Garbage(id), ukey)
 		if id == "" { // not a job: the script drops its lease, nothing to decide
 			args = append(args, id, page.owners[i], "", 0, "", 1, 0)
 			continue

@@ -22,7 +22,7 @@ var queueScripts = func() fs.FS {
 
 // scripts holds one Lua script per state transition (newScript).
 //
-// The shared Lua — scripts/_checks.lua, _prelude.lua and _flow.lua, in
+// The shared Lua — scripts/_checks.lua, _prelude.lua, _flow.lua and _unique.lua, in
 // that order — is a library, not a prelude: each script is
 // loaded with only the shared definitions it names, directly or through
 // other shared definitions (the transitive closure), emitted in the shared
@@ -44,6 +44,8 @@ var queueScripts = func() fs.FS {
 // follow the same rules.
 type scripts struct {
 	enqueue, push, fetch, claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge, cron *redis.Script
+
+	started *redis.Script // frees a unique key held until its job started (fetch.go)
 
 	wake *redis.Script // WakeWaiters (idle.go)
 
@@ -90,6 +92,7 @@ func loadScripts() *scripts {
 		shed:     newScript("shed"),
 		sweep:    newScript("sweep"),
 		progress: newScript("progress"),
+		started:  newScript("started"),
 	}
 }
 

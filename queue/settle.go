@@ -150,6 +150,11 @@ func (js Jobs) ackCall(route string, reqs []ackReq) (keys []string, args []any) 
 		if !r.d.light {
 			keys = append(keys, k.Job(r.d.ID))
 			jk = len(keys) // Lua's 1-based index of the key just added
+			// Its unique key follows, for the ack to free (a negated index says so).
+			if r.d.uniqueKey != "" {
+				keys = append(keys, k.Unique(r.d.uniqueKey))
+				jk = -jk
+			}
 		}
 		if tok == nil || r.d.Token != lastTok {
 			tok, lastTok = r.d.Token, r.d.Token
@@ -198,7 +203,7 @@ type Failure struct {
 func (js Jobs) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) (Ending, error) {
 	k := js.q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.Scheduled(), k.Dead(), k.Result(d.ID), k.Stats(), k.Payloads(), k.Groups(),
-		k.Series(HourOf(now)), k.Cancels(), js.q.Ended.key(k)}
+		k.Series(HourOf(now)), k.Cancels(), js.q.Ended.key(k), d.uniqueOr(k, k.Job(d.ID))}
 	keys = append(keys, k.FlowKeys()...)
 	final := 0
 	switch {

@@ -1,6 +1,10 @@
 package runtime
 
-import "github.com/bananas-go/bananas/runtime/admin"
+import (
+	"fmt"
+
+	"github.com/bananas-go/bananas/runtime/admin"
+)
 
 // Errors of the admin layer, matched with errors.Is (see package admin).
 var (
@@ -24,3 +28,9 @@ var (
 	// keeps no task history (no HISTORY_URL, no WithHistory).
 	ErrNoHistory = admin.ErrNoHistory
 )
+
+// ErrDebounced is matched by the error of an enqueue that debounced
+// (Debounce) the waiting job holding its unique key: that job took the
+// enqueue's args and due time, and its id is returned. It wraps
+// ErrDuplicate, which it matches too.
+var ErrDebounced = fmt.Errorf("%w: debounced into the waiting job of its unique key", ErrDuplicate)

@@ -73,23 +73,17 @@ func TestHandler_RetryAfterReschedulesWithoutCountingAFailure(t *testing.T) {
 
 // A duplicate enqueue says what it found: the job holding the unique key or
 // the id, and its status — "already enqueued" would be wrong for a job that
-// completed and still holds its unique window.
+// waits scheduled, or one that completed and still holds its id.
 func TestEnqueue_DuplicateSaysWhatItFound(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		task := testtasks.Echo.With(c)
-		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
-		testtasks.Register(w)
-		startWorker(t, w)
-		first, err := task.Enqueue(ctx, testtasks.Msg{Text: "once"}, runtime.Unique(time.Hour))
+		first, err := task.Enqueue(ctx, testtasks.Msg{Text: "once"}, runtime.Unique(time.Hour), runtime.Delay(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := task.Await(ctx, first); err != nil {
-			t.Fatal(err)
-		}
 		id, err := task.Enqueue(ctx, testtasks.Msg{Text: "once"}, runtime.Unique(time.Hour))
-		want := "t_echo job " + first + " (completed) already holds its unique key (identical args within 1h0m0s)"
+		want := "t_echo job " + first + " (scheduled) already holds its unique key (identical args, held until ended, 1h0m0s at most)"
 		if !errors.Is(err, runtime.ErrDuplicate) || id != first || !strings.Contains(err.Error(), want) {
 			t.Fatalf("second Enqueue = %s, %v; want %s and an error saying %q", id, err, first, want)
 		}

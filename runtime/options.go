@@ -38,6 +38,8 @@ type jobConfig struct {
 	// all or nothing (the batches go to the shards in turn). Empty for a
 	// single enqueue, which goes to the shard of the moment (queue.ShardNow).
 	shard string
+	// uniq: UniqueBy, UniqueUntil, Debounce and DebounceMax (unique.go).
+	uniq uniqueConfig
 }
 
 func (c *jobConfig) fail(format string, args ...any) {
@@ -111,9 +113,12 @@ func Timeout(d time.Duration) Option {
 	}
 }
 
-// Unique enqueues the job only if no job of the same task with identical args
-// was enqueued to the same route within ttl; otherwise the enqueue returns the
-// existing id and an error matching ErrDuplicate.
+// Unique gives the job a unique key — its task and its args, all of them or
+// the fields UniqueBy names — held from the enqueue until the point of the
+// job's life UniqueUntil says (by default UntilEnded: until it completes,
+// dies or is canceled; a retry keeps it), and ttl at the longest whatever
+// happens. While the key is held, an enqueue of the same key to the same
+// route returns the holder's id and an error matching ErrDuplicate.
 func Unique(ttl time.Duration) Option {
 	return func(c *jobConfig) {
 		if ttl <= 0 {
@@ -197,4 +202,60 @@ func withHeaders(headers, over map[string]string) map[string]string {
 	maps.Copy(h, headers)
 	maps.Copy(h, over)
 	return h
+}
+
+// UniqueBy builds the unique key (Unique) from the named fields of the args
+// instead of all of them: Go field names, dotted paths into nested structs
+// and maps with string keys ("To", "Customer.ID"). The key is the canonical
+// JSON of those fields' values. The annotation key is unique_by=.
+func UniqueBy(fields ...string) Option {
+	return func(c *jobConfig) {
+		if len(fields) == 0 {
+			c.fail("runtime.UniqueBy: name at least one field")
+		}
+		for _, f := range fields {
+			if err := checkFieldPath(f); err != nil {
+				c.fail("runtime.UniqueBy: %v", err)
+			}
+		}
+		c.uniq.by = fields
+	}
+}
+
+// UniqueUntil sets the point of the job's life until which its unique key
+// (Unique) is held: UntilStarted, UntilCompleted or UntilEnded (the
+// default). The annotation key is unique_until=.
+func UniqueUntil(u Until) Option {
+	return func(c *jobConfig) {
+		if _, err := queue.ParseUntil(string(u)); err != nil || u == "" {
+			c.fail("runtime.UniqueUntil: %q: use UntilStarted, UntilCompleted or UntilEnded", u)
+		}
+		c.uniq.until = u
+	}
+}
+
+// Debounce makes the job wait d and, while it waits, takes the place of
+// every later enqueue of its unique key (Unique, which it needs): such an
+// enqueue gives the waiting job its args and moves its start to d from
+// then, and returns the same id with an error matching ErrDebounced. So a
+// burst of enqueues runs once, with the last args, d after the last one.
+// The annotation key is debounce=.
+func Debounce(d time.Duration) Option {
+	return func(c *jobConfig) {
+		if d <= 0 {
+			c.fail("runtime.Debounce: the wait must be positive, got %s", d)
+		}
+		c.uniq.debounce = d
+	}
+}
+
+// DebounceMax caps how far Debounce can push a job back: it runs at the
+// latest m after the enqueue that created it, however many enqueues follow.
+func DebounceMax(m time.Duration) Option {
+	return func(c *jobConfig) {
+		if m <= 0 {
+			c.fail("runtime.DebounceMax: the cap must be positive, got %s", m)
+		}
+		c.uniq.debounceMax = m
+	}
 }

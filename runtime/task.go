@@ -2,11 +2,10 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -114,6 +113,9 @@ func (t *Task[A, R]) enqueueOne(ctx context.Context, c *Client, cfg jobConfig, a
 	if err != nil {
 		return "", fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
+	if id, ok := strings.CutPrefix(h, queue.DebouncedMark); ok {
+		return id, fmt.Errorf("%w: %s job %s waits with these args, due %s from now", ErrDebounced, t.name, id, cfg.uniq.debounce)
+	}
 	if h != "" {
 		return h, fmt.Errorf("%w: %s", ErrDuplicate, c.holderOf(ctx, t.name, h, cfg))
 	}
@@ -127,7 +129,7 @@ func (t *Task[A, R]) enqueueOne(ctx context.Context, c *Client, cfg jobConfig, a
 func (c *Client) holderOf(ctx context.Context, name, holder string, cfg jobConfig) string {
 	why := "its id"
 	if cfg.uniqueTTL > 0 && cfg.id == "" {
-		why = fmt.Sprintf("its unique key (identical args within %s)", cfg.uniqueTTL)
+		why = fmt.Sprintf("its unique key (%s, held until %s, %s at most)", uniqueWhat(cfg), untilOr(cfg.uniq.until), cfg.uniqueTTL)
 	}
 	status := "status unknown"
 	if info, err := c.Job(ctx, holder); err == nil {
@@ -194,9 +196,18 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 	if j.Keyed, j.Key, err = t.keyOf(cfg, args); err != nil {
 		return queue.NewJob{}, err
 	}
+	if err := cfg.checkUnique(); err != nil {
+		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
+	}
 	if cfg.uniqueTTL > 0 {
-		sum := sha256.Sum256(append([]byte(t.name+"\x00"), raw...))
-		j.UniqueKey, j.UniqueTTL = hex.EncodeToString(sum[:16]), cfg.uniqueTTL
+		if j.UniqueKey, err = uniqueKeyOf(t.name, raw, args, cfg.uniq.by); err != nil {
+			return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
+		}
+		j.UniqueTTL, j.UniqueUntil = cfg.uniqueTTL, cfg.uniq.until
+		j.Debounce, j.DebounceMax = cfg.uniq.debounce, cfg.uniq.debounceMax
+		if d := cfg.uniq.debounce; d > 0 && j.RunAt.Before(now.Add(d)) {
+			j.RunAt = now.Add(d) // a debounced job waits its debounce
+		}
 	}
 	if j.ID != "" {
 		return j, t.checkFlowID(c, cfg, j)
@@ -330,7 +341,7 @@ func (t *Task[A, R]) enqueueBatch(ctx context.Context, c *Client, cfg jobConfig,
 	for i, h := range holders {
 		ids[i] = jobs[i].ID
 		if h != "" {
-			ids[i] = h
+			ids[i] = strings.TrimPrefix(h, queue.DebouncedMark)
 			dups++
 		}
 	}
@@ -514,3 +525,19 @@ func (t *Task[A, R]) keyOf(cfg jobConfig, args A) (keyed bool, key string, err e
 // CLI, GET /api/v1/tasks): admin's, under its own name here, as the
 // generated code that passes it to Describe imports runtime only.
 type Field = admin.Field
+
+// uniqueWhat says what a unique key is made of.
+func uniqueWhat(cfg jobConfig) string {
+	if len(cfg.uniq.by) > 0 {
+		return "the same " + strings.Join(cfg.uniq.by, ", ")
+	}
+	return "identical args"
+}
+
+// untilOr is u, or the default UntilEnded.
+func untilOr(u Until) Until {
+	if u == "" {
+		return UntilEnded
+	}
+	return u
+}

@@ -15,7 +15,9 @@
 -- KEYS[5]  HASH  route:{r}:groups
 -- KEYS[6]  HASH  route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[6+i]  STRING  route:{r}:result:<id_i>, i = 1..n
--- KEYS[7+n..]  HASH  route:{r}:job:<id> of the jobs dispatched with a hash of their own
+-- KEYS[7+n..]  HASH  route:{r}:job:<id> of the jobs dispatched with a hash of their own,
+--              each followed by its unique key when it holds one (see _unique.lua):
+--              a completion frees the key, while its value is still the job's id
 -- KEYS[#KEYS-12]  LIST  route:{r}:ended: the records are appended for the task history,
 --              or the stats key again when the caller keeps none
 -- KEYS[#KEYS-11..]  the route's flow keys (Keys.FlowKeys): a keyed job's slot is freed
@@ -29,7 +31,7 @@
 -- ARGV[5+2b+5(i-1) .. 9+2b+5(i-1)] per job i: id, fencing token, result record
 --          (opaque bytes, also the pub/sub payload), result ttl ms (0: the
 --          record is not stored), and the index in KEYS of its job hash, or 0
---          for a light job
+--          for a light job; negated when its unique key follows the job hash
 -- Returns: an array with, per job, 1 completed or 0 stale token or job gone
 --          (nothing written). A second run of a call answers 0 for the jobs the
 --          first completed: it cannot tell them from jobs whose lease was lost.
@@ -53,7 +55,7 @@ for i = 1, n do
   bn_str(ARGV[a + 1], 'token')
   if bn_num(ARGV[a + 3], 'result ttl') < 0 then error('bananas: result ttl must be >= 0') end
   local jk = bn_num(ARGV[a + 4], 'job key index')
-  if jk ~= 0 and (jk <= 6 + n or jk >= #KEYS - 12) then error('bananas: job key index out of range') end
+  if jk ~= 0 and (math.abs(jk) <= 6 + n or math.abs(jk) + (jk < 0 and 1 or 0) >= #KEYS - 12) then error('bananas: job key index out of range') end
   channels[i] = prefix .. ids[i] .. '}'
 end
 if #KEYS < 19 + n then error('bananas: ack needs a result key per job, the ended list and the flow keys') end
@@ -78,10 +80,15 @@ for first = 1, n, 200 do
   end
 end
 
-local out, done, light, heavy, records, released = {}, {}, {}, {}, {}, {}
+local out, done, light, heavy, records, released, freed = {}, {}, {}, {}, {}, {}, {}
 for i = 1, n do
   local a = first_job + 5 * (i - 1)
   local jk = tonumber(ARGV[a + 4])
+  local ukey
+  if jk < 0 then
+    jk = -jk
+    ukey = KEYS[jk + 1]
+  end
   out[i] = 0
   if tokens[i] == ARGV[a + 1] then
     local ok = true
@@ -89,6 +96,7 @@ for i = 1, n do
       light[#light + 1] = ids[i]
     elseif redis.call('EXISTS', KEYS[jk]) == 1 then
       heavy[#heavy + 1] = KEYS[jk]
+      if ukey and bn_unique_ends(KEYS[jk], ukey, ids[i], 'completed') then freed[#freed + 1] = ukey end
     else
       ok = false
     end
@@ -114,6 +122,9 @@ bn_sliced('HDEL', KEYS[2], done)
 if #light > 0 then bn_sliced('HDEL', KEYS[4], light) end
 for first = 1, #heavy, 200 do
   redis.call('DEL', unpack(heavy, first, math.min(first + 199, #heavy)))
+end
+for first = 1, #freed, 200 do
+  redis.call('DEL', unpack(freed, first, math.min(first + 199, #freed)))
 end
 local kept = {}
 for _, i in ipairs(records) do

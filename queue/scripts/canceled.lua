@@ -17,7 +17,10 @@
 -- KEYS[8]  SET     route:{r}:cancels
 -- KEYS[9]  HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[10] LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
--- KEYS[11..22]  the route's flow keys (Keys.FlowKeys): a keyed job's slot is freed
+-- KEYS[11] STRING  route:{r}:unique:<u>, the unique key the job holds, or the job key
+--                  again when it holds none: a cancel frees a key held until started
+--                  or ended (see _unique.lua)
+-- KEYS[12..23]  the route's flow keys (Keys.FlowKeys): a keyed job's slot is freed
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
 -- ARGV[3]  result record (opaque bytes, also the pub/sub payload)
@@ -36,6 +39,7 @@ bn_need_type(KEYS[4], 'hash', 'payloads hash')
 bn_need_type(KEYS[5], 'hash', 'groups hash')
 bn_need_type(KEYS[8], 'set', 'cancels set')
 if redis.call('HGET', KEYS[2], id) ~= token then return 0 end
+local frees = bn_unique_ends(KEYS[7], KEYS[11], id, 'canceled')
 
 local F = bn_flowkeys()
 bn_flow_repair(F)
@@ -44,4 +48,5 @@ bn_release(KEYS[1], KEYS[5], token, 1)
 local _, freed_held = bn_flow_release(F, id, now, false)
 bn_flow_wake(F, 1, now, freed_held)
 bn_end_canceled(KEYS[6], ARGV[3], ARGV[4], ARGV[5], KEYS[8], id, KEYS[3], KEYS[9], KEYS[10], now, KEYS[7], KEYS[4])
+if frees then redis.call('DEL', KEYS[11]) end
 return 1

@@ -18,11 +18,13 @@
 -- KEYS[4]  HASH    route:{r}:payloads           id -> payload of light jobs
 -- KEYS[5]  STRING  route:{r}:receipt:<call>     this call's reply, or the stats key again when it keeps none
 -- KEYS[6]     HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
--- KEYS[7+3i]  HASH    route:{r}:job:<id_i>      the job (i = 0..n-1)
--- KEYS[8+3i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
--- KEYS[9+3i]  STRING  route:{r}:result:<id_i>   its result record (a finished job still holds its id)
--- KEYS[7+3n]  ZSET    route:{r}:idle   waiting workers: one is woken per job made ready (bn_wake)
--- KEYS[8+3n..19+3n]  the route's flow keys (Keys.FlowKeys, see _flow.lua)
+-- KEYS[7+4i]  HASH    route:{r}:job:<id_i>      the job (i = 0..n-1)
+-- KEYS[8+4i]  STRING  route:{r}:unique:<k_i>    unique lock, or the job key again when the job has none
+-- KEYS[9+4i]  STRING  route:{r}:result:<id_i>   its result record (a finished job still holds its id)
+-- KEYS[10+4i] HASH    route:{r}:job:<holder>    a debounced job's: the job of the holder of its
+--                     unique key as the caller read it, or the job key again (none read)
+-- KEYS[7+4n]  ZSET    route:{r}:idle   waiting workers: one is woken per job made ready (bn_wake)
+-- KEYS[8+4n..19+4n]  the route's flow keys (Keys.FlowKeys, see _flow.lua)
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  priority: high|normal|low
 -- ARGV[3]  the route's wake channel (published when the list was empty), for
@@ -30,19 +32,38 @@
 -- ARGV[4]  schedule channel (published with the earliest run-at when a job is scheduled)
 -- ARGV[5]  n, the number of jobs
 -- ARGV[6]  receipt ttl ms: > 0 when a job has a caller-chosen id, else 0 (no receipt)
--- ARGV[7+8i .. 14+8i] per job: id, name, envelope (msgpack), max retries, run-at ms (0 = now),
+-- ARGV[7+11i .. 17+11i] per job: id, name, envelope (msgpack), max retries, run-at ms (0 = now),
 --          unique ttl ms (0 = none), 1 for a caller-chosen id or 0 for a fresh one (NewID),
---          and its flow "name|key", or "" for a job of no flow. A keyed job made
+--          its flow "name|key", or "" for a job of no flow, until when its unique key
+--          is held (s started, c completed, e ended; "" with no key), its debounce ms
+--          (0 = none) and its debounce cap ms (0 = none). A keyed job made
 --          ready waits in its flow (bn_flow_add); one scheduled for later keeps
 --          its flow in its hash (field k) until promote.lua makes it wait there.
--- Returns: an array of n strings: "" for a job written, else the id of the job that already holds its id or unique key.
+--
+-- Unique keys (see _unique.lua): a job with a unique key always gets a hash,
+-- ready or not, with fields u (the key's suffix), uu (until when it is held)
+-- and ut (its ttl), so that the scripts that end the job can free the key.
+--
+-- Debounce: a job with a debounce whose unique key is held by a job that still
+-- waits in the scheduled set — the holder the caller read, passed as its job
+-- key — is not written; the holder takes its envelope (args and options) and
+-- its run-at moves to now + debounce, capped at its first enqueue (field df)
+-- + the cap, and the key's ttl is counted again from that run-at. Its slot in
+-- the reply is "{d}" and the holder's id. A holder that is not the one the
+-- caller read (the key changed hands since) answers "{r}" and its id, and
+-- nothing of the job is written: the caller reads the key again and resends.
+-- A second run of the call debounces again with the same arguments, which
+-- writes what the first wrote.
+-- Returns: an array of n strings: "" for a job written, else the id of the job that
+--          already holds its id or unique key, "{d}" and the id of the job it
+--          debounced, or "{r}" and the holder's id when the caller must read it again.
 local now = bn_num(ARGV[1], 'now')
 local prio = ARGV[2]
 bn_prio(prio, 'priority')
 local n = bn_num(ARGV[5], 'job count')
 local receipt_ttl = bn_num(ARGV[6], 'receipt ttl')
-if #KEYS ~= 19 + 3 * n or #ARGV ~= 6 + 8 * n then
-  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (19 + 3 * n) .. ' keys and ' .. (6 + 8 * n) .. ' args')
+if #KEYS ~= 19 + 4 * n or #ARGV ~= 6 + 11 * n then
+  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (19 + 4 * n) .. ' keys and ' .. (6 + 11 * n) .. ' args')
 end
 local F = bn_flowkeys()
 bn_need_type(KEYS[1], 'list', 'ready list')
@@ -54,15 +75,31 @@ if receipt_ttl > 0 then
 end
 
 -- Pass 1: validate every job and find duplicates; nothing is written yet.
+-- bn_envelope_is reports whether job's envelope slices (e0, e1, ...) hold env.
+local function bn_envelope_is(job, env)
+  local want = math.ceil(#env / 60)
+  local fields = {}
+  for k = 0, want - 1 do fields[#fields + 1] = 'e' .. k end
+  if #fields == 0 or redis.call('HEXISTS', job, 'e' .. want) == 1 then return false end
+  local got = redis.call('HMGET', job, unpack(fields))
+  for k = 1, #got do
+    if not got[k] then return false end
+  end
+  return table.concat(got) == env
+end
+
 local reply = {}
 local seen_id, seen_unique = {}, {}
 local own = {}
+-- debounced[i]: the holder's job key, its new run-at and the key's new ttl,
+-- for a job that debounces the job holding its key.
+local debounced = {}
 -- flowed: a job of the call may wait in a flow (keyed, ready now), which
 -- only then has its flow keys checked (bn_flow_repair): a call of jobs of
 -- no key, or of keyed jobs scheduled for later, pays nothing for flows.
 local flowed = false
 for i = 0, n - 1 do
-  local a = 7 + 8 * i
+  local a = 7 + 11 * i
   local id = bn_str(ARGV[a], 'job id')
   local flow = ARGV[a + 7]
   if flow ~= '' and string.sub(flow, 1, #ARGV[a + 1] + 1) ~= ARGV[a + 1] .. '|' then
@@ -74,9 +111,16 @@ for i = 0, n - 1 do
   if bn_num(ARGV[a + 4], 'run-at') <= now and flow ~= '' then flowed = true end
   local uttl = bn_num(ARGV[a + 5], 'unique ttl')
   local check = bn_num(ARGV[a + 6], 'id check flag') == 1
-  local job, ukey = KEYS[7 + 3 * i], KEYS[8 + 3 * i]
+  local job, ukey, held = KEYS[7 + 4 * i], KEYS[8 + 4 * i], KEYS[10 + 4 * i]
+  local debounce, cap = bn_num(ARGV[a + 9], 'debounce'), bn_num(ARGV[a + 10], 'debounce cap')
+  if uttl > 0 then
+    if ARGV[a + 8] ~= 's' and ARGV[a + 8] ~= 'c' and ARGV[a + 8] ~= 'e' then error('bananas: unique until must be s, c or e') end
+    if not string.find(ukey, ':unique:', 1, true) then error('bananas: a unique key must be a route\'s unique:<k> key') end
+  end
+  if debounce < 0 or cap < 0 then error('bananas: debounce and its cap must be >= 0') end
+  if debounce > 0 and uttl <= 0 then error('bananas: a debounce needs a unique key') end
   local holder = ''
-  local exists = seen_id[id] or redis.call('EXISTS', job, KEYS[9 + 3 * i]) > 0 or redis.call('HEXISTS', KEYS[4], id) == 1
+  local exists = seen_id[id] or redis.call('EXISTS', job, KEYS[9 + 4 * i]) > 0 or redis.call('HEXISTS', KEYS[4], id) == 1
   if exists and not check then
     own[i] = true -- this call's own earlier write (see above)
   elseif exists then
@@ -84,6 +128,26 @@ for i = 0, n - 1 do
   elseif uttl > 0 then
     if not bn_type(ukey, 'string') then error('bananas: unique key ' .. ukey .. ' is not a string') end
     holder = seen_unique[ukey] or redis.call('GET', ukey) or ''
+    if holder ~= '' and debounce > 0 and not seen_unique[ukey] then
+      if held ~= job and string.sub(held, -(#holder + 5)) == ':job:' .. holder then
+        local s = redis.call('ZSCORE', KEYS[2], holder)
+        if s and bn_typeof(held) == 'hash' then
+          local f = redis.call('HMGET', held, 'u', 'df', 'c')
+          if f[1] and string.sub(ukey, -(#f[1] + 8)) == ':unique:' .. f[1] then
+            local first = tonumber(f[2] or f[3] or '') or now
+            local at = now + debounce
+            if cap > 0 then at = math.min(at, math.max(first + cap, now)) end
+            -- A resend of this call finds its own debounce done: the same
+            -- run-at, and the same envelope (counted and written once).
+            local resent = tonumber(s) == at and bn_envelope_is(held, ARGV[a + 2])
+            if not resent then debounced[i] = {held, at, math.max(1, at - now + uttl), first} end
+            holder = '{d}' .. holder
+          end
+        end
+      else
+        holder = '{r}' .. holder
+      end
+    end
   end
   if holder == '' and not own[i] then
     seen_id[id] = true
@@ -99,19 +163,27 @@ local ready, payloads, later, keyed = {}, {}, {}, {}
 if flowed then bn_flow_repair(F) end
 for i = 0, n - 1 do
   if reply[i + 1] == '' and not own[i] then
-    local a = 7 + 8 * i
+    local a = 7 + 11 * i
     local id, run_at, uttl, flow = ARGV[a], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), ARGV[a + 7]
-    local ukey = KEYS[8 + 3 * i]
+    local ukey = KEYS[8 + 4 * i]
+    local small = {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}
+    if uttl > 0 then
+      local u = string.match(ukey, '.*:unique:(.*)$')
+      for _, v in ipairs({'u', u, 'uu', ARGV[a + 8], 'ut', uttl}) do small[#small + 1] = v end
+    end
     if run_at > now then
-      local small = {'n', ARGV[a + 1], 'p', prio, 'm', ARGV[a + 3], 'c', now}
       if flow ~= '' then
         small[#small + 1] = 'k'
         small[#small + 1] = flow
       end
-      bn_write_job(KEYS[7 + 3 * i], small, ARGV[a + 2])
+      bn_write_job(KEYS[7 + 4 * i], small, ARGV[a + 2])
       later[#later + 1] = run_at
       later[#later + 1] = id
       if earliest == nil or run_at < earliest then earliest = run_at end
+    elseif uttl > 0 then
+      -- Ready, with a hash of its own instead of a payload (see above).
+      bn_write_job(KEYS[7 + 4 * i], small, ARGV[a + 2])
+      if flow ~= '' then keyed[#keyed + 1] = {id, flow} else ready[#ready + 1] = id end
     elseif flow ~= '' then
       keyed[#keyed + 1] = {id, flow}
       payloads[#payloads + 1] = id
@@ -124,6 +196,20 @@ for i = 0, n - 1 do
     if uttl > 0 then redis.call('SET', ukey, id, 'PX', uttl) end
     written = written + 1
   end
+end
+for i, d in pairs(debounced) do
+  -- The holder takes the new envelope whole: its old slices go first.
+  local held, at, kttl, first = d[1], d[2], d[3], d[4]
+  local gone = {}
+  for _, f in ipairs(redis.call('HKEYS', held)) do
+    if string.find(f, '^e%d+$') then gone[#gone + 1] = f end
+  end
+  if #gone > 0 then bn_sliced('HDEL', held, gone) end
+  bn_write_job(held, {'df', first}, ARGV[7 + 11 * i + 2])
+  redis.call('ZADD', KEYS[2], at, string.sub(reply[i + 1], 4))
+  redis.call('PEXPIRE', KEYS[8 + 4 * i], kttl)
+  bn_count(KEYS[3], 'debounced', 1)
+  if earliest == nil or at < earliest then earliest = at end
 end
 if #payloads > 0 then bn_sliced('HSET', KEYS[4], payloads) end
 if #ready > 0 then

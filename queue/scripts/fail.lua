@@ -28,7 +28,10 @@
 -- KEYS[11] SET     route:{r}:cancels
 -- KEYS[12] LIST    route:{r}:ended: a dead job's record is appended for the task
 --                  history, or the stats key again when the caller keeps none
--- KEYS[13..24]  the route's flow keys (Keys.FlowKeys): a keyed job's slot is
+-- KEYS[13] STRING  route:{r}:unique:<u>, the unique key the job holds, or the job
+--                  key again when it holds none: a death frees a key held until
+--                  started or ended (see _unique.lua); a retry keeps it
+-- KEYS[14..25]  the route's flow keys (Keys.FlowKeys): a keyed job's slot is
 --          freed, and its hash keeps its flow and place (fields k and q) for
 --          its retry, or a replay, to wait where it waited
 -- ARGV[1]  id
@@ -74,6 +77,7 @@ if exists then
   why = bn_bad_count(f[1], 'its attempts (field a)', true) or bn_bad_count(f[2], 'its max retries (field m)', false)
   if not why then prior, max = tonumber(f[1] or '0'), tonumber(f[2]) end
 end
+local frees = exists and bn_unique_ends(KEYS[1], KEYS[13], id, 'dead')
 
 local F = bn_flowkeys()
 -- A job of no key on a route without flow control pays one EXISTS for it.
@@ -103,6 +107,7 @@ if why then
   redis.call('SET', KEYS[6], ARGV[7], 'PX', ttl)
   bn_ended(KEYS[12], KEYS[7], ARGV[7])
   redis.call('PUBLISH', ARGV[9], ARGV[7])
+  if frees then redis.call('DEL', KEYS[13]) end
   return 2
 end
 if final == 2 then
@@ -112,4 +117,6 @@ if final == 2 then
   redis.call('PUBLISH', ARGV[11], tostring(retry_at))
   return 5
 end
-return bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11], prior, max, KEYS[12], started)
+local outcome = bn_settle(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10], id, now, ARGV[4], retry_at, final, ARGV[7], ttl, ARGV[9], ARGV[11], prior, max, KEYS[12], started)
+if outcome == 2 and frees then redis.call('DEL', KEYS[13]) end
+return outcome

@@ -36,9 +36,12 @@
 -- KEYS[7]  HASH  route:{r}:groups    lease group token -> jobs still leased
 -- KEYS[8]  HASH  route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[9]  SET   route:{r}:cancels    ids of running jobs asked to stop
--- KEYS[10+3i]  HASH    route:{r}:job:<id_i>
--- KEYS[11+3i]  STRING  route:{r}:result:<id_i>
--- KEYS[12+3i]  any     route:{r}:garbage:<id_i>  where a job key that is not a hash goes
+-- KEYS[10+4i]  HASH    route:{r}:job:<id_i>
+-- KEYS[11+4i]  STRING  route:{r}:result:<id_i>
+-- KEYS[12+4i]  any     route:{r}:garbage:<id_i>  where a job key that is not a hash goes
+-- KEYS[13+4i]  STRING  route:{r}:unique:<u>, the unique key the job holds as the caller
+--              read it, or the job key again: a death or a cancel frees a key held
+--              until started or ended (see _unique.lua); a retry keeps it
 -- KEYS[#KEYS-12]  LIST  route:{r}:ended (task history), or the stats key again when the caller keeps none
 -- KEYS[#KEYS-11..]  the route's flow keys (Keys.FlowKeys): a keyed job's slot
 --          is freed, and its hash keeps its flow and place (fields k and q)
@@ -60,8 +63,8 @@ local now = bn_num(ARGV[1], 'now')
 local prefix = bn_str(ARGV[2], 'channel prefix')
 local sched = bn_str(ARGV[3], 'schedule channel')
 local e = bn_num(ARGV[4], 'empty group count')
-local n = (#KEYS - 22) / 3
-if n ~= math.floor(n) or #ARGV ~= 4 + e + 7 * n then error('bananas: reap needs 3 keys and 7 args per job, the ended list and the flow keys') end
+local n = (#KEYS - 22) / 4
+if n ~= math.floor(n) or #ARGV ~= 4 + e + 7 * n then error('bananas: reap needs 4 keys and 7 args per job, the ended list and the flow keys') end
 local ended = KEYS[#KEYS - 12]
 local F = bn_flowkeys()
 for i = 0, n - 1 do
@@ -112,7 +115,7 @@ for i = 0, n - 1 do
   local id, token, read_a = ARGV[a], ARGV[a + 1], ARGV[a + 2]
   local retry_at, record, ttl = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
   local read_asked = ARGV[a + 6] == '1'
-  local job, result, garbage = KEYS[10 + 3 * i], KEYS[11 + 3 * i], KEYS[12 + 3 * i]
+  local job, result, garbage, ukey = KEYS[10 + 4 * i], KEYS[11 + 4 * i], KEYS[12 + 4 * i], KEYS[13 + 4 * i]
   local channel = prefix .. id .. '}'
   local reply = 0
   local asked = redis.call('SISMEMBER', KEYS[9], id) == 1
@@ -120,6 +123,7 @@ for i = 0, n - 1 do
     local kind = bn_typeof(job)
     local payload = kind ~= 'hash' and redis.call('HGET', KEYS[6], id)
     local fields = kind == 'hash' and redis.call('HMGET', job, 'a', 'm') or {}
+    local frees = {dead = bn_unique_ends(job, ukey, id, 'dead'), canceled = bn_unique_ends(job, ukey, id, 'canceled')}
     if id == '' then
       redis.call('HDEL', KEYS[2], id)
       bn_release(KEYS[1], KEYS[7], token, 1)
@@ -176,6 +180,8 @@ for i = 0, n - 1 do
       end
     end
     if reply ~= 0 then unslot(id, job) end
+    local outcome = type(reply) == 'table' and reply[1] or reply
+    if (outcome == 2 or outcome == 4) and frees.dead or outcome == 6 and frees.canceled then redis.call('DEL', ukey) end
   end
   out[#out + 1] = reply
 end

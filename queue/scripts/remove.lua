@@ -9,9 +9,10 @@
 -- finishes it with canceled.lua), a delete is refused. Dead and completed
 -- jobs are refused, naming their state.
 --
--- The unique key a job may hold is not released: a job does not record which
--- one it holds (enqueue.lua writes only id under it), so the key stays until
--- its TTL runs out.
+-- A unique key the job holds (KEYS[14], read by the caller from the job's
+-- field u) is freed by a cancel or a delete of the waiting job when it is
+-- held until started or ended and its value is still the job's id (see
+-- _unique.lua); a key held until completed stays for its ttl.
 --
 -- The route keys' types are checked first and every read comes before the
 -- first write (but the LREM that finds a pending job), so a refusal writes
@@ -35,7 +36,8 @@
 -- KEYS[11]  SET     route:{r}:cancels
 -- KEYS[12]  HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[13]  LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
--- KEYS[14..25]  the route's flow keys (Keys.FlowKeys): a keyed job waits in
+-- KEYS[14]  STRING  route:{r}:unique:<u>, the unique key the job holds, or the job key again
+-- KEYS[15..26]  the route's flow keys (Keys.FlowKeys): a keyed job waits in
 --           its flow's keyed set (found by its flowof entry), not in a list
 -- ARGV[1]  id
 -- ARGV[2]  "delete" or "cancel"
@@ -77,6 +79,7 @@ if redis.call('ZSCORE', KEYS[8], id) then return {0, 'dead'} end
 
 local kind = bn_typeof(KEYS[1])
 local payload = redis.call('HGET', KEYS[2], id)
+local frees = bn_unique_ends(KEYS[1], KEYS[14], id, 'canceled')
 local state, list
 if redis.call('ZSCORE', KEYS[6], id) then
   state = 'scheduled'
@@ -127,6 +130,7 @@ end
 if state == 'scheduled' then redis.call('ZREM', KEYS[6], id) end
 if payload then redis.call('HDEL', KEYS[2], id) end
 if kind ~= 'none' then redis.call('DEL', KEYS[1]) end
+if frees then redis.call('DEL', KEYS[14]) end
 if cancel then
   bn_end_canceled(KEYS[9], ARGV[3], ARGV[4], ARGV[5], nil, id, KEYS[10], KEYS[12], KEYS[13], now)
 else

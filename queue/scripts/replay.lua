@@ -19,6 +19,12 @@
 -- the job holds this call's token (field rt: its own first run replayed it),
 -- else not in the dead-letter set.
 --
+-- A job that holds a unique key (its field u, see _unique.lua; the caller
+-- passes the key in KEYS[9]) takes it back, for its ttl (field ut), as it
+-- waits again: a key its death freed that another job took since leaves the
+-- job dead, nothing written, and the reply names that job. A resend finds
+-- the key its own.
+--
 -- Given a task name, only a job of that task (its field n) is replayed;
 -- another is left dead, nothing written, and so is an entry whose job key is
 -- not a hash or is gone: its task cannot be told.
@@ -31,7 +37,8 @@
 -- KEYS[6]  STRING  route:{r}:result:<id>
 -- KEYS[7]  HASH    route:{r}:stats
 -- KEYS[8]  ZSET    route:{r}:idle   waiting workers: one is woken (bn_wake)
--- KEYS[9..20]  the route's flow keys (Keys.FlowKeys): a keyed job (field k)
+-- KEYS[9]  STRING  route:{r}:unique:<u>, the unique key the job holds, or the job key again
+-- KEYS[10..21]  the route's flow keys (Keys.FlowKeys): a keyed job (field k)
 --          waits at the back of its flow instead of a list
 -- ARGV[1]  id (any string the dead-letter set holds, even "")
 -- ARGV[2]  the route's wake channel, for workers that take only some tasks
@@ -43,7 +50,8 @@
 --          its first run when it is a resend), {0, ""} not in the
 --          dead-letter set, {2, reason} an entry without a job, dropped, or
 --          {3, reason} left dead: it cannot be replayed as it is, or
---          {4, ""} left dead: of another task.
+--          {4, ""} left dead: of another task, or {5, holder} left dead: its
+--          unique key is held by job holder.
 local id = ARGV[1] or ''
 bn_str(ARGV[2], 'wake channel')
 local task = ARGV[3] or ''
@@ -73,6 +81,17 @@ local why = bn_bad_prio(prio) or bn_bad_count(past[1], 'its replay count (field 
   or bn_bad_count(past[2], 'its count of earlier runs (field pr)', true)
 if why then return {3, 'job ' .. id .. ': ' .. why .. '; left in the dead-letter set until repaired'} end
 local lives, runs = tonumber(past[1] or '0'), tonumber(past[2] or '0')
+local uniq = redis.call('HMGET', KEYS[1], 'u', 'ut')
+local retake = false
+if uniq[1] and KEYS[9] ~= KEYS[1] and string.sub(KEYS[9], -(#uniq[1] + 8)) == ':unique:' .. uniq[1] then
+  if not bn_type(KEYS[9], 'string') then
+    return {3, 'unique key ' .. KEYS[9] .. ' is not a string; left in the dead-letter set'}
+  end
+  local holder = redis.call('GET', KEYS[9])
+  if holder and holder ~= id then return {5, holder} end
+  retake = tonumber(uniq[2] or '') or 0
+  if retake < 1 then retake = false end
+end
 
 local gone = {'err', 'f', 'st', 'r'}
 local attempts = tonumber(redis.call('HGET', KEYS[1], 'a'))
@@ -93,6 +112,7 @@ local life = string.format('%d %d %s %s %s %s', runs + 1, attempts, ms(past[4]),
   #failed > 0 and table.concat(failed, ',') or '-') .. '\n' .. string.sub(past[3] or '', 1, 1024)
 redis.call('ZREM', KEYS[2], id)
 redis.call('DEL', KEYS[6])
+if retake then redis.call('SET', KEYS[9], id, 'PX', retake) end
 redis.call('HDEL', KEYS[1], unpack(gone))
 redis.call('HSET', KEYS[1], 'a', 0, 's', 'q', 'pn', lives + 1, 'pr', runs + attempts, 'ph' .. (lives + 1), life)
 if token ~= '' then redis.call('HSET', KEYS[1], 'rt', token) else redis.call('HDEL', KEYS[1], 'rt') end

@@ -199,6 +199,9 @@ func (in *Inspector) Replay(ctx context.Context, id string) error {
 		}
 		return fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
+	if errors.Is(err, queue.ErrKeyHeld) { // a conflict (409), naming the holder
+		return fmt.Errorf("%w: %w", ErrDuplicate, err)
+	}
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/bananas-go/bananas/queue"
 )
@@ -47,10 +48,16 @@ func (in *Inspector) enqueueBatch(ctx context.Context, jobs []BatchJob) ([]strin
 		}
 		enqueued := map[string]int{}
 		for k, i := range g.idx {
+			if h, debounced := strings.CutPrefix(holders[k], queue.DebouncedMark); debounced {
+				ids[i] = h
+				dups = append(dups, BatchRefusal{Index: i, Field: "args", Error: fmt.Sprintf(
+					"debounced: %s job %s, which holds its unique key, waits with this job's args and due time; this one was not enqueued", jobs[i].Name, h)})
+				continue
+			}
 			if h := holders[k]; h != "" {
 				ids[i] = h
 				dups = append(dups, BatchRefusal{Index: i, Field: "args", Error: fmt.Sprintf(
-					"a duplicate: %s job %s already holds its unique key (identical args within %s); this one was not enqueued", jobs[i].Name, h, jobs[i].UniqueTTL)})
+					"a duplicate: %s job %s already holds its unique key (held for %s at most); this one was not enqueued", jobs[i].Name, h, jobs[i].UniqueTTL)})
 				continue
 			}
 			ids[i] = jobs[i].Job.ID

@@ -1,0 +1,191 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/queue"
+)
+
+// uniqueJob is a job of route r holding unique key key until u.
+func uniqueJob(t *testing.T, key string, u queue.Until) queue.NewJob {
+	j := job(t, "r")
+	j.UniqueKey, j.UniqueTTL, j.UniqueUntil = key, time.Minute, u
+	return j
+}
+
+// enqueueUnique enqueues j and returns the holder the script answered.
+func enqueueUnique(t *testing.T, q *queue.Queue, j queue.NewJob, now time.Time) string {
+	t.Helper()
+	h, err := q.Jobs.Enqueue(context.Background(), "r", queue.Normal, []queue.NewJob{j}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h[0]
+}
+
+// holderOf reads who holds unique key key of route r ("" nobody).
+func holderOf(t *testing.T, q *queue.Queue, key string) string {
+	t.Helper()
+	v, err := q.Client().Get(context.Background(), q.Keys("r").Unique(key)).Result()
+	if errors.Is(err, redis.Nil) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// uniqueEndings are the transitions a unique job can meet, each run on a
+// job just enqueued (waiting) and returning with the transition done.
+var uniqueEndings = []struct {
+	name string
+	run  func(t *testing.T, q *queue.Queue, id string, now time.Time)
+}{
+	{"start", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		fetchAll(t, q, 1, now, now.Add(time.Minute))
+	}},
+	{"complete", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		d := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
+		if ok, err := q.Jobs.Ack(context.Background(), d, []byte("ok"), time.Minute); !ok || err != nil {
+			t.Fatalf("ack = %v, %v", ok, err)
+		}
+	}},
+	{"retry", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		d := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
+		f := queue.Failure{Message: "boom", RetryAt: now.Add(time.Hour), Record: []byte("rec"), TTL: time.Minute}
+		if out, err := q.Jobs.Fail(context.Background(), d, f, now); out != queue.EndRetrying || err != nil {
+			t.Fatalf("fail = %v, %v; want a retry", out, err)
+		}
+	}},
+	{"die", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		d := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
+		f := queue.Failure{Message: "boom", Final: true, Record: []byte("rec"), TTL: time.Minute}
+		if out, err := q.Jobs.Fail(context.Background(), d, f, now); out != queue.EndDead || err != nil {
+			t.Fatalf("fail = %v, %v; want dead", out, err)
+		}
+	}},
+	{"die by a lost lease", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		fetchAll(t, q, 1, now, now.Add(time.Second))
+		out, err := q.Jobs.Reap(context.Background(), "r", now.Add(2*time.Second), verdict(now))
+		if err != nil || out[id] != queue.EndDead {
+			t.Fatalf("reap = %v, %v; want %s dead", out, err, id)
+		}
+	}},
+	{"cancel while running", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		d := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
+		if ok, err := q.Jobs.FinishCanceled(context.Background(), d, []byte("canceled"), time.Minute); !ok || err != nil {
+			t.Fatalf("finish canceled = %v, %v", ok, err)
+		}
+	}},
+	{"cancel while waiting", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		if out, err := q.Jobs.Cancel(context.Background(), id, []byte("canceled"), time.Minute); out != queue.Canceled || err != nil {
+			t.Fatalf("cancel = %v, %v", out, err)
+		}
+	}},
+	{"delete", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		if err := q.Jobs.Delete(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}},
+}
+
+// A unique key is held from the enqueue until the point of the job's life
+// its until names, and freed by the very script of the transition that
+// reaches that point: started by the start, completed by the completion
+// alone, ended by a completion, a death or a cancel (a retry keeps it).
+func TestUnique_HeldUntilItsPointOfTheJobsLife(t *testing.T) {
+	freed := map[queue.Until]map[string]bool{
+		queue.UntilStarted:   {"start": true, "complete": true, "retry": true, "die": true, "die by a lost lease": true, "cancel while running": true, "cancel while waiting": true, "delete": true},
+		queue.UntilCompleted: {"complete": true},
+		queue.UntilEnded:     {"complete": true, "die": true, "die by a lost lease": true, "cancel while running": true, "cancel while waiting": true, "delete": true},
+	}
+	eachServer(t, func(t *testing.T, q *queue.Queue) {
+		for _, until := range []queue.Until{queue.UntilStarted, queue.UntilCompleted, queue.UntilEnded} {
+			for _, e := range uniqueEndings {
+				t.Run(string(until)+"/"+e.name, func(t *testing.T) {
+					q, err := queue.New(q.Client(), redistest.Namespace(t)) // a route of its own
+					if err != nil {
+						t.Fatal(err)
+					}
+					now := time.Now()
+					j := uniqueJob(t, string(until)+"-"+e.name, until)
+					j.MaxRetries = 0
+					if e.name == "retry" {
+						j.MaxRetries = 1
+					}
+					if h := enqueueUnique(t, q, j, now); h != "" {
+						t.Fatalf("first enqueue answered holder %q", h)
+					}
+					if h := enqueueUnique(t, q, uniqueJob(t, j.UniqueKey, until), now); h != j.ID {
+						t.Fatalf("second enqueue answered holder %q; want %s", h, j.ID)
+					}
+					e.run(t, q, j.ID, now)
+					got := holderOf(t, q, j.UniqueKey)
+					if want := freed[until][e.name]; want != (got == "") {
+						t.Fatalf("after %s, the key held until %s is held by %q; want freed %v", e.name, until, got, want)
+					}
+					if got == "" {
+						if h := enqueueUnique(t, q, uniqueJob(t, j.UniqueKey, until), now); h != "" {
+							t.Fatalf("enqueue after the key was freed answered holder %q", h)
+						}
+					}
+				})
+			}
+		}
+	})
+}
+
+// A transition frees a key only while its value is the job's own id: a
+// job whose key expired and passed to another job frees nothing when it
+// ends, and a replay of a dead job takes its key back, or is refused
+// naming the job that took it since.
+func TestUnique_OnlyTheHolderFreesAndReplayTakesItBack(t *testing.T) {
+	eachServer(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		a := uniqueJob(t, "k", queue.UntilEnded)
+		a.MaxRetries = 0
+		enqueueUnique(t, q, a, now)
+		q.Client().Del(ctx, q.Keys("r").Unique("k")) // its ttl ran out
+		b := uniqueJob(t, "k", queue.UntilEnded)
+		b.RunAt = now.Add(time.Hour)
+		if h := enqueueUnique(t, q, b, now); h != "" {
+			t.Fatalf("enqueue after the key expired answered holder %q", h)
+		}
+		d := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
+		f := queue.Failure{Message: "boom", Final: true, Record: []byte("rec"), TTL: time.Minute}
+		if out, err := q.Jobs.Fail(ctx, d, f, now); out != queue.EndDead || err != nil {
+			t.Fatalf("fail = %v, %v", out, err)
+		}
+		if got := holderOf(t, q, "k"); got != b.ID {
+			t.Fatalf("the stale holder's death left the key to %q; want %s", got, b.ID)
+		}
+		err := q.Ops.Replay(ctx, a.ID)
+		var held *queue.KeyHeldError
+		if !errors.As(err, &held) || held.Holder != b.ID || !errors.Is(err, queue.ErrKeyHeld) {
+			t.Fatalf("replay while another job holds the key = %v; want a KeyHeldError naming %s", err, b.ID)
+		}
+		if err := q.Jobs.Delete(ctx, b.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := holderOf(t, q, "k"); got != "" {
+			t.Fatalf("the holder's delete left the key to %q", got)
+		}
+		if err := q.Ops.Replay(ctx, a.ID); err != nil {
+			t.Fatalf("replay with the key free = %v", err)
+		}
+		if got := holderOf(t, q, "k"); got != a.ID {
+			t.Fatalf("replay left the key to %q; want it taken back by %s", got, a.ID)
+		}
+		if ttl := q.Client().PTTL(ctx, q.Keys("r").Unique("k")).Val(); ttl <= 0 || ttl > time.Minute {
+			t.Fatalf("the key taken back has ttl %s; want the job's own (1m)", ttl)
+		}
+	})
+}
