@@ -59,6 +59,8 @@ type scripts struct {
 	list   *redis.Script // read-only: ListJobs (list.lua)
 	prune  *redis.Script // read-only: PruneRoutes (prune.lua)
 	lookup *redis.Script // read-only: Lookup, Result (lookup.lua)
+
+	expire *redis.Script // EndExpired, ExpireDue (expire.go)
 }
 
 func loadScripts() *scripts {
@@ -90,6 +92,7 @@ func loadScripts() *scripts {
 		shed:     newScript("shed"),
 		sweep:    newScript("sweep"),
 		progress: newScript("progress"),
+		expire:   newScript("expire"),
 	}
 }
 

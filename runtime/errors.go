@@ -1,6 +1,10 @@
 package runtime
 
-import "github.com/bananas-go/bananas/runtime/admin"
+import (
+	"errors"
+
+	"github.com/bananas-go/bananas/runtime/admin"
+)
 
 // Errors of the admin layer, matched with errors.Is (see package admin).
 var (
@@ -24,3 +28,8 @@ var (
 	// keeps no task history (no HISTORY_URL, no WithHistory).
 	ErrNoHistory = admin.ErrNoHistory
 )
+
+// ErrExpired is matched (errors.Is) by the *JobError that Await and Call
+// return for a job that did not start before its expiry (ExpireIn,
+// ExpireAt): it ended with StatusExpired and never ran.
+var ErrExpired = errors.New("bananas: job expired")

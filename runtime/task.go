@@ -194,6 +194,7 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 	if j.Keyed, j.Key, err = t.keyOf(cfg, args); err != nil {
 		return queue.NewJob{}, err
 	}
+	j.ExpireAt = cfg.expiry(now)
 	if cfg.uniqueTTL > 0 {
 		sum := sha256.Sum256(append([]byte(t.name+"\x00"), raw...))
 		j.UniqueKey, j.UniqueTTL = hex.EncodeToString(sum[:16]), cfg.uniqueTTL
@@ -409,7 +410,7 @@ func decodeRecord[R any](name string, rec results.Record) (R, error) {
 		return out, wrongTask(rec.ID, rec.Name, name)
 	}
 	if !rec.OK {
-		return out, &JobError{ID: rec.ID, Name: name, Message: rec.Error, Attempts: rec.Attempts, Canceled: rec.Canceled}
+		return out, &JobError{ID: rec.ID, Name: name, Message: rec.Error, Attempts: rec.Attempts, Canceled: rec.Canceled, Expired: rec.Expired}
 	}
 	if len(rec.Value) > 0 {
 		if err := decode(rec.Value, &out); err != nil {
