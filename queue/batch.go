@@ -49,7 +49,7 @@ func (js Jobs) fetchBatch(ctx context.Context, route string, keys []string, prio
 			flows[triples[i]] = triples[i+2]
 		}
 	}
-	ds, err := js.load(ctx, route, pairs, leaseUntil)
+	ds, err := js.load(ctx, route, pairs, leaseUntil, now)
 	for _, d := range ds {
 		d.Flow = flows[d.ID]
 	}

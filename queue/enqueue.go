@@ -37,6 +37,9 @@ type NewJob struct {
 	// form one flow (a task limited as a whole). CheckKey bounds Key.
 	Keyed bool
 	Key   string
+	// ExpireAt, when set, is when the job expires if it has not started by
+	// then: it ends with StatusExpired, never run (expire.go).
+	ExpireAt time.Time
 
 	// payload, when set, is the job's light-job payload, built by EnqueueOne
 	// on the caller's goroutine so the coalesced flush, which is serial, has
@@ -154,9 +157,9 @@ func (js Jobs) writeChunkOnce(ctx context.Context, route string, priority Priori
 			break
 		}
 	}
-	keys := make([]string, 0, 19+4*len(jobs))
+	keys := make([]string, 0, 20+4*len(jobs))
 	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt, k.Series(HourOf(now)))
-	args := make([]any, 0, 6+11*len(jobs))
+	args := make([]any, 0, 6+12*len(jobs))
 	args = append(args, ms(now), string(priority), k.WakeChannel(), ScheduleChannel(js.q.ns), len(jobs), rttl)
 	for i, j := range jobs { // checked by Enqueue or EnqueueOne (checkNewJob)
 		job := k.Job(j.ID)
@@ -184,8 +187,11 @@ func (js Jobs) writeChunkOnce(ctx context.Context, route string, priority Priori
 		}
 		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl, check, flow, until, durMS(j.Debounce), durMS(j.DebounceMax))
 	}
-	keys = append(keys, k.Idle())
+	keys = append(keys, k.Expiry(), k.Idle())
 	keys = append(keys, k.FlowKeys()...)
+	for _, j := range jobs {
+		args = append(args, msOrZero(j.ExpireAt))
+	}
 	// Retry-safe: enqueue.lua answers a second run of this call as the first.
 	res, err := js.q.runWrite(ctx, js.q.s.enqueue, keys, args...)
 	if err != nil {

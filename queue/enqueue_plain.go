@@ -33,7 +33,7 @@ func plain(jobs []NewJob, now time.Time) bool {
 
 // isPlain reports whether j is a plain job (see above).
 func isPlain(j *NewJob, now time.Time) bool {
-	return !j.ChosenID && !j.Keyed && (j.UniqueTTL <= 0 || j.UniqueKey == "") && !j.RunAt.After(now)
+	return !j.ChosenID && !j.Keyed && (j.UniqueTTL <= 0 || j.UniqueKey == "") && !j.RunAt.After(now) && j.ExpireAt.IsZero()
 }
 
 // enqueuePlain writes plain jobs (see plain), already checked by checkNewJob,

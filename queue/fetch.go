@@ -122,7 +122,7 @@ func (js Jobs) FetchOrWait(ctx context.Context, route string, priorities []Prior
 	if at, ok := dueOf(reply); ok && w.Due != nil {
 		w.Due(at)
 	}
-	return js.load(ctx, route, reply, leaseUntil)
+	return js.load(ctx, route, reply, leaseUntil, now)
 }
 
 // fetchKeys are fetch.lua's KEYS for route at priorities: nil when no
@@ -133,7 +133,7 @@ func (js Jobs) fetchKeys(route string, priorities []Priority) []string {
 	if len(lists) == 0 {
 		return nil
 	}
-	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.Paused(), k.Idle()}, lists...)
+	keys := append([]string{k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.Paused(), k.Idle(), k.Expiry()}, lists...)
 	return append(keys, k.FlowKeys()...)
 }
 
@@ -248,7 +248,7 @@ func (js Jobs) FetchTypes(ctx context.Context, route string, priorities []Priori
 			if len(reply) == 1 { // the route is paused: nothing here to take
 				return out, nil
 			}
-			got, err := js.load(ctx, route, reply, leaseUntil)
+			got, err := js.load(ctx, route, reply, leaseUntil, now)
 			out = append(out, got...)
 			if err != nil {
 				return out, err
@@ -282,17 +282,18 @@ func (js Jobs) fetchKeyedTypes(ctx context.Context, route string, priorities []P
 	if err != nil {
 		return nil, lostOr(fmt.Errorf("fetch keyed jobs from route %s: %w", route, err), route, token, leaseUntil)
 	}
-	return js.load(ctx, route, strs(res), leaseUntil)
+	return js.load(ctx, route, strs(res), leaseUntil, now)
 }
 
 // load turns the reply of fetch.lua or claim.lua (the call's token, then id
 // and payload of each job) into dispatches: a light job from its payload, a
 // job with a hash of its own from that hash, all such hashes read in one
 // pipelined round trip. Entries the script dropped as garbage are reported.
-// Jobs whose hash could not be read are handed back (HandBack) and left out;
+// Jobs the script set aside expired are ended (endSetAside) as of now, the
+// fetch's time. Jobs whose hash could not be read are handed back (HandBack) and left out;
 // a job key that holds something else than a hash comes back with
 // BadEnvelope set, to be dead-lettered.
-func (js Jobs) load(ctx context.Context, route string, reply []string, until time.Time) ([]*Dispatch, error) {
+func (js Jobs) load(ctx context.Context, route string, reply []string, until, now time.Time) ([]*Dispatch, error) {
 	if len(reply) < 3 {
 		return nil, nil
 	}
@@ -302,9 +303,19 @@ func (js Jobs) load(ctx context.Context, route string, reply []string, until tim
 	var pipe redis.Pipeliner
 	var heavy []*Dispatch
 	var cmds []*redis.MapStringStringCmd
+	var lapsed []string // set aside expired (expire.go)
+	defer func() {
+		if len(lapsed) > 0 {
+			js.endSetAside(ctx, route, lapsed, now)
+		}
+	}()
 	for i := 1; i+1 < len(reply); i += 2 {
 		if reply[i] == "" {
 			if strings.HasPrefix(reply[i+1], dueMark) {
+				continue
+			}
+			if id, ok := setAsideID(reply[i+1]); ok {
+				lapsed = append(lapsed, id)
 				continue
 			}
 			js.q.warn("bananas: dropped a ready-list entry that is not a job to run", "route", route, "why", reply[i+1])

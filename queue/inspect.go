@@ -22,12 +22,13 @@ const (
 	StatusCompleted  Status = "completed"  // succeeded; kept as long as its result
 	StatusFailed     Status = "failed"     // dead-lettered after its last attempt
 	StatusCanceled   Status = "canceled"   // canceled before or while it ran; not retried
+	StatusExpired    Status = "expired"    // not started before its expiry (NewJob.ExpireAt): never run
 )
 
 // Finished reports whether a job in status s will not run again by itself
 // (a failed job runs again only when replayed).
 func (s Status) Finished() bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusCanceled
+	return s == StatusCompleted || s == StatusFailed || s == StatusCanceled || s == StatusExpired
 }
 
 // JobState is a snapshot of one job.
@@ -281,6 +282,9 @@ type Depth struct {
 	// KeyedRunning is how many keyed jobs run now: those of flowof that
 	// wait in no keyed set.
 	KeyedRunning int64
+	// Expired is how many jobs of the route ended expired, never run (the
+	// route's stats counter, see expire.go).
+	Expired int64
 }
 
 // Depths counts the jobs of each route in one pipelined round trip, and one
@@ -323,6 +327,7 @@ type depthCmds struct {
 	ended, held, flowof      *redis.IntCmd
 	keyed                    [3]*redis.IntCmd
 	throttled                *redis.StringCmd
+	expired                  *redis.StringCmd
 	heads                    [3]*redis.StringCmd
 }
 
@@ -335,6 +340,7 @@ func queueDepthCmds(ctx context.Context, pipe redis.Pipeliner, k Keys) depthCmds
 		held:      pipe.ZCard(ctx, k.Held()),
 		flowof:    pipe.HLen(ctx, k.FlowOf()),
 		throttled: pipe.HGet(ctx, k.Stats(), "throttled"),
+		expired:   pipe.HGet(ctx, k.Stats(), "expired"),
 	}
 	for j, p := range Priorities {
 		c.keyed[j] = pipe.ZCard(ctx, k.Keyed(p))
@@ -348,7 +354,7 @@ func queueDepthCmds(ctx context.Context, pipe redis.Pipeliner, k Keys) depthCmds
 // flowAndEnded are the reads of keys that a later script repairs when
 // they hold garbage, so that a wrong type there reads as none.
 func (c depthCmds) flowAndEnded() []redis.Cmder {
-	return []redis.Cmder{c.ended, c.held, c.flowof, c.throttled, c.keyed[0], c.keyed[1], c.keyed[2]}
+	return []redis.Cmder{c.ended, c.held, c.flowof, c.throttled, c.expired, c.keyed[0], c.keyed[1], c.keyed[2]}
 }
 
 // depth is what the reads say of route; OldestPending from the heads
@@ -358,6 +364,7 @@ func (c depthCmds) depth(route string) Depth {
 		Scheduled: c.s.Val(), Active: c.a.Val(), Dead: c.d.Val(), Paused: c.paused.Val() > 0, Ended: c.ended.Val(),
 		Held: c.held.Val()}
 	d.Throttled, _ = strconv.ParseInt(c.throttled.Val(), 10, 64)
+	d.Expired, _ = strconv.ParseInt(c.expired.Val(), 10, 64)
 	d.High += c.keyed[0].Val()
 	d.Normal += c.keyed[1].Val()
 	d.Low += c.keyed[2].Val()

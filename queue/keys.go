@@ -214,3 +214,8 @@ func WorkflowIndex(ns string) string { return ns + ":workflows" }
 // a week after it failed or was canceled), so it holds about as many
 // entries as there are records.
 func WorkflowList(ns string) string { return ns + ":workflows:all" }
+
+// Expiry is the route's expiry set: id -> when the job expires (ms), for
+// each job enqueued with an expiry (NewJob.ExpireAt) that has not started
+// yet (expire.go).
+func (k Keys) Expiry() string { return k.base + "expiry" }

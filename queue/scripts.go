@@ -61,6 +61,8 @@ type scripts struct {
 	list   *redis.Script // read-only: ListJobs (list.lua)
 	prune  *redis.Script // read-only: PruneRoutes (prune.lua)
 	lookup *redis.Script // read-only: Lookup, Result (lookup.lua)
+
+	expire *redis.Script // EndExpired, ExpireDue (expire.go)
 }
 
 func loadScripts() *scripts {
@@ -93,6 +95,7 @@ func loadScripts() *scripts {
 		sweep:    newScript("sweep"),
 		progress: newScript("progress"),
 		started:  newScript("started"),
+		expire:   newScript("expire"),
 	}
 }
 

@@ -458,6 +458,7 @@ func MergeShards(ds []Depth) []Depth {
 		m.Scheduled, m.Active, m.Dead = m.Scheduled+d.Scheduled, m.Active+d.Active, m.Dead+d.Dead
 		m.Paused = m.Paused || d.Paused
 		m.Ended += d.Ended
+		m.Expired += d.Expired
 		m.Held, m.Throttled, m.KeyedRunning = m.Held+d.Held, m.Throttled+d.Throttled, m.KeyedRunning+d.KeyedRunning
 		if !d.OldestPending.IsZero() && (m.OldestPending.IsZero() || d.OldestPending.Before(m.OldestPending)) {
 			m.OldestPending = d.OldestPending

@@ -43,6 +43,8 @@ func (r Record) status() queue.Status {
 		return queue.StatusCompleted
 	case r.Canceled:
 		return queue.StatusCanceled
+	case r.Expired:
+		return queue.StatusExpired
 	}
 	return queue.StatusFailed
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/bananas-go/bananas/internal/mpack"
+	"github.com/bananas-go/bananas/queue"
 )
 
 // Record is what a finished job leaves behind.
@@ -43,6 +44,11 @@ type Record struct {
 	// Workflow is the id of the workflow the job was a step of, so that a
 	// completed step's job still names it.
 	Workflow string `msgpack:"wf,omitempty"`
+	// Expired: the job did not start before its expiry and never ran
+	// (runtime.StatusExpired); OK is false. expire.lua writes such records,
+	// with the job's envelope (field "ev"), from which Decode takes Args,
+	// Timeout, Description and Workflow.
+	Expired bool `msgpack:"xp,omitempty"`
 }
 
 // Encode encodes r for storage and for its pub/sub announcement: a msgpack
@@ -53,7 +59,7 @@ type Record struct {
 func Encode(r Record) ([]byte, error) {
 	n := 3 // id, ok, t
 	for _, set := range []bool{len(r.Value) > 0, r.Error != "", r.Attempts != 0, r.Name != "", r.Priority != "", r.CreatedAt != 0, r.StartedAt != 0,
-		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled, len(r.FailedAt) > 0, len(r.FailedStartedAt) > 0, len(r.Earlier) > 0, r.Worker != "", r.Workflow != ""} {
+		len(r.Args) > 0, r.MaxRetries != 0, r.Timeout != 0, r.Description != "", r.Canceled, len(r.FailedAt) > 0, len(r.FailedStartedAt) > 0, len(r.Earlier) > 0, r.Worker != "", r.Workflow != "", r.Expired} {
 		if set {
 			n++
 		}
@@ -123,6 +129,9 @@ func Encode(r Record) ([]byte, error) {
 	if r.Workflow != "" {
 		b = mpack.String(mpack.String(b, "wf"), r.Workflow)
 	}
+	if r.Expired {
+		b = mpack.Bool(mpack.String(b, "xp"), true)
+	}
 	return b, nil
 }
 
@@ -173,6 +182,10 @@ func Decode(b []byte) (Record, error) {
 			r.Worker, err = d.DecodeString()
 		case "wf":
 			r.Workflow, err = d.DecodeString()
+		case "xp":
+			r.Expired, err = d.DecodeBool()
+		case "ev":
+			err = r.fromEnvelope(d)
 		default:
 			err = d.Skip() // a field from a newer writer
 		}
@@ -203,4 +216,18 @@ func decodeArray[T any](d *msgpack.Decoder, elem func(*msgpack.Decoder) (T, erro
 		}
 	}
 	return out, nil
+}
+
+// fromEnvelope fills what the job was from the envelope an expired record
+// carries (see Expired). An envelope that does not decode leaves them empty:
+// the record still says how the job ended.
+func (r *Record) fromEnvelope(d *msgpack.Decoder) error {
+	raw, err := d.DecodeBytes()
+	if err != nil {
+		return err
+	}
+	if e, err := queue.DecodeEnvelope(raw); err == nil {
+		r.Args, r.Timeout, r.Description, r.Workflow = e.Args, e.Timeout, e.Description, e.Workflow
+	}
+	return nil
 }

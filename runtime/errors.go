@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/bananas-go/bananas/runtime/admin"
@@ -34,3 +35,8 @@ var (
 // enqueue's args and due time, and its id is returned. It wraps
 // ErrDuplicate, which it matches too.
 var ErrDebounced = fmt.Errorf("%w: debounced into the waiting job of its unique key", ErrDuplicate)
+
+// ErrExpired is matched (errors.Is) by the *JobError that Await and Call
+// return for a job that did not start before its expiry (ExpireIn,
+// ExpireAt): it ended with StatusExpired and never ran.
+var ErrExpired = errors.New("bananas: job expired")

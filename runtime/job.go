@@ -53,16 +53,25 @@ type JobError struct {
 	// Canceled: the job did not fail, it was canceled (Inspector.Cancel,
 	// `job cancel`, the API); the error then matches ErrJobCanceled.
 	Canceled bool
+	// Expired: the job did not start before its expiry (ExpireIn,
+	// ExpireAt) and never ran; the error then matches ErrExpired.
+	Expired bool
 }
 
 // ErrJobCanceled is matched (errors.Is) by the *JobError of a job that was
 // canceled.
 var ErrJobCanceled = errors.New("bananas: job canceled")
 
-// Is makes a canceled job's error match ErrJobCanceled.
-func (e *JobError) Is(target error) bool { return target == ErrJobCanceled && e.Canceled }
+// Is makes a canceled job's error match ErrJobCanceled, and an expired
+// one's ErrExpired.
+func (e *JobError) Is(target error) bool {
+	return target == ErrJobCanceled && e.Canceled || target == ErrExpired && e.Expired
+}
 
 func (e *JobError) Error() string {
+	if e.Expired {
+		return fmt.Sprintf("bananas: job %s (%s) expired before it started", e.ID, e.Name)
+	}
 	if e.Canceled {
 		return fmt.Sprintf("bananas: job %s (%s) was canceled: %s", e.ID, e.Name, e.Message)
 	}

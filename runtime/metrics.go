@@ -44,6 +44,7 @@ func toMetricDepths(ds []queue.Depth, q *queue.Queue) []metrics.Depth {
 			Route: d.Route, High: d.High, Normal: d.Normal, Low: d.Low,
 			Scheduled: d.Scheduled, Active: d.Active, Dead: d.Dead, Paused: d.Paused,
 			Throttled: d.Throttled, LimitRunning: d.KeyedRunning,
+			Expired: d.Expired,
 		}
 		if !d.OldestPending.IsZero() {
 			out[i].OldestPendingAge = now.Sub(d.OldestPending)

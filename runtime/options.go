@@ -40,6 +40,10 @@ type jobConfig struct {
 	shard string
 	// uniq: UniqueBy, UniqueUntil, Debounce and DebounceMax (unique.go).
 	uniq uniqueConfig
+
+	// expiry: ExpireIn's (expireIn) or ExpireAt's (expireAt), the last given.
+	expireIn time.Duration
+	expireAt time.Time
 }
 
 func (c *jobConfig) fail(format string, args ...any) {
@@ -258,4 +262,37 @@ func DebounceMax(m time.Duration) Option {
 		}
 		c.uniq.debounceMax = m
 	}
+}
+
+// ExpireIn makes the job expire d after its enqueue if it has not started
+// by then: it ends with StatusExpired, never run and never dead-lettered,
+// and Await returns an error matching ErrExpired. A job that started (and
+// then fails and retries) no longer expires. d must be positive; it
+// replaces an earlier ExpireAt.
+func ExpireIn(d time.Duration) Option {
+	return func(c *jobConfig) {
+		if d <= 0 {
+			c.fail("runtime.ExpireIn: the expiry must be positive, got %s", d)
+		}
+		c.expireIn, c.expireAt = d, time.Time{}
+	}
+}
+
+// ExpireAt makes the job expire at t if it has not started by then, as
+// ExpireIn does. It replaces an earlier ExpireIn.
+func ExpireAt(t time.Time) Option {
+	return func(c *jobConfig) {
+		if t.IsZero() {
+			c.fail("runtime.ExpireAt: the time must be set")
+		}
+		c.expireAt, c.expireIn = t, 0
+	}
+}
+
+// expiry is when a job enqueued at now with c expires; zero for none.
+func (c *jobConfig) expiry(now time.Time) time.Time {
+	if c.expireIn > 0 {
+		return now.Add(c.expireIn)
+	}
+	return c.expireAt
 }

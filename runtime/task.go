@@ -199,6 +199,7 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 	if err := cfg.checkUnique(); err != nil {
 		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
+	j.ExpireAt = cfg.expiry(now)
 	if cfg.uniqueTTL > 0 {
 		if j.UniqueKey, err = uniqueKeyOf(t.name, raw, args, cfg.uniq.by); err != nil {
 			return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
@@ -420,7 +421,7 @@ func decodeRecord[R any](name string, rec results.Record) (R, error) {
 		return out, wrongTask(rec.ID, rec.Name, name)
 	}
 	if !rec.OK {
-		return out, &JobError{ID: rec.ID, Name: name, Message: rec.Error, Attempts: rec.Attempts, Canceled: rec.Canceled}
+		return out, &JobError{ID: rec.ID, Name: name, Message: rec.Error, Attempts: rec.Attempts, Canceled: rec.Canceled, Expired: rec.Expired}
 	}
 	if len(rec.Value) > 0 {
 		if err := decode(rec.Value, &out); err != nil {

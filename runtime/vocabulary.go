@@ -24,4 +24,5 @@ const (
 	StatusCompleted  = queue.StatusCompleted  // succeeded; kept as long as its result
 	StatusFailed     = queue.StatusFailed     // dead-lettered after its last attempt
 	StatusCanceled   = queue.StatusCanceled   // canceled before or while it ran; not retried
+	StatusExpired    = queue.StatusExpired    // not started before its expiry (ExpireIn, ExpireAt): never run
 )

@@ -12,7 +12,8 @@ import (
 const DefaultPromoterSafety = time.Second
 
 // Promoter moves scheduled jobs (delayed, or waiting for a retry) to their
-// ready lists when they fall due. It does not poll on a fixed period: it sleeps
+// ready lists when they fall due, and on each pass ends the jobs of its
+// routes whose expiry passed before they started (queue.Jobs.ExpireDue). It does not poll on a fixed period: it sleeps
 // until the earliest scheduled job of its routes, and wakes earlier when told
 // of a job scheduled sooner (Wake).
 type Promoter struct {
@@ -94,6 +95,12 @@ func (p *Promoter) pass(ctx context.Context, safety time.Duration) time.Time {
 	}
 	failed := false
 	for _, r := range routes {
+		// Expired jobs end first: a delayed job past its expiry is not
+		// promoted, and one waiting on a paused route ends all the same.
+		if _, err := p.Queue.Jobs.ExpireDue(ctx, r, now); err != nil {
+			p.report(ctx, err)
+			failed = true
+		}
 		if _, err := p.Queue.Jobs.Promote(ctx, r, now); err != nil {
 			p.report(ctx, err)
 			failed = true

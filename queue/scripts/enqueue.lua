@@ -23,8 +23,9 @@
 -- KEYS[9+4i]  STRING  route:{r}:result:<id_i>   its result record (a finished job still holds its id)
 -- KEYS[10+4i] HASH    route:{r}:job:<holder>    a debounced job's: the job of the holder of its
 --                     unique key as the caller read it, or the job key again (none read)
--- KEYS[7+4n]  ZSET    route:{r}:idle   waiting workers: one is woken per job made ready (bn_wake)
--- KEYS[8+4n..19+4n]  the route's flow keys (Keys.FlowKeys, see _flow.lua)
+-- KEYS[7+4n]  ZSET    route:{r}:expiry  id -> when it expires (ms), for jobs with an expiry
+-- KEYS[8+4n]  ZSET    route:{r}:idle   waiting workers: one is woken per job made ready (bn_wake)
+-- KEYS[9+4n..20+4n]  the route's flow keys (Keys.FlowKeys, see _flow.lua)
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  priority: high|normal|low
 -- ARGV[3]  the route's wake channel (published when the list was empty), for
@@ -54,6 +55,10 @@
 -- nothing of the job is written: the caller reads the key again and resends.
 -- A second run of the call debounces again with the same arguments, which
 -- writes what the first wrote.
+-- ARGV[7+11n+i]  per job: when it expires (unix ms), or 0 for a job that does
+--          not: a job with an expiry enters the expiry set, and a job of a
+--          caller-chosen id without one leaves it (an earlier job of that id
+--          may have left its entry there, see expire.lua)
 -- Returns: an array of n strings: "" for a job written, else the id of the job that
 --          already holds its id or unique key, "{d}" and the id of the job it
 --          debounced, or "{r}" and the holder's id when the caller must read it again.
@@ -62,13 +67,20 @@ local prio = ARGV[2]
 bn_prio(prio, 'priority')
 local n = bn_num(ARGV[5], 'job count')
 local receipt_ttl = bn_num(ARGV[6], 'receipt ttl')
-if #KEYS ~= 19 + 4 * n or #ARGV ~= 6 + 11 * n then
-  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (19 + 4 * n) .. ' keys and ' .. (6 + 11 * n) .. ' args')
+if #KEYS ~= 20 + 4 * n or #ARGV ~= 6 + 12 * n then
+  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (20 + 4 * n) .. ' keys and ' .. (6 + 12 * n) .. ' args')
 end
 local F = bn_flowkeys()
 bn_need_type(KEYS[1], 'list', 'ready list')
 bn_need_type(KEYS[2], 'zset', 'scheduled set')
 bn_need_type(KEYS[4], 'hash', 'payloads hash')
+-- Expiry (expire.lua): checked only when a job of the call has one or may
+-- clear another's, so that other calls pay nothing for it.
+local expiry_key, expiring = KEYS[7 + 4 * n], false
+for i = 0, n - 1 do
+  if bn_num(ARGV[7 + 11 * n + i], 'expire-at') > 0 or bn_num(ARGV[7 + 11 * i + 6], 'id check flag') == 1 then expiring = true end
+end
+if expiring then bn_need_type(expiry_key, 'zset', 'expiry set') end
 if receipt_ttl > 0 then
   local answered = redis.call('GET', KEYS[5])
   if answered then return cjson.decode(answered) end
@@ -194,6 +206,12 @@ for i = 0, n - 1 do
       payloads[#payloads + 1] = bn_payload(ARGV[a + 1], prio, ARGV[a + 3], now, ARGV[a + 2])
     end
     if uttl > 0 then redis.call('SET', ukey, id, 'PX', uttl) end
+    local expire_at = tonumber(ARGV[7 + 11 * n + i])
+    if expire_at > 0 then
+      redis.call('ZADD', expiry_key, expire_at, id)
+    elseif tonumber(ARGV[a + 6]) == 1 then
+      redis.call('ZREM', expiry_key, id)
+    end
     written = written + 1
   end
 end

@@ -40,7 +40,8 @@
 -- KEYS[4]  HASH  route:{r}:groups    lease group token -> jobs still leased
 -- KEYS[5]  STRING  route:{r}:paused  exists while the route is paused
 -- KEYS[6]  ZSET  route:{r}:idle      wake channel of a waiting worker -> until (ms)
--- KEYS[7..#KEYS-12]  LIST  route:{r}:queue:<priority>, in the order to drain them
+-- KEYS[7]  ZSET  route:{r}:expiry    id -> when it expires (ms), jobs with an expiry not started yet
+-- KEYS[8..#KEYS-12]  LIST  route:{r}:queue:<priority>, in the order to drain them
 -- KEYS[#KEYS-11..]  the route's flow keys (Keys.FlowKeys, see _flow.lua)
 -- ARGV[1]  n, the most jobs to take (>= 1)
 -- ARGV[2]  lease deadline (unix ms)
@@ -60,7 +61,17 @@
 -- Returns: a flat array token, id1, payload1, id2, payload2, ... (empty when
 --          nothing was taken or dropped, or the route is paused): the call's token once, then each
 --          job's id and payload; payload is "" for a job with its own hash; an
---          id "" marks a dropped entry, its payload the reason.
+--          id "" marks a dropped entry, its payload the reason ("expired:<id>"
+--          for a job set aside expired, see below).
+--
+-- Expiry: a job of the expiry set whose time has passed is not leased. The
+-- script takes it out (it left its list or keyed set as it was taken, and
+-- its lease and slot are undone) and sets it aside, keeping its entry in
+-- the expiry set; the caller ends it expired at once (expire.lua, which
+-- needs the job's own keys), and the expiry sweep does when the caller
+-- could not. Each job that starts leaves the expiry set. A route with no
+-- job of an expiry pays nothing for this: its expiry set is in the EXISTS
+-- the call makes anyway.
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
 local token = bn_str(ARGV[3], 'token')
@@ -75,7 +86,7 @@ if #ARGV > 7 then
   only = {}
   for i = 8, #ARGV do only[bn_str(ARGV[i], 'task name')] = true end
 end
-local m = F.first - 7
+local m = F.first - 8
 local prios = {}
 for c in string.gmatch(ARGV[6] or '', '%d') do prios[#prios + 1] = tonumber(c) end
 if m < 1 or #prios ~= m then error('bananas: fetch needs a priority digit per list key') end
@@ -88,7 +99,7 @@ end
 -- entry, which bn_idle guards itself.
 local watched = {}
 for idx = 1, m do
-  if not only then watched[#watched + 1] = KEYS[6 + idx] end
+  if not only then watched[#watched + 1] = KEYS[7 + idx] end
   watched[#watched + 1] = F.ring[prios[idx]]
 end
 watched[#watched + 1] = F.held
@@ -104,7 +115,7 @@ bn_need_type(KEYS[3], 'hash', 'payloads hash')
 -- (bn_checked), which the call makes anyway: the lists' lengths spare an
 -- LPOP of each empty one.
 local queued = {}
-for k = 7, 6 + m do queued[KEYS[k]] = bn_checked('ready list', 'list', 'LLEN', KEYS[k]) end
+for k = 8, 7 + m do queued[KEYS[k]] = bn_checked('ready list', 'list', 'LLEN', KEYS[k]) end
 
 if bn_checked('groups hash', 'hash', 'HEXISTS', KEYS[4], token) == 1 then
   return bn_leased_under(KEYS[2], KEYS[3], token)
@@ -116,7 +127,17 @@ end
 -- its own, skips the flow's repair and reads too, at two commands more.
 -- Limits of another type (garbage) count as flow control, which
 -- bn_flow_repair drops.
-local found = redis.call('EXISTS', KEYS[5], F.ring[1], F.ring[2], F.ring[3], F.held, F.limits)
+--
+-- The expiry set rides in the same EXISTS, named seven times so that it
+-- counts 7 and the six others at most 6: found >= 7 says it exists, and
+-- found % 7 counts the others.
+local found = redis.call('EXISTS', KEYS[5], F.ring[1], F.ring[2], F.ring[3], F.held, F.limits,
+  KEYS[7], KEYS[7], KEYS[7], KEYS[7], KEYS[7], KEYS[7], KEYS[7])
+local expiring = found >= 7
+if expiring then
+  bn_need_type(KEYS[7], 'zset', 'expiry set')
+  found = found % 7
+end
 local flowy = false
 if found == 1 and redis.call('EXISTS', F.limits) == 1 then
   flowy = redis.pcall('HEXISTS', F.limits, 'route') ~= 0
@@ -357,7 +378,7 @@ end
 for idx = 1, m do
   local left = budget - taken
   if left <= 0 then break end
-  local i, list = prios[idx], KEYS[6 + idx]
+  local i, list = prios[idx], KEYS[7 + idx]
   local ring = flowy and redis.call('ZCARD', F.ring[i]) > 0
   if only then
     take_ring(i, left)
@@ -377,6 +398,48 @@ for idx = 1, m do
     take_ring(i, left)
   else
     take_list(list, left)
+  end
+end
+if expiring and taken > 0 then
+  -- Jobs found expired are set aside (see the header), the others leave
+  -- the expiry set as they start.
+  local ids = {}
+  for j = 2, #out, 2 do
+    if out[j] ~= '' then ids[#ids + 1] = out[j] end
+  end
+  local late, started = {}, {}
+  for first = 1, #ids, 200 do
+    local last = math.min(first + 199, #ids)
+    local at = redis.call('ZMSCORE', KEYS[7], unpack(ids, first, last))
+    for j = 1, #at do
+      local id = ids[first + j - 1]
+      if at[j] and tonumber(at[j]) <= now then
+        late[id] = true
+      elseif at[j] then
+        started[#started + 1] = id
+      end
+    end
+  end
+  if #started > 0 then bn_sliced('ZREM', KEYS[7], started) end
+  if next(late) then
+    local kept, aside = {token}, {}
+    for j = 2, #out, 2 do
+      if late[out[j]] then
+        aside[#aside + 1] = out[j]
+      else
+        kept[#kept + 1] = out[j]
+        kept[#kept + 1] = out[j + 1]
+      end
+    end
+    bn_sliced('HDEL', KEYS[2], aside)
+    for _, id in ipairs(aside) do
+      -- A keyed job (taken only when flowy) frees the slot it was given.
+      if flowy then bn_flow_release(F, id, now, false) end
+      kept[#kept + 1] = ''
+      kept[#kept + 1] = 'expired:' .. id
+    end
+    out, taken = kept, taken - #aside
+    if taken == 0 and opened then redis.call('ZREM', KEYS[1], token) end
   end
 end
 if taken > 0 then

@@ -35,6 +35,8 @@ type Depth struct {
 	// Throttled counts the times a flow of the route was held back by a
 	// limit; LimitRunning is how many keyed jobs run now (flow control).
 	Throttled, LimitRunning int64
+	// Expired counts the jobs of the route that ended expired, never run.
+	Expired int64
 }
 
 // DepthFunc reads the depths of every route. It is called once per scrape,
@@ -316,11 +318,12 @@ var (
 	descOldest    = prometheus.NewDesc("bananas_queue_oldest_pending_seconds", "How long the oldest ready job of the route has waited; 0 when none waits.", []string{"route"}, nil)
 	descPaused    = prometheus.NewDesc("bananas_route_paused", "1 when the route is paused (its jobs are not fetched), else 0.", []string{"route"}, nil)
 	descThrottled = prometheus.NewDesc("bananas_jobs_throttled_total", "Times a key (or a limited task) of the route was held back by its cap or its rate (read from Redis at scrape time).", []string{"route"}, nil)
+	descExpired   = prometheus.NewDesc("bananas_jobs_expired_total", "Jobs that did not start before their expiry and ended expired, never run (read from Redis at scrape time).", []string{"route"}, nil)
 	descLimitRun  = prometheus.NewDesc("bananas_limit_running", "Keyed jobs of the route running now, the jobs flow control counts against its caps (read from Redis at scrape time).", []string{"route"}, nil)
 )
 
 func (c *depthCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPending, descScheduled, descActive, descDead, descOldest, descPaused, descThrottled, descLimitRun} {
+	for _, d := range []*prometheus.Desc{descPending, descScheduled, descActive, descDead, descOldest, descPaused, descThrottled, descLimitRun, descExpired} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -355,6 +358,7 @@ func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descPaused, paused, d.Route)
 		ch <- prometheus.MustNewConstMetric(descThrottled, prometheus.CounterValue, float64(d.Throttled), d.Route)
 		gauge(descLimitRun, float64(d.LimitRunning), d.Route)
+		ch <- prometheus.MustNewConstMetric(descExpired, prometheus.CounterValue, float64(d.Expired), d.Route)
 	}
 }
 
