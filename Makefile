@@ -10,11 +10,12 @@ GO ?= go
 # The add-ons are modules of their own, so that the core module (the
 # repository root) requires neither OpenTelemetry nor a PostgreSQL driver:
 # otelbananas, history/postgres (with internal/pgtest, the PostgreSQL servers
-# of its tests, and internal/e2e, the runtime's tests with that store), and
+# of its tests, and internal/e2e, the runtime's tests with that store), outbox
+# (the transactional enqueue, its relay and their tests), and
 # the examples that use them. Each reaches this module, and the others,
 # through a replace; ./... at the root skips them, so each is vetted, linted
 # and tested here in turn, as fully as the core.
-ADDONS := otelbananas history/postgres examples/tracing examples/bench/addons
+ADDONS := otelbananas history/postgres outbox examples/tracing examples/bench/addons
 # The peer harnesses under bench/peers are modules of their own, so that asynq
 # and River stay out of the library's go.mod. They drive their scenarios with
 # internal/benchkit, as examples/bench does, through a replace of this module.
