@@ -10,11 +10,12 @@ GO ?= go
 # The add-ons are modules of their own, so that the core module (the
 # repository root) requires neither OpenTelemetry nor a PostgreSQL driver:
 # otelbananas, history/postgres (with internal/pgtest, the PostgreSQL servers
-# of its tests, and internal/e2e, the runtime's tests with that store), and
+# of its tests, and internal/e2e, the runtime's tests with that store), outbox
+# (the transactional enqueue, its relay and their tests), and
 # the examples that use them. Each reaches this module, and the others,
 # through a replace; ./... at the root skips them, so each is vetted, linted
 # and tested here in turn, as fully as the core.
-ADDONS := otelbananas history/postgres examples/tracing examples/bench/addons
+ADDONS := otelbananas history/postgres outbox examples/tracing examples/bench/addons
 # The peer harnesses under bench/peers are modules of their own, so that asynq
 # and River stay out of the library's go.mod. They drive their scenarios with
 # internal/benchkit, as examples/bench does, through a replace of this module.
@@ -74,7 +75,9 @@ demo:
 # enqueued plainly, Redis bytes per stored step. Tracing (examples/bench/addons
 # -tracing): a drain with otelbananas against without. Where PostgreSQL is
 # installed, the task history (bench-history: the drain with it on against
-# off, its lag, its searches over 1M rows).
+# off, its lag, its searches over 1M rows), and the outbox (outbox's
+# benchmarks: 100,000 committed rows drained into Redis, in jobs/s, and a
+# job's commit-to-start latency while a worker waits, p50/p99).
 BENCH_ADMIN_FLAGS ?=
 # BENCH_IDLE: the counts of extra workers the idle-worker scenario runs with.
 BENCH_IDLE ?= 0,100
@@ -93,6 +96,8 @@ bench:
 	else echo "# bench-replica skipped: it needs redis-server for a master and its replica"; fi
 	@if command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then ./scripts/bench-history.sh; \
 	else echo "# bench-history skipped: it needs PostgreSQL's initdb and postgres (Debian: apt-get install postgresql)"; fi
+	@if command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then $(GO) -C outbox test . -run '^$$' -bench . -benchtime 1x; \
+	else echo "# outbox bench skipped: it needs PostgreSQL's initdb and postgres (Debian: apt-get install postgresql)"; fi
 
 # The project's bench (default scenarios) against asynq and River, each at
 # its defaults and polling fast (asynq 10 ms, River 1 ms), BullMQ (at its

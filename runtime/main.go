@@ -104,22 +104,32 @@ func shellProgram(register []func(*Worker)) shell.Program {
 				r(w)
 			}
 			w.mode = cfg.Mode
-			return session{c: c, w: w}, nil
+			relay, err := openOutbox(ctx, OutboxConfig{URL: cfg.OutboxURL, Client: c, Tasks: w.Tasks(), Logger: log})
+			if err != nil {
+				_ = session{c: c, w: w}.Close()
+				return nil, err
+			}
+			return session{c: c, w: w, relay: relay, log: log}, nil
 		},
 	}
 }
 
 // session is shell.Session over a Client and a Worker of it.
 type session struct {
-	c *Client
-	w *Worker
+	c     *Client
+	w     *Worker
+	relay OutboxRelay // OUTBOX_URL's, or nil
+	log   *slog.Logger
 }
 
 func (s session) Admin() admin.Admin            { return s.w.Inspector() }
 func (s session) Tasks() []string               { return s.w.Tasks() }
 func (s session) MetricsHandler() http.Handler  { return s.c.MetricsHandler() }
-func (s session) Run(ctx context.Context) error { return s.w.Run(ctx) }
+func (s session) Run(ctx context.Context) error { return runWithRelay(ctx, s.w, s.relay, s.log) }
 func (s session) Close() error {
+	if s.relay != nil {
+		s.relay.Close()
+	}
 	err := s.c.Close()
 	if h := s.c.History(); h != nil {
 		h.Close()

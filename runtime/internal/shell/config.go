@@ -60,6 +60,9 @@ type Config struct {
 	// HistoryMigrate: the program migrates the history's schema at start
 	// (HISTORY_MIGRATE, default on; off when operators migrate it).
 	HistoryMigrate bool
+	// OutboxURL is the PostgreSQL database of the transactional outbox
+	// (OUTBOX_URL), "" for none: workers run its relay.
+	OutboxURL string
 	// rules check REDIS_URL when a flag sets it after LoadConfig.
 	rules *Rules
 }
@@ -244,6 +247,14 @@ var configVars = []configVar{
 			return envError("HISTORY_BACKLOG", v, "a whole number >= 1")
 		}
 		c.HistoryBacklog = n
+		return nil
+	}},
+	{"OUTBOX_URL", "outbox-url", "transactional outbox: postgres://user:pass@host/db; workers move its committed jobs into Redis (the program imports github.com/bananas-go/bananas/outbox)", func(c *Config, v string) error {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+			return envError("OUTBOX_URL", c.rules.RedactURL(v), "a URL such as postgres://user:pass@host:5432/db")
+		}
+		c.OutboxURL = v
 		return nil
 	}},
 	{"LOG_LEVEL", "log-level", "debug|info|warn|error", func(c *Config, v string) error {

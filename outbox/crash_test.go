@@ -1,0 +1,213 @@
+package outbox_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/outbox"
+	"github.com/bananas-go/bananas/outbox/internal/pgtest"
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// relayChildEnv, set, makes the test binary a relay process
+// (runRelayChild) of "pgURL redisURL namespace".
+const relayChildEnv = "BANANAS_OUTBOX_TEST_RELAY"
+
+// runRelayChild runs a relay that stops dead once Redis has taken its
+// first batch: it prints "enqueued" and blocks, its transaction open and
+// its rows not deleted, to be SIGKILLed there.
+func runRelayChild() {
+	f := strings.Fields(os.Getenv(relayChildEnv))
+	ctx := context.Background()
+	c, err := runtime.Connect(ctx, f[1], runtime.WithNamespace(f[2]))
+	if err != nil {
+		fmt.Println("connect:", err)
+		os.Exit(1)
+	}
+	c.Redis().AddHook(stopAfterBatch{})
+	pool, err := pgxpool.New(ctx, f[0])
+	if err != nil {
+		fmt.Println("pool:", err)
+		os.Exit(1)
+	}
+	_ = outbox.NewRelay(pool, c, outbox.RelayOptions{Batch: 50, Logger: quiet()}).Run(ctx)
+}
+
+// stopAfterBatch blocks the process after the first script call that
+// carries a batch of jobs (the enqueue of the relay's batch).
+type stopAfterBatch struct{}
+
+func (stopAfterBatch) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (stopAfterBatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (stopAfterBatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); err == nil && (name == "evalsha" || name == "eval") && len(cmd.Args()) > 100 {
+			fmt.Println("enqueued")
+			select {} // killed here
+		}
+		return err
+	}
+}
+
+// A relay SIGKILLed after Redis took its batch and before its commit
+// leaves the batch's rows in the outbox; the next relay moves them again,
+// and every committed job runs exactly once.
+func TestRelay_KilledMidBatchEveryJobRunsOnce(t *testing.T) {
+	t.Parallel()
+	pool, url := database(t)
+	srv := redistest.Start(t)
+	ns := redistest.Namespace(t)
+	c, err := runtime.Connect(ctxT(t), srv.URL(), runtime.WithNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	all := names("killed", 200)
+	commitMany(t, pool, c, all)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), relayChildEnv+"="+url+" "+srv.URL()+" "+ns)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	said := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			said <- s.Text()
+		}
+		close(said)
+	}()
+	select {
+	case line := <-said:
+		if line != "enqueued" {
+			t.Fatalf("the relay process said %q, want enqueued", line)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the relay process did not enqueue a batch")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	inRedis := 0
+	for _, id := range idsOf(t, pool) {
+		if _, err := c.Job(ctxT(t), id); err == nil {
+			inRedis++
+		}
+	}
+	if n := pending(t, pool); n != len(all) || inRedis != 50 {
+		t.Fatalf("after the kill: %d rows in the outbox, %d of their jobs in Redis; want all %d rows, 50 jobs (the killed batch)", n, inRedis, len(all))
+	}
+
+	r := newRuns()
+	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
+	startRelay(t, pool, c, outbox.RelayOptions{Batch: 50})
+	everyJobRanOnce(t, pool, r, all, 30*time.Second)
+}
+
+// Redis down for a while: the rows committed meanwhile wait in the outbox,
+// and once it is back every committed job runs exactly once.
+func TestRelay_RedisDownForAWhileEveryJobRunsOnce(t *testing.T) {
+	t.Parallel()
+	pool, _ := database(t)
+	srv := redistest.StartPersistent(t)
+	c := connect(t, srv.URL())
+	r := newRuns()
+	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
+	startRelay(t, pool, c, outbox.RelayOptions{Batch: 20, Poll: 50 * time.Millisecond})
+	before := names("before", 50)
+	commitMany(t, pool, c, before)
+	everyJobRanOnce(t, pool, r, before, 30*time.Second)
+
+	srv.Stop()
+	during := names("during", 100)
+	commitMany(t, pool, c, during)
+	time.Sleep(2 * time.Second) // the outage's length, not a wait for anything
+	if n := pending(t, pool); n != len(during) {
+		t.Fatalf("while Redis was down the outbox held %d rows, want %d", n, len(during))
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	everyJobRanOnce(t, pool, r, append(before, during...), 60*time.Second)
+}
+
+// PostgreSQL stopped (as by a crash) while the relay moves a batch, and
+// started again: every committed job runs exactly once.
+func TestRelay_PostgreSQLDownForAWhileEveryJobRunsOnce(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	url := pg.Database(t)
+	pool, err := pgxpool.New(ctxT(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := outbox.Migrate(ctxT(t), pool); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, redistest.Start(t).URL())
+	all := names("pg", 400)
+	commitMany(t, pool, c, all)
+	r := newRuns()
+	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
+	startRelay(t, pool, c, outbox.RelayOptions{Batch: 10, Timeout: 2 * time.Second})
+	waitFor(t, 20*time.Second, "the relay under way", func() bool { return r.distinct() > 0 })
+	pg.Stop()
+	time.Sleep(2 * time.Second) // the outage's length, not a wait for anything
+	if err := pg.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	everyJobRanOnce(t, pool, r, all, 60*time.Second)
+}
+
+// commitMany writes one job per name in one transaction.
+func commitMany(t testing.TB, pool *pgxpool.Pool, c *runtime.Client, all []string) {
+	t.Helper()
+	ctx := ctxT(t)
+	args := make([]mail, len(all))
+	for i, to := range all {
+		args[i] = mail{To: to}
+	}
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := sendMail.With(c).EnqueueManyTx(ctx, outbox.Tx(tx), args)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// idsOf lists the job ids of the outbox's rows.
+func idsOf(t testing.TB, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(ctxT(t), "SELECT id FROM bananas_outbox ORDER BY seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
