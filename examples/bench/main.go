@@ -102,6 +102,8 @@ func main() {
 		workflowBench(ctx, c, url, ns)
 	case *gatherMode:
 		gatherBench(ctx, c)
+	case *schedN > 0:
+		schedulesBench(ctx, c, ns)
 	default:
 		scenarios(ctx, c)
 	}
