@@ -126,6 +126,7 @@ var scriptFS embed.FS
 
 type scheduleScripts struct {
 	put, pause, del, claim, done, fire *redis.Script
+	cronPause                          *redis.Script
 }
 
 // loadLua is this package's Lua, assembled by queue's loader with
@@ -146,6 +147,7 @@ var lua = sync.OnceValue(func() *scheduleScripts {
 	return &scheduleScripts{
 		put: l.Script("sched_put"), pause: l.Script("sched_pause"), del: l.Script("sched_delete"),
 		claim: l.Script("sched_claim"), done: l.Script("sched_done"), fire: l.Script("sched_fire"),
+		cronPause: l.Script("cron_pause"),
 	}
 })
 

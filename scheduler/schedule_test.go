@@ -368,6 +368,9 @@ func TestSchedules_EveryScriptIsHarmlessRunTwice(t *testing.T) {
 			if err := s.Delete(ctx, "twice"); err != nil {
 				t.Fatal(err)
 			}
+			if err := scheduler.PauseCron(ctx, q, "r", "cron", true, q.Now()); err != nil {
+				t.Fatal(err)
+			}
 		})
 	})
 }
