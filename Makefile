@@ -73,7 +73,9 @@ demo:
 # behind a backlog (docs/FLOW-CONTROL.md). Workflows (-workflow): the added
 # latency per step of a chain, a 1,000-way gather against the same jobs
 # enqueued plainly, Redis bytes per stored step. Tracing (examples/bench/addons
-# -tracing): a drain with otelbananas against without. Where PostgreSQL is
+# -tracing): a drain with otelbananas against without. Schedules
+# (-schedules 10000): one scheduler firing 10,000 schedules that tick every
+# second: ticks/s, tick lateness p50/p99, Redis CPU a second. Where PostgreSQL is
 # installed, the task history (bench-history: the drain with it on against
 # off, its lag, its searches over 1M rows), and the outbox (outbox's
 # benchmarks: 100,000 committed rows drained into Redis, in jobs/s, and a
@@ -88,6 +90,7 @@ bench:
 	$(GO) run ./examples/bench -workflow
 	$(GO) run ./examples/bench -batched
 	$(GO) -C examples/bench/addons run . -tracing -runs 9
+	$(GO) run ./examples/bench -schedules 10000
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \
 	else echo "# idle workers skipped: -idle needs REDIS_URL (each worker has its own client)"; fi
 	@case "$$REDIS_URL" in *+cluster://*) $(GO) run ./examples/bench -shards 12 -n 20000;; \

@@ -84,11 +84,21 @@ func TestAPI_Schedules(t *testing.T) {
 		if m := r.answerConforms(http.StatusBadRequest, "PUT", "/api/v1/schedules/has%20space", put); !strings.Contains(fmt.Sprint(m["error"]), "id") {
 			t.Fatalf("a bad id: %v", m)
 		}
-		// A cron entry of the code is listed and runs, but is not changed here.
+		// A cron entry of the code is listed, read, paused, resumed and run,
+		// but is not changed or deleted here.
 		if run := r.answerConforms(http.StatusCreated, "POST", "/api/v1/schedules/t_tick/run", ""); run["id"] == "" {
 			t.Fatalf("run of a code entry answered %v", run)
 		}
-		for _, c := range [][2]string{{"PUT", "/api/v1/schedules/t_tick"}, {"DELETE", "/api/v1/schedules/t_tick"}, {"POST", "/api/v1/schedules/t_tick/pause"}} {
+		if p := r.answerConforms(http.StatusOK, "POST", "/api/v1/schedules/t_tick/pause", ""); p["paused"] != true || p["source"] != "code" {
+			t.Fatalf("pause of a code entry answered %v", p)
+		}
+		if g := r.answerConforms(http.StatusOK, "GET", "/api/v1/schedules/t_tick", ""); g["paused"] != true || g["id"] != "t_tick" {
+			t.Fatalf("GET of a paused code entry answered %v", g)
+		}
+		if p := r.answerConforms(http.StatusOK, "POST", "/api/v1/schedules/t_tick/resume", ""); p["paused"] != false {
+			t.Fatalf("resume of a code entry answered %v", p)
+		}
+		for _, c := range [][2]string{{"PUT", "/api/v1/schedules/t_tick"}, {"DELETE", "/api/v1/schedules/t_tick"}} {
 			body := ""
 			if c[0] == "PUT" {
 				body = put

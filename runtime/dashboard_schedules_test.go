@@ -14,7 +14,7 @@ import (
 
 // The schedules page lists a schedule made at run time beside the code's
 // cron entry; Pause, Resume and Run now act on it by clicking, and the
-// code's entry offers Run now but neither pause nor delete.
+// code's entry offers Pause (then Resume) and Run now, but not Delete.
 func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
 	t.Parallel()
 	ctx := tab(t)
@@ -39,8 +39,16 @@ func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
 			t.Errorf("%s reads %q; want %q", css, got, want)
 		}
 	}
-	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#pause-t_tick, #delete-t_tick, #run-t_tick').length`)); err != nil || n != 1 {
-		t.Fatalf("the code's entry offers %d of pause, delete and run, %v; want run alone", n, err)
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#delete-t_tick').length`)); err != nil || n != 0 {
+		t.Fatalf("the code's entry offers Delete (%d), %v", n, err)
+	}
+	run(t, ctx, "click Pause of the code's entry", chromedp.Click(chromedp.CSS("#pause-t_tick")), chromedp.WaitVisible(chromedp.CSS("#flash")), chromedp.WaitVisible(chromedp.CSS("#resume-t_tick")))
+	if got := strings.TrimSpace(text(t, ctx, "#schedule-t_tick td:nth-child(7)")); got != "paused" {
+		t.Fatalf("the code's entry reads %q after Pause; want paused", got)
+	}
+	run(t, ctx, "click Resume of the code's entry", chromedp.Click(chromedp.CSS("#resume-t_tick")), chromedp.WaitVisible(chromedp.CSS("#flash")), chromedp.WaitVisible(chromedp.CSS("#pause-t_tick")))
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#run-t_tick').length`)); err != nil || n != 1 {
+		t.Fatalf("the code's entry offers Run now %d times, %v", n, err)
 	}
 	run(t, ctx, "click Pause", chromedp.Click(chromedp.CSS("#pause-yearly-acme")), chromedp.WaitVisible(chromedp.CSS("#flash")), chromedp.WaitVisible(chromedp.CSS("#resume-yearly-acme")))
 	if s, err := c.Schedule(ctxT(t), "yearly-acme"); err != nil || !s.Paused {

@@ -14,6 +14,7 @@ import (
 	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/scheduler"
 )
 
 type reportArgs struct {
@@ -260,7 +261,7 @@ func TestTaskSchedule_OnACluster(t *testing.T) {
 		if err := task.Schedule(ctx, "report:"+acct, reportArgs{Account: acct}, runtime.Every("@every 1s"), runtime.Overlap(runtime.OverlapAllow)); err != nil {
 			t.Fatal(err)
 		}
-		node, err := c.Redis().(*redis.ClusterClient).MasterForKey(ctx, runtime.QueueOf(c).Namespace()+":schedule:{report:"+acct+"}")
+		node, err := c.Redis().(*redis.ClusterClient).MasterForKey(ctx, (&scheduler.Schedules{Queue: runtime.QueueOf(c)}).Key("report:"+acct))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,12 @@ package scheduler
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/robfig/cron/v3"
 
@@ -194,3 +199,49 @@ func NextRun(spec, tz string, t time.Time) (time.Time, error) {
 	}
 	return s.Next(t.In(loc)), nil
 }
+
+// PauseCron pauses (or, with paused false, resumes) the cron entry of the
+// code name on route: a paused entry fires nothing on any scheduler and
+// keeps its next tick (queue's cron.lua reads the flag, cron_pause.lua
+// sets it, in the entry's state hash).
+func PauseCron(ctx context.Context, q *queue.Queue, route, name string, paused bool, now time.Time) error {
+	p := 0
+	if paused {
+		p = 1
+	}
+	// Retry-safe: a second run sets what the first did.
+	if err := lua().cronPause.Run(ctx, q.Client(), []string{q.Keys(route).Cron(name)}, p, ms(now)).Err(); err != nil {
+		return fmt.Errorf("pause cron entry %s: %w", name, err)
+	}
+	return nil
+}
+
+// CronRef names a cron entry of the code: its task and route.
+type CronRef struct{ Name, Route string }
+
+// CronPaused reports, for each of entries, whether it is paused, in one
+// pipelined round trip.
+func CronPaused(ctx context.Context, q *queue.Queue, entries []CronRef) ([]bool, error) {
+	out := make([]bool, len(entries))
+	if len(entries) == 0 {
+		return out, nil
+	}
+	pipe := q.Client().Pipeline()
+	cmds := make([]*redis.StringCmd, len(entries))
+	for i, e := range entries {
+		cmds[i] = pipe.HGet(ctx, q.Keys(e.Route).Cron(e.Name), "paused")
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, c := range cmds {
+		v, err := c.Result()
+		if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
+			return nil, fmt.Errorf("read cron entry %s: %w", entries[i].Name, err)
+		}
+		out[i] = v == "1"
+	}
+	return out, nil
+}
+
+// isWrongType: a state key of another type (garbage, which the next fire
+// resets) holds no pause.
+func isWrongType(err error) bool { return strings.HasPrefix(err.Error(), "WRONGTYPE") }

@@ -24,15 +24,17 @@
 // # Schedules as data
 //
 // Schedules (schedule.go) are records in Redis, made, changed, paused and
-// deleted at run time: one hash per schedule, hash-tagged by its id (so a
-// cluster spreads them over its masters), and an index of when each next
-// needs a scheduler. Their Lua is in scripts/, assembled by queue.LoadLua.
-// A ScheduleRunner fires them: a tick is claimed in the schedule's slot
-// (compare-and-set on its next tick), its job enqueued in the route's slot
-// (compare-and-set on the schedule's last enqueued tick, in the script that
-// writes the job), and the claim marked done. Each step is retry-safe, and
-// a claim left by a runner that died is finished by any other, so each tick
-// is one job however many runners run.
+// deleted at run time: one hash per schedule in one of Buckets buckets,
+// each bucket with an index of when its schedules next need a scheduler, a
+// bucket's keys sharing a hash tag (so one script claims many of them, and
+// a cluster spreads the buckets over its masters). Their Lua is in
+// scripts/, assembled by queue.LoadLua. A ScheduleRunner fires them, in
+// batches: ticks are claimed in their bucket's slot (compare-and-set on
+// each next tick), their jobs enqueued in the route's slot (compare-and-set
+// on each schedule's last enqueued tick, in the script that writes the
+// job), and the claims marked done. Each step is retry-safe, and a claim
+// left by a runner that died is finished by any other, so each tick is one
+// job however many runners run.
 //
 // # The lock
 //

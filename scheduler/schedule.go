@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"slices"
 	"strconv"
@@ -62,6 +63,7 @@ type Schedule struct {
 	Pending  string // the job of a claimed tick not yet known enqueued
 	pendTick time.Time
 	plan     string
+	ver      string // the updated field as stored: a claim's compare on the definition
 }
 
 // CheckScheduleID validates a schedule id: 1-200 characters without spaces
@@ -76,26 +78,55 @@ func CheckScheduleID(id string) error {
 // ErrNoSchedule is the error of an action on a schedule that does not exist.
 var ErrNoSchedule = errors.New("no such schedule")
 
-// Schedules is the store of schedules as data: one hash per schedule,
-// ns:schedule:{<id>} (hash-tagged by its id, so schedules spread over a
-// cluster's masters), and an index, ns:schedules, a ZSET of id -> when the
-// schedule next needs a scheduler (unix ms). The hash is the truth; the
-// index is a hint a scheduler corrects when it finds it wrong.
+// Schedules is the store of schedules as data. Schedules live in Buckets
+// buckets, a schedule's drawn from its id (BucketOf); bucket b holds one
+// hash per schedule, ns:schedule:{sched.<b>}:<id>, and its index,
+// ns:schedules:{sched.<b>}, a ZSET of id -> when the schedule next needs a
+// scheduler (unix ms). A bucket's keys share a hash tag, so one script
+// claims many of its schedules at once; on a cluster the buckets spread
+// over the masters. The hash is the truth; the index is a hint a scheduler
+// corrects when it finds it wrong.
 type Schedules struct {
 	Queue *queue.Queue
 }
 
-// Key is the record of schedule id.
-func (s *Schedules) Key(id string) string { return s.Queue.Namespace() + ":schedule:{" + id + "}" }
+// Buckets is how many buckets schedules are spread over.
+const Buckets = 16
 
-// IndexKey is the index of the schedules.
-func (s *Schedules) IndexKey() string { return s.Queue.Namespace() + ":schedules" }
+// BucketOf is the bucket of schedule id.
+func BucketOf(id string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32() % Buckets)
+}
+
+func bucketTag(b int) string { return "{sched." + strconv.Itoa(b) + "}" }
+
+// Key is the record of schedule id.
+func (s *Schedules) Key(id string) string {
+	return s.Queue.Namespace() + ":schedule:" + bucketTag(BucketOf(id)) + ":" + id
+}
+
+// IndexKey is the index of bucket b.
+func (s *Schedules) IndexKey(b int) string { return s.Queue.Namespace() + ":schedules:" + bucketTag(b) }
+
+// IndexKeys are the indexes of every bucket, in bucket order.
+func (s *Schedules) IndexKeys() []string {
+	out := make([]string, Buckets)
+	for b := range out {
+		out[b] = s.IndexKey(b)
+	}
+	return out
+}
+
+func (s *Schedules) indexOf(id string) string { return s.IndexKey(BucketOf(id)) }
 
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
 type scheduleScripts struct {
 	put, pause, del, claim, done, fire *redis.Script
+	cronPause                          *redis.Script
 }
 
 // loadLua is this package's Lua, assembled by queue's loader with
@@ -116,6 +147,7 @@ var lua = sync.OnceValue(func() *scheduleScripts {
 	return &scheduleScripts{
 		put: l.Script("sched_put"), pause: l.Script("sched_pause"), del: l.Script("sched_delete"),
 		claim: l.Script("sched_claim"), done: l.Script("sched_done"), fire: l.Script("sched_fire"),
+		cronPause: l.Script("cron_pause"),
 	}
 })
 
@@ -172,7 +204,7 @@ func (s *Schedules) Put(ctx context.Context, d ScheduleDef, now time.Time) (Sche
 	if d.Paused {
 		paused = "1"
 	}
-	args := []any{ms(now), sp.plan(), msOrZero(next),
+	args := []any{ms(now), sp.plan(), msOrZero(next), d.ID,
 		"name", d.Name, "route", d.Route, "prio", string(d.Priority), "env", d.Envelope,
 		"retries", d.MaxRetries, "args", d.Args, "spec", d.Spec, "tz", d.TZ,
 		"jitter", d.Jitter.Milliseconds(), "overlap", string(d.Overlap), "catchup", d.CatchUp.Milliseconds(),
@@ -180,18 +212,10 @@ func (s *Schedules) Put(ctx context.Context, d ScheduleDef, now time.Time) (Sche
 	if err := s.Queue.AddRoute(ctx, d.Route); err != nil {
 		return Schedule{}, err
 	}
-	// Indexed before the record is written, as due now: a put that dies
-	// after writing the record leaves a schedule a runner looks at (and
-	// indexes at its due time); one that dies before leaves an index entry
-	// the runner drops when it finds no record.
-	if err := s.Queue.Client().ZAdd(ctx, s.IndexKey(), redis.Z{Score: float64(ms(now)), Member: d.ID}).Err(); err != nil {
-		return Schedule{}, fmt.Errorf("index schedule %s: %w", d.ID, err)
-	}
-	// Retry-safe: a second run writes what the first did.
-	if err := lua().put.Run(ctx, s.Queue.Client(), []string{s.Key(d.ID)}, args...).Err(); err != nil {
-		// Refused (a record that is not a schedule's): the index entry
-		// goes again, unless a valid record is there after all.
-		_ = s.unindex(ctx, d.ID)
+	// Retry-safe: a second run writes what the first did. The script
+	// indexes the schedule as due now; it is indexed at its due time below,
+	// or by a scheduler if this process dies first.
+	if err := lua().put.Run(ctx, s.Queue.Client(), []string{s.Key(d.ID), s.indexOf(d.ID)}, args...).Err(); err != nil {
 		return Schedule{}, fmt.Errorf("put schedule %s: %w", d.ID, err)
 	}
 	got, err := s.Get(ctx, d.ID)
@@ -216,37 +240,73 @@ func (s *Schedules) Get(ctx context.Context, id string) (Schedule, error) {
 	return parseSchedule(id, m)
 }
 
-// List reads every schedule of the index, in id order, in pipelined
+// List reads every schedule of the indexes, in id order, in pipelined
 // round trips of up to 500 reads each (a pipeline of a cluster client is
 // split by node). An id whose record is gone is left out.
 func (s *Schedules) List(ctx context.Context) ([]Schedule, error) {
-	ids, err := s.Queue.Client().ZRange(ctx, s.IndexKey(), 0, -1).Result()
+	ids, err := s.ids(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", err)
+		return nil, err
 	}
-	slices.Sort(ids)
 	out := make([]Schedule, 0, len(ids))
 	for start := 0; start < len(ids); start += 500 {
 		chunk := ids[start:min(start+500, len(ids))]
-		pipe := s.Queue.Client().Pipeline()
-		cmds := make([]*redis.MapStringStringCmd, len(chunk))
-		for i, id := range chunk {
-			cmds[i] = pipe.HGetAll(ctx, s.Key(id))
+		scs, err := s.read(ctx, chunk)
+		if err != nil {
+			return nil, err
 		}
+		for _, sc := range scs {
+			if sc != nil {
+				out = append(out, *sc)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ids are the ids of every bucket's index, sorted.
+func (s *Schedules) ids(ctx context.Context) ([]string, error) {
+	pipe := s.Queue.Client().Pipeline()
+	cmds := make([]*redis.StringSliceCmd, Buckets)
+	for b := range cmds {
+		cmds[b] = pipe.ZRange(ctx, s.IndexKey(b), 0, -1)
+	}
+	_, _ = pipe.Exec(ctx)
+	var ids []string
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return nil, fmt.Errorf("list schedules: %w", err)
+		}
+		ids = append(ids, c.Val()...)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// read reads the records of ids in one pipelined round trip: nil where a
+// record is gone.
+func (s *Schedules) read(ctx context.Context, ids []string) ([]*Schedule, error) {
+	pipe := s.Queue.Client().Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGetAll(ctx, s.Key(id))
+	}
+	if len(ids) > 0 {
 		_, _ = pipe.Exec(ctx) // each read's error is its own, below
-		for i, cmd := range cmds {
-			if err := cmd.Err(); err != nil {
-				return nil, fmt.Errorf("read schedule %s: %w", chunk[i], err)
-			}
-			if len(cmd.Val()) == 0 {
-				continue
-			}
-			sc, err := parseSchedule(chunk[i], cmd.Val())
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, sc)
+	}
+	out := make([]*Schedule, len(ids))
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return nil, fmt.Errorf("read schedule %s: %w", ids[i], err)
 		}
+		if len(cmd.Val()) == 0 {
+			continue
+		}
+		sc, err := parseSchedule(ids[i], cmd.Val())
+		if err != nil {
+			return nil, err
+		}
+		out[i] = &sc
 	}
 	return out, nil
 }
@@ -258,12 +318,9 @@ func (s *Schedules) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	// Retry-safe: a second run finds nothing to delete.
-	n, err := lua().del.Run(ctx, s.Queue.Client(), []string{s.Key(id)}).Int()
+	n, err := lua().del.Run(ctx, s.Queue.Client(), []string{s.Key(id), s.indexOf(id)}, id).Int()
 	if err != nil {
 		return fmt.Errorf("delete schedule %s: %w", id, err)
-	}
-	if err := s.Queue.Client().ZRem(ctx, s.IndexKey(), id).Err(); err != nil {
-		return fmt.Errorf("delete schedule %s from the index: %w", id, err)
 	}
 	if n == 0 {
 		return fmt.Errorf("schedule %s: %w", id, ErrNoSchedule)
@@ -282,7 +339,7 @@ func (s *Schedules) Pause(ctx context.Context, id string, paused bool, now time.
 		p = 1
 	}
 	// Retry-safe: a second run sets what the first did.
-	n, err := lua().pause.Run(ctx, s.Queue.Client(), []string{s.Key(id)}, p, ms(now)).Int()
+	n, err := lua().pause.Run(ctx, s.Queue.Client(), []string{s.Key(id), s.indexOf(id)}, p, ms(now), id, parked).Int()
 	if err != nil {
 		return fmt.Errorf("pause schedule %s: %w", id, err)
 	}
@@ -301,7 +358,7 @@ func (s *Schedules) Pause(ctx context.Context, id string, paused bool, now time.
 
 // index puts sc in the index at the time it next needs a scheduler.
 func (s *Schedules) index(ctx context.Context, sc Schedule) error {
-	if err := s.Queue.Client().ZAdd(ctx, s.IndexKey(), redis.Z{Score: float64(sc.due()), Member: sc.ID}).Err(); err != nil {
+	if err := s.Queue.Client().ZAdd(ctx, s.indexOf(sc.ID), redis.Z{Score: float64(sc.due()), Member: sc.ID}).Err(); err != nil {
 		return fmt.Errorf("index schedule %s: %w", sc.ID, err)
 	}
 	return nil
@@ -385,7 +442,7 @@ func parseSchedule(id string, m map[string]string) (Schedule, error) {
 		},
 		Next: t(nums[5]), LastTick: t(nums[6]), LastFire: t(nums[7]), LastJob: m["last_job"], LastSkip: t(nums[8]),
 		Fired: nums[9], Skipped: nums[10], Created: t(nums[11]), Updated: t(nums[12]),
-		Pending: m["pend_job"], pendTick: t(nums[13]), plan: m["plan"],
+		Pending: m["pend_job"], pendTick: t(nums[13]), plan: m["plan"], ver: m["updated"],
 	}
 	if _, ok := m["next"]; !ok {
 		return Schedule{}, fmt.Errorf("schedule %s is garbage: it has no next tick", id)

@@ -1,9 +1,13 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,10 +62,27 @@ type ScheduleRunner struct {
 	// worker's runner is active while it keeps a route, so that idle
 	// standby workers cost Redis nothing.)
 	Active func() bool
+
+	specs sync.Map // spec|tz|start|end -> Spec
 }
 
-// batch is how many due schedules one pass reads from the index.
-const batch = 500
+// How a pass reads and handles schedules. It reads, from every bucket's
+// index, the schedules falling due within lookahead (at most readLimit a
+// bucket), so that at their tick the records are read and planned already
+// and only the claims, the enqueues and the dones remain; those go in
+// script calls of at most chunk schedules each, one bucket's (or, for the
+// enqueues, one route's) per call, parallel calls at a time.
+const (
+	lookahead = 500 * time.Millisecond
+	readLimit = 2000
+	chunk     = 1000
+	parallel  = 16
+)
+
+// claimGrace is how long the index holds a schedule whose tick this runner
+// claimed to fire: the runner finishes the tick well within it; when it
+// died, another finds the claim due after it and finishes it.
+const claimGrace = 2 * time.Second
 
 // Run fires due schedules until ctx ends.
 func (r *ScheduleRunner) Run(ctx context.Context) {
@@ -95,86 +116,178 @@ func (r *ScheduleRunner) Run(ctx context.Context) {
 		now := r.Schedules.Queue.Now()
 		sleep := safety
 		if err == nil && !wake.IsZero() {
-			sleep = min(max(wake.Sub(now), 0), safety)
+			sleep = min(max(wake.Add(-lookahead).Sub(now), 0), safety)
 		}
 		timer.Reset(sleep)
 	}
 }
 
-// Pass handles every schedule due now and returns when the earliest other
-// one falls due (zero when none is indexed).
+// Pass handles every schedule due now, and those falling due within a
+// moment (waiting for them), and returns when the earliest other one falls
+// due (zero when none is indexed).
 func (r *ScheduleRunner) Pass(ctx context.Context) (time.Time, error) {
-	rdb := r.Schedules.Queue.Client()
 	s := r.Schedules
-	for {
+	for range maxStepTicks {
 		now := s.Queue.Now()
-		ids, err := rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.IndexKey(), ByScore: true, Start: "-inf", Stop: fmt.Sprint(ms(now)), Count: batch}).Result()
+		ids, full, err := s.dueIDs(ctx, now.Add(lookahead))
 		if err != nil {
-			return time.Time{}, fmt.Errorf("read the schedules index: %w", err)
-		}
-		if err := r.stepAll(ctx, ids, now); err != nil {
 			return time.Time{}, err
 		}
-		if len(ids) < batch {
+		if len(ids) == 0 {
+			break
+		}
+		scs, err := s.read(ctx, ids)
+		if err != nil {
+			return time.Time{}, err
+		}
+		var work []Schedule
+		var later []redis.Z
+		horizon := ms(now.Add(lookahead))
+		for i, sc := range scs {
+			switch {
+			case sc == nil:
+				if err := s.unindex(ctx, ids[i]); err != nil {
+					return time.Time{}, err
+				}
+			case sc.Pending != "":
+				work = append(work, *sc)
+			case sc.due() > horizon:
+				later = append(later, redis.Z{Score: float64(sc.due()), Member: sc.ID})
+			default:
+				work = append(work, *sc)
+			}
+		}
+		if err := s.reindex(ctx, later); err != nil {
+			return time.Time{}, err
+		}
+		slices.SortStableFunc(work, func(a, b Schedule) int { return cmp.Compare(a.dueNow(), b.dueNow()) })
+		for len(work) > 0 {
+			if err := waitUntil(ctx, s.Queue, time.UnixMilli(work[0].dueNow())); err != nil {
+				return time.Time{}, err
+			}
+			now := s.Queue.Now()
+			n := 1
+			for n < len(work) && work[n].dueNow() <= ms(now) {
+				n++
+			}
+			failed, err := r.handle(ctx, work[:n], now)
+			if err != nil {
+				return time.Time{}, err
+			}
+			r.failed(ctx, failed)
+			work = work[n:]
+		}
+		if !full && !r.dueAgain(ctx) {
 			break
 		}
 	}
-	first, err := rdb.ZRangeWithScores(ctx, s.IndexKey(), 0, 0).Result()
-	if err != nil || len(first) == 0 || int64(first[0].Score) >= parked {
-		return time.Time{}, err
-	}
-	return time.UnixMilli(int64(first[0].Score)), nil
+	return s.earliest(ctx)
 }
 
-// stepParallel is how many schedules one runner handles at once: the
-// steps of different schedules are independent, and each is a few round
-// trips, so many due at one second (a spec shared by thousands of
-// schedules) fire together rather than one after another.
-const stepParallel = 16
+// dueAgain reports whether a schedule is due within the lookahead already
+// (a catch-up window's next missed tick, a claim to finish).
+func (r *ScheduleRunner) dueAgain(ctx context.Context) bool {
+	first, err := r.Schedules.earliest(ctx)
+	return err == nil && !first.IsZero() && !first.After(r.Schedules.Queue.Now().Add(lookahead))
+}
 
-// stepAll steps each of ids, stepParallel at a time. It returns an error
-// only for want of Redis (or ctx's end): a schedule that fails otherwise is
-// told to OnError and looked at again after the safety period, not in a
-// hot loop.
-func (r *ScheduleRunner) stepAll(ctx context.Context, ids []string, now time.Time) error {
-	s := r.Schedules
-	sem := make(chan struct{}, stepParallel)
-	var mu sync.Mutex
-	var down error
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		mu.Lock()
-		stop := down != nil
-		mu.Unlock()
-		if stop {
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			err := r.Step(ctx, id)
-			switch {
-			case err == nil:
-			case ctx.Err() != nil || Unreachable(err):
-				mu.Lock()
-				if down == nil {
-					down = err
-				}
-				mu.Unlock()
-			default:
-				if r.OnError != nil {
-					r.OnError(id, err)
-				}
-				_ = s.Queue.Client().ZAdd(ctx, s.IndexKey(), redis.Z{Score: float64(ms(now.Add(DefaultScheduleSafety))), Member: id}).Err()
-			}
-		}()
+// dueNow is when sc is to be handled (unix ms): a claimed tick at once.
+func (sc Schedule) dueNow() int64 {
+	if sc.Pending != "" {
+		return 0
 	}
-	wg.Wait()
-	if ctx.Err() != nil {
+	return sc.due()
+}
+
+// waitUntil sleeps until q's clock reaches t, or ctx ends.
+func waitUntil(ctx context.Context, q *queue.Queue, t time.Time) error {
+	d := t.Sub(q.Now())
+	if d <= 0 {
 		return ctx.Err()
 	}
-	return down
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// dueIDs reads, from every bucket's index in one pipelined round trip, the
+// ids due by until, and whether a bucket had more than readLimit.
+func (s *Schedules) dueIDs(ctx context.Context, until time.Time) (ids []string, full bool, err error) {
+	pipe := s.Queue.Client().Pipeline()
+	cmds := make([]*redis.StringSliceCmd, Buckets)
+	for b := range cmds {
+		cmds[b] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.IndexKey(b), ByScore: true, Start: "-inf", Stop: strconv.FormatInt(ms(until), 10), Count: readLimit})
+	}
+	_, _ = pipe.Exec(ctx)
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return nil, false, fmt.Errorf("read the schedules index: %w", err)
+		}
+		ids = append(ids, c.Val()...)
+		full = full || len(c.Val()) == readLimit
+	}
+	return ids, full, nil
+}
+
+// earliest is when the earliest indexed schedule needs a scheduler (zero
+// when none does), from every bucket's index in one pipelined round trip.
+func (s *Schedules) earliest(ctx context.Context) (time.Time, error) {
+	pipe := s.Queue.Client().Pipeline()
+	cmds := make([]*redis.ZSliceCmd, Buckets)
+	for b := range cmds {
+		cmds[b] = pipe.ZRangeWithScores(ctx, s.IndexKey(b), 0, 0)
+	}
+	_, _ = pipe.Exec(ctx)
+	first := int64(parked)
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return time.Time{}, fmt.Errorf("read the schedules index: %w", err)
+		}
+		if v := c.Val(); len(v) > 0 && int64(v[0].Score) < first {
+			first = int64(v[0].Score)
+		}
+	}
+	if first >= parked {
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(first), nil
+}
+
+// reindex puts entries in their buckets' indexes, in one pipelined round trip.
+func (s *Schedules) reindex(ctx context.Context, entries []redis.Z) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	pipe := s.Queue.Client().Pipeline()
+	for _, z := range entries {
+		pipe.ZAdd(ctx, s.indexOf(z.Member.(string)), z)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("index schedules: %w", err)
+	}
+	return nil
+}
+
+// failed tells OnError of schedules that could not be handled and looks at
+// them again after the safety period, not in a hot loop.
+func (r *ScheduleRunner) failed(ctx context.Context, failed map[string]error) {
+	if len(failed) == 0 {
+		return
+	}
+	at := float64(ms(r.Schedules.Queue.Now().Add(DefaultScheduleSafety)))
+	entries := make([]redis.Z, 0, len(failed))
+	for id, err := range failed {
+		if r.OnError != nil {
+			r.OnError(id, err)
+		}
+		entries = append(entries, redis.Z{Score: at, Member: id})
+	}
+	_ = r.Schedules.reindex(ctx, entries)
 }
 
 // Step handles schedule id: finishes a claimed tick, claims and fires the
@@ -190,50 +303,305 @@ func (r *ScheduleRunner) Step(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if sc.Pending != "" {
-			if err := r.finish(ctx, sc); err != nil {
-				return err
-			}
-			continue
-		}
 		now := s.Queue.Now()
-		if sc.Paused || sc.Next.IsZero() || ms(now) < sc.due() {
+		if sc.Pending == "" && (sc.Paused || sc.Next.IsZero() || ms(now) < sc.due()) {
 			return s.index(ctx, sc)
 		}
-		c, err := r.plan(ctx, sc, now)
+		failed, err := r.handle(ctx, []Schedule{sc}, now)
 		if err != nil {
 			return err
 		}
-		got, err := s.claim(ctx, sc, c, now)
-		if err != nil {
+		if err := failed[id]; err != nil {
 			return err
-		}
-		switch got {
-		case "ok":
-			if c.what == "skip" && r.OnSkip != nil {
-				r.OnSkip(sc, c.tick)
-			}
-			// The claim's outcome is known: finish it and, when no further
-			// tick is due, index the schedule, without reading it again.
-			sc.Next = c.next
-			if c.what == "fire" {
-				sc.Pending, sc.pendTick = c.job, c.tick
-				if err := r.finish(ctx, sc); err != nil {
-					return err
-				}
-				sc.Pending, sc.LastJob = "", c.job
-			}
-			if now := s.Queue.Now(); sc.Next.IsZero() || ms(now) < sc.due() {
-				return s.index(ctx, sc)
-			}
-		case "gone":
-			return s.unindex(ctx, id)
-		case "paused", "stale", "pending": // read it again
-		default:
-			return fmt.Errorf("schedule %s: claim answered %q", id, got)
 		}
 	}
 	return nil
+}
+
+// handle handles scs, each due at now or holding a claim: the claims are
+// finished, the due ticks planned, claimed (one script call per bucket),
+// their jobs enqueued (one call per route) and marked done (one call per
+// bucket). It returns the schedules that failed on their own, and an
+// error only for want of Redis (or ctx's end).
+func (r *ScheduleRunner) handle(ctx context.Context, scs []Schedule, now time.Time) (map[string]error, error) {
+	s := r.Schedules
+	failed := map[string]error{}
+	var mu sync.Mutex
+	fail := func(id string, err error) {
+		mu.Lock()
+		failed[id] = err
+		mu.Unlock()
+	}
+	var fin, due []Schedule
+	for _, sc := range scs {
+		if sc.Pending != "" {
+			fin = append(fin, sc)
+		} else {
+			due = append(due, sc)
+		}
+	}
+	plans, err := r.planAll(ctx, due, now, fail)
+	if err != nil {
+		return nil, err
+	}
+	var claims []claimItem
+	for i, sc := range due {
+		if plans[i].what != "" {
+			claims = append(claims, claimItem{sc: sc, c: plans[i]})
+		}
+	}
+	// Each bucket's claims go on to their enqueues at once, so that the
+	// first jobs are out while later buckets are being claimed; the dones
+	// wait until every enqueue is.
+	var done []Schedule
+	fire := func(fin []Schedule) error {
+		return r.fireAll(ctx, fin, func(sc Schedule, got any) {
+			switch got {
+			case int64(1):
+				if r.OnFire != nil {
+					r.OnFire(sc, sc.pendTick, sc.Pending)
+				}
+				fallthrough
+			case int64(0):
+				mu.Lock()
+				done = append(done, sc)
+				mu.Unlock()
+			default:
+				fail(sc.ID, fmt.Errorf("enqueue the job of schedule %s: %v", sc.ID, got))
+			}
+		}, fail)
+	}
+	if err := fire(fin); err != nil {
+		return nil, err
+	}
+	err = s.claimAll(ctx, claims, now, func(g []claimItem, answers []string) error {
+		var fin []Schedule
+		for i, it := range g {
+			switch got := answers[i]; {
+			case got == "ok":
+				if it.c.what == "skip" && r.OnSkip != nil {
+					r.OnSkip(it.sc, it.c.tick)
+				}
+				if it.c.what == "fire" {
+					sc := it.sc
+					sc.Next, sc.Pending, sc.pendTick = it.c.next, it.c.job, it.c.tick
+					fin = append(fin, sc)
+				}
+			case got == "gone":
+				if err := s.unindex(ctx, it.sc.ID); err != nil {
+					fail(it.sc.ID, err)
+				}
+			case got == "paused", got == "stale", got == "pending": // read again by the next round
+			case strings.HasPrefix(got, "garbage"):
+				fail(it.sc.ID, fmt.Errorf("schedule %s: %s", it.sc.ID, got))
+			default:
+				fail(it.sc.ID, fmt.Errorf("schedule %s: claim answered %q", it.sc.ID, got))
+			}
+		}
+		return fire(fin)
+	}, fail)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.doneAll(ctx, done, fail); err != nil {
+		return nil, err
+	}
+	return failed, nil
+}
+
+// planAll plans the claims of due: the last jobs' statuses that an overlap
+// policy needs are read in one pipelined round trip. A schedule that cannot
+// be planned is failed and gets an empty plan.
+func (r *ScheduleRunner) planAll(ctx context.Context, due []Schedule, now time.Time, fail func(string, error)) ([]claimPlan, error) {
+	var last []string
+	for _, sc := range due {
+		if sc.LastJob != "" && sc.Overlap != bananastype.OverlapAllow {
+			last = append(last, sc.LastJob)
+		}
+	}
+	status := map[string]queue.Status{}
+	if len(last) > 0 {
+		states, err := r.Schedules.Queue.Jobs.LookupMany(ctx, last)
+		if err != nil {
+			return nil, fmt.Errorf("look up the schedules' last jobs: %w", err)
+		}
+		for i, st := range states {
+			if st != nil {
+				status[last[i]] = st.Status
+			}
+		}
+	}
+	plans := make([]claimPlan, len(due))
+	for i, sc := range due {
+		c, err := r.planWith(ctx, sc, now, status[sc.LastJob])
+		if err != nil {
+			if ctx.Err() != nil || Unreachable(err) {
+				return nil, err
+			}
+			fail(sc.ID, err)
+			continue
+		}
+		plans[i] = c
+	}
+	return plans, nil
+}
+
+// claimItem is one schedule's claim.
+type claimItem struct {
+	sc Schedule
+	c  claimPlan
+}
+
+// each runs f on each group, parallel at a time, and returns the first
+// error for want of Redis (or ctx's end); other errors go to fail for
+// every schedule of the group.
+func each[T any](ctx context.Context, groups [][]T, id func(T) string, f func([]T) error, fail func(string, error)) error {
+	sem := make(chan struct{}, parallel)
+	var mu sync.Mutex
+	var down error
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := f(g)
+			switch {
+			case err == nil:
+			case ctx.Err() != nil || Unreachable(err):
+				mu.Lock()
+				if down == nil {
+					down = err
+				}
+				mu.Unlock()
+			default:
+				for _, it := range g {
+					fail(id(it), err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return down
+}
+
+// groupBy splits items by key into groups of at most chunk, in a stable order.
+func groupBy[T any](items []T, key func(T) string) [][]T {
+	by := map[string][]T{}
+	var keys []string
+	for _, it := range items {
+		k := key(it)
+		if _, ok := by[k]; !ok {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], it)
+	}
+	var out [][]T
+	for _, k := range keys {
+		for g := by[k]; len(g) > 0; g = g[min(chunk, len(g)):] {
+			out = append(out, g[:min(chunk, len(g))])
+		}
+	}
+	return out
+}
+
+// claimAll runs sched_claim.lua for items, one call per bucket and chunk,
+// and hands each call's claims and answers to then.
+func (s *Schedules) claimAll(ctx context.Context, items []claimItem, now time.Time, then func([]claimItem, []string) error, fail func(string, error)) error {
+	groups := groupBy(items, func(it claimItem) string { return s.indexOf(it.sc.ID) })
+	return each(ctx, groups, func(it claimItem) string { return it.sc.ID }, func(g []claimItem) error {
+		keys := make([]string, 0, len(g)+1)
+		keys = append(keys, s.indexOf(g[0].sc.ID))
+		args := make([]any, 0, 1+8*len(g))
+		args = append(args, ms(now))
+		for _, it := range g {
+			keys = append(keys, s.Key(it.sc.ID))
+			score := ms(now.Add(claimGrace))
+			if it.c.what != "fire" {
+				next := it.sc
+				next.Next = it.c.next
+				score = next.due()
+			}
+			args = append(args, it.sc.ID, ms(it.sc.Next), it.sc.ver, msOrZero(it.c.next), it.c.what, msOrZero(it.c.tick), it.c.job, score)
+		}
+		// Retry-safe: a second run finds each next moved and writes nothing.
+		res, err := lua().claim.Run(ctx, s.Queue.Client(), keys, args...).StringSlice()
+		if err != nil {
+			return fmt.Errorf("claim ticks of schedules: %w", err)
+		}
+		if len(res) != len(g) {
+			return fmt.Errorf("claim ticks of schedules: %d answers for %d claims", len(res), len(g))
+		}
+		return then(g, res)
+	}, fail)
+}
+
+// fireAll runs sched_fire.lua for the claimed ticks of fin, one call per
+// route and chunk, and tells got of each enqueue's answer (1, 0 or a
+// reason).
+func (r *ScheduleRunner) fireAll(ctx context.Context, fin []Schedule, got func(Schedule, any), fail func(string, error)) error {
+	q := r.Schedules.Queue
+	var ok []Schedule
+	for _, sc := range fin {
+		if _, has := queue.RouteOf(sc.Pending); !has {
+			fail(sc.ID, fmt.Errorf("schedule %s is garbage: its claimed job id %q names no route", sc.ID, sc.Pending))
+			continue
+		}
+		ok = append(ok, sc)
+	}
+	groups := groupBy(ok, func(sc Schedule) string { route, _ := queue.RouteOf(sc.Pending); return route })
+	return each(ctx, groups, func(sc Schedule) string { return sc.ID }, func(g []Schedule) error {
+		route, _ := queue.RouteOf(g[0].Pending)
+		now := q.Now()
+		k := q.Keys(route)
+		keys := make([]string, 0, 6+2*len(g))
+		keys = append(keys, k.Stats(), k.Series(queue.HourOf(now)), k.Idle(), k.List(queue.High), k.List(queue.Normal), k.List(queue.Low))
+		args := make([]any, 0, 3+7*len(g))
+		args = append(args, ms(now), k.WakeChannel(), tickMarkTTL.Milliseconds())
+		for _, sc := range g {
+			keys = append(keys, k.ScheduleTick(sc.ID), k.Job(sc.Pending))
+			args = append(args, ms(sc.pendTick), sc.Pending, sc.Name, sc.Envelope, string(sc.Priority), sc.MaxRetries, sc.ID)
+		}
+		// Retry-safe: compare-and-set on each tick; a second run finds them enqueued.
+		res, err := lua().fire.Run(ctx, q.Client(), keys, args...).Slice()
+		if err != nil {
+			return fmt.Errorf("enqueue the jobs of schedules: %w", err)
+		}
+		if len(res) != len(g) {
+			return fmt.Errorf("enqueue the jobs of schedules: %d answers for %d jobs", len(res), len(g))
+		}
+		for i, sc := range g {
+			got(sc, res[i])
+		}
+		return nil
+	}, fail)
+}
+
+// doneAll runs sched_done.lua for the enqueued ticks of done, one call per
+// bucket and chunk.
+func (s *Schedules) doneAll(ctx context.Context, done []Schedule, fail func(string, error)) error {
+	groups := groupBy(done, func(sc Schedule) string { return s.indexOf(sc.ID) })
+	now := s.Queue.Now()
+	return each(ctx, groups, func(sc Schedule) string { return sc.ID }, func(g []Schedule) error {
+		keys := make([]string, 0, len(g)+1)
+		keys = append(keys, s.indexOf(g[0].ID))
+		args := make([]any, 0, 1+5*len(g))
+		args = append(args, ms(now))
+		for _, sc := range g {
+			keys = append(keys, s.Key(sc.ID))
+			next := sc
+			next.Pending = ""
+			args = append(args, sc.ID, ms(sc.pendTick), sc.Pending, msOrZero(sc.Next), next.due())
+		}
+		// Retry-safe: a second run finds no claim of those ticks.
+		if err := lua().done.Run(ctx, s.Queue.Client(), keys, args...).Err(); err != nil {
+			return fmt.Errorf("mark ticks of schedules done: %w", err)
+		}
+		return nil
+	}, fail)
 }
 
 // claimPlan is what one claim does to a schedule.
@@ -247,7 +615,19 @@ type claimPlan struct {
 // plan decides the claim of sc's due ticks at now: which tick fires (or is
 // skipped), and the next tick after it.
 func (r *ScheduleRunner) plan(ctx context.Context, sc Schedule, now time.Time) (claimPlan, error) {
-	sp, err := ParseScheduleSpec(sc.Spec, sc.TZ, sc.Start, sc.End)
+	var st queue.Status
+	if sc.LastJob != "" && sc.Overlap != bananastype.OverlapAllow {
+		var err error
+		if st, err = s0(ctx, r.Schedules.Queue, sc.LastJob); err != nil {
+			return claimPlan{}, err
+		}
+	}
+	return r.planWith(ctx, sc, now, st)
+}
+
+// planWith is plan with the status of sc's last job ("" when it is gone).
+func (r *ScheduleRunner) planWith(ctx context.Context, sc Schedule, now time.Time, st queue.Status) (claimPlan, error) {
+	sp, err := r.spec(sc)
 	if err != nil {
 		return claimPlan{}, fmt.Errorf("schedule %s: %w", sc.ID, err)
 	}
@@ -282,10 +662,6 @@ func (r *ScheduleRunner) plan(ctx context.Context, sc Schedule, now time.Time) (
 	if sc.LastJob == "" || sc.Overlap == bananastype.OverlapAllow {
 		return c, nil
 	}
-	st, err := s0(ctx, r.Schedules.Queue, sc.LastJob)
-	if err != nil {
-		return claimPlan{}, err
-	}
 	switch sc.Overlap {
 	case bananastype.OverlapSkip:
 		if st != "" && !st.Finished() {
@@ -318,50 +694,37 @@ func s0(ctx context.Context, q *queue.Queue, id string) (queue.Status, error) {
 	return st.Status, nil
 }
 
-// claim runs sched_claim.lua for c.
+// claim runs sched_claim.lua for c alone.
 func (s *Schedules) claim(ctx context.Context, sc Schedule, c claimPlan, now time.Time) (string, error) {
-	// Retry-safe: a second run finds next moved and writes nothing.
-	got, err := lua().claim.Run(ctx, s.Queue.Client(), []string{s.Key(sc.ID)},
-		ms(sc.Next), msOrZero(c.next), c.what, msOrZero(c.tick), c.job, ms(now)).Text()
-	if err != nil {
-		return "", fmt.Errorf("claim a tick of schedule %s: %w", sc.ID, err)
+	var out string
+	var failed error
+	err := s.claimAll(ctx, []claimItem{{sc: sc, c: c}}, now, func(_ []claimItem, got []string) error { out = got[0]; return nil }, func(_ string, err error) { failed = err })
+	if err == nil {
+		err = failed
 	}
-	return got, nil
+	return out, err
 }
 
-// finish enqueues the job of sc's claimed tick (once, whoever else does)
-// and marks the claim done.
-func (r *ScheduleRunner) finish(ctx context.Context, sc Schedule) error {
-	s := r.Schedules
-	q := s.Queue
-	route, ok := queue.RouteOf(sc.Pending)
-	if !ok {
-		return fmt.Errorf("schedule %s is garbage: its claimed job id %q names no route", sc.ID, sc.Pending)
+// spec is sc's parsed spec, from the runner's cache: a pass plans many
+// schedules sharing few specs.
+func (r *ScheduleRunner) spec(sc Schedule) (Spec, error) {
+	key := sc.Spec + "\x00" + sc.TZ + "\x00" + strconv.FormatInt(msOrZero(sc.Start), 10) + "\x00" + strconv.FormatInt(msOrZero(sc.End), 10)
+	if sp, ok := r.specs.Load(key); ok {
+		return sp.(Spec), nil
 	}
-	now := q.Now()
-	k := q.Keys(route)
-	keys := []string{k.ScheduleTick(sc.ID), k.List(sc.Priority), k.Stats(), k.Job(sc.Pending), k.Series(queue.HourOf(now)), k.Idle()}
-	// Retry-safe: compare-and-set on the tick; a second run finds it enqueued.
-	n, err := lua().fire.Run(ctx, q.Client(), keys, ms(sc.pendTick), ms(now), sc.Pending, sc.Name, sc.Envelope,
-		string(sc.Priority), sc.MaxRetries, k.WakeChannel(), sc.ID, tickMarkTTL.Milliseconds()).Int()
+	sp, err := ParseScheduleSpec(sc.Spec, sc.TZ, sc.Start, sc.End)
 	if err != nil {
-		return fmt.Errorf("enqueue the job of schedule %s: %w", sc.ID, err)
+		return Spec{}, err
 	}
-	// Retry-safe: a second run finds no claim of the tick.
-	if err := lua().done.Run(ctx, q.Client(), []string{s.Key(sc.ID)}, ms(sc.pendTick), sc.Pending, ms(now)).Err(); err != nil {
-		return fmt.Errorf("mark the tick of schedule %s done: %w", sc.ID, err)
-	}
-	if n == 1 && r.OnFire != nil {
-		r.OnFire(sc, sc.pendTick, sc.Pending)
-	}
-	return nil
+	r.specs.Store(key, sp)
+	return sp, nil
 }
 
 // unindex drops id from the index when its record is gone, and puts it
 // back if a put wrote the record meanwhile (a put writes the record, then
 // the index).
 func (s *Schedules) unindex(ctx context.Context, id string) error {
-	if err := s.Queue.Client().ZRem(ctx, s.IndexKey(), id).Err(); err != nil {
+	if err := s.Queue.Client().ZRem(ctx, s.indexOf(id), id).Err(); err != nil {
 		return err
 	}
 	sc, err := s.Get(ctx, id)

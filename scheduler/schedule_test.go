@@ -285,7 +285,7 @@ func TestSchedules_ADeletedScheduleFiresNothingMore(t *testing.T) {
 		if ids := readyIDs(t, q, "r"); len(ids) != 0 {
 			t.Fatalf("a deleted schedule fired %v", ids)
 		}
-		if n, _ := q.Client().ZCard(ctx, s.IndexKey()).Result(); n != 0 {
+		if n, _ := q.Client().ZCard(ctx, s.IndexKey(scheduler.BucketOf("d"))).Result(); n != 0 {
 			t.Fatalf("index holds %d schedules after the delete", n)
 		}
 	})
@@ -368,6 +368,9 @@ func TestSchedules_EveryScriptIsHarmlessRunTwice(t *testing.T) {
 			if err := s.Delete(ctx, "twice"); err != nil {
 				t.Fatal(err)
 			}
+			if err := scheduler.PauseCron(ctx, q, "r", "cron", true, q.Now()); err != nil {
+				t.Fatal(err)
+			}
 		})
 	})
 }
@@ -392,7 +395,7 @@ func TestSchedules_GarbageIsAClearErrorAndNothingIsWritten(t *testing.T) {
 		if m, _ := rdb.HGetAll(ctx, s.Key("g")).Result(); len(m) != 2 || m["next"] != "soon" {
 			t.Fatalf("the garbage record was written: %v", m)
 		}
-		if n, _ := rdb.ZCard(ctx, s.IndexKey()).Result(); n != 0 {
+		if n, _ := rdb.ZCard(ctx, s.IndexKey(scheduler.BucketOf("g"))).Result(); n != 0 {
 			t.Fatalf("a put refused for garbage left %d index entries", n)
 		}
 		if err := rdb.Set(ctx, s.Key("h"), "x", 0).Err(); err != nil {
@@ -441,7 +444,7 @@ func TestSchedules_BadDefinitionsAreRefused(t *testing.T) {
 				t.Errorf("%s: %v; want an error naming it", name, err)
 			}
 		}
-		if n, _ := q.Client().Exists(context.Background(), s.Key("bad"), s.IndexKey()).Result(); n != 0 {
+		if n, _ := q.Client().Exists(context.Background(), s.Key("bad"), s.IndexKey(scheduler.BucketOf("bad"))).Result(); n != 0 {
 			t.Fatal("a refused put wrote")
 		}
 	})
@@ -516,6 +519,7 @@ func TestSchedules_AfterAnOutageOnlyTicksInsideCatchUpRunOnceOldestFirst(t *test
 				t.Fatal(err)
 			}
 			r := &scheduler.ScheduleRunner{Schedules: s}
+			start := q.Now()
 			for range 2 { // a second runner after the first finds nothing more to do
 				if err := r.Step(ctx, c.id); err != nil {
 					t.Fatal(err)
@@ -539,8 +543,12 @@ func TestSchedules_AfterAnOutageOnlyTicksInsideCatchUpRunOnceOldestFirst(t *test
 				t.Fatalf("%s: %d jobs, %d of them of a missed tick: %v", c.id, len(ids), len(ticks), ids)
 			}
 			if c.catchUp == 0 {
-				if len(ids) > 1 || (len(ids) == 1 && now.Sub(ticks[0]) > scheduler.Late) {
-					t.Fatalf("no catch-up: ticks %v ran after a minute's outage; want at most the one due now", ticks)
+				// The tick due when the runner woke, and any that fell due
+				// while it ran (a slow machine), but none of the missed ones.
+				for _, tick := range ticks {
+					if start.Sub(tick) > scheduler.Late {
+						t.Fatalf("no catch-up: tick %v ran after a minute's outage; want only those due from now on", tick)
+					}
 				}
 				continue
 			}
@@ -705,7 +713,7 @@ func TestSchedules_JitterIsSharedBoundedAndDelaysTheTick(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		score, err := q.Client().ZScore(ctx, s.IndexKey(), "jit").Result()
+		score, err := q.Client().ZScore(ctx, s.IndexKey(scheduler.BucketOf("jit")), "jit").Result()
 		if want := sc.Next.Add(scheduler.JitterOf("jit", sc.Next, d.Jitter)); err != nil || int64(score) != want.UnixMilli() {
 			t.Fatalf("indexed at %v, %v; want the tick plus its jitter, %v", int64(score), err, want.UnixMilli())
 		}

@@ -104,6 +104,8 @@ func main() {
 		gatherBench(ctx, c)
 	case *batchedMode:
 		batchedBench(ctx, c)
+	case *schedN > 0:
+		schedulesBench(ctx, c, ns)
 	default:
 		scenarios(ctx, c)
 	}

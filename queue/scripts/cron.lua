@@ -26,7 +26,9 @@
 -- ARGV[8]  max retries
 -- ARGV[9]  the route's wake channel, for workers that take only some tasks
 -- ARGV[10] spec, ARGV[11] time zone (kept for `cron list`)
--- Returns: 1 fired (job enqueued), 0 this tick (or a later one) was already fired.
+-- Returns: 1 fired (job enqueued), 0 this tick (or a later one) was already fired,
+-- 2 the entry is paused (paused=1, set by package scheduler's cron_pause.lua):
+-- nothing written, its tick kept.
 local tick = bn_num(ARGV[1], 'tick')
 local next_tick = bn_num(ARGV[2], 'next tick')
 local now = bn_num(ARGV[3], 'now')
@@ -49,6 +51,7 @@ if kind == 'hash' then
 elseif kind ~= 'none' then
   note = 'the state key held a ' .. kind .. ', not a hash; reset by this fire'
 end
+if kind == 'hash' and redis.call('HGET', KEYS[1], 'paused') == '1' then return 2 end
 if last >= tick then return 0 end
 if redis.call('EXISTS', KEYS[4]) == 1 then error('bananas: cron job id ' .. id .. ' already exists') end
 

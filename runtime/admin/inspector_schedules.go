@@ -16,7 +16,8 @@ import (
 var ErrUnknownSchedule = scheduler.ErrNoSchedule
 
 // ErrCodeSchedule: an id that names a cron entry of the code, which is
-// listed and run with the schedules but changed only in code.
+// listed, paused, resumed and run with the schedules but changed and
+// deleted only in code.
 var ErrCodeSchedule = errors.New("bananas: a cron entry of the code")
 
 // codeEntry refuses an action that would change id when id names a cron
@@ -25,15 +26,57 @@ func (in *Inspector) codeEntry(id, action string) error {
 	if _, err := in.rt.CronJob(id, in.q.Now()); err != nil {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is a //bananas:cron entry, changed in code and not by %s", ErrCodeSchedule, id, action)
+	return fmt.Errorf("%w: %s is a //bananas:cron entry, changed in code and not by %s (pause or resume it instead)", ErrCodeSchedule, id, action)
+}
+
+// codeSchedules are the program's cron entries as schedules (Source code),
+// each with whether it is paused.
+func (in *Inspector) codeSchedules(ctx context.Context) ([]bananastype.Schedule, error) {
+	cron, err := in.rt.Cron(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]scheduler.CronRef, len(cron))
+	for i, e := range cron {
+		refs[i] = scheduler.CronRef{Name: e.Name, Route: e.Route}
+	}
+	paused, err := scheduler.CronPaused(ctx, in.q, refs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bananastype.Schedule, 0, len(cron))
+	for i, e := range cron {
+		out = append(out, bananastype.Schedule{ID: e.Name, Source: bananastype.SourceCode, Name: e.Name, Route: e.Route,
+			Priority: e.Priority, Spec: e.Spec, TZ: e.TZ, Paused: paused[i], NextRun: e.NextRun, LastRun: e.LastRun, LastJob: e.LastJob, RunCount: e.RunCount})
+	}
+	return out, nil
+}
+
+// codeSchedule is the program's cron entry id as a schedule, false when
+// there is none.
+func (in *Inspector) codeSchedule(ctx context.Context, id string) (bananastype.Schedule, bool, error) {
+	if in.codeEntry(id, "") == nil {
+		return bananastype.Schedule{}, false, nil
+	}
+	all, err := in.codeSchedules(ctx)
+	if err != nil {
+		return bananastype.Schedule{}, false, err
+	}
+	for _, s := range all {
+		if s.ID == id {
+			return s, true, nil
+		}
+	}
+	return bananastype.Schedule{}, false, nil
 }
 
 // ScheduleActions list and act on schedules: those made at run time
-// (Source data), and, in the listing, the program's cron entries (Source
-// code, shown, not changed here).
+// (Source data), and the program's cron entries (Source code: listed,
+// read, paused, resumed and run here, changed and deleted only in code).
 type ScheduleActions interface {
 	Schedules(ctx context.Context) ([]bananastype.Schedule, error)
-	// Schedule reads schedule id made at run time (ErrUnknownSchedule).
+	// Schedule reads schedule id, made at run time or a cron entry of the
+	// code (ErrUnknownSchedule).
 	Schedule(ctx context.Context, id string) (bananastype.Schedule, error)
 	// PutSchedule creates schedule id or changes it; a bad field is a
 	// refusal naming it (args through the task's strict decoder).
@@ -78,27 +121,36 @@ func (in *Inspector) Schedules(ctx context.Context) ([]bananastype.Schedule, err
 	for _, sc := range list {
 		out = append(out, sc.View())
 	}
-	cron, err := in.rt.Cron(ctx)
+	code, err := in.codeSchedules(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range cron {
-		out = append(out, bananastype.Schedule{ID: e.Name, Source: bananastype.SourceCode, Name: e.Name, Route: e.Route,
-			Priority: e.Priority, Spec: e.Spec, TZ: e.TZ, NextRun: e.NextRun, LastRun: e.LastRun, LastJob: e.LastJob, RunCount: e.RunCount})
-	}
+	out = append(out, code...)
 	return out, in.describeSchedules(ctx, out)
 }
 
-// Schedule reads schedule id made at run time.
+// Schedule reads schedule id, made at run time or a cron entry of the code.
 func (in *Inspector) Schedule(ctx context.Context, id string) (bananastype.Schedule, error) {
 	if err := scheduler.CheckScheduleID(id); err != nil {
 		return bananastype.Schedule{}, InvalidValue("id", id, "1-200 characters without spaces or braces")
 	}
 	sc, err := in.schedules().Get(ctx, id)
-	if err != nil {
+	var out []bananastype.Schedule
+	switch {
+	case errors.Is(err, ErrUnknownSchedule):
+		code, ok, cerr := in.codeSchedule(ctx, id)
+		if cerr != nil {
+			return bananastype.Schedule{}, cerr
+		}
+		if !ok {
+			return bananastype.Schedule{}, err
+		}
+		out = []bananastype.Schedule{code}
+	case err != nil:
 		return bananastype.Schedule{}, err
+	default:
+		out = []bananastype.Schedule{sc.View()}
 	}
-	out := []bananastype.Schedule{sc.View()}
 	return out[0], in.describeSchedules(ctx, out)
 }
 
@@ -203,13 +255,15 @@ func (in *Inspector) DeleteSchedule(ctx context.Context, id string) error {
 	return in.schedules().Delete(ctx, id)
 }
 
-// PauseSchedule pauses or resumes schedule id.
+// PauseSchedule pauses or resumes schedule id, made at run time or a cron
+// entry of the code: paused, it fires nothing on any scheduler and keeps
+// its next tick.
 func (in *Inspector) PauseSchedule(ctx context.Context, id string, paused bool) error {
 	if err := scheduler.CheckScheduleID(id); err != nil {
 		return InvalidValue("id", id, "1-200 characters without spaces or braces")
 	}
-	if err := in.codeEntry(id, "a pause or resume (pause its route instead)"); err != nil {
-		return err
+	if e, err := in.rt.CronJob(id, in.q.Now()); err == nil {
+		return scheduler.PauseCron(ctx, in.q, e.Route, id, paused, in.q.Now())
 	}
 	return in.schedules().Pause(ctx, id, paused, in.q.Now())
 }

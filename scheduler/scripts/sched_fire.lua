@@ -1,54 +1,81 @@
--- sched_fire.lua: enqueue the job of one claimed tick of a schedule, in the
--- route's slot, exactly once: compare-and-set on the schedule's last
--- enqueued tick (a string key beside the route's jobs), and only when this
--- call advances it, write the job and push it to its ready list, in one
--- atomic step. Two schedulers finishing the same claim, or a resend after
--- a lost reply, enqueue one job.
+-- sched_fire.lua: enqueue the jobs of claimed ticks of schedules on one
+-- route, in the route's slot, each exactly once: a compare-and-set on the
+-- schedule's last enqueued tick (a string key beside the route's jobs),
+-- and only when this call advances it, the job written and pushed to its
+-- ready list. Two schedulers finishing the same claim, or a resend after a
+-- lost reply, enqueue one job. One garbage tick mark answers for its own
+-- schedule and does not stop the others.
 --
--- The mark expires (ARGV[10]) long after any claim could still be
--- finished, so a deleted schedule leaves nothing behind for good.
+-- The marks expire (ARGV[3]) long after any claim could still be finished,
+-- so a deleted schedule leaves nothing behind for good.
 --
--- KEYS[1]  STRING  route:{r}:schedtick:<schedule id>   last enqueued tick (unix ms)
--- KEYS[2]  LIST    route:{r}:queue:<priority>
--- KEYS[3]  HASH    route:{r}:stats
--- KEYS[4]  HASH    route:{r}:job:<id>      the tick's job
--- KEYS[5]  HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
--- KEYS[6]  ZSET    route:{r}:idle   waiting workers: one is woken (bn_wake)
--- ARGV[1]  tick (unix ms)
--- ARGV[2]  now (unix ms)
--- ARGV[3]  job id
--- ARGV[4]  task name
--- ARGV[5]  envelope (msgpack)
--- ARGV[6]  priority: high|normal|low
--- ARGV[7]  max retries
--- ARGV[8]  the route's wake channel, for workers that take only some tasks
--- ARGV[9]  the schedule id (for errors)
--- ARGV[10] the mark's TTL (ms)
--- Returns: 1 enqueued, 0 this tick (or a later one) was enqueued already.
-local tick = bn_num(ARGV[1], 'tick')
-local now = bn_num(ARGV[2], 'now')
-local id = bn_str(ARGV[3], 'job id')
-bn_str(ARGV[4], 'task name')
-bn_str(ARGV[5], 'envelope')
-bn_prio(ARGV[6], 'priority')
-if bn_num(ARGV[7], 'max retries') < 0 then error('bananas: max retries must be >= 0') end
-bn_str(ARGV[8], 'wake channel')
-local ttl = bn_num(ARGV[10], 'mark ttl')
-bn_need_type(KEYS[1], 'string', 'schedule tick mark')
-bn_need_type(KEYS[2], 'list', 'ready list')
-local last = redis.call('GET', KEYS[1])
-if last then
-  if not string.find(last, '^%d+$') then
-    error('bananas: the tick mark of schedule ' .. ARGV[9] .. ' (' .. KEYS[1] .. ') is garbage: ' .. bn_shown(last))
-  end
-  if tonumber(last) >= tick then return 0 end
+-- KEYS[1]  HASH    route:{r}:stats
+-- KEYS[2]  HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
+-- KEYS[3]  ZSET    route:{r}:idle   waiting workers: some are woken (bn_wake)
+-- KEYS[4]  LIST    route:{r}:queue:high
+-- KEYS[5]  LIST    route:{r}:queue:normal
+-- KEYS[6]  LIST    route:{r}:queue:low
+-- then for each tick i:
+-- KEYS[5+2i]  STRING  route:{r}:schedtick:<schedule id>   last enqueued tick (unix ms)
+-- KEYS[6+2i]  HASH    route:{r}:job:<id>                  the tick's job
+-- ARGV[1]  now (unix ms)
+-- ARGV[2]  the route's wake channel, for workers that take only some tasks
+-- ARGV[3]  the marks' TTL (ms)
+-- then 7 values per tick i: the tick (unix ms); the job id; the task name;
+--   the envelope (msgpack); the priority (high|normal|low); max retries;
+--   the schedule id (for errors)
+-- Returns: per tick, 1 enqueued, 0 this tick (or a later one) was enqueued
+-- already, or 'garbage: ...' (its mark is not a tick).
+local now = bn_num(ARGV[1], 'now')
+bn_str(ARGV[2], 'wake channel')
+local ttl = bn_num(ARGV[3], 'mark ttl')
+local n = (#KEYS - 6) / 2
+if n < 0 or n ~= math.floor(n) or #ARGV ~= 3 + 7 * n then error('bananas: fire takes 2 keys and 7 values per tick') end
+local lists = {high = KEYS[4], normal = KEYS[5], low = KEYS[6]}
+local items = {}
+for i = 1, n do
+  local a = 3 + 7 * (i - 1)
+  local it = {
+    mark = KEYS[5 + 2 * i], job = KEYS[6 + 2 * i],
+    tick = bn_num(ARGV[a + 1], 'tick'), id = bn_str(ARGV[a + 2], 'job id'), name = bn_str(ARGV[a + 3], 'task name'),
+    env = bn_str(ARGV[a + 4], 'envelope'), prio = ARGV[a + 5], retries = ARGV[a + 6], sid = ARGV[a + 7],
+  }
+  bn_prio(it.prio, 'priority')
+  if bn_num(it.retries, 'max retries') < 0 then error('bananas: max retries must be >= 0') end
+  items[i] = it
 end
-if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end
+for _, list in pairs(lists) do bn_need_type(list, 'list', 'ready list') end
 
-redis.call('SET', KEYS[1], tick, 'PX', ttl)
-bn_write_job(KEYS[4], {'n', ARGV[4], 'p', ARGV[6], 'm', ARGV[7], 'c', now}, ARGV[5])
-bn_count(KEYS[3], 'enqueued', 1)
-bn_series(KEYS[5], now, 'e', 1)
-bn_wake(KEYS[6], 1, now)
-if bn_push(KEYS[2], id, false) then redis.call('PUBLISH', ARGV[8], '1') end
-return 1
+local out = {}
+for i, it in ipairs(items) do
+  local last = redis.pcall('GET', it.mark)
+  if type(last) == 'table' and last['err'] then
+    out[i] = 'garbage: the tick mark of schedule ' .. it.sid .. ' (' .. it.mark .. ') is not a string'
+  elseif last and not string.find(last, '^%d+$') then
+    out[i] = 'garbage: the tick mark of schedule ' .. it.sid .. ' (' .. it.mark .. ') is garbage: ' .. bn_shown(last)
+  elseif last and tonumber(last) >= it.tick then
+    out[i] = 0
+  elseif redis.call('EXISTS', it.job) == 1 then
+    out[i] = 0
+  else
+    out[i] = 1
+  end
+end
+
+local pushed = 0
+local wake = false
+for i, it in ipairs(items) do
+  if out[i] == 1 then
+    redis.call('SET', it.mark, it.tick, 'PX', ttl)
+    bn_write_job(it.job, {'n', it.name, 'p', it.prio, 'm', it.retries, 'c', now}, it.env)
+    if bn_push(lists[it.prio], it.id, false) then wake = true end
+    pushed = pushed + 1
+  end
+end
+if pushed > 0 then
+  bn_count(KEYS[1], 'enqueued', pushed)
+  bn_series(KEYS[2], now, 'e', pushed)
+  bn_wake(KEYS[3], pushed, now)
+  if wake then redis.call('PUBLISH', ARGV[2], '1') end
+end
+return out

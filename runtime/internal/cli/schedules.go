@@ -14,7 +14,7 @@ import (
 const scheduleUsage = `usage: schedules list [--json]: the schedules made at run time, then the cron entries of the code (source code)
        schedules set ID NAME JSON --cron SPEC [--tz Z --jitter D --overlap P --catch-up D --route R --priority P --start T --end T --paused] [--json]: create or change a schedule
        schedules delete ID: delete a schedule; it fires nothing more
-       schedules pause ID | resume ID: stop a schedule firing (it keeps its next tick), or let it fire again
+       schedules pause ID | resume ID: stop a schedule (or a cron entry of the code) firing (it keeps its next tick), or let it fire again
        schedules run ID: enqueue one job of a schedule now; its ticks stay as they are
        schedules backfill ID --from T --to T [--json]: enqueue each tick of the range once, oldest first`
 
@@ -102,7 +102,7 @@ func scheduleSet(e *Env, args []string) error {
 	defer c.Close()
 	got, err := c.PutSchedule(e.Ctx, pos[0], s)
 	if err != nil {
-		return err
+		return codeRefusal(err)
 	}
 	if *asJSON {
 		return printJSON(e.Stdout, got)
@@ -128,7 +128,7 @@ func scheduleAct(e *Env, verb string, args []string) error {
 	id := pos[0]
 	switch verb {
 	case "delete":
-		err = c.DeleteSchedule(e.Ctx, id)
+		err = codeRefusal(c.DeleteSchedule(e.Ctx, id))
 	case "pause", "resume":
 		err = c.PauseSchedule(e.Ctx, id, verb == "pause")
 	case "run":
@@ -136,6 +136,16 @@ func scheduleAct(e *Env, verb string, args []string) error {
 		if job, err = c.RunSchedule(e.Ctx, id); err == nil {
 			fmt.Fprintln(e.Stdout, job)
 		}
+	}
+	return err
+}
+
+// codeRefusal makes the refusal to change or delete a cron entry of the
+// code a usage error (exit 2): the id names something this command does
+// not change.
+func codeRefusal(err error) error {
+	if errors.Is(err, admin.ErrCodeSchedule) {
+		return usageError{err}
 	}
 	return err
 }
