@@ -60,6 +60,9 @@ type Config struct {
 	// HistoryMigrate: the program migrates the history's schema at start
 	// (HISTORY_MIGRATE, default on; off when operators migrate it).
 	HistoryMigrate bool
+	// CompressOver: payloads longer than this many bytes are stored
+	// compressed (BANANAS_COMPRESS_OVER, default 4096; 0 or less: none).
+	CompressOver int
 	// rules check REDIS_URL when a flag sets it after LoadConfig.
 	rules *Rules
 }
@@ -97,6 +100,7 @@ func LoadConfig(getenv func(string) string, r Rules) (Config, error) {
 		Lease: 30 * time.Second, ResultTTLSuccess: r.ResultTTLSuccess, ResultTTLFailure: r.ResultTTLFailure,
 		LogLevel: slog.LevelInfo, LogFormat: "text", rules: &r,
 		HistoryRetention: 30 * 24 * time.Hour, HistoryBacklog: 1_000_000, HistoryMigrate: true,
+		CompressOver: queue.DefaultCompressOver,
 	}
 	for _, v := range configVars {
 		if raw := strings.TrimSpace(getenv(v.name)); raw != "" {
@@ -244,6 +248,14 @@ var configVars = []configVar{
 			return envError("HISTORY_BACKLOG", v, "a whole number >= 1")
 		}
 		c.HistoryBacklog = n
+		return nil
+	}},
+	{"BANANAS_COMPRESS_OVER", "compress-over", "args and results longer than this many bytes are stored compressed, zstd (default 4096; 0 or less: never)", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return envError("BANANAS_COMPRESS_OVER", v, "a whole number of bytes (0 or less: compress nothing)")
+		}
+		c.CompressOver = n
 		return nil
 	}},
 	{"LOG_LEVEL", "log-level", "debug|info|warn|error", func(c *Config, v string) error {
