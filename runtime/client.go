@@ -48,6 +48,10 @@ type Client struct {
 
 	hooks hooks // the subscribers to its enqueues and its workers' runs and ends (hookreg.go)
 
+	// payloads packs and unpacks stored args, results and notes (keys.go):
+	// a field, not an extension, because every enqueue and every run reads it.
+	payloads *queue.Payloads
+
 	// ext keeps the state of the features that need some per client (the
 	// task history, Once's timings, the runner of workflows), each under a
 	// key of its own file: a feature adds no field here.
@@ -65,6 +69,7 @@ type connectConfig struct {
 	replicas   int
 	replicaTO  time.Duration
 	setups     []func(*Client) // what options of features do to the client once it is made (WithHistory)
+	payloads   payloadConfig   // compression and keys (keys.go)
 }
 
 // WithNamespace puts every key under ns instead of $BANANAS_NAMESPACE (or "bananas").
@@ -121,6 +126,10 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	if cfg.maxRetries < 0 {
 		return nil, fmt.Errorf("bananas: DefaultRetries must be >= 0, got %d", cfg.maxRetries)
 	}
+	payloads, err := cfg.payloads.make(cfg.maxPayload, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	rdb, emb, err := dial.Open(url)
 	if err != nil {
 		return nil, err
@@ -158,7 +167,7 @@ func Connect(ctx context.Context, url string, opts ...ConnectOption) (*Client, e
 	c := &Client{
 		rdb: rdb, q: q, listener: l, waiter: results.NewWaiter(l, func(id string) string { return queue.ResultChannel(cfg.namespace, id) }, 0),
 		maxPayload: cfg.maxPayload, maxRetries: cfg.maxRetries, embedded: emb, stopClock: stopClock,
-		unservedAfter: defaultUnservedAfter, metrics: newMetrics(q),
+		unservedAfter: defaultUnservedAfter, metrics: newMetrics(q), payloads: payloads,
 	}
 	for _, setup := range cfg.setups {
 		setup(c)

@@ -258,8 +258,12 @@ func (in *inspector) Canceled(route string, p Priority, task string) {
 }
 
 func (in *inspector) CanceledRecord(j *bananastype.Job) ([]byte, time.Duration, error) {
+	args, err := in.c.payloads.Pack(queue.PurposeArgs, j.ID, j.ArgsMsgpack) // Job unpacked them
+	if err != nil {
+		return nil, 0, err
+	}
 	b, err := engine.CanceledRecord(j.ID, j.Name, j.Priority, j.CreatedAt, j.MaxRetries, j.Attempts,
-		queue.Envelope{Args: j.ArgsMsgpack, Timeout: j.Timeout.Milliseconds(), Description: j.Description}, j.FailedAt, j.Earlier, in.c.q.Now())
+		queue.Envelope{Args: args, Timeout: j.Timeout.Milliseconds(), Description: j.Description}, j.FailedAt, j.Earlier, in.c.q.Now())
 	return b, DefaultFailureTTL, err
 }
 

@@ -23,6 +23,7 @@ func (c *Client) Job(ctx context.Context, id string) (*bananastype.Job, error) {
 		return nil, fmt.Errorf("bananas: %w", err)
 	}
 	j := jobOfState(s)
+	c.unpackJob(&j)
 	j.Args = declaredArgsJSON(j.Name, j.ArgsMsgpack)
 	return &j, nil
 }

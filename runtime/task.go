@@ -168,31 +168,23 @@ func (t *Task[A, R]) config(opts []Option) (jobConfig, error) {
 }
 
 // newJob encodes one job of the task: args checked against the payload limit,
-// the envelope, its key (keyOf), a fresh id (or the WithID one) and the
-// unique key.
+// its key (keyOf), a fresh id (or the WithID one), the unique key, and the
+// envelope with the args as stored (packed for the id: compressed, sealed).
 func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Time) (queue.NewJob, error) {
 	e := encoders.Get().(*encoder)
 	defer encoders.Put(e)
-	raw, err := e.encode(args) // copied by EncodeEnvelope, hashed for Unique
+	raw, err := e.encode(args) // copied by EncodeEnvelope (or packed), hashed for Unique
 	if err != nil {
 		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: encode args: %w", t.name, err)
 	}
 	if err := checkPayload("args of ", t.name, len(raw), c.maxPayload); err != nil {
 		return queue.NewJob{}, err
 	}
-	env, err := queue.EncodeEnvelope(queue.Envelope{
-		Args: raw, Timeout: cfg.timeout.Milliseconds(), Description: cfg.description,
-		ResultTTL: cfg.successTTLMS(), FailureTTL: cfg.resultTTL.Milliseconds(),
-		Backoff: cfg.backoff.Milliseconds(), Headers: cfg.headers,
-	})
-	if err != nil {
-		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
-	}
 	retries := c.maxRetries
 	if cfg.hasRetries {
 		retries = cfg.maxRetries
 	}
-	j := queue.NewJob{ID: cfg.id, Name: t.name, Envelope: env, MaxRetries: retries, RunAt: runAt, ChosenID: cfg.id != ""}
+	j := queue.NewJob{ID: cfg.id, Name: t.name, MaxRetries: retries, RunAt: runAt, ChosenID: cfg.id != ""}
 	if j.Keyed, j.Key, err = t.keyOf(cfg, args); err != nil {
 		return queue.NewJob{}, err
 	}
@@ -211,21 +203,36 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 		}
 	}
 	if j.ID != "" {
-		return j, t.checkFlowID(c, cfg, j)
+		if err := t.checkFlowID(c, cfg, j); err != nil {
+			return j, err
+		}
+	} else {
+		shard := cfg.route
+		switch {
+		case cfg.unsharded:
+		case j.Keyed: // a flow lives on one shard, whatever its unique keys
+			shard = c.flowShard(context.Background(), cfg.route, t.name, j.Key)
+		case j.UniqueKey != "":
+			shard = c.q.ShardOf(context.Background(), cfg.route, j.UniqueKey)
+		case cfg.shard != "":
+			shard = cfg.shard
+		default:
+			shard = c.q.ShardNow(context.Background(), cfg.route)
+		}
+		j.ID = queue.NewID(shard, now)
 	}
-	shard := cfg.route
-	switch {
-	case cfg.unsharded:
-	case j.Keyed: // a flow lives on one shard, whatever its unique keys
-		shard = c.flowShard(context.Background(), cfg.route, t.name, j.Key)
-	case j.UniqueKey != "":
-		shard = c.q.ShardOf(context.Background(), cfg.route, j.UniqueKey)
-	case cfg.shard != "":
-		shard = cfg.shard
-	default:
-		shard = c.q.ShardNow(context.Background(), cfg.route)
+	stored, err := c.packArgs(cfg, j.ID, raw)
+	if err != nil {
+		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
-	j.ID = queue.NewID(shard, now)
+	j.Envelope, err = queue.EncodeEnvelope(queue.Envelope{
+		Args: stored, Timeout: cfg.timeout.Milliseconds(), Description: cfg.description,
+		ResultTTL: cfg.successTTLMS(), FailureTTL: cfg.resultTTL.Milliseconds(),
+		Backoff: cfg.backoff.Milliseconds(), Headers: cfg.headers,
+	})
+	if err != nil {
+		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
+	}
 	return j, nil
 }
 
@@ -377,6 +384,10 @@ func (t *Task[A, R]) await(ctx context.Context, c *Client, id string) (R, error)
 	if err != nil {
 		var zero R
 		return zero, err
+	}
+	if rec.Value, err = c.payloads.Unpack(queue.PurposeResult, rec.ID, rec.Value); err != nil && !ofAnotherTask(rec.Name, t.name) {
+		var zero R
+		return zero, fmt.Errorf("bananas: result of %s job %s: %w", t.name, rec.ID, err)
 	}
 	return decodeRecord[R](t.name, rec)
 }

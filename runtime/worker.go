@@ -115,7 +115,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // and its ends told to sinks.
 func (w *Worker) runConfig(mw Middleware, sinks []engine.JobEndSink) worker.Config {
 	o := &w.opts
-	x := &executor{tasks: w.handlers, mw: mw, maxPayload: w.c.maxPayload, backoff: o.Backoff}
+	x := &executor{tasks: w.handlers, mw: mw, maxPayload: w.c.maxPayload, backoff: o.Backoff, payloads: w.c.payloads, log: o.Logger}
 	cfg := worker.Config{
 		Queue: w.c.q, Listener: w.c.listener, Logger: o.Logger, Metrics: w.c.metrics,
 		ID: w.id, Mode: w.mode, SchedulerMode: shell.ModeSchedulerOnly,
@@ -130,7 +130,7 @@ func (w *Worker) runConfig(mw Middleware, sinks []engine.JobEndSink) worker.Conf
 		Batches:       w.batches(),
 	}
 	if store := w.c.History(); store != nil {
-		cfg.History = &worker.History{Store: store, Row: w.handlers.historyRow,
+		cfg.History = &worker.History{Store: store, Row: w.historyRow,
 			Backlog: o.HistoryBacklog, Retention: o.HistoryRetention, Migrate: o.HistoryMigrate}
 	}
 	return cfg

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -21,6 +22,8 @@ type executor struct {
 	mw         Middleware
 	maxPayload int
 	backoff    func(attempt int) time.Duration
+	payloads   *queue.Payloads // the client's: args unpacked, results packed (keys.go)
+	log        *slog.Logger
 }
 
 // exec is the engine's Config.Exec: it runs the job's handler through the
@@ -35,7 +38,11 @@ func (x *executor) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 	if h.batch != nil {
 		ctx = withBatchRun(ctx, d, v.job)
 	}
-	o := runHandler(ctx, h, d.Envelope.Args, x.mw, v.job)
+	args, err := x.payloads.Unpack(queue.PurposeArgs, d.ID, d.Envelope.Args)
+	if err != nil {
+		return x.unopened(d, err)
+	}
+	o := runHandler(ctx, h, args, x.mw, v.job)
 	var trail string // only a workflow step's run has a place for one
 	if v.trail != nil {
 		trail = *v.trail
@@ -51,7 +58,11 @@ func (x *executor) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 	if err := checkPayload("result of ", d.Name, len(o.result), x.maxPayload); err != nil {
 		return engine.Outcome{Failed: true, Message: err.Error(), Final: true}
 	}
-	return engine.Outcome{Result: o.result, Trail: trail}
+	result, err := x.packResult(d, o.result)
+	if err != nil {
+		return engine.Outcome{Failed: true, Message: err.Error(), Final: true}
+	}
+	return engine.Outcome{Result: result, Trail: trail}
 }
 
 // outcome is what a handler returned.

@@ -63,6 +63,9 @@ type Config struct {
 	// OutboxURL is the PostgreSQL database of the transactional outbox
 	// (OUTBOX_URL), "" for none: workers run its relay.
 	OutboxURL string
+	// CompressOver: payloads longer than this many bytes are stored
+	// compressed (BANANAS_COMPRESS_OVER, default 4096; 0 or less: none).
+	CompressOver int
 	// rules check REDIS_URL when a flag sets it after LoadConfig.
 	rules *Rules
 }
@@ -100,6 +103,7 @@ func LoadConfig(getenv func(string) string, r Rules) (Config, error) {
 		Lease: 30 * time.Second, ResultTTLSuccess: r.ResultTTLSuccess, ResultTTLFailure: r.ResultTTLFailure,
 		LogLevel: slog.LevelInfo, LogFormat: "text", rules: &r,
 		HistoryRetention: 30 * 24 * time.Hour, HistoryBacklog: 1_000_000, HistoryMigrate: true,
+		CompressOver: queue.DefaultCompressOver,
 	}
 	for _, v := range configVars {
 		if raw := strings.TrimSpace(getenv(v.name)); raw != "" {
@@ -255,6 +259,14 @@ var configVars = []configVar{
 			return envError("OUTBOX_URL", c.rules.RedactURL(v), "a URL such as postgres://user:pass@host:5432/db")
 		}
 		c.OutboxURL = v
+		return nil
+	}},
+	{"BANANAS_COMPRESS_OVER", "compress-over", "args and results longer than this many bytes are stored compressed, zstd (default 4096; 0 or less: never)", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return envError("BANANAS_COMPRESS_OVER", v, "a whole number of bytes (0 or less: compress nothing)")
+		}
+		c.CompressOver = n
 		return nil
 	}},
 	{"LOG_LEVEL", "log-level", "debug|info|warn|error", func(c *Config, v string) error {
