@@ -214,3 +214,8 @@ func WorkflowIndex(ns string) string { return ns + ":workflows" }
 // a week after it failed or was canceled), so it holds about as many
 // entries as there are records.
 func WorkflowList(ns string) string { return ns + ":workflows:all" }
+
+// AuditLog is the ZSET of the most recent audit entries (entry JSON -> when,
+// unix microseconds), capped at AuditCap (audit.go). One key for the
+// namespace: an action is rare, and a page of the log is one read.
+func AuditLog(ns string) string { return ns + ":audit" }

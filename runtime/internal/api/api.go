@@ -243,9 +243,13 @@ func (s *server) endpoint(e endpoint) http.Handler {
 			}
 			return
 		}
-		if err := s.admit(r, e.Endpoint); err != nil {
+		who, err := s.admit(r, e.Endpoint)
+		if err != nil {
 			if ae, ok := err.(*Error); ok && ae.Status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="bananas"`)
+			}
+			if ae, ok := err.(*Error); ok && ae.Role != "" {
+				admin.Denied(r.Context(), s.a, who.Name, "api", e.ID, auditTarget(r, e.Endpoint), ae.Msg)
 			}
 			s.fail(w, r, err)
 			return
@@ -255,7 +259,15 @@ func (s *server) endpoint(e endpoint) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-		if err := e.serve(s, w, r); err != nil {
+		serving := s
+		if e.Action {
+			// Each action the endpoint takes is recorded in the audit log
+			// as taken by the token's name.
+			as := *s
+			as.a = admin.Audited(s.a, who.Name, "api")
+			serving = &as
+		}
+		if err := e.serve(serving, w, r); err != nil {
 			s.fail(w, r, err)
 		}
 	})
@@ -264,19 +276,36 @@ func (s *server) endpoint(e endpoint) http.Handler {
 // admit refuses r before its endpoint e reads it: without a token it
 // takes, beyond its token's role, an action in read-only mode, a body that
 // is not JSON.
-func (s *server) admit(r *http.Request, e openapi.Endpoint) error {
+func (s *server) admit(r *http.Request, e openapi.Endpoint) (access.Token, error) {
 	who, err := s.authorize(r)
 	if err != nil {
-		return err
+		return who, err
 	}
 	if need := e.Needs(); !who.Role.Allows(need) {
-		return &Error{Status: http.StatusForbidden, Role: need, Msg: fmt.Sprintf(
+		return who, &Error{Status: http.StatusForbidden, Role: need, Msg: fmt.Sprintf(
 			"%s needs the %s role: the token %q has the %s role", e.Pattern(), need, who.Name, who.Role)}
 	}
 	if e.Action && s.cfg.ReadOnly {
-		return &Error{Status: http.StatusForbidden, Msg: "the API is read-only (API_READ_ONLY): actions are refused"}
+		return who, &Error{Status: http.StatusForbidden, Msg: "the API is read-only (API_READ_ONLY): actions are refused"}
 	}
-	return jsonBody(r)
+	return who, jsonBody(r)
+}
+
+// auditTarget is what request r to e acts on, for the audit log: its path
+// values, else its route and task query parameters.
+func auditTarget(r *http.Request, e openapi.Endpoint) string {
+	var parts []string
+	for _, p := range e.PathParams {
+		parts = append(parts, r.PathValue(p.Name))
+	}
+	if len(parts) == 0 {
+		for _, k := range []string{"route", "task"} {
+			if v := r.URL.Query().Get(k); v != "" {
+				parts = append(parts, k+"="+v)
+			}
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // Anonymous is who calls a server that asks for no token (it answers

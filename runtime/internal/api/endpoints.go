@@ -370,6 +370,15 @@ var endpoints = []endpoint{
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/openapi.json", ID: "getOpenAPI", Tag: "meta", Summary: "This document.",
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The OpenAPI 3.1 document.", Type: map[string]any{}}}},
 		(*server).openAPI},
+	{openapi.Endpoint{Method: "GET", Path: "/api/v1/audit", ID: "listAudit", Tag: "audit",
+		Summary: "The audit log: the actions operators took through the API, the dashboard or the command line (who, what, target, when, outcome), newest first; Redis keeps the most recent 10,000.",
+		Query: []openapi.Param{
+			{Name: "cursor", Desc: "Where the previous page ended (its next cursor)."},
+			{Name: "limit", Desc: "At most this many entries (default 50).", Kind: openapi.Integer, Min: 1, Max: 500},
+		},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of the audit log, newest first.", Type: bananastype.AuditPage{}, Name: "AuditPage",
+			Inner: map[string]string{"entries": "AuditEntry"}}, badRequest}},
+		(*server).audit},
 	// Liveness needs nothing; readiness needs Redis. Neither needs the
 	// token: probes carry none.
 	{openapi.Endpoint{Method: "GET", Path: "/healthz", ID: "healthz", Tag: "meta", Summary: "Readiness: whether the server reaches Redis.",

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // MaxBulk is the most jobs one bulk action takes: a page of the job list
@@ -31,15 +33,17 @@ func (d *Dashboard) bulk(r *http.Request) (string, url.Values, error) {
 	case len(ids) > MaxBulk:
 		return "", nil, &problem{Status: http.StatusBadRequest, Msg: "at most " + strconv.Itoa(MaxBulk) + " jobs at once: " + strconv.Itoa(len(ids)) + " were selected"}
 	}
+	// Each job acted on is one entry of the audit log.
+	a := admin.Audited(d.a, whoOf(r).Name, "dashboard")
 	var act func(id string) error
 	what, endpoint := "", ""
 	switch action := r.PostFormValue("action"); action {
 	case "replay":
-		act, what, endpoint = func(id string) error { return d.a.Replay(r.Context(), id) }, "bulk-replayed", "replayDeadJob"
+		act, what, endpoint = func(id string) error { return a.Replay(r.Context(), id) }, "bulk-replayed", "replayDeadJob"
 	case "delete":
-		act, what, endpoint = func(id string) error { return d.a.Delete(r.Context(), id) }, "bulk-deleted", "deleteJob"
+		act, what, endpoint = func(id string) error { return a.Delete(r.Context(), id) }, "bulk-deleted", "deleteJob"
 	case "cancel":
-		act, what, endpoint = func(id string) error { _, err := d.a.Cancel(r.Context(), id); return err }, "bulk-canceled", "cancelJob"
+		act, what, endpoint = func(id string) error { _, err := a.Cancel(r.Context(), id); return err }, "bulk-canceled", "cancelJob"
 	default:
 		return "", nil, &problem{Status: http.StatusBadRequest, Msg: "unknown bulk action " + strconv.Quote(action) + ": use replay, delete or cancel"}
 	}

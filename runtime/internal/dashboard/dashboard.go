@@ -78,6 +78,7 @@ func New(a admin.Admin, cfg Config) *Dashboard {
 		"GET /routes/{route}/limits": d.view(d.limits),
 		"GET /workflows":             http.HandlerFunc(d.workflows),
 		"GET /workflows/{id}":        d.view(d.workflow),
+		"GET /audit":                 d.view(d.audit),
 		"GET /static/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// A name fs.Sub refuses (bytes that are not UTF-8) is an "invalid
 			// name" error that the file server answers 500: it names no file.

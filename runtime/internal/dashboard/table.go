@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/access"
 	"github.com/bananas-go/bananas/runtime/internal/api"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
@@ -177,7 +178,7 @@ func (d *Dashboard) tableAction(a api.Action) actionFunc {
 			return "", nil, err
 		}
 		ans := &answer{header: http.Header{}}
-		if err := a.Serve(d.a, ans, req); err != nil {
+		if err := a.Serve(admin.Audited(d.a, whoOf(r).Name, "dashboard"), ans, req); err != nil {
 			return "", nil, err
 		}
 		done := url.Values{"done": {b.Done}}
