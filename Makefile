@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test lint test-faults test-chaos fuzz demo bench bench-compare bench-replica bench-history fmt
+.PHONY: test test-alerts lint test-faults test-chaos fuzz demo bench bench-compare bench-replica bench-history fmt
 
 # The one test command (README, .ci/run): what the tests need installed
 # (scripts/test-deps.sh), formatting, vet, staticcheck (make lint), the peer
@@ -25,10 +25,21 @@ test: lint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	@$(MAKE) --no-print-directory test-alerts
 	@for m in $(ADDONS); do echo "$$m: go vet"; (cd $$m && $(GO) vet ./...) || exit 1; done
 	@for p in $(PEERS); do echo "$$p: go build, go vet"; (cd $$p && $(GO) build -o /dev/null ./... && $(GO) vet ./...) || exit 1; done
 	$(GO) test -race -count=1 -timeout 15m ./...
 	@for m in $(ADDONS); do echo "$$m: go test -race"; (cd $$m && $(GO) test -race -count=1 -timeout 15m ./...) || exit 1; done
+
+# The alert rules (deploy/prometheus/alerts.yml) checked and their tests run
+# with promtool (Debian: the prometheus package). Where promtool is missing
+# they are skipped with a message, except on CI (CI set), where .ci/run
+# installs it and its absence is a failure.
+test-alerts:
+	@if command -v promtool >/dev/null; then \
+		promtool check rules deploy/prometheus/alerts.yml && promtool test rules deploy/prometheus/alerts_test.yml; \
+	elif [ -n "$$CI" ]; then echo "make test: promtool is missing on CI (.ci/run installs Debian's prometheus package)"; exit 1; \
+	else echo "# alert rule tests skipped: promtool not installed (Debian: apt-get install prometheus)"; fi
 
 # staticcheck at a pinned version, fetched into the module cache on first use
 # (it is not a dependency of the module). A finding that is a test's intent

@@ -71,6 +71,13 @@ type Store interface {
 	Close()
 }
 
+// AuditWriter is a Store that keeps the audit log's entries too (the
+// operators' actions, bananastype.AuditEntry). WriteAudit stores e; an
+// entry whose ID is stored already is left as it is.
+type AuditWriter interface {
+	WriteAudit(ctx context.Context, e bananastype.AuditEntry) error
+}
+
 // ErrBadCursor matches the error of a Search whose cursor is not one a
 // search of the same store returned.
 var ErrBadCursor = errors.New("history: the cursor is not one a search returned (pass a page's Next unchanged)")

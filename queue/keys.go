@@ -219,3 +219,8 @@ func WorkflowList(ns string) string { return ns + ":workflows:all" }
 // each job enqueued with an expiry (NewJob.ExpireAt) that has not started
 // yet (expire.go).
 func (k Keys) Expiry() string { return k.base + "expiry" }
+
+// AuditLog is the ZSET of the most recent audit entries (entry JSON -> when,
+// unix microseconds), capped at AuditCap (audit.go). One key for the
+// namespace: an action is rare, and a page of the log is one read.
+func AuditLog(ns string) string { return ns + ":audit" }

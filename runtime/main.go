@@ -137,7 +137,11 @@ func (s session) Close() error {
 	return err
 }
 func (s session) APIHandler(o shell.HandlerOptions) http.Handler {
-	return APIHandler(s.w.Inspector(), APIOptions{Token: o.Token, ReadOnly: o.ReadOnly, MetricsNeedToken: o.MetricsNeedToken, Logger: o.Logger})
+	tokens := make([]APIToken, len(o.Tokens))
+	for i, t := range o.Tokens {
+		tokens[i] = APIToken{Name: t.Name, Role: string(t.Role), Token: t.Token}
+	}
+	return APIHandler(s.w.Inspector(), APIOptions{Token: o.Token, Tokens: tokens, ReadOnly: o.ReadOnly, MetricsNeedToken: o.MetricsNeedToken, Logger: o.Logger})
 }
 
 // workerOptions turns the configuration into the options of a worker in its mode.

@@ -48,6 +48,22 @@ var migrations = []string{
 	// What the store changed to keep a row (sanitize): '' for a row kept
 	// as given. A constant default adds the column without rewriting rows.
 	`ALTER TABLE bananas_history ADD COLUMN sanitized text NOT NULL DEFAULT ''`,
+	// The audit log: one row per action an operator took (audit.go). Not
+	// partitioned and not dropped with the history's retention: an audit
+	// trail is kept until the operators delete it.
+	`CREATE TABLE bananas_audit (
+		id      text        PRIMARY KEY,
+		at      timestamptz NOT NULL,
+		who     text        NOT NULL,
+		via     text        NOT NULL,
+		what    text        NOT NULL,
+		target  text        NOT NULL DEFAULT '',
+		outcome text        NOT NULL,
+		error   text        NOT NULL DEFAULT '',
+		detail  text        NOT NULL DEFAULT ''
+	);
+	CREATE INDEX bananas_audit_at ON bananas_audit (at DESC);
+	CREATE INDEX bananas_audit_who ON bananas_audit (who, at DESC);`,
 }
 
 // trigramsMigration is version 2. pg_trgm ships with PostgreSQL (contrib)

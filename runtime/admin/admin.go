@@ -21,6 +21,7 @@ type Admin interface {
 	JobActions
 	RouteActions
 	ScheduleActions // inspector_schedules.go
+	Auditor         // audit.go
 
 	// Submit checks s (its task, its args through the task's strict
 	// decoder, its route, priority and delay) and enqueues it. Warning,

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/access"
+	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
 
 // Config is how the server behaves.
@@ -24,6 +24,10 @@ type Config struct {
 	// names only (127.0.0.1, localhost, [::1]): a name that resolves to
 	// 127.0.0.1 under an attacker's control (DNS rebinding) is refused.
 	Token string
+	// Tokens are more tokens, each with its name and role (API_TOKENS):
+	// a call beyond its token's role is a 403 naming the role needed.
+	// Token, when set too, is one more, named admin, of the admin role.
+	Tokens []access.Token
 	// ReadOnly refuses every action (403); reads are served.
 	ReadOnly bool
 	// MaxBody is the largest request body accepted, in bytes (413 above it).
@@ -53,11 +57,7 @@ func New(a admin.Admin, cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &server{a: a, cfg: cfg, mux: http.NewServeMux()}
-	if cfg.Token != "" {
-		sum := sha256.Sum256([]byte(cfg.Token))
-		s.tokenSum = sum[:]
-	}
+	s := &server{a: a, cfg: cfg, mux: http.NewServeMux(), tokens: access.NewSet(cfg.Token, cfg.Tokens)}
 	s.routes()
 	return s
 }
@@ -66,8 +66,8 @@ type server struct {
 	a        admin.Admin
 	cfg      Config
 	mux      *http.ServeMux
-	patterns []string // what mux serves
-	tokenSum []byte
+	patterns []string    // what mux serves
+	tokens   *access.Set // empty: no token asked for
 }
 
 // routes mounts the endpoints, then /metrics and the extra routes.
@@ -81,7 +81,7 @@ func (s *server) routes() {
 		metrics := s.cfg.Metrics
 		if s.cfg.MetricsNeedToken {
 			metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if err := s.authorize(r); err != nil {
+				if _, err := s.authorize(r); err != nil {
 					w.Header().Set("WWW-Authenticate", `Bearer realm="bananas"`)
 					s.fail(w, r, err)
 					return
@@ -120,7 +120,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_ = writeJSON(w, http.StatusInternalServerError, errorBody{Error: "internal error"})
 		}
 	}()
-	if s.tokenSum == nil && !loopbackHost(r.Host) {
+	if s.tokens.Empty() && !loopbackHost(r.Host) {
 		_ = writeJSON(w, http.StatusMisdirectedRequest, errorBody{Error: fmt.Sprintf(
 			"Host %q is not a loopback name: without API_TOKEN the server answers 127.0.0.1, localhost and [::1] only", r.Host)})
 		return
@@ -243,9 +243,13 @@ func (s *server) endpoint(e endpoint) http.Handler {
 			}
 			return
 		}
-		if err := s.admit(r, e.Action); err != nil {
+		who, err := s.admit(r, e.Endpoint)
+		if err != nil {
 			if ae, ok := err.(*Error); ok && ae.Status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="bananas"`)
+			}
+			if ae, ok := err.(*Error); ok && ae.Role != "" {
+				admin.Denied(r.Context(), s.a, who.Name, "api", e.ID, auditTarget(r, e.Endpoint), ae.Msg)
 			}
 			s.fail(w, r, err)
 			return
@@ -255,37 +259,74 @@ func (s *server) endpoint(e endpoint) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-		if err := e.serve(s, w, r); err != nil {
+		serving := s
+		if e.Action {
+			// Each action the endpoint takes is recorded in the audit log
+			// as taken by the token's name.
+			as := *s
+			as.a = admin.Audited(s.a, who.Name, "api")
+			serving = &as
+		}
+		if err := e.serve(serving, w, r); err != nil {
 			s.fail(w, r, err)
 		}
 	})
 }
 
-// admit refuses r before its endpoint reads it: without the token, an
-// action in read-only mode, a body that is not JSON.
-func (s *server) admit(r *http.Request, action bool) error {
-	if err := s.authorize(r); err != nil {
-		return err
+// admit refuses r before its endpoint e reads it: without a token it
+// takes, beyond its token's role, an action in read-only mode, a body that
+// is not JSON.
+func (s *server) admit(r *http.Request, e openapi.Endpoint) (access.Token, error) {
+	who, err := s.authorize(r)
+	if err != nil {
+		return who, err
 	}
-	if action && s.cfg.ReadOnly {
-		return &Error{Status: http.StatusForbidden, Msg: "the API is read-only (API_READ_ONLY): actions are refused"}
+	if need := e.Needs(); !who.Role.Allows(need) {
+		return who, &Error{Status: http.StatusForbidden, Role: need, Msg: fmt.Sprintf(
+			"%s needs the %s role: the token %q has the %s role", e.Pattern(), need, who.Name, who.Role)}
 	}
-	return jsonBody(r)
+	if e.Action && s.cfg.ReadOnly {
+		return who, &Error{Status: http.StatusForbidden, Msg: "the API is read-only (API_READ_ONLY): actions are refused"}
+	}
+	return who, jsonBody(r)
 }
 
-func (s *server) authorize(r *http.Request) error {
-	if s.tokenSum == nil {
-		return nil
+// auditTarget is what request r to e acts on, for the audit log: its path
+// values, else its route and task query parameters.
+func auditTarget(r *http.Request, e openapi.Endpoint) string {
+	var parts []string
+	for _, p := range e.PathParams {
+		parts = append(parts, r.PathValue(p.Name))
+	}
+	if len(parts) == 0 {
+		for _, k := range []string{"route", "task"} {
+			if v := r.URL.Query().Get(k); v != "" {
+				parts = append(parts, k+"="+v)
+			}
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// Anonymous is who calls a server that asks for no token (it answers
+// loopback only): the admin role.
+var Anonymous = access.Token{Name: "anonymous", Role: access.Admin}
+
+// authorize is the token r presents, compared in constant time with every
+// token the server takes; Anonymous when it takes none.
+func (s *server) authorize(r *http.Request) (access.Token, error) {
+	if s.tokens.Empty() {
+		return Anonymous, nil
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		return &Error{Status: http.StatusUnauthorized, Msg: "missing Authorization: Bearer token (API_TOKEN is set)"}
+		return access.Token{}, &Error{Status: http.StatusUnauthorized, Msg: "missing Authorization: Bearer token (API_TOKEN or API_TOKENS is set)"}
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-	if subtle.ConstantTimeCompare(sum[:], s.tokenSum) != 1 {
-		return &Error{Status: http.StatusUnauthorized, Msg: "wrong bearer token"}
+	who, ok := s.tokens.Match(got)
+	if !ok {
+		return access.Token{}, &Error{Status: http.StatusUnauthorized, Msg: "wrong bearer token"}
 	}
-	return nil
+	return who, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {

@@ -12,7 +12,11 @@
 // # What it owns, and what it must not know
 //
 // api owns the HTTP surface: which method and path does what, the bearer
-// token (constant-time compare), read-only mode, the 413 for a body over the
+// tokens (constant-time compare, runtime/internal/access) and the role each
+// endpoint needs (its entry's Role: a call beyond its token's role is a 403
+// naming the role), that each action is recorded in the audit log as taken
+// by the token's name (admin.Audited; a call beyond its role as denied),
+// read-only mode, the 413 for a body over the
 // limit, the 4xx JSON error naming the field, and that no request, however
 // hostile, panics the process or gets a 5xx for its input, and the one
 // mapping of admin.Classify's classes to HTTP statuses (httpError). It

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/access"
 )
 
 // onlyParams refuses a query parameter the endpoint does not take, or one
@@ -80,6 +81,8 @@ type Error struct {
 	Status int
 	Msg    string
 	Field  string
+	// Role, on a 403 for a token whose role falls short, is the role needed.
+	Role access.Role
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -91,8 +94,9 @@ func BadRequest(field, format string, args ...any) *Error {
 
 // errorBody is the JSON of every error answer.
 type errorBody struct {
-	Error string `json:"error"`
-	Field string `json:"field,omitempty"`
+	Error string      `json:"error"`
+	Field string      `json:"field,omitempty"`
+	Role  access.Role `json:"role,omitempty"`
 }
 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -115,7 +119,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 			s.cfg.Logger.Error("bananas: api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
 	}
-	_ = writeJSON(w, e.Status, errorBody{Error: e.Msg, Field: e.Field})
+	_ = writeJSON(w, e.Status, errorBody{Error: e.Msg, Field: e.Field, Role: e.Role})
 }
 
 // RetryAfterSeconds is the Retry-After of a 503 answered while Redis is

@@ -37,6 +37,7 @@ type fakeAdmin struct {
 	wfSub   admin.WorkflowSubmission
 	wfCalls []string // the workflow actions taken: "cancel ID", "retry ID"
 	wfQuery admin.WorkflowQuery
+	audits  []bananastype.AuditEntry // the audit entries recorded
 }
 
 var _ admin.Admin = (*fakeAdmin)(nil)
@@ -225,4 +226,16 @@ func (f *fakeAdmin) RetryWorkflow(_ context.Context, id string) (*bananastype.Wo
 	f.wfCalls = append(f.wfCalls, "retry "+id)
 	w, err := f.workflow(id)
 	return w, 1, err
+}
+
+func (f *fakeAdmin) Audit(_ context.Context, e bananastype.AuditEntry) error {
+	f.audits = append(f.audits, e)
+	return nil
+}
+
+func (f *fakeAdmin) AuditLog(_ context.Context, q admin.AuditQuery) (bananastype.AuditPage, error) {
+	if q.Cursor != "" {
+		return bananastype.AuditPage{}, admin.BadQuery("cursor", "cursor %q is not one a page gave", q.Cursor)
+	}
+	return bananastype.AuditPage{Entries: f.audits}, f.err
 }

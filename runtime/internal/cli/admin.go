@@ -40,6 +40,7 @@ var adminCommands = []Spec{
 	{"history", cmdHistory, [][2]string{
 		{"history", "search the task history of ended jobs [--task T --route R --status S --since T --until T --q TEXT --arg F=V]"},
 		{"history migrate", "create or migrate the task history's schema (HISTORY_URL)"}}},
+	{"audit", cmdAudit, [][2]string{{"audit", "the audit log: who took which action on what, when, and how it ended, newest first [--limit N --cursor C --json]"}}}, // audit.go
 }
 
 // commandNamed is the command of specs called name.

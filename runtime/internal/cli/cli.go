@@ -137,8 +137,15 @@ type Env struct {
 	app  App
 }
 
-// open is the admin commands' connection to the admin layer.
-func (e *Env) open() (Conn, error) { return e.app.Open(e.Ctx) }
+// open is the admin commands' connection to the admin layer, every action
+// taken through it recorded in the audit log as taken by cli@<host>.
+func (e *Env) open() (Conn, error) {
+	c, err := e.app.Open(e.Ctx)
+	if err == nil && c.Admin != nil {
+		c.Admin = admin.Audited(c.Admin, cliWho(), "cli")
+	}
+	return c, err
+}
 
 // Confirm asks question on the terminal and reports whether the answer is
 // yes. Off a terminal (a script, a pipe, CI) there is nobody to ask:

@@ -21,6 +21,8 @@ type fakeAdmin struct {
 	// errs are the errors the methods return, by method name.
 	errs map[string]error
 
+	audits []bananastype.AuditEntry // the audit entries recorded
+
 	id, warning string // Submit's answer
 	submitted   []admin.Submission
 
@@ -209,4 +211,20 @@ func (f *fakeAdmin) RetryWorkflow(_ context.Context, id string) (*bananastype.Wo
 	f.acted = append(f.acted, "retry workflow "+id)
 	w, err := f.workflow(id)
 	return w, f.retried, err
+}
+
+func (f *fakeAdmin) Audit(_ context.Context, e bananastype.AuditEntry) error {
+	f.audits = append(f.audits, e)
+	return nil
+}
+
+func (f *fakeAdmin) AuditLog(_ context.Context, q admin.AuditQuery) (bananastype.AuditPage, error) {
+	if err := f.errs["AuditLog"]; err != nil {
+		return bananastype.AuditPage{}, err
+	}
+	out := bananastype.AuditPage{Entries: f.audits}
+	if q.Limit > 0 && len(out.Entries) > q.Limit {
+		out.Entries, out.Next = out.Entries[:q.Limit], "next"
+	}
+	return out, nil
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // MaxBulk is the most jobs one bulk action takes: a page of the job list
@@ -31,17 +33,22 @@ func (d *Dashboard) bulk(r *http.Request) (string, url.Values, error) {
 	case len(ids) > MaxBulk:
 		return "", nil, &problem{Status: http.StatusBadRequest, Msg: "at most " + strconv.Itoa(MaxBulk) + " jobs at once: " + strconv.Itoa(len(ids)) + " were selected"}
 	}
+	// Each job acted on is one entry of the audit log.
+	a := admin.Audited(d.a, whoOf(r).Name, "dashboard")
 	var act func(id string) error
-	what := ""
+	what, endpoint := "", ""
 	switch action := r.PostFormValue("action"); action {
 	case "replay":
-		act, what = func(id string) error { return d.a.Replay(r.Context(), id) }, "bulk-replayed"
+		act, what, endpoint = func(id string) error { return a.Replay(r.Context(), id) }, "bulk-replayed", "replayDeadJob"
 	case "delete":
-		act, what = func(id string) error { return d.a.Delete(r.Context(), id) }, "bulk-deleted"
+		act, what, endpoint = func(id string) error { return a.Delete(r.Context(), id) }, "bulk-deleted", "deleteJob"
 	case "cancel":
-		act, what = func(id string) error { _, err := d.a.Cancel(r.Context(), id); return err }, "bulk-canceled"
+		act, what, endpoint = func(id string) error { _, err := a.Cancel(r.Context(), id); return err }, "bulk-canceled", "cancelJob"
 	default:
 		return "", nil, &problem{Status: http.StatusBadRequest, Msg: "unknown bulk action " + strconv.Quote(action) + ": use replay, delete or cancel"}
+	}
+	if err := mayNot(whoOf(r), needs[endpoint], "bulk "+r.PostFormValue("action")); err != nil {
+		return "", nil, err
 	}
 	ok, refused := 0, 0
 	for _, id := range ids {

@@ -1,7 +1,9 @@
 package dashboard
 
 import (
+	"context"
 	"embed"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/access"
 )
 
 //go:embed templates/*.html
@@ -23,8 +26,11 @@ var staticFS embed.FS
 
 // Config is how the dashboard behaves; the API's settings carry over.
 type Config struct {
-	// Token, when set, must be given at the login form (API_TOKEN).
-	Token string
+	// Token, when set, must be given at the login form (API_TOKEN), or
+	// one of Tokens (API_TOKENS): the session then has that token's name
+	// and role, and shows and takes only the actions of its role.
+	Token  string
+	Tokens []access.Token
 	// ReadOnly hides every action and refuses it with 403 (API_READ_ONLY).
 	ReadOnly bool
 	// Refresh is how often the overview polls for fresh counts when
@@ -56,7 +62,7 @@ func New(a admin.Admin, cfg Config) *Dashboard {
 		cfg.Refresh = 2 * time.Second
 	}
 	checkTable()
-	d := &Dashboard{a: a, cfg: cfg, keys: newKeys(cfg.Token), mux: http.NewServeMux(), pages: parsePages(), handlers: map[string]http.Handler{}}
+	d := &Dashboard{a: a, cfg: cfg, keys: newKeys(access.NewSet(cfg.Token, cfg.Tokens)), mux: http.NewServeMux(), pages: parsePages(), handlers: map[string]http.Handler{}}
 	static, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix("/static/", http.FileServerFS(static))
 	for pattern, h := range map[string]http.Handler{
@@ -72,6 +78,7 @@ func New(a admin.Admin, cfg Config) *Dashboard {
 		"GET /routes/{route}/limits": d.view(d.limits),
 		"GET /workflows":             http.HandlerFunc(d.workflows),
 		"GET /workflows/{id}":        d.view(d.workflow),
+		"GET /audit":                 d.view(d.audit),
 		"GET /static/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// A name fs.Sub refuses (bytes that are not UTF-8) is an "invalid
 			// name" error that the file server answers 500: it names no file.
@@ -127,12 +134,17 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // page is what every template gets.
 type page struct {
-	Title    string
-	Nav      string // the page's template
-	Current  string // the header link to mark; default Nav
-	ReadOnly bool
-	Login    bool // a token is set: show the logout button
-	CSRF     string
+	Title   string
+	Nav     string // the page's template
+	Current string // the header link to mark; default Nav
+	// ReadOnly hides every action: API_READ_ONLY (APIReadOnly) is set, or
+	// the session's role takes none.
+	ReadOnly, APIReadOnly bool
+	// Who is the session's token (its name and role): the actions shown
+	// are those its role may take.
+	Who   access.Token
+	Login bool // a token is set: show the logout button
+	CSRF  string
 	// Self is this page's path and query, without a flash: where its
 	// forms send the browser back to.
 	Self string
@@ -152,11 +164,13 @@ type viewFunc func(r *http.Request, p *page) (status int, err error)
 
 func (d *Dashboard) view(f viewFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !d.keys.loggedIn(r) {
+		who, ok := d.keys.loggedIn(r)
+		if !ok {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		p := &page{ReadOnly: d.cfg.ReadOnly, Login: d.keys.tokenSum != nil, CSRF: d.keys.csrfToken(w, r), Flash: flash(r.URL.Query()), Self: self(r)}
+		p := d.newPage(w, r, who)
+		p.Flash, p.Self = flash(r.URL.Query()), self(r)
 		status, err := f(r, p)
 		if err != nil {
 			d.fail(w, r, p, err)
@@ -233,10 +247,11 @@ type actionFunc func(r *http.Request) (to string, done url.Values, err error)
 // not found out after the action is done.
 func (d *Dashboard) action(f actionFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := &page{ReadOnly: d.cfg.ReadOnly, Login: d.keys.tokenSum != nil, CSRF: d.keys.csrfToken(w, r)}
+		who, loggedIn := d.keys.loggedIn(r)
+		p := d.newPage(w, r, who)
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		switch {
-		case !d.keys.loggedIn(r):
+		case !loggedIn:
 			d.fail(w, r, p, &problem{Status: http.StatusUnauthorized, Msg: "log in first: the dashboard asks for the API token"})
 			return
 		case d.cfg.ReadOnly:
@@ -246,6 +261,7 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 			d.fail(w, r, p, &problem{Status: http.StatusForbidden, Msg: "the form's CSRF token is missing or stale: reload the page and try again"})
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), whoKey{}, who))
 		back, haveBack := localPath(r.PostFormValue("back"))
 		to, done, err := f(r)
 		if err != nil {
@@ -266,6 +282,31 @@ func (d *Dashboard) action(f actionFunc) http.Handler {
 		u.RawQuery = q.Encode()
 		http.Redirect(w, r, u.String(), http.StatusSeeOther)
 	})
+}
+
+// newPage is the page of a request by who: its actions those of who's
+// role, none in read-only mode.
+func (d *Dashboard) newPage(w http.ResponseWriter, r *http.Request, who access.Token) *page {
+	return &page{ReadOnly: d.cfg.ReadOnly || !who.Role.Allows(access.Operate), APIReadOnly: d.cfg.ReadOnly, Who: who,
+		Login: !d.keys.tokens.Empty(), CSRF: d.keys.csrfToken(w, r)}
+}
+
+// whoKey keys, in an action's request, who is logged in.
+type whoKey struct{}
+
+// whoOf is who sent the action r (the action wrapper puts it there).
+func whoOf(r *http.Request) access.Token {
+	who, _ := r.Context().Value(whoKey{}).(access.Token)
+	return who
+}
+
+// mayNot is the refusal of an action that needs role need to who, or nil
+// when who's role allows it.
+func mayNot(who access.Token, need access.Role, what string) error {
+	if who.Role.Allows(need) {
+		return nil
+	}
+	return &problem{Status: http.StatusForbidden, Msg: fmt.Sprintf("%s needs the %s role: you are logged in as %s, of the %s role", what, need, who.Name, who.Role)}
 }
 
 // localPath is s when s is a path of this site to send the browser to, and

@@ -35,6 +35,17 @@ type fakeAdmin struct {
 	// actions taken ("retry ID").
 	workflows map[string]*bananastype.Workflow
 	wfActed   []string
+	// audits are the audit entries recorded.
+	audits []bananastype.AuditEntry
+}
+
+func (f *fakeAdmin) Audit(_ context.Context, e bananastype.AuditEntry) error {
+	f.audits = append(f.audits, e)
+	return nil
+}
+
+func (f *fakeAdmin) AuditLog(context.Context, admin.AuditQuery) (bananastype.AuditPage, error) {
+	return bananastype.AuditPage{Entries: f.audits}, nil
 }
 
 func (f *fakeAdmin) Workflow(_ context.Context, id string) (*bananastype.Workflow, error) {

@@ -50,9 +50,14 @@
 // neither read the cookie nor compute the HMAC, and SameSite=Strict keeps the
 // browser from sending the cookie with its request at all.
 //
-// With a token set, the login form compares the token given with it in
-// constant time and sets a second cookie, a nonce and its expiry (12 h)
-// signed with the secret (HttpOnly, SameSite=Strict). A logout records the
+// With a token set (API_TOKEN, API_TOKENS), the login form compares the
+// token given with every token in constant time and sets a second cookie,
+// a nonce, its expiry (12 h) and the token's name, signed with the secret
+// (HttpOnly, SameSite=Strict). The session's role is the name's, read afresh
+// on each request: a page shows only the forms of the actions that role may
+// take, and an action beyond it is refused (403) naming the role needed.
+// Every action is recorded in the audit log as taken by the token's name
+// through the dashboard (admin.Audited), which the Audit page shows. A logout records the
 // nonce until that expiry, so a copy of the cookie opens nothing after it; a
 // restart draws a new secret and so logs everyone out, which is the price of
 // keeping no session store. Both cookies are Secure when the request came

@@ -15,7 +15,7 @@ type loginData struct {
 }
 
 func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
-	if d.keys.tokenSum == nil {
+	if d.keys.tokens.Empty() {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
@@ -26,11 +26,12 @@ func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
 	d.render(w, http.StatusOK, &page{Title: "Log in", Nav: "login", CSRF: d.keys.csrfToken(w, r), Data: loginData{Next: next}})
 }
 
-// login trades the API token for a session cookie. Each client has a few
+// login trades an API token for a session cookie of its name (and so its
+// role). Each client has a few
 // tries, then one more every few seconds: a 429 says how long to wait.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if d.keys.tokenSum == nil {
+	if d.keys.tokens.Empty() {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
@@ -52,11 +53,12 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.render(w, http.StatusTooManyRequests, p)
 		return
 	}
-	if !d.keys.tokenMatches(r.PostFormValue("token")) {
+	who, ok := d.keys.tokenMatches(r.PostFormValue("token"))
+	if !ok {
 		d.render(w, http.StatusUnauthorized, p)
 		return
 	}
-	http.SetCookie(w, d.keys.newSession(r))
+	http.SetCookie(w, d.keys.newSession(r, who.Name))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

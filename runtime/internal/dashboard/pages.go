@@ -47,7 +47,8 @@ type jobsData struct {
 	Next   string // link to the next page; "" at the end
 	Bad    string // why the filter was refused
 	// The bulk actions that fit the listed state (a listing holds one
-	// state); the template hides them all in read-only mode.
+	// state) and the session's role; the template hides them all in
+	// read-only mode.
 	CanReplay, CanDelete, CanCancel bool
 	Back                            string // this listing, where a bulk action returns
 	// TimeLabel heads the time column, which holds what the listed state
@@ -70,9 +71,9 @@ func (d *Dashboard) jobs(r *http.Request, p *page) (int, error) {
 	q.Newest = q.State == queue.StatusFailed
 	waiting := q.State == queue.StatusPending || q.State == queue.StatusScheduled
 	data := jobsData{Q: q, States: states, Back: r.URL.RequestURI(),
-		CanReplay: q.State == queue.StatusFailed,
-		CanDelete: waiting,
-		CanCancel: waiting || q.State == queue.StatusProcessing,
+		CanReplay: q.State == queue.StatusFailed && p.Who.Role.Allows(needs["replayDeadJob"]),
+		CanDelete: waiting && p.Who.Role.Allows(needs["deleteJob"]),
+		CanCancel: (waiting || q.State == queue.StatusProcessing) && p.Who.Role.Allows(needs["cancelJob"]),
 		TimeLabel: timeLabels[q.State],
 	}
 	if data.TimeLabel == "" {

@@ -13,6 +13,7 @@ import (
 var nav = []struct{ Key, Label, Href string }{
 	{"overview", "Overview", "/"}, {"charts", "Charts", "/charts"}, {"jobs", "Jobs", "/jobs"}, {"dlq", "Dead-letter queue", "/jobs?state=failed"},
 	{"history", "History", "/history"}, {"workflows", "Workflows", "/workflows"}, {"cron", "Cron", "/cron"}, {"schedules", "Schedules", "/schedules"}, {"workers", "Workers", "/workers"}, {"tasks", "Tasks", "/tasks"},
+	{"audit", "Audit", "/audit"},
 }
 
 var funcs = template.FuncMap{
@@ -111,7 +112,7 @@ func when(t time.Time) string {
 func parsePages() map[string]*template.Template {
 	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/forms.html"))
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"overview", "charts", "jobs", "job", "history", "cron", "workers", "tasks", "limits", "workflow", "workflows", "schedules", "login", "error"} {
+	for _, name := range []string{"overview", "charts", "jobs", "job", "history", "cron", "workers", "tasks", "limits", "workflow", "workflows", "schedules", "login", "error", "audit"} {
 		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
 	}
 	return pages

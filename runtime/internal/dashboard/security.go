@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"net"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bananas-go/bananas/runtime/internal/access"
 )
 
 // The two cookies; see the package doc for what each holds and why.
@@ -24,26 +25,26 @@ const (
 // when, signed, so a copy of it opens nothing after that.
 const sessionLifetime = 12 * time.Hour
 
-// keys holds the per-process secret, the token's digest, the sessions ended
-// by a logout and the login attempts of each client.
+// keys holds the per-process secret, the tokens the login takes, the
+// sessions ended by a logout and the login attempts of each client.
 type keys struct {
-	secret   []byte
-	tokenSum []byte // nil: no token, no login
-	ended    *endedSessions
-	logins   *loginLimiter
+	secret []byte
+	tokens *access.Set // empty: no token, no login
+	ended  *endedSessions
+	logins *loginLimiter
 }
 
-func newKeys(token string) keys {
-	k := keys{secret: make([]byte, 32), ended: &endedSessions{byNonce: map[string]time.Time{}}, logins: newLoginLimiter()}
+func newKeys(tokens *access.Set) keys {
+	k := keys{secret: make([]byte, 32), tokens: tokens, ended: &endedSessions{byNonce: map[string]time.Time{}}, logins: newLoginLimiter()}
 	if _, err := rand.Read(k.secret); err != nil {
 		panic("dashboard: no randomness for the session secret: " + err.Error())
 	}
-	if token != "" {
-		sum := sha256.Sum256([]byte(token))
-		k.tokenSum = sum[:]
-	}
 	return k
 }
+
+// anonymous is who uses a dashboard that asks for no token (it answers
+// loopback only): the admin role.
+var anonymous = access.Token{Name: "anonymous", Role: access.Admin}
 
 func (k keys) mac(purpose, nonce string) string {
 	h := hmac.New(sha256.New, k.secret)
@@ -89,47 +90,59 @@ func (k keys) checkCSRF(r *http.Request) bool {
 	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(k.mac("csrf", c.Value)))
 }
 
-// loggedIn reports whether r may see the dashboard: always without a token,
-// else when it carries a session cookie this process signed, not expired and
-// not ended by a logout.
-func (k keys) loggedIn(r *http.Request) bool {
-	if k.tokenSum == nil {
-		return true
+// loggedIn is who r is logged in as, and whether r may see the dashboard:
+// always without a token (anonymous), else when it carries a session cookie
+// this process signed, not expired, not ended by a logout, of a token the
+// process still takes (its role read afresh from the tokens).
+func (k keys) loggedIn(r *http.Request) (access.Token, bool) {
+	if k.tokens.Empty() {
+		return anonymous, true
 	}
-	n, _, ok := k.session(r)
-	return ok && !k.ended.has(n)
+	n, _, name, ok := k.session(r)
+	if !ok || k.ended.has(n) {
+		return access.Token{}, false
+	}
+	return k.tokens.Named(name)
 }
 
-// session is the nonce and expiry of r's session cookie; ok is false when r
-// has none that this process signed and that is still within its lifetime.
-func (k keys) session(r *http.Request) (nonce string, until time.Time, ok bool) {
+// session is the nonce, expiry and token name of r's session cookie; ok is
+// false when r has none that this process signed and that is still within
+// its lifetime.
+func (k keys) session(r *http.Request) (nonce string, until time.Time, name string, ok bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return "", time.Time{}, false
+		return "", time.Time{}, "", false
 	}
-	body, sig, ok := strings.Cut(c.Value, ".")
-	if !ok || !hmac.Equal([]byte(sig), []byte(k.mac("session", body))) {
-		return "", time.Time{}, false
+	// The signature is the last part: a token's name may hold a dot.
+	i := strings.LastIndexByte(c.Value, '.')
+	if i < 0 {
+		return "", time.Time{}, "", false
 	}
-	n, exp, ok := strings.Cut(body, "~")
+	body, sig := c.Value[:i], c.Value[i+1:]
+	if !hmac.Equal([]byte(sig), []byte(k.mac("session", body))) {
+		return "", time.Time{}, "", false
+	}
+	n, rest, ok1 := strings.Cut(body, "~")
+	exp, name, ok2 := strings.Cut(rest, "~")
 	secs, err := strconv.ParseInt(exp, 10, 64)
-	if !ok || err != nil {
-		return "", time.Time{}, false
+	if !ok1 || !ok2 || err != nil {
+		return "", time.Time{}, "", false
 	}
 	until = time.Unix(secs, 0)
-	return n, until, time.Now().Before(until)
+	return n, until, name, time.Now().Before(until)
 }
 
-// newSession is the cookie of a new login: a nonce and its expiry, signed.
-func (k keys) newSession(r *http.Request) *http.Cookie {
-	body := nonce() + "~" + strconv.FormatInt(time.Now().Add(sessionLifetime).Unix(), 10)
+// newSession is the cookie of a new login of the token named name: a
+// nonce, its expiry and the name, signed.
+func (k keys) newSession(r *http.Request, name string) *http.Cookie {
+	body := nonce() + "~" + strconv.FormatInt(time.Now().Add(sessionLifetime).Unix(), 10) + "~" + name
 	return strictCookie(r, sessionCookie, body+"."+k.mac("session", body), 0) // gone with the browser's session, if that ends first
 }
 
 // endSession makes r's session open nothing from now on, whoever holds a
 // copy of its cookie.
 func (k keys) endSession(r *http.Request) {
-	if n, until, ok := k.session(r); ok {
+	if n, until, _, ok := k.session(r); ok {
 		k.ended.add(n, until)
 	}
 }
@@ -238,9 +251,6 @@ func clientKey(r *http.Request) string {
 	return ip.String()
 }
 
-// tokenMatches compares a token given at the login form with the configured
-// one in constant time (of digests, so the length leaks nothing either).
-func (k keys) tokenMatches(given string) bool {
-	sum := sha256.Sum256([]byte(strings.TrimSpace(given)))
-	return subtle.ConstantTimeCompare(sum[:], k.tokenSum) == 1
-}
+// tokenMatches is the token given at the login form, compared with every
+// token the dashboard takes in constant time (access.Set.Match).
+func (k keys) tokenMatches(given string) (access.Token, bool) { return k.tokens.Match(given) }

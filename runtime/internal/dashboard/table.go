@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/access"
 	"github.com/bananas-go/bananas/runtime/internal/api"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
 )
@@ -29,6 +31,17 @@ var buttons = func() map[openapi.Page][]api.Action {
 	out := map[openapi.Page][]api.Action{}
 	for _, a := range api.Actions() {
 		out[a.Button.Page] = append(out[a.Button.Page], a)
+	}
+	return out
+}()
+
+// needs is the least role of each endpoint of the API's table, by its
+// operation id: what a bulk action over jobs needs is the role of the
+// endpoint that acts on one job.
+var needs = func() map[string]access.Role {
+	out := map[string]access.Role{}
+	for _, e := range api.Endpoints() {
+		out[e.ID] = e.Needs()
 	}
 	return out
 }()
@@ -106,8 +119,8 @@ type field struct {
 }
 
 // actions are the forms of page pg for its target (a job's id, a route, a
-// cron entry's name) in the given states, for the template: none in
-// read-only mode. A state is a string, or a []string of several. The
+// cron entry's name) in the given states, for the template: those the
+// session's role may take, none in read-only mode. A state is a string, or a []string of several. The
 // page's Values fill the forms' fields by name.
 func actions(p *page, pg string, target string, state ...any) []form {
 	if p.ReadOnly {
@@ -123,6 +136,9 @@ func actions(p *page, pg string, target string, state ...any) []form {
 	}
 	var out []form
 	for _, a := range buttons[openapi.Page(pg)] {
+		if !p.Who.Role.Allows(a.Needs()) {
+			continue
+		}
 		b := a.Button
 		if len(b.When) > 0 && !slices.ContainsFunc(b.When, func(s string) bool { return slices.Contains(states, s) }) {
 			continue
@@ -150,16 +166,19 @@ func (d *Dashboard) tableAction(a api.Action) actionFunc {
 	b := a.Button
 	name := wildcard.FindStringSubmatch(formPath(a))[1]
 	return func(r *http.Request) (string, url.Values, error) {
+		target := r.PathValue(name)
+		if err := mayNot(whoOf(r), a.Needs(), wildcard.ReplaceAllLiteralString(b.Label, target)); err != nil {
+			return "", nil, err
+		}
 		if b.Confirm != "" && r.PostFormValue("confirm") != "yes" {
 			return "", nil, &problem{Status: http.StatusBadRequest, Msg: "tick the confirmation to " + b.Confirm}
 		}
-		target := r.PathValue(name)
 		req, err := endpointRequest(r, a, name, target)
 		if err != nil {
 			return "", nil, err
 		}
 		ans := &answer{header: http.Header{}}
-		if err := a.Serve(d.a, ans, req); err != nil {
+		if err := a.Serve(admin.Audited(d.a, whoOf(r).Name, "dashboard"), ans, req); err != nil {
 			return "", nil, err
 		}
 		done := url.Values{"done": {b.Done}}

@@ -294,6 +294,7 @@ var errorSchema = map[string]any{
 	"properties": map[string]any{
 		"error": map[string]any{"type": "string", "description": "What is wrong, for people."},
 		"field": map[string]any{"type": "string", "description": "The body key or query parameter the error is about, when there is one."},
+		"role":  map[string]any{"type": "string", "enum": []any{"read", "operate", "admin"}, "description": "On a 403 for a token whose role may not call the endpoint: the least role that may."},
 	},
 }
 
@@ -323,7 +324,7 @@ func (b *builder) document(o Options, paths map[string]any) map[string]any {
 			"responses": errorResponses(),
 			"securitySchemes": map[string]any{"bearer": map[string]any{
 				"type": "http", "scheme": "bearer",
-				"description": "The server's API_TOKEN. A server started without API_TOKEN asks for none (and listens on loopback only).",
+				"description": "A token of the server's API_TOKENS (each with a role: read, operate or admin), or its API_TOKEN (admin). A server started with neither asks for none (and listens on loopback only).",
 			}},
 		},
 	}

@@ -1,6 +1,10 @@
 package openapi
 
-import "reflect"
+import (
+	"reflect"
+
+	"github.com/bananas-go/bananas/runtime/internal/access"
+)
 
 // Endpoint is one operation of the HTTP API as the api package declares it:
 // the api package serves its table of them (one mux route each), and
@@ -15,6 +19,9 @@ type Endpoint struct {
 	Action bool
 	// Public: the endpoint needs no token (the probes).
 	Public bool
+	// Role is the least role of a token that may call an action
+	// (access.Operate or access.Admin); see Needs.
+	Role access.Role
 	// Button, on an Action, is how the dashboard offers it: a form on the
 	// page of its target that calls this endpoint. An action without one
 	// is the API's and the CLI's only.
@@ -111,6 +118,22 @@ type Field struct {
 	Name, Label, Placeholder string
 	// Numeric asks a phone for its number pad.
 	Numeric bool
+}
+
+// Needs is the least role that may call the endpoint: none for a public
+// one, read for one that is not an action, else its Role — admin when the
+// table leaves it unsaid, so that an action added without a thought for
+// roles is refused to all but admins.
+func (e Endpoint) Needs() access.Role {
+	switch {
+	case e.Public:
+		return ""
+	case !e.Action:
+		return access.Read
+	case e.Role != "":
+		return e.Role
+	}
+	return access.Admin
 }
 
 // Pattern is the endpoint's mux pattern: "GET /api/v1/jobs/{id}".

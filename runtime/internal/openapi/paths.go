@@ -81,6 +81,10 @@ func (b *builder) operation(e Endpoint) (map[string]any, error) {
 	}
 	if e.Public {
 		o["security"] = []any{} // probes carry no token
+	} else {
+		// The least role of a token (API_TOKENS) that may call it: read,
+		// operate or admin.
+		o["x-bananas-role"] = string(e.Needs())
 	}
 	switch e.Body {
 	case OneSubmission:
@@ -330,7 +334,7 @@ func errorResponses() map[string]any {
 	return map[string]any{
 		"BadRequest":   e("The request is wrong: field names the body key or query parameter."),
 		"Unauthorized": unauthorized,
-		"Forbidden":    e("The API is read-only (API_READ_ONLY): actions are refused."),
+		"Forbidden":    e("The token's role may not call this (error names the role needed), or the API is read-only (API_READ_ONLY)."),
 		"NotFound":     e("No such job, workflow, route or cron entry."),
 		"Conflict":     e("The job is not in a state that allows this."),
 		"TooLarge":     e("The body is over the server's limit."),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/internal/access"
 )
 
 // Worker modes (WORKER_MODE).
@@ -44,9 +45,11 @@ type Config struct {
 	ResultTTLFailure time.Duration
 	APIPort          int
 	APIToken         string
-	APIReadOnly      bool
-	LogLevel         slog.Level
-	LogFormat        string
+	// APITokens are the tokens of API_TOKENS, each with its name and role.
+	APITokens   []access.Token
+	APIReadOnly bool
+	LogLevel    slog.Level
+	LogFormat   string
 	// MetricsAddr is where METRICS_PORT serves /metrics alone, without the
 	// token: ":9100" (every interface) or "10.0.0.5:9100"; "" serves it on
 	// the API's port only.
@@ -205,6 +208,15 @@ var configVars = []configVar{
 		return nil
 	}},
 	{"API_TOKEN", "api-token", "bearer token of the HTTP API (and, when set, it listens on every interface)", func(c *Config, v string) error { c.APIToken = v; return nil }},
+	{"API_TOKENS", "api-tokens", "name:role:token,… tokens of the HTTP API, each with its role: read (GETs), operate (also cancel, pause, replay, schedules…) or admin (everything); API_TOKEN is one more, an admin", func(c *Config, v string) error {
+		ts, err := access.Parse(v)
+		if err != nil {
+			// The value holds secrets: the error names the entry, not the value.
+			return fmt.Errorf("API_TOKENS is invalid: %w", err)
+		}
+		c.APITokens = ts
+		return nil
+	}},
 	{"API_READ_ONLY", "api-read-only", "1: the HTTP API serves reads and refuses actions", func(c *Config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -69,6 +69,8 @@ func TestLoadConfig_ErrorNamesTheVariable(t *testing.T) {
 		{"LOG_LEVEL", "loud", `LOG_LEVEL="loud" is invalid`},
 		{"LOG_FORMAT", "xml", `LOG_FORMAT="xml" is invalid: use text or json`},
 		{"LEASE_DURATION", "10ms", `LEASE_DURATION="10ms" is invalid: at least 100ms`},
+		{"API_TOKENS", "ci:read:secret-1,ops:root:secret-2", `API_TOKENS is invalid: entry 2 (ops): role "root" is not read, operate or admin`},
+		{"API_TOKENS", "ci:read:secret-1,ops-secret-2", `API_TOKENS is invalid: entry 2: want name:role:token`},
 	} {
 		_, err := LoadConfig(env(tc.name, tc.value), testRules)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

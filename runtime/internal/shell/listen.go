@@ -34,19 +34,20 @@ func (s *server) serve() {
 	}()
 }
 
-// startAPI serves the HTTP API of s on cfg.APIPort. Without API_TOKEN it
+// startAPI serves the HTTP API of s on cfg.APIPort. Without API_TOKEN or
+// API_TOKENS it
 // listens on loopback only: an API that can delete jobs must not be open to
 // the network without a token.
 func startAPI(cfg *Config, s Session, log *slog.Logger) (*server, error) {
 	host := "127.0.0.1"
-	if cfg.APIToken != "" {
+	if cfg.APIToken != "" || len(cfg.APITokens) > 0 {
 		host = ""
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.APIPort)))
 	if err != nil {
 		return nil, fmt.Errorf("API_PORT=%d: %w", cfg.APIPort, err)
 	}
-	h := s.APIHandler(HandlerOptions{Token: cfg.APIToken, ReadOnly: cfg.APIReadOnly, Logger: log, MetricsNeedToken: cfg.MetricsAddr != ""})
+	h := s.APIHandler(HandlerOptions{Token: cfg.APIToken, Tokens: cfg.APITokens, ReadOnly: cfg.APIReadOnly, Logger: log, MetricsNeedToken: cfg.MetricsAddr != ""})
 	srv := &server{
 		srv: &http.Server{
 			Handler:           h,
@@ -62,7 +63,7 @@ func startAPI(cfg *Config, s Session, log *slog.Logger) (*server, error) {
 	url := "http://" + ln.Addr().String()
 	if host == "" {
 		url = "http://localhost:" + strconv.Itoa(cfg.APIPort)
-		log.Info("bananas: HTTP API listening on every interface (API_TOKEN is set)", "url", url+"/api/v1/", "dashboard", url+"/", "metrics", url+"/metrics")
+		log.Info("bananas: HTTP API listening on every interface (API_TOKEN or API_TOKENS is set)", "url", url+"/api/v1/", "dashboard", url+"/", "metrics", url+"/metrics")
 		if cfg.MetricsAddr == "" {
 			log.Warn("bananas: /metrics is served without the token on every interface; set METRICS_PORT to serve it on a listener of its own, and this port's /metrics then asks for the token", "metrics", url+"/metrics")
 		}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/access"
 )
 
 // Program is package runtime's side of the seam: what the shell needs of
@@ -43,6 +44,7 @@ type Session interface {
 // (runtime.APIOptions).
 type HandlerOptions struct {
 	Token            string
+	Tokens           []access.Token
 	ReadOnly         bool
 	MetricsNeedToken bool
 	Logger           *slog.Logger

@@ -1,0 +1,121 @@
+package runtime_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
+)
+
+// roleTokens are a token of each role, as API_TOKENS gives them.
+func roleTokens(t *testing.T) []runtime.APIToken {
+	t.Helper()
+	ts, err := runtime.ParseAPITokens("viewer:read:tok-viewer-1,oncall:operate:tok-oncall-1,root:admin:tok-root-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+// Against Redis: each token may do what its role allows and is refused the
+// rest with a 403 naming the role needed, which changes nothing; API_TOKEN
+// is an admin beside the others.
+func TestAPI_EachTokenActsWithinItsRole(t *testing.T) {
+	t.Parallel()
+	c := connect(t, redistest.Shared(t).URL())
+	in := runtime.NewInspector(c, testtasks.Register)
+	srv := serveAPI(t, in, runtime.APIOptions{Tokens: roleTokens(t), Token: "legacy-admin"})
+	as := func(token string) *apiClient { a := *srv; a.token = token; return &a }
+
+	if st, _ := as("tok-viewer-1").do("GET", "/api/v1/queues", ""); st != http.StatusOK {
+		t.Fatalf("read token, GET queues = %d", st)
+	}
+	st, body := as("tok-viewer-1").do("POST", "/api/v1/routes/default/pause", "")
+	if m, _ := body.(map[string]any); st != http.StatusForbidden || m["role"] != "operate" || !strings.Contains(m["error"].(string), "needs the operate role") {
+		t.Fatalf("read token, pause = %d %v; want 403 naming operate", st, body)
+	}
+	if routePaused(t, in, "default") {
+		t.Fatal("a read token paused the route")
+	}
+	if st, body := as("tok-oncall-1").do("POST", "/api/v1/routes/default/pause", ""); st != http.StatusOK || !routePaused(t, in, "default") {
+		t.Fatalf("operate token, pause = %d %v", st, body)
+	}
+	st, body = as("tok-oncall-1").do("PUT", "/api/v1/routes/default/limits", `{"max_running": 3}`)
+	if m, _ := body.(map[string]any); st != http.StatusForbidden || m["role"] != "admin" {
+		t.Fatalf("operate token, set limits = %d %v; want 403 naming admin", st, body)
+	}
+	if l, err := in.Limits(ctxT(t), "default"); err != nil || l.MaxRunning != 0 {
+		t.Fatalf("limits after the refusal: %+v %v", l, err)
+	}
+	for _, admin := range []string{"tok-root-1", "legacy-admin"} {
+		if st, body := as(admin).do("PUT", "/api/v1/routes/default/limits", `{"max_running": 3}`); st != http.StatusOK {
+			t.Fatalf("admin token %s, set limits = %d %v", admin, st, body)
+		}
+	}
+}
+
+// The dashboard shows a session only the actions of its token's role: a
+// read token sees no action at all, an operate token pauses a route but is
+// not offered the limits form, and a form sent anyway beyond the role is
+// refused naming the role needed.
+func TestBrowser_TheDashboardShowsOnlyTheActionsOfTheRole(t *testing.T) {
+	t.Parallel()
+	c := connect(t, redistest.Shared(t).URL())
+	in := runtime.NewInspector(c, testtasks.Register)
+	id, err := testtasks.Echo.With(c).Enqueue(ctxT(t), testtasks.Msg{Text: "waits"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := serveAPI(t, in, runtime.APIOptions{Tokens: roleTokens(t)}).url
+	actionForms := `document.querySelectorAll("main form[method=post]").length`
+
+	read := tab(t)
+	run(t, read, "log in with the read token", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), "tok-viewer-1"), chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#route-default")))
+	if who := text(t, read, "#who"); !strings.Contains(who, "viewer") || !strings.Contains(who, "read") {
+		t.Errorf("the header says %q; want the token's name and role", who)
+	}
+	for _, page := range []string{"/", "/jobs/" + url.PathEscape(id), "/jobs", "/routes/default/limits", "/cron", "/schedules"} {
+		run(t, read, "open "+page, chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS("main")))
+		if n, err := chromedp.Run(read, chromedp.Evaluate[int](actionForms)); err != nil || n != 0 {
+			t.Errorf("read token: %s shows %d action forms (%v); want none", page, n, err)
+		}
+	}
+
+	operate := tab(t)
+	run(t, operate, "log in with the operate token", chromedp.Navigate(base+"/routes/default/limits"), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), "tok-oncall-1"), chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#who")))
+	if n, err := chromedp.Run(operate, chromedp.Evaluate[int](`document.querySelectorAll(".limits-form").length`)); err != nil || n != 0 {
+		t.Errorf("operate token: the limits page shows %d limits forms (%v); want none", n, err)
+	}
+	run(t, operate, "the job page offers cancel but not delete", chromedp.Navigate(base+"/jobs/"+url.PathEscape(id)), chromedp.WaitVisible(chromedp.CSS("#cancel")))
+	if n, _ := chromedp.Run(operate, chromedp.Evaluate[int](`document.querySelectorAll("#delete").length`)); n != 0 {
+		t.Errorf("operate token: the job page offers Delete (an admin's action)")
+	}
+	run(t, operate, "pause the route", chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#route-default button[name=pause]`)),
+		chromedp.Click(chromedp.CSS(`#route-default button[name=pause]`)), chromedp.WaitVisible(chromedp.CSS("#flash")))
+	if !routePaused(t, in, "default") {
+		t.Fatal("the operate token's Pause did not pause the route")
+	}
+
+	// The limits form sent without the page, by a session of the operate role.
+	hc := browserClient()
+	csrf := login(t, hc, base, "tok-oncall-1")
+	form := url.Values{"csrf": {csrf}, "max_running": {"3"}}.Encode()
+	hdr := map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": base, "Sec-Fetch-Site": "same-origin"}
+	if st, body, _ := raw(t, hc, "POST", base+"/routes/default/limits", hdr, form); st != http.StatusForbidden || !strings.Contains(body, "needs the admin role") {
+		t.Fatalf("operate session, limits form = %d; want 403 naming the admin role:\n%s", st, body)
+	}
+	if l, err := in.Limits(ctxT(t), "default"); err != nil || l.MaxRunning != 0 {
+		t.Fatalf("limits after the refusal: %+v %v", l, err)
+	}
+}
