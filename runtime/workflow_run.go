@@ -184,6 +184,7 @@ type workflowSink struct {
 }
 
 func (s workflowSink) JobEnded(e bananastype.JobEnd) {
+	dropCheckpoint(s.c, e)
 	if e.Workflow == "" {
 		return // most ends: no workflow, and no look-up of the runner on the job's path
 	}
