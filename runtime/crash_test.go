@@ -38,6 +38,10 @@ func runWorkerProcess(url, ns string) {
 		_ = w.Run(ctx)
 		return
 	}
+	if os.Getenv("BANANAS_TEST_WORKER_TASK") == "sleep" {
+		runSleepWorkerProcess(ctx, c)
+		return
+	}
 	if os.Getenv("BANANAS_TEST_WORKER_TASK") == "checkpoint" {
 		runCheckpointWorkerProcess(ctx, c)
 		return
