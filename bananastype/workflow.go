@@ -55,6 +55,42 @@ type WorkflowStep struct {
 	Status queue.Status
 	After  []string // the labels of its predecessors, in order
 	Error  string   // a failed or canceled step's
+	// Wait is a timer's (runtime.Sleep) or a signal wait's
+	// (runtime.WaitSignal); nil for a step of a task or a gather. Such a
+	// step has no job: its Status is scheduled while a timer waits for
+	// its due time, pending while a wait waits for its signal.
+	Wait *WorkflowWait
+}
+
+// WorkflowWait is what a timer or a signal wait of a workflow waits for.
+type WorkflowWait struct {
+	Kind string // WaitTimer or WaitSignal
+	// Signal is a signal wait's name.
+	Signal string
+	// Duration is a timer's; a signal wait's timeout (0: none).
+	Duration time.Duration
+	// Due is when the timer fires, or the wait times out, once it is
+	// armed (its predecessors completed); zero before, and for a wait
+	// without a timeout.
+	Due time.Time
+	// Received is when a signal wait's signal came; zero until then.
+	Received time.Time
+}
+
+// The kinds of a WorkflowWait.
+const (
+	WaitTimer  = "timer"
+	WaitSignal = "signal"
+)
+
+// workflowWaitWire is a wait's JSON: duration_ms its duration (a timer's)
+// or timeout (a wait's, 0 none), times RFC 3339 or null.
+type workflowWaitWire struct {
+	Kind       string `json:"kind"`
+	Signal     string `json:"signal,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	Due        Time   `json:"due"`
+	Received   Time   `json:"received"`
 }
 
 // MarshalJSON writes the workflow as `workflow ID --json` and the API show it.
@@ -79,20 +115,25 @@ type workflowWire struct {
 // workflowStepWire is a step: "id" its label, name and job_id "" for a
 // gather, after [] for a first step.
 type workflowStepWire struct {
-	ID     string       `json:"id"`
-	Name   string       `json:"name"`
-	JobID  string       `json:"job_id"`
-	Status queue.Status `json:"status"`
-	After  []string     `json:"after"`
-	Error  string       `json:"error,omitempty"`
+	ID     string            `json:"id"`
+	Name   string            `json:"name"`
+	JobID  string            `json:"job_id"`
+	Status queue.Status      `json:"status"`
+	After  []string          `json:"after"`
+	Error  string            `json:"error,omitempty"`
+	Wait   *workflowWaitWire `json:"wait,omitempty"`
 }
 
 func (w Workflow) wire() workflowWire {
 	out := workflowWire{ID: w.ID, Status: w.Status, CreatedAt: Time(w.CreatedAt), EndedAt: Time(w.EndedAt), Result: w.Result,
 		Task: w.Task, FailedStep: w.FailedStep,
 		Steps: mapOf(w.Steps, func(s WorkflowStep) workflowStepWire {
-			return workflowStepWire{ID: s.Label, Name: s.Name, JobID: s.JobID, Status: s.Status,
+			out := workflowStepWire{ID: s.Label, Name: s.Name, JobID: s.JobID, Status: s.Status,
 				After: mapOf(s.After, func(l string) string { return l }), Error: s.Error}
+			if w := s.Wait; w != nil {
+				out.Wait = &workflowWaitWire{Kind: w.Kind, Signal: w.Signal, DurationMS: w.Duration.Milliseconds(), Due: Time(w.Due), Received: Time(w.Received)}
+			}
+			return out
 		})}
 	if len(out.Result) == 0 {
 		out.Result = json.RawMessage("null")
@@ -108,7 +149,11 @@ func (w *Workflow) UnmarshalJSON(data []byte) error {
 	}
 	*w = Workflow{ID: v.ID, Status: v.Status, CreatedAt: time.Time(v.CreatedAt), EndedAt: time.Time(v.EndedAt), Task: v.Task, FailedStep: v.FailedStep,
 		Steps: mapOf(v.Steps, func(s workflowStepWire) WorkflowStep {
-			return WorkflowStep{Label: s.ID, Name: s.Name, JobID: s.JobID, Status: s.Status, After: s.After, Error: s.Error}
+			out := WorkflowStep{Label: s.ID, Name: s.Name, JobID: s.JobID, Status: s.Status, After: s.After, Error: s.Error}
+			if w := s.Wait; w != nil {
+				out.Wait = &WorkflowWait{Kind: w.Kind, Signal: w.Signal, Duration: time.Duration(w.DurationMS) * time.Millisecond, Due: time.Time(w.Due), Received: time.Time(w.Received)}
+			}
+			return out
 		})}
 	if len(v.Result) > 0 && string(v.Result) != "null" {
 		w.Result = v.Result

@@ -42,6 +42,14 @@ func runWorkerProcess(url, ns string) {
 		runBatchWorkerProcess(ctx, c)
 		return
 	}
+	if os.Getenv("BANANAS_TEST_WORKER_TASK") == "sleep" {
+		runSleepWorkerProcess(ctx, c)
+		return
+	}
+	if os.Getenv("BANANAS_TEST_WORKER_TASK") == "checkpoint" {
+		runCheckpointWorkerProcess(ctx, c)
+		return
+	}
 	if os.Getenv("BANANAS_TEST_WORKER_TASK") == "workflow" {
 		runWorkflowWorkerProcess(ctx, c)
 		return

@@ -30,7 +30,7 @@ type executor struct {
 // worker's middleware and says what the run came to — a failure's message
 // with its stack, whether a retry can help (a decode error, SkipRetry, a
 // result over the payload limit cannot), or a snooze (RetryAfter).
-func (x *executor) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
+func (x *executor) exec(ctx context.Context, d *queue.Dispatch) (out engine.Outcome) {
 	h := x.tasks[d.Name] // the engine runs only the tasks it was given (Config.Tasks)
 	// ctx holds the run's jobValue (handlerValue, the engine's Config.JobValue):
 	// its Job is the one middleware is given, and its trail what LeaveTrail set.
@@ -42,6 +42,8 @@ func (x *executor) exec(ctx context.Context, d *queue.Dispatch) engine.Outcome {
 	if err != nil {
 		return x.unopened(d, err)
 	}
+	// A run that checkpointed writes its last value before its end is recorded.
+	defer func() { endCheckpoint(v, !out.Failed) }()
 	o := runHandler(ctx, h, args, x.mw, v.job)
 	var trail string // only a workflow step's run has a place for one
 	if v.trail != nil {

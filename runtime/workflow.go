@@ -40,6 +40,12 @@ type stepNode struct {
 	name   string  // the task's Go variable, for messages
 	label  string  // the step's label as given (the HTTP API's "id"); "": made from its task's name
 	zero   bool    // stands for a zero Step given as a predecessor: refused at submission
+	// A wait's (Sleep, WaitSignal): its kind, duration or timeout, signal
+	// name and payload type.
+	wait   record.StepKind
+	dur    time.Duration
+	signal string
+	gotype string
 }
 
 // Step is a first step of a workflow: a job of t with args.
@@ -207,7 +213,12 @@ func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode
 		}
 		index[n] = k
 		base := n.task
-		if base == "" {
+		switch {
+		case n.wait == record.KindTimer:
+			base = "sleep"
+		case n.wait == record.KindSignal:
+			base = n.signal
+		case base == "":
 			base = "gather"
 		}
 		label := n.label
@@ -219,9 +230,14 @@ func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode
 			}
 		}
 		taken[label] = true
-		s := record.NewStep{Label: label, Gather: n.task == ""}
+		s := record.NewStep{Label: label, Gather: n.task == "" && n.wait == record.KindTask}
 		for _, p := range n.after {
 			s.After = append(s.After, index[p])
+		}
+		if n.wait != record.KindTask {
+			s.Kind, s.Wait, s.Signal, s.Type = n.wait, n.dur, n.signal, n.gotype
+			steps[k] = s
+			continue
 		}
 
 		if !s.Gather {

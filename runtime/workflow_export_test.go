@@ -28,3 +28,7 @@ func MakeSteps(ctx context.Context, c *Client, wf string, steps []record.ReadySt
 func CheckWorkflow(ctx context.Context, c *Client, id string) error {
 	return c.workflowRunner().Check(ctx, id)
 }
+
+// SetCheckpointWriteHook has f told of each checkpoint write this process
+// makes, by job id; nil stops it.
+func SetCheckpointWriteHook(f func(job string)) { checkpointWriteHook.Store(&f) }

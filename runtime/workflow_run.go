@@ -103,6 +103,10 @@ func (c *Client) workflowError(ctx context.Context, rec *record.Workflow) error 
 		}
 	}
 	e.Err = je
+	if s.Kind == record.KindSignal && s.State == record.StepFailed {
+		// A wait fails only by its timeout.
+		e.Err = fmt.Errorf("wait %s: %s: %w", s.Label, msg, ErrTimeout)
+	}
 	return e
 }
 
@@ -123,6 +127,12 @@ func (c *Client) Workflow(ctx context.Context, id string) (*bananastype.Workflow
 	w := &bananastype.Workflow{ID: id, Status: rec.Status, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt, Steps: make([]bananastype.WorkflowStep, len(rec.Steps))}
 	for k, s := range rec.Steps {
 		ws := bananastype.WorkflowStep{Label: s.Label, Status: snap.Steps[k].Status, Error: snap.Steps[k].Error}
+		if s.Kind != record.KindTask {
+			ws.Wait = &bananastype.WorkflowWait{Kind: bananastype.WaitTimer, Duration: s.Wait, Due: s.Due}
+			if s.Kind == record.KindSignal {
+				ws.Wait.Kind, ws.Wait.Signal, ws.Wait.Received = bananastype.WaitSignal, s.Signal, s.Received
+			}
+		}
 		if tpl, ok := readTemplate(s.Template); ok && !s.Gather {
 			ws.Name, ws.JobID = tpl.Name, s.JobID
 		}
@@ -184,6 +194,7 @@ type workflowSink struct {
 }
 
 func (s workflowSink) JobEnded(e bananastype.JobEnd) {
+	dropCheckpoint(s.c, e)
 	if e.Workflow == "" {
 		return // most ends: no workflow, and no look-up of the runner on the job's path
 	}

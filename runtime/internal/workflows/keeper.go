@@ -30,11 +30,14 @@ type Keeper struct {
 
 // NewKeeper is the keeper of a worker whose jobs hold leases of lease: it
 // looks at each workflow still running every lease (at least every
-// second), and for due ones four times as often (at least every 100 ms).
+// second), and for due ones four times as often, at least every 250 ms
+// and at most every 100 ms.
 // active, when set, says whether this process looks now.
 func NewKeeper(r *Runner, lease time.Duration, log *slog.Logger, active func() bool) *Keeper {
 	every := max(lease, time.Second)
-	tick := max(every/4, 100*time.Millisecond)
+	// At least every 250 ms: a timer fires, and a wait times out, within a
+	// second of its due time.
+	tick := min(max(every/4, 100*time.Millisecond), 250*time.Millisecond)
 	return &Keeper{R: r, Tick: tick, Every: every, Logger: log, Active: active,
 		Outage: scheduler.NewOutageLog(log, "workflow keeper (steps a dead worker left unmade or unheard of)")}
 }

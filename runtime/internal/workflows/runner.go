@@ -43,8 +43,12 @@ type Runner struct {
 	TTLs record.TTLs
 	// Grace is how long after a submission, or a step made, the keeper
 	// first looks: the caller should be done by then.
-	Grace  time.Duration
-	Logger *slog.Logger
+	Grace time.Duration
+	// ParkAtMost is how long the keeper leaves a workflow that only waits
+	// (timers and signal waits armed, no job to watch) before it looks
+	// again, when no wait is due sooner; zero: 5 minutes.
+	ParkAtMost time.Duration
+	Logger     *slog.Logger
 }
 
 func (r *Runner) logger() *slog.Logger {
@@ -58,10 +62,19 @@ func (r *Runner) logger() *slog.Logger {
 // the workflow is stored the submission has succeeded: a first step whose
 // job could not be made now is made by the keeper, within the grace.
 func (r *Runner) Submit(ctx context.Context, id string, steps []record.NewStep, final int) error {
-	ready, own, err := r.Store.Submit(ctx, id, steps, final, r.Grace, r.Store.Now())
+	now := r.Store.Now()
+	ready, own, err := r.Store.Submit(ctx, id, steps, final, r.Grace, now)
 	if err != nil {
 		return err
 	}
+	// A wait armed now whose timeout comes before the keeper's first look.
+	var due time.Time
+	for _, s := range steps {
+		if s.Kind == record.KindSignal && len(s.After) == 0 && s.Wait > 0 && (due.IsZero() || now.Add(s.Wait).Before(due)) {
+			due = now.Add(s.Wait)
+		}
+	}
+	r.watchDue(ctx, id, due)
 	if err := r.makeAll(ctx, id, ready, own); err != nil {
 		r.logger().Warn("bananas: make the first steps of a workflow (its keeper will)", "workflow", id, "err", err)
 	}
@@ -82,6 +95,7 @@ func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string,
 	if err != nil {
 		return err
 	}
+	r.watchDue(ctx, wf, a.Due)
 	if err := r.makeAll(ctx, wf, a.Ready, own); err != nil {
 		return err
 	}
@@ -197,8 +211,8 @@ func (r *Runner) retry(ctx context.Context, id string) (int, error) {
 			continue
 		}
 		ids[k] = ""
-		if s.Gather {
-			continue
+		if s.Gather || s.Kind != record.KindTask {
+			continue // no job: a wait is armed again
 		}
 		job, err := r.rerunAs(ctx, s.JobID)
 		if err != nil {
@@ -215,6 +229,7 @@ func (r *Runner) retry(ctx context.Context, id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	r.watchDue(ctx, id, a.Due)
 	return len(ids), r.makeAll(ctx, id, a.Ready, false) // a resent call returns every step creating
 }
 
@@ -308,6 +323,7 @@ func (r *Runner) Replayed(ctx context.Context, id string, k int, job string) err
 	if err != nil {
 		return err
 	}
+	r.watchDue(ctx, id, a.Due)
 	return r.makeAll(ctx, id, a.Ready, false) // a resent call returns every step creating
 }
 
@@ -322,6 +338,14 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if due, armed := nextDue(rec); armed && !due.IsZero() && !due.After(r.Store.Now()) {
+		if err := r.fire(ctx, id); err != nil {
+			return err
+		}
+		if rec, err = r.Store.Read(ctx, id); err != nil {
+			return err
+		}
 	}
 	watching := hasCreating(rec)
 	var errs []error
@@ -343,9 +367,94 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 		}
 	}
 	if !watching && rec.Status != record.Running {
-		return r.Store.Settle(ctx, id)
+		if _, armed := nextDue(rec); !armed {
+			return r.Store.Settle(ctx, id)
+		}
+	}
+	if due, armed := nextDue(rec); armed && !watching && !hasCreating(rec) && len(errs) == 0 {
+		// It only waits: looked at next when its first wait is due, and
+		// at least every ParkAtMost.
+		at := r.Store.Now().Add(r.parkAtMost())
+		if !due.IsZero() && due.Before(at) {
+			at = due
+		}
+		if err := r.Store.Park(ctx, id, at); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// nextDue is the earliest due time of rec's armed waits (zero: none has
+// one) and whether it has any armed.
+func nextDue(rec *record.Workflow) (due time.Time, armed bool) {
+	for _, s := range rec.Steps {
+		if s.State != record.StepArmed {
+			continue
+		}
+		armed = true
+		if !s.Due.IsZero() && (due.IsZero() || s.Due.Before(due)) {
+			due = s.Due
+		}
+	}
+	return due, armed
+}
+
+// parkAtMost is how long the keeper leaves a workflow that only waits.
+func (r *Runner) parkAtMost() time.Duration {
+	if r.ParkAtMost > 0 {
+		return r.ParkAtMost
+	}
+	return 5 * time.Minute
+}
+
+// watchDue has the keeper look at workflow wf at due (zero: nothing to
+// do). A failure is logged: the keeper looks at a running workflow every
+// period anyway.
+func (r *Runner) watchDue(ctx context.Context, wf string, due time.Time) {
+	if due.IsZero() {
+		return
+	}
+	if err := r.Store.Watch(ctx, wf, due); err != nil {
+		r.logger().Warn("bananas: have the keeper look at a workflow's wait when it is due", "workflow", wf, "err", err)
+	}
+}
+
+// fire fires workflow id's waits that are due and makes the steps that
+// follow.
+func (r *Runner) fire(ctx context.Context, id string) error {
+	a, err := r.Store.Fire(ctx, id, r.TTLs)
+	if err != nil {
+		return err
+	}
+	r.watchDue(ctx, id, a.Due)
+	return r.makeAll(ctx, id, a.Ready, true)
+}
+
+// Signal gives workflow id the signal name of id sig with payload (of Go
+// type gotype, "" unchecked): it completes the first armed wait of that
+// name and makes the steps that follow, or is kept for a wait not reached
+// yet. A resend with the same sig is no second signal. A refusal matches
+// record.ErrNotFound, ErrNoSuchWait, ErrWorkflowEnded, ErrSignalsReceived
+// or ErrSignalType.
+func (r *Runner) Signal(ctx context.Context, id, name, sig string, payload []byte, gotype string) (record.Signaled, error) {
+	res, err := r.Store.Signal(ctx, id, name, sig, payload, gotype, r.TTLs)
+	if err != nil || res.Duplicate || res.Kept {
+		return res, err
+	}
+	r.watchDue(ctx, id, res.Due)
+	if len(res.Ready) > 0 {
+		// The steps made now are watched as any step is: should this
+		// process die before they are made, the keeper makes them.
+		r.watchDue(ctx, id, r.Store.Now().Add(r.Grace))
+	}
+	if err := r.makeAll(ctx, id, res.Ready, true); err != nil {
+		r.logger().Warn("bananas: make the steps after a signal (its keeper will)", "workflow", id, "err", err)
+	}
+	if res.Status == record.Completed {
+		_ = r.Store.Settle(ctx, id)
+	}
+	return res, nil
 }
 
 func hasCreating(rec *record.Workflow) bool {

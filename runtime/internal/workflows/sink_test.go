@@ -51,10 +51,11 @@ func TestSink_AdvancesTheWorkflowOfEachStepsEnd(t *testing.T) {
 }
 
 // A worker's keeper looks at each running workflow every lease, at least
-// every second, and for due ones four times as often.
+// every second, and for due ones four times as often, at least every 250
+// ms (a timer fires within a second of its due time).
 func TestNewKeeper_LooksEveryLease(t *testing.T) {
 	for _, c := range []struct{ lease, every, tick time.Duration }{
-		{30 * time.Second, 30 * time.Second, 7500 * time.Millisecond},
+		{30 * time.Second, 30 * time.Second, 250 * time.Millisecond},
 		{200 * time.Millisecond, time.Second, 250 * time.Millisecond},
 	} {
 		k := NewKeeper(&Runner{}, c.lease, nil, nil)

@@ -60,6 +60,13 @@ func (r *Runner) Snapshot(ctx context.Context, id string) (*Snapshot, error) {
 			st.Status, started = queue.StatusFailed, true
 		case record.StepCanceled:
 			st.Status = queue.StatusCanceled
+		case record.StepArmed:
+			// A timer waits for its due time, as a scheduled job does; a
+			// signal wait for its signal.
+			if s.Kind == record.KindTimer {
+				st.Status = queue.StatusScheduled
+			}
+			started = started || len(s.After) > 0
 		case record.StepCreated:
 			st.Status, st.Error = createdStatus(s.JobID, jobs[k])
 			started = started || st.Status != queue.StatusPending && st.Status != queue.StatusScheduled

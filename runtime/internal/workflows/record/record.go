@@ -27,6 +27,20 @@ const (
 	StepCompleted StepState = 'd'
 	StepFailed    StepState = 'f'
 	StepCanceled  StepState = 'x'
+	// StepArmed: a timer or a signal wait whose predecessors completed,
+	// waiting for its due time or its signal. It holds no job.
+	StepArmed StepState = 'a'
+)
+
+// StepKind tells a step without a job of its own apart: a gather, a timer
+// (runtime.Sleep) or a signal wait (runtime.WaitSignal). A step of a task
+// has none.
+type StepKind byte
+
+const (
+	KindTask   StepKind = 0
+	KindTimer  StepKind = 't'
+	KindSignal StepKind = 'g'
 )
 
 // Workflow statuses, as the record holds them: the words of
@@ -55,6 +69,14 @@ type NewStep struct {
 	// Gather: no job; the step completes with the array of its
 	// predecessors' results as soon as they all completed.
 	Gather bool
+	// Kind is KindTimer or KindSignal for a wait (no job, no template);
+	// Wait its duration (a timer's d; a signal wait's timeout, 0 none),
+	// Signal a signal wait's name and Type the Go type its payload
+	// decodes as ("" for one not checked).
+	Kind   StepKind
+	Wait   time.Duration
+	Signal string
+	Type   string
 }
 
 // ReadyStep is a step whose predecessors completed, whose job the caller
@@ -86,6 +108,30 @@ type Advance struct {
 	Why    int
 	Ready  []ReadyStep
 	Again  []ReadyStep
+	// Due is the earliest due time of the waits the call armed (zero:
+	// none): the keeper should look at the workflow then.
+	Due time.Time
+}
+
+// Signal refusals (Store.Signal).
+var (
+	// ErrNoSuchWait: the workflow has no wait of that signal's name.
+	ErrNoSuchWait = errors.New("no wait of that name")
+	// ErrWorkflowEnded: the workflow completed, failed or was canceled.
+	ErrWorkflowEnded = errors.New("workflow has ended")
+	// ErrSignalsReceived: every wait of that name has its signal already.
+	ErrSignalsReceived = errors.New("every wait of that name has received its signal")
+	// ErrSignalType: the payload is of another Go type than the wait's.
+	ErrSignalType = errors.New("payload of another type than the wait's")
+)
+
+// Signaled is what a signal did: Duplicate (a signal of that id was taken
+// before: nothing more), Kept (no wait of its name armed yet: it completes
+// the next one reached), or else it completed a wait and Advance says what
+// followed.
+type Signaled struct {
+	Duplicate, Kept bool
+	Advance
 }
 
 // TTLs are how long an ended workflow's record is kept.
@@ -114,6 +160,13 @@ type Step struct {
 	Result       []byte // a completed step's (msgpack)
 	Error        string // a failed or canceled step's
 	Args         []byte // a step without predecessors
+	// A wait's (Kind not KindTask): its duration or timeout, signal name
+	// and payload type as submitted; Due its due time once armed (zero:
+	// none), Received when its signal came (zero: none yet).
+	Kind          StepKind
+	Wait          time.Duration
+	Signal, Type  string
+	Due, Received time.Time
 }
 
 // Summary is what a list of workflows shows of one, read from its

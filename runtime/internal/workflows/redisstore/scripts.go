@@ -25,7 +25,7 @@ var scriptFS embed.FS
 
 // scripts are the workflow scripts, assembled.
 type scripts struct {
-	submit, advance, created, cancel, retry, due *redis.Script
+	submit, advance, created, cancel, retry, due, fire, signal *redis.Script
 }
 
 // sharedFiles are this package's shared Lua, after queue's.
@@ -54,6 +54,8 @@ var lua = sync.OnceValue(func() *scripts {
 		cancel:  l.Script("wf_cancel"),
 		retry:   l.Script("wf_retry"),
 		due:     l.Script("wf_due"),
+		fire:    l.Script("wf_fire"),
+		signal:  l.Script("wf_signal"),
 	}
 })
 

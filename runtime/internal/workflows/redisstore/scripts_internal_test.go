@@ -28,8 +28,8 @@ func TestScripts_LoadWithExactlyTheSharedDefinitionsTheyUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	files, err := fs.Glob(scriptFS, "scripts/wf_*.lua")
-	if err != nil || len(files) != 6 {
-		t.Fatalf("scripts: %v, %v; want the six wf_*.lua", files, err)
+	if err != nil || len(files) != 8 {
+		t.Fatalf("scripts: %v, %v; want the eight wf_*.lua", files, err)
 	}
 	srcs := map[string]string{}
 	for _, f := range files {

@@ -85,17 +85,38 @@ func (s *Store) Submit(ctx context.Context, id string, steps []record.NewStep, f
 		}
 	}
 	var roots []record.ReadyStep
+	waits := map[string][]int{}
 	for k, s := range steps {
 		f := strconv.Itoa(k)
 		state := "w"
-		if len(s.After) == 0 {
+		if s.Kind != record.KindTask {
+			if err := checkWait(k, s); err != nil {
+				return nil, false, err
+			}
+			args = append(args, "w:"+f, string(rune(s.Kind)), "dd:"+f, s.Wait.Milliseconds())
+			if s.Kind == record.KindSignal {
+				args = append(args, "sn:"+f, s.Signal, "ty:"+f, s.Type)
+				waits[s.Signal] = append(waits[s.Signal], k)
+			}
+		}
+		switch {
+		case len(s.After) == 0 && s.Kind == record.KindSignal:
+			// A wait without predecessors is armed now.
+			state = "a"
+			due := int64(0)
+			if s.Wait > 0 {
+				due = now.Add(s.Wait).UnixMilli()
+			}
+			args = append(args, "du:"+f, due)
+		case len(s.After) == 0:
 			state = "c"
 			roots = append(roots, record.ReadyStep{Index: k, JobID: s.JobID, Template: s.Template, Args: s.Args})
 		}
 		args = append(args, "l:"+f, s.Label, "s:"+f, state, "p:"+f, len(s.After))
-		if s.Gather {
+		switch {
+		case s.Gather:
 			args = append(args, "v:"+f, "1")
-		} else {
+		case s.Kind == record.KindTask:
 			args = append(args, "j:"+f, s.JobID, "t:"+f, s.Template)
 		}
 		if len(s.After) > 0 {
@@ -106,6 +127,9 @@ func (s *Store) Submit(ctx context.Context, id string, steps []record.NewStep, f
 		if len(next[k]) > 0 {
 			args = append(args, "nx:"+f, joinInts(next[k]))
 		}
+	}
+	for name, ks := range waits {
+		args = append(args, "sw:"+name, joinInts(ks))
 	}
 	// Both indices first, each entry harmless should the record never come:
 	// the keeper and the list drop an entry without a record.
@@ -183,7 +207,8 @@ func (s *Store) advanceMany(ctx context.Context, id string, ends []stepEnd) ([]r
 		a.Why = w
 	}
 	own, _ := res[2].(int64)
-	if a.Ready, err = readySteps(res, 3); err != nil {
+	a.Due = dueOf(res[3])
+	if a.Ready, err = readySteps(res, 4); err != nil {
 		return nil, err
 	}
 	if int(own) < len(a.Ready) {
@@ -247,8 +272,8 @@ func (s *Store) Retry(ctx context.Context, id string, ids map[int]string, now ti
 	if str(res[0]) == "missing" {
 		return record.Advance{}, fmt.Errorf("workflow %s: %w", id, record.ErrNotFound)
 	}
-	a := record.Advance{Status: str(res[0]), Why: -1}
-	a.Ready, err = readySteps(res, 1)
+	a := record.Advance{Status: str(res[0]), Why: -1, Due: dueOf(res[1])}
+	a.Ready, err = readySteps(res, 2)
 	return a, err
 }
 
@@ -330,7 +355,7 @@ func (s *Store) ReadEnd(ctx context.Context, id string) (*record.Workflow, error
 		return w, nil
 	}
 	ks := strconv.Itoa(k)
-	names := []string{"l:" + ks, "j:" + ks, "t:" + ks, "a:" + ks, "s:" + ks, "v:" + ks, "e:" + ks, "x:" + ks, "o:" + ks}
+	names := []string{"l:" + ks, "j:" + ks, "t:" + ks, "a:" + ks, "s:" + ks, "v:" + ks, "e:" + ks, "x:" + ks, "o:" + ks, "w:" + ks, "dd:" + ks, "sn:" + ks}
 	vals, err := s.rdb.HMGet(ctx, key, names...).Result()
 	if err != nil && !isWrongType(err) {
 		return nil, fmt.Errorf("read workflow %s: %w", id, err)
@@ -376,6 +401,13 @@ func stepRecord(f map[string]string, s string) record.Step {
 	r := record.Step{
 		Label: f["l:"+s], JobID: f["j:"+s], Template: []byte(f["t:"+s]), After: splitInts(f["a:"+s]), State: st,
 		Gather: f["v:"+s] == "1", Error: f["e:"+s], Args: []byte(f["x:"+s]),
+	}
+	if k := f["w:"+s]; k == "t" || k == "g" {
+		r.Kind = record.StepKind(k[0])
+		ms, _ := strconv.ParseInt(f["dd:"+s], 10, 64)
+		r.Wait = time.Duration(ms) * time.Millisecond
+		r.Signal, r.Type = f["sn:"+s], f["ty:"+s]
+		r.Due, r.Received = parseMS(f["du:"+s]), parseMS(f["rv:"+s])
 	}
 	if v, ok := f["o:"+s]; ok {
 		r.Result = []byte(v)

@@ -483,3 +483,38 @@ func (f *Store) Drop(id string) {
 	defer f.mu.Unlock()
 	delete(f.wfs, id)
 }
+
+// Fire answers that nothing was due: the in-memory store does not model
+// waits (redisstore's tests and runtime's hold the scripts to them).
+func (f *Store) Fire(_ context.Context, id string, _ record.TTLs) (record.Advance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("Fire"); err != nil {
+		return record.Advance{}, err
+	}
+	w := f.wfs[id]
+	if w == nil {
+		return record.Advance{}, record.ErrNotFound
+	}
+	return record.Advance{Status: w.status, Why: w.why}, nil
+}
+
+// Signal refuses every signal: the in-memory store holds no waits.
+func (f *Store) Signal(_ context.Context, id, name, _ string, _ []byte, _ string, _ record.TTLs) (record.Signaled, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("Signal"); err != nil {
+		return record.Signaled{}, err
+	}
+	return record.Signaled{}, fmt.Errorf("workflow %s: signal %s: %w", id, name, record.ErrNoSuchWait)
+}
+
+// Park moves a workflow in the index to at, when later.
+func (f *Store) Park(_ context.Context, id string, at time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.Index[id]; ok && at.After(t) {
+		f.Index[id] = at
+	}
+	return nil
+}

@@ -17,8 +17,27 @@
 -- completed, f failed, x canceled —, p:k predecessors not completed, o:k
 -- result, e:k error, h:k the trail its completed run left (see
 -- Store.Advance); ht "1" once any step has one.
+--
+-- Waits (runtime.Sleep, runtime.WaitSignal) are steps without a job: w:k
+-- "t" for a timer, "g" for a signal wait; dd:k its duration or timeout (ms,
+-- 0: a wait without a timeout); sn:k a wait's signal name; ty:k the Go type
+-- its payload decodes as ("" unchecked). Once its predecessors completed
+-- (a wait has none: at submission) it is armed, state a, with du:k its due
+-- time (ms; 0 none), which the keeper fires (wf_fire.lua): a timer
+-- completes with its predecessor's result, a wait fails with a timeout. A
+-- signal (wf_signal.lua) completes the first armed wait of its name with
+-- its payload, received at rv:k, by signal si:k. Per workflow: sw:<name>
+-- the wait steps of that name ("k,k"), sd:<signal id> "1" for each signal
+-- taken (a resend is no second signal), sq:<name> the ids of the signals
+-- kept for a wait of that name not reached yet, in order, and sp:<signal
+-- id> each kept one's payload.
 
-local wf_states = {w = true, c = true, r = true, d = true, f = true, x = true}
+local wf_states = {w = true, c = true, r = true, d = true, f = true, x = true, a = true}
+
+-- wf_clock holds the call's now (ms), which arming a wait needs, and the
+-- earliest due time the call armed (0: none), for the caller to have the
+-- keeper look then. A script that can arm sets now before its first write.
+local wf_clock = {now = nil, due = 0}
 local wf_status = {running = true, completed = true, failed = true, canceled = true}
 
 local function wf_list(s)
@@ -104,6 +123,33 @@ local wf_complete
 local function wf_ready(rec, m, out)
   if wf_get(rec, 'v:' .. m) == '1' then
     wf_complete(rec, m, wf_args(rec, m), out)
+    return
+  end
+  local kind = wf_get(rec, 'w:' .. m)
+  if kind == 't' or kind == 'g' then
+    local now = wf_clock.now
+    if now == nil then error('bananas: a wait was armed by a script that gave no time') end
+    if kind == 'g' then
+      -- A signal kept for this wait, sent before it was reached, completes it.
+      local name = wf_get(rec, 'sn:' .. m) or ''
+      local kept = wf_get(rec, 'sq:' .. name)
+      if kept ~= nil and kept ~= '' then
+        local sig, rest = string.match(kept, '^([^,]+),?(.*)$')
+        local payload = wf_get(rec, 'sp:' .. sig) or '\192'
+        if rest == '' then redis.call('HDEL', rec, 'sq:' .. name) else redis.call('HSET', rec, 'sq:' .. name, rest) end
+        redis.call('HDEL', rec, 'sp:' .. sig)
+        redis.call('HSET', rec, 'si:' .. m, sig, 'rv:' .. m, now)
+        redis.call('HDEL', rec, 'du:' .. m)
+        wf_complete(rec, m, payload, out)
+        return
+      end
+    end
+    local d = tonumber(wf_get(rec, 'dd:' .. m)) or 0
+    local due = 0
+    if d > 0 or kind == 't' then due = now + d end
+    redis.call('HSET', rec, 's:' .. m, 'a', 'du:' .. m, due)
+    redis.call('HDEL', rec, 'rv:' .. m, 'si:' .. m)
+    if due > 0 and (wf_clock.due == 0 or due < wf_clock.due) then wf_clock.due = due end
     return
   end
   redis.call('HSET', rec, 's:' .. m, 'c')
@@ -193,4 +239,26 @@ local function wf_finish(rec, now, ttl, channel)
     redis.call('PEXPIRE', rec, ttl)
     redis.call('PUBLISH', channel, 'completed')
   end
+end
+
+-- wf_fail_step records step k failed (how "f") or canceled ("x") with
+-- value its error: every step that waited for it is canceled, and a running
+-- workflow fails (or is canceled), kept for keep ms, announced on channel.
+local function wf_fail_step(rec, k, how, value, now, keep, channel)
+  local label = wf_get(rec, 'l:' .. k) or tostring(k)
+  redis.call('HSET', rec, 's:' .. k, how, 'e:' .. k, value)
+  wf_cancel_below(rec, k, 'canceled: step ' .. label .. (how == 'f' and ' failed' or ' was canceled'))
+  if wf_get(rec, 'st') == 'running' then
+    redis.call('HSET', rec, 'st', how == 'f' and 'failed' or 'canceled', 'why', k, 'f', now)
+    redis.call('PEXPIRE', rec, keep)
+    redis.call('PUBLISH', channel, 'ended')
+  end
+end
+
+-- wf_list_ids splits a comma-separated list of ids.
+local function wf_list_ids(s)
+  local out = {}
+  if s == nil or s == false or s == '' then return out end
+  for part in string.gmatch(s, '[^,]+') do out[#out + 1] = part end
+  return out
 end

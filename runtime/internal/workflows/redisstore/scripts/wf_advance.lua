@@ -22,10 +22,11 @@
 --          completed, "f" failed or "x" canceled, the result (d) or the
 --          error (f, x), and the trail the run left ("" for none; at most
 --          128 bytes without commas)
--- Returns  {status, why, own, index, job id, template, args, trails, ...}: the
---          workflow's status, the step that failed it ("" if none), how many
---          of the steps that follow this call marked creating (a second run
---          marks none), then each step creating among the successors;
+-- Returns  {status, why, own, due, index, job id, template, args, trails, ...}:
+--          the workflow's status, the step that failed it ("" if none), how
+--          many of the steps that follow this call marked creating (a second
+--          run marks none), the earliest due time of the waits it armed (ms,
+--          0 none), then each step creating among the successors;
 --          {"missing"} when there is no workflow.
 local rec = KEYS[1]
 local now = bn_num(ARGV[1], 'now')
@@ -35,6 +36,7 @@ local channel = ARGV[4]
 if (#ARGV - 4) % 5 ~= 0 or #ARGV < 9 then error('bananas: step ends must come in fives') end
 local n = wf_check(rec)
 if n == nil then return {'missing'} end
+wf_clock.now = now
 for i = 5, #ARGV, 5 do
   local k = bn_num(ARGV[i], 'step index')
   if k < 0 or k >= n then error('bananas: step ' .. k .. ' of a workflow of ' .. n) end
@@ -123,4 +125,4 @@ for _, m in ipairs(again) do
     ready[#ready + 1] = m
   end
 end
-return wf_ready_reply(rec, ready, {wf_get(rec, 'st') or '', wf_get(rec, 'why') or '', own})
+return wf_ready_reply(rec, ready, {wf_get(rec, 'st') or '', wf_get(rec, 'why') or '', own, wf_clock.due})

@@ -1,5 +1,6 @@
 -- wf_cancel.lua: cancel a workflow (Store.Cancel). Every step that
--- has not run is canceled here; the jobs of the steps created or being
+-- has not run is canceled here, armed timers and waits included (nothing
+-- fires them after); the jobs of the steps created or being
 -- created are returned for the caller to cancel (a running one finishes
 -- canceled, and its end changes nothing more here). A completed workflow is
 -- left as it is.
@@ -23,7 +24,7 @@ if st == 'completed' then return {st} end
 local reply = {'canceled'}
 for k = 0, n - 1 do
   local s = wf_state(rec, k)
-  if s == 'w' or s == 'c' or s == '?' then
+  if s == 'w' or s == 'c' or s == 'a' or s == '?' then
     redis.call('HSET', rec, 's:' .. k, 'x', 'e:' .. k, 'canceled with its workflow')
   end
   if (s == 'r' or s == 'c') and wf_get(rec, 'v:' .. k) ~= '1' then

@@ -15,13 +15,17 @@
 -- ARGV[1]  now (unix ms)
 -- ARGV[2..] step index, new job id pairs ("" keeps the step's job id: a
 --          gather's, or a job the caller found may still run)
--- Returns  {status, index, job id, template, args, ...} as wf_advance.lua;
+-- A wait retried is armed again: its timeout runs anew from now.
+--
+-- Returns  {status, due, index, job id, template, args, ...} as
+--          wf_advance.lua (due: the earliest wait armed, ms, 0 none);
 --          {"missing"} when there is no workflow.
 local rec = KEYS[1]
 local now = bn_num(ARGV[1], 'now')
 if (#ARGV - 1) % 2 ~= 0 then error('bananas: retried steps must come in pairs') end
 local n = wf_check(rec)
 if n == nil then return {'missing'} end
+wf_clock.now = now
 local listed = {}
 for i = 2, #ARGV, 2 do
   local k = bn_num(ARGV[i], 'step index')
@@ -56,4 +60,4 @@ if #reset == 0 then
     if wf_state(rec, k) == 'c' then out[#out + 1] = k end
   end
 end
-return wf_ready_reply(rec, out, {wf_get(rec, 'st') or ''})
+return wf_ready_reply(rec, out, {wf_get(rec, 'st') or '', wf_clock.due})
