@@ -122,3 +122,33 @@ func TestFetchBatch_RunTwiceWithOneTokenTakesNothingMore(t *testing.T) {
 		}
 	})
 }
+
+// A batch fetch treats a job whose expiry passed as a single fetch does: it
+// is set aside and ended expired, never handed to the batch handler; its
+// key's other jobs are taken, and one that starts leaves the expiry set.
+func TestFetchBatch_AJobFoundExpiredIsEndedNotLeased(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := q.Now()
+		late := expiring(t, "r", now.Add(time.Second))
+		fresh := expiring(t, "r", now.Add(time.Hour))
+		for _, j := range []*queue.NewJob{&late, &fresh} {
+			j.Keyed, j.Key = true, "k"
+		}
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{late, fresh}, now); err != nil {
+			t.Fatal(err)
+		}
+		later := now.Add(2 * time.Second)
+		ds, err := q.Jobs.FetchBatch(ctx, "r", queue.Priorities, "x", 10, 10, later.Add(time.Minute), later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := idsOf(ds); !slices.Equal(got, []string{fresh.ID}) {
+			t.Fatalf("batch fetch took %v, want only %s", got, fresh.ID)
+		}
+		requireExpired(t, q, late.ID)
+		if n, _ := q.Client().ZCard(ctx, q.Keys("r").Expiry()).Result(); n != 0 {
+			t.Fatalf("expiry set holds %d entries, want none (the fresh job started)", n)
+		}
+	})
+}

@@ -25,7 +25,8 @@
 -- KEYS[4]  HASH  route:{r}:groups    lease group token -> jobs still leased
 -- KEYS[5]  STRING  route:{r}:paused  exists while the route is paused
 -- KEYS[6]  ZSET  route:{r}:idle      (unused; the same KEYS as fetch.lua)
--- KEYS[7..#KEYS-12]  LIST  route:{r}:queue:<priority> (unused but for their
+-- KEYS[7]  ZSET  route:{r}:expiry    id -> when it expires (ms), jobs with an expiry not started yet
+-- KEYS[8..#KEYS-12]  LIST  route:{r}:queue:<priority> (unused but for their
 --          number, one per priority digit)
 -- KEYS[#KEYS-11..]  the route's flow keys (Keys.FlowKeys, see _flow.lua)
 -- ARGV[1]  n, the most jobs to take (>= 1)
@@ -38,7 +39,9 @@
 -- Returns: a flat array token, id1, payload1, flow1, id2, payload2, flow2, ...
 --          (empty when nothing was taken or the route is paused); payload is
 --          "" for a job with its own hash; an id "" marks a dropped entry,
---          its payload the reason.
+--          its payload the reason ("expired:<id>" for a job set aside
+--          expired, as fetch.lua does: it left its flow and holds no lease
+--          nor slot; the caller ends it expired with expire.lua).
 local want = bn_num(ARGV[1], 'count')
 local deadline = bn_num(ARGV[2], 'lease deadline')
 local token = bn_str(ARGV[3], 'token')
@@ -48,7 +51,7 @@ local task = bn_str(ARGV[7], 'task name')
 if want < 1 then error('bananas: count must be >= 1') end
 if per < 1 then error('bananas: batch size must be >= 1') end
 local F = bn_flowkeys()
-local m = F.first - 7
+local m = F.first - 8
 local prios = {}
 for c in string.gmatch(ARGV[5] or '', '%d') do prios[#prios + 1] = tonumber(c) end
 if m < 1 or #prios ~= m then error('bananas: batch fetch needs a priority digit per list key') end
@@ -87,6 +90,10 @@ local rings = {}
 for idx = 1, m do rings[#rings + 1] = F.ring[prios[idx]] end
 if redis.call('EXISTS', F.held, unpack(rings)) == 0 then return {} end
 
+-- Jobs with an expiry: one found expired is set aside, not leased; one that
+-- starts leaves the expiry set. A route with none pays one EXISTS.
+local expiring = redis.call('EXISTS', KEYS[7]) == 1
+if expiring then bn_need_type(KEYS[7], 'zset', 'expiry set') end
 bn_flow_repair(F)
 local due = redis.call('ZRANGEBYSCORE', F.held, '-inf', now, 'LIMIT', 0, 100)
 for _, flow in ipairs(due) do
@@ -148,7 +155,20 @@ local function serve(i, flow, k)
     local held = redis.call('HMGET', KEYS[2], unpack(ids))
     local pays = redis.call('HMGET', KEYS[3], unpack(ids))
     for j, id in ipairs(ids) do
-      if held[j] then
+      local late = false
+      if expiring then
+        local at = redis.call('ZSCORE', KEYS[7], id)
+        if at and tonumber(at) <= now then
+          late = true
+        elseif at then
+          redis.call('ZREM', KEYS[7], id)
+        end
+      end
+      if late then
+        out[#out + 1] = ''
+        out[#out + 1] = 'expired:' .. id
+        out[#out + 1] = ''
+      elseif held[j] then
         out[#out + 1] = ''
         out[#out + 1] = 'job ' .. id .. ' waits in ' .. F.keyed[i] .. ' but is already leased'
         out[#out + 1] = ''
