@@ -140,8 +140,17 @@ func partialFailure(t *testing.T, c *runtime.Client) {
 		runtime.HandleBatch(w, task, runtime.Batch{Size: 10, Linger: 50 * time.Millisecond}, func(ctx context.Context, evs []Ev) ([]int, []error, error) {
 			seen.add(evs)
 			jobs, _ := runtime.BatchJobs(ctx)
-			if len(jobs) != len(evs) {
-				return nil, nil, fmt.Errorf("BatchJobs has %d jobs for %d args", len(jobs), len(evs))
+			ctxs, _ := runtime.BatchContexts(ctx)
+			if len(jobs) != len(evs) || len(ctxs) != len(evs) {
+				return nil, nil, fmt.Errorf("BatchJobs has %d jobs and BatchContexts %d for %d args", len(jobs), len(ctxs), len(evs))
+			}
+			for i, jctx := range ctxs {
+				if j, ok := runtime.CurrentJob(jctx); !ok || j.ID != jobs[i].ID {
+					return nil, nil, fmt.Errorf("job %d's context is job %s's, want %s's", i, j.ID, jobs[i].ID)
+				}
+				if err := runtime.Progress(jctx, 50, "half"); err != nil {
+					return nil, nil, fmt.Errorf("progress of job %d: %w", i, err)
+				}
 			}
 			out, errs := make([]int, len(evs)), make([]error, len(evs))
 			for i, e := range evs {
