@@ -362,9 +362,19 @@ func runBatchWorkerProcess(ctx context.Context, c *runtime.Client) {
 // lease expires.
 func TestBatch_WorkerKilledMidBatchRerunsOnlyTheUnacknowledgedJobs(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Shared(t)
+	killedMidBatch(t, redistest.Shared(t).URL())
+}
+
+func TestBatch_WorkerKilledMidBatchOnACluster(t *testing.T) {
+	t.Parallel()
+	killedMidBatch(t, redistest.SharedCluster(t).URL())
+}
+
+// killedMidBatch runs the crash test on the server or cluster of url.
+func killedMidBatch(t *testing.T, url string) {
+	t.Helper()
 	ns := redistest.Namespace(t)
-	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
+	c := connect(t, url, runtime.WithNamespace(ns))
 	ctx := ctxT(t)
 	task := crashBatch.With(c)
 	evs := make([]Ev, 10)
@@ -375,7 +385,7 @@ func TestBatch_WorkerKilledMidBatchRerunsOnlyTheUnacknowledgedJobs(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	killWorkerWhenItSays(t, srv.URL(), ns, "started second", "BANANAS_TEST_WORKER_TASK=batch")
+	killWorkerWhenItSays(t, url, ns, "started second", "BANANAS_TEST_WORKER_TASK=batch")
 
 	var seen calls
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"batchk"}, Concurrency: 10}))
