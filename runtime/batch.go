@@ -277,14 +277,12 @@ func (b *batcher) fire(entries []*batchEntry) {
 // hand-back at shutdown, a timeout of its own). BatchJobs reads its jobs.
 func batchContext(entries []*batchEntry) (context.Context, context.CancelFunc) {
 	var latest time.Time
-	jobs := make([]Job, len(entries))
-	for i, e := range entries {
+	for _, e := range entries {
 		if d, ok := e.ctx.Deadline(); ok && d.After(latest) {
 			latest = d
 		}
-		jobs[i] = e.job
 	}
-	ctx := context.WithValue(context.Background(), batchJobsKey{}, jobs)
+	ctx := context.WithValue(context.Background(), batchJobsKey{}, entries)
 	var cancel context.CancelFunc
 	if latest.IsZero() {
 		ctx, cancel = context.WithCancel(ctx)
@@ -314,17 +312,47 @@ type batchJobsKey struct{}
 // BatchJobs returns the jobs of the batch whose function received ctx, in
 // the order of its args; false for a context that is not a batch's.
 func BatchJobs(ctx context.Context) ([]Job, bool) {
-	jobs, ok := ctx.Value(batchJobsKey{}).([]Job)
-	return jobs, ok
+	entries, ok := ctx.Value(batchJobsKey{}).([]*batchEntry)
+	if !ok {
+		return nil, false
+	}
+	jobs := make([]Job, len(entries))
+	for i, e := range entries {
+		jobs[i] = e.job
+	}
+	return jobs, true
 }
 
-// batches are w's batch tasks as the engine takes them.
+// BatchContexts returns the context of each job of the batch whose
+// function received ctx, in the order of its args: each is that job's
+// handler context, on which CurrentJob, Progress and Once work as in a
+// single job's handler, and which ends when that job is canceled or its
+// own deadline passes. False for a context that is not a batch's.
+func BatchContexts(ctx context.Context) ([]context.Context, bool) {
+	entries, ok := ctx.Value(batchJobsKey{}).([]*batchEntry)
+	if !ok {
+		return nil, false
+	}
+	ctxs := make([]context.Context, len(entries))
+	for i, e := range entries {
+		ctxs[i] = e.ctx
+	}
+	return ctxs, true
+}
+
+// batches are w's batch tasks as the engine takes them. A batch larger
+// than the worker's Concurrency is said once: a batch holds a slot per job,
+// so it never grows past Concurrency.
 func (w *Worker) batches() []engine.Batch {
 	var out []engine.Batch
 	for _, name := range w.Tasks() {
 		h := w.handlers[name]
 		if h.batch == nil {
 			continue
+		}
+		if h.batch.size > w.opts.Concurrency && w.opts.Logger != nil {
+			w.opts.Logger.Warn("bananas: a batch holds a worker slot per job, so this task's batches hold at most Concurrency jobs; raise Concurrency to fill them",
+				"task", name, "batch", h.batch.size, "concurrency", w.opts.Concurrency)
 		}
 		out = append(out, engine.Batch{Task: name, Route: h.info().Route, Size: h.batch.size, Linger: h.batch.linger, Keyed: h.batch.keyed})
 	}

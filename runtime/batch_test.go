@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/internal/redistest"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -121,7 +123,16 @@ func TestBatch_ThousandJobsOverTenKeysOnACluster(t *testing.T) {
 // A nil entry completes its job, an error entry fails only its job, which
 // retries on its own: the others ran once.
 func TestBatch_PartialFailureRetriesOnlyTheFailedJobs(t *testing.T) {
-	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+	eachBackend(t, partialFailure)
+}
+
+func TestBatch_PartialFailureOnACluster(t *testing.T) {
+	t.Parallel()
+	partialFailure(t, connect(t, redistest.SharedCluster(t).URL()))
+}
+
+func partialFailure(t *testing.T, c *runtime.Client) {
+	{
 		ctx := ctxT(t)
 		task := doubled.With(c)
 		var seen calls
@@ -129,8 +140,17 @@ func TestBatch_PartialFailureRetriesOnlyTheFailedJobs(t *testing.T) {
 		runtime.HandleBatch(w, task, runtime.Batch{Size: 10, Linger: 50 * time.Millisecond}, func(ctx context.Context, evs []Ev) ([]int, []error, error) {
 			seen.add(evs)
 			jobs, _ := runtime.BatchJobs(ctx)
-			if len(jobs) != len(evs) {
-				return nil, nil, fmt.Errorf("BatchJobs has %d jobs for %d args", len(jobs), len(evs))
+			ctxs, _ := runtime.BatchContexts(ctx)
+			if len(jobs) != len(evs) || len(ctxs) != len(evs) {
+				return nil, nil, fmt.Errorf("BatchJobs has %d jobs and BatchContexts %d for %d args", len(jobs), len(ctxs), len(evs))
+			}
+			for i, jctx := range ctxs {
+				if j, ok := runtime.CurrentJob(jctx); !ok || j.ID != jobs[i].ID {
+					return nil, nil, fmt.Errorf("job %d's context is job %s's, want %s's", i, j.ID, jobs[i].ID)
+				}
+				if err := runtime.Progress(jctx, 50, "half"); err != nil {
+					return nil, nil, fmt.Errorf("progress of job %d: %w", i, err)
+				}
 			}
 			out, errs := make([]int, len(evs)), make([]error, len(evs))
 			for i, e := range evs {
@@ -168,7 +188,7 @@ func TestBatch_PartialFailureRetriesOnlyTheFailedJobs(t *testing.T) {
 		if n := seen.jobs(); n != 15 {
 			t.Errorf("the function was handed %d jobs, want 15 (10, then the 5 that failed)", n)
 		}
-	})
+	}
 }
 
 // Call on a batched task returns that job's own result.
@@ -342,9 +362,19 @@ func runBatchWorkerProcess(ctx context.Context, c *runtime.Client) {
 // lease expires.
 func TestBatch_WorkerKilledMidBatchRerunsOnlyTheUnacknowledgedJobs(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Shared(t)
+	killedMidBatch(t, redistest.Shared(t).URL())
+}
+
+func TestBatch_WorkerKilledMidBatchOnACluster(t *testing.T) {
+	t.Parallel()
+	killedMidBatch(t, redistest.SharedCluster(t).URL())
+}
+
+// killedMidBatch runs the crash test on the server or cluster of url.
+func killedMidBatch(t *testing.T, url string) {
+	t.Helper()
 	ns := redistest.Namespace(t)
-	c := connect(t, srv.URL(), runtime.WithNamespace(ns))
+	c := connect(t, url, runtime.WithNamespace(ns))
 	ctx := ctxT(t)
 	task := crashBatch.With(c)
 	evs := make([]Ev, 10)
@@ -355,7 +385,7 @@ func TestBatch_WorkerKilledMidBatchRerunsOnlyTheUnacknowledgedJobs(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	killWorkerWhenItSays(t, srv.URL(), ns, "started second", "BANANAS_TEST_WORKER_TASK=batch")
+	killWorkerWhenItSays(t, url, ns, "started second", "BANANAS_TEST_WORKER_TASK=batch")
 
 	var seen calls
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"batchk"}, Concurrency: 10}))
@@ -386,4 +416,105 @@ func TestBatch_WorkerKilledMidBatchRerunsOnlyTheUnacknowledgedJobs(t *testing.T)
 	if !slices.Equal(rerun, []int{5, 6, 7, 8, 9}) {
 		t.Errorf("the live worker ran jobs %v, want only the killed batch's 5..9", rerun)
 	}
+}
+
+// A job of a running batch canceled on its own ends canceled at once; the
+// others of the batch complete, each end told once, with its own id.
+func TestBatch_CancelOfOneJobEndsOnlyItAndEveryJobEndsOnItsOwn(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := runtime.NewTask[Ev, runtime.None]("t_batch_cancel", runtime.Route("batchx"), runtime.MaxRetries(0)).With(c)
+		var mu sync.Mutex
+		ends := map[string][]queue.Ending{}
+		started, release := make(chan struct{}, 1), make(chan struct{})
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"batchx"}, Concurrency: 3,
+			OnJobEnd: func(e bananastype.JobEnd) {
+				mu.Lock()
+				defer mu.Unlock()
+				ends[e.ID] = append(ends[e.ID], e.Ending)
+			}}))
+		runtime.HandleBatch(w, task, runtime.Batch{Size: 3, Linger: 10 * time.Second}, func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error) {
+			started <- struct{}{}
+			<-release
+			return nil, nil, nil
+		})
+		ids, err := task.EnqueueMany(ctx, []Ev{{N: 0}, {N: 1}, {N: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		startWorker(t, w)
+		recv(t, started, 10*time.Second, "the batch to start")
+		if st, err := w.Inspector().Cancel(ctx, ids[1]); err != nil || st != runtime.StatusProcessing {
+			t.Fatalf("Cancel of a job of a running batch = %s, %v; want processing (asked)", st, err)
+		}
+		if _, err := task.Await(ctx, ids[1]); !errors.Is(err, runtime.ErrJobCanceled) {
+			t.Fatalf("Await of the canceled job = %v, want ErrJobCanceled while its batch still runs", err)
+		}
+		close(release)
+		for _, i := range []int{0, 2} {
+			if _, err := task.Await(ctx, ids[i]); err != nil {
+				t.Fatalf("Await job %d = %v", i, err)
+			}
+		}
+		waitFor(t, 10*time.Second, "an end for each job", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(ends) == 3
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		for i, id := range ids {
+			want := queue.EndCompleted
+			if i == 1 {
+				want = queue.EndCanceled
+			}
+			if got := ends[id]; len(got) != 1 || got[0] != want {
+				t.Errorf("job %d ended %v, want once %v", i, got, want)
+			}
+		}
+	})
+}
+
+// A paused route gives a batch task nothing; once resumed its jobs run.
+func TestBatch_PausedRouteRunsNoBatchUntilResumed(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := byTenant.With(c)
+		ids, err := task.EnqueueMany(ctx, []Ev{{Tenant: "a", N: 0}, {Tenant: "a", N: 1}, {Tenant: "b", N: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := runtime.NewInspector(c)
+		if err := in.Pause(ctx, "batch"); err != nil {
+			t.Fatal(err)
+		}
+		var seen calls
+		sentinel := runtime.NewTask[Msg, runtime.None]("t_batch_sentinel", runtime.Route("batch-sentinel")).With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"batch", "batch-sentinel"}, Concurrency: 10}))
+		runtime.HandleBatch(w, task, runtime.Batch{Size: 10, Linger: 10 * time.Millisecond}, func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error) {
+			seen.add(evs)
+			return nil, nil, nil
+		})
+		runtime.Handle(w, sentinel, func(ctx context.Context, m Msg) (runtime.None, error) { return runtime.None{}, nil })
+		startWorker(t, w)
+		// A pass over the worker's routes looks at the paused route before
+		// the sentinel's, and the batch jobs were there before the worker
+		// started: once a sentinel job ran, the paused route was looked at.
+		for range 2 {
+			if _, err := sentinel.Call(ctx, Msg{Text: "after"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := seen.jobs(); n != 0 {
+			t.Fatalf("a paused route's batch task ran %d jobs", n)
+		}
+		if err := in.Resume(ctx, "batch"); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if _, err := task.Await(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }

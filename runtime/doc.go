@@ -73,6 +73,16 @@
 // for ShutdownTimeout, then hands the rest back to the front of their queues
 // without counting an attempt, and returns.
 //
+// # Batch handlers
+//
+// HandleBatch (generated for a task annotated with batch=) registers a
+// function that takes many jobs of a task at once: up to Batch.Size of one
+// key, as soon as that many are in hand or Batch.Linger after the first.
+// Callers enqueue, await and call one job at a time. Each job keeps its
+// slot (a batch of n jobs holds n of Concurrency), lease, attempts,
+// retries, outcome and cancel; the function returns one error per job, or
+// one for the whole batch (batch.go, docs/BATCHES.md).
+//
 // # Sharded routes
 //
 // admin.Inspector.SetShards spreads a route over up to 256 shards, each a hash tag
