@@ -62,7 +62,8 @@ type RelayOptions struct {
 }
 
 // NewRelay returns a relay of the outbox in pool's database that moves jobs
-// into c's Redis and namespace.
+// into c's Redis and namespace, and reports the outbox's backlog to c's
+// operator surface (Client.ReportOutbox).
 func NewRelay(pool *pgxpool.Pool, c *runtime.Client, o RelayOptions) *Relay {
 	if o.Batch <= 0 {
 		o.Batch = 1000
@@ -79,7 +80,9 @@ func NewRelay(pool *pgxpool.Pool, c *runtime.Client, o RelayOptions) *Relay {
 	if o.Tasks != nil && len(o.Tasks) == 0 {
 		o.Tasks = []string{} // moves nothing, reports everything
 	}
-	return &Relay{pool: pool, c: c, o: o, wake: make(chan struct{}, 1)}
+	r := &Relay{pool: pool, c: c, o: o, wake: make(chan struct{}, 1)}
+	c.ReportOutbox(r) // its backlog in c's metrics, CLI and dashboard
+	return r
 }
 
 // Relayed is how many rows this relay has moved into Redis (and deleted).
