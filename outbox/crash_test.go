@@ -181,6 +181,34 @@ func TestRelay_PostgreSQLDownForAWhileEveryJobRunsOnce(t *testing.T) {
 	everyJobRanOnce(t, pool, r, all, 60*time.Second)
 }
 
+// PostgreSQL paused (SIGSTOP: connections open, nothing answering) while
+// the relay moves a batch, then continued: every committed job runs exactly
+// once.
+func TestRelay_PostgreSQLPausedForAWhileEveryJobRunsOnce(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	url := pg.Database(t)
+	pool, err := pgxpool.New(ctxT(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := outbox.Migrate(ctxT(t), pool); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, redistest.Start(t).URL())
+	all := names("paused", 400)
+	commitMany(t, pool, c, all)
+	r := newRuns()
+	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
+	startRelay(t, pool, c, outbox.RelayOptions{Batch: 10, Timeout: time.Second})
+	waitFor(t, 20*time.Second, "the relay under way", func() bool { return r.distinct() > 0 })
+	pg.Pause()
+	time.Sleep(3 * time.Second) // the pause's length, not a wait for anything
+	pg.Continue()
+	everyJobRanOnce(t, pool, r, all, 60*time.Second)
+}
+
 // commitMany writes one job per name in one transaction.
 func commitMany(t testing.TB, pool *pgxpool.Pool, c *runtime.Client, all []string) {
 	t.Helper()

@@ -321,3 +321,31 @@ func TestRelay_KeepsTheRowsOfATaskNoWorkerRegisters(t *testing.T) {
 		t.Fatal("the orphan's job was moved into Redis")
 	}
 }
+
+// The relay moves jobs into the embedded server (mem://) as into
+// redis-server: committed jobs run once, a rolled-back one never.
+func TestRelay_IntoTheEmbeddedServer(t *testing.T) {
+	t.Parallel()
+	pool, _ := database(t)
+	c := connect(t, "mem://")
+	ctx := ctxT(t)
+	r := newRuns()
+	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
+	startRelay(t, pool, c, outbox.RelayOptions{Tasks: []string{sendMail.Name()}})
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sendMail.With(c).EnqueueTx(ctx, outbox.Tx(tx), mail{To: "rolled-back"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all := names("mem", 50)
+	commitMany(t, pool, c, all)
+	everyJobRanOnce(t, pool, r, all, 20*time.Second)
+	if r.of("rolled-back") != 0 {
+		t.Fatal("the rolled-back transaction's job ran")
+	}
+}
