@@ -162,7 +162,7 @@ func (r *Relay) loop(ctx context.Context, reports bool) {
 
 // claim selects the oldest rows no other relay holds, of the relay's tasks.
 // Flows in $3 are passed by (see loop's blocked).
-const claim = `SELECT seq, id, task, route, coalesce(flow, ''), job, created_at FROM bananas_outbox
+const claim = `SELECT seq, id, task, route, coalesce(flow, ''), job FROM bananas_outbox
 	WHERE ($1::text[] IS NULL OR task = ANY($1)) AND (flow IS NULL OR flow <> ALL(coalesce($3::text[], '{}')))
 	ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED`
 
@@ -172,9 +172,8 @@ const earlier = `SELECT flow, min(seq) FROM bananas_outbox
 	WHERE flow = ANY($1) AND NOT (seq = ANY($2)) GROUP BY flow`
 
 type row struct {
-	seq     int64
-	job     runtime.OutboxJob
-	created time.Time
+	seq int64
+	job runtime.OutboxJob
 }
 
 // moveBatch moves one batch in one transaction: claim, enqueue, delete,
@@ -239,7 +238,7 @@ func (r *Relay) claim(ctx context.Context, tx pgx.Tx, blocked []string) ([]row, 
 	}
 	var out []row
 	var rw row
-	_, err = pgx.ForEachRow(rs, []any{&rw.seq, &rw.job.ID, &rw.job.Task, &rw.job.Route, &rw.job.Flow, &rw.job.Data, &rw.created}, func() error {
+	_, err = pgx.ForEachRow(rs, []any{&rw.seq, &rw.job.ID, &rw.job.Task, &rw.job.Route, &rw.job.Flow, &rw.job.Data}, func() error {
 		out = append(out, rw)
 		rw = row{}
 		return nil
