@@ -2,11 +2,13 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -50,9 +52,13 @@ func (r *Relay) Outbox(ctx context.Context) (admin.Outbox, error) {
 	rows, err := r.pool.Query(ctx, `SELECT task, count(*), min(created_at),
 		(extract(epoch FROM clock_timestamp() - min(created_at)) * 1000)::bigint
 		FROM bananas_outbox GROUP BY task ORDER BY task`)
+	if noTable(err) {
+		return admin.Outbox{Relayed: r.Relayed()}, nil
+	}
 	if err != nil {
 		return admin.Outbox{}, fmt.Errorf("outbox: read the backlog: %w", err)
 	}
+	defer rows.Close()
 	o := admin.Outbox{Relayed: r.Relayed()}
 	var t admin.OutboxTask
 	var ageMS int64
@@ -66,8 +72,18 @@ func (r *Relay) Outbox(ctx context.Context) (admin.Outbox, error) {
 		}
 		return nil
 	})
+	if noTable(err) {
+		return admin.Outbox{Relayed: r.Relayed()}, nil
+	}
 	if err != nil {
 		return admin.Outbox{}, fmt.Errorf("outbox: read the backlog: %w", err)
 	}
 	return o, nil
+}
+
+// noTable reports whether err says the outbox's table does not exist: no
+// relay has made the schema yet, so no row waits.
+func noTable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42P01" // undefined_table
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/outbox"
+	"github.com/bananas-go/bananas/outbox/internal/pgtest"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -140,4 +141,16 @@ func tab(t *testing.T) context.Context {
 	ctx, stop := context.WithTimeout(ctx, 60*time.Second)
 	t.Cleanup(stop)
 	return ctx
+}
+
+// Before any relay made the schema, the backlog is empty, not an error.
+func TestOperatorSurface_AnOutboxWithoutItsSchemaYetIsEmpty(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Shared(t).Database(t)
+	env := map[string]string{"REDIS_URL": "mem://", "OUTBOX_URL": url}
+	var out, errOut strings.Builder
+	code := runtime.RunCommand(ctxT(t), []string{"outbox"}, func(k string) string { return env[k] }, &out, &errOut)
+	if code != runtime.ExitOK || !strings.HasPrefix(out.String(), "outbox: empty") {
+		t.Fatalf("app outbox on a database without the schema: exit %d, stdout %q, stderr %q; want an empty outbox", code, out.String(), errOut.String())
+	}
 }
