@@ -15,7 +15,7 @@ GO ?= go
 # the examples that use them. Each reaches this module, and the others,
 # through a replace; ./... at the root skips them, so each is vetted, linted
 # and tested here in turn, as fully as the core.
-ADDONS := otelbananas history/postgres outbox examples/tracing examples/bench/addons
+ADDONS := otelbananas history/postgres outbox examples/tracing examples/outbox examples/bench/addons
 # The peer harnesses under bench/peers are modules of their own, so that asynq
 # and River stay out of the library's go.mod. They drive their scenarios with
 # internal/benchkit, as examples/bench does, through a replace of this module.

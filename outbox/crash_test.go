@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,9 +25,9 @@ import (
 // (runRelayChild) of "pgURL redisURL namespace".
 const relayChildEnv = "BANANAS_OUTBOX_TEST_RELAY"
 
-// runRelayChild runs a relay that stops dead once Redis has taken its
-// first batch: it prints "enqueued" and blocks, its transaction open and
-// its rows not deleted, to be SIGKILLed there.
+// runRelayChild runs a relay whose loops stop dead once Redis has taken
+// their batch: the first prints "enqueued", and each blocks, its
+// transaction open and its rows not deleted, to be SIGKILLed there.
 func runRelayChild() {
 	f := strings.Fields(os.Getenv(relayChildEnv))
 	ctx := context.Background()
@@ -44,9 +45,11 @@ func runRelayChild() {
 	_ = outbox.NewRelay(pool, c, outbox.RelayOptions{Batch: 50, Logger: quiet()}).Run(ctx)
 }
 
-// stopAfterBatch blocks the process after the first script call that
-// carries a batch of jobs (the enqueue of the relay's batch).
+// stopAfterBatch blocks each caller after a script call that carries a
+// batch of jobs (the enqueue of a relay loop's batch).
 type stopAfterBatch struct{}
+
+var saidEnqueued sync.Once
 
 func (stopAfterBatch) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (stopAfterBatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
@@ -56,7 +59,7 @@ func (stopAfterBatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if name := cmd.Name(); err == nil && (name == "evalsha" || name == "eval") && len(cmd.Args()) > 100 {
-			fmt.Println("enqueued")
+			saidEnqueued.Do(func() { fmt.Println("enqueued") })
 			select {} // killed here
 		}
 		return err
@@ -115,8 +118,9 @@ func TestRelay_KilledMidBatchEveryJobRunsOnce(t *testing.T) {
 			inRedis++
 		}
 	}
-	if n := pending(t, pool); n != len(all) || inRedis != 50 {
-		t.Fatalf("after the kill: %d rows in the outbox, %d of their jobs in Redis; want all %d rows, 50 jobs (the killed batch)", n, inRedis, len(all))
+	// Each of the relay's loops (Concurrency) stops after its own batch.
+	if n := pending(t, pool); n != len(all) || inRedis < 50 || inRedis%50 != 0 {
+		t.Fatalf("after the kill: %d rows in the outbox, %d of their jobs in Redis; want all %d rows, and the killed batches' jobs (50 each)", n, inRedis, len(all))
 	}
 
 	r := newRuns()
@@ -178,6 +182,34 @@ func TestRelay_PostgreSQLDownForAWhileEveryJobRunsOnce(t *testing.T) {
 	if err := pg.Resume(); err != nil {
 		t.Fatal(err)
 	}
+	everyJobRanOnce(t, pool, r, all, 60*time.Second)
+}
+
+// PostgreSQL paused (SIGSTOP: connections open, nothing answering) while
+// the relay moves a batch, then continued: every committed job runs exactly
+// once.
+func TestRelay_PostgreSQLPausedForAWhileEveryJobRunsOnce(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	url := pg.Database(t)
+	pool, err := pgxpool.New(ctxT(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := outbox.Migrate(ctxT(t), pool); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, redistest.Start(t).URL())
+	all := names("paused", 400)
+	commitMany(t, pool, c, all)
+	r := newRuns()
+	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
+	startRelay(t, pool, c, outbox.RelayOptions{Batch: 10, Timeout: time.Second})
+	waitFor(t, 20*time.Second, "the relay under way", func() bool { return r.distinct() > 0 })
+	pg.Pause()
+	time.Sleep(3 * time.Second) // the pause's length, not a wait for anything
+	pg.Continue()
 	everyJobRanOnce(t, pool, r, all, 60*time.Second)
 }
 

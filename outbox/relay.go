@@ -28,13 +28,7 @@ type Relay struct {
 	c        *runtime.Client
 	o        RelayOptions
 
-	// blocked are flows whose rows a batch left for an earlier row another
-	// relay holds: the next claims pass them by, so that a batch full of
-	// them does not come back forever. Cleared when the relay waits.
-	blocked []string
-
 	relayed  atomic.Int64
-	lastLag  atomic.Int64 // ns: how long the last moved row waited in the outbox
 	wake     chan struct{}
 	reported sync.Map // id -> struct{}: bad rows logged once
 	lastScan time.Time
@@ -49,6 +43,9 @@ type RelayOptions struct {
 	Tasks []string
 	// Batch is how many rows one transaction moves (default 1000).
 	Batch int
+	// Concurrency is how many batches the relay moves at once (default
+	// 2), each in a transaction of its own.
+	Concurrency int
 	// Poll is the safety poll: the relay looks for rows this often even
 	// when no notification came (default 1s).
 	Poll time.Duration
@@ -62,10 +59,14 @@ type RelayOptions struct {
 }
 
 // NewRelay returns a relay of the outbox in pool's database that moves jobs
-// into c's Redis and namespace.
+// into c's Redis and namespace, and reports the outbox's backlog to c's
+// operator surface (Client.ReportOutbox).
 func NewRelay(pool *pgxpool.Pool, c *runtime.Client, o RelayOptions) *Relay {
 	if o.Batch <= 0 {
 		o.Batch = 1000
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 2
 	}
 	if o.Poll <= 0 {
 		o.Poll = time.Second
@@ -79,7 +80,9 @@ func NewRelay(pool *pgxpool.Pool, c *runtime.Client, o RelayOptions) *Relay {
 	if o.Tasks != nil && len(o.Tasks) == 0 {
 		o.Tasks = []string{} // moves nothing, reports everything
 	}
-	return &Relay{pool: pool, c: c, o: o, wake: make(chan struct{}, 1)}
+	r := &Relay{pool: pool, c: c, o: o, wake: make(chan struct{}, 1)}
+	c.ReportOutbox(r) // its backlog in c's metrics, CLI and dashboard
+	return r
 }
 
 // Relayed is how many rows this relay has moved into Redis (and deleted).
@@ -103,35 +106,54 @@ func (r *Relay) Run(ctx context.Context) error {
 		return nil
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(1 + r.o.Concurrency)
 	go func() { defer wg.Done(); r.listen(ctx) }()
-	defer wg.Wait()
+	for i := range r.o.Concurrency {
+		go func() { defer wg.Done(); r.loop(ctx, i == 0) }()
+	}
+	wg.Wait()
+	return nil
+}
+
+// loop moves batches until ctx ends, one at a time; the relay runs
+// Concurrency of them, so that one batch's PostgreSQL round trips overlap
+// another's Redis call. A loop that found a full batch wakes another, and
+// one that found the outbox drained waits for a notification or the poll;
+// reports says it is the loop that logs the rows of unregistered tasks.
+func (r *Relay) loop(ctx context.Context, reports bool) {
+	// blocked are flows whose rows a batch left for an earlier row another
+	// relay holds: the next claims pass them by, so that a batch full of
+	// them does not come back forever. Cleared when the loop waits.
+	var blocked []string
 	backoff := time.Duration(0)
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for {
-		n, err := r.moveBatch(ctx)
+		n, err := r.moveBatch(ctx, &blocked)
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return
 		case err != nil:
 			backoff = min(max(2*backoff, 50*time.Millisecond), 5*time.Second)
 			r.o.Logger.Warn("bananas: outbox relay: a batch failed; its rows stay and are moved again", "err", err, "retry_in", backoff)
 			if !sleep(ctx, backoff) {
-				return nil
+				return
 			}
 			continue
-		case n == r.o.Batch: // more may wait
+		case n == r.o.Batch: // more may wait: another loop may take it too
 			backoff = 0
+			r.nudge()
 			continue
 		}
 		backoff = 0
-		r.blocked = r.blocked[:0]
-		r.reportUnknown(ctx)
+		blocked = blocked[:0]
+		if reports {
+			r.reportUnknown(ctx)
+		}
 		poll.Reset(r.o.Poll)
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-r.wake:
 		case <-poll.C:
 		}
@@ -139,8 +161,8 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 // claim selects the oldest rows no other relay holds, of the relay's tasks.
-// Flows in $3 are passed by (Relay.blocked).
-const claim = `SELECT seq, id, task, route, coalesce(flow, ''), job, created_at FROM bananas_outbox
+// Flows in $3 are passed by (see loop's blocked).
+const claim = `SELECT seq, id, task, route, coalesce(flow, ''), job FROM bananas_outbox
 	WHERE ($1::text[] IS NULL OR task = ANY($1)) AND (flow IS NULL OR flow <> ALL(coalesce($3::text[], '{}')))
 	ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED`
 
@@ -150,15 +172,14 @@ const earlier = `SELECT flow, min(seq) FROM bananas_outbox
 	WHERE flow = ANY($1) AND NOT (seq = ANY($2)) GROUP BY flow`
 
 type row struct {
-	seq     int64
-	job     runtime.OutboxJob
-	created time.Time
+	seq int64
+	job runtime.OutboxJob
 }
 
 // moveBatch moves one batch in one transaction: claim, enqueue, delete,
 // commit. It returns how many rows it claimed. A failure anywhere rolls
 // back: the rows stay, and moving them again creates no job twice.
-func (r *Relay) moveBatch(ctx context.Context) (int, error) {
+func (r *Relay) moveBatch(ctx context.Context, blocked *[]string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
 	tx, err := r.pool.Begin(ctx)
@@ -166,16 +187,16 @@ func (r *Relay) moveBatch(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("outbox: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }() // after Commit, a no-op
-	rows, err := r.claim(ctx, tx)
+	rows, err := r.claim(ctx, tx, *blocked)
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
 	claimed := len(rows)
-	var blocked []string
-	if rows, blocked, err = inFlowOrder(ctx, tx, rows); err != nil {
+	var passed []string
+	if rows, passed, err = inFlowOrder(ctx, tx, rows); err != nil {
 		return 0, err
 	}
-	r.blocked = append(r.blocked, blocked...)
+	*blocked = append(*blocked, passed...)
 	jobs := make([]runtime.OutboxJob, len(rows))
 	for i := range rows {
 		jobs[i] = rows[i].job
@@ -185,7 +206,6 @@ func (r *Relay) moveBatch(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	done := make([]int64, 0, len(rows))
-	var oldest time.Time
 	for i, m := range moves {
 		rw := rows[i]
 		switch {
@@ -198,9 +218,6 @@ func (r *Relay) moveBatch(ctx context.Context) (int, error) {
 			r.o.Logger.Info("bananas: outbox relay: a job was a duplicate and was not created", "id", rw.job.ID, "task", rw.job.Task, "holder", m.Holder)
 		}
 		done = append(done, rw.seq)
-		if oldest.IsZero() || rw.created.Before(oldest) {
-			oldest = rw.created
-		}
 	}
 	if len(done) > 0 {
 		if _, err := tx.Exec(ctx, "DELETE FROM bananas_outbox WHERE seq = ANY($1)", done); err != nil {
@@ -211,20 +228,17 @@ func (r *Relay) moveBatch(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("outbox: commit: %w", err)
 	}
 	r.relayed.Add(int64(len(done)))
-	if !oldest.IsZero() {
-		r.lastLag.Store(int64(time.Since(oldest)))
-	}
 	return claimed, nil
 }
 
-func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]row, error) {
-	rs, err := tx.Query(ctx, claim, r.o.Tasks, r.o.Batch, r.blocked)
+func (r *Relay) claim(ctx context.Context, tx pgx.Tx, blocked []string) ([]row, error) {
+	rs, err := tx.Query(ctx, claim, r.o.Tasks, r.o.Batch, blocked)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim rows: %w", err)
 	}
 	var out []row
 	var rw row
-	_, err = pgx.ForEachRow(rs, []any{&rw.seq, &rw.job.ID, &rw.job.Task, &rw.job.Route, &rw.job.Flow, &rw.job.Data, &rw.created}, func() error {
+	_, err = pgx.ForEachRow(rs, []any{&rw.seq, &rw.job.ID, &rw.job.Task, &rw.job.Route, &rw.job.Flow, &rw.job.Data}, func() error {
 		out = append(out, rw)
 		rw = row{}
 		return nil

@@ -321,3 +321,66 @@ func TestRelay_KeepsTheRowsOfATaskNoWorkerRegisters(t *testing.T) {
 		t.Fatal("the orphan's job was moved into Redis")
 	}
 }
+
+// The relay moves jobs into the embedded server (mem://) as into
+// redis-server: committed jobs run once, a rolled-back one never.
+func TestRelay_IntoTheEmbeddedServer(t *testing.T) {
+	t.Parallel()
+	pool, _ := database(t)
+	c := connect(t, "mem://")
+	ctx := ctxT(t)
+	r := newRuns()
+	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
+	startRelay(t, pool, c, outbox.RelayOptions{Tasks: []string{sendMail.Name()}})
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sendMail.With(c).EnqueueTx(ctx, outbox.Tx(tx), mail{To: "rolled-back"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all := names("mem", 50)
+	commitMany(t, pool, c, all)
+	everyJobRanOnce(t, pool, r, all, 20*time.Second)
+	if r.of("rolled-back") != 0 {
+		t.Fatal("the rolled-back transaction's job ran")
+	}
+}
+
+// Unique through the outbox: two committed jobs with identical args within
+// the window are one job; the second's row is deleted, not kept, and its
+// job never created.
+func TestRelay_UniqueKeepsOneOfTwoIdenticalJobs(t *testing.T) {
+	t.Parallel()
+	pool, _ := database(t)
+	c := connect(t, redistest.Start(t).URL())
+	ctx := ctxT(t)
+	var ids []string
+	for range 2 {
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			id, err := sendMail.With(c).EnqueueTx(ctx, outbox.Tx(tx), mail{To: "once"}, runtime.Unique(time.Hour))
+			ids = append(ids, id)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := newRuns()
+	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
+	relay := startRelay(t, pool, c, outbox.RelayOptions{})
+	waitFor(t, 10*time.Second, "both rows gone", func() bool { return pending(t, pool) == 0 })
+	waitFor(t, 10*time.Second, "the job to run", func() bool { return r.of("once") == 1 })
+	if _, err := c.Job(ctx, ids[1]); err == nil {
+		t.Fatalf("the duplicate %s was created", ids[1])
+	}
+	if relay.Relayed() != 2 {
+		t.Fatalf("Relayed() = %d, want 2 (the duplicate's row is done with too)", relay.Relayed())
+	}
+	if r.of("once") != 1 {
+		t.Fatalf("the unique job ran %d times", r.of("once"))
+	}
+}

@@ -31,6 +31,11 @@
 // or same args within a Unique window) returns the existing id with an error
 // matching ErrDuplicate.
 //
+// EnqueueTx and EnqueueManyTx write the job into the application's database
+// transaction instead (package outbox: outbox.Tx(tx) for a pgx.Tx): the job
+// exists if and only if the transaction commits, and a relay moves it into
+// Redis under the id returned at once (RelayOutbox; docs/OUTBOX.md).
+//
 // # Flow control
 //
 // Task.Limit caps how a task's jobs start (TaskLimits: how many run at once,

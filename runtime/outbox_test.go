@@ -32,3 +32,21 @@ func TestMain_OutboxURLThatIsNotPostgreSQLIsAUsageError(t *testing.T) {
 		}
 	}
 }
+
+// `app outbox` in a program without an outbox is a usage error naming
+// OUTBOX_URL; `app queues` is the routes alone.
+func TestCLI_OutboxWithoutOUTBOX_URLIsAUsageErrorNamingIt(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"REDIS_URL": "mem://"}
+	for _, args := range [][]string{{"outbox"}, {"outbox", "--json"}} {
+		var out, errOut strings.Builder
+		code := runtime.RunCommand(ctxT(t), args, func(k string) string { return env[k] }, &out, &errOut)
+		if code != runtime.ExitUsage || out.String() != "" || !strings.Contains(errOut.String(), "OUTBOX_URL") {
+			t.Fatalf("app %v: exit %d, stdout %q, stderr %q; want exit 2 naming OUTBOX_URL", args, code, out.String(), errOut.String())
+		}
+	}
+	var out, errOut strings.Builder
+	if code := runtime.RunCommand(ctxT(t), []string{"queues"}, func(k string) string { return env[k] }, &out, &errOut); code != runtime.ExitOK || strings.Contains(out.String(), "outbox") {
+		t.Fatalf("app queues: exit %d, stdout %q; want the routes without an outbox line", code, out.String())
+	}
+}

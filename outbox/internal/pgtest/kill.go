@@ -97,3 +97,23 @@ func (s *Server) removeShm() {
 		_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
 	}
 }
+
+// Pause stops the server and its backends (SIGSTOP), as a host that froze
+// would: connections stay open and nothing answers on them, until
+// Continue. Not safe for concurrent use with Stop or Close.
+func (s *Server) Pause() {
+	pid := s.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	for _, c := range childrenOf(pid) {
+		_ = syscall.Kill(c, syscall.SIGSTOP)
+	}
+}
+
+// Continue resumes a paused server and its backends (SIGCONT).
+func (s *Server) Continue() {
+	pid := s.cmd.Process.Pid
+	for _, c := range childrenOf(pid) {
+		_ = syscall.Kill(c, syscall.SIGCONT)
+	}
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+}

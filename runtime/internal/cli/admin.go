@@ -41,6 +41,7 @@ var adminCommands = []Spec{
 		{"history", "search the task history of ended jobs [--task T --route R --status S --since T --until T --q TEXT --arg F=V]"},
 		{"history migrate", "create or migrate the task history's schema (HISTORY_URL)"}}},
 	{"audit", cmdAudit, [][2]string{{"audit", "the audit log: who took which action on what, when, and how it ended, newest first [--limit N --cursor C --json]"}}}, // audit.go
+	{"outbox", cmdOutbox, [][2]string{{"outbox", "the transactional outbox's backlog (OUTBOX_URL): committed jobs not yet in Redis, by task, the oldest's age [--json]"}}}, // outbox.go
 }
 
 // commandNamed is the command of specs called name.
@@ -463,9 +464,9 @@ func static[T any](list func(admin.Admin, context.Context) ([]T, error), row fun
 	}
 }
 
-var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it is paused, its oldest pending job and the workers that take it",
+var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it is paused, its oldest pending job and the workers that take it; with an outbox, its backlog first",
 	[]string{"ROUTE", "HIGH", "NORMAL", "LOW", "SCHEDULED", "ACTIVE", "DLQ", "OLDEST", "STATE", "WORKERS"},
-	static(admin.Admin.Routes, func(r bananastype.Route) []string {
+	withOutboxCaption(static(admin.Admin.Routes, func(r bananastype.Route) []string {
 		workers := fmt.Sprint(r.Workers)
 		if r.Workers == 0 {
 			workers = "none" // its jobs wait for ever: make it stand out
@@ -482,7 +483,7 @@ var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it 
 		}
 		return []string{r.Route, fmt.Sprint(r.High), fmt.Sprint(r.Normal), fmt.Sprint(r.Low), fmt.Sprint(r.Scheduled),
 			fmt.Sprint(r.Active), fmt.Sprint(r.Dead), oldest, state, workers}
-	}))
+	})))
 
 var cronList = listCommand("cron list [--json]",
 	[]string{"NAME", "SPEC", "TZ", "ROUTE", "LAST RUN", "NEXT RUN", "RUNS", "LAST ERROR"},

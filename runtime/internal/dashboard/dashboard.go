@@ -157,6 +157,10 @@ type page struct {
 	Reload   int
 	ReloadTo string
 	Data     any
+	// Outbox is the overview's transactional outbox backlog, nil in a
+	// program without one; OutboxError why it could not be read.
+	Outbox      *admin.Outbox
+	OutboxError string
 }
 
 // viewFunc fills p for a GET, or returns the error to show.

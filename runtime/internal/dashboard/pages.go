@@ -3,6 +3,7 @@ package dashboard
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -22,6 +23,13 @@ func (d *Dashboard) overview(r *http.Request, p *page) (int, error) {
 		return 0, err
 	}
 	p.Title, p.Nav, p.Data, p.Refresh = "Overview", "overview", routes, d.cfg.Refresh.Milliseconds()
+	if oa, ok := d.a.(admin.OutboxAdmin); ok { // the outbox's backlog, when the program has one
+		if o, err := oa.Outbox(r.Context()); err == nil {
+			p.Outbox = &o
+		} else if !errors.Is(err, admin.ErrNoOutbox) {
+			p.OutboxError = err.Error()
+		}
+	}
 	return http.StatusOK, nil
 }
 

@@ -374,3 +374,54 @@ func readDepths(read DepthFunc) (ds []Depth, err error) {
 	}()
 	return read(ctx)
 }
+
+// Outbox is the transactional outbox as read at scrape time: the rows
+// waiting, how long the oldest has waited, and the rows this process's
+// relays moved.
+type Outbox struct {
+	Pending int64
+	Lag     time.Duration
+	Relayed int64
+}
+
+// OutboxFunc reads the outbox, once per scrape, under DepthTimeout.
+type OutboxFunc func(ctx context.Context) (Outbox, error)
+
+var (
+	descOutboxPending = prometheus.NewDesc("bananas_outbox_pending", "Jobs committed to the transactional outbox and not yet moved into Redis (read from PostgreSQL at scrape time).", nil, nil)
+	descOutboxLag     = prometheus.NewDesc("bananas_outbox_lag_seconds", "How long the oldest row of the outbox has waited for a relay; 0 when none waits (read at scrape time).", nil, nil)
+	descOutboxRelayed = prometheus.NewDesc("bananas_outbox_relayed_total", "Outbox rows this process's relays moved into Redis and deleted.", nil, nil)
+)
+
+// outboxCollector reads the outbox when scraped; a read that fails leaves
+// the gauges out of that scrape (counted in bananas_scrape_errors_total),
+// the relayed counter still served.
+type outboxCollector struct {
+	read OutboxFunc
+	s    *Set
+}
+
+func (c outboxCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descOutboxPending
+	ch <- descOutboxLag
+	ch <- descOutboxRelayed
+}
+
+func (c outboxCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), DepthTimeout)
+	defer cancel()
+	o, err := c.read(ctx)
+	ch <- prometheus.MustNewConstMetric(descOutboxRelayed, prometheus.CounterValue, float64(o.Relayed))
+	if err != nil {
+		c.s.depths.errors.Inc()
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descOutboxPending, prometheus.GaugeValue, float64(o.Pending))
+	ch <- prometheus.MustNewConstMetric(descOutboxLag, prometheus.GaugeValue, max(o.Lag, 0).Seconds())
+}
+
+// ReadOutbox adds the outbox's metrics, read by f at scrape time. Call it
+// once per Set.
+func (s *Set) ReadOutbox(f OutboxFunc) {
+	s.reg.MustRegister(outboxCollector{read: f, s: s})
+}
