@@ -189,3 +189,70 @@ func drain(lines <-chan string) {
 		}
 	}()
 }
+
+// Two scheduler processes run while their redis-server (appendfsync
+// always) is killed and restarted on the same port: every tick of every
+// schedule is enqueued once, in order, the ticks that fell due during the
+// restart run by catch_up, none twice.
+func TestSchedules_SchedulerProcessesThroughARedisRestartEveryTickOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartPersistent(t)
+	rdb := srv.Client(t)
+	ns := redistest.Namespace(t)
+	q, err := queue.New(rdb, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	s := &scheduler.Schedules{Queue: q}
+	const n = 6
+	for i := range n {
+		d := def(t, fmt.Sprintf("k%02d", i), fmt.Sprintf("r%02d", i))
+		d.CatchUp = time.Minute
+		if _, err := s.Put(ctx, d, q.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cmds []*exec.Cmd
+	for range 2 {
+		cmd, lines := schedulerProcess(t, srv.Addr(), ns)
+		drain(lines)
+		cmds = append(cmds, cmd)
+	}
+	fired := func(id string) int64 {
+		sc, err := s.Get(ctx, id)
+		if err != nil {
+			return -1
+		}
+		return sc.Fired
+	}
+	for i := range n {
+		id := fmt.Sprintf("k%02d", i)
+		waitUntil(t, ctx, id+" fired twice before the restart", func() bool { return fired(id) >= 2 })
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := q.Now()
+	for i := range n {
+		id := fmt.Sprintf("k%02d", i)
+		waitUntil(t, ctx, id+" fired after the restart", func() bool {
+			sc, err := s.Get(ctx, id)
+			return err == nil && sc.LastTick.After(restarted.Add(time.Second))
+		})
+	}
+	for _, cmd := range cmds {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	r := &scheduler.ScheduleRunner{Schedules: s}
+	for i := range n {
+		if err := r.Step(ctx, fmt.Sprintf("k%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		checkEveryTickOnce(t, q, s, fmt.Sprintf("k%02d", i), fmt.Sprintf("r%02d", i))
+	}
+}
