@@ -63,8 +63,12 @@ type Schedule struct {
 	// listed the schedule (the API's, the CLI's), so it cannot check the
 	// schedule's args; its jobs wait for a worker that registers it.
 	Unregistered bool
-	RunCount     int64 // ticks whose job was enqueued
-	Skipped      int64 // ticks skipped by the overlap policy
+	// Registered: a live worker registers the task (its heartbeat lists
+	// it). False when none does: the schedule's jobs wait for a worker
+	// that may never come.
+	Registered bool
+	RunCount   int64 // ticks whose job was enqueued
+	Skipped    int64 // ticks skipped by the overlap policy
 }
 
 func (s Schedule) MarshalJSON() ([]byte, error) { return json.Marshal(s.wire()) }
@@ -92,6 +96,7 @@ type scheduleWire struct {
 	LastJob   string          `json:"last_job,omitempty"`
 	LastStat  queue.Status    `json:"last_job_status,omitempty"`
 	Unreg     bool            `json:"unregistered,omitempty"`
+	Reg       bool            `json:"registered"`
 	RunCount  int64           `json:"run_count"`
 	Skipped   int64           `json:"skipped"`
 }
@@ -100,7 +105,7 @@ func (s Schedule) wire() scheduleWire {
 	return scheduleWire{ID: s.ID, Source: s.Source, Name: s.Name, Route: s.Route, Priority: s.Priority, Args: s.Args,
 		Spec: s.Spec, TZ: s.TZ, JitterMS: s.Jitter.Milliseconds(), Overlap: s.Overlap, CatchUpMS: s.CatchUp.Milliseconds(),
 		Start: Time(s.Start), End: Time(s.End), Paused: s.Paused, NextRun: Time(s.NextRun), LastRun: Time(s.LastRun),
-		LastJob: s.LastJob, LastStat: s.LastJobStatus, Unreg: s.Unregistered, RunCount: s.RunCount, Skipped: s.Skipped}
+		LastJob: s.LastJob, LastStat: s.LastJobStatus, Unreg: s.Unregistered, Reg: s.Registered, RunCount: s.RunCount, Skipped: s.Skipped}
 }
 
 // UnmarshalJSON reads the schedule as MarshalJSON writes it.
@@ -113,6 +118,6 @@ func (s *Schedule) UnmarshalJSON(data []byte) error {
 		Spec: w.Spec, TZ: w.TZ, Jitter: time.Duration(w.JitterMS) * time.Millisecond, Overlap: w.Overlap,
 		CatchUp: time.Duration(w.CatchUpMS) * time.Millisecond, Start: time.Time(w.Start), End: time.Time(w.End),
 		Paused: w.Paused, NextRun: time.Time(w.NextRun), LastRun: time.Time(w.LastRun), LastJob: w.LastJob,
-		LastJobStatus: w.LastStat, Unregistered: w.Unreg, RunCount: w.RunCount, Skipped: w.Skipped}
+		LastJobStatus: w.LastStat, Unregistered: w.Unreg, Registered: w.Reg, RunCount: w.RunCount, Skipped: w.Skipped}
 	return nil
 }

@@ -27,6 +27,14 @@ func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
 	if err := testtasks.Echo.With(c).Schedule(ctxT(t), "yearly-acme", testtasks.Msg{Text: "acme"}, runtime.Every("0 0 1 1 *")); err != nil {
 		t.Fatal(err)
 	}
+	// A schedule of a task no worker registers is marked so.
+	if err := runtime.NewTask[testtasks.Msg, runtime.None]("t_nobody").With(c).Schedule(ctxT(t), "yearly-nobody", testtasks.Msg{}, runtime.Every("0 0 1 1 *")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the worker's heartbeat", func() bool {
+		s, err := c.Schedule(ctxT(t), "yearly-acme")
+		return err == nil && s.Registered
+	})
 	url := serveAPI(t, w.Inspector(), runtime.APIOptions{}).url
 
 	run(t, ctx, "open the schedules", chromedp.Navigate(url+"/schedules"), chromedp.WaitVisible(chromedp.CSS("#pause-yearly-acme")))
@@ -38,6 +46,12 @@ func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
 		if got := strings.TrimSpace(text(t, ctx, css)); got != want {
 			t.Errorf("%s reads %q; want %q", css, got, want)
 		}
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#schedule-yearly-nobody .unregistered, #schedule-yearly-acme .unregistered').length`)); err != nil || n != 1 {
+		t.Fatalf("%d rows marked as no worker registering their task, %v; want yearly-nobody's alone", n, err)
+	}
+	if got := text(t, ctx, "#schedule-yearly-nobody .unregistered"); !strings.Contains(got, "no worker") {
+		t.Fatalf("the marker reads %q", got)
 	}
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#delete-t_tick').length`)); err != nil || n != 0 {
 		t.Fatalf("the code's entry offers Delete (%d), %v", n, err)

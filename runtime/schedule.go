@@ -10,6 +10,7 @@ import (
 	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
+	"github.com/bananas-go/bananas/runtime/internal/worker"
 	"github.com/bananas-go/bananas/scheduler"
 )
 
@@ -129,15 +130,21 @@ func (t *Task[A, R]) Schedule(ctx context.Context, id string, args A, opts ...Sc
 
 func (c *Client) schedules() *scheduler.Schedules { return &scheduler.Schedules{Queue: c.q} }
 
-// Schedules lists the schedules made at run time, in id order.
+// Schedules lists the schedules made at run time, in id order, each with
+// whether a live worker registers its task (Registered).
 func (c *Client) Schedules(ctx context.Context) ([]bananastype.Schedule, error) {
 	list, err := c.schedules().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := c.registeredTasks(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]bananastype.Schedule, len(list))
 	for i, sc := range list {
 		out[i] = sc.View()
+		out[i].Registered = reg[sc.Name]
 	}
 	return out, nil
 }
@@ -148,7 +155,29 @@ func (c *Client) Schedule(ctx context.Context, id string) (bananastype.Schedule,
 	if err != nil {
 		return bananastype.Schedule{}, err
 	}
-	return sc.View(), nil
+	reg, err := c.registeredTasks(ctx)
+	if err != nil {
+		return bananastype.Schedule{}, err
+	}
+	v := sc.View()
+	v.Registered = reg[sc.Name]
+	return v, nil
+}
+
+// registeredTasks are the tasks live workers register, from their
+// heartbeats.
+func (c *Client) registeredTasks(ctx context.Context) (map[string]bool, error) {
+	ws, err := worker.Live(ctx, c.q)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, w := range ws {
+		for _, t := range w.Tasks {
+			out[t] = true
+		}
+	}
+	return out, nil
 }
 
 // PauseSchedule pauses schedule id: it fires nothing, and keeps its next

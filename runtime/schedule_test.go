@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -291,5 +292,60 @@ func TestTaskSchedule_OnACluster(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("job %s ran %d times", k, n)
 		}
+	}
+}
+
+// A schedule whose task no live worker registers is shown as such: two
+// workers with different task sets list their tasks in their heartbeats,
+// and the listing (Go API, HTTP API) marks only the schedule of a task
+// neither registers; once a worker registering it is gone, its schedule is
+// marked too.
+func TestTaskSchedule_ATaskNoLiveWorkerRegistersIsMarked(t *testing.T) {
+	c := connect(t, redistest.Shared(t).URL())
+	ctx := ctxT(t)
+	tasks := map[string]*runtime.Task[reportArgs, runtime.None]{}
+	for _, name := range []string{"t_reg_a", "t_reg_b", "t_reg_none"} {
+		tasks[name] = runtime.NewTask[reportArgs, runtime.None](name).With(c)
+	}
+	noop := func(context.Context, reportArgs) (runtime.None, error) { return runtime.None{}, nil }
+	wa := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	runtime.Handle(wa, tasks["t_reg_a"], noop)
+	wb := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	runtime.Handle(wb, tasks["t_reg_b"], noop)
+	startWorker(t, wa)
+	stopB := startWorker(t, wb)
+	for name, task := range tasks {
+		if err := task.Schedule(ctx, "reg:"+name, reportArgs{Account: name}, runtime.Every("0 0 1 1 *")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	registered := func() map[string]bool {
+		list, err := c.Schedules(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, s := range list {
+			out[s.Name] = s.Registered
+		}
+		return out
+	}
+	waitFor(t, 10*time.Second, "both workers' heartbeats", func() bool {
+		r := registered()
+		return r["t_reg_a"] && r["t_reg_b"]
+	})
+	if registered()["t_reg_none"] {
+		t.Fatal("a schedule whose task no worker registers is listed registered")
+	}
+	api := serveAPI(t, wa.Inspector(), runtime.APIOptions{})
+	for name, want := range map[string]bool{"t_reg_a": true, "t_reg_b": true, "t_reg_none": false} {
+		if got := api.want(http.StatusOK, "GET", "/api/v1/schedules/reg:"+name, ""); got["registered"] != want {
+			t.Errorf("GET reg:%s answered registered %v; want %v", name, got["registered"], want)
+		}
+	}
+	stopB()
+	waitFor(t, 30*time.Second, "the stopped worker's task marked", func() bool { return !registered()["t_reg_b"] })
+	if !registered()["t_reg_a"] {
+		t.Fatal("the live worker's task is no longer listed registered")
 	}
 }

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -12,7 +13,13 @@ import (
 	"github.com/bananas-go/bananas/scheduler"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("BANANAS_TEST_SCHEDULER_ADDR"); addr != "" {
+		runSchedulerProcess(addr, os.Getenv("BANANAS_TEST_SCHEDULER_NS"))
+		return
+	}
+	redistest.Main(m)
+}
 
 func eachBackend(t *testing.T, f func(t *testing.T, q *queue.Queue)) {
 	t.Helper()

@@ -155,14 +155,26 @@ func (in *Inspector) Schedule(ctx context.Context, id string) (bananastype.Sched
 }
 
 // describeSchedules fills each schedule's last job's status (one
-// pipelined read) and whether its task is registered here.
+// pipelined read), whether its task is registered here, and whether a live
+// worker registers it (the workers' heartbeats list their tasks).
 func (in *Inspector) describeSchedules(ctx context.Context, scs []bananastype.Schedule) error {
+	ws, err := in.rt.Workers(ctx)
+	if err != nil {
+		return err
+	}
+	registered := map[string]bool{}
+	for _, w := range ws {
+		for _, t := range w.Tasks {
+			registered[t] = true
+		}
+	}
 	var ids []string
 	var at []int
 	for i := range scs {
 		if _, ok := in.rt.Task(scs[i].Name); !ok {
 			scs[i].Unregistered = true
 		}
+		scs[i].Registered = registered[scs[i].Name]
 		if scs[i].LastJob != "" {
 			ids, at = append(ids, scs[i].LastJob), append(at, i)
 		}

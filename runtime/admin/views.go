@@ -99,6 +99,10 @@ type Worker struct {
 	InFlight    int       `json:"in_flight"`
 	Started     time.Time `json:"started"`
 	LastBeat    time.Time `json:"last_beat"`
+	// Tasks are the names of the tasks the worker registers and runs (none
+	// for a scheduler, which runs no jobs): the schedules listing marks a
+	// schedule whose task no live worker registers.
+	Tasks []string `json:"tasks,omitempty"`
 }
 
 // StatsPoint is one minute of the stats series, summed across every route.

@@ -29,7 +29,11 @@ var scheduleList = listCommand("schedules list [--json]",
 		if s.Source == bananastype.SourceCode {
 			overlap = "-"
 		}
-		return []string{s.ID, s.Source, s.Name, s.Spec, orDash(s.TZ), overlap, state, stamp(s.LastRun), stamp(s.NextRun),
+		task := s.Name
+		if !s.Registered {
+			task += " (NO WORKER)" // no live worker registers the task
+		}
+		return []string{s.ID, s.Source, task, s.Spec, orDash(s.TZ), overlap, state, stamp(s.LastRun), stamp(s.NextRun),
 			fmt.Sprint(s.RunCount), fmt.Sprint(s.Skipped), orDash(s.LastJob)}
 	}))
 

@@ -29,8 +29,14 @@ func record(cfg *Config, now time.Time) admin.Worker {
 		Priorities: cfg.Priorities, JobTypes: cfg.JobTypes, CronRoutes: cronRoutes, Concurrency: cfg.Concurrency,
 		Started: now.UTC(), // UTC: the --json convention (views.go)
 	}
+	for _, t := range cfg.Tasks {
+		if len(cfg.JobTypes) == 0 || slices.Contains(cfg.JobTypes, t.Name) {
+			st.Tasks = append(st.Tasks, t.Name)
+		}
+	}
+	slices.Sort(st.Tasks)
 	if cfg.SchedulerOnly { // runs no jobs; promotes every route there is
-		st.Concurrency, st.Routes, st.Priorities, st.Mode = 0, []string{}, []queue.Priority{}, cfg.SchedulerMode
+		st.Concurrency, st.Routes, st.Priorities, st.Mode, st.Tasks = 0, []string{}, []queue.Priority{}, cfg.SchedulerMode, nil
 	}
 	return st
 }
