@@ -71,7 +71,8 @@ demo:
 # against the unkeyed one, a rate held under competing workers, a late key
 # behind a backlog (docs/FLOW-CONTROL.md). Workflows (-workflow): the added
 # latency per step of a chain, a 1,000-way gather against the same jobs
-# enqueued plainly, Redis bytes per stored step. Tracing (examples/bench/addons
+# enqueued plainly, Redis bytes per stored step. Unique keys (-unique): single
+# enqueues with a unique key against plain ones, in the same run. Tracing (examples/bench/addons
 # -tracing): a drain with otelbananas against without. Where PostgreSQL is
 # installed, the task history (bench-history: the drain with it on against
 # off, its lag, its searches over 1M rows).
@@ -83,6 +84,7 @@ bench:
 	$(GO) run ./examples/bench -admin $(BENCH_ADMIN_FLAGS)
 	$(GO) run ./examples/bench -flow
 	$(GO) run ./examples/bench -workflow
+	$(GO) run ./examples/bench -unique
 	$(GO) -C examples/bench/addons run . -tracing -runs 9
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \
 	else echo "# idle workers skipped: -idle needs REDIS_URL (each worker has its own client)"; fi

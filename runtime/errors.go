@@ -1,10 +1,6 @@
 package runtime
 
-import (
-	"fmt"
-
-	"github.com/bananas-go/bananas/runtime/admin"
-)
+import "github.com/bananas-go/bananas/runtime/admin"
 
 // Errors of the admin layer, matched with errors.Is (see package admin).
 var (
@@ -33,4 +29,4 @@ var (
 // (Debounce) the waiting job holding its unique key: that job took the
 // enqueue's args and due time, and its id is returned. It wraps
 // ErrDuplicate, which it matches too.
-var ErrDebounced = fmt.Errorf("%w: debounced into the waiting job of its unique key", ErrDuplicate)
+var ErrDebounced = admin.ErrDebounced
