@@ -1,9 +1,12 @@
 package runtime_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
@@ -73,4 +76,43 @@ func TestCLI_EnqueueTakesUniqueFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want 2 saying %q", c.args, code, errOut, c.want)
 		}
 	}
+}
+
+// A dead job's death freed its key (held until ended), so the same key can
+// be enqueued again; a replay of the dead job while that new job holds the
+// key is a 409 naming the holder, and goes through once the key is free.
+func TestAPI_ReplayOfADeadJobWhoseKeyIsHeldNamesTheHolder(t *testing.T) {
+	onEveryServer(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		task := uniqueMailTask.With(c)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+		runtime.Handle(w, task, func(ctx context.Context, m uniqueMail) (runtime.None, error) {
+			return runtime.None{}, errors.New("always")
+		})
+		a := serveAPI(t, w.Inspector(), runtime.APIOptions{})
+		stop := startWorker(t, w)
+		opts := []runtime.Option{runtime.Unique(time.Hour), runtime.UniqueBy("To"), runtime.MaxRetries(0)}
+		dead, err := task.Enqueue(ctx, uniqueMail{To: "a"}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var je *runtime.JobError
+		if _, err := task.Await(ctx, dead); !errors.As(err, &je) {
+			t.Fatalf("Await = %v; want the job dead", err)
+		}
+		stop() // the replayed job must wait, holding its key, not die again
+		holder, err := task.Enqueue(ctx, uniqueMail{To: "a"}, append(opts, runtime.Delay(time.Hour))...)
+		if err != nil || holder == dead {
+			t.Fatalf("enqueue after the death freed the key = %q, %v; want a new job", holder, err)
+		}
+		got := a.want(http.StatusConflict, "POST", "/api/v1/dlq/"+dead+"/replay", "")
+		if msg, _ := got["error"].(string); !strings.Contains(msg, holder) {
+			t.Fatalf("replay while %s holds the key: %v; want a 409 naming it", holder, got)
+		}
+		a.want(http.StatusOK, "DELETE", "/api/v1/jobs/"+holder, "")
+		a.want(http.StatusOK, "POST", "/api/v1/dlq/"+dead+"/replay", "")
+		if _, err := task.Enqueue(ctx, uniqueMail{To: "a"}, opts...); !errors.Is(err, runtime.ErrDuplicate) {
+			t.Fatalf("enqueue after the replay took the key back = %v; want ErrDuplicate", err)
+		}
+	})
 }
