@@ -83,7 +83,8 @@ demo:
 # against the unkeyed one, a rate held under competing workers, a late key
 # behind a backlog (docs/FLOW-CONTROL.md). Workflows (-workflow): the added
 # latency per step of a chain, a 1,000-way gather against the same jobs
-# enqueued plainly, Redis bytes per stored step. Tracing (examples/bench/addons
+# enqueued plainly, Redis bytes per stored step. Unique keys (-unique): single
+# enqueues with a unique key against plain ones, in the same run. Tracing (examples/bench/addons
 # -tracing): a drain with otelbananas against without. Schedules
 # (-schedules 10000): one scheduler firing 10,000 schedules that tick every
 # second: ticks/s, tick lateness p50/p99, Redis CPU a second. Where PostgreSQL is
@@ -100,6 +101,7 @@ bench:
 	$(GO) run ./examples/bench -flow
 	$(GO) run ./examples/bench -workflow
 	$(GO) run ./examples/bench -batched
+	$(GO) run ./examples/bench -unique
 	$(GO) -C examples/bench/addons run . -tracing -runs 9
 	$(GO) run ./examples/bench -schedules 10000
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \

@@ -230,7 +230,7 @@ func (js Jobs) Fail(ctx context.Context, d *Dispatch, f Failure, now time.Time) 
 func (js Jobs) Requeue(ctx context.Context, d *Dispatch, canceled []byte, ttl time.Duration, now time.Time) (Ending, error) {
 	k := js.q.Keys(d.Route)
 	keys := []string{k.Job(d.ID), k.Active(), k.Leases(), k.List(High), k.List(Normal), k.List(Low), k.Payloads(), k.Groups(),
-		k.Cancels(), k.Result(d.ID), k.Stats(), k.Series(HourOf(now)), k.Idle(), js.q.Ended.key(k)}
+		k.Cancels(), k.Result(d.ID), k.Stats(), k.Series(HourOf(now)), k.Idle(), js.q.Ended.key(k), d.uniqueOr(k, k.Job(d.ID))}
 	keys = append(keys, k.FlowKeys()...)
 	// Retry-safe: fenced by the dispatch's token, which the first run released.
 	n, err := js.q.s.requeue.Run(ctx, js.q.rdb, keys, d.ID, d.Token, k.WakeChannel(),

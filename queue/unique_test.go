@@ -89,6 +89,19 @@ var uniqueEndings = []struct {
 			t.Fatalf("cancel = %v, %v", out, err)
 		}
 	}},
+	{"hand back at shutdown", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		d := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
+		if out, err := q.Jobs.Requeue(context.Background(), d, []byte("canceled"), time.Minute, now); out != queue.EndHandedBack || err != nil {
+			t.Fatalf("requeue = %v, %v", out, err)
+		}
+	}},
+	{"end canceled at shutdown", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		d := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
+		q.Client().SAdd(context.Background(), q.Keys("r").Cancels(), id)
+		if out, err := q.Jobs.Requeue(context.Background(), d, []byte("canceled"), time.Minute, now); out != queue.EndCanceled || err != nil {
+			t.Fatalf("requeue = %v, %v; want ended canceled", out, err)
+		}
+	}},
 	{"delete", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
 		if err := q.Jobs.Delete(context.Background(), id); err != nil {
 			t.Fatal(err)
@@ -102,9 +115,11 @@ var uniqueEndings = []struct {
 // alone, ended by a completion, a death or a cancel (a retry keeps it).
 func TestUnique_HeldUntilItsPointOfTheJobsLife(t *testing.T) {
 	freed := map[queue.Until]map[string]bool{
-		queue.UntilStarted:   {"start": true, "complete": true, "retry": true, "die": true, "die by a lost lease": true, "cancel while running": true, "cancel while waiting": true, "delete": true},
+		queue.UntilStarted: {"start": true, "complete": true, "retry": true, "die": true, "die by a lost lease": true, "cancel while running": true,
+			"cancel while waiting": true, "delete": true, "hand back at shutdown": true, "end canceled at shutdown": true},
 		queue.UntilCompleted: {"complete": true},
-		queue.UntilEnded:     {"complete": true, "die": true, "die by a lost lease": true, "cancel while running": true, "cancel while waiting": true, "delete": true},
+		queue.UntilEnded: {"complete": true, "die": true, "die by a lost lease": true, "cancel while running": true, "cancel while waiting": true,
+			"delete": true, "end canceled at shutdown": true},
 	}
 	eachServer(t, func(t *testing.T, q *queue.Queue) {
 		for _, until := range []queue.Until{queue.UntilStarted, queue.UntilCompleted, queue.UntilEnded} {

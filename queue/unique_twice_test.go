@@ -84,6 +84,25 @@ var uniqueTwiceCases = []twiceCase{
 			}
 		}
 	}},
+	{"a shutdown's hand-back keeps the key, its cancel frees it", func(t *testing.T, q *queue.Queue, h *twice) {
+		ctx := context.Background()
+		now := time.Now()
+		kept, freed := uniqueJob(t, "kept", queue.UntilEnded), uniqueJob(t, "freed", queue.UntilEnded)
+		enqueueUnique(t, q, kept, now)
+		enqueueUnique(t, q, freed, now)
+		ds := fetchAll(t, q, 2, now, now.Add(time.Minute))
+		q.Client().SAdd(ctx, q.Keys("r").Cancels(), freed.ID)
+		h.during(func() {
+			for _, d := range ds {
+				if _, err := q.Jobs.Requeue(ctx, d, []byte("canceled"), time.Minute, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		if holderOf(t, q, "kept") != kept.ID || holderOf(t, q, "freed") != "" {
+			t.Fatalf("keys held by %q and %q", holderOf(t, q, "kept"), holderOf(t, q, "freed"))
+		}
+	}},
 	{"replay takes a dead job's key back, and is refused while another job holds it", func(t *testing.T, q *queue.Queue, h *twice) {
 		ctx := context.Background()
 		now := time.Now()

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -34,7 +33,7 @@ var (
 // (Debounce) the waiting job holding its unique key: that job took the
 // enqueue's args and due time, and its id is returned. It wraps
 // ErrDuplicate, which it matches too.
-var ErrDebounced = fmt.Errorf("%w: debounced into the waiting job of its unique key", ErrDuplicate)
+var ErrDebounced = admin.ErrDebounced
 
 // ErrExpired is matched (errors.Is) by the *JobError that Await and Call
 // return for a job that did not start before its expiry (ExpireIn,

@@ -170,6 +170,9 @@ func (in *inspector) Enqueue(ctx context.Context, s admin.Submission) (string, e
 	if err != nil {
 		return "", err
 	}
+	if err := checkUniqueBy(s); err != nil {
+		return "", err
+	}
 	h := in.reg.handlers[s.Name]
 	if h == nil {
 		return "", in.unknownTask(s.Name)
@@ -182,6 +185,9 @@ func (in *inspector) Enqueue(ctx context.Context, s admin.Submission) (string, e
 func (in *inspector) BatchJob(s admin.Submission, headers, shards map[string]string) (admin.BatchJob, error) {
 	opts, err := submissionOptions(s)
 	if err != nil {
+		return admin.BatchJob{}, err
+	}
+	if err := checkUniqueBy(s); err != nil {
 		return admin.BatchJob{}, err
 	}
 	if len(headers) > 0 {
@@ -231,7 +237,11 @@ func submissionOptions(s admin.Submission) ([]Option, error) {
 			opts = append(opts, Delay(d))
 		}
 	}
-	return opts, nil
+	uopts, err := submissionUniqueOptions(s)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, uopts...), nil
 }
 
 // Hooked runs do inside the client's enqueue hooks, which wrap a batch of

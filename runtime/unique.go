@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime/admin"
 )
 
 // Until is the point of a job's life until which its unique key is held
@@ -126,4 +127,97 @@ func fieldAt(v reflect.Value, path string) (any, error) {
 		return nil, nil
 	}
 	return v.Interface(), nil
+}
+
+// submissionUniqueOptions are the unique-key options of a submission of the
+// API or CLI (unique, unique_by, unique_until, debounce), or a refusal
+// naming the one that is wrong.
+func submissionUniqueOptions(s admin.Submission) ([]Option, error) {
+	var opts []Option
+	if s.Unique != "" {
+		d, err := time.ParseDuration(s.Unique)
+		if err != nil || d <= 0 {
+			return nil, admin.InvalidValue("unique", s.Unique, "want a positive duration such as 1h: how long the key is held at most")
+		}
+		opts = append(opts, Unique(d))
+	}
+	needs := func(field, v string) error {
+		return admin.InvalidValue(field, v, "needs unique (the key's ttl, such as 1h)")
+	}
+	if s.UniqueBy != "" {
+		if s.Unique == "" {
+			return nil, needs("unique_by", s.UniqueBy)
+		}
+		fields := strings.Split(s.UniqueBy, ",")
+		for _, f := range fields {
+			if checkFieldPath(f) != nil {
+				return nil, admin.InvalidValue("unique_by", s.UniqueBy, "want comma-separated fields of the args, such as To,Subject or Order.ID")
+			}
+		}
+		opts = append(opts, UniqueBy(fields...))
+	}
+	if s.UniqueUntil != "" {
+		if s.Unique == "" {
+			return nil, needs("unique_until", s.UniqueUntil)
+		}
+		if _, err := queue.ParseUntil(s.UniqueUntil); err != nil {
+			return nil, admin.InvalidValue("unique_until", s.UniqueUntil, "use started, completed or ended")
+		}
+		opts = append(opts, UniqueUntil(Until(s.UniqueUntil)))
+	}
+	if s.Debounce != "" {
+		if s.Unique == "" {
+			return nil, needs("debounce", s.Debounce)
+		}
+		d, err := time.ParseDuration(s.Debounce)
+		if err != nil || d <= 0 {
+			return nil, admin.InvalidValue("debounce", s.Debounce, "want a positive duration such as 5s")
+		}
+		opts = append(opts, Debounce(d))
+	}
+	return opts, nil
+}
+
+// checkUniqueBy refuses, naming unique_by, a submission whose unique_by
+// names a field its task's args do not have.
+func checkUniqueBy(s admin.Submission) error {
+	if s.UniqueBy == "" {
+		return nil
+	}
+	d, ok := declaredTasks.Load(s.Name)
+	if !ok || d.(*argsDecoder).typ == nil {
+		return nil // an unknown task is refused by name
+	}
+	for _, f := range strings.Split(s.UniqueBy, ",") {
+		if why := fieldPathOf(d.(*argsDecoder).typ, f); why != "" {
+			return admin.InvalidValue("unique_by", s.UniqueBy, why)
+		}
+	}
+	return nil
+}
+
+// fieldPathOf says why path names no exported field of t (through structs,
+// pointers, and maps with string keys, whose keys are the job's), or "".
+func fieldPathOf(t reflect.Type, path string) string {
+	for _, part := range strings.Split(path, ".") {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.Map:
+			if t.Key().Kind() == reflect.String {
+				return ""
+			}
+			return fmt.Sprintf("%s is not a map with string keys (path %s)", t, path)
+		case reflect.Struct:
+			sf, ok := t.FieldByName(part)
+			if !ok || !sf.IsExported() {
+				return fmt.Sprintf("%s has no exported field %s (path %s)", t, part, path)
+			}
+			t = sf.Type
+		default:
+			return fmt.Sprintf("%s has no fields: cannot take %s (path %s)", t, part, path)
+		}
+	}
+	return ""
 }

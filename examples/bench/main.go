@@ -106,6 +106,8 @@ func main() {
 		batchedBench(ctx, c)
 	case *schedN > 0:
 		schedulesBench(ctx, c, ns)
+	case *uniqueMode:
+		uniqueBench(ctx, c)
 	default:
 		scenarios(ctx, c)
 	}

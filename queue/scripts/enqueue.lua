@@ -138,8 +138,7 @@ for i = 0, n - 1 do
   elseif exists then
     holder = id
   elseif uttl > 0 then
-    if not bn_type(ukey, 'string') then error('bananas: unique key ' .. ukey .. ' is not a string') end
-    holder = seen_unique[ukey] or redis.call('GET', ukey) or ''
+    holder = seen_unique[ukey] or bn_checked('unique key', 'string', 'GET', ukey) or ''
     if holder ~= '' and debounce > 0 and not seen_unique[ukey] then
       if held ~= job and string.sub(held, -(#holder + 5)) == ':job:' .. holder then
         local s = redis.call('ZSCORE', KEYS[2], holder)

@@ -29,7 +29,10 @@
 -- KEYS[12] HASH    route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[13] ZSET    route:{r}:idle   waiting workers: one is woken (bn_wake)
 -- KEYS[14] LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
--- KEYS[15..26]  the route's flow keys (Keys.FlowKeys): a keyed job goes back
+-- KEYS[15] STRING  route:{r}:unique:<u>, the unique key the job holds, or the job key
+--                  again when it holds none: ended canceled, the job frees a key held
+--                  until started or ended (see _unique.lua); handed back, it keeps it
+-- KEYS[16..27]  the route's flow keys (Keys.FlowKeys): a keyed job goes back
 --          to its place in its flow (bn_flow_back), its slot freed
 -- ARGV[1]  id
 -- ARGV[2]  fencing token of the dispatch
@@ -53,6 +56,7 @@ bn_need_type(KEYS[7], 'hash', 'payloads hash')
 bn_need_type(KEYS[8], 'hash', 'groups hash')
 bn_need_type(KEYS[9], 'set', 'cancels set')
 for k = 4, 6 do bn_need_type(KEYS[k], 'list', 'ready list') end
+local frees = bn_unique_ends(KEYS[1], KEYS[15], id, 'canceled')
 
 local F = bn_flowkeys()
 bn_flow_repair(F)
@@ -62,6 +66,7 @@ if redis.call('SISMEMBER', KEYS[9], id) == 1 then
   local _, freed_held = bn_flow_release(F, id, now, false)
   bn_flow_wake(F, 1, now, freed_held)
   bn_end_canceled(KEYS[10], ARGV[4], ARGV[5], ARGV[6], KEYS[9], id, KEYS[11], KEYS[12], KEYS[14], now, KEYS[1], KEYS[7])
+  if frees then redis.call('DEL', KEYS[15]) end
   return 6
 end
 local kind = bn_typeof(KEYS[1])

@@ -109,6 +109,14 @@ type Submission struct {
 	Priority string          `json:"priority,omitempty"`
 	// Delay is a Go duration ("90s", "1h30m"), the wait before the job is due.
 	Delay string `json:"delay,omitempty"`
+	// Unique keys (runtime.Unique and its options): Unique is the key's ttl
+	// (a Go duration), UniqueBy the fields of the args it is made of
+	// (comma-separated paths), UniqueUntil started, completed or ended, and
+	// Debounce a Go duration; each of the last three needs Unique.
+	Unique      string `json:"unique,omitempty"`
+	UniqueBy    string `json:"unique_by,omitempty"`
+	UniqueUntil string `json:"unique_until,omitempty"`
+	Debounce    string `json:"debounce,omitempty"`
 }
 
 // MaxBatch is the most jobs one batch takes: the runtime writes up to that

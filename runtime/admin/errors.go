@@ -15,6 +15,10 @@ var (
 	// ErrDuplicate: an enqueue found its job already there (same chosen id,
 	// or same args within a unique window).
 	ErrDuplicate = errors.New("bananas: duplicate job")
+	// ErrDebounced: an enqueue debounced the waiting job holding its unique
+	// key, which took its args and due time (runtime.Debounce); it wraps
+	// ErrDuplicate.
+	ErrDebounced = fmt.Errorf("%w: debounced into the waiting job of its unique key", ErrDuplicate)
 	// ErrUnknownTask: no task of that name is registered in this program.
 	ErrUnknownTask = errors.New("bananas: unknown task")
 	// ErrBadArgs: JSON args that the task's decoder refuses.

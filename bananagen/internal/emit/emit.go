@@ -88,6 +88,7 @@ func stub(f *jen.File, p model.Package, t model.Task) {
 	if t.Unique > 0 {
 		opts = append(opts, rt("Unique").Call(duration(t.Unique)))
 	}
+	opts = append(opts, uniqueOpts(t)...)
 	if t.ResultTTL > 0 {
 		opts = append(opts, rt("ResultTTL").Call(duration(t.ResultTTL)))
 	}
@@ -274,4 +275,25 @@ func duration(d time.Duration) jen.Code {
 		}
 	}
 	return jen.Qual("time", "Duration").Call(jen.Lit(int64(d)))
+}
+
+// uniqueOpts are the options of a task's unique key beyond its ttl:
+// UniqueBy, UniqueUntil and Debounce, as annotated.
+func uniqueOpts(t model.Task) []jen.Code {
+	var opts []jen.Code
+	if len(t.UniqueBy) > 0 {
+		fields := make([]jen.Code, len(t.UniqueBy))
+		for i, f := range t.UniqueBy {
+			fields[i] = jen.Lit(f)
+		}
+		opts = append(opts, rt("UniqueBy").Call(fields...))
+	}
+	if t.UniqueUntil != "" {
+		name := map[string]string{"started": "UntilStarted", "completed": "UntilCompleted", "ended": "UntilEnded"}[t.UniqueUntil]
+		opts = append(opts, rt("UniqueUntil").Call(rt(name)))
+	}
+	if t.Debounce > 0 {
+		opts = append(opts, rt("Debounce").Call(duration(t.Debounce)))
+	}
+	return opts
 }

@@ -58,6 +58,13 @@ type Task struct {
 	Linger     time.Duration
 	BatchShape BatchShape
 
+	// Unique keys beyond unique= (each needs it): the fields of the args the
+	// key is made of (none: all the args), until when it is held ("":
+	// the runtime's default, ended), and the debounce (zero: none).
+	UniqueBy    []string
+	UniqueUntil string
+	Debounce    time.Duration
+
 	Directive string // the directive line, quoted in the stub's comment
 	Doc       string // the function's doc comment without the directive, carried to the stub ("" when none)
 }

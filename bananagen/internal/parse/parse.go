@@ -179,6 +179,7 @@ func checkTask(p *packages.Package, fd *ast.FuncDecl, d *directive, errs *collec
 	}
 	checkBatch(d, &t, bad)
 	checkFlow(p.Types, fn, sig, d, &t, bad)
+	checkUnique(p.Types, fn, sig, d, &t, bad)
 	if t.KeepNothing && t.Result != nil {
 		for _, kv := range d.keys {
 			if kv.key == "result_ttl" {
@@ -260,8 +261,10 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 		return checkFlowKey(t, kind, kv, bad)
 	case "batch", "linger":
 		return checkBatchKey(t, kind, kv, bad)
+	case "unique_by", "unique_until", "debounce":
+		return checkUniqueKey(t, kind, kv, bad)
 	default:
-		keys := "name, route, priority, retries, backoff, timeout, unique, result_ttl, key, max_running, rate, burst"
+		keys := "name, route, priority, retries, backoff, timeout, unique, unique_by, unique_until, debounce, result_ttl, key, max_running, rate, burst"
 		if kind == "cron" {
 			keys = "name, route, priority, retries, backoff, timeout, result_ttl, tz"
 		}

@@ -128,7 +128,9 @@ func batchAnswer(status int, desc string) openapi.Response {
 var endpoints = []endpoint{
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/jobs", ID: "submitJob", Tag: "jobs", Role: access.Operate, Summary: "Enqueue a job of a registered task.",
 		Action: true, Body: openapi.OneSubmission, Responses: []openapi.Response{
-			{Status: http.StatusCreated, Desc: "Enqueued.", Type: submitted{}, Location: true}, badRequest, tooLarge}},
+			{Status: http.StatusCreated, Desc: "Enqueued.", Type: submitted{}, Location: true},
+			{Status: http.StatusOK, Desc: "Debounced: the waiting job of the submission's unique key took its args and due time.", Type: submitted{}},
+			badRequest, conflict, tooLarge}},
 		(*server).submit},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/jobs/batch", ID: "submitJobs", Tag: "jobs", Role: access.Operate, Summary: "Enqueue up to 1,000 jobs at once: all of them or none.",
 		Action: true, Body: openapi.Submissions, MaxBatch: admin.MaxBatch, Responses: []openapi.Response{

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,6 +23,10 @@ type (
 		// worker takes it: the job waits until the route is resumed, or
 		// until a worker takes it.
 		Warning string `json:"warning,omitempty"`
+		// Debounced is true when the submission debounced the waiting job
+		// holding its unique key (debounce): that job, whose id this is,
+		// took its args and due time (200, not 201).
+		Debounced bool `json:"debounced,omitempty"`
 	}
 	batchCreated struct {
 		IDs []string `json:"ids"` // in the order of the batch's jobs
@@ -330,6 +335,9 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
 		return bad
 	}
 	id, warning, err := s.a.Submit(r.Context(), sub)
+	if errors.Is(err, admin.ErrDebounced) && id != "" {
+		return writeJSON(w, http.StatusOK, submitted{ID: id, Debounced: true})
+	}
 	if err != nil {
 		return err
 	}

@@ -63,10 +63,11 @@ func noArgs(pos []string) error {
 }
 
 func cmdEnqueue(e *Env, args []string) error {
-	fs := e.Flags("NAME JSON [--route R] [--priority P] [--delay D] [--wait] [--json]: enqueue a registered task with JSON args")
+	fs := e.Flags("NAME JSON [--route R] [--priority P] [--delay D] [--unique TTL [--unique-by F,G] [--unique-until U] [--debounce D]] [--wait] [--json]: enqueue a registered task with JSON args")
 	route := fs.String("route", "", "route (default: the task's)")
 	prio := fs.String("priority", "", "high, normal or low (default: the task's)")
 	delay := fs.Duration("delay", 0, "run after this delay")
+	uniq := uniqueFlags(fs)
 	wait := fs.Bool("wait", false, "wait for the result and print it as JSON")
 	timeout := fs.Duration("timeout", 0, "with --wait: give up after this long (0: never)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -81,6 +82,7 @@ func cmdEnqueue(e *Env, args []string) error {
 	if *delay != 0 {
 		s.Delay = delay.String()
 	}
+	uniq.into(&s)
 	c, err := e.open()
 	if err != nil {
 		return err
@@ -90,8 +92,12 @@ func cmdEnqueue(e *Env, args []string) error {
 		return usageError{fmt.Errorf("--wait: task %s keeps nothing once a job completed (result_ttl=0), so the wait could begin after the end and find nothing; enqueue without --wait", s.Name)}
 	}
 	id, warning, err := c.Submit(e.Ctx, s)
+	if errors.Is(err, admin.ErrDebounced) && id != "" {
+		fmt.Fprintf(e.Stderr, "debounced: job %s, which holds the unique key, waits with these args\n", id)
+		err = nil
+	}
 	if err != nil {
-		return flagRefusal(err, "route", "priority", "delay")
+		return flagRefusal(err, "route", "priority", "delay", "unique", "unique_by", "unique_until", "debounce")
 	}
 	if warning != "" {
 		if *wait && c.Embedded {
@@ -125,10 +131,11 @@ func flagRefusal(err error, flags ...string) error {
 	if p.Class != admin.BadInput || p.Reason == "" || !slices.Contains(flags, p.Field) {
 		return err
 	}
+	flag := strings.ReplaceAll(p.Field, "_", "-") // unique_by is --unique-by
 	if p.Value == "" {
-		return usageError{fmt.Errorf("--%s: %s", p.Field, p.Reason)}
+		return usageError{fmt.Errorf("--%s: %s", flag, p.Reason)}
 	}
-	return usageError{fmt.Errorf("--%s %s: %s", p.Field, p.Value, p.Reason)}
+	return usageError{fmt.Errorf("--%s %s: %s", flag, p.Value, p.Reason)}
 }
 
 // cannotFinish is the error of a wait for job id that no worker can run:
@@ -574,4 +581,24 @@ func routeJobsAction(e *Env, args []string, what, key, say string, do func(Conn,
 	}
 	fmt.Fprintf(e.Stdout, say, n, pos[0])
 	return nil
+}
+
+// uniqueOpts are enqueue's flags of a unique key: --unique (its ttl),
+// --unique-by, --unique-until and --debounce, passed as the submission's
+// fields for the admin layer to check (a bad value exits 2 naming it).
+type uniqueOpts struct {
+	ttl, by, until, debounce *string
+}
+
+func uniqueFlags(fs *flag.FlagSet) uniqueOpts {
+	return uniqueOpts{
+		ttl:      fs.String("unique", "", "a unique key held this long at most (e.g. 1h): a job of the same key is refused while it is held"),
+		by:       fs.String("unique-by", "", "with --unique: the fields of the args the key is made of, comma-separated (default: all)"),
+		until:    fs.String("unique-until", "", "with --unique: started, completed or ended (default ended)"),
+		debounce: fs.String("debounce", "", "with --unique: wait this long; an enqueue of the key meanwhile replaces the job's args and moves its start"),
+	}
+}
+
+func (u uniqueOpts) into(s *admin.Submission) {
+	s.Unique, s.UniqueBy, s.UniqueUntil, s.Debounce = *u.ttl, *u.by, *u.until, *u.debounce
 }

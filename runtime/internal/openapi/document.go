@@ -368,6 +368,14 @@ func submission(t Task, args any) map[string]any {
 			"priority": priority,
 			"delay": map[string]any{"$ref": schemas + "Duration",
 				"description": `How long to wait before the job is due: a Go duration such as "10s".`},
+			"unique": map[string]any{"$ref": schemas + "Duration",
+				"description": `A unique key for the job, held this long at most: while it is held, a submission of the same key is a 409 naming the holder.`},
+			"unique_by": map[string]any{"type": "string",
+				"description": `The fields of the args the unique key is made of, comma-separated paths such as "To,Subject" (default: all the args); needs unique.`},
+			"unique_until": map[string]any{"type": "string", "enum": []any{"started", "completed", "ended"},
+				"description": `Until when the unique key is held (default ended: completed, dead or canceled); needs unique.`},
+			"debounce": map[string]any{"$ref": schemas + "Duration",
+				"description": `The job waits this long, and a submission of its key while it waits gives it its args and moves its start (200, "debounced": true); needs unique.`},
 		},
 	}
 }
