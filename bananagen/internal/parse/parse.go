@@ -264,7 +264,7 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 	case "unique_by", "unique_until", "debounce":
 		return checkUniqueKey(t, kind, kv, bad)
 	default:
-		keys := "name, route, priority, retries, backoff, timeout, unique, unique_by, unique_until, debounce, result_ttl, key, max_running, rate, burst"
+		keys := "name, route, priority, retries, backoff, timeout, unique, unique_by, unique_until, debounce, result_ttl, key, max_running, rate, burst, batch, linger"
 		if kind == "cron" {
 			keys = "name, route, priority, retries, backoff, timeout, result_ttl, tz"
 		}

@@ -40,7 +40,7 @@ var adminCommands = []Spec{
 	{"history", cmdHistory, [][2]string{
 		{"history", "search the task history of ended jobs [--task T --route R --status S --since T --until T --q TEXT --arg F=V]"},
 		{"history migrate", "create or migrate the task history's schema (HISTORY_URL)"}}},
-	{"audit", cmdAudit, [][2]string{{"audit", "the audit log: who took which action on what, when, and how it ended, newest first [--limit N --cursor C --json]"}}}, // audit.go
+	{"audit", cmdAudit, [][2]string{{"audit", "the audit log: who took which action on what, when, and how it ended, newest first [--limit N --cursor C --json]"}}},        // audit.go
 	{"outbox", cmdOutbox, [][2]string{{"outbox", "the transactional outbox's backlog (OUTBOX_URL): committed jobs not yet in Redis, by task, the oldest's age [--json]"}}}, // outbox.go
 }
 
