@@ -12,6 +12,7 @@ import (
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -119,6 +120,11 @@ func TestBrowser_TheDashboardShowsOnlyTheActionsOfTheRole(t *testing.T) {
 	}
 	if l, err := in.Limits(ctxT(t), "default"); err != nil || l.MaxRunning != 0 {
 		t.Fatalf("limits after the refusal: %+v %v", l, err)
+	}
+	// The refusal is in the audit log, as denied to the session's token.
+	log, err := in.AuditLog(ctxT(t), admin.AuditQuery{Limit: 1})
+	if e := log.Entries; err != nil || len(e) != 1 || e[0].Outcome != "denied" || e[0].Who != "oncall" || e[0].Via != "dashboard" || e[0].What != "setRouteLimits" {
+		t.Fatalf("the newest audit entry %+v, %v; want the limits form denied to oncall", log, err)
 	}
 }
 
