@@ -1,15 +1,18 @@
 package runtime_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -117,5 +120,46 @@ func TestBrowser_TheDashboardShowsOnlyTheActionsOfTheRole(t *testing.T) {
 	}
 	if l, err := in.Limits(ctxT(t), "default"); err != nil || l.MaxRunning != 0 {
 		t.Fatalf("limits after the refusal: %+v %v", l, err)
+	}
+	// The refusal is in the audit log, as denied to the session's token.
+	log, err := in.AuditLog(ctxT(t), admin.AuditQuery{Limit: 1})
+	if e := log.Entries; err != nil || len(e) != 1 || e[0].Outcome != "denied" || e[0].Who != "oncall" || e[0].Via != "dashboard" || e[0].What != "setRouteLimits" {
+		t.Fatalf("the newest audit entry %+v, %v; want the limits form denied to oncall", log, err)
+	}
+}
+
+// `app api` with API_TOKENS serves each token with its role (and a request
+// to a non-loopback name, as the tokens make it listen on every interface);
+// a bad entry stops it at start, exit 2, naming the entry and not its token.
+func TestCLI_APITokensGiveEachTokenItsRole(t *testing.T) {
+	t.Parallel()
+	code, _, errOut := newApp(t).with("API_PORT", fmt.Sprint(freeTCPPort(t)), "API_TOKENS", "ci:read:tok-ci-123,ops:superuser:tok-ops-123").run("api")
+	if code != 2 || !strings.Contains(errOut, "API_TOKENS") || !strings.Contains(errOut, "entry 2 (ops)") || strings.Contains(errOut, "tok-") {
+		t.Fatalf("a bad API_TOKENS: exit %d, %q; want 2 naming entry 2 (ops), no token", code, errOut)
+	}
+	port := freeTCPPort(t)
+	newApp(t).with("API_PORT", fmt.Sprint(port), "API_TOKENS", "ci:read:tok-ci-123,ops:operate:tok-ops-123").background("api")
+	base := fmt.Sprintf("http://localhost:%d", port)
+	hc := &http.Client{Timeout: 5 * time.Second}
+	waitFor(t, 10*time.Second, "the API to answer", func() bool {
+		resp, err := hc.Get(base + "/livez")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+	if st, _, _ := raw(t, hc, "GET", base+"/api/v1/queues", nil, ""); st != http.StatusUnauthorized {
+		t.Fatalf("no token: %d; want 401", st)
+	}
+	if st, _, _ := raw(t, hc, "GET", base+"/api/v1/queues", bearer("tok-ci-123"), ""); st != http.StatusOK {
+		t.Fatalf("read token, GET queues: %d", st)
+	}
+	if st, body, _ := raw(t, hc, "POST", base+"/api/v1/routes/default/pause", bearer("tok-ci-123"), ""); st != http.StatusForbidden || !strings.Contains(body, `"role":"operate"`) {
+		t.Fatalf("read token, pause: %d %s; want 403 naming operate", st, body)
+	}
+	if st, body, _ := raw(t, hc, "POST", base+"/api/v1/routes/default/pause", bearer("tok-ops-123"), ""); st != http.StatusOK {
+		t.Fatalf("operate token, pause: %d %s", st, body)
 	}
 }

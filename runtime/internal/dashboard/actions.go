@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/bananas-go/bananas/runtime/admin"
 )
@@ -48,6 +49,7 @@ func (d *Dashboard) bulk(r *http.Request) (string, url.Values, error) {
 		return "", nil, &problem{Status: http.StatusBadRequest, Msg: "unknown bulk action " + strconv.Quote(action) + ": use replay, delete or cancel"}
 	}
 	if err := mayNot(whoOf(r), needs[endpoint], "bulk "+r.PostFormValue("action")); err != nil {
+		admin.Denied(r.Context(), d.a, whoOf(r).Name, "dashboard", endpoint, strings.Join(ids, " "), err.Error())
 		return "", nil, err
 	}
 	ok, refused := 0, 0

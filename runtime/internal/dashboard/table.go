@@ -168,6 +168,7 @@ func (d *Dashboard) tableAction(a api.Action) actionFunc {
 	return func(r *http.Request) (string, url.Values, error) {
 		target := r.PathValue(name)
 		if err := mayNot(whoOf(r), a.Needs(), wildcard.ReplaceAllLiteralString(b.Label, target)); err != nil {
+			admin.Denied(r.Context(), d.a, whoOf(r).Name, "dashboard", a.ID, target, err.Error())
 			return "", nil, err
 		}
 		if b.Confirm != "" && r.PostFormValue("confirm") != "yes" {
