@@ -48,6 +48,9 @@ var migrations = []string{
 	// What the store changed to keep a row (sanitize): '' for a row kept
 	// as given. A constant default adds the column without rewriting rows.
 	`ALTER TABLE bananas_history ADD COLUMN sanitized text NOT NULL DEFAULT ''`,
+	// A job that did not start before its expiry ends expired.
+	`ALTER TABLE bananas_history DROP CONSTRAINT bananas_history_status_check;
+	ALTER TABLE bananas_history ADD CONSTRAINT bananas_history_status_check CHECK (status IN ('completed', 'failed', 'canceled', 'expired'));`,
 }
 
 // trigramsMigration is version 2. pg_trgm ships with PostgreSQL (contrib)

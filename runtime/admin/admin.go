@@ -108,6 +108,10 @@ type Submission struct {
 	Priority string          `json:"priority,omitempty"`
 	// Delay is a Go duration ("90s", "1h30m"), the wait before the job is due.
 	Delay string `json:"delay,omitempty"`
+	// Expire is when the job expires if it has not started by then
+	// (runtime.ExpireIn, runtime.ExpireAt): a Go duration from now ("10m")
+	// or an RFC 3339 time.
+	Expire string `json:"expire,omitempty"`
 }
 
 // MaxBatch is the most jobs one batch takes: the runtime writes up to that

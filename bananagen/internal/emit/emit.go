@@ -88,6 +88,9 @@ func stub(f *jen.File, p model.Package, t model.Task) {
 	if t.Unique > 0 {
 		opts = append(opts, rt("Unique").Call(duration(t.Unique)))
 	}
+	if t.Expire > 0 {
+		opts = append(opts, rt("ExpireIn").Call(duration(t.Expire)))
+	}
 	if t.ResultTTL > 0 {
 		opts = append(opts, rt("ResultTTL").Call(duration(t.ResultTTL)))
 	}

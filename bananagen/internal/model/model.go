@@ -51,6 +51,10 @@ type Task struct {
 	Rate       string // "N/s", "N/m" or "N/h"
 	Burst      int
 
+	// Expire (expire=): a job that has not started this long after its
+	// enqueue ends expired, never run (runtime.ExpireIn); zero: never.
+	Expire time.Duration
+
 	Directive string // the directive line, quoted in the stub's comment
 	Doc       string // the function's doc comment without the directive, carried to the stub ("" when none)
 }

@@ -253,11 +253,14 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 		t.Cron.TZ = kv.value
 	case "key", "max_running", "rate", "burst":
 		return checkFlowKey(t, kind, kv, bad)
+	case "expire":
+		t.Expire, ok = dur("expire")
 	default:
 		keys := "name, route, priority, retries, backoff, timeout, unique, result_ttl, key, max_running, rate, burst"
 		if kind == "cron" {
 			keys = "name, route, priority, retries, backoff, timeout, result_ttl, tz"
 		}
+		keys += ", expire"
 		bad(kv.pos, "unknown key %q: the keys of //bananas:%s are %s", kv.key, kind, keys)
 		return false
 	}

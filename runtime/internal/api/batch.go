@@ -36,7 +36,7 @@ type batchAnswerBody struct {
 }
 
 // submissionKeys are the keys a submission takes, in the order messages name them.
-var submissionKeys = []string{"name", "args", "route", "priority", "delay"}
+var submissionKeys = []string{"name", "args", "route", "priority", "delay", "expire"}
 
 // submitBatch serves POST /api/v1/jobs/batch: every job is checked, and
 // either all are enqueued (201, their ids in order) or none is (400 listing
@@ -128,7 +128,7 @@ func batchItems(body io.Reader) ([]json.RawMessage, error) {
 // its body: keys matched exactly, strings where strings belong, a name.
 func parseSubmission(raw json.RawMessage) (admin.Submission, *Error) {
 	// A nil field is a key not given.
-	var f struct{ Name, Args, Route, Priority, Delay json.RawMessage }
+	var f struct{ Name, Args, Route, Priority, Delay, Expire json.RawMessage }
 	// Keys all a submission's, as written: a struct decodes them, without
 	// the map the general case needs to name a key that is not.
 	if !knownKeys(raw) || json.Unmarshal(raw, &f) != nil {
@@ -142,13 +142,14 @@ func parseSubmission(raw json.RawMessage) (admin.Submission, *Error) {
 			}
 		}
 		f.Name, f.Args, f.Route, f.Priority, f.Delay = fields["name"], fields["args"], fields["route"], fields["priority"], fields["delay"]
+		f.Expire = fields["expire"]
 	}
 	sub := admin.Submission{Args: f.Args}
 	for _, field := range []struct {
 		key string
 		raw json.RawMessage
 		dst *string
-	}{{"name", f.Name, &sub.Name}, {"route", f.Route, &sub.Route}, {"priority", f.Priority, &sub.Priority}, {"delay", f.Delay, &sub.Delay}} {
+	}{{"name", f.Name, &sub.Name}, {"route", f.Route, &sub.Route}, {"priority", f.Priority, &sub.Priority}, {"delay", f.Delay, &sub.Delay}, {"expire", f.Expire, &sub.Expire}} {
 		if field.raw == nil {
 			continue
 		}

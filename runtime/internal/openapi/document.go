@@ -367,6 +367,8 @@ func submission(t Task, args any) map[string]any {
 			"priority": priority,
 			"delay": map[string]any{"$ref": schemas + "Duration",
 				"description": `How long to wait before the job is due: a Go duration such as "10s".`},
+			"expire": map[string]any{"type": "string",
+				"description": `When the job expires if it has not started by then (it ends expired, never run): a Go duration from now such as "10m", or an RFC 3339 time.`},
 		},
 	}
 }
