@@ -208,3 +208,37 @@ func TestExpire_ScriptsRunTwiceChangeNothing(t *testing.T) {
 		}},
 	})
 }
+
+// An enqueue with a busy key's policy is harmless when it runs twice: a
+// drop refused once is refused again with nothing written, and a cancel of
+// the running job is asked once.
+func TestOnBusy_EnqueueRunTwiceChangesNothing(t *testing.T) {
+	runTwiceCases(t, []twiceCase{
+		{"enqueue: on_busy drop and cancel_running of a busy key", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := q.Now()
+			running := job(t, "r")
+			running.Keyed, running.Key = true, "k"
+			if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{running}, now); err != nil {
+				t.Fatal(err)
+			}
+			fetchAll(t, q, 1, now, now.Add(time.Minute))
+			q.Client().HSet(ctx, q.Keys("r").Flows(), "t|k", "- 0 "+running.ID)
+			drop, cancel := job(t, "r"), job(t, "r")
+			drop.Keyed, drop.Key, drop.OnBusy, drop.BusyCap = true, "k", queue.OnBusyDrop, 1
+			cancel.Keyed, cancel.Key, cancel.OnBusy, cancel.BusyCap = true, "k", queue.OnBusyCancelRunning, 1
+			h.during(func() {
+				holders, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{drop}, now)
+				if err != nil || holders[0] != queue.BusyHolder {
+					t.Fatalf("drop = %q, %v; want it refused, the key busy", holders, err)
+				}
+				if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{cancel}, now); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if ok, _ := q.Client().SIsMember(ctx, q.Keys("r").Cancels(), running.ID).Result(); !ok {
+				t.Fatal("the running job was not asked to cancel")
+			}
+		}},
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -114,6 +115,9 @@ func (t *Task[A, R]) enqueueOne(ctx context.Context, c *Client, cfg jobConfig, a
 	if err != nil {
 		return "", fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
+	if h == queue.BusyHolder {
+		return "", fmt.Errorf("%w: %s", ErrKeyBusy, busyKey(t.name, job.Key, job.BusyCap))
+	}
 	if h != "" {
 		return h, fmt.Errorf("%w: %s", ErrDuplicate, c.holderOf(ctx, t.name, h, cfg))
 	}
@@ -195,6 +199,9 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 		return queue.NewJob{}, err
 	}
 	j.ExpireAt = cfg.expiry(now)
+	if j.Keyed && t.limitSpec.OnBusy != OnBusyWait {
+		j.OnBusy, j.BusyCap = string(t.limitSpec.OnBusy), t.limits.MaxRunning
+	}
 	if cfg.uniqueTTL > 0 {
 		sum := sha256.Sum256(append([]byte(t.name+"\x00"), raw...))
 		j.UniqueKey, j.UniqueTTL = hex.EncodeToString(sum[:16]), cfg.uniqueTTL
@@ -327,15 +334,22 @@ func (t *Task[A, R]) enqueueBatch(ctx context.Context, c *Client, cfg jobConfig,
 		return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
 	ids := make([]string, len(jobs))
-	dups := 0
+	dups, busy := 0, []string(nil)
 	for i, h := range holders {
 		ids[i] = jobs[i].ID
-		if h != "" {
+		switch {
+		case h == queue.BusyHolder:
+			ids[i] = ""
+			busy = append(busy, busyKey(t.name, jobs[i].Key, jobs[i].BusyCap))
+		case h != "":
 			ids[i] = h
 			dups++
 		}
 	}
-	c.metrics.Enqueued(cfg.route, string(cfg.priority), t.name, len(jobs)-dups)
+	c.metrics.Enqueued(cfg.route, string(cfg.priority), t.name, len(jobs)-dups-len(busy))
+	if len(busy) > 0 {
+		return ids, fmt.Errorf("%w: %d of %d %s jobs were refused (their ids are \"\"): %s", ErrKeyBusy, len(busy), len(jobs), t.name, strings.Join(busy, "; "))
+	}
 	if dups > 0 {
 		return ids, fmt.Errorf("%w: %d of %d %s jobs were already enqueued", ErrDuplicate, dups, len(jobs), t.name)
 	}
@@ -515,3 +529,8 @@ func (t *Task[A, R]) keyOf(cfg jobConfig, args A) (keyed bool, key string, err e
 // CLI, GET /api/v1/tasks): admin's, under its own name here, as the
 // generated code that passes it to Describe imports runtime only.
 type Field = admin.Field
+
+// busyKey says which key an on_busy=drop enqueue found busy.
+func busyKey(task, key string, limit int) string {
+	return fmt.Sprintf("key %q of task %s is busy: %d of its jobs run or wait (max_running=%d, on_busy=drop)", key, task, limit, limit)
+}

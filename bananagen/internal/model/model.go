@@ -55,6 +55,11 @@ type Task struct {
 	// enqueue ends expired, never run (runtime.ExpireIn); zero: never.
 	Expire time.Duration
 
+	// OnBusy (on_busy=): what an enqueue does when its key is busy,
+	// "cancel_running" or "drop"; "" (or wait) waits. Needs Key and
+	// MaxRunning.
+	OnBusy string
+
 	Directive string // the directive line, quoted in the stub's comment
 	Doc       string // the function's doc comment without the directive, carried to the stub ("" when none)
 }

@@ -251,7 +251,7 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 			return false
 		}
 		t.Cron.TZ = kv.value
-	case "key", "max_running", "rate", "burst":
+	case "key", "max_running", "rate", "burst", "on_busy":
 		return checkFlowKey(t, kind, kv, bad)
 	case "expire":
 		t.Expire, ok = dur("expire")
@@ -261,6 +261,9 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 			keys = "name, route, priority, retries, backoff, timeout, result_ttl, tz"
 		}
 		keys += ", expire"
+		if kind != "cron" {
+			keys += ", on_busy"
+		}
 		bad(kv.pos, "unknown key %q: the keys of //bananas:%s are %s", kv.key, kind, keys)
 		return false
 	}
