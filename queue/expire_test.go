@@ -242,3 +242,25 @@ func TestOnBusy_EnqueueRunTwiceChangesNothing(t *testing.T) {
 		}},
 	})
 }
+
+// A worker that takes only some tasks (FetchTypes, claim.lua) sets an
+// expired job aside too: it is ended expired, never leased.
+func TestExpire_AJobFoundExpiredByATypedFetchIsEndedNotLeased(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := q.Now()
+		late, fresh := expiring(t, "r", now.Add(time.Second)), expiring(t, "r", now.Add(time.Hour))
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{late, fresh}, now); err != nil {
+			t.Fatal(err)
+		}
+		later := now.Add(2 * time.Second)
+		ds, err := q.Jobs.FetchTypes(ctx, "r", queue.Priorities, []string{"x"}, 4, later.Add(time.Minute), later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != 1 || ds[0].ID != fresh.ID {
+			t.Fatalf("typed fetch took %d jobs, want only %s", len(ds), fresh.ID)
+		}
+		requireExpired(t, q, late.ID)
+	})
+}
