@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -55,6 +56,9 @@ func TestOnBusy_DropRefusesAJobWhileItsKeyIsBusy(t *testing.T) {
 		got := a.want(http.StatusConflict, "POST", "/api/v1/jobs", `{"name":"t_drop_busy","args":{"Text":"u1"}}`)
 		if msg, _ := got["error"].(string); !strings.Contains(msg, `"u1"`) || got["field"] != "key" {
 			t.Fatalf("API enqueue of a busy key = %v; want a 409 naming the key", got)
+		}
+		if _, tasks := a.do("GET", "/api/v1/tasks", ""); !strings.Contains(fmt.Sprint(tasks), "on_busy:drop") {
+			t.Fatalf("GET /api/v1/tasks = %v; want the task's on_busy", tasks)
 		}
 		if _, err := task.Enqueue(ctx, Msg{Text: "u2"}); err != nil {
 			t.Fatalf("enqueue of another key = %v", err)
