@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,13 @@ type NewJob struct {
 	// ExpireAt, when set, is when the job expires if it has not started by
 	// then: it ends with StatusExpired, never run (expire.go).
 	ExpireAt time.Time
+	// OnBusy is what a keyed job does when its key is busy — BusyCap (its
+	// task's max running) or more of the key's jobs running or waiting:
+	// OnBusyWait ("") waits its turn, OnBusyDrop is refused (its holder is
+	// BusyHolder), OnBusyCancelRunning asks the key's oldest running jobs
+	// to stop so that it starts (see scripts/enqueue.lua).
+	OnBusy  string
+	BusyCap int
 
 	// payload, when set, is the job's light-job payload, built by EnqueueOne
 	// on the caller's goroutine so the coalesced flush, which is serial, has
@@ -157,9 +165,9 @@ func (js Jobs) writeChunkOnce(ctx context.Context, route string, priority Priori
 			break
 		}
 	}
-	keys := make([]string, 0, 20+4*len(jobs))
+	keys := make([]string, 0, 22+4*len(jobs))
 	keys = append(keys, k.List(priority), k.Scheduled(), k.Stats(), k.Payloads(), receipt, k.Series(HourOf(now)))
-	args := make([]any, 0, 6+12*len(jobs))
+	args := make([]any, 0, 7+13*len(jobs))
 	args = append(args, ms(now), string(priority), k.WakeChannel(), ScheduleChannel(js.q.ns), len(jobs), rttl)
 	for i, j := range jobs { // checked by Enqueue or EnqueueOne (checkNewJob)
 		job := k.Job(j.ID)
@@ -187,11 +195,19 @@ func (js Jobs) writeChunkOnce(ctx context.Context, route string, priority Priori
 		}
 		args = append(args, j.ID, j.Name, j.Envelope, j.MaxRetries, runAt, uttl, check, flow, until, durMS(j.Debounce), durMS(j.DebounceMax))
 	}
-	keys = append(keys, k.Expiry(), k.Idle())
+	keys = append(keys, k.Expiry(), k.Leases(), k.Cancels(), k.Idle())
 	keys = append(keys, k.FlowKeys()...)
 	for _, j := range jobs {
 		args = append(args, msOrZero(j.ExpireAt))
 	}
+	for _, j := range jobs {
+		policy := ""
+		if j.OnBusy != OnBusyWait && j.Keyed {
+			policy = j.OnBusy + ":" + strconv.Itoa(j.BusyCap)
+		}
+		args = append(args, policy)
+	}
+	args = append(args, k.CancelChannel())
 	// Retry-safe: enqueue.lua answers a second run of this call as the first.
 	res, err := js.q.runWrite(ctx, js.q.s.enqueue, keys, args...)
 	if err != nil {

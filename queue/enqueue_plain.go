@@ -98,6 +98,9 @@ func checkNewJob(route string, j *NewJob) error {
 	if err := CheckKey(j.Key); err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
+	if err := checkOnBusy(j); err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
 	return nil
 }
 
@@ -118,4 +121,31 @@ func payloadOf(name, priority string, maxRetries int, created int64, env []byte)
 	b.WriteByte('|')
 	b.Write(env)
 	return b.String()
+}
+
+// A keyed job's policy when its key is busy (NewJob.OnBusy).
+const (
+	OnBusyWait          = ""
+	OnBusyCancelRunning = "cancel_running"
+	OnBusyDrop          = "drop"
+)
+
+// BusyHolder is the holder Enqueue reports for a job refused because its
+// key was busy (OnBusyDrop): no job id has a space.
+const BusyHolder = " busy"
+
+// checkOnBusy refuses a policy the scripts do not know, or one without the
+// key and the cap it acts on.
+func checkOnBusy(j *NewJob) error {
+	switch j.OnBusy {
+	case OnBusyWait:
+		return nil
+	case OnBusyCancelRunning, OnBusyDrop:
+	default:
+		return fmt.Errorf("on_busy %q: use wait, cancel_running or drop", j.OnBusy)
+	}
+	if !j.Keyed || j.BusyCap < 1 || j.BusyCap > LimitMax {
+		return fmt.Errorf("on_busy=%s needs a keyed job and its task's max running (1 to %d), got %d", j.OnBusy, LimitMax, j.BusyCap)
+	}
+	return nil
 }

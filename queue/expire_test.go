@@ -208,3 +208,59 @@ func TestExpire_ScriptsRunTwiceChangeNothing(t *testing.T) {
 		}},
 	})
 }
+
+// An enqueue with a busy key's policy is harmless when it runs twice: a
+// drop refused once is refused again with nothing written, and a cancel of
+// the running job is asked once.
+func TestOnBusy_EnqueueRunTwiceChangesNothing(t *testing.T) {
+	runTwiceCases(t, []twiceCase{
+		{"enqueue: on_busy drop and cancel_running of a busy key", func(t *testing.T, q *queue.Queue, h *twice) {
+			ctx := context.Background()
+			now := q.Now()
+			running := job(t, "r")
+			running.Keyed, running.Key = true, "k"
+			if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{running}, now); err != nil {
+				t.Fatal(err)
+			}
+			fetchAll(t, q, 1, now, now.Add(time.Minute))
+			q.Client().HSet(ctx, q.Keys("r").Flows(), "t|k", "- 0 "+running.ID)
+			drop, cancel := job(t, "r"), job(t, "r")
+			drop.Keyed, drop.Key, drop.OnBusy, drop.BusyCap = true, "k", queue.OnBusyDrop, 1
+			cancel.Keyed, cancel.Key, cancel.OnBusy, cancel.BusyCap = true, "k", queue.OnBusyCancelRunning, 1
+			h.during(func() {
+				holders, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{drop}, now)
+				if err != nil || holders[0] != queue.BusyHolder {
+					t.Fatalf("drop = %q, %v; want it refused, the key busy", holders, err)
+				}
+				if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{cancel}, now); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if ok, _ := q.Client().SIsMember(ctx, q.Keys("r").Cancels(), running.ID).Result(); !ok {
+				t.Fatal("the running job was not asked to cancel")
+			}
+		}},
+	})
+}
+
+// A worker that takes only some tasks (FetchTypes, claim.lua) sets an
+// expired job aside too: it is ended expired, never leased.
+func TestExpire_AJobFoundExpiredByATypedFetchIsEndedNotLeased(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := q.Now()
+		late, fresh := expiring(t, "r", now.Add(time.Second)), expiring(t, "r", now.Add(time.Hour))
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{late, fresh}, now); err != nil {
+			t.Fatal(err)
+		}
+		later := now.Add(2 * time.Second)
+		ds, err := q.Jobs.FetchTypes(ctx, "r", queue.Priorities, []string{"x"}, 4, later.Add(time.Minute), later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != 1 || ds[0].ID != fresh.ID {
+			t.Fatalf("typed fetch took %d jobs, want only %s", len(ds), fresh.ID)
+		}
+		requireExpired(t, q, late.ID)
+	})
+}

@@ -238,6 +238,8 @@ func (js Jobs) FetchTypes(ctx context.Context, route string, priorities []Priori
 				keys = append(keys, k.Job(id))
 				args = append(args, id)
 			}
+			keys = append(keys, k.Expiry())
+			args = append(args, ms(now))
 			// Retry-safe: claim.lua answers a second run of one token with
 			// the jobs the first claimed.
 			res, err := js.q.s.claim.Run(ctx, js.q.rdb, keys, args...).Result()

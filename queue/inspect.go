@@ -25,6 +25,9 @@ const (
 	StatusExpired    Status = "expired"    // not started before its expiry (NewJob.ExpireAt): never run
 )
 
+// Statuses are every status, in the order of a job's life.
+var Statuses = []Status{StatusPending, StatusScheduled, StatusProcessing, StatusCompleted, StatusFailed, StatusCanceled, StatusExpired}
+
 // Finished reports whether a job in status s will not run again by itself
 // (a failed job runs again only when replayed).
 func (s Status) Finished() bool {

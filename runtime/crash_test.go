@@ -50,6 +50,14 @@ func runWorkerProcess(url, ns string) {
 		runCheckpointWorkerProcess(ctx, c)
 		return
 	}
+	if os.Getenv("BANANAS_TEST_WORKER_TASK") == "busy" {
+		runtime.Handle(w, cancelBusy, func(ctx context.Context, m Msg) (Reply, error) {
+			fmt.Println("started", m.Text)
+			select {}
+		})
+		_ = w.Run(ctx)
+		return
+	}
 	if os.Getenv("BANANAS_TEST_WORKER_TASK") == "workflow" {
 		runWorkflowWorkerProcess(ctx, c)
 		return

@@ -35,6 +35,7 @@ func (t *Task[A, R]) Info() admin.Task {
 		Timeout: cfg.timeout, Unique: cfg.uniqueTTL, ResultTTL: cfg.resultTTL, KeepsNothing: cfg.keepNothing, Backoff: cfg.backoff,
 		ArgsType: t.argsType, Args: t.fields, Result: t.result,
 		Key: t.keyInfo(), MaxRunning: t.limitSpec.MaxRunning, Rate: t.limits.RateString(), Burst: t.limitSpec.Burst,
+		OnBusy: string(t.limitSpec.OnBusy), Expire: cfg.expireIn,
 	}
 }
 

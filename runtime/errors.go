@@ -39,3 +39,8 @@ var ErrDebounced = admin.ErrDebounced
 // return for a job that did not start before its expiry (ExpireIn,
 // ExpireAt): it ended with StatusExpired and never ran.
 var ErrExpired = errors.New("bananas: job expired")
+
+// ErrKeyBusy matches the error of an enqueue of a keyed task with
+// on_busy=drop (TaskLimits.OnBusy OnBusyDrop) that found its key busy: the
+// job was not enqueued; the message names the key.
+var ErrKeyBusy = admin.ErrKeyBusy

@@ -110,6 +110,7 @@ func (in *inspector) OpenAPI() ([]byte, error) {
 			// bananastype.Time writes its own JSON: an RFC 3339 time, or null when unset.
 			Custom: map[reflect.Type]map[string]any{
 				reflect.TypeFor[bananastype.Time](): {"type": []any{"string", "null"}, "format": "date-time"},
+				reflect.TypeFor[queue.Status]():     statusSchema(),
 			},
 		})
 	})
@@ -241,7 +242,27 @@ func submissionOptions(s admin.Submission) ([]Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(opts, uopts...), nil
+	opts = append(opts, uopts...)
+	if s.Expire != "" {
+		o, err := expireOption(s.Expire)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o)
+	}
+	return opts, nil
+}
+
+// expireOption is a submission's expire: a positive Go duration from now,
+// or an RFC 3339 time.
+func expireOption(v string) (Option, error) {
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return ExpireIn(d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return ExpireAt(t), nil
+	}
+	return nil, admin.InvalidValue("expire", v, "want a positive duration such as 10m, or an RFC 3339 time")
 }
 
 // Hooked runs do inside the client's enqueue hooks, which wrap a batch of
@@ -320,4 +341,14 @@ func (in *inspector) WorkflowGrace() time.Duration { return in.c.workflowRunner(
 
 func (in *inspector) StepReplayed(ctx context.Context, workflow string, k int, id string) error {
 	return in.c.workflowRunner().Replayed(ctx, workflow, k, id)
+}
+
+// statusSchema is the OpenAPI schema of a job's status: one of the status
+// words (queue.Statuses).
+func statusSchema() map[string]any {
+	enum := make([]any, len(queue.Statuses))
+	for i, s := range queue.Statuses {
+		enum[i] = string(s)
+	}
+	return map[string]any{"type": "string", "enum": enum}
 }

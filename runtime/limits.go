@@ -22,7 +22,24 @@ type TaskLimits struct {
 	// Burst is how many of the rate may start back to back after a quiet
 	// spell; 0 means the rate's N. It needs a Rate.
 	Burst int
+	// OnBusy is what an enqueue does when its key is busy — MaxRunning of
+	// the key's jobs running or waiting: OnBusyWait (the zero value) lets
+	// the job wait its turn, OnBusyCancelRunning cancels the key's oldest
+	// running job (its context; no retry; status canceled) so that the new
+	// one runs next, OnBusyDrop refuses the job (ErrKeyBusy). It needs
+	// MaxRunning.
+	OnBusy OnBusy
 }
+
+// OnBusy is a keyed task's policy for a busy key (TaskLimits.OnBusy,
+// annotation on_busy=).
+type OnBusy string
+
+const (
+	OnBusyWait          OnBusy = queue.OnBusyWait
+	OnBusyCancelRunning OnBusy = queue.OnBusyCancelRunning
+	OnBusyDrop          OnBusy = queue.OnBusyDrop
+)
 
 // queueLimits checks l and turns it into the queue's Limits; an error names
 // the field of TaskLimits that is wrong.
@@ -35,6 +52,10 @@ func (l TaskLimits) queueLimits() (queue.Limits, error) {
 		return out, fmt.Errorf("field Burst must be between 1 and %d (0: the rate's N), got %d", queue.LimitMax, l.Burst)
 	case l.Burst > 0 && l.Rate == "":
 		return out, fmt.Errorf("field Burst (%d) needs a Rate", l.Burst)
+	case l.OnBusy != OnBusyWait && l.OnBusy != OnBusyCancelRunning && l.OnBusy != OnBusyDrop:
+		return out, fmt.Errorf("field OnBusy must be OnBusyWait, OnBusyCancelRunning or OnBusyDrop, got %q", l.OnBusy)
+	case l.OnBusy != OnBusyWait && l.MaxRunning == 0:
+		return out, fmt.Errorf("field OnBusy (%s) needs a MaxRunning: a key is busy when that many of its jobs run or wait", l.OnBusy)
 	}
 	if l.Rate != "" {
 		n, per, err := queue.ParseRate(l.Rate)

@@ -113,6 +113,9 @@ func (t *Task[A, R]) enqueueOne(ctx context.Context, c *Client, cfg jobConfig, a
 	if err != nil {
 		return "", fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
+	if h == queue.BusyHolder {
+		return "", fmt.Errorf("%w: %s", ErrKeyBusy, busyKey(t.name, job.Key, job.BusyCap))
+	}
 	if id, ok := strings.CutPrefix(h, queue.DebouncedMark); ok {
 		return id, fmt.Errorf("%w: %s job %s waits with these args, due %s from now", ErrDebounced, t.name, id, cfg.uniq.debounce)
 	}
@@ -192,6 +195,9 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
 	j.ExpireAt = cfg.expiry(now)
+	if j.Keyed && t.limitSpec.OnBusy != OnBusyWait {
+		j.OnBusy, j.BusyCap = string(t.limitSpec.OnBusy), t.limits.MaxRunning
+	}
 	if cfg.uniqueTTL > 0 {
 		if j.UniqueKey, err = uniqueKeyOf(t.name, raw, args, cfg.uniq.by); err != nil {
 			return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
@@ -345,15 +351,22 @@ func (t *Task[A, R]) enqueueBatch(ctx context.Context, c *Client, cfg jobConfig,
 		return nil, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
 	ids := make([]string, len(jobs))
-	dups := 0
+	dups, busy := 0, []string(nil)
 	for i, h := range holders {
 		ids[i] = jobs[i].ID
-		if h != "" {
+		switch {
+		case h == queue.BusyHolder:
+			ids[i] = ""
+			busy = append(busy, busyKey(t.name, jobs[i].Key, jobs[i].BusyCap))
+		case h != "":
 			ids[i] = strings.TrimPrefix(h, queue.DebouncedMark)
 			dups++
 		}
 	}
-	c.metrics.Enqueued(cfg.route, string(cfg.priority), t.name, len(jobs)-dups)
+	c.metrics.Enqueued(cfg.route, string(cfg.priority), t.name, len(jobs)-dups-len(busy))
+	if len(busy) > 0 {
+		return ids, fmt.Errorf("%w: %d of %d %s jobs were refused (their ids are \"\"): %s", ErrKeyBusy, len(busy), len(jobs), t.name, strings.Join(busy, "; "))
+	}
 	if dups > 0 {
 		return ids, fmt.Errorf("%w: %d of %d %s jobs were already enqueued", ErrDuplicate, dups, len(jobs), t.name)
 	}
@@ -552,4 +565,9 @@ func untilOr(u Until) Until {
 		return UntilEnded
 	}
 	return u
+}
+
+// busyKey says which key an on_busy=drop enqueue found busy.
+func busyKey(task, key string, limit int) string {
+	return fmt.Sprintf("key %q of task %s is busy: %d of its jobs run or wait (max_running=%d, on_busy=drop)", key, task, limit, limit)
 }

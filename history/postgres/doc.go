@@ -18,7 +18,7 @@
 //	bananas_history (
 //	  id text, life int, attempt int,          -- the job's end: the key with ended_at
 //	  task text, route text, priority text,
-//	  status text CHECK (status IN ('completed', 'failed', 'canceled')),
+//	  status text CHECK (status IN ('completed', 'failed', 'canceled', 'expired')),
 //	  args jsonb, result jsonb,                -- NULL when none
 //	  error text, worker text,                 -- '' when none
 //	  enqueued_at timestamptz, started_at timestamptz (NULL: never started),

@@ -64,6 +64,9 @@ var migrations = []string{
 	);
 	CREATE INDEX bananas_audit_at ON bananas_audit (at DESC);
 	CREATE INDEX bananas_audit_who ON bananas_audit (who, at DESC);`,
+	// A job that did not start before its expiry ends expired.
+	`ALTER TABLE bananas_history DROP CONSTRAINT bananas_history_status_check;
+	ALTER TABLE bananas_history ADD CONSTRAINT bananas_history_status_check CHECK (status IN ('completed', 'failed', 'canceled', 'expired'));`,
 }
 
 // trigramsMigration is version 2. pg_trgm ships with PostgreSQL (contrib)

@@ -145,7 +145,7 @@ func conditions(q history.Query) ([]string, []any, error) {
 	}
 	if q.Status != "" {
 		if !q.Status.Finished() {
-			return nil, nil, fmt.Errorf("history/postgres: status %q; want completed, failed or canceled", q.Status)
+			return nil, nil, fmt.Errorf("history/postgres: status %q; want completed, failed, canceled or expired", q.Status)
 		}
 		add("status = ?", string(q.Status))
 	}

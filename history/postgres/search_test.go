@@ -196,3 +196,16 @@ func TestSearch_StoppedPastTheSearchTimeout(t *testing.T) {
 		t.Fatalf("Open with search_timeout=soon: %v; want a refusal naming it", err)
 	}
 }
+
+// A job that expired before it started is a row of status expired, found
+// by that status.
+func TestSearch_AnExpiredJobIsStoredAndFoundByItsStatus(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	e := row("e", base.Add(time.Hour))
+	e.Status, e.Error, e.StartedAt = queue.StatusExpired, "expired before it started", time.Time{}
+	write(t, s, row("a", base.Add(2*time.Hour)), e)
+	if got := search(t, s, history.Query{Status: queue.StatusExpired}); !slices.Equal(got, []string{"e"}) {
+		t.Fatalf("search of status expired = %v; want [e]", got)
+	}
+}

@@ -180,7 +180,7 @@ func valid(r *bananastype.Job) error {
 	case r.ID == "":
 		return errors.New("history/postgres: a row without an id")
 	case !r.Status.Finished():
-		return fmt.Errorf("history/postgres: row %s has status %q; want completed, failed or canceled", r.ID, r.Status)
+		return fmt.Errorf("history/postgres: row %s has status %q; want completed, failed, canceled or expired", r.ID, r.Status)
 	case r.FinishedAt.IsZero():
 		return fmt.Errorf("history/postgres: row %s has no end time", r.ID)
 	}

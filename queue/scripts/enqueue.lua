@@ -24,8 +24,10 @@
 -- KEYS[10+4i] HASH    route:{r}:job:<holder>    a debounced job's: the job of the holder of its
 --                     unique key as the caller read it, or the job key again (none read)
 -- KEYS[7+4n]  ZSET    route:{r}:expiry  id -> when it expires (ms), for jobs with an expiry
--- KEYS[8+4n]  ZSET    route:{r}:idle   waiting workers: one is woken per job made ready (bn_wake)
--- KEYS[9+4n..20+4n]  the route's flow keys (Keys.FlowKeys, see _flow.lua)
+-- KEYS[8+4n]  HASH    route:{r}:leases  id -> lease token (a busy key's running jobs, below)
+-- KEYS[9+4n]  SET     route:{r}:cancels ids of running jobs whose cancellation was asked for
+-- KEYS[10+4n] ZSET    route:{r}:idle   waiting workers: one is woken per job made ready (bn_wake)
+-- KEYS[11+4n..22+4n]  the route's flow keys (Keys.FlowKeys, see _flow.lua)
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  priority: high|normal|low
 -- ARGV[3]  the route's wake channel (published when the list was empty), for
@@ -59,7 +61,16 @@
 --          not: a job with an expiry enters the expiry set, and a job of a
 --          caller-chosen id without one leaves it (an earlier job of that id
 --          may have left its entry there, see expire.lua)
--- Returns: an array of n strings: "" for a job written, else the id of the job that
+-- ARGV[7+12n+i]  per job: what it does when its key is busy (on_busy): "" to
+--          wait, "drop:<cap>" or "cancel_running:<cap>", cap the task's max
+--          running. The key is busy when its running jobs (those still
+--          leased) and its waiting ones number cap or more: drop then
+--          refuses the job (its reply slot is " busy"), cancel_running asks
+--          the oldest running jobs to stop (as remove.lua does for a running
+--          job: cancels set, cancel channel) so that the job can start
+-- ARGV[7+13n]  the route's cancel channel
+-- Returns: an array of n strings: "" for a job written, " busy" for one refused
+--          because its key is busy (on_busy=drop), else the id of the job that
 --          already holds its id or unique key, "{d}" and the id of the job it
 --          debounced, or "{r}" and the holder's id when the caller must read it again.
 local now = bn_num(ARGV[1], 'now')
@@ -67,8 +78,8 @@ local prio = ARGV[2]
 bn_prio(prio, 'priority')
 local n = bn_num(ARGV[5], 'job count')
 local receipt_ttl = bn_num(ARGV[6], 'receipt ttl')
-if #KEYS ~= 20 + 4 * n or #ARGV ~= 6 + 12 * n then
-  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (20 + 4 * n) .. ' keys and ' .. (6 + 12 * n) .. ' args')
+if #KEYS ~= 22 + 4 * n or #ARGV ~= 7 + 13 * n then
+  error('bananas: enqueue of ' .. n .. ' jobs needs ' .. (22 + 4 * n) .. ' keys and ' .. (7 + 13 * n) .. ' args')
 end
 local F = bn_flowkeys()
 bn_need_type(KEYS[1], 'list', 'ready list')
@@ -167,6 +178,52 @@ for i = 0, n - 1 do
   reply[i + 1] = holder
 end
 
+-- A busy key's policy (on_busy), read before any write: the jobs refused
+-- (drop) join the reply, the running jobs to cancel are collected.
+local to_cancel = {}
+local policies = false
+for i = 0, n - 1 do
+  if ARGV[7 + 12 * n + i] ~= '' then policies = true end
+end
+if policies then
+  bn_need_type(KEYS[8 + 4 * n], 'hash', 'leases hash')
+  bn_need_type(KEYS[9 + 4 * n], 'set', 'cancels set')
+  bn_str(ARGV[7 + 13 * n], 'cancel channel')
+  bn_flow_repair(F)
+  local added, asked = {}, {}
+  for i = 0, n - 1 do
+    local policy = ARGV[7 + 12 * n + i]
+    local a = 7 + 11 * i
+    local flow = ARGV[a + 7]
+    if policy ~= '' and reply[i + 1] == '' and not own[i] then
+      local mode, cap = string.match(policy, '^(%a[%a_]*):(%d+)$')
+      cap = tonumber(cap)
+      if (mode ~= 'drop' and mode ~= 'cancel_running') or not cap or cap < 1 or flow == '' then
+        error('bananas: on_busy of a job must be drop:<cap> or cancel_running:<cap> on a keyed job, got ' .. policy)
+      end
+      local running = {}
+      for _, h in ipairs(bn_flow_state(F, flow).holders) do
+        if redis.call('HEXISTS', KEYS[8 + 4 * n], h) == 1 and not asked[h] and redis.call('SISMEMBER', KEYS[9 + 4 * n], h) == 0 then
+          running[#running + 1] = h
+        end
+      end
+      local p = bn_len4(#flow) .. flow
+      local waiting = added[flow] or 0
+      for k = 1, 3 do waiting = waiting + redis.call('ZLEXCOUNT', F.keyed[k], '[' .. p, '(' .. p .. ':') end
+      local over = #running + waiting + 1 - cap
+      if over > 0 and mode == 'drop' then
+        reply[i + 1] = ' busy'
+      else
+        for k = 1, math.min(math.max(over, 0), #running) do
+          asked[running[k]] = true
+          to_cancel[#to_cancel + 1] = running[k]
+        end
+        added[flow] = (added[flow] or 0) + 1
+      end
+    end
+  end
+end
+
 -- Pass 2: write the jobs that are new; the list, the payloads and the set take
 -- them in one call each (per 200).
 local written, earliest = 0, nil
@@ -249,5 +306,9 @@ if written > 0 then
   bn_series(KEYS[6], now, 'e', written)
 end
 if earliest ~= nil then redis.call('PUBLISH', ARGV[4], tostring(earliest)) end
+for _, id in ipairs(to_cancel) do
+  redis.call('SADD', KEYS[9 + 4 * n], id)
+  redis.call('PUBLISH', ARGV[7 + 13 * n], id)
+end
 if receipt_ttl > 0 then redis.call('SET', KEYS[5], cjson.encode(reply), 'PX', receipt_ttl) end
 return reply

@@ -117,6 +117,10 @@ type Submission struct {
 	UniqueBy    string `json:"unique_by,omitempty"`
 	UniqueUntil string `json:"unique_until,omitempty"`
 	Debounce    string `json:"debounce,omitempty"`
+	// Expire is when the job expires if it has not started by then
+	// (runtime.ExpireIn, runtime.ExpireAt): a Go duration from now ("10m")
+	// or an RFC 3339 time.
+	Expire string `json:"expire,omitempty"`
 }
 
 // MaxBatch is the most jobs one batch takes: the runtime writes up to that

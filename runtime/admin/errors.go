@@ -151,6 +151,8 @@ func Classify(err error) Problem {
 		p.Class, p.Field = NotFound, or(p.Field, "name")
 	case errors.Is(err, ErrWrongState), errors.Is(err, ErrDuplicate), errors.Is(err, ErrCodeSchedule):
 		p.Class = Conflict
+	case errors.Is(err, ErrKeyBusy):
+		p.Class, p.Field = Conflict, or(p.Field, "key")
 	case errors.Is(err, ErrPayloadTooLarge):
 		p.Class, p.Field = TooLarge, or(p.Field, "args")
 	case errors.Is(err, ErrBadArgs):
@@ -179,3 +181,8 @@ func Message(err error) string {
 	}
 	return msg
 }
+
+// ErrKeyBusy: an enqueue of a keyed task with on_busy=drop found its key
+// busy (its task's max running reached by the key's running and waiting
+// jobs); the job was not enqueued. The message names the key.
+var ErrKeyBusy = errors.New("bananas: key busy")

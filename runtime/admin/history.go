@@ -32,7 +32,7 @@ type HistoryQuery struct {
 
 // HistoryStatuses are the statuses a history row has, in the order the
 // surfaces offer them.
-var HistoryStatuses = []Status{"completed", "failed", "canceled"}
+var HistoryStatuses = []Status{"completed", "failed", "canceled", "expired"}
 
 // Bounds of a search of the task history, so that no search reads a whole
 // long history: a text shorter than HistoryMinText matches through no

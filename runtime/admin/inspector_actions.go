@@ -59,8 +59,8 @@ func queueState(s Status) (string, error) {
 		return "active", nil
 	case queue.StatusFailed, "dead":
 		return "dead", nil
-	case queue.StatusCompleted, queue.StatusCanceled:
-		return "", badQuery("state", "state %q: finished jobs are not listed; a completed or canceled job is kept as its result record "+
+	case queue.StatusCompleted, queue.StatusCanceled, queue.StatusExpired:
+		return "", badQuery("state", "state %q: finished jobs are not listed; a completed, canceled or expired job is kept as its result record "+
 			"for its result TTL (RESULT_TTL_SUCCESS, 1h by default; RESULT_TTL_FAILURE, 24h, for a canceled one) and shown by its id "+
 			"(job ID, GET /api/v1/jobs/{id}), and searched in the task history when the program keeps one (HISTORY_URL: app history, GET /api/v1/history). Listed states: pending, scheduled, processing or failed", s)
 	}

@@ -48,6 +48,12 @@ func (in *Inspector) enqueueBatch(ctx context.Context, jobs []BatchJob) ([]strin
 		}
 		enqueued := map[string]int{}
 		for k, i := range g.idx {
+			if holders[k] == queue.BusyHolder {
+				ids[i] = ""
+				dups = append(dups, BatchRefusal{Index: i, Field: "key", Error: fmt.Sprintf(
+					"key %q of task %s is busy (max_running=%d, on_busy=drop); this one was not enqueued", jobs[i].Job.Key, jobs[i].Name, jobs[i].Job.BusyCap)})
+				continue
+			}
 			if h, debounced := strings.CutPrefix(holders[k], queue.DebouncedMark); debounced {
 				ids[i] = h
 				dups = append(dups, BatchRefusal{Index: i, Field: "args", Error: fmt.Sprintf(

@@ -45,6 +45,11 @@ type Task struct {
 	// KeepsNothing: result_ttl=0, a completed job leaves no record (Job
 	// and a wait begun after it answer ErrJobNotFound).
 	KeepsNothing bool
+	// OnBusy is the keyed task's policy for a busy key (on_busy=):
+	// "cancel_running" or "drop"; "" waits. Expire is how long after its
+	// enqueue a job that has not started expires (expire=); 0: never.
+	OnBusy string
+	Expire time.Duration
 }
 
 func (t Task) MarshalJSON() ([]byte, error) { return json.Marshal(t.wire()) }
@@ -69,7 +74,9 @@ type taskWire struct {
 	Rate       string    `json:"rate,omitempty"`
 	Burst      int       `json:"burst,omitempty"`
 	// KeepsNothing: the task's completed jobs leave no record (result_ttl=0).
-	KeepsNothing bool `json:"keeps_nothing,omitempty"`
+	KeepsNothing bool   `json:"keeps_nothing,omitempty"`
+	OnBusy       string `json:"on_busy,omitempty"`
+	ExpireMS     int64  `json:"expire_ms,omitempty"`
 }
 
 func (t Task) wire() taskWire {
@@ -79,6 +86,7 @@ func (t Task) wire() taskWire {
 	if w.Args == nil {
 		w.Args = []Field{}
 	}
+	w.OnBusy, w.ExpireMS = t.OnBusy, t.Expire.Milliseconds()
 	return w
 }
 

@@ -89,6 +89,9 @@ func stub(f *jen.File, p model.Package, t model.Task) {
 		opts = append(opts, rt("Unique").Call(duration(t.Unique)))
 	}
 	opts = append(opts, uniqueOpts(t)...)
+	if t.Expire > 0 {
+		opts = append(opts, rt("ExpireIn").Call(duration(t.Expire)))
+	}
 	if t.ResultTTL > 0 {
 		opts = append(opts, rt("ResultTTL").Call(duration(t.ResultTTL)))
 	}
@@ -144,6 +147,9 @@ func flow(p model.Package, t model.Task) []jen.Code {
 		if t.Burst > 0 {
 			kv = append(kv, jen.Id("Burst").Op(":").Lit(t.Burst))
 		}
+		if c, ok := onBusyConst[t.OnBusy]; ok {
+			kv = append(kv, jen.Id("OnBusy").Op(":").Add(rt(c)))
+		}
 		out = append(out, jen.Op(".").Line().Id("Limit").Call(rt("TaskLimits").Values(kv...)))
 	}
 	if t.Key != nil {
@@ -151,6 +157,10 @@ func flow(p model.Package, t model.Task) []jen.Code {
 	}
 	return out
 }
+
+// onBusyConst is the runtime constant of each on_busy= value but wait (the
+// default, left out).
+var onBusyConst = map[string]string{"cancel_running": "OnBusyCancelRunning", "drop": "OnBusyDrop"}
 
 // keyFunc writes the func that reads a job's key from its args: "" where a
 // pointer on the path is nil, an integer or a bool formatted by strconv.

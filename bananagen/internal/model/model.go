@@ -65,6 +65,15 @@ type Task struct {
 	UniqueUntil string
 	Debounce    time.Duration
 
+	// Expire (expire=): a job that has not started this long after its
+	// enqueue ends expired, never run (runtime.ExpireIn); zero: never.
+	Expire time.Duration
+
+	// OnBusy (on_busy=): what an enqueue does when its key is busy,
+	// "cancel_running" or "drop"; "" (or wait) waits. Needs Key and
+	// MaxRunning.
+	OnBusy string
+
 	Directive string // the directive line, quoted in the stub's comment
 	Doc       string // the function's doc comment without the directive, carried to the stub ("" when none)
 }

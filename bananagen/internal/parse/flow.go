@@ -47,6 +47,14 @@ func checkFlowKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, s
 		t.Rate = kv.value
 	case "burst":
 		t.Burst, ok = count()
+	case "on_busy":
+		switch kv.value {
+		case "wait", "cancel_running", "drop":
+			t.OnBusy = kv.value
+		default:
+			bad(kv.valuePos, "on_busy=%s is not a policy: use wait, cancel_running or drop", kv.value)
+			return false
+		}
 	}
 	return ok
 }
@@ -66,6 +74,8 @@ func validPath(s string) bool {
 func checkFlow(p *types.Package, fn string, sig *types.Signature, d *directive, t *model.Task, bad func(token.Pos, string, ...any)) {
 	for _, kv := range d.keys {
 		switch {
+		case kv.key == "on_busy" && t.OnBusy != "" && (t.MaxRunning == 0 || t.Key == nil):
+			bad(kv.pos, "on_busy needs key and max_running: a key is busy when max_running of its jobs run or wait (e.g. key=UserID max_running=1 on_busy=%s)", kv.value)
 		case kv.key == "burst" && t.Burst > 0 && t.Rate == "":
 			bad(kv.pos, "burst needs rate: burst=%s is how many of the rate may start back to back (e.g. rate=100/s burst=%s)", kv.value, kv.value)
 		case kv.key == "key" && t.Key != nil:

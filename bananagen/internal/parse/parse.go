@@ -257,16 +257,22 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 			return false
 		}
 		t.Cron.TZ = kv.value
-	case "key", "max_running", "rate", "burst":
+	case "key", "max_running", "rate", "burst", "on_busy":
 		return checkFlowKey(t, kind, kv, bad)
 	case "batch", "linger":
 		return checkBatchKey(t, kind, kv, bad)
 	case "unique_by", "unique_until", "debounce":
 		return checkUniqueKey(t, kind, kv, bad)
+	case "expire":
+		t.Expire, ok = dur("expire")
 	default:
-		keys := "name, route, priority, retries, backoff, timeout, unique, unique_by, unique_until, debounce, result_ttl, key, max_running, rate, burst, batch, linger"
+		keys := "name, route, priority, retries, backoff, timeout, unique, unique_by, unique_until, debounce, result_ttl, key, max_running, rate, burst, batch, linger, expire, on_busy"
 		if kind == "cron" {
 			keys = "name, route, priority, retries, backoff, timeout, result_ttl, tz"
+		}
+		keys += ", expire"
+		if kind != "cron" {
+			keys += ", on_busy"
 		}
 		bad(kv.pos, "unknown key %q: the keys of //bananas:%s are %s", kv.key, kind, keys)
 		return false

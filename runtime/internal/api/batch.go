@@ -36,7 +36,7 @@ type batchAnswerBody struct {
 }
 
 // submissionKeys are the keys a submission takes, in the order messages name them.
-var submissionKeys = []string{"name", "args", "route", "priority", "delay", "unique", "unique_by", "unique_until", "debounce"}
+var submissionKeys = []string{"name", "args", "route", "priority", "delay", "unique", "unique_by", "unique_until", "debounce", "expire"}
 
 // submitBatch serves POST /api/v1/jobs/batch: every job is checked, and
 // either all are enqueued (201, their ids in order) or none is (400 listing
@@ -134,6 +134,7 @@ func parseSubmission(raw json.RawMessage) (admin.Submission, *Error) {
 		UniqueBy                           json.RawMessage `json:"unique_by"`
 		UniqueUntil                        json.RawMessage `json:"unique_until"`
 		Debounce                           json.RawMessage `json:"debounce"`
+		Expire                             json.RawMessage `json:"expire"`
 	}
 	// Keys all a submission's, as written: a struct decodes them, without
 	// the map the general case needs to name a key that is not.
@@ -149,6 +150,7 @@ func parseSubmission(raw json.RawMessage) (admin.Submission, *Error) {
 		}
 		f.Name, f.Args, f.Route, f.Priority, f.Delay = fields["name"], fields["args"], fields["route"], fields["priority"], fields["delay"]
 		f.Unique, f.UniqueBy, f.UniqueUntil, f.Debounce = fields["unique"], fields["unique_by"], fields["unique_until"], fields["debounce"]
+		f.Expire = fields["expire"]
 	}
 	sub := admin.Submission{Args: f.Args}
 	for _, field := range []struct {
@@ -156,7 +158,7 @@ func parseSubmission(raw json.RawMessage) (admin.Submission, *Error) {
 		raw json.RawMessage
 		dst *string
 	}{{"name", f.Name, &sub.Name}, {"route", f.Route, &sub.Route}, {"priority", f.Priority, &sub.Priority}, {"delay", f.Delay, &sub.Delay},
-		{"unique", f.Unique, &sub.Unique}, {"unique_by", f.UniqueBy, &sub.UniqueBy}, {"unique_until", f.UniqueUntil, &sub.UniqueUntil}, {"debounce", f.Debounce, &sub.Debounce}} {
+		{"unique", f.Unique, &sub.Unique}, {"unique_by", f.UniqueBy, &sub.UniqueBy}, {"unique_until", f.UniqueUntil, &sub.UniqueUntil}, {"debounce", f.Debounce, &sub.Debounce}, {"expire", f.Expire, &sub.Expire}} {
 		if field.raw == nil {
 			continue
 		}

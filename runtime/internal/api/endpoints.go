@@ -81,8 +81,8 @@ var (
 	historyParams = []openapi.Param{
 		{Name: "task", Desc: "Only ends of jobs of this task (wire name)."},
 		{Name: "route", Desc: "Only ends of jobs of this route."},
-		{Name: "status", Desc: "Only jobs that ended so: completed, failed (dead-lettered) or canceled; any when absent.",
-			Enum: []string{"completed", "failed", "canceled"}, NoDefault: true},
+		{Name: "status", Desc: "Only jobs that ended so: completed, failed (dead-lettered), canceled or expired (not started before its expiry); any when absent.",
+			Enum: []string{"completed", "failed", "canceled", "expired"}, NoDefault: true},
 		{Name: "since", Desc: "Only jobs that ended at or after this RFC 3339 time; without it, the 7 days before until (or before now). The page's since and until say the window searched.", Kind: openapi.DateTime},
 		{Name: "until", Desc: "Only jobs that ended before this RFC 3339 time.", Kind: openapi.DateTime},
 		{Name: "q", Desc: "Only jobs whose id or error contains this text: 3 characters or more."},

@@ -63,12 +63,13 @@ func noArgs(pos []string) error {
 }
 
 func cmdEnqueue(e *Env, args []string) error {
-	fs := e.Flags("NAME JSON [--route R] [--priority P] [--delay D] [--unique TTL [--unique-by F,G] [--unique-until U] [--debounce D]] [--wait] [--json]: enqueue a registered task with JSON args")
+	fs := e.Flags("NAME JSON [--route R] [--priority P] [--delay D] [--unique TTL [--unique-by F,G] [--unique-until U] [--debounce D]] [--expire D] [--wait] [--json]: enqueue a registered task with JSON args")
 	route := fs.String("route", "", "route (default: the task's)")
 	prio := fs.String("priority", "", "high, normal or low (default: the task's)")
 	delay := fs.Duration("delay", 0, "run after this delay")
 	uniq := uniqueFlags(fs)
 	wait := fs.Bool("wait", false, "wait for the result and print it as JSON")
+	expire := fs.String("expire", "", "expire the job unless it started within this duration (10m), or by this RFC 3339 time")
 	timeout := fs.Duration("timeout", 0, "with --wait: give up after this long (0: never)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := Parse(fs, args)
@@ -83,6 +84,7 @@ func cmdEnqueue(e *Env, args []string) error {
 		s.Delay = delay.String()
 	}
 	uniq.into(&s)
+	s.Expire = *expire
 	c, err := e.open()
 	if err != nil {
 		return err
@@ -97,7 +99,7 @@ func cmdEnqueue(e *Env, args []string) error {
 		err = nil
 	}
 	if err != nil {
-		return flagRefusal(err, "route", "priority", "delay", "unique", "unique_by", "unique_until", "debounce")
+		return flagRefusal(err, "route", "priority", "delay", "unique", "unique_by", "unique_until", "debounce", "expire")
 	}
 	if warning != "" {
 		if *wait && c.Embedded {
@@ -199,6 +201,8 @@ func await(e *Env, c Conn, id string, timeout time.Duration) (json.RawMessage, e
 		return nil, fmt.Errorf("job %s (%s) failed after %d attempt(s): %s", id, j.Name, j.Attempts, j.Error)
 	case "canceled":
 		return nil, fmt.Errorf("job %s (%s) was canceled: %s", id, j.Name, j.Error)
+	case "expired":
+		return nil, fmt.Errorf("job %s (%s) expired before it started: it never ran", id, j.Name)
 	}
 	if j.Status == "pending" && routePaused(e, c, j.Route) {
 		return nil, fmt.Errorf("job %s is still pending after --timeout %s: route %s is paused, and no worker takes its jobs until it is resumed; "+

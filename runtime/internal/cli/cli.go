@@ -124,6 +124,8 @@ func exitStatus(err error) (int, string) {
 	switch {
 	case p.Class == admin.BadInput, p.Class == admin.TooLarge, p.Class == admin.NotFound && p.Field != "":
 		return ExitUsage, p.Msg
+	case errors.Is(err, admin.ErrKeyBusy): // on_busy=drop: the job is refused, as bad input would be
+		return ExitUsage, p.Msg
 	}
 	return ExitFailure, p.Msg
 }

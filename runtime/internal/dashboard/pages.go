@@ -243,7 +243,11 @@ func timeline(j *bananastype.Job) []event {
 		evs = append(evs, event{What: "Lease until", At: j.LeaseDeadline, step: last + 2})
 	}
 	if !j.FinishedAt.IsZero() {
-		evs = append(evs, event{What: "Finished", At: j.FinishedAt, step: last + 3})
+		what := "Finished"
+		if j.Status == queue.StatusExpired {
+			what = "Expired: not started before its expiry"
+		}
+		evs = append(evs, event{What: what, At: j.FinishedAt, step: last + 3})
 	}
 	// Created stays first: the enqueuer's clock and a worker's may differ
 	// by a few milliseconds, and a job does not run before it exists.
@@ -262,7 +266,7 @@ func historyTimeline(j *bananastype.Job, evs []event) []event {
 	if !j.StartedAt.IsZero() {
 		evs = append(evs, event{What: fmt.Sprintf("Run %d started", max(j.Attempts, 1)), At: j.StartedAt})
 	}
-	what := map[admin.Status]string{queue.StatusCompleted: "Completed", queue.StatusCanceled: "Canceled"}[j.Status]
+	what := map[admin.Status]string{queue.StatusCompleted: "Completed", queue.StatusCanceled: "Canceled", queue.StatusExpired: "Expired: not started before its expiry"}[j.Status]
 	if what == "" {
 		what = "Failed for good"
 	}

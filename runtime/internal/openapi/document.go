@@ -376,6 +376,8 @@ func submission(t Task, args any) map[string]any {
 				"description": `Until when the unique key is held (default ended: completed, dead or canceled); needs unique.`},
 			"debounce": map[string]any{"$ref": schemas + "Duration",
 				"description": `The job waits this long, and a submission of its key while it waits gives it its args and moves its start (200, "debounced": true); needs unique.`},
+			"expire": map[string]any{"type": "string",
+				"description": `When the job expires if it has not started by then (it ends expired, never run): a Go duration from now such as "10m", or an RFC 3339 time.`},
 		},
 	}
 }
