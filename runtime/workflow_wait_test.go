@@ -378,3 +378,42 @@ func TestWorkflowSignalCLI_SendsTheSignalAndShowsTheWait(t *testing.T) {
 		t.Fatalf("workflow --json: %v; want the wait received", first)
 	}
 }
+
+// A wait holds no worker slot: with 1,000 workflows waiting for their
+// signal, a worker of concurrency 1 runs other jobs, and the workflows
+// signalled then complete.
+func TestWorkflowSignal_AThousandWaitingWorkflowsHoldNoSlot(t *testing.T) {
+	t.Parallel()
+	c := connect(t, redistest.Shared(t).URL())
+	ctx := ctxT(t)
+	last := runtime.Then(runtime.WaitSignal[Approval]("approval", 0), wfShip.With(c))
+	ids := make([]string, 1000)
+	for i := range ids {
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: wfCrashRoutes, Concurrency: 1}))
+	runtime.Handle(w, wfStepA, func(_ context.Context, x int) (int, error) { return x + 1, nil })
+	runtime.Handle(w, wfShip, func(_ context.Context, a Approval) (string, error) { return "shipped by " + a.By, nil })
+	startWorker(t, w)
+	for i := range 20 {
+		got, err := wfStepA.With(c).Call(ctx, i)
+		if err != nil || got != i+1 {
+			t.Fatalf("job %d beside the waiting workflows: %d, %v", i, got, err)
+		}
+	}
+	for _, id := range ids[:3] {
+		if err := c.Signal(ctx, id, "approval", Approval{By: "ana"}); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := last.Await(ctx, id); err != nil || res != "shipped by ana" {
+			t.Fatalf("Await = %q, %v", res, err)
+		}
+	}
+	if wf := workflowOf(t, c, ids[999]); wf.Status != "pending" || stepOf(t, wf, "approval").Status != runtime.StatusPending {
+		t.Fatalf("an unsignalled workflow: %s; want pending, waiting", wf.Status)
+	}
+}
