@@ -102,6 +102,8 @@ func main() {
 		workflowBench(ctx, c, url, ns)
 	case *gatherMode:
 		gatherBench(ctx, c)
+	case *waitsMode:
+		waitsBench(ctx, c)
 	default:
 		scenarios(ctx, c)
 	}
