@@ -337,6 +337,10 @@ func (in *inspector) RetryWorkflow(ctx context.Context, id string) (int, error) 
 	return in.c.RetryWorkflow(ctx, id)
 }
 
+func (in *inspector) SignalWorkflow(ctx context.Context, id, name string, payload []byte) error {
+	return in.c.SignalJSON(ctx, id, name, payload)
+}
+
 func (in *inspector) WorkflowGrace() time.Duration { return in.c.workflowRunner().Grace }
 
 func (in *inspector) StepReplayed(ctx context.Context, workflow string, k int, id string) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/workflows/record"
 	"github.com/bananas-go/bananas/runtime/internal/workflows/redisstore"
 )
@@ -110,7 +111,7 @@ func (c *Client) signal(ctx context.Context, id, name string, payload []byte, go
 }
 
 // ErrNoSuchWait: the workflow waits for no signal of that name.
-var ErrNoSuchWait = errors.New("bananas: no wait of that name")
+var ErrNoSuchWait = admin.ErrNoSuchWait
 
 // signalError maps a store's refusal of a signal to the runtime's errors.
 func signalError(id, name string, err error) error {
@@ -124,7 +125,7 @@ func signalError(id, name string, err error) error {
 	case errors.Is(err, record.ErrWorkflowEnded), errors.Is(err, record.ErrSignalsReceived):
 		return fmt.Errorf("%w: %v", ErrWrongState, err)
 	case errors.Is(err, record.ErrSignalType):
-		return fmt.Errorf("bananas: %w", err)
+		return fmt.Errorf("bananas: payload: %w", badArgs{err})
 	}
 	return err
 }

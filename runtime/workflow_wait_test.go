@@ -2,9 +2,12 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -285,4 +288,132 @@ func runSleepWorkerProcess(ctx context.Context, c *runtime.Client) {
 		}
 	}()
 	_ = w.Run(ctx)
+}
+
+// Signals over HTTP: a payload whose field does not fit the wait's type is
+// a 400 naming the field; a name no wait has, or no workflow, a 404; a
+// signal taken a 202, and the step after the wait runs with it; a second
+// one, with the wait done, a 409. GET shows the wait, received.
+func TestWorkflowSignalAPI_TheWaitsTypeChecksThePayload(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: wfCrashRoutes}))
+		runtime.Handle(w, wfShip, func(_ context.Context, a Approval) (string, error) { return "shipped by " + a.By, nil })
+		startWorker(t, w)
+		api := serveAPI(t, w.Inspector(), runtime.APIOptions{})
+		last := runtime.Then(runtime.WaitSignal[Approval]("approval", time.Hour), wfShip.With(c))
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := "/api/v1/workflows/" + id + "/signals/approval"
+		got := api.want(http.StatusBadRequest, "POST", path, `{"by": 3}`)
+		if msg := fmt.Sprint(got); !strings.Contains(msg, "by") {
+			t.Fatalf("400 = %v; want it to name the field by", got)
+		}
+		api.want(http.StatusBadRequest, "POST", path, `{"who": "ana"}`)
+		api.want(http.StatusNotFound, "POST", "/api/v1/workflows/"+id+"/signals/nope", `{"by": "ana"}`)
+		api.want(http.StatusNotFound, "POST", "/api/v1/workflows/01NOSUCHWORKFLOW/signals/approval", `{"by": "ana"}`)
+		wf := api.want(http.StatusOK, "GET", "/api/v1/workflows/"+id, "")
+		steps, _ := wf["steps"].([]any)
+		first, _ := steps[0].(map[string]any)
+		wait, _ := first["wait"].(map[string]any)
+		if first["id"] != "approval" || wait["kind"] != "signal" || wait["signal"] != "approval" || wait["due"] == nil || wait["received"] != nil {
+			t.Fatalf("the wait step = %v; want its wait: signal approval, due, not received", first)
+		}
+		if sent := api.want(http.StatusAccepted, "POST", path, `{"by": "ana"}`); sent["workflow"] != id || sent["signal"] != "approval" {
+			t.Fatalf("202 = %v", sent)
+		}
+		if res, err := last.Await(ctx, id); err != nil || res != "shipped by ana" {
+			t.Fatalf("Await = %q, %v", res, err)
+		}
+		api.want(http.StatusConflict, "POST", path, `{"by": "bob"}`)
+		wf = api.want(http.StatusOK, "GET", "/api/v1/workflows/"+id, "")
+		steps, _ = wf["steps"].([]any)
+		first, _ = steps[0].(map[string]any)
+		if wait, _ := first["wait"].(map[string]any); wait["received"] == nil || first["status"] != "completed" {
+			t.Fatalf("the wait step after its signal = %v; want completed, received", first)
+		}
+	})
+}
+
+// `app workflow signal ID NAME JSON` sends a signal; `app workflow ID`
+// shows the wait, its due time and when its signal came. Bad JSON is a
+// usage error, and so is a name no wait has (exit 2, naming it).
+func TestWorkflowSignalCLI_SendsTheSignalAndShowsTheWait(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	c := connect(t, a.env["REDIS_URL"], runtime.WithNamespace(a.env["BANANAS_NAMESPACE"]))
+	ctx := ctxT(t)
+	last := runtime.Then(runtime.WaitSignal[Approval]("approval", time.Hour), wfShip.With(c))
+	id, err := last.Enqueue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := a.ok("workflow", id); !strings.Contains(out, "WAIT") || !strings.Contains(out, "signal approval") || !strings.Contains(out, "1h0m0s") {
+		t.Fatalf("workflow ID printed:\n%s\nwant the wait approval with its timeout", out)
+	}
+	if code, _, errOut := a.run("workflow", "signal", id, "approval", "{nope"); code != 2 || !strings.Contains(errOut, "JSON") {
+		t.Fatalf("bad JSON: exit %d, %q; want 2 naming the JSON", code, errOut)
+	}
+	if code, _, errOut := a.run("workflow", "signal", id, "nope", `{"by":"ana"}`); code != 2 || !strings.Contains(errOut, "nope") {
+		t.Fatalf("a name no wait has: exit %d, %q; want 2 naming it", code, errOut)
+	}
+	if out := a.ok("workflow", "signal", id, "approval", `{"by":"ana"}`); !strings.Contains(out, "approval") {
+		t.Fatalf("signal printed %q", out)
+	}
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: wfCrashRoutes}))
+	runtime.Handle(w, wfShip, func(_ context.Context, a Approval) (string, error) { return "shipped by " + a.By, nil })
+	startWorker(t, w)
+	if res, err := last.Await(ctx, id); err != nil || res != "shipped by ana" {
+		t.Fatalf("Await = %q, %v", res, err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(a.ok("workflow", id, "--json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	steps, _ := got["steps"].([]any)
+	first, _ := steps[0].(map[string]any)
+	if wait, _ := first["wait"].(map[string]any); wait["received"] == nil {
+		t.Fatalf("workflow --json: %v; want the wait received", first)
+	}
+}
+
+// A wait holds no worker slot: with 1,000 workflows waiting for their
+// signal, a worker of concurrency 1 runs other jobs, and the workflows
+// signalled then complete.
+func TestWorkflowSignal_AThousandWaitingWorkflowsHoldNoSlot(t *testing.T) {
+	t.Parallel()
+	c := connect(t, redistest.Shared(t).URL())
+	ctx := ctxT(t)
+	last := runtime.Then(runtime.WaitSignal[Approval]("approval", 0), wfShip.With(c))
+	ids := make([]string, 1000)
+	for i := range ids {
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: wfCrashRoutes, Concurrency: 1}))
+	runtime.Handle(w, wfStepA, func(_ context.Context, x int) (int, error) { return x + 1, nil })
+	runtime.Handle(w, wfShip, func(_ context.Context, a Approval) (string, error) { return "shipped by " + a.By, nil })
+	startWorker(t, w)
+	for i := range 20 {
+		got, err := wfStepA.With(c).Call(ctx, i)
+		if err != nil || got != i+1 {
+			t.Fatalf("job %d beside the waiting workflows: %d, %v", i, got, err)
+		}
+	}
+	for _, id := range ids[:3] {
+		if err := c.Signal(ctx, id, "approval", Approval{By: "ana"}); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := last.Await(ctx, id); err != nil || res != "shipped by ana" {
+			t.Fatalf("Await = %q, %v", res, err)
+		}
+	}
+	if wf := workflowOf(t, c, ids[999]); wf.Status != "pending" || stepOf(t, wf, "approval").Status != runtime.StatusPending {
+		t.Fatalf("an unsignalled workflow: %s; want pending, waiting", wf.Status)
+	}
 }

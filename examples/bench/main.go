@@ -108,6 +108,8 @@ func main() {
 		schedulesBench(ctx, c, ns)
 	case *uniqueMode:
 		uniqueBench(ctx, c)
+	case *waitsMode:
+		waitsBench(ctx, c)
 	default:
 		scenarios(ctx, c)
 	}

@@ -72,6 +72,13 @@ type Admin interface {
 	// again, each under a new job id, and returns it after the call with
 	// how many steps run again (0: none had failed or been canceled).
 	RetryWorkflow(ctx context.Context, id string) (*bananastype.Workflow, int, error)
+	// SignalWorkflow sends the signal name to workflow id with payload
+	// (JSON, read by the wait's type when the program knows it: a field
+	// of the wrong name or type is ErrBadArgs naming it). No such
+	// workflow: ErrWorkflowNotFound; no wait of that name: ErrNoSuchWait;
+	// a workflow that ended, or whose waits of that name all have their
+	// signal: ErrWrongState.
+	SignalWorkflow(ctx context.Context, id, name string, payload json.RawMessage) error
 
 	// Tasks are the registered tasks, sorted by name.
 	Tasks() []Task

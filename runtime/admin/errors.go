@@ -143,6 +143,8 @@ func Classify(err error) Problem {
 	switch {
 	case errors.Is(err, ErrJobNotFound), errors.Is(err, ErrWorkflowNotFound), errors.Is(err, ErrNoHistory):
 		p.Class = NotFound
+	case errors.Is(err, ErrNoSuchWait):
+		p.Class, p.Field = NotFound, or(p.Field, "name")
 	case errors.Is(err, ErrUnknownSchedule):
 		p.Class, p.Field = NotFound, or(p.Field, "id")
 	case errors.Is(err, ErrUnknownRoute):

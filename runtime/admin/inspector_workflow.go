@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -44,6 +45,14 @@ func (in *Inspector) RetryWorkflow(ctx context.Context, id string) (*bananastype
 	}
 	w, err := in.Workflow(ctx, id)
 	return w, n, err
+}
+
+// SignalWorkflow sends the signal name to workflow id (see Admin).
+func (in *Inspector) SignalWorkflow(ctx context.Context, id, name string, payload json.RawMessage) error {
+	if err := record.CheckID(id); err != nil {
+		return fmt.Errorf("%w: %s", ErrWorkflowNotFound, err)
+	}
+	return in.rt.SignalWorkflow(ctx, id, name, payload)
 }
 
 // Workflows lists a page of workflows, newest first, of wq.Status and

@@ -75,6 +75,7 @@ type Runtime interface {
 	SubmitWorkflow(ctx context.Context, s WorkflowSubmission) (string, map[string]string, error)
 	CancelWorkflow(ctx context.Context, id string) (string, error)
 	RetryWorkflow(ctx context.Context, id string) (int, error)
+	SignalWorkflow(ctx context.Context, id, name string, payload []byte) error
 	// WorkflowGrace is how long a workflow's keeper waits on a step that
 	// was replayed; StepReplayed tells workflow that its step k's job id
 	// was replayed.

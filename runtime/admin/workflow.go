@@ -11,6 +11,10 @@ import (
 // record expired).
 var ErrWorkflowNotFound = errors.New("bananas: workflow not found")
 
+// ErrNoSuchWait: the workflow waits for no signal of that name
+// (runtime.WaitSignal).
+var ErrNoSuchWait = errors.New("bananas: no wait of that name")
+
 // WorkflowQuery selects a page of the list of workflows, newest first.
 type WorkflowQuery struct {
 	Status string // "" any; pending, running, completed, failed or canceled

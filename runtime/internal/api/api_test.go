@@ -384,6 +384,8 @@ func body(e endpoint) string {
 		return `{"steps": [{"id": "a", "name": "t", "args": {}}, {"id": "b", "name": "t", "after": ["a"]}]}`
 	case openapi.ScheduleDef:
 		return `{"name": "t", "args": {}, "cron": "@every 1s"}`
+	case openapi.SignalPayload:
+		return `{"by": "ana"}`
 	case openapi.TimeRange:
 		return `{"from": "2026-11-26T22:00:00Z", "to": "2026-11-26T23:00:00Z"}`
 	}

@@ -42,6 +42,11 @@ type fakeAdmin struct {
 
 var _ admin.Admin = (*fakeAdmin)(nil)
 
+func (f *fakeAdmin) SignalWorkflow(_ context.Context, id, name string, payload json.RawMessage) error {
+	f.wfCalls = append(f.wfCalls, "signal "+id+" "+name+" "+string(payload))
+	return f.err
+}
+
 func (f *fakeAdmin) Submit(_ context.Context, s admin.Submission) (string, string, error) {
 	f.subs = append(f.subs, s)
 	if f.err != nil {

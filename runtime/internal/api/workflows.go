@@ -140,6 +140,31 @@ func (s *server) retryWorkflow(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, http.StatusOK)(wf, err)
 }
 
+// signalSent is the answer to a signal: the workflow and the signal's name.
+type signalSent struct {
+	Workflow string `json:"workflow"`
+	Signal   string `json:"signal"`
+}
+
+// signalWorkflow serves POST /api/v1/workflows/{id}/signals/{name}: the
+// body, one JSON value, is the signal's payload; the admin layer reads it
+// by the wait's type.
+func (s *server) signalWorkflow(w http.ResponseWriter, r *http.Request) error {
+	var raw json.RawMessage
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&raw); err != nil {
+		return bodyError(err)
+	}
+	if dec.More() {
+		return BadRequest("", "the body holds more than one JSON value")
+	}
+	id, name := r.PathValue("id"), r.PathValue("name")
+	if err := s.a.SignalWorkflow(r.Context(), id, name, raw); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, signalSent{Workflow: id, Signal: name})
+}
+
 // workflows serves GET /api/v1/workflows: a page of the list of workflows;
 // the admin layer checks what the values mean.
 func (s *server) workflows(w http.ResponseWriter, r *http.Request) error {

@@ -19,7 +19,8 @@ import (
 var adminCommands = []Spec{
 	{"enqueue", cmdEnqueue, [][2]string{{"enqueue NAME JSON", "enqueue a task with JSON args [--route R --priority P --delay D --wait]"}}},
 	{"job", cmdJob, nounHelp("job", "show a job [--json]")},
-	{"workflow", cmdWorkflow, nounHelp("workflow", "show a workflow and its steps [--json]")},
+	{"workflow", cmdWorkflow, append(nounHelp("workflow", "show a workflow and its steps [--json]"),
+		[2]string{"workflow signal ID NAME JSON", "send the signal NAME to a workflow, JSON its payload [--json]"})},
 	{"workflows", cmdWorkflows, [][2]string{{"workflows", "list the workflows, newest first [--status S --task T --limit N --cursor C --json]"}}},
 	{"jobs", cmdJobs, [][2]string{{"jobs", "list pending jobs [--state scheduled|processing|failed --route R --task T --q TEXT]"}}},
 	{"queues", cmdQueues, [][2]string{{"queues", "jobs per route in each place, paused or not, and its workers"}}},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,9 @@ import (
 
 // cmdWorkflow is `workflow ID [--json]`, and its verbs.
 func cmdWorkflow(e *Env, args []string) error {
+	if len(args) > 0 && args[0] == "signal" {
+		return cmdWorkflowSignal(e, args[1:])
+	}
 	if ok, err := runVerb(e, "workflow", args); ok {
 		return err
 	}
@@ -49,14 +53,30 @@ func printWorkflow(out io.Writer, w *bananastype.Workflow) error {
 	}
 	fmt.Fprintln(out)
 	rows := make([][]string, len(w.Steps))
+	var waits [][]string
 	for i, s := range w.Steps {
 		task := s.Name
-		if task == "" {
+		switch {
+		case s.Wait != nil && s.Wait.Kind == bananastype.WaitTimer:
+			task = "(timer)"
+			waits = append(waits, []string{s.Label, "timer", s.Wait.Duration.String(), stamp(s.Wait.Due), "-"})
+		case s.Wait != nil:
+			task = "(signal)"
+			timeout := "none"
+			if s.Wait.Duration > 0 {
+				timeout = s.Wait.Duration.String()
+			}
+			waits = append(waits, []string{s.Label, "signal " + s.Wait.Signal, timeout, stamp(s.Wait.Due), stamp(s.Wait.Received)})
+		case task == "":
 			task = "(gather)"
 		}
 		rows[i] = []string{s.Label, task, orDash(s.JobID), string(s.Status), orDash(strings.Join(s.After, ",")), orDash(firstLine(s.Error))}
 	}
-	return table(out, []string{"STEP", "TASK", "JOB", "STATUS", "AFTER", "ERROR"}, rows)
+	if err := table(out, []string{"STEP", "TASK", "JOB", "STATUS", "AFTER", "ERROR"}, rows); err != nil || len(waits) == 0 {
+		return err
+	}
+	fmt.Fprintln(out)
+	return table(out, []string{"WAIT", "FOR", "DURATION", "DUE", "RECEIVED"}, waits)
 }
 
 // cmdWorkflows is `workflows [--status S] [--task T] [--limit N] [--cursor
@@ -94,3 +114,42 @@ var cmdWorkflows = listCommand("[--status S] [--task T] [--limit N] [--cursor C]
 			return listing{rows: rows, js: page, next: page.Next, caption: caption}, nil
 		}
 	})
+
+// cmdWorkflowSignal is `workflow signal ID NAME JSON [--json]`: send the
+// signal NAME to a workflow, JSON its payload.
+func cmdWorkflowSignal(e *Env, args []string) error {
+	e.Name = "workflow signal"
+	fs := e.Flags("ID NAME JSON [--json]: send the signal NAME to a workflow, JSON its payload: the first of its waits of that name completes with it")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 3 {
+		return usageError{fmt.Errorf("want a workflow ID, a signal NAME and its JSON payload, got %d argument(s)", len(pos))}
+	}
+	if !json.Valid([]byte(pos[2])) {
+		return usageError{fmt.Errorf("payload %q is not valid JSON", clipArg(pos[2]))}
+	}
+	c, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.SignalWorkflow(e.Ctx, pos[0], pos[1], json.RawMessage(pos[2])); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.Stdout, map[string]string{"workflow": pos[0], "signal": pos[1]})
+	}
+	fmt.Fprintf(e.Stdout, "signal %s sent to workflow %s\n", pos[1], pos[0])
+	return nil
+}
+
+// clipArg is s, cut to 80 bytes for a message.
+func clipArg(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

@@ -21,6 +21,8 @@ type workflowData struct {
 	States            []string
 	Failed            *bananastype.WorkflowStep
 	ErrorText, Detail string // the failed step's error: its first line, and the rest
+	// Waits are its timers and signal waits.
+	Waits []bananastype.WorkflowStep
 }
 
 // workflow is a workflow's page: its status, its steps with their jobs, and
@@ -33,6 +35,9 @@ func (d *Dashboard) workflow(r *http.Request, p *page) (int, error) {
 	data := workflowData{W: w, Result: indentJSON(w.Result), States: []string{w.Status}}
 	for i := range w.Steps {
 		s := &w.Steps[i]
+		if s.Wait != nil {
+			data.Waits = append(data.Waits, *s)
+		}
 		if (s.Status == "failed" || s.Status == "canceled") && !slices.Contains(data.States, "retryable") {
 			data.States = append(data.States, "retryable")
 		}

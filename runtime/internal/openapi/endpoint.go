@@ -197,6 +197,9 @@ const (
 	ScheduleDef
 	// TimeRange is {"from", "to"}: RFC 3339 times, both required.
 	TimeRange
+	// SignalPayload is a workflow signal's payload: any JSON value, read
+	// by the type of the wait it is for.
+	SignalPayload
 )
 
 // Response is one answer of an endpoint.

@@ -101,6 +101,10 @@ func (b *builder) operation(e Endpoint) (map[string]any, error) {
 		o["requestBody"] = scheduleBody()
 	case TimeRange:
 		o["requestBody"] = rangeBody()
+	case SignalPayload:
+		o["requestBody"] = map[string]any{"required": true,
+			"description": "The signal's payload: the JSON of the type the workflow's wait takes (runtime.WaitSignal[T]), checked against it when the program knows it.",
+			"content":     jsonBody(map[string]any{})}
 	}
 	return o, nil
 }

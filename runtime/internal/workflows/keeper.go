@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/bananas-go/bananas/scheduler"
@@ -97,15 +98,28 @@ func (k *Keeper) pass(ctx context.Context) {
 			}
 			return
 		}
-		for _, id := range ids {
-			err := k.R.Check(ctx, id)
+		// The workflows of a pass are looked at 8 at a time: timers due
+		// together fire together.
+		errs := make([]error, len(ids))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 8)
+		for i, id := range ids {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				errs[i] = k.R.Check(ctx, id)
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
 			switch {
 			case err == nil, ctx.Err() != nil:
 			case scheduler.Unreachable(err):
 				k.Outage.Failed("", err)
 				return
 			default:
-				k.Logger.Warn("bananas: workflow keeper", "workflow", id, "err", err)
+				k.Logger.Warn("bananas: workflow keeper", "workflow", ids[i], "err", err)
 			}
 		}
 		k.Outage.OK("")

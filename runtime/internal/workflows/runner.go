@@ -75,6 +75,18 @@ func (r *Runner) Submit(ctx context.Context, id string, steps []record.NewStep, 
 		}
 	}
 	r.watchDue(ctx, id, due)
+	if len(ready) == 0 && hasWaitRoot(steps) {
+		// Only waits to start with: no job for the keeper to make, so it
+		// need not look after the grace; it looks when the first wait is
+		// due, and at least every ParkAtMost.
+		at := now.Add(r.parkAtMost())
+		if !due.IsZero() && due.Before(at) {
+			at = due
+		}
+		if err := r.Store.Park(ctx, id, at); err != nil {
+			r.logger().Warn("bananas: park a workflow that only waits (its keeper looks after the grace)", "workflow", id, "err", err)
+		}
+	}
 	if err := r.makeAll(ctx, id, ready, own); err != nil {
 		r.logger().Warn("bananas: make the first steps of a workflow (its keeper will)", "workflow", id, "err", err)
 	}
@@ -383,6 +395,16 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// hasWaitRoot says whether a step of steps is a wait without predecessors.
+func hasWaitRoot(steps []record.NewStep) bool {
+	for _, s := range steps {
+		if s.Kind != record.KindTask && len(s.After) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // nextDue is the earliest due time of rec's armed waits (zero: none has
