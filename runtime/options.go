@@ -38,6 +38,9 @@ type jobConfig struct {
 	// all or nothing (the batches go to the shards in turn). Empty for a
 	// single enqueue, which goes to the shard of the moment (queue.ShardNow).
 	shard string
+	// everyTick: the envelope serves the job of every tick of a schedule,
+	// each with its own id; its args cannot be sealed for one (keys.go).
+	everyTick bool
 }
 
 func (c *jobConfig) fail(format string, args ...any) {
