@@ -83,6 +83,7 @@ bench:
 	$(GO) run ./examples/bench -admin $(BENCH_ADMIN_FLAGS)
 	$(GO) run ./examples/bench -flow
 	$(GO) run ./examples/bench -workflow
+	$(GO) run ./examples/bench -seal -n 20000
 	$(GO) -C examples/bench/addons run . -tracing -runs 9
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \
 	else echo "# idle workers skipped: -idle needs REDIS_URL (each worker has its own client)"; fi
