@@ -103,6 +103,7 @@ bench:
 	$(GO) run ./examples/bench -batched
 	$(GO) run ./examples/bench -unique
 	$(GO) run ./examples/bench -waits
+	$(GO) run ./examples/bench -seal -n 20000
 	$(GO) -C examples/bench/addons run . -tracing -runs 9
 	$(GO) run ./examples/bench -schedules 10000
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \

@@ -105,12 +105,14 @@ func inflate(z []byte, limit int) ([]byte, error) {
 }
 
 // Payloads is how a process writes and reads stored payloads: those over
-// CompressOver bytes compressed, and none inflated past Limit. Its zero
-// value frames nothing and refuses every compressed payload (Limit 0): a
-// client sets both (runtime.Connect). It is safe for concurrent use once set.
+// CompressOver bytes compressed, every one sealed under the newest of Keys
+// when there are keys, and none inflated past Limit. Its zero value frames
+// nothing and refuses every compressed payload (Limit 0): a client sets
+// them (runtime.Connect). It is safe for concurrent use once set.
 type Payloads struct {
-	CompressOver int // compress a payload longer than this; 0 or less: never
-	Limit        int // the largest payload Unpack inflates
+	CompressOver int      // compress a payload longer than this; 0 or less: never
+	Limit        int      // the largest payload Unpack inflates
+	Keys         *Keyring // nil: seal nothing, and open nothing sealed
 }
 
 // Purpose is what a payload is: sealed, it is bound into the associated
@@ -126,31 +128,54 @@ const (
 	PurposeSignal     Purpose = 's' // a workflow's signal
 )
 
-// Pack is the stored form of plain, the payload of job id for purpose:
-// plain itself when it is at most CompressOver bytes (no copy, no work),
-// else a frame of it compressed when that is smaller.
+// Pack is the stored form of plain, the payload of job id for purpose.
+// Without keys, a payload of at most CompressOver bytes is plain itself
+// (no copy, no work); a longer one is a frame of it compressed when that
+// is smaller. With keys, every non-empty payload is sealed (compressed
+// first when it is long), under a fresh random nonce.
 func (p *Payloads) Pack(purpose Purpose, id string, plain []byte) ([]byte, error) {
-	if p.CompressOver <= 0 || len(plain) <= p.CompressOver {
+	long := p.CompressOver > 0 && len(plain) > p.CompressOver
+	if p.Keys == nil && !long || len(plain) == 0 {
 		return plain, nil
 	}
-	z, smaller := compress(plain)
-	if !smaller {
+	body, flags := plain, byte(0)
+	if long {
+		if z, smaller := compress(plain); smaller {
+			body, flags = z, frameZstd
+		}
+	}
+	if p.Keys != nil {
+		return p.Keys.sealFrame(flags, purpose, id, body)
+	}
+	if flags == 0 {
 		return plain, nil
 	}
-	out := make([]byte, 0, 2+len(z))
-	out = append(out, frameMark, frameZstd)
-	return append(out, z...), nil
+	out := make([]byte, 0, 2+len(body))
+	out = append(out, frameMark, flags)
+	return append(out, body...), nil
 }
 
 // Unpack is the payload stored is the stored form of: stored itself when
-// it is not a frame (no copy, no work), else the frame opened and
-// inflated, never past Limit bytes.
+// it is not a frame (no copy, no work), else the frame opened (for job id
+// and purpose: ErrNoKey without its key, ErrSealBroken when it does not
+// open) and inflated, never past Limit bytes.
 func (p *Payloads) Unpack(purpose Purpose, id string, stored []byte) ([]byte, error) {
 	if !Framed(stored) {
 		return stored, nil
 	}
-	if flags := stored[1]; flags != frameZstd {
+	flags := stored[1]
+	if flags&^(frameZstd|frameSealed) != 0 || flags == 0 {
 		return nil, fmt.Errorf("payload frame with unknown flags %#x (written by a newer version?)", flags)
 	}
-	return inflate(stored[2:], p.Limit)
+	body := stored[2:]
+	if flags&frameSealed != 0 {
+		var err error
+		if body, err = p.Keys.openFrame(purpose, id, stored); err != nil {
+			return nil, err
+		}
+	}
+	if flags&frameZstd != 0 {
+		return inflate(body, p.Limit)
+	}
+	return body, nil
 }

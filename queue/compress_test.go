@@ -133,6 +133,11 @@ func FuzzPayloads_UnpackNeverPanics(f *testing.F) {
 	p := &queue.Payloads{CompressOver: 16, Limit: 64 << 10}
 	good, _ := p.Pack(queue.PurposeArgs, "j1", compressible(4<<10))
 	f.Add(good)
+	p.Keys = ring(f, testKey("k1", 1))
+	sealed, _ := p.Pack(queue.PurposeArgs, "j1", compressible(4<<10))
+	f.Add(sealed)
+	sealedSmall, _ := p.Pack(queue.PurposeArgs, "j1", []byte{0x81, 0xa1, 'x', 1})
+	f.Add(sealedSmall)
 	f.Add(bomb(f, 1<<20, true))
 	f.Add([]byte{0xc1})
 	f.Add([]byte{0xc1, 0x01})

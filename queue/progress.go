@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -33,18 +34,39 @@ func (k Keys) Progress(id string) string { return k.base + "progress:" + id }
 // progressVersion heads a stored progress value; another head reads as none.
 const progressVersion = "1"
 
+// sealedProgressVersion heads a stored progress value whose note is a
+// sealed payload (Payloads.Pack), written in base64.
+const sealedProgressVersion = "2"
+
+// maxSealedNote bounds a sealed note, in bytes: a MaxProgressNote note,
+// its frame head, nonce and tag.
+const maxSealedNote = MaxProgressNote + 3 + MaxKeyID + nonceSize + 16
+
 // value is p as stored: "1|attempt|token|percent|at ms|note", the note last
-// as it may hold any byte.
+// as it may hold any byte; "2|...|base64 note" when the note is sealed.
 func (p Progress) value() string {
-	return progressVersion + "|" + strconv.Itoa(p.Attempt) + "|" + p.Token + "|" + strconv.Itoa(p.Percent) + "|" +
-		strconv.FormatInt(p.At.UnixMilli(), 10) + "|" + p.Note
+	version, note := progressVersion, p.Note
+	if Framed([]byte(note)) {
+		version, note = sealedProgressVersion, base64.StdEncoding.EncodeToString([]byte(note))
+	}
+	return version + "|" + strconv.Itoa(p.Attempt) + "|" + p.Token + "|" + strconv.Itoa(p.Percent) + "|" +
+		strconv.FormatInt(p.At.UnixMilli(), 10) + "|" + note
 }
 
 // ParseProgress reads a stored progress value; anything but what value
 // writes (garbage, another version) reads as none (false), never an error.
 func ParseProgress(s string) (Progress, bool) {
 	f := strings.SplitN(s, "|", 6)
-	if len(f) != 6 || f[0] != progressVersion || f[2] == "" || len(f[5]) > MaxProgressNote || !utf8.ValidString(f[5]) {
+	if len(f) == 6 && f[0] == sealedProgressVersion {
+		note, err := base64.StdEncoding.DecodeString(f[5])
+		if err != nil || len(note) > maxSealedNote || !Framed(note) {
+			return Progress{}, false
+		}
+		f[0], f[5] = progressVersion, string(note)
+	} else if len(f) == 6 && (len(f[5]) > MaxProgressNote || !utf8.ValidString(f[5])) {
+		return Progress{}, false
+	}
+	if len(f) != 6 || f[0] != progressVersion || f[2] == "" {
 		return Progress{}, false
 	}
 	attempt, err1 := strconv.Atoi(f[1])
@@ -72,7 +94,9 @@ func (w *ProgressWrite) check() error {
 		return fmt.Errorf("lease token %q is empty or holds a |", w.Token)
 	case p.Attempt < 1 || p.Percent < 0 || p.Percent > 100:
 		return fmt.Errorf("attempt %d or percent %d out of range", p.Attempt, p.Percent)
-	case len(p.Note) > MaxProgressNote || !utf8.ValidString(p.Note):
+	case Framed([]byte(p.Note)) && len(p.Note) > maxSealedNote: // sealed (Payloads.Pack)
+		return fmt.Errorf("sealed note of %d bytes: over %d", len(p.Note), maxSealedNote)
+	case !Framed([]byte(p.Note)) && (len(p.Note) > MaxProgressNote || !utf8.ValidString(p.Note)):
 		return fmt.Errorf("note of %d bytes: over %d or not UTF-8", len(p.Note), MaxProgressNote)
 	case w.TTL < time.Millisecond:
 		return fmt.Errorf("ttl %s under a millisecond", w.TTL)

@@ -56,3 +56,11 @@ func BuiltJobs[A, R any](t *Task[A, R], c *Client, args []A, opts ...Option) ([]
 // SetStepEndHook has f called with each workflow step's end, once its
 // job's end is recorded and before the workflow is advanced.
 func SetStepEndHook(f func(workflow string, step int)) { stepEndHook = f }
+
+// SetNoKeyRetry sets how long a job sealed under a key its worker does not
+// hold waits before it is tried again, until restore is called.
+func SetNoKeyRetry(d time.Duration) (restore func()) {
+	old := noKeyRetry
+	noKeyRetry = d
+	return func() { noKeyRetry = old }
+}

@@ -1,9 +1,13 @@
 package runtime
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
@@ -25,11 +29,34 @@ func CompressOver(n int) ConnectOption {
 	return func(c *connectConfig) { c.payloads.compressOver, c.payloads.compressSet = n, true }
 }
 
+// SealKey is a key payloads are sealed under: an id, written into every
+// value it seals, and 32 bytes of secret for AES-256-GCM.
+type SealKey = queue.Key
+
+// ParseKeys reads keys written as BANANAS_KEYS is: "id2:base64key,id1:base64key",
+// newest first, each key 32 bytes of base64. An error names the entry that
+// is wrong, never its secret.
+func ParseKeys(s string) ([]SealKey, error) { return queue.ParseKeys(s) }
+
+// WithKeys seals the args, results and progress notes this client and its
+// workers store (AES-256-GCM under the first key, a fresh nonce per value,
+// the key's id and the job's id bound to it) and opens what any of keys
+// sealed, in place of $BANANAS_KEYS. Keys go newest first: to rotate, put a
+// new key in front, deploy, then reseal what waits (`app keys rotate`,
+// Client.RotateKeys) before the old key is dropped. WithKeys() with no key
+// seals nothing even when BANANAS_KEYS is set. A key that is not 32 bytes,
+// or an id used twice, fails Connect with an error naming it.
+func WithKeys(keys ...SealKey) ConnectOption {
+	return func(c *connectConfig) { c.payloads.keys, c.payloads.keysSet = keys, true }
+}
+
 // payloadConfig is what the options said of stored payloads; what they did
 // not say comes from the environment.
 type payloadConfig struct {
 	compressOver int
 	compressSet  bool
+	keys         []SealKey
+	keysSet      bool
 }
 
 // ParseCompressOver reads a BANANAS_COMPRESS_OVER value: a whole number of
@@ -56,13 +83,56 @@ func (pc payloadConfig) make(limit int, getenv func(string) string) (*queue.Payl
 		}
 		p.CompressOver = n
 	}
+	keys := pc.keys
+	if !pc.keysSet && getenv("BANANAS_KEYS") != "" {
+		var err error
+		if keys, err = queue.ParseKeys(getenv("BANANAS_KEYS")); err != nil {
+			return nil, fmt.Errorf("bananas: BANANAS_KEYS: %w", err)
+		}
+	}
+	if len(keys) > 0 {
+		ring, err := queue.NewKeyring(keys)
+		if err != nil {
+			return nil, fmt.Errorf("bananas: WithKeys: %w", err)
+		}
+		p.Keys = ring
+	}
 	return p, nil
 }
 
-// packArgs is the stored form of a job's encoded args, raw, for job id.
+// packArgs is the stored form of a job's encoded args, raw, for job id. A
+// schedule's envelope serves the job of every tick, each with an id of its
+// own: its args are compressed, never sealed (a schedule is configuration,
+// listed with its args in the clear).
 func (c *Client) packArgs(cfg jobConfig, id string, raw []byte) ([]byte, error) {
+	if cfg.everyTick && c.payloads.Keys != nil {
+		open := *c.payloads
+		open.Keys = nil
+		return open.Pack(queue.PurposeArgs, id, raw)
+	}
 	return c.payloads.Pack(queue.PurposeArgs, id, raw)
 }
+
+// Seal is the stored form of plain, a payload of job id for purpose, as
+// this client stores args and results: compressed when long, sealed under
+// the newest key when it has keys. Features that keep payloads of their
+// own (a workflow's checkpoints and signals) store what Seal returns, and
+// read it back with Open.
+func (c *Client) Seal(purpose queue.Purpose, id string, plain []byte) ([]byte, error) {
+	return c.payloads.Pack(purpose, id, plain)
+}
+
+// Open is the payload stored (what Seal returned for the same purpose and
+// job id) is the stored form of. An error matching queue.ErrNoKey says the
+// client does not hold the key it was sealed under; queue.ErrSealBroken,
+// that it was tampered with or sealed for another job or purpose. A payload
+// that was never sealed nor compressed is returned as it is.
+func (c *Client) Open(purpose queue.Purpose, id string, stored []byte) ([]byte, error) {
+	return c.payloads.Unpack(purpose, id, stored)
+}
+
+// encryptedJSON is what a process shows of a sealed payload it cannot open.
+var encryptedJSON = json.RawMessage(`"encrypted"`)
 
 // packResult is the stored form of the encoded result of d's run. A
 // workflow step's result is kept as it is: the workflow passes it on to
@@ -79,35 +149,108 @@ func (x *executor) packResult(d *queue.Dispatch, result []byte) ([]byte, error) 
 }
 
 // unopened is the outcome of a run of d whose stored args do not unpack
-// (err): a frame that does not read, a compressed bomb. No retry can make
-// it read: the job is dead-lettered with the reason.
+// (err). Sealed under a key this worker does not hold, the job is left to
+// a worker that holds it: snoozed for noKeyRetry, no attempt counted, and
+// logged once per job. Anything else — a tampered seal, a frame that does
+// not read, a compressed bomb — no retry can fix: the job is dead-lettered
+// with the reason.
 func (x *executor) unopened(d *queue.Dispatch, err error) engine.Outcome {
-	return engine.Outcome{Failed: true, Final: true, Message: fmt.Sprintf("args of %s job %s do not read: %v", d.Name, d.ID, err)}
+	msg := fmt.Sprintf("args of %s job %s do not open: %v", d.Name, d.ID, err)
+	if errors.Is(err, queue.ErrNoKey) {
+		if x.refused.first(d.ID) && x.log != nil {
+			x.log.Warn("a job is sealed under a key this worker does not hold: not run, left for a worker that holds it",
+				"job", d.ID, "task", d.Name, "route", queue.ShardBase(d.Route), "error", err.Error(), "retry_in", noKeyRetry.String())
+		}
+		return engine.Outcome{Failed: true, Message: msg, Snooze: noKeyRetry}
+	}
+	return engine.Outcome{Failed: true, Final: true, Message: msg}
+}
+
+// noKeyRetry is how long a job sealed under a key its worker does not hold
+// waits before a worker tries it again.
+var noKeyRetry = 30 * time.Second
+
+// refusedJobs remembers the jobs a worker refused for want of a key, so
+// that it logs each once; it forgets them all past maxRefused.
+type refusedJobs struct {
+	mu  sync.Mutex
+	ids map[string]struct{}
+}
+
+const maxRefused = 10000
+
+// first reports whether id is refused for the first time.
+func (r *refusedJobs) first(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, seen := r.ids[id]; seen {
+		return false
+	}
+	if r.ids == nil || len(r.ids) >= maxRefused {
+		r.ids = map[string]struct{}{}
+	}
+	r.ids[id] = struct{}{}
+	return true
 }
 
 // historyRow is the task history's row of rec, a record of route: its args
-// and result unpacked first (inflated).
+// and result inflated first. A sealed one stays sealed: the row says
+// "encrypted", so the history never holds what Redis keeps sealed.
 func (w *Worker) historyRow(route string, rec results.Record) bananastype.Job {
 	p := w.c.payloads
-	if b, err := p.Unpack(queue.PurposeArgs, rec.ID, rec.Args); err == nil {
+	_, argsSealed := queue.Sealed(rec.Args)
+	_, resultSealed := queue.Sealed(rec.Value)
+	if b, err := p.Unpack(queue.PurposeArgs, rec.ID, rec.Args); err == nil && !argsSealed {
 		rec.Args = b
+	} else {
+		rec.Args = nil
 	}
-	if b, err := p.Unpack(queue.PurposeResult, rec.ID, rec.Value); err == nil {
+	if b, err := p.Unpack(queue.PurposeResult, rec.ID, rec.Value); err == nil && !resultSealed {
 		rec.Value = b
+	} else {
+		rec.Value = nil
 	}
-	return w.handlers.historyRow(route, rec)
+	row := w.handlers.historyRow(route, rec)
+	if argsSealed {
+		row.Args = encryptedJSON
+	}
+	if resultSealed {
+		row.ResultJSON = encryptedJSON
+	}
+	return row
 }
 
-// unpackJob unpacks the stored args and result of j, read from Redis.
+// unpackJob opens and inflates the stored args and result of j, read from
+// Redis; what does not open (sealed under a key c does not hold, or
+// tampered with) shows as "encrypted".
 func (c *Client) unpackJob(j *bananastype.Job) {
 	if b, err := c.payloads.Unpack(queue.PurposeArgs, j.ID, j.ArgsMsgpack); err == nil {
 		j.ArgsMsgpack = b
 	} else {
-		j.ArgsMsgpack = nil
+		j.ArgsMsgpack, j.Args = nil, encryptedJSON
 	}
 	if b, err := c.payloads.Unpack(queue.PurposeResult, j.ID, j.Result); err == nil {
 		j.Result = b
 	} else {
-		j.Result = nil
+		j.Result, j.ResultJSON = nil, encryptedJSON
 	}
+	if p := j.Progress; p != nil && p.Note != "" {
+		if b, err := c.payloads.Unpack(queue.PurposeNote, j.ID, []byte(p.Note)); err == nil {
+			p.Note = string(b)
+		} else {
+			p.Note = "encrypted"
+		}
+	}
+}
+
+// sealNote is the stored form of a progress note of job id.
+func (c *Client) sealNote(id, note string) string {
+	if c.payloads.Keys == nil || note == "" {
+		return note
+	}
+	b, err := c.payloads.Pack(queue.PurposeNote, id, []byte(note))
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }

@@ -24,7 +24,9 @@ func (c *Client) Job(ctx context.Context, id string) (*bananastype.Job, error) {
 	}
 	j := jobOfState(s)
 	c.unpackJob(&j)
-	j.Args = declaredArgsJSON(j.Name, j.ArgsMsgpack)
+	if args := declaredArgsJSON(j.Name, j.ArgsMsgpack); args != nil {
+		j.Args = args
+	}
 	return &j, nil
 }
 

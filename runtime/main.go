@@ -84,7 +84,7 @@ func shellProgram(register []func(*Worker)) shell.Program {
 		Rules:      configRules,
 		LogRedisTo: dial.LogTo, // go-redis's lines as the program's (see dial.GoRedisLogger)
 		Connect: func(ctx context.Context, cfg *Config, log *slog.Logger) (shell.Session, error) {
-			opts := []ConnectOption{WithNamespace(cfg.Namespace), DefaultRetries(cfg.MaxRetries), CompressOver(cfg.CompressOver)}
+			opts := []ConnectOption{WithNamespace(cfg.Namespace), DefaultRetries(cfg.MaxRetries), CompressOver(cfg.CompressOver), WithKeys(cfg.Keys...)}
 			store, err := openHistory(ctx, cfg.HistoryURL)
 			if err != nil {
 				return nil, err

@@ -44,6 +44,10 @@ type jobConfig struct {
 	// expiry: ExpireIn's (expireIn) or ExpireAt's (expireAt), the last given.
 	expireIn time.Duration
 	expireAt time.Time
+
+	// everyTick: the envelope serves the job of every tick of a schedule,
+	// each with its own id; its args cannot be sealed for one (keys.go).
+	everyTick bool
 }
 
 func (c *jobConfig) fail(format string, args ...any) {

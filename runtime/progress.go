@@ -50,7 +50,7 @@ func Progress(ctx context.Context, percent int, note string) error {
 	}
 	r.to.Set(queue.ProgressWrite{
 		Route: r.route, ID: v.job.ID, TTL: ttl,
-		Progress: queue.Progress{Attempt: v.job.Attempt, Token: r.token, Percent: percent, Note: cutNote(note), At: r.to.Now()},
+		Progress: queue.Progress{Attempt: v.job.Attempt, Token: r.token, Percent: percent, Note: v.c.sealNote(v.job.ID, cutNote(note)), At: r.to.Now()},
 	})
 	return nil
 }

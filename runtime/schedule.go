@@ -109,7 +109,7 @@ func (t *Task[A, R]) Schedule(ctx context.Context, id string, args A, opts ...Sc
 	if cfg.id != "" || cfg.delay != 0 || !cfg.runAt.IsZero() || cfg.uniqueTTL > 0 || cfg.hasKey {
 		return fmt.Errorf("bananas: schedule %s of %s: Delay, At, WithID, Unique and Key place one job and do not apply to a schedule", id, t.name)
 	}
-	cfg.unsharded = true
+	cfg.unsharded, cfg.everyTick = true, true
 	now := c.q.Now()
 	job, err := t.newJob(c, cfg, args, now, time.Time{})
 	if err != nil {

@@ -24,6 +24,7 @@ type executor struct {
 	backoff    func(attempt int) time.Duration
 	payloads   *queue.Payloads // the client's: args unpacked, results packed (keys.go)
 	log        *slog.Logger
+	refused    refusedJobs // jobs refused for want of their key, logged once each
 }
 
 // exec is the engine's Config.Exec: it runs the job's handler through the

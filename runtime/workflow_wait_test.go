@@ -26,7 +26,7 @@ var wfShip = runtime.NewTask[Approval, string]("wf_ship", runtime.Route("wfb"))
 
 // eachServer runs f on the embedded server, a redis-server and a 3-master
 // cluster.
-func eachServer(t *testing.T, f func(t *testing.T, c *runtime.Client)) {
+func eachBackendAndCluster(t *testing.T, f func(t *testing.T, c *runtime.Client)) {
 	t.Run("backends", func(t *testing.T) { eachBackend(t, f) })
 	t.Run("cluster", func(t *testing.T) {
 		t.Parallel()
@@ -59,7 +59,7 @@ func workflowOf(t *testing.T, c *runtime.Client, id string) *bananastype.Workflo
 // completed, with that step's result, and the workflow shows the timer.
 func TestWorkflowSleep_TheNextStepStartsItsDurationAfterThePreviousCompleted(t *testing.T) {
 	t.Parallel()
-	eachServer(t, func(t *testing.T, c *runtime.Client) {
+	eachBackendAndCluster(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		var mu sync.Mutex
 		var aDone, bStart time.Time
@@ -107,7 +107,7 @@ func TestWorkflowSleep_TheNextStepStartsItsDurationAfterThePreviousCompleted(t *
 // came.
 func TestWorkflowSignal_TheSignalsPayloadIsTheNextStepsArgs(t *testing.T) {
 	t.Parallel()
-	eachServer(t, func(t *testing.T, c *runtime.Client) {
+	eachBackendAndCluster(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: wfCrashRoutes}))
 		runtime.Handle(w, wfShip, func(_ context.Context, a Approval) (string, error) { return "shipped by " + a.By, nil })
@@ -152,7 +152,7 @@ func TestWorkflowSignal_TheSignalsPayloadIsTheNextStepsArgs(t *testing.T) {
 // completes it.
 func TestWorkflowSignal_AWaitsTimeoutFailsTheWorkflowAndARetryArmsItAgain(t *testing.T) {
 	t.Parallel()
-	eachServer(t, func(t *testing.T, c *runtime.Client) {
+	eachBackendAndCluster(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: wfCrashRoutes}))
 		runtime.Handle(w, wfShip, func(_ context.Context, a Approval) (string, error) { return "shipped by " + a.By, nil })
@@ -186,7 +186,7 @@ func TestWorkflowSignal_AWaitsTimeoutFailsTheWorkflowAndARetryArmsItAgain(t *tes
 // nothing, and a signal is refused.
 func TestWorkflowCancel_CancelsItsTimersAndWaits(t *testing.T) {
 	t.Parallel()
-	eachServer(t, func(t *testing.T, c *runtime.Client) {
+	eachBackendAndCluster(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
 		var mu sync.Mutex
 		runs := 0

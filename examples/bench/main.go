@@ -68,6 +68,9 @@ func main() {
 	case *leanMode:
 		leanBench(ctx, url)
 		return
+	case *sealMode:
+		sealBench(ctx, url)
+		return
 	case *role == "worker":
 		runWorkerChild(url, os.Getenv("BENCH_NS"), *conc)
 		return

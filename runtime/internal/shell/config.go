@@ -69,6 +69,9 @@ type Config struct {
 	// CompressOver: payloads longer than this many bytes are stored
 	// compressed (BANANAS_COMPRESS_OVER, default 4096; 0 or less: none).
 	CompressOver int
+	// Keys seal args, results and progress notes (BANANAS_KEYS), newest
+	// first; none: nothing is sealed.
+	Keys []queue.Key
 	// rules check REDIS_URL when a flag sets it after LoadConfig.
 	rules *Rules
 }
@@ -279,6 +282,14 @@ var configVars = []configVar{
 			return envError("BANANAS_COMPRESS_OVER", v, "a whole number of bytes (0 or less: compress nothing)")
 		}
 		c.CompressOver = n
+		return nil
+	}},
+	{"BANANAS_KEYS", "keys", "keys sealing args, results and progress notes (AES-256-GCM): id2:base64key,id1:base64key, newest first, 32-byte keys", func(c *Config, v string) error {
+		keys, err := queue.ParseKeys(v)
+		if err != nil {
+			return fmt.Errorf("BANANAS_KEYS is invalid: %w", err)
+		}
+		c.Keys = keys
 		return nil
 	}},
 	{"LOG_LEVEL", "log-level", "debug|info|warn|error", func(c *Config, v string) error {
