@@ -24,7 +24,7 @@ type Approval struct {
 
 var wfShip = runtime.NewTask[Approval, string]("wf_ship", runtime.Route("wfb"))
 
-// eachServer runs f on the embedded server, a redis-server and a 3-master
+// eachBackendAndCluster runs f on the embedded server, a redis-server and a 3-master
 // cluster.
 func eachBackendAndCluster(t *testing.T, f func(t *testing.T, c *runtime.Client)) {
 	t.Run("backends", func(t *testing.T) { eachBackend(t, f) })
