@@ -293,6 +293,12 @@ func (a audited) RetryWorkflow(ctx context.Context, id string) (*bananastype.Wor
 	return w, n, err
 }
 
+func (a audited) SignalWorkflow(ctx context.Context, id, name string, payload json.RawMessage) error {
+	err := a.Admin.SignalWorkflow(ctx, id, name, payload)
+	a.record(ctx, "signalWorkflow", id, err, "signal "+name)
+	return err
+}
+
 func (a audited) RunCron(ctx context.Context, name string) (string, error) {
 	id, err := a.Admin.RunCron(ctx, name)
 	a.record(ctx, "runCron", name, err, "job "+id)

@@ -212,7 +212,7 @@ var endpoints = []endpoint{
 			Done:  "workflow-retried", Flash: "Retried: the failed and canceled steps run again; the completed ones keep their results."},
 		PathParams: []openapi.Param{workflowID}, Responses: []openapi.Response{theWorkflow, notFound}},
 		(*server).retryWorkflow},
-	{openapi.Endpoint{Method: "POST", Path: "/api/v1/workflows/{id}/signals/{name}", ID: "signalWorkflow", Tag: "workflows", Action: true,
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/workflows/{id}/signals/{name}", ID: "signalWorkflow", Tag: "workflows", Role: access.Operate, Action: true,
 		Summary:    "Send a signal to a workflow: the first of its waits of that name (runtime.WaitSignal) completes with the JSON body as its result, and the steps after it start; a signal for a wait not reached yet is kept for it.",
 		PathParams: []openapi.Param{workflowID, {Name: "name", Desc: "The signal's name: the name of the wait it is for."}}, Body: openapi.SignalPayload,
 		Responses: []openapi.Response{{Status: http.StatusAccepted, Desc: "Taken: the wait it is for completes (or will, once reached).", Type: signalSent{}, Name: "SignalSent"},

@@ -27,6 +27,7 @@ var wantRole = map[string]access.Role{
 	"replayDeadJob": access.Operate, "replayDeadJobs": access.Operate, "runCron": access.Operate,
 	"putSchedule": access.Operate, "deleteSchedule": access.Operate, "pauseSchedule": access.Operate,
 	"resumeSchedule": access.Operate, "runSchedule": access.Operate, "backfillSchedule": access.Operate,
+	"signalWorkflow": access.Operate,
 
 	"deleteJob": access.Admin, "setRouteShards": access.Admin, "setRouteLimits": access.Admin, "purgeDeadJobs": access.Admin,
 }
