@@ -129,6 +129,11 @@ func TestRelay_KilledMidBatchEveryJobRunsOnce(t *testing.T) {
 	everyJobRanOnce(t, pool, r, all, 30*time.Second)
 }
 
+// outage is how long Redis or PostgreSQL stays down in the tests below:
+// long enough that the relay's calls time out and are retried many times
+// over, and a batch claimed before it is held the whole while.
+const outage = 10 * time.Second
+
 // Redis down for a while: the rows committed meanwhile wait in the outbox,
 // and once it is back every committed job runs exactly once.
 func TestRelay_RedisDownForAWhileEveryJobRunsOnce(t *testing.T) {
@@ -146,7 +151,7 @@ func TestRelay_RedisDownForAWhileEveryJobRunsOnce(t *testing.T) {
 	srv.Stop()
 	during := names("during", 100)
 	commitMany(t, pool, c, during)
-	time.Sleep(2 * time.Second) // the outage's length, not a wait for anything
+	time.Sleep(outage) // the outage's length, not a wait for anything
 	if n := pending(t, pool); n != len(during) {
 		t.Fatalf("while Redis was down the outbox held %d rows, want %d", n, len(during))
 	}
@@ -178,7 +183,7 @@ func TestRelay_PostgreSQLDownForAWhileEveryJobRunsOnce(t *testing.T) {
 	startRelay(t, pool, c, outbox.RelayOptions{Batch: 10, Timeout: 2 * time.Second})
 	waitFor(t, 20*time.Second, "the relay under way", func() bool { return r.distinct() > 0 })
 	pg.Stop()
-	time.Sleep(2 * time.Second) // the outage's length, not a wait for anything
+	time.Sleep(outage) // the outage's length, not a wait for anything
 	if err := pg.Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +213,7 @@ func TestRelay_PostgreSQLPausedForAWhileEveryJobRunsOnce(t *testing.T) {
 	startRelay(t, pool, c, outbox.RelayOptions{Batch: 10, Timeout: time.Second})
 	waitFor(t, 20*time.Second, "the relay under way", func() bool { return r.distinct() > 0 })
 	pg.Pause()
-	time.Sleep(3 * time.Second) // the pause's length, not a wait for anything
+	time.Sleep(outage) // the pause's length, not a wait for anything
 	pg.Continue()
 	everyJobRanOnce(t, pool, r, all, 60*time.Second)
 }
