@@ -266,7 +266,7 @@ func checkKey(t *model.Task, kind string, kv keyValue, bad func(token.Pos, strin
 	case "expire":
 		t.Expire, ok = dur("expire")
 	default:
-		keys := "name, route, priority, retries, backoff, timeout, unique, unique_by, unique_until, debounce, result_ttl, key, max_running, rate, burst, batch, linger, expire, on_busy"
+		keys := "name, route, priority, retries, backoff, timeout, unique, unique_by, unique_until, debounce, result_ttl, key, max_running, rate, burst, batch, linger"
 		if kind == "cron" {
 			keys = "name, route, priority, retries, backoff, timeout, result_ttl, tz"
 		}
