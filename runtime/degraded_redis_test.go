@@ -87,7 +87,8 @@ func TestWorker_RedisAtMaxmemoryRefusesEnqueuesAndLosesNothing(t *testing.T) {
 	if err := admin.ConfigSet(ctx, "maxmemory", strconv.FormatInt(base+4<<20, 10)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c := connect(t, srv.URL())
+	// Stored as written: compressed, these args would take a few bytes each.
+	c := connect(t, srv.URL(), runtime.CompressOver(0))
 	task := testtasks.Echo.With(c)
 	big := strings.Repeat("x", 8<<10)
 	var stored []string

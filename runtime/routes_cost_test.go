@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,18 +19,41 @@ import (
 
 // commandCounter counts the Redis commands a client sends, pipelined ones
 // each.
-type commandCounter struct{ n atomic.Int64 }
+// commandCounter counts the commands a client sends; with route set, only
+// those whose first key is one of that route's.
+type commandCounter struct {
+	n     atomic.Int64
+	route string
+}
+
+func (h *commandCounter) counts(cmd redis.Cmder) bool {
+	if h.route == "" {
+		return true
+	}
+	for _, a := range cmd.Args()[1:] {
+		if s, ok := a.(string); ok && strings.Contains(s, ":route:{"+h.route) {
+			return true
+		}
+	}
+	return false
+}
 
 func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
+		if h.counts(cmd) {
+			h.n.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }
 func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
+		for _, c := range cmds {
+			if h.counts(c) {
+				h.n.Add(1)
+			}
+		}
 		return next(ctx, cmds)
 	}
 }

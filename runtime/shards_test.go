@@ -638,7 +638,7 @@ func TestShards_EmptiedEarlierShardsCostFetchesNothing(t *testing.T) {
 			seen.ran(j.ID)
 			return Reply{}, nil
 		})
-		counter := &commandCounter{}
+		counter := &commandCounter{route: "emptied"} // the route's own commands, not the schedules' or workflows'
 		runtime.QueueOf(c).Client().AddHook(counter)
 		startWorker(t, w)
 		waitFor(t, 20*time.Second, "the earlier shards' jobs to run", func() bool { return seen.n.Load() >= int64(len(ids)) })

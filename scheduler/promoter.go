@@ -12,8 +12,9 @@ import (
 const DefaultPromoterSafety = time.Second
 
 // Promoter moves scheduled jobs (delayed, or waiting for a retry) to their
-// ready lists when they fall due, and on each pass ends the jobs of its
-// routes whose expiry passed before they started (queue.Jobs.ExpireDue). It does not poll on a fixed period: it sleeps
+// ready lists when they fall due, and at most once per ExpirySweep ends the
+// jobs of its routes whose expiry passed before they started
+// (queue.Jobs.ExpireDue). It does not poll on a fixed period: it sleeps
 // until the earliest scheduled job of its routes, and wakes earlier when told
 // of a job scheduled sooner (Wake).
 type Promoter struct {
@@ -30,7 +31,18 @@ type Promoter struct {
 	// Outage, when set, is told of every pass, failed or not: it logs a
 	// run of failed passes once when it starts and once when it ends.
 	Outage *OutageLog
+
+	// swept is when the expiry sweep last ran (Redis's clock).
+	swept time.Time
 }
+
+// ExpirySweep is how often a promoter ends the jobs whose expiry passed
+// where no fetch looks (a paused route, a delayed job due after its
+// expiry). A fetch sets aside the expired jobs it meets itself, so the
+// sweep needs no more than this; sweeping on every pass would cost an idle
+// route a command per safety poll, and a route of many delayed jobs one per
+// promotion.
+const ExpirySweep = time.Second
 
 // OfferWake hands at, the run-at of a newly scheduled job, to a Promoter
 // through its Wake channel (buffered) without blocking. When a run-at is
@@ -94,12 +106,20 @@ func (p *Promoter) pass(ctx context.Context, safety time.Duration) time.Time {
 		return wakeAt
 	}
 	failed := false
+	sweep := now.Sub(p.swept) >= ExpirySweep || now.Before(p.swept)
+	if sweep {
+		p.swept = now
+	}
 	for _, r := range routes {
 		// Expired jobs end first: a delayed job past its expiry is not
 		// promoted, and one waiting on a paused route ends all the same.
-		if _, err := p.Queue.Jobs.ExpireDue(ctx, r, now); err != nil {
-			p.report(ctx, err)
-			failed = true
+		// Between sweeps a delayed job past its expiry may be promoted: the
+		// fetch that meets it sets it aside and ends it.
+		if sweep {
+			if _, err := p.Queue.Jobs.ExpireDue(ctx, r, now); err != nil {
+				p.report(ctx, err)
+				failed = true
+			}
 		}
 		if _, err := p.Queue.Jobs.Promote(ctx, r, now); err != nil {
 			p.report(ctx, err)
