@@ -14,9 +14,13 @@ import (
 
 // storedArgsKey is the key id that job id's stored args on route are sealed
 // under, read from Redis as it is ("" unsealed or no such job).
-func storedArgsKey(t *testing.T, c *runtime.Client, ns, route, id string) string {
+func storedArgsKey(t *testing.T, c *runtime.Client, ns, id string) string {
 	t.Helper()
 	ctx := ctxT(t)
+	route, err := runtime.QueueOf(c).RouteOfJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	k := queue.RouteKeys(ns, route)
 	var env string
 	if p, err := c.Redis().HGet(ctx, k.Payloads(), id).Result(); err == nil {
@@ -43,9 +47,11 @@ func storedArgsKey(t *testing.T, c *runtime.Client, ns, route, id string) string
 	return kid
 }
 
-// Rotation: jobs sealed under k1 — waiting, scheduled, keyed, unique — are
+// Rotation: jobs sealed under k1 — waiting, scheduled, keyed, unique, on a
+// sharded route — are
 // resealed under k2 by RotateKeys with k2,k1; a worker holding only k2 then
-// runs every one of them, and a second rotation reseals none.
+// runs every one of them (of the default route), and a second rotation
+// reseals none.
 func TestRotateKeys_EveryWaitingJobRunsUnderTheNewKeyAlone(t *testing.T) {
 	eachServer(t, func(t *testing.T, url, ns string) {
 		ctx := ctxT(t)
@@ -53,17 +59,18 @@ func TestRotateKeys_EveryWaitingJobRunsUnderTheNewKeyAlone(t *testing.T) {
 		old := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k1))
 		texts := map[string]string{}
 		for text, opts := range map[string][]runtime.Option{
-			"waiting":   nil,
-			"scheduled": {runtime.Delay(time.Hour)},
-			"keyed":     {runtime.Key("acct-1")},
-			"unique":    {runtime.Unique(time.Hour)},
+			"waiting":      nil,
+			"scheduled":    {runtime.Delay(time.Hour)},
+			"keyed":        {runtime.Key("acct-1")},
+			"unique":       {runtime.Unique(time.Hour)},
+			"keyed-unique": {runtime.Key("acct-2"), runtime.Unique(time.Hour)},
 		} {
 			id, err := testtasks.Echo.With(old).Enqueue(ctx, testtasks.Msg{Text: text}, opts...)
 			if err != nil {
 				t.Fatal(text, err)
 			}
 			texts[id] = text
-			if kid := storedArgsKey(t, old, ns, "default", id); kid != "k1" {
+			if kid := storedArgsKey(t, old, ns, id); kid != "k1" {
 				t.Fatalf("%s job's args are under %q before the rotation, want k1", text, kid)
 			}
 		}
@@ -71,18 +78,36 @@ func TestRotateKeys_EveryWaitingJobRunsUnderTheNewKeyAlone(t *testing.T) {
 		if _, err := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys()).RotateKeys(ctx); err == nil || !strings.Contains(err.Error(), "BANANAS_KEYS") {
 			t.Fatalf("RotateKeys without keys: %v; want an error naming BANANAS_KEYS", err)
 		}
+		// A sharded route's jobs wait on its shards' routes.
+		if err := runtime.QueueOf(old).SetShards(ctx, "wide", 4); err != nil {
+			t.Fatal(err)
+		}
+		var sharded []string
+		for _, shop := range []string{"shop-a", "shop-b", "shop-c"} {
+			id, err := testtasks.Echo.With(old).Enqueue(ctx, testtasks.Msg{Text: shop}, runtime.Route("wide"), runtime.Key(shop))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sharded = append(sharded, id)
+		}
+
 		rotated := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2, k1))
 		n, err := rotated.RotateKeys(ctx)
-		if err != nil || n.Resealed != 4 || n.Already != 0 || n.LeftAlone != 0 {
-			t.Fatalf("RotateKeys = %+v, %v; want 4 resealed", n, err)
+		if err != nil || n.Resealed != len(texts)+len(sharded) || n.Already != 0 || n.LeftAlone != 0 {
+			t.Fatalf("RotateKeys = %+v, %v; want %d resealed", n, err, len(texts)+len(sharded))
+		}
+		for _, id := range sharded {
+			if kid := storedArgsKey(t, rotated, ns, id); kid != "k2" {
+				t.Errorf("sharded job %s's args are under %q after the rotation, want k2", id, kid)
+			}
 		}
 		for id, text := range texts {
-			if kid := storedArgsKey(t, rotated, ns, "default", id); kid != "k2" {
+			if kid := storedArgsKey(t, rotated, ns, id); kid != "k2" {
 				t.Errorf("%s job's args are under %q after the rotation, want k2", text, kid)
 			}
 		}
-		if n, err := rotated.RotateKeys(ctx); err != nil || n.Resealed != 0 || n.Already != 4 {
-			t.Fatalf("second RotateKeys = %+v, %v; want 0 resealed, 4 already", n, err)
+		if n, err := rotated.RotateKeys(ctx); err != nil || n.Resealed != 0 || n.Already != len(texts)+len(sharded) {
+			t.Fatalf("second RotateKeys = %+v, %v; want 0 resealed, all already", n, err)
 		}
 
 		only := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2))
@@ -101,8 +126,8 @@ func TestRotateKeys_EveryWaitingJobRunsUnderTheNewKeyAlone(t *testing.T) {
 				t.Fatalf("%s job: %+v, %v; want its result from a worker holding k2 alone", text, res, err)
 			}
 		}
-		if runs.Load() != 4 {
-			t.Fatalf("%d runs, want 4", runs.Load())
+		if int(runs.Load()) != len(texts) {
+			t.Fatalf("%d runs, want %d", runs.Load(), len(texts))
 		}
 	})
 }
