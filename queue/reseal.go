@@ -25,7 +25,7 @@ var ErrNoResealKeys = errors.New("no keys to reseal under: set BANANAS_KEYS (id:
 type ResealCount struct {
 	Resealed  int `json:"resealed"`   // jobs whose args are sealed under the newest key now
 	Already   int `json:"already"`    // jobs whose args were under the newest key (or empty) already
-	LeftAlone int `json:"left_alone"` // jobs fetched, changed or removed between the read and the write
+	LeftAlone int `json:"left_alone"` // jobs running, or fetched, changed or removed between the read and the write
 	Unopened  int `json:"unopened"`   // jobs whose args no key given opens (sealed under a key not held, or broken)
 	Garbage   int `json:"garbage"`    // jobs whose stored envelope does not decode: not touched
 }

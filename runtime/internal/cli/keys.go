@@ -49,7 +49,7 @@ func cmdKeys(e *Env, args []string) error {
 	if *asJSON {
 		return printJSON(e.Stdout, n)
 	}
-	fmt.Fprintf(e.Stdout, "resealed %d jobs (%d already under the newest key, %d left alone: taken or changed meanwhile)\n", n.Resealed, n.Already, n.LeftAlone)
+	fmt.Fprintf(e.Stdout, "resealed %d jobs (%d already under the newest key, %d left alone: running, or taken or changed meanwhile)\n", n.Resealed, n.Already, n.LeftAlone)
 	if n.Unopened > 0 {
 		fmt.Fprintf(e.Stdout, "%d jobs sealed under a key not in BANANAS_KEYS (or broken) were not resealed: keep the key that sealed them\n", n.Unopened)
 	}
