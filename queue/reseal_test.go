@@ -3,6 +3,7 @@ package queue_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +98,17 @@ func TestReseal_CompareAndSetLeavesAJobTakenMeanwhile(t *testing.T) {
 		}
 		if done, _, err := q.ResealRaw(ctx, "r", "h", later.ID, bigger, env); err != nil || done != 1 {
 			t.Fatalf("putting the envelope back: %d, %v", done, err)
+		}
+
+		// A bad entry is refused before anything is written.
+		if _, _, err := q.ResealRaw(ctx, "r", "z", later.ID, env, bigger); err == nil || !strings.Contains(err.Error(), "entry kind must be p or h") {
+			t.Fatalf("reseal of an entry of kind z: %v", err)
+		}
+		if _, _, err := q.ResealRaw(ctx, "r", "h", later.ID, env, nil); err == nil || !strings.Contains(err.Error(), "must not be empty") {
+			t.Fatalf("reseal to empty bytes: %v", err)
+		}
+		if got, _, _ := q.StoredEnvelope(ctx, "r", later.ID); !bytes.Equal(got, env) {
+			t.Fatalf("a refused reseal wrote: %x", got)
 		}
 
 		n, err := q.Reseal(ctx, both)
