@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -32,6 +33,9 @@ type Conn struct {
 	Embedded bool
 	// Close closes the connection.
 	Close func() error
+	// RotateKeys reseals waiting and scheduled jobs' args under the
+	// newest key (`keys rotate`, keys.go); nil when the program cannot.
+	RotateKeys func(ctx context.Context) (queue.ResealCount, error)
 }
 
 // EnvVar is one configuration variable and what it sets.

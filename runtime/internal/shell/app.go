@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/cli"
 )
 
@@ -87,7 +88,13 @@ func (a *app) Open(ctx context.Context) (cli.Conn, error) {
 	if err != nil {
 		return cli.Conn{}, err
 	}
-	return cli.Conn{Admin: s.Admin(), Embedded: strings.HasPrefix(a.cfg.RedisURL, "mem://"), Close: s.Close}, nil
+	conn := cli.Conn{Admin: s.Admin(), Embedded: strings.HasPrefix(a.cfg.RedisURL, "mem://"), Close: s.Close}
+	if r, ok := s.(interface {
+		RotateKeys(context.Context) (queue.ResealCount, error)
+	}); ok {
+		conn.RotateKeys = r.RotateKeys
+	}
+	return conn, nil
 }
 
 func (a *app) connect(ctx context.Context, cfg *Config, log *slog.Logger) (Session, error) {

@@ -1,0 +1,162 @@
+package runtime_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/internal/testtasks"
+)
+
+// storedArgsKey is the key id that job id's stored args on route are sealed
+// under, read from Redis as it is ("" unsealed or no such job).
+func storedArgsKey(t *testing.T, c *runtime.Client, ns, id string) string {
+	t.Helper()
+	ctx := ctxT(t)
+	route, err := runtime.QueueOf(c).RouteOfJob(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := queue.RouteKeys(ns, route)
+	var env string
+	if p, err := c.Redis().HGet(ctx, k.Payloads(), id).Result(); err == nil {
+		parts := strings.SplitN(p, "|", 5)
+		env = parts[len(parts)-1]
+	} else {
+		f, err := c.Redis().HGetAll(ctx, k.Job(id)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; ; i++ {
+			part, ok := f["e"+strconv.Itoa(i)]
+			if !ok {
+				break
+			}
+			env += part
+		}
+	}
+	e, err := queue.DecodeEnvelope([]byte(env))
+	if err != nil {
+		t.Fatalf("job %s: %v", id, err)
+	}
+	kid, _ := queue.Sealed(e.Args)
+	return kid
+}
+
+// Rotation: jobs sealed under k1 — waiting, scheduled, keyed, unique, on a
+// sharded route — are
+// resealed under k2 by RotateKeys with k2,k1; a worker holding only k2 then
+// runs every one of them (of the default route), and a second rotation
+// reseals none.
+func TestRotateKeys_EveryWaitingJobRunsUnderTheNewKeyAlone(t *testing.T) {
+	eachServer(t, func(t *testing.T, url, ns string) {
+		ctx := ctxT(t)
+		k1, k2 := sealKey("k1", 1), sealKey("k2", 2)
+		old := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k1))
+		texts := map[string]string{}
+		for text, opts := range map[string][]runtime.Option{
+			"waiting":      nil,
+			"scheduled":    {runtime.Delay(time.Hour)},
+			"keyed":        {runtime.Key("acct-1")},
+			"unique":       {runtime.Unique(time.Hour)},
+			"keyed-unique": {runtime.Key("acct-2"), runtime.Unique(time.Hour)},
+		} {
+			id, err := testtasks.Echo.With(old).Enqueue(ctx, testtasks.Msg{Text: text}, opts...)
+			if err != nil {
+				t.Fatal(text, err)
+			}
+			texts[id] = text
+			if kid := storedArgsKey(t, old, ns, id); kid != "k1" {
+				t.Fatalf("%s job's args are under %q before the rotation, want k1", text, kid)
+			}
+		}
+
+		if _, err := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys()).RotateKeys(ctx); err == nil || !strings.Contains(err.Error(), "BANANAS_KEYS") {
+			t.Fatalf("RotateKeys without keys: %v; want an error naming BANANAS_KEYS", err)
+		}
+		// A sharded route's jobs wait on its shards' routes.
+		if err := runtime.QueueOf(old).SetShards(ctx, "wide", 4); err != nil {
+			t.Fatal(err)
+		}
+		var sharded []string
+		for _, shop := range []string{"shop-a", "shop-b", "shop-c"} {
+			id, err := testtasks.Echo.With(old).Enqueue(ctx, testtasks.Msg{Text: shop}, runtime.Route("wide"), runtime.Key(shop))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sharded = append(sharded, id)
+		}
+
+		rotated := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2, k1))
+		n, err := rotated.RotateKeys(ctx)
+		if err != nil || n.Resealed != len(texts)+len(sharded) || n.Already != 0 || n.LeftAlone != 0 {
+			t.Fatalf("RotateKeys = %+v, %v; want %d resealed", n, err, len(texts)+len(sharded))
+		}
+		for _, id := range sharded {
+			if kid := storedArgsKey(t, rotated, ns, id); kid != "k2" {
+				t.Errorf("sharded job %s's args are under %q after the rotation, want k2", id, kid)
+			}
+		}
+		for id, text := range texts {
+			if kid := storedArgsKey(t, rotated, ns, id); kid != "k2" {
+				t.Errorf("%s job's args are under %q after the rotation, want k2", text, kid)
+			}
+		}
+		if n, err := rotated.RotateKeys(ctx); err != nil || n.Resealed != 0 || n.Already != len(texts)+len(sharded) {
+			t.Fatalf("second RotateKeys = %+v, %v; want 0 resealed, all already", n, err)
+		}
+
+		only := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2))
+		in := runtime.NewInspector(only, testtasks.Register)
+		for id, text := range texts {
+			if text == "scheduled" {
+				if err := in.RunNow(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		runs, _ := sealEchoWorker(t, only, quiet())
+		for id, text := range texts {
+			res, err := testtasks.Echo.With(only).Await(ctx, id)
+			if err != nil || res.Text != "result "+text {
+				t.Fatalf("%s job: %+v, %v; want its result from a worker holding k2 alone", text, res, err)
+			}
+		}
+		if int(runs.Load()) != len(texts) {
+			t.Fatalf("%d runs, want %d", runs.Load(), len(texts))
+		}
+	})
+}
+
+// `app keys rotate` says how many it resealed, with the process's
+// BANANAS_KEYS; without keys it exits 2 naming BANANAS_KEYS.
+func TestCLIKeysRotate_SaysHowManyItResealed(t *testing.T) {
+	a := newApp(t)
+	k1, k2 := sealKey("k1", 1), sealKey("k2", 2)
+	c := connect(t, a.env["REDIS_URL"], runtime.WithNamespace(a.env["BANANAS_NAMESPACE"]), runtime.WithKeys(k1))
+	for i := 0; i < 3; i++ {
+		if _, err := testtasks.Echo.With(c).Enqueue(context.Background(), testtasks.Msg{Text: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, errOut := a.run("keys", "rotate"); code != 2 || !strings.Contains(errOut, "BANANAS_KEYS") {
+		t.Fatalf("keys rotate without keys exited %d: %s; want 2 naming BANANAS_KEYS", code, errOut)
+	}
+	if code, _, errOut := a.with("BANANAS_KEYS", sealKeysEnv(k2, k1)).run("keys", "spin"); code != 2 || !strings.Contains(errOut, "keys rotate") {
+		t.Fatalf("keys spin exited %d: %s; want 2", code, errOut)
+	}
+	rot := a.with("BANANAS_KEYS", sealKeysEnv(k2, k1))
+	if out := rot.ok("keys", "rotate"); !strings.HasPrefix(out, "resealed 3 jobs (0 already under the newest key, 0 left alone") {
+		t.Fatalf("keys rotate:\n%s", out)
+	}
+	if out := rot.ok("keys", "rotate"); !strings.HasPrefix(out, "resealed 0 jobs (3 already under the newest key") {
+		t.Fatalf("second keys rotate:\n%s", out)
+	}
+	if out := rot.ok("audit"); strings.Count(out, "rotateKeys") != 3 {
+		t.Errorf("the audit log holds %d rotateKeys entries, want 3 (one refused, two ok):\n%s", strings.Count(out, "rotateKeys"), out)
+	}
+}
