@@ -204,3 +204,51 @@ func TestUnique_OnlyTheHolderFreesAndReplayTakesItBack(t *testing.T) {
 		}
 	})
 }
+
+// A job that expires before it started (expire.lua, from the sweep or from
+// a fetch that set it aside) frees a key held until started or ended, so
+// the next enqueue of the key makes a job; a key held until completed stays
+// with the expired job until its ttl, as after a death or a cancel.
+func TestUnique_AnExpiryFreesTheKeyHeldUntilStartedOrEnded(t *testing.T) {
+	eachServer(t, func(t *testing.T, q *queue.Queue) {
+		for _, until := range []queue.Until{queue.UntilStarted, queue.UntilCompleted, queue.UntilEnded} {
+			for _, by := range []string{"sweep", "fetch"} {
+				t.Run(string(until)+"/"+by, func(t *testing.T) {
+					ctx := context.Background()
+					q, err := queue.New(q.Client(), redistest.Namespace(t)) // a route of its own
+					if err != nil {
+						t.Fatal(err)
+					}
+					now := time.Now()
+					j := uniqueJob(t, "expiring", until)
+					j.ExpireAt = now.Add(time.Second)
+					if h := enqueueUnique(t, q, j, now); h != "" {
+						t.Fatalf("first enqueue answered holder %q", h)
+					}
+					later := now.Add(2 * time.Second)
+					if by == "sweep" {
+						got, err := q.Jobs.ExpireDue(ctx, "r", later)
+						if err != nil || len(got) != 1 || got[0].ID != j.ID {
+							t.Fatalf("sweep = %v, %v; want %s expired", got, err, j.ID)
+						}
+					} else if ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 4, later.Add(time.Minute), later); err != nil || len(ds) != 0 {
+						t.Fatalf("fetch = %d jobs, %v; want the expired one set aside", len(ds), err)
+					}
+					if n, _ := q.Client().ZCard(ctx, q.Keys("r").Expiry()).Result(); n != 0 {
+						t.Fatalf("the job did not end expired: %d entries in the expiry set", n)
+					}
+					got := holderOf(t, q, j.UniqueKey)
+					if want := until != queue.UntilCompleted; want != (got == "") {
+						t.Fatalf("after the expiry, the key held until %s is held by %q; want freed %v", until, got, want)
+					}
+					next := uniqueJob(t, j.UniqueKey, until)
+					if h := enqueueUnique(t, q, next, later); until != queue.UntilCompleted && h != "" {
+						t.Fatalf("enqueue after the expiry answered holder %q; want a new job", h)
+					} else if until == queue.UntilCompleted && h != j.ID {
+						t.Fatalf("enqueue after the expiry answered holder %q; want %s (held until completed)", h, j.ID)
+					}
+				})
+			}
+		}
+	})
+}
