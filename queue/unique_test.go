@@ -107,19 +107,29 @@ var uniqueEndings = []struct {
 			t.Fatal(err)
 		}
 	}},
+	{"cancel after a lost fetch", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		d := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
+		q.Client().SAdd(context.Background(), q.Keys("r").Cancels(), id)
+		lost := &queue.LostFetch{Route: "r", Token: d.Token, Until: now.Add(time.Minute)}
+		out, err := q.Jobs.HandBack(context.Background(), lost, now, canceledVerdict)
+		if err != nil || out.Back != 0 || len(out.Canceled) != 1 || out.Canceled[0].ID != id {
+			t.Fatalf("hand back = %+v, %v; want %s ended canceled", out, err, id)
+		}
+	}},
 }
 
 // A unique key is held from the enqueue until the point of the job's life
 // its until names, and freed by the very script of the transition that
 // reaches that point: started by the start, completed by the completion
-// alone, ended by a completion, a death or a cancel (a retry keeps it).
+// alone, ended by a completion, a death or a cancel — a cancel of a job
+// whose fetch's reply was lost (handback.lua) too; a retry keeps it.
 func TestUnique_HeldUntilItsPointOfTheJobsLife(t *testing.T) {
 	freed := map[queue.Until]map[string]bool{
 		queue.UntilStarted: {"start": true, "complete": true, "retry": true, "die": true, "die by a lost lease": true, "cancel while running": true,
-			"cancel while waiting": true, "delete": true, "hand back at shutdown": true, "end canceled at shutdown": true},
+			"cancel while waiting": true, "delete": true, "hand back at shutdown": true, "end canceled at shutdown": true, "cancel after a lost fetch": true},
 		queue.UntilCompleted: {"complete": true},
 		queue.UntilEnded: {"complete": true, "die": true, "die by a lost lease": true, "cancel while running": true, "cancel while waiting": true,
-			"delete": true, "end canceled at shutdown": true},
+			"delete": true, "end canceled at shutdown": true, "cancel after a lost fetch": true},
 	}
 	eachServer(t, func(t *testing.T, q *queue.Queue) {
 		for _, until := range []queue.Until{queue.UntilStarted, queue.UntilCompleted, queue.UntilEnded} {
