@@ -56,20 +56,22 @@ func (js Jobs) ExpireDue(ctx context.Context, route string, now time.Time) ([]La
 
 // EndExpired runs expire.lua on ids of route: each whose expiry passed at
 // now and that has not started ends expired; the others are left alone
-// (an entry of a job that started or is gone is dropped). It returns the
-// jobs it ended.
+// (an entry of a job that started or is gone is dropped). An expiry frees
+// the unique key a job holds until started or ended. It returns the jobs it
+// ended.
 func (js Jobs) EndExpired(ctx context.Context, route string, ids []string, now time.Time) ([]Lapsed, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	k := js.q.Keys(route)
-	keys := make([]string, 0, 22+2*len(ids))
+	ukeys := js.uniquesOf(ctx, k, ids)
+	keys := make([]string, 0, 22+3*len(ids))
 	keys = append(keys, k.Expiry(), k.Payloads(), k.List(High), k.List(Normal), k.List(Low), k.Scheduled(),
 		k.Leases(), k.Stats(), k.Series(HourOf(now)), js.q.Ended.key(k))
 	args := make([]any, 0, 3+len(ids))
 	args = append(args, ms(now), durMS(ExpiredRecordTTL), resultChannelPrefix(js.q.ns))
-	for _, id := range ids {
-		keys = append(keys, k.Job(id), k.Result(id))
+	for i, id := range ids {
+		keys = append(keys, k.Job(id), k.Result(id), ukeys[i])
 		args = append(args, id)
 	}
 	keys = append(keys, k.FlowKeys()...)
@@ -85,6 +87,28 @@ func (js Jobs) EndExpired(ctx context.Context, route string, ids []string, now t
 		out = append(out, Lapsed{ID: flat[i], Name: flat[i+1], Priority: Priority(flat[i+2])})
 	}
 	return out, nil
+}
+
+// uniquesOf reads, in one round trip, the unique key each of ids holds
+// (its hash's field u), as uniqueOf does for one: a job holding none, or
+// whose read fails, gets its own key, and expire.lua frees nothing for it
+// (a failed read leaves the key to its ttl).
+func (js Jobs) uniquesOf(ctx context.Context, k Keys, ids []string) []string {
+	cmds := make([]*redis.StringCmd, len(ids))
+	_, _ = js.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGet(ctx, k.Job(id), "u")
+		}
+		return nil
+	})
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = k.Job(id)
+		if u, err := cmds[i].Result(); err == nil && u != "" {
+			out[i] = k.Unique(u)
+		}
+	}
+	return out
 }
 
 // endSetAside ends the jobs a fetch set aside expired (fetch.lua's

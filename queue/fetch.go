@@ -456,24 +456,31 @@ type CanceledJob struct {
 	Expired
 	Record []byte
 	ttl    time.Duration
+	ukey   string // the unique key it holds (read with its hash), or its job key
 }
 
 // handBack runs handback.lua for ids leased under l's token, with a
 // canceled record for each job that has a cancel request, or that l offered
-// one to in a run whose reply was lost. Only those jobs' hashes are read.
+// one to in a run whose reply was lost. Only those jobs' hashes are read;
+// a job that ends canceled frees the unique key its hash names (the others
+// pass their job key again).
 func (js Jobs) handBack(ctx context.Context, l *LostFetch, ids []string, now time.Time, canceled func(Expired) Verdict) (LostHandBack, error) {
 	k := js.q.Keys(l.Route)
 	verdicts, err := js.handBackVerdicts(ctx, k, l, ids, canceled)
 	if err != nil {
 		return LostHandBack{}, err
 	}
-	keys := make([]string, 0, 11+2*len(ids))
+	keys := make([]string, 0, 24+3*len(ids))
 	keys = append(keys, k.Active(), k.Leases(), k.Payloads(), k.Groups(), k.List(High), k.List(Normal), k.List(Low),
 		k.Cancels(), k.Stats(), k.Series(HourOf(now)))
 	args := make([]any, 0, 5+3*len(ids))
 	args = append(args, l.Token, ms(l.Until.Add(handBackMarked)), k.WakeChannel(), resultChannelPrefix(js.q.ns), ms(now))
 	for i, id := range ids {
-		keys = append(keys, k.Job(id), k.Result(id))
+		ukey := k.Job(id)
+		if c, ok := l.offered[id]; ok && c.ukey != "" {
+			ukey = c.ukey
+		}
+		keys = append(keys, k.Job(id), k.Result(id), ukey)
 		v := verdicts[i]
 		args = append(args, id, v.Record, max(1, durMS(v.TTL)))
 	}
@@ -537,7 +544,11 @@ func (js Jobs) handBackVerdicts(ctx context.Context, k Keys, l *LostFetch, ids [
 		e := expiredJob(id, fields[j], pays[j], true)
 		v := canceled(e)
 		verdicts[at[j]] = v
-		l.offered[id] = CanceledJob{Expired: e, Record: v.Record, ttl: v.TTL}
+		ukey := k.Job(id)
+		if u := fields[j]["u"]; u != "" {
+			ukey = k.Unique(u)
+		}
+		l.offered[id] = CanceledJob{Expired: e, Record: v.Record, ttl: v.TTL, ukey: ukey}
 	}
 	return verdicts, nil
 }

@@ -17,7 +17,8 @@ import (
 
 // Random lives of jobs over a few unique keys — enqueue, start, complete,
 // fail into a retry, die, die by a lost lease, cancel waiting or running,
-// delete, replay — never leave a key held until ended by no live job, nor
+// delete, replay, expire before the start (by the sweep, or set aside by a
+// fetch) — never leave a key held until ended by no live job, nor
 // two live jobs under one key: after every step, each key is held exactly
 // when one job of it waits or runs, and by that job.
 func TestUnique_RandomLivesKeepOneLiveHolderPerKey(t *testing.T) {
@@ -36,10 +37,13 @@ func TestUnique_RandomLivesKeepOneLiveHolderPerKey(t *testing.T) {
 		for step := range 300 {
 			now = now.Add(time.Millisecond)
 			var did string
-			switch op := pick(10); {
+			switch op := pick(11); {
 			case op <= 2: // enqueue
 				j := uniqueJob(t, keys[pick(len(keys))], queue.UntilEnded)
 				j.MaxRetries = 1
+				if pick(3) == 0 {
+					j.ExpireAt = now.Add(time.Duration(1+pick(20)) * time.Millisecond)
+				}
 				if h := enqueueUnique(t, q, j, now); h == "" {
 					keyOf[j.ID] = j.UniqueKey
 					ids = append(ids, j.ID)
@@ -104,6 +108,12 @@ func TestUnique_RandomLivesKeepOneLiveHolderPerKey(t *testing.T) {
 				}
 				running = nil
 				did = "reap"
+			case op == 10: // the expiry sweep
+				got, err := q.Jobs.ExpireDue(ctx, "r", now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				did = fmt.Sprintf("expire (%d)", len(got))
 			default:
 				continue
 			}

@@ -107,19 +107,29 @@ var uniqueEndings = []struct {
 			t.Fatal(err)
 		}
 	}},
+	{"cancel after a lost fetch", func(t *testing.T, q *queue.Queue, id string, now time.Time) {
+		d := fetchAll(t, q, 1, now, now.Add(time.Minute))[0]
+		q.Client().SAdd(context.Background(), q.Keys("r").Cancels(), id)
+		lost := &queue.LostFetch{Route: "r", Token: d.Token, Until: now.Add(time.Minute)}
+		out, err := q.Jobs.HandBack(context.Background(), lost, now, canceledVerdict)
+		if err != nil || out.Back != 0 || len(out.Canceled) != 1 || out.Canceled[0].ID != id {
+			t.Fatalf("hand back = %+v, %v; want %s ended canceled", out, err, id)
+		}
+	}},
 }
 
 // A unique key is held from the enqueue until the point of the job's life
 // its until names, and freed by the very script of the transition that
 // reaches that point: started by the start, completed by the completion
-// alone, ended by a completion, a death or a cancel (a retry keeps it).
+// alone, ended by a completion, a death or a cancel — a cancel of a job
+// whose fetch's reply was lost (handback.lua) too; a retry keeps it.
 func TestUnique_HeldUntilItsPointOfTheJobsLife(t *testing.T) {
 	freed := map[queue.Until]map[string]bool{
 		queue.UntilStarted: {"start": true, "complete": true, "retry": true, "die": true, "die by a lost lease": true, "cancel while running": true,
-			"cancel while waiting": true, "delete": true, "hand back at shutdown": true, "end canceled at shutdown": true},
+			"cancel while waiting": true, "delete": true, "hand back at shutdown": true, "end canceled at shutdown": true, "cancel after a lost fetch": true},
 		queue.UntilCompleted: {"complete": true},
 		queue.UntilEnded: {"complete": true, "die": true, "die by a lost lease": true, "cancel while running": true, "cancel while waiting": true,
-			"delete": true, "end canceled at shutdown": true},
+			"delete": true, "end canceled at shutdown": true, "cancel after a lost fetch": true},
 	}
 	eachServer(t, func(t *testing.T, q *queue.Queue) {
 		for _, until := range []queue.Until{queue.UntilStarted, queue.UntilCompleted, queue.UntilEnded} {
@@ -201,6 +211,54 @@ func TestUnique_OnlyTheHolderFreesAndReplayTakesItBack(t *testing.T) {
 		}
 		if ttl := q.Client().PTTL(ctx, q.Keys("r").Unique("k")).Val(); ttl <= 0 || ttl > time.Minute {
 			t.Fatalf("the key taken back has ttl %s; want the job's own (1m)", ttl)
+		}
+	})
+}
+
+// A job that expires before it started (expire.lua, from the sweep or from
+// a fetch that set it aside) frees a key held until started or ended, so
+// the next enqueue of the key makes a job; a key held until completed stays
+// with the expired job until its ttl, as after a death or a cancel.
+func TestUnique_AnExpiryFreesTheKeyHeldUntilStartedOrEnded(t *testing.T) {
+	eachServer(t, func(t *testing.T, q *queue.Queue) {
+		for _, until := range []queue.Until{queue.UntilStarted, queue.UntilCompleted, queue.UntilEnded} {
+			for _, by := range []string{"sweep", "fetch"} {
+				t.Run(string(until)+"/"+by, func(t *testing.T) {
+					ctx := context.Background()
+					q, err := queue.New(q.Client(), redistest.Namespace(t)) // a route of its own
+					if err != nil {
+						t.Fatal(err)
+					}
+					now := time.Now()
+					j := uniqueJob(t, "expiring", until)
+					j.ExpireAt = now.Add(time.Second)
+					if h := enqueueUnique(t, q, j, now); h != "" {
+						t.Fatalf("first enqueue answered holder %q", h)
+					}
+					later := now.Add(2 * time.Second)
+					if by == "sweep" {
+						got, err := q.Jobs.ExpireDue(ctx, "r", later)
+						if err != nil || len(got) != 1 || got[0].ID != j.ID {
+							t.Fatalf("sweep = %v, %v; want %s expired", got, err, j.ID)
+						}
+					} else if ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 4, later.Add(time.Minute), later); err != nil || len(ds) != 0 {
+						t.Fatalf("fetch = %d jobs, %v; want the expired one set aside", len(ds), err)
+					}
+					if n, _ := q.Client().ZCard(ctx, q.Keys("r").Expiry()).Result(); n != 0 {
+						t.Fatalf("the job did not end expired: %d entries in the expiry set", n)
+					}
+					got := holderOf(t, q, j.UniqueKey)
+					if want := until != queue.UntilCompleted; want != (got == "") {
+						t.Fatalf("after the expiry, the key held until %s is held by %q; want freed %v", until, got, want)
+					}
+					next := uniqueJob(t, j.UniqueKey, until)
+					if h := enqueueUnique(t, q, next, later); until != queue.UntilCompleted && h != "" {
+						t.Fatalf("enqueue after the expiry answered holder %q; want a new job", h)
+					} else if until == queue.UntilCompleted && h != j.ID {
+						t.Fatalf("enqueue after the expiry answered holder %q; want %s (held until completed)", h, j.ID)
+					}
+				})
+			}
 		}
 	})
 }

@@ -133,6 +133,46 @@ var uniqueTwiceCases = []twiceCase{
 			t.Fatalf("keys held by %q and %q", holderOf(t, q, "back"), holderOf(t, q, "taken"))
 		}
 	}},
+	{"expiry frees the keys of jobs a fetch sets aside expired (the sweep then finds none)", func(t *testing.T, q *queue.Queue, h *twice) {
+		ctx := context.Background()
+		now := time.Now()
+		ended, started := uniqueJob(t, "ended", queue.UntilEnded), uniqueJob(t, "started", queue.UntilStarted)
+		kept := uniqueJob(t, "kept", queue.UntilCompleted)
+		for _, j := range []queue.NewJob{ended, started, kept} {
+			j.ExpireAt = now.Add(time.Second)
+			enqueueUnique(t, q, j, now)
+		}
+		later := now.Add(2 * time.Second)
+		h.during(func() {
+			if ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 4, later.Add(time.Minute), later); err != nil || len(ds) != 0 {
+				t.Fatalf("fetch = %d, %v; want every job set aside expired", len(ds), err)
+			}
+			if _, err := q.Jobs.ExpireDue(ctx, "r", later); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if holderOf(t, q, "ended") != "" || holderOf(t, q, "started") != "" || holderOf(t, q, "kept") != kept.ID {
+			t.Fatalf("keys held by %q, %q, %q; want only kept's, by %s", holderOf(t, q, "ended"), holderOf(t, q, "started"), holderOf(t, q, "kept"), kept.ID)
+		}
+	}},
+	{"a lost fetch's hand-back frees the key of the job it ends canceled", func(t *testing.T, q *queue.Queue, h *twice) {
+		ctx := context.Background()
+		now := time.Now()
+		asked, other := uniqueJob(t, "asked", queue.UntilEnded), uniqueJob(t, "other", queue.UntilEnded)
+		enqueueUnique(t, q, asked, now)
+		enqueueUnique(t, q, other, now)
+		ds := fetchAll(t, q, 2, now, now.Add(time.Minute))
+		q.Client().SAdd(ctx, q.Keys("r").Cancels(), asked.ID)
+		lost := &queue.LostFetch{Route: "r", Token: ds[0].Token, Until: now.Add(time.Minute)}
+		h.during(func() {
+			if _, err := q.Jobs.HandBack(ctx, lost, now, canceledVerdict); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if holderOf(t, q, "asked") != "" || holderOf(t, q, "other") != other.ID {
+			t.Fatalf("keys held by %q and %q; want only other's, by %s", holderOf(t, q, "asked"), holderOf(t, q, "other"), other.ID)
+		}
+	}},
 }
 
 func TestUnique_EveryScriptRunTwiceKeepsTheKeysState(t *testing.T) {

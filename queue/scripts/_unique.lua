@@ -15,11 +15,11 @@
 -- held until started; a completion frees every key (one held until started
 -- that a start did not free, say a lost reply, too); a death or a cancel
 -- frees a key held until started or ended, and leaves one held until
--- completed to its ttl.
-local bn_unique_freed_by = {started = {s = true}, completed = {s = true, c = true, e = true}, dead = {s = true, e = true}, canceled = {s = true, e = true}}
+-- completed to its ttl; so does an expiry (a job that never started).
+local bn_unique_freed_by = {started = {s = true}, completed = {s = true, c = true, e = true}, dead = {s = true, e = true}, canceled = {s = true, e = true}, expired = {s = true, e = true}}
 
 -- bn_unique_ends reports, reading only (call it before the script's first
--- write), whether ending ('started', 'completed', 'dead' or 'canceled')
+-- write), whether ending ('started', 'completed', 'dead', 'canceled' or 'expired')
 -- frees ukey, the unique key that job id's hash names: only when the job
 -- holds that key (its field u names it), its uu says this ending frees it,
 -- and the key's value is id — so a resend, or a stale holder whose key has

@@ -11,6 +11,10 @@
 -- returns ErrExpired) and counted in the route's stats (field "expired").
 -- An entry whose job started (leased) or is gone is dropped alone.
 --
+-- An expiry ends the job as a cancel does: it frees the unique key the job
+-- holds until started or ended (one held until completed stays to its
+-- ttl), only while the key's value is the job's id (bn_unique_ends).
+--
 -- The record is built here (the caller does not know the job): a msgpack
 -- map as results.Record reads it, {id, ok=false, e, t, n, p, c, m, a, xp=true,
 -- ev=<the envelope>}; results.Decode takes the args, timeout and description
@@ -29,20 +33,22 @@
 -- KEYS[8]   HASH    route:{r}:stats
 -- KEYS[9]   HASH    route:{r}:history:<hour of now> (unused: the series has no expired count; kept for the slot)
 -- KEYS[10]  LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
--- KEYS[9+2i]   HASH    route:{r}:job:<id_i>     (i = 1..n)
--- KEYS[10+2i]  STRING  route:{r}:result:<id_i>
--- KEYS[11+2n..22+2n]  the route's flow keys (Keys.FlowKeys): a keyed job waits in its flow's keyed set
+-- KEYS[8+3i]   HASH    route:{r}:job:<id_i>     (i = 1..n)
+-- KEYS[9+3i]   STRING  route:{r}:result:<id_i>
+-- KEYS[10+3i]  STRING  route:{r}:unique:<u>, the unique key job i holds (its hash's field u),
+--              or its job key again when it holds none
+-- KEYS[11+3n..22+3n]  the route's flow keys (Keys.FlowKeys): a keyed job waits in its flow's keyed set
 -- ARGV[1]  now (unix ms)
 -- ARGV[2]  result ttl ms (> 0): how long the expired record is kept
 -- ARGV[3]  result channel prefix (the channel is prefix .. id .. "}")
--- ARGV[3+i]  the candidate ids, matching the key pairs
+-- ARGV[3+i]  the candidate ids, matching the key triples
 -- Returns: a flat array id1, name1, priority1, ... of the jobs ended expired.
 local now = bn_num(ARGV[1], 'now')
 local ttl = bn_num(ARGV[2], 'result ttl')
 if ttl <= 0 then error('bananas: result ttl must be > 0') end
 local prefix = bn_str(ARGV[3], 'result channel prefix')
 local n = #ARGV - 3
-if #KEYS ~= 22 + 2 * n then error('bananas: expire needs two keys per id and the flow keys') end
+if #KEYS ~= 22 + 3 * n then error('bananas: expire needs three keys per id and the flow keys') end
 local F = bn_flowkeys()
 bn_need_type(KEYS[1], 'zset', 'expiry set')
 bn_need_type(KEYS[2], 'hash', 'payloads hash')
@@ -101,9 +107,9 @@ for i = 1, n do
   elseif redis.call('HEXISTS', KEYS[7], id) == 1 then
     plan[i] = {id = id, drop = true} -- it started
   else
-    local job = KEYS[9 + 2 * i]
+    local job = KEYS[8 + 3 * i]
     local payload = redis.call('HGET', KEYS[2], id)
-    local p = {id = id, job = job, result = KEYS[10 + 2 * i]}
+    local p = {id = id, job = job, result = KEYS[9 + 3 * i]}
     if payload then
       local name, prio, max, created, env = bn_split(payload)
       if not name then name, prio, max, created, env = '?', 'normal', '0', '0', payload end
@@ -119,6 +125,7 @@ for i = 1, n do
         env[#env + 1] = h['e' .. k]
       end
       p.name, p.prio, p.max, p.created, p.attempts, p.env = h.n or '?', h.p, h.m, h.c, h.a, table.concat(env)
+      if bn_unique_ends(job, KEYS[10 + 3 * i], id, 'expired') then p.ukey = KEYS[10 + 3 * i] end
       ending = true
     else
       p.drop = true -- gone: canceled, deleted, or never written
@@ -158,6 +165,7 @@ for i = 1, n do
       end
     end
     if p.light then redis.call('HDEL', KEYS[2], id) else redis.call('DEL', p.job) end
+    if p.ukey then redis.call('DEL', p.ukey) end
     local rec = record(id, p.name, p.prio, p.max, p.created, p.attempts, p.env)
     redis.call('SET', p.result, rec, 'PX', ttl)
     bn_ended(KEYS[10], KEYS[8], rec)

@@ -9,7 +9,9 @@
 -- record stored and announced, what the job was dropped and its request
 -- removed. The caller passes a record for each job it read a request for; a
 -- job whose request came after that read stays leased, and the reaper ends
--- it canceled once its lease expires.
+-- it canceled once its lease expires. A job that ends canceled frees the
+-- unique key it holds until started or ended, as canceled.lua does, only
+-- while the key's value is the job's id (bn_unique_ends).
 --
 -- The token is then marked used until a deadline: a late copy of the fetch
 -- (a client retry, or the lost command itself arriving late) finds the token
@@ -31,11 +33,14 @@
 -- KEYS[8]  SET   route:{r}:cancels
 -- KEYS[9]  HASH  route:{r}:stats
 -- KEYS[10] HASH  route:{r}:history:<hour of now>, the stats series (Keys.Series)
--- KEYS[9+2i]   HASH    route:{r}:job:<id_i>, one per id (i from 1)
--- KEYS[10+2i]  STRING  route:{r}:result:<id_i>
--- KEYS[11+2n]   ZSET    route:{r}:idle   waiting workers: one is woken per job handed back (bn_wake)
--- KEYS[12+2n]   LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
--- KEYS[13+2n..24+2n]  the route's flow keys (Keys.FlowKeys): a keyed job goes
+-- KEYS[8+3i]   HASH    route:{r}:job:<id_i>, one per id (i from 1)
+-- KEYS[9+3i]   STRING  route:{r}:result:<id_i>
+-- KEYS[10+3i]  STRING  route:{r}:unique:<u>, the unique key job i holds (its hash's field u,
+--               read with its cancel request), or its job key again when it holds none or
+--               the caller read no request for it
+-- KEYS[11+3n]   ZSET    route:{r}:idle   waiting workers: one is woken per job handed back (bn_wake)
+-- KEYS[12+3n]   LIST    route:{r}:ended (task history), or the stats key again when the caller keeps none
+-- KEYS[13+3n..24+3n]  the route's flow keys (Keys.FlowKeys): a keyed job goes
 --          back to its place in its flow (bn_flow_back), its slot freed
 -- ARGV[1]  fencing token of the fetch
 -- ARGV[2]  marker deadline (unix ms): until when a late copy must find the token used
@@ -53,7 +58,7 @@ bn_str(ARGV[3], 'wake channel')
 local prefix = bn_str(ARGV[4], 'result channel prefix')
 local now = bn_num(ARGV[5], 'now')
 local n = (#ARGV - 5) / 3
-if n ~= math.floor(n) or #KEYS ~= 24 + 2 * n then error('bananas: handback needs 2 keys and 3 args per job, the idle set, the ended list and the flow keys') end
+if n ~= math.floor(n) or #KEYS ~= 24 + 3 * n then error('bananas: handback needs 3 keys and 3 args per job, the idle set, the ended list and the flow keys') end
 for i = 1, n do
   if bn_num(ARGV[5 + 3 * i], 'canceled record ttl') <= 0 then error('bananas: canceled record ttl must be > 0') end
 end
@@ -68,7 +73,7 @@ bn_need_type(KEYS[8], 'set', 'cancels set')
 local back, gone, canceled, earlier = {}, {}, {}, {}
 for i = 1, n do
   local id, record = ARGV[3 + 3 * i], ARGV[4 + 3 * i]
-  local job, result = KEYS[9 + 2 * i], KEYS[10 + 2 * i]
+  local job, result, ukey = KEYS[8 + 3 * i], KEYS[9 + 3 * i], KEYS[10 + 3 * i]
   if id ~= '' and redis.call('HGET', KEYS[2], id) == token then
     local prio
     local payload = redis.call('HGET', KEYS[3], id)
@@ -84,7 +89,8 @@ for i = 1, n do
     if not payload and redis.call('EXISTS', job) == 0 then
       gone[#gone + 1] = id -- finished meanwhile: only its lease is left
     elseif asked and record ~= '' then
-      canceled[#canceled + 1] = { id, job, result, record, ARGV[5 + 3 * i] }
+      local frees = bn_unique_ends(job, ukey, id, 'canceled') and ukey
+      canceled[#canceled + 1] = { id, job, result, record, ARGV[5 + 3 * i], frees }
     elseif not asked then
       back[#back + 1] = { id, KEYS[4 + (bn_prios[prio] or 2)], bn_prios[prio] or 2 }
     end -- asked after the caller's read: left leased, for the reaper
@@ -110,7 +116,8 @@ for _, c in ipairs(canceled) do
   redis.call('HDEL', KEYS[2], id)
   local _, freed_held = bn_flow_release(F, id, now, false)
   bn_flow_wake(F, 1, now, freed_held)
-  bn_end_canceled(c[3], c[4], c[5], prefix .. id .. '}', KEYS[8], id, KEYS[9], KEYS[10], KEYS[12 + 2 * n], now, c[2], KEYS[3])
+  bn_end_canceled(c[3], c[4], c[5], prefix .. id .. '}', KEYS[8], id, KEYS[9], KEYS[10], KEYS[12 + 3 * n], now, c[2], KEYS[3])
+  if c[6] then redis.call('DEL', c[6]) end
 end
 local left = 0
 if released > 0 then
@@ -127,7 +134,7 @@ if left <= 0 then
   redis.call('ZADD', KEYS[1], marker, token)
 end
 if #back > 0 then
-  bn_wake(KEYS[11 + 2 * n], #back, now)
+  bn_wake(KEYS[11 + 3 * n], #back, now)
   redis.call('PUBLISH', ARGV[3], '1')
 end
 local ended = earlier
