@@ -344,3 +344,12 @@ func (a audited) MigrateHistory(ctx context.Context) (bool, error) {
 	a.record(ctx, "migrateHistory", "", err, "")
 	return ok, err
 }
+
+// Outbox reads the outbox's backlog through the admin it wraps: a read, so
+// nothing is recorded; ErrNoOutbox when that admin reads none.
+func (a audited) Outbox(ctx context.Context) (Outbox, error) {
+	if oa, ok := a.Admin.(OutboxAdmin); ok {
+		return oa.Outbox(ctx)
+	}
+	return Outbox{}, ErrNoOutbox
+}
