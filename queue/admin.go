@@ -149,16 +149,12 @@ func (js Jobs) remove(ctx context.Context, id, mode string, record []byte, ttl t
 	return 0, fmt.Errorf("%s job %s: remove.lua answered %d", mode, id, code)
 }
 
-// uniqueOf reads the unique key job id holds (its hash's field u), for a
-// script that may free it, and returns its key, or the job's own key when
-// it holds none or the read fails (the script then frees nothing, and the
-// key's TTL ends it).
+// uniqueOf reads the unique key job id holds (uniqueHeld), for a script
+// that may free it, and returns its key, or the job's own key when it holds
+// none or the read fails (the script then frees nothing, and the key's TTL
+// ends it).
 func (js Jobs) uniqueOf(ctx context.Context, k Keys, id string) string {
-	u, err := js.q.rdb.HGet(ctx, k.Job(id), "u").Result()
-	if err != nil || u == "" {
-		return k.Job(id)
-	}
-	return k.Unique(u)
+	return js.uniquesOf(ctx, k, []string{id})[0]
 }
 
 // stateWords says remove.lua's states of a job it refused.

@@ -108,9 +108,10 @@
 // 260 bytes of Redis memory per pending job instead of 320, and an enqueue that
 // needs no per-job check (push.lua, see enqueuePlain) when its id is fresh and
 // it has no unique key. fetch.lua returns the payload with the id, so a light job costs no
-// second round trip. A job with a unique key is never light: its hash names
-// the key it holds (fields u, uu, ut), for the scripts that end the job to
-// free it (scripts/_unique.lua).
+// second round trip. A light job may hold a unique key: its payload then
+// starts with "|key|until|ttl|" (push_unique.lua, see enqueueLightUnique),
+// which names the key for the scripts that end the job to free it
+// (scripts/_unique.lua); a job hash names it in fields u, uu, ut.
 //
 // A job gets a hash of its own when it is scheduled for later (Delay, a retry),
 // and a light job gets one (bn_materialize in scripts/_prelude.lua) the moment
@@ -136,7 +137,7 @@
 //
 // # Scripts
 //
-// scripts/*.lua hold one script per transition (enqueue and push, fetch,
+// scripts/*.lua hold one script per transition (enqueue, push and push_unique, fetch,
 // claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge,
 // cron, progress, and the admin actions pause, resume, remove — delete and cancel —,
 // canceled and cancels; and, outside routes, keep, unlock and relock for

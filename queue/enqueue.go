@@ -109,6 +109,8 @@ func (js Jobs) EnqueueOne(ctx context.Context, route string, priority Priority, 
 	}
 	if now := js.q.Now(); isPlain(&job, now) {
 		job.payload = payloadOf(job.Name, string(priority), job.MaxRetries, ms(now), job.Envelope)
+	} else if isLightUnique(&job, now) {
+		job.payload = uniquePrefix(&job) + payloadOf(job.Name, string(priority), job.MaxRetries, ms(now), job.Envelope)
 	}
 	return js.q.enqs.do(ctx, enqGroup{route, priority}, job)
 }
@@ -142,6 +144,9 @@ func (js Jobs) enqueueChunk(ctx context.Context, route string, priority Priority
 func (js Jobs) writeChunk(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
 	if plain(jobs, now) {
 		return js.enqueuePlain(ctx, route, priority, jobs, now)
+	}
+	if lightUnique(jobs, now) {
+		return js.enqueueLightUnique(ctx, route, priority, jobs, now)
 	}
 	return js.writeChunkDebounced(ctx, route, priority, jobs, now)
 }

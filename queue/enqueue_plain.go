@@ -31,24 +31,98 @@ func plain(jobs []NewJob, now time.Time) bool {
 	return true
 }
 
+// A fresh job ready at once whose only extra is a unique key (no debounce,
+// no expiry, no flow) is as light: its enqueue (scripts/push_unique.lua)
+// takes the key with SET NX and writes the payload with the key in front
+// (payloadOf with uniquePrefix), so the job needs no hash of its own and the
+// script that ends it still finds the key to free. A chunk of plain jobs and
+// such unique ones takes that path; a retry of the call is answered from the
+// receipt it leaves.
+
+// lightUnique reports whether every job of a chunk is plain or a light
+// unique job (see above), and at least one is the latter.
+func lightUnique(jobs []NewJob, now time.Time) bool {
+	some := false
+	for i := range jobs {
+		switch {
+		case isLightUnique(&jobs[i], now):
+			some = true
+		case !isPlain(&jobs[i], now):
+			return false
+		}
+	}
+	return some
+}
+
+// isLightUnique reports whether j is a light unique job (see above). A key
+// holding '|' cannot go in front of a payload; it takes enqueue.lua.
+func isLightUnique(j *NewJob, now time.Time) bool {
+	return !j.ChosenID && !j.Keyed && j.UniqueTTL > 0 && j.UniqueKey != "" && strings.IndexByte(j.UniqueKey, '|') < 0 &&
+		j.Debounce == 0 && j.OnBusy == OnBusyWait && !j.RunAt.After(now) && j.ExpireAt.IsZero()
+}
+
+// uniquePrefix is what a light unique job's payload starts with, as
+// bn_payload_unique in scripts/_prelude.lua: its key's suffix, until when it
+// is held and its ttl.
+func uniquePrefix(j *NewJob) string {
+	return "|" + j.UniqueKey + "|" + j.UniqueUntil.code() + "|" + strconv.FormatInt(max(1, durMS(j.UniqueTTL)), 10) + "|"
+}
+
+// enqueueLightUnique writes a chunk lightUnique accepted, in one
+// push_unique.lua call, and wakes idle workers.
+func (js Jobs) enqueueLightUnique(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
+	k, created, eager := js.q.Keys(route), ms(now), eagerWake(len(jobs))
+	keys := make([]string, 0, 6+len(jobs))
+	keys = append(keys, k.List(priority), k.Stats(), k.Payloads(), k.Receipt(callToken()), k.Series(HourOf(now)), k.Idle())
+	args := make([]any, 0, 4+3*len(jobs))
+	args = append(args, k.WakeChannel(), eager, created, durMS(receiptTTL))
+	for i := range jobs {
+		j := &jobs[i]
+		p := j.payload
+		if p == "" {
+			p = payloadOf(j.Name, string(priority), j.MaxRetries, created, j.Envelope)
+			if isLightUnique(j, now) {
+				p = uniquePrefix(j) + p
+			}
+		}
+		var uttl int64
+		if isLightUnique(j, now) {
+			keys = append(keys, k.Unique(j.UniqueKey))
+			uttl = max(1, durMS(j.UniqueTTL))
+		} else {
+			keys = append(keys, k.Stats())
+		}
+		args = append(args, j.ID, p, uttl)
+	}
+	// Retry-safe: a second run of this call answers from its receipt.
+	res, err := js.q.runWrite(ctx, js.q.s.pushUnique, keys, args...)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue to route %s: %w", route, err)
+	}
+	return strs(res), nil
+}
+
 // isPlain reports whether j is a plain job (see above).
 func isPlain(j *NewJob, now time.Time) bool {
 	return !j.ChosenID && !j.Keyed && (j.UniqueTTL <= 0 || j.UniqueKey == "") && !j.RunAt.After(now) && j.ExpireAt.IsZero()
 }
 
+// eagerWake is push.lua's and push_unique.lua's eager flag for a call of n
+// jobs. At low load (a flush of one or two jobs) the wake-up goes in the
+// same call whether or not the list was empty: it saves the round trip
+// that would otherwise sit between the enqueue and the job's start, and a
+// wake-up that finds the jobs already taken costs one empty fetch.
+func eagerWake(n int) int {
+	if n <= 2 {
+		return 1
+	}
+	return 0
+}
+
 // enqueuePlain writes plain jobs (see plain), already checked by checkNewJob,
 // in one script call and wakes idle workers.
 func (js Jobs) enqueuePlain(ctx context.Context, route string, priority Priority, jobs []NewJob, now time.Time) ([]string, error) {
-	k := js.q.Keys(route)
-	created := ms(now)
-	// At low load (a flush of one or two jobs) the wake-up goes in the same
-	// call whether or not the list was empty: it saves the round trip that
-	// would otherwise sit between the enqueue and the job's start, and a
-	// wake-up that finds the jobs already taken costs one empty fetch.
-	eager := 0
-	if len(jobs) <= 2 {
-		eager = 1
-	}
+	k, created, eager := js.q.Keys(route), ms(now), eagerWake(len(jobs))
 	args := make([]any, 0, 3+2*len(jobs))
 	args = append(args, k.WakeChannel(), eager, created)
 	for i := range jobs {

@@ -173,12 +173,50 @@ type payload struct {
 	maxRetries     int
 	created        time.Time
 	envelope       string
+	// unique and until: the unique key suffix a light unique job holds
+	// and until when ("" for none), see uniquePrefix.
+	unique, until string
+}
+
+// splitUnique splits the unique key suffix, until and ttl off the front of
+// a light unique job's payload (uniquePrefix); ok is false when p carries none.
+func splitUnique(p string) (unique, until, rest string, ok bool) {
+	if !strings.HasPrefix(p, "|") {
+		return "", "", p, false
+	}
+	var parts [3]string
+	rest = p[1:]
+	for i := range parts {
+		j := strings.IndexByte(rest, '|')
+		if j < 0 {
+			return "", "", p, false
+		}
+		parts[i], rest = rest[:j], rest[j+1:]
+	}
+	if parts[0] == "" {
+		return "", "", p, false
+	}
+	return parts[0], parts[1], rest, true
+}
+
+// uniqueHeld returns the suffix of the unique key a job names: its hash's
+// field u, or, for a light job (pay not nil), the one its payload carries;
+// "" for none.
+func uniqueHeld(fields map[string]string, pay *string) string {
+	if u := fields["u"]; u != "" {
+		return u
+	}
+	if pay != nil {
+		u, _, _, _ := splitUnique(*pay)
+		return u
+	}
+	return ""
 }
 
 // splitPayload splits p; ok is false when p is not a payload.
 func splitPayload(p string) (out payload, ok bool) {
 	var parts [4]string
-	rest := p
+	unique, until, rest, _ := splitUnique(p)
 	for i := range parts {
 		j := strings.IndexByte(rest, '|')
 		if j < 0 {
@@ -190,7 +228,7 @@ func splitPayload(p string) (out payload, ok bool) {
 	if err != nil || parts[0] == "" || !ValidPriority(parts[1]) {
 		return out, false
 	}
-	return payload{parts[0], parts[1], m, parseMS(parts[3]), rest}, true
+	return payload{parts[0], parts[1], m, parseMS(parts[3]), rest, unique, until}, true
 }
 
 // fillFromPayload sets d's fields from a light job's payload, or records why it cannot.
@@ -201,5 +239,6 @@ func (d *Dispatch) fillFromPayload(p string) {
 		return
 	}
 	d.Name, d.Priority, d.MaxRetries, d.CreatedAt = pl.name, Priority(pl.priority), pl.maxRetries, pl.created
+	d.uniqueKey, d.uniqueUntil = pl.unique, pl.until
 	d.Envelope, d.BadEnvelope = DecodeEnvelope([]byte(pl.envelope))
 }

@@ -90,21 +90,28 @@ func (js Jobs) EndExpired(ctx context.Context, route string, ids []string, now t
 }
 
 // uniquesOf reads, in one round trip, the unique key each of ids holds
-// (its hash's field u), as uniqueOf does for one: a job holding none, or
-// whose read fails, gets its own key, and expire.lua frees nothing for it
-// (a failed read leaves the key to its ttl).
+// (uniqueHeld: its hash's field u, or a light job's payload): a job holding
+// none, or whose read fails, gets its own key, and the script frees nothing
+// for it (a failed read leaves the key to its ttl).
 func (js Jobs) uniquesOf(ctx context.Context, k Keys, ids []string) []string {
 	cmds := make([]*redis.StringCmd, len(ids))
+	pays := make([]*redis.StringCmd, len(ids))
 	_, _ = js.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			cmds[i] = p.HGet(ctx, k.Job(id), "u")
+			pays[i] = p.HGet(ctx, k.Payloads(), id)
 		}
 		return nil
 	})
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = k.Job(id)
-		if u, err := cmds[i].Result(); err == nil && u != "" {
+		var pay *string
+		if s, err := pays[i].Result(); err == nil {
+			pay = &s
+		}
+		u, _ := cmds[i].Result()
+		if u = uniqueHeld(map[string]string{"u": u}, pay); u != "" {
 			out[i] = k.Unique(u)
 		}
 	}

@@ -305,7 +305,8 @@ func (js Jobs) load(ctx context.Context, route string, reply []string, until, no
 	var pipe redis.Pipeliner
 	var heavy []*Dispatch
 	var cmds []*redis.MapStringStringCmd
-	var lapsed []string // set aside expired (expire.go)
+	var lapsed []string        // set aside expired (expire.go)
+	var startLight []*Dispatch // light jobs holding a key until they start
 	defer func() {
 		if len(lapsed) > 0 {
 			js.endSetAside(ctx, route, lapsed, now)
@@ -328,6 +329,9 @@ func (js Jobs) load(ctx context.Context, route string, reply []string, until, no
 		if reply[i+1] != "" {
 			d.light = true
 			d.fillFromPayload(reply[i+1])
+			if d.uniqueUntil == "s" {
+				startLight = append(startLight, d)
+			}
 			continue
 		}
 		if pipe == nil {
@@ -336,6 +340,7 @@ func (js Jobs) load(ctx context.Context, route string, reply []string, until, no
 		heavy = append(heavy, d)
 		cmds = append(cmds, pipe.HGetAll(ctx, k.Job(d.ID)))
 	}
+	js.start(ctx, k, startLight)
 	if pipe == nil {
 		return out, nil
 	}
@@ -389,7 +394,7 @@ func (js Jobs) start(ctx context.Context, k Keys, ds []*Dispatch) {
 		if d.uniqueKey == "" || d.uniqueUntil != "s" {
 			continue
 		}
-		keys := []string{k.Leases(), k.Job(d.ID), k.Unique(d.uniqueKey)}
+		keys := []string{k.Leases(), k.Job(d.ID), k.Unique(d.uniqueKey), k.Payloads()}
 		// Retry-safe: a second run finds the key free or another job's.
 		if err := js.q.s.started.Run(ctx, js.q.rdb, keys, d.ID, d.Token).Err(); err != nil {
 			js.q.warn("bananas: could not free a unique key held until its job started; the job's end frees it", "key", keys[2], "err", err)
@@ -545,7 +550,7 @@ func (js Jobs) handBackVerdicts(ctx context.Context, k Keys, l *LostFetch, ids [
 		v := canceled(e)
 		verdicts[at[j]] = v
 		ukey := k.Job(id)
-		if u := fields[j]["u"]; u != "" {
+		if u := uniqueHeld(fields[j], pays[j]); u != "" {
 			ukey = k.Unique(u)
 		}
 		l.offered[id] = CanceledJob{Expired: e, Record: v.Record, ttl: v.TTL, ukey: ukey}

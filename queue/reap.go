@@ -107,7 +107,7 @@ func (js Jobs) reapPage(ctx context.Context, route string, now time.Time, tokens
 	args = append(args, page.empty...)
 	for i, id := range page.ids {
 		ukey := k.Job(id)
-		if u := fields[i]["u"]; u != "" {
+		if u := uniqueHeld(fields[i], pays[i]); u != "" {
 			ukey = k.Unique(u)
 		}
 		keys = append(keys, k.Job(id), k.Result(id), k.Garbage(id), ukey)

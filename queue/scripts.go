@@ -45,6 +45,8 @@ var queueScripts = func() fs.FS {
 type scripts struct {
 	enqueue, push, fetch, claim, ack, fail, requeue, handback, renew, reap, promote, replay, purge, cron *redis.Script
 
+	pushUnique *redis.Script // light jobs with unique keys (enqueue_plain.go)
+
 	started *redis.Script // frees a unique key held until its job started (fetch.go)
 
 	wake *redis.Script // WakeWaiters (idle.go)
@@ -67,35 +69,36 @@ type scripts struct {
 
 func loadScripts() *scripts {
 	return &scripts{
-		enqueue:  newScript("enqueue"),
-		push:     newScript("push"),
-		fetch:    newScript("fetch"),
-		claim:    newScript("claim"),
-		ack:      newScript("ack"),
-		fail:     newScript("fail"),
-		requeue:  newScript("requeue"),
-		handback: newScript("handback"),
-		renew:    newScript("renew"),
-		reap:     newScript("reap"),
-		promote:  newScript("promote"),
-		replay:   newScript("replay"),
-		purge:    newScript("purge"),
-		cron:     newScript("cron"),
-		wake:     newScript("wake"),
-		list:     newScript("list"),
-		prune:    newScript("prune"),
-		lookup:   newScript("lookup"),
-		pause:    newScript("pause"),
-		resume:   newScript("resume"),
-		remove:   newScript("remove"),
-		canceled: newScript("canceled"),
-		cancels:  newScript("cancels"),
-		stored:   newScript("stored"),
-		shed:     newScript("shed"),
-		sweep:    newScript("sweep"),
-		progress: newScript("progress"),
-		started:  newScript("started"),
-		expire:   newScript("expire"),
+		enqueue:    newScript("enqueue"),
+		push:       newScript("push"),
+		pushUnique: newScript("push_unique"),
+		fetch:      newScript("fetch"),
+		claim:      newScript("claim"),
+		ack:        newScript("ack"),
+		fail:       newScript("fail"),
+		requeue:    newScript("requeue"),
+		handback:   newScript("handback"),
+		renew:      newScript("renew"),
+		reap:       newScript("reap"),
+		promote:    newScript("promote"),
+		replay:     newScript("replay"),
+		purge:      newScript("purge"),
+		cron:       newScript("cron"),
+		wake:       newScript("wake"),
+		list:       newScript("list"),
+		prune:      newScript("prune"),
+		lookup:     newScript("lookup"),
+		pause:      newScript("pause"),
+		resume:     newScript("resume"),
+		remove:     newScript("remove"),
+		canceled:   newScript("canceled"),
+		cancels:    newScript("cancels"),
+		stored:     newScript("stored"),
+		shed:       newScript("shed"),
+		sweep:      newScript("sweep"),
+		progress:   newScript("progress"),
+		started:    newScript("started"),
+		expire:     newScript("expire"),
 	}
 }
 

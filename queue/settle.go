@@ -147,7 +147,7 @@ func (js Jobs) ackCall(route string, reqs []ackReq) (keys []string, args []any) 
 	var lastTTL int64
 	for _, r := range reqs {
 		jk := 0
-		if !r.d.light {
+		if !r.d.light || r.d.uniqueKey != "" {
 			keys = append(keys, k.Job(r.d.ID))
 			jk = len(keys) // Lua's 1-based index of the key just added
 			// Its unique key follows, for the ack to free (a negated index says so).

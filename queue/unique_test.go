@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,5 +261,82 @@ func TestUnique_AnExpiryFreesTheKeyHeldUntilStartedOrEnded(t *testing.T) {
 				})
 			}
 		}
+	})
+}
+
+// captureScripts records the arguments of every script call the queue's
+// client sends, so that a test can send one again as a client retry would.
+type captureScripts struct{ calls [][]any }
+
+func (c *captureScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *captureScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (c *captureScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" || cmd.Name() == "eval" {
+			c.calls = append(c.calls, cmd.Args())
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// A ready job with a unique key is light (no hash of its own); its enqueue
+// resent after the job started — its key, held until started, already
+// freed — must answer "written" again and write nothing: no second copy of
+// the job, no key taken back.
+func TestUnique_ResentEnqueueOfAStartedJobWritesNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		capture := &captureScripts{}
+		q.Client().AddHook(capture)
+		j := uniqueJob(t, "k", queue.UntilStarted)
+		if got := enqueueUnique(t, q, j, time.Now()); got != "" {
+			t.Fatalf("enqueue answered %q", got)
+		}
+		sent := capture.calls[len(capture.calls)-1]
+		if ok, _ := q.Client().Exists(ctx, q.Keys("r").Job(j.ID)).Result(); ok != 0 {
+			t.Fatal("a ready unique job got a hash of its own; want a light job")
+		}
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 1, time.Now().Add(time.Minute), time.Now())
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("fetch = %d, %v", len(ds), err)
+		}
+		if ds[0].UniqueKey() != "k" {
+			t.Fatalf("the dispatch names unique key %q, want k", ds[0].UniqueKey())
+		}
+		if h := holderOf(t, q, "k"); h != "" {
+			t.Fatalf("key held until started is still held by %s after the start", h)
+		}
+		reply, err := plainClient(t, q).Do(ctx, sent...).StringSlice()
+		if err != nil || len(reply) != 1 || reply[0] != "" {
+			t.Fatalf("the resent enqueue answered %q, %v; want [\"\"] (written)", reply, err)
+		}
+		wantPlace(t, q, "r", j.ID, "leased")
+		if h := holderOf(t, q, "k"); h != "" {
+			t.Fatalf("the resent enqueue took the key back for %s", h)
+		}
+	})
+}
+
+// A unique key of another type (garbage) refuses the whole enqueue with an
+// error naming it, and leaves nothing behind: not the job, not the key of
+// another job of the same call.
+func TestUnique_GarbageUnderAKeyRefusesTheCallAndLeavesNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		if err := q.Client().HSet(ctx, q.Keys("r").Unique("bad"), "x", "y").Err(); err != nil {
+			t.Fatal(err)
+		}
+		good, bad := uniqueJob(t, "good", queue.UntilEnded), uniqueJob(t, "bad", queue.UntilEnded)
+		_, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{good, bad}, time.Now())
+		if err == nil || !strings.Contains(err.Error(), q.Keys("r").Unique("bad")) {
+			t.Fatalf("enqueue = %v; want an error naming the garbage key", err)
+		}
+		if h := holderOf(t, q, "good"); h != "" {
+			t.Fatalf("the refused call left key good held by %s", h)
+		}
+		wantPlace(t, q, "r", good.ID, "")
+		wantPlace(t, q, "r", bad.ID, "")
 	})
 }

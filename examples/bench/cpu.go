@@ -15,18 +15,24 @@ import (
 // such section). The scheme is the peers' (bench/peers), so that the
 // figures sit side by side.
 func cpuPerJob(ctx context.Context, c *runtime.Client) func(name string, jobs int, scenario func()) {
-	info := func() string {
-		s, err := c.Redis().Info(ctx, "cpu").Result()
-		if err != nil {
-			return ""
-		}
-		return s
-	}
+	info := redisInfo(ctx, c)
 	return func(name string, jobs int, scenario func()) {
 		span := benchkit.StartCPU(info)
 		scenario()
 		clientUS, redisUS := span.PerJob(jobs)
 		report("client_cpu_us_per_job_"+name, clientUS)
 		report("redis_cpu_us_per_job_"+name, redisUS)
+	}
+}
+
+// redisInfo returns a reader of the server's INFO cpu section, "" when it
+// has none (the embedded server), for benchkit.StartCPU.
+func redisInfo(ctx context.Context, c *runtime.Client) func() string {
+	return func() string {
+		s, err := c.Redis().Info(ctx, "cpu").Result()
+		if err != nil {
+			return ""
+		}
+		return s
 	}
 }

@@ -25,6 +25,7 @@ func uniqueBench(ctx context.Context, c *runtime.Client) {
 	per := *n / 2
 	note("unique: %d rounds of %d single enqueues from %d goroutines, plain then unique", rounds, per, *producers)
 	var plain, unique []float64
+	cpu := map[string][2][]float64{}
 	seq := 0
 	for range rounds {
 		for _, kind := range []string{"plain", "unique"} {
@@ -35,6 +36,7 @@ func uniqueBench(ctx context.Context, c *runtime.Client) {
 				opts = []runtime.Option{runtime.Unique(time.Hour), runtime.UniqueBy("To")}
 			}
 			start := time.Now()
+			span := benchkit.StartCPU(redisInfo(ctx, c))
 			benchkit.Parallel(*producers, per, func(i int) {
 				p := payload
 				p.To = "user" + strconv.Itoa(base+i) + "@example.com"
@@ -43,6 +45,10 @@ func uniqueBench(ctx context.Context, c *runtime.Client) {
 				}
 			})
 			rate := float64(per) / time.Since(start).Seconds()
+			clientUS, redisUS := span.PerJob(per)
+			got := cpu[kind]
+			got[0], got[1] = append(got[0], clientUS), append(got[1], redisUS)
+			cpu[kind] = got
 			if kind == "plain" {
 				plain = append(plain, rate)
 			} else {
@@ -54,6 +60,10 @@ func uniqueBench(ctx context.Context, c *runtime.Client) {
 	report("plain_enqueue_jobs_per_s", p)
 	report("unique_enqueue_jobs_per_s", u)
 	report("unique_enqueue_ratio", u/p)
+	for _, kind := range []string{"plain", "unique"} {
+		report("client_cpu_us_per_job_"+kind+"_enqueue", medianRate(cpu[kind][0]))
+		report("redis_cpu_us_per_job_"+kind+"_enqueue", medianRate(cpu[kind][1]))
+	}
 }
 
 func medianRate(xs []float64) float64 {

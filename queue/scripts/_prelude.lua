@@ -203,30 +203,59 @@ local function bn_payload(name, prio, max, created, env)
   return name .. '|' .. prio .. '|' .. max .. '|' .. created .. '|' .. env
 end
 
+-- A light job with a unique key carries it in front of its payload, so that
+-- the script that ends it can free the key (see _unique.lua):
+--   |unique key suffix|until (s, c or e)|ttl ms|name|priority|...
+-- A plain payload never starts with '|' (a task name is never empty).
+
+-- bn_payload_unique builds the payload of a light job holding unique key u.
+local function bn_payload_unique(u, uu, ttl, payload)
+  return '|' .. u .. '|' .. uu .. '|' .. ttl .. '|' .. payload
+end
+
+-- bn_split_unique returns the unique key suffix, until and ttl a payload
+-- carries, and the plain payload after them; nil when it carries none.
+local function bn_split_unique(p)
+  if string.sub(p, 1, 1) ~= '|' then return nil end
+  local i1 = string.find(p, '|', 2, true)
+  local i2 = i1 and string.find(p, '|', i1 + 1, true)
+  local i3 = i2 and string.find(p, '|', i2 + 1, true)
+  if not i3 or i1 == 2 then return nil end
+  return string.sub(p, 2, i1 - 1), string.sub(p, i1 + 1, i2 - 1), string.sub(p, i2 + 1, i3 - 1), string.sub(p, i3 + 1)
+end
+
 -- bn_split splits a payload into name, priority, max retries, created and
--- envelope; nil when it is not one (a value planted by hand).
+-- envelope, then the unique key suffix, until and ttl it carries (nil when
+-- none); nil when it is not one (a value planted by hand).
 local function bn_split(p)
+  local u, uu, ut, rest = bn_split_unique(p)
+  if u then p = rest end
   local i1 = string.find(p, '|', 1, true)
   local i2 = i1 and string.find(p, '|', i1 + 1, true)
   local i3 = i2 and string.find(p, '|', i2 + 1, true)
   local i4 = i3 and string.find(p, '|', i3 + 1, true)
-  if not i4 then return nil end
+  if not i4 or i1 == 1 then return nil end
   return string.sub(p, 1, i1 - 1), string.sub(p, i1 + 1, i2 - 1), string.sub(p, i2 + 1, i3 - 1),
-    string.sub(p, i3 + 1, i4 - 1), string.sub(p, i4 + 1)
+    string.sub(p, i3 + 1, i4 - 1), string.sub(p, i4 + 1), u, uu, ut
 end
 
--- bn_materialize gives a light job its hash, from its payload, and removes the
+-- bn_materialize gives a light job its hash, from its payload (the unique
+-- key it carries, too: fields u, uu, ut, see _unique.lua), and removes the
 -- payload, so that retries, the dead-letter set and replay see one kind of job.
 -- A payload that does not split, or whose priority or max retries is garbage,
 -- is kept whole as the envelope (the worker will report it undecodable) rather
 -- than lost. Returns the job's max retries.
 local function bn_materialize(job, payloads, id, payload)
-  local name, prio, max, created, env = bn_split(payload)
+  local name, prio, max, created, env, u, uu, ut = bn_split(payload)
   if not name or bn_prios[prio] == nil or #max > 15 or not string.find(max, '^%d+$') then
-    name, prio, max, created, env = '?', 'normal', '0', '0', payload
+    name, prio, max, created, env, u = '?', 'normal', '0', '0', payload, nil
   end
   redis.call('HDEL', payloads, id)
-  bn_write_job(job, {'n', name, 'p', prio, 'm', max, 'c', created}, env)
+  local small = {'n', name, 'p', prio, 'm', max, 'c', created}
+  if u then
+    for _, v in ipairs({'u', u, 'uu', uu, 'ut', ut}) do small[#small + 1] = v end
+  end
+  bn_write_job(job, small, env)
   return tonumber(max)
 end
 

@@ -16,6 +16,7 @@
 -- KEYS[6]  HASH  route:{r}:history:<hour of now>, the stats series (Keys.Series)
 -- KEYS[6+i]  STRING  route:{r}:result:<id_i>, i = 1..n
 -- KEYS[7+n..]  HASH  route:{r}:job:<id> of the jobs dispatched with a hash of their own,
+--              and of light jobs that hold a unique key (their payload names it),
 --              each followed by its unique key when it holds one (see _unique.lua):
 --              a completion frees the key, while its value is still the job's id
 -- KEYS[#KEYS-12]  LIST  route:{r}:ended: the records are appended for the task history,
@@ -97,6 +98,9 @@ for i = 1, n do
     elseif redis.call('EXISTS', KEYS[jk]) == 1 then
       heavy[#heavy + 1] = KEYS[jk]
       if ukey and bn_unique_ends(KEYS[jk], ukey, ids[i], 'completed') then freed[#freed + 1] = ukey end
+    elseif ukey and redis.call('HEXISTS', KEYS[4], ids[i]) == 1 then
+      light[#light + 1] = ids[i]
+      if bn_unique_ends(KEYS[jk], ukey, ids[i], 'completed', KEYS[4]) then freed[#freed + 1] = ukey end
     else
       ok = false
     end

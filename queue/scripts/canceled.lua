@@ -39,7 +39,7 @@ bn_need_type(KEYS[4], 'hash', 'payloads hash')
 bn_need_type(KEYS[5], 'hash', 'groups hash')
 bn_need_type(KEYS[8], 'set', 'cancels set')
 if redis.call('HGET', KEYS[2], id) ~= token then return 0 end
-local frees = bn_unique_ends(KEYS[7], KEYS[11], id, 'canceled')
+local frees = bn_unique_ends(KEYS[7], KEYS[11], id, 'canceled', KEYS[4])
 
 local F = bn_flowkeys()
 bn_flow_repair(F)

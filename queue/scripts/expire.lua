@@ -114,6 +114,7 @@ for i = 1, n do
       local name, prio, max, created, env = bn_split(payload)
       if not name then name, prio, max, created, env = '?', 'normal', '0', '0', payload end
       p.name, p.prio, p.max, p.created, p.env, p.light = name, prio, max, created, env, true
+      if bn_unique_ends(job, KEYS[10 + 3 * i], id, 'expired', KEYS[2]) then p.ukey = KEYS[10 + 3 * i] end
       ending = true
     elseif bn_type(job, 'hash') and redis.call('EXISTS', job) == 1 then
       local f = redis.call('HGETALL', job)
@@ -125,7 +126,7 @@ for i = 1, n do
         env[#env + 1] = h['e' .. k]
       end
       p.name, p.prio, p.max, p.created, p.attempts, p.env = h.n or '?', h.p, h.m, h.c, h.a, table.concat(env)
-      if bn_unique_ends(job, KEYS[10 + 3 * i], id, 'expired') then p.ukey = KEYS[10 + 3 * i] end
+      if bn_unique_ends(job, KEYS[10 + 3 * i], id, 'expired', KEYS[2]) then p.ukey = KEYS[10 + 3 * i] end
       ending = true
     else
       p.drop = true -- gone: canceled, deleted, or never written

@@ -77,7 +77,7 @@ if exists then
   why = bn_bad_count(f[1], 'its attempts (field a)', true) or bn_bad_count(f[2], 'its max retries (field m)', false)
   if not why then prior, max = tonumber(f[1] or '0'), tonumber(f[2]) end
 end
-local frees = exists and bn_unique_ends(KEYS[1], KEYS[13], id, 'dead')
+local frees = bn_unique_ends(KEYS[1], KEYS[13], id, 'dead', KEYS[8])
 
 local F = bn_flowkeys()
 -- A job of no key on a route without flow control pays one EXISTS for it.

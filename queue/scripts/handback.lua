@@ -89,7 +89,7 @@ for i = 1, n do
     if not payload and redis.call('EXISTS', job) == 0 then
       gone[#gone + 1] = id -- finished meanwhile: only its lease is left
     elseif asked and record ~= '' then
-      local frees = bn_unique_ends(job, ukey, id, 'canceled') and ukey
+      local frees = bn_unique_ends(job, ukey, id, 'canceled', KEYS[3]) and ukey
       canceled[#canceled + 1] = { id, job, result, record, ARGV[5 + 3 * i], frees }
     elseif not asked then
       back[#back + 1] = { id, KEYS[4 + (bn_prios[prio] or 2)], bn_prios[prio] or 2 }

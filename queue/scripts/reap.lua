@@ -123,7 +123,7 @@ for i = 0, n - 1 do
     local kind = bn_typeof(job)
     local payload = kind ~= 'hash' and redis.call('HGET', KEYS[6], id)
     local fields = kind == 'hash' and redis.call('HMGET', job, 'a', 'm') or {}
-    local frees = {dead = bn_unique_ends(job, ukey, id, 'dead'), canceled = bn_unique_ends(job, ukey, id, 'canceled')}
+    local frees = {dead = bn_unique_ends(job, ukey, id, 'dead', KEYS[6]), canceled = bn_unique_ends(job, ukey, id, 'canceled', KEYS[6])}
     if id == '' then
       redis.call('HDEL', KEYS[2], id)
       bn_release(KEYS[1], KEYS[7], token, 1)

@@ -79,7 +79,7 @@ if redis.call('ZSCORE', KEYS[8], id) then return {0, 'dead'} end
 
 local kind = bn_typeof(KEYS[1])
 local payload = redis.call('HGET', KEYS[2], id)
-local frees = bn_unique_ends(KEYS[1], KEYS[14], id, 'canceled')
+local frees = bn_unique_ends(KEYS[1], KEYS[14], id, 'canceled', KEYS[2])
 local state, list
 if redis.call('ZSCORE', KEYS[6], id) then
   state = 'scheduled'

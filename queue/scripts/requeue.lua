@@ -56,7 +56,7 @@ bn_need_type(KEYS[7], 'hash', 'payloads hash')
 bn_need_type(KEYS[8], 'hash', 'groups hash')
 bn_need_type(KEYS[9], 'set', 'cancels set')
 for k = 4, 6 do bn_need_type(KEYS[k], 'list', 'ready list') end
-local frees = bn_unique_ends(KEYS[1], KEYS[15], id, 'canceled')
+local frees = bn_unique_ends(KEYS[1], KEYS[15], id, 'canceled', KEYS[7])
 
 local F = bn_flowkeys()
 bn_flow_repair(F)
