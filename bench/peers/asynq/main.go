@@ -43,6 +43,7 @@ var (
 	delayedN     = flag.Int("delayed", 200, "jobs in the delayed-lateness scenario")
 	fast         = flag.Bool("fast", false, "TaskCheckInterval and DelayedTaskCheckInterval at 10ms; results tagged asynq-fast")
 	check        = flag.Duration("check", 0, "TaskCheckInterval (0: asynq's default, 1s; -fast: 10ms)")
+	uniqueMode   = flag.Bool("unique", false, "instead of the scenarios: single enqueues with asynq.Unique against plain ones (the project's -unique)")
 	delayedCheck = flag.Duration("delayed-check", 0, "DelayedTaskCheckInterval (0: asynq's default, 5s; -fast: 10ms)")
 )
 
@@ -74,6 +75,10 @@ func main() {
 	note("TaskCheckInterval=%s DelayedTaskCheckInterval=%s concurrency=%d n=%d producers=%d",
 		orDefault(*check, "1s"), orDefault(*delayedCheck, "5s"), *conc, *n, *producers)
 
+	if *uniqueMode {
+		uniqueScenario(ctx, rc, client)
+		return
+	}
 	cpu := cpuPerJob(ctx, rc)
 	cpu("enqueue", *n, func() { enqueueScenario(ctx, rc, client) })
 	obs := newObservations(*n)
