@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/internal/pgtest"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/outbox"
-	"github.com/bananas-go/bananas/outbox/internal/pgtest"
 	"github.com/bananas-go/bananas/runtime"
 )
 

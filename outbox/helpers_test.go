@@ -10,9 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bananas-go/bananas/internal/pgtest"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/outbox"
-	"github.com/bananas-go/bananas/outbox/internal/pgtest"
 	"github.com/bananas-go/bananas/runtime"
 )
 

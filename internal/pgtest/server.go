@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/internal/redistest"
-	"github.com/jackc/pgx/v5"
 )
 
 // Server is a postgres process this test binary started on a free loopback port.
@@ -254,7 +253,7 @@ func (s *Server) waitReady(exited chan struct{}, logPath string) error {
 	deadline := time.Now().Add(within)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := ping(ctx, s.URL())
+		err := ping(ctx, s.port)
 		cancel()
 		if err == nil {
 			return nil
@@ -273,14 +272,15 @@ func (s *Server) waitReady(exited chan struct{}, logPath string) error {
 	}
 }
 
-func ping(ctx context.Context, url string) error {
-	conn, err := pgx.Connect(ctx, url)
+// ping connects to port and runs SELECT 1.
+func ping(ctx context.Context, port int) error {
+	c, err := dial(ctx, port, "postgres")
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.Background())
-	var one int
-	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+	defer c.close()
+	_, err = c.query(ctx, "SELECT 1")
+	return err
 }
 
 func tail(path string) string {
