@@ -1,8 +1,6 @@
 package scheduler_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/internal/proctest"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/scheduler"
@@ -47,33 +46,8 @@ func runSchedulerProcess(addr, ns string) {
 // test.
 func schedulerProcess(t *testing.T, addr, ns string) (*exec.Cmd, <-chan string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BANANAS_TEST_SCHEDULER_ADDR="+addr, "BANANAS_TEST_SCHEDULER_NS="+ns)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() && stderr.Len() > 0 {
-			t.Logf("scheduler process's stderr:\n%s", stderr.String())
-		}
-	})
-	lines := make(chan string, 1024)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			lines <- s.Text()
-		}
-		close(lines)
-	}()
-	return cmd, lines
+	p := proctest.Start(t, "BANANAS_TEST_SCHEDULER_ADDR="+addr, "BANANAS_TEST_SCHEDULER_NS="+ns)
+	return p.Cmd, p.Lines
 }
 
 // catchUpSchedules puts n schedules k00, k01, … (of routes r00, r01, …),
