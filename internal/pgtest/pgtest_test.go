@@ -166,14 +166,16 @@ func TestPauseContinue_FreezesEveryProcessAndThawsThem(t *testing.T) {
 	}
 }
 
-// waitState waits until process pid's state satisfies ok: a signal is
-// delivered asynchronously, so the state lags a moment behind the kill.
+// waitState waits until process pid's state satisfies ok, or it has
+// exited (postgres forks short-lived processes, and one may end meanwhile):
+// a signal is delivered asynchronously, so the state lags a moment behind
+// the kill.
 func waitState(t *testing.T, pid int, want string, ok func(state byte) bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, state, found := stat(pid)
-		if !found || ok(state) {
+		_, state, _ := stat(pid)
+		if !alive(pid) || ok(state) {
 			return
 		}
 		if time.Now().After(deadline) {
