@@ -12,6 +12,7 @@ package proctest
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -65,17 +66,25 @@ func Start(t testing.TB, env ...string) *Child {
 // time given, is want.
 func (c *Child) Await(t testing.TB, want string, within time.Duration) {
 	t.Helper()
+	if err := c.next(want, within); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// next is Await's check: nil if the next line, within the time given, is
+// want.
+func (c *Child) next(want string, within time.Duration) error {
 	select {
 	case line, ok := <-c.Lines:
 		if !ok {
-			t.Fatalf("the child process ended before it said %q", want)
-			return
+			return fmt.Errorf("the child process ended before it said %q", want)
 		}
 		if line != want {
-			t.Fatalf("the child process said %q, want %q", line, want)
+			return fmt.Errorf("the child process said %q, want %q", line, want)
 		}
+		return nil
 	case <-time.After(within):
-		t.Fatalf("the child process did not say %q within %s", want, within)
+		return fmt.Errorf("the child process did not say %q within %s", want, within)
 	}
 }
 

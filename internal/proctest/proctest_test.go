@@ -3,7 +3,6 @@ package proctest
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,37 +41,15 @@ func TestStart_TheChildSaysItsLinesAndKillEndsIt(t *testing.T) {
 	}
 }
 
-// fatalTB records the failure of a helper and stops the goroutine that
-// called it, as testing.T's Fatal does.
-type fatalTB struct {
-	testing.TB
-	msg string
-}
-
-func (f *fatalTB) Helper() {}
-func (f *fatalTB) Fatalf(format string, args ...any) {
-	f.msg = fmt.Sprintf(format, args...)
-	runtime.Goexit()
-}
-
-// failure is what Await(want) of c reports, "" if it passes.
-func failure(c *Child, want string) string {
-	f := &fatalTB{}
-	done := make(chan struct{})
-	go func() { defer close(done); c.Await(f, want, 20*time.Second) }()
-	<-done
-	return f.msg
-}
-
 // Await fails naming both lines when the child says another, and says so
 // when the child ended first.
 func TestAwait_FailsOnAnotherLineOrAnEndedChild(t *testing.T) {
 	t.Parallel()
 	c := Start(t, childEnv+"=other exit")
-	if msg := failure(c, "ready"); msg != `the child process said "other", want "ready"` {
-		t.Fatalf("Await of another line: %q", msg)
+	if err := c.next("ready", 20*time.Second); err == nil || err.Error() != `the child process said "other", want "ready"` {
+		t.Fatalf("Await of another line: %v", err)
 	}
-	if msg := failure(c, "ready"); msg != `the child process ended before it said "ready"` {
-		t.Fatalf("Await of an ended child: %q", msg)
+	if err := c.next("ready", 20*time.Second); err == nil || err.Error() != `the child process ended before it said "ready"` {
+		t.Fatalf("Await of an ended child: %v", err)
 	}
 }
