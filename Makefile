@@ -9,9 +9,9 @@ GO ?= go
 # tests start.
 # The add-ons are modules of their own, so that the core module (the
 # repository root) requires neither OpenTelemetry nor a PostgreSQL driver:
-# otelbananas, history/postgres (with internal/pgtest, the PostgreSQL servers
-# of its tests, and internal/e2e, the runtime's tests with that store), outbox
-# (the transactional enqueue, its relay and their tests), and
+# otelbananas, history/postgres (with internal/e2e, the runtime's tests with
+# that store), outbox (the transactional enqueue, its relay and their tests;
+# both start PostgreSQL with the core's internal/pgtest), and
 # the examples that use them. Each reaches this module, and the others,
 # through a replace; ./... at the root skips them, so each is vetted, linted
 # and tested here in turn, as fully as the core.

@@ -1,11 +1,9 @@
 package outbox_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -15,9 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/internal/pgtest"
+	"github.com/bananas-go/bananas/internal/proctest"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/outbox"
-	"github.com/bananas-go/bananas/outbox/internal/pgtest"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -82,36 +81,9 @@ func TestRelay_KilledMidBatchEveryJobRunsOnce(t *testing.T) {
 	all := names("killed", 200)
 	commitMany(t, pool, c, all)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), relayChildEnv+"="+url+" "+srv.URL()+" "+ns)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	said := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			said <- s.Text()
-		}
-		close(said)
-	}()
-	select {
-	case line := <-said:
-		if line != "enqueued" {
-			t.Fatalf("the relay process said %q, want enqueued", line)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the relay process did not enqueue a batch")
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	relay := proctest.Start(t, relayChildEnv+"="+url+" "+srv.URL()+" "+ns)
+	relay.Await(t, "enqueued", 30*time.Second)
+	relay.Kill(t)
 	inRedis := 0
 	for _, id := range idsOf(t, pool) {
 		if _, err := c.Job(ctxT(t), id); err == nil {
@@ -165,23 +137,7 @@ func TestRelay_RedisDownForAWhileEveryJobRunsOnce(t *testing.T) {
 // started again: every committed job runs exactly once.
 func TestRelay_PostgreSQLDownForAWhileEveryJobRunsOnce(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	url := pg.Database(t)
-	pool, err := pgxpool.New(ctxT(t), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := outbox.Migrate(ctxT(t), pool); err != nil {
-		t.Fatal(err)
-	}
-	c := connect(t, redistest.Start(t).URL())
-	all := names("pg", 400)
-	commitMany(t, pool, c, all)
-	r := newRuns()
-	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
-	startRelay(t, pool, c, outbox.RelayOptions{Batch: 10, Timeout: 2 * time.Second})
-	waitFor(t, 20*time.Second, "the relay under way", func() bool { return r.distinct() > 0 })
+	pg, pool, r, all := relayUnderWay(t, "pg", 2*time.Second)
 	pg.Stop()
 	time.Sleep(outage) // the outage's length, not a wait for anything
 	if err := pg.Resume(); err != nil {
@@ -195,27 +151,29 @@ func TestRelay_PostgreSQLDownForAWhileEveryJobRunsOnce(t *testing.T) {
 // once.
 func TestRelay_PostgreSQLPausedForAWhileEveryJobRunsOnce(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	url := pg.Database(t)
-	pool, err := pgxpool.New(ctxT(t), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := outbox.Migrate(ctxT(t), pool); err != nil {
-		t.Fatal(err)
-	}
-	c := connect(t, redistest.Start(t).URL())
-	all := names("paused", 400)
-	commitMany(t, pool, c, all)
-	r := newRuns()
-	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
-	startRelay(t, pool, c, outbox.RelayOptions{Batch: 10, Timeout: time.Second})
-	waitFor(t, 20*time.Second, "the relay under way", func() bool { return r.distinct() > 0 })
+	pg, pool, r, all := relayUnderWay(t, "paused", time.Second)
 	pg.Pause()
 	time.Sleep(outage) // the pause's length, not a wait for anything
 	pg.Continue()
 	everyJobRanOnce(t, pool, r, all, 60*time.Second)
+}
+
+// relayUnderWay starts a PostgreSQL server of the test's own, for it to
+// stop or pause, commits 400 jobs (names(prefix, 400)) in its outbox, starts a
+// worker and a relay (Timeout timeout) into a redis-server of the test's
+// own, and returns once the first of the jobs has run.
+func relayUnderWay(t *testing.T, prefix string, timeout time.Duration) (*pgtest.Server, *pgxpool.Pool, *runs, []string) {
+	t.Helper()
+	pg := pgtest.Start(t)
+	pool := migrated(t, pg.Database(t))
+	c := connect(t, redistest.Start(t).URL())
+	all := names(prefix, 400)
+	commitMany(t, pool, c, all)
+	r := newRuns()
+	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
+	startRelay(t, pool, c, outbox.RelayOptions{Batch: 10, Timeout: timeout})
+	waitFor(t, 20*time.Second, "the relay under way", func() bool { return r.distinct() > 0 })
+	return pg, pool, r, all
 }
 
 // commitMany writes one job per name in one transaction.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bananas-go/bananas/internal/pgtest"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/outbox"
-	"github.com/bananas-go/bananas/outbox/internal/pgtest"
 	"github.com/bananas-go/bananas/runtime"
 )
 
@@ -50,6 +50,13 @@ func ctxT(t testing.TB) context.Context {
 func database(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	url := pgtest.Shared(t).Database(t)
+	return migrated(t, url), url
+}
+
+// migrated is a pool on the database of url, closed when the test ends,
+// with the outbox's table made.
+func migrated(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
 	pool, err := pgxpool.New(ctxT(t), url)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +65,7 @@ func database(t testing.TB) (*pgxpool.Pool, string) {
 	if err := outbox.Migrate(ctxT(t), pool); err != nil {
 		t.Fatal(err)
 	}
-	return pool, url
+	return pool
 }
 
 // connect is a client of a redis-server of the test's own (or url), in a

@@ -12,9 +12,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bananas-go/bananas/internal/pgtest"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/outbox"
-	"github.com/bananas-go/bananas/outbox/internal/pgtest"
 	"github.com/bananas-go/bananas/runtime"
 )
 

@@ -1,15 +1,14 @@
 package runtime_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/internal/proctest"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
@@ -134,30 +133,7 @@ func killWorkerMidJobAt(t *testing.T, url, ns string, env ...string) {
 // and SIGKILLs it once it prints said.
 func killWorkerWhenItSays(t *testing.T, url, ns, said string, env ...string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BANANAS_TEST_WORKER_URL="+url, "BANANAS_TEST_WORKER_NS="+ns)
-	cmd.Env = append(cmd.Env, env...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			line <- s.Text()
-		}
-		close(line)
-	}()
-	if got := recv(t, line, 20*time.Second, "the worker process to say "+said); got != said {
-		t.Fatalf("worker process said %q, want %q", got, said)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	worker := proctest.Start(t, append([]string{"BANANAS_TEST_WORKER_URL=" + url, "BANANAS_TEST_WORKER_NS=" + ns}, env...)...)
+	worker.Await(t, said, 20*time.Second)
+	worker.Kill(t)
 }

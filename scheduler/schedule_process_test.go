@@ -1,8 +1,6 @@
 package scheduler_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/bananas-go/bananas/internal/proctest"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/scheduler"
@@ -47,33 +46,51 @@ func runSchedulerProcess(addr, ns string) {
 // test.
 func schedulerProcess(t *testing.T, addr, ns string) (*exec.Cmd, <-chan string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BANANAS_TEST_SCHEDULER_ADDR="+addr, "BANANAS_TEST_SCHEDULER_NS="+ns)
-	out, err := cmd.StdoutPipe()
+	p := proctest.Start(t, "BANANAS_TEST_SCHEDULER_ADDR="+addr, "BANANAS_TEST_SCHEDULER_NS="+ns)
+	return p.Cmd, p.Lines
+}
+
+// catchUpSchedules puts n schedules k00, k01, … (of routes r00, r01, …),
+// each catching up the ticks of the last minute, on namespace ns of srv,
+// and returns them with a context that bounds the test.
+func catchUpSchedules(t *testing.T, srv *redistest.Server, ns string, n int) (context.Context, *queue.Queue, *scheduler.Schedules) {
+	t.Helper()
+	q, err := queue.New(srv.Client(t), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	t.Cleanup(cancel)
+	s := &scheduler.Schedules{Queue: q}
+	for i := range n {
+		d := def(t, fmt.Sprintf("k%02d", i), fmt.Sprintf("r%02d", i))
+		d.CatchUp = time.Minute
+		if _, err := s.Put(ctx, d, q.Now()); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Cleanup(func() {
+	return ctx, q, s
+}
+
+// killAndCheckEveryTickOnce SIGKILLs the scheduler processes cmds, which
+// may leave claims behind, finishes those claims with a step of each of the
+// n schedules of catchUpSchedules, and then checks that each enqueued every
+// tick once (checkEveryTickOnce).
+func killAndCheckEveryTickOnce(t *testing.T, ctx context.Context, q *queue.Queue, s *scheduler.Schedules, n int, cmds ...*exec.Cmd) {
+	t.Helper()
+	for _, cmd := range cmds {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		if t.Failed() && stderr.Len() > 0 {
-			t.Logf("scheduler process's stderr:\n%s", stderr.String())
+	}
+	r := &scheduler.ScheduleRunner{Schedules: s}
+	for i := range n {
+		if err := r.Step(ctx, fmt.Sprintf("k%02d", i)); err != nil {
+			t.Fatal(err)
 		}
-	})
-	lines := make(chan string, 1024)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			lines <- s.Text()
-		}
-		close(lines)
-	}()
-	return cmd, lines
+	}
+	for i := range n {
+		checkEveryTickOnce(t, q, s, fmt.Sprintf("k%02d", i), fmt.Sprintf("r%02d", i))
+	}
 }
 
 // checkEveryTickOnce fails unless the jobs on route are the jobs of
@@ -111,23 +128,9 @@ func checkEveryTickOnce(t *testing.T, q *queue.Queue, s *scheduler.Schedules, id
 func TestSchedules_ASchedulerProcessKilledMidRunIsTakenOverEveryTickOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Shared(t)
-	rdb := srv.Client(t)
 	ns := redistest.Namespace(t)
-	q, err := queue.New(rdb, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	s := &scheduler.Schedules{Queue: q}
 	const n = 20
-	for i := range n {
-		d := def(t, fmt.Sprintf("k%02d", i), fmt.Sprintf("r%02d", i))
-		d.CatchUp = time.Minute
-		if _, err := s.Put(ctx, d, q.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, q, s := catchUpSchedules(t, srv, ns, n)
 	cmd, first := schedulerProcess(t, srv.Addr(), ns)
 	fired := 0
 	for fired < 2*n+n/2 { // kill it in the middle of a tick's batch
@@ -154,19 +157,7 @@ func TestSchedules_ASchedulerProcessKilledMidRunIsTakenOverEveryTickOnce(t *test
 	}
 	// Stop the second process too (SIGKILL: it may leave claims as well),
 	// finish what it left, then count.
-	_ = cmd2.Process.Kill()
-	_ = cmd2.Wait()
-	r := &scheduler.ScheduleRunner{Schedules: s}
-	for i := range n {
-		if err := r.Step(ctx, fmt.Sprintf("k%02d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range n {
-		id := fmt.Sprintf("k%02d", i)
-		route := fmt.Sprintf("r%02d", i)
-		checkEveryTickOnce(t, q, s, id, route)
-	}
+	killAndCheckEveryTickOnce(t, ctx, q, s, n, cmd2)
 }
 
 func recvLine(t *testing.T, ctx context.Context, lines <-chan string) string {
@@ -197,23 +188,9 @@ func drain(lines <-chan string) {
 func TestSchedules_SchedulerProcessesThroughARedisRestartEveryTickOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartPersistent(t)
-	rdb := srv.Client(t)
 	ns := redistest.Namespace(t)
-	q, err := queue.New(rdb, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	s := &scheduler.Schedules{Queue: q}
 	const n = 6
-	for i := range n {
-		d := def(t, fmt.Sprintf("k%02d", i), fmt.Sprintf("r%02d", i))
-		d.CatchUp = time.Minute
-		if _, err := s.Put(ctx, d, q.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, q, s := catchUpSchedules(t, srv, ns, n)
 	var cmds []*exec.Cmd
 	for range 2 {
 		cmd, lines := schedulerProcess(t, srv.Addr(), ns)
@@ -242,17 +219,5 @@ func TestSchedules_SchedulerProcessesThroughARedisRestartEveryTickOnce(t *testin
 			return err == nil && sc.LastTick.After(restarted.Add(time.Second))
 		})
 	}
-	for _, cmd := range cmds {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	r := &scheduler.ScheduleRunner{Schedules: s}
-	for i := range n {
-		if err := r.Step(ctx, fmt.Sprintf("k%02d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range n {
-		checkEveryTickOnce(t, q, s, fmt.Sprintf("k%02d", i), fmt.Sprintf("r%02d", i))
-	}
+	killAndCheckEveryTickOnce(t, ctx, q, s, n, cmds...)
 }

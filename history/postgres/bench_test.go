@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/bananastype"
-	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
+	"github.com/bananas-go/bananas/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 

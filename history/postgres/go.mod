@@ -5,7 +5,6 @@ go 1.26.8
 require (
 	github.com/bananas-go/bananas v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
-	golang.org/x/sys v0.49.0
 )
 
 require (
@@ -29,6 +28,7 @@ require (
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect

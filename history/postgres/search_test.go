@@ -12,7 +12,7 @@ import (
 
 	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
-	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
+	"github.com/bananas-go/bananas/internal/pgtest"
 	"github.com/bananas-go/bananas/queue"
 )
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/internal/testserver"
 )
 
 // Cluster is a real Redis Cluster of three masters on free ports, each with a
@@ -48,27 +50,13 @@ func (c *Cluster) Close() {
 // StartCluster starts a private cluster, stopped when the test ends.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	c, err := startCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	return testserver.Private(t, startCluster)
 }
 
 // SharedCluster returns the one cluster of this test process, started on first use.
 func SharedCluster(t testing.TB) *Cluster {
 	t.Helper()
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if sharedCluster == nil {
-		c, err := startCluster()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sharedCluster = c
-	}
-	return sharedCluster
+	return sharedCluster.Get(t, startCluster)
 }
 
 // StartClusterWithReplicas starts a private cluster of three masters with a
@@ -76,12 +64,7 @@ func SharedCluster(t testing.TB) *Cluster {
 // second, so a replica takes over a killed master within a few seconds.
 func StartClusterWithReplicas(t testing.TB) *Cluster {
 	t.Helper()
-	c, err := startClusterOf(3, "1000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	return testserver.Private(t, func() (*Cluster, error) { return startClusterOf(3, "1000") })
 }
 
 func startCluster() (*Cluster, error) { return startClusterOf(0, "5000") }

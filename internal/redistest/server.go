@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/internal/testserver"
 )
 
 // Server is a redis-server process this test binary started on a free loopback port.
@@ -54,48 +56,22 @@ func (s *Server) Close() {
 // Start starts a private server for one test, stopped when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return testserver.Private(t, func() (*Server, error) { return start(nil) })
 }
 
 var (
-	sharedMu      sync.Mutex
-	sharedServer  *Server
-	sharedCluster *Cluster
+	sharedServer  testserver.Shared[*Server]
+	sharedCluster testserver.Shared[*Cluster]
 )
 
 // Shared returns the one server of this test process, started on first use.
 func Shared(t testing.TB) *Server {
 	t.Helper()
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if sharedServer == nil {
-		s, err := start(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sharedServer = s
-	}
-	return sharedServer
+	return sharedServer.Get(t, func() (*Server, error) { return start(nil) })
 }
 
 // Main runs the tests and stops the shared servers: call it from TestMain.
-func Main(m *testing.M) {
-	code := m.Run()
-	sharedMu.Lock()
-	if sharedServer != nil {
-		sharedServer.Close()
-	}
-	if sharedCluster != nil {
-		sharedCluster.Close()
-	}
-	sharedMu.Unlock()
-	os.Exit(code)
-}
+func Main(m *testing.M) { testserver.Main(m, &sharedServer, &sharedCluster) }
 
 // start launches redis-server with extra flags on a free port, retrying with
 // another port if the one picked was taken meanwhile.
@@ -174,12 +150,9 @@ func (s *Server) run() error {
 // test ends: what it acknowledged survives Restart.
 func StartPersistent(t testing.TB) *Server {
 	t.Helper()
-	s, err := start([]string{"--appendonly", "yes", "--appendfsync", "always"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return testserver.Private(t, func() (*Server, error) {
+		return start([]string{"--appendonly", "yes", "--appendfsync", "always"})
+	})
 }
 
 // Restart kills the server as a crash would (SIGKILL, no shutdown) and starts

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/internal/testserver"
 )
 
 // Certs are PEM files made for one test: a CA, a server certificate it
@@ -180,12 +182,7 @@ func (s *TLSServer) TLSURL(client bool) string {
 // no certificate signed by the CA (tls-auth-clients yes).
 func StartTLS(t testing.TB, certs *Certs, authClients bool) *TLSServer {
 	t.Helper()
-	s, err := startTLS(certs, authClients, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return testserver.Private(t, func() (*TLSServer, error) { return startTLS(certs, authClients, nil) })
 }
 
 // startTLS starts a TLS server, retrying with another TLS port when the one

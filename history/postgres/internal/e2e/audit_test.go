@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/history/postgres"
-	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
+	"github.com/bananas-go/bananas/internal/pgtest"
 	"github.com/bananas-go/bananas/runtime"
 )
 

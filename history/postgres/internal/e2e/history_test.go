@@ -17,7 +17,7 @@ import (
 	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/history"
 	_ "github.com/bananas-go/bananas/history/postgres" // registers postgres:// for history.Open
-	"github.com/bananas-go/bananas/history/postgres/internal/pgtest"
+	"github.com/bananas-go/bananas/internal/pgtest"
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"

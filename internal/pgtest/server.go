@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/internal/redistest"
-	"github.com/jackc/pgx/v5"
+	"github.com/bananas-go/bananas/internal/testserver"
 )
 
 // Server is a postgres process this test binary started on a free loopback port.
@@ -64,46 +64,21 @@ func (s *Server) Close() {
 // Start starts a private server for one test, stopped when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return testserver.Private(t, start)
 }
 
-var (
-	sharedMu     sync.Mutex
-	sharedServer *Server
-)
+var shared testserver.Shared[*Server]
 
 // Shared returns the one server of this test process, started on first use.
 // Tests that share it isolate themselves by their own names (a database, a
 // schema or keys of their own), never by the server's state.
 func Shared(t testing.TB) *Server {
 	t.Helper()
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if sharedServer == nil {
-		s, err := start()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sharedServer = s
-	}
-	return sharedServer
+	return shared.Get(t, start)
 }
 
 // Main runs the tests and stops the shared server: call it from TestMain.
-func Main(m *testing.M) {
-	code := m.Run()
-	sharedMu.Lock()
-	if sharedServer != nil {
-		sharedServer.Close()
-	}
-	sharedMu.Unlock()
-	os.Exit(code)
-}
+func Main(m *testing.M) { testserver.Main(m, &shared) }
 
 // Stop kills the server as a crash would (SIGKILL to postgres and to each
 // of its backends) and waits until they have exited; its port and
@@ -254,7 +229,7 @@ func (s *Server) waitReady(exited chan struct{}, logPath string) error {
 	deadline := time.Now().Add(within)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := ping(ctx, s.URL())
+		err := ping(ctx, s.port)
 		cancel()
 		if err == nil {
 			return nil
@@ -273,14 +248,15 @@ func (s *Server) waitReady(exited chan struct{}, logPath string) error {
 	}
 }
 
-func ping(ctx context.Context, url string) error {
-	conn, err := pgx.Connect(ctx, url)
+// ping connects to port and runs SELECT 1.
+func ping(ctx context.Context, port int) error {
+	c, err := dial(ctx, port, "postgres")
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.Background())
-	var one int
-	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+	defer c.close()
+	_, err = c.query(ctx, "SELECT 1")
+	return err
 }
 
 func tail(path string) string {

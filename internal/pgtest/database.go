@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
@@ -26,12 +24,13 @@ func (s *Server) Database(t testing.TB) string {
 	}
 	name = "t_" + name + "_" + hex.EncodeToString(b[:])
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, s.URL())
+	c, err := dial(ctx, s.port, "postgres")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+	defer c.close()
+	// name holds only [a-z0-9_], so quoting it needs no escapes.
+	if _, err := c.query(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
 		t.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	return strings.Replace(s.URL(), "/postgres?", "/"+name+"?", 1)
