@@ -23,14 +23,8 @@ func (s *Server) Database(t testing.TB) string {
 		name = name[len(name)-48:]
 	}
 	name = "t_" + name + "_" + hex.EncodeToString(b[:])
-	ctx := context.Background()
-	c, err := dial(ctx, s.port, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
 	// name holds only [a-z0-9_], so quoting it needs no escapes.
-	if _, err := c.query(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
+	if _, err := s.query(context.Background(), "postgres", `CREATE DATABASE "`+name+`"`); err != nil {
 		t.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	return strings.Replace(s.URL(), "/postgres?", "/"+name+"?", 1)

@@ -15,32 +15,16 @@ import (
 
 func TestMain(m *testing.M) { Main(m) }
 
-// connect connects to s's database postgres, until the test ends.
-func connect(t *testing.T, s *Server) *conn {
-	t.Helper()
-	return connectTo(t, s.Port(), "postgres")
-}
-
-func connectTo(t *testing.T, port int, database string) *conn {
-	t.Helper()
-	c, err := dial(context.Background(), port, database)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.close() })
-	return c
-}
-
-// value is the one value sql returns.
-func value(c *conn, sql string) (string, error) {
-	rows, err := c.query(context.Background(), sql)
+// value is the one value sql returns on s's database postgres.
+func value(s *Server, sql string) (string, error) {
+	rows, err := s.query(context.Background(), "postgres", sql)
 	if err != nil {
 		return "", err
 	}
-	if len(rows) != 1 || len(rows[0]) != 1 {
+	if len(rows) != 1 {
 		return "", fmt.Errorf("%s returned %q; want one value", sql, rows)
 	}
-	return rows[0][0], nil
+	return rows[0], nil
 }
 
 func TestStart_AnswersOnAFreePortNot5432(t *testing.T) {
@@ -49,7 +33,7 @@ func TestStart_AnswersOnAFreePortNot5432(t *testing.T) {
 	if s.Port() == 5432 {
 		t.Fatal("a test server must never use port 5432")
 	}
-	if v, err := value(connect(t, s), "SELECT current_user"); err != nil || v != "postgres" {
+	if v, err := value(s, "SELECT current_user"); err != nil || v != "postgres" {
 		t.Fatalf("current_user = %q, %v; want postgres", v, err)
 	}
 	//lint:ignore SA4000 each call may start a server: two calls must return the one shared server
@@ -71,28 +55,23 @@ func TestStart_WithoutPostgreSQLSaysHowToInstallIt(t *testing.T) {
 	}
 }
 
-// A server stopped as by a crash answers no connection, old or new, and
-// once resumed serves on the same URL what it committed before the stop.
+// A server stopped as by a crash answers no query, and once resumed serves
+// on the same URL what it committed before the stop.
 func TestStopResume_KeepsCommittedRows(t *testing.T) {
 	t.Parallel()
 	s := Start(t)
 	ctx := context.Background()
-	c := connect(t, s)
-	if _, err := c.query(ctx, "CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')"); err != nil {
+	if _, err := s.query(ctx, "postgres", "CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')"); err != nil {
 		t.Fatal(err)
 	}
 	s.Stop()
-	if _, err := c.query(ctx, "INSERT INTO t VALUES ('lost')"); err == nil {
-		t.Fatal("a connection made before Stop still answered after it")
-	}
-	if c, err := dial(ctx, s.Port(), "postgres"); err == nil {
-		_ = c.close()
-		t.Fatal("connected to a stopped server")
+	if _, err := s.query(ctx, "postgres", "INSERT INTO t VALUES ('lost')"); err == nil {
+		t.Fatal("a stopped server answered a query")
 	}
 	if err := s.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := value(connect(t, s), "SELECT v FROM t"); err != nil || v != "kept" {
+	if v, err := value(s, "SELECT v FROM t"); err != nil || v != "kept" {
 		t.Fatalf("after Resume: %q, %v; want kept", v, err)
 	}
 }
@@ -107,9 +86,9 @@ func TestDatabase_OneEmptyDatabasePerCall(t *testing.T) {
 	}
 	for _, url := range []string{a, b} {
 		name := url[strings.LastIndex(url, "/")+1 : strings.Index(url, "?")]
-		rows, err := connectTo(t, s.Port(), name).query(context.Background(),
+		rows, err := s.query(context.Background(), name,
 			"SELECT current_database(), (SELECT count(*) FROM pg_tables WHERE schemaname = 'public')")
-		if err != nil || len(rows) != 1 || rows[0][0] != name || rows[0][1] != "0" {
+		if err != nil || len(rows) != 1 || rows[0] != name+"|0" {
 			t.Fatalf("%s: %q, %v; want database %s with no tables", url, rows, err, name)
 		}
 	}
@@ -141,17 +120,16 @@ func TestClose_AfterStopLeavesNoSharedMemory(t *testing.T) {
 	}
 }
 
-// Pause freezes postgres and every backend, as a frozen host would, and
-// Continue thaws them: a connection made before Pause answers again after.
+// Pause freezes postgres and every process of it, as a frozen host would,
+// and Continue thaws them: the server answers again after.
 func TestPauseContinue_FreezesEveryProcessAndThawsThem(t *testing.T) {
 	t.Parallel()
 	s := Start(t)
-	c := connect(t, s)
 	s.Pause()
 	pid := s.cmd.Process.Pid
 	pids := append([]int{pid}, childrenOf(pid)...)
 	if len(pids) < 2 {
-		t.Fatalf("postgres %d has no backends", pid)
+		t.Fatalf("postgres %d has no child processes", pid)
 	}
 	stopped := func(state byte) bool { return state == 'T' }
 	for _, p := range pids {
@@ -161,7 +139,7 @@ func TestPauseContinue_FreezesEveryProcessAndThawsThem(t *testing.T) {
 	for _, p := range pids {
 		waitState(t, p, "running after Continue", func(state byte) bool { return !stopped(state) })
 	}
-	if v, err := value(c, "SELECT 1"); err != nil || v != "1" {
+	if v, err := value(s, "SELECT 1"); err != nil || v != "1" {
 		t.Fatalf("after Continue: %q, %v; want 1", v, err)
 	}
 }
@@ -185,17 +163,17 @@ func waitState(t *testing.T, pid int, want string, ok func(state byte) bool) {
 	}
 }
 
-// A query the server rejects returns the server's error, and the
-// connection goes on answering.
-func TestQuery_ReturnsTheServersErrorAndStaysUsable(t *testing.T) {
+// A query the server rejects returns the server's error, and the server
+// goes on answering.
+func TestQuery_ReturnsTheServersError(t *testing.T) {
 	t.Parallel()
-	c := connect(t, Shared(t))
-	_, err := c.query(context.Background(), "SELECT no_such_column")
-	if err == nil || !strings.Contains(err.Error(), `column "no_such_column" does not exist`) || !strings.Contains(err.Error(), "42703") {
-		t.Fatalf("query of a missing column: %v; want the server's error with its SQLSTATE", err)
+	s := Shared(t)
+	_, err := s.query(context.Background(), "postgres", "SELECT no_such_column")
+	if err == nil || !strings.Contains(err.Error(), `column "no_such_column" does not exist`) {
+		t.Fatalf("query of a missing column: %v; want the server's error", err)
 	}
-	if rows, err := c.query(context.Background(), "SELECT 1, NULL, 'a b' UNION ALL SELECT 2, 'x', ''"); err != nil ||
-		fmt.Sprint(rows) != "[[1  a b] [2 x ]]" {
+	if rows, err := s.query(context.Background(), "postgres", "SELECT 1, NULL, 'a b' UNION ALL SELECT 2, 'x', ''"); err != nil ||
+		fmt.Sprint(rows) != "[1||a b 2|x|]" {
 		t.Fatalf("after the error: %q, %v", rows, err)
 	}
 }

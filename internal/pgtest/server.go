@@ -135,10 +135,16 @@ func start() (*Server, error) {
 // debianInitdb is where Debian's package postgresql puts initdb, off PATH.
 var debianInitdb = "/usr/lib/postgresql/*/bin/initdb"
 
-// binDir finds initdb on PATH or, as Debian installs it, under
-// /usr/lib/postgresql/<version>/bin (the newest version).
+// binDir finds the directory of initdb, postgres and psql: initdb's on
+// PATH or, as Debian installs it, /usr/lib/postgresql/<version>/bin (the
+// newest version).
 func binDir() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
+		// A link on PATH (as /usr/local/bin/initdb to Debian's) is followed
+		// to the directory that holds the rest of PostgreSQL's programs.
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
 		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "postgres")); err == nil {
 			return filepath.Dir(p), nil
 		}
@@ -175,7 +181,11 @@ func credential() (*syscall.Credential, error) {
 }
 
 func (s *Server) command(name string, args ...string) *exec.Cmd {
-	cmd := exec.Command(filepath.Join(s.bin, name), args...)
+	return s.commandContext(context.Background(), name, args...)
+}
+
+func (s *Server) commandContext(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, name), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: s.cred}
 	cmd.Dir = s.dir
 	return cmd
@@ -229,7 +239,7 @@ func (s *Server) waitReady(exited chan struct{}, logPath string) error {
 	deadline := time.Now().Add(within)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := ping(ctx, s.port)
+		_, err := s.query(ctx, "postgres", "SELECT 1")
 		cancel()
 		if err == nil {
 			return nil
@@ -248,15 +258,25 @@ func (s *Server) waitReady(exited chan struct{}, logPath string) error {
 	}
 }
 
-// ping connects to port and runs SELECT 1.
-func ping(ctx context.Context, port int) error {
-	c, err := dial(ctx, port, "postgres")
+// query runs sql on database of s with PostgreSQL's own client, psql (this
+// package is part of the core module, which requires no PostgreSQL driver),
+// and returns its rows, a line each, their fields separated by |. An error
+// holds what psql said: the server's message, or why it could not connect.
+func (s *Server) query(ctx context.Context, database, sql string) ([]string, error) {
+	out, err := s.commandContext(ctx, "psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+		"-h", "127.0.0.1", "-p", strconv.Itoa(s.port), "-U", "postgres", "-d", database, "-c", sql).Output()
 	if err != nil {
-		return err
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && len(exit.Stderr) > 0 {
+			return nil, fmt.Errorf("psql: %s", strings.TrimSpace(string(exit.Stderr)))
+		}
+		return nil, fmt.Errorf("psql: %w", err)
 	}
-	defer c.close()
-	_, err = c.query(ctx, "SELECT 1")
-	return err
+	text := strings.TrimRight(string(out), "\n")
+	if text == "" {
+		return nil, nil
+	}
+	return strings.Split(text, "\n"), nil
 }
 
 func tail(path string) string {
