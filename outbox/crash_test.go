@@ -117,8 +117,19 @@ func TestRelay_RedisDownForAWhileEveryJobRunsOnce(t *testing.T) {
 	startWorker(t, c, func(w *runtime.Worker) { runtime.Handle(w, sendMail, r.handler) })
 	startRelay(t, pool, c, outbox.RelayOptions{Batch: 20, Poll: 50 * time.Millisecond})
 	before := names("before", 50)
-	commitMany(t, pool, c, before)
+	ids := commitMany(t, pool, c, before)
 	everyJobRanOnce(t, pool, r, before, 30*time.Second)
+	// A run is counted before its worker acknowledges it; one whose
+	// acknowledgement the outage cut runs again, as it must. The outage
+	// comes once every job before it is acknowledged.
+	waitFor(t, 30*time.Second, "the jobs before the outage acknowledged", func() bool {
+		for _, id := range ids {
+			if j, err := c.Job(ctxT(t), id); err != nil || j.Status != runtime.StatusCompleted {
+				return false
+			}
+		}
+		return true
+	})
 
 	srv.Stop()
 	during := names("during", 100)
@@ -176,21 +187,25 @@ func relayUnderWay(t *testing.T, prefix string, timeout time.Duration) (*pgtest.
 	return pg, pool, r, all
 }
 
-// commitMany writes one job per name in one transaction.
-func commitMany(t testing.TB, pool *pgxpool.Pool, c *runtime.Client, all []string) {
+// commitMany writes one job per name in one transaction, and returns
+// their ids.
+func commitMany(t testing.TB, pool *pgxpool.Pool, c *runtime.Client, all []string) []string {
 	t.Helper()
 	ctx := ctxT(t)
 	args := make([]mail, len(all))
 	for i, to := range all {
 		args[i] = mail{To: to}
 	}
+	var ids []string
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := sendMail.With(c).EnqueueManyTx(ctx, outbox.Tx(tx), args)
+		var err error
+		ids, err = sendMail.With(c).EnqueueManyTx(ctx, outbox.Tx(tx), args)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ids
 }
 
 // idsOf lists the job ids of the outbox's rows.
