@@ -177,7 +177,7 @@ type gathering struct {
 // batchEntry is one job's run waiting in a batch.
 type batchEntry struct {
 	ctx  context.Context
-	job  Job
+	run  *batchRun
 	args []byte
 	done chan outcome // 1-buffered: the job's outcome
 }
@@ -185,39 +185,48 @@ type batchEntry struct {
 type batchKey struct{}
 
 // batchRun is what exec puts in a batch job's context for submit: the job's
-// flow (which batch it joins) and its Job (BatchJobs).
+// flow (which batch it joins) and its Job (BatchJobs); the batcher puts
+// there the Together of the batch the job ran in, for exec to return with
+// the run's outcome, so that the engine records the batch's outcomes in one
+// call.
 type batchRun struct {
-	flow string
-	job  Job
+	flow     string
+	job      Job
+	together *engine.Together // set before the job's outcome is handed back
 }
 
 // withBatchRun carries d's flow and job to the batcher (see batchRun).
-func withBatchRun(ctx context.Context, d *queue.Dispatch, job Job) context.Context {
-	return context.WithValue(ctx, batchKey{}, batchRun{flow: d.Flow, job: job})
+func withBatchRun(ctx context.Context, d *queue.Dispatch, job Job) (context.Context, *batchRun) {
+	br := &batchRun{flow: d.Flow, job: job}
+	return context.WithValue(ctx, batchKey{}, br), br
 }
 
 // submit adds a job's run to the batch of its flow and waits for the
 // batch's outcome for it. It is the batch task's handler.run: the
 // middleware of the job's run is around it.
 func (b *batcher) submit(ctx context.Context, args []byte) ([]byte, error) {
-	br, _ := ctx.Value(batchKey{}).(batchRun)
-	if br.flow == "" && b.keyed {
+	br, _ := ctx.Value(batchKey{}).(*batchRun)
+	if br == nil {
+		br = &batchRun{} // called outside a worker's run (a middleware's own call)
+	}
+	flow := br.flow
+	if flow == "" && b.keyed {
 		if k, err := b.keyOf(args); err == nil {
-			br.flow = b.name + "|" + k
+			flow = b.name + "|" + k
 		}
 	}
-	e := &batchEntry{ctx: ctx, job: br.job, args: args, done: make(chan outcome, 1)}
+	e := &batchEntry{ctx: ctx, run: br, args: args, done: make(chan outcome, 1)}
 	b.mu.Lock()
-	g := b.open[br.flow]
+	g := b.open[flow]
 	if g == nil {
 		g = &gathering{}
-		b.open[br.flow] = g
-		g.timer = time.AfterFunc(b.linger, func() { b.fireOpen(br.flow, g) })
+		b.open[flow] = g
+		g.timer = time.AfterFunc(b.linger, func() { b.fireOpen(flow, g) })
 	}
 	g.entries = append(g.entries, e)
 	full := len(g.entries) >= b.size
 	if full {
-		delete(b.open, br.flow)
+		delete(b.open, flow)
 		g.timer.Stop()
 	}
 	b.mu.Unlock()
@@ -263,6 +272,19 @@ func (b *batcher) fire(entries []*batchEntry) {
 		raws[i] = e.args
 	}
 	outs, err := b.call(ctx, raws)
+	// Each run's outcome is recorded with the batch's, one call for all;
+	// a run whose middleware called its handler twice stays with the
+	// batch of its first call, which waits for its return.
+	var joining []*batchRun
+	for _, e := range live {
+		if e.run.together == nil {
+			joining = append(joining, e.run)
+		}
+	}
+	together := engine.NewTogether(len(joining))
+	for _, br := range joining {
+		br.together = together
+	}
 	for i, e := range live {
 		if err != nil {
 			e.done <- outcome{err: err}
@@ -318,7 +340,7 @@ func BatchJobs(ctx context.Context) ([]Job, bool) {
 	}
 	jobs := make([]Job, len(entries))
 	for i, e := range entries {
-		jobs[i] = e.job
+		jobs[i] = e.run.job
 	}
 	return jobs, true
 }
