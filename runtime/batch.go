@@ -73,11 +73,12 @@ func HandleBatch[A, R any](w *Worker, t *Task[A, R], b Batch, fn func(ctx contex
 	if !none {
 		resultType = reflect.TypeFor[R]()
 	}
-	bt := &batcher{name: t.name, size: b.Size, linger: b.Linger, open: map[string]*gathering{},
+	bt := &batcher{name: t.name, route: t.Info().Route, size: b.Size, linger: b.Linger, open: map[string]*gathering{},
 		keyed: t.keyBy != nil || t.limits != (queue.Limits{}), keyOf: t.keyOfStored,
 		call: func(ctx context.Context, raws [][]byte) ([]outcome, error) {
 			return callBatch(ctx, t.name, raws, none, fn)
 		}}
+	bt.middleware = func() []BatchMiddleware { return w.batchMiddleware }
 	w.register(&handler{
 		name:     t.name,
 		info:     t.Info,
@@ -156,6 +157,7 @@ func callBatch[A, R any](ctx context.Context, name string, raws [][]byte, none b
 // engine while it waits: a batch is whatever runs of one key wait together.
 type batcher struct {
 	name   string
+	route  string
 	size   int
 	linger time.Duration
 	keyed  bool
@@ -163,6 +165,9 @@ type batcher struct {
 	// came without its flow (another fetch took it) is its key's.
 	keyOf func(args []byte) (string, error)
 	call  func(ctx context.Context, raws [][]byte) ([]outcome, error)
+	// middleware is the worker's BatchMiddleware, read at each call: a
+	// function registered with Main adds it after the task's handler.
+	middleware func() []BatchMiddleware
 
 	mu   sync.Mutex
 	open map[string]*gathering // by flow: the batch filling for each key
@@ -271,7 +276,15 @@ func (b *batcher) fire(entries []*batchEntry) {
 	for i, e := range live {
 		raws[i] = e.args
 	}
-	outs, err := b.call(ctx, raws)
+	var outs []outcome
+	err := b.around(ctx, live, func(ctx context.Context) error {
+		var err error
+		outs, err = b.call(ctx, raws)
+		return err
+	})
+	if err == nil && len(outs) != len(live) {
+		err = fmt.Errorf("bananas: a batch middleware of task %s returned nil without the batch function's entries", b.name)
+	}
 	// Each run's outcome is recorded with the batch's, one call for all;
 	// a run whose middleware called its handler twice stays with the
 	// batch of its first call, which waits for its return.
@@ -379,4 +392,28 @@ func (w *Worker) batches() []engine.Batch {
 		out = append(out, engine.Batch{Task: name, Route: h.info().Route, Size: h.batch.size, Linger: h.batch.linger, Keyed: h.batch.keyed})
 	}
 	return out
+}
+
+// around calls fn through the worker's BatchMiddleware for the batch of
+// entries; a panic of a middleware fails the batch, as the function's.
+func (b *batcher) around(ctx context.Context, entries []*batchEntry, fn func(context.Context) error) (err error) {
+	ms := b.middleware()
+	if len(ms) == 0 {
+		return fn(ctx)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return aroundBatch(ctx, ms, b.callOf(entries), fn)
+}
+
+// callOf is the BatchCall of a batch of entries.
+func (b *batcher) callOf(entries []*batchEntry) BatchCall {
+	call := BatchCall{Task: b.name, Route: b.route, Jobs: make([]Job, len(entries)), Contexts: make([]context.Context, len(entries))}
+	for i, e := range entries {
+		call.Jobs[i], call.Contexts[i] = e.run.job, e.ctx
+	}
+	return call
 }
