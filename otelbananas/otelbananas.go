@@ -135,6 +135,7 @@ func Install(opts ...Option) func(*runtime.Worker) {
 	return func(w *runtime.Worker) {
 		Instrument(w.Client(), opts...)
 		w.Use(Middleware(opts...))
+		w.UseBatch(BatchMiddleware(opts...))
 	}
 }
 
@@ -172,6 +173,36 @@ func Middleware(opts ...Option) runtime.Middleware {
 			span.End()
 		}()
 		return next(ctx)
+	}
+}
+
+// BatchMiddleware makes each call of a batch task's function
+// (runtime.HandleBatch) one CONSUMER span `process <route>`, beside the
+// span of each of its jobs' runs (Middleware): it links to every job's run
+// span, with the job's id on the link, and counts them in
+// messaging.batch.message_count. The function's context holds it. A
+// failure of the whole batch (the function's single error, a panic,
+// entries of the wrong length) sets its status Error and error.type; a
+// job's own error is on that job's span. Install adds it; a worker that
+// adds Middleware by hand adds it with Worker.UseBatch.
+func BatchMiddleware(opts ...Option) runtime.BatchMiddleware {
+	_, tracer := newConfig(opts)
+	return func(ctx context.Context, call runtime.BatchCall, next func(context.Context) error) error {
+		links := make([]trace.Link, 0, len(call.Contexts))
+		for i, jctx := range call.Contexts {
+			if sc := trace.SpanContextFromContext(jctx); sc.IsValid() {
+				links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{semconv.MessagingMessageID(call.Jobs[i].ID)}})
+			}
+		}
+		ctx, span := tracer.Start(ctx, "process "+call.Route, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithLinks(links...),
+			trace.WithAttributes(system, semconv.MessagingOperationTypeProcess, processName, semconv.MessagingDestinationName(call.Route),
+				TaskKey.String(call.Task), semconv.MessagingBatchMessageCount(len(call.Jobs))))
+		defer span.End()
+		err := next(ctx)
+		if err != nil {
+			fail(span, err)
+		}
+		return err
 	}
 }
 

@@ -73,11 +73,12 @@ func HandleBatch[A, R any](w *Worker, t *Task[A, R], b Batch, fn func(ctx contex
 	if !none {
 		resultType = reflect.TypeFor[R]()
 	}
-	bt := &batcher{name: t.name, size: b.Size, linger: b.Linger, open: map[string]*gathering{},
+	bt := &batcher{name: t.name, route: t.Info().Route, size: b.Size, linger: b.Linger, open: map[string]*gathering{},
 		keyed: t.keyBy != nil || t.limits != (queue.Limits{}), keyOf: t.keyOfStored,
 		call: func(ctx context.Context, raws [][]byte) ([]outcome, error) {
 			return callBatch(ctx, t.name, raws, none, fn)
 		}}
+	bt.middleware = func() []BatchMiddleware { return w.batchMiddleware }
 	w.register(&handler{
 		name:     t.name,
 		info:     t.Info,
@@ -156,6 +157,7 @@ func callBatch[A, R any](ctx context.Context, name string, raws [][]byte, none b
 // engine while it waits: a batch is whatever runs of one key wait together.
 type batcher struct {
 	name   string
+	route  string
 	size   int
 	linger time.Duration
 	keyed  bool
@@ -163,6 +165,9 @@ type batcher struct {
 	// came without its flow (another fetch took it) is its key's.
 	keyOf func(args []byte) (string, error)
 	call  func(ctx context.Context, raws [][]byte) ([]outcome, error)
+	// middleware is the worker's BatchMiddleware, read at each call: a
+	// function registered with Main adds it after the task's handler.
+	middleware func() []BatchMiddleware
 
 	mu   sync.Mutex
 	open map[string]*gathering // by flow: the batch filling for each key
@@ -177,7 +182,7 @@ type gathering struct {
 // batchEntry is one job's run waiting in a batch.
 type batchEntry struct {
 	ctx  context.Context
-	job  Job
+	run  *batchRun
 	args []byte
 	done chan outcome // 1-buffered: the job's outcome
 }
@@ -185,39 +190,48 @@ type batchEntry struct {
 type batchKey struct{}
 
 // batchRun is what exec puts in a batch job's context for submit: the job's
-// flow (which batch it joins) and its Job (BatchJobs).
+// flow (which batch it joins) and its Job (BatchJobs); the batcher puts
+// there the Together of the batch the job ran in, for exec to return with
+// the run's outcome, so that the engine records the batch's outcomes in one
+// call.
 type batchRun struct {
-	flow string
-	job  Job
+	flow     string
+	job      Job
+	together *engine.Together // set before the job's outcome is handed back
 }
 
 // withBatchRun carries d's flow and job to the batcher (see batchRun).
-func withBatchRun(ctx context.Context, d *queue.Dispatch, job Job) context.Context {
-	return context.WithValue(ctx, batchKey{}, batchRun{flow: d.Flow, job: job})
+func withBatchRun(ctx context.Context, d *queue.Dispatch, job Job) (context.Context, *batchRun) {
+	br := &batchRun{flow: d.Flow, job: job}
+	return context.WithValue(ctx, batchKey{}, br), br
 }
 
 // submit adds a job's run to the batch of its flow and waits for the
 // batch's outcome for it. It is the batch task's handler.run: the
 // middleware of the job's run is around it.
 func (b *batcher) submit(ctx context.Context, args []byte) ([]byte, error) {
-	br, _ := ctx.Value(batchKey{}).(batchRun)
-	if br.flow == "" && b.keyed {
+	br, _ := ctx.Value(batchKey{}).(*batchRun)
+	if br == nil {
+		br = &batchRun{} // called outside a worker's run (a middleware's own call)
+	}
+	flow := br.flow
+	if flow == "" && b.keyed {
 		if k, err := b.keyOf(args); err == nil {
-			br.flow = b.name + "|" + k
+			flow = b.name + "|" + k
 		}
 	}
-	e := &batchEntry{ctx: ctx, job: br.job, args: args, done: make(chan outcome, 1)}
+	e := &batchEntry{ctx: ctx, run: br, args: args, done: make(chan outcome, 1)}
 	b.mu.Lock()
-	g := b.open[br.flow]
+	g := b.open[flow]
 	if g == nil {
 		g = &gathering{}
-		b.open[br.flow] = g
-		g.timer = time.AfterFunc(b.linger, func() { b.fireOpen(br.flow, g) })
+		b.open[flow] = g
+		g.timer = time.AfterFunc(b.linger, func() { b.fireOpen(flow, g) })
 	}
 	g.entries = append(g.entries, e)
 	full := len(g.entries) >= b.size
 	if full {
-		delete(b.open, br.flow)
+		delete(b.open, flow)
 		g.timer.Stop()
 	}
 	b.mu.Unlock()
@@ -262,7 +276,28 @@ func (b *batcher) fire(entries []*batchEntry) {
 	for i, e := range live {
 		raws[i] = e.args
 	}
-	outs, err := b.call(ctx, raws)
+	var outs []outcome
+	err := b.around(ctx, live, func(ctx context.Context) error {
+		var err error
+		outs, err = b.call(ctx, raws)
+		return err
+	})
+	if err == nil && len(outs) != len(live) {
+		err = fmt.Errorf("bananas: a batch middleware of task %s returned nil without the batch function's entries", b.name)
+	}
+	// Each run's outcome is recorded with the batch's, one call for all;
+	// a run whose middleware called its handler twice stays with the
+	// batch of its first call, which waits for its return.
+	var joining []*batchRun
+	for _, e := range live {
+		if e.run.together == nil {
+			joining = append(joining, e.run)
+		}
+	}
+	together := engine.NewTogether(len(joining))
+	for _, br := range joining {
+		br.together = together
+	}
 	for i, e := range live {
 		if err != nil {
 			e.done <- outcome{err: err}
@@ -318,7 +353,7 @@ func BatchJobs(ctx context.Context) ([]Job, bool) {
 	}
 	jobs := make([]Job, len(entries))
 	for i, e := range entries {
-		jobs[i] = e.job
+		jobs[i] = e.run.job
 	}
 	return jobs, true
 }
@@ -357,4 +392,28 @@ func (w *Worker) batches() []engine.Batch {
 		out = append(out, engine.Batch{Task: name, Route: h.info().Route, Size: h.batch.size, Linger: h.batch.linger, Keyed: h.batch.keyed})
 	}
 	return out
+}
+
+// around calls fn through the worker's BatchMiddleware for the batch of
+// entries; a panic of a middleware fails the batch, as the function's.
+func (b *batcher) around(ctx context.Context, entries []*batchEntry, fn func(context.Context) error) (err error) {
+	ms := b.middleware()
+	if len(ms) == 0 {
+		return fn(ctx)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return aroundBatch(ctx, ms, b.callOf(entries), fn)
+}
+
+// callOf is the BatchCall of a batch of entries.
+func (b *batcher) callOf(entries []*batchEntry) BatchCall {
+	call := BatchCall{Task: b.name, Route: b.route, Jobs: make([]Job, len(entries)), Contexts: make([]context.Context, len(entries))}
+	for i, e := range entries {
+		call.Jobs[i], call.Contexts[i] = e.run.job, e.ctx
+	}
+	return call
 }

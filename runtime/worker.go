@@ -32,6 +32,8 @@ type Worker struct {
 	cron     []cronEntry
 	regErrs  []error
 	started  atomic.Bool
+
+	batchMiddleware []BatchMiddleware // UseBatch
 }
 
 // NewWorker returns a worker over client c. Register handlers (the generated

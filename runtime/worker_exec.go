@@ -37,7 +37,11 @@ func (x *executor) exec(ctx context.Context, d *queue.Dispatch) (out engine.Outc
 	// its Job is the one middleware is given, and its trail what LeaveTrail set.
 	v, _ := ctx.Value(jobKey{}).(jobValue)
 	if h.batch != nil {
-		ctx = withBatchRun(ctx, d, v.job)
+		var br *batchRun
+		ctx, br = withBatchRun(ctx, d, v.job)
+		// The batch the run was part of, if it was called: the engine
+		// records the outcomes of a batch's runs together.
+		defer func() { out.Together = br.together }()
 	}
 	args, err := x.payloads.Unpack(queue.PurposeArgs, d.ID, d.Envelope.Args)
 	if err != nil {

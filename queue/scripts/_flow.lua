@@ -526,3 +526,31 @@ local function bn_flow_repair(F)
     bn_flow_rering(F, 100)
   end
 end
+
+-- bn_flow_open readies the flows of a fetch (fetch.lua, batch_fetch.lua)
+-- at now, before it takes any keyed job: it drops flow keys of another type
+-- (bn_flow_repair), and puts flows due in the held set back in their rings
+-- (their rate allows a start again). It returns the route's own limits
+-- (bn_limits), which bound the whole call, and the route's flow state, with
+-- whether bn_rate_clamp changed it (the caller writes it back then), the
+-- call's budget (want, at most the route's free slots under its cap and the
+-- starts its rate allows now; leases is the route's leases hash) and when
+-- the rate allows the next start (nil: no rate, or room now).
+local function bn_flow_open(F, leases, want, now)
+  bn_flow_repair(F)
+  local due = redis.call('ZRANGEBYSCORE', F.held, '-inf', now, 'LIMIT', 0, 100)
+  for _, flow in ipairs(due) do
+    redis.call('ZREM', F.held, flow)
+    local st = bn_flow_state(F, flow)
+    st.park = 0
+    bn_flow_put(F, flow, st, now)
+    bn_flow_ring(F, flow)
+  end
+  local rl = bn_limits(redis.call('HGET', F.limits, 'route'))
+  local rst = bn_flow_state(F, '#route')
+  local clamped = bn_rate_clamp(rl, rst, now)
+  local budget = want
+  if rl.cap > 0 then budget = math.min(budget, rl.cap - redis.call('HLEN', leases)) end
+  local room, next_at = bn_rate_room(rl, rst.tat, now)
+  return rl, rst, clamped, math.min(budget, room), next_at
+end

@@ -94,21 +94,9 @@ if redis.call('EXISTS', F.held, unpack(rings)) == 0 then return {} end
 -- starts leaves the expiry set. A route with none pays one EXISTS.
 local expiring = redis.call('EXISTS', KEYS[7]) == 1
 if expiring then bn_need_type(KEYS[7], 'zset', 'expiry set') end
-bn_flow_repair(F)
-local due = redis.call('ZRANGEBYSCORE', F.held, '-inf', now, 'LIMIT', 0, 100)
-for _, flow in ipairs(due) do
-  redis.call('ZREM', F.held, flow)
-  local st = bn_flow_state(F, flow)
-  st.park = 0
-  bn_flow_put(F, flow, st, now)
-  bn_flow_ring(F, flow)
-end
-local rl = bn_limits(redis.call('HGET', F.limits, 'route'))
-local rst = bn_flow_state(F, '#route')
-local route_clamped = bn_rate_clamp(rl, rst, now)
-local budget = want
-if rl.cap > 0 then budget = math.min(budget, rl.cap - redis.call('HLEN', KEYS[2])) end
-budget = math.min(budget, (bn_rate_room(rl, rst.tat, now)))
+-- Flows due in the held set go back to their rings, as for fetch.lua; the
+-- route's own limits bound the whole call.
+local rl, rst, route_clamped, budget = bn_flow_open(F, KEYS[2], want, now)
 local tl = bn_limits(redis.call('HGET', F.limits, 't:' .. task))
 
 local out = {token}

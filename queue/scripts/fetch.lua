@@ -152,25 +152,9 @@ end
 local rl, rst, route_clamped = bn_limits(nil), nil, false
 local budget, route_next = want, nil
 if flowy then
-  bn_flow_repair(F)
-  -- Flows due in the held set go back to their rings: their rate allows a
-  -- start again.
-  local due = redis.call('ZRANGEBYSCORE', F.held, '-inf', now, 'LIMIT', 0, 100)
-  for _, flow in ipairs(due) do
-    redis.call('ZREM', F.held, flow)
-    local st = bn_flow_state(F, flow)
-    st.park = 0
-    bn_flow_put(F, flow, st, now)
-    bn_flow_ring(F, flow)
-  end
-  -- The route's own limits bound the whole call.
-  rl = bn_limits(redis.call('HGET', F.limits, 'route'))
-  rst = bn_flow_state(F, '#route')
-  route_clamped = bn_rate_clamp(rl, rst, now)
-  if rl.cap > 0 then budget = math.min(budget, rl.cap - redis.call('HLEN', KEYS[2])) end
-  local room
-  room, route_next = bn_rate_room(rl, rst.tat, now)
-  budget = math.min(budget, room)
+  -- Flows due in the held set go back to their rings; the route's own
+  -- limits bound the whole call.
+  rl, rst, route_clamped, budget, route_next = bn_flow_open(F, KEYS[2], want, now)
 end
 
 local out = {token}

@@ -136,6 +136,10 @@ type Outcome struct {
 	// Trail is what a completed run leaves for the workflow steps after its
 	// job's (bananastype.JobEnd.Trail): a trace context, say.
 	Trail string
+	// Together: the run is one of a batch's (runtime.HandleBatch), whose
+	// outcomes are recorded together, in one call, once each of its runs
+	// has returned.
+	Together *Together
 }
 
 // callTimeout bounds each Redis call of the engine: a fetch, the record of

@@ -163,6 +163,16 @@ func (x *executor) execute(r *run) (pending bool) {
 	o := x.cfg.Exec(r.ctx, d)
 	r.handedOn = x.slots.handOn()
 	r.m.Ran(time.Since(began))
+	// A run of a batch joins its batch's record (together) or, its outcome
+	// recorded elsewhere or dropped, leaves it.
+	together, joins := x.settles(o), false
+	if together {
+		defer func() {
+			if !joins {
+				x.leave(o.Together)
+			}
+		}()
+	}
 	if !r.decided.CompareAndSwap(false, true) {
 		// Timed out or canceled, already recorded. Go cannot stop a
 		// goroutine: a handler that ignores its context keeps its slot
@@ -191,6 +201,10 @@ func (x *executor) execute(r *run) (pending bool) {
 		log.Info("bananas: job result dropped", "why", cause)
 		return false
 	}
+	if together {
+		joins = true
+		return x.together(r, o)
+	}
 	if o.Failed {
 		x.fail(r, o.Message, o.Final, o.Snooze)
 		return false
@@ -210,10 +224,7 @@ func (x *executor) ack(r *run, result []byte) (pending bool) {
 		return false
 	}
 	now := x.cfg.Queue.Now()
-	rec := recordOf(d)
-	rec.OK, rec.Value, rec.FinishedAt, rec.Error = true, result, now.UnixMilli(), d.LastError
-	x.cfg.stamp(&rec)
-	encoded, err := results.Encode(rec)
+	encoded, err := x.completion(d, result, now)
 	if err != nil {
 		log.Warn("bananas: encode result record", "err", err)
 		x.runs.untrack(r)
@@ -240,6 +251,15 @@ func (x *executor) ack(r *run, result []byte) (pending bool) {
 	return true
 }
 
+// completion is the result record of a run of d that succeeded with
+// result at now.
+func (x *executor) completion(d *queue.Dispatch, result []byte, now time.Time) ([]byte, error) {
+	rec := recordOf(d)
+	rec.OK, rec.Value, rec.FinishedAt, rec.Error = true, result, now.UnixMilli(), d.LastError
+	x.cfg.stamp(&rec)
+	return results.Encode(rec)
+}
+
 // fail records a failed run: a retry after the backoff while attempts
 // allow, else (or when final) the dead-letter queue. A snooze
 // (runtime.RetryAfter) reschedules the job that much later without counting
@@ -252,27 +272,38 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 		log.Info("bananas: job failure dropped", "why", errHandedBack, "failure", firstLine(msg))
 		return
 	}
-	q := x.cfg.Queue
-	now := q.Now() // the retry's run-at is judged on Redis's clock
-	attempts := d.Attempts + 1
-	delay := x.cfg.RetryDelay(d.Envelope, attempts)
+	now := x.cfg.Queue.Now() // the retry's run-at is judged on Redis's clock
+	f := x.failure(d, msg, final, snooze, now)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	out, err := x.cfg.Queue.Fail(ctx, d, f, now)
+	x.failed(d, f, out, err, now)
+}
+
+// failure is how a failed run of d ends (see fail), judged at now.
+func (x *executor) failure(d *queue.Dispatch, msg string, final bool, snooze time.Duration, now time.Time) queue.Failure {
+	delay := x.cfg.RetryDelay(d.Envelope, d.Attempts+1)
 	if snooze > 0 {
 		delay = snooze
 	}
 	rec := failureRecord(d, msg, now)
 	x.cfg.stamp(&rec)
 	encoded, _ := results.Encode(rec)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	out, err := q.Fail(ctx, d, queue.Failure{
+	return queue.Failure{
 		Message: msg, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: encoded,
 		TTL: ttlOr(d.Envelope.FailureTTL, x.cfg.FailureTTL),
-	}, now)
+	}
+}
+
+// failed tells and logs what recording failure f of d came to (out, err).
+func (x *executor) failed(d *queue.Dispatch, f queue.Failure, out queue.Ending, err error, now time.Time) {
+	log := jobLog{x.cfg.Logger, d}
+	msg, delay, attempts := f.Message, f.RetryAt.Sub(now), d.Attempts+1
 	// Not recorded (the write failed, or its lease was lost), nothing is
 	// told: the reaper that recovers the job once its lease expires, or
 	// recovered it already, records the failed attempt and tells its end.
 	if err == nil && recordsFailure(out) {
-		x.cfg.tell(x.cfg.failureEnd(d, out, msg, now.Add(delay), encoded, now))
+		x.cfg.tell(x.cfg.failureEnd(d, out, msg, f.RetryAt, f.Record, now))
 	}
 	switch {
 	case err != nil:
