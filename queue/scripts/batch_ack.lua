@@ -111,6 +111,7 @@ for i = 1, n do
       local ok = true
       if tonumber(ARGV[a + 5]) == 1 then
         light[#light + 1] = ids[i]
+        if bn_unique_ends(job, ukey, ids[i], 'completed', KEYS[4]) then freed[#freed + 1] = ukey end
       elseif redis.call('EXISTS', job) == 1 then
         heavy[#heavy + 1] = job
         if bn_unique_ends(job, ukey, ids[i], 'completed') then freed[#freed + 1] = ukey end
@@ -137,10 +138,10 @@ for i = 1, n do
           local c = redis.call('HMGET', job, 'a', 'm')
           f.why = bn_bad_count(c[1], 'its attempts (field a)', true) or bn_bad_count(c[2], 'its max retries (field m)', false)
           if not f.why then f.prior, f.max = tonumber(c[1] or '0'), tonumber(c[2]) end
-          f.frees = bn_unique_ends(job, ukey, ids[i], 'dead')
         else
           f.payload = redis.call('HGET', KEYS[4], ids[i])
         end
+        f.frees = bn_unique_ends(job, ukey, ids[i], 'dead', KEYS[4])
         failed[#failed + 1] = f
         released[tokens[i]] = (released[tokens[i]] or 0) + 1
         out[i] = 3
