@@ -460,19 +460,22 @@ func (r *Runner) fire(ctx context.Context, id string) error {
 // record.ErrNotFound, ErrNoSuchWait, ErrWorkflowEnded, ErrSignalsReceived
 // or ErrSignalType.
 func (r *Runner) Signal(ctx context.Context, id, name, sig string, payload []byte, gotype string) (record.Signaled, error) {
-	res, err := r.Store.Signal(ctx, id, name, sig, payload, gotype, r.TTLs)
+	// The steps the signal makes ready are watched as any step is: should
+	// this process die before their jobs are made, the keeper makes them
+	// within the grace. The watch rides with the script, in one round trip,
+	// so the jobs go out in the next: a signal's next step starts a fetch
+	// after that, nothing else in between.
+	res, err := r.Store.Signal(ctx, id, name, sig, payload, gotype, r.TTLs, r.Store.Now().Add(r.Grace))
 	if err != nil || res.Duplicate || res.Kept {
 		return res, err
-	}
-	r.watchDue(ctx, id, res.Due)
-	if len(res.Ready) > 0 {
-		// The steps made now are watched as any step is: should this
-		// process die before they are made, the keeper makes them.
-		r.watchDue(ctx, id, r.Store.Now().Add(r.Grace))
 	}
 	if err := r.makeAll(ctx, id, res.Ready, true); err != nil {
 		r.logger().Warn("bananas: make the steps after a signal (its keeper will)", "workflow", id, "err", err)
 	}
+	// A wait the signal armed (one after the completed wait): the keeper
+	// looks when it is due. After the jobs, since the watch above already
+	// covers a death before this call.
+	r.watchDue(ctx, id, res.Due)
 	if res.Status == record.Completed {
 		_ = r.Store.Settle(ctx, id)
 	}

@@ -1,0 +1,126 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/bananas-go/bananas/runtime"
+)
+
+// roundTrips records the arguments of each round trip a client makes (a
+// command, or a pipeline's commands together), in order.
+type roundTrips struct {
+	mu    sync.Mutex
+	on    bool
+	trips [][]string
+}
+
+func (r *roundTrips) add(cmds ...redis.Cmder) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.on {
+		return
+	}
+	switch cmds[0].Name() {
+	case "sadd", "hello", "client":
+		// The note of a route in the routes set (in the background, once
+		// per route and process) and a new connection's greeting.
+		return
+	}
+	var args []string
+	for _, c := range cmds {
+		for _, a := range c.Args() {
+			args = append(args, fmt.Sprint(a))
+		}
+	}
+	r.trips = append(r.trips, args)
+}
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.add(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+// first is the index of the first round trip one of whose arguments holds
+// s; -1 for none.
+func (r *roundTrips) first(s string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, args := range r.trips {
+		for _, a := range args {
+			if strings.Contains(a, s) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// A signal's next step waits for as few round trips as can be: the
+// signal's script (with the keeper's watch riding in the same round trip),
+// then the enqueue of the step's job, which pushes it ready and wakes a
+// waiting worker. Nothing in between: no separate write, no poll.
+func TestWorkflowSignal_TheNextStepsJobIsMadeInTheSecondRoundTrip(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		last := runtime.Then(runtime.WaitSignal[Approval]("approval", time.Hour), wfShip.With(c))
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := stepOf(t, workflowOf(t, c, id), "wf_ship").JobID
+		if job == "" {
+			t.Fatal("the step after the wait has no job id fixed")
+		}
+		// Warm: the scripts loaded and the route noted.
+		warm, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Signal(ctx, warm, "approval", Approval{By: "bo"}); err != nil {
+			t.Fatal(err)
+		}
+		rt := &roundTrips{}
+		c.Redis().AddHook(rt)
+		rt.mu.Lock()
+		rt.on = true
+		rt.mu.Unlock()
+		if err := c.Signal(ctx, id, "approval", Approval{By: "ana"}); err != nil {
+			t.Fatal(err)
+		}
+		rt.mu.Lock()
+		rt.on = false
+		rt.mu.Unlock()
+		if got := rt.first(job); got != 1 {
+			var names [][]string
+			for _, args := range rt.trips {
+				var n []string
+				for _, a := range args {
+					if len(a) < 60 {
+						n = append(n, a)
+					}
+				}
+				names = append(names, n)
+			}
+			t.Fatalf("the step's job %s went out in round trip %d (0-based) of the signal's; want 1, right after the signal's script. Round trips: %q", job, got, names)
+		}
+		if got := jobStatus(t, c, job); got != runtime.StatusPending {
+			t.Fatalf("the step's job is %s after the signal; want pending (ready)", got)
+		}
+	})
+}
