@@ -352,8 +352,17 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 		return err
 	}
 	if due, armed := nextDue(rec); armed && !due.IsZero() && !due.After(r.Store.Now()) {
-		if err := r.fire(ctx, id); err != nil {
+		made, err := r.fire(ctx, id)
+		if err != nil {
 			return err
+		}
+		if made {
+			// The fire made steps, and their jobs: the workflow has a
+			// step to watch, and Due put it back a period later, when
+			// the rest of a look (ends unheard of, steps left creating)
+			// is done. Timers due together cost a look of four round
+			// trips each, not seven.
+			return nil
 		}
 		if rec, err = r.Store.Read(ctx, id); err != nil {
 			return err
@@ -443,14 +452,18 @@ func (r *Runner) watchDue(ctx context.Context, wf string, due time.Time) {
 }
 
 // fire fires workflow id's waits that are due and makes the steps that
-// follow.
-func (r *Runner) fire(ctx context.Context, id string) error {
+// follow; made says that it made some, every one, and the workflow runs
+// on.
+func (r *Runner) fire(ctx context.Context, id string) (made bool, err error) {
 	a, err := r.Store.Fire(ctx, id, r.TTLs)
 	if err != nil {
-		return err
+		return false, err
+	}
+	if err := r.makeAll(ctx, id, a.Ready, true); err != nil {
+		return false, err
 	}
 	r.watchDue(ctx, id, a.Due)
-	return r.makeAll(ctx, id, a.Ready, true)
+	return len(a.Ready) > 0 && a.Status == record.Running, nil
 }
 
 // Signal gives workflow id the signal name of id sig with payload (of Go
