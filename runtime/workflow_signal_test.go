@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -170,6 +171,57 @@ func TestWorkflowSleep_AKeepersLookFiresATimerInFourRoundTrips(t *testing.T) {
 		}
 		if at := rt.first(job); at != 2 || n != 4 {
 			t.Fatalf("the look made %d round trips, the job in round trip %d (0-based); want 4, the job in 2: %q", n, at, rt.trips)
+		}
+	})
+}
+
+// A signal declared with NewSignal takes a payload of its type or does not
+// compile; the same program with the right type compiles.
+func TestSignal_AWrongPayloadTypeDoesNotCompile(t *testing.T) {
+	t.Parallel()
+	build := func(dir string) (string, error) {
+		out, err := exec.Command("go", "vet", "./testdata/signaltypes/"+dir).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := build("good"); err != nil {
+		t.Fatalf("the program sending the declared type does not compile: %v\n%s", err, out)
+	}
+	out, err := build("bad")
+	if err == nil {
+		t.Fatal("a signal of Approval sent with a string compiled")
+	}
+	if !strings.Contains(out, "main.go:16") || !strings.Contains(out, "string") {
+		t.Fatalf("the compile error does not point at the payload:\n%s", out)
+	}
+}
+
+// A declared signal's Wait is WaitSignal of its name and type, and its
+// Send delivers a payload the next step takes; a resend of a signal with
+// Client.Signal of another type is refused naming the type.
+func TestSignal_ADeclaredSignalsSendCompletesItsWait(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		ctx := ctxT(t)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: wfCrashRoutes}))
+		runtime.Handle(w, wfShip, func(_ context.Context, a Approval) (string, error) { return "shipped by " + a.By, nil })
+		startWorker(t, w)
+		approved := runtime.NewSignal[Approval]("approval").With(c)
+		if approved.Name() != "approval" {
+			t.Fatalf("Name = %q", approved.Name())
+		}
+		last := runtime.Then(approved.Wait(time.Hour), wfShip)
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Signal(ctx, id, "approval", "not an approval"); err == nil || !strings.Contains(err.Error(), "Approval") {
+			t.Fatalf("Client.Signal with a string = %v; want a refusal naming the wait's type", err)
+		}
+		if err := approved.Send(ctx, id, Approval{By: "ana"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := last.Await(ctx, id)
+		if err != nil || got != "shipped by ana" {
+			t.Fatalf("Await = %q, %v; want shipped by ana", got, err)
 		}
 	})
 }
