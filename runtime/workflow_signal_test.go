@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -223,5 +224,77 @@ func TestSignal_ADeclaredSignalsSendCompletesItsWait(t *testing.T) {
 		if err != nil || got != "shipped by ana" {
 			t.Fatalf("Await = %q, %v; want shipped by ana", got, err)
 		}
+	})
+}
+
+var wfPrep = runtime.NewTask[string, int]("wf_prep", runtime.Route("wfa"))
+
+// A workflow submitted over the API may wait for a signal after a step: a
+// signal sent before that step completed (the wait not reached) is kept —
+// 202, and the wait still waiting — and completes the wait when it is
+// reached, its payload the next step's args. The payload is read by the
+// type of the step after the wait (a 400 naming the field), a second
+// signal to the ended workflow is a 409, and a wait step that names a
+// task or a timeout that is no duration is a 400 naming the field.
+func TestWorkflowSignalAPI_ASignalSentBeforeItsWaitIsReachedIsKeptForIt(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		gate := make(chan struct{})
+		entered := make(chan struct{}, 1)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: wfCrashRoutes}))
+		runtime.Handle(w, wfPrep, func(ctx context.Context, s string) (int, error) {
+			entered <- struct{}{}
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+			return len(s), nil
+		})
+		runtime.Handle(w, wfShip, func(_ context.Context, a Approval) (string, error) { return "shipped by " + a.By, nil })
+		startWorker(t, w)
+		api := serveAPI(t, w.Inspector(), runtime.APIOptions{})
+
+		for body, field := range map[string]string{
+			`{"steps": [{"id": "prep", "name": "wf_prep", "args": "x"}, {"id": "ok", "name": "wf_ship", "signal": "approval", "after": ["prep"]}]}`: "steps[1].name",
+			`{"steps": [{"id": "prep", "name": "wf_prep", "args": "x"}, {"id": "ok", "signal": "approval", "timeout": "forever", "after": ["prep"]}]}`: "steps[1].timeout",
+			`{"steps": [{"id": "prep", "name": "wf_prep", "args": "x"}, {"id": "ok", "signal": "bad name", "after": ["prep"]}]}`:                     "steps[1].signal",
+			`{"steps": [{"id": "nap", "sleep": "1s"}]}`: "steps[0].after",
+		} {
+			if got := api.want(http.StatusBadRequest, "POST", "/api/v1/workflows", body); got["field"] != field {
+				t.Fatalf("400 for %s = %v; want field %s", body, got, field)
+			}
+		}
+
+		sub := api.want(http.StatusCreated, "POST", "/api/v1/workflows", `{"steps": [
+			{"id": "prep", "name": "wf_prep", "args": "x"},
+			{"id": "ok", "signal": "approval", "timeout": "1h", "after": ["prep"]},
+			{"id": "ship", "name": "wf_ship", "after": ["ok"]}]}`)
+		id, _ := sub["id"].(string)
+		recv(t, entered, 10*time.Second, "the first step to start")
+		path := "/api/v1/workflows/" + id + "/signals/approval"
+		if got := api.want(http.StatusBadRequest, "POST", path, `{"by": 3}`); !strings.Contains(fmt.Sprint(got), "by") {
+			t.Fatalf("400 = %v; want it to name the field by", got)
+		}
+		api.want(http.StatusAccepted, "POST", path, `{"by": "ana"}`)
+		wf := api.want(http.StatusOK, "GET", "/api/v1/workflows/"+id, "")
+		steps, _ := wf["steps"].([]any)
+		wait, _ := steps[1].(map[string]any)
+		if w, _ := wait["wait"].(map[string]any); wait["status"] == "completed" || w["received"] != nil || w["due"] != nil {
+			t.Fatalf("the wait before its step completed = %v; want it not reached: not completed, no due time, nothing received", wait)
+		}
+		close(gate)
+		waitFor(t, 10*time.Second, "the workflow to complete", func() bool {
+			return api.want(http.StatusOK, "GET", "/api/v1/workflows/"+id, "")["status"] == "completed"
+		})
+		wf = api.want(http.StatusOK, "GET", "/api/v1/workflows/"+id, "")
+		if wf["result"] != "shipped by ana" {
+			t.Fatalf("the workflow's result = %v; want the kept signal's payload shipped", wf["result"])
+		}
+		steps, _ = wf["steps"].([]any)
+		wait, _ = steps[1].(map[string]any)
+		if w, _ := wait["wait"].(map[string]any); wait["status"] != "completed" || w["received"] == nil {
+			t.Fatalf("the wait after it was reached = %v; want completed, received", wait)
+		}
+		api.want(http.StatusConflict, "POST", path, `{"by": "bob"}`)
 	})
 }

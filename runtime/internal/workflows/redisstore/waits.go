@@ -40,8 +40,6 @@ func checkWait(k int, s record.NewStep) error {
 		return fmt.Errorf("step %d (%s) waits %s: not negative", k, s.Label, s.Wait)
 	case s.Kind == record.KindTimer && len(s.After) != 1:
 		return fmt.Errorf("step %d (%s): a timer comes after one step", k, s.Label)
-	case s.Kind == record.KindSignal && len(s.After) != 0:
-		return fmt.Errorf("step %d (%s): a signal wait comes after no step", k, s.Label)
 	case s.Kind == record.KindSignal:
 		return CheckSignalName(s.Signal)
 	}
