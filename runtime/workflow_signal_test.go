@@ -255,9 +255,9 @@ func TestWorkflowSignalAPI_ASignalSentBeforeItsWaitIsReachedIsKeptForIt(t *testi
 		api := serveAPI(t, w.Inspector(), runtime.APIOptions{})
 
 		for body, field := range map[string]string{
-			`{"steps": [{"id": "prep", "name": "wf_prep", "args": "x"}, {"id": "ok", "name": "wf_ship", "signal": "approval", "after": ["prep"]}]}`: "steps[1].name",
+			`{"steps": [{"id": "prep", "name": "wf_prep", "args": "x"}, {"id": "ok", "name": "wf_ship", "signal": "approval", "after": ["prep"]}]}`:    "steps[1].name",
 			`{"steps": [{"id": "prep", "name": "wf_prep", "args": "x"}, {"id": "ok", "signal": "approval", "timeout": "forever", "after": ["prep"]}]}`: "steps[1].timeout",
-			`{"steps": [{"id": "prep", "name": "wf_prep", "args": "x"}, {"id": "ok", "signal": "bad name", "after": ["prep"]}]}`:                     "steps[1].signal",
+			`{"steps": [{"id": "prep", "name": "wf_prep", "args": "x"}, {"id": "ok", "signal": "bad name", "after": ["prep"]}]}`:                       "steps[1].signal",
 			`{"steps": [{"id": "nap", "sleep": "1s"}]}`: "steps[0].after",
 		} {
 			if got := api.want(http.StatusBadRequest, "POST", "/api/v1/workflows", body); got["field"] != field {
