@@ -92,15 +92,19 @@ func (s *Store) Signal(ctx context.Context, id, name, sig string, payload []byte
 	}
 	keys := []string{queue.WorkflowKey(s.ns, id)}
 	args := []any{s.q.Now().UnixMilli(), keep.Completed.Milliseconds(), queue.WorkflowChannel(s.ns, id), name, sig, payload, gotype}
-	pipe := s.rdb.Pipeline()
-	if !watch.IsZero() {
-		pipe.ZAddArgs(ctx, queue.WorkflowIndex(s.ns), redis.ZAddArgs{XX: true, LT: true, Members: []redis.Z{{Score: float64(watch.UnixMilli()), Member: id}}})
-	}
-	cmd := lua().signal.EvalSha(ctx, pipe, keys, args...)
-	_, _ = pipe.Exec(ctx) // each command's error is its own: the script's is read below
-	res, err := cmd.Slice()
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+	var res []any
+	var err error
+	if watch.IsZero() {
 		res, err = lua().signal.Run(ctx, s.rdb, keys, args...).Slice()
+	} else {
+		pipe := s.rdb.Pipeline()
+		pipe.ZAddArgs(ctx, queue.WorkflowIndex(s.ns), redis.ZAddArgs{XX: true, LT: true, Members: []redis.Z{{Score: float64(watch.UnixMilli()), Member: id}}})
+		cmd := lua().signal.EvalSha(ctx, pipe, keys, args...)
+		_, _ = pipe.Exec(ctx) // each command's error is its own: the script's is read below
+		res, err = cmd.Slice()
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			res, err = lua().signal.Run(ctx, s.rdb, keys, args...).Slice()
+		}
 	}
 	if err != nil {
 		return record.Signaled{}, fmt.Errorf("signal %s to workflow %s: %w", name, id, err)
