@@ -198,6 +198,13 @@ func TestSignal_TheWatchMovesTheIndexEntryAndCreatesNone(t *testing.T) {
 		if got, err := rdb.ZScore(ctx, index, "wf1").Result(); err != nil || int64(got) != watch.UnixMilli() {
 			t.Fatalf("index entry at %v, %v; want the watch, %d", got, err, watch.UnixMilli())
 		}
+		// Sent again (a resend after a lost reply): no second signal.
+		if res, err := st.Signal(ctx, "wf1", "ok", "s1", mp(t, "first"), "T", keepWF, watch); err != nil || !res.Duplicate {
+			t.Fatalf("the signal resent with its watch = %+v, %v; want a duplicate", res, err)
+		}
+		if rec, _ := st.Read(ctx, "wf1"); rec.Steps[1].State != record.StepArmed {
+			t.Fatalf("after the resend the second wait is %c; want it still armed", rec.Steps[1].State)
+		}
 		if _, err := st.Signal(ctx, "wf1", "ok", "s2", mp(t, "second"), "T", keepWF, watch.Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
