@@ -235,9 +235,11 @@ var wfPrep = runtime.NewTask[string, int]("wf_prep", runtime.Route("wfa"))
 // reached, its payload the next step's args. The payload is read by the
 // type of the step after the wait (a 400 naming the field), a second
 // signal to the ended workflow is a 409, and a wait step that names a
-// task or a timeout that is no duration is a 400 naming the field.
+// task or a timeout that is no duration is a 400 naming the field. On the
+// embedded server, a redis-server and a cluster.
 func TestWorkflowSignalAPI_ASignalSentBeforeItsWaitIsReachedIsKeptForIt(t *testing.T) {
-	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+	t.Parallel()
+	eachBackendAndCluster(t, func(t *testing.T, c *runtime.Client) {
 		gate := make(chan struct{})
 		entered := make(chan struct{}, 1)
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: wfCrashRoutes}))
