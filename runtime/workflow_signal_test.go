@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -298,5 +299,40 @@ func TestWorkflowSignalAPI_ASignalSentBeforeItsWaitIsReachedIsKeptForIt(t *testi
 			t.Fatalf("the wait after it was reached = %v; want completed, received", wait)
 		}
 		api.want(http.StatusConflict, "POST", path, `{"by": "bob"}`)
+	})
+}
+
+// A wait's due time holds however the keeper came to look at its workflow
+// before it: a look for another reason (here the grace after the
+// submission, while a step runs) puts the workflow back a keeper's period
+// later (10 s with this lease), and the look must bring it back to the
+// wait's due time, or the timeout would fire up to a period late.
+func TestWorkflowSignal_ATimeoutFiresOnTimeAfterAnEarlierLook(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *runtime.Client) {
+		release := make(chan struct{})
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"wfa"}, Lease: 10 * time.Second}))
+		runtime.Handle(w, wfPrep, func(ctx context.Context, s string) (int, error) {
+			select { // runs past the wait's timeout: the workflow is watched for it
+			case <-release:
+			case <-ctx.Done():
+			}
+			return 0, ctx.Err()
+		})
+		startWorker(t, w)
+		t.Cleanup(func() { close(release) }) // before the worker stops: cleanups run last first
+		const timeout = 6 * time.Second // past the keeper's first look, the grace (5 s)
+		wf := runtime.Gather(wfPrep.With(c).Step("x"), runtime.WaitSignal[int]("x", timeout))
+		id, err := wf.Enqueue(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		due := stepOf(t, workflowOf(t, c, id), "x").Wait.Due
+		// Within a second of the due time, and a margin for a loaded
+		// machine; a look a period late would come 10 s after the grace.
+		ctx, cancel := context.WithDeadline(context.Background(), due.Add(3*time.Second))
+		defer cancel()
+		if _, err := wf.Await(ctx, id); !errors.Is(err, runtime.ErrTimeout) {
+			t.Fatalf("Await by the wait's due time + 3s = %v; want ErrTimeout (%s)", err, describeWorkflow(context.Background(), c, id))
+		}
 	})
 }

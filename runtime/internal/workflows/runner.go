@@ -351,7 +351,8 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if due, armed := nextDue(rec); armed && !due.IsZero() && !due.After(r.Store.Now()) {
+	now := r.Store.Now()
+	if due, armed := nextDue(rec); armed && !due.IsZero() && !due.After(now) {
 		made, err := r.fire(ctx, id)
 		if err != nil {
 			return err
@@ -360,8 +361,10 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 			// The fire made steps, and their jobs: the workflow has a
 			// step to watch, and Due put it back a period later, when
 			// the rest of a look (ends unheard of, steps left creating)
-			// is done. Timers due together cost a look of four round
-			// trips each, not seven.
+			// is done — but not later than a wait this fire left armed.
+			// Timers due together cost a look of four round trips each,
+			// not seven.
+			r.watchDue(ctx, id, nextDueAfter(rec, now))
 			return nil
 		}
 		if rec, err = r.Store.Read(ctx, id); err != nil {
@@ -403,7 +406,24 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 			errs = append(errs, err)
 		}
 	}
+	if due, armed := nextDue(rec); armed && !due.IsZero() {
+		// Due put the workflow back a period later: a wait due before
+		// then brings it back to its due time (Park only moves it later).
+		r.watchDue(ctx, id, due)
+	}
 	return errors.Join(errs...)
+}
+
+// nextDueAfter is the earliest due time after t of rec's armed waits (zero:
+// none).
+func nextDueAfter(rec *record.Workflow, t time.Time) time.Time {
+	var due time.Time
+	for _, s := range rec.Steps {
+		if s.State == record.StepArmed && s.Due.After(t) && (due.IsZero() || s.Due.Before(due)) {
+			due = s.Due
+		}
+	}
+	return due
 }
 
 // hasWaitRoot says whether a step of steps is a wait without predecessors.
