@@ -320,7 +320,7 @@ func TestWorkflowSignal_ATimeoutFiresOnTimeAfterAnEarlierLook(t *testing.T) {
 		})
 		startWorker(t, w)
 		t.Cleanup(func() { close(release) }) // before the worker stops: cleanups run last first
-		const timeout = 6 * time.Second // past the keeper's first look, the grace (5 s)
+		const timeout = 6 * time.Second      // past the keeper's first look, the grace (5 s)
 		wf := runtime.Gather(wfPrep.With(c).Step("x"), runtime.WaitSignal[int]("x", timeout))
 		id, err := wf.Enqueue(ctxT(t))
 		if err != nil {
