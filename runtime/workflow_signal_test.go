@@ -319,8 +319,10 @@ func TestWorkflowSignal_ATimeoutFiresOnTimeAfterAnEarlierLook(t *testing.T) {
 			return 0, ctx.Err()
 		})
 		startWorker(t, w)
-		t.Cleanup(func() { close(release) }) // before the worker stops: cleanups run last first
-		const timeout = 6 * time.Second      // past the keeper's first look, the grace (5 s)
+		// Released before the worker stops: cleanups run last first.
+		t.Cleanup(func() { close(release) })
+		// Past the keeper's first look, the grace (5 s).
+		const timeout = 6 * time.Second
 		wf := runtime.Gather(wfPrep.With(c).Step("x"), runtime.WaitSignal[int]("x", timeout))
 		id, err := wf.Enqueue(ctxT(t))
 		if err != nil {
