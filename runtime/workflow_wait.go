@@ -52,7 +52,7 @@ func WaitSignal[T any](name string, timeout time.Duration) Step[T] {
 		if err := DecodeStrictJSON(data, &v); err != nil {
 			return nil, err
 		}
-		return encode(v)
+		return encodeSignal(v)
 	})
 	return Step[T]{&stepNode{wait: record.KindSignal, dur: max(timeout, 0), signal: name, gotype: gotype}}
 }
@@ -81,6 +81,9 @@ var signalDecoders sync.Map // type name -> func([]byte) ([]byte, error)
 // workflow), ErrNoSuchWait (it waits for no signal of that name),
 // ErrWrongState (it ended, or every wait of that name has its signal), or
 // names the type the wait takes.
+//
+// A signal declared once with NewSignal has its payload's type checked by
+// the compiler instead (Signal.Send).
 func (c *Client) Signal(ctx context.Context, id, name string, payload any) error {
 	v := reflect.ValueOf(payload)
 	for v.IsValid() && v.Kind() == reflect.Pointer && !v.IsNil() {
@@ -91,7 +94,13 @@ func (c *Client) Signal(ctx context.Context, id, name string, payload any) error
 		gotype = typeName(v.Type())
 		payload = v.Interface()
 	}
-	b, err := encode(payload)
+	return c.sendSignal(ctx, id, name, payload, gotype)
+}
+
+// sendSignal sends the signal name to workflow id with payload, of Go type
+// gotype ("" unchecked).
+func (c *Client) sendSignal(ctx context.Context, id, name string, payload any, gotype string) error {
+	b, err := encodeSignal(payload)
 	if err != nil {
 		return fmt.Errorf("bananas: signal %s: encode payload: %w", name, err)
 	}
@@ -100,6 +109,62 @@ func (c *Client) Signal(ctx context.Context, id, name string, payload any) error
 	}
 	_, err = c.signal(ctx, id, name, b, gotype)
 	return err
+}
+
+// encodeSignal is a signal's payload as its wait's step stores it: the one
+// place a payload is encoded, so that sealing can wrap it.
+func encodeSignal(payload any) ([]byte, error) { return encode(payload) }
+
+// Signal is a signal declared once with its payload type T and its name:
+// its Wait is the step that waits for it, and Send sends it with a payload
+// the compiler checks is a T, where Client.Signal takes any value and
+// refuses a wrong one only when it is sent.
+//
+//	var Approved = runtime.NewSignal[tasks.Approval]("approval")
+//	ship := runtime.Then(Approved.Wait(48*time.Hour), tasks.Ship) // Ship takes tasks.Approval
+//	id, err := ship.Enqueue(ctx)
+//	err = Approved.Send(ctx, id, tasks.Approval{By: "ana"})          // a tasks.Approval, or it does not compile
+type Signal[T any] struct {
+	name   string
+	client *Client
+}
+
+// NewSignal declares the signal name of payload type T. It panics when
+// name cannot be a signal's name (1 to 200 bytes of printable ASCII
+// without spaces or commas): a declaration is the program's, not its
+// input.
+func NewSignal[T any](name string) *Signal[T] {
+	if err := redisstore.CheckSignalName(name); err != nil {
+		panic("bananas: NewSignal: " + err.Error())
+	}
+	return &Signal[T]{name: name}
+}
+
+// Name is the signal's name: the {name} of its API route and of
+// `app workflow signal ID NAME JSON`.
+func (s *Signal[T]) Name() string { return s.name }
+
+// With returns the signal bound to client c, for its Send.
+func (s *Signal[T]) With(c *Client) *Signal[T] { return &Signal[T]{name: s.name, client: c} }
+
+// Wait is the step that waits for the signal: WaitSignal[T](s.Name(),
+// timeout).
+func (s *Signal[T]) Wait(timeout time.Duration) Step[T] {
+	st := WaitSignal[T](s.name, timeout)
+	st.node.client = s.client
+	return st
+}
+
+// Send sends the signal to workflow id with payload, through the client
+// of With or the default one; its errors are Client.Signal's.
+func (s *Signal[T]) Send(ctx context.Context, id string, payload T) error {
+	c := s.client
+	if c == nil {
+		if c = Default(); c == nil {
+			return fmt.Errorf("bananas: signal %s has no client: call runtime.SetDefault(client) once at start, or use its With(client)", s.name)
+		}
+	}
+	return c.sendSignal(ctx, id, s.name, payload, typeName(reflect.TypeFor[T]()))
 }
 
 // signal sends a signal whose payload is msgpack already, under a fresh
@@ -153,7 +218,7 @@ func (c *Client) SignalJSON(ctx context.Context, id, name string, data []byte) e
 		if err := json.Unmarshal(data, &v); err != nil {
 			return fmt.Errorf("bananas: signal %s: payload: %w", name, badArgs{err})
 		}
-		if payload, err = encode(v); err != nil {
+		if payload, err = encodeSignal(v); err != nil {
 			return err
 		}
 		gotype = ""
@@ -205,7 +270,7 @@ func payloadDecoder(gotype string) func([]byte) ([]byte, error) {
 			if err := DecodeStrictJSON(data, p.Interface()); err != nil {
 				return nil, err
 			}
-			return encode(p.Elem().Interface())
+			return encodeSignal(p.Elem().Interface())
 		}
 		return false
 	})

@@ -43,6 +43,9 @@ var (
 	Ship = runtime.NewTask[Approval, string]("ship")
 	// Remind reminds the customer, given the packed order.
 	Remind = runtime.NewTask[Order, string]("remind")
+	// Approved is the signal a person sends: its payload must be an
+	// Approval, or the program does not compile.
+	Approved = runtime.NewSignal[Approval]("approval")
 )
 
 func main() {
@@ -78,7 +81,7 @@ func main() {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 
-	ok := runtime.WaitSignal[Approval]("approval", 48*time.Hour)
+	ok := Approved.Wait(48 * time.Hour) // runtime.WaitSignal[Approval]("approval", 48*time.Hour)
 	shipped := runtime.Then(ok, Ship.With(c))
 	reminded := runtime.Then(runtime.Sleep(Pack.With(c).Step(Order{ID: "o-1", Items: []string{"tea", "cups"}}), time.Second), Remind.With(c))
 	wf := runtime.Gather(shipped, reminded)
@@ -87,7 +90,7 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("workflow %s: waiting for approval; the worker (concurrency 1) is free meanwhile\n", id)
-	if err := c.Signal(ctx, id, "approval", Approval{By: "ana"}); err != nil {
+	if err := Approved.With(c).Send(ctx, id, Approval{By: "ana"}); err != nil {
 		log.Fatal(err)
 	}
 	res, err := wf.Await(ctx, id)

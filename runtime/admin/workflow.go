@@ -35,11 +35,21 @@ type WorkflowSubmission struct {
 // decoder); any other has After, and runs with its one predecessor's
 // result, or with the list of its several predecessors' results, in the
 // order After names them.
+//
+// A wait is a step without a task (no Name, no Args): Signal names the
+// signal it waits for, Timeout (a Go duration, "" or "0s" for none) how
+// long, counted from when its predecessors completed (at submission for
+// one without); Sleep (a Go duration) makes it a timer after its one
+// predecessor, passing that step's result on. A signal sent before its
+// wait is reached is kept for it.
 type WorkflowStepSubmission struct {
-	ID    string // its label: 1 to 64 letters, digits, '_', '-', '.' or ':', unique in the workflow
-	Name  string
-	Args  json.RawMessage // nil: not given
-	After []string
+	ID      string // its label: 1 to 64 letters, digits, '_', '-', '.' or ':', unique in the workflow
+	Name    string
+	Args    json.RawMessage // nil: not given
+	After   []string
+	Signal  string // a signal wait's signal
+	Timeout string // a signal wait's timeout
+	Sleep   string // a timer's duration
 }
 
 // MaxWorkflowLabel is the longest label of a step.

@@ -17,7 +17,7 @@ type workflowSubmitted struct {
 }
 
 // workflowStepKeys are the keys a step of a submitted workflow takes.
-var workflowStepKeys = map[string]bool{"id": true, "name": true, "args": true, "after": true}
+var workflowStepKeys = map[string]bool{"id": true, "name": true, "args": true, "after": true, "signal": true, "timeout": true, "sleep": true}
 
 // submitWorkflow serves POST /api/v1/workflows: the body {"steps": [...]}
 // is read here, its keys matched exactly; the admin layer checks what the
@@ -86,16 +86,27 @@ func workflowStep(at string, raw json.RawMessage) (admin.WorkflowStepSubmission,
 	}
 	for k := range fields {
 		if !workflowStepKeys[k] {
-			return st, BadRequest(at+"."+k, "%s: unknown field %q (want id, name, args or after)", at, k)
+			return st, BadRequest(at+"."+k, "%s: unknown field %q (want id, name, args, after, signal, timeout or sleep)", at, k)
 		}
 	}
-	for _, f := range []struct {
-		key string
-		dst *string
-	}{{"id", &st.ID}, {"name", &st.Name}} {
-		v, ok := jsonString(fields[f.key])
+	// A wait (a signal's, or a sleep) is a step without a task: its name
+	// may be left out. Whether the fields fit together is the admin
+	// layer's to say.
+	_, signal := fields["signal"]
+	_, sleep := fields["sleep"]
+	strs := []struct {
+		key      string
+		dst      *string
+		optional bool
+	}{{"id", &st.ID, false}, {"name", &st.Name, signal || sleep}, {"signal", &st.Signal, true}, {"timeout", &st.Timeout, true}, {"sleep", &st.Sleep, true}}
+	for _, f := range strs {
+		raw, given := fields[f.key]
+		if !given && f.optional {
+			continue
+		}
+		v, ok := jsonString(raw)
 		if !ok {
-			return st, BadRequest(at+"."+f.key, "%s.%s: want a string, got %s", at, f.key, orMissing(fields[f.key]))
+			return st, BadRequest(at+"."+f.key, "%s.%s: want a string, got %s", at, f.key, orMissing(raw))
 		}
 		*f.dst = v
 	}

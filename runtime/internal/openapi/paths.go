@@ -302,15 +302,20 @@ func (b *builder) workflowBody(most int) map[string]any {
 	step := map[string]any{
 		"type":                 "object",
 		"additionalProperties": false,
-		"required":             []any{"id", "name"},
+		"required":             []any{"id"},
 		"properties": map[string]any{
 			"id":   map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$", "description": "The step's id, unique in the workflow."},
 			"name": name,
-			"args": map[string]any{"description": "A first step's args, as its task's submission takes them (POST /api/v1/jobs): its task's schema exactly."},
+			"signal": map[string]any{"type": "string", "pattern": "^[!-+--~]{1,200}$",
+				"description": "Instead of name: the step waits for the signal of this name (POST /api/v1/workflows/{id}/signals/{name}), reached when the steps it comes after completed; a signal sent before is kept for it. Its payload is its result, read by the args type of the step after it."},
+			"timeout": map[string]any{"type": "string", "description": "A signal wait's timeout, a Go duration (\"48h\"; none or \"0s\": for ever), counted from when it is reached: without a signal by then the workflow fails."},
+			"sleep":   map[string]any{"type": "string", "description": "Instead of name: the step sleeps this long (a Go duration) after the one step it comes after, and passes its result on."},
+			"args":    map[string]any{"description": "A first step's args, as its task's submission takes them (POST /api/v1/jobs): its task's schema exactly."},
 			"after": map[string]any{"type": "array", "minItems": 1, "items": str(),
 				"description": "The ids of the steps it comes after, each listed before it: it runs with the one's result, or with the list of several's results in this order, and takes their type (or a list of it)."},
 		},
-		"not": map[string]any{"required": []any{"args", "after"}},
+		"not":   map[string]any{"required": []any{"args", "after"}},
+		"oneOf": []any{map[string]any{"required": []any{"name"}}, map[string]any{"required": []any{"signal"}}, map[string]any{"required": []any{"sleep"}}},
 	}
 	return map[string]any{
 		"required":    true,

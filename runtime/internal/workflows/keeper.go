@@ -22,6 +22,9 @@ type Keeper struct {
 	// looks only while it keeps a route, so that the workers standing by
 	// do not each poll Redis.
 	Active func() bool
+	// Parallel is how many due workflows a pass looks at at once; zero:
+	// 32.
+	Parallel int
 	// Outage is told of every pass, failed or not.
 	Outage *scheduler.OutageLog
 	Logger *slog.Logger
@@ -88,43 +91,67 @@ func (k *Keeper) prune(ctx context.Context) {
 	}
 }
 
+// pass looks at every workflow whose time in the index has come. It takes
+// them from the index a batch at a time and looks at up to
+// Parallel (default 32) of them at once across batches — the next batch is
+// taken as soon as the last is handed out, not when it is done — so that
+// timers due together fire together: each look is a few round trips, and
+// a burst of thousands of due timers is round-trip bound, not Redis bound.
 func (k *Keeper) pass(ctx context.Context) {
+	const batch = 100
+	sem := make(chan struct{}, k.parallel())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var down error // Redis unreachable: the pass stops
 	for {
+		mu.Lock()
+		stop := down
+		mu.Unlock()
+		if stop != nil {
+			break
+		}
 		now := k.R.Store.Now()
-		ids, err := k.R.Store.Due(ctx, now, now.Add(k.Every), 100)
+		ids, err := k.R.Store.Due(ctx, now, now.Add(k.Every), batch)
 		if err != nil {
+			wg.Wait()
 			if ctx.Err() == nil {
 				k.Outage.Failed("", err)
 			}
 			return
 		}
-		// The workflows of a pass are looked at 8 at a time: timers due
-		// together fire together.
-		errs := make([]error, len(ids))
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 8)
-		for i, id := range ids {
-			wg.Add(1)
+		for _, id := range ids {
 			sem <- struct{}{}
+			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				errs[i] = k.R.Check(ctx, id)
+				err := k.R.Check(ctx, id)
+				switch {
+				case err == nil, ctx.Err() != nil:
+				case scheduler.Unreachable(err):
+					mu.Lock()
+					down = err
+					mu.Unlock()
+				default:
+					k.Logger.Warn("bananas: workflow keeper", "workflow", id, "err", err)
+				}
 			}()
 		}
-		wg.Wait()
-		for i, err := range errs {
-			switch {
-			case err == nil, ctx.Err() != nil:
-			case scheduler.Unreachable(err):
-				k.Outage.Failed("", err)
-				return
-			default:
-				k.Logger.Warn("bananas: workflow keeper", "workflow", ids[i], "err", err)
-			}
-		}
-		k.Outage.OK("")
-		if len(ids) < 100 {
-			return
+		if len(ids) < batch {
+			break
 		}
 	}
+	wg.Wait()
+	if down != nil {
+		k.Outage.Failed("", down)
+		return
+	}
+	k.Outage.OK("")
+}
+
+// parallel is how many workflows a pass looks at at once.
+func (k *Keeper) parallel() int {
+	if k.Parallel > 0 {
+		return k.Parallel
+	}
+	return 32
 }

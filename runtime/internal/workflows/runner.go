@@ -351,9 +351,21 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if due, armed := nextDue(rec); armed && !due.IsZero() && !due.After(r.Store.Now()) {
-		if err := r.fire(ctx, id); err != nil {
+	now := r.Store.Now()
+	if due, armed := nextDue(rec); armed && !due.IsZero() && !due.After(now) {
+		made, err := r.fire(ctx, id)
+		if err != nil {
 			return err
+		}
+		if made {
+			// The fire made steps, and their jobs: the workflow has a
+			// step to watch, and Due put it back a period later, when
+			// the rest of a look (ends unheard of, steps left creating)
+			// is done — but not later than a wait this fire left armed.
+			// Timers due together cost a look of four round trips each,
+			// not seven.
+			r.watchDue(ctx, id, nextDueAfter(rec, now))
+			return nil
 		}
 		if rec, err = r.Store.Read(ctx, id); err != nil {
 			return err
@@ -394,7 +406,24 @@ func (r *Runner) Check(ctx context.Context, id string) error {
 			errs = append(errs, err)
 		}
 	}
+	if due, armed := nextDue(rec); armed && !due.IsZero() {
+		// Due put the workflow back a period later: a wait due before
+		// then brings it back to its due time (Park only moves it later).
+		r.watchDue(ctx, id, due)
+	}
 	return errors.Join(errs...)
+}
+
+// nextDueAfter is the earliest due time after t of rec's armed waits (zero:
+// none).
+func nextDueAfter(rec *record.Workflow, t time.Time) time.Time {
+	var due time.Time
+	for _, s := range rec.Steps {
+		if s.State == record.StepArmed && s.Due.After(t) && (due.IsZero() || s.Due.Before(due)) {
+			due = s.Due
+		}
+	}
+	return due
 }
 
 // hasWaitRoot says whether a step of steps is a wait without predecessors.
@@ -443,14 +472,18 @@ func (r *Runner) watchDue(ctx context.Context, wf string, due time.Time) {
 }
 
 // fire fires workflow id's waits that are due and makes the steps that
-// follow.
-func (r *Runner) fire(ctx context.Context, id string) error {
+// follow; made says that it made some, every one, and the workflow runs
+// on.
+func (r *Runner) fire(ctx context.Context, id string) (made bool, err error) {
 	a, err := r.Store.Fire(ctx, id, r.TTLs)
 	if err != nil {
-		return err
+		return false, err
+	}
+	if err := r.makeAll(ctx, id, a.Ready, true); err != nil {
+		return false, err
 	}
 	r.watchDue(ctx, id, a.Due)
-	return r.makeAll(ctx, id, a.Ready, true)
+	return len(a.Ready) > 0 && a.Status == record.Running, nil
 }
 
 // Signal gives workflow id the signal name of id sig with payload (of Go
@@ -460,19 +493,22 @@ func (r *Runner) fire(ctx context.Context, id string) error {
 // record.ErrNotFound, ErrNoSuchWait, ErrWorkflowEnded, ErrSignalsReceived
 // or ErrSignalType.
 func (r *Runner) Signal(ctx context.Context, id, name, sig string, payload []byte, gotype string) (record.Signaled, error) {
-	res, err := r.Store.Signal(ctx, id, name, sig, payload, gotype, r.TTLs)
+	// The steps the signal makes ready are watched as any step is: should
+	// this process die before their jobs are made, the keeper makes them
+	// within the grace. The watch rides with the script, in one round trip,
+	// so the jobs go out in the next: a signal's next step starts a fetch
+	// after that, nothing else in between.
+	res, err := r.Store.Signal(ctx, id, name, sig, payload, gotype, r.TTLs, r.Store.Now().Add(r.Grace))
 	if err != nil || res.Duplicate || res.Kept {
 		return res, err
-	}
-	r.watchDue(ctx, id, res.Due)
-	if len(res.Ready) > 0 {
-		// The steps made now are watched as any step is: should this
-		// process die before they are made, the keeper makes them.
-		r.watchDue(ctx, id, r.Store.Now().Add(r.Grace))
 	}
 	if err := r.makeAll(ctx, id, res.Ready, true); err != nil {
 		r.logger().Warn("bananas: make the steps after a signal (its keeper will)", "workflow", id, "err", err)
 	}
+	// A wait the signal armed (one after the completed wait): the keeper
+	// looks when it is due. After the jobs, since the watch above already
+	// covers a death before this call.
+	r.watchDue(ctx, id, res.Due)
 	if res.Status == record.Completed {
 		_ = r.Store.Settle(ctx, id)
 	}

@@ -37,8 +37,10 @@ type Store interface {
 	// Fire fires the waits whose due time has come: timers complete,
 	// signal waits time out.
 	Fire(ctx context.Context, id string, keep record.TTLs) (record.Advance, error)
-	// Signal gives workflow id a signal (redisstore.Store.Signal).
-	Signal(ctx context.Context, id, name, sig string, payload []byte, gotype string, keep record.TTLs) (record.Signaled, error)
+	// Signal gives workflow id a signal (redisstore.Store.Signal), and has
+	// the keeper look at it by watch (zero: no change) in the same round
+	// trip.
+	Signal(ctx context.Context, id, name, sig string, payload []byte, gotype string, keep record.TTLs, watch time.Time) (record.Signaled, error)
 	// Park has the keeper look at workflow id next at at, later than the
 	// period it was put back at: a workflow that only waits.
 	Park(ctx context.Context, id string, at time.Time) error

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -140,5 +141,55 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A pass looks at the due workflows many at once, across the batches it
+// takes from the index: a burst of due timers is as many looks, each a few
+// round trips, and looked at a few at a time they would fire seconds late.
+func TestKeeper_APassLooksAtManyDueWorkflowsAtOnce(t *testing.T) {
+	r, st, m := newRunner(t)
+	ctx := context.Background()
+	const due, want = 150, 32
+	for i := range due {
+		// Stored, its first step left creating by a submitter that died.
+		if _, _, err := st.Submit(ctx, fmt.Sprintf("wf-%03d", i), graph("a"), 0, 0, st.Time); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	in, most := 0, 0
+	enough := make(chan struct{})
+	r.Make = func(ctx context.Context, wf string, steps []record.ReadyStep, own bool) []error {
+		mu.Lock()
+		in++
+		most = max(most, in)
+		if in == want {
+			select {
+			case <-enough:
+			default:
+				close(enough)
+			}
+		}
+		mu.Unlock()
+		// Each look holds its place until want looks are in at once (or
+		// a second passed: then the test fails below).
+		select {
+		case <-enough:
+		case <-time.After(time.Second):
+		}
+		mu.Lock()
+		in--
+		mu.Unlock()
+		return m.make(ctx, wf, steps, own)
+	}
+	k := newKeeper(r)
+	k.Parallel = want
+	k.pass(ctx)
+	if most < want {
+		t.Fatalf("a pass looked at %d due workflows at once at most; want %d", most, want)
+	}
+	if got := len(m.madeJobs()); got != due {
+		t.Fatalf("the pass made %d steps; want every due workflow's, %d", got, due)
 	}
 }

@@ -40,8 +40,6 @@ func checkWait(k int, s record.NewStep) error {
 		return fmt.Errorf("step %d (%s) waits %s: not negative", k, s.Label, s.Wait)
 	case s.Kind == record.KindTimer && len(s.After) != 1:
 		return fmt.Errorf("step %d (%s): a timer comes after one step", k, s.Label)
-	case s.Kind == record.KindSignal && len(s.After) != 0:
-		return fmt.Errorf("step %d (%s): a signal wait comes after no step", k, s.Label)
 	case s.Kind == record.KindSignal:
 		return CheckSignalName(s.Signal)
 	}
@@ -72,7 +70,17 @@ func (s *Store) Fire(ctx context.Context, id string, keep record.TTLs) (record.A
 // same id is no second signal), with payload, of Go type gotype ("" not
 // checked). A refusal is an error matching record.ErrNotFound,
 // ErrNoSuchWait, ErrWorkflowEnded, ErrSignalsReceived or ErrSignalType.
-func (s *Store) Signal(ctx context.Context, id, name, sig string, payload []byte, gotype string, keep record.TTLs) (record.Signaled, error) {
+//
+// watch (zero: none) is when the keeper is to look at the workflow at the
+// latest, should the signal make steps whose jobs the caller then dies
+// before making: the workflow's entry in the index is moved to it in the
+// same round trip as the script, so that the jobs are made one round trip
+// after the signal is sent (the latency a signal's next step waits for).
+// Only an entry there is moved (XX): a workflow that waits has one, and a
+// signal refused creates none. A failed move is not the signal's failure:
+// a workflow that waits is looked at within the keeper's park period
+// anyway.
+func (s *Store) Signal(ctx context.Context, id, name, sig string, payload []byte, gotype string, keep record.TTLs, watch time.Time) (record.Signaled, error) {
 	if err := CheckSignalName(name); err != nil {
 		return record.Signaled{}, fmt.Errorf("%w: %v", record.ErrNoSuchWait, err)
 	}
@@ -82,8 +90,22 @@ func (s *Store) Signal(ctx context.Context, id, name, sig string, payload []byte
 	if sig == "" || strings.ContainsRune(sig, ',') || len(sig) > 200 {
 		return record.Signaled{}, fmt.Errorf("signal id %q: 1 to 200 bytes without commas", sig)
 	}
-	res, err := lua().signal.Run(ctx, s.rdb, []string{queue.WorkflowKey(s.ns, id)},
-		s.q.Now().UnixMilli(), keep.Completed.Milliseconds(), queue.WorkflowChannel(s.ns, id), name, sig, payload, gotype).Slice()
+	keys := []string{queue.WorkflowKey(s.ns, id)}
+	args := []any{s.q.Now().UnixMilli(), keep.Completed.Milliseconds(), queue.WorkflowChannel(s.ns, id), name, sig, payload, gotype}
+	var res []any
+	var err error
+	if watch.IsZero() {
+		res, err = lua().signal.Run(ctx, s.rdb, keys, args...).Slice()
+	} else {
+		pipe := s.rdb.Pipeline()
+		pipe.ZAddArgs(ctx, queue.WorkflowIndex(s.ns), redis.ZAddArgs{XX: true, LT: true, Members: []redis.Z{{Score: float64(watch.UnixMilli()), Member: id}}})
+		cmd := lua().signal.EvalSha(ctx, pipe, keys, args...)
+		_, _ = pipe.Exec(ctx) // each command's error is its own: the script's is read below
+		res, err = cmd.Slice()
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			res, err = lua().signal.Run(ctx, s.rdb, keys, args...).Slice()
+		}
+	}
 	if err != nil {
 		return record.Signaled{}, fmt.Errorf("signal %s to workflow %s: %w", name, id, err)
 	}

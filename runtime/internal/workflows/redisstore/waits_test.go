@@ -48,26 +48,26 @@ func TestSignal_OneSignalCompletesOneWait(t *testing.T) {
 		if s := rec.Steps[1]; s.State != record.StepArmed || !s.Due.IsZero() {
 			t.Fatalf("wait ok-2 = %+v; want armed, no due time", s)
 		}
-		if _, err := st.Signal(ctx, "wf1", "ok", "s0", mp(t, "x"), "U", keepWF); !errors.Is(err, record.ErrSignalType) {
+		if _, err := st.Signal(ctx, "wf1", "ok", "s0", mp(t, "x"), "U", keepWF, time.Time{}); !errors.Is(err, record.ErrSignalType) {
 			t.Fatalf("a payload of another type: %v", err)
 		}
-		if _, err := st.Signal(ctx, "wf1", "nope", "s0", mp(t, "x"), "T", keepWF); !errors.Is(err, record.ErrNoSuchWait) {
+		if _, err := st.Signal(ctx, "wf1", "nope", "s0", mp(t, "x"), "T", keepWF, time.Time{}); !errors.Is(err, record.ErrNoSuchWait) {
 			t.Fatalf("no wait of that name: %v", err)
 		}
-		if _, err := st.Signal(ctx, "wf9", "ok", "s0", mp(t, "x"), "T", keepWF); !errors.Is(err, record.ErrNotFound) {
+		if _, err := st.Signal(ctx, "wf9", "ok", "s0", mp(t, "x"), "T", keepWF, time.Time{}); !errors.Is(err, record.ErrNotFound) {
 			t.Fatalf("no such workflow: %v", err)
 		}
-		res, err := st.Signal(ctx, "wf1", "ok", "s1", mp(t, "first"), "T", keepWF)
+		res, err := st.Signal(ctx, "wf1", "ok", "s1", mp(t, "first"), "T", keepWF, time.Time{})
 		if err != nil || res.Duplicate || res.Kept || len(res.Ready) != 0 {
 			t.Fatalf("first signal = %+v, %v; want one wait completed, nothing to make yet", res, err)
 		}
-		if res, err := st.Signal(ctx, "wf1", "ok", "s1", mp(t, "first"), "T", keepWF); err != nil || !res.Duplicate {
+		if res, err := st.Signal(ctx, "wf1", "ok", "s1", mp(t, "first"), "T", keepWF, time.Time{}); err != nil || !res.Duplicate {
 			t.Fatalf("the first signal resent = %+v, %v; want a duplicate", res, err)
 		}
 		if rec, _ := st.Read(ctx, "wf1"); rec.Steps[0].State != record.StepCompleted || rec.Steps[1].State != record.StepArmed || rec.Steps[0].Received.IsZero() {
 			t.Fatalf("after one signal: %+v, %+v; want ok completed (received), ok-2 armed", rec.Steps[0], rec.Steps[1])
 		}
-		res, err = st.Signal(ctx, "wf1", "ok", "s2", mp(t, "second"), "", keepWF)
+		res, err = st.Signal(ctx, "wf1", "ok", "s2", mp(t, "second"), "", keepWF, time.Time{})
 		if err != nil || len(res.Ready) != 1 || res.Ready[0].JobID != "job-ship" {
 			t.Fatalf("second signal = %+v, %v; want ship ready", res, err)
 		}
@@ -75,13 +75,13 @@ func TestSignal_OneSignalCompletesOneWait(t *testing.T) {
 		if err := decodeMP(res.Ready[0].Args, &got); err != nil || len(got) != 2 || got[0] != "first" || got[1] != "second" {
 			t.Fatalf("ship's args %v, %v; want both payloads in order", got, err)
 		}
-		if _, err := st.Signal(ctx, "wf1", "ok", "s3", mp(t, "third"), "T", keepWF); !errors.Is(err, record.ErrSignalsReceived) {
+		if _, err := st.Signal(ctx, "wf1", "ok", "s3", mp(t, "third"), "T", keepWF, time.Time{}); !errors.Is(err, record.ErrSignalsReceived) {
 			t.Fatalf("a third signal for two waits: %v", err)
 		}
 		if _, _, err := st.Cancel(ctx, "wf1", time.Hour, q.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Signal(ctx, "wf1", "ok", "s4", mp(t, "x"), "T", keepWF); !errors.Is(err, record.ErrWorkflowEnded) {
+		if _, err := st.Signal(ctx, "wf1", "ok", "s4", mp(t, "x"), "T", keepWF, time.Time{}); !errors.Is(err, record.ErrWorkflowEnded) {
 			t.Fatalf("a signal to a canceled workflow: %v", err)
 		}
 	})
@@ -163,7 +163,7 @@ func TestWaitScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.During(func() {
-				if _, err := st.Signal(ctx, "wf1", "ok", "s1", mp(t, "first"), "T", keepWF); err != nil {
+				if _, err := st.Signal(ctx, "wf1", "ok", "s1", mp(t, "first"), "T", keepWF, time.Time{}); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := st.Fire(ctx, "wf1", keepWF); err != nil {
@@ -179,3 +179,43 @@ func TestWaitScripts_SecondRunWithSameArgumentsChangesNothing(t *testing.T) {
 }
 
 func decodeMP(b []byte, v any) error { return msgpack.Unmarshal(b, v) }
+
+// A signal's watch moves the workflow's entry in the keeper's index to it
+// (earlier only) in the signal's round trip; a signal to no workflow adds
+// no entry.
+func TestSignal_TheWatchMovesTheIndexEntryAndCreatesNone(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue, st *redisstore.Store) {
+		ctx, now := context.Background(), q.Now()
+		if _, _, err := st.Submit(ctx, "wf1", waitSteps(t), 3, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		index := queue.WorkflowIndex(q.Namespace())
+		rdb := q.Client()
+		watch := now.Add(5 * time.Second)
+		if _, err := st.Signal(ctx, "wf1", "ok", "s1", mp(t, "first"), "T", keepWF, watch); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := rdb.ZScore(ctx, index, "wf1").Result(); err != nil || int64(got) != watch.UnixMilli() {
+			t.Fatalf("index entry at %v, %v; want the watch, %d", got, err, watch.UnixMilli())
+		}
+		// Sent again (a resend after a lost reply): no second signal.
+		if res, err := st.Signal(ctx, "wf1", "ok", "s1", mp(t, "first"), "T", keepWF, watch); err != nil || !res.Duplicate {
+			t.Fatalf("the signal resent with its watch = %+v, %v; want a duplicate", res, err)
+		}
+		if rec, _ := st.Read(ctx, "wf1"); rec.Steps[1].State != record.StepArmed {
+			t.Fatalf("after the resend the second wait is %c; want it still armed", rec.Steps[1].State)
+		}
+		if _, err := st.Signal(ctx, "wf1", "ok", "s2", mp(t, "second"), "T", keepWF, watch.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := rdb.ZScore(ctx, index, "wf1").Result(); int64(got) != watch.UnixMilli() {
+			t.Fatalf("index entry moved to %v by a later watch; want it kept at %d", got, watch.UnixMilli())
+		}
+		if _, err := st.Signal(ctx, "wf9", "ok", "s3", mp(t, "x"), "T", keepWF, watch); !errors.Is(err, record.ErrNotFound) {
+			t.Fatalf("no such workflow: %v", err)
+		}
+		if n, err := rdb.ZScore(ctx, index, "wf9").Result(); err == nil {
+			t.Fatalf("a signal to no workflow left an index entry at %v", n)
+		}
+	})
+}

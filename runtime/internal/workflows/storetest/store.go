@@ -500,7 +500,7 @@ func (f *Store) Fire(_ context.Context, id string, _ record.TTLs) (record.Advanc
 }
 
 // Signal refuses every signal: the in-memory store holds no waits.
-func (f *Store) Signal(_ context.Context, id, name, _ string, _ []byte, _ string, _ record.TTLs) (record.Signaled, error) {
+func (f *Store) Signal(_ context.Context, id, name, _ string, _ []byte, _ string, _ record.TTLs, _ time.Time) (record.Signaled, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("Signal"); err != nil {
