@@ -25,3 +25,9 @@ func (c *Client) RotateKeys(ctx context.Context) (KeyRotation, error) {
 func (s session) RotateKeys(ctx context.Context) (queue.ResealCount, error) {
 	return s.c.RotateKeys(ctx)
 }
+
+// RotateKeys is the client's RotateKeys, for the admin layer's (the API's
+// POST /api/v1/keys/rotate).
+func (in *inspector) RotateKeys(ctx context.Context) (queue.ResealCount, error) {
+	return in.c.RotateKeys(ctx)
+}
