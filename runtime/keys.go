@@ -254,3 +254,20 @@ func (c *Client) sealNote(id, note string) string {
 	}
 	return string(b)
 }
+
+// openEnd is e as the work-end hooks (OnJobEnd, Client.AddHook) see it: its
+// result opened and inflated, as the handler returned it. The engine's end
+// carries the result as stored (sealed, compressed), which no hook could
+// decode; one that does not open (it cannot: this process sealed it) is
+// told as none.
+func (c *Client) openEnd(e bananastype.JobEnd) bananastype.JobEnd {
+	if !queue.Framed(e.Result) {
+		return e
+	}
+	b, err := c.payloads.Unpack(queue.PurposeResult, e.ID, e.Result)
+	if err != nil {
+		b = nil
+	}
+	e.Result = b
+	return e
+}

@@ -105,7 +105,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		ends = append(ends, endSubscriber{h: JobEndFunc(w.opts.OnJobEnd)})
 	}
 	mw, subscribers := w.c.hooks.forWorker(w.opts.Middleware, ends...)
-	sinks, stopSinks := endSinks(subscribers, w.opts.Logger)
+	sinks, stopSinks := endSinks(subscribers, w.c.openEnd, w.opts.Logger)
 	defer stopSinks() // after the engine has stopped: every end told
 	return worker.Run(ctx, w.runConfig(mw, sinks))
 }
