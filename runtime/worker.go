@@ -128,6 +128,7 @@ func (w *Worker) runConfig(mw Middleware, sinks []engine.JobEndSink) worker.Conf
 		Workflows:     w.c.workflowRunner(),
 		Schedules:     w.scheduleRunner(),
 		Batches:       w.batches(),
+		StoredError:   w.c.storedError,
 	}
 	if store := w.c.History(); store != nil {
 		cfg.History = &worker.History{Store: store, Row: w.historyRow,

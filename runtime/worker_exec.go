@@ -39,7 +39,7 @@ func (x *executor) exec(ctx context.Context, d *queue.Dispatch) (out engine.Outc
 	if h.batch != nil {
 		ctx = withBatchRun(ctx, d, v.job)
 	}
-	args, err := x.payloads.Unpack(queue.PurposeArgs, d.ID, d.Envelope.Args)
+	args, err := openArgs(x.payloads, d.ID, d.Name, d.Envelope.Args)
 	if err != nil {
 		return x.unopened(d, err)
 	}

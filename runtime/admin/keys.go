@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
+	"github.com/bananas-go/bananas/scheduler"
 )
 
 // KeysAdmin is an Admin that reseals stored payloads under the newest key
@@ -55,4 +57,41 @@ func (a audited) RotateKeys(ctx context.Context) (queue.ResealCount, error) {
 // RotationDetail is the audit log's detail of a rotation that did n.
 func RotationDetail(n queue.ResealCount) string {
 	return fmt.Sprintf("%d resealed, %d already under the newest key, %d left alone", n.Resealed, n.Already, n.LeftAlone)
+}
+
+// openError is a failure message as the program shows it (sealed, it is
+// opened: "encrypted" without its key); as stored when the runtime seals
+// nothing.
+func (in *Inspector) openError(id, stored string) string {
+	if o, ok := in.rt.(interface {
+		OpenError(id, stored string) string
+	}); ok {
+		return o.OpenError(id, stored)
+	}
+	return stored
+}
+
+// scheduleSealer is the runtime's side of a schedule's sealed args.
+type scheduleSealer interface {
+	// SealSchedule seals the args of d (its envelope's, packed for job by
+	// BatchJob, and its JSON) as a schedule's, when the program has keys.
+	SealSchedule(d *scheduler.ScheduleDef, job string) error
+	// OpenSchedule opens the args of s as stored ("encrypted" without
+	// the key).
+	OpenSchedule(s *bananastype.Schedule)
+}
+
+// sealSchedule seals d's args as a schedule's (scheduleSealer).
+func (in *Inspector) sealSchedule(d *scheduler.ScheduleDef, job string) error {
+	if s, ok := in.rt.(scheduleSealer); ok {
+		return s.SealSchedule(d, job)
+	}
+	return nil
+}
+
+// openSchedule opens s's args (scheduleSealer).
+func (in *Inspector) openSchedule(s *bananastype.Schedule) {
+	if o, ok := in.rt.(scheduleSealer); ok {
+		o.OpenSchedule(s)
+	}
 }

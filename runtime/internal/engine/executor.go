@@ -259,13 +259,17 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 	if snooze > 0 {
 		delay = snooze
 	}
-	rec := failureRecord(d, msg, now)
+	stored := msg
+	if x.cfg.StoredError != nil {
+		stored = x.cfg.StoredError(d.ID, msg)
+	}
+	rec := failureRecord(d, stored, now)
 	x.cfg.stamp(&rec)
 	encoded, _ := results.Encode(rec)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	out, err := q.Fail(ctx, d, queue.Failure{
-		Message: msg, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: encoded,
+		Message: stored, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: encoded,
 		TTL: ttlOr(d.Envelope.FailureTTL, x.cfg.FailureTTL),
 	}, now)
 	// Not recorded (the write failed, or its lease was lost), nothing is
