@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -263,34 +265,101 @@ func (r *refusedJobs) first(id string) bool {
 }
 
 // historyRow is the task history's row of rec, a record of route: its args
-// and result inflated first. A sealed one stays sealed: the row says
-// "encrypted", so the history never holds what Redis keeps sealed.
+// and result inflated first. A sealed one stays sealed: the row keeps the
+// bytes Redis keeps, marked (sealedJSON, sealedText), so that PostgreSQL
+// never holds what Redis keeps sealed, and a reader with the key opens
+// them (openRow).
 func (w *Worker) historyRow(route string, rec results.Record) bananastype.Job {
 	p := w.c.payloads
-	_, argsSealed := queue.Sealed(rec.Args)
-	_, resultSealed := queue.Sealed(rec.Value)
-	if b, err := openArgs(p, rec.ID, rec.Name, rec.Args); err == nil && !argsSealed {
+	args, result, msg := rec.Args, rec.Value, rec.Error
+	_, argsSealed := queue.Sealed(args)
+	_, resultSealed := queue.Sealed(result)
+	_, errorSealed := queue.Sealed([]byte(msg))
+	rec.Args, rec.Value = nil, nil
+	if b, err := openArgs(p, rec.ID, rec.Name, args); err == nil && !argsSealed {
 		rec.Args = b
-	} else {
-		rec.Args = nil
 	}
-	if b, err := p.Unpack(queue.PurposeResult, rec.ID, rec.Value); err == nil && !resultSealed {
+	if b, err := p.Unpack(queue.PurposeResult, rec.ID, result); err == nil && !resultSealed {
 		rec.Value = b
-	} else {
-		rec.Value = nil
 	}
 	row := w.handlers.historyRow(route, rec)
 	if argsSealed {
-		row.Args = encryptedJSON
+		row.Args = sealedJSON(args)
 	}
 	if resultSealed {
-		row.ResultJSON = encryptedJSON
+		row.ResultJSON = sealedJSON(result)
 	}
-	if _, sealed := queue.Sealed([]byte(rec.Error)); sealed {
-		row.Error = "encrypted"
+	if errorSealed {
+		row.Error = sealedTextMark + base64.StdEncoding.EncodeToString([]byte(msg))
 	}
 	return row
 }
+
+// sealedKey marks a history row's args or result that are sealed: the
+// JSON object {"bananas_sealed": "<base64 of the bytes Redis kept>"}.
+const sealedKey = "bananas_sealed"
+
+// sealedTextMark starts a history row's error that is sealed, followed by
+// the base64 of the bytes Redis kept.
+const sealedTextMark = "bananas_sealed:"
+
+func sealedJSON(stored []byte) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{sealedKey: base64.StdEncoding.EncodeToString(stored)})
+	return b
+}
+
+// sealedOf is the stored bytes a marked history value holds.
+func sealedOf(v json.RawMessage) ([]byte, bool) {
+	if !bytes.HasPrefix(v, []byte(`{"`+sealedKey+`":`)) {
+		return nil, false
+	}
+	var m map[string]string
+	if json.Unmarshal(v, &m) != nil || len(m) != 1 {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.DecodeString(m[sealedKey])
+	return b, err == nil
+}
+
+// openRow opens what a history row keeps sealed (historyRow) with the
+// client's keys: its args and result as the JSON of their task's types
+// (or of what the msgpack holds, for a task the program does not declare),
+// its error as text; "encrypted" where a value does not open.
+func (c *Client) openRow(j *bananastype.Job) {
+	if stored, ok := sealedOf(j.Args); ok {
+		j.Args = encryptedJSON
+		if b, err := openArgs(c.payloads, j.ID, j.Name, stored); err == nil {
+			j.Args = orJSON(declaredArgsJSON(j.Name, b), b)
+		}
+	}
+	if stored, ok := sealedOf(j.ResultJSON); ok {
+		j.ResultJSON = encryptedJSON
+		if b, err := c.payloads.Unpack(queue.PurposeResult, j.ID, stored); err == nil {
+			j.ResultJSON = orJSON(declaredResultJSON(j.Name, b), b)
+		}
+	}
+	if rest, ok := strings.CutPrefix(j.Error, sealedTextMark); ok {
+		j.Error = "encrypted"
+		if b, err := base64.StdEncoding.DecodeString(rest); err == nil {
+			j.Error = c.openError(j.ID, string(b))
+		}
+	}
+}
+
+// orJSON is declared, or else the JSON of what the msgpack b holds.
+func orJSON(declared json.RawMessage, b []byte) json.RawMessage {
+	if declared != nil {
+		return declared
+	}
+	if out, err := jsonOf[any](b); err == nil {
+		return out
+	}
+	return encryptedJSON
+}
+
+// OpenHistoryRow opens what a history row keeps sealed (openRow), for
+// the admin layer's history search.
+func (in *inspector) OpenHistoryRow(j *bananastype.Job) { in.c.openRow(j) }
 
 // unpackJob opens and inflates the stored args and result of j, read from
 // Redis; what does not open (sealed under a key c does not hold, or
