@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -178,4 +179,55 @@ func TestSeal_SchedulesAndFailuresHoldNoPlaintext(t *testing.T) {
 	if s, err := keyless.Schedule(ctx, "go-sched"); err != nil || string(s.Args) != `"encrypted"` {
 		t.Errorf("a process without keys shows the schedule's args as %s (%v); want \"encrypted\"", s.Args, err)
 	}
+}
+
+// With keys set, a job's checkpoint is sealed for the job in Redis (no
+// plaintext of it in the checkpoint's key), and the retry after a failed
+// run reads it opened with LastCheckpoint; a worker without the key reads
+// none.
+func TestSeal_CheckpointsAreSealedAndReadBackOpened(t *testing.T) {
+	eachServer(t, func(t *testing.T, url, ns string) {
+		ctx := ctxT(t)
+		const secret = "CKPT-SECRET-3141"
+		c := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(sealKey("k1", 1)))
+		task := ckTask.With(c)
+		raw := make(chan string, 1)
+		seen := make(chan string, 4)
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"ck"}}))
+		runtime.Handle(w, task, func(ctx context.Context, n int) (int, error) {
+			last, ok := runtime.LastCheckpoint[ckState](ctx)
+			seen <- fmt.Sprintf("%v:%s", ok, last.Note)
+			if ok {
+				return last.Done, nil
+			}
+			if err := runtime.Checkpoint(ctx, ckState{Done: 7, Note: secret}); err != nil {
+				return 0, err
+			}
+			job, _ := runtime.CurrentJob(ctx)
+			key := checkpointKey(c, "ck", job.ID)
+			for c.Redis().Exists(ctx, key).Val() == 0 { // written at once: the first value of the run
+				if ctx.Err() != nil {
+					return 0, ctx.Err()
+				}
+				time.Sleep(time.Millisecond)
+			}
+			v, _ := c.Redis().Dump(ctx, key).Result()
+			raw <- v
+			return 0, errors.New("half way")
+		})
+		startWorker(t, w)
+		id, err := task.Enqueue(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := task.Await(ctx, id); err != nil || got != 7 {
+			t.Fatalf("Await = %d, %v; want 7, read back from the checkpoint", got, err)
+		}
+		if v := recv(t, raw, time.Second, "the checkpoint's stored bytes"); strings.Contains(v, secret) || !strings.Contains(v, "k1") {
+			t.Fatalf("the checkpoint in Redis holds the secret, or names no key: %q", v)
+		}
+		if a, b := recv(t, seen, time.Second, "first run"), recv(t, seen, time.Second, "retry"); a != "false:" || b != "true:"+secret {
+			t.Fatalf("the runs saw %q then %q; want none, then the checkpoint opened", a, b)
+		}
+	})
 }
