@@ -115,10 +115,8 @@ func (c *Client) packArgs(cfg jobConfig, task, id string, raw []byte) ([]byte, e
 }
 
 // scheduleBinding is what the sealed args of a schedule of task are bound
-// to: the job of each tick carries the schedule's envelope as it is, under
-// an id of its own, so they open as a schedule's args of that task in any
-// of its jobs, and as nothing else (not a job's args, not another task's).
-func scheduleBinding(task string) string { return "tick:" + task }
+// to (queue.TickBinding).
+func scheduleBinding(task string) string { return queue.TickBinding(task) }
 
 // openArgs is the args stored of job id of task: sealed for the job, or
 // for the schedules of its task (a schedule's tick), tried in that order.

@@ -242,3 +242,36 @@ func TestAPIKeysRotate_AdminOnlyAndAnswersItsCounts(t *testing.T) {
 		t.Fatalf("rotateKeys audit entries by who and outcome: %v; want %v", outcomes, want)
 	}
 }
+
+// A schedule's tick job sealed under k1 (its args sealed for every tick of
+// the task, not for its own id) is resealed by a rotation to k2 like any
+// waiting job, and a worker holding k2 alone runs it with its args.
+func TestRotateKeys_AScheduleTickWaitingIsResealed(t *testing.T) {
+	eachServer(t, func(t *testing.T, url, ns string) {
+		ctx := ctxT(t)
+		k1, k2 := sealKey("k1", 1), sealKey("k2", 2)
+		old := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k1))
+		if err := testtasks.Echo.With(old).Schedule(ctx, "nightly", testtasks.Msg{Text: "tick args"}, runtime.Every("0 0 1 1 *")); err != nil {
+			t.Fatal(err)
+		}
+		id, err := runtime.NewInspector(old, testtasks.Register).RunSchedule(ctx, "nightly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kid := storedArgsKey(t, old, ns, id); kid != "k1" {
+			t.Fatalf("the tick job's args are under %q, want k1", kid)
+		}
+		rotated := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2, k1))
+		if n, err := rotated.RotateKeys(ctx); err != nil || n.Resealed != 1 || n.Unopened != 0 {
+			t.Fatalf("RotateKeys = %+v, %v; want the tick job resealed", n, err)
+		}
+		if kid := storedArgsKey(t, rotated, ns, id); kid != "k2" {
+			t.Fatalf("the tick job's args are under %q after the rotation, want k2", kid)
+		}
+		only := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2))
+		sealEchoWorker(t, only, quiet())
+		if res, err := testtasks.Echo.With(only).Await(ctx, id); err != nil || res.Text != "result tick args" {
+			t.Fatalf("the tick job on a worker holding k2 alone: %+v, %v", res, err)
+		}
+	})
+}
