@@ -247,3 +247,26 @@ func (q *Queue) resealBatch(ctx context.Context, k Keys, entries []resealEntry) 
 	}
 	return int(res[0]), int(res[1]), nil
 }
+
+var swapFieldsScript = newScript("swap_fields")
+
+// FieldSwap is one field of a hash SwapFields replaces: its value Old, as
+// read, by New.
+type FieldSwap struct {
+	Field    string
+	Old, New []byte
+}
+
+// SwapFields replaces the fields of hash key with their new values, all of
+// them or none, only while each still holds its old value
+// (swap_fields.lua): swapped is false when one changed since it was read,
+// or the hash is gone. Safe to run twice: the second run finds the new
+// values and writes nothing.
+func (q *Queue) SwapFields(ctx context.Context, key string, swaps ...FieldSwap) (swapped bool, err error) {
+	args := make([]any, 0, 3*len(swaps))
+	for _, s := range swaps {
+		args = append(args, s.Field, s.Old, s.New)
+	}
+	n, err := swapFieldsScript.Run(ctx, q.rdb, []string{key}, args...).Int()
+	return n == 1, err
+}

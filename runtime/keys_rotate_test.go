@@ -245,7 +245,9 @@ func TestAPIKeysRotate_AdminOnlyAndAnswersItsCounts(t *testing.T) {
 
 // A schedule's tick job sealed under k1 (its args sealed for every tick of
 // the task, not for its own id) is resealed by a rotation to k2 like any
-// waiting job, and a worker holding k2 alone runs it with its args.
+// waiting job, and so is the schedule itself (its tick envelope and its
+// listed args): a worker holding k2 alone runs the waiting tick and the
+// next one, and a process holding k2 alone lists its args.
 func TestRotateKeys_AScheduleTickWaitingIsResealed(t *testing.T) {
 	eachServer(t, func(t *testing.T, url, ns string) {
 		ctx := ctxT(t)
@@ -262,8 +264,11 @@ func TestRotateKeys_AScheduleTickWaitingIsResealed(t *testing.T) {
 			t.Fatalf("the tick job's args are under %q, want k1", kid)
 		}
 		rotated := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2, k1))
-		if n, err := rotated.RotateKeys(ctx); err != nil || n.Resealed != 1 || n.Unopened != 0 {
-			t.Fatalf("RotateKeys = %+v, %v; want the tick job resealed", n, err)
+		if n, err := rotated.RotateKeys(ctx); err != nil || n.Resealed != 2 || n.Unopened != 0 {
+			t.Fatalf("RotateKeys = %+v, %v; want the tick job and the schedule resealed", n, err)
+		}
+		if n, err := rotated.RotateKeys(ctx); err != nil || n.Resealed != 0 || n.Already != 2 {
+			t.Fatalf("second RotateKeys = %+v, %v; want both already under k2", n, err)
 		}
 		if kid := storedArgsKey(t, rotated, ns, id); kid != "k2" {
 			t.Fatalf("the tick job's args are under %q after the rotation, want k2", kid)
@@ -272,6 +277,17 @@ func TestRotateKeys_AScheduleTickWaitingIsResealed(t *testing.T) {
 		sealEchoWorker(t, only, quiet())
 		if res, err := testtasks.Echo.With(only).Await(ctx, id); err != nil || res.Text != "result tick args" {
 			t.Fatalf("the tick job on a worker holding k2 alone: %+v, %v", res, err)
+		}
+		in := runtime.NewInspector(only, testtasks.Register)
+		if s, err := in.Schedule(ctx, "nightly"); err != nil || !strings.Contains(string(s.Args), "tick args") {
+			t.Fatalf("the schedule read with k2 alone: args %s, %v", s.Args, err)
+		}
+		next, err := in.RunSchedule(ctx, "nightly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := testtasks.Echo.With(only).Await(ctx, next); err != nil || res.Text != "result tick args" {
+			t.Fatalf("the next tick on a worker holding k2 alone: %+v, %v", res, err)
 		}
 	})
 }
