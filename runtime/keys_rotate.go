@@ -10,10 +10,11 @@ import (
 type KeyRotation = queue.ResealCount
 
 // RotateKeys seals the args of every waiting and scheduled job, on every
-// route and shard, under the newest of the client's keys (BANANAS_KEYS or
-// WithKeys, newest first), opening each with whichever older key sealed it.
-// A job fetched, changed or removed while it runs is left alone (counted in
-// LeftAlone), so it is safe beside running workers; run it again until it
+// route and shard, and of every schedule made at run time, under the
+// newest of the client's keys (BANANAS_KEYS or WithKeys, newest first),
+// opening each with whichever older key sealed it; a schedule counts as a
+// job in the counts. A job fetched, changed or removed while it runs (a
+// schedule put) is left alone (counted in LeftAlone), so it is safe beside running workers; run it again until it
 // reports none resealed and none left alone before dropping an old key.
 // Without keys it is an error naming BANANAS_KEYS: there is no key to seal
 // under.

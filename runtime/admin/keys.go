@@ -14,10 +14,10 @@ import (
 // of its process: the Inspector is one. The CLI (`app keys rotate`) and the
 // API (POST /api/v1/keys/rotate) check for it.
 type KeysAdmin interface {
-	// RotateKeys seals the args of every waiting and scheduled job under
-	// the newest of the process's keys (BANANAS_KEYS, newest first) and
-	// says how many it resealed, found under that key already, and left
-	// alone. A process without keys is refused (BadInput on field "keys",
+	// RotateKeys seals the args of every waiting and scheduled job, and
+	// of every schedule, under the newest of the process's keys
+	// (BANANAS_KEYS, newest first) and says how many it resealed, found
+	// under that key already, and left alone. A process without keys is refused (BadInput on field "keys",
 	// naming BANANAS_KEYS): there is no key to seal under.
 	RotateKeys(ctx context.Context) (queue.ResealCount, error)
 }

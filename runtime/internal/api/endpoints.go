@@ -391,7 +391,7 @@ var endpoints = []endpoint{
 	// `app keys rotate` over the API: the admin role's, as it rewrites every
 	// waiting job (keys.go).
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/keys/rotate", ID: "rotateKeys", Tag: "keys", Role: access.Admin, Action: true,
-		Summary:   "Reseal the args of every waiting and scheduled job under the newest key of the server's BANANAS_KEYS (newest first), as `app keys rotate` does; drop an old key once a rotation reports 0 resealed and 0 left alone. It takes no body; a server without keys answers 400 naming BANANAS_KEYS.",
+		Summary:   "Reseal the args of every waiting and scheduled job, and of every schedule, under the newest key of the server's BANANAS_KEYS (newest first), as `app keys rotate` does; drop an old key once a rotation reports 0 resealed and 0 left alone. It takes no body; a server without keys answers 400 naming BANANAS_KEYS.",
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "What the rotation did.", Type: queue.ResealCount{}, Name: "KeyRotation"}, badRequest}},
 		(*server).rotateKeys},
 	// Liveness needs nothing; readiness needs Redis. Neither needs the
