@@ -126,6 +126,8 @@ const (
 	PurposeNote       Purpose = 'n' // a progress note
 	PurposeCheckpoint Purpose = 'c' // a workflow's checkpoint
 	PurposeSignal     Purpose = 's' // a workflow's signal
+	PurposeError      Purpose = 'e' // a failure message stored with a job
+	PurposeSchedule   Purpose = 'S' // a schedule's args: its every tick's job's, and their JSON
 )
 
 // Pack is the stored form of plain, the payload of job id for purpose.

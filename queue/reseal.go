@@ -96,7 +96,7 @@ func (q *Queue) resealRoute(ctx context.Context, p *Payloads, route string, c *R
 				c.Garbage++
 				continue
 			}
-			newEnv, ok := resealEnvelope(p, id, []byte(pl.envelope), c)
+			newEnv, ok := resealEnvelope(p, id, pl.name, []byte(pl.envelope), c)
 			if !ok {
 				continue
 			}
@@ -166,7 +166,7 @@ func (q *Queue) resealRoute(ctx context.Context, p *Payloads, route string, c *R
 				c.Garbage++
 				continue
 			}
-			newEnv, ok := resealEnvelope(p, id, raw, c)
+			newEnv, ok := resealEnvelope(p, id, f["n"], raw, c)
 			if !ok {
 				continue
 			}
@@ -190,9 +190,11 @@ func (q *Queue) resealRoute(ctx context.Context, p *Payloads, route string, c *R
 	return flush()
 }
 
-// resealEnvelope is env with its args sealed under the newest key; ok is
-// false when there is nothing to write, counted in c.
-func resealEnvelope(p *Payloads, id string, env []byte, c *ResealCount) (out []byte, ok bool) {
+// resealEnvelope is env, of job id of task name, with its args sealed
+// under the newest key, for the job or, when a schedule sealed them, for
+// every tick of the task (TickBinding) as before; ok is false when there is
+// nothing to write, counted in c.
+func resealEnvelope(p *Payloads, id, name string, env []byte, c *ResealCount) (out []byte, ok bool) {
 	e, err := DecodeEnvelope(env)
 	if err != nil {
 		c.Garbage++
@@ -202,12 +204,18 @@ func resealEnvelope(p *Payloads, id string, env []byte, c *ResealCount) (out []b
 		c.Already++
 		return nil, false
 	}
-	plain, err := p.Unpack(PurposeArgs, id, e.Args)
+	purpose, bound := PurposeArgs, id
+	plain, err := p.Unpack(purpose, bound, e.Args)
+	if errors.Is(err, ErrSealBroken) && name != "" {
+		if tp, terr := p.Unpack(PurposeSchedule, TickBinding(name), e.Args); terr == nil {
+			purpose, bound, plain, err = PurposeSchedule, TickBinding(name), tp, nil
+		}
+	}
 	if err != nil {
 		c.Unopened++
 		return nil, false
 	}
-	args, err := p.Pack(PurposeArgs, id, plain)
+	args, err := p.Pack(purpose, bound, plain)
 	if err != nil || bytes.Equal(args, e.Args) {
 		c.Already++ // empty args: nothing to seal
 		return nil, false
@@ -238,4 +246,27 @@ func (q *Queue) resealBatch(ctx context.Context, k Keys, entries []resealEntry) 
 		return 0, 0, fmt.Errorf("reseal.lua replied %v", res)
 	}
 	return int(res[0]), int(res[1]), nil
+}
+
+var swapFieldsScript = newScript("swap_fields")
+
+// FieldSwap is one field of a hash SwapFields replaces: its value Old, as
+// read, by New.
+type FieldSwap struct {
+	Field    string
+	Old, New []byte
+}
+
+// SwapFields replaces the fields of hash key with their new values, all of
+// them or none, only while each still holds its old value
+// (swap_fields.lua): swapped is false when one changed since it was read,
+// or the hash is gone. Safe to run twice: the second run finds the new
+// values and writes nothing.
+func (q *Queue) SwapFields(ctx context.Context, key string, swaps ...FieldSwap) (swapped bool, err error) {
+	args := make([]any, 0, 3*len(swaps))
+	for _, s := range swaps {
+		args = append(args, s.Field, s.Old, s.New)
+	}
+	n, err := swapFieldsScript.Run(ctx, q.rdb, []string{key}, args...).Int()
+	return n == 1, err
 }

@@ -139,3 +139,48 @@ func TestReseal_CompareAndSetLeavesAJobTakenMeanwhile(t *testing.T) {
 		}
 	})
 }
+
+// SwapFields replaces every field given, or none: only while each holds the
+// old value read. A resent call (the same swaps) writes nothing more; a
+// field changed meanwhile leaves the record as it is; a bad call (an empty
+// new value, a key of another type) is refused before any write.
+func TestSwapFields_ReplacesAllOrNoneWhileTheOldValuesHold(t *testing.T) {
+	eachServer(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		rdb := q.Client()
+		key := q.Namespace() + ":swap:{x}:rec"
+		if err := rdb.HSet(ctx, key, "env", "e1", "args", "a1", "other", "o").Err(); err != nil {
+			t.Fatal(err)
+		}
+		swaps := []queue.FieldSwap{{Field: "env", Old: []byte("e1"), New: []byte("e2")}, {Field: "args", Old: []byte("a1"), New: []byte("a2")}}
+		for run := 1; run <= 2; run++ {
+			swapped, err := q.SwapFields(ctx, key, swaps...)
+			if err != nil || swapped != (run == 1) {
+				t.Fatalf("run %d: swapped %v, %v; want %v", run, swapped, err, run == 1)
+			}
+			if got := rdb.HGetAll(ctx, key).Val(); got["env"] != "e2" || got["args"] != "a2" || got["other"] != "o" {
+				t.Fatalf("run %d: the record is %v", run, got)
+			}
+		}
+		// args changed by someone else: neither field is replaced.
+		stale := []queue.FieldSwap{{Field: "env", Old: []byte("e2"), New: []byte("e3")}, {Field: "args", Old: []byte("a-old"), New: []byte("a3")}}
+		if swapped, err := q.SwapFields(ctx, key, stale...); err != nil || swapped {
+			t.Fatalf("a swap over a changed field: %v, %v; want left alone", swapped, err)
+		}
+		if got := rdb.HGet(ctx, key, "env").Val(); got != "e2" {
+			t.Fatalf("env is %q after a refused swap, want e2", got)
+		}
+		if _, err := q.SwapFields(ctx, key, queue.FieldSwap{Field: "env", Old: []byte("e2"), New: nil}); err == nil || !strings.Contains(err.Error(), "empty") {
+			t.Fatalf("an empty new value: %v; want a refusal", err)
+		}
+		if err := rdb.Set(ctx, key+"s", "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.SwapFields(ctx, key+"s", swaps...); err == nil || !strings.Contains(err.Error(), "not a hash") {
+			t.Fatalf("a string key: %v; want a refusal naming its type", err)
+		}
+		if swapped, err := q.SwapFields(ctx, key+"-gone", swaps...); err != nil || swapped {
+			t.Fatalf("a record that is gone: %v, %v; want left alone", swapped, err)
+		}
+	})
+}

@@ -180,3 +180,9 @@ func Sealed(b []byte) (keyID string, ok bool) {
 	}
 	return string(b[3 : 3+int(b[2])]), true
 }
+
+// TickBinding is what the args of a schedule of task are sealed for (with
+// PurposeSchedule): the envelope of every tick's job, each under an id of
+// its own, so they open as a schedule's args of that task in any of its
+// jobs, and as nothing else (not a job's own args, not another task's).
+func TickBinding(task string) string { return "tick:" + task }

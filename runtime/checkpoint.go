@@ -188,7 +188,11 @@ func (r *checkpointRun) flush() {
 // tries again, or the run's end); one refused (the lease lost) stops the
 // run's writes.
 func (r *checkpointRun) writeLocked(ctx context.Context) {
-	b := r.latest
+	b, serr := r.c.Seal(queue.PurposeCheckpoint, r.id, r.latest) // sealed for the job when the client has keys
+	if serr != nil {
+		r.log().Warn("bananas: Checkpoint: seal the job's checkpoint (tried again)", "job", r.id, "err", serr)
+		return
+	}
 	r.pending, r.writing, r.lastWrite = false, true, time.Now()
 	r.mu.Unlock()
 	if f := checkpointWriteHook.Load(); f != nil && *f != nil {
@@ -222,6 +226,11 @@ func (r *checkpointRun) readStored(ctx context.Context) (b []byte, found bool, e
 		call, cancel := context.WithTimeout(ctx, 5*time.Second)
 		b, found, err = r.st.Read(call, r.route, r.id)
 		cancel()
+		if err == nil && found {
+			if b, err = r.c.Open(queue.PurposeCheckpoint, r.id, b); err != nil {
+				return nil, false, err // sealed under a key this client does not hold, or broken: no retry opens it
+			}
+		}
 		if err == nil {
 			return b, found, nil
 		}

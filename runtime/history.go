@@ -48,5 +48,6 @@ func (c *Client) jobFromHistory(ctx context.Context, id string) (*bananastype.Jo
 	}
 	j := rows[0]
 	j.FromHistory = true
+	c.openRow(&j)
 	return &j, nil
 }

@@ -133,16 +133,18 @@ func (r *hooks) forWorker(mws []Middleware, ends ...endSubscriber) (Middleware, 
 }
 
 // endSinks are the engine's sinks for subs: an inline subscriber itself,
-// any other behind a jobEndHook; stop waits for those to see every end
-// told before it.
-func endSinks(subs []endSubscriber, log *slog.Logger) (sinks []engine.JobEndSink, stop func()) {
+// any other behind a jobEndHook, which hands it each end as open makes it
+// (on the hook's goroutine, off the job's path); stop waits for those to
+// see every end told before it.
+func endSinks(subs []endSubscriber, open func(bananastype.JobEnd) bananastype.JobEnd, log *slog.Logger) (sinks []engine.JobEndSink, stop func()) {
 	var queued []*jobEndHook
 	for _, s := range subs {
 		if s.inline {
 			sinks = append(sinks, s.h)
 			continue
 		}
-		h := newJobEndHook(s.h.JobEnded, log)
+		told := s.h.JobEnded
+		h := newJobEndHook(func(e bananastype.JobEnd) { told(open(e)) }, log)
 		queued = append(queued, h)
 		sinks = append(sinks, h)
 	}

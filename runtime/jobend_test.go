@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/bananas-go/bananas/bananastype"
 	"github.com/bananas-go/bananas/queue"
@@ -282,4 +285,46 @@ func TestOnJobEnd_AJobRecoveredFromADeadWorkerIsToldARecoveredRetry(t *testing.T
 	if ends[1].Recovered {
 		t.Fatalf("completed end %+v marked recovered; this worker ran it", ends[1])
 	}
+}
+
+// With keys set (and a result long enough to be compressed too), the work-end
+// hooks — a worker's OnJobEnd and a client's HookWorkEnd — are told the
+// result as the handler returned it, not as Redis stores it.
+func TestOnJobEnd_WithKeysTheHooksGetTheOpenedResult(t *testing.T) {
+	eachServer(t, func(t *testing.T, url, ns string) {
+		ctx := ctxT(t)
+		c := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(sealKey("k1", 1)), runtime.CompressOver(64))
+		var own, client endLog
+		c.AddHook(runtime.JobEndFunc(client.add))
+		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{OnJobEnd: own.add}))
+		runtime.Handle(w, testtasks.Echo, func(ctx context.Context, m testtasks.Msg) (testtasks.Reply, error) {
+			return testtasks.Reply{Text: m.Text}, nil
+		})
+		stop := startWorker(t, w)
+		echo := testtasks.Echo.With(c)
+		want := map[string]string{}
+		for _, text := range []string{"short secret", strings.Repeat("a long secret, compressed then sealed; ", 20)} {
+			id, err := echo.Enqueue(ctx, testtasks.Msg{Text: text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := echo.Await(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			want[id] = text
+		}
+		stop()
+		for id, text := range want {
+			for name, l := range map[string]*endLog{"OnJobEnd": &own, "HookWorkEnd": &client} {
+				ends := l.of(id)
+				if len(ends) != 1 {
+					t.Fatalf("%s: %d ends of job %s, want 1", name, len(ends), id)
+				}
+				var r testtasks.Reply
+				if err := msgpack.Unmarshal(ends[0].Result, &r); err != nil || r.Text != text {
+					t.Errorf("%s: the result of job %s decodes to %+v (%v); want the handler's %q", name, id, r, err, text)
+				}
+			}
+		}
+	})
 }

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/results"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
+	"github.com/bananas-go/bananas/scheduler"
 )
 
 // DefaultCompressOver is the size, in bytes, over which args, results and
@@ -100,18 +103,84 @@ func (pc payloadConfig) make(limit int, getenv func(string) string) (*queue.Payl
 	return p, nil
 }
 
-// packArgs is the stored form of a job's encoded args, raw, for job id. A
-// schedule's envelope serves the job of every tick, each with an id of its
-// own: its args are compressed, never sealed (a schedule is configuration,
-// listed with its args in the clear).
-func (c *Client) packArgs(cfg jobConfig, id string, raw []byte) ([]byte, error) {
-	if cfg.everyTick && c.payloads.Keys != nil {
-		open := *c.payloads
-		open.Keys = nil
-		return open.Pack(queue.PurposeArgs, id, raw)
+// packArgs is the stored form of a job's encoded args, raw, for job id of
+// task. A schedule's envelope serves the job of every tick, each with an id
+// of its own: its args are sealed for the schedules of the task
+// (scheduleBinding), not for one job.
+func (c *Client) packArgs(cfg jobConfig, task, id string, raw []byte) ([]byte, error) {
+	if cfg.everyTick {
+		return c.payloads.Pack(queue.PurposeSchedule, scheduleBinding(task), raw)
 	}
 	return c.payloads.Pack(queue.PurposeArgs, id, raw)
 }
+
+// scheduleBinding is what the sealed args of a schedule of task are bound
+// to (queue.TickBinding).
+func scheduleBinding(task string) string { return queue.TickBinding(task) }
+
+// openArgs is the args stored of job id of task: sealed for the job, or
+// for the schedules of its task (a schedule's tick), tried in that order.
+func openArgs(p *queue.Payloads, id, task string, stored []byte) ([]byte, error) {
+	b, err := p.Unpack(queue.PurposeArgs, id, stored)
+	if errors.Is(err, queue.ErrSealBroken) && task != "" {
+		if tb, terr := p.Unpack(queue.PurposeSchedule, scheduleBinding(task), stored); terr == nil {
+			return tb, nil
+		}
+	}
+	return b, err
+}
+
+// sealScheduleJSON is the stored form of the JSON args of schedule id, as
+// its listing shows them.
+func (c *Client) sealScheduleJSON(id, args string) (string, error) {
+	if c.payloads.Keys == nil || args == "" {
+		return args, nil
+	}
+	b, err := c.payloads.Pack(queue.PurposeSchedule, "schedule:"+id, []byte(args))
+	return string(b), err
+}
+
+// openSchedule opens the args of s, a schedule as stored: "encrypted"
+// without the key.
+func (c *Client) openSchedule(s *bananastype.Schedule) {
+	if !queue.Framed(s.Args) {
+		return
+	}
+	b, err := c.payloads.Unpack(queue.PurposeSchedule, "schedule:"+s.ID, s.Args)
+	if err != nil || !json.Valid(b) {
+		b = encryptedJSON
+	}
+	s.Args = b
+}
+
+// SealSchedule seals the args of d, a schedule the admin layer puts, as
+// Task.Schedule does: its envelope's args (packed for one job by BatchJob)
+// for every tick of the task, and its JSON for the listing.
+func (in *inspector) SealSchedule(d *scheduler.ScheduleDef, job string) error {
+	c := in.c
+	if c.payloads.Keys == nil {
+		return nil
+	}
+	env, err := queue.DecodeEnvelope(d.Envelope)
+	if err != nil {
+		return err
+	}
+	raw, err := c.payloads.Unpack(queue.PurposeArgs, job, env.Args)
+	if err != nil {
+		return err
+	}
+	if env.Args, err = c.payloads.Pack(queue.PurposeSchedule, scheduleBinding(d.Name), raw); err != nil {
+		return err
+	}
+	if d.Envelope, err = queue.EncodeEnvelope(env); err != nil {
+		return err
+	}
+	d.Args, err = c.sealScheduleJSON(d.ID, d.Args)
+	return err
+}
+
+// OpenSchedule opens the args of a schedule as stored (openSchedule).
+func (in *inspector) OpenSchedule(s *bananastype.Schedule) { in.c.openSchedule(s) }
 
 // Seal is the stored form of plain, a payload of job id for purpose, as
 // this client stores args and results: compressed when long, sealed under
@@ -194,37 +263,107 @@ func (r *refusedJobs) first(id string) bool {
 }
 
 // historyRow is the task history's row of rec, a record of route: its args
-// and result inflated first. A sealed one stays sealed: the row says
-// "encrypted", so the history never holds what Redis keeps sealed.
+// and result inflated first. A sealed one stays sealed: the row keeps the
+// bytes Redis keeps, marked (sealedJSON, sealedText), so that PostgreSQL
+// never holds what Redis keeps sealed, and a reader with the key opens
+// them (openRow).
 func (w *Worker) historyRow(route string, rec results.Record) bananastype.Job {
 	p := w.c.payloads
-	_, argsSealed := queue.Sealed(rec.Args)
-	_, resultSealed := queue.Sealed(rec.Value)
-	if b, err := p.Unpack(queue.PurposeArgs, rec.ID, rec.Args); err == nil && !argsSealed {
+	args, result, msg := rec.Args, rec.Value, rec.Error
+	_, argsSealed := queue.Sealed(args)
+	_, resultSealed := queue.Sealed(result)
+	_, errorSealed := queue.Sealed([]byte(msg))
+	rec.Args, rec.Value = nil, nil
+	if b, err := openArgs(p, rec.ID, rec.Name, args); err == nil && !argsSealed {
 		rec.Args = b
-	} else {
-		rec.Args = nil
 	}
-	if b, err := p.Unpack(queue.PurposeResult, rec.ID, rec.Value); err == nil && !resultSealed {
+	if b, err := p.Unpack(queue.PurposeResult, rec.ID, result); err == nil && !resultSealed {
 		rec.Value = b
-	} else {
-		rec.Value = nil
 	}
 	row := w.handlers.historyRow(route, rec)
 	if argsSealed {
-		row.Args = encryptedJSON
+		row.Args = sealedJSON(args)
 	}
 	if resultSealed {
-		row.ResultJSON = encryptedJSON
+		row.ResultJSON = sealedJSON(result)
+	}
+	if errorSealed {
+		row.Error = sealedTextMark + base64.StdEncoding.EncodeToString([]byte(msg))
 	}
 	return row
 }
+
+// sealedKey marks a history row's args or result that are sealed: the
+// JSON object {"bananas_sealed": "<base64 of the bytes Redis kept>"}.
+const sealedKey = "bananas_sealed"
+
+// sealedTextMark starts a history row's error that is sealed, followed by
+// the base64 of the bytes Redis kept.
+const sealedTextMark = "bananas_sealed:"
+
+func sealedJSON(stored []byte) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{sealedKey: base64.StdEncoding.EncodeToString(stored)})
+	return b
+}
+
+// sealedOf is the stored bytes a marked history value holds.
+func sealedOf(v json.RawMessage) ([]byte, bool) {
+	if !bytes.HasPrefix(v, []byte(`{"`+sealedKey+`":`)) {
+		return nil, false
+	}
+	var m map[string]string
+	if json.Unmarshal(v, &m) != nil || len(m) != 1 {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.DecodeString(m[sealedKey])
+	return b, err == nil
+}
+
+// openRow opens what a history row keeps sealed (historyRow) with the
+// client's keys: its args and result as the JSON of their task's types
+// (or of what the msgpack holds, for a task the program does not declare),
+// its error as text; "encrypted" where a value does not open.
+func (c *Client) openRow(j *bananastype.Job) {
+	if stored, ok := sealedOf(j.Args); ok {
+		j.Args = encryptedJSON
+		if b, err := openArgs(c.payloads, j.ID, j.Name, stored); err == nil {
+			j.Args = orJSON(declaredArgsJSON(j.Name, b), b)
+		}
+	}
+	if stored, ok := sealedOf(j.ResultJSON); ok {
+		j.ResultJSON = encryptedJSON
+		if b, err := c.payloads.Unpack(queue.PurposeResult, j.ID, stored); err == nil {
+			j.ResultJSON = orJSON(declaredResultJSON(j.Name, b), b)
+		}
+	}
+	if rest, ok := strings.CutPrefix(j.Error, sealedTextMark); ok {
+		j.Error = "encrypted"
+		if b, err := base64.StdEncoding.DecodeString(rest); err == nil {
+			j.Error = c.openError(j.ID, string(b))
+		}
+	}
+}
+
+// orJSON is declared, or else the JSON of what the msgpack b holds.
+func orJSON(declared json.RawMessage, b []byte) json.RawMessage {
+	if declared != nil {
+		return declared
+	}
+	if out, err := jsonOf[any](b); err == nil {
+		return out
+	}
+	return encryptedJSON
+}
+
+// OpenHistoryRow opens what a history row keeps sealed (openRow), for
+// the admin layer's history search.
+func (in *inspector) OpenHistoryRow(j *bananastype.Job) { in.c.openRow(j) }
 
 // unpackJob opens and inflates the stored args and result of j, read from
 // Redis; what does not open (sealed under a key c does not hold, or
 // tampered with) shows as "encrypted".
 func (c *Client) unpackJob(j *bananastype.Job) {
-	if b, err := c.payloads.Unpack(queue.PurposeArgs, j.ID, j.ArgsMsgpack); err == nil {
+	if b, err := openArgs(c.payloads, j.ID, j.Name, j.ArgsMsgpack); err == nil {
 		j.ArgsMsgpack = b
 	} else {
 		j.ArgsMsgpack, j.Args = nil, encryptedJSON
@@ -233,6 +372,10 @@ func (c *Client) unpackJob(j *bananastype.Job) {
 		j.Result = b
 	} else {
 		j.Result, j.ResultJSON = nil, encryptedJSON
+	}
+	j.Error = c.openError(j.ID, j.Error)
+	for i := range j.Earlier {
+		j.Earlier[i].Error = c.openError(j.ID, j.Earlier[i].Error)
 	}
 	if p := j.Progress; p != nil && p.Note != "" {
 		if b, err := c.payloads.Unpack(queue.PurposeNote, j.ID, []byte(p.Note)); err == nil {
@@ -254,3 +397,53 @@ func (c *Client) sealNote(id, note string) string {
 	}
 	return string(b)
 }
+
+// openEnd is e as the work-end hooks (OnJobEnd, Client.AddHook) see it: its
+// result opened and inflated, as the handler returned it. The engine's end
+// carries the result as stored (sealed, compressed), which no hook could
+// decode; one that does not open (it cannot: this process sealed it) is
+// told as none.
+func (c *Client) openEnd(e bananastype.JobEnd) bananastype.JobEnd {
+	if !queue.Framed(e.Result) {
+		return e
+	}
+	b, err := c.payloads.Unpack(queue.PurposeResult, e.ID, e.Result)
+	if err != nil {
+		b = nil
+	}
+	e.Result = b
+	return e
+}
+
+// storedError is the form a failure message of job id takes in Redis (its
+// hash, its result record, an earlier life kept by a replay): sealed when
+// the client has keys, as the args it may quote are.
+func (c *Client) storedError(id, msg string) string {
+	if c.payloads.Keys == nil || msg == "" {
+		return msg
+	}
+	b, err := c.payloads.Pack(queue.PurposeError, id, []byte(msg))
+	if err != nil {
+		return "encrypted" // no nonce to seal with: the message is not stored in the clear
+	}
+	return string(b)
+}
+
+// openError is the failure message stored (storedError's) of job id:
+// "encrypted" when the client does not hold its key, or when it was cut
+// (an earlier life keeps the first 1024 bytes of its error).
+func (c *Client) openError(id, stored string) string {
+	if !queue.Framed([]byte(stored)) {
+		return stored
+	}
+	b, err := c.payloads.Unpack(queue.PurposeError, id, []byte(stored))
+	if err != nil {
+		return "encrypted"
+	}
+	return string(b)
+}
+
+// OpenError is the failure message stored of job id, for the admin layer's
+// listings (the dead-letter queue's errors): "encrypted" when it does not
+// open.
+func (in *inspector) OpenError(id, stored string) string { return in.c.openError(id, stored) }

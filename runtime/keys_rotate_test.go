@@ -2,13 +2,17 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
+	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
 
@@ -162,4 +166,131 @@ func TestCLIKeysRotate_SaysHowManyItResealed(t *testing.T) {
 	if out := rot.ok("audit"); strings.Count(out, "rotateKeys") != 3 {
 		t.Errorf("the audit log holds %d rotateKeys entries, want 3 (one refused, two ok):\n%s", strings.Count(out, "rotateKeys"), out)
 	}
+}
+
+// POST /api/v1/keys/rotate, against a real redis-server, does what `app
+// keys rotate` does and answers its counts: a read or operate token is a
+// 403 naming the admin role (nothing resealed), a body or an unknown
+// parameter is a 400 naming it, a server without keys a 400 naming
+// BANANAS_KEYS; each call is one entry of the audit log.
+func TestAPIKeysRotate_AdminOnlyAndAnswersItsCounts(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	url := redistest.Shared(t).URL()
+	ns := redistest.Namespace(t)
+	k1, k2 := sealKey("k1", 1), sealKey("k2", 2)
+	old := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k1))
+	var ids []string
+	for _, text := range []string{"one", "two", "three"} {
+		id, err := testtasks.Echo.With(old).Enqueue(ctx, testtasks.Msg{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	rotated := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2, k1))
+	srv := serveAPI(t, runtime.NewInspector(rotated, testtasks.Register), runtime.APIOptions{Tokens: roleTokens(t)})
+	as := func(token string) *apiClient { a := *srv; a.token = token; return &a }
+
+	for _, tok := range []string{"tok-viewer-1", "tok-oncall-1"} {
+		st, body := as(tok).do("POST", "/api/v1/keys/rotate", "")
+		if m, _ := body.(map[string]any); st != http.StatusForbidden || m["role"] != "admin" || !strings.Contains(fmt.Sprint(m["error"]), "needs the admin role") {
+			t.Fatalf("%s: POST /api/v1/keys/rotate = %d %v; want 403 naming the admin role", tok, st, body)
+		}
+	}
+	for _, id := range ids {
+		if kid := storedArgsKey(t, rotated, ns, id); kid != "k1" {
+			t.Fatalf("job %s is under %q after refused rotations, want k1", id, kid)
+		}
+	}
+	root := as("tok-root-1")
+	if st, body := root.do("POST", "/api/v1/keys/rotate", `{"dry_run": true}`); st != http.StatusBadRequest || body.(map[string]any)["field"] != "body" {
+		t.Fatalf("rotate with a body = %d %v; want 400 naming the body", st, body)
+	}
+	if st, body := root.do("POST", "/api/v1/keys/rotate?route=default", ""); st != http.StatusBadRequest || body.(map[string]any)["field"] != "route" {
+		t.Fatalf("rotate with a route = %d %v; want 400 naming the parameter", st, body)
+	}
+	st, body := root.do("POST", "/api/v1/keys/rotate", "")
+	if m, _ := body.(map[string]any); st != http.StatusOK || m["resealed"] != float64(3) || m["already"] != float64(0) || m["left_alone"] != float64(0) {
+		t.Fatalf("rotate = %d %v; want 200 with 3 resealed", st, body)
+	}
+	for _, id := range ids {
+		if kid := storedArgsKey(t, rotated, ns, id); kid != "k2" {
+			t.Errorf("job %s is under %q after the rotation, want k2", id, kid)
+		}
+	}
+	if st, body := root.do("POST", "/api/v1/keys/rotate", ""); st != http.StatusOK || body.(map[string]any)["already"] != float64(3) {
+		t.Fatalf("second rotate = %d %v; want 3 already under the newest key", st, body)
+	}
+
+	keyless := serveAPI(t, runtime.NewInspector(connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys()), testtasks.Register), runtime.APIOptions{Tokens: roleTokens(t)})
+	keyless.token = "tok-root-1"
+	st, body = keyless.do("POST", "/api/v1/keys/rotate", "")
+	if m, _ := body.(map[string]any); st != http.StatusBadRequest || m["field"] != "keys" || !strings.Contains(fmt.Sprint(m["error"]), "BANANAS_KEYS") {
+		t.Fatalf("rotate without keys = %d %v; want 400 naming BANANAS_KEYS", st, body)
+	}
+
+	page, err := runtime.NewInspector(rotated, testtasks.Register).AuditLog(ctx, admin.AuditQuery{Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]int{}
+	for _, e := range page.Entries {
+		if e.What == "rotateKeys" {
+			outcomes[e.Who+" "+e.Outcome]++
+		}
+	}
+	want := map[string]int{"viewer denied": 1, "oncall denied": 1, "root ok": 2, "root refused": 1}
+	if fmt.Sprint(outcomes) != fmt.Sprint(want) {
+		t.Fatalf("rotateKeys audit entries by who and outcome: %v; want %v", outcomes, want)
+	}
+}
+
+// A schedule's tick job sealed under k1 (its args sealed for every tick of
+// the task, not for its own id) is resealed by a rotation to k2 like any
+// waiting job, and so is the schedule itself (its tick envelope and its
+// listed args): a worker holding k2 alone runs the waiting tick and the
+// next one, and a process holding k2 alone lists its args.
+func TestRotateKeys_AScheduleTickWaitingIsResealed(t *testing.T) {
+	eachServer(t, func(t *testing.T, url, ns string) {
+		ctx := ctxT(t)
+		k1, k2 := sealKey("k1", 1), sealKey("k2", 2)
+		old := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k1))
+		if err := testtasks.Echo.With(old).Schedule(ctx, "nightly", testtasks.Msg{Text: "tick args"}, runtime.Every("0 0 1 1 *")); err != nil {
+			t.Fatal(err)
+		}
+		id, err := runtime.NewInspector(old, testtasks.Register).RunSchedule(ctx, "nightly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kid := storedArgsKey(t, old, ns, id); kid != "k1" {
+			t.Fatalf("the tick job's args are under %q, want k1", kid)
+		}
+		rotated := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2, k1))
+		if n, err := rotated.RotateKeys(ctx); err != nil || n.Resealed != 2 || n.Unopened != 0 {
+			t.Fatalf("RotateKeys = %+v, %v; want the tick job and the schedule resealed", n, err)
+		}
+		if n, err := rotated.RotateKeys(ctx); err != nil || n.Resealed != 0 || n.Already != 2 {
+			t.Fatalf("second RotateKeys = %+v, %v; want both already under k2", n, err)
+		}
+		if kid := storedArgsKey(t, rotated, ns, id); kid != "k2" {
+			t.Fatalf("the tick job's args are under %q after the rotation, want k2", kid)
+		}
+		only := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2))
+		sealEchoWorker(t, only, quiet())
+		if res, err := testtasks.Echo.With(only).Await(ctx, id); err != nil || res.Text != "result tick args" {
+			t.Fatalf("the tick job on a worker holding k2 alone: %+v, %v", res, err)
+		}
+		in := runtime.NewInspector(only, testtasks.Register)
+		if s, err := in.Schedule(ctx, "nightly"); err != nil || !strings.Contains(string(s.Args), "tick args") {
+			t.Fatalf("the schedule read with k2 alone: args %s, %v", s.Args, err)
+		}
+		next, err := in.RunSchedule(ctx, "nightly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := testtasks.Echo.With(only).Await(ctx, next); err != nil || res.Text != "result tick args" {
+			t.Fatalf("the next tick on a worker holding k2 alone: %+v, %v", res, err)
+		}
+	})
 }

@@ -121,7 +121,10 @@ func (t *Task[A, R]) Schedule(ctx context.Context, id string, args A, opts ...Sc
 	}
 	d := sc.def
 	d.ID, d.Name, d.Route, d.Priority = id, t.name, cfg.route, cfg.priority
-	d.Envelope, d.MaxRetries, d.Args = job.Envelope, job.MaxRetries, string(shown)
+	d.Envelope, d.MaxRetries = job.Envelope, job.MaxRetries
+	if d.Args, err = c.sealScheduleJSON(id, string(shown)); err != nil {
+		return fmt.Errorf("bananas: schedule %s of %s: %w", id, t.name, err)
+	}
 	if _, err := c.schedules().Put(ctx, d, now); err != nil {
 		return fmt.Errorf("bananas: %w", err)
 	}
@@ -145,6 +148,7 @@ func (c *Client) Schedules(ctx context.Context) ([]bananastype.Schedule, error) 
 	for i, sc := range list {
 		out[i] = sc.View()
 		out[i].Registered = reg[sc.Name]
+		c.openSchedule(&out[i])
 	}
 	return out, nil
 }
@@ -161,6 +165,7 @@ func (c *Client) Schedule(ctx context.Context, id string) (bananastype.Schedule,
 	}
 	v := sc.View()
 	v.Registered = reg[sc.Name]
+	c.openSchedule(&v)
 	return v, nil
 }
 

@@ -227,7 +227,7 @@ func (t *Task[A, R]) newJob(c *Client, cfg jobConfig, args A, now, runAt time.Ti
 		}
 		j.ID = queue.NewID(shard, now)
 	}
-	stored, err := c.packArgs(cfg, j.ID, raw)
+	stored, err := c.packArgs(cfg, t.name, j.ID, raw)
 	if err != nil {
 		return queue.NewJob{}, fmt.Errorf("bananas: enqueue %s: %w", t.name, err)
 	}
@@ -402,6 +402,7 @@ func (t *Task[A, R]) await(ctx context.Context, c *Client, id string) (R, error)
 		var zero R
 		return zero, fmt.Errorf("bananas: result of %s job %s: %w", t.name, rec.ID, err)
 	}
+	rec.Error = c.openError(rec.ID, rec.Error)
 	return decodeRecord[R](t.name, rec)
 }
 

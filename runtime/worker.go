@@ -107,7 +107,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		ends = append(ends, endSubscriber{h: JobEndFunc(w.opts.OnJobEnd)})
 	}
 	mw, subscribers := w.c.hooks.forWorker(w.opts.Middleware, ends...)
-	sinks, stopSinks := endSinks(subscribers, w.opts.Logger)
+	sinks, stopSinks := endSinks(subscribers, w.c.openEnd, w.opts.Logger)
 	defer stopSinks() // after the engine has stopped: every end told
 	return worker.Run(ctx, w.runConfig(mw, sinks))
 }
@@ -130,6 +130,7 @@ func (w *Worker) runConfig(mw Middleware, sinks []engine.JobEndSink) worker.Conf
 		Workflows:     w.c.workflowRunner(),
 		Schedules:     w.scheduleRunner(),
 		Batches:       w.batches(),
+		StoredError:   w.c.storedError,
 	}
 	if store := w.c.History(); store != nil {
 		cfg.History = &worker.History{Store: store, Row: w.historyRow,

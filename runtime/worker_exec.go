@@ -43,7 +43,7 @@ func (x *executor) exec(ctx context.Context, d *queue.Dispatch) (out engine.Outc
 		// records the outcomes of a batch's runs together.
 		defer func() { out.Together = br.together }()
 	}
-	args, err := x.payloads.Unpack(queue.PurposeArgs, d.ID, d.Envelope.Args)
+	args, err := openArgs(x.payloads, d.ID, d.Name, d.Envelope.Args)
 	if err != nil {
 		return x.unopened(d, err)
 	}

@@ -88,7 +88,7 @@ func (c *Client) workflowError(ctx context.Context, rec *record.Workflow) error 
 	}
 	s := rec.Steps[k]
 	e.Step, e.JobID = s.Label, s.JobID
-	msg := s.Error
+	msg := c.openError(s.JobID, s.Error)
 	if msg == "" {
 		msg = rec.Status
 	}
@@ -126,7 +126,7 @@ func (c *Client) Workflow(ctx context.Context, id string) (*bananastype.Workflow
 	rec := snap.Record
 	w := &bananastype.Workflow{ID: id, Status: rec.Status, CreatedAt: rec.CreatedAt, EndedAt: rec.EndedAt, Steps: make([]bananastype.WorkflowStep, len(rec.Steps))}
 	for k, s := range rec.Steps {
-		ws := bananastype.WorkflowStep{Label: s.Label, Status: snap.Steps[k].Status, Error: snap.Steps[k].Error}
+		ws := bananastype.WorkflowStep{Label: s.Label, Status: snap.Steps[k].Status, Error: c.openError(s.JobID, snap.Steps[k].Error)}
 		if s.Kind != record.KindTask {
 			ws.Wait = &bananastype.WorkflowWait{Kind: bananastype.WaitTimer, Duration: s.Wait, Due: s.Due}
 			if s.Kind == record.KindSignal {
@@ -198,6 +198,9 @@ func (s workflowSink) JobEnded(e bananastype.JobEnd) {
 	if e.Workflow == "" {
 		return // most ends: no workflow, and no look-up of the runner on the job's path
 	}
+	// The step's error goes to the workflow's record as its job keeps it:
+	// sealed for the job when the client has keys (views open it).
+	e.Error = s.c.storedError(e.ID, e.Error)
 	workflows.Sink{R: s.c.workflowRunner(), Ended: stepEndHook, Log: s.log}.JobEnded(e)
 }
 

@@ -134,7 +134,7 @@ func (in *Inspector) Jobs(ctx context.Context, jq JobQuery) (bananastype.JobPage
 		for _, j := range got.Jobs {
 			page.Jobs = append(page.Jobs, bananastype.Job{
 				ID: j.ID, Name: j.Name, Route: queue.ShardBase(j.Route), Priority: Priority(j.Priority), Status: statusOfState(j.State),
-				Description: j.Description, Attempts: attempts(j.Attempts, j.State == "active"), MaxRetries: j.MaxRetries, Error: j.Error,
+				Description: j.Description, Attempts: attempts(j.Attempts, j.State == "active"), MaxRetries: j.MaxRetries, Error: in.openError(j.ID, j.Error),
 				CreatedAt: j.CreatedAt, ScheduledAt: j.RunAt, FinishedAt: j.DiedAt, LeaseDeadline: j.LeaseDeadline,
 			})
 		}

@@ -40,6 +40,11 @@ func (in *Inspector) History(ctx context.Context, q HistoryQuery) (bananastype.H
 	if err != nil {
 		return bananastype.HistoryPage{}, fmt.Errorf("bananas: search the task history: %w", err)
 	}
+	if o, ok := in.rt.(interface{ OpenHistoryRow(*bananastype.Job) }); ok {
+		for i := range page.Rows {
+			o.OpenHistoryRow(&page.Rows[i]) // what the row keeps sealed, opened with the program's keys
+		}
+	}
 	return bananastype.HistoryPage{Next: page.Next, Jobs: page.Rows, Since: hq.Since, Until: hq.Until}, nil
 }
 

@@ -158,6 +158,9 @@ func (in *Inspector) Schedule(ctx context.Context, id string) (bananastype.Sched
 // pipelined read), whether its task is registered here, and whether a live
 // worker registers it (the workers' heartbeats list their tasks).
 func (in *Inspector) describeSchedules(ctx context.Context, scs []bananastype.Schedule) error {
+	for i := range scs {
+		in.openSchedule(&scs[i])
+	}
 	ws, err := in.rt.Workers(ctx)
 	if err != nil {
 		return err
@@ -249,11 +252,16 @@ func (in *Inspector) PutSchedule(ctx context.Context, id string, s ScheduleSubmi
 			d.Args = b.String()
 		}
 	}
+	if err := in.sealSchedule(&d, bj.Job.ID); err != nil {
+		return bananastype.Schedule{}, err
+	}
 	sc, err := in.schedules().Put(ctx, d, in.q.Now())
 	if err != nil {
 		return bananastype.Schedule{}, err
 	}
-	return sc.View(), nil
+	v := sc.View()
+	in.openSchedule(&v)
+	return v, nil
 }
 
 // DeleteSchedule deletes schedule id: it fires nothing more.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/access"
 	"github.com/bananas-go/bananas/runtime/internal/openapi"
@@ -387,6 +388,12 @@ var endpoints = []endpoint{
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "A page of the audit log, newest first.", Type: bananastype.AuditPage{}, Name: "AuditPage",
 			Inner: map[string]string{"entries": "AuditEntry"}}, badRequest}},
 		(*server).audit},
+	// `app keys rotate` over the API: the admin role's, as it rewrites every
+	// waiting job (keys.go).
+	{openapi.Endpoint{Method: "POST", Path: "/api/v1/keys/rotate", ID: "rotateKeys", Tag: "keys", Role: access.Admin, Action: true,
+		Summary:   "Reseal the args of every waiting and scheduled job, and of every schedule, under the newest key of the server's BANANAS_KEYS (newest first), as `app keys rotate` does; drop an old key once a rotation reports 0 resealed and 0 left alone. It takes no body; a server without keys answers 400 naming BANANAS_KEYS.",
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "What the rotation did.", Type: queue.ResealCount{}, Name: "KeyRotation"}, badRequest}},
+		(*server).rotateKeys},
 	// Liveness needs nothing; readiness needs Redis. Neither needs the
 	// token: probes carry none.
 	{openapi.Endpoint{Method: "GET", Path: "/healthz", ID: "healthz", Tag: "meta", Summary: "Readiness: whether the server reaches Redis.",

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bananas-go/bananas/bananastype"
+	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/admin"
 )
 
@@ -243,4 +244,9 @@ func (f *fakeAdmin) AuditLog(_ context.Context, q admin.AuditQuery) (bananastype
 		return bananastype.AuditPage{}, admin.BadQuery("cursor", "cursor %q is not one a page gave", q.Cursor)
 	}
 	return bananastype.AuditPage{Entries: f.audits}, f.err
+}
+
+func (f *fakeAdmin) RotateKeys(context.Context) (queue.ResealCount, error) {
+	f.wfCalls = append(f.wfCalls, "rotate keys")
+	return queue.ResealCount{Resealed: 2, Already: 1}, f.err
 }

@@ -30,6 +30,7 @@ var wantRole = map[string]access.Role{
 	"signalWorkflow": access.Operate,
 
 	"deleteJob": access.Admin, "setRouteShards": access.Admin, "setRouteLimits": access.Admin, "purgeDeadJobs": access.Admin,
+	"rotateKeys": access.Admin,
 }
 
 // Every endpoint of the table, called with a token of each role: a role

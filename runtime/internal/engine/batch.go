@@ -116,9 +116,10 @@ const togetherWait = time.Second
 
 // joined is one run's outcome, waiting for its batch's record.
 type joined struct {
-	r      *run
-	end    queue.BatchEnd
-	result []byte // a success's result, for its end
+	r       *run
+	end     queue.BatchEnd
+	result  []byte // a success's result, for its end
+	message string // a failure's message as the handler gave it (end.Failure holds it as stored)
 }
 
 // NewTogether returns the Together of a batch of n runs.
@@ -202,7 +203,7 @@ func (x *executor) together(r *run, o Outcome) (pending bool) {
 	j := joined{r: r, end: queue.BatchEnd{D: d, Finished: now}}
 	if o.Failed {
 		f := x.failure(d, o.Message, o.Final, o.Snooze, now)
-		j.end.Failure = &f
+		j.end.Failure, j.message = &f, o.Message
 	} else {
 		encoded, err := x.completion(d, o.Result, now)
 		if err != nil {
@@ -237,7 +238,7 @@ func (x *executor) settle(js []joined) {
 			out = outs[i]
 		}
 		if f := j.end.Failure; f != nil {
-			x.failed(d, *f, out, err, j.end.Finished)
+			x.failed(d, j.message, *f, out, err, j.end.Finished)
 		} else {
 			log := jobLog{x.cfg.Logger, d}
 			switch {

@@ -19,8 +19,12 @@ type Config struct {
 	Metrics Metrics
 	// Sinks are told every recorded end of a job (see JobEndSink), in order;
 	// the worker's counters of ends are one.
-	Sinks  []JobEndSink
-	Logger *slog.Logger
+	Sinks []JobEndSink
+	// StoredError, when set, is the form a failure message of job id takes
+	// in Redis (its hash, its result record): sealed when the process has
+	// keys. The ends told and the logs carry the message as it was.
+	StoredError func(id, msg string) string
+	Logger      *slog.Logger
 	// ID is the worker's id, in its logs and heartbeat.
 	ID string
 	// Routes in order of preference, the priorities and task names

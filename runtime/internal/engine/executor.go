@@ -277,28 +277,34 @@ func (x *executor) fail(r *run, msg string, final bool, snooze time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	out, err := x.cfg.Queue.Fail(ctx, d, f, now)
-	x.failed(d, f, out, err, now)
+	x.failed(d, msg, f, out, err, now)
 }
 
-// failure is how a failed run of d ends (see fail), judged at now.
+// failure is how a failed run of d ends (see fail), judged at now. Its
+// Message is msg as stored (StoredError: sealed when the worker has keys).
 func (x *executor) failure(d *queue.Dispatch, msg string, final bool, snooze time.Duration, now time.Time) queue.Failure {
 	delay := x.cfg.RetryDelay(d.Envelope, d.Attempts+1)
 	if snooze > 0 {
 		delay = snooze
 	}
-	rec := failureRecord(d, msg, now)
+	stored := msg
+	if x.cfg.StoredError != nil {
+		stored = x.cfg.StoredError(d.ID, msg)
+	}
+	rec := failureRecord(d, stored, now)
 	x.cfg.stamp(&rec)
 	encoded, _ := results.Encode(rec)
 	return queue.Failure{
-		Message: msg, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: encoded,
+		Message: stored, RetryAt: now.Add(delay), Final: final, Snooze: snooze > 0, Record: encoded,
 		TTL: ttlOr(d.Envelope.FailureTTL, x.cfg.FailureTTL),
 	}
 }
 
-// failed tells and logs what recording failure f of d came to (out, err).
-func (x *executor) failed(d *queue.Dispatch, f queue.Failure, out queue.Ending, err error, now time.Time) {
+// failed tells and logs what recording failure f of d, whose message
+// was msg, came to (out, err).
+func (x *executor) failed(d *queue.Dispatch, msg string, f queue.Failure, out queue.Ending, err error, now time.Time) {
 	log := jobLog{x.cfg.Logger, d}
-	msg, delay, attempts := f.Message, f.RetryAt.Sub(now), d.Attempts+1
+	delay, attempts := f.RetryAt.Sub(now), d.Attempts+1
 	// Not recorded (the write failed, or its lease was lost), nothing is
 	// told: the reaper that recovers the job once its lease expires, or
 	// recovered it already, records the failed attempt and tells its end.

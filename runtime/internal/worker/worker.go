@@ -52,6 +52,8 @@ type Config struct {
 	RetryDelay func(env queue.Envelope, attempt int) time.Duration
 	JobKey     any
 	Sinks      []engine.JobEndSink
+	// StoredError is engine.Config.StoredError.
+	StoredError func(id, msg string) string
 	// JobValue is what the context of d's handler holds under JobKey,
 	// given the flusher its Progress calls go to.
 	JobValue func(d *queue.Dispatch, progress *engine.ProgressFlusher) any
@@ -296,6 +298,7 @@ func (r *run) engineConfig() engine.Config {
 		ServedRoutes: func(ctx context.Context) (map[string]bool, error) { return served(ctx, cfg.Queue, self) },
 		Kept:         r.kept,
 		Batches:      cfg.Batches,
+		StoredError:  cfg.StoredError,
 	}
 }
 
