@@ -126,7 +126,7 @@ var scriptFS embed.FS
 
 type scheduleScripts struct {
 	put, pause, del, claim, done, fire *redis.Script
-	withdraw                           *redis.Script
+	withdraw, adopt, forget            *redis.Script
 	cronPause                          *redis.Script
 }
 
@@ -149,6 +149,7 @@ var lua = sync.OnceValue(func() *scheduleScripts {
 		put: l.Script("sched_put"), pause: l.Script("sched_pause"), del: l.Script("sched_delete"),
 		claim: l.Script("sched_claim"), done: l.Script("sched_done"), fire: l.Script("sched_fire"),
 		cronPause: l.Script("cron_pause"), withdraw: l.Script("sched_withdraw"),
+		adopt: l.Script("sched_adopt"), forget: l.Script("sched_forget"),
 	}
 })
 

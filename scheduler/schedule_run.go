@@ -161,7 +161,8 @@ const Ahead = 500 * time.Millisecond
 // died, another finds the claim due after it and finishes it.
 const claimGrace = 2 * time.Second
 
-// Run fires due schedules until ctx ends.
+// Run fires due schedules until ctx ends. It first moves the schedules
+// recorded before their buckets into them (Schedules.Migrate).
 func (r *ScheduleRunner) Run(ctx context.Context) {
 	safety := r.Safety
 	if safety <= 0 {
@@ -169,6 +170,7 @@ func (r *ScheduleRunner) Run(ctx context.Context) {
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	migrated := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -178,6 +180,15 @@ func (r *ScheduleRunner) Run(ctx context.Context) {
 		if r.Active != nil && !r.Active() {
 			timer.Reset(safety)
 			continue
+		}
+		if !migrated {
+			// Schedules recorded before their buckets fire once moved; a
+			// failure is tried again on the next pass.
+			if _, err := r.Schedules.Migrate(ctx); err == nil {
+				migrated = true
+			} else if r.OnError != nil && ctx.Err() == nil {
+				r.OnError("", err)
+			}
 		}
 		wake, err := r.Pass(ctx)
 		if r.Outage != nil && ctx.Err() == nil {
