@@ -126,7 +126,7 @@ var scriptFS embed.FS
 
 type scheduleScripts struct {
 	put, pause, del, claim, done, fire *redis.Script
-	withdraw, adopt, forget            *redis.Script
+	withdraw, adopt, forget, release   *redis.Script
 	cronPause                          *redis.Script
 }
 
@@ -149,7 +149,7 @@ var lua = sync.OnceValue(func() *scheduleScripts {
 		put: l.Script("sched_put"), pause: l.Script("sched_pause"), del: l.Script("sched_delete"),
 		claim: l.Script("sched_claim"), done: l.Script("sched_done"), fire: l.Script("sched_fire"),
 		cronPause: l.Script("cron_pause"), withdraw: l.Script("sched_withdraw"),
-		adopt: l.Script("sched_adopt"), forget: l.Script("sched_forget"),
+		adopt: l.Script("sched_adopt"), forget: l.Script("sched_forget"), release: l.Script("sched_release"),
 	}
 })
 
@@ -385,7 +385,7 @@ func (s *Schedules) withdraw(ctx context.Context, id string, got []any) error {
 	runAt := at.Add(JitterOf(id, at, time.Duration(jitter)*time.Millisecond))
 	// Retry-safe: a second run finds the job gone and the mark set.
 	err := lua().withdraw.Run(ctx, s.Queue.Client(), []string{k.ScheduleTick(id), k.Job(job), k.Scheduled()},
-		ms(s.Queue.Now()), job, tick, ms(runAt), mode, tickMarkTTL.Milliseconds()).Err()
+		ms(s.Queue.Now()), job, tick, ms(runAt), mode, tickMarkTTL.Milliseconds(), ms(runAt.Add(ReleaseFallback))).Err()
 	if err != nil {
 		return fmt.Errorf("schedule %s: withdraw the job %s of its tick claimed ahead: %w", id, job, err)
 	}

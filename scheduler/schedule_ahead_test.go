@@ -43,8 +43,8 @@ func readyList(t *testing.T, q *queue.Queue, route string) []string {
 }
 
 // An allow schedule's tick is claimed Ahead of it and its job written
-// scheduled to run at the tick: the promoter makes it ready at the tick,
-// not before, so the tick's lateness is the promoter's alone.
+// scheduled, ReleaseFallback after the tick: the promoter makes it ready
+// then if the runner that wrote it did not first.
 func TestSchedules_AnAllowTickIsWrittenAheadAndReadyAtItsTick(t *testing.T) {
 	eachBackend(t, func(t *testing.T, q *queue.Queue) {
 		ctx := context.Background()
@@ -57,18 +57,21 @@ func TestSchedules_AnAllowTickIsWrittenAheadAndReadyAtItsTick(t *testing.T) {
 		}
 		at(sc.Next.Add(-scheduler.Ahead / 2))
 		step(t, s, "a")
-		runAt, err := q.Client().ZScore(ctx, q.Keys("ra").Scheduled(), job).Result()
-		if err != nil || int64(runAt) != sc.Next.UnixMilli() {
-			t.Fatalf("the tick's job in the scheduled set at %v, %v; want at its tick %v", runAt, err, sc.Next.UnixMilli())
+		fallback := sc.Next.Add(scheduler.ReleaseFallback)
+		score, err := q.Client().ZScore(ctx, q.Keys("ra").Scheduled(), job).Result()
+		if err != nil || int64(score) != fallback.UnixMilli() {
+			t.Fatalf("the tick's job in the scheduled set at %v, %v; want at its tick plus the fallback %v", score, err, fallback.UnixMilli())
 		}
 		if got := get(t, s, "a"); got.Fired != 1 || got.LastJob != job || len(readyList(t, q, "ra")) != 0 {
 			t.Fatalf("claimed ahead: fired %d, last job %q, ready %v", got.Fired, got.LastJob, readyList(t, q, "ra"))
 		}
-		if n, err := q.Jobs.Promote(ctx, "ra", sc.Next.Add(-time.Millisecond)); err != nil || n != 0 {
-			t.Fatalf("promoted %d, %v before the tick", n, err)
+		// Its runner makes it ready at the tick (Pass does, not Step); when
+		// the runner died, the promoter does, ReleaseFallback later.
+		if n, err := q.Jobs.Promote(ctx, "ra", fallback.Add(-time.Millisecond)); err != nil || n != 0 {
+			t.Fatalf("promoted %d, %v before the fallback", n, err)
 		}
-		if n, err := q.Jobs.Promote(ctx, "ra", sc.Next); err != nil || n != 1 {
-			t.Fatalf("promoted %d, %v at the tick; want its job", n, err)
+		if n, err := q.Jobs.Promote(ctx, "ra", fallback); err != nil || n != 1 {
+			t.Fatalf("promoted %d, %v at the fallback; want its job", n, err)
 		}
 		if ids := readyList(t, q, "ra"); len(ids) != 1 || ids[0] != job {
 			t.Fatalf("ready at the tick: %v; want %s", ids, job)
@@ -159,6 +162,32 @@ func TestSchedules_APauseOrDeleteWithinAheadOfATickRunsNothing(t *testing.T) {
 		}
 		if ids := readyIDs(t, q, "rd"); len(ids) != 0 {
 			t.Fatalf("deleted: jobs %v; want the tick's withdrawn", ids)
+		}
+	})
+}
+
+// A runner's pass makes the jobs it wrote ahead ready at their ticks, not
+// before, without the promoter; a job withdrawn meanwhile stays withdrawn.
+func TestSchedules_APassMakesTheJobsItWroteAheadReadyAtTheirTicks(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s, sc, at := aheadSetup(t, q, "r", "rr")
+		job := scheduler.TickJobID("r", "rr", sc.Next)
+		at(sc.Next.Add(-scheduler.Ahead / 2))
+		if _, err := (&scheduler.ScheduleRunner{Schedules: s}).Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ids := readyIDs(t, q, "rr"); len(ids) != 1 || len(readyList(t, q, "rr")) != 0 {
+			t.Fatalf("written ahead: jobs %v, ready %v; want its job scheduled", ids, readyList(t, q, "rr"))
+		}
+		at(sc.Next) // the release, waiting for the tick, sees it come
+		waitUntil(t, ctx, "the tick's job ready", func() bool { return len(readyList(t, q, "rr")) == 1 })
+		if ids := readyList(t, q, "rr"); ids[0] != job {
+			t.Fatalf("ready %v; want %s", ids, job)
+		}
+		if n, _ := q.Client().ZCard(ctx, q.Keys("rr").Scheduled()).Result(); n != 0 {
+			t.Fatalf("%d jobs left in the scheduled set", n)
 		}
 	})
 }

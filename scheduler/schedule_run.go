@@ -156,6 +156,12 @@ const (
 // withdraws the job written ahead (Schedules.Pause, Schedules.Delete).
 const Ahead = 500 * time.Millisecond
 
+// ReleaseFallback is how long after its run-at a job written ahead (see
+// Ahead) waits in the scheduled set: its runner makes it ready at the run-at
+// (sched_release.lua, without the promoter's per-job reads), and the
+// promoter moves it only when that runner died first.
+const ReleaseFallback = time.Second
+
 // claimGrace is how long the index holds a schedule whose tick this runner
 // claimed to fire: the runner finishes the tick well within it; when it
 // died, another finds the claim due after it and finishes it.
@@ -258,7 +264,7 @@ func (r *ScheduleRunner) Pass(ctx context.Context) (time.Time, error) {
 			for n < len(work) && work[n].dueNow() <= ms(now) {
 				n++
 			}
-			failed, err := r.handle(ctx, work[:n], now)
+			failed, err := r.handle(ctx, work[:n], now, true)
 			if err != nil {
 				return time.Time{}, err
 			}
@@ -405,7 +411,7 @@ func (r *ScheduleRunner) Step(ctx context.Context, id string) error {
 		if sc.Pending == "" && (sc.Paused || sc.Next.IsZero() || ms(now) < sc.dueNow()) {
 			return s.index(ctx, sc)
 		}
-		failed, err := r.handle(ctx, []Schedule{sc}, now)
+		failed, err := r.handle(ctx, []Schedule{sc}, now, false)
 		if err != nil {
 			return err
 		}
@@ -420,8 +426,11 @@ func (r *ScheduleRunner) Step(ctx context.Context, id string) error {
 // finished, the due ticks planned, claimed (one script call per bucket),
 // their jobs enqueued (one call per route) and marked done (one call per
 // bucket). It returns the schedules that failed on their own, and an
-// error only for want of Redis (or ctx's end).
-func (r *ScheduleRunner) handle(ctx context.Context, scs []Schedule, now time.Time) (map[string]error, error) {
+// error only for want of Redis (or ctx's end). With release, the jobs it
+// wrote ahead of their ticks are made ready at their run-ats by a goroutine
+// that lives until then (or ctx's end); without, the promoter moves them
+// ReleaseFallback after.
+func (r *ScheduleRunner) handle(ctx context.Context, scs []Schedule, now time.Time, release bool) (map[string]error, error) {
 	s := r.Schedules
 	failed := map[string]error{}
 	var mu sync.Mutex
@@ -453,12 +462,18 @@ func (r *ScheduleRunner) handle(ctx context.Context, scs []Schedule, now time.Ti
 	// first jobs are out while later buckets are being claimed; the dones
 	// wait until every enqueue is.
 	var done []Schedule
+	var ahead []releaseItem
 	fire := func(fin []Schedule) error {
-		return r.fireAll(ctx, fin, func(sc Schedule, got any) {
+		return r.fireAll(ctx, fin, func(sc Schedule, got any, rel *releaseItem) {
 			switch got {
 			case int64(1):
 				if r.OnFire != nil {
 					r.OnFire(sc, sc.pendTick, sc.Pending)
+				}
+				if rel != nil {
+					mu.Lock()
+					ahead = append(ahead, *rel)
+					mu.Unlock()
 				}
 				fallthrough
 			case int64(0):
@@ -506,6 +521,9 @@ func (r *ScheduleRunner) handle(ctx context.Context, scs []Schedule, now time.Ti
 	}, fail)
 	if err != nil {
 		return nil, err
+	}
+	if release && len(ahead) > 0 {
+		go r.release(ctx, ahead)
 	}
 	if err := s.doneAll(ctx, done, func(sc Schedule, at time.Time, marked bool) {
 		if !marked {
@@ -653,8 +671,8 @@ func (s *Schedules) claimAll(ctx context.Context, items []claimItem, now time.Ti
 
 // fireAll runs sched_fire.lua for the claimed ticks of fin, one call per
 // route and chunk, and tells got of each enqueue's answer (1, 0 or a
-// reason).
-func (r *ScheduleRunner) fireAll(ctx context.Context, fin []Schedule, got func(Schedule, any), fail func(string, error)) error {
+// reason), with, for a job written ahead of its run-at, its release.
+func (r *ScheduleRunner) fireAll(ctx context.Context, fin []Schedule, got func(Schedule, any, *releaseItem), fail func(string, error)) error {
 	q := r.Schedules.Queue
 	var ok []Schedule
 	for _, sc := range fin {
@@ -673,10 +691,16 @@ func (r *ScheduleRunner) fireAll(ctx context.Context, fin []Schedule, got func(S
 		keys = append(keys, k.Stats(), k.Series(queue.HourOf(now)), k.Idle(), k.List(queue.High), k.List(queue.Normal), k.List(queue.Low), k.Scheduled())
 		args := make([]any, 0, 4+8*len(g))
 		args = append(args, ms(now), k.WakeChannel(), tickMarkTTL.Milliseconds(), queue.ScheduleChannel(q.Namespace()))
-		for _, sc := range g {
+		rels := make([]*releaseItem, len(g))
+		for i, sc := range g {
 			keys = append(keys, k.ScheduleTick(sc.ID), k.Job(sc.Pending))
 			runAt := sc.pendTick.Add(JitterOf(sc.ID, sc.pendTick, sc.Jitter))
-			args = append(args, ms(sc.pendTick), sc.Pending, sc.Name, sc.Envelope, string(sc.Priority), sc.MaxRetries, sc.ID, ms(runAt))
+			score := runAt // at or before now: ready at once
+			if runAt.After(now) {
+				score = runAt.Add(ReleaseFallback)
+				rels[i] = &releaseItem{id: sc.Pending, route: route, prio: sc.Priority, runAt: runAt, score: score}
+			}
+			args = append(args, ms(sc.pendTick), sc.Pending, sc.Name, sc.Envelope, string(sc.Priority), sc.MaxRetries, sc.ID, ms(score))
 		}
 		// Retry-safe: compare-and-set on each tick; a second run finds them enqueued.
 		res, err := lua().fire.Run(ctx, q.Client(), keys, args...).Slice()
@@ -687,7 +711,7 @@ func (r *ScheduleRunner) fireAll(ctx context.Context, fin []Schedule, got func(S
 			return fmt.Errorf("enqueue the jobs of schedules: %d answers for %d jobs", len(res), len(g))
 		}
 		for i, sc := range g {
-			got(sc, res[i])
+			got(sc, res[i], rels[i])
 		}
 		return nil
 	}, fail)
@@ -856,4 +880,49 @@ func (s *Schedules) unindex(ctx context.Context, id string) error {
 		return err
 	}
 	return s.index(ctx, sc)
+}
+
+// releaseItem is a job written ahead of its tick, to be made ready at its
+// run-at (sched_release.lua); score is where it waits in the scheduled set.
+type releaseItem struct {
+	id, route    string
+	prio         queue.Priority
+	runAt, score time.Time
+}
+
+// release makes the jobs of items ready at their run-ats, one call per
+// route for the jobs due together, until all are released or ctx ends. A
+// call that fails leaves its jobs to the promoter (ReleaseFallback).
+func (r *ScheduleRunner) release(ctx context.Context, items []releaseItem) {
+	q := r.Schedules.Queue
+	slices.SortFunc(items, func(a, b releaseItem) int { return a.runAt.Compare(b.runAt) })
+	for len(items) > 0 {
+		if err := waitUntil(ctx, q, items[0].runAt); err != nil {
+			return
+		}
+		now := q.Now()
+		n := 0
+		for n < len(items) && !items[n].runAt.After(now) {
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		groups := groupBy(items[:n], func(it releaseItem) string { return it.route })
+		_ = each(ctx, groups, func(it releaseItem) string { return it.id }, func(g []releaseItem) error {
+			k := q.Keys(g[0].route)
+			args := make([]any, 0, 2+4*len(g))
+			args = append(args, ms(now), k.WakeChannel())
+			for _, it := range g {
+				args = append(args, it.id, ms(it.runAt), ms(it.score), string(it.prio))
+			}
+			// Retry-safe: a second run finds the jobs gone from the scheduled set.
+			return lua().release.Run(ctx, q.Client(), []string{k.Scheduled(), k.List(queue.High), k.List(queue.Normal), k.List(queue.Low), k.Idle()}, args...).Err()
+		}, func(id string, err error) {
+			if r.OnError != nil && ctx.Err() == nil {
+				r.OnError("", fmt.Errorf("make the job %s of a tick ready (the promoter will): %w", id, err))
+			}
+		})
+		items = items[n:]
+	}
 }

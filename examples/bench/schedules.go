@@ -37,8 +37,8 @@ const schedRoutes = 8
 // A tick's lateness is when its job was taken from its ready list (by a
 // consumer that pops the lists as fast as they fill: an upper bound of when
 // the job became ready) minus the tick. An allow schedule's job is written
-// ahead of its tick, scheduled to run at it (scheduler.Ahead), so this is
-// the promoter's lateness plus the pop's round trip.
+// ahead of its tick (scheduler.Ahead) and made ready at it by the runner, so
+// this is that release's lateness plus the pop's round trip.
 func schedulesBench(ctx context.Context, c *runtime.Client, ns string) {
 	q, err := queue.New(c.Redis(), ns)
 	if err != nil {
@@ -66,7 +66,7 @@ func schedulesBench(ctx context.Context, c *runtime.Client, ns string) {
 			log.Fatal(err)
 		}
 	})
-	note("lateness: a tick's job taken from its ready list minus the tick (the job is written %v ahead, scheduled to run at the tick)", scheduler.Ahead)
+	note("lateness: a tick's job taken from its ready list minus the tick (the job is written up to %v ahead and made ready at the tick)", scheduler.Ahead)
 
 	var mu sync.Mutex
 	ticks := map[string]time.Time{} // job id -> its tick

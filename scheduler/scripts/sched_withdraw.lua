@@ -22,6 +22,8 @@
 -- ARGV[4]  the tick's run-at (unix ms)
 -- ARGV[5]  drop | rewind
 -- ARGV[6]  the mark's TTL (ms)
+-- ARGV[7]  the score it waits at in the scheduled set (the run-at plus the
+--          release fallback, sched_release.lua)
 -- Returns: 1 the job was withdrawn, 0 it was not waiting (any more).
 local now = bn_num(ARGV[1], 'now')
 local id = bn_str(ARGV[2], 'job id')
@@ -29,6 +31,7 @@ local tick = bn_num(ARGV[3], 'tick')
 local run_at = bn_num(ARGV[4], 'run-at')
 local mode = ARGV[5]
 local ttl = bn_num(ARGV[6], 'mark ttl')
+local score = bn_num(ARGV[7], 'score')
 if mode ~= 'drop' and mode ~= 'rewind' then error('bananas: withdraw must drop or rewind') end
 bn_need_type(KEYS[3], 'zset', 'scheduled set')
 if not bn_type(KEYS[1], 'string') then error('bananas: tick mark ' .. KEYS[1] .. ' is not a string') end
@@ -40,7 +43,7 @@ if mark then mark = tonumber(mark) else mark = nil end
 
 local at = redis.call('ZSCORE', KEYS[3], id)
 local out = 0
-if at and tonumber(at) == run_at and run_at > now then
+if at and tonumber(at) == score and run_at > now then
   redis.call('ZREM', KEYS[3], id)
   redis.call('DEL', KEYS[2])
   out = 1
