@@ -140,7 +140,7 @@ func (r *ScheduleRunner) readKnown(ctx context.Context, ids []string) ([]*Schedu
 // script calls of at most chunk schedules each, one bucket's (or, for the
 // enqueues, one route's) per call, parallel calls at a time.
 const (
-	lookahead = time.Second
+	lookahead = Ahead + 400*time.Millisecond
 	readLimit = 2000
 	chunk     = 1000
 	parallel  = 16
@@ -154,7 +154,7 @@ const (
 // other policies decide at the tick (they look at the last job's status),
 // so they are claimed at it. A pause or a delete within Ahead of a tick
 // withdraws the job written ahead (Schedules.Pause, Schedules.Delete).
-const Ahead = 500 * time.Millisecond
+const Ahead = 800 * time.Millisecond
 
 // ReleaseFallback is how long after its run-at a job written ahead (see
 // Ahead) waits in the scheduled set: its runner makes it ready at the run-at
