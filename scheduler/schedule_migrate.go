@@ -65,13 +65,20 @@ func (s *Schedules) Migrate(ctx context.Context) (int, error) {
 				}
 				moved += n
 			}
-			// Retry-safe: a second run finds nothing to remove.
-			gone, err := lua().forget.Run(ctx, rdb, []string{s.legacyKey(id), s.legacyIndexKey()}, id, m["updated"], m["next"]).Int()
+			// Retry-safe: a second run finds nothing to remove. The old index
+			// is in another slot than the record (on a cluster), so its entry
+			// goes after, on its own: a process that dies in between leaves
+			// an entry without a record, which the next run drops.
+			gone, err := lua().forget.Run(ctx, rdb, []string{s.legacyKey(id)}, m["updated"], m["next"]).Int()
 			if err != nil {
 				return moved, fmt.Errorf("remove the old record of schedule %s: %w", id, err)
 			}
 			if gone == 0 {
 				skip++
+				continue
+			}
+			if err := rdb.ZRem(ctx, s.legacyIndexKey(), id).Err(); err != nil {
+				return moved, fmt.Errorf("remove schedule %s from the old index: %w", id, err)
 			}
 		}
 	}
