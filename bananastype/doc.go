@@ -4,8 +4,8 @@
 // (JobPage, HistoryPage), a job's end (JobEnd, what hooks, metrics and
 // workflows are told), a workflow and a page of workflows (Workflow,
 // WorkflowPage; their statuses WorkflowStatuses), a route's depths and
-// state (Route), a cron entry of the code with its state (CronEntry), a
-// schedule made at run time (Schedule, its overlap policy Overlap), and
+// state (Route), a schedule with its state, made at run time or a cron
+// entry of the code (Schedule, its overlap policy Overlap), and
 // how times are written in JSON (Time). The status words of a job and the
 // enum of how a run ended are package queue's (queue.Status,
 // queue.Ending), the lowest layer that records them.

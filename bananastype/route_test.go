@@ -45,20 +45,23 @@ func TestRoute_JSONIsTheOneShapeAndReadsBack(t *testing.T) {
 	}
 }
 
-// A cron entry's JSON: times null until the entry ran (or is due), no tz
-// for the default zone; it reads back into the same entry.
-func TestCronEntry_JSONIsTheOneShapeAndReadsBack(t *testing.T) {
+// A cron entry of the code is a Schedule (Source code) in the one JSON
+// shape of a schedule: times null until the entry ran (or is due), no tz
+// for the default zone, its spec under "cron", its last error; it reads
+// back into the same schedule.
+func TestSchedule_ACronEntryOfTheCodeIsTheOneShapeAndReadsBack(t *testing.T) {
 	next := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
-	c := bananastype.CronEntry{Name: "nightly", Route: "reports", Priority: queue.Low, Spec: "@daily", NextRun: next, RunCount: 3, LastJob: "J1.reports", LastError: "boom"}
+	c := bananastype.Schedule{ID: "nightly", Source: bananastype.SourceCode, Name: "nightly", Route: "reports", Priority: queue.Low,
+		Spec: "@daily", Overlap: bananastype.OverlapAllow, NextRun: next, RunCount: 3, LastJob: "J1.reports", LastError: "boom"}
 	b := mustJSON(t, c)
 	m := decodeJSON(t, b)
-	for key, want := range map[string]any{"name": "nightly", "priority": "low", "spec": "@daily", "last_run": nil,
-		"next_run": "2026-11-28T00:00:00Z", "run_count": 3.0, "last_job": "J1.reports", "last_error": "boom", "tz": nil} {
+	for key, want := range map[string]any{"id": "nightly", "source": "code", "name": "nightly", "priority": "low", "cron": "@daily",
+		"last_run": nil, "next_run": "2026-11-28T00:00:00Z", "run_count": 3.0, "last_job": "J1.reports", "last_error": "boom", "tz": nil} {
 		if !reflect.DeepEqual(m[key], want) {
 			t.Errorf("%s = %#v; want %#v (in %s)", key, m[key], want, b)
 		}
 	}
-	var back bananastype.CronEntry
+	var back bananastype.Schedule
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,10 @@ const (
 )
 
 // Schedule is a schedule with its state: one made at run time, or a cron
-// entry of the code (Source "code", its ID the task's name). Client.Schedules
-// returns them.
+// entry of the code (Source "code", its ID the task's name). It is the one
+// type of a schedule: Client.Schedules and Worker.CronStatus return it,
+// and `app schedules list`, `cron list`, GET /api/v1/schedules, GET
+// /api/v1/cron and the dashboard show it, in one JSON shape.
 type Schedule struct {
 	ID       string
 	Source   string // SourceData or SourceCode
@@ -69,6 +71,9 @@ type Schedule struct {
 	Registered bool
 	RunCount   int64 // ticks whose job was enqueued
 	Skipped    int64 // ticks skipped by the overlap policy
+	// LastError is, for a cron entry of the code, the scheduler's last
+	// error, or else the failure of its last job.
+	LastError string
 }
 
 func (s Schedule) MarshalJSON() ([]byte, error) { return json.Marshal(s.wire()) }
@@ -99,13 +104,15 @@ type scheduleWire struct {
 	Reg       bool            `json:"registered"`
 	RunCount  int64           `json:"run_count"`
 	Skipped   int64           `json:"skipped"`
+	LastError string          `json:"last_error,omitempty"`
 }
 
 func (s Schedule) wire() scheduleWire {
 	return scheduleWire{ID: s.ID, Source: s.Source, Name: s.Name, Route: s.Route, Priority: s.Priority, Args: s.Args,
 		Spec: s.Spec, TZ: s.TZ, JitterMS: s.Jitter.Milliseconds(), Overlap: s.Overlap, CatchUpMS: s.CatchUp.Milliseconds(),
 		Start: Time(s.Start), End: Time(s.End), Paused: s.Paused, NextRun: Time(s.NextRun), LastRun: Time(s.LastRun),
-		LastJob: s.LastJob, LastStat: s.LastJobStatus, Unreg: s.Unregistered, Reg: s.Registered, RunCount: s.RunCount, Skipped: s.Skipped}
+		LastJob: s.LastJob, LastStat: s.LastJobStatus, Unreg: s.Unregistered, Reg: s.Registered, RunCount: s.RunCount, Skipped: s.Skipped,
+		LastError: s.LastError}
 }
 
 // UnmarshalJSON reads the schedule as MarshalJSON writes it.
@@ -118,6 +125,7 @@ func (s *Schedule) UnmarshalJSON(data []byte) error {
 		Spec: w.Spec, TZ: w.TZ, Jitter: time.Duration(w.JitterMS) * time.Millisecond, Overlap: w.Overlap,
 		CatchUp: time.Duration(w.CatchUpMS) * time.Millisecond, Start: time.Time(w.Start), End: time.Time(w.End),
 		Paused: w.Paused, NextRun: time.Time(w.NextRun), LastRun: time.Time(w.LastRun), LastJob: w.LastJob,
-		LastJobStatus: w.LastStat, Unregistered: w.Unreg, Registered: w.Reg, RunCount: w.RunCount, Skipped: w.Skipped}
+		LastJobStatus: w.LastStat, Unregistered: w.Unreg, Registered: w.Reg, RunCount: w.RunCount, Skipped: w.Skipped,
+		LastError: w.LastError}
 	return nil
 }

@@ -53,7 +53,7 @@ func mustZone(t *testing.T, name string) *time.Location {
 // cronFires runs the scheduler of the cron example with env until its
 // every-2s entry has fired, as `cron list --json` shows, and returns the
 // entries that showed it.
-func cronFires(t *testing.T, env map[string]string) []bananastype.CronEntry {
+func cronFires(t *testing.T, env map[string]string) []bananastype.Schedule {
 	t.Helper()
 	getenv := func(k string) string { return env[k] }
 	run := func(ctx context.Context, args ...string) (int, string, string) {
@@ -70,7 +70,7 @@ func cronFires(t *testing.T, env map[string]string) []bananastype.CronEntry {
 			t.Errorf("scheduler exited %d", code)
 		}
 	}()
-	var entries []bananastype.CronEntry
+	var entries []bananastype.Schedule
 	waitFor(t, 15*time.Second, "the @every 2s entry to fire", func() bool {
 		code, out, errOut := run(context.Background(), "cron", "list", "--json")
 		if code != 0 {

@@ -27,7 +27,8 @@ func Schedule[A, R any](w *Worker, t *Task[A, R], spec, tz string) {
 	}
 	cfg.unsharded = true
 	w.cron = append(w.cron, cronEntry{
-		CronEntry: bananastype.CronEntry{Name: t.name, Route: cfg.route, Priority: cfg.priority, Spec: spec, TZ: tz},
+		Schedule: bananastype.Schedule{ID: t.name, Source: bananastype.SourceCode, Name: t.name, Route: cfg.route,
+			Priority: cfg.priority, Spec: spec, TZ: tz, Overlap: bananastype.OverlapAllow},
 		job: func(c *Client, tick time.Time) (queue.NewJob, error) {
 			var zero A
 			return t.newJob(c, cfg, zero, tick, time.Time{})
@@ -35,26 +36,37 @@ func Schedule[A, R any](w *Worker, t *Task[A, R], spec, tz string) {
 	})
 }
 
-// CronEntries returns the cron entries registered on w, as CronStatus
-// does without reading their state (LastRun, NextRun, ... left zero).
-func (w *Worker) CronEntries() []bananastype.CronEntry {
-	out := make([]bananastype.CronEntry, len(w.cron))
+// CronEntries returns the cron entries registered on w as schedules
+// (Source code), as CronStatus does without reading their state (LastRun,
+// NextRun, ... left zero).
+func (w *Worker) CronEntries() []bananastype.Schedule {
+	out := make([]bananastype.Schedule, len(w.cron))
 	for i, e := range w.cron {
-		out[i] = e.CronEntry
+		out[i] = e.Schedule
 	}
 	return out
 }
 
-// CronStatus reads the state of every entry registered on w. The last
-// error is the scheduler's, or else the failure of the entry's last job.
-func (w *Worker) CronStatus(ctx context.Context) ([]bananastype.CronEntry, error) {
-	out := make([]bananastype.CronEntry, 0, len(w.cron))
-	for _, e := range w.cron {
+// CronStatus reads the state of every entry registered on w, each a
+// schedule of Source code (paused or not included). The last error is the
+// scheduler's, or else the failure of the entry's last job.
+func (w *Worker) CronStatus(ctx context.Context) ([]bananastype.Schedule, error) {
+	refs := make([]scheduler.CronRef, len(w.cron))
+	for i, e := range w.cron {
+		refs[i] = scheduler.CronRef{Name: e.Name, Route: e.Route}
+	}
+	paused, err := scheduler.CronPaused(ctx, w.c.q, refs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bananastype.Schedule, 0, len(w.cron))
+	for i, e := range w.cron {
 		st, err := w.c.q.CronState(ctx, e.Route, e.Name)
 		if err != nil {
 			return nil, err
 		}
-		cs := e.CronEntry
+		cs := e.Schedule
+		cs.Paused = paused[i]
 		cs.LastRun, cs.NextRun, cs.RunCount, cs.LastJob, cs.LastError = st.LastRun, st.NextRun, st.RunCount, st.LastJob, st.LastError
 		if now := w.c.q.Now(); cs.NextRun.IsZero() || cs.NextRun.Before(now) {
 			cs.NextRun, _ = scheduler.NextRun(e.Spec, e.TZ, now)

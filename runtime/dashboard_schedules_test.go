@@ -39,8 +39,31 @@ func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
 
 	run(t, ctx, "open the schedules", chromedp.Navigate(url+"/schedules"), chromedp.WaitVisible(chromedp.CSS("#pause-yearly-acme")))
 	shoot(t, ctx, "schedules")
+	// On a 1280x800 screen every row's actions are on screen: the table
+	// fits its box, no scrolling sideways to reach a row's buttons.
+	onScreen := func(when string, rows ...string) {
+		t.Helper()
+		run(t, ctx, "set a 1280x800 viewport", chromedp.EmulateViewport(1280, 800))
+		for _, row := range rows {
+			off, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+				const out = [];
+				const bs = document.querySelectorAll('#schedule-`+row+` td.actions button');
+				if (bs.length === 0) return 'no action buttons';
+				for (const b of bs) {
+					const r = b.getBoundingClientRect();
+					if (r.left < 0 || r.right > window.innerWidth || r.width === 0) out.push(b.textContent.trim() + ' at ' + Math.round(r.left) + '..' + Math.round(r.right) + ' of ' + window.innerWidth);
+				}
+				return out.join('; ');
+			})()`))
+			if err != nil || off != "" {
+				t.Errorf("%s: row %s at 1280x800: buttons off screen: %s, %v", when, row, off, err)
+			}
+		}
+	}
+	onScreen("before any run", "yearly-acme", "t_tick", "yearly-nobody")
 	for css, want := range map[string]string{
-		"#schedule-yearly-acme td:nth-child(2)": "data", "#schedule-yearly-acme td:nth-child(3)": "t_echo", "#schedule-yearly-acme td:nth-child(7)": "active",
+		"#schedule-yearly-acme td:nth-child(2)": "data", "#schedule-yearly-acme td:nth-child(3)": "t_echo", "#schedule-yearly-acme td:nth-child(5)": "active",
+		"#schedule-yearly-acme td.spec .tz": "UTC", "#schedule-yearly-acme td.spec .overlap": "skip",
 		"#schedule-t_tick td:nth-child(2)": "code", "#schedule-t_tick td:nth-child(3)": "t_tick",
 	} {
 		if got := strings.TrimSpace(text(t, ctx, css)); got != want {
@@ -57,7 +80,7 @@ func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
 		t.Fatalf("the code's entry offers Delete (%d), %v", n, err)
 	}
 	run(t, ctx, "click Pause of the code's entry", chromedp.Click(chromedp.CSS("#pause-t_tick")), chromedp.WaitVisible(chromedp.CSS("#flash")), chromedp.WaitVisible(chromedp.CSS("#resume-t_tick")))
-	if got := strings.TrimSpace(text(t, ctx, "#schedule-t_tick td:nth-child(7)")); got != "paused" {
+	if got := strings.TrimSpace(text(t, ctx, "#schedule-t_tick td:nth-child(5)")); got != "paused" {
 		t.Fatalf("the code's entry reads %q after Pause; want paused", got)
 	}
 	run(t, ctx, "click Resume of the code's entry", chromedp.Click(chromedp.CSS("#resume-t_tick")), chromedp.WaitVisible(chromedp.CSS("#flash")), chromedp.WaitVisible(chromedp.CSS("#pause-t_tick")))
@@ -82,4 +105,15 @@ func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
 		id = id[:i]
 	}
 	waitFor(t, 20*time.Second, "the job run now to complete", func() bool { return jobStatus(t, c, id) == runtime.StatusCompleted })
+	// With a last run and a last job in a row, it still fits.
+	if err := testtasks.Echo.With(c).Schedule(ctxT(t), "secondly-acme-reports", testtasks.Msg{Text: "acme"}, runtime.Every("@every 1s")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "a tick of the secondly schedule", func() bool {
+		s, err := c.Schedule(ctxT(t), "secondly-acme-reports")
+		return err == nil && s.LastJob != ""
+	})
+	run(t, ctx, "open the schedules again", chromedp.Navigate(url+"/schedules"), chromedp.WaitVisible(chromedp.CSS("#schedule-secondly-acme-reports td.id a")))
+	shoot(t, ctx, "schedules-ran")
+	onScreen("after a tick", "yearly-acme", "t_tick", "yearly-nobody", "secondly-acme-reports")
 }

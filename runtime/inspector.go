@@ -131,7 +131,7 @@ func (in *inspector) ArgsSchemas() (map[string]json.RawMessage, error) {
 	return out, nil
 }
 
-func (in *inspector) Cron(ctx context.Context) ([]bananastype.CronEntry, error) {
+func (in *inspector) Cron(ctx context.Context) ([]bananastype.Schedule, error) {
 	return in.reg.CronStatus(ctx)
 }
 

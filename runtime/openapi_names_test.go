@@ -43,7 +43,7 @@ func TestOpenAPI_ComponentNamesArePascalCaseWithoutGoInternals(t *testing.T) {
 	if len(bad) > 0 {
 		t.Errorf("component names a user would not read as names: %q", bad)
 	}
-	for _, want := range []string{"Job", "JobSummary", "JobPage", "Queue", "Task", "CronEntry", "Worker", "Stats", "StatsPoint", "Error", "Submission"} {
+	for _, want := range []string{"Job", "JobSummary", "JobPage", "Queue", "Task", "Schedule", "Worker", "Stats", "StatsPoint", "Error", "Submission"} {
 		if _, ok := d.Components.Schemas[want]; !ok {
 			t.Errorf("no component %s; the document has %q", want, slices.Sorted(mapsKeys(d.Components.Schemas)))
 		}

@@ -206,9 +206,9 @@ func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, 
 }
 
 // cronEntry is a task enqueued on a schedule, registered by Schedule: its
-// view (bananastype.CronEntry, the state fields left zero) and how to make
-// a tick's job.
+// view (bananastype.Schedule of Source code, the state fields left zero)
+// and how to make a tick's job.
 type cronEntry struct {
-	bananastype.CronEntry
+	bananastype.Schedule
 	job func(c *Client, tick time.Time) (queue.NewJob, error)
 }

@@ -34,7 +34,11 @@
 // on each schedule's last enqueued tick, in the script that writes the
 // job), and the claims marked done. Each step is retry-safe, and a claim
 // left by a runner that died is finished by any other, so each tick is one
-// job however many runners run.
+// job however many runners run. A schedule that allows overlap is handled
+// Ahead of its tick, its job written scheduled and made ready at the tick by
+// the runner (sched_release.lua; by the promoter ReleaseFallback later when
+// the runner died), so that it is on time however many schedules share the
+// tick; a pause or delete before the tick withdraws it.
 //
 // # The lock
 //

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
@@ -35,6 +37,9 @@ type Promoter struct {
 	// swept is when the expiry sweep last ran (Redis's clock).
 	swept time.Time
 }
+
+// promoteParallel is how many routes a promoter's pass promotes at a time.
+const promoteParallel = 8
 
 // ExpirySweep is how often a promoter ends the jobs whose expiry passed
 // where no fetch looks (a paused route, a delayed job due after its
@@ -105,33 +110,44 @@ func (p *Promoter) pass(ctx context.Context, safety time.Duration) time.Time {
 		p.report(ctx, err)
 		return wakeAt
 	}
-	failed := false
+	var failed atomic.Bool
 	sweep := now.Sub(p.swept) >= ExpirySweep || now.Before(p.swept)
 	if sweep {
 		p.swept = now
 	}
+	// Routes are promoted side by side, promoteParallel at a time: the
+	// jobs of many schedules falling due at one tick over several routes
+	// wait on one route's round trips at a time otherwise.
+	sem := make(chan struct{}, promoteParallel)
+	var wg sync.WaitGroup
 	for _, r := range routes {
-		// Expired jobs end first: a delayed job past its expiry is not
-		// promoted, and one waiting on a paused route ends all the same.
-		// Between sweeps a delayed job past its expiry may be promoted: the
-		// fetch that meets it sets it aside and ends it.
-		if sweep {
-			if _, err := p.Queue.Jobs.ExpireDue(ctx, r, now); err != nil {
-				p.report(ctx, err)
-				failed = true
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			// Expired jobs end first: a delayed job past its expiry is not
+			// promoted, and one waiting on a paused route ends all the same.
+			// Between sweeps a delayed job past its expiry may be promoted: the
+			// fetch that meets it sets it aside and ends it.
+			if sweep {
+				if _, err := p.Queue.Jobs.ExpireDue(ctx, r, now); err != nil {
+					p.report(ctx, err)
+					failed.Store(true)
+				}
 			}
-		}
-		if _, err := p.Queue.Jobs.Promote(ctx, r, now); err != nil {
-			p.report(ctx, err)
-			failed = true
-		}
+			if _, err := p.Queue.Jobs.Promote(ctx, r, now); err != nil {
+				p.report(ctx, err)
+				failed.Store(true)
+			}
+		}()
 	}
+	wg.Wait()
 	next, ok, err := p.Queue.Jobs.NextDue(ctx, routes)
 	if err != nil {
 		p.report(ctx, err)
 		return wakeAt
 	}
-	if !failed && p.Outage != nil {
+	if !failed.Load() && p.Outage != nil {
 		p.Outage.OK("")
 	}
 	if ok && next.Before(wakeAt) {

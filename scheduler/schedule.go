@@ -126,6 +126,7 @@ var scriptFS embed.FS
 
 type scheduleScripts struct {
 	put, pause, del, claim, done, fire *redis.Script
+	withdraw, adopt, forget, release   *redis.Script
 	cronPause                          *redis.Script
 }
 
@@ -147,7 +148,8 @@ var lua = sync.OnceValue(func() *scheduleScripts {
 	return &scheduleScripts{
 		put: l.Script("sched_put"), pause: l.Script("sched_pause"), del: l.Script("sched_delete"),
 		claim: l.Script("sched_claim"), done: l.Script("sched_done"), fire: l.Script("sched_fire"),
-		cronPause: l.Script("cron_pause"),
+		cronPause: l.Script("cron_pause"), withdraw: l.Script("sched_withdraw"),
+		adopt: l.Script("sched_adopt"), forget: l.Script("sched_forget"), release: l.Script("sched_release"),
 	}
 })
 
@@ -317,15 +319,18 @@ func (s *Schedules) Delete(ctx context.Context, id string) error {
 	if err := CheckScheduleID(id); err != nil {
 		return err
 	}
-	// Retry-safe: a second run finds nothing to delete.
-	n, err := lua().del.Run(ctx, s.Queue.Client(), []string{s.Key(id), s.indexOf(id)}, id).Int()
+	// Retry-safe: a second run finds nothing to delete (a tick claimed
+	// ahead that the first answer named and a lost reply hid stays
+	// scheduled: the delete answers ErrNoSchedule, as after any delete).
+	res, err := lua().del.Run(ctx, s.Queue.Client(), []string{s.Key(id), s.indexOf(id)}, id, ms(s.Queue.Now())).Result()
 	if err != nil {
 		return fmt.Errorf("delete schedule %s: %w", id, err)
 	}
-	if n == 0 {
+	got, _ := res.([]any)
+	if len(got) == 0 {
 		return fmt.Errorf("schedule %s: %w", id, ErrNoSchedule)
 	}
-	return nil
+	return s.withdraw(ctx, id, got)
 }
 
 // Pause pauses (or, with paused false, resumes) schedule id. A paused
@@ -339,12 +344,16 @@ func (s *Schedules) Pause(ctx context.Context, id string, paused bool, now time.
 		p = 1
 	}
 	// Retry-safe: a second run sets what the first did.
-	n, err := lua().pause.Run(ctx, s.Queue.Client(), []string{s.Key(id), s.indexOf(id)}, p, ms(now), id, parked).Int()
+	res, err := lua().pause.Run(ctx, s.Queue.Client(), []string{s.Key(id), s.indexOf(id)}, p, ms(now), id, parked).Result()
 	if err != nil {
 		return fmt.Errorf("pause schedule %s: %w", id, err)
 	}
-	if n == 0 {
+	got, _ := res.([]any)
+	if len(got) == 0 {
 		return fmt.Errorf("schedule %s: %w", id, ErrNoSchedule)
+	}
+	if err := s.withdraw(ctx, id, got); err != nil {
+		return err
 	}
 	if !paused {
 		sc, err := s.Get(ctx, id)
@@ -352,6 +361,33 @@ func (s *Schedules) Pause(ctx context.Context, id string, paused bool, now time.
 			return err
 		}
 		return s.index(ctx, sc)
+	}
+	return nil
+}
+
+// withdraw withdraws the job of a tick of schedule id claimed ahead, as a
+// pause or a delete answered it ({1, job id, tick, jitter ms, drop|rewind};
+// {1} when there is none), in the job's route's slot.
+func (s *Schedules) withdraw(ctx context.Context, id string, got []any) error {
+	if len(got) < 5 {
+		return nil
+	}
+	job, _ := got[1].(string)
+	tick, err1 := strconv.ParseInt(fmt.Sprint(got[2]), 10, 64)
+	jitter, err2 := strconv.ParseInt(fmt.Sprint(got[3]), 10, 64)
+	mode, _ := got[4].(string)
+	route, ok := queue.RouteOf(job)
+	if err1 != nil || err2 != nil || !ok {
+		return fmt.Errorf("schedule %s is garbage: its tick claimed ahead is %v", id, got[1:])
+	}
+	k := s.Queue.Keys(route)
+	at := time.UnixMilli(tick)
+	runAt := at.Add(JitterOf(id, at, time.Duration(jitter)*time.Millisecond))
+	// Retry-safe: a second run finds the job gone and the mark set.
+	err := lua().withdraw.Run(ctx, s.Queue.Client(), []string{k.ScheduleTick(id), k.Job(job), k.Scheduled()},
+		ms(s.Queue.Now()), job, tick, ms(runAt), mode, tickMarkTTL.Milliseconds(), ms(runAt.Add(ReleaseFallback))).Err()
+	if err != nil {
+		return fmt.Errorf("schedule %s: withdraw the job %s of its tick claimed ahead: %w", id, job, err)
 	}
 	return nil
 }

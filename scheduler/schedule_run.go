@@ -64,6 +64,73 @@ type ScheduleRunner struct {
 	Active func() bool
 
 	specs sync.Map // spec|tz|start|end -> Spec
+	known knownRecords
+}
+
+// knownRecords are the records of allow schedules as this runner's own
+// claims and dones left them, so that a pass reads from Redis only the
+// records it does not know (10,000 schedules ticking every second are
+// otherwise 10,000 records read a second). A record changed by anyone else
+// (a put, a pause, another runner's claim) fails the claim's compare on
+// its next tick and updated time ('stale'), is dropped, and is read again:
+// a known record is never trusted past that compare. Only allow schedules
+// are kept: the other policies plan from the last job, which a run now
+// changes without a compare.
+type knownRecords struct {
+	mu sync.Mutex
+	m  map[string]Schedule
+}
+
+// knownCap bounds the records kept; past it the runner starts over.
+const knownCap = 100_000
+
+func (k *knownRecords) get(id string) (Schedule, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	sc, ok := k.m[id]
+	return sc, ok
+}
+
+func (k *knownRecords) put(sc Schedule) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if sc.Overlap != bananastype.OverlapAllow {
+		delete(k.m, sc.ID)
+		return
+	}
+	if k.m == nil || len(k.m) >= knownCap {
+		k.m = map[string]Schedule{}
+	}
+	k.m[sc.ID] = sc
+}
+
+func (k *knownRecords) drop(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.m, id)
+}
+
+// readKnown is s.read of ids, from the runner's known records where it
+// has them.
+func (r *ScheduleRunner) readKnown(ctx context.Context, ids []string) ([]*Schedule, error) {
+	out := make([]*Schedule, len(ids))
+	var miss []string
+	var at []int
+	for i, id := range ids {
+		if sc, ok := r.known.get(id); ok {
+			out[i] = &sc
+			continue
+		}
+		miss, at = append(miss, id), append(at, i)
+	}
+	got, err := r.Schedules.read(ctx, miss)
+	if err != nil {
+		return nil, err
+	}
+	for j, sc := range got {
+		out[at[j]] = sc
+	}
+	return out, nil
 }
 
 // How a pass reads and handles schedules. It reads, from every bucket's
@@ -73,18 +140,35 @@ type ScheduleRunner struct {
 // script calls of at most chunk schedules each, one bucket's (or, for the
 // enqueues, one route's) per call, parallel calls at a time.
 const (
-	lookahead = 500 * time.Millisecond
+	lookahead = Ahead + 400*time.Millisecond
 	readLimit = 2000
 	chunk     = 1000
 	parallel  = 16
 )
+
+// Ahead is how long before its tick (plus jitter) a schedule whose overlap
+// policy is bananastype.OverlapAllow is claimed and its job written,
+// scheduled to run at the tick: the delayed-job promoter makes it ready
+// then, so the tick's lateness is the promoter's and not that of the
+// claims, enqueues and dones of every schedule due at the same tick. The
+// other policies decide at the tick (they look at the last job's status),
+// so they are claimed at it. A pause or a delete within Ahead of a tick
+// withdraws the job written ahead (Schedules.Pause, Schedules.Delete).
+const Ahead = 800 * time.Millisecond
+
+// ReleaseFallback is how long after its run-at a job written ahead (see
+// Ahead) waits in the scheduled set: its runner makes it ready at the run-at
+// (sched_release.lua, without the promoter's per-job reads), and the
+// promoter moves it only when that runner died first.
+const ReleaseFallback = time.Second
 
 // claimGrace is how long the index holds a schedule whose tick this runner
 // claimed to fire: the runner finishes the tick well within it; when it
 // died, another finds the claim due after it and finishes it.
 const claimGrace = 2 * time.Second
 
-// Run fires due schedules until ctx ends.
+// Run fires due schedules until ctx ends. It first moves the schedules
+// recorded before their buckets into them (Schedules.Migrate).
 func (r *ScheduleRunner) Run(ctx context.Context) {
 	safety := r.Safety
 	if safety <= 0 {
@@ -92,6 +176,7 @@ func (r *ScheduleRunner) Run(ctx context.Context) {
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	migrated := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -101,6 +186,15 @@ func (r *ScheduleRunner) Run(ctx context.Context) {
 		if r.Active != nil && !r.Active() {
 			timer.Reset(safety)
 			continue
+		}
+		if !migrated {
+			// Schedules recorded before their buckets fire once moved; a
+			// failure is tried again on the next pass.
+			if _, err := r.Schedules.Migrate(ctx); err == nil {
+				migrated = true
+			} else if r.OnError != nil && ctx.Err() == nil {
+				r.OnError("", err)
+			}
 		}
 		wake, err := r.Pass(ctx)
 		if r.Outage != nil && ctx.Err() == nil {
@@ -136,7 +230,7 @@ func (r *ScheduleRunner) Pass(ctx context.Context) (time.Time, error) {
 		if len(ids) == 0 {
 			break
 		}
-		scs, err := s.read(ctx, ids)
+		scs, err := r.readKnown(ctx, ids)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -170,7 +264,7 @@ func (r *ScheduleRunner) Pass(ctx context.Context) (time.Time, error) {
 			for n < len(work) && work[n].dueNow() <= ms(now) {
 				n++
 			}
-			failed, err := r.handle(ctx, work[:n], now)
+			failed, err := r.handle(ctx, work[:n], now, true)
 			if err != nil {
 				return time.Time{}, err
 			}
@@ -191,12 +285,22 @@ func (r *ScheduleRunner) dueAgain(ctx context.Context) bool {
 	return err == nil && !first.IsZero() && !first.After(r.Schedules.Queue.Now().Add(lookahead))
 }
 
-// dueNow is when sc is to be handled (unix ms): a claimed tick at once.
+// dueNow is when sc is to be handled (unix ms): a claimed tick at once, a
+// schedule claimed ahead (aheadOf) that long before its tick.
 func (sc Schedule) dueNow() int64 {
 	if sc.Pending != "" {
 		return 0
 	}
-	return sc.due()
+	return sc.due() - aheadOf(sc).Milliseconds()
+}
+
+// aheadOf is how long before its ticks sc is claimed: Ahead for a schedule
+// that allows overlap, else none.
+func aheadOf(sc Schedule) time.Duration {
+	if sc.Overlap == bananastype.OverlapAllow {
+		return Ahead
+	}
+	return 0
 }
 
 // waitUntil sleeps until q's clock reaches t, or ctx ends.
@@ -304,10 +408,10 @@ func (r *ScheduleRunner) Step(ctx context.Context, id string) error {
 			return err
 		}
 		now := s.Queue.Now()
-		if sc.Pending == "" && (sc.Paused || sc.Next.IsZero() || ms(now) < sc.due()) {
+		if sc.Pending == "" && (sc.Paused || sc.Next.IsZero() || ms(now) < sc.dueNow()) {
 			return s.index(ctx, sc)
 		}
-		failed, err := r.handle(ctx, []Schedule{sc}, now)
+		failed, err := r.handle(ctx, []Schedule{sc}, now, false)
 		if err != nil {
 			return err
 		}
@@ -322,12 +426,16 @@ func (r *ScheduleRunner) Step(ctx context.Context, id string) error {
 // finished, the due ticks planned, claimed (one script call per bucket),
 // their jobs enqueued (one call per route) and marked done (one call per
 // bucket). It returns the schedules that failed on their own, and an
-// error only for want of Redis (or ctx's end).
-func (r *ScheduleRunner) handle(ctx context.Context, scs []Schedule, now time.Time) (map[string]error, error) {
+// error only for want of Redis (or ctx's end). With release, the jobs it
+// wrote ahead of their ticks are made ready at their run-ats by a goroutine
+// that lives until then (or ctx's end); without, the promoter moves them
+// ReleaseFallback after.
+func (r *ScheduleRunner) handle(ctx context.Context, scs []Schedule, now time.Time, release bool) (map[string]error, error) {
 	s := r.Schedules
 	failed := map[string]error{}
 	var mu sync.Mutex
 	fail := func(id string, err error) {
+		r.known.drop(id)
 		mu.Lock()
 		failed[id] = err
 		mu.Unlock()
@@ -354,12 +462,18 @@ func (r *ScheduleRunner) handle(ctx context.Context, scs []Schedule, now time.Ti
 	// first jobs are out while later buckets are being claimed; the dones
 	// wait until every enqueue is.
 	var done []Schedule
+	var ahead []releaseItem
 	fire := func(fin []Schedule) error {
-		return r.fireAll(ctx, fin, func(sc Schedule, got any) {
+		return r.fireAll(ctx, fin, func(sc Schedule, got any, rel *releaseItem) {
 			switch got {
 			case int64(1):
 				if r.OnFire != nil {
 					r.OnFire(sc, sc.pendTick, sc.Pending)
+				}
+				if rel != nil {
+					mu.Lock()
+					ahead = append(ahead, *rel)
+					mu.Unlock()
 				}
 				fallthrough
 			case int64(0):
@@ -382,16 +496,21 @@ func (r *ScheduleRunner) handle(ctx context.Context, scs []Schedule, now time.Ti
 				if it.c.what == "skip" && r.OnSkip != nil {
 					r.OnSkip(it.sc, it.c.tick)
 				}
+				sc := it.sc
+				sc.Next = it.c.next
 				if it.c.what == "fire" {
-					sc := it.sc
-					sc.Next, sc.Pending, sc.pendTick = it.c.next, it.c.job, it.c.tick
+					sc.Pending, sc.pendTick = it.c.job, it.c.tick
 					fin = append(fin, sc)
+				} else {
+					r.known.put(sc)
 				}
 			case got == "gone":
+				r.known.drop(it.sc.ID)
 				if err := s.unindex(ctx, it.sc.ID); err != nil {
 					fail(it.sc.ID, err)
 				}
 			case got == "paused", got == "stale", got == "pending": // read again by the next round
+				r.known.drop(it.sc.ID)
 			case strings.HasPrefix(got, "garbage"):
 				fail(it.sc.ID, fmt.Errorf("schedule %s: %s", it.sc.ID, got))
 			default:
@@ -403,7 +522,18 @@ func (r *ScheduleRunner) handle(ctx context.Context, scs []Schedule, now time.Ti
 	if err != nil {
 		return nil, err
 	}
-	if err := s.doneAll(ctx, done, fail); err != nil {
+	if release && len(ahead) > 0 {
+		go r.release(ctx, ahead)
+	}
+	if err := s.doneAll(ctx, done, func(sc Schedule, at time.Time, marked bool) {
+		if !marked {
+			r.known.drop(sc.ID)
+			return
+		}
+		sc.LastJob, sc.LastTick, sc.LastFire, sc.Fired = sc.Pending, sc.pendTick, at, sc.Fired+1
+		sc.Pending, sc.pendTick = "", time.Time{}
+		r.known.put(sc)
+	}, fail); err != nil {
 		return nil, err
 	}
 	return failed, nil
@@ -541,8 +671,8 @@ func (s *Schedules) claimAll(ctx context.Context, items []claimItem, now time.Ti
 
 // fireAll runs sched_fire.lua for the claimed ticks of fin, one call per
 // route and chunk, and tells got of each enqueue's answer (1, 0 or a
-// reason).
-func (r *ScheduleRunner) fireAll(ctx context.Context, fin []Schedule, got func(Schedule, any), fail func(string, error)) error {
+// reason), with, for a job written ahead of its run-at, its release.
+func (r *ScheduleRunner) fireAll(ctx context.Context, fin []Schedule, got func(Schedule, any, *releaseItem), fail func(string, error)) error {
 	q := r.Schedules.Queue
 	var ok []Schedule
 	for _, sc := range fin {
@@ -557,13 +687,20 @@ func (r *ScheduleRunner) fireAll(ctx context.Context, fin []Schedule, got func(S
 		route, _ := queue.RouteOf(g[0].Pending)
 		now := q.Now()
 		k := q.Keys(route)
-		keys := make([]string, 0, 6+2*len(g))
-		keys = append(keys, k.Stats(), k.Series(queue.HourOf(now)), k.Idle(), k.List(queue.High), k.List(queue.Normal), k.List(queue.Low))
-		args := make([]any, 0, 3+7*len(g))
-		args = append(args, ms(now), k.WakeChannel(), tickMarkTTL.Milliseconds())
-		for _, sc := range g {
+		keys := make([]string, 0, 7+2*len(g))
+		keys = append(keys, k.Stats(), k.Series(queue.HourOf(now)), k.Idle(), k.List(queue.High), k.List(queue.Normal), k.List(queue.Low), k.Scheduled())
+		args := make([]any, 0, 4+8*len(g))
+		args = append(args, ms(now), k.WakeChannel(), tickMarkTTL.Milliseconds(), queue.ScheduleChannel(q.Namespace()))
+		rels := make([]*releaseItem, len(g))
+		for i, sc := range g {
 			keys = append(keys, k.ScheduleTick(sc.ID), k.Job(sc.Pending))
-			args = append(args, ms(sc.pendTick), sc.Pending, sc.Name, sc.Envelope, string(sc.Priority), sc.MaxRetries, sc.ID)
+			runAt := sc.pendTick.Add(JitterOf(sc.ID, sc.pendTick, sc.Jitter))
+			score := runAt // at or before now: ready at once
+			if runAt.After(now) {
+				score = runAt.Add(ReleaseFallback)
+				rels[i] = &releaseItem{id: sc.Pending, route: route, prio: sc.Priority, runAt: runAt, score: score}
+			}
+			args = append(args, ms(sc.pendTick), sc.Pending, sc.Name, sc.Envelope, string(sc.Priority), sc.MaxRetries, sc.ID, ms(score))
 		}
 		// Retry-safe: compare-and-set on each tick; a second run finds them enqueued.
 		res, err := lua().fire.Run(ctx, q.Client(), keys, args...).Slice()
@@ -574,15 +711,16 @@ func (r *ScheduleRunner) fireAll(ctx context.Context, fin []Schedule, got func(S
 			return fmt.Errorf("enqueue the jobs of schedules: %d answers for %d jobs", len(res), len(g))
 		}
 		for i, sc := range g {
-			got(sc, res[i])
+			got(sc, res[i], rels[i])
 		}
 		return nil
 	}, fail)
 }
 
 // doneAll runs sched_done.lua for the enqueued ticks of done, one call per
-// bucket and chunk.
-func (s *Schedules) doneAll(ctx context.Context, done []Schedule, fail func(string, error)) error {
+// bucket and chunk, and tells marked of each answer (the claim marked done
+// at the time at, or not found).
+func (s *Schedules) doneAll(ctx context.Context, done []Schedule, marked func(sc Schedule, at time.Time, ok bool), fail func(string, error)) error {
 	groups := groupBy(done, func(sc Schedule) string { return s.indexOf(sc.ID) })
 	now := s.Queue.Now()
 	return each(ctx, groups, func(sc Schedule) string { return sc.ID }, func(g []Schedule) error {
@@ -597,8 +735,12 @@ func (s *Schedules) doneAll(ctx context.Context, done []Schedule, fail func(stri
 			args = append(args, sc.ID, ms(sc.pendTick), sc.Pending, msOrZero(sc.Next), next.due())
 		}
 		// Retry-safe: a second run finds no claim of those ticks.
-		if err := lua().done.Run(ctx, s.Queue.Client(), keys, args...).Err(); err != nil {
+		res, err := lua().done.Run(ctx, s.Queue.Client(), keys, args...).Int64Slice()
+		if err != nil {
 			return fmt.Errorf("mark ticks of schedules done: %w", err)
+		}
+		for i, sc := range g {
+			marked(sc, now, i < len(res) && res[i] == 1)
 		}
 		return nil
 	}, fail)
@@ -651,6 +793,9 @@ func (r *ScheduleRunner) planWith(ctx context.Context, sc Schedule, now time.Tim
 	}
 	if sc.CatchUp == 0 && !latest.IsZero() && now.Sub(latest) <= Late {
 		tick = latest
+	}
+	if due := dueAt(sc.Next); latest.IsZero() && !sc.Next.IsZero() && due.After(now) && !due.After(now.Add(aheadOf(sc))) {
+		tick = sc.Next // not due yet, but claimed ahead
 	}
 	if tick.IsZero() {
 		if latest.IsZero() {
@@ -735,4 +880,49 @@ func (s *Schedules) unindex(ctx context.Context, id string) error {
 		return err
 	}
 	return s.index(ctx, sc)
+}
+
+// releaseItem is a job written ahead of its tick, to be made ready at its
+// run-at (sched_release.lua); score is where it waits in the scheduled set.
+type releaseItem struct {
+	id, route    string
+	prio         queue.Priority
+	runAt, score time.Time
+}
+
+// release makes the jobs of items ready at their run-ats, one call per
+// route for the jobs due together, until all are released or ctx ends. A
+// call that fails leaves its jobs to the promoter (ReleaseFallback).
+func (r *ScheduleRunner) release(ctx context.Context, items []releaseItem) {
+	q := r.Schedules.Queue
+	slices.SortFunc(items, func(a, b releaseItem) int { return a.runAt.Compare(b.runAt) })
+	for len(items) > 0 {
+		if err := waitUntil(ctx, q, items[0].runAt); err != nil {
+			return
+		}
+		now := q.Now()
+		n := 0
+		for n < len(items) && !items[n].runAt.After(now) {
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		groups := groupBy(items[:n], func(it releaseItem) string { return it.route })
+		_ = each(ctx, groups, func(it releaseItem) string { return it.id }, func(g []releaseItem) error {
+			k := q.Keys(g[0].route)
+			args := make([]any, 0, 2+4*len(g))
+			args = append(args, ms(now), k.WakeChannel())
+			for _, it := range g {
+				args = append(args, it.id, ms(it.runAt), ms(it.score), string(it.prio))
+			}
+			// Retry-safe: a second run finds the jobs gone from the scheduled set.
+			return lua().release.Run(ctx, q.Client(), []string{k.Scheduled(), k.List(queue.High), k.List(queue.Normal), k.List(queue.Low), k.Idle()}, args...).Err()
+		}, func(id string, err error) {
+			if r.OnError != nil && ctx.Err() == nil {
+				r.OnError("", fmt.Errorf("make the job %s of a tick ready (the promoter will): %w", id, err))
+			}
+		})
+		items = items[n:]
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,13 +42,20 @@ func runRunner(t *testing.T, r *scheduler.ScheduleRunner) (stop func()) {
 	return stop
 }
 
+// readyIDs are the tick jobs on route: those ready, then those written
+// ahead of their tick (an allow schedule's, scheduled to run at the tick),
+// by tick.
 func readyIDs(t *testing.T, q *queue.Queue, route string) []string {
 	t.Helper()
 	ids, err := q.Client().LRange(context.Background(), q.Keys(route).List(queue.Normal), 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ids
+	ahead, err := q.Client().ZRange(context.Background(), q.Keys(route).Scheduled(), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(ids, ahead...)
 }
 
 func get(t *testing.T, s *scheduler.Schedules, id string) scheduler.Schedule {
@@ -64,6 +72,7 @@ func get(t *testing.T, s *scheduler.Schedules, id string) scheduler.Schedule {
 func checkOnePerTick(t *testing.T, q *queue.Queue, s *scheduler.Schedules, id, route string) []string {
 	t.Helper()
 	ids := readyIDs(t, q, route)
+	slices.Sort(ids) // by tick: a tick job's id is a ULID of its tick
 	sc := get(t, s, id)
 	if int64(len(ids)) != sc.Fired {
 		t.Fatalf("%d jobs on route %s for %d fired ticks: %v", len(ids), route, sc.Fired, ids)
@@ -167,7 +176,7 @@ func TestSchedules_AClaimLeftByAKilledRunnerIsFinishedOnce(t *testing.T) {
 		// The job ran and left nothing (a task that keeps no record), and a
 		// runner that claimed the tick again is finished: the route's mark
 		// of the tick, not the job's record, keeps it one job.
-		if err := q.Client().Del(ctx, q.Keys("r").List(queue.Normal), q.Keys("r").Job(job)).Err(); err != nil {
+		if err := q.Client().Del(ctx, q.Keys("r").List(queue.Normal), q.Keys("r").Scheduled(), q.Keys("r").Job(job)).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := q.Client().HSet(ctx, s.Key("left"), "pend_tick", sc.Next.UnixMilli(), "pend_job", job).Err(); err != nil {
@@ -530,7 +539,7 @@ func TestSchedules_AfterAnOutageOnlyTicksInsideCatchUpRunOnceOldestFirst(t *test
 			var ticks []time.Time
 			for k := 0; k <= 61; k++ {
 				tick := missed.Add(time.Duration(k) * time.Second)
-				if tick.After(now) {
+				if tick.After(now.Add(scheduler.Ahead)) { // claimed ahead: scheduled to run at its tick
 					break
 				}
 				for _, j := range ids {

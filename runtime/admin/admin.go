@@ -82,7 +82,7 @@ type Admin interface {
 
 	// Tasks are the registered tasks, sorted by name.
 	Tasks() []Task
-	Cron(ctx context.Context) ([]bananastype.CronEntry, error)
+	Cron(ctx context.Context) ([]bananastype.Schedule, error)
 	// RunCron enqueues one job of cron entry name now, its schedule left
 	// alone, and returns the job's id.
 	RunCron(ctx context.Context, name string) (string, error)

@@ -208,9 +208,14 @@ func (in *Inspector) Replay(ctx context.Context, id string) error {
 // Workers lists the live workers, from their heartbeats.
 func (in *Inspector) Workers(ctx context.Context) ([]Worker, error) { return in.rt.Workers(ctx) }
 
-// Cron reads the state of every registered cron entry.
-func (in *Inspector) Cron(ctx context.Context) ([]bananastype.CronEntry, error) {
-	return in.rt.Cron(ctx)
+// Cron reads the state of every registered cron entry: each a schedule of
+// Source code, described as Schedules describes it.
+func (in *Inspector) Cron(ctx context.Context) ([]bananastype.Schedule, error) {
+	out, err := in.rt.Cron(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return out, in.describeSchedules(ctx, out)
 }
 
 // routesOr is route alone (with its shards) when it is set, else every

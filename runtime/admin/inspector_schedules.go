@@ -29,27 +29,10 @@ func (in *Inspector) codeEntry(id, action string) error {
 	return fmt.Errorf("%w: %s is a //bananas:cron entry, changed in code and not by %s (pause or resume it instead)", ErrCodeSchedule, id, action)
 }
 
-// codeSchedules are the program's cron entries as schedules (Source code),
-// each with whether it is paused.
+// codeSchedules are the program's cron entries (Source code), each with
+// whether it is paused.
 func (in *Inspector) codeSchedules(ctx context.Context) ([]bananastype.Schedule, error) {
-	cron, err := in.rt.Cron(ctx)
-	if err != nil {
-		return nil, err
-	}
-	refs := make([]scheduler.CronRef, len(cron))
-	for i, e := range cron {
-		refs[i] = scheduler.CronRef{Name: e.Name, Route: e.Route}
-	}
-	paused, err := scheduler.CronPaused(ctx, in.q, refs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]bananastype.Schedule, 0, len(cron))
-	for i, e := range cron {
-		out = append(out, bananastype.Schedule{ID: e.Name, Source: bananastype.SourceCode, Name: e.Name, Route: e.Route,
-			Priority: e.Priority, Spec: e.Spec, TZ: e.TZ, Paused: paused[i], NextRun: e.NextRun, LastRun: e.LastRun, LastJob: e.LastJob, RunCount: e.RunCount})
-	}
-	return out, nil
+	return in.rt.Cron(ctx)
 }
 
 // codeSchedule is the program's cron entry id as a schedule, false when

@@ -31,7 +31,7 @@ type Runtime interface {
 	// Cron reads the state of every registered cron entry. CronJob builds
 	// the job a tick of entry name at now enqueues, or an error matching
 	// ErrUnknownCron that lists the entries.
-	Cron(ctx context.Context) ([]bananastype.CronEntry, error)
+	Cron(ctx context.Context) ([]bananastype.Schedule, error)
 	CronJob(name string, now time.Time) (CronJob, error)
 
 	// Enqueue checks s (its route, priority, delay, task and args, through

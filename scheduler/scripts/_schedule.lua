@@ -54,3 +54,18 @@ local function sc_index(key)
   bn_need_type(key, 'zset', 'schedules index')
   return key
 end
+
+-- sc_ahead returns the job and tick of record r claimed ahead of its time
+-- (the tick still to come at now) and how a pause treats it: 'drop' while
+-- the claim is unfinished, 'rewind' once done; nil when there is none.
+local function sc_ahead(r, now)
+  local pt = tonumber(r['pend_tick'] or '')
+  if r['pend_job'] and r['pend_job'] ~= '' and pt and pt > now then
+    return r['pend_job'], pt, 'drop'
+  end
+  local lt = tonumber(r['last_tick'] or '')
+  if r['last_job'] and r['last_job'] ~= '' and lt and lt > now then
+    return r['last_job'], lt, 'rewind'
+  end
+  return nil
+end

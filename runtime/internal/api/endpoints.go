@@ -320,7 +320,7 @@ var endpoints = []endpoint{
 		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "Replayed.", Type: replayedCount{}}, badRequest}},
 		(*server).replayDead},
 	{openapi.Endpoint{Method: "GET", Path: "/api/v1/cron", ID: "listCron", Tag: "cron", Summary: "The cron entries, their last and next runs.",
-		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The cron entries.", Type: bananastype.CronEntry{}, List: true, Name: "CronEntry"}}},
+		Responses: []openapi.Response{{Status: http.StatusOK, Desc: "The cron entries.", Type: bananastype.Schedule{}, List: true, Name: "Schedule"}}},
 		(*server).cron},
 	{openapi.Endpoint{Method: "POST", Path: "/api/v1/cron/{name}/run", ID: "runCron", Tag: "cron", Role: access.Operate, Action: true,
 		Summary:    "Run a cron entry now: enqueue one job of its task (zero args, its route and priority); its schedule is left as it is.",

@@ -149,7 +149,7 @@ func (f *fakeAdmin) SetShards(_ context.Context, route string, n int) error {
 	return f.err
 }
 func (f *fakeAdmin) Tasks() []admin.Task { return []admin.Task{{Name: "t"}} }
-func (f *fakeAdmin) Cron(context.Context) ([]bananastype.CronEntry, error) {
+func (f *fakeAdmin) Cron(context.Context) ([]bananastype.Schedule, error) {
 	return nil, f.err
 }
 func (f *fakeAdmin) RunCron(context.Context, string) (string, error) { return "j2", f.err }

@@ -500,7 +500,7 @@ var cmdQueues = listCommand("[--json]: jobs per route in each place, whether it 
 
 var cronList = listCommand("cron list [--json]",
 	[]string{"NAME", "SPEC", "TZ", "ROUTE", "LAST RUN", "NEXT RUN", "RUNS", "LAST ERROR"},
-	static(admin.Admin.Cron, func(s bananastype.CronEntry) []string {
+	static(admin.Admin.Cron, func(s bananastype.Schedule) []string {
 		return []string{s.Name, s.Spec, orDash(s.TZ), s.Route, stamp(s.LastRun), stamp(s.NextRun), fmt.Sprint(s.RunCount), orDash(firstLine(s.LastError))}
 	}))
 

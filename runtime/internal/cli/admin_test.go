@@ -298,7 +298,7 @@ func TestQueues_TableSaysPausedAndRoutesNoWorkerTakes(t *testing.T) {
 
 func TestCron_ListsTheEntriesAndRunsOne(t *testing.T) {
 	next := time.Date(2026, 1, 3, 2, 0, 0, 0, time.UTC)
-	f := &fakeAdmin{id: "01JCRON.reports", cron: []bananastype.CronEntry{
+	f := &fakeAdmin{id: "01JCRON.reports", cron: []bananastype.Schedule{
 		{Name: "nightly_report", Spec: "0 2 * * *", Route: "reports", NextRun: next, LastError: "smtp down\nstack"},
 	}}
 	want := "NAME            SPEC       TZ  ROUTE    LAST RUN  NEXT RUN              RUNS  LAST ERROR\n" +

@@ -36,7 +36,7 @@ type fakeAdmin struct {
 
 	tasks   []admin.Task
 	routes  []bananastype.Route
-	cron    []bananastype.CronEntry
+	cron    []bananastype.Schedule
 	workers []admin.Worker
 	shards  int // Shards' answer, set by SetShards
 
@@ -140,7 +140,7 @@ func (f *fakeAdmin) Tasks() []admin.Task { return f.tasks }
 func (f *fakeAdmin) Routes(context.Context) ([]bananastype.Route, error) {
 	return f.routes, f.errs["Routes"]
 }
-func (f *fakeAdmin) Cron(context.Context) ([]bananastype.CronEntry, error) {
+func (f *fakeAdmin) Cron(context.Context) ([]bananastype.Schedule, error) {
 	return f.cron, f.errs["Cron"]
 }
 func (f *fakeAdmin) Workers(context.Context) ([]admin.Worker, error) {
