@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -78,26 +77,13 @@ func (js Jobs) batchAckCall(route string, ends []BatchEnd, now time.Time) (keys 
 	// The completed runs' waits (first runs only: a retry's wait is its
 	// backoff) and run times, summed into the stats series' buckets as
 	// ackCall sums them.
-	var waits, runs [SeriesBuckets]int
+	var times timeBuckets
 	for _, e := range ends {
-		if e.Failure != nil {
-			continue
-		}
-		started := e.D.StartedAt()
-		if e.D.Attempts == 0 && !e.D.CreatedAt.IsZero() {
-			waits[SeriesBucket(started.Sub(e.D.CreatedAt))]++
-		}
-		runs[SeriesBucket(e.Finished.Sub(started))]++
-	}
-	var buckets []any
-	for i := range SeriesBuckets {
-		if waits[i] > 0 {
-			buckets = append(buckets, "w"+strconv.Itoa(i), waits[i])
-		}
-		if runs[i] > 0 {
-			buckets = append(buckets, "t"+strconv.Itoa(i), runs[i])
+		if e.Failure == nil {
+			times.add(e.D, e.Finished)
 		}
 	}
+	buckets := times.args()
 	args = make([]any, 0, 5+len(buckets)+9*len(ends))
 	args = append(args, resultChannelPrefix(js.q.ns), onlyHeard, ms(now), ScheduleChannel(js.q.ns), len(buckets)/2)
 	args = append(args, buckets...)

@@ -120,23 +120,11 @@ func (js Jobs) ackCall(route string, reqs []ackReq) (keys []string, args []any) 
 	// counts per call, not two per job: the wait of a first run (a retry's
 	// wait is its backoff, not a backlog), and the run time. A stale ack's
 	// times count too; stale acks are rare, and the buckets are for charts.
-	var waits, runs [SeriesBuckets]int
+	var times timeBuckets
 	for _, r := range reqs {
-		started := r.d.StartedAt()
-		if r.d.Attempts == 0 && !r.d.CreatedAt.IsZero() {
-			waits[SeriesBucket(started.Sub(r.d.CreatedAt))]++
-		}
-		runs[SeriesBucket(r.finished.Sub(started))]++
+		times.add(r.d, r.finished)
 	}
-	var buckets []any
-	for i := range SeriesBuckets {
-		if waits[i] > 0 {
-			buckets = append(buckets, "w"+strconv.Itoa(i), waits[i])
-		}
-		if runs[i] > 0 {
-			buckets = append(buckets, "t"+strconv.Itoa(i), runs[i])
-		}
-	}
+	buckets := times.args()
 	args = make([]any, 0, 4+len(buckets)+5*len(reqs))
 	args = append(args, resultChannelPrefix(js.q.ns), onlyHeard, ms(now), len(buckets)/2)
 	args = append(args, buckets...)
@@ -274,4 +262,33 @@ func (js Jobs) Renew(ctx context.Context, route string, running []*Dispatch, unt
 		}
 	}
 	return lost, nil
+}
+
+// timeBuckets sums the stats series' time buckets of a call's completions:
+// the wait of a first run (a retry's wait is its backoff, not a backlog)
+// and the run time of each.
+type timeBuckets struct{ waits, runs [SeriesBuckets]int }
+
+// add counts the completion at finished of the run of d.
+func (b *timeBuckets) add(d *Dispatch, finished time.Time) {
+	started := d.StartedAt()
+	if d.Attempts == 0 && !d.CreatedAt.IsZero() {
+		b.waits[SeriesBucket(started.Sub(d.CreatedAt))]++
+	}
+	b.runs[SeriesBucket(finished.Sub(started))]++
+}
+
+// args is the buckets as ack.lua and batch_ack.lua take them: pairs of a
+// field (w<i> a wait, t<i> a run time) and its count, empty buckets left out.
+func (b *timeBuckets) args() []any {
+	var out []any
+	for i := range SeriesBuckets {
+		if b.waits[i] > 0 {
+			out = append(out, "w"+strconv.Itoa(i), b.waits[i])
+		}
+		if b.runs[i] > 0 {
+			out = append(out, "t"+strconv.Itoa(i), b.runs[i])
+		}
+	}
+	return out
 }

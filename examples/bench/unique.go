@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"log"
-	"slices"
 	"strconv"
 	"time"
 
@@ -18,8 +17,8 @@ var uniqueMode = flag.Bool("unique", false, "instead of the scenarios: single en
 // uniqueBench measures what a unique key costs an enqueue: rounds of n
 // single enqueues from `producers` goroutines, plain and unique in turn
 // (each unique job's key its own, so none is a duplicate), and reports the
-// median rate of each and their ratio. A unique job also gets a hash of its
-// own instead of a light payload, so its enqueue carries more writes.
+// median rate of each, their ratio, and the client's and Redis's CPU per
+// job of each: what the key itself costs (a SET NX PX of a new string).
 func uniqueBench(ctx context.Context, c *runtime.Client) {
 	const rounds = 3
 	per := *n / 2
@@ -56,18 +55,12 @@ func uniqueBench(ctx context.Context, c *runtime.Client) {
 			}
 		}
 	}
-	p, u := medianRate(plain), medianRate(unique)
+	p, u := benchkit.Median(plain), benchkit.Median(unique)
 	report("plain_enqueue_jobs_per_s", p)
 	report("unique_enqueue_jobs_per_s", u)
 	report("unique_enqueue_ratio", u/p)
 	for _, kind := range []string{"plain", "unique"} {
-		report("client_cpu_us_per_job_"+kind+"_enqueue", medianRate(cpu[kind][0]))
-		report("redis_cpu_us_per_job_"+kind+"_enqueue", medianRate(cpu[kind][1]))
+		report("client_cpu_us_per_job_"+kind+"_enqueue", benchkit.Median(cpu[kind][0]))
+		report("redis_cpu_us_per_job_"+kind+"_enqueue", benchkit.Median(cpu[kind][1]))
 	}
-}
-
-func medianRate(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -75,6 +75,14 @@ func Quantile(d []time.Duration, q float64) time.Duration {
 	return s[int(q*float64(len(s)-1))]
 }
 
+// Median is the middle of xs (the upper one of an even count): the figure
+// quoted of several runs of a scenario.
+func Median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
 // Ms is d in milliseconds, to the microsecond.
 func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 

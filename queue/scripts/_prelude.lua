@@ -189,6 +189,20 @@ local function bn_sliced(cmd, key, items)
   end
 end
 
+-- bn_drop_ended drops what jobs that ended were, as the acks do: the
+-- leases of ids, the payloads of the light ones, the hashes heavy (job
+-- keys) and the unique keys freed (their keys), in slices of 200.
+local function bn_drop_ended(leases, payloads, ids, light, heavy, freed)
+  bn_sliced('HDEL', leases, ids)
+  if #light > 0 then bn_sliced('HDEL', payloads, light) end
+  for first = 1, #heavy, 200 do
+    redis.call('DEL', unpack(heavy, first, math.min(first + 199, #heavy)))
+  end
+  for first = 1, #freed, 200 do
+    redis.call('DEL', unpack(freed, first, math.min(first + 199, #freed)))
+  end
+end
+
 -- A job enqueued ready to run is "light": it has no hash of its own while it
 -- waits and runs. Its id goes in the ready list and its payload in one field
 -- of the route's payloads hash (route:{r}:payloads, id -> payload), which costs

@@ -122,14 +122,7 @@ if keyed then bn_flow_repair(F) end
 -- a script's commands that may grow memory only until the script's first
 -- write: a call that starts by freeing memory completes whole, so acks go
 -- on draining a full Redis (and free it) instead of failing on the records.
-bn_sliced('HDEL', KEYS[2], done)
-if #light > 0 then bn_sliced('HDEL', KEYS[4], light) end
-for first = 1, #heavy, 200 do
-  redis.call('DEL', unpack(heavy, first, math.min(first + 199, #heavy)))
-end
-for first = 1, #freed, 200 do
-  redis.call('DEL', unpack(freed, first, math.min(first + 199, #freed)))
-end
+bn_drop_ended(KEYS[2], KEYS[4], done, light, heavy, freed)
 local kept = {}
 for _, i in ipairs(records) do
   local a = first_job + 5 * (i - 1)

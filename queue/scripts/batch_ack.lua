@@ -163,14 +163,7 @@ if keyed then bn_flow_repair(F) end
 local settled = {}
 for _, id in ipairs(done) do settled[#settled + 1] = id end
 for _, f in ipairs(failed) do settled[#settled + 1] = ids[f.i] end
-bn_sliced('HDEL', KEYS[2], settled)
-if #light > 0 then bn_sliced('HDEL', KEYS[4], light) end
-for first = 1, #heavy, 200 do
-  redis.call('DEL', unpack(heavy, first, math.min(first + 199, #heavy)))
-end
-for first = 1, #freed, 200 do
-  redis.call('DEL', unpack(freed, first, math.min(first + 199, #freed)))
-end
+bn_drop_ended(KEYS[2], KEYS[4], settled, light, heavy, freed)
 local kept = {}
 for _, i in ipairs(records) do
   local a = first_job + 9 * (i - 1)

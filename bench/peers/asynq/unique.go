@@ -51,18 +51,12 @@ func uniqueScenario(ctx context.Context, rc *redis.Client, client *asynq.Client)
 			cpu[kind] = got
 		}
 	}
-	p, u := median(rates["plain"]), median(rates["unique"])
+	p, u := benchkit.Median(rates["plain"]), benchkit.Median(rates["unique"])
 	report("plain_enqueue_jobs_per_s", p)
 	report("unique_enqueue_jobs_per_s", u)
 	report("unique_enqueue_ratio", u/p)
 	for _, kind := range []string{"plain", "unique"} {
-		report("client_cpu_us_per_job_"+kind+"_enqueue", median(cpu[kind][0]))
-		report("redis_cpu_us_per_job_"+kind+"_enqueue", median(cpu[kind][1]))
+		report("client_cpu_us_per_job_"+kind+"_enqueue", benchkit.Median(cpu[kind][0]))
+		report("redis_cpu_us_per_job_"+kind+"_enqueue", benchkit.Median(cpu[kind][1]))
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
