@@ -39,13 +39,18 @@ func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
 
 	run(t, ctx, "open the schedules", chromedp.Navigate(url+"/schedules"), chromedp.WaitVisible(chromedp.CSS("#pause-yearly-acme")))
 	shoot(t, ctx, "schedules")
-	// On a 1280x800 screen every row's actions are on screen: the table
-	// fits its box, no scrolling sideways to reach a row's buttons.
+	// On a 1280x800 screen, and on a phone's, every row's actions are on
+	// screen: the table fits its box (on a phone, a card per schedule), no
+	// scrolling sideways to reach a row's buttons.
 	onScreen := func(when string, rows ...string) {
 		t.Helper()
-		run(t, ctx, "set a 1280x800 viewport", chromedp.EmulateViewport(1280, 800))
-		for _, row := range rows {
-			off, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		for _, size := range []struct {
+			name string
+			vp   chromedp.Action[chromedp.Void]
+		}{{"390x844", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)}, {"1280x800", chromedp.EmulateViewport(1280, 800)}} {
+			run(t, ctx, "set a "+size.name+" viewport", size.vp)
+			for _, row := range rows {
+				off, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
 				const out = [];
 				const bs = document.querySelectorAll('#schedule-`+row+` td.actions button');
 				if (bs.length === 0) return 'no action buttons';
@@ -55,8 +60,9 @@ func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
 				}
 				return out.join('; ');
 			})()`))
-			if err != nil || off != "" {
-				t.Errorf("%s: row %s at 1280x800: buttons off screen: %s, %v", when, row, off, err)
+				if err != nil || off != "" {
+					t.Errorf("%s: row %s at %s: buttons off screen: %s, %v", when, row, size.name, off, err)
+				}
 			}
 		}
 	}
