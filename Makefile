@@ -87,7 +87,9 @@ demo:
 # enqueues with a unique key against plain ones, in the same run. Tracing (examples/bench/addons
 # -tracing): a drain with otelbananas against without. Schedules
 # (-schedules 10000): one scheduler firing 10,000 schedules that tick every
-# second: ticks/s, tick lateness p50/p99, Redis CPU a second. Where PostgreSQL is
+# second: ticks/s, tick lateness p50/p99, Redis CPU a second. Schedules and
+# durable waits (-waits) run on a real redis-server (scripts/bench-redis.sh:
+# REDIS_URL, else a throwaway one), as their figures are Redis's own. Where PostgreSQL is
 # installed, the task history (bench-history: the drain with it on against
 # off, its lag, its searches over 1M rows), and the outbox (outbox's
 # benchmarks: 100,000 committed rows drained into Redis, in jobs/s, and a
@@ -102,10 +104,10 @@ bench:
 	$(GO) run ./examples/bench -workflow
 	$(GO) run ./examples/bench -batched
 	$(GO) run ./examples/bench -unique
-	$(GO) run ./examples/bench -waits
+	./scripts/bench-redis.sh -waits
 	$(GO) run ./examples/bench -seal -n 20000
 	$(GO) -C examples/bench/addons run . -tracing -runs 9
-	$(GO) run ./examples/bench -schedules 10000
+	./scripts/bench-redis.sh -schedules 10000
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \
 	else echo "# idle workers skipped: -idle needs REDIS_URL (each worker has its own client)"; fi
 	@case "$$REDIS_URL" in *+cluster://*) $(GO) run ./examples/bench -shards 12 -n 20000;; \

@@ -117,7 +117,13 @@ func New(rdb redis.UniversalClient, ns string) (*Queue, error) {
 	// jobs at concurrency 64: 5.3–5.7k round trips in all, against 9.2k with
 	// two ack flushes in flight.
 	q.acks = newCommitter(1, 0, q.Jobs.ackMany)
-	q.enqs = newCommitter(1, enqueueLinger, func(ctx context.Context, g enqGroup, jobs []NewJob) ([]string, error) {
+	// Two enqueue flushes in flight per route and priority: the next batch
+	// goes out while the last one's reply is on its way, so producers spend
+	// less of a round trip waiting. Measured with 16 producers against a
+	// redis-server on 2 idle cores: 105–113k single enqueues a second
+	// against 87–89k with one flush in flight, and unique ones 60–62k
+	// against 52k.
+	q.enqs = newCommitter(2, enqueueLinger, func(ctx context.Context, g enqGroup, jobs []NewJob) ([]string, error) {
 		return q.Jobs.enqueueChunk(ctx, g.route, g.priority, jobs, q.Now())
 	})
 	return q, nil
