@@ -3,14 +3,12 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bananas-go/bananas/queue"
-	"github.com/bananas-go/bananas/runtime/admin"
 	"github.com/bananas-go/bananas/runtime/internal/engine"
 )
 
@@ -68,36 +66,16 @@ func HandleBatch[A, R any](w *Worker, t *Task[A, R], b Batch, fn func(ctx contex
 	if b.Linger == 0 {
 		b.Linger = DefaultLinger
 	}
-	var resultType reflect.Type
 	_, none := any(*new(R)).(None)
-	if !none {
-		resultType = reflect.TypeFor[R]()
-	}
 	bt := &batcher{name: t.name, route: t.Info().Route, size: b.Size, linger: b.Linger, open: map[string]*gathering{},
 		keyed: t.keyBy != nil || t.limits != (queue.Limits{}), keyOf: t.keyOfStored,
 		call: func(ctx context.Context, raws [][]byte) ([]outcome, error) {
 			return callBatch(ctx, t.name, raws, none, fn)
 		}}
 	bt.middleware = func() []BatchMiddleware { return w.batchMiddleware }
-	w.register(&handler{
-		name:     t.name,
-		info:     t.Info,
-		limits:   func() queue.Limits { return t.limits },
-		argsType: reflect.TypeFor[A](), resultType: resultType,
-		enqueueJSON: func(ctx context.Context, c *Client, data []byte, opts []Option) (string, error) {
-			return t.With(c).EnqueueJSON(ctx, data, opts...)
-		},
-		jobJSON: func(c *Client, data []byte, opts []Option, shards map[string]string) (admin.BatchJob, error) {
-			return t.With(c).jobJSON(data, opts, shards)
-		},
-		stepJSON: func(c *Client, args []byte, first bool) (*stepNode, error) {
-			return t.With(c).stepNodeJSON(args, first)
-		},
-		argsJSON:   jsonOf[A],
-		resultJSON: jsonOf[R],
-		run:        bt.submit,
-		batch:      bt,
-	})
+	h := handlerOf(t)
+	h.run, h.batch = bt.submit, bt
+	w.register(h)
 }
 
 // callBatch decodes the args of a batch, calls fn once on those that

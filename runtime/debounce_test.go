@@ -18,6 +18,21 @@ type debounced struct {
 
 var debouncedTask = runtime.NewTask[debounced, runtime.None]("debounced_save")
 
+// debouncedWorker starts a worker of debouncedTask on c whose runs arrive,
+// each stamped with when it ran, on the channel returned.
+func debouncedWorker(t *testing.T, c *runtime.Client) (*runtime.Task[debounced, runtime.None], chan debounced) {
+	task := debouncedTask.With(c)
+	ran := make(chan debounced, 10)
+	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
+	runtime.Handle(w, task, func(ctx context.Context, a debounced) (runtime.None, error) {
+		a.Seen = time.Now()
+		ran <- a
+		return runtime.None{}, nil
+	})
+	startWorker(t, w)
+	return task, ran
+}
+
 // Ten enqueues of one key over 3 s with a debounce of 2 s run once, with
 // the last args, about 2 s after the last enqueue: each enqueue while the
 // job waits gives it its args and moves its start, returning the same id
@@ -25,15 +40,7 @@ var debouncedTask = runtime.NewTask[debounced, runtime.None]("debounced_save")
 func TestDebounce_TenEnqueuesRunOnceWithTheLastArgsAfterTheLast(t *testing.T) {
 	onEveryServer(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
-		task := debouncedTask.With(c)
-		ran := make(chan debounced, 10)
-		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
-		runtime.Handle(w, task, func(ctx context.Context, a debounced) (runtime.None, error) {
-			a.Seen = time.Now()
-			ran <- a
-			return runtime.None{}, nil
-		})
-		startWorker(t, w)
+		task, ran := debouncedWorker(t, c)
 		opts := []runtime.Option{runtime.Unique(time.Minute), runtime.UniqueBy("Doc"), runtime.Debounce(2 * time.Second)}
 		var first string
 		var last time.Time
@@ -81,15 +88,7 @@ func TestDebounce_TenEnqueuesRunOnceWithTheLastArgsAfterTheLast(t *testing.T) {
 func TestDebounceMax_CapsHowLongEnqueuesPushTheJobBack(t *testing.T) {
 	onEveryServer(t, func(t *testing.T, c *runtime.Client) {
 		ctx := ctxT(t)
-		task := debouncedTask.With(c)
-		ran := make(chan debounced, 10)
-		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
-		runtime.Handle(w, task, func(ctx context.Context, a debounced) (runtime.None, error) {
-			a.Seen = time.Now()
-			ran <- a
-			return runtime.None{}, nil
-		})
-		startWorker(t, w)
+		task, ran := debouncedWorker(t, c)
 		opts := []runtime.Option{runtime.Unique(time.Minute), runtime.UniqueBy("Doc"),
 			runtime.Debounce(time.Second), runtime.DebounceMax(1500 * time.Millisecond)}
 		start := time.Now()

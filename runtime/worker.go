@@ -167,11 +167,34 @@ func (w *Worker) runCron() []scheduler.CronEntry {
 // functions call it once per task; registering a name twice is an error
 // reported by Run.
 func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, error)) {
+	h := handlerOf(t)
+	h.run = func(ctx context.Context, raw []byte) ([]byte, error) {
+		var args A
+		if err := decode(raw, &args); err != nil {
+			return nil, &decodeError{fmt.Errorf("decode args of %s: %w", t.name, err)}
+		}
+		res, err := fn(ctx, args)
+		if err != nil {
+			return nil, err
+		}
+		out, err := encode(res)
+		if err != nil {
+			return nil, &decodeError{fmt.Errorf("encode result of %s: %w", t.name, err)}
+		}
+		return out, nil
+	}
+	w.register(h)
+}
+
+// handlerOf is what a worker knows of task t whatever runs its jobs (one
+// at a time, Handle, or in batches, HandleBatch): its types, limits and
+// the JSON doors of the API; the caller sets how a job runs.
+func handlerOf[A, R any](t *Task[A, R]) *handler {
 	var resultType reflect.Type
 	if _, none := any(*new(R)).(None); !none {
 		resultType = reflect.TypeFor[R]()
 	}
-	w.register(&handler{
+	return &handler{
 		name:     t.name,
 		info:     t.Info,
 		limits:   func() queue.Limits { return t.limits },
@@ -187,22 +210,7 @@ func Handle[A, R any](w *Worker, t *Task[A, R], fn func(context.Context, A) (R, 
 		},
 		argsJSON:   jsonOf[A],
 		resultJSON: jsonOf[R],
-		run: func(ctx context.Context, raw []byte) ([]byte, error) {
-			var args A
-			if err := decode(raw, &args); err != nil {
-				return nil, &decodeError{fmt.Errorf("decode args of %s: %w", t.name, err)}
-			}
-			res, err := fn(ctx, args)
-			if err != nil {
-				return nil, err
-			}
-			out, err := encode(res)
-			if err != nil {
-				return nil, &decodeError{fmt.Errorf("encode result of %s: %w", t.name, err)}
-			}
-			return out, nil
-		},
-	})
+	}
 }
 
 // cronEntry is a task enqueued on a schedule, registered by Schedule: its

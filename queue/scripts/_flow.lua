@@ -554,3 +554,18 @@ local function bn_flow_open(F, leases, want, now)
   local room, next_at = bn_rate_room(rl, rst.tat, now)
   return rl, rst, clamped, math.min(budget, room), next_at
 end
+
+-- bn_flow_route_took records what a fetch took against its route's own
+-- limits: taken jobs (> 0) spend the route's rate, when it has one; a fetch
+-- that took nothing because the route's cap clamped it (clamped) still
+-- writes the route's state back (rst), as bn_flow_open left it.
+local function bn_flow_route_took(F, rl, rst, now, taken, clamped)
+  if taken > 0 then
+    if rl.rate > 0 then
+      bn_rate_take(rl, rst, now, taken)
+      bn_flow_put(F, '#route', rst, now)
+    end
+  elseif clamped then
+    bn_flow_put(F, '#route', rst, now)
+  end
+end

@@ -223,13 +223,8 @@ if #leasing > 0 then
   bn_sliced('HSET', KEYS[2], leasing)
   redis.call('ZADD', KEYS[1], deadline, token)
   redis.call('HSET', KEYS[4], token, taken)
-  if rl.rate > 0 then
-    bn_rate_take(rl, rst, now, taken)
-    bn_flow_put(F, '#route', rst, now)
-  end
-elseif route_clamped then
-  bn_flow_put(F, '#route', rst, now)
 end
+bn_flow_route_took(F, rl, rst, now, #leasing > 0 and taken or 0, route_clamped)
 bn_flow_hold(F, holds)
 if parks > 0 then bn_count(F.stats, 'throttled', parks) end
 if #out > 1 then return out end

@@ -428,13 +428,8 @@ if expiring and taken > 0 then
 end
 if taken > 0 then
   redis.call('HSET', KEYS[4], token, taken)
-  if rl.rate > 0 then
-    bn_rate_take(rl, rst, now, taken)
-    bn_flow_put(F, '#route', rst, now)
-  end
-elseif route_clamped then
-  bn_flow_put(F, '#route', rst, now)
 end
+bn_flow_route_took(F, rl, rst, now, taken, route_clamped)
 if taken < want then
   if waiter ~= '' then bn_idle(KEYS[6], waiter, waiter_until) end
   local next_at = route_next

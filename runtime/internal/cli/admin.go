@@ -57,6 +57,15 @@ func commandNamed(specs []Spec, name string) (Command, bool) {
 }
 
 // noArgs refuses positionals a command does not take.
+// parseNoArgs parses a command's flags, refusing any positional argument.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	return noArgs(pos)
+}
+
 func noArgs(pos []string) error {
 	if len(pos) > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
@@ -436,9 +445,7 @@ func listCommand(usage string, header []string, setup func(fs *flag.FlagSet) lis
 		fs := e.Flags(usage)
 		get := setup(fs)
 		asJSON := fs.Bool("json", false, "print JSON")
-		if pos, err := Parse(fs, args); err != nil {
-			return err
-		} else if err := noArgs(pos); err != nil {
+		if err := parseNoArgs(fs, args); err != nil {
 			return err
 		}
 		c, err := e.open()

@@ -113,9 +113,7 @@ func historyRefusal(err error) error {
 func historyMigrate(e *Env, args []string) error {
 	fs := e.Flags("[--json]: create or migrate the task history's schema (HISTORY_URL); safe to run again")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if pos, err := Parse(fs, args); err != nil {
-		return err
-	} else if err := noArgs(pos); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	c, err := e.open()

@@ -16,9 +16,7 @@ import (
 func cmdOutbox(e *Env, args []string) error {
 	fs := e.Flags("[--json]: the transactional outbox's backlog (OUTBOX_URL): committed jobs no relay has moved into Redis yet, by task, and the oldest's age")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if pos, err := Parse(fs, args); err != nil {
-		return err
-	} else if err := noArgs(pos); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	c, err := e.open()
