@@ -386,18 +386,36 @@ func (js Jobs) load(ctx context.Context, route string, reply []string, until, no
 }
 
 // start frees, with started.lua, the unique keys that the jobs ds hold until
-// their start, one call each; jobs of no such key cost nothing. A failed
-// call leaves the key with its job, which is leased: its end frees it (a
-// completion always does), and so may its next start.
+// their start, all in one pipelined round trip; jobs of no such key cost
+// nothing. A failed call leaves the key with its job, which is leased: its
+// end frees it (a completion always does), and so may its next start.
 func (js Jobs) start(ctx context.Context, k Keys, ds []*Dispatch) {
+	type call struct {
+		keys []string
+		d    *Dispatch
+		cmd  *redis.Cmd
+	}
+	var calls []call
+	pipe := js.q.rdb.Pipeline()
 	for _, d := range ds {
 		if d.uniqueKey == "" || d.uniqueUntil != "s" {
 			continue
 		}
 		keys := []string{k.Leases(), k.Job(d.ID), k.Unique(d.uniqueKey), k.Payloads()}
+		calls = append(calls, call{keys, d, js.q.s.started.EvalSha(ctx, pipe, keys, d.ID, d.Token)})
+	}
+	if len(calls) == 0 {
+		return
+	}
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	for _, c := range calls {
 		// Retry-safe: a second run finds the key free or another job's.
-		if err := js.q.s.started.Run(ctx, js.q.rdb, keys, d.ID, d.Token).Err(); err != nil {
-			js.q.warn("bananas: could not free a unique key held until its job started; the job's end frees it", "key", keys[2], "err", err)
+		err := c.cmd.Err()
+		if isNoScript(err) { // the script not loaded yet on this node: once, unpipelined
+			err = js.q.s.started.Run(ctx, js.q.rdb, c.keys, c.d.ID, c.d.Token).Err()
+		}
+		if err != nil {
+			js.q.warn("bananas: could not free a unique key held until its job started; the job's end frees it", "key", c.keys[2], "err", err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -338,5 +339,48 @@ func TestUnique_GarbageUnderAKeyRefusesTheCallAndLeavesNothing(t *testing.T) {
 		}
 		wantPlace(t, q, "r", good.ID, "")
 		wantPlace(t, q, "r", bad.ID, "")
+	})
+}
+
+// roundTrips counts the calls the queue's client sends: a pipeline is one.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { r.n.Add(1); return next(ctx, cmd) }
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
+}
+
+// A fetch of several jobs whose keys are held until they start frees every
+// key in one more round trip, not one per job.
+func TestUnique_AFetchFreesTheKeysHeldUntilStartedInOneRoundTrip(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		trips := &roundTrips{}
+		q.Client().AddHook(trips)
+		fetch := func(keys ...string) int64 {
+			for _, key := range keys {
+				if got := enqueueUnique(t, q, uniqueJob(t, key, queue.UntilStarted), time.Now()); got != "" {
+					t.Fatalf("enqueue %s answered %q", key, got)
+				}
+			}
+			before := trips.n.Load()
+			ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, len(keys), time.Now().Add(time.Minute), time.Now())
+			if err != nil || len(ds) != len(keys) {
+				t.Fatalf("fetch = %d, %v", len(ds), err)
+			}
+			return trips.n.Load() - before
+		}
+		fetch("warm") // the scripts loaded on the server, the route noted
+		if n := fetch("a", "b", "c"); n > 2 {
+			t.Errorf("the fetch of 3 jobs held until started took %d round trips; want the fetch and one for their keys", n)
+		}
+		for _, key := range []string{"a", "b", "c"} {
+			if h := holderOf(t, q, key); h != "" {
+				t.Errorf("key %s still held by %s after its job started", key, h)
+			}
+		}
 	})
 }

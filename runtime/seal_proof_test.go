@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,47 +14,6 @@ import (
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/internal/testtasks"
 )
-
-// namespaceHolds reports the keys of namespace ns whose value — read by
-// type (GET, HGETALL, LRANGE, SMEMBERS, ZRANGE) and by DUMP — holds marker.
-func namespaceHolds(t *testing.T, rdb *redis.Client, ns, marker string) []string {
-	t.Helper()
-	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, ns+":*").Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("KEYS %s:* = %d keys, %v", ns, len(keys), err)
-	}
-	var found []string
-	for _, k := range keys {
-		var values []string
-		dump, err := rdb.Dump(ctx, k).Result()
-		if err != nil {
-			t.Fatalf("DUMP %s: %v", k, err)
-		}
-		values = append(values, dump)
-		switch typ := rdb.Type(ctx, k).Val(); typ {
-		case "string":
-			values = append(values, rdb.Get(ctx, k).Val())
-		case "hash":
-			for f, v := range rdb.HGetAll(ctx, k).Val() {
-				values = append(values, f, v)
-			}
-		case "list":
-			values = append(values, rdb.LRange(ctx, k, 0, -1).Val()...)
-		case "set":
-			values = append(values, rdb.SMembers(ctx, k).Val()...)
-		case "zset":
-			values = append(values, rdb.ZRange(ctx, k, 0, -1).Val()...)
-		}
-		for _, v := range values {
-			if strings.Contains(v, marker) {
-				found = append(found, k)
-				break
-			}
-		}
-	}
-	return found
-}
 
 // rdbDump saves srv's dataset uncompressed and returns the file's bytes.
 func rdbDump(t *testing.T, rdb *redis.Client) []byte {
@@ -122,7 +80,7 @@ func TestSeal_AMarkerNeverAppearsInRedis(t *testing.T) {
 	if _, err := echo.Enqueue(ctx, testtasks.Msg{Text: big}, runtime.Route("nobody")); err != nil {
 		t.Fatal(err)
 	}
-	if found := namespaceHolds(t, rdb, c.Namespace(), marker); len(found) > 0 {
+	if found := scanHolds(t, rdb, c.Namespace(), marker); len(found) > 0 {
 		t.Fatalf("with keys, the marker is in the clear in %v", found)
 	}
 	if dump := rdbDump(t, rdb); bytes.Contains(dump, []byte(marker)) || !bytes.Contains(dump, []byte(c.Namespace())) {
@@ -135,7 +93,7 @@ func TestSeal_AMarkerNeverAppearsInRedis(t *testing.T) {
 	if _, err := testtasks.Echo.With(plain).Enqueue(ctx, testtasks.Msg{Text: control}, runtime.Route("nobody")); err != nil {
 		t.Fatal(err)
 	}
-	if found := namespaceHolds(t, rdb, plain.Namespace(), control); len(found) == 0 {
+	if found := scanHolds(t, rdb, plain.Namespace(), control); len(found) == 0 {
 		t.Fatal("the reads do not find a marker stored without keys: they would miss a leak")
 	}
 	if !bytes.Contains(rdbDump(t, rdb), []byte(control)) {

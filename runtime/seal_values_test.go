@@ -19,7 +19,8 @@ import (
 )
 
 // scanHolds SCANs every key of namespace ns and reports those whose value
-// (by type, and its DUMP) holds secret.
+// — read by type (GET, HGETALL, LRANGE, SMEMBERS, ZRANGE, XRANGE) and by
+// DUMP — holds secret.
 func scanHolds(t *testing.T, rdb *redis.Client, ns, secret string) []string {
 	t.Helper()
 	ctx := context.Background()
