@@ -72,14 +72,7 @@ func TestBatch_ABatchsOutcomesAreRecordedInOneRoundTrip(t *testing.T) {
 		}
 		return out, errs, nil
 	})
-	evs := make([]Ev, 40)
-	for i := range evs {
-		evs[i] = Ev{N: i}
-	}
-	ids, err := task.EnqueueMany(ctx, evs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := enqueueEvs(t, ctx, task, 40, nil)
 	startWorker(t, w)
 	select {
 	case <-allEnded:

@@ -17,6 +17,24 @@ import (
 )
 
 // Ev is the args of the batch tasks under test.
+// enqueueEvs enqueues n events N 0..n-1 in one call, of tenant(i) when
+// tenant is given, and returns their ids.
+func enqueueEvs[R any](t *testing.T, ctx context.Context, task *runtime.Task[Ev, R], n int, tenant func(i int) string) []string {
+	t.Helper()
+	evs := make([]Ev, n)
+	for i := range evs {
+		evs[i] = Ev{N: i}
+		if tenant != nil {
+			evs[i].Tenant = tenant(i)
+		}
+	}
+	ids, err := task.EnqueueMany(ctx, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
 type Ev struct {
 	Tenant string
 	N      int
@@ -63,14 +81,7 @@ func thousandOverTenKeys(t *testing.T, c *runtime.Client) {
 	t.Helper()
 	ctx := ctxT(t)
 	task := byTenant.With(c)
-	evs := make([]Ev, 1000)
-	for i := range evs {
-		evs[i] = Ev{Tenant: fmt.Sprintf("tenant-%d", i%10), N: i}
-	}
-	ids, err := task.EnqueueMany(ctx, evs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := enqueueEvs(t, ctx, task, 1000, func(i int) string { return fmt.Sprintf("tenant-%d", i%10) })
 	var seen calls
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"batch"}, Concurrency: 100}))
 	runtime.HandleBatch(w, task, runtime.Batch{Size: 100, Linger: 200 * time.Millisecond}, func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error) {
@@ -162,14 +173,7 @@ func partialFailure(t *testing.T, c *runtime.Client) {
 			}
 			return out, errs, nil
 		})
-		evs := make([]Ev, 10)
-		for i := range evs {
-			evs[i] = Ev{N: i}
-		}
-		ids, err := task.EnqueueMany(ctx, evs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ids := enqueueEvs(t, ctx, task, 10, nil)
 		startWorker(t, w)
 		for i, id := range ids {
 			got, err := task.Await(ctx, id)
@@ -284,14 +288,7 @@ func TestBatch_MaxRunningHoldsPerKey(t *testing.T) {
 		ctx := ctxT(t)
 		task := runtime.NewTask[Ev, runtime.None]("t_batch_capped", runtime.Route("batchc")).
 			KeyBy(func(e Ev) string { return e.Tenant }).Limit(runtime.TaskLimits{MaxRunning: 2}).With(c)
-		evs := make([]Ev, 20)
-		for i := range evs {
-			evs[i] = Ev{Tenant: fmt.Sprintf("k%d", i%2), N: i}
-		}
-		ids, err := task.EnqueueMany(ctx, evs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ids := enqueueEvs(t, ctx, task, 20, func(i int) string { return fmt.Sprintf("k%d", i%2) })
 		seen := newPerKey()
 		w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{Routes: []string{"batchc"}, Concurrency: 20}))
 		runtime.HandleBatch(w, task, runtime.Batch{Size: 10, Linger: 20 * time.Millisecond}, func(ctx context.Context, evs []Ev) ([]runtime.None, []error, error) {
@@ -377,14 +374,7 @@ func killedMidBatch(t *testing.T, url string) {
 	c := connect(t, url, runtime.WithNamespace(ns))
 	ctx := ctxT(t)
 	task := crashBatch.With(c)
-	evs := make([]Ev, 10)
-	for i := range evs {
-		evs[i] = Ev{Tenant: "t", N: i}
-	}
-	ids, err := task.EnqueueMany(ctx, evs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := enqueueEvs(t, ctx, task, 10, func(i int) string { return "t" })
 	killWorkerWhenItSays(t, url, ns, "started second", "BANANAS_TEST_WORKER_TASK=batch")
 
 	var seen calls
