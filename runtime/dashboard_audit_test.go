@@ -47,9 +47,9 @@ func TestDashboard_TheAuditPageShowsEachActionAndItsOutcome(t *testing.T) {
 		!strings.Contains(got, "pauseRoute") || !strings.Contains(got, "ok") {
 		t.Errorf("the second row = %q; want the operate token's pause through the api, ok", got)
 	}
-	run(t, ctx, "a phone's window", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	if in, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll("#audit .badge")].every(b => b.getBoundingClientRect().right <= window.innerWidth)`)); err != nil || !in {
-		t.Errorf("on a phone an entry's outcome is off-screen (%v)", err)
+	run(t, ctx, "a phone's window", phone())
+	if off := outsideWindow(t, ctx, "#audit .badge"); off != "" {
+		t.Errorf("on a phone an entry's outcome is off-screen: %s", off)
 	}
 	shoot(t, ctx, "audit")
 	if wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)); err != nil || wide {

@@ -202,7 +202,14 @@ func TestDashboard_RunACronEntryNowByClicking(t *testing.T) {
 	}
 	url := serveAPI(t, in, runtime.APIOptions{}).url
 
-	run(t, ctx, "click Run now", chromedp.Navigate(url+"/cron"), chromedp.WaitVisible(chromedp.CSS("#run-t_tick")),
+	run(t, ctx, "open the cron page", chromedp.Navigate(url+"/cron"), chromedp.WaitVisible(chromedp.CSS("#run-t_tick")))
+	shoot(t, ctx, "cron")
+	run(t, ctx, "a phone's window", phone())
+	if off := outsideWindow(t, ctx, "#run-t_tick"); off != "" {
+		t.Errorf("on a phone the cron entry's Run now is off-screen: %s", off)
+	}
+	run(t, ctx, "a desktop window", chromedp.EmulateViewport(1280, 800))
+	run(t, ctx, "click Run now", chromedp.WaitVisible(chromedp.CSS("#run-t_tick")),
 		chromedp.Click(chromedp.CSS("#run-t_tick")), chromedp.WaitVisible(chromedp.CSS("#flash")), chromedp.WaitVisible(chromedp.CSS("#status")))
 	loc, err := chromedp.Run(ctx, chromedp.Location())
 	if err != nil {

@@ -47,21 +47,11 @@ func TestDashboard_SchedulesPausedResumedAndRunByClicking(t *testing.T) {
 		for _, size := range []struct {
 			name string
 			vp   chromedp.Action[chromedp.Void]
-		}{{"390x844", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)}, {"1280x800", chromedp.EmulateViewport(1280, 800)}} {
+		}{{"390x844", phone()}, {"1280x800", chromedp.EmulateViewport(1280, 800)}} {
 			run(t, ctx, "set a "+size.name+" viewport", size.vp)
 			for _, row := range rows {
-				off, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
-				const out = [];
-				const bs = document.querySelectorAll('#schedule-`+row+` td.actions button');
-				if (bs.length === 0) return 'no action buttons';
-				for (const b of bs) {
-					const r = b.getBoundingClientRect();
-					if (r.left < 0 || r.right > window.innerWidth || r.width === 0) out.push(b.textContent.trim() + ' at ' + Math.round(r.left) + '..' + Math.round(r.right) + ' of ' + window.innerWidth);
-				}
-				return out.join('; ');
-			})()`))
-				if err != nil || off != "" {
-					t.Errorf("%s: row %s at %s: buttons off screen: %s, %v", when, row, size.name, off, err)
+				if off := outsideWindow(t, ctx, "#schedule-"+row+" td.actions button"); off != "" {
+					t.Errorf("%s: row %s at %s: buttons off screen: %s", when, row, size.name, off)
 				}
 			}
 		}

@@ -920,3 +920,23 @@ func TestDashboard_TasksShowFlowControlAndPlainTimeouts(t *testing.T) {
 	}
 	shoot(t, ctx, "tasks")
 }
+
+// outsideWindow names the elements css selects that are not wholly inside the
+// window, each with where it is; "none" when css selects nothing.
+func outsideWindow(t *testing.T, ctx context.Context, css string) string {
+	t.Helper()
+	out, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(() => {
+		const es = document.querySelectorAll(%q);
+		if (es.length === 0) return 'none';
+		const out = [];
+		for (const e of es) {
+			const r = e.getBoundingClientRect();
+			if (r.left < 0 || r.right > window.innerWidth || r.width === 0) out.push(e.textContent.trim() + ' at ' + Math.round(r.left) + '..' + Math.round(r.right) + ' of ' + window.innerWidth);
+		}
+		return out.join('; ');
+	})()`, css)))
+	if err != nil {
+		t.Fatalf("browser: where %s is: %v", css, err)
+	}
+	return out
+}
