@@ -285,3 +285,59 @@ func BenchmarkFetchAckKeyed(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFetchSettleBatch measures fetch.lua (100 jobs a call) and
+// batch_ack.lua (the 100 completions in one call): a batch handler's Redis
+// work per job, beside BenchmarkFetchAck's, with each job's result record
+// kept for an hour (the default) and with none kept.
+func BenchmarkFetchSettleBatch(b *testing.B) {
+	for _, ttl := range []time.Duration{time.Hour, 0} {
+		name := "records"
+		if ttl == 0 {
+			name = "no-records"
+		}
+		b.Run(name, func(b *testing.B) { benchFetchSettleBatch(b, ttl) })
+	}
+}
+
+func benchFetchSettleBatch(b *testing.B, ttl time.Duration) {
+	q, rdb := benchQueue(b)
+	ctx := context.Background()
+	env, _ := queue.EncodeEnvelope(queue.Envelope{Args: make([]byte, 80)})
+	jobs := make([]queue.NewJob, 100)
+	var usec, fetchUsec float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		now := time.Now()
+		for j := range jobs {
+			jobs[j] = queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: env, MaxRetries: 3}
+		}
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+			b.Fatal(err)
+		}
+		before := redisUsec(b, rdb)
+		b.StartTimer()
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 100, now.Add(time.Minute), now)
+		if err != nil || len(ds) != 100 {
+			b.Fatalf("fetch: %d, %v", len(ds), err)
+		}
+		b.StopTimer()
+		fetched := redisUsec(b, rdb)
+		fetchUsec += fetched - before
+		b.StartTimer()
+		ends := make([]queue.BatchEnd, len(ds))
+		for j, d := range ds {
+			ends[j] = queue.BatchEnd{D: d, Record: []byte("result record"), TTL: ttl, Finished: now}
+		}
+		if _, err := q.Jobs.SettleBatch(ctx, ends, now); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		usec += redisUsec(b, rdb) - before
+		b.StartTimer()
+	}
+	b.ReportMetric(usec/float64(b.N*100), "redis-us/job")
+	b.ReportMetric(fetchUsec/float64(b.N*100), "fetch-redis-us/job")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/job")
+}

@@ -11,7 +11,9 @@ import (
 	"github.com/bananas-go/bananas/runtime"
 )
 
-var batchedMode = flag.Bool("batched", false, "instead of the scenarios: the drain of a no-op task run in batches of 100 (batch=100) against the same task one job at a time, -runs times, at concurrency 100")
+var batchConc = flag.Int("batch-concurrency", 400, "with -batched: the worker's concurrency for both drains (a batch holds a slot per job: at 400, four batches of 100 are in flight at once, one filling while others run and are recorded)")
+
+var batchedMode = flag.Bool("batched", false, "instead of the scenarios: the drain of a no-op task run in batches of 100 (batch=100) against the same task one job at a time, -runs times, at -batch-concurrency")
 
 // batchedBench drains n jobs of the no-op task unbatched, then n of it
 // batched, flowRuns times alternating, and reports each drain's jobs per
@@ -32,7 +34,7 @@ func batchedBench(ctx context.Context, c *runtime.Client) {
 }
 
 // drainNoop enqueues n jobs of task on route, then drains them with one
-// worker of concurrency 100, and returns the jobs per second of the drain.
+// worker of concurrency -batch-concurrency, and returns the jobs per second of the drain.
 func drainNoop(ctx context.Context, c *runtime.Client, task *runtime.Task[tasks.Payload, runtime.None], route string) float64 {
 	var ran atomic.Int64
 	all := make(chan struct{})
@@ -47,7 +49,7 @@ func drainNoop(ctx context.Context, c *runtime.Client, task *runtime.Task[tasks.
 		}
 	}
 	start := time.Now()
-	_, stop := quietWorker(c, []string{route}, 100)
+	_, stop := quietWorker(c, []string{route}, *batchConc)
 	<-all
 	rate := float64(*n) / time.Since(start).Seconds()
 	stop()
