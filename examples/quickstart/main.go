@@ -15,6 +15,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,6 +60,9 @@ func run(ctx context.Context, out io.Writer, serve time.Duration) (err error) {
 	d.ctx, d.c = ctx, c
 	runtime.SetDefault(c)
 	d.say("connected to the embedded Redis (mem://), namespace %q", c.Namespace())
+	// The audit log's JSON lines (one per state-changing action) are shown
+	// as the demo's own lines, beside the rest of what it prints.
+	admin.SetAuditWriter(auditLines{d})
 	closeAPI, err := d.serveAPI()
 	if err != nil {
 		return err
@@ -381,4 +385,22 @@ func (h *eventHandler) Handle(_ context.Context, r slog.Record) error {
 	r.Attrs(add)
 	h.d.say("%s", b.String())
 	return nil
+}
+
+// auditLines prints each of the audit log's JSON lines as one of the demo's:
+// who did what to which target through which surface, and the outcome.
+type auditLines struct{ d *demo }
+
+func (a auditLines) Write(p []byte) (int, error) {
+	var e struct{ Who, Via, What, Target, Outcome, Error string }
+	if err := json.Unmarshal(p, &e); err != nil {
+		a.d.say("audit: %s", bytes.TrimSpace(p))
+		return len(p), nil
+	}
+	line := fmt.Sprintf("audit: %s by %s via %s on %s -> %s", e.What, e.Who, e.Via, short(e.Target), e.Outcome)
+	if e.Error != "" {
+		line += ": " + e.Error
+	}
+	a.d.say("%s", line)
+	return len(p), nil
 }
