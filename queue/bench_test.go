@@ -78,30 +78,39 @@ func BenchmarkEnqueueBatch(b *testing.B) {
 	}
 }
 
+// fetchFresh enqueues n jobs with the timer stopped, then fetches them
+// with it running: it returns the jobs and the Redis CPU used before the
+// fetch (redisUsec).
+func fetchFresh(b *testing.B, q *queue.Queue, rdb *redis.Client, n int) ([]*queue.Dispatch, float64) {
+	b.StopTimer()
+	ctx := context.Background()
+	env, _ := queue.EncodeEnvelope(queue.Envelope{Args: make([]byte, 80)})
+	jobs := make([]queue.NewJob, n)
+	now := time.Now()
+	for j := range jobs {
+		jobs[j] = queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: env, MaxRetries: 3}
+	}
+	if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
+		b.Fatal(err)
+	}
+	before := redisUsec(b, rdb)
+	b.StartTimer()
+	ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, n, now.Add(time.Minute), now)
+	if err != nil || len(ds) != n {
+		b.Fatalf("fetch: %d, %v", len(ds), err)
+	}
+	return ds, before
+}
+
 // BenchmarkFetchAck measures fetch.lua (64 jobs a call) and ack.lua (64 acks
 // a call) on pending jobs.
 func BenchmarkFetchAck(b *testing.B) {
 	q, rdb := benchQueue(b)
 	ctx := context.Background()
-	env, _ := queue.EncodeEnvelope(queue.Envelope{Args: make([]byte, 80)})
-	jobs := make([]queue.NewJob, 64)
 	var usec float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		now := time.Now()
-		for j := range jobs {
-			jobs[j] = queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: env, MaxRetries: 3}
-		}
-		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
-			b.Fatal(err)
-		}
-		before := redisUsec(b, rdb)
-		b.StartTimer()
-		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 64, now.Add(time.Minute), now)
-		if err != nil || len(ds) != 64 {
-			b.Fatalf("fetch: %d, %v", len(ds), err)
-		}
+		ds, before := fetchFresh(b, q, rdb, 64)
 		done := make(chan struct{}, len(ds))
 		for _, d := range ds {
 			go func() {
@@ -303,25 +312,11 @@ func BenchmarkFetchSettleBatch(b *testing.B) {
 func benchFetchSettleBatch(b *testing.B, ttl time.Duration) {
 	q, rdb := benchQueue(b)
 	ctx := context.Background()
-	env, _ := queue.EncodeEnvelope(queue.Envelope{Args: make([]byte, 80)})
-	jobs := make([]queue.NewJob, 100)
 	var usec, fetchUsec float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		b.StopTimer()
+		ds, before := fetchFresh(b, q, rdb, 100)
 		now := time.Now()
-		for j := range jobs {
-			jobs[j] = queue.NewJob{ID: queue.NewID("r", now), Name: "t", Envelope: env, MaxRetries: 3}
-		}
-		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, jobs, now); err != nil {
-			b.Fatal(err)
-		}
-		before := redisUsec(b, rdb)
-		b.StartTimer()
-		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 100, now.Add(time.Minute), now)
-		if err != nil || len(ds) != 100 {
-			b.Fatalf("fetch: %d, %v", len(ds), err)
-		}
 		b.StopTimer()
 		fetched := redisUsec(b, rdb)
 		fetchUsec += fetched - before
