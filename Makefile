@@ -84,12 +84,17 @@ demo:
 # behind a backlog (docs/FLOW-CONTROL.md). Workflows (-workflow): the added
 # latency per step of a chain, a 1,000-way gather against the same jobs
 # enqueued plainly, Redis bytes per stored step. Unique keys (-unique): single
-# enqueues with a unique key against plain ones, in the same run. Tracing (examples/bench/addons
+# enqueues with a unique key against plain ones, in the same run. Batch
+# handlers (-batched): the drain of a no-op task at batch=100 against the same
+# task one job at a time, at concurrency 400, CPU per job. Sealed payloads
+# (-seal): enqueue and drain with keys set and with 16 KiB compressible args
+# against plain ones. Tracing (examples/bench/addons
 # -tracing): a drain with otelbananas against without. Schedules
 # (-schedules 10000): one scheduler firing 10,000 schedules that tick every
-# second: ticks/s, tick lateness p50/p99, Redis CPU a second. Schedules and
-# durable waits (-waits) run on a real redis-server (scripts/bench-redis.sh:
-# REDIS_URL, else a throwaway one), as their figures are Redis's own. Where PostgreSQL is
+# second: ticks/s, tick lateness p50/p99, Redis CPU a second. The batched
+# drain, unique enqueues, schedules and durable waits (-waits) run on a real
+# redis-server (scripts/bench-redis.sh: REDIS_URL, else a throwaway one), as
+# their figures are Redis's own. Where PostgreSQL is
 # installed, the task history (bench-history: the drain with it on against
 # off, its lag, its searches over 1M rows), and the outbox (outbox's
 # benchmarks: 100,000 committed rows drained into Redis, in jobs/s, and a
@@ -102,8 +107,8 @@ bench:
 	$(GO) run ./examples/bench -admin $(BENCH_ADMIN_FLAGS)
 	$(GO) run ./examples/bench -flow
 	$(GO) run ./examples/bench -workflow
-	$(GO) run ./examples/bench -batched
-	$(GO) run ./examples/bench -unique
+	./scripts/bench-redis.sh -batched
+	./scripts/bench-redis.sh -unique
 	./scripts/bench-redis.sh -waits
 	$(GO) run ./examples/bench -seal -n 20000
 	$(GO) -C examples/bench/addons run . -tracing -runs 9
