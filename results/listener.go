@@ -28,6 +28,8 @@ type Listener struct {
 	closed    bool
 	stop      chan struct{} // closed by Close: ends a wait between reconnects
 	loopDone  chan struct{}
+	pongs     map[string]chan struct{} // Flush's pings waiting for their pong, by payload
+	pinged    uint64                   // Flush's pings so far: each one's payload
 }
 
 type channelState struct {
@@ -233,6 +235,8 @@ func (l *Listener) receive(ps *redis.PubSub, done chan struct{}) {
 			}
 		case *redis.Message:
 			l.deliver(m.Channel, []byte(m.Payload))
+		case *redis.Pong:
+			l.ponged(m.Payload)
 		}
 	}
 }
@@ -328,6 +332,57 @@ func (l *Listener) deliver(channel string, payload []byte) {
 		case s.c <- payload:
 		default: // full: drop the newest rather than block every other channel
 		}
+	}
+}
+
+// Flush returns once every message Redis sent the listener's connection
+// before the call has been delivered to its subscriptions: it pings over
+// that connection and waits for the pong, which Redis sends after them. A
+// waiter that finds the job gone (a job that keeps no result record ends
+// without a trace) flushes before it gives up, so an end announced just
+// before is not missed. That order is Redis's: on a cluster, a message
+// published on another node reaches the listener's node over the cluster
+// bus and may still be on its way, and the embedded server writes messages
+// from a goroutine of their own, so a pong can pass one. An error when
+// there is no connection, it broke, or ctx ended.
+func (l *Listener) Flush(ctx context.Context) error {
+	l.mu.Lock()
+	ps := l.ps
+	if ps == nil || l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.pinged++
+	payload := fmt.Sprintf("flush-%d", l.pinged)
+	if l.pongs == nil {
+		l.pongs = map[string]chan struct{}{}
+	}
+	pong := make(chan struct{})
+	l.pongs[payload] = pong
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.pongs, payload)
+		l.mu.Unlock()
+	}()
+	if err := ps.Ping(ctx, payload); err != nil {
+		return err
+	}
+	select {
+	case <-pong:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ponged tells the Flush waiting for the pong of payload that it came.
+func (l *Listener) ponged(payload string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if pong, ok := l.pongs[payload]; ok {
+		close(pong)
+		delete(l.pongs, payload)
 	}
 }
 

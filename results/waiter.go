@@ -43,6 +43,12 @@ func (w *Waiter) Wait(ctx context.Context, id string, lookup Lookup) (Record, er
 		reconnected := w.l.Reconnected()
 		b, err := lookup(ctx, id)
 		if err != nil {
+			// The job may have ended, announced, and left nothing (no
+			// record kept) between the subscription and the lookup: its
+			// announcement is then on its way to the subscription.
+			if p, ok := w.announced(ctx, sub); ok {
+				return Decode(p)
+			}
 			return Record{}, err
 		}
 		if b != nil {
@@ -56,6 +62,20 @@ func (w *Waiter) Wait(ctx context.Context, id string, lookup Lookup) (Record, er
 		case <-ctx.Done():
 			return Record{}, ctx.Err()
 		}
+	}
+}
+
+// announced returns a payload the subscription got, once everything Redis
+// sent the listener before now has been delivered (Listener.Flush).
+func (w *Waiter) announced(ctx context.Context, sub *Subscription) ([]byte, bool) {
+	fctx, cancel := context.WithTimeout(ctx, w.safety)
+	defer cancel()
+	_ = w.l.Flush(fctx) // without it, what has come is still looked at
+	select {
+	case p := <-sub.C:
+		return p, true
+	default:
+		return nil, false
 	}
 }
 

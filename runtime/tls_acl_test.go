@@ -327,10 +327,12 @@ func (r *aclRig) producersEnqueueAwaitDelayDedupeAndFail() (dead string) {
 	if got, err := echo.Call(ctx, Msg{Text: "keyed"}, runtime.Key("k")); err != nil || got.Text != "keyed" {
 		t.Fatalf("keyed Call = %+v, %v", got, err)
 	}
-	if _, err := echo.Enqueue(ctx, Msg{Text: "u"}, runtime.Unique(time.Minute)); err != nil {
+	// On a route no worker takes, so that the first is still waiting, and
+	// holds its key, when the second comes.
+	if _, err := echo.Enqueue(ctx, Msg{Text: "u"}, runtime.Unique(time.Minute), runtime.Route("unworked")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := echo.Enqueue(ctx, Msg{Text: "u"}, runtime.Unique(time.Minute)); !errors.Is(err, runtime.ErrDuplicate) {
+	if _, err := echo.Enqueue(ctx, Msg{Text: "u"}, runtime.Unique(time.Minute), runtime.Route("unworked")); !errors.Is(err, runtime.ErrDuplicate) {
 		t.Fatalf("second unique Enqueue = %v; want ErrDuplicate", err)
 	}
 	dead, err = note.Enqueue(ctx, Msg{}, runtime.MaxRetries(0))
