@@ -204,12 +204,9 @@ func (c *Client) Open(purpose queue.Purpose, id string, stored []byte) ([]byte, 
 var encryptedJSON = json.RawMessage(`"encrypted"`)
 
 // packResult is the stored form of the encoded result of d's run. A
-// workflow step's result is kept as it is: the workflow passes it on to
-// the steps after it, which read it as their args.
+// workflow step's result is stored as any job's: its workflow's record
+// keeps it sealed for the workflow (Client.stepResult).
 func (x *executor) packResult(d *queue.Dispatch, result []byte) ([]byte, error) {
-	if d.Envelope.Workflow != "" {
-		return result, nil
-	}
 	out, err := x.payloads.Pack(queue.PurposeResult, d.ID, result)
 	if err != nil {
 		return nil, fmt.Errorf("store the result of %s job %s: %w", d.Name, d.ID, err)
