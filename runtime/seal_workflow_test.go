@@ -244,3 +244,58 @@ func TestSeal_AWorkflowValueMovedToAnotherWorkflowDoesNotOpen(t *testing.T) {
 		t.Fatalf("Await without the keys = %v; want an error matching queue.ErrNoKey", err)
 	}
 }
+
+// With keys, a workflow of a gather and a signal wait runs to its result
+// on the embedded server (whose Lua is gopher-lua), a redis-server and a
+// cluster: the sealed values pass through each one's scripts intact.
+func TestSeal_ASealedWorkflowRunsOnEveryBackend(t *testing.T) {
+	run := func(t *testing.T, url string) {
+		c := connect(t, url, runtime.WithKeys(sealKey("k1", 1)))
+		ctx := ctxT(t)
+		sealWorker(t, c, nil)
+		a := wfSealEcho.With(c).Step("m")
+		last := runtime.Then(runtime.Gather(runtime.Then(a, wfSealUp), runtime.WaitSignal[string]("ok", time.Hour)), wfSealJoin)
+		id, err := last.Enqueue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Signal(ctx, id, "ok", "sig"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := last.Await(ctx, id); err != nil || got != "join:up:echo:m|sig" {
+			t.Fatalf("Await = %q, %v", got, err)
+		}
+	}
+	t.Run("backends", func(t *testing.T) { redistest.EachURL(t, run) })
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		run(t, redistest.SharedCluster(t).URL())
+	})
+}
+
+// A workflow submitted without keys (before they were set) runs on a
+// worker with keys: its first step's args and a signal sent without keys
+// are plain in its record, beside the results the worker seals, and the
+// step made of both reads them all.
+func TestSeal_AWorkflowRecordedInTheClearRunsOnceKeysAreSet(t *testing.T) {
+	t.Parallel()
+	url := redistest.Shared(t).URL()
+	ns := redistest.Namespace(t)
+	plain := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys())
+	keyed := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(sealKey("k1", 1)))
+	ctx := ctxT(t)
+	last := runtime.Then(runtime.Gather(runtime.Then(wfSealEcho.With(plain).Step("clear"), wfSealUp), runtime.WaitSignal[string]("ok", time.Hour)), wfSealJoin)
+	id, err := last.Enqueue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Signal(ctx, id, "ok", "plain sig"); err != nil {
+		t.Fatal(err)
+	}
+	sealWorker(t, keyed, nil)
+	want := "join:up:echo:clear|plain sig"
+	// Awaited through a client with the keys: the final result is sealed.
+	if got, err := wfSealJoin.With(keyed).Step(nil).Await(ctx, id); err != nil || got != want {
+		t.Fatalf("Await = %q, %v; want %q", got, err, want)
+	}
+}
