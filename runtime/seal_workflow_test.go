@@ -31,13 +31,13 @@ func sealTasks(w *runtime.Worker) {
 }
 
 // sealWorker runs the seal tests' workflow tasks on c, telling each run's
-// args on ran; the echo of "gate" waits for gate to close.
-func sealWorker(t *testing.T, c *runtime.Client, gate <-chan struct{}) <-chan string {
+// args on ran; the echo of "gate" waits for gate to close. stop stops it.
+func sealWorker(t *testing.T, c *runtime.Client, gate <-chan struct{}) (ran <-chan string, stop func()) {
 	t.Helper()
-	ran := make(chan string, 64)
+	runs := make(chan string, 64)
 	w := runtime.NewWorker(c, fastOpts(runtime.WorkerOptions{}))
 	runtime.Handle(w, wfSealEcho, func(ctx context.Context, s string) (string, error) {
-		ran <- "echo " + s
+		runs <- "echo " + s
 		if s == "gate" {
 			select {
 			case <-gate:
@@ -48,15 +48,14 @@ func sealWorker(t *testing.T, c *runtime.Client, gate <-chan struct{}) <-chan st
 		return "echo:" + s, nil
 	})
 	runtime.Handle(w, wfSealUp, func(_ context.Context, s string) (string, error) {
-		ran <- "up " + s
+		runs <- "up " + s
 		return "up:" + s, nil
 	})
 	runtime.Handle(w, wfSealJoin, func(_ context.Context, s []string) (string, error) {
-		ran <- "join " + strings.Join(s, "|")
+		runs <- "join " + strings.Join(s, "|")
 		return "join:" + strings.Join(s, "|"), nil
 	})
-	startWorker(t, w)
-	return ran
+	return runs, startWorker(t, w)
 }
 
 // With keys set, what a workflow's record keeps of its user's values — a
@@ -77,7 +76,7 @@ func TestSeal_WorkflowValuesHoldNoPlaintext(t *testing.T) {
 	ns := redistest.Namespace(t)
 	c := connect(t, srv.URL(), runtime.WithNamespace(ns), runtime.WithKeys(keys...))
 	gate := make(chan struct{})
-	ran := sealWorker(t, c, gate)
+	ran, _ := sealWorker(t, c, gate)
 
 	// echo(M) -> up, up (a gather) -> join; join and a signal wait (a
 	// gather) -> join-2, the final step.
@@ -181,7 +180,7 @@ func TestSeal_AWorkflowValueMovedToAnotherWorkflowDoesNotOpen(t *testing.T) {
 	const marker = "WFMOVED-9e9e-1212"
 	ns := redistest.Namespace(t)
 	c := connect(t, srv.URL(), runtime.WithNamespace(ns), runtime.WithKeys(sealKey("k1", 1)))
-	ran := sealWorker(t, c, nil)
+	ran, _ := sealWorker(t, c, nil)
 
 	done := wfSealEcho.With(c).Step("from " + marker)
 	src, err := done.Enqueue(ctx)
@@ -297,5 +296,49 @@ func TestSeal_AWorkflowRecordedInTheClearRunsOnceKeysAreSet(t *testing.T) {
 	// Awaited through a client with the keys: the final result is sealed.
 	if got, err := wfSealJoin.With(keyed).Step(nil).Await(ctx, id); err != nil || got != want {
 		t.Fatalf("Await = %q, %v; want %q", got, err, want)
+	}
+}
+
+// Rotation reseals what workflows' records keep under the newest key: a
+// workflow whose first steps ran under k1 alone, rotated with k2,k1, goes
+// on under k2 alone — the step made of its k1 results (and of a signal
+// sent under k2) runs, and its result opens. A second rotation finds it
+// resealed already.
+func TestRotateKeys_AWorkflowsRecordIsResealed(t *testing.T) {
+	t.Parallel()
+	url := redistest.Shared(t).URL()
+	ns := redistest.Namespace(t)
+	k1, k2 := sealKey("k1", 1), sealKey("k2", 2)
+	old := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k1))
+	ctx := ctxT(t)
+	_, stop := sealWorker(t, old, nil)
+	last := runtime.Then(runtime.Gather(runtime.Then(wfSealEcho.With(old).Step("r"), wfSealUp), runtime.WaitSignal[string]("ok", time.Hour)), wfSealJoin)
+	id, err := last.Enqueue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the steps before the wait to complete", func() bool {
+		return stepOf(t, workflowOf(t, old, id), "wf_seal_up").Status == runtime.StatusCompleted
+	})
+	stop()
+
+	rotating := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2, k1))
+	n, err := rotating.RotateKeys(ctx)
+	if err != nil || n.Resealed != 1 || n.Unopened != 0 {
+		t.Fatalf("RotateKeys = %+v, %v; want the workflow resealed", n, err)
+	}
+	if n, err := rotating.RotateKeys(ctx); err != nil || n.Resealed != 0 || n.Already != 1 {
+		t.Fatalf("a second RotateKeys = %+v, %v; want the workflow already under k2", n, err)
+	}
+
+	fresh := connect(t, url, runtime.WithNamespace(ns), runtime.WithKeys(k2))
+	sealWorker(t, fresh, nil)
+	if err := fresh.Signal(ctx, id, "ok", "s"); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if got, err := wfSealJoin.With(fresh).Step(nil).Await(actx, id); err != nil || got != "join:up:echo:r|s" {
+		t.Fatalf("Await under k2 alone = %q, %v", got, err)
 	}
 }

@@ -1,12 +1,15 @@
 package runtime
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/bananas-go/bananas/internal/mpack"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime/internal/workflows"
+	"github.com/bananas-go/bananas/runtime/internal/workflows/redisstore"
 )
 
 // A workflow's record keeps values of its user: its first steps' args
@@ -154,4 +157,83 @@ func (c *Client) stepResult(wf, job string, stored []byte) ([]byte, error) {
 		return nil, err
 	}
 	return nil, fmt.Errorf("%w: %w", workflows.ErrPermanent, err)
+}
+
+// resealWorkflows seals again, under the newest key, every value of every
+// workflow's record that an older key sealed (`app keys rotate`), counted
+// in n as the jobs are, one workflow as one: the record's fields swapped
+// at once, only while each still holds what was read, so a workflow that
+// moved on meanwhile is left alone (LeftAlone) for the next rotation. A
+// value stored in the clear stays so: a gather's array may hold sealed
+// values beside it, which one seal around the whole would hide from its
+// readers.
+func (c *Client) resealWorkflows(ctx context.Context, n *KeyRotation) error {
+	st := redisstore.New(c.q)
+	const page = 500
+	for offset := 0; ; offset += page {
+		ids, err := st.IDs(ctx, offset, page)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := c.resealWorkflow(ctx, st, id, n); err != nil {
+				return err
+			}
+		}
+		if len(ids) < page {
+			return nil
+		}
+	}
+}
+
+// resealWorkflow is resealWorkflows' work on workflow id.
+func (c *Client) resealWorkflow(ctx context.Context, st *redisstore.Store, id string, n *KeyRotation) error {
+	values, err := st.Values(ctx, id)
+	if err != nil {
+		return err
+	}
+	newest := c.payloads.Keys.Newest()
+	var swaps []queue.FieldSwap
+	sealed := false
+	for f, v := range values {
+		out, _, err := openSealedIn(v, 0, func(data []byte) ([]byte, error) {
+			sealed = true
+			if kid, _ := queue.Sealed(data); kid == newest {
+				return mpack.Ext(nil, sealedValueExt, data), nil
+			}
+			plain, err := c.payloads.Unpack(queue.PurposeWorkflow, id, data)
+			if err != nil {
+				return nil, err
+			}
+			b, err := c.payloads.Pack(queue.PurposeWorkflow, id, plain)
+			if err != nil {
+				return nil, err
+			}
+			return mpack.Ext(nil, sealedValueExt, b), nil
+		})
+		if err != nil {
+			n.Unopened++
+			return nil
+		}
+		if !bytes.Equal(out, v) {
+			swaps = append(swaps, queue.FieldSwap{Field: f, Old: v, New: out})
+		}
+	}
+	switch {
+	case !sealed:
+		return nil // nothing sealed: a workflow recorded in the clear
+	case len(swaps) == 0:
+		n.Already++
+		return nil
+	}
+	swapped, err := st.SwapValues(ctx, id, swaps)
+	switch {
+	case err != nil:
+		return err
+	case swapped:
+		n.Resealed++
+	default:
+		n.LeftAlone++
+	}
+	return nil
 }
