@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/bananas-go/bananas/internal/redistest"
 	"github.com/bananas-go/bananas/queue"
 	"github.com/bananas-go/bananas/runtime"
@@ -156,6 +158,9 @@ func TestSeal_WorkflowValuesHoldNoPlaintext(t *testing.T) {
 	if out := cli.ok("workflow", id, "--json"); !strings.Contains(out, want) {
 		t.Fatalf("workflow --json with the keys:\n%s\nwant the result opened", out)
 	}
+	if got := dashboardResult(t, api, id); !strings.Contains(got, want) {
+		t.Fatalf("the dashboard's workflow page shows the result %q; want it opened", got)
+	}
 
 	// The control: the same reads see a workflow's marker stored without keys.
 	plain := connect(t, srv.URL(), runtime.WithKeys())
@@ -238,6 +243,9 @@ func TestSeal_AWorkflowValueMovedToAnotherWorkflowDoesNotOpen(t *testing.T) {
 	}
 	if out := cli.ok("workflow", dst); strings.Contains(out, marker) {
 		t.Fatalf("workflow without the keys:\n%s", out)
+	}
+	if got := dashboardResult(t, api, src); !strings.Contains(got, "encrypted") || strings.Contains(got, marker) {
+		t.Fatalf("the dashboard's workflow page without the keys shows the result %q; want encrypted", got)
 	}
 	if _, err := wfSealEcho.With(blind).Step("x").Await(ctx, src); err == nil || !errors.Is(err, queue.ErrNoKey) {
 		t.Fatalf("Await without the keys = %v; want an error matching queue.ErrNoKey", err)
@@ -341,4 +349,17 @@ func TestRotateKeys_AWorkflowsRecordIsResealed(t *testing.T) {
 	if got, err := wfSealJoin.With(fresh).Step(nil).Await(actx, id); err != nil || got != "join:up:echo:r|s" {
 		t.Fatalf("Await under k2 alone = %q, %v", got, err)
 	}
+}
+
+// dashboardResult is the result the dashboard served by api shows on
+// workflow id's page, in a real browser.
+func dashboardResult(t *testing.T, api *apiClient, id string) string {
+	t.Helper()
+	b := tab(t)
+	run(t, b, "open the workflow's page", chromedp.Navigate(api.url+"/workflows/"+id), chromedp.WaitVisible(chromedp.CSS("#result")))
+	got, err := chromedp.Run(b, chromedp.Evaluate[string](`document.querySelector("#result").innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
