@@ -34,7 +34,7 @@ func TestOpenWorkflowValue_OpensSealedValuesAtAnyArrayDepth(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, err := c.sealWorkflowValue("wf1", plain)
-		if err != nil || bytes.Contains(b, []byte(s)) {
+		if err != nil || bytes.Contains(b, plain) {
 			t.Fatalf("sealWorkflowValue(%q) = % x, %v", s, b, err)
 		}
 		return b
@@ -47,28 +47,28 @@ func TestOpenWorkflowValue_OpensSealedValuesAtAnyArrayDepth(t *testing.T) {
 		return append(mpack.ArrayHeader(nil, len(parts)), bytes.Join(parts, nil)...)
 	}
 
-	one, err := c.openWorkflowValue("wf1", seal("a"))
+	one, err := c.openWorkflowValue("wf1", seal("alpha-1"))
 	var s string
-	if err != nil || decode(one, &s) != nil || s != "a" {
+	if err != nil || decode(one, &s) != nil || s != "alpha-1" {
 		t.Fatalf("one sealed value opens to %q, %v", s, err)
 	}
-	nested := array(array(seal("a"), plainOf("b")), seal("c"), []byte{0xc0})
+	nested := array(array(seal("alpha-1"), plainOf("beta-2")), seal("gamma-3"), []byte{0xc0})
 	opened, err := c.openWorkflowValue("wf1", nested)
 	var got []any
-	if err != nil || decode(opened, &got) != nil || len(got) != 3 || got[1] != "c" || got[2] != nil {
+	if err != nil || decode(opened, &got) != nil || len(got) != 3 || got[1] != "gamma-3" || got[2] != nil {
 		t.Fatalf("a nested array opens to %v, %v", got, err)
 	}
-	if inner, _ := got[0].([]any); len(inner) != 2 || inner[0] != "a" || inner[1] != "b" {
+	if inner, _ := got[0].([]any); len(inner) != 2 || inner[0] != "alpha-1" || inner[1] != "beta-2" {
 		t.Fatalf("the inner array opens to %v", got[0])
 	}
 	clear := array(plainOf("x"), array(plainOf("y")))
 	if b, err := c.openWorkflowValue("wf1", clear); err != nil || &b[0] != &clear[0] {
 		t.Fatalf("a value with nothing sealed: %v, or a copy", err)
 	}
-	if _, err := c.openWorkflowValue("wf2", array(seal("a"))); !errors.Is(err, queue.ErrSealBroken) {
+	if _, err := c.openWorkflowValue("wf2", array(seal("alpha-1"))); !errors.Is(err, queue.ErrSealBroken) {
 		t.Fatalf("a value of wf1 opened in wf2: %v; want ErrSealBroken", err)
 	}
-	if _, err := sealingClient(t).openWorkflowValue("wf1", seal("a")); !errors.Is(err, queue.ErrNoKey) {
+	if _, err := sealingClient(t).openWorkflowValue("wf1", seal("alpha-1")); !errors.Is(err, queue.ErrNoKey) {
 		t.Fatalf("a value opened without keys: %v; want ErrNoKey", err)
 	}
 	if b, err := sealingClient(t).sealWorkflowValue("wf1", plainOf("z")); err != nil || !bytes.Equal(b, plainOf("z")) {
