@@ -42,8 +42,9 @@ type SealKey = queue.Key
 func ParseKeys(s string) ([]SealKey, error) { return queue.ParseKeys(s) }
 
 // WithKeys seals the args, results and progress notes this client and its
-// workers store (AES-256-GCM under the first key, a fresh nonce per value,
-// the key's id and the job's id bound to it) and opens what any of keys
+// workers store, and the values workflows' records keep (AES-256-GCM under
+// the first key, a fresh nonce per value, the key's id and the job's or
+// the workflow's id bound to it) and opens what any of keys
 // sealed, in place of $BANANAS_KEYS. Keys go newest first: to rotate, put a
 // new key in front, deploy, then reseal what waits (`app keys rotate`,
 // Client.RotateKeys) before the old key is dropped. WithKeys() with no key
@@ -185,8 +186,8 @@ func (in *inspector) OpenSchedule(s *bananastype.Schedule) { in.c.openSchedule(s
 // Seal is the stored form of plain, a payload of job id for purpose, as
 // this client stores args and results: compressed when long, sealed under
 // the newest key when it has keys. Features that keep payloads of their
-// own (a workflow's checkpoints and signals) store what Seal returns, and
-// read it back with Open.
+// own (a job's checkpoints) store what Seal returns, and read it back with
+// Open.
 func (c *Client) Seal(purpose queue.Purpose, id string, plain []byte) ([]byte, error) {
 	return c.payloads.Pack(purpose, id, plain)
 }
