@@ -9,7 +9,7 @@ import (
 	"github.com/bananas-go/bananas/queue"
 )
 
-func sealingClient(t *testing.T, keys ...queue.Key) *Client {
+func sealingClient(t testing.TB, keys ...queue.Key) *Client {
 	t.Helper()
 	p := &queue.Payloads{Limit: 1 << 20}
 	if len(keys) > 0 {
@@ -74,4 +74,19 @@ func TestOpenWorkflowValue_OpensSealedValuesAtAnyArrayDepth(t *testing.T) {
 	if b, err := sealingClient(t).sealWorkflowValue("wf1", plainOf("z")); err != nil || !bytes.Equal(b, plainOf("z")) {
 		t.Fatalf("without keys a value is stored as its msgpack: % x, %v", b, err)
 	}
+}
+
+// Whatever bytes a record holds, opening them never panics: a value that
+// does not read is returned as it is, for the decoder to refuse.
+func FuzzOpenWorkflowValue(f *testing.F) {
+	c := sealingClient(f, queue.Key{ID: "k1", Secret: bytes.Repeat([]byte{1}, 32)})
+	sealed, _ := c.sealWorkflowValue("wf1", []byte{0xa1, 'x'})
+	f.Add(sealed)
+	f.Add(append(mpack.ArrayHeader(nil, 2), sealed...))
+	f.Add(append(mpack.ArrayHeader(nil, 1), sealed[:len(sealed)-3]...))
+	f.Add([]byte{0xdd, 0xff, 0xff, 0xff, 0xff, 0xc7})
+	f.Add(bytes.Repeat([]byte{0x91}, 200))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = c.openWorkflowValue("wf1", b)
+	})
 }
