@@ -128,6 +128,7 @@ const (
 	PurposeSignal     Purpose = 's' // a workflow's signal
 	PurposeError      Purpose = 'e' // a failure message stored with a job
 	PurposeSchedule   Purpose = 'S' // a schedule's args: its every tick's job's, and their JSON
+	PurposeWorkflow   Purpose = 'w' // a value a workflow's record keeps: a first step's args, a step's result, a signal's payload
 )
 
 // Pack is the stored form of plain, the payload of job id for purpose.

@@ -42,8 +42,9 @@ type SealKey = queue.Key
 func ParseKeys(s string) ([]SealKey, error) { return queue.ParseKeys(s) }
 
 // WithKeys seals the args, results and progress notes this client and its
-// workers store (AES-256-GCM under the first key, a fresh nonce per value,
-// the key's id and the job's id bound to it) and opens what any of keys
+// workers store, and the values workflows' records keep (AES-256-GCM under
+// the first key, a fresh nonce per value, the key's id and the job's or
+// the workflow's id bound to it) and opens what any of keys
 // sealed, in place of $BANANAS_KEYS. Keys go newest first: to rotate, put a
 // new key in front, deploy, then reseal what waits (`app keys rotate`,
 // Client.RotateKeys) before the old key is dropped. WithKeys() with no key
@@ -185,8 +186,8 @@ func (in *inspector) OpenSchedule(s *bananastype.Schedule) { in.c.openSchedule(s
 // Seal is the stored form of plain, a payload of job id for purpose, as
 // this client stores args and results: compressed when long, sealed under
 // the newest key when it has keys. Features that keep payloads of their
-// own (a workflow's checkpoints and signals) store what Seal returns, and
-// read it back with Open.
+// own (a job's checkpoints) store what Seal returns, and read it back with
+// Open.
 func (c *Client) Seal(purpose queue.Purpose, id string, plain []byte) ([]byte, error) {
 	return c.payloads.Pack(purpose, id, plain)
 }
@@ -204,12 +205,9 @@ func (c *Client) Open(purpose queue.Purpose, id string, stored []byte) ([]byte, 
 var encryptedJSON = json.RawMessage(`"encrypted"`)
 
 // packResult is the stored form of the encoded result of d's run. A
-// workflow step's result is kept as it is: the workflow passes it on to
-// the steps after it, which read it as their args.
+// workflow step's result is stored as any job's: its workflow's record
+// keeps it sealed for the workflow (Client.stepResult).
 func (x *executor) packResult(d *queue.Dispatch, result []byte) ([]byte, error) {
-	if d.Envelope.Workflow != "" {
-		return result, nil
-	}
 	out, err := x.payloads.Pack(queue.PurposeResult, d.ID, result)
 	if err != nil {
 		return nil, fmt.Errorf("store the result of %s job %s: %w", d.Name, d.ID, err)

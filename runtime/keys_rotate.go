@@ -12,7 +12,8 @@ type KeyRotation = queue.ResealCount
 // RotateKeys seals the args of every waiting and scheduled job, on every
 // route and shard, and of every schedule made at run time, under the
 // newest of the client's keys (BANANAS_KEYS or WithKeys, newest first),
-// opening each with whichever older key sealed it; a schedule counts as a
+// and the values workflows' records keep sealed, opening each with
+// whichever older key sealed it; a schedule, and a workflow, counts as a
 // job in the counts. A job fetched, changed or removed while it runs (a
 // schedule put) is left alone (counted in LeftAlone), so it is safe beside running workers; run it again until it
 // reports none resealed and none left alone before dropping an old key.
@@ -23,7 +24,10 @@ func (c *Client) RotateKeys(ctx context.Context) (KeyRotation, error) {
 	if err != nil {
 		return n, err
 	}
-	return n, c.resealSchedules(ctx, &n)
+	if err := c.resealSchedules(ctx, &n); err != nil {
+		return n, err
+	}
+	return n, c.resealWorkflows(ctx, &n)
 }
 
 // resealSchedules seals the args of every schedule made at run time under

@@ -248,7 +248,10 @@ func (c *Client) workflowSteps(ctx context.Context, wf string, nodes []*stepNode
 				if err := checkPayload("args of step ", label, len(n.args), c.maxPayload); err != nil {
 					return nil, err
 				}
-				s.Args = n.args
+				var err error
+				if s.Args, err = c.sealWorkflowValue(wf, n.args); err != nil {
+					return nil, fmt.Errorf("bananas: enqueue workflow: step %s: %w", label, err)
+				}
 			}
 			var err error
 			if s.Template, s.JobID, err = c.stepJob(ctx, wf, k, n, now, headers); err != nil {
@@ -332,6 +335,8 @@ func (c *Client) makeSteps(ctx context.Context, wf string, steps []record.ReadyS
 		CheckArgs:   func(task string, args []byte) error { return checkPayload("args of ", task, len(args), c.maxPayload) },
 		KeyOf:       keyOfStoredArgs,
 		AfterHeader: AfterHeader,
+		OpenArgs:    c.stepArgs,
+		PackArgs:    func(id string, args []byte) ([]byte, error) { return c.payloads.Pack(queue.PurposeArgs, id, args) },
 	}
 	for i, s := range steps {
 		j, route, prio, err := m.Job(wf, s, own)
@@ -364,7 +369,7 @@ type workflowsKey struct{}
 func (c *Client) workflowRunner() *workflows.Runner {
 	return ext.Get(&c.ext, workflowsKey{}, func() *workflows.Runner {
 		return &workflows.Runner{
-			Store: redisstore.New(c.q), Make: c.makeSteps, CancelJob: c.cancelStepJob,
+			Store: redisstore.New(c.q), Make: c.makeSteps, CancelJob: c.cancelStepJob, StepResult: c.stepResult,
 			TTLs:  record.TTLs{Completed: DefaultWorkflowTTL, Failed: DefaultFailedWorkflowTTL},
 			Grace: 5 * time.Second,
 		}

@@ -34,6 +34,9 @@ func (s Step[R]) Await(ctx context.Context, id string) (R, error) {
 	}
 	var out R
 	if b := rec.Steps[rec.Final].Result; len(b) > 0 {
+		if b, err = c.openWorkflowValue(id, b); err != nil {
+			return zero, fmt.Errorf("bananas: result of workflow %s: %w", id, err)
+		}
 		if err := decode(b, &out); err != nil {
 			return zero, fmt.Errorf("bananas: decode result of workflow %s: %w", id, err)
 		}
@@ -149,7 +152,11 @@ func (c *Client) Workflow(ctx context.Context, id string) (*bananastype.Workflow
 	if rec.Final >= 0 && rec.Final < len(rec.Steps) {
 		w.Task = w.Steps[rec.Final].Name
 		if rec.Status == record.Completed {
-			w.Result = declaredResultJSON(w.Task, rec.Steps[rec.Final].Result)
+			if b, err := c.openWorkflowValue(id, rec.Steps[rec.Final].Result); err == nil {
+				w.Result = declaredResultJSON(w.Task, b)
+			} else {
+				w.Result = encryptedJSON
+			}
 		}
 	}
 	if rec.Why >= 0 && rec.Why < len(rec.Steps) {

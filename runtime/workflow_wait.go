@@ -111,8 +111,8 @@ func (c *Client) sendSignal(ctx context.Context, id, name string, payload any, g
 	return err
 }
 
-// encodeSignal is a signal's payload as its wait's step stores it: the one
-// place a payload is encoded, so that sealing can wrap it.
+// encodeSignal is a signal's payload as msgpack, before the signal seals it
+// for its workflow (Client.signal).
 func encodeSignal(payload any) ([]byte, error) { return encode(payload) }
 
 // Signal is a signal declared once with its payload type T and its name:
@@ -171,6 +171,12 @@ func (s *Signal[T]) Send(ctx context.Context, id string, payload T) error {
 // signal id, and says whether it was kept for a wait not reached yet.
 func (c *Client) signal(ctx context.Context, id, name string, payload []byte, gotype string) (kept bool, err error) {
 	sig := ulid.MustNew(ulid.Timestamp(c.q.Now()), ulid.DefaultEntropy()).String()
+	// Kept in the record as a wait's result, or as a signal kept for a
+	// wait not reached yet: sealed for the workflow when the client has keys.
+	payload, err = c.sealWorkflowValue(id, payload)
+	if err != nil {
+		return false, fmt.Errorf("bananas: signal %s: %w", name, err)
+	}
 	res, err := c.workflowRunner().Signal(ctx, id, name, sig, payload, gotype)
 	return res.Kept, signalError(id, name, err)
 }

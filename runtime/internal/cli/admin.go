@@ -43,7 +43,7 @@ var adminCommands = []Spec{
 		{"history migrate", "create or migrate the task history's schema (HISTORY_URL)"}}},
 	{"audit", cmdAudit, [][2]string{{"audit", "the audit log: who took which action on what, when, and how it ended, newest first [--limit N --cursor C --json]"}}},        // audit.go
 	{"outbox", cmdOutbox, [][2]string{{"outbox", "the transactional outbox's backlog (OUTBOX_URL): committed jobs not yet in Redis, by task, the oldest's age [--json]"}}}, // outbox.go
-	{"keys", cmdKeys, [][2]string{{"keys rotate", "reseal the args of waiting and scheduled jobs under the newest of BANANAS_KEYS; drop an old key once it reports 0 [--json]"}}},
+	{"keys", cmdKeys, [][2]string{{"keys rotate", "reseal the args of waiting and scheduled jobs, and workflows' values, under the newest of BANANAS_KEYS; drop an old key once it reports 0 [--json]"}}},
 }
 
 // commandNamed is the command of specs called name.

@@ -12,7 +12,7 @@ import (
 // scheduled job under the newest key of the process's BANANAS_KEYS, and
 // says how many, so that an operator drops an old key once it reports 0.
 func cmdKeys(e *Env, args []string) error {
-	fs := e.Flags("rotate [--json]: reseal the args of every waiting and scheduled job under the newest of BANANAS_KEYS (newest first); drop an old key once it reports 0 resealed")
+	fs := e.Flags("rotate [--json]: reseal the args of every waiting and scheduled job, and workflows' values, under the newest of BANANAS_KEYS (newest first); drop an old key once it reports 0 resealed")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := Parse(fs, args)
 	if err != nil {

@@ -21,7 +21,9 @@
 // or the typed API: making a step's job from its template is the runtime's
 // Make function, checking a submitted step's task, args and types is
 // CheckGraph's check function, and a step's args and result are opaque
-// bytes here. It reaches Redis only through Store. Its tests run in memory,
+// bytes here — sealed or not: opening a step's args and sealing them for
+// its job is the runtime's (Maker.OpenArgs, Maker.PackArgs), as is turning
+// a step's job's result into the value its record keeps (Runner.StepResult). It reaches Redis only through Store. Its tests run in memory,
 // without Redis, in seconds (go test ./runtime/internal/workflows), against
 // storetest.Store, which runtime's TestWorkflowStore_ holds to what the
 // Redis scripts answer; runtime's workflow tests run the whole against real

@@ -39,6 +39,12 @@ type Runner struct {
 	// CancelJob cancels job id; a job not found or already ended is not an
 	// error.
 	CancelJob func(ctx context.Context, id string) error
+	// StepResult, when set, is how workflow wf's record keeps the result of
+	// its step's job, given as the job stores it (sealed for the job): the
+	// value the steps after it are made of. An error matching ErrPermanent
+	// (a result that does not open) fails the step with it; any other (a
+	// key this process does not hold) leaves the end for the keeper.
+	StepResult func(wf, job string, stored []byte) ([]byte, error)
 	// TTLs are how long an ended workflow's record is kept.
 	TTLs record.TTLs
 	// Grace is how long after a submission, or a step made, the keeper
@@ -103,6 +109,17 @@ func (r *Runner) StepEnded(ctx context.Context, wf string, step int, job string,
 // stepEnded is StepEnded; own as Make's (false when the end was read back
 // by the keeper, whose advance may return steps another caller is making).
 func (r *Runner) stepEnded(ctx context.Context, wf string, step int, job string, how queue.Ending, value []byte, trail string, own bool) error {
+	if how == queue.EndCompleted && r.StepResult != nil {
+		kept, err := r.StepResult(wf, job, value)
+		switch {
+		case err == nil:
+			value = kept
+		case errors.Is(err, ErrPermanent):
+			how, value = queue.EndDead, []byte(err.Error())
+		default:
+			return err
+		}
+	}
 	a, err := r.Store.Advance(ctx, wf, step, job, how, value, trail, r.TTLs)
 	if err != nil {
 		return err

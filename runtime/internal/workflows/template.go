@@ -48,13 +48,21 @@ type Maker struct {
 	// AfterHeader is the header that carries the trails the step's
 	// predecessors' runs left.
 	AfterHeader string
+	// OpenArgs, when set, turns a step's args as the record holds them
+	// (values sealed for workflow wf) into the plain msgpack its job's
+	// task reads. An error that does not match ErrPermanent (a key this
+	// process does not hold) leaves the step for the keeper.
+	OpenArgs func(wf string, args []byte) ([]byte, error)
+	// PackArgs, when set, is the form the plain args of job id take in its
+	// envelope (sealed for the job).
+	PackArgs func(id string, args []byte) ([]byte, error)
 
 	templates map[string]*Template
 }
 
 // Job is the job of step s of workflow wf, made from its template with its
-// args, and its route and priority. Every error matches ErrPermanent: the
-// step can never be made. own: the caller's own script call marked s
+// args, and its route and priority. Every error but OpenArgs' matches
+// ErrPermanent: the step can never be made. own: the caller's own script call marked s
 // creating (Runner.Make), so a job id fresh on its route needs no check
 // that it exists already.
 func (m *Maker) Job(wf string, s record.ReadyStep, own bool) (queue.NewJob, string, queue.Priority, error) {
@@ -70,13 +78,27 @@ func (m *Maker) Job(wf string, s record.ReadyStep, own bool) (queue.NewJob, stri
 		tpl = &t
 		m.templates[string(s.Template)] = tpl
 	}
+	args := s.Args
+	if m.OpenArgs != nil {
+		var err error
+		if args, err = m.OpenArgs(wf, s.Args); err != nil {
+			return queue.NewJob{}, "", "", err
+		}
+	}
 	if m.CheckArgs != nil {
-		if err := m.CheckArgs(tpl.Name, s.Args); err != nil {
+		if err := m.CheckArgs(tpl.Name, args); err != nil {
+			return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", ErrPermanent, err)
+		}
+	}
+	stored := args
+	if m.PackArgs != nil {
+		var err error
+		if stored, err = m.PackArgs(s.JobID, args); err != nil {
 			return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", ErrPermanent, err)
 		}
 	}
 	env, err := queue.EncodeEnvelope(queue.Envelope{
-		Args: s.Args, Timeout: tpl.Timeout, ResultTTL: tpl.ResultTTL, FailureTTL: tpl.ResultTTL,
+		Args: stored, Timeout: tpl.Timeout, ResultTTL: tpl.ResultTTL, FailureTTL: tpl.ResultTTL,
 		Backoff: tpl.Backoff, Description: tpl.Description, Workflow: wf, Step: s.Index, Headers: m.headers(tpl.Headers, s.After),
 	})
 	if err != nil {
@@ -93,7 +115,7 @@ func (m *Maker) Job(wf string, s record.ReadyStep, own bool) (queue.NewJob, stri
 		case m.KeyOf == nil:
 			return queue.NewJob{}, "", "", fmt.Errorf("%w: task %s is keyed by its args, and nothing here reads its key", ErrPermanent, tpl.Name)
 		default:
-			if j.Key, err = m.KeyOf(tpl.Name, s.Args); err != nil {
+			if j.Key, err = m.KeyOf(tpl.Name, args); err != nil {
 				return queue.NewJob{}, "", "", fmt.Errorf("%w: %v", ErrPermanent, err)
 			}
 		}

@@ -16,6 +16,9 @@
 //	<ns>:workflows:all     ZSET  id of every workflow whose record may still exist -> created (ms) (list.go)
 //	<ns>:workflow:{<id>}   channel: the workflow ended (completed, failed or canceled)
 //
+// A key rotation reads the fields that hold a user's values (values.go:
+// IDs, Values) and swaps them by queue's compare-and-set (SwapValues).
+//
 // Each script but wf_due.lua touches the record alone, so it runs on the
 // record's slot of a Redis Cluster; wf_due.lua touches the index alone.
 // wf_submit.lua also adds to the list when it lives on the record's node
