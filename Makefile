@@ -92,7 +92,7 @@ demo:
 # -tracing): a drain with otelbananas against without. Schedules
 # (-schedules 10000): one scheduler firing 10,000 schedules that tick every
 # second: ticks/s, tick lateness p50/p99, Redis CPU a second. The batched
-# drain, unique enqueues, schedules and durable waits (-waits) run on a real
+# drain, unique enqueues, sealed payloads, schedules and durable waits (-waits) run on a real
 # redis-server (scripts/bench-redis.sh: REDIS_URL, else a throwaway one), as
 # their figures are Redis's own. Where PostgreSQL is
 # installed, the task history (bench-history: the drain with it on against
@@ -110,7 +110,7 @@ bench:
 	./scripts/bench-redis.sh -batched
 	./scripts/bench-redis.sh -unique
 	./scripts/bench-redis.sh -waits
-	$(GO) run ./examples/bench -seal -n 20000
+	./scripts/bench-redis.sh -seal -n 100000
 	$(GO) -C examples/bench/addons run . -tracing -runs 9
 	./scripts/bench-redis.sh -schedules 10000
 	@if [ -n "$$REDIS_URL" ]; then $(GO) run ./examples/bench -idle $(BENCH_IDLE) -rate 2000 -secs 3; \

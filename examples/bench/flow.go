@@ -19,7 +19,7 @@ import (
 
 var (
 	flowMode  = flag.Bool("flow", false, "instead of the scenarios: flow control (keyed drain against unkeyed, a rate held by competing workers, a late key behind a backlog), -runs times")
-	flowRuns  = flag.Int("runs", 3, "with -flow or -workflow: rounds, each scenario once a round; the figures are their medians")
+	flowRuns  = flag.Int("runs", 3, "with -flow, -workflow, -batched or -seal: rounds, each scenario once a round; the figures are their medians")
 	flowKeys  = flag.Int("keys", 1000, "with -flow: users the keyed drain spreads its jobs over")
 	rateSecs  = flag.Int("rate-secs", 30, "with -flow: seconds the rated task runs under its rate")
 	backlogN  = flag.Int("backlog", 100000, "with -flow: jobs of one user ahead of the late user's first")
