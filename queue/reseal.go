@@ -30,6 +30,17 @@ type ResealCount struct {
 	Garbage   int `json:"garbage"`    // jobs whose stored envelope does not decode: not touched
 }
 
+// Swapped counts the compare-and-set of one entry's fields (a schedule's,
+// a workflow's record): resealed when it swapped them, left alone when
+// one no longer held what was read.
+func (c *ResealCount) Swapped(swapped bool) {
+	if swapped {
+		c.Resealed++
+	} else {
+		c.LeftAlone++
+	}
+}
+
 // resealEntry is one job to reseal: its kind ("p" a light job's payload, "h"
 // a job hash's envelope), id, job key and the old and new stored bytes.
 type resealEntry struct {

@@ -78,14 +78,10 @@ func (c *Client) resealSchedules(ctx context.Context, n *KeyRotation) error {
 			swaps = append(swaps, queue.FieldSwap{Field: "args", Old: []byte(sc.Args), New: []byte(sealed)})
 		}
 		swapped, err := c.q.SwapFields(ctx, c.schedules().Key(sc.ID), swaps...)
-		switch {
-		case err != nil:
+		if err != nil {
 			return err
-		case swapped:
-			n.Resealed++
-		default:
-			n.LeftAlone++
 		}
+		n.Swapped(swapped)
 	}
 	return nil
 }

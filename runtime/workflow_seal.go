@@ -227,13 +227,9 @@ func (c *Client) resealWorkflow(ctx context.Context, st *redisstore.Store, id st
 		return nil
 	}
 	swapped, err := st.SwapValues(ctx, id, swaps)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case swapped:
-		n.Resealed++
-	default:
-		n.LeftAlone++
 	}
+	n.Swapped(swapped)
 	return nil
 }

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/bananas-go/bananas/internal/pgtest"
 	"github.com/bananas-go/bananas/runtime"
 	"github.com/bananas-go/bananas/runtime/admin"
@@ -56,22 +54,8 @@ func TestHistory_RowsOfSealedJobsHoldNoPlaintext(t *testing.T) {
 		return len(a) == 1 && len(b) == 1
 	})
 
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	rows, err := conn.Query(ctx, "SELECT id, row_to_json(h)::text FROM bananas_history h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for rows.Next() {
-		var id, text string
-		if err := rows.Scan(&id, &text); err != nil {
-			t.Fatal(err)
-		}
-		n++
+	rows := historyRowsAsText(t, ctx, db)
+	for id, text := range rows {
 		if strings.Contains(text, secret) || strings.Contains(text, "CARD-4111") {
 			t.Errorf("the row of %s holds the secret in the clear: %s", id, text)
 		}
@@ -79,8 +63,8 @@ func TestHistory_RowsOfSealedJobsHoldNoPlaintext(t *testing.T) {
 			t.Errorf("the row of %s does not mark its sealed values: %s", id, text)
 		}
 	}
-	if rows.Err() != nil || n != 2 {
-		t.Fatalf("%d rows read (%v), want 2", n, rows.Err())
+	if len(rows) != 2 {
+		t.Fatalf("%d rows read, want 2", len(rows))
 	}
 
 	in := runtime.NewInspector(c, func(w *runtime.Worker) { runtime.Handle(w, pay, nil) })

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/bananas-go/bananas/internal/pgtest"
 	"github.com/bananas-go/bananas/runtime"
 )
@@ -57,27 +55,13 @@ func TestHistory_RowsOfAWorkflowsStepsHoldNoPlaintext(t *testing.T) {
 		return true
 	})
 
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	rows, err := conn.Query(ctx, "SELECT id, row_to_json(h)::text FROM bananas_history h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for rows.Next() {
-		var job, text string
-		if err := rows.Scan(&job, &text); err != nil {
-			t.Fatal(err)
-		}
-		n++
+	rows := historyRowsAsText(t, ctx, db)
+	for job, text := range rows {
 		if strings.Contains(text, secret) {
 			t.Errorf("the row of step job %s holds the secret in the clear: %s", job, text)
 		}
 	}
-	if rows.Err() != nil || n != 2 {
-		t.Fatalf("%d rows read (%v), want 2", n, rows.Err())
+	if len(rows) != 2 {
+		t.Fatalf("%d rows read, want 2", len(rows))
 	}
 }
