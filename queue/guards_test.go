@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -198,4 +199,41 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// The stats series buckets an ack or a batch's settle carries are checked
+// before anything is written: a field that is not w<i> or t<i>, or a count
+// below 1, refuses the call, and the job is still leased to its run, which
+// then completes it.
+func TestAck_BadSeriesBucketsRefuseTheCallBeforeAnyWrite(t *testing.T) {
+	eachBackend(t, func(t *testing.T, q *queue.Queue) {
+		ctx := context.Background()
+		now := time.Now()
+		if _, err := q.Jobs.Enqueue(ctx, "r", queue.Normal, []queue.NewJob{job(t, "r")}, now); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := q.Jobs.Fetch(ctx, "r", queue.Priorities, 1, now.Add(time.Minute), now)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("fetch = %v, %v", dispatchIDs(ds), err)
+		}
+		for _, bad := range []struct {
+			buckets []any
+			want    string
+		}{
+			{[]any{"x1", 1}, "bad series bucket field x1"},
+			{[]any{"w1", 0}, "series bucket count must be > 0"},
+		} {
+			for name, call := range map[string]func() error{
+				"ack":          func() error { return q.Jobs.AckWithBuckets(ctx, ds[0], bad.buckets...) },
+				"batch settle": func() error { return q.Jobs.SettleBatchWithBuckets(ctx, ds[0], bad.buckets...) },
+			} {
+				if err := call(); err == nil || !strings.Contains(err.Error(), bad.want) {
+					t.Fatalf("%s with buckets %v = %v; want an error saying %q", name, bad.buckets, err, bad.want)
+				}
+			}
+		}
+		if ok, err := q.Jobs.Ack(ctx, ds[0], []byte("record"), time.Hour); err != nil || !ok {
+			t.Fatalf("the run's own ack after the refused calls = %v, %v; want it completed", ok, err)
+		}
+	})
 }

@@ -33,6 +33,21 @@ local function bn_series(series, now, what, n)
   if r == n then redis.call('PEXPIRE', series, 90000000) end
 end
 
+-- bn_check_buckets raises unless ARGV[from .. to] are pairs of a series
+-- time bucket field (w<i> a wait, t<i> a run time) and a count > 0, the
+-- call's jobs summed by the caller (an ack's, a batch's settle).
+local function bn_check_buckets(from, to)
+  for i = from, to, 2 do
+    if not string.match(bn_str(ARGV[i], 'bucket field'), '^[wt]%d%d?$') then error('bananas: bad series bucket field ' .. ARGV[i]) end
+    if bn_num(ARGV[i + 1], 'bucket count') < 1 then error('bananas: series bucket count must be > 0') end
+  end
+end
+
+-- bn_series_buckets adds the pairs bn_check_buckets checked to series.
+local function bn_series_buckets(series, now, from, to)
+  for i = from, to, 2 do bn_series(series, now, ARGV[i], tonumber(ARGV[i + 1])) end
+end
+
 local bn_prios = { high = 1, normal = 2, low = 3 }
 
 -- The task history: a script that ends a job for good (completed, dead,

@@ -45,10 +45,7 @@ local n = (#ARGV - first_job + 1) / 5
 if b < 0 or n < 1 or n ~= math.floor(n) then
   error('bananas: ack needs a channel prefix, an announce flag, now, the series buckets and five args per job')
 end
-for i = 5, first_job - 1, 2 do
-  if not string.match(bn_str(ARGV[i], 'bucket field'), '^[wt]%d%d?$') then error('bananas: bad series bucket field ' .. ARGV[i]) end
-  if bn_num(ARGV[i + 1], 'bucket count') < 1 then error('bananas: series bucket count must be > 0') end
-end
+bn_check_buckets(5, first_job - 1)
 local ids, channels = {}, {}
 for i = 1, n do
   local a = first_job + 5 * (i - 1)
@@ -145,5 +142,5 @@ elseif unparked > 0 then
 end
 bn_count(KEYS[3], 'processed', #done)
 bn_series(KEYS[6], now, 'p', #done)
-for i = 5, first_job - 1, 2 do bn_series(KEYS[6], now, ARGV[i], tonumber(ARGV[i + 1])) end
+bn_series_buckets(KEYS[6], now, 5, first_job - 1)
 return out

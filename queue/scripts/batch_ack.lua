@@ -61,10 +61,7 @@ if b < 0 or n < 1 or n ~= math.floor(n) then
   error('bananas: batch ack needs a channel prefix, an announce flag, now, a schedule channel, the series buckets, and nine args per job')
 end
 if #KEYS ~= 22 + 3 * n then error('bananas: batch ack needs ten route keys, three keys per job and the flow keys') end
-for i = 6, first_job - 1, 2 do
-  if not string.match(bn_str(ARGV[i], 'bucket field'), '^[wt]%d%d?$') then error('bananas: bad series bucket field ' .. ARGV[i]) end
-  if bn_num(ARGV[i + 1], 'bucket count') < 1 then error('bananas: series bucket count must be > 0') end
-end
+bn_check_buckets(6, first_job - 1)
 local ids, hows, seen, any_failed = {}, {}, {}, false
 for i = 1, n do
   local a = first_job + 9 * (i - 1)
@@ -230,6 +227,6 @@ end
 if #done > 0 then
   bn_count(KEYS[3], 'processed', #done)
   bn_series(KEYS[6], now, 'p', #done)
-  for i = 6, first_job - 1, 2 do bn_series(KEYS[6], now, ARGV[i], tonumber(ARGV[i + 1])) end
+  bn_series_buckets(KEYS[6], now, 6, first_job - 1)
 end
 return out
