@@ -6,15 +6,7 @@ import "encoding/binary"
 // the ext8, ext16 and ext32 forms (never a fixext: one form per size keeps
 // reading simple).
 func Ext(b []byte, typ int8, data []byte) []byte {
-	switch n := len(data); {
-	case n <= 0xff:
-		b = append(b, 0xc7, byte(n))
-	case n <= 0xffff:
-		b = binary.BigEndian.AppendUint16(append(b, 0xc8), uint16(n))
-	default:
-		b = binary.BigEndian.AppendUint32(append(b, 0xc9), uint32(n))
-	}
-	return append(append(b, byte(typ)), data...)
+	return append(append(withLength(b, len(data), 0xc7), byte(typ)), data...)
 }
 
 // ReadExt reads b as exactly one ext value of any form: its type and its

@@ -51,15 +51,21 @@ func Bytes(b []byte, p []byte) []byte {
 	if p == nil {
 		return append(b, 0xc0)
 	}
-	switch n := len(p); {
+	return append(withLength(b, len(p), 0xc4), p...)
+}
+
+// withLength appends the head of a value of n bytes in the smallest of the three
+// forms that follow one another from first (bin 8/16/32 from 0xc4, ext
+// 8/16/32 from 0xc7): the byte, then n in 1, 2 or 4 bytes.
+func withLength(b []byte, n int, first byte) []byte {
+	switch {
 	case n <= 0xff:
-		b = append(b, 0xc4, byte(n))
+		return append(b, first, byte(n))
 	case n <= 0xffff:
-		b = binary.BigEndian.AppendUint16(append(b, 0xc5), uint16(n))
+		return binary.BigEndian.AppendUint16(append(b, first+1), uint16(n))
 	default:
-		b = binary.BigEndian.AppendUint32(append(b, 0xc6), uint32(n))
+		return binary.BigEndian.AppendUint32(append(b, first+2), uint32(n))
 	}
-	return append(b, p...)
 }
 
 // Bool appends v.
