@@ -78,15 +78,16 @@ func (js Jobs) enqueueLightUnique(ctx context.Context, route string, priority Pr
 	args = append(args, k.WakeChannel(), eager, created, durMS(receiptTTL))
 	for i := range jobs {
 		j := &jobs[i]
+		unique := isLightUnique(j, now)
 		p := j.payload
 		if p == "" {
 			p = payloadOf(j.Name, string(priority), j.MaxRetries, created, j.Envelope)
-			if isLightUnique(j, now) {
+			if unique {
 				p = uniquePrefix(j) + p
 			}
 		}
 		var uttl int64
-		if isLightUnique(j, now) {
+		if unique {
 			keys = append(keys, k.Unique(j.UniqueKey))
 			uttl = max(1, durMS(j.UniqueTTL))
 		} else {
